@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/journal"
+)
+
+func stateDir(g *globals) (string, error) { return engine.StateDir(g.state) }
+
+func newCmdList(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the runs in the state folder",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			state, err := stateDir(g)
+			if err != nil {
+				return err
+			}
+			ids, err := engine.ListRuns(state)
+			if err != nil {
+				return err
+			}
+			var runs []statusOutput
+			for _, id := range ids {
+				st, err := runStatus(state, id)
+				if err != nil {
+					continue
+				}
+				runs = append(runs, st)
+			}
+			if g.json {
+				if runs == nil {
+					runs = []statusOutput{}
+				}
+				writeJSON(streams.Out, map[string]any{"runs": runs})
+				return nil
+			}
+			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATE\tSTATUS\tCALLS\tWORKFLOW")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Run, r.State, dash(r.Status), total(r.Calls), r.Workflow)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// statusOutput is `crw flow status --json`: the shape of `crw flow run --json` plus the state.
+type statusOutput struct {
+	Run      string            `json:"run"`
+	State    string            `json:"state"` // running, paused, ended, crashed
+	Status   string            `json:"status"`
+	Result   json.RawMessage   `json:"result"`
+	Error    *journal.RunError `json:"error"`
+	Calls    engine.Counts     `json:"calls"`
+	InFlight int               `json:"in_flight"`
+	Tokens   journal.Tokens    `json:"tokens"`
+	Workflow string            `json:"workflow"`
+	Backend  string            `json:"backend"`
+	Started  time.Time         `json:"started"`
+}
+
+// runStatus reads what the run's process published; a run whose process is gone before it
+// ended is crashed.
+func runStatus(state, run string) (statusOutput, error) {
+	if !engine.ValidRunID(run) {
+		return statusOutput{}, engine.Errorf(engine.CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
+	}
+	spec, err := engine.ReadSpec(state, run)
+	if err != nil {
+		return statusOutput{}, err
+	}
+	out := statusOutput{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt, Result: json.RawMessage("null"), Calls: engine.Counts{}}
+	st, err := engine.ReadState(state, run)
+	if err != nil {
+		out.State = "crashed"
+		return out, nil
+	}
+	out.State, out.Status, out.Error, out.InFlight, out.Tokens = st.State, st.Status, st.Error, st.InFlight, st.Tokens
+	if st.Result != nil {
+		out.Result = st.Result
+	}
+	if st.Calls != nil {
+		out.Calls = st.Calls
+	}
+	if st.State != "ended" && !processAlive(st.PID) {
+		out.State = "crashed"
+	}
+	return out, nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscallZero) == nil
+}
+
+func newCmdStatus(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status RUN",
+		Short: "Show a run's state: running, paused, ended or crashed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			state, err := stateDir(g)
+			if err != nil {
+				return err
+			}
+			st, err := runStatus(state, args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, st)
+				return nil
+			}
+			fmt.Fprintf(streams.Out, "run       %s\nworkflow  %s\nbackend   %s\nstate     %s\n", st.Run, st.Workflow, st.Backend, st.State)
+			if st.Status != "" {
+				fmt.Fprintf(streams.Out, "status    %s\n", st.Status)
+			}
+			fmt.Fprintf(streams.Out, "calls     %s (%d in flight)\ntokens    %d\n", countsLine(st.Calls), st.InFlight, st.Tokens.Total)
+			if st.Error != nil {
+				fmt.Fprintf(streams.Out, "error     %s\n", st.Error.Message)
+			} else if st.State == "ended" {
+				fmt.Fprintf(streams.Out, "result    %s\n", st.Result)
+			}
+			return nil
+		},
+	}
+}
+
+func newCmdTrace(g *globals, streams IO) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "trace RUN",
+		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			state, err := stateDir(g)
+			if err != nil {
+				return err
+			}
+			rows, err := engine.ReadJournal(state, args[0])
+			if err != nil {
+				return err
+			}
+			if output == "" || output == "-" {
+				w := bufio.NewWriter(streams.Out)
+				if err := journal.Export(w, args[0], rows); err != nil {
+					return err
+				}
+				return w.Flush()
+			}
+			f, err := os.Create(output)
+			if err != nil {
+				return engine.Errorf(engine.CodeInvalidRequest, "--output %s: %v", output, err)
+			}
+			w := bufio.NewWriter(f)
+			if err := journal.Export(w, args[0], rows); err != nil {
+				f.Close()
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the trace to this file instead of stdout")
+	return cmd
+}
+
+func newCmdShow(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RUN [CALL]",
+		Short: "Show a run's timeline of calls, or one call",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			state, err := stateDir(g)
+			if err != nil {
+				return err
+			}
+			rows, err := engine.ReadJournal(state, args[0])
+			if err != nil {
+				return err
+			}
+			s := engine.Summarize(rows)
+			if len(args) == 2 {
+				return showCall(g, streams, s, args[1])
+			}
+			if g.json {
+				writeJSON(streams.Out, s)
+				return nil
+			}
+			w := streams.Out
+			status := s.Status
+			if status == "" {
+				status = "not ended"
+			}
+			fmt.Fprintf(w, "run %s  %s  backend %s  %s\n", s.Run, s.Workflow, s.Backend, status)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CALL\tROLE\tNODE\tSTATUS\tREASON\tTURNS\tTOKENS\tTIME")
+			for _, c := range s.Calls {
+				st := c.Status
+				if st == "" {
+					st = "(" + c.LastRow + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", c.Call, c.Role, c.Node, st, dash(c.Reason), c.Turns, c.Tokens.Total, time.Duration(c.DurationMS)*time.Millisecond)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, e := range s.Escalations {
+				fmt.Fprintf(w, "escalation %s by %s: %s\n", e.Reason, e.Call, e.Detail)
+			}
+			fmt.Fprintf(w, "%d calls: %s; %d tokens", len(s.Calls), countsLine(s.Counts), s.Tokens.Total)
+			if s.Ended != nil {
+				fmt.Fprintf(w, "; %s", s.Ended.Sub(s.Started).Round(time.Millisecond))
+			}
+			fmt.Fprintln(w)
+			if s.Error != nil {
+				fmt.Fprintf(w, "error: %s\n", s.Error.Message)
+			}
+			return nil
+		},
+	}
+}
+
+func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
+	for _, c := range s.Calls {
+		if c.Call != id {
+			continue
+		}
+		if g.json {
+			writeJSON(streams.Out, c)
+			return nil
+		}
+		w := streams.Out
+		fmt.Fprintf(w, "call     %s (#%d) at %s\nrole     %s\nnode     %s\nstatus   %s %s\n", c.Call, c.Index, dash(c.Site), c.Role, c.Node, dash(c.Status), c.Reason)
+		if c.Detail != "" {
+			fmt.Fprintf(w, "detail   %s\n", c.Detail)
+		}
+		fmt.Fprintf(w, "thread   %s (%s, %s)\nturns    %d (repair used: %v)\ntokens   %d in, %d out\nprompt   %s\n", dash(c.ThreadID), dash(c.Model), dash(c.Effort), c.Turns, c.RepairUsed, c.Tokens.Input, c.Tokens.Output, indentAfterFirst(c.Prompt))
+		if c.Output != nil {
+			fmt.Fprintf(w, "output   %s\n", c.Output)
+		}
+		return nil
+	}
+	return engine.Errorf(engine.CodeInvalidRequest, "run %s has no call %q", s.Run, id)
+}
+
+func indentAfterFirst(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func total(c engine.Counts) int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func countsLine(c engine.Counts) string {
+	if len(c) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range []string{engine.StatusCompleted, engine.StatusNullModel, engine.StatusHeld, engine.StatusRefused, engine.StatusUnknown, engine.StatusSuperseded} {
+		if c[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,6 @@
+package cli
+
+import "syscall"
+
+// syscallZero probes a process without signalling it.
+const syscallZero = syscall.Signal(0)

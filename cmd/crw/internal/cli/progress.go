@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine"
+)
+
+// progress shows a run's calls as they go: one redrawn line on a terminal, plain lines
+// otherwise. Script output is written between them.
+type progress struct {
+	mu     sync.Mutex
+	w      io.Writer
+	tty    bool
+	quiet  bool
+	line   bool // a status line is drawn and must be cleared before other output
+	last   engine.Event
+	drawn  time.Time
+	run    string
+	start  time.Time
+	closed bool
+}
+
+func newProgress(w io.Writer, tty, quiet bool) *progress {
+	return &progress{w: w, tty: tty, quiet: quiet, start: time.Now()}
+}
+
+func (p *progress) started(run string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.run = run
+	if !p.quiet && !p.tty {
+		fmt.Fprintf(p.w, "run %s started\n", run)
+	}
+}
+
+func (p *progress) event(e engine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet || p.closed {
+		return
+	}
+	p.last = e
+	if p.tty {
+		// Redraw at most 20 times a second; the final state is drawn by done.
+		if time.Since(p.drawn) > 50*time.Millisecond || e.Kind == "ended" {
+			p.draw()
+		}
+		return
+	}
+	if e.Kind == "call_ended" {
+		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
+		if e.Reason != "" {
+			line += " (" + e.Reason + ")"
+		}
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func (p *progress) draw() {
+	fmt.Fprintf(p.w, "\r\x1b[K%s", summary(p.run, p.last, time.Since(p.start)))
+	p.line = true
+	p.drawn = time.Now()
+}
+
+func summary(run string, e engine.Event, elapsed time.Duration) string {
+	done := 0
+	var parts []string
+	keys := make([]string, 0, len(e.Calls))
+	for k := range e.Calls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		done += e.Calls[k]
+		if k != engine.StatusCompleted {
+			parts = append(parts, fmt.Sprintf("%d %s", e.Calls[k], k))
+		}
+	}
+	s := fmt.Sprintf("run %s  %d in flight  %d done", run, e.InFlight, done)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s + fmt.Sprintf("  %d tokens  %s", e.Tokens.Total, elapsed.Round(100*time.Millisecond))
+}
+
+func (p *progress) clear() {
+	if p.line {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.line = false
+	}
+}
+
+// logWriter is where the script's console goes: above the status line.
+func (p *progress) logWriter() io.Writer { return logWriter{p} }
+
+type logWriter struct{ p *progress }
+
+func (l logWriter) Write(b []byte) (int, error) {
+	p := l.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	n, err := p.w.Write(b)
+	if p.tty && !p.closed && p.run != "" {
+		p.draw()
+	}
+	return n, err
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && !p.quiet && p.run != "" {
+		p.draw()
+		fmt.Fprintln(p.w)
+		p.line = false
+	}
+	p.closed = true
+}

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/fake"
+)
+
+// RunOptions are the flags of `crw flow run`.
+type RunOptions struct {
+	Workflow     string
+	Input        string
+	Backend      string
+	Answers      string
+	Roles        string
+	Pool         int
+	BudgetTokens int64
+	LibDirs      []string
+}
+
+func newCmdRun(g *globals, streams IO) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run WORKFLOW",
+		Short: "Run a workflow in the foreground, with live progress",
+		Long: `Run a workflow (a .js or .ts file) to its end in this process.
+
+The workflow's return value is printed as JSON on stdout. Exit status: 0 when the workflow
+returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON object:
+{"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Workflow = args[0]
+			return runRun(cmd.Context(), g, streams, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, or @FILE")
+	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: fake")
+	f.StringVar(&opts.Answers, "answers", "", "the fake backend's answers file")
+	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
+	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
+	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
+	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	return cmd
+}
+
+// runOutput is the one JSON object `crw flow run --json` prints.
+type runOutput struct {
+	Run    *string         `json:"run"`
+	Status string          `json:"status"`
+	Result json.RawMessage `json:"result"`
+	Error  any             `json:"error"`
+	Calls  engine.Counts   `json:"calls"`
+}
+
+func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error {
+	eopts, err := engineOptions(g, opts)
+	if err != nil {
+		return err
+	}
+	defer eopts.Backend.Close()
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
+	eopts.OnEvent = prog.event
+	eopts.Log = prog.logWriter()
+	eopts.OnStart = prog.started
+	res, err := engine.Run(ctx, eopts)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	if g.json {
+		out := runOutput{Run: &res.Run, Status: res.Status, Result: res.Result, Calls: res.Calls}
+		if out.Result == nil {
+			out.Result = json.RawMessage("null")
+		}
+		if res.Error != nil {
+			out.Error = res.Error
+		}
+		writeJSON(streams.Out, out)
+	} else if res.Status == engine.RunFailed {
+		fmt.Fprintf(streams.ErrOut, "crw: the workflow threw: %s\n", res.Error.Message)
+		if res.Error.Stack != "" {
+			fmt.Fprintln(streams.ErrOut, indent(res.Error.Stack))
+		}
+		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", res.Run, res.Run)
+	} else {
+		fmt.Fprintln(streams.Out, string(res.Result))
+		if res.Status == engine.RunPaused {
+			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit\n", res.Run)
+		}
+	}
+	if res.Status == engine.RunFailed || res.Status == engine.RunCancelled {
+		return errPrinted{code: engine.ExitFailed}
+	}
+	return nil
+}
+
+func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
+	var eo engine.Options
+	if opts.Pool < 1 {
+		return eo, engine.Errorf(engine.CodeInvalidRequest, "--pool: must be 1 or more, got %d", opts.Pool)
+	}
+	if opts.BudgetTokens < 0 {
+		return eo, engine.Errorf(engine.CodeInvalidRequest, "--budget-tokens: must not be negative")
+	}
+	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
+		return eo, engine.Errorf(engine.CodeInvalidRequest, "workflow %s: not a readable file", opts.Workflow)
+	}
+	input, err := readInput(opts.Input)
+	if err != nil {
+		return eo, err
+	}
+	roles := engine.RoleTable{}
+	if opts.Roles != "" {
+		if roles, err = engine.LoadRoles(opts.Roles); err != nil {
+			return eo, err
+		}
+	}
+	var libs []string
+	for _, d := range opts.LibDirs {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() {
+			return eo, engine.Errorf(engine.CodeInvalidRequest, "--lib %s: not a folder", d)
+		}
+		abs, _ := filepath.Abs(d)
+		libs = append(libs, abs)
+	}
+	be, answers, err := newBackend(opts)
+	if err != nil {
+		return eo, err
+	}
+	return engine.Options{
+		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: be, Answers: answers,
+		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
+	}, nil
+}
+
+func newBackend(opts *RunOptions) (backend.Backend, string, error) {
+	switch opts.Backend {
+	case "fake":
+		if opts.Answers == "" {
+			return fake.New(nil), "", nil
+		}
+		a, err := fake.LoadAnswers(opts.Answers)
+		if err != nil {
+			return nil, "", engine.Errorf(engine.CodeInvalidRequest, "--answers %v", err)
+		}
+		abs, _ := filepath.Abs(opts.Answers)
+		return fake.New(a), abs, nil
+	case "app-server", "session":
+		return nil, "", engine.Errorf(engine.CodeCapabilityUnavailable, "--backend %s is not available in this build yet; use --backend fake", opts.Backend)
+	}
+	return nil, "", engine.Errorf(engine.CodeInvalidRequest, "--backend %q: one of fake, app-server, session", opts.Backend)
+}
+
+// readInput reads --input: inline JSON or @FILE; absent is null.
+func readInput(s string) (json.RawMessage, error) {
+	if s == "" {
+		return json.RawMessage("null"), nil
+	}
+	data := []byte(s)
+	where := "--input"
+	if name, ok := strings.CutPrefix(s, "@"); ok {
+		var err error
+		if data, err = os.ReadFile(name); err != nil {
+			return nil, engine.Errorf(engine.CodeInvalidRequest, "--input @%s: cannot read: %v", name, err)
+		}
+		where = "--input @" + name
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, engine.Errorf(engine.CodeInvalidRequest, "%s: not JSON: %v", where, err)
+	}
+	return json.RawMessage(strings.TrimSpace(string(data))), nil
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "\n")
+}

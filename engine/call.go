@@ -1,0 +1,473 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+)
+
+// call is one agent.call on its way through the state machine: gate, thread, turn, validation,
+// at most one repair, one terminal row.
+type call struct {
+	r        *run
+	id       string
+	index    int
+	req      agent.Request
+	settle   agent.Settle
+	resumeOf *call
+
+	prepared *journal.Row
+	thread   *journal.Row
+	th       backend.Thread
+	lastSeq  uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// guarded by r.mu
+	interrupt string // the reason the engine interrupted the call
+	ended     bool
+
+	turnIDs    []string
+	tokens     journal.Tokens
+	repairUsed bool
+}
+
+// HostError is a failure a backend reports for a thread or turn request: its codexErrorInfo,
+// or Lost when the request got no answer.
+type HostError struct {
+	Info string
+	Lost bool
+	Err  error
+}
+
+func (e *HostError) Error() string {
+	if e.Lost {
+		return "request got no answer: " + e.Err.Error()
+	}
+	return fmt.Sprintf("host failure %q: %v", e.Info, e.Err)
+}
+
+func (e *HostError) Unwrap() error { return e.Err }
+
+// Call implements agent.Caller: it runs on the loop goroutine, journals the call's prepared
+// row, decides what can be decided at once, and hands the rest to a goroutine.
+func (r *run) Call(req agent.Request, settle agent.Settle) error {
+	if r.j == nil {
+		return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
+	}
+	var resumeOf *call
+	foreign := false
+	if req.Resume != "" {
+		runID, callID, ok := ParseHandle(req.Resume)
+		if !ok {
+			return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)}
+		}
+		if runID != r.id {
+			foreign = true
+		} else {
+			r.mu.Lock()
+			resumeOf = r.calls[callID]
+			r.mu.Unlock()
+			if resumeOf == nil {
+				return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: handle %s names no call of this run", req.Resume)}
+			}
+		}
+	}
+
+	r.mu.Lock()
+	r.issued++
+	c := &call{r: r, index: r.issued, id: "c" + strconv.Itoa(r.issued), req: req, settle: settle, resumeOf: resumeOf}
+	r.calls[c.id] = c
+	r.mu.Unlock()
+
+	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
+	schemaDigest := ""
+	if req.Schema != nil {
+		schemaDigest = schema.Digest(req.Schema)
+	}
+	c.prepared = &journal.Row{
+		Type: journal.TypePrepared, Call: c.id, Index: c.index, Role: req.Role, Node: req.Node,
+		Prompt: req.Prompt, PromptDigest: digest(req.Prompt), SchemaDigest: schemaDigest,
+		Handle: req.Resume, Site: req.Site,
+	}
+	if requested != (journal.Pair{}) {
+		c.prepared.RequestedPair = &requested
+	}
+	c.prepared.InputDigest = InputDigest(c.prepared)
+	configured, pairErr := r.opts.Roles.Decide(req.Role, requested)
+	if pairErr == nil && configured != (journal.Pair{}) {
+		c.prepared.ConfiguredPair = &configured
+	}
+	c.lastSeq = r.j.Append(c.prepared)
+	r.event(Event{Kind: "call_started", Call: c.id, Role: req.Role, Node: req.Node})
+
+	// What the call's own inputs decide ends it before any thread starts.
+	switch {
+	case foreign:
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "foreign_handle", Detail: "the handle belongs to another run"})
+		return nil
+	case req.Schema != nil:
+		vs, err := schema.CheckStrict(req.Schema)
+		if err != nil {
+			r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: err.Error()})
+			return nil
+		}
+		if len(vs) > 0 {
+			r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: vs[0].String()})
+			return nil
+		}
+	}
+	if pairErr != nil {
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: pairErr.Error()})
+		return nil
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		c.run(configured)
+	}()
+	return nil
+}
+
+// InputDigest identifies a call's inputs (role, prompt, schema, requested pair, handle, node):
+// a replayed call must have the same.
+func InputDigest(p *journal.Row) string {
+	pair := journal.Pair{}
+	if p.RequestedPair != nil {
+		pair = *p.RequestedPair
+	}
+	b, _ := json.Marshal([]string{p.Role, p.PromptDigest, p.SchemaDigest, pair.Model, pair.Effort, p.Handle, p.Node})
+	return digest(string(b))
+}
+
+// goEnd ends a call decided on the loop goroutine; the journal is synced off the loop.
+func (r *run) goEnd(c *call, row *journal.Row) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.end(c, row)
+	}()
+}
+
+func (c *call) run(configured journal.Pair) {
+	r := c.r
+	if err := r.pool.acquire(r.ctx); err != nil {
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
+		return
+	}
+	defer r.pool.release()
+
+	// The gate: what the run's state decides when the call would start.
+	r.mu.Lock()
+	var gate *journal.Row
+	if holder, held := r.holds[c.req.Node]; held {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
+	} else if c.resumeOf != nil && r.holds[c.resumeOf.req.Node] != "" {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.req.Node)}
+	} else if r.paused {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
+	} else if r.opts.BudgetTokens > 0 && r.spent.Total >= r.opts.BudgetTokens {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, r.opts.BudgetTokens)}
+	} else if c.resumeOf != nil && c.resumeOf.thread == nil {
+		gate = &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id)}
+	}
+	if gate == nil {
+		c.ctx, c.cancel = context.WithCancel(r.ctx)
+		r.inflight[c] = struct{}{}
+	}
+	r.mu.Unlock()
+	if gate != nil {
+		r.end(c, gate)
+		return
+	}
+	defer c.cancel()
+
+	bc := backend.Call{ID: c.id, Index: c.index, Role: c.req.Role, Node: c.req.Node, Pair: configured, Schema: c.req.Schema}
+	treq := backend.ThreadRequest{Call: bc}
+	if c.resumeOf != nil {
+		treq.From = c.resumeOf.th
+	}
+	th, err := r.backend.OpenThread(c.ctx, treq, c.commit)
+	if err != nil {
+		r.end(c, c.failure(err))
+		return
+	}
+	c.th = th
+	c.thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
+	if c.resumeOf != nil {
+		c.thread.ChainedFrom = c.req.Resume
+		c.thread.ChainThread = c.resumeOf.th.ID
+	}
+	c.lastSeq = r.j.Append(c.thread)
+
+	var validator *schema.Validator
+	if c.req.Schema != nil {
+		if validator, err = schema.Compile(c.req.Schema); err != nil {
+			r.end(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: err.Error()})
+			return
+		}
+	}
+	prompt, problem := c.req.Prompt, ""
+	for k := 1; k <= 2; k++ {
+		treq := backend.TurnRequest{Call: bc, K: k, Prompt: prompt}
+		turnID, err := r.backend.Send(c.ctx, th, treq, c.commit)
+		if err != nil {
+			r.end(c, c.failure(err))
+			return
+		}
+		c.turnIDs = append(c.turnIDs, turnID)
+		c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: turnID, Repair: problem})
+		out := r.backend.Wait(c.ctx, th, treq, turnID)
+		c.count(out.Tokens)
+
+		if reason := c.interruptReason(); reason != "" {
+			// An interrupt the engine asked for decides the call, whatever the turn came to.
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: reason})
+			return
+		}
+		switch {
+		case out.Lost:
+			r.end(c, &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"})
+			return
+		case out.Interrupted:
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
+			return
+		case out.Failed:
+			r.end(c, c.classified(out.ErrorInfo))
+			return
+		}
+		if validator == nil {
+			text, _ := json.Marshal(out.Text)
+			r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
+			return
+		}
+		doc, extracted, err := schema.ParseAnswer(out.Text)
+		if err == nil {
+			err = validator.Validate(doc)
+		}
+		if err == nil {
+			row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
+			if extracted {
+				raw := out.Text
+				row.RawText = &raw
+			}
+			r.end(c, row)
+			return
+		}
+		problem = err.Error()
+		if k == 1 {
+			c.repairUsed = true
+			prompt = RepairPrompt(problem)
+		}
+	}
+	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
+}
+
+// RepairPrompt is the one repair turn's text: it names what was wrong with the answer.
+func RepairPrompt(problem string) string {
+	return "Your previous answer could not be accepted: " + problem + ".\n" +
+		"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it."
+}
+
+func canonical(doc json.RawMessage) json.RawMessage {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return doc
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return doc
+	}
+	return b
+}
+
+// commit makes every row the call appended so far durable: the intent before an effect.
+func (c *call) commit() error { return c.r.j.Sync(c.lastSeq) }
+
+func (c *call) count(t journal.Tokens) {
+	c.tokens = c.tokens.Add(t)
+	r := c.r
+	r.mu.Lock()
+	r.spent = r.spent.Add(t)
+	r.mu.Unlock()
+}
+
+func (c *call) interruptReason() string {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.interrupt
+}
+
+// failure turns a backend error into the call's terminal row.
+func (c *call) failure(err error) *journal.Row {
+	if reason := c.interruptReason(); reason != "" {
+		return &journal.Row{Type: journal.TypeHeld, Reason: reason}
+	}
+	var he *HostError
+	if errors.As(err, &he) {
+		if he.Lost {
+			return &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the request got no answer"}
+		}
+		return c.classified(he.Info)
+	}
+	return &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_unknown", Detail: "the host request failed"}
+}
+
+// classified ends a failed turn by its codexErrorInfo; a usage or rate limit pauses the run.
+func (c *call) classified(info string) *journal.Row {
+	cls := Classify(info)
+	if cls.Pause {
+		c.r.pause(c, info)
+	}
+	detail := "codexErrorInfo " + info
+	if info == "" {
+		detail = "the host gave no codexErrorInfo"
+	}
+	return &journal.Row{Type: cls.Type, Reason: cls.Reason, Detail: detail}
+}
+
+// pause stops the run admitting calls after a usage or rate limit: one escalation row, and
+// every other turn in flight is interrupted.
+func (r *run) pause(by *call, info string) {
+	r.mu.Lock()
+	if r.paused {
+		r.mu.Unlock()
+		return
+	}
+	r.paused = true
+	r.j.Append(&journal.Row{Type: journal.TypeEscalation, Call: by.id, Reason: "quota_or_rate", Detail: "codexErrorInfo " + info})
+	others := make([]*call, 0, len(r.inflight))
+	for o := range r.inflight {
+		if o != by {
+			others = append(others, o)
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range others {
+		r.interruptCall(o, "engine_paused")
+	}
+}
+
+// interruptAll interrupts every call in flight, e.g. when the script is done or threw.
+func (r *run) interruptAll(reason string) {
+	r.mu.Lock()
+	all := make([]*call, 0, len(r.inflight))
+	for o := range r.inflight {
+		all = append(all, o)
+	}
+	r.mu.Unlock()
+	for _, o := range all {
+		r.interruptCall(o, reason)
+	}
+}
+
+// interruptCall journals the interrupt before it is sent, then cancels the call's turn.
+func (r *run) interruptCall(c *call, reason string) {
+	r.mu.Lock()
+	if c.ended || c.interrupt != "" {
+		r.mu.Unlock()
+		return
+	}
+	c.interrupt = reason
+	seq := r.j.Append(&journal.Row{Type: journal.TypeInterruptRequested, Call: c.id, Reason: reason})
+	r.mu.Unlock()
+	if err := r.j.Sync(seq); err != nil {
+		r.fail(err)
+		return
+	}
+	c.cancel()
+}
+
+// end writes the call's terminal row and delivers its CallResult once the row is durable, in
+// journal order.
+func (r *run) end(c *call, row *journal.Row) {
+	row.Call = c.id
+	row.TurnIDs = c.turnIDs
+	row.RepairUsed = c.repairUsed
+	if !c.tokens.IsZero() {
+		t := c.tokens
+		row.Tokens = &t
+	}
+	r.mu.Lock()
+	c.ended = true
+	delete(r.inflight, c)
+	if row.Type == journal.TypeOutcomeUnknown {
+		if _, held := r.holds[c.req.Node]; !held {
+			r.holds[c.req.Node] = c.id
+		}
+	}
+	seq := r.j.AppendThen(row, func() {
+		res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
+		c.settle(res, func() { r.clock = row.At })
+		r.mu.Lock()
+		r.counts[StatusOf(row.Type)]++
+		r.mu.Unlock()
+		r.event(Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: StatusOf(row.Type), Reason: row.Reason})
+	})
+	r.mu.Unlock()
+	if err := r.j.Sync(seq); err != nil {
+		r.fail(fmt.Errorf("journal: %w", err))
+	}
+}
+
+// pool admits at most n calls at once, in the order they asked.
+type pool struct {
+	mu      sync.Mutex
+	free    int
+	waiters []chan struct{}
+}
+
+func newPool(n int) *pool { return &pool{free: n} }
+
+func (p *pool) acquire(ctx context.Context) error {
+	p.mu.Lock()
+	if p.free > 0 && len(p.waiters) == 0 {
+		p.free--
+		p.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	p.waiters = append(p.waiters, ch)
+	p.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for i, w := range p.waiters {
+			if w == ch {
+				p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+				return ctx.Err()
+			}
+		}
+		// The slot was handed over as the context ended: pass it on.
+		p.releaseLocked()
+		return ctx.Err()
+	}
+}
+
+func (p *pool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.releaseLocked()
+}
+
+func (p *pool) releaseLocked() {
+	if len(p.waiters) > 0 {
+		ch := p.waiters[0]
+		p.waiters = p.waiters[1:]
+		close(ch)
+		return
+	}
+	p.free++
+}

@@ -1,0 +1,177 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Answers is a parsed answers file: {"answers": [{"match": {...}, "turns": [TURN, ...]}, ...]}.
+type Answers struct {
+	Entries []Entry `json:"answers"`
+}
+
+// Entry scripts the turns of the calls it matches.
+type Entry struct {
+	Match Match  `json:"match"`
+	Turns []Turn `json:"turns"`
+}
+
+// Match selects calls; a field that is absent matches any call.
+type Match struct {
+	Role *string `json:"role,omitempty"`
+	Node *string `json:"node,omitempty"`
+	Call *int    `json:"call,omitempty"` // 1-based issue order
+}
+
+// TokenCounts is a TURN's token figures.
+type TokenCounts struct {
+	Input           int64 `json:"input"`
+	CachedInput     int64 `json:"cached_input,omitempty"`
+	Output          int64 `json:"output"`
+	ReasoningOutput int64 `json:"reasoning_output,omitempty"`
+}
+
+// Turn is one scripted turn: exactly one of JSON, Text, Error or Lost.
+type Turn struct {
+	JSON    json.RawMessage `json:"json,omitempty"`
+	Text    *string         `json:"text,omitempty"`
+	Error   *string         `json:"error,omitempty"`
+	Lost    bool            `json:"lost,omitempty"`
+	DelayMS int64           `json:"delay_ms,omitempty"`
+	Tokens  *TokenCounts    `json:"tokens,omitempty"`
+}
+
+// FileError is a malformed answers file: which file, which field, what is wrong.
+type FileError struct {
+	File  string
+	Field string
+	Msg   string
+}
+
+func (e *FileError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Field, e.Msg)
+}
+
+// LoadAnswers reads and checks an answers file.
+func LoadAnswers(path string) (*Answers, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &FileError{File: path, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+	}
+	return ParseAnswers(path, data)
+}
+
+// ParseAnswers checks an answers file's content; name is used in errors.
+func ParseAnswers(name string, data []byte) (*Answers, error) {
+	fail := func(field, format string, args ...any) error {
+		return &FileError{File: name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	var top map[string]json.RawMessage
+	if err := strictDecode(data, &top); err != nil {
+		return nil, fail("", "not a JSON object: %v", err)
+	}
+	for k := range top {
+		if k != "answers" {
+			return nil, fail(k, "unknown field (the file has one field, \"answers\")")
+		}
+	}
+	rawList, ok := top["answers"]
+	if !ok {
+		return nil, fail("answers", "missing")
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(rawList, &entries); err != nil || entries == nil {
+		return nil, fail("answers", "must be an array")
+	}
+	a := &Answers{Entries: make([]Entry, len(entries))}
+	for i, raw := range entries {
+		at := fmt.Sprintf("answers[%d]", i)
+		var e struct {
+			Match json.RawMessage   `json:"match"`
+			Turns []json.RawMessage `json:"turns"`
+		}
+		if err := strictDecode(raw, &e); err != nil {
+			return nil, fail(at, "%v", err)
+		}
+		if e.Match != nil {
+			if err := strictDecode(e.Match, &a.Entries[i].Match); err != nil {
+				return nil, fail(at+".match", "%v (match takes role, node and call)", err)
+			}
+			if c := a.Entries[i].Match.Call; c != nil && *c < 1 {
+				return nil, fail(at+".match.call", "must be 1 or more (the order in which the script issued the call)")
+			}
+		}
+		if e.Turns == nil {
+			return nil, fail(at+".turns", "missing: list the turns of the matched calls")
+		}
+		for k, rt := range e.Turns {
+			tat := fmt.Sprintf("%s.turns[%d]", at, k)
+			var t Turn
+			if err := strictDecode(rt, &t); err != nil {
+				return nil, fail(tat, "%v (a turn takes json, text, error, lost, delay_ms, tokens)", err)
+			}
+			kinds := 0
+			if t.JSON != nil {
+				kinds++
+			}
+			if t.Text != nil {
+				kinds++
+			}
+			if t.Error != nil {
+				kinds++
+			}
+			if t.Lost {
+				kinds++
+			}
+			if kinds != 1 {
+				return nil, fail(tat, "needs exactly one of json, text, error or lost")
+			}
+			if t.DelayMS < 0 {
+				return nil, fail(tat+".delay_ms", "must not be negative")
+			}
+			if t.Tokens != nil && (t.Tokens.Input < 0 || t.Tokens.Output < 0 || t.Tokens.CachedInput < 0 || t.Tokens.ReasoningOutput < 0) {
+				return nil, fail(tat+".tokens", "counts must not be negative")
+			}
+			a.Entries[i].Turns = append(a.Entries[i].Turns, t)
+		}
+	}
+	return a, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("text after the JSON value")
+	}
+	return nil
+}
+
+// find returns the scripted turn k (1-based) of a call, or nil when the call is not scripted
+// that far.
+func (a *Answers) find(index int, role, node string, k int) *Turn {
+	if a == nil {
+		return nil
+	}
+	for i := range a.Entries {
+		m := a.Entries[i].Match
+		if (m.Role != nil && *m.Role != role) || (m.Node != nil && *m.Node != node) || (m.Call != nil && *m.Call != index) {
+			continue
+		}
+		if k > len(a.Entries[i].Turns) {
+			return nil
+		}
+		return &a.Entries[i].Turns[k-1]
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// ReadJournal reads every row of a run's journal. A journal a live process holds cannot be read
+// (bbolt locks it): that is run_unavailable, and state.json is what can be read meanwhile.
+func ReadJournal(state, run string) ([]journal.Row, error) {
+	if !ValidRunID(run) {
+		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
+	}
+	path := filepath.Join(RunDir(state, run), JournalFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, Errorf(CodeRunUnavailable, "run %s: no journal at %s", run, path)
+	}
+	j, err := journal.OpenReadOnly(path)
+	switch {
+	case errors.Is(err, journal.ErrLocked):
+		return nil, Errorf(CodeRunUnavailable, "run %s is held by a live process; its journal can be read once it ends (crw flow status %s reads its state now)", run, run)
+	case errors.Is(err, journal.ErrCorrupt):
+		return nil, Errorf(CodeIncompatibleSchema, "run %s: the journal %s is damaged: %v", run, path, err)
+	case err != nil:
+		return nil, Errorf(CodeRunUnavailable, "run %s: cannot open the journal: %v", run, err)
+	}
+	defer j.Close()
+	rows, err := j.Rows()
+	if err != nil {
+		return nil, Errorf(CodeIncompatibleSchema, "run %s: cannot read the journal: %v", run, err)
+	}
+	return rows, nil
+}
+
+// CallSummary is one call as the journal tells it.
+type CallSummary struct {
+	Call       string          `json:"call"`
+	Index      int             `json:"index"`
+	Role       string          `json:"role"`
+	Node       string          `json:"node"`
+	Status     string          `json:"status"` // "" while it has no terminal row
+	Reason     string          `json:"reason,omitempty"`
+	Detail     string          `json:"detail,omitempty"`
+	Site       string          `json:"site,omitempty"`
+	ThreadID   string          `json:"thread_id,omitempty"`
+	Model      string          `json:"model,omitempty"`
+	Effort     string          `json:"effort,omitempty"`
+	Turns      int             `json:"turns"`
+	RepairUsed bool            `json:"repair_used"`
+	Tokens     journal.Tokens  `json:"tokens"`
+	Started    time.Time       `json:"started"`
+	Ended      *time.Time      `json:"ended,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	Prompt     string          `json:"prompt,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	StartSeq   uint64          `json:"start_seq"`
+	EndSeq     uint64          `json:"end_seq,omitempty"`
+	LastRow    string          `json:"last_row"`
+}
+
+// RunSummary is a run's timeline.
+type RunSummary struct {
+	Run         string            `json:"run"`
+	Workflow    string            `json:"workflow"`
+	Backend     string            `json:"backend"`
+	Status      string            `json:"status"` // "" while it has not ended
+	Started     time.Time         `json:"started"`
+	Ended       *time.Time        `json:"ended,omitempty"`
+	Result      json.RawMessage   `json:"result,omitempty"`
+	Error       *journal.RunError `json:"error,omitempty"`
+	Calls       []CallSummary     `json:"calls"`
+	Counts      Counts            `json:"counts"`
+	Tokens      journal.Tokens    `json:"tokens"`
+	Escalations []journal.Row     `json:"escalations,omitempty"`
+	Warnings    []journal.Row     `json:"warnings,omitempty"`
+}
+
+// Summarize reads a run's timeline out of its rows.
+func Summarize(rows []journal.Row) RunSummary {
+	s := RunSummary{Counts: Counts{}, Calls: []CallSummary{}}
+	byCall := map[string]int{}
+	for i := range rows {
+		row := &rows[i]
+		switch row.Type {
+		case journal.TypeStarted:
+			if s.Run == "" {
+				s.Run, s.Workflow, s.Backend, s.Started = row.Run, row.Workflow, row.Backend, row.At
+			}
+		case journal.TypeEnded:
+			at := row.At
+			s.Ended, s.Status, s.Result, s.Error = &at, row.Status, row.Result, row.Error
+		case journal.TypeEscalation:
+			s.Escalations = append(s.Escalations, *row)
+		case journal.TypeWarning:
+			s.Warnings = append(s.Warnings, *row)
+		case journal.TypePrepared:
+			byCall[row.Call] = len(s.Calls)
+			s.Calls = append(s.Calls, CallSummary{
+				Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
+				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type,
+			})
+		default:
+			i, ok := byCall[row.Call]
+			if !ok {
+				continue
+			}
+			c := &s.Calls[i]
+			c.LastRow = row.Type
+			switch row.Type {
+			case journal.TypeThreadStarted:
+				c.ThreadID, c.Model, c.Effort = row.ThreadID, row.Model, row.Effort
+			case journal.TypeTurnStarted:
+				c.Turns++
+			}
+			if journal.IsTerminal(row.Type) {
+				at := row.At
+				c.Status, c.Reason, c.Detail, c.Ended, c.EndSeq = StatusOf(row.Type), row.Reason, row.Detail, &at, row.Seq
+				c.RepairUsed = row.RepairUsed
+				c.DurationMS = at.Sub(c.Started).Milliseconds()
+				if row.Tokens != nil {
+					c.Tokens = *row.Tokens
+					s.Tokens = s.Tokens.Add(*row.Tokens)
+				}
+				if row.Type == journal.TypeCompleted {
+					c.Output = row.Output
+				}
+				s.Counts[c.Status]++
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// Call statuses as the script sees them.
+const (
+	StatusCompleted  = "completed"
+	StatusNullModel  = "null_model"
+	StatusHeld       = "held"
+	StatusRefused    = "refused"
+	StatusUnknown    = "unknown"
+	StatusSuperseded = "superseded"
+)
+
+// StatusOf is the CallResult status a terminal row gives.
+func StatusOf(rowType string) string {
+	if rowType == journal.TypeOutcomeUnknown {
+		return StatusUnknown
+	}
+	return rowType
+}
+
+// HandlePrefix starts every handle: crwh1:<run>:<call_id>.
+const HandlePrefix = "crwh1:"
+
+// Handle is the opaque handle of a call.
+func Handle(run, call string) string { return HandlePrefix + run + ":" + call }
+
+// ParseHandle splits a handle into its run and call; ok is false for anything malformed.
+func ParseHandle(h string) (run, call string, ok bool) {
+	rest, found := strings.CutPrefix(h, HandlePrefix)
+	if !found {
+		return "", "", false
+	}
+	run, call, found = strings.Cut(rest, ":")
+	if !found || !ValidRunID(run) || !validCallID(call) {
+		return "", "", false
+	}
+	return run, call, true
+}
+
+func validCallID(id string) bool {
+	if len(id) < 2 || id[0] != 'c' {
+		return false
+	}
+	for _, r := range id[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return id[1] != '0'
+}
+
+// CallResult is the frozen object agent.call resolves to.
+type CallResult struct {
+	CallID string          `json:"callId"`
+	Handle *string         `json:"handle"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Reason *string         `json:"reason"`
+	Meta   CallMeta        `json:"meta"`
+}
+
+// CallMeta is a CallResult's meta.
+type CallMeta struct {
+	Role           string     `json:"role"`
+	RequestedPair  ResultPair `json:"requestedPair"`
+	ConfiguredPair ResultPair `json:"configuredPair"`
+	ThreadID       *string    `json:"threadId"`
+	TurnIDs        []string   `json:"turnIds"`
+	RepairUsed     bool       `json:"repairUsed"`
+	Tokens         ResultTokens `json:"tokens"`
+	StartSeq       uint64     `json:"startSeq"`
+	EndSeq         uint64     `json:"endSeq"`
+}
+
+// ResultPair is a pair with undecided parts as null.
+type ResultPair struct {
+	Model  *string `json:"model"`
+	Effort *string `json:"effort"`
+}
+
+// ResultTokens are a call's tokens over all its turns, every part present.
+type ResultTokens struct {
+	Input           int64 `json:"input"`
+	CachedInput     int64 `json:"cachedInput"`
+	Output          int64 `json:"output"`
+	ReasoningOutput int64 `json:"reasoningOutput"`
+	Total           int64 `json:"total"`
+}
+
+func resultPair(p *journal.Pair) ResultPair {
+	var out ResultPair
+	if p == nil {
+		return out
+	}
+	if p.Model != "" {
+		m := p.Model
+		out.Model = &m
+	}
+	if p.Effort != "" {
+		e := p.Effort
+		out.Effort = &e
+	}
+	return out
+}
+
+// BuildResult makes a call's CallResult from its rows alone, so a replay that reads them from
+// the journal gives the script the very object the live run gave.
+func BuildResult(run string, prepared, thread, terminal *journal.Row) CallResult {
+	r := CallResult{
+		CallID: prepared.Call,
+		Status: StatusOf(terminal.Type),
+		Output: json.RawMessage("null"),
+		Meta: CallMeta{
+			Role:           prepared.Role,
+			RequestedPair:  resultPair(prepared.RequestedPair),
+			ConfiguredPair: resultPair(prepared.ConfiguredPair),
+			TurnIDs:        terminal.TurnIDs,
+			RepairUsed:     terminal.RepairUsed,
+			StartSeq:       prepared.Seq,
+			EndSeq:         terminal.Seq,
+		},
+	}
+	if r.Meta.TurnIDs == nil {
+		r.Meta.TurnIDs = []string{}
+	}
+	if thread != nil && thread.ThreadID != "" {
+		h := Handle(run, prepared.Call)
+		r.Handle = &h
+		id := thread.ThreadID
+		r.Meta.ThreadID = &id
+	}
+	if terminal.Type == journal.TypeCompleted {
+		r.Output = terminal.Output
+	} else {
+		reason := terminal.Reason
+		r.Reason = &reason
+	}
+	if t := terminal.Tokens; t != nil {
+		r.Meta.Tokens = ResultTokens{Input: t.Input, CachedInput: t.CachedInput, Output: t.Output, ReasoningOutput: t.ReasoningOutput, Total: t.Total}
+	}
+	return r
+}

@@ -1,0 +1,18 @@
+// Package schema holds what crw needs of JSON Schema for agent calls: the strict
+// structured-output rules a call's schema must follow (CheckStrict), the validation of an
+// answer against its schema (Compile, Validator.Validate), the reading of an answer that
+// must be one JSON document (ParseAnswer), a deterministic instance for the offline
+// backend (Synthesize) and a digest that ignores formatting (Digest).
+//
+// The strict rules: the root is {"type": "object"}; every object schema (type object, or
+// properties) sets "additionalProperties": false and lists every property in required;
+// only type, properties, required, additionalProperties, items, enum, const, anyOf, $defs,
+// $ref, description, pattern, format, minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, multipleOf, minItems and maxItems appear (annotations such as title,
+// default or $schema included, anything else is refused); a $ref is "#/$defs/<name>" of
+// the root; and the schema stays within MaxDepth levels of nesting, MaxProperties
+// properties and MaxEnumValues enum values.
+//
+// JSON pointers, into a schema (Violation) or into a document (Problem), follow RFC 6901:
+// the root is the empty pointer, printed "(root)".
+package schema

@@ -1,0 +1,481 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// synthSteps bounds the work on a schema whose branches and fallbacks multiply.
+const synthSteps = 100000
+
+// formatSamples are valid values of the formats a strict schema may name.
+var formatSamples = map[string]string{
+	"date-time":     "2000-01-01T00:00:00Z",
+	"date":          "2000-01-01",
+	"time":          "00:00:00Z",
+	"duration":      "P1D",
+	"email":         "user@example.com",
+	"idn-email":     "user@example.com",
+	"hostname":      "example.com",
+	"idn-hostname":  "example.com",
+	"ipv4":          "192.0.2.1",
+	"ipv6":          "2001:db8::1",
+	"uuid":          "00000000-0000-4000-8000-000000000000",
+	"uri":           "https://example.com/",
+	"uri-reference": "https://example.com/",
+	"iri":           "https://example.com/",
+	"iri-reference": "https://example.com/",
+}
+
+// stringCandidates are tried, in order, against a pattern the regexp walk could not meet.
+var stringCandidates = []string{"", "a", "0", "A", "example", "a0", "x-1", "2000-01-01", "user@example.com", "https://example.com/"}
+
+// Synthesize builds a deterministic instance of a schema, for answers nobody scripted.
+//
+// It takes const, else the first enum value; follows $ref (a definition is not entered
+// again while it is being built, so recursion ends where the schema allows: an empty
+// array, a null, another anyOf branch); takes the first anyOf branch that can be built;
+// of a type union, the first type other than null that can be built. Objects get every
+// property in schema order, arrays max(minItems, 1) items bounded by maxItems, strings ""
+// or a sample of their format or a string matching their pattern, numbers 0 or the
+// closest value the bounds and multipleOf allow, booleans false.
+func Synthesize(schema []byte) (json.RawMessage, error) {
+	root, err := parseJSON(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	g := &synth{root: root, active: map[string]bool{}}
+	out, err := g.gen(root, "")
+	if err != nil {
+		return nil, fmt.Errorf("synthesize: %w", err)
+	}
+	return json.RawMessage(out), nil
+}
+
+type synth struct {
+	root   *value
+	active map[string]bool
+	steps  int
+}
+
+var errTooComplex = errors.New("the schema is too complex to synthesize an instance")
+
+// synthError names the schema location no value could be built for.
+type synthError struct {
+	pointer string
+	msg     string
+}
+
+func (e *synthError) Error() string { return showPointer(e.pointer) + ": " + e.msg }
+
+func fail(p, format string, args ...any) error {
+	return &synthError{pointer: p, msg: fmt.Sprintf(format, args...)}
+}
+
+func (g *synth) gen(v *value, p string) ([]byte, error) {
+	if g.steps++; g.steps > synthSteps {
+		return nil, errTooComplex
+	}
+	switch v.kind {
+	case kindBool:
+		if v.b {
+			return []byte("null"), nil
+		}
+		return nil, fail(p, "the schema false allows no value")
+	case kindObject:
+	default:
+		return nil, fail(p, "a schema must be a JSON object")
+	}
+	if c := v.get("const"); c != nil {
+		return appendJSON(nil, c), nil
+	}
+	if e := v.get("enum"); e != nil && e.kind == kindArray && len(e.arr) > 0 {
+		return appendJSON(nil, e.arr[0]), nil
+	}
+	if r := v.get("$ref"); r != nil {
+		return g.ref(r, p)
+	}
+	if alts := v.get("anyOf"); alts != nil && alts.kind == kindArray && len(alts.arr) > 0 {
+		var first error
+		for i, b := range alts.arr {
+			out, err := g.gen(b, ptrIndex(p, "anyOf", i))
+			if err == nil {
+				return out, nil
+			}
+			if errors.Is(err, errTooComplex) {
+				return nil, err
+			}
+			first = cmpErr(first, err)
+		}
+		return nil, first
+	}
+	types := typeOrder(v)
+	var first error
+	for _, t := range types {
+		out, err := g.genType(t, v, p)
+		if err == nil {
+			return out, nil
+		}
+		if errors.Is(err, errTooComplex) {
+			return nil, err
+		}
+		first = cmpErr(first, err)
+	}
+	if first == nil {
+		return nil, fail(p, "no type to build")
+	}
+	return nil, first
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// typeOrder lists the types to try: the declared ones with null last, or the one the
+// keywords imply, or null for a schema that allows anything.
+func typeOrder(v *value) []string {
+	t := v.get("type")
+	var types []string
+	switch {
+	case t != nil && t.kind == kindString:
+		types = []string{t.str}
+	case t != nil && t.kind == kindArray:
+		for _, el := range t.arr {
+			if el.kind == kindString && !slices.Contains(types, el.str) {
+				types = append(types, el.str)
+			}
+		}
+		// Null last: an answer with values shows more than one with nulls.
+		slices.SortStableFunc(types, func(a, b string) int {
+			return boolInt(a == "null") - boolInt(b == "null")
+		})
+	case v.get("properties") != nil || v.get("additionalProperties") != nil || v.get("required") != nil:
+		types = []string{"object"}
+	case v.get("items") != nil || v.get("minItems") != nil || v.get("maxItems") != nil:
+		types = []string{"array"}
+	case v.get("pattern") != nil || v.get("format") != nil:
+		types = []string{"string"}
+	case v.get("minimum") != nil || v.get("maximum") != nil || v.get("exclusiveMinimum") != nil ||
+		v.get("exclusiveMaximum") != nil || v.get("multipleOf") != nil:
+		types = []string{"number"}
+	default:
+		types = []string{"null"}
+	}
+	return types
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (g *synth) ref(r *value, p string) ([]byte, error) {
+	name, ok := defName(r)
+	if r.kind == kindString && r.str == "#" {
+		name, ok = "#", true
+	}
+	if !ok {
+		return nil, fail(ptr(p, "$ref"), "cannot follow $ref %s", appendJSON(nil, r))
+	}
+	target := g.root
+	tp := ""
+	if name != "#" {
+		target = g.root.get("$defs").get(name)
+		tp = ptr("", "$defs", name)
+	}
+	if target == nil {
+		return nil, fail(ptr(p, "$ref"), "$ref %q does not resolve", r.str)
+	}
+	if g.active[name] {
+		return nil, fail(ptr(p, "$ref"), "recursion through %q has no end here", r.str)
+	}
+	g.active[name] = true
+	defer delete(g.active, name)
+	return g.gen(target, tp)
+}
+
+func (g *synth) genType(t string, v *value, p string) ([]byte, error) {
+	switch t {
+	case "object":
+		return g.object(v, p)
+	case "array":
+		return g.array(v, p)
+	case "string":
+		return genString(v, p)
+	case "integer":
+		return genNumber(v, p, true)
+	case "number":
+		return genNumber(v, p, false)
+	case "boolean":
+		return []byte("false"), nil
+	case "null":
+		return []byte("null"), nil
+	}
+	return nil, fail(ptr(p, "type"), "unknown type %q", t)
+}
+
+func (g *synth) object(v *value, p string) ([]byte, error) {
+	required := map[string]bool{}
+	if req := v.get("required"); req != nil && req.kind == kindArray {
+		for _, el := range req.arr {
+			if el.kind == kindString {
+				required[el.str] = true
+			}
+		}
+	}
+	buf := []byte{'{'}
+	if props := v.get("properties"); props != nil && props.kind == kindObject {
+		last := map[string]int{} // with duplicate names the last definition counts
+		for i, m := range props.obj {
+			last[m.key] = i
+		}
+		for i, m := range props.obj {
+			if last[m.key] != i {
+				continue
+			}
+			out, err := g.gen(m.val, ptr(p, "properties", m.key))
+			if err != nil {
+				if required[m.key] || errors.Is(err, errTooComplex) {
+					return nil, err
+				}
+				continue // an optional property that cannot be built is left out
+			}
+			if len(buf) > 1 {
+				buf = append(buf, ',')
+			}
+			buf = appendString(buf, m.key)
+			buf = append(buf, ':')
+			buf = append(buf, out...)
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+func (g *synth) array(v *value, p string) ([]byte, error) {
+	lo, _ := count(v.get("minItems"))
+	n := max(lo, 1)
+	if hi, ok := count(v.get("maxItems")); ok && n > hi {
+		n = hi
+	}
+	if n == 0 {
+		return []byte("[]"), nil
+	}
+	item := []byte("null")
+	if items := v.get("items"); items != nil {
+		out, err := g.gen(items, ptr(p, "items"))
+		if err != nil {
+			if lo == 0 && !errors.Is(err, errTooComplex) {
+				return []byte("[]"), nil
+			}
+			return nil, err
+		}
+		item = out
+	}
+	buf := []byte{'['}
+	for i := range n {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, item...)
+	}
+	return append(buf, ']'), nil
+}
+
+func genString(v *value, p string) ([]byte, error) {
+	sample := ""
+	if f := v.get("format"); f != nil && f.kind == kindString {
+		sample = formatSamples[f.str]
+	}
+	pat := v.get("pattern")
+	if pat == nil || pat.kind != kindString {
+		return appendString(nil, sample), nil
+	}
+	re, err := regexp.Compile(pat.str)
+	if err != nil {
+		return nil, fail(ptr(p, "pattern"), "invalid pattern: %v", err)
+	}
+	candidates := []string{sample}
+	if s, ok := fromRegexp(pat.str); ok {
+		candidates = append(candidates, s)
+	}
+	candidates = append(candidates, stringCandidates...)
+	for _, c := range candidates {
+		if re.MatchString(c) {
+			return appendString(nil, c), nil
+		}
+	}
+	return nil, fail(ptr(p, "pattern"), "no sample string matches the pattern %q", pat.str)
+}
+
+// fromRegexp builds a short string the pattern matches, taking the first alternative,
+// the fewest repetitions and a plain character of each class.
+func fromRegexp(pattern string) (string, bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	var b strings.Builder
+	ok := writeRegexp(&b, re.Simplify(), 0)
+	return b.String(), ok && b.Len() <= 4096
+}
+
+func writeRegexp(b *strings.Builder, re *syntax.Regexp, depth int) bool {
+	if depth > 100 || b.Len() > 4096 {
+		return false
+	}
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return false
+	case syntax.OpLiteral:
+		b.WriteString(string(re.Rune))
+	case syntax.OpCharClass:
+		r, ok := pickRune(re.Rune)
+		if !ok {
+			return false
+		}
+		b.WriteRune(r)
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		b.WriteByte('a')
+	case syntax.OpCapture:
+		return writeRegexp(b, re.Sub[0], depth+1)
+	case syntax.OpPlus:
+		return writeRegexp(b, re.Sub[0], depth+1)
+	case syntax.OpRepeat:
+		for range re.Min {
+			if !writeRegexp(b, re.Sub[0], depth+1) {
+				return false
+			}
+		}
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !writeRegexp(b, sub, depth+1) {
+				return false
+			}
+		}
+	case syntax.OpAlternate:
+		return writeRegexp(b, re.Sub[0], depth+1)
+	}
+	// Star, Quest, empty matches and anchors add nothing.
+	return true
+}
+
+// pickRune takes a readable rune of a class given as ranges: a letter or digit if there
+// is one, else printable ASCII, else the class's first rune.
+func pickRune(ranges []rune) (rune, bool) {
+	if len(ranges) < 2 {
+		return 0, false
+	}
+	for _, want := range [][2]rune{{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'!', '~'}, {' ', ' '}} {
+		for i := 0; i+1 < len(ranges); i += 2 {
+			lo, hi := max(ranges[i], want[0]), min(ranges[i+1], want[1])
+			if lo <= hi {
+				return lo, true
+			}
+		}
+	}
+	for i := 0; i+1 < len(ranges); i += 2 {
+		for r := ranges[i]; r <= ranges[i+1] && r-ranges[i] < 1024; r++ {
+			if unicode.IsPrint(r) {
+				return r, true
+			}
+		}
+	}
+	return ranges[0], true
+}
+
+// genNumber prefers 0, then values at or just inside the bounds, and checks each the way
+// the validator will.
+func genNumber(v *value, p string, integer bool) ([]byte, error) {
+	minimum, hasMin := number(v.get("minimum"))
+	maximum, hasMax := number(v.get("maximum"))
+	exMin, hasExMin := number(v.get("exclusiveMinimum"))
+	exMax, hasExMax := number(v.get("exclusiveMaximum"))
+	mult, hasMult := number(v.get("multipleOf"))
+	if hasMult && mult <= 0 {
+		hasMult = false
+	}
+	ok := func(x float64) bool {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return false
+		}
+		if integer && x != math.Trunc(x) {
+			return false
+		}
+		if hasMin && x < minimum || hasMax && x > maximum || hasExMin && x <= exMin || hasExMax && x >= exMax {
+			return false
+		}
+		if hasMult {
+			if _, frac := math.Modf(x / mult); frac != 0 {
+				return false
+			}
+		}
+		return true
+	}
+
+	lo, hasLo := math.Inf(-1), false
+	if hasMin {
+		lo, hasLo = minimum, true
+	}
+	if hasExMin && (!hasLo || exMin >= lo) {
+		lo, hasLo = exMin, true
+	}
+	hi, hasHi := math.Inf(1), false
+	if hasMax {
+		hi, hasHi = maximum, true
+	}
+	if hasExMax && (!hasHi || exMax <= hi) {
+		hi, hasHi = exMax, true
+	}
+
+	candidates := []float64{0}
+	if hasLo {
+		candidates = append(candidates, lo, math.Ceil(lo), math.Floor(lo)+1, lo+1, math.Nextafter(lo, math.Inf(1)))
+	}
+	if hasHi {
+		candidates = append(candidates, hi, math.Floor(hi), math.Ceil(hi)-1, hi-1, math.Nextafter(hi, math.Inf(-1)))
+	}
+	if hasLo && hasHi {
+		mid := lo + (hi-lo)/2
+		candidates = append(candidates, mid, math.Floor(mid), math.Ceil(mid))
+	}
+	if hasMult {
+		start := 0.0
+		switch {
+		case hasLo:
+			start = math.Ceil(lo / mult)
+		case hasHi:
+			start = math.Floor(hi/mult) - 1000
+		}
+		for k := start - 1; k <= start+1000; k++ {
+			candidates = append(candidates, k*mult)
+		}
+	}
+	for _, c := range candidates {
+		if ok(c) {
+			if c == 0 {
+				c = 0 // not -0
+			}
+			out, err := json.Marshal(c)
+			if err == nil {
+				return out, nil
+			}
+		}
+	}
+	kind := "number"
+	if integer {
+		kind = "integer"
+	}
+	return nil, fail(p, "no %s meets the bounds and multipleOf", kind)
+}

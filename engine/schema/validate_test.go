@@ -1,0 +1,233 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const reviewSchema = `{
+	"type": "object",
+	"properties": {
+		"verdict": {"type": "string", "enum": ["approve", "request_changes"]},
+		"score": {"type": "integer", "minimum": 0, "maximum": 10},
+		"ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.25},
+		"tag": {"type": "string", "pattern": "^[a-z]+$"},
+		"kind": {"const": "review"},
+		"findings": {
+			"type": "array", "minItems": 1, "maxItems": 2,
+			"items": {
+				"type": "object",
+				"properties": {
+					"title": {"type": "string"},
+					"line": {"type": ["integer", "null"]},
+					"where": {"anyOf": [{"$ref": "#/$defs/loc"}, {"type": "null"}]}
+				},
+				"required": ["title", "line", "where"],
+				"additionalProperties": false
+			}
+		}
+	},
+	"required": ["verdict", "score", "ratio", "tag", "kind", "findings"],
+	"additionalProperties": false,
+	"$defs": {
+		"loc": {
+			"type": "object",
+			"properties": {"file": {"type": "string"}, "line": {"type": "integer"}},
+			"required": ["file", "line"],
+			"additionalProperties": false
+		}
+	}
+}`
+
+const validReview = `{"verdict":"approve","score":3,"ratio":0.5,"tag":"ok","kind":"review",
+	"findings":[{"title":"t","line":null,"where":{"file":"a.go","line":3}}]}`
+
+// review returns validReview with one field replaced.
+func review(field, val string) string {
+	m := map[string]string{
+		"verdict": `"approve"`, "score": `3`, "ratio": `0.5`, "tag": `"ok"`, "kind": `"review"`,
+		"findings": `[{"title":"t","line":null,"where":{"file":"a.go","line":3}}]`,
+	}
+	if val == "" {
+		delete(m, field)
+	} else {
+		m[field] = val
+	}
+	var parts []string
+	for _, k := range []string{"verdict", "score", "ratio", "tag", "kind", "findings", "extra"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func TestValidate(t *testing.T) {
+	v, err := Compile([]byte(reviewSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate([]byte(validReview)); err != nil {
+		t.Fatalf("valid document: %v", err)
+	}
+	if err := v.Validate([]byte(review("findings", `[{"title":"t","line":4,"where":null},{"title":"u","line":null,"where":null}]`))); err != nil {
+		t.Fatalf("valid document with nulls: %v", err)
+	}
+	cases := []struct {
+		name string
+		doc  string
+		want []Problem
+	}{
+		{"wrong type", review("score", `"3"`), []Problem{{"/score", `expected integer, got "3"`}}},
+		{"not an integer", review("score", `2.5`), []Problem{{"/score", "expected integer, got 2.5"}}},
+		{"enum", review("verdict", `"maybe"`), []Problem{{"/verdict", `must be one of "approve", "request_changes"`}}},
+		{"const", review("kind", `"other"`), []Problem{{"/kind", `must be "review"`}}},
+		{"minimum", review("score", `-1`), []Problem{{"/score", "must be at least 0"}}},
+		{"maximum", review("score", `11`), []Problem{{"/score", "must be at most 10"}}},
+		{"exclusiveMinimum", review("ratio", `0`), []Problem{{"/ratio", "must be greater than 0"}}},
+		{"exclusiveMaximum", review("ratio", `1`), []Problem{{"/ratio", "must be less than 1"}}},
+		{"multipleOf", review("ratio", `0.3`), []Problem{{"/ratio", "must be a multiple of 0.25"}}},
+		{"pattern", review("tag", `"Not OK"`), []Problem{{"/tag", `"Not OK" does not match the pattern "^[a-z]+$"`}}},
+		{"missing", review("tag", ""), []Problem{{"", `missing required property "tag"`}}},
+		{"unexpected", review("extra", `1`), []Problem{{"", `unexpected property "extra"`}}},
+		{"minItems", review("findings", `[]`), []Problem{{"/findings", "must have at least 1 item, has 0"}}},
+		{"maxItems", review("findings", `[{"title":"a","line":1,"where":null},{"title":"b","line":1,"where":null},{"title":"c","line":1,"where":null}]`),
+			[]Problem{{"/findings", "must have at most 2 items, has 3"}}},
+		{"nested", review("findings", `[{"title":"a","line":1,"where":null},{"title":5,"line":"x","where":null,"more":1}]`),
+			[]Problem{
+				{"/findings/1", `unexpected property "more"`},
+				{"/findings/1/line", `expected integer or null, got "x"`},
+				{"/findings/1/title", "expected string, got 5"},
+			}},
+		{"through anyOf and ref", review("findings", `[{"title":"a","line":1,"where":{"file":"a.go"}}]`),
+			[]Problem{{"/findings/0/where", `missing required property "line"`}}},
+		{"anyOf no branch fits", review("findings", `[{"title":"a","line":1,"where":"a.go:3"}]`),
+			[]Problem{{"/findings/0/where", `expected object or null, got "a.go:3"`}}},
+		{"root not an object", `[1]`, []Problem{{"", "expected object, got an array"}}},
+		{"several", `{"verdict":1,"kind":"review"}`, []Problem{
+			{"", `missing required property "score"`},
+			{"", `missing required property "ratio"`},
+			{"", `missing required property "tag"`},
+			{"", `missing required property "findings"`},
+			{"/verdict", "expected string, got 1"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := v.Validate([]byte(c.doc))
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate = %v, want a *ValidationError", err)
+			}
+			if !slices.Equal(ve.Problems, c.want) {
+				t.Errorf("problems:\n got  %q\n want %q", ve.Problems, c.want)
+			}
+		})
+	}
+}
+
+func TestValidateNotOneDocument(t *testing.T) {
+	v, err := Compile([]byte(obj("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]error{
+		``:                   ErrNoJSON,
+		`{"a":"x"} {}`:       ErrMultiple,
+		`{"a":"x"}}`:         ErrTextAfter,
+		`{"a":"x"} trailing`: ErrTextAfter,
+		`{"a":`:              ErrInvalidJSON,
+		`{"a":1e999}`:        ErrInvalidJSON,
+	}
+	for doc, want := range cases {
+		if err := v.Validate([]byte(doc)); !errors.Is(err, want) {
+			t.Errorf("%q: %v, want %v", doc, err, want)
+		}
+	}
+	if err := v.Validate([]byte("\n {\"a\":\"x\"}\n")); err != nil {
+		t.Errorf("surrounding whitespace: %v", err)
+	}
+}
+
+func TestValidationErrorMessage(t *testing.T) {
+	e := &ValidationError{Problems: []Problem{{"", "missing required property \"a\""}, {"/b/0", "expected string, got 1"}}}
+	if got, want := e.Error(), `(root): missing required property "a"; /b/0: expected string, got 1`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	var many ValidationError
+	for i := range 13 {
+		many.Problems = append(many.Problems, Problem{fmt.Sprintf("/%d", i), "bad"})
+	}
+	if got := many.Error(); !strings.HasSuffix(got, "/9: bad; and 3 more") {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestValidateRecursive(t *testing.T) {
+	s := `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"required":["root"],"additionalProperties":false,
+		"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+		"required":["name","children"],"additionalProperties":false}}}`
+	v, err := Compile([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate([]byte(`{"root":{"name":"a","children":[{"name":"b","children":[]}]}}`)); err != nil {
+		t.Fatalf("valid tree: %v", err)
+	}
+	err = v.Validate([]byte(`{"root":{"name":"a","children":[{"name":"b","children":[{"name":2,"children":[]}]}]}}`))
+	if err == nil || err.Error() != "/root/children/0/children/0/name: expected string, got 2" {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+// A keyword the explainer does not read still fails the document, with the library's words.
+func TestValidateFallsBackToLibraryMessage(t *testing.T) {
+	v, err := Compile([]byte(`{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = v.Validate([]byte(`{"a":[1,1]}`))
+	if err == nil || !strings.Contains(err.Error(), "uniqueItems") || strings.Contains(err.Error(), "validating") {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, s := range []string{``, `{`, `{} {}`} {
+		if _, err := Compile([]byte(s)); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("%q: %v, want ErrNotJSON", s, err)
+		}
+	}
+	for _, s := range []string{`{"type":"string","pattern":"(a"}`, `{"type":5}`, `{"$ref":"#/$defs/missing"}`} {
+		if _, err := Compile([]byte(s)); err == nil {
+			t.Errorf("%s: compiled", s)
+		}
+	}
+}
+
+func TestValidateConcurrent(t *testing.T) {
+	v, err := Compile([]byte(reviewSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			doc := validReview
+			if i%2 == 1 {
+				doc = review("score", `"x"`)
+			}
+			for range 50 {
+				if err := v.Validate([]byte(doc)); (err == nil) != (i%2 == 0) {
+					t.Errorf("goroutine %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,70 @@
+package journal_test
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/journal/journaltest"
+)
+
+// benchRow is a terminal row of a typical size.
+var benchRow = journal.Row{
+	Type:   journal.TypeCompleted,
+	Call:   "c42",
+	Output: json.RawMessage(`{"summary":"the plan has three steps and each names its files","steps":["read","edit","test"]}`),
+	Tokens: &journal.Tokens{Input: 1200, CachedInput: 800, Output: 300, Total: 1500},
+}
+
+// reportCommits adds commits per row and rows per commit to the results.
+func reportCommits(b *testing.B, j *journal.Journal) {
+	commits := float64(journal.CommitCount(j))
+	rows := float64(j.LastSeq())
+	b.ReportMetric(commits/rows, "commits/op")
+	b.ReportMetric(rows/commits, "rows/commit")
+}
+
+// BenchmarkWriteSequential is the engine's common case: one row, then wait
+// for it to be durable. Each op is one commit, and so its fsyncs.
+func BenchmarkWriteSequential(b *testing.B) {
+	j, _ := journaltest.Create(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		r := benchRow
+		if _, err := j.Write(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportCommits(b, j)
+}
+
+// BenchmarkWriteConcurrent16 has 16 goroutines each writing one row at a
+// time; group commit shares commits among them. ns/op is wall time per row.
+func BenchmarkWriteConcurrent16(b *testing.B) {
+	const writers = 16
+	j, _ := journaltest.Create(b)
+	b.ReportAllocs()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				r := benchRow
+				if _, err := j.Write(&r); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportCommits(b, j)
+}

@@ -1,0 +1,219 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// lockTimeout bounds how long an open waits for another handle's lock before
+// giving up with ErrLocked, rather than blocking forever.
+const lockTimeout = 100 * time.Millisecond
+
+// boltOptions are the options of every open. NoSync stays off: a commit is
+// durable when it returns. The freelist is rebuilt at open instead of being
+// written on every commit, which keeps appends to the pages that changed.
+func boltOptions(readOnly bool, openFile func(string, int, os.FileMode) (*os.File, error)) *bbolt.Options {
+	return &bbolt.Options{
+		Timeout:        lockTimeout,
+		ReadOnly:       readOnly,
+		FreelistType:   bbolt.FreelistMapType,
+		NoFreelistSync: true,
+		OpenFile:       openFile,
+	}
+}
+
+// fileState is what a successful check learned about a journal.
+type fileState struct {
+	runID string
+	last  uint64
+}
+
+// openChecked opens path read-only and proves it is an undamaged journal
+// before anything may write to it. bbolt writes to a file it is asked to open
+// read-write (it formats an empty one), so a damaged file must never get
+// that far. The returned db is read-only; info identifies the file checked.
+func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err error) {
+	// A zero-length file would be formatted by a read-write open and is
+	// refused by a read-only one with an unhelpful error: name it here.
+	pre, err := os.Stat(path)
+	if err != nil {
+		return nil, st, nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	if !pre.Mode().IsRegular() {
+		return nil, st, nil, fmt.Errorf("journal: open %s: not a regular file", path)
+	}
+	if pre.Size() == 0 {
+		return nil, st, nil, fmt.Errorf("journal: open %s: %w: empty file", path, ErrCorrupt)
+	}
+
+	var f *os.File
+	capture := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		var err error
+		f, err = os.OpenFile(name, flag, perm)
+		return f, err
+	}
+	db, err = bbolt.Open(path, 0o600, boltOptions(true, capture))
+	if err != nil {
+		return nil, st, nil, openError(path, err)
+	}
+	info, err = f.Stat()
+	if err == nil {
+		st, err = checkDB(db, info.Size())
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, st, nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	return db, st, info, nil
+}
+
+// openError classifies an error from bbolt.Open. Failing to open or lock the
+// file keeps its cause; anything bbolt says after reading the file (bad
+// magic, checksum, version, too small to hold its meta pages) means damage.
+func openError(path string, err error) error {
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, bbolt.ErrTimeout):
+		return fmt.Errorf("journal: open %s: %w", path, ErrLocked)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("journal: open %s: %w", path, err)
+	default:
+		return fmt.Errorf("journal: open %s: %w: %w", path, ErrCorrupt, err)
+	}
+}
+
+// checkDB verifies a read-only db: the file holds every page its meta names,
+// bbolt's consistency check passes, the schema is ours and the rows keys run
+// 1..last without a gap. Damage comes back wrapping ErrCorrupt.
+func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
+	// Page reads go through the mmap; on a damaged file they can fault or
+	// trip bbolt's assertions. Turn both into ErrCorrupt instead of a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	err = db.View(func(tx *bbolt.Tx) error {
+		// A truncated file maps pages past its end, and touching them raises
+		// SIGBUS; so compare sizes before reading any page but the metas.
+		if fileSize < tx.Size() {
+			return fmt.Errorf("%w: file has %d bytes but its pages need %d (truncated)", ErrCorrupt, fileSize, tx.Size())
+		}
+		// bbolt walks the tree on goroutines of its own (the freelist scan
+		// that NoFreelistSync implies has no recover), where a bad page
+		// kills the process. Walk it here first, where it cannot.
+		if err := tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			return walk(b)
+		}); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if err := consistency(tx); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		var err error
+		st, err = readMeta(tx)
+		return err
+	})
+	return st, err
+}
+
+// walk visits every page and key of b and the buckets under it, checking
+// that keys ascend.
+func walk(b *bbolt.Bucket) error {
+	c := b.Cursor()
+	var prev []byte
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			return fmt.Errorf("key %x after %x", k, prev)
+		}
+		prev = k
+		if v == nil {
+			if child := b.Bucket(k); child != nil {
+				if err := walk(child); err != nil {
+					return fmt.Errorf("bucket %q: %w", k, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// consistency runs tx.Check to the end and returns its first finding. The
+// channel is drained fully so the checking goroutine can finish.
+func consistency(tx *bbolt.Tx) error {
+	var first error
+	n := 0
+	for err := range tx.Check() {
+		if first == nil {
+			first = err
+		}
+		n++
+	}
+	if n > 1 {
+		return fmt.Errorf("%w (and %d more findings)", first, n-1)
+	}
+	return first
+}
+
+// readMeta checks the schema and run id and walks the rows, whose keys must
+// be 1, 2, … without a gap (later seqs are assigned from the last one) and
+// whose values must be JSON.
+func readMeta(tx *bbolt.Tx) (fileState, error) {
+	var st fileState
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return st, fmt.Errorf("%w: no %q bucket, not a crw journal", ErrSchema, bucketMeta)
+	}
+	if got := string(meta.Get(keySchema)); got != Schema {
+		return st, fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
+	}
+	st.runID = string(meta.Get(keyRun))
+	if st.runID == "" {
+		return st, fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
+	}
+	rows := tx.Bucket(bucketRows)
+	if rows == nil {
+		return st, fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+	}
+	c := rows.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		seq, ok := parseSeqKey(k)
+		if !ok || seq != st.last+1 {
+			return st, fmt.Errorf("%w: rows key %x follows seq %d", ErrCorrupt, k, st.last)
+		}
+		// bbolt keeps no checksum of values; damage inside a row shows
+		// only as JSON that no longer parses.
+		if !json.Valid(v) {
+			return st, fmt.Errorf("%w: row %d is not valid JSON", ErrCorrupt, seq)
+		}
+		st.last = seq
+	}
+	return st, nil
+}
+
+// lastSeq reads the highest seq without walking the rows: a cheap re-check
+// after the read-write open that follows a full check.
+func lastSeq(tx *bbolt.Tx) (uint64, error) {
+	rows := tx.Bucket(bucketRows)
+	if rows == nil {
+		return 0, fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+	}
+	k, _ := rows.Cursor().Last()
+	if k == nil {
+		return 0, nil
+	}
+	seq, ok := parseSeqKey(k)
+	if !ok {
+		return 0, fmt.Errorf("%w: rows key %x is not a seq", ErrCorrupt, k)
+	}
+	return seq, nil
+}

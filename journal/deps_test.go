@@ -1,0 +1,33 @@
+package journal_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeps keeps the journal free of the VM and the engine: it may import
+// the standard library and bbolt (with what bbolt needs), nothing else.
+func TestDeps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/crw-dev/crw/journal").Output()
+	require.NoError(t, err)
+	allowed := []string{"github.com/crw-dev/crw/journal", "go.etcd.io/bbolt", "golang.org/x/sys/"}
+	for _, dep := range strings.Fields(string(out)) {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || dep == a || strings.HasPrefix(dep, a+"/") || (strings.HasSuffix(a, "/") && strings.HasPrefix(dep, a))
+		}
+		assert.True(t, ok, "journal depends on %s", dep)
+	}
+}

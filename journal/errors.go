@@ -1,0 +1,20 @@
+package journal
+
+import "errors"
+
+// Conditions callers branch on. They come wrapped with what was being done;
+// test with errors.Is.
+var (
+	// ErrLocked: another handle holds the file (bbolt's lock timed out).
+	ErrLocked = errors.New("locked by another handle")
+	// ErrCorrupt: the file is damaged or is not a bbolt file. It was left as it was.
+	ErrCorrupt = errors.New("corrupt journal")
+	// ErrSchema: a bbolt file whose meta/schema is not Schema.
+	ErrSchema = errors.New("unknown journal schema")
+	// ErrExists: Create found a file already at the path.
+	ErrExists = errors.New("journal already exists")
+	// ErrClosed: the journal was closed.
+	ErrClosed = errors.New("journal closed")
+	// ErrReadOnly: a write on a journal opened with OpenReadOnly.
+	ErrReadOnly = errors.New("journal is read-only")
+)

@@ -1,0 +1,298 @@
+// Package journal keeps the journal of one run: a bbolt file of typed rows
+// numbered by seq, written by exactly one process.
+//
+// Rows are appended to an in-memory buffer and made durable by group commit:
+// one bbolt transaction, and so one round of fsyncs, covers every row
+// buffered when it starts. Sync, Write and AppendThen ask for a commit; Append alone does not,
+// so the engine can batch intent rows and commit right before the effect.
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/bbolt"
+)
+
+// Journal is an open journal. A writable one (Create, Open) owns a committer
+// goroutine until Close. Its methods are safe for concurrent use.
+type Journal struct {
+	db       *bbolt.DB
+	path     string
+	runID    string
+	readOnly bool
+
+	mu      sync.Mutex
+	work    sync.Cond // the committer waits here for rows to commit or for Close
+	done    sync.Cond // Sync waits here for durable to pass its seq
+	next    uint64    // last seq assigned by Append
+	durable uint64    // last seq committed
+	want    uint64    // highest seq someone is waiting to see durable
+	pending []entry   // appended, not yet taken by a commit, in seq order
+	spare   []entry   // the previous batch's array, reused for pending
+	err     error     // the first failed commit (or unencodable row): the journal is poisoned
+	closed  bool
+	stopped chan struct{} // closed when the committer returns
+
+	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
+	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
+}
+
+// entry is one buffered row, already encoded so the caller may reuse the Row.
+type entry struct {
+	seq   uint64
+	data  []byte
+	after func() // from AppendThen; run by the committer once seq is durable
+}
+
+// Create makes a new journal at path for run runID and opens it for writing.
+// The parent directory must exist and path must not (ErrExists).
+func Create(path, runID string) (*Journal, error) {
+	if runID == "" {
+		return nil, fmt.Errorf("journal: create %s: empty run id", path)
+	}
+	// O_EXCL makes "must not exist" atomic, so two creators cannot both win.
+	created := false
+	excl := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag|os.O_CREATE|os.O_EXCL, perm)
+		created = err == nil
+		return f, err
+	}
+	db, err := bbolt.Open(path, 0o600, boltOptions(false, excl))
+	if err != nil {
+		if created {
+			// Made by us but not formatted: don't leave it for Open to refuse.
+			_ = os.Remove(path)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("journal: create %s: %w", path, ErrExists)
+		}
+		return nil, fmt.Errorf("journal: create %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, []byte(Schema)); err != nil {
+			return err
+		}
+		if err := meta.Put(keyRun, []byte(runID)); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bucketRows)
+		return err
+	})
+	if err == nil {
+		// The rows are only durable if the file's name is.
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		_ = db.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("journal: create %s: %w", path, err)
+	}
+	return newWriter(db, path, runID, 0), nil
+}
+
+// Open opens an existing journal for writing, to resume its run. The file is
+// checked read-only first (bbolt consistency, schema, seq keys), so a damaged
+// file returns ErrCorrupt and is not written to. Another open handle on the
+// file gives ErrLocked.
+func Open(path string) (*Journal, error) {
+	rdb, _, checked, err := openChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := rdb.Close(); err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	// Reopen read-write only the very file that passed, never creating one:
+	// a file swapped in or emptied since the check is refused, not formatted.
+	same := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+		if err != nil {
+			return nil, err
+		}
+		if info, err := f.Stat(); err != nil || !os.SameFile(info, checked) || info.Size() == 0 {
+			_ = f.Close()
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("file changed since it was checked")}
+		}
+		return f, nil
+	}
+	db, err := bbolt.Open(path, 0o600, boltOptions(false, same))
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	var st fileState
+	err = db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || string(meta.Get(keySchema)) != Schema {
+			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
+		}
+		st.runID = string(meta.Get(keyRun))
+		var err error
+		st.last, err = lastSeq(tx)
+		return err
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	return newWriter(db, path, st.runID, st.last), nil
+}
+
+// OpenReadOnly opens a journal for reading under a shared lock, with the same
+// checks and errors as Open. Append and Sync on it fail with ErrReadOnly.
+func OpenReadOnly(path string) (*Journal, error) {
+	db, st, _, err := openChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{db: db, path: path, runID: st.runID, readOnly: true, next: st.last, durable: st.last}
+	j.work.L, j.done.L = &j.mu, &j.mu
+	return j, nil
+}
+
+// newWriter starts the committer of a journal opened for writing.
+func newWriter(db *bbolt.DB, path, runID string, last uint64) *Journal {
+	j := &Journal{db: db, path: path, runID: runID, next: last, durable: last, want: last, stopped: make(chan struct{})}
+	j.work.L, j.done.L = &j.mu, &j.mu
+	go j.run()
+	return j
+}
+
+// RunID returns the run id kept in the journal's meta bucket.
+func (j *Journal) RunID() string { return j.runID }
+
+// Path returns the journal's file path.
+func (j *Journal) Path() string { return j.path }
+
+// LastSeq returns the last seq assigned, durable or not; at open it is the
+// last row in the file.
+func (j *Journal) LastSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next
+}
+
+// DurableSeq returns the last seq known to be committed.
+func (j *Journal) DurableSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.durable
+}
+
+// Rows returns every durable row in seq order. Rows still buffered are not
+// included; Sync first to see them.
+func (j *Journal) Rows() ([]Row, error) {
+	var rows []Row
+	err := j.Scan(1, func(r *Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Scan calls fn with each durable row from seq from on, in order, stopping at
+// fn's first error, which it returns as is. Rows are decoded inside a read
+// transaction, so fn may keep the Row but must not call Sync, Write or Close:
+// a commit may need the remap that this transaction holds off.
+func (j *Journal) Scan(from uint64, fn func(*Row) error) error {
+	j.mu.Lock()
+	closed := j.closed
+	j.mu.Unlock()
+	if closed {
+		return fmt.Errorf("journal: scan: %w", ErrClosed)
+	}
+	from = max(from, 1)
+	var fnErr error
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketRows)
+		if b == nil {
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+		}
+		c := b.Cursor()
+		want := from
+		for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
+			seq, ok := parseSeqKey(k)
+			if !ok || seq != want {
+				return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
+			}
+			var r Row
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
+			}
+			if r.Seq != seq {
+				return fmt.Errorf("%w: row under key %d says seq %d", ErrCorrupt, seq, r.Seq)
+			}
+			if err := fn(&r); err != nil {
+				fnErr = err
+				return err
+			}
+			want++
+		}
+		return nil
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+		return fmt.Errorf("journal: scan: %w", ErrClosed)
+	case err != nil:
+		return fmt.Errorf("journal: scan %s from %d: %w", j.path, from, err)
+	}
+	return nil
+}
+
+// Close commits the rows still buffered, stops the committer and closes the
+// file. On a poisoned journal nothing more is written and the poisoning error
+// is returned.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return fmt.Errorf("journal: close %s: %w", j.path, ErrClosed)
+	}
+	j.closed = true
+	j.work.Signal()
+	j.mu.Unlock()
+
+	if j.stopped != nil {
+		<-j.stopped
+	}
+	closeErr := j.db.Close()
+	j.mu.Lock()
+	err := j.err
+	j.mu.Unlock()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("journal: close %s: %w", j.path, closeErr)
+		if err == nil {
+			return closeErr
+		}
+		return errors.Join(err, closeErr)
+	}
+	return err
+}
+
+// syncDir fsyncs a directory so a file just created in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,443 @@
+package journal_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+)
+
+// sampleRows returns n rows of a few shapes, Seq and At left for Append.
+func sampleRows(n int) []*journal.Row {
+	rows := make([]*journal.Row, n)
+	for i := range rows {
+		call := "c" + string(rune('a'+i%26))
+		switch i % 3 {
+		case 0:
+			rows[i] = &journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "planner", Prompt: strings.Repeat("plan the work. ", 8)}
+		case 1:
+			rows[i] = &journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "turn-" + call}
+		default:
+			rows[i] = &journal.Row{Type: journal.TypeCompleted, Call: call, Output: json.RawMessage(`{"ok":true,"n":1}`), Tokens: &journal.Tokens{Input: 10, Output: 5, Total: 15}}
+		}
+	}
+	return rows
+}
+
+func deref(rows []*journal.Row) []journal.Row {
+	out := make([]journal.Row, len(rows))
+	for i, r := range rows {
+		out[i] = *r
+	}
+	return out
+}
+
+func TestCreateOpenRoundTrip(t *testing.T) {
+	t.Parallel()
+	j, path := journaltest.Create(t)
+	assert.Equal(t, journaltest.RunID, j.RunID())
+	assert.Equal(t, uint64(0), j.LastSeq())
+
+	first := sampleRows(5)
+	first[0].At = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	seq, err := j.Write(first...)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), seq)
+	for i, r := range first {
+		assert.Equal(t, uint64(i+1), r.Seq, "Append sets Seq on the caller's row")
+		assert.False(t, r.At.IsZero(), "Append fills At")
+	}
+	assert.Equal(t, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), first[0].At, "a set At is kept")
+	require.NoError(t, j.Close())
+
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm())
+
+	j = journaltest.Reopen(t, path)
+	assert.Equal(t, journaltest.RunID, j.RunID())
+	assert.Equal(t, uint64(5), j.LastSeq())
+	assert.Equal(t, uint64(5), j.DurableSeq())
+	rows, err := j.Rows()
+	require.NoError(t, err)
+	assert.Equal(t, deref(first), rows)
+
+	// A resumed run continues the seqs.
+	more := sampleRows(3)
+	seq, err = j.Write(more...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(8), seq)
+	require.NoError(t, j.Close())
+
+	ro, err := journal.OpenReadOnly(path)
+	require.NoError(t, err)
+	defer ro.Close()
+	rows, err = ro.Rows()
+	require.NoError(t, err)
+	assert.Equal(t, append(deref(first), deref(more)...), rows)
+	assert.Equal(t, uint64(8), ro.LastSeq())
+}
+
+func TestCreateErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.db")
+	require.NoError(t, os.WriteFile(existing, []byte("keep me"), 0o600))
+
+	tests := []struct {
+		name   string
+		path   string
+		run    string
+		target error  // errors.Is target, if any
+		text   string // substring of the message
+	}{
+		{name: "exists", path: existing, run: "r", target: journal.ErrExists},
+		{name: "no parent dir", path: filepath.Join(dir, "missing", "journal.db"), run: "r", target: fs.ErrNotExist},
+		{name: "empty run id", path: filepath.Join(dir, "norun.db"), run: "", text: "empty run id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := journal.Create(tt.path, tt.run)
+			require.Error(t, err)
+			if tt.target != nil {
+				assert.ErrorIs(t, err, tt.target)
+			}
+			assert.ErrorContains(t, err, tt.text)
+		})
+	}
+	got, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(got), "Create must not touch an existing file")
+	assert.NoFileExists(t, filepath.Join(dir, "norun.db"))
+}
+
+func TestOpenMissing(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	for name, open := range map[string]func(string) (*journal.Journal, error){"Open": journal.Open, "OpenReadOnly": journal.OpenReadOnly} {
+		_, err := open(path)
+		assert.ErrorIs(t, err, fs.ErrNotExist, name)
+		assert.NoFileExists(t, path, "%s must not create a journal", name)
+	}
+}
+
+// editBolt changes a closed journal with bbolt directly, as another program might.
+func editBolt(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(fn))
+	require.NoError(t, db.Close())
+}
+
+// goodJournal writes a closed journal of n rows and returns its path.
+func goodJournal(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journal.Create(path, "run-good")
+	require.NoError(t, err)
+	for _, r := range sampleRows(n) {
+		_, err := j.Write(r)
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+	return path
+}
+
+func digest(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return sha256.Sum256(b)
+}
+
+func TestOpenSchema(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(tx *bbolt.Tx) error
+	}{
+		{name: "newer schema", edit: func(tx *bbolt.Tx) error {
+			return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte("crw-journal/2"))
+		}},
+		{name: "no schema", edit: func(tx *bbolt.Tx) error {
+			return tx.Bucket([]byte("meta")).Delete([]byte("schema"))
+		}},
+		{name: "not a journal", edit: func(tx *bbolt.Tx) error {
+			return tx.DeleteBucket([]byte("meta"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := goodJournal(t, 3)
+			editBolt(t, path, tt.edit)
+			before := digest(t, path)
+			_, err := journal.Open(path)
+			assert.ErrorIs(t, err, journal.ErrSchema)
+			_, err = journal.OpenReadOnly(path)
+			assert.ErrorIs(t, err, journal.ErrSchema)
+			assert.Equal(t, before, digest(t, path), "file changed")
+		})
+	}
+}
+
+// pageFacts reads a good journal's page size, high-water mark and the root
+// page of its rows bucket.
+func pageFacts(t *testing.T, path string) (pageSize int, hwm int64, rowsRoot uint64, rootType string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
+		hwm = tx.Size()
+		rowsRoot = uint64(tx.Bucket([]byte("rows")).RootPage())
+		info, err := tx.Page(int(rowsRoot))
+		if info != nil {
+			rootType = info.Type
+		}
+		return err
+	}))
+	return db.Info().PageSize, hwm, rowsRoot, rootType
+}
+
+func TestOpenCorrupt(t *testing.T) {
+	t.Parallel()
+	good := goodJournal(t, 400)
+	goodBytes, err := os.ReadFile(good)
+	require.NoError(t, err)
+	pageSize, hwm, rowsRoot, rootType := pageFacts(t, good)
+	require.Equal(t, "branch", rootType, "the cases below need a rows bucket of several pages")
+	rootOff := int(rowsRoot) * pageSize
+
+	garbage := make([]byte, 64<<10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range garbage {
+		garbage[i] = byte(rng.Uint32())
+	}
+	withBytes := func(off int, b []byte) []byte {
+		out := append([]byte(nil), goodBytes...)
+		copy(out[off:], b)
+		return out
+	}
+
+	tests := []struct {
+		name  string
+		bytes []byte                // the file's content, or
+		edit  func(*bbolt.Tx) error // an edit of the good file through bbolt
+	}{
+		{name: "zero length", bytes: []byte{}},
+		{name: "one byte", bytes: []byte{0}},
+		{name: "text file", bytes: []byte(strings.Repeat("this is not a database\n", 1000))},
+		{name: "garbage", bytes: garbage},
+		{name: "truncated to 100 bytes", bytes: goodBytes[:100]},
+		{name: "truncated to one page", bytes: goodBytes[:pageSize]},
+		{name: "truncated inside meta pages", bytes: goodBytes[:2*pageSize-1]},
+		{name: "truncated to half", bytes: goodBytes[:hwm/2]},
+		{name: "truncated one page short", bytes: goodBytes[:hwm-int64(pageSize)]},
+		{name: "meta pages zeroed", bytes: withBytes(0, make([]byte, 2*pageSize))},
+		{name: "rows root page id garbled", bytes: withBytes(rootOff, []byte{0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef})},
+		{name: "rows root page type garbled", bytes: withBytes(rootOff+8, []byte{0xff, 0xff})},
+		// The first branch element's child pgid (page header 16 bytes, then
+		// pos, ksize, pgid) pointed far past the map: reading it faults.
+		{name: "branch points outside the file", bytes: withBytes(rootOff+16+8, []byte{0, 0, 0, 0x40, 0, 0, 0, 0})},
+		{name: "branch points at a meta page", bytes: withBytes(rootOff+16+8, []byte{1, 0, 0, 0, 0, 0, 0, 0})},
+		{name: "row value not JSON", edit: func(tx *bbolt.Tx) error {
+			return tx.Bucket([]byte("rows")).Put([]byte{0, 0, 0, 0, 0, 0, 0, 9}, []byte(`{"seq":9,"ty`))
+		}},
+		{name: "gap in seqs", edit: func(tx *bbolt.Tx) error {
+			return tx.Bucket([]byte("rows")).Delete([]byte{0, 0, 0, 0, 0, 0, 0, 7})
+		}},
+		{name: "bad seq key", edit: func(tx *bbolt.Tx) error {
+			return tx.Bucket([]byte("rows")).Put([]byte("x"), []byte("{}"))
+		}},
+		{name: "no rows bucket", edit: func(tx *bbolt.Tx) error { return tx.DeleteBucket([]byte("rows")) }},
+		{name: "no run id", edit: func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("run")) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			if tt.edit != nil {
+				require.NoError(t, os.WriteFile(path, goodBytes, 0o600))
+				editBolt(t, path, tt.edit)
+			} else {
+				require.NoError(t, os.WriteFile(path, tt.bytes, 0o600))
+			}
+			before := digest(t, path)
+
+			j, err := journal.Open(path)
+			if j != nil {
+				_ = j.Close()
+			}
+			require.ErrorIs(t, err, journal.ErrCorrupt)
+			t.Log(err)
+			assert.Contains(t, err.Error(), path)
+			assert.Equal(t, before, digest(t, path), "Open changed a damaged file")
+
+			j, err = journal.OpenReadOnly(path)
+			if j != nil {
+				_ = j.Close()
+			}
+			require.ErrorIs(t, err, journal.ErrCorrupt)
+			assert.Equal(t, before, digest(t, path), "OpenReadOnly changed a damaged file")
+		})
+	}
+}
+
+func TestLockedInProcess(t *testing.T) {
+	t.Parallel()
+	// bbolt locks with flock, which binds to the open file, not the process:
+	// a second handle in the same process is refused like another process.
+	j, path := journaltest.Create(t)
+	_, err := j.Write(sampleRows(1)...)
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = journal.Open(path)
+	assert.ErrorIs(t, err, journal.ErrLocked)
+	assert.Less(t, time.Since(start), 5*time.Second, "the open must give up quickly")
+	_, err = journal.OpenReadOnly(path)
+	assert.ErrorIs(t, err, journal.ErrLocked, "a reader must wait for the writer")
+	require.NoError(t, j.Close())
+
+	// Readers share; a writer waits for them.
+	r1, err := journal.OpenReadOnly(path)
+	require.NoError(t, err)
+	r2, err := journal.OpenReadOnly(path)
+	require.NoError(t, err)
+	_, err = journal.Open(path)
+	assert.ErrorIs(t, err, journal.ErrLocked)
+	require.NoError(t, r1.Close())
+	require.NoError(t, r2.Close())
+
+	j, err = journal.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+}
+
+// TestHoldLockHelper is not a test on its own: TestLockedAcrossProcesses runs
+// the test binary with it to hold a journal open from another process.
+func TestHoldLockHelper(t *testing.T) {
+	path := os.Getenv("CRW_JOURNAL_HOLD")
+	if path == "" {
+		t.Skip("helper process for TestLockedAcrossProcesses")
+	}
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("held\n")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockedAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	j, path := journaltest.Create(t)
+	_, err := j.Write(sampleRows(1)...)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldLockHelper$")
+	cmd.Env = append(os.Environ(), "CRW_JOURNAL_HOLD="+path)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "held\n", line)
+
+	_, err = journal.Open(path)
+	assert.ErrorIs(t, err, journal.ErrLocked)
+	_, err = journal.OpenReadOnly(path)
+	assert.ErrorIs(t, err, journal.ErrLocked)
+
+	require.NoError(t, stdin.Close())
+	_, _ = io.Copy(io.Discard, stdout)
+	require.NoError(t, cmd.Wait())
+
+	j = journaltest.Reopen(t, path)
+	assert.Equal(t, uint64(1), j.LastSeq())
+}
+
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	path := goodJournal(t, 4)
+	before := digest(t, path)
+	j, err := journal.OpenReadOnly(path)
+	require.NoError(t, err)
+
+	assert.Equal(t, "run-good", j.RunID())
+	assert.Equal(t, uint64(0), j.Append(sampleRows(1)...), "rows are kept out")
+	assert.ErrorIs(t, j.Sync(1), journal.ErrReadOnly)
+	_, err = j.Write(sampleRows(1)...)
+	assert.ErrorIs(t, err, journal.ErrReadOnly)
+	rows, err := j.Rows()
+	require.NoError(t, err)
+	assert.Len(t, rows, 4)
+	require.NoError(t, j.Close())
+	assert.Equal(t, before, digest(t, path))
+}
+
+func TestScan(t *testing.T) {
+	t.Parallel()
+	j, _ := journaltest.Create(t)
+	_, err := j.Write(sampleRows(10)...)
+	require.NoError(t, err)
+	stop := errors.New("stop")
+
+	tests := []struct {
+		name    string
+		from    uint64
+		stopAt  uint64 // fn returns stop at this seq; 0 never
+		want    []uint64
+		wantErr error
+	}{
+		{name: "all from 0", from: 0, want: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{name: "from middle", from: 8, want: []uint64{8, 9, 10}},
+		{name: "past the end", from: 11},
+		{name: "fn error stops", from: 3, stopAt: 5, want: []uint64{3, 4, 5}, wantErr: stop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []uint64
+			err := j.Scan(tt.from, func(r *journal.Row) error {
+				got = append(got, r.Seq)
+				if r.Seq == tt.stopAt {
+					return stop
+				}
+				return nil
+			})
+			if tt.wantErr != nil {
+				assert.Same(t, tt.wantErr, err, "fn's error comes back as is")
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,86 @@
+// Package journaltest makes journals for tests and checks them afterwards.
+package journaltest
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+	"go.etcd.io/bbolt"
+)
+
+// RunID is the run id of journals made by Create.
+const RunID = "run-test"
+
+// Create makes a journal in a fresh temp dir and returns it with its path.
+// On cleanup it closes the journal (if the test has not) and checks the file:
+// bbolt's consistency check and a read-only open must both pass.
+func Create(t testing.TB) (*journal.Journal, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journal.Create(path, RunID)
+	if err != nil {
+		t.Fatalf("journaltest: create: %v", err)
+	}
+	t.Cleanup(func() {
+		closeQuietly(t, j)
+		Check(t, path)
+	})
+	return j, path
+}
+
+// Reopen opens the journal at path for writing, as a resumed run would; the
+// previous handle must be closed. It is closed on cleanup.
+func Reopen(t testing.TB, path string) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatalf("journaltest: reopen: %v", err)
+	}
+	t.Cleanup(func() { closeQuietly(t, j) })
+	return j
+}
+
+// Check fails the test if the closed journal at path is damaged.
+func Check(t testing.TB, path string) {
+	t.Helper()
+	// bbolt's own check, apart from the journal's, so a bug in the journal's
+	// checks cannot hide damage.
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Errorf("journaltest: check %s: %v", path, err)
+		return
+	}
+	err = db.View(func(tx *bbolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Errorf("journaltest: check %s: %v", path, err)
+		return
+	}
+	j, err := journal.OpenReadOnly(path)
+	if err != nil {
+		t.Errorf("journaltest: check %s: %v", path, err)
+		return
+	}
+	if err := j.Close(); err != nil {
+		t.Errorf("journaltest: check %s: %v", path, err)
+	}
+}
+
+// closeQuietly closes j, tolerating a test that closed it already.
+func closeQuietly(t testing.TB, j *journal.Journal) {
+	t.Helper()
+	if err := j.Close(); err != nil && !errors.Is(err, journal.ErrClosed) {
+		t.Errorf("journaltest: close: %v", err)
+	}
+}

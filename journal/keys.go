@@ -1,0 +1,40 @@
+package journal
+
+import "encoding/binary"
+
+// Schema is the layout version kept under meta/schema. Open refuses any other value.
+const Schema = "crw-journal/1"
+
+// Bucket and key names, declared once so the layout can be read in one place.
+var (
+	// bucketMeta holds keySchema and keyRun.
+	bucketMeta = []byte("meta")
+	keySchema  = []byte("schema")
+	keyRun     = []byte("run")
+
+	// bucketRows maps seqKey(seq) to the row's JSON; seq starts at 1 and has no gaps.
+	bucketRows = []byte("rows")
+)
+
+// rowsFillPercent packs pages tightly: rows are only ever appended, so split
+// pages never get the inserts that bbolt's default half-empty pages wait for.
+const rowsFillPercent = 0.9
+
+// seqKeyLen is the width of a rows key.
+const seqKeyLen = 8
+
+// seqKey encodes seq as 8 bytes big-endian, so byte order equals numeric order
+// and Cursor.Last is the highest seq.
+func seqKey(seq uint64) []byte {
+	k := make([]byte, seqKeyLen)
+	binary.BigEndian.PutUint64(k, seq)
+	return k
+}
+
+// parseSeqKey decodes a rows key; ok is false for a key of the wrong width.
+func parseSeqKey(k []byte) (seq uint64, ok bool) {
+	if len(k) != seqKeyLen {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k), true
+}

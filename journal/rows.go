@@ -1,0 +1,136 @@
+package journal
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Row types. The words are the ones DESIGN.md uses; a trace carries them as they are.
+const (
+	// Run rows.
+	TypeStarted    = "started"
+	TypeEnded      = "ended"
+	TypeEscalation = "escalation"
+	TypeWarning    = "warning"
+
+	// Call rows: intents first, then exactly one terminal row.
+	TypePrepared           = "prepared"
+	TypeThreadStarted      = "thread_started"
+	TypeTurnStarted        = "turn_started"
+	TypeInterruptRequested = "interrupt_requested"
+
+	TypeCompleted      = "completed"
+	TypeNullModel      = "null_model"
+	TypeHeld           = "held"
+	TypeRefused        = "refused"
+	TypeOutcomeUnknown = "outcome_unknown"
+	TypeSuperseded     = "superseded"
+)
+
+// IsTerminal reports whether a row of type t ends its call.
+func IsTerminal(t string) bool {
+	switch t {
+	case TypeCompleted, TypeNullModel, TypeHeld, TypeRefused, TypeOutcomeUnknown, TypeSuperseded:
+		return true
+	}
+	return false
+}
+
+// Pair is a (model, effort) pair; an empty part is undecided.
+type Pair struct {
+	Model  string `json:"model,omitempty"`
+	Effort string `json:"effort,omitempty"`
+}
+
+// Tokens counts a turn's or a call's tokens; a part that is 0 is left out of the row.
+type Tokens struct {
+	Input           int64 `json:"input,omitempty"`
+	CachedInput     int64 `json:"cached_input,omitempty"`
+	Output          int64 `json:"output,omitempty"`
+	ReasoningOutput int64 `json:"reasoning_output,omitempty"`
+	Total           int64 `json:"total,omitempty"`
+}
+
+// Add returns the part-wise sum of t and u.
+func (t Tokens) Add(u Tokens) Tokens {
+	return Tokens{
+		Input:           t.Input + u.Input,
+		CachedInput:     t.CachedInput + u.CachedInput,
+		Output:          t.Output + u.Output,
+		ReasoningOutput: t.ReasoningOutput + u.ReasoningOutput,
+		Total:           t.Total + u.Total,
+	}
+}
+
+// IsZero reports whether no part is counted.
+func (t Tokens) IsZero() bool { return t == Tokens{} }
+
+// Row is one journal row. Every row carries seq, type and at, and call where it belongs to a call;
+// the other members are set only by the row types named beside them.
+type Row struct {
+	Seq  uint64    `json:"seq"`
+	Type string    `json:"type"`
+	At   time.Time `json:"at"`
+	Call string    `json:"call,omitempty"`
+
+	// started
+	Run          string          `json:"run,omitempty"`
+	Backend      string          `json:"backend,omitempty"`
+	Workflow     string          `json:"workflow,omitempty"`
+	ScriptDigest string          `json:"script_digest,omitempty"`
+	RolePairs    map[string]Pair `json:"role_pairs,omitempty"`
+	PolicyDigest string          `json:"policy_digest,omitempty"`
+	Process      string          `json:"process,omitempty"`
+	Pool         int             `json:"pool,omitempty"`
+	BudgetTokens int64           `json:"budget_tokens,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+
+	// prepared: the call's inputs, kept whole enough to name what changed on a divergence.
+	Index          int    `json:"index,omitempty"` // 1-based issue order
+	Role           string `json:"role,omitempty"`
+	Node           string `json:"node,omitempty"`
+	Prompt         string `json:"prompt,omitempty"`
+	PromptDigest   string `json:"prompt_digest,omitempty"`
+	SchemaDigest   string `json:"schema_digest,omitempty"`
+	RequestedPair  *Pair  `json:"requested_pair,omitempty"`
+	ConfiguredPair *Pair  `json:"configured_pair,omitempty"`
+	Handle         string `json:"handle,omitempty"` // the handle a continuation resumes
+	InputDigest    string `json:"input_digest,omitempty"`
+	Site           string `json:"site,omitempty"` // file:line of the agent.call
+
+	// thread_started
+	ThreadID    string `json:"thread_id,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Effort      string `json:"effort,omitempty"`
+	ChainedFrom string `json:"chained_from,omitempty"` // the handle whose conversation this thread carries
+	ChainThread string `json:"chain_thread,omitempty"` // that handle's thread
+	Cwd         string `json:"cwd,omitempty"`
+	RolloutPath string `json:"rollout_path,omitempty"`
+
+	// turn_started
+	K      int    `json:"k,omitempty"` // 1 for the task turn, 2 for the repair
+	TurnID string `json:"turn_id,omitempty"`
+	Repair string `json:"repair,omitempty"` // what the repair turn names as wrong
+
+	// terminal rows, interrupt_requested, escalation, warning, ended
+	Reason     string          `json:"reason,omitempty"`
+	Detail     string          `json:"detail,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	RawText    *string         `json:"raw_text,omitempty"`
+	Extracted  bool            `json:"extracted,omitempty"`
+	RepairUsed bool            `json:"repair_used,omitempty"`
+	TurnIDs    []string        `json:"turn_ids,omitempty"`
+	Tokens     *Tokens         `json:"tokens,omitempty"`
+
+	// ended
+	Status string          `json:"status,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RunError       `json:"error,omitempty"`
+}
+
+// RunError is how a workflow that threw is recorded.
+type RunError struct {
+	Message string `json:"message"`
+	Stack   string `json:"stack,omitempty"`
+	Code    string `json:"code,omitempty"`
+}

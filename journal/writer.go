@@ -1,0 +1,217 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Append gives each row the next seq, sets At to now (UTC) where it is zero,
+// buffers the rows and returns the last seq given. Nothing is written until a
+// commit: Sync (or Write, AppendThen, Close) asks for one. The rows are
+// encoded here, so the caller may reuse them once Append returns.
+//
+// On a poisoned, closed or read-only journal the rows are kept out and Append
+// returns 0; Sync then reports why.
+func (j *Journal) Append(rows ...*Row) uint64 {
+	seq, _ := j.append(rows, nil)
+	return seq
+}
+
+// AppendThen appends row like Append and asks for a commit without waiting
+// for it. after is called once the row is durable, on the committer
+// goroutine, in seq order: every hook of one commit runs before any hook of
+// the next. after must be quick and must not call Sync, Write or Close (the
+// committer would wait on itself); it may Append. If the row is never made
+// durable (poisoned journal) after is never called. A nil after only asks
+// for the commit.
+func (j *Journal) AppendThen(row *Row, after func()) uint64 {
+	if after == nil {
+		after = func() {}
+	}
+	seq, _ := j.append([]*Row{row}, after)
+	return seq
+}
+
+// Sync blocks until every row with Seq ≤ seq is durable, committing the
+// buffered rows if need be. Concurrent callers share commits: while one commit
+// runs, the rows appended meanwhile wait to go together in the next.
+// A poisoned journal returns its error, every time.
+func (j *Journal) Sync(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.err != nil:
+		return j.err
+	case j.readOnly:
+		return fmt.Errorf("journal: sync %d: %w", seq, ErrReadOnly)
+	case j.closed:
+		return fmt.Errorf("journal: sync %d: %w", seq, ErrClosed)
+	case seq <= j.durable:
+		return nil
+	case seq > j.next:
+		return fmt.Errorf("journal: sync %d: only %d rows were appended", seq, j.next)
+	}
+	if seq > j.want {
+		j.want = seq
+		j.work.Signal()
+	}
+	for j.err == nil && j.durable < seq {
+		j.done.Wait()
+	}
+	return j.err
+}
+
+// Write appends rows and syncs them: Append then Sync. With no rows it syncs
+// everything appended so far.
+func (j *Journal) Write(rows ...*Row) (uint64, error) {
+	seq, err := j.append(rows, nil)
+	if err == nil {
+		err = j.Sync(seq)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// append buffers rows; after, if not nil, goes with the last row and makes
+// the append ask for a commit. The error says why rows were kept out.
+func (j *Journal) append(rows []*Row, after func()) (uint64, error) {
+	for _, r := range rows {
+		if r == nil {
+			panic("journal: append of a nil row")
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.err != nil:
+		return 0, j.err
+	case j.readOnly:
+		return 0, fmt.Errorf("journal: append: %w", ErrReadOnly)
+	case j.closed:
+		return 0, fmt.Errorf("journal: append: %w", ErrClosed)
+	case len(rows) == 0:
+		return j.next, nil
+	}
+	// Seqs and times are given under the lock, so At never goes backwards
+	// along seq (short of the wall clock itself).
+	var now time.Time
+	for i, r := range rows {
+		r.Seq = j.next + uint64(i) + 1
+		if r.At.IsZero() {
+			if now.IsZero() {
+				now = time.Now().UTC()
+			}
+			r.At = now
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			// Append cannot return the error and a row dropped quietly would
+			// leave the engine holding a seq with no row: poison, so that
+			// the next Sync says why.
+			j.poison(fmt.Errorf("journal: encode row %d (%s): %w", r.Seq, r.Type, err))
+			return 0, j.err
+		}
+		j.pending = append(j.pending, entry{seq: r.Seq, data: data})
+	}
+	j.next += uint64(len(rows))
+	if after != nil {
+		// The hook waits on durability, so this row needs a commit now.
+		j.pending[len(j.pending)-1].after = after
+		j.want = j.next
+		j.work.Signal()
+	}
+	return j.next, nil
+}
+
+// poison records the first failure and drops the buffered rows; every later
+// Append, Sync and Write returns err. Called with j.mu held.
+func (j *Journal) poison(err error) {
+	if j.err == nil {
+		j.err = err
+	}
+	clear(j.pending)
+	j.pending = j.pending[:0]
+	j.done.Broadcast()
+}
+
+// run is the committer: it commits whatever is pending whenever someone waits
+// for a seq not yet durable, then runs the batch's hooks in seq order before
+// taking the next batch, and on Close flushes the rest and returns.
+func (j *Journal) run() {
+	defer close(j.stopped)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for {
+		for !j.closed && (j.want <= j.durable || len(j.pending) == 0) {
+			j.work.Wait()
+		}
+		if len(j.pending) == 0 {
+			return // closed, and nothing left to write
+		}
+		batch, hook := j.pending, j.commitHook
+		j.pending, j.spare = j.spare[:0], nil
+
+		j.mu.Unlock()
+		err := j.commit(batch, hook)
+		j.mu.Lock()
+
+		if err != nil {
+			j.poison(err)
+		} else {
+			j.durable = batch[len(batch)-1].seq
+			j.done.Broadcast()
+			j.mu.Unlock()
+			for _, e := range batch {
+				if e.after != nil {
+					e.after()
+				}
+			}
+			j.mu.Lock()
+		}
+		clear(batch)
+		j.spare = batch[:0]
+	}
+}
+
+// commit writes one batch in one bbolt transaction, fsynced when it returns.
+func (j *Journal) commit(batch []entry, hook func(first, last uint64) error) error {
+	first, last := batch[0].seq, batch[len(batch)-1].seq
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		if hook != nil {
+			if err := hook(first, last); err != nil {
+				return err
+			}
+		}
+		b := tx.Bucket(bucketRows)
+		if b == nil {
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+		}
+		// FillPercent is per transaction, so it is set on every commit.
+		b.FillPercent = rowsFillPercent
+		stored, err := lastSeq(tx)
+		if err != nil {
+			return err
+		}
+		// Our counter and the file must agree, or seqs the engine already
+		// holds would land on the wrong rows.
+		if first != stored+1 {
+			return fmt.Errorf("first new row is %d but the file ends at %d", first, stored)
+		}
+		for _, e := range batch {
+			if err := b.Put(seqKey(e.seq), e.data); err != nil {
+				return fmt.Errorf("put row %d: %w", e.seq, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: commit rows %d-%d: %w", first, last, err)
+	}
+	j.commits.Add(1)
+	return nil
+}

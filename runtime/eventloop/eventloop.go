@@ -1,0 +1,96 @@
+// Package eventloop runs the callbacks of one goja runtime on one goroutine.
+//
+// Unlike goja_nodejs's loop, it counts reservations: work started from the loop that will come
+// back later (an agent call answered by another goroutine) keeps the loop alive until it has been
+// delivered, so a promise settled from Go is never lost when the queue happens to be empty.
+package eventloop
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrStopped is returned by Start when the loop was stopped before its work ended.
+var ErrStopped = errors.New("event loop stopped")
+
+// Loop is a queue of callbacks run in order on the goroutine that called Start.
+type Loop struct {
+	mu       sync.Mutex
+	queue    []func() error
+	reserved int
+	wakeup   chan struct{}
+}
+
+// New returns an idle loop.
+func New() *Loop {
+	return &Loop{wakeup: make(chan struct{}, 1)}
+}
+
+// Reserve announces a callback that will be enqueued later, from any goroutine. It must be
+// called on the loop goroutine. The returned enqueue must be called exactly once; the loop does
+// not finish while a reservation is open. Callbacks run in the order enqueue is called.
+func (l *Loop) Reserve() (enqueue func(func() error)) {
+	l.mu.Lock()
+	l.reserved++
+	l.mu.Unlock()
+	var once sync.Once
+	return func(fn func() error) {
+		once.Do(func() {
+			l.mu.Lock()
+			l.queue = append(l.queue, fn)
+			l.reserved--
+			l.mu.Unlock()
+			l.signal()
+		})
+	}
+}
+
+func (l *Loop) signal() {
+	select {
+	case l.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs first and then every enqueued callback until the queue is empty and no reservation
+// is open, a callback returns an error, or ctx ends. It returns the first error.
+func (l *Loop) Start(ctx context.Context, first func() error) error {
+	if err := first(); err != nil {
+		return err
+	}
+	for {
+		l.mu.Lock()
+		batch := l.queue
+		l.queue = nil
+		reserved := l.reserved
+		l.mu.Unlock()
+		if len(batch) == 0 {
+			if reserved == 0 {
+				return nil
+			}
+			select {
+			case <-l.wakeup:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		for i, fn := range batch {
+			if err := fn(); err != nil {
+				// Keep what was not run so Pending reports it truthfully.
+				l.mu.Lock()
+				l.queue = append(batch[i+1:], l.queue...)
+				l.mu.Unlock()
+				return err
+			}
+		}
+	}
+}
+
+// Pending reports the reservations still open and the callbacks not yet run.
+func (l *Loop) Pending() (reserved, queued int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reserved, len(l.queue)
+}

@@ -1,0 +1,78 @@
+// Package jsutil holds the small goja helpers the runtime packages share: coded errors, JSON
+// in and out of the VM, deep freezing.
+package jsutil
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dop251/goja"
+)
+
+// Throw raises a JS Error carrying a stable code; it must be called from a native function
+// running on the loop goroutine.
+func Throw(rt *goja.Runtime, code, format string, args ...any) {
+	panic(NewError(rt, code, fmt.Sprintf(format, args...)))
+}
+
+// NewError builds `new Error(message)` with a code property.
+func NewError(rt *goja.Runtime, code, message string) *goja.Object {
+	ctor, _ := goja.AssertConstructor(rt.Get("Error"))
+	obj, err := ctor(nil, rt.ToValue(message))
+	if err != nil {
+		panic(err)
+	}
+	_ = obj.Set("code", code)
+	return obj
+}
+
+// ToJSON serializes v with the VM's own JSON.stringify, so key order and JS semantics are kept.
+func ToJSON(rt *goja.Runtime, v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) {
+		return nil, nil
+	}
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	out, err := stringify(goja.Undefined(), v)
+	if err != nil {
+		return nil, err
+	}
+	if goja.IsUndefined(out) {
+		return nil, nil
+	}
+	return json.RawMessage(out.String()), nil
+}
+
+// FromJSON parses data with the VM's JSON.parse; nil or empty data is null.
+func FromJSON(rt *goja.Runtime, data []byte) (goja.Value, error) {
+	if len(data) == 0 {
+		return goja.Null(), nil
+	}
+	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
+	return parse(goja.Undefined(), rt.ToValue(string(data)))
+}
+
+const deepFreezeSrc = `(function deepFreeze(o) {
+	if (o !== null && typeof o === "object" && !Object.isFrozen(o)) {
+		Object.freeze(o);
+		for (const k of Object.keys(o)) deepFreeze(o[k]);
+	}
+	return o;
+})`
+
+var deepFreezeProgram = goja.MustCompile("deepFreeze.js", deepFreezeSrc, true)
+
+// DeepFreezer returns a function that freezes a value and everything reachable from it.
+func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
+	v, err := rt.RunProgram(deepFreezeProgram)
+	if err != nil {
+		panic(err)
+	}
+	fn, _ := goja.AssertFunction(v)
+	return func(x goja.Value) goja.Value {
+		out, err := fn(goja.Undefined(), x)
+		if err != nil {
+			panic(err)
+		}
+		return out
+	}
+}

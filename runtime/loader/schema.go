@@ -1,0 +1,137 @@
+package loader
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/dop251/goja"
+)
+
+func isSchemaModule(name string) bool {
+	return name == "crw:lib/schemas" || strings.HasPrefix(name, "crw:lib/schemas/")
+}
+
+// checkSchemas runs Config.CheckSchema over every export of a schema
+// module, in the order of the exports.
+//
+// Skipped: functions (helpers that build schemas), __esModule, and a
+// default export that is only a namespace of the module's own exports
+// (module.exports itself, or `export default { plan, review }` where plan
+// and review are also named exports): each of those schemas is checked
+// under its own name already. Any other default export is a schema like
+// the rest.
+func (s *session) checkSchemas(t *target, exports goja.Value) error {
+	if s.l.check == nil {
+		return nil
+	}
+	var problems []string
+	report := func(export, pointer, rule, msg string) {
+		if pointer == "" {
+			pointer = "(root)"
+		}
+		problems = append(problems, fmt.Sprintf("%s: export %q: %s: %s: %s", t.name, export, pointer, rule, msg))
+	}
+	obj, ok := exports.(*goja.Object)
+	if !ok {
+		report("module.exports", "", "not_a_schema", "a schema module must export an object, got "+describe(exports))
+	} else {
+		keys := obj.Keys()
+		for _, k := range keys {
+			if k == "__esModule" {
+				continue
+			}
+			v := obj.Get(k)
+			if _, fn := goja.AssertFunction(v); fn {
+				continue
+			}
+			if k == "default" && isNamespace(obj, keys, v) {
+				continue
+			}
+			doc, why := s.toJSON(v)
+			if why != "" {
+				report(k, "", "not_a_schema", why)
+				continue
+			}
+			for _, p := range s.l.check(doc) {
+				report(k, p.Pointer, p.Rule, p.Message)
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}
+}
+
+func isNamespace(exports *goja.Object, keys []string, def goja.Value) bool {
+	d, ok := def.(*goja.Object)
+	if !ok {
+		return false
+	}
+	if d.SameAs(exports) {
+		return true
+	}
+	dk := d.Keys()
+	if len(dk) == 0 {
+		return false
+	}
+	for _, k := range dk {
+		if k == "default" || !slices.Contains(keys, k) || !d.Get(k).StrictEquals(exports.Get(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// toJSON converts an export with JSON.stringify semantics; why says what
+// is wrong when the result is not a JSON object.
+func (s *session) toJSON(v goja.Value) (doc []byte, why string) {
+	out, err := s.stringify(goja.Undefined(), v)
+	if err != nil {
+		msg := err.Error()
+		if ex, ok := err.(*goja.Exception); ok {
+			msg, _ = FormatException(ex)
+		}
+		return nil, "cannot be converted to JSON: " + msg
+	}
+	if out == nil || goja.IsUndefined(out) {
+		return nil, "a schema must be a JSON object, got " + describe(v)
+	}
+	str := out.String()
+	if !strings.HasPrefix(str, "{") {
+		return nil, "a schema must be a JSON object, got " + describe(v)
+	}
+	return []byte(str), ""
+}
+
+// describe names the type of a JS value for messages.
+func describe(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	}
+	if o, ok := v.(*goja.Object); ok {
+		if _, fn := goja.AssertFunction(o); fn {
+			return "a function"
+		}
+		if o.ClassName() == "Array" {
+			return "an array"
+		}
+		return "an object"
+	}
+	switch v.Export().(type) {
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case *big.Int:
+		return "a bigint"
+	}
+	return "a symbol"
+}

@@ -1,0 +1,3 @@
+exports.greet = function (name) {
+  return "hello " + name;
+};

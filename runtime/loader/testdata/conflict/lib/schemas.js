@@ -1,0 +1,1 @@
+export const plan = { type: "object", additionalProperties: false };

@@ -1,0 +1,5 @@
+import * as schemas from "crw:lib/schemas";
+
+export default function main() {
+  return schemas;
+}

@@ -1,0 +1,5 @@
+import { secret } from "../outside.js";
+
+export default function main() {
+  return secret;
+}

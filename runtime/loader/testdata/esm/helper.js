@@ -1,0 +1,2 @@
+export const double = (n) => n * 2;
+export let label = "helper";

@@ -1,0 +1,3 @@
+export function fmt(o) {
+  return Object.keys(o).sort().join(",");
+}

@@ -1,0 +1,2 @@
+import { review } from "crw:lib/schemas/review";
+export default () => review;

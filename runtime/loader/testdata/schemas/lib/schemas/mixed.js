@@ -1,0 +1,3 @@
+export const plan = { type: "object", additionalProperties: false, properties: {} };
+export const version = 3;
+export const tags = ["a"];

@@ -1,0 +1,2 @@
+import { plan } from "crw:lib/schemas/mixed";
+export default () => plan;

@@ -1,0 +1,2 @@
+const { review } = require("./lib/schemas/review.ts");
+module.exports = () => review;

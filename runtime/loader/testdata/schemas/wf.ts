@@ -1,0 +1,5 @@
+import { review } from "./helper";
+
+export default function main() {
+  return review;
+}

@@ -1,0 +1,2 @@
+import data from "./bad.json";
+export default () => data;

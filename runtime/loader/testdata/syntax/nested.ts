@@ -1,0 +1,2 @@
+import main from "./bad.js";
+export default main;

@@ -1,0 +1,1 @@
+export const summarize = (task: string, total: number): string => `${task}:${total}`;

@@ -1,0 +1,3 @@
+export interface Step {
+  weight: number;
+}

@@ -1,0 +1,2 @@
+const fs = require("/etc/passwd");
+module.exports = () => fs;

@@ -1,0 +1,5 @@
+import _ from "lodash";
+
+export default function main() {
+  return _;
+}

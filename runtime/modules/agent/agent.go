@@ -1,0 +1,222 @@
+// Package agent is the `crw:agent` module: agent.call issues one model call and returns a
+// Promise of its frozen CallResult.
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/eventloop"
+	"github.com/crw-dev/crw/runtime/jsutil"
+)
+
+// CodeInvalidRequest is the code of every error agent.call throws for a malformed request.
+const CodeInvalidRequest = "invalid_request"
+
+// Roles are the roles a call may name.
+var Roles = []string{"architect", "executor", "executor-t1", "reviewer", "explorer", "critic"}
+
+// Efforts are the reasoning efforts a call may request.
+var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// Request is one call as the script issued it.
+type Request struct {
+	Role   string
+	Prompt string
+	Schema json.RawMessage // nil: the answer is text
+	Node   string
+	Model  string
+	Effort string
+	Resume string
+	Site   string // file:line:col of the agent.call in the script
+}
+
+// Caller runs calls for the module. Call is invoked on the loop goroutine in the order the
+// script issues calls; it must not block. The caller calls settle exactly once, from any
+// goroutine, with the CallResult as JSON; results reach the script in the order settle is
+// called. An error from Call is thrown at the call site (give it a Code method to set its code),
+// and settle is then never called.
+type Caller interface {
+	Call(req Request, settle Settle) error
+}
+
+// Settle delivers a call's CallResult (JSON). onLoop, when not nil, runs on the loop goroutine
+// right before the script sees the result: the run advances its clock there.
+type Settle func(result json.RawMessage, onLoop func())
+
+// Coded is an error with a stable code.
+type Coded interface {
+	error
+	Code() string
+}
+
+type agentModule struct {
+	rt     *goja.Runtime
+	loop   *eventloop.Loop
+	caller Caller
+	freeze func(goja.Value) goja.Value
+}
+
+// Loader returns the module loader for `crw:agent` bound to one runtime and its loop.
+func Loader(loop *eventloop.Loop, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
+	return func(rt *goja.Runtime, module *goja.Object) {
+		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt)}
+		agentObj := rt.NewObject()
+		_ = agentObj.Set("call", m.call)
+		_ = agentObj.Set("roles", Roles)
+		exports := module.Get("exports").ToObject(rt)
+		_ = exports.Set("agent", agentObj)
+		_ = exports.Set("default", agentObj)
+	}
+}
+
+var allowed = map[string]bool{"role": true, "prompt": true, "schema": true, "node": true, "model": true, "effort": true, "resume": true}
+
+func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
+	rt := m.rt
+	req := m.parse(fc.Argument(0))
+	req.Site = callSite(rt)
+
+	promise, resolve, _ := rt.NewPromise()
+	enqueue := m.loop.Reserve()
+	settle := func(result json.RawMessage, onLoop func()) {
+		enqueue(func() error {
+			if onLoop != nil {
+				onLoop()
+			}
+			v, err := jsutil.FromJSON(rt, result)
+			if err != nil {
+				return fmt.Errorf("agent.call: result of %s is not JSON: %w", req.Site, err)
+			}
+			return resolve(m.freeze(v))
+		})
+	}
+	if err := m.caller.Call(req, settle); err != nil {
+		enqueue(func() error { return nil }) // a refused request is never settled: release its reservation
+		code := CodeInvalidRequest
+		if c, ok := err.(Coded); ok {
+			code = c.Code()
+		}
+		jsutil.Throw(rt, code, "agent.call: %s", err.Error())
+	}
+	return rt.ToValue(promise)
+}
+
+func (m *agentModule) parse(arg goja.Value) Request {
+	rt := m.rt
+	if arg == nil || goja.IsUndefined(arg) || goja.IsNull(arg) {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options are required: {role, prompt, ...}")
+	}
+	obj, ok := arg.(*goja.Object)
+	if !ok || obj.ClassName() != "Object" {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", typeName(arg))
+	}
+	var unknown []string
+	for _, k := range obj.Keys() {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: unknown option %q (allowed: role, prompt, schema, node, model, effort, resume)", unknown[0])
+	}
+	var req Request
+	req.Role = m.str(obj, "role", true)
+	if !contains(Roles, req.Role) {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: role %q is not one of %s", req.Role, strings.Join(Roles, ", "))
+	}
+	req.Prompt = m.str(obj, "prompt", true)
+	if strings.TrimSpace(req.Prompt) == "" {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: prompt is empty")
+	}
+	req.Node = m.str(obj, "node", false)
+	if req.Node == "" {
+		req.Node = req.Role
+	}
+	req.Model = m.str(obj, "model", false)
+	req.Effort = m.str(obj, "effort", false)
+	if req.Effort != "" && !contains(Efforts, req.Effort) {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: effort %q is not one of %s", req.Effort, strings.Join(Efforts, ", "))
+	}
+	req.Resume = m.str(obj, "resume", false)
+	if v := obj.Get("schema"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
+		so, ok := v.(*goja.Object)
+		if !ok || so.ClassName() != "Object" {
+			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got %s", typeName(v))
+		}
+		raw, err := jsutil.ToJSON(rt, so)
+		if err != nil {
+			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %v", err)
+		}
+		req.Schema = raw
+	}
+	return req
+}
+
+func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
+	v := obj.Get(name)
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+		if required {
+			jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q is required", name)
+		}
+		return ""
+	}
+	s, ok := v.Export().(string)
+	if !ok {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, typeName(v))
+	}
+	return s
+}
+
+func typeName(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	}
+	if o, ok := v.(*goja.Object); ok {
+		if _, isFn := goja.AssertFunction(o); isFn {
+			return "function"
+		}
+		if o.ClassName() == "Array" {
+			return "array"
+		}
+		return "object"
+	}
+	switch v.Export().(type) {
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64, float64:
+		return "number"
+	}
+	return v.ExportType().String()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// callSite is the script position of the innermost JS frame: the agent.call's caller.
+func callSite(rt *goja.Runtime) string {
+	for _, f := range rt.CaptureCallStack(8, nil) {
+		p := f.Position()
+		if p.Filename == "" || p.Line == 0 {
+			continue
+		}
+		return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+	}
+	return ""
+}

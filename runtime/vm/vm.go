@@ -1,0 +1,253 @@
+// Package vm runs one workflow script in its own goja runtime: it wires the loader, the event
+// loop and the modules together, and reaches the engine only through Host.
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja_nodejs/require"
+
+	"github.com/crw-dev/crw/runtime/eventloop"
+	"github.com/crw-dev/crw/runtime/jsutil"
+	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/modules/crw"
+)
+
+// Host is what the engine gives a run's script.
+type Host interface {
+	agent.Caller
+	crw.Host
+	// CheckSchema applies the strict structured-output rules to a schema.
+	CheckSchema(schema []byte) []loader.Problem
+}
+
+// Config is one run's script and its surroundings.
+type Config struct {
+	Workflow string          // the workflow file
+	LibDirs  []string        // user folders served as crw:lib/<path>
+	Builtin  fs.FS           // embedded crw:lib modules
+	Input    json.RawMessage // the run's input (null when absent)
+	Seed     uint64          // seeds Math.random
+	Host     Host
+}
+
+// ScriptError is a workflow that threw (or rejected): its message and source-mapped stack.
+type ScriptError struct {
+	Message string
+	Stack   string
+	Code    string // the thrown error's code property, when it has one
+}
+
+func (e *ScriptError) Error() string { return e.Message }
+
+// VM is one loaded workflow, ready to run once.
+type VM struct {
+	cfg    Config
+	rt     *goja.Runtime
+	loop   *eventloop.Loop
+	loader *loader.Loader
+	main   goja.Callable
+
+	mu        sync.Mutex
+	unhandled []*goja.Promise
+	result    *goja.Promise // the entry function's promise: its rejection is the run's error, not an unhandled one
+}
+
+// New builds the runtime and loads the workflow: its modules are evaluated and its entry
+// function found. A load failure is a *loader.LoadError or wraps a *goja.Exception.
+func New(cfg Config) (*VM, error) {
+	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New()}
+	rt := v.rt
+	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	rt.SetRandSource(rng.Float64)
+	rt.SetTimeSource(cfg.Host.Now)
+	rt.SetPromiseRejectionTracker(v.trackRejection)
+	_ = rt.Set("console", crw.Console(rt, cfg.Host))
+	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
+		name := name
+		_ = rt.Set(name, func(goja.FunctionCall) goja.Value {
+			jsutil.Throw(rt, "nondeterministic", "%s is not available in a workflow: its timing cannot be replayed", name)
+			return nil
+		})
+	}
+
+	l, err := loader.New(loader.Config{
+		Entry:   cfg.Workflow,
+		LibDirs: cfg.LibDirs,
+		Builtin: cfg.Builtin,
+		Native: map[string]require.ModuleLoader{
+			"crw:agent": agent.Loader(v.loop, cfg.Host),
+			"crw":       crw.Loader(cfg.Input, cfg.Host),
+		},
+		CheckSchema: cfg.Host.CheckSchema,
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.loader = l
+	main, err := l.Main(rt)
+	if err != nil {
+		return nil, err
+	}
+	v.main = main
+	return v, nil
+}
+
+// Digest is the digest of every file the workflow loaded.
+func (v *VM) Digest() string { return v.loader.Digest() }
+
+// Run calls the entry function with the input and runs the loop until the workflow's promise
+// settles and every call it issued was delivered. It returns the workflow's result as JSON
+// (null for undefined), or a *ScriptError.
+func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
+	rt := v.rt
+	stop := context.AfterFunc(ctx, func() { rt.Interrupt(ctx.Err()) })
+	defer stop()
+
+	var result goja.Value
+	err := v.loop.Start(ctx, func() error {
+		in, err := jsutil.FromJSON(rt, v.cfg.Input)
+		if err != nil {
+			return err
+		}
+		out, err := v.main(goja.Undefined(), in)
+		if err != nil {
+			return err
+		}
+		result = out
+		if p, ok := out.Export().(*goja.Promise); ok {
+			v.mu.Lock()
+			v.result = p
+			v.mu.Unlock()
+		}
+		return v.checkUnhandled()
+	})
+	if err == nil {
+		err = v.checkUnhandled()
+	}
+	if err != nil {
+		return nil, v.scriptError(err)
+	}
+	if p, ok := result.Export().(*goja.Promise); ok {
+		switch p.State() {
+		case goja.PromiseStateFulfilled:
+			result = p.Result()
+		case goja.PromiseStateRejected:
+			return nil, v.thrown(p.Result())
+		default:
+			return nil, &ScriptError{Message: "the workflow's promise never settled: it awaits something that is not an agent call", Code: "nondeterministic"}
+		}
+	}
+	if result == nil || goja.IsUndefined(result) {
+		return json.RawMessage("null"), nil
+	}
+	out, err := jsutil.ToJSON(rt, result)
+	if err != nil {
+		return nil, v.scriptError(err)
+	}
+	if out == nil {
+		return json.RawMessage("null"), nil
+	}
+	return out, nil
+}
+
+// Pending reports calls issued but not delivered: after Run fails, the engine waits for them.
+func (v *VM) Pending() int {
+	r, q := v.loop.Pending()
+	return r + q
+}
+
+func (v *VM) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch op {
+	case goja.PromiseRejectionReject:
+		v.unhandled = append(v.unhandled, p)
+	case goja.PromiseRejectionHandle:
+		for i, q := range v.unhandled {
+			if q == p {
+				v.unhandled = append(v.unhandled[:i], v.unhandled[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// checkUnhandled fails the run on a rejection nobody handled, as Node does.
+func (v *VM) checkUnhandled() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var p *goja.Promise
+	for _, q := range v.unhandled {
+		if q != v.result {
+			p = q
+			break
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	v.unhandled = nil
+	se := v.thrown(p.Result())
+	se.Message = "uncaught (in promise): " + se.Message
+	return se
+}
+
+func (v *VM) scriptError(err error) error {
+	var se *ScriptError
+	if errors.As(err, &se) {
+		return se
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		out := v.thrown(ex.Value())
+		if out.Stack == "" {
+			_, out.Stack = loader.FormatException(ex)
+		}
+		return out
+	}
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		if cause, ok := ie.Value().(error); ok {
+			return cause
+		}
+	}
+	return err
+}
+
+// thrown describes a thrown JS value: an Error's message, code and stack, or the value itself.
+func (v *VM) thrown(val goja.Value) *ScriptError {
+	se := &ScriptError{}
+	if obj, ok := val.(*goja.Object); ok {
+		if m := obj.Get("message"); m != nil && !goja.IsUndefined(m) {
+			se.Message = m.String()
+			if n := obj.Get("name"); n != nil && !goja.IsUndefined(n) && n.String() != "Error" {
+				se.Message = n.String() + ": " + se.Message
+			}
+			if c := obj.Get("code"); c != nil && !goja.IsUndefined(c) {
+				se.Code = c.String()
+			}
+			if s := obj.Get("stack"); s != nil && !goja.IsUndefined(s) {
+				se.Stack = s.String()
+			}
+			return se
+		}
+	}
+	if val == nil {
+		se.Message = "undefined"
+	} else if b, err := jsutil.ToJSON(v.rt, val); err == nil && b != nil {
+		se.Message = fmt.Sprintf("threw %s", b)
+	} else {
+		se.Message = val.String()
+	}
+	return se
+}
