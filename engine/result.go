@@ -68,15 +68,15 @@ type CallResult struct {
 
 // CallMeta is a CallResult's meta.
 type CallMeta struct {
-	Role           string     `json:"role"`
-	RequestedPair  ResultPair `json:"requestedPair"`
-	ConfiguredPair ResultPair `json:"configuredPair"`
-	ThreadID       *string    `json:"threadId"`
-	TurnIDs        []string   `json:"turnIds"`
-	RepairUsed     bool       `json:"repairUsed"`
+	Role           string       `json:"role"`
+	RequestedPair  ResultPair   `json:"requestedPair"`
+	ConfiguredPair ResultPair   `json:"configuredPair"`
+	ThreadID       *string      `json:"threadId"`
+	TurnIDs        []string     `json:"turnIds"`
+	RepairUsed     bool         `json:"repairUsed"`
 	Tokens         ResultTokens `json:"tokens"`
-	StartSeq       uint64     `json:"startSeq"`
-	EndSeq         uint64     `json:"endSeq"`
+	StartSeq       uint64       `json:"startSeq"`
+	EndSeq         uint64       `json:"endSeq"`
 }
 
 // ResultPair is a pair with undecided parts as null.
