@@ -130,10 +130,11 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: pairErr.Error()})
 		return nil
 	}
+	admitted := r.pool.enter()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		c.run(configured)
+		c.run(admitted, configured)
 	}()
 	return nil
 }
@@ -158,9 +159,9 @@ func (r *run) goEnd(c *call, row *journal.Row) {
 	}()
 }
 
-func (c *call) run(configured journal.Pair) {
+func (c *call) run(admitted chan struct{}, configured journal.Pair) {
 	r := c.r
-	if err := r.pool.acquire(r.ctx); err != nil {
+	if err := r.pool.wait(r.ctx, admitted); err != nil {
 		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
 		return
 	}
@@ -419,7 +420,8 @@ func (r *run) end(c *call, row *journal.Row) {
 	}
 }
 
-// pool admits at most n calls at once, in the order they asked.
+// pool admits at most n calls at once, in the order they were issued: a call takes its place in
+// the queue on the loop goroutine and waits for its turn off it.
 type pool struct {
 	mu      sync.Mutex
 	free    int
@@ -428,16 +430,22 @@ type pool struct {
 
 func newPool(n int) *pool { return &pool{free: n} }
 
-func (p *pool) acquire(ctx context.Context) error {
+// enter queues a call; the returned channel is closed when the call is admitted.
+func (p *pool) enter() chan struct{} {
+	ch := make(chan struct{})
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.free > 0 && len(p.waiters) == 0 {
 		p.free--
-		p.mu.Unlock()
-		return nil
+		close(ch)
+		return ch
 	}
-	ch := make(chan struct{})
 	p.waiters = append(p.waiters, ch)
-	p.mu.Unlock()
+	return ch
+}
+
+// wait waits for admission; when ctx ends first the place is given up.
+func (p *pool) wait(ctx context.Context, ch chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -450,7 +458,7 @@ func (p *pool) acquire(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		// The slot was handed over as the context ended: pass it on.
+		// Admitted as the context ended: pass the slot on.
 		p.releaseLocked()
 		return ctx.Err()
 	}

@@ -294,7 +294,7 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 }
 
 func genString(v *value, p string) ([]byte, error) {
-	sample := ""
+	sample := placeholder(p)
 	if f := v.get("format"); f != nil && f.kind == kindString {
 		sample = formatSamples[f.str]
 	}
@@ -317,6 +317,18 @@ func genString(v *value, p string) ([]byte, error) {
 		}
 	}
 	return nil, fail(ptr(p, "pattern"), "no sample string matches the pattern %q", pat.str)
+}
+
+// placeholder names the property a string stands for ("<title>"), so a synthesized answer
+// reads as what it is; a string that is no property's value is "<text>".
+func placeholder(p string) string {
+	segs := strings.Split(p, "/")
+	for i := len(segs) - 1; i > 0; i-- {
+		if segs[i-1] == "properties" {
+			return "<" + strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[i]) + ">"
+		}
+	}
+	return "<text>"
 }
 
 // fromRegexp builds a short string the pattern matches, taking the first alternative,

@@ -74,11 +74,11 @@ func TestSynthesizeValues(t *testing.T) {
 		name, schema, want string
 	}{
 		{"object in schema order", `{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"},"m":{"type":"boolean"}},
-			"required":["z","a","m"],"additionalProperties":false}`, `{"z":"","a":0,"m":false}`},
+			"required":["z","a","m"],"additionalProperties":false}`, `{"z":"<z>","a":0,"m":false}`},
 		{"first non-null type", wrap(`{"type":["null","integer"]}`), `{"x":0}`},
 		{"first enum value", wrap(`{"type":"string","enum":["b","a"]}`), `{"x":"b"}`},
 		{"const", wrap(`{"const":"fixed"}`), `{"x":"fixed"}`},
-		{"one item by default", wrap(`{"type":"array","items":{"type":"string"}}`), `{"x":[""]}`},
+		{"one item by default", wrap(`{"type":"array","items":{"type":"string"}}`), `{"x":["<x>"]}`},
 		{"minItems items", wrap(`{"type":"array","items":{"type":"boolean"},"minItems":2}`), `{"x":[false,false]}`},
 		{"first anyOf branch", wrap(`{"anyOf":[{"type":"string","format":"date"},{"type":"null"}]}`), `{"x":"2000-01-01"}`},
 		{"uuid", wrap(`{"type":"string","format":"uuid"}`), `{"x":"00000000-0000-4000-8000-000000000000"}`},

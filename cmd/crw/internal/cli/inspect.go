@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,7 +138,7 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 			if st.Error != nil {
 				fmt.Fprintf(streams.Out, "error     %s\n", st.Error.Message)
 			} else if st.State == "ended" {
-				fmt.Fprintf(streams.Out, "result    %s\n", st.Result)
+				fmt.Fprintf(streams.Out, "result    %s\n", compact(st.Result))
 			}
 			return nil
 		},
@@ -263,6 +264,14 @@ func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
 		return nil
 	}
 	return engine.Errorf(engine.CodeInvalidRequest, "run %s has no call %q", s.Run, id)
+}
+
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 func indentAfterFirst(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }

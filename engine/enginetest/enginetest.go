@@ -1,0 +1,198 @@
+// Package enginetest runs real workflows for tests: the script and its files go to a temp
+// folder, the run uses the fake backend and a state folder of its own, and its journal is
+// read back and checked once the run has ended.
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/journal/journaltest"
+)
+
+// Timeout bounds one run; a run that takes longer fails the test instead of hanging it.
+const Timeout = 20 * time.Second
+
+// Option changes one run's configuration.
+type Option func(*config)
+
+type config struct {
+	name   string
+	files  map[string]string
+	opts   engine.Options
+	before func(*engine.Options)
+}
+
+// Pool sets the number of calls in flight (the engine's default is 4).
+func Pool(n int) Option { return func(c *config) { c.opts.Pool = n } }
+
+// Budget sets --budget-tokens.
+func Budget(n int64) Option { return func(c *config) { c.opts.BudgetTokens = n } }
+
+// Roles sets the role table.
+func Roles(t engine.RoleTable) Option { return func(c *config) { c.opts.Roles = t } }
+
+// Input sets the run's input (JSON).
+func Input(js string) Option { return func(c *config) { c.opts.Input = json.RawMessage(js) } }
+
+// Name names the workflow file (default wf.js), e.g. wf.ts.
+func Name(name string) Option { return func(c *config) { c.name = name } }
+
+// File adds a file beside the workflow, at a slash-separated path relative to its folder
+// (lib/schemas/extra.js is served as crw:lib/schemas/extra).
+func File(path, content string) Option {
+	return func(c *config) { c.files[path] = content }
+}
+
+// Configure edits the engine options right before the run starts.
+func Configure(fn func(*engine.Options)) Option { return func(c *config) { c.before = fn } }
+
+// Outcome is one finished (or refused) run.
+type Outcome struct {
+	Result *engine.Result
+	Err    error
+	Rows   []journal.Row
+	// State is the run's state folder; Dir the workflow's folder.
+	State string
+	Dir   string
+}
+
+// Run runs script with the answers file (JSON; "" means none: every answer is synthesized)
+// and fails the test unless the run ended with a Result. It returns the Result and the
+// journal's rows, after checking the journal file.
+func Run(t testing.TB, script, answers string, opts ...Option) (*engine.Result, []journal.Row) {
+	t.Helper()
+	o := Start(t, script, answers, opts...)
+	require.NoError(t, o.Err, "the run did not end with a result")
+	return o.Result, o.Rows
+}
+
+// Start runs script like Run but returns whatever the run came to, an error included.
+func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
+	t.Helper()
+	c := &config{name: "wf.js", files: map[string]string{}}
+	for _, o := range opts {
+		o(c)
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "wf")
+	state := filepath.Join(root, "state")
+	c.files[c.name] = script
+	for rel, content := range c.files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+
+	var a *fake.Answers
+	if answers != "" {
+		path := filepath.Join(root, "answers.json")
+		require.NoError(t, os.WriteFile(path, []byte(answers), 0o644))
+		var err error
+		a, err = fake.ParseAnswers(path, []byte(answers))
+		require.NoError(t, err, "answers file")
+		c.opts.Answers = path
+	}
+	eo := c.opts
+	eo.StateDir = state
+	eo.Workflow = filepath.Join(dir, c.name)
+	eo.Backend = fake.New(a)
+	if c.before != nil {
+		c.before(&eo)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	res, err := engine.Run(ctx, eo)
+	out := Outcome{Result: res, Err: err, State: state, Dir: dir}
+	if err != nil {
+		return out
+	}
+	journaltest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
+	rows, err := engine.ReadJournal(state, res.Run)
+	require.NoError(t, err, "read the journal")
+	out.Rows = rows
+	return out
+}
+
+// Decode unmarshals the run's result (the workflow's return value) into v.
+func Decode(t testing.TB, res *engine.Result, v any) {
+	t.Helper()
+	require.NotNil(t, res)
+	require.NoError(t, json.Unmarshal(res.Result, v), "result %s", res.Result)
+}
+
+// CallRows returns the rows of one call, in journal order.
+func CallRows(rows []journal.Row, call string) []journal.Row {
+	var out []journal.Row
+	for _, r := range rows {
+		if r.Call == call {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Types returns the types of rows, in order.
+func Types(rows []journal.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Type
+	}
+	return out
+}
+
+// OfType returns the rows of one type, in journal order.
+func OfType(rows []journal.Row, typ string) []journal.Row {
+	var out []journal.Row
+	for _, r := range rows {
+		if r.Type == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Count counts the rows of one call (any call when call is "") with type typ.
+func Count(rows []journal.Row, call, typ string) int {
+	n := 0
+	for _, r := range rows {
+		if r.Type == typ && (call == "" || r.Call == call) {
+			n++
+		}
+	}
+	return n
+}
+
+// Terminal returns a call's terminal row, failing the test if it has none or several.
+func Terminal(t testing.TB, rows []journal.Row, call string) journal.Row {
+	t.Helper()
+	var found []journal.Row
+	for _, r := range CallRows(rows, call) {
+		if journal.IsTerminal(r.Type) {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1, "terminal rows of call %s", call)
+	return found[0]
+}
+
+// Terminals returns every terminal row, in journal order.
+func Terminals(rows []journal.Row) []journal.Row {
+	var out []journal.Row
+	for _, r := range rows {
+		if journal.IsTerminal(r.Type) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
