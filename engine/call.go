@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/schema"
@@ -91,8 +93,10 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 
 	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
 	schemaDigest := ""
+	var compiled *compiledSchema
 	if req.Schema != nil {
-		schemaDigest = schema.Digest(req.Schema)
+		compiled = r.schemas.get(req.Schema)
+		schemaDigest = compiled.digest
 	}
 	c.prepared = &journal.Row{
 		Type: journal.TypePrepared, Call: c.id, Index: c.index, Role: req.Role, Node: req.Node,
@@ -115,16 +119,12 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 	case foreign:
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "foreign_handle", Detail: "the handle belongs to another run"})
 		return nil
-	case req.Schema != nil:
-		vs, err := schema.CheckStrict(req.Schema)
-		if err != nil {
-			r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: err.Error()})
-			return nil
-		}
-		if len(vs) > 0 {
-			r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: vs[0].String()})
-			return nil
-		}
+	case compiled != nil && len(compiled.violations) > 0:
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: violationsDetail(compiled.violations)})
+		return nil
+	case compiled != nil && compiled.err != nil:
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: compiled.err.Error()})
+		return nil
 	}
 	if pairErr != nil {
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: pairErr.Error()})
@@ -134,9 +134,18 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		c.run(admitted, configured)
+		c.run(admitted, configured, compiled)
 	}()
 	return nil
+}
+
+// violationsDetail lists every violation of a schema, for the refused row.
+func violationsDetail(vs []schema.Violation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // InputDigest identifies a call's inputs (role, prompt, schema, requested pair, handle, node):
@@ -159,7 +168,7 @@ func (r *run) goEnd(c *call, row *journal.Row) {
 	}()
 }
 
-func (c *call) run(admitted chan struct{}, configured journal.Pair) {
+func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *compiledSchema) {
 	r := c.r
 	if err := r.pool.wait(r.ctx, admitted); err != nil {
 		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
@@ -211,11 +220,8 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair) {
 	c.lastSeq = r.j.Append(c.thread)
 
 	var validator *schema.Validator
-	if c.req.Schema != nil {
-		if validator, err = schema.Compile(c.req.Schema); err != nil {
-			r.end(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: err.Error()})
-			return
-		}
+	if compiled != nil {
+		validator = compiled.validator
 	}
 	prompt, problem := c.req.Prompt, ""
 	for k := 1; k <= 2; k++ {
@@ -388,8 +394,11 @@ func (r *run) interruptCall(c *call, reason string) {
 	c.cancel()
 }
 
-// end writes the call's terminal row and delivers its CallResult once the row is durable, in
-// journal order.
+// end writes the call's terminal row and delivers its CallResult. Rows get their seq and reach
+// the script under one lock, so the script sees completions in journal order. The script does
+// not wait for the row's fsync: whatever it does next that leaves the process (a turn, the run's
+// end) first commits every row before it, this one included, and a crash before that leaves the
+// call with its intent as its last row, which a resume reconciles instead of sending again.
 func (r *run) end(c *call, row *journal.Row) {
 	row.Call = c.id
 	row.TurnIDs = c.turnIDs
@@ -406,19 +415,58 @@ func (r *run) end(c *call, row *journal.Row) {
 			r.holds[c.req.Node] = c.id
 		}
 	}
-	seq := r.j.AppendThen(row, func() {
-		res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
-		c.settle(res, func() { r.clock = row.At })
-		r.mu.Lock()
-		r.counts[StatusOf(row.Type)]++
-		r.mu.Unlock()
-		r.event(Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: StatusOf(row.Type), Reason: row.Reason})
-	})
+	r.j.Append(row)
+	r.counts[StatusOf(row.Type)]++
+	res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
+	c.settle(res, func() { r.clock = row.At })
 	r.mu.Unlock()
-	if err := r.j.Sync(seq); err != nil {
-		r.fail(fmt.Errorf("journal: %w", err))
+	r.event(Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: StatusOf(row.Type), Reason: row.Reason})
+	r.flushSoon()
+}
+
+// flushSoon asks for the rows appended so far to be committed shortly, in case nothing else
+// commits them first: a terminal row should not wait in memory for the next effect.
+func (r *run) flushSoon() {
+	select {
+	case r.flushKick <- struct{}{}:
+	default:
 	}
 }
+
+// flushLoop commits rows nobody else committed, a short while after they were appended.
+func (r *run) flushLoop() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.flushKick:
+			}
+			t := time.NewTimer(flushDelay)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if last := r.j.LastSeq(); r.j.DurableSeq() < last {
+				if err := r.j.Sync(last); err != nil {
+					r.fail(fmt.Errorf("journal: %w", err))
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// flushDelay is how long a terminal row may wait for a commit that would cover it anyway.
+const flushDelay = 20 * time.Millisecond
 
 // pool admits at most n calls at once, in the order they were issued: a call takes its place in
 // the queue on the loop goroutine and waits for its turn off it.

@@ -85,10 +85,13 @@ type run struct {
 	ctx     context.Context
 	fail    context.CancelCauseFunc
 	pool    *pool
-	rng     *rand.Rand
-	clock   time.Time // the script's clock; touched on the loop goroutine only
-	started time.Time
-	wg      sync.WaitGroup
+	schemas schemaCache
+
+	flushKick chan struct{}
+	rng       *rand.Rand
+	clock     time.Time // the script's clock; touched on the loop goroutine only
+	started   time.Time
+	wg        sync.WaitGroup
 
 	mu       sync.Mutex
 	calls    map[string]*call
@@ -125,16 +128,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	now := time.Now().UTC()
 	r := &run{
-		id:       NewRunID(now),
-		opts:     opts,
-		backend:  opts.Backend,
-		pool:     newPool(opts.Pool),
-		calls:    map[string]*call{},
-		inflight: map[*call]struct{}{},
-		holds:    map[string]string{},
-		counts:   Counts{},
-		clock:    now,
-		started:  now,
+		id:        NewRunID(now),
+		opts:      opts,
+		backend:   opts.Backend,
+		pool:      newPool(opts.Pool),
+		calls:     map[string]*call{},
+		inflight:  map[*call]struct{}{},
+		holds:     map[string]string{},
+		counts:    Counts{},
+		clock:     now,
+		started:   now,
+		flushKick: make(chan struct{}, 1),
 	}
 	r.rng = rand.New(rand.NewPCG(seed(r.id, "crw.random"), 0))
 
@@ -189,6 +193,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.OnStart(r.id)
 	}
 	stopPublish := r.publishLoop()
+	stopFlush := r.flushLoop()
+	defer stopFlush()
 	r.event(Event{Kind: "started"})
 
 	out, runErr := script.Run(runCtx)

@@ -5,6 +5,7 @@ package jsutil
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 
 	"github.com/dop251/goja"
 )
@@ -51,6 +52,27 @@ func FromJSON(rt *goja.Runtime, data []byte) (goja.Value, error) {
 	return parse(goja.Undefined(), rt.ToValue(string(data)))
 }
 
+// Func wraps fn as a JS function called name, so that a stack shows "at name (native)"
+// instead of the Go symbol goja would take the name from.
+func Func(rt *goja.Runtime, name string, fn any) goja.Value {
+	v := rt.ToValue(fn)
+	if obj, ok := v.(*goja.Object); ok {
+		_ = obj.DefineDataProperty("name", rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	}
+	return v
+}
+
+// FileName undoes the URL escaping goja applies to the file names of source-mapped programs
+// ("/my dir/x.ts" is reported as "/my%20dir/x.ts").
+func FileName(name string) string {
+	if u, err := url.Parse(name); err == nil && u.Scheme == "" {
+		if s, err := url.PathUnescape(name); err == nil {
+			return s
+		}
+	}
+	return name
+}
+
 const deepFreezeSrc = `(function deepFreeze(o) {
 	if (o !== null && typeof o === "object" && !Object.isFrozen(o)) {
 		Object.freeze(o);
@@ -76,3 +98,4 @@ func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
 		return out
 	}
 }
+

@@ -58,19 +58,29 @@ type agentModule struct {
 	rt     *goja.Runtime
 	loop   *eventloop.Loop
 	caller Caller
-	freeze func(goja.Value) goja.Value
+	freeze      func(goja.Value) goja.Value
+	parseResult func([]byte) (goja.Value, error) // JSON to a deeply frozen value
 }
 
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop.
 func Loader(loop *eventloop.Loop, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt)}
+		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt)}
 		agentObj := rt.NewObject()
-		_ = agentObj.Set("call", m.call)
-		_ = agentObj.Set("roles", Roles)
+		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
+		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
+		roles := make([]any, len(Roles))
+		for i, r := range Roles {
+			roles[i] = r
+		}
+		_ = agentObj.Set("roles", m.freeze(rt.NewArray(roles...)))
 		exports := module.Get("exports").ToObject(rt)
+		// Marks the exports as an ES module's, so `import agent from "crw:agent"` is the default
+		// export below rather than the whole exports object (esbuild's interop).
+		_ = exports.DefineDataProperty("__esModule", rt.ToValue(true), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 		_ = exports.Set("agent", agentObj)
 		_ = exports.Set("default", agentObj)
+		m.freeze(exports) // shared by every module of the workflow: none may replace agent.call
 	}
 }
 
@@ -88,11 +98,12 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 			if onLoop != nil {
 				onLoop()
 			}
-			v, err := jsutil.FromJSON(rt, result)
+			v, err := m.parseResult(result)
 			if err != nil {
-				return fmt.Errorf("agent.call: result of %s is not JSON: %w", req.Site, err)
+				// %v, not %w: this is the host's failure, not an exception of the script.
+				return fmt.Errorf("agent.call: result of %s is not JSON: %v", req.Site, err)
 			}
-			return resolve(m.freeze(v))
+			return resolve(v)
 		})
 	}
 	if err := m.caller.Call(req, settle); err != nil {
@@ -216,7 +227,7 @@ func callSite(rt *goja.Runtime) string {
 		if p.Filename == "" || p.Line == 0 {
 			continue
 		}
-		return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+		return fmt.Sprintf("%s:%d:%d", jsutil.FileName(p.Filename), p.Line, p.Column)
 	}
 	return ""
 }
