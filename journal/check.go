@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // lockTimeout bounds how long an open waits for another handle's lock before
@@ -81,7 +82,7 @@ func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err
 func openError(path string, err error) error {
 	var pathErr *fs.PathError
 	switch {
-	case errors.Is(err, bbolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("journal: open %s: %w", path, ErrLocked)
 	case errors.As(err, &pathErr):
 		return fmt.Errorf("journal: open %s: %w", path, err)

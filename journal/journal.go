@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Journal is an open journal. A writable one (Create, Open) owns a committer
@@ -246,7 +247,7 @@ func (j *Journal) Scan(from uint64, fn func(*Row) error) error {
 	switch {
 	case fnErr != nil:
 		return fnErr
-	case errors.Is(err, bbolt.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("journal: scan: %w", ErrClosed)
 	case err != nil:
 		return fmt.Errorf("journal: scan %s from %d: %w", j.path, from, err)

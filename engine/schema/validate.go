@@ -356,13 +356,13 @@ func jsonType(inst any) string {
 
 // describe shows a value briefly: scalars as JSON, containers by kind.
 func describe(inst any) string {
-	switch inst.(type) {
+	switch v := inst.(type) {
 	case []any:
 		return "an array"
 	case map[string]any:
 		return "an object"
 	case string:
-		return strconv.Quote(truncate(inst.(string), 40))
+		return strconv.Quote(truncate(v, 40))
 	}
 	b, err := json.Marshal(inst)
 	if err != nil {

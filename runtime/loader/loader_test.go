@@ -191,7 +191,7 @@ export default async function main(input: { a?: { b?: number } }) {
 	assert.Equal(t, []any{int64(3), int64(10), int64(5), int64(7), int64(1), int64(8)}, got)
 
 	dir = writeTree(t, map[string]string{"wf.mjs": "#!/usr/bin/env crw\nexport default () => { throw new Error(\"x\"); };\n"})
-	_, rt, fn, err = load(t, config(filepath.Join(dir, "wf.mjs")))
+	_, _, fn, err = load(t, config(filepath.Join(dir, "wf.mjs")))
 	require.NoError(t, err)
 	_, err = fn(goja.Undefined())
 	var ex *goja.Exception
@@ -207,12 +207,12 @@ func TestStrictness(t *testing.T) {
 		"ts.ts":  `export default () => { (globalThis as any).x = 1; return (function (this: unknown) { return this; })(); };`,
 		"cjs.js": `module.exports = () => { undeclared = 2; return undeclared; };`,
 	})
-	_, rt, fn, err := load(t, config(filepath.Join(dir, "esm.js")))
+	_, _, fn, err := load(t, config(filepath.Join(dir, "esm.js")))
 	require.NoError(t, err)
 	_, err = fn(goja.Undefined())
 	assert.ErrorContains(t, err, "ReferenceError", "ES modules are strict")
 
-	_, rt, fn, err = load(t, config(filepath.Join(dir, "ts.ts")))
+	_, rt, fn, err := load(t, config(filepath.Join(dir, "ts.ts")))
 	require.NoError(t, err)
 	assert.Nil(t, run(t, rt, fn, nil), "TypeScript is strict")
 
@@ -534,7 +534,7 @@ func TestEvaluatedOnce(t *testing.T) {
 	assert.Equal(t, digest, l.Digest())
 
 	// A file first required after loading is refused; one loaded before is served.
-	_, rt, fn, err = load(t, config(filepath.Join(dir, "lazy.js")))
+	_, _, fn, err = load(t, config(filepath.Join(dir, "lazy.js")))
 	require.NoError(t, err)
 	_, err = fn(goja.Undefined())
 	loadError(t, err, loader.CodeModuleLocked)
