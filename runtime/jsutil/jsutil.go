@@ -98,4 +98,3 @@ func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
 		return out
 	}
 }
-

@@ -148,7 +148,8 @@ const (
 	// After settles each call from its own goroutine after Host.Delay.
 	After
 	// InOrder holds calls until len(Host.Order) were issued, then settles them one after
-	// another in Host.Order (call indexes), each from its own goroutine.
+	// another in Host.Order (call indexes), each from its own goroutine. Calls issued after
+	// that are held as in Manual.
 	InOrder
 	// Manual holds every call until the test calls Settle.
 	Manual
@@ -195,7 +196,7 @@ type Host struct {
 	// TierStepError and CommitError are thrown by crw.tierStep and crw.commit.
 	TierStepError func(node string) error
 	CommitError   func(node, message string) error
-	// CheckSchema is the strictness check of crw:lib/schemas exports (default: none).
+	// SchemaCheck is the strictness check of crw:lib/schemas exports (default: none).
 	SchemaCheck func(schema []byte) []loader.Problem
 	// Clock is the run's time (default a fixed instant); Rand is crw.random's stream.
 	Clock func() time.Time
@@ -233,20 +234,37 @@ func DefaultResult(c Call) json.RawMessage {
 	return Completed(c, c.Request.Prompt, id)
 }
 
-// Completed is a completed CallResult of c with the given output.
+// Completed is a completed CallResult of c with the given output, its fields in the order
+// call-result.md lists them.
 func Completed(c Call, output any, callID string) json.RawMessage {
-	res := map[string]any{
-		"callId": callID,
-		"handle": "crwh1:test:" + callID,
-		"status": "completed",
-		"output": output,
-		"reason": nil,
-		"meta": map[string]any{
-			"role":       c.Request.Role,
-			"threadId":   "t-" + callID,
-			"turnIds":    []string{"u-" + callID},
-			"repairUsed": false,
-			"tokens":     map[string]any{"input": 10, "output": 5},
+	type tokens struct {
+		Input  int `json:"input"`
+		Output int `json:"output"`
+	}
+	type meta struct {
+		Role       string   `json:"role"`
+		ThreadID   string   `json:"threadId"`
+		TurnIDs    []string `json:"turnIds"`
+		RepairUsed bool     `json:"repairUsed"`
+		Tokens     tokens   `json:"tokens"`
+	}
+	res := struct {
+		CallID string  `json:"callId"`
+		Handle string  `json:"handle"`
+		Status string  `json:"status"`
+		Output any     `json:"output"`
+		Reason *string `json:"reason"`
+		Meta   meta    `json:"meta"`
+	}{
+		CallID: callID,
+		Handle: "crwh1:test:" + callID,
+		Status: "completed",
+		Output: output,
+		Meta: meta{
+			Role:     c.Request.Role,
+			ThreadID: "t-" + callID,
+			TurnIDs:  []string{"u-" + callID},
+			Tokens:   tokens{Input: 10, Output: 5},
 		},
 	}
 	b, err := json.Marshal(res)

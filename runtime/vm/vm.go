@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/dop251/goja"
@@ -64,6 +67,10 @@ type VM struct {
 // New builds the runtime and loads the workflow: its modules are evaluated and its entry
 // function found. A load failure is a *loader.LoadError or wraps a *goja.Exception.
 func New(cfg Config) (*VM, error) {
+	// Checked here, or a bad input would surface as a SyntaxError of the script.
+	if len(cfg.Input) > 0 && !json.Valid(cfg.Input) {
+		return nil, errors.New("vm: the run's input is not valid JSON")
+	}
 	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New()}
 	rt := v.rt
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
@@ -74,10 +81,10 @@ func New(cfg Config) (*VM, error) {
 	_ = rt.Set("console", crw.Console(rt, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
 		name := name
-		_ = rt.Set(name, func(goja.FunctionCall) goja.Value {
+		_ = rt.Set(name, jsutil.Func(rt, name, func(goja.FunctionCall) goja.Value {
 			jsutil.Throw(rt, "nondeterministic", "%s is not available in a workflow: its timing cannot be replayed", name)
 			return nil
-		})
+		}))
 	}
 
 	l, err := loader.New(loader.Config{
@@ -110,6 +117,11 @@ func (v *VM) Digest() string { return v.loader.Digest() }
 // (null for undefined), or a *ScriptError.
 func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	rt := v.rt
+	// AfterFunc interrupts from its own goroutine: without this check a run whose ctx is already
+	// done could start, and even finish, before the interrupt lands.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	stop := context.AfterFunc(ctx, func() { rt.Interrupt(ctx.Err()) })
 	defer stop()
 
@@ -237,7 +249,7 @@ func (v *VM) thrown(val goja.Value) *ScriptError {
 				se.Code = c.String()
 			}
 			if s := obj.Get("stack"); s != nil && !goja.IsUndefined(s) {
-				se.Stack = s.String()
+				se.Stack = cleanStack(s.String())
 			}
 			return se
 		}
@@ -250,4 +262,29 @@ func (v *VM) thrown(val goja.Value) *ScriptError {
 		se.Message = val.String()
 	}
 	return se
+}
+
+// stackFrame matches a frame of goja's stack property: "at fn (file:line:col(pc))".
+var stackFrame = regexp.MustCompile(`^(\s*at .*?)\(?([^()\s]+):(\d+):(\d+)\(\d+\)\)?$`)
+
+// cleanStack turns goja's stack property into frames a person reads: the first line (the
+// message) is dropped, file names are unescaped and the bytecode offsets go.
+func cleanStack(stack string) string {
+	lines := strings.Split(strings.TrimRight(stack, "\n"), "\n")
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if !strings.HasPrefix(t, "at ") {
+			continue
+		}
+		if m := stackFrame.FindStringSubmatch(t); m != nil {
+			file := m[2]
+			if u, err := url.PathUnescape(file); err == nil {
+				file = u
+			}
+			t = fmt.Sprintf("%s(%s:%s:%s)", m[1], file, m[3], m[4])
+		}
+		out = append(out, t)
+	}
+	return strings.Join(out, "\n")
 }

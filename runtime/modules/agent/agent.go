@@ -55,9 +55,9 @@ type Coded interface {
 }
 
 type agentModule struct {
-	rt     *goja.Runtime
-	loop   *eventloop.Loop
-	caller Caller
+	rt          *goja.Runtime
+	loop        *eventloop.Loop
+	caller      Caller
 	freeze      func(goja.Value) goja.Value
 	parseResult func([]byte) (goja.Value, error) // JSON to a deeply frozen value
 }

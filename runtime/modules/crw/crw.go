@@ -36,18 +36,18 @@ func Loader(input json.RawMessage, host Host) func(rt *goja.Runtime, module *goj
 		}
 		obj := rt.NewObject()
 		_ = obj.Set("input", freeze(in))
-		_ = obj.Set("now", func() int64 { return host.Now().UnixMilli() })
-		_ = obj.Set("random", host.Random)
-		_ = obj.Set("log", func(fc goja.FunctionCall) goja.Value {
+		_ = obj.Set("now", jsutil.Func(rt, "now", func() int64 { return host.Now().UnixMilli() }))
+		_ = obj.Set("random", jsutil.Func(rt, "random", host.Random))
+		_ = obj.Set("log", jsutil.Func(rt, "log", func(fc goja.FunctionCall) goja.Value {
 			host.Log("info", joinArgs(fc.Arguments))
 			return goja.Undefined()
-		})
-		_ = obj.Set("tierStep", func(node string) {
+		}))
+		_ = obj.Set("tierStep", jsutil.Func(rt, "tierStep", func(node string) {
 			if err := host.TierStep(node); err != nil {
 				throw(rt, err)
 			}
-		})
-		_ = obj.Set("commit", func(fc goja.FunctionCall) goja.Value {
+		}))
+		_ = obj.Set("commit", jsutil.Func(rt, "commit", func(fc goja.FunctionCall) goja.Value {
 			node := fc.Argument(0).String()
 			msg := ""
 			if len(fc.Arguments) > 1 {
@@ -57,8 +57,9 @@ func Loader(input json.RawMessage, host Host) func(rt *goja.Runtime, module *goj
 				throw(rt, err)
 			}
 			return goja.Undefined()
-		})
-		module.Set("exports", obj)
+		}))
+		// Every module of the workflow shares this object: none may replace what it holds.
+		module.Set("exports", freeze(obj))
 	}
 }
 
@@ -67,10 +68,10 @@ func Console(rt *goja.Runtime, host Host) *goja.Object {
 	c := rt.NewObject()
 	for _, level := range []string{"log", "info", "warn", "error", "debug"} {
 		level := level
-		_ = c.Set(level, func(fc goja.FunctionCall) goja.Value {
+		_ = c.Set(level, jsutil.Func(rt, level, func(fc goja.FunctionCall) goja.Value {
 			host.Log(level, joinArgs(fc.Arguments))
 			return goja.Undefined()
-		})
+		}))
 	}
 	return c
 }
