@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,20 @@ type call struct {
 	turnIDs    []string
 	tokens     journal.Tokens
 	repairUsed bool
+
+	// delivered: the script has been given the call's result. Touched on the loop goroutine only.
+	delivered bool
+}
+
+// resumable refuses a continuation of a call whose result the script has not been given: such
+// a handle can only be forged, the call's thread may still be running a turn, and whether it
+// had a thread yet would depend on timing. Runs on the loop goroutine, like delivery, so the
+// answer is the same on every run of the script.
+func resumable(of *call, handle string) error {
+	if !of.delivered {
+		return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: handle %s names call %s, which has not ended: await its result first", handle, of.id)}
+	}
+	return nil
 }
 
 // HostError is a failure a backend reports for a thread or turn request: its codexErrorInfo,
@@ -81,6 +96,9 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 			r.mu.Unlock()
 			if resumeOf == nil {
 				return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: handle %s names no call of this run", req.Resume)}
+			}
+			if err := resumable(resumeOf, req.Resume); err != nil {
+				return err
 			}
 		}
 	}
@@ -285,16 +303,14 @@ func RepairPrompt(problem string) string {
 		"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it."
 }
 
+// canonical is the answer as stored and delivered: compact, with the model's key order and
+// numbers exactly as written.
 func canonical(doc json.RawMessage) json.RawMessage {
-	var v any
-	if err := json.Unmarshal(doc, &v); err != nil {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
 		return doc
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return doc
-	}
-	return b
+	return b.Bytes()
 }
 
 // commit makes every row the call appended so far durable: the intent before an effect.
@@ -418,7 +434,10 @@ func (r *run) end(c *call, row *journal.Row) {
 	r.j.Append(row)
 	r.counts[StatusOf(row.Type)]++
 	res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
-	c.settle(res, func() { r.clock = row.At })
+	c.settle(res, func() {
+		r.clock = row.At
+		c.delivered = true
+	})
 	r.mu.Unlock()
 	r.event(Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: StatusOf(row.Type), Reason: row.Reason})
 	r.flushSoon()
