@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/fake"
 )
 
 // benchScript issues input.n calls, input.width at a time, each answered at once by the fake
@@ -48,8 +47,8 @@ func benchmarkCalls(b *testing.B, width int) {
 	if err := os.WriteFile(wf, []byte(benchScript), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	answers, err := fake.ParseAnswers("bench.json", []byte(benchAnswers))
-	if err != nil {
+	answers := filepath.Join(dir, "answers.json")
+	if err := os.WriteFile(answers, []byte(benchAnswers), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	input, _ := json.Marshal(map[string]int{"n": b.N, "width": width})
@@ -57,7 +56,7 @@ func benchmarkCalls(b *testing.B, width int) {
 	b.ResetTimer()
 	res, err := engine.Run(context.Background(), engine.Options{
 		StateDir: filepath.Join(dir, "state"), Workflow: wf, Input: input,
-		Backend: fake.New(answers), Pool: width,
+		Answers: answers, Pool: width,
 	})
 	b.StopTimer()
 	if err != nil {

@@ -45,6 +45,8 @@ type call struct {
 
 	// delivered: the script has been given the call's result. Touched on the loop goroutine only.
 	delivered bool
+	// replay is the journal's answer to a call an earlier process settled (guarded by r.mu).
+	replay *delivery
 }
 
 // resumable refuses a continuation of a call whose result the script has not been given: such
@@ -75,12 +77,10 @@ func (e *HostError) Error() string {
 
 func (e *HostError) Unwrap() error { return e.Err }
 
-// Call implements agent.Caller: it runs on the loop goroutine, journals the call's prepared
-// row, decides what can be decided at once, and hands the rest to a goroutine.
+// Call implements agent.Caller: it runs on the loop goroutine in the order the script issues
+// calls. A call the journal already answered is replayed from it; one the journal left open
+// goes on from its last row; any other is journaled (prepared) and run.
 func (r *run) Call(req agent.Request, settle agent.Settle) error {
-	if r.j == nil {
-		return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
-	}
 	var resumeOf *call
 	foreign := false
 	if req.Resume != "" {
@@ -103,33 +103,84 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		}
 	}
 
-	r.mu.Lock()
-	r.issued++
-	c := &call{r: r, index: r.issued, id: "c" + strconv.Itoa(r.issued), req: req, settle: settle, resumeOf: resumeOf}
-	r.calls[c.id] = c
-	r.mu.Unlock()
-
 	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
-	schemaDigest := ""
 	var compiled *compiledSchema
+	schemaDigest := ""
 	if req.Schema != nil {
 		compiled = r.schemas.get(req.Schema)
 		schemaDigest = compiled.digest
 	}
-	c.prepared = &journal.Row{
-		Type: journal.TypePrepared, Call: c.id, Index: c.index, Role: req.Role, Node: req.Node,
+	prepared := &journal.Row{
+		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
 		Prompt: req.Prompt, PromptDigest: digest(req.Prompt), SchemaDigest: schemaDigest,
 		Handle: req.Resume, Site: req.Site,
 	}
 	if requested != (journal.Pair{}) {
-		c.prepared.RequestedPair = &requested
+		prepared.RequestedPair = &requested
 	}
-	c.prepared.InputDigest = InputDigest(c.prepared)
-	configured, pairErr := r.opts.Roles.Decide(req.Role, requested)
+	prepared.InputDigest = InputDigest(prepared)
+	configured, pairErr := r.roles.Decide(req.Role, requested)
 	if pairErr == nil && configured != (journal.Pair{}) {
-		c.prepared.ConfiguredPair = &configured
+		prepared.ConfiguredPair = &configured
 	}
-	c.lastSeq = r.j.Append(c.prepared)
+
+	r.mu.Lock()
+	r.issued++
+	index := r.issued
+	prepared.Index = index
+	c := &call{r: r, index: index, req: req, settle: settle, resumeOf: resumeOf}
+	var rec *recorded
+	if r.hist != nil {
+		rec = r.hist.byIndex[index]
+	}
+	matchable := rec != nil && !r.continued[rec] && !rec.reopened()
+	if matchable && r.offRecord && rec.prepared.InputDigest != prepared.InputDigest {
+		// After a paused call ran again the script may take another path: what it no longer
+		// asks for is not a divergence.
+		matchable = false
+	}
+	if matchable {
+		// The journal has this call: the script must ask for the same thing.
+		if rec.prepared.InputDigest != prepared.InputDigest {
+			r.mu.Unlock()
+			err := divergence(index, rec.prepared, prepared)
+			r.stop(err)
+			return &callError{code: "divergence", msg: err.Error()}
+		}
+		r.continued[rec] = true
+		c.id, c.prepared, c.thread = rec.prepared.Call, rec.prepared, rec.thread
+		if rec.thread != nil {
+			c.th = threadOf(rec.thread)
+		}
+		r.calls[c.id] = c
+		if rec.settled() {
+			r.replayLocked(c, rec)
+			r.mu.Unlock()
+			return nil
+		}
+		// Open: the earlier process stopped while the call was under way.
+		r.mu.Unlock()
+		r.event(Event{Kind: "call_started", Call: c.id, Role: req.Role, Node: req.Node})
+		r.launch(c, configured, compiled, rec)
+		return nil
+	}
+	if rec != nil && rec.reopened() {
+		// A call held by a pause runs again; from here the script may take another path.
+		r.offRecord = true
+		r.continued[rec] = true
+		c.id = rec.prepared.Call
+	} else {
+		if rec != nil {
+			r.continued[rec] = true
+		}
+		r.nextID++
+		c.id = "c" + strconv.Itoa(r.nextID)
+	}
+	prepared.Call = c.id
+	c.prepared = prepared
+	r.calls[c.id] = c
+	c.lastSeq = r.j.Append(prepared)
+	r.mu.Unlock()
 	r.event(Event{Kind: "call_started", Call: c.id, Role: req.Role, Node: req.Node})
 
 	// What the call's own inputs decide ends it before any thread starts.
@@ -148,13 +199,22 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: pairErr.Error()})
 		return nil
 	}
+	r.launch(c, configured, compiled, nil)
+	return nil
+}
+
+// launch runs a call on its own goroutine once the pool admits it.
+func (r *run) launch(c *call, configured journal.Pair, compiled *compiledSchema, rec *recorded) {
 	admitted := r.pool.enter()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		c.run(admitted, configured, compiled)
+		c.run(admitted, configured, compiled, rec)
 	}()
-	return nil
+}
+
+func threadOf(row *journal.Row) backend.Thread {
+	return backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
 }
 
 // violationsDetail lists every violation of a schema, for the refused row.
@@ -186,7 +246,10 @@ func (r *run) goEnd(c *call, row *journal.Row) {
 	}()
 }
 
-func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *compiledSchema) {
+// run takes a call through its state machine: gate, thread, task turn, at most one repair,
+// one terminal row. rec, when not nil, is the call as an earlier process left it: the call goes
+// on from its last row, and a turn that was sent is reconciled with the host, never sent again.
+func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *compiledSchema, rec *recorded) {
 	r := c.r
 	if err := r.pool.wait(r.ctx, admitted); err != nil {
 		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
@@ -194,19 +257,14 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	}
 	defer r.pool.release()
 
-	// The gate: what the run's state decides when the call would start.
+	// The gate: what the run's state decides when the call would start. A call an earlier
+	// process had already started is past it.
 	r.mu.Lock()
 	var gate *journal.Row
-	if holder, held := r.holds[c.req.Node]; held {
-		gate = &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
-	} else if c.resumeOf != nil && r.holds[c.resumeOf.req.Node] != "" {
-		gate = &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.req.Node)}
-	} else if r.paused {
-		gate = &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
-	} else if r.opts.BudgetTokens > 0 && r.spent.Total >= r.opts.BudgetTokens {
-		gate = &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, r.opts.BudgetTokens)}
-	} else if c.resumeOf != nil && c.resumeOf.thread == nil {
-		gate = &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id)}
+	if rec == nil {
+		gate = r.gateLocked(c)
+	} else if rec.interrupt != nil {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: rec.interrupt.Reason, Detail: "the engine had interrupted the turn"}
 	}
 	if gate == nil {
 		c.ctx, c.cancel = context.WithCancel(r.ctx)
@@ -220,22 +278,27 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	defer c.cancel()
 
 	bc := backend.Call{ID: c.id, Index: c.index, Role: c.req.Role, Node: c.req.Node, Pair: configured, Schema: c.req.Schema}
-	treq := backend.ThreadRequest{Call: bc}
-	if c.resumeOf != nil {
-		treq.From = c.resumeOf.th
+	var th backend.Thread
+	if c.thread != nil {
+		th = c.th
+	} else {
+		treq := backend.ThreadRequest{Call: bc}
+		if c.resumeOf != nil {
+			treq.From = c.resumeOf.th
+		}
+		var err error
+		if th, err = r.backend.OpenThread(c.ctx, treq, c.commit); err != nil {
+			r.end(c, c.failure(err))
+			return
+		}
+		c.th = th
+		c.thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
+		if c.resumeOf != nil {
+			c.thread.ChainedFrom = c.req.Resume
+			c.thread.ChainThread = c.resumeOf.th.ID
+		}
+		c.lastSeq = r.j.Append(c.thread)
 	}
-	th, err := r.backend.OpenThread(c.ctx, treq, c.commit)
-	if err != nil {
-		r.end(c, c.failure(err))
-		return
-	}
-	c.th = th
-	c.thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
-	if c.resumeOf != nil {
-		c.thread.ChainedFrom = c.req.Resume
-		c.thread.ChainThread = c.resumeOf.th.ID
-	}
-	c.lastSeq = r.j.Append(c.thread)
 
 	var validator *schema.Validator
 	if compiled != nil {
@@ -244,14 +307,25 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	prompt, problem := c.req.Prompt, ""
 	for k := 1; k <= 2; k++ {
 		treq := backend.TurnRequest{Call: bc, K: k, Prompt: prompt}
-		turnID, err := r.backend.Send(c.ctx, th, treq, c.commit)
-		if err != nil {
-			r.end(c, c.failure(err))
-			return
+		var out backend.Outcome
+		if sent := c.sentBefore(rec, k); sent != nil {
+			// The earlier process sent this turn: find it on the host and take its outcome.
+			c.turnIDs = append(c.turnIDs, sent.id)
+			out = r.backend.Reconcile(c.ctx, th, treq, sent.id, sent.at)
+			if out.TurnID != "" && sent.id == "" {
+				c.turnIDs[len(c.turnIDs)-1] = out.TurnID
+				c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: out.TurnID, Repair: problem})
+			}
+		} else {
+			turnID, err := r.backend.Send(c.ctx, th, treq, c.commit)
+			if err != nil {
+				r.end(c, c.failure(err))
+				return
+			}
+			c.turnIDs = append(c.turnIDs, turnID)
+			c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: turnID, Repair: problem})
+			out = r.backend.Wait(c.ctx, th, treq, turnID)
 		}
-		c.turnIDs = append(c.turnIDs, turnID)
-		c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: turnID, Repair: problem})
-		out := r.backend.Wait(c.ctx, th, treq, turnID)
 		c.count(out.Tokens)
 
 		if reason := c.interruptReason(); reason != "" {
@@ -295,6 +369,55 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		}
 	}
 	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
+}
+
+// sentTurn is a turn an earlier process sent: its id ("" when it died before recording it) and
+// when it was sent.
+type sentTurn struct {
+	id string
+	at time.Time
+}
+
+// sentBefore tells whether turn k of a call an earlier process left open was sent. A backend
+// sends a turn only after the rows before it are durable, so a last row of thread_started means
+// the task turn may have gone, and a last turn_started k means turn k+1 may have.
+func (c *call) sentBefore(rec *recorded, k int) *sentTurn {
+	if rec == nil {
+		return nil
+	}
+	for _, t := range rec.turns {
+		if t.K == k {
+			return &sentTurn{id: t.TurnID, at: t.At}
+		}
+	}
+	last := rec.lastRow()
+	switch {
+	case k == 1 && last.Type == journal.TypeThreadStarted:
+		return &sentTurn{at: last.At}
+	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
+		return &sentTurn{at: last.At}
+	}
+	return nil
+}
+
+// gateLocked decides what the run's state says of a call about to start: nil lets it run.
+func (r *run) gateLocked(c *call) *journal.Row {
+	if holder, held := r.holds[c.req.Node]; held {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
+	}
+	if c.resumeOf != nil && r.holds[c.resumeOf.req.Node] != "" {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.req.Node)}
+	}
+	if r.paused {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
+	}
+	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b)}
+	}
+	if c.resumeOf != nil && c.resumeOf.thread == nil {
+		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id)}
+	}
+	return nil
 }
 
 // RepairPrompt is the one repair turn's text: it names what was wrong with the answer.
@@ -432,14 +555,8 @@ func (r *run) end(c *call, row *journal.Row) {
 		}
 	}
 	r.j.Append(row)
-	r.counts[StatusOf(row.Type)]++
-	res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
-	c.settle(res, func() {
-		r.clock = row.At
-		c.delivered = true
-	})
+	r.deliverLocked(delivery{c: c, terminal: row})
 	r.mu.Unlock()
-	r.event(Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: StatusOf(row.Type), Reason: row.Reason})
 	r.flushSoon()
 }
 

@@ -1,12 +1,11 @@
 // Package engine runs workflows: it implements the script's host, runs each agent call through
-// its state machine against a backend, and journals every step.
+// its state machine against a backend, and journals every step. A run is created once and
+// executed by one process at a time; a resumed run executes its script from the top over the
+// journal, on the same code path as a live one.
 package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +17,11 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/vm"
 )
 
@@ -33,23 +33,35 @@ const (
 	RunCancelled = "cancelled"
 )
 
-// Options is one run's configuration.
+// Options is what a run is created with; run.json records it.
 type Options struct {
 	StateDir     string
 	Workflow     string
 	Input        json.RawMessage // nil: null
-	Backend      backend.Backend
-	Answers      string // the answers file of the fake backend, recorded in run.json
+	Backend      string          // fake (default)
+	Answers      string          // the fake backend's answers file
 	Roles        RoleTable
 	Pool         int
 	BudgetTokens int64
 	LibDirs      []string
-	// Log receives the script's console and crw.log lines.
+
+	// Execution of a foreground run (Run): see ExecOptions.
+	Log     io.Writer
+	OnEvent func(Event)
+	OnStart func(run string)
+}
+
+// ExecOptions is how one process executes a run.
+type ExecOptions struct {
+	// Log receives the script's console and crw.log lines; muted while the script replays
+	// calls the journal already answered.
 	Log io.Writer
 	// OnEvent receives live progress; it is called from many goroutines.
 	OnEvent func(Event)
-	// OnStart is called with the run id once run.json and the journal exist.
+	// OnStart is called once the process holds the run and its started row is durable.
 	OnStart func(run string)
+	// Backend replaces the backend the spec names (tests).
+	Backend backend.Backend
 }
 
 // Event is one step of live progress.
@@ -61,6 +73,7 @@ type Event struct {
 	Node     string
 	Status   string
 	Reason   string
+	Replayed bool // the call's outcome came from the journal
 	Calls    Counts
 	InFlight int
 	Tokens   journal.Tokens
@@ -75,37 +88,64 @@ type Result struct {
 	Calls  Counts            `json:"calls"`
 }
 
-// run is one live run: the host of its script.
+// run is one process's execution of a run: the host of its script.
 type run struct {
 	id      string
-	opts    Options
+	spec    *RunSpec
+	x       ExecOptions
 	dir     string
 	j       *journal.Journal
 	backend backend.Backend
+	roles   RoleTable
+	hist    *history
 	ctx     context.Context
 	fail    context.CancelCauseFunc
 	pool    *pool
+	rng     *rand.Rand
+	clock   time.Time // the script's clock; touched on the loop goroutine only
+	started time.Time
+	wg      sync.WaitGroup
 	schemas schemaCache
 
 	flushKick chan struct{}
-	rng       *rand.Rand
-	clock     time.Time // the script's clock; touched on the loop goroutine only
-	started   time.Time
-	wg        sync.WaitGroup
 
-	mu       sync.Mutex
-	calls    map[string]*call
-	issued   int
-	inflight map[*call]struct{}
-	paused   bool
-	holds    map[string]string // node → the call whose unknown outcome holds it
-	spent    journal.Tokens
-	counts   Counts
-	dirty    bool
+	mu        sync.Mutex
+	calls     map[string]*call
+	issued    int
+	nextID    int // the last numeric call id given
+	inflight  map[*call]struct{}
+	paused    bool
+	holds     map[string]string // node → the call whose unknown outcome holds it
+	spent     journal.Tokens
+	counts    Counts
+	dirty     bool
+	offRecord bool // a call held by a pause ran again: the script may now leave the record
+	replayed  int  // settled calls delivered from the journal
+	heldBack  []delivery
+	continued map[*recorded]bool
 }
 
-// Run loads the workflow, starts a run and runs it to its end in this process.
+// Run creates a run and executes it in this process.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	id, err := Create(opts)
+	if err != nil {
+		return nil, err
+	}
+	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart})
+}
+
+// RunWith creates a run and executes it on the given backend (tests and benchmarks).
+func RunWith(ctx context.Context, opts Options, be backend.Backend) (*Result, error) {
+	id, err := Create(opts)
+	if err != nil {
+		return nil, err
+	}
+	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart, Backend: be})
+}
+
+// Create checks a workflow and its options and writes the run's folder: run.json and an empty
+// journal. Nothing is written when the workflow does not load.
+func Create(opts Options) (string, error) {
 	if opts.Pool <= 0 {
 		opts.Pool = 4
 	}
@@ -113,98 +153,232 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.Input = json.RawMessage("null")
 	}
 	if !json.Valid(opts.Input) {
-		return nil, Errorf(CodeInvalidRequest, "--input: not JSON")
+		return "", Errorf(CodeInvalidRequest, "--input: not JSON")
 	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
+	if opts.Backend == "" {
+		opts.Backend = fake.Name
+	}
+	if opts.Roles == nil {
+		opts.Roles = RoleTable{}
 	}
 	state, err := StateDir(opts.StateDir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	wf, err := filepath.Abs(opts.Workflow)
 	if err != nil {
-		return nil, Errorf(CodeInvalidRequest, "workflow %s: %v", opts.Workflow, err)
+		return "", Errorf(CodeInvalidRequest, "workflow %s: %v", opts.Workflow, err)
+	}
+	// Checked as the user named it, so an error names the file as they wrote it.
+	if _, err := newBackend(opts.Backend, opts.Answers); err != nil {
+		return "", err
+	}
+	if opts.Answers != "" {
+		if opts.Answers, err = filepath.Abs(opts.Answers); err != nil {
+			return "", Errorf(CodeInvalidRequest, "--answers %s: %v", opts.Answers, err)
+		}
+	}
+	tmp, err := usableTempDir()
+	if err != nil {
+		return "", err
 	}
 	now := time.Now().UTC()
-	r := &run{
-		id:        NewRunID(now),
-		opts:      opts,
-		backend:   opts.Backend,
-		pool:      newPool(opts.Pool),
-		calls:     map[string]*call{},
-		inflight:  map[*call]struct{}{},
-		holds:     map[string]string{},
-		counts:    Counts{},
-		clock:     now,
-		started:   now,
-		flushKick: make(chan struct{}, 1),
-	}
-	r.rng = rand.New(rand.NewPCG(seed(r.id, "crw.random"), 0))
+	id := NewRunID(now)
 
 	// Load before anything is written: a workflow that does not load leaves no run behind.
+	digest, err := loadOnly(wf, opts.LibDirs, opts.Input)
+	if err != nil {
+		return "", err
+	}
+	dir := RunDir(state, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", Errorf(CodeCapabilityUnavailable, "cannot make the run folder %s: %v", dir, err)
+	}
+	spec := RunSpec{
+		Schema: RunSchema, Run: id, Workflow: wf, ScriptDigest: digest,
+		Backend: opts.Backend, Answers: opts.Answers, Input: opts.Input, Pool: opts.Pool,
+		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
+		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
+	}
+	j, err := journal.Create(filepath.Join(dir, JournalFile), id)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", Errorf(CodeCapabilityUnavailable, "cannot create the journal: %v", err)
+	}
+	if err := j.Close(); err != nil {
+		os.RemoveAll(dir)
+		return "", Errorf(CodeCapabilityUnavailable, "cannot create the journal: %v", err)
+	}
+	// run.json last: a folder without it is no run.
+	if err := writeFileAtomic(filepath.Join(dir, RunFile), spec); err != nil {
+		os.RemoveAll(dir)
+		return "", Errorf(CodeCapabilityUnavailable, "cannot write %s: %v", filepath.Join(dir, RunFile), err)
+	}
+	return id, nil
+}
+
+// loadOnly loads a workflow in a throwaway VM to report load errors and its digest.
+func loadOnly(wf string, libs []string, input json.RawMessage) (string, error) {
+	h := &loadHost{}
+	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: h})
+	if err != nil {
+		return "", loadError(err)
+	}
+	return script.Digest(), nil
+}
+
+// newBackend builds the backend a run's spec names.
+func newBackend(name, answers string) (backend.Backend, error) {
+	switch name {
+	case fake.Name:
+		if answers == "" {
+			return fake.New(nil), nil
+		}
+		a, err := fake.LoadAnswers(answers)
+		if err != nil {
+			return nil, Errorf(CodeInvalidRequest, "--answers %v", err)
+		}
+		return fake.New(a), nil
+	case "app-server", "session":
+		return nil, Errorf(CodeCapabilityUnavailable, "--backend %s is not available in this build yet; use --backend fake", name)
+	}
+	return nil, Errorf(CodeInvalidRequest, "--backend %q: one of fake, app-server, session", name)
+}
+
+// Execute runs a run in this process: it takes the run's locks, replays what the journal
+// already holds and goes on live to the end.
+func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Result, err error) {
+	state, err := StateDir(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if !ValidRunID(id) {
+		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
+	}
+	spec, err := ReadSpec(state, id)
+	if err != nil {
+		return nil, err
+	}
+	if x.Log == nil {
+		x.Log = io.Discard
+	}
+	restoreEnv, err := applyEnv(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer restoreEnv()
+
+	dir := RunDir(state, id)
+	locks, err := lockRun(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	defer locks.release()
+
+	j, err := journal.Open(filepath.Join(dir, JournalFile))
+	switch {
+	case errors.Is(err, journal.ErrLocked):
+		return nil, Errorf(CodeRunUnavailable, "run %s: its journal is held by another process", id)
+	case errors.Is(err, journal.ErrCorrupt):
+		return nil, Errorf(CodeIncompatibleSchema, "run %s: the journal %s is damaged and was left as it is: %v", id, filepath.Join(dir, JournalFile), err)
+	case err != nil:
+		return nil, Errorf(CodeRunUnavailable, "run %s: cannot open the journal: %v", id, err)
+	}
+	defer j.Close()
+	armCrashPoint(j)
+	rows, err := j.Rows()
+	if err != nil {
+		return nil, Errorf(CodeIncompatibleSchema, "run %s: cannot read the journal: %v", id, err)
+	}
+
+	be := x.Backend
+	if be == nil {
+		if be, err = newBackend(spec.Backend, spec.Answers); err != nil {
+			return nil, err
+		}
+	}
+	defer be.Close()
+
+	now := time.Now().UTC()
+	r := &run{
+		id: id, spec: spec, x: x, dir: dir, j: j, backend: be, roles: spec.Roles,
+		pool: newPool(spec.Pool), calls: map[string]*call{}, inflight: map[*call]struct{}{},
+		holds: map[string]string{}, counts: Counts{}, clock: now, started: now,
+		flushKick: make(chan struct{}, 1), continued: map[*recorded]bool{},
+	}
+	if r.roles == nil {
+		r.roles = RoleTable{}
+	}
+	r.rng = rand.New(rand.NewPCG(seed(id, "crw.random"), 0))
+	if len(rows) > 0 {
+		h, err := readHistory(rows)
+		if err != nil {
+			return nil, err
+		}
+		if h.ended != nil {
+			return nil, Errorf(CodeRunUnavailable, "run %s has ended (%s): there is nothing to resume", id, h.ended.Status)
+		}
+		if h.backend != "" && h.backend != be.Name() {
+			return nil, Errorf(CodeInvalidRequest, "run %s ran on backend %s; it cannot resume on %s", id, h.backend, be.Name())
+		}
+		r.hist = h
+		r.clock = h.clockStart()
+		r.holds = h.holds
+		r.spent = h.spent
+		r.nextID = h.maxCall
+	}
+
 	script, err := vm.New(vm.Config{
-		Workflow: wf,
-		LibDirs:  opts.LibDirs,
-		Builtin:  lib.FS,
-		Input:    opts.Input,
-		Seed:     seed(r.id, "Math.random"),
-		Host:     r,
+		Workflow: spec.Workflow, LibDirs: spec.LibDirs, Builtin: lib.FS, Input: spec.Input,
+		Seed: seed(id, "Math.random"), Host: r,
 	})
 	if err != nil {
 		return nil, loadError(err)
 	}
-
-	r.dir = RunDir(state, r.id)
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return nil, Errorf(CodeCapabilityUnavailable, "cannot make the run folder %s: %v", r.dir, err)
-	}
-	spec := RunSpec{
-		Schema: RunSchema, Run: r.id, Workflow: wf, ScriptDigest: script.Digest(),
-		Backend: opts.Backend.Name(), Answers: opts.Answers, Input: opts.Input, Pool: opts.Pool,
-		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
-		Env: map[string]string{"TMPDIR": os.TempDir()}, CreatedAt: now,
-	}
-	if err := writeFileAtomic(filepath.Join(r.dir, RunFile), spec); err != nil {
-		os.RemoveAll(r.dir)
-		return nil, Errorf(CodeCapabilityUnavailable, "cannot write %s: %v", filepath.Join(r.dir, RunFile), err)
-	}
-	j, err := journal.Create(filepath.Join(r.dir, JournalFile), r.id)
-	if err != nil {
-		os.RemoveAll(r.dir)
-		return nil, Errorf(CodeCapabilityUnavailable, "cannot create the journal: %v", err)
-	}
-	r.j = j
-	defer j.Close()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.ctx, r.fail = runCtx, cancel
 
 	if _, err := j.Write(&journal.Row{
-		Type: journal.TypeStarted, At: now, Run: r.id, Backend: r.backend.Name(), Workflow: wf,
-		ScriptDigest: script.Digest(), RolePairs: opts.Roles, PolicyDigest: opts.Roles.Digest(),
-		Process: fmt.Sprintf("pid-%d", os.Getpid()), Pool: opts.Pool, BudgetTokens: opts.BudgetTokens,
-		Input: opts.Input,
+		Type: journal.TypeStarted, At: now, Run: id, Backend: be.Name(), Workflow: spec.Workflow,
+		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
+		Process: locks.token, Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input,
 	}); err != nil {
 		return nil, Errorf(CodeCapabilityUnavailable, "cannot write the journal: %v", err)
 	}
-	if opts.OnStart != nil {
-		opts.OnStart(r.id)
-	}
 	stopPublish := r.publishLoop()
+	defer stopPublish()
 	stopFlush := r.flushLoop()
 	defer stopFlush()
+	if x.OnStart != nil {
+		x.OnStart(id)
+	}
 	r.event(Event{Kind: "started"})
 
 	out, runErr := script.Run(runCtx)
-	r.interruptAll("cancelled")
+	cause := context.Cause(runCtx)
+	cancelled := ctx.Err() != nil && !isFailure(cause)
+	reason := "cancelled"
+	r.interruptAll(reason)
 	r.wg.Wait()
+	if cause != nil && isFailure(cause) {
+		// The run cannot go on (a divergence, a journal that failed): no ended row, so a fixed
+		// script or a healthy disk can resume it.
+		stopPublish()
+		r.publish("crashed", "")
+		return nil, failureError(id, cause)
+	}
+	r.supersedeUnmade()
 
-	res := &Result{Run: r.id}
+	res = &Result{Run: id}
 	ended := &journal.Row{Type: journal.TypeEnded}
 	var se *vm.ScriptError
 	switch {
+	case cancelled:
+		res.Status = RunCancelled
+		ended.Error = &journal.RunError{Message: "the run was cancelled", Code: "cancelled"}
+		res.Error = ended.Error
 	case runErr == nil:
 		res.Result = out
 		res.Status = RunCompleted
@@ -214,16 +388,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code}
 		ended.Error = res.Error
 	default:
-		cause := context.Cause(runCtx)
-		if cause == nil || errors.Is(cause, context.Canceled) {
-			cause = runErr
-		}
 		stopPublish()
-		r.publish("ended", "")
-		if ctx.Err() != nil {
-			return nil, Errorf(CodeRunUnavailable, "the run %s was interrupted: %v", r.id, ctx.Err())
-		}
-		return nil, Errorf(CodeCapabilityUnavailable, "run %s: %v", r.id, cause)
+		r.publish("crashed", "")
+		return nil, Errorf(CodeCapabilityUnavailable, "run %s: %v", id, runErr)
 	}
 	r.mu.Lock()
 	if r.paused && res.Status == RunCompleted {
@@ -254,142 +421,39 @@ func loadError(err error) error {
 	return &Error{Code: CodeInvalidRequest, Message: fixedMessages[CodeInvalidRequest], Detail: err.Error(), Exit: ExitBadInput, Err: err}
 }
 
-// seed derives a run's random streams from its id, so a replay draws the same numbers.
-func seed(runID, stream string) uint64 {
-	h := sha256.Sum256([]byte("crw.seed.v1\x00" + stream + "\x00" + runID))
-	return binary.BigEndian.Uint64(h[:8])
+// failure is a reason the run cannot go on, as opposed to a cancel.
+type failure struct{ err error }
+
+func (f failure) Error() string { return f.err.Error() }
+func (f failure) Unwrap() error { return f.err }
+
+func isFailure(err error) bool {
+	var f failure
+	return errors.As(err, &f)
 }
 
-func digest(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(h[:])
-}
-
-func (r *run) countsCopy() Counts {
-	c := Counts{}
-	for k, v := range r.counts {
-		c[k] = v
+func failureError(run string, cause error) error {
+	var d *DivergenceError
+	if errors.As(cause, &d) {
+		return &Error{Code: CodeRevisionConflict, Message: fixedMessages[CodeRevisionConflict], Detail: fmt.Sprintf("run %s: %s", run, d.Error()), Exit: ExitFailed, Err: d}
 	}
-	return c
+	return Errorf(CodeCapabilityUnavailable, "run %s: %v", run, cause)
 }
 
-func (r *run) event(e Event) {
-	r.mu.Lock()
-	r.dirty = true
-	if r.opts.OnEvent == nil {
-		r.mu.Unlock()
-		return
-	}
-	e.Run = r.id
-	e.Calls = r.countsCopy()
-	e.InFlight = len(r.inflight)
-	e.Tokens = r.spent
-	r.mu.Unlock()
-	r.opts.OnEvent(e)
+// stop ends the run for a reason it cannot go on with.
+func (r *run) stop(err error) { r.fail(failure{err}) }
+
+// loadHost is the host of a load-only VM: loading evaluates modules, and nothing more may run.
+type loadHost struct{}
+
+func (loadHost) Call(req agent.Request, settle agent.Settle) error {
+	return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
 }
+func (loadHost) Now() time.Time                        { return time.Unix(0, 0).UTC() }
+func (loadHost) Random() float64                       { return 0 }
+func (loadHost) Log(level, message string)             {}
+func (loadHost) TierStep(node string) error            { return errNotWhileLoading }
+func (loadHost) Commit(node, message string) error     { return errNotWhileLoading }
+func (loadHost) CheckSchema(s []byte) []loader.Problem { return checkSchema(s) }
 
-// Now implements the script's clock: the time of the last step the script has seen.
-func (r *run) Now() time.Time { return r.clock }
-
-// Random implements crw.random.
-func (r *run) Random() float64 { return r.rng.Float64() }
-
-// Log implements console and crw.log.
-func (r *run) Log(level, message string) {
-	if level == "log" || level == "info" {
-		fmt.Fprintln(r.opts.Log, message)
-		return
-	}
-	fmt.Fprintf(r.opts.Log, "%s: %s\n", level, message)
-}
-
-// TierStep implements crw.tierStep.
-func (r *run) TierStep(node string) error {
-	r.mu.Lock()
-	holder, held := r.holds[node]
-	r.mu.Unlock()
-	if held {
-		return &callError{code: "recovery_hold", msg: fmt.Sprintf("crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)}
-	}
-	return &callError{code: CodeCapabilityUnavailable, msg: "crw.tierStep is not supported yet"}
-}
-
-// Commit implements crw.commit.
-func (r *run) Commit(node, message string) error {
-	return &callError{code: CodeCapabilityUnavailable, msg: "crw.commit is not supported yet"}
-}
-
-// CheckSchema implements the strict check of schema modules.
-func (r *run) CheckSchema(s []byte) []loader.Problem {
-	vs, err := schema.CheckStrict(s)
-	if err != nil {
-		return []loader.Problem{{Rule: "invalid", Message: err.Error()}}
-	}
-	out := make([]loader.Problem, len(vs))
-	for i, v := range vs {
-		out[i] = loader.Problem{Pointer: v.Pointer, Rule: v.Rule, Message: v.Message}
-	}
-	return out
-}
-
-// publishLoop writes state.json whenever something changed, at most five times a second; the
-// journal, not this file, is the record.
-func (r *run) publishLoop() (stop func()) {
-	r.publish("running", "")
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				r.mu.Lock()
-				dirty := r.dirty
-				r.dirty = false
-				paused := r.paused
-				r.mu.Unlock()
-				if dirty {
-					state := "running"
-					if paused {
-						state = "paused"
-					}
-					r.publish(state, "")
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			<-finished
-		})
-	}
-}
-
-func (r *run) stateNow(state, status string) RunState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return RunState{
-		Schema: StateSchema, Run: r.id, State: state, Status: status, PID: os.Getpid(),
-		Workflow: r.opts.Workflow, Backend: r.backend.Name(), InFlight: len(r.inflight),
-		Calls: r.countsCopy(), Tokens: r.spent, LastSeq: r.j.LastSeq(), StartedAt: r.started,
-		UpdatedAt: time.Now().UTC(),
-	}
-}
-
-func (r *run) publish(state, status string) {
-	s := r.stateNow(state, status)
-	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
-}
-
-func (r *run) publishEnded(res *Result) {
-	s := r.stateNow("ended", res.Status)
-	s.Result = res.Result
-	s.Error = res.Error
-	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
-}
+var errNotWhileLoading = &callError{code: CodeInvalidRequest, msg: "not available while the workflow loads"}

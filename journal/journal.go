@@ -43,6 +43,7 @@ type Journal struct {
 
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
 	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
+	onCommit   atomic.Pointer[func(commits uint64)]
 }
 
 // entry is one buffered row, already encoded so the caller may reuse the Row.

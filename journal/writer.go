@@ -212,6 +212,14 @@ func (j *Journal) commit(batch []entry, hook func(first, last uint64) error) err
 	if err != nil {
 		return fmt.Errorf("journal: commit rows %d-%d: %w", first, last, err)
 	}
-	j.commits.Add(1)
+	n := j.commits.Add(1)
+	if fn := j.onCommit.Load(); fn != nil {
+		(*fn)(n)
+	}
 	return nil
 }
+
+// OnCommit registers fn to run after each durable commit, before anyone waiting on it wakes,
+// with the number of commits this handle has made. It exists for crash tests, which kill the
+// process between two commits.
+func (j *Journal) OnCommit(fn func(commits uint64)) { j.onCommit.Store(&fn) }

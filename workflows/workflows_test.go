@@ -11,22 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal/journaltest"
 	"github.com/crw-dev/crw/workflows"
 )
 
 func run(t *testing.T, workflow, answers string, input json.RawMessage) *engine.Result {
 	t.Helper()
-	var a *fake.Answers
 	if answers != "" {
-		var err error
-		a, err = fake.LoadAnswers(filepath.Join("..", "testdata", "answers", answers))
-		require.NoError(t, err)
+		answers = filepath.Join("..", "testdata", "answers", answers)
 	}
 	state := t.TempDir()
 	res, err := engine.Run(context.Background(), engine.Options{
-		StateDir: state, Workflow: workflow, Input: input, Backend: fake.New(a), Pool: 4,
+		StateDir: state, Workflow: workflow, Input: input, Answers: answers, Pool: 4,
 	})
 	require.NoError(t, err)
 	journaltest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))

@@ -93,19 +93,16 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 
-	var a *fake.Answers
 	if answers != "" {
 		path := filepath.Join(root, "answers.json")
 		require.NoError(t, os.WriteFile(path, []byte(answers), 0o644))
-		var err error
-		a, err = fake.ParseAnswers(path, []byte(answers))
+		_, err := fake.ParseAnswers(path, []byte(answers))
 		require.NoError(t, err, "answers file")
 		c.opts.Answers = path
 	}
 	eo := c.opts
 	eo.StateDir = state
 	eo.Workflow = filepath.Join(dir, c.name)
-	eo.Backend = fake.New(a)
 	if c.before != nil {
 		c.before(&eo)
 	}

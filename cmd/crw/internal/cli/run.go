@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
 )
 
 // RunOptions are the flags of `crw flow run`.
@@ -70,7 +68,6 @@ func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error
 	if err != nil {
 		return err
 	}
-	defer eopts.Backend.Close()
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -141,32 +138,13 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 		abs, _ := filepath.Abs(d)
 		libs = append(libs, abs)
 	}
-	be, answers, err := newBackend(opts)
-	if err != nil {
-		return eo, err
+	if opts.Answers != "" && opts.Backend != "fake" {
+		return eo, engine.Errorf(engine.CodeInvalidRequest, "--answers is for --backend fake")
 	}
 	return engine.Options{
-		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: be, Answers: answers,
+		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, Answers: opts.Answers,
 		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 	}, nil
-}
-
-func newBackend(opts *RunOptions) (backend.Backend, string, error) {
-	switch opts.Backend {
-	case "fake":
-		if opts.Answers == "" {
-			return fake.New(nil), "", nil
-		}
-		a, err := fake.LoadAnswers(opts.Answers)
-		if err != nil {
-			return nil, "", engine.Errorf(engine.CodeInvalidRequest, "--answers %v", err)
-		}
-		abs, _ := filepath.Abs(opts.Answers)
-		return fake.New(a), abs, nil
-	case "app-server", "session":
-		return nil, "", engine.Errorf(engine.CodeCapabilityUnavailable, "--backend %s is not available in this build yet; use --backend fake", opts.Backend)
-	}
-	return nil, "", engine.Errorf(engine.CodeInvalidRequest, "--backend %q: one of fake, app-server, session", opts.Backend)
 }
 
 // readInput reads --input: inline JSON or @FILE; absent is null.

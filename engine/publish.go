@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// publishLoop writes state.json whenever something changed, at most five times a second; the
+// journal, not this file, is the record.
+func (r *run) publishLoop() (stop func()) {
+	r.publish("running", "")
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.mu.Lock()
+				dirty := r.dirty
+				r.dirty = false
+				paused := r.paused
+				r.mu.Unlock()
+				if dirty {
+					state := "running"
+					if paused {
+						state = "paused"
+					}
+					r.publish(state, "")
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+}
+
+func (r *run) stateNow(state, status string) RunState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RunState{
+		Schema: StateSchema, Run: r.id, State: state, Status: status, PID: os.Getpid(),
+		Workflow: r.spec.Workflow, Backend: r.backend.Name(), InFlight: len(r.inflight),
+		Calls: r.countsCopy(), Tokens: r.spent, LastSeq: r.j.LastSeq(), StartedAt: r.started,
+		UpdatedAt: time.Now().UTC(),
+	}
+}
+
+func (r *run) publish(state, status string) {
+	s := r.stateNow(state, status)
+	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
+}
+
+func (r *run) publishEnded(res *Result) {
+	s := r.stateNow("ended", res.Status)
+	s.Result = res.Result
+	s.Error = res.Error
+	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
+}
