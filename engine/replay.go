@@ -158,3 +158,19 @@ func quote(s string) string {
 	}
 	return fmt.Sprintf("%q", strings.TrimSpace(s))
 }
+
+// Idle implements vm.Idler: the script waits and nothing can come but live results held back
+// behind recorded completions whose calls it has not made. It cannot make them while it waits,
+// so its timing left the record: hand it what is held back rather than wait forever.
+func (r *run) Idle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.heldBack) == 0 {
+		return
+	}
+	held := r.heldBack
+	r.heldBack = nil
+	for _, d := range held {
+		r.sendLocked(d)
+	}
+}

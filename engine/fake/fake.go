@@ -55,7 +55,7 @@ func (b *Backend) Send(_ context.Context, th backend.Thread, req backend.TurnReq
 	if err := commit(); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s-t%d", th.ID, req.K), nil
+	return turnIDOf(th, req.K), nil
 }
 
 // Wait implements backend.Backend.
@@ -65,8 +65,13 @@ func (b *Backend) Wait(ctx context.Context, th backend.Thread, req backend.TurnR
 
 // Reconcile implements backend.Backend: the fake host still has every turn ever sent.
 func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
+	if turnID == "" {
+		turnID = turnIDOf(th, req.K) // the process that sent it died before recording it
+	}
 	return b.answer(ctx, req, turnID, sentAt)
 }
+
+func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th.ID, k) }
 
 func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}

@@ -16,6 +16,7 @@ var ErrStopped = errors.New("event loop stopped")
 
 // Loop is a queue of callbacks run in order on the goroutine that called Start.
 type Loop struct {
+	idle     func()
 	mu       sync.Mutex
 	queue    []func() error
 	reserved int
@@ -53,6 +54,11 @@ func (l *Loop) signal() {
 	}
 }
 
+// SetIdle registers fn to run on the loop goroutine whenever the queue is empty while
+// reservations are open, before the loop waits for them: a host that holds results back (to
+// deliver them in a recorded order) can release one there instead of waiting forever.
+func (l *Loop) SetIdle(fn func()) { l.idle = fn }
+
 // Start runs first and then every enqueued callback until the queue is empty and no reservation
 // is open, a callback returns an error, or ctx ends. It returns the first error.
 func (l *Loop) Start(ctx context.Context, first func() error) error {
@@ -68,6 +74,15 @@ func (l *Loop) Start(ctx context.Context, first func() error) error {
 		if len(batch) == 0 {
 			if reserved == 0 {
 				return nil
+			}
+			if l.idle != nil {
+				l.idle()
+				l.mu.Lock()
+				queued := len(l.queue)
+				l.mu.Unlock()
+				if queued > 0 {
+					continue
+				}
 			}
 			select {
 			case <-l.wakeup:

@@ -32,6 +32,12 @@ type Host interface {
 	CheckSchema(schema []byte) []loader.Problem
 }
 
+// Idler is a host that holds results back and may release one when the script has nothing
+// else to do (see eventloop.Loop.SetIdle).
+type Idler interface {
+	Idle()
+}
+
 // Config is one run's script and its surroundings.
 type Config struct {
 	Workflow string          // the workflow file
@@ -78,6 +84,9 @@ func New(cfg Config) (*VM, error) {
 	rt.SetRandSource(rng.Float64)
 	rt.SetTimeSource(cfg.Host.Now)
 	rt.SetPromiseRejectionTracker(v.trackRejection)
+	if idler, ok := cfg.Host.(Idler); ok {
+		v.loop.SetIdle(idler.Idle)
+	}
 	_ = rt.Set("console", crw.Console(rt, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
 		name := name

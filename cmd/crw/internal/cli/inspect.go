@@ -95,21 +95,10 @@ func runStatus(state, run string) (statusOutput, error) {
 	if st.Calls != nil {
 		out.Calls = st.Calls
 	}
-	if st.State != "ended" && !processAlive(st.PID) {
+	if st.State != "ended" && !engine.Live(state, run) {
 		out.State = "crashed"
 	}
 	return out, nil
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscallZero) == nil
 }
 
 func newCmdStatus(g *globals, streams IO) *cobra.Command {
@@ -253,7 +242,11 @@ func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
 			return nil
 		}
 		w := streams.Out
-		fmt.Fprintf(w, "call     %s (#%d) at %s\nrole     %s\nnode     %s\nstatus   %s %s\n", c.Call, c.Index, dash(c.Site), c.Role, c.Node, dash(c.Status), c.Reason)
+		status := dash(c.Status)
+		if c.Reason != "" {
+			status += " " + c.Reason
+		}
+		fmt.Fprintf(w, "call     %s (#%d) at %s\nrole     %s\nnode     %s\nstatus   %s\n", c.Call, c.Index, dash(c.Site), c.Role, c.Node, status)
 		if c.Detail != "" {
 			fmt.Fprintf(w, "detail   %s\n", c.Detail)
 		}

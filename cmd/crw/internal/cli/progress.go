@@ -58,6 +58,9 @@ func (p *progress) event(e engine.Event) {
 		if e.Reason != "" {
 			line += " (" + e.Reason + ")"
 		}
+		if e.Replayed {
+			line += ", from the journal"
+		}
 		fmt.Fprintln(p.w, line)
 	}
 }

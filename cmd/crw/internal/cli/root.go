@@ -82,12 +82,24 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 		return engine.Errorf(engine.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
 	})
 
-	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs"}
-	flow.AddCommand(newCmdRun(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams))
-	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules"}
+	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
+	flow.AddCommand(newCmdRun(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
+		newCmdCancel(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
+		newCmdExec(g, streams))
+	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
 	root.AddCommand(flow, schemaCmd)
 	return root
+}
+
+// group runs a command that only holds subcommands: alone it prints its help, and an argument
+// that names none of its subcommands is an unknown command. (cobra checks unknown commands only
+// on the root.)
+func group(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return c.Help()
+	}
+	return engine.Errorf(engine.CodeInvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
 }
 
 func writeJSON(w io.Writer, v any) {

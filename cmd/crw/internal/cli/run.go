@@ -3,12 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +40,12 @@ returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON objec
 			return runRun(cmd.Context(), g, streams, opts)
 		},
 	}
+	addRunFlags(cmd, opts)
+	return cmd
+}
+
+// addRunFlags declares the flags a run is created with (run and start).
+func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, or @FILE")
 	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: fake")
@@ -51,7 +54,6 @@ returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON objec
 	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
 	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
-	return cmd
 }
 
 // runOutput is the one JSON object `crw flow run --json` prints.
@@ -68,44 +70,15 @@ func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error
 	if err != nil {
 		return err
 	}
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
-	eopts.OnEvent = prog.event
-	eopts.Log = prog.logWriter()
-	eopts.OnStart = prog.started
-	res, err := engine.Run(ctx, eopts)
-	prog.done()
+	state, err := stateDir(g)
 	if err != nil {
 		return err
 	}
-	if g.json {
-		out := runOutput{Run: &res.Run, Status: res.Status, Result: res.Result, Calls: res.Calls}
-		if out.Result == nil {
-			out.Result = json.RawMessage("null")
-		}
-		if res.Error != nil {
-			out.Error = res.Error
-		}
-		writeJSON(streams.Out, out)
-	} else if res.Status == engine.RunFailed {
-		fmt.Fprintf(streams.ErrOut, "crw: the workflow threw: %s\n", res.Error.Message)
-		if res.Error.Stack != "" {
-			fmt.Fprintln(streams.ErrOut, indent(res.Error.Stack))
-		}
-		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", res.Run, res.Run)
-	} else {
-		fmt.Fprintln(streams.Out, string(res.Result))
-		if res.Status == engine.RunPaused {
-			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit\n", res.Run)
-		}
+	id, err := engine.Create(eopts)
+	if err != nil {
+		return err
 	}
-	if res.Status == engine.RunFailed || res.Status == engine.RunCancelled {
-		return errPrinted{code: engine.ExitFailed}
-	}
-	return nil
+	return foreground(ctx, g, streams, state, id)
 }
 
 func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {

@@ -1,6 +1,0 @@
-package cli
-
-import "syscall"
-
-// syscallZero probes a process without signalling it.
-const syscallZero = syscall.Signal(0)
