@@ -156,6 +156,7 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		if rec.settled() {
 			r.replayLocked(c, rec)
 			r.mu.Unlock()
+			r.flushEvents()
 			return nil
 		}
 		// Open: the earlier process stopped while the call was under way.
@@ -267,7 +268,8 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		gate = &journal.Row{Type: journal.TypeHeld, Reason: rec.interrupt.Reason, Detail: "the engine had interrupted the turn"}
 	}
 	if gate == nil {
-		c.ctx, c.cancel = context.WithCancel(r.ctx)
+		// Only interruptCall cancels a turn: it journals why first.
+		c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.ctx))
 		r.inflight[c] = struct{}{}
 	}
 	r.mu.Unlock()
@@ -557,6 +559,7 @@ func (r *run) end(c *call, row *journal.Row) {
 	r.j.Append(row)
 	r.deliverLocked(delivery{c: c, terminal: row})
 	r.mu.Unlock()
+	r.flushEvents()
 	r.flushSoon()
 }
 

@@ -83,7 +83,11 @@ func readHistory(rows []journal.Row) (*history, error) {
 			}
 			continue
 		case journal.TypeEnded:
+			// A paused run ended its process, not its work: a resume goes on with it.
 			h.ended = row
+			if row.Status == RunPaused {
+				h.ended = nil
+			}
 			continue
 		case journal.TypeEscalation, journal.TypeWarning:
 			continue

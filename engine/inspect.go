@@ -61,6 +61,7 @@ type CallSummary struct {
 	StartSeq   uint64          `json:"start_seq"`
 	EndSeq     uint64          `json:"end_seq,omitempty"`
 	LastRow    string          `json:"last_row"`
+	Attempts   int             `json:"attempts"`
 }
 
 // RunSummary is a run's timeline.
@@ -99,11 +100,24 @@ func Summarize(rows []journal.Row) RunSummary {
 		case journal.TypeWarning:
 			s.Warnings = append(s.Warnings, *row)
 		case journal.TypePrepared:
-			byCall[row.Call] = len(s.Calls)
-			s.Calls = append(s.Calls, CallSummary{
+			cs := CallSummary{
 				Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
-				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type,
-			})
+				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1,
+			}
+			if i, ok := byCall[row.Call]; ok {
+				// A resume ran the call again (it was held by a pause): the new attempt is the call.
+				old := s.Calls[i]
+				if old.Status != "" {
+					if s.Counts[old.Status]--; s.Counts[old.Status] == 0 {
+						delete(s.Counts, old.Status)
+					}
+				}
+				cs.Attempts = old.Attempts + 1
+				s.Calls[i] = cs
+				continue
+			}
+			byCall[row.Call] = len(s.Calls)
+			s.Calls = append(s.Calls, cs)
 		default:
 			i, ok := byCall[row.Call]
 			if !ok {
@@ -123,7 +137,7 @@ func Summarize(rows []journal.Row) RunSummary {
 				c.RepairUsed = row.RepairUsed
 				c.DurationMS = at.Sub(c.Started).Milliseconds()
 				if row.Tokens != nil {
-					c.Tokens = *row.Tokens
+					c.Tokens = c.Tokens.Add(*row.Tokens)
 					s.Tokens = s.Tokens.Add(*row.Tokens)
 				}
 				if row.Type == journal.TypeCompleted {

@@ -63,7 +63,11 @@ func (r *run) publish(state, status string) {
 }
 
 func (r *run) publishEnded(res *Result) {
-	s := r.stateNow("ended", res.Status)
+	state := "ended"
+	if res.Status == RunPaused {
+		state = "paused" // resumable: it waits for the limit to pass
+	}
+	s := r.stateNow(state, res.Status)
 	s.Result = res.Result
 	s.Error = res.Error
 	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)

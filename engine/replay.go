@@ -72,9 +72,24 @@ func (r *run) sendLocked(d delivery) {
 		c.delivered = true
 	})
 	if r.x.OnEvent != nil {
-		e := Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: d.replayed}
-		// Events go out after the lock: the listener may be slow.
-		go r.event(e)
+		// Sent after the lock, in this order, by flushEvents: the listener may be slow.
+		r.outbox = append(r.outbox, Event{Kind: "call_ended", Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: d.replayed})
+	}
+}
+
+// flushEvents sends the events queued under the lock, in the order they were queued.
+func (r *run) flushEvents() {
+	if r.x.OnEvent == nil {
+		return
+	}
+	r.eventsMu.Lock()
+	defer r.eventsMu.Unlock()
+	r.mu.Lock()
+	out := r.outbox
+	r.outbox = nil
+	r.mu.Unlock()
+	for _, e := range out {
+		r.event(e)
 	}
 }
 
@@ -164,13 +179,11 @@ func quote(s string) string {
 // so its timing left the record: hand it what is held back rather than wait forever.
 func (r *run) Idle() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.heldBack) == 0 {
-		return
-	}
 	held := r.heldBack
 	r.heldBack = nil
 	for _, d := range held {
 		r.sendLocked(d)
 	}
+	r.mu.Unlock()
+	r.flushEvents()
 }

@@ -122,6 +122,8 @@ type run struct {
 	offRecord bool // a call held by a pause ran again: the script may now leave the record
 	replayed  int  // settled calls delivered from the journal
 	heldBack  []delivery
+	outbox    []Event    // call_ended events not sent yet
+	eventsMu  sync.Mutex // keeps events in the order they were queued
 	continued map[*recorded]bool
 }
 

@@ -95,7 +95,7 @@ func runStatus(state, run string) (statusOutput, error) {
 	if st.Calls != nil {
 		out.Calls = st.Calls
 	}
-	if st.State != "ended" && !engine.Live(state, run) {
+	if st.State != "ended" && st.Status != engine.RunPaused && !engine.Live(state, run) {
 		out.State = "crashed"
 	}
 	return out, nil

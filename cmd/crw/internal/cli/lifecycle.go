@@ -235,7 +235,7 @@ func spawn(state, id string) (int, error) {
 	for {
 		select {
 		case <-exited:
-			if st, err := engine.ReadState(state, id); err == nil && st.State == "ended" {
+			if st, err := engine.ReadState(state, id); err == nil && (st.State == "ended" || st.State == "paused") {
 				return cmd.Process.Pid, nil // it ran to its end already
 			}
 			return 0, engine.Errorf(engine.CodeRunUnavailable, "the run's process ended before it held run %s: %s", id, logTail(logPath, before))
@@ -333,6 +333,13 @@ func follow(ctx context.Context, g *globals, streams IO, state, id string) error
 			res := &engine.Result{Run: id, Status: st.Status, Result: st.Result, Error: st.Error, Calls: st.Calls}
 			printResult(g, streams, res)
 			return exitFor(res)
+		case "paused":
+			if !engine.Live(state, id) {
+				prog.done()
+				res := &engine.Result{Run: id, Status: st.Status, Result: st.Result, Error: st.Error, Calls: st.Calls}
+				printResult(g, streams, res)
+				return exitFor(res)
+			}
 		case "crashed":
 			prog.done()
 			return engine.Errorf(engine.CodeRunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", id, id)
