@@ -103,26 +103,8 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		}
 	}
 
-	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
-	var compiled *compiledSchema
-	schemaDigest := ""
-	if req.Schema != nil {
-		compiled = r.schemas.get(req.Schema)
-		schemaDigest = compiled.digest
-	}
-	prepared := &journal.Row{
-		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
-		Prompt: req.Prompt, PromptDigest: digest(req.Prompt), SchemaDigest: schemaDigest,
-		Handle: req.Resume, Site: req.Site,
-	}
-	if requested != (journal.Pair{}) {
-		prepared.RequestedPair = &requested
-	}
-	prepared.InputDigest = InputDigest(prepared)
-	configured, pairErr := r.roles.Decide(req.Role, requested)
-	if pairErr == nil && configured != (journal.Pair{}) {
-		prepared.ConfiguredPair = &configured
-	}
+	p := prepare(req, r.roles, &r.schemas)
+	prepared, configured, pairErr, compiled := p.row, p.configured, p.pairErr, p.compiled
 
 	r.mu.Lock()
 	r.issued++
@@ -202,6 +184,41 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 	}
 	r.launch(c, configured, compiled, nil)
 	return nil
+}
+
+// preparedCall is a call's prepared row (without its id and index) and what the engine worked
+// out of its inputs.
+type preparedCall struct {
+	row        *journal.Row
+	configured journal.Pair
+	pairErr    error
+	compiled   *compiledSchema
+}
+
+// prepare works out a call's inputs: digests, pairs, its schema compiled.
+func prepare(req agent.Request, roles RoleTable, schemas *schemaCache) preparedCall {
+	var p preparedCall
+	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
+	schemaDigest := ""
+	if req.Schema != nil {
+		p.compiled = schemas.get(req.Schema)
+		schemaDigest = p.compiled.digest
+	}
+	p.row = &journal.Row{
+		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
+		Prompt: req.Prompt, PromptDigest: digest(req.Prompt), SchemaDigest: schemaDigest,
+		Handle: req.Resume, Site: req.Site,
+	}
+	if requested != (journal.Pair{}) {
+		p.row.RequestedPair = &requested
+	}
+	p.row.InputDigest = InputDigest(p.row)
+	p.configured, p.pairErr = roles.Decide(req.Role, requested)
+	if p.pairErr == nil && p.configured != (journal.Pair{}) {
+		c := p.configured
+		p.row.ConfiguredPair = &c
+	}
+	return p
 }
 
 // launch runs a call on its own goroutine once the pool admits it.

@@ -72,12 +72,17 @@ func (r *run) TierStep(node string) error {
 	if held {
 		return &callError{code: "recovery_hold", msg: fmt.Sprintf("crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)}
 	}
-	return &callError{code: CodeCapabilityUnavailable, msg: "crw.tierStep is not supported yet"}
+	return errTierStepNotSupported
 }
+
+var (
+	errTierStepNotSupported = &callError{code: CodeCapabilityUnavailable, msg: "crw.tierStep is not supported yet"}
+	errCommitNotSupported   = &callError{code: CodeCapabilityUnavailable, msg: "crw.commit is not supported yet"}
+)
 
 // Commit implements crw.commit.
 func (r *run) Commit(node, message string) error {
-	return &callError{code: CodeCapabilityUnavailable, msg: "crw.commit is not supported yet"}
+	return errCommitNotSupported
 }
 
 // CheckSchema implements the strict check of schema modules.

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/journal"
+)
+
+func newCmdShadow(g *globals, streams IO) *cobra.Command {
+	var runID, trace string
+	var libs []string
+	cmd := &cobra.Command{
+		Use:   "shadow SCRIPT (--run RUN | --trace FILE)",
+		Short: "Replay a script, changed or not, against a recorded run with no backend",
+		Long: `Run SCRIPT against a recorded run (its journal, or a trace written by crw flow trace)
+with no backend at all, and report how it differs: calls matched, every divergence (position,
+call, the inputs that differ, a short diff of prompts), recorded calls the script never made,
+and new calls the record does not have (these resolve held so the script can go on), and the
+script's result.
+
+Exit status: 0 when the script makes exactly the recorded calls, 1 when anything differs,
+2 on bad input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (runID == "") == (trace == "") {
+				return engine.Errorf(engine.CodeInvalidRequest, "give exactly one of --run RUN and --trace FILE")
+			}
+			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
+				return engine.Errorf(engine.CodeInvalidRequest, "script %s: not a readable file", args[0])
+			}
+			var rows []journal.Row
+			if runID != "" {
+				state, err := stateDir(g)
+				if err != nil {
+					return err
+				}
+				if rows, err = engine.ReadJournal(state, runID); err != nil {
+					return err
+				}
+			} else {
+				f, err := os.Open(trace)
+				if err != nil {
+					return engine.Errorf(engine.CodeInvalidRequest, "--trace %s: %v", trace, errors.Unwrap(err))
+				}
+				rows, err = journal.Import(f)
+				f.Close()
+				if err != nil {
+					return engine.Errorf(engine.CodeInvalidRequest, "--trace %s: %v", trace, err)
+				}
+			}
+			var libDirs []string
+			for _, d := range libs {
+				abs, _ := filepath.Abs(d)
+				libDirs = append(libDirs, abs)
+			}
+			report, err := engine.Shadow(cmd.Context(), engine.ShadowOptions{Script: args[0], Rows: rows, LibDirs: libDirs, Log: streams.ErrOut})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, report)
+			} else {
+				printShadow(streams, report)
+			}
+			if len(report.Divergences)+len(report.Unmade)+len(report.New) > 0 {
+				return errPrinted{code: engine.ExitFailed}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "a recorded run in the state folder")
+	cmd.Flags().StringVar(&trace, "trace", "", "a trace file (crw-trace/1)")
+	cmd.Flags().StringArrayVar(&libs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	return cmd
+}
+
+func printShadow(streams IO, r *engine.ShadowReport) {
+	w := streams.Out
+	fmt.Fprintf(w, "shadow of %s against run %s (backend %s)\n", r.Script, r.Run, r.Backend)
+	fmt.Fprintf(w, "%d of %d recorded calls matched; %d divergence(s), %d never made, %d new\n",
+		r.Matched, r.Recorded, len(r.Divergences), len(r.Unmade), len(r.New))
+	for _, d := range r.Divergences {
+		fmt.Fprintf(w, "\ndivergence at call %d (%s, node %q):\n", d.Position, d.Call, d.Node)
+		for _, f := range d.Fields {
+			if f.Field == "prompt" && d.Diff != "" {
+				fmt.Fprintf(w, "  prompt differs:\n    %s\n", strings.ReplaceAll(d.Diff, "\n", "\n    "))
+				continue
+			}
+			fmt.Fprintf(w, "  %s: recorded %q, script %q\n", f.Field, f.Expected, f.Actual)
+		}
+	}
+	for _, c := range r.Unmade {
+		fmt.Fprintf(w, "\nnever made: call %d (%s, %s/%s): %q\n", c.Position, c.Call, c.Role, c.Node, c.Prompt)
+	}
+	for _, c := range r.New {
+		fmt.Fprintf(w, "\nnew call %d (%s/%s) at %s, held in the shadow: %q\n", c.Position, c.Role, c.Node, dash(c.Site), c.Prompt)
+	}
+	switch r.Status {
+	case engine.RunCompleted:
+		fmt.Fprintf(w, "\nresult: %s\n", r.Result)
+	case engine.RunFailed:
+		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Message)
+	}
+}
