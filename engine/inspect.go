@@ -149,3 +149,63 @@ func Summarize(rows []journal.Row) RunSummary {
 	}
 	return s
 }
+
+// RunStatus is where a run stands.
+type RunStatus struct {
+	Run      string            `json:"run"`
+	State    string            `json:"state"` // running, paused, ended, crashed
+	Status   string            `json:"status"`
+	Result   json.RawMessage   `json:"result"`
+	Error    *journal.RunError `json:"error"`
+	Calls    Counts            `json:"calls"`
+	InFlight int               `json:"in_flight"`
+	Tokens   journal.Tokens    `json:"tokens"`
+	Workflow string            `json:"workflow"`
+	Backend  string            `json:"backend"`
+	Started  time.Time         `json:"started"`
+}
+
+// Status tells where a run stands: from what its process publishes while one holds it, else
+// from its journal, which is the record (a process killed after its last commit leaves a
+// state.json that lags behind it).
+func Status(state, run string) (*RunStatus, error) {
+	if !ValidRunID(run) {
+		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
+	}
+	spec, err := ReadSpec(state, run)
+	if err != nil {
+		return nil, err
+	}
+	out := &RunStatus{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt, Result: json.RawMessage("null"), Calls: Counts{}}
+	if Live(state, run) {
+		out.State = "running"
+		if st, err := ReadState(state, run); err == nil {
+			out.State, out.Status, out.Error, out.InFlight, out.Tokens = st.State, st.Status, st.Error, st.InFlight, st.Tokens
+			if st.Result != nil {
+				out.Result = st.Result
+			}
+			if st.Calls != nil {
+				out.Calls = st.Calls
+			}
+		}
+		return out, nil
+	}
+	rows, err := ReadJournal(state, run)
+	if err != nil {
+		return nil, err
+	}
+	s := Summarize(rows)
+	out.Calls, out.Tokens, out.Status, out.Error = s.Counts, s.Tokens, s.Status, s.Error
+	if s.Result != nil {
+		out.Result = s.Result
+	}
+	switch s.Status {
+	case "":
+		out.State = "crashed" // no process holds it and it has not ended
+	case RunPaused:
+		out.State = "paused"
+	default:
+		out.State = "ended"
+	}
+	return out, nil
+}

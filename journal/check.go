@@ -15,8 +15,10 @@ import (
 )
 
 // lockTimeout bounds how long an open waits for another handle's lock before
-// giving up with ErrLocked, rather than blocking forever.
-const lockTimeout = 100 * time.Millisecond
+// giving up with ErrLocked, rather than blocking forever. Readers hold the lock
+// for the few milliseconds a read takes, so a writer waiting this long never
+// fails because a status command happened to be reading.
+const lockTimeout = 2 * time.Second
 
 // boltOptions are the options of every open. NoSync stays off: a commit is
 // durable when it returns. The freelist is rebuilt at open instead of being

@@ -58,47 +58,14 @@ func newCmdList(g *globals, streams IO) *cobra.Command {
 }
 
 // statusOutput is `crw flow status --json`: the shape of `crw flow run --json` plus the state.
-type statusOutput struct {
-	Run      string            `json:"run"`
-	State    string            `json:"state"` // running, paused, ended, crashed
-	Status   string            `json:"status"`
-	Result   json.RawMessage   `json:"result"`
-	Error    *journal.RunError `json:"error"`
-	Calls    engine.Counts     `json:"calls"`
-	InFlight int               `json:"in_flight"`
-	Tokens   journal.Tokens    `json:"tokens"`
-	Workflow string            `json:"workflow"`
-	Backend  string            `json:"backend"`
-	Started  time.Time         `json:"started"`
-}
+type statusOutput = engine.RunStatus
 
-// runStatus reads what the run's process published; a run whose process is gone before it
-// ended is crashed.
 func runStatus(state, run string) (statusOutput, error) {
-	if !engine.ValidRunID(run) {
-		return statusOutput{}, engine.Errorf(engine.CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
-	}
-	spec, err := engine.ReadSpec(state, run)
+	st, err := engine.Status(state, run)
 	if err != nil {
 		return statusOutput{}, err
 	}
-	out := statusOutput{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt, Result: json.RawMessage("null"), Calls: engine.Counts{}}
-	st, err := engine.ReadState(state, run)
-	if err != nil {
-		out.State = "crashed"
-		return out, nil
-	}
-	out.State, out.Status, out.Error, out.InFlight, out.Tokens = st.State, st.Status, st.Error, st.InFlight, st.Tokens
-	if st.Result != nil {
-		out.Result = st.Result
-	}
-	if st.Calls != nil {
-		out.Calls = st.Calls
-	}
-	if st.State != "ended" && st.Status != engine.RunPaused && !engine.Live(state, run) {
-		out.State = "crashed"
-	}
-	return out, nil
+	return *st, nil
 }
 
 func newCmdStatus(g *globals, streams IO) *cobra.Command {

@@ -187,7 +187,9 @@ func resumable(state, id string) error {
 	if engine.Live(state, id) {
 		return engine.Errorf(engine.CodeRunUnavailable, "run %s is held by a live process", id)
 	}
-	if st, err := engine.ReadState(state, id); err == nil && st.State == "ended" {
+	if st, err := engine.Status(state, id); err != nil {
+		return err
+	} else if st.State == "ended" {
 		return engine.Errorf(engine.CodeRunUnavailable, "run %s has ended (%s): there is nothing to resume", id, st.Status)
 	}
 	if tmp, ok := spec.Env["TMPDIR"]; ok {
