@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/journal"
 )
 
 // benchScript issues input.n calls, input.width at a time, each answered at once by the fake
@@ -72,4 +74,136 @@ func benchmarkCalls(b *testing.B, width int) {
 func BenchmarkCall(b *testing.B) {
 	b.Run("sequential", func(b *testing.B) { benchmarkCalls(b, 1) })
 	b.Run("inflight16", func(b *testing.B) { benchmarkCalls(b, 16) })
+}
+
+// replayScript issues input.n calls one after another, as a long workflow does.
+const replayScript = `
+import { agent } from "crw:agent";
+import { buildReport } from "crw:lib/schemas";
+export default async function main({ n }) {
+  let done = 0;
+  for (let i = 0; i < n; i++) {
+    const r = await agent.call({ role: "executor", node: "step", prompt: "Carry out step " + i, schema: buildReport });
+    if (r.status === "completed") done++;
+  }
+  return done;
+}
+`
+
+// buildAnswers answers every call with a ~250-byte build report.
+const buildAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "done",
+  "summary": "Carried out the step as planned; the tests that cover it pass.",
+  "filesChanged": ["internal/runner/runner.go", "internal/runner/runner_test.go"],
+  "testsRun": [{"command": "go test ./internal/runner/", "passed": true}], "notes": null},
+  "tokens": {"input": 100, "output": 50}}]}]}`
+
+// recordedRun runs the replay script live once for n calls and returns its folder, its
+// journal's rows without the ended row (a run whose process died at its very end), and the
+// workflow file.
+func recordedRun(b *testing.B, n int) (state, run string, rows []journal.Row, wf string) {
+	b.Helper()
+	dir := b.TempDir()
+	wf = filepath.Join(dir, "replay.js")
+	answers := filepath.Join(dir, "answers.json")
+	if err := os.WriteFile(wf, []byte(replayScript), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(answers, []byte(buildAnswers), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	state = filepath.Join(dir, "state")
+	input, _ := json.Marshal(map[string]int{"n": n})
+	res, err := engine.Run(context.Background(), engine.Options{StateDir: state, Workflow: wf, Input: input, Answers: answers})
+	if err != nil || res.Status != engine.RunCompleted {
+		b.Fatalf("record: %v %+v", err, res)
+	}
+	all, err := engine.ReadJournal(state, res.Run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return state, res.Run, all[:len(all)-1], wf
+}
+
+// BenchmarkResume resumes a run whose journal holds n completed calls: the script runs from
+// the top and every call resolves from the journal. ns/op is one whole resume.
+func BenchmarkResume(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			state, run, rows, _ := recordedRun(b, n)
+			dir := engine.RunDir(state, run)
+			spec, err := os.ReadFile(filepath.Join(dir, engine.RunFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				// A fresh copy of the unfinished run for every resume.
+				if err := os.RemoveAll(dir); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, engine.RunFile), spec, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				j, err := journal.Create(filepath.Join(dir, engine.JournalFile), run)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ptrs := make([]*journal.Row, len(rows))
+				for k := range rows {
+					r := rows[k]
+					ptrs[k] = &r
+				}
+				if _, err := j.Write(ptrs...); err != nil {
+					b.Fatal(err)
+				}
+				if err := j.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				res, err := engine.Execute(context.Background(), state, run, engine.ExecOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if string(res.Result) != fmt.Sprint(n) {
+					b.Fatalf("resume: %s %s %+v", res.Status, res.Result, res.Error)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+		})
+	}
+}
+
+// BenchmarkShadow replays the script against a trace of n calls with no backend: reading the
+// trace (JSON Lines) and running the script. ns/op is one whole shadow replay.
+func BenchmarkShadow(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			_, run, rows, wf := recordedRun(b, n)
+			var trace bytes.Buffer
+			if err := journal.Export(&trace, run, rows); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				rows, err := journal.Import(bytes.NewReader(trace.Bytes()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				rep, err := engine.Shadow(context.Background(), engine.ShadowOptions{Script: wf, Rows: rows})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Matched != n || len(rep.Divergences) != 0 {
+					b.Fatalf("shadow: %+v", rep)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+		})
+	}
 }

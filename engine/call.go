@@ -3,6 +3,9 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,8 +254,15 @@ func InputDigest(p *journal.Row) string {
 	if p.RequestedPair != nil {
 		pair = *p.RequestedPair
 	}
-	b, _ := json.Marshal([]string{p.Role, p.PromptDigest, p.SchemaDigest, pair.Model, pair.Effort, p.Handle, p.Node})
-	return digest(string(b))
+	h := sha256.New()
+	for _, f := range [...]string{p.Role, p.PromptDigest, p.SchemaDigest, pair.Model, pair.Effort, p.Handle, p.Node} {
+		// Length-prefixed, so no two different inputs hash the same bytes.
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // goEnd ends a call decided on the loop goroutine; the journal is synced off the loop.

@@ -117,7 +117,7 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 	default:
 		return nil, Errorf(CodeCapabilityUnavailable, "shadow: %v", runErr)
 	}
-	for i := 1; i <= maxIndex(h.byIndex); i++ {
+	for i, last := 1, maxIndex(h.byIndex); i <= last; i++ {
 		rec := h.byIndex[i]
 		if rec == nil || s.matched[rec] {
 			continue

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	fastjson "github.com/goccy/go-json"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -195,7 +195,7 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		}
 		// bbolt keeps no checksum of values; damage inside a row shows
 		// only as JSON that no longer parses.
-		if !json.Valid(v) {
+		if !fastjson.Valid(v) {
 			return st, fmt.Errorf("%w: row %d is not valid JSON", ErrCorrupt, seq)
 		}
 		st.last = seq

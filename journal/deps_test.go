@@ -22,7 +22,7 @@ func TestDeps(t *testing.T) {
 	}
 	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/crw-dev/crw/journal").Output()
 	require.NoError(t, err)
-	allowed := []string{"github.com/crw-dev/crw/journal", "go.etcd.io/bbolt", "golang.org/x/sys/"}
+	allowed := []string{"github.com/crw-dev/crw/journal", "go.etcd.io/bbolt", "golang.org/x/sys/", "github.com/goccy/go-json"}
 	for _, dep := range strings.Fields(string(out)) {
 		ok := false
 		for _, a := range allowed {

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
+
+	fastjson "github.com/goccy/go-json"
 )
 
 // TraceFormat names the trace format in a trace's header line.
@@ -49,72 +53,88 @@ func Export(w io.Writer, runID string, rows []Row) error {
 // should fail rather than vanish.
 func Import(r io.Reader) ([]Row, error) {
 	br := bufio.NewReader(r)
-	var (
-		rows []Row
-		run  string
-		n    int
-	)
+	var lines [][]byte
 	for {
 		line, readErr := br.ReadBytes('\n')
 		if readErr != nil && readErr != io.EOF {
-			return nil, fmt.Errorf("journal: import: line %d: %w", n+1, readErr)
+			return nil, fmt.Errorf("journal: import: line %d: %w", len(lines)+1, readErr)
 		}
 		if len(line) == 0 && readErr == io.EOF {
 			break
 		}
-		n++
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		if n == 1 {
-			var h traceHeader
-			if err := decodeStrict(line, &h); err != nil {
-				return nil, fmt.Errorf("journal: import: line 1: header: %w", err)
-			}
-			if h.Format != TraceFormat {
-				return nil, fmt.Errorf("journal: import: line 1: format %q, want %q", h.Format, TraceFormat)
-			}
-			if h.Run == "" {
-				return nil, errors.New("journal: import: line 1: header has no run id")
-			}
-			run = h.Run
-		} else {
-			var row Row
-			if err := decodeStrict(line, &row); err != nil {
-				return nil, fmt.Errorf("journal: import: line %d: %w", n, err)
-			}
-			if want := uint64(len(rows)) + 1; row.Seq != want {
-				return nil, fmt.Errorf("journal: import: line %d: seq %d, want %d", n, row.Seq, want)
-			}
-			if row.Type == TypeStarted && row.Run != "" && row.Run != run {
-				return nil, fmt.Errorf("journal: import: line %d: run %q, but the header says %q", n, row.Run, run)
-			}
-			rows = append(rows, row)
-		}
+		lines = append(lines, bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
 		if readErr == io.EOF {
 			break
 		}
 	}
-	if n == 0 {
+	if len(lines) == 0 {
 		return nil, errors.New("journal: import: line 1: missing header")
+	}
+	var h traceHeader
+	if err := decodeStrict(lines[0], &h); err != nil {
+		return nil, fmt.Errorf("journal: import: line 1: header: %w", err)
+	}
+	if h.Format != TraceFormat {
+		return nil, fmt.Errorf("journal: import: line 1: format %q, want %q", h.Format, TraceFormat)
+	}
+	if h.Run == "" {
+		return nil, errors.New("journal: import: line 1: header has no run id")
+	}
+
+	// Rows are decoded on every core; the checks that follow name the first bad line.
+	rows := make([]Row, len(lines)-1)
+	errs := make([]error, len(rows))
+	parallel(len(rows), func(i int) {
+		errs[i] = decodeStrict(lines[i+1], &rows[i])
+	})
+	for i := range rows {
+		n := i + 2
+		if errs[i] != nil {
+			return nil, fmt.Errorf("journal: import: line %d: %w", n, errs[i])
+		}
+		if want := uint64(i) + 1; rows[i].Seq != want {
+			return nil, fmt.Errorf("journal: import: line %d: seq %d, want %d", n, rows[i].Seq, want)
+		}
+		if rows[i].Type == TypeStarted && rows[i].Run != "" && rows[i].Run != h.Run {
+			return nil, fmt.Errorf("journal: import: line %d: run %q, but the header says %q", n, rows[i].Run, h.Run)
+		}
 	}
 	return rows, nil
 }
 
+// parallel calls fn(i) for every i below n, in contiguous chunks on every core.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // decodeStrict decodes one JSON value that must fill the whole line.
 func decodeStrict(line []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var syn *json.SyntaxError
-		switch {
-		case err == io.EOF:
-			return errors.New("empty line")
-		case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
+	if len(bytes.TrimSpace(line)) == 0 {
+		return errors.New("empty line")
+	}
+	if !fastjson.Valid(line) {
+		// The standard decoder says where and why.
+		dec := json.NewDecoder(bytes.NewReader(line))
+		var probe any
+		if err := dec.Decode(&probe); err != nil {
 			return fmt.Errorf("invalid JSON: %w", err)
 		}
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("invalid JSON: more after the object")
 	}
-	return nil
+	dec := fastjson.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

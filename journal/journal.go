@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	fastjson "github.com/goccy/go-json"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -194,13 +195,52 @@ func (j *Journal) DurableSeq() uint64 {
 // Rows returns every durable row in seq order. Rows still buffered are not
 // included; Sync first to see them.
 func (j *Journal) Rows() ([]Row, error) {
-	var rows []Row
-	err := j.Scan(1, func(r *Row) error {
-		rows = append(rows, *r)
+	j.mu.Lock()
+	closed := j.closed
+	j.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("journal: rows: %w", ErrClosed)
+	}
+	// Copy the values out in one read transaction, then decode them on every core: a resume
+	// reads its whole journal before it can go on, and decoding is most of that time.
+	var raw [][]byte
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketRows)
+		if b == nil {
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+		}
+		raw = make([][]byte, 0, b.Stats().KeyN)
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			seq, ok := parseSeqKey(k)
+			if !ok || seq != uint64(len(raw)+1) {
+				return fmt.Errorf("%w: rows key %x after seq %d", ErrCorrupt, k, len(raw))
+			}
+			raw = append(raw, append([]byte(nil), v...))
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("journal: rows: %w", err)
+	}
+	return decodeRows(raw)
+}
+
+// decodeRows decodes row values, seq 1 first, on every core.
+func decodeRows(raw [][]byte) ([]Row, error) {
+	rows := make([]Row, len(raw))
+	errs := make([]error, len(raw))
+	parallel(len(raw), func(i int) {
+		if err := fastjson.Unmarshal(raw[i], &rows[i]); err != nil {
+			errs[i] = fmt.Errorf("%w: row %d: %v", ErrCorrupt, i+1, err)
+		} else if rows[i].Seq != uint64(i+1) {
+			errs[i] = fmt.Errorf("%w: row %d says seq %d", ErrCorrupt, i+1, rows[i].Seq)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("journal: rows: %w", err)
+		}
 	}
 	return rows, nil
 }

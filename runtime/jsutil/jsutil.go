@@ -98,3 +98,30 @@ func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
 		return out
 	}
 }
+
+// DeepFrozenChecker returns a function telling whether a value and everything reachable from
+// it is frozen: such a value can never change again.
+func DeepFrozenChecker(rt *goja.Runtime) func(goja.Value) bool {
+	isFrozen, _ := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("isFrozen"))
+	var check func(v goja.Value, depth int) bool
+	check = func(v goja.Value, depth int) bool {
+		o, ok := v.(*goja.Object)
+		if !ok {
+			return true
+		}
+		if depth > 64 {
+			return false
+		}
+		f, err := isFrozen(goja.Undefined(), o)
+		if err != nil || !f.ToBoolean() {
+			return false
+		}
+		for _, k := range o.Keys() {
+			if !check(o.Get(k), depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return func(v goja.Value) bool { return check(v, 0) }
+}

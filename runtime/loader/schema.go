@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 func isSchemaModule(name string) bool {
@@ -21,7 +23,7 @@ func isSchemaModule(name string) bool {
 // (module.exports itself, or `export default { plan, review }` where plan
 // and review are also named exports): each of those schemas is checked
 // under its own name already. Any other default export is a schema like
-// the rest.
+// the rest. Once every export passed, each checked one is deeply frozen.
 func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	if s.l.check == nil {
 		return nil
@@ -33,6 +35,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		}
 		problems = append(problems, fmt.Sprintf("%s: export %q: %s: %s: %s", t.name, export, pointer, rule, msg))
 	}
+	var checked []goja.Value
 	obj, ok := exports.(*goja.Object)
 	if !ok {
 		report("module.exports", "", "not_a_schema", "a schema module must export an object, got "+describe(exports))
@@ -57,9 +60,15 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 			for _, p := range s.l.check(doc) {
 				report(k, p.Pointer, p.Rule, p.Message)
 			}
+			checked = append(checked, v)
 		}
 	}
 	if len(problems) == 0 {
+		// A checked schema stays what was checked: no script can loosen it afterwards.
+		freeze := jsutil.DeepFreezer(s.rt)
+		for _, v := range checked {
+			freeze(v)
+		}
 		return nil
 	}
 	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}

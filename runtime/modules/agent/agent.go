@@ -60,12 +60,17 @@ type agentModule struct {
 	caller      Caller
 	freeze      func(goja.Value) goja.Value
 	parseResult func([]byte) (goja.Value, error) // JSON to a deeply frozen value
+	deepFrozen  func(goja.Value) bool
+	// schemas caches the JSON of deeply frozen schema objects, which can never change: the
+	// exports of crw:lib/schemas modules are frozen once checked, and a workflow passes the
+	// same few to thousands of calls.
+	schemas map[*goja.Object]json.RawMessage
 }
 
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop.
 func Loader(loop *eventloop.Loop, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt)}
+		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt), deepFrozen: jsutil.DeepFrozenChecker(rt), schemas: map[*goja.Object]json.RawMessage{}}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -160,13 +165,24 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		if !ok || so.ClassName() != "Object" {
 			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got %s", typeName(v))
 		}
-		raw, err := jsutil.ToJSON(rt, so)
-		if err != nil {
-			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %v", err)
-		}
-		req.Schema = raw
+		req.Schema = m.schemaJSON(so)
 	}
 	return req
+}
+
+// schemaJSON serializes a schema object, once for an object that is deeply frozen.
+func (m *agentModule) schemaJSON(so *goja.Object) json.RawMessage {
+	if raw, ok := m.schemas[so]; ok {
+		return raw
+	}
+	raw, err := jsutil.ToJSON(m.rt, so)
+	if err != nil {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %v", err)
+	}
+	if m.deepFrozen(so) {
+		m.schemas[so] = raw
+	}
+	return raw
 }
 
 func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
@@ -222,7 +238,7 @@ func contains(list []string, s string) bool {
 
 // callSite is the script position of the innermost JS frame: the agent.call's caller.
 func callSite(rt *goja.Runtime) string {
-	for _, f := range rt.CaptureCallStack(8, nil) {
+	for _, f := range rt.CaptureCallStack(3, nil) {
 		p := f.Position()
 		if p.Filename == "" || p.Line == 0 {
 			continue
