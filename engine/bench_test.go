@@ -84,7 +84,7 @@ export default async function main({ n }) {
   let done = 0;
   for (let i = 0; i < n; i++) {
     const r = await agent.call({ role: "executor", node: "step", prompt: "Carry out step " + i, schema: buildReport });
-    if (r.status === "completed") done++;
+    if (r.status === "completed" && r.output.filesChanged.length > 0) done++;
   }
   return done;
 }

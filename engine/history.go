@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/journal"
@@ -15,7 +18,8 @@ type recorded struct {
 	turns     []*journal.Row // turn_started rows, in order
 	interrupt *journal.Row
 	terminal  *journal.Row
-	tokens    journal.Tokens // every attempt's, for the run's spending
+	tokens    journal.Tokens  // every attempt's, for the run's spending
+	result    json.RawMessage // the CallResult a settled call replays, built ahead
 }
 
 // pauseReasons are the held reasons a pause gives; a resume runs those calls again.
@@ -142,6 +146,24 @@ func readHistory(rows []journal.Row) (*history, error) {
 		return nil, Errorf(CodeIncompatibleSchema, "journal: no started row")
 	}
 	return h, nil
+}
+
+// buildResults makes the CallResult of every settled call ahead of the replay, on every core,
+// so the script's loop only hands them over.
+func (h *history) buildResults() {
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(h.order); i += workers {
+				c := h.order[i]
+				c.result, _ = json.Marshal(BuildResult(h.run, c.prepared, c.thread, c.terminal))
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // clockStart is when the run's clock starts: its first process's started row.

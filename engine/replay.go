@@ -13,13 +13,14 @@ type delivery struct {
 	c        *call
 	terminal *journal.Row
 	replayed bool
+	result   json.RawMessage // built ahead for a replayed call
 }
 
 // replayLocked queues a call the journal answered: it reaches the script in the order the
 // journal recorded, once every earlier recorded completion has.
 func (r *run) replayLocked(c *call, rec *recorded) {
 	c.ended = true
-	c.replay = &delivery{c: c, terminal: rec.terminal, replayed: true}
+	c.replay = &delivery{c: c, terminal: rec.terminal, replayed: true, result: rec.result}
 	r.drainLocked()
 }
 
@@ -66,7 +67,10 @@ func (r *run) sendLocked(d delivery) {
 	status := StatusOf(row.Type)
 	r.counts[status]++
 	r.dirty = true
-	res, _ := json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
+	res := d.result
+	if res == nil {
+		res, _ = json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
+	}
 	c.settle(res, func() {
 		r.clock = row.At
 		c.delivered = true

@@ -76,6 +76,7 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.buildResults()
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -214,7 +215,7 @@ func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 		s.drainLocked()
 		return nil
 	}
-	res, _ := json.Marshal(BuildResult(s.h.run, rec.prepared, rec.thread, rec.terminal))
+	res := rec.result
 	at := rec.terminal.At
 	if s.ready == nil {
 		s.ready = map[*recorded]func(){}

@@ -3,6 +3,7 @@ package jsutil
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/dop251/goja"
@@ -12,10 +13,16 @@ import (
 // with non-writable, non-configurable properties and then freezes it, which is several times
 // cheaper than JSON.parse followed by a freezing walk: a CallResult is parsed once per call.
 // The values are what JSON.parse would give: same keys in the same order, same numbers.
-func FrozenParser(rt *goja.Runtime) func(data []byte) (goja.Value, error) {
-	freeze, _ := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("freeze"))
+//
+// Members of the top-level object named in lazy are built on first read: each is a
+// non-configurable getter that parses its value (deeply frozen) once. A result's meta is seldom
+// read, and building it is most of the work of a replayed call.
+func FrozenParser(rt *goja.Runtime, lazy ...string) func(data []byte) (goja.Value, error) {
+	object := rt.Get("Object").ToObject(rt)
+	freeze, _ := goja.AssertFunction(object.Get("freeze"))
+	seal, _ := goja.AssertFunction(object.Get("preventExtensions"))
 	return func(data []byte) (goja.Value, error) {
-		p := &frozenParser{rt: rt, freeze: freeze, data: data}
+		p := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: data, lazy: lazy}
 		p.space()
 		if p.i >= len(p.data) {
 			return goja.Null(), nil
@@ -36,10 +43,12 @@ func FrozenParser(rt *goja.Runtime) func(data []byte) (goja.Value, error) {
 const maxFrozenDepth = 512
 
 type frozenParser struct {
-	rt     *goja.Runtime
-	freeze goja.Callable
-	data   []byte
-	i      int
+	rt                *goja.Runtime
+	freeze            goja.Callable
+	preventExtensions goja.Callable
+	data              []byte
+	i                 int
+	lazy              []string
 }
 
 func (p *frozenParser) errorf(format string, args ...any) error {
@@ -147,7 +156,7 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
-		return p.frozen(obj)
+		return p.sealed(obj)
 	}
 	for {
 		p.space()
@@ -164,12 +173,18 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 		}
 		p.i++
 		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		if err := obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-			return nil, p.errorf("member %q: %v", key, err)
+		if depth == 0 && slices.Contains(p.lazy, key) {
+			if err := p.lazyMember(obj, key); err != nil {
+				return nil, err
+			}
+		} else {
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			if err := obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+				return nil, p.errorf("member %q: %v", key, err)
+			}
 		}
 		p.space()
 		if p.i < len(p.data) && p.data[p.i] == ',' {
@@ -178,7 +193,7 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 		}
 		if p.i < len(p.data) && p.data[p.i] == '}' {
 			p.i++
-			return p.frozen(obj)
+			return p.sealed(obj)
 		}
 		return nil, p.errorf("expected ',' or '}'")
 	}
@@ -212,9 +227,101 @@ func (p *frozenParser) array(depth int) (goja.Value, error) {
 	}
 }
 
+// sealed finishes an object whose properties were all defined non-writable and
+// non-configurable: preventing extensions is all that freezing it still takes, without
+// visiting its properties again.
+func (p *frozenParser) sealed(obj *goja.Object) (goja.Value, error) {
+	if _, err := p.preventExtensions(goja.Undefined(), obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
 func (p *frozenParser) frozen(obj *goja.Object) (goja.Value, error) {
 	if _, err := p.freeze(goja.Undefined(), obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// lazyMember defines key as a getter that builds its value on first read.
+func (p *frozenParser) lazyMember(obj *goja.Object, key string) error {
+	start := p.i
+	if err := p.skip(1); err != nil {
+		return err
+	}
+	raw := p.data[start:p.i]
+	var built goja.Value
+	rt, freeze, seal := p.rt, p.freeze, p.preventExtensions
+	getter := rt.ToValue(func(goja.FunctionCall) goja.Value {
+		if built == nil {
+			sub := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: raw}
+			v, err := sub.value(1)
+			if err != nil {
+				panic(rt.NewGoError(err))
+			}
+			built = v
+		}
+		return built
+	})
+	if err := obj.DefineAccessorProperty(key, getter, nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		return p.errorf("member %q: %v", key, err)
+	}
+	return nil
+}
+
+// skip moves past one JSON value without building it.
+func (p *frozenParser) skip(depth int) error {
+	if depth > maxFrozenDepth {
+		return p.errorf("nested too deeply")
+	}
+	p.space()
+	if p.i >= len(p.data) {
+		return p.errorf("unexpected end")
+	}
+	switch p.data[p.i] {
+	case '"':
+		_, err := p.str()
+		return err
+	case '{', '[':
+		closer := byte('}')
+		if p.data[p.i] == '[' {
+			closer = ']'
+		}
+		p.i++
+		p.space()
+		if p.i < len(p.data) && p.data[p.i] == closer {
+			p.i++
+			return nil
+		}
+		for {
+			if closer == '}' {
+				p.space()
+				if _, err := p.str(); err != nil {
+					return err
+				}
+				p.space()
+				if p.i >= len(p.data) || p.data[p.i] != ':' {
+					return p.errorf("expected ':'")
+				}
+				p.i++
+			}
+			if err := p.skip(depth + 1); err != nil {
+				return err
+			}
+			p.space()
+			if p.i < len(p.data) && p.data[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.data) && p.data[p.i] == closer {
+				p.i++
+				return nil
+			}
+			return p.errorf("expected ',' or %q", closer)
+		}
+	default:
+		_, err := p.value(depth)
+		return err
+	}
 }

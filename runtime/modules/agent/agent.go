@@ -70,7 +70,7 @@ type agentModule struct {
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop.
 func Loader(loop *eventloop.Loop, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt), deepFrozen: jsutil.DeepFrozenChecker(rt), schemas: map[*goja.Object]json.RawMessage{}}
+		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt, "meta"), deepFrozen: jsutil.DeepFrozenChecker(rt), schemas: map[*goja.Object]json.RawMessage{}}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
