@@ -119,16 +119,16 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		rec = r.hist.byIndex[index]
 	}
 	matchable := rec != nil && !r.continued[rec] && !rec.reopened()
-	if matchable && r.offRecord && rec.prepared.InputDigest != prepared.InputDigest {
+	if matchable && r.offRecord && !sameInputs(rec.prepared, prepared) {
 		// After a paused call ran again the script may take another path: what it no longer
 		// asks for is not a divergence.
 		matchable = false
 	}
 	if matchable {
 		// The journal has this call: the script must ask for the same thing.
-		if rec.prepared.InputDigest != prepared.InputDigest {
+		if !sameInputs(rec.prepared, prepared) {
 			r.mu.Unlock()
-			err := divergence(index, rec.prepared, prepared)
+			err := divergence(index, rec.prepared, withDigests(prepared))
 			r.stop(err)
 			return &callError{code: "divergence", msg: err.Error()}
 		}
@@ -163,7 +163,7 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		c.id = "c" + strconv.Itoa(r.nextID)
 	}
 	prepared.Call = c.id
-	c.prepared = prepared
+	c.prepared = withDigests(prepared)
 	r.calls[c.id] = c
 	c.lastSeq = r.j.Append(prepared)
 	r.mu.Unlock()
@@ -209,19 +209,47 @@ func prepare(req agent.Request, roles RoleTable, schemas *schemaCache) preparedC
 	}
 	p.row = &journal.Row{
 		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
-		Prompt: req.Prompt, PromptDigest: digest(req.Prompt), SchemaDigest: schemaDigest,
-		Handle: req.Resume, Site: req.Site,
+		Prompt: req.Prompt, SchemaDigest: schemaDigest, Handle: req.Resume, Site: req.Site,
 	}
 	if requested != (journal.Pair{}) {
 		p.row.RequestedPair = &requested
 	}
-	p.row.InputDigest = InputDigest(p.row)
 	p.configured, p.pairErr = roles.Decide(req.Role, requested)
 	if p.pairErr == nil && p.configured != (journal.Pair{}) {
 		c := p.configured
 		p.row.ConfiguredPair = &c
 	}
 	return p
+}
+
+// withDigests fills a prepared row's digests: a row that is written, or named in a divergence,
+// needs them; a replayed call only compares its inputs.
+func withDigests(row *journal.Row) *journal.Row {
+	if row.InputDigest == "" {
+		row.PromptDigest = digest(row.Prompt)
+		row.InputDigest = InputDigest(row)
+	}
+	return row
+}
+
+var emptyPromptDigest = digest("")
+
+// sameInputs reports whether a call asks for what a recorded call asked: the inputs its
+// digest covers, compared directly.
+func sameInputs(recorded, got *journal.Row) bool {
+	if recorded.Prompt == "" && recorded.PromptDigest != emptyPromptDigest {
+		// A row without its prompt (a hand-written trace) can only be compared by digest.
+		return recorded.InputDigest == withDigests(got).InputDigest
+	}
+	pair := func(p *journal.Pair) journal.Pair {
+		if p == nil {
+			return journal.Pair{}
+		}
+		return *p
+	}
+	return recorded.Role == got.Role && recorded.Node == got.Node && recorded.Prompt == got.Prompt &&
+		recorded.SchemaDigest == got.SchemaDigest && pair(recorded.RequestedPair) == pair(got.RequestedPair) &&
+		recorded.Handle == got.Handle
 }
 
 // launch runs a call on its own goroutine once the pool admits it.

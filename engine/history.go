@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -18,8 +17,19 @@ type recorded struct {
 	turns     []*journal.Row // turn_started rows, in order
 	interrupt *journal.Row
 	terminal  *journal.Row
-	tokens    journal.Tokens  // every attempt's, for the run's spending
-	result    json.RawMessage // the CallResult a settled call replays, built ahead
+	tokens    journal.Tokens // every attempt's, for the run's spending
+	// The CallResult a settled call replays, built ahead of the replay by buildResults or
+	// on demand, whichever comes first.
+	resultOnce sync.Once
+	result     json.RawMessage
+}
+
+// replayResult is the CallResult a settled call replays.
+func (c *recorded) replayResult(run string) json.RawMessage {
+	c.resultOnce.Do(func() {
+		c.result, _ = json.Marshal(BuildResult(run, c.prepared, c.thread, c.terminal))
+	})
+	return c.result
 }
 
 // pauseReasons are the held reasons a pause gives; a resume runs those calls again.
@@ -148,22 +158,14 @@ func readHistory(rows []journal.Row) (*history, error) {
 	return h, nil
 }
 
-// buildResults makes the CallResult of every settled call ahead of the replay, on every core,
-// so the script's loop only hands them over.
+// buildResults makes the CallResults of the settled calls in the background, in replay order,
+// so the script's loop mostly finds them ready.
 func (h *history) buildResults() {
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(h.order); i += workers {
-				c := h.order[i]
-				c.result, _ = json.Marshal(BuildResult(h.run, c.prepared, c.thread, c.terminal))
-			}
-		}()
-	}
-	wg.Wait()
+	go func() {
+		for _, c := range h.order {
+			c.replayResult(h.run)
+		}
+	}()
 }
 
 // clockStart is when the run's clock starts: its first process's started row.

@@ -20,7 +20,7 @@ type delivery struct {
 // journal recorded, once every earlier recorded completion has.
 func (r *run) replayLocked(c *call, rec *recorded) {
 	c.ended = true
-	c.replay = &delivery{c: c, terminal: rec.terminal, replayed: true, result: rec.result}
+	c.replay = &delivery{c: c, terminal: rec.terminal, replayed: true, result: rec.replayResult(r.id)}
 	r.drainLocked()
 }
 

@@ -205,17 +205,17 @@ func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 		return nil
 	}
 	s.matched[rec] = true
-	if rec.prepared.InputDigest == p.row.InputDigest {
+	if sameInputs(rec.prepared, p.row) {
 		s.report.Matched++
 	} else {
-		s.report.Divergences = append(s.report.Divergences, shadowDivergence(s.issued, rec.prepared, p.row))
+		s.report.Divergences = append(s.report.Divergences, shadowDivergence(s.issued, rec.prepared, withDigests(p.row)))
 	}
 	if rec.terminal == nil || !rec.settled() {
 		s.heldBack = append(s.heldBack, s.held(rec.prepared, settle, "the recorded call has no outcome to replay"))
 		s.drainLocked()
 		return nil
 	}
-	res := rec.result
+	res := rec.replayResult(s.h.run)
 	at := rec.terminal.At
 	if s.ready == nil {
 		s.ready = map[*recorded]func(){}
