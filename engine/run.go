@@ -362,14 +362,14 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	out, runErr := script.Run(runCtx)
 	cause := context.Cause(runCtx)
 	cancelled := ctx.Err() != nil && !isFailure(cause)
-	reason := "cancelled"
-	r.interruptAll(reason)
+	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled.
+	r.interruptAll("cancelled")
 	r.wg.Wait()
 	if cause != nil && isFailure(cause) {
 		// The run cannot go on (a divergence, a journal that failed): no ended row, so a fixed
 		// script or a healthy disk can resume it.
 		stopPublish()
-		r.publish("crashed", "")
+		r.publish("stopped", "")
 		return nil, failureError(id, cause)
 	}
 	r.supersedeUnmade()
@@ -392,7 +392,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		ended.Error = res.Error
 	default:
 		stopPublish()
-		r.publish("crashed", "")
+		r.publish("stopped", "")
 		return nil, Errorf(CodeCapabilityUnavailable, "run %s: %v", id, runErr)
 	}
 	r.mu.Lock()
