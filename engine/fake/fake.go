@@ -7,6 +7,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
@@ -21,6 +22,7 @@ const Name = "fake"
 type Backend struct {
 	answers *Answers
 	now     func() time.Time
+	overdue overdueGate
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -60,7 +62,7 @@ func (b *Backend) Send(_ context.Context, th backend.Thread, req backend.TurnReq
 
 // Wait implements backend.Backend.
 func (b *Backend) Wait(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string) backend.Outcome {
-	return b.answer(ctx, req, turnID, b.now())
+	return b.answer(ctx, req, turnID, b.now(), false)
 }
 
 // Reconcile implements backend.Backend: the fake host still has every turn ever sent.
@@ -68,14 +70,24 @@ func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.
 	if turnID == "" {
 		turnID = turnIDOf(th, req.K) // the process that sent it died before recording it
 	}
-	return b.answer(ctx, req, turnID, sentAt)
+	return b.answer(ctx, req, turnID, sentAt, true)
 }
 
 func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th.ID, k) }
 
-func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
+func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}
 	turn := b.answers.find(req.Call.Index, req.Call.Role, req.Call.Node, req.K)
+	if reconciled {
+		due := sentAt
+		if turn != nil {
+			due = sentAt.Add(time.Duration(turn.DelayMS) * time.Millisecond)
+		}
+		if !due.After(b.now()) && !b.overdue.wait(ctx, due) {
+			out.Interrupted = true
+			return out
+		}
+	}
 	if turn != nil && turn.DelayMS > 0 {
 		wait := time.Until(sentAt.Add(time.Duration(turn.DelayMS) * time.Millisecond))
 		if wait > 0 {
@@ -136,4 +148,74 @@ func estimate(prompt, answer string) journal.Tokens {
 	in := int64(len(prompt)+3) / 4
 	out := int64(len(answer)+3) / 4
 	return journal.Tokens{Input: in, Output: out, Total: in + out}
+}
+
+// overdueGate releases turns that finished on the host while no process watched them in the
+// order they finished: turns reconciled together after a restart would otherwise come back in
+// whatever order their goroutines run, and a Promise.race could take another path than it
+// would have.
+type overdueGate struct {
+	mu      sync.Mutex
+	pending []time.Time
+	changed chan struct{}
+}
+
+// overdueWindow is how long a reconciled turn waits for the others reconciled with it.
+const overdueWindow = 20 * time.Millisecond
+
+// overdueSpacing leaves the engine time to deliver one before the next is released.
+const overdueSpacing = 2 * time.Millisecond
+
+// wait returns once every overdue turn that finished before due has been released; false when
+// ctx ended first.
+func (g *overdueGate) wait(ctx context.Context, due time.Time) bool {
+	g.mu.Lock()
+	g.pending = append(g.pending, due)
+	if g.changed == nil {
+		g.changed = make(chan struct{})
+	}
+	g.mu.Unlock()
+	release := func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i, d := range g.pending {
+			if d.Equal(due) {
+				g.pending = append(g.pending[:i], g.pending[i+1:]...)
+				break
+			}
+		}
+		close(g.changed)
+		g.changed = make(chan struct{})
+	}
+	t := time.NewTimer(overdueWindow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		release()
+		return false
+	}
+	for {
+		g.mu.Lock()
+		first := true
+		for _, d := range g.pending {
+			if d.Before(due) {
+				first = false
+				break
+			}
+		}
+		changed := g.changed
+		g.mu.Unlock()
+		if first {
+			// The later ones wait a little longer, so this one reaches the engine first.
+			time.AfterFunc(overdueSpacing, release)
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			release()
+			return false
+		}
+	}
 }
