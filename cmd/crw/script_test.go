@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+	"github.com/crw-dev/crw/engine"
 )
 
 // TestMain makes the test binary double as crw, so scripts run the real command in a
@@ -61,6 +65,17 @@ func TestScript(t *testing.T) {
 			"jsonenv":  cmdJSONEnv,
 			"trace":    cmdTrace,
 			"norun":    cmdNoRun,
+			// Run processes, journals and traces, for the durable_*.txtar scripts.
+			"killed":     cmdKilled,
+			"killrun":    cmdKillRun,
+			"waitstatus": cmdWaitStatus,
+			"runenv":     cmdRunEnv,
+			"proclock":   cmdProcLock,
+			"rows":       cmdRows,
+			"truncate":   cmdTruncate,
+			"garble":     cmdGarble,
+			"eq":         cmdEq,
+			"jsonset":    cmdJSONSet,
 		},
 	})
 }
@@ -380,4 +395,228 @@ func normalize(v any) any {
 		return s
 	}
 	return v
+}
+
+// pollTimeout bounds how long a command waits for a detached run's process.
+const pollTimeout = 60 * time.Second
+
+// cmdKilled is `killed PROG ARGS...`: run PROG like exec and require that it was killed by
+// SIGKILL (a crash point of CRW_CRASH_AFTER_COMMIT).
+func cmdKilled(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: killed prog [args...]")
+	}
+	err := ts.Exec(args[0], args[1:]...)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		ts.Fatalf("%s was not killed: %v", args[0], err)
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		ts.Fatalf("%s ended %v, want killed by SIGKILL", args[0], err)
+	}
+}
+
+// liveRun is the process that holds RUN now: its pid, from state.json, once it holds the run
+// lock.
+func liveRun(ts *testscript.TestScript, run string) int {
+	state := ts.Getenv("CRW_STATE")
+	if !engine.Live(state, run) {
+		ts.Fatalf("run %s has no live process", run)
+	}
+	st, err := engine.ReadState(state, run)
+	ts.Check(err)
+	if st.PID <= 0 {
+		ts.Fatalf("run %s: state.json names no pid", run)
+	}
+	return st.PID
+}
+
+// cmdKillRun is `killrun RUN`: SIGKILL the process that holds RUN (the pid of its state.json)
+// and wait until its run lock is free.
+func cmdKillRun(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: killrun RUN")
+	}
+	pid := liveRun(ts, args[0])
+	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	deadline := time.Now().Add(pollTimeout)
+	for engine.Live(ts.Getenv("CRW_STATE"), args[0]) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("run %s: process %d still holds the run %v after SIGKILL", args[0], pid, pollTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cmdWaitStatus is `waitstatus RUN PATH WANT`: poll `crw flow status RUN --json` (through the
+// engine) until the value at PATH equals WANT, a JSON value.
+func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitstatus RUN PATH WANT")
+	}
+	var want any
+	if err := json.Unmarshal([]byte(args[2]), &want); err != nil {
+		ts.Fatalf("waitstatus: WANT %q is not JSON: %v", args[2], err)
+	}
+	w := canonical(want)
+	deadline := time.Now().Add(pollTimeout)
+	last := ""
+	for {
+		st, err := engine.Status(ts.Getenv("CRW_STATE"), args[0])
+		if err == nil {
+			data, _ := json.Marshal(st)
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.UseNumber()
+			var doc any
+			ts.Check(dec.Decode(&doc))
+			if got, ok := lookup(ts, doc, args[1]); ok {
+				if last = canonical(got); last == w {
+					return
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitstatus: %s of run %s is %s after %v, want %s", args[1], args[0], last, pollTimeout, w)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdRunEnv is `runenv RUN NAME VALUE`: the live process of RUN has exactly one NAME entry in
+// its environment (/proc/PID/environ), and it is VALUE.
+func cmdRunEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: runenv RUN NAME VALUE")
+	}
+	pid := liveRun(ts, args[0])
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	ts.Check(err)
+	var found []string
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, args[1]+"="); ok {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 || found[0] != args[2] {
+		ts.Fatalf("runenv: process %d of run %s has %s=%q, want exactly %q", pid, args[0], args[1], found, args[2])
+	}
+}
+
+// cmdProcLock is `proclock RUN VAR`: exactly one process lock of RUN is held now; set VAR to its
+// token (process.<token>.lock).
+func cmdProcLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: proclock RUN VAR")
+	}
+	held := engine.ProcessLocks(ts.Getenv("CRW_STATE"), args[0])
+	if len(held) != 1 {
+		ts.Fatalf("proclock: run %s has %d held process locks %v, want 1", args[0], len(held), held)
+	}
+	ts.Setenv(args[1], held[0])
+}
+
+// cmdRows is `rows TRACE OUT TYPE [CALL]`: write to OUT, as one JSON array, the rows of the
+// crw-trace/1 file TRACE (or stdout) of type TYPE (any type for "*") that belong to CALL when
+// it is given, in trace order and exactly as stored.
+func cmdRows(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: rows TRACE OUT TYPE [CALL]")
+	}
+	lines := strings.Split(strings.TrimSuffix(ts.ReadFile(args[0]), "\n"), "\n")
+	if !strings.Contains(lines[0], `"format":"crw-trace/1"`) {
+		ts.Fatalf("rows: %s has no crw-trace/1 header", args[0])
+	}
+	out := []json.RawMessage{}
+	for i, l := range lines[1:] {
+		var row struct{ Type, Call string }
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			ts.Fatalf("rows: %s line %d: %v", args[0], i+2, err)
+		}
+		if (args[2] == "*" || row.Type == args[2]) && (len(args) < 4 || row.Call == args[3]) {
+			out = append(out, json.RawMessage(l))
+		}
+	}
+	data, err := json.Marshal(out)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), data, 0o644))
+}
+
+// cmdTruncate is `truncate FILE SIZE`.
+func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: truncate FILE SIZE")
+	}
+	size, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	ts.Check(os.Truncate(ts.MkAbs(args[0]), size))
+}
+
+// cmdGarble is `garble FILE OFFSET [LEN]`: overwrite LEN bytes of FILE from OFFSET (to its end
+// without LEN) with a fixed pseudo-random garbage.
+func cmdGarble(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: garble FILE OFFSET [LEN]")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	end := len(data)
+	if len(args) == 3 {
+		n, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		end = off + n
+	}
+	if off < 0 || off >= end || end > len(data) {
+		ts.Fatalf("garble: bytes %d to %d are not inside %s (%d bytes)", off, end, args[0], len(data))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := off; i < end; i++ {
+		b := byte(rng.Uint32())
+		if b == data[i] {
+			b = ^b
+		}
+		data[i] = b
+	}
+	ts.Check(os.WriteFile(path, data, 0o600))
+}
+
+// cmdEq is `eq A B`: the two words are equal (with `!`, they differ).
+func cmdEq(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: eq A B")
+	}
+	if (args[0] == args[1]) == neg {
+		ts.Fatalf("eq: %q and %q", args[0], args[1])
+	}
+}
+
+// cmdJSONSet is `jsonset FILE PATH VALUE`: rewrite the JSON document FILE with the member at
+// PATH (an object member that exists) set to VALUE, a JSON value.
+func cmdJSONSet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 || args[1] == "." {
+		ts.Fatalf("usage: jsonset FILE PATH VALUE")
+	}
+	doc := decode(ts, args[0])
+	var value any
+	if err := json.Unmarshal([]byte(args[2]), &value); err != nil {
+		ts.Fatalf("jsonset: VALUE %q is not JSON: %v", args[2], err)
+	}
+	parent, name := ".", args[1]
+	if i := strings.LastIndex(args[1], "."); i >= 0 {
+		parent, name = args[1][:i], args[1][i+1:]
+	}
+	v, _ := lookup(ts, doc, parent)
+	obj, ok := v.(map[string]any)
+	if _, has := obj[name]; !ok || !has {
+		ts.Fatalf("jsonset: %s has no member %s", args[0], args[1])
+	}
+	obj[name] = value
+	data, err := json.MarshalIndent(doc, "", "  ")
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), append(data, '\n'), 0o600))
 }

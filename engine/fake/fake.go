@@ -83,7 +83,7 @@ func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID st
 		if turn != nil {
 			due = sentAt.Add(time.Duration(turn.DelayMS) * time.Millisecond)
 		}
-		if !due.After(b.now()) && !b.overdue.wait(ctx, due) {
+		if !due.After(b.now().Add(overdueWindow)) && !b.overdue.wait(ctx, due) {
 			out.Interrupted = true
 			return out
 		}
