@@ -150,15 +150,19 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 		r.launch(c, configured, compiled, rec)
 		return nil
 	}
-	if rec != nil && rec.reopened() {
-		// A call held by a pause runs again; from here the script may take another path.
+	if rec != nil && rec.reopened() && !r.offRecord {
+		// A call held by a pause: from here the script may take another path, and nothing
+		// waits for the recorded completions any more.
 		r.offRecord = true
+		r.drainLocked()
+	}
+	if rec != nil && rec.reopened() && !r.continued[rec] && sameInputs(rec.prepared, prepared) {
+		// The same call runs again, as a new attempt of the same id.
 		r.continued[rec] = true
 		c.id = rec.prepared.Call
 	} else {
-		if rec != nil {
-			r.continued[rec] = true
-		}
+		// A call the journal does not have at this position; a recorded call it replaces is
+		// never matched against, and ends superseded if nothing makes it again.
 		r.nextID++
 		c.id = "c" + strconv.Itoa(r.nextID)
 	}

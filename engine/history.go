@@ -72,12 +72,14 @@ type history struct {
 	byID    map[string]*recorded
 	byIndex map[int]*recorded // the calls the script issued, by issue order (latest id per index)
 	order   []*recorded       // settled calls, in the order the script received them
-	maxCall int               // the highest numeric call id in the journal
-	holds   map[string]string // node → the call whose unknown outcome holds it
-	spent   journal.Tokens
-	lastSeq uint64
-	starts  int // started rows: processes that ran the run
-	ids     []string
+	// every call with a terminal row, in the order of those rows
+	finished []*recorded
+	maxCall  int               // the highest numeric call id in the journal
+	holds    map[string]string // node → the call whose unknown outcome holds it
+	spent    journal.Tokens
+	lastSeq  uint64
+	starts   int // started rows: processes that ran the run
+	ids      []string
 }
 
 // readHistory reads a journal's rows into a history.
@@ -150,6 +152,7 @@ func readHistory(rows []journal.Row) (*history, error) {
 			if c.settled() {
 				h.order = append(h.order, c)
 			}
+			h.finished = append(h.finished, c)
 		}
 	}
 	if h.started == nil {
@@ -166,6 +169,18 @@ func (h *history) buildResults() {
 			c.replayResult(h.run)
 		}
 	}()
+}
+
+// outcomes is every call's latest outcome in the order the journal recorded it: what a
+// shadow replays, pause-held calls included, since the recorded script saw them.
+func (h *history) outcomes() []*recorded {
+	var out []*recorded
+	for _, c := range h.finished {
+		if h.byID[c.prepared.Call] == c {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // clockStart is when the run's clock starts: its first process's started row.

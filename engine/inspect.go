@@ -132,6 +132,12 @@ func Summarize(rows []journal.Row) RunSummary {
 				c.Turns++
 			}
 			if journal.IsTerminal(row.Type) {
+				if c.Status != "" {
+					// A later terminal row (superseded) replaces the call's outcome.
+					if s.Counts[c.Status]--; s.Counts[c.Status] == 0 {
+						delete(s.Counts, c.Status)
+					}
+				}
 				at := row.At
 				c.Status, c.Reason, c.Detail, c.Ended, c.EndSeq = StatusOf(row.Type), row.Reason, row.Detail, &at, row.Seq
 				c.RepairUsed = row.RepairUsed

@@ -21,19 +21,23 @@ func (r *run) publishLoop() (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-r.publishKick:
 				r.mu.Lock()
-				dirty := r.dirty
-				r.dirty = false
-				paused := r.paused
+				r.dirty = true
 				r.mu.Unlock()
-				if dirty {
-					state := "running"
-					if paused {
-						state = "paused"
-					}
-					r.publish(state, "")
+			case <-t.C:
+			}
+			r.mu.Lock()
+			dirty := r.dirty
+			r.dirty = false
+			paused := r.paused
+			r.mu.Unlock()
+			if dirty {
+				state := "running"
+				if paused {
+					state = "paused"
 				}
+				r.publish(state, "")
 			}
 		}
 	}()
@@ -51,9 +55,18 @@ func (r *run) stateNow(state, status string) RunState {
 	defer r.mu.Unlock()
 	return RunState{
 		Schema: StateSchema, Run: r.id, State: state, Status: status, PID: os.Getpid(),
-		Workflow: r.spec.Workflow, Backend: r.backend.Name(), InFlight: len(r.inflight),
+		Replaying: r.recordPendingLocked(),
+		Workflow:  r.spec.Workflow, Backend: r.backend.Name(), InFlight: len(r.inflight),
 		Calls: r.countsCopy(), Tokens: r.spent, LastSeq: r.j.LastSeq(), StartedAt: r.started,
 		UpdatedAt: time.Now().UTC(),
+	}
+}
+
+// publishSoon asks for state.json to be written now rather than at the next tick.
+func (r *run) publishSoon() {
+	select {
+	case r.publishKick <- struct{}{}:
+	default:
 	}
 }
 

@@ -58,6 +58,11 @@ func (r *run) drainLocked() {
 		for _, d := range held {
 			r.sendLocked(d)
 		}
+		if r.hist != nil && !r.caughtUp {
+			// The replay is over: say so at once (a detached resume waits for it).
+			r.caughtUp = true
+			r.publishSoon()
+		}
 	}
 }
 
@@ -104,7 +109,8 @@ func (r *run) replaying() bool {
 	return r.recordPendingLocked()
 }
 
-// supersedeUnmade ends the open calls of the journal that the resumed script no longer made.
+// supersedeUnmade ends the calls of the journal that the resumed script no longer made: open
+// ones, and ones a pause held, which would have run again.
 func (r *run) supersedeUnmade() {
 	if r.hist == nil {
 		return
@@ -113,7 +119,7 @@ func (r *run) supersedeUnmade() {
 	r.mu.Lock()
 	for _, id := range r.hist.ids {
 		rec := r.hist.byID[id]
-		if rec.terminal != nil || r.continued[rec] {
+		if rec.settled() || r.continued[rec] {
 			continue
 		}
 		rows = append(rows, &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"})

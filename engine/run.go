@@ -107,7 +107,8 @@ type run struct {
 	wg      sync.WaitGroup
 	schemas schemaCache
 
-	flushKick chan struct{}
+	flushKick   chan struct{}
+	publishKick chan struct{}
 
 	mu        sync.Mutex
 	calls     map[string]*call
@@ -120,6 +121,7 @@ type run struct {
 	counts    Counts
 	dirty     bool
 	offRecord bool // a call held by a pause ran again: the script may now leave the record
+	caughtUp  bool // every recorded completion was delivered
 	replayed  int  // settled calls delivered from the journal
 	heldBack  []delivery
 	outbox    []Event    // call_ended events not sent yet
@@ -306,7 +308,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		id: id, spec: spec, x: x, dir: dir, j: j, backend: be, roles: spec.Roles,
 		pool: newPool(spec.Pool), calls: map[string]*call{}, inflight: map[*call]struct{}{},
 		holds: map[string]string{}, counts: Counts{}, clock: now, started: now,
-		flushKick: make(chan struct{}, 1), continued: map[*recorded]bool{},
+		flushKick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), continued: map[*recorded]bool{},
 	}
 	if r.roles == nil {
 		r.roles = RoleTable{}

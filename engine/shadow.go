@@ -76,12 +76,11 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.buildResults()
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	s := &shadowHost{
-		h: h, log: opts.Log, clock: h.clockStart(), matched: map[*recorded]bool{},
+		h: h, order: h.outcomes(), log: opts.Log, clock: h.clockStart(), matched: map[*recorded]bool{},
 		rng:   rand.New(rand.NewPCG(seed(h.run, "crw.random"), 0)),
 		roles: RoleTable(h.started.RolePairs),
 	}
@@ -142,6 +141,7 @@ func maxIndex(m map[int]*recorded) int {
 // shadowHost is the host of a shadow replay.
 type shadowHost struct {
 	h       *history
+	order   []*recorded // the recorded outcomes, in the order the script received them
 	log     io.Writer
 	clock   time.Time
 	rng     *rand.Rand
@@ -154,7 +154,7 @@ type shadowHost struct {
 	issued   int
 	matched  map[*recorded]bool
 	ready    map[*recorded]func() // recorded results waiting for their turn in the recorded order
-	next     int                  // position in h.order
+	next     int                  // position in order
 	heldBack []func()
 }
 
@@ -210,7 +210,7 @@ func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 	} else {
 		s.report.Divergences = append(s.report.Divergences, shadowDivergence(s.issued, rec.prepared, withDigests(p.row)))
 	}
-	if rec.terminal == nil || !rec.settled() {
+	if rec.terminal == nil {
 		s.heldBack = append(s.heldBack, s.held(rec.prepared, settle, "the recorded call has no outcome to replay"))
 		s.drainLocked()
 		return nil
@@ -239,15 +239,15 @@ func (s *shadowHost) held(p *journal.Row, settle agent.Settle, why string) func(
 // drainLocked delivers recorded results in the recorded order as far as their calls were made,
 // then whatever waited behind them.
 func (s *shadowHost) drainLocked() {
-	for s.next < len(s.h.order) {
-		fn, ok := s.ready[s.h.order[s.next]]
+	for s.next < len(s.order) {
+		fn, ok := s.ready[s.order[s.next]]
 		if !ok {
 			break
 		}
 		s.next++
 		fn()
 	}
-	if s.next == len(s.h.order) {
+	if s.next == len(s.order) {
 		for _, fn := range s.heldBack {
 			fn()
 		}
@@ -260,8 +260,8 @@ func (s *shadowHost) drainLocked() {
 func (s *shadowHost) Idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ; s.next < len(s.h.order); s.next++ {
-		if fn, ok := s.ready[s.h.order[s.next]]; ok {
+	for ; s.next < len(s.order); s.next++ {
+		if fn, ok := s.ready[s.order[s.next]]; ok {
 			fn()
 		}
 	}

@@ -85,7 +85,8 @@ type Counts map[string]int
 type RunState struct {
 	Schema    string            `json:"schema"`
 	Run       string            `json:"run"`
-	State     string            `json:"state"` // running, paused, ended
+	State     string            `json:"state"`               // running, paused, ended
+	Replaying bool              `json:"replaying,omitempty"` // still giving the script what the journal recorded
 	Status    string            `json:"status,omitempty"`
 	PID       int               `json:"pid"`
 	Workflow  string            `json:"workflow"`

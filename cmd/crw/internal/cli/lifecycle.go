@@ -200,8 +200,8 @@ func resumable(state, id string) error {
 	return nil
 }
 
-// spawn starts the process of a detached run and returns once it holds the run, or fails with
-// what it said. The process gets the caller's environment with the run's recorded TMPDIR.
+// spawn starts the process of a detached run and returns once it holds the run and has
+// replayed its journal, or fails with what it said. The process gets the caller's environment with the run's recorded TMPDIR.
 func spawn(state, id string) (int, error) {
 	self, err := selfPath()
 	if err != nil {
@@ -237,14 +237,16 @@ func spawn(state, id string) (int, error) {
 	for {
 		select {
 		case <-exited:
-			if st, err := engine.ReadState(state, id); err == nil && (st.State == "ended" || st.State == "paused") {
+			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid && (st.State == "ended" || st.State == "paused") {
 				return cmd.Process.Pid, nil // it ran to its end already
 			}
-			return 0, engine.Errorf(engine.CodeRunUnavailable, "the run's process ended before it held run %s: %s", id, logTail(logPath, before))
+			return 0, engine.Errorf(engine.CodeRunUnavailable, "the run's process stopped: %s", logTail(logPath, before))
 		case <-deadline:
 			return cmd.Process.Pid, engine.Errorf(engine.CodeRunUnavailable, "the run's process (pid %d) did not take run %s within 30 s; see %s", cmd.Process.Pid, id, logPath)
 		case <-tick.C:
-			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid {
+			// Held, and past the replay of its journal: a script that diverges from the journal
+			// is reported here rather than found later in the log.
+			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid && !st.Replaying {
 				return cmd.Process.Pid, nil
 			}
 		}
