@@ -36,7 +36,11 @@ func newCmdList(g *globals, streams IO) *cobra.Command {
 			for _, id := range ids {
 				st, err := runStatus(state, id)
 				if err != nil {
-					continue
+					// Listed all the same: a run whose files cannot be read is worth seeing.
+					st = statusOutput{Run: id, State: "unreadable", Calls: engine.Counts{}, Result: json.RawMessage("null")}
+					if e, ok := engine.AsError(err); ok {
+						st.Status = e.Code
+					}
 				}
 				runs = append(runs, st)
 			}
