@@ -24,10 +24,31 @@ type progress struct {
 	run    string
 	start  time.Time
 	closed bool
+	stop   chan struct{}
 }
 
 func newProgress(w io.Writer, tty, quiet bool) *progress {
-	return &progress{w: w, tty: tty, quiet: quiet, start: time.Now()}
+	p := &progress{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{})}
+	if tty && !quiet {
+		// Redraw while calls are slow, so the elapsed time moves.
+		go func() {
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					if !p.closed && p.run != "" {
+						p.draw()
+					}
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return p
 }
 
 func (p *progress) started(run string) {
@@ -119,6 +140,9 @@ func (l logWriter) Write(b []byte) (int, error) {
 func (p *progress) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closed {
+		close(p.stop)
+	}
 	if p.tty && !p.quiet && p.run != "" {
 		p.draw()
 		fmt.Fprintln(p.w)
