@@ -396,7 +396,12 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		}
 		switch {
 		case out.Lost:
-			r.end(c, &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"})
+			row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"}
+			if l, ok := r.backend.(backend.LostLeavesIntent); ok && l.LostLeavesIntent() {
+				r.endUnrecorded(c, row)
+				return
+			}
+			r.end(c, row)
 			return
 		case out.Interrupted:
 			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
@@ -620,6 +625,24 @@ func (r *run) end(c *call, row *journal.Row) {
 	r.mu.Unlock()
 	r.flushEvents()
 	r.flushSoon()
+}
+
+// endUnrecorded gives the script a call's outcome without a terminal row: the call's last row
+// stays the intent that was sent, for the reconcile pass of a resume to decide.
+func (r *run) endUnrecorded(c *call, row *journal.Row) {
+	row.Call = c.id
+	row.TurnIDs = c.turnIDs
+	row.RepairUsed = c.repairUsed
+	row.At = time.Now().UTC()
+	r.mu.Lock()
+	c.ended = true
+	delete(r.inflight, c)
+	if _, held := r.holds[c.req.Node]; !held {
+		r.holds[c.req.Node] = c.id
+	}
+	r.deliverLocked(delivery{c: c, terminal: row})
+	r.mu.Unlock()
+	r.flushEvents()
 }
 
 // flushSoon asks for the rows appended so far to be committed shortly, in case nothing else

@@ -79,3 +79,10 @@ type Backend interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// LostLeavesIntent is a backend whose lost requests are decided by the reconcile pass of a
+// later resume rather than by a terminal row: the host may still run the turn it never
+// answered for. The script gets unknown / dispatch_unknown at once all the same.
+type LostLeavesIntent interface {
+	LostLeavesIntent() bool
+}
