@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/journal"
@@ -349,10 +350,12 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		}
 		var err error
 		if th, err = r.backend.OpenThread(c.ctx, treq, c.commit); err != nil {
-			r.end(c, c.failure(err))
+			r.finish(c, c.failure(err))
 			return
 		}
+		r.mu.Lock()
 		c.th = th
+		r.mu.Unlock()
 		c.thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
 		if c.resumeOf != nil {
 			c.thread.ChainedFrom = c.req.Resume
@@ -380,7 +383,7 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		} else {
 			turnID, err := r.backend.Send(c.ctx, th, treq, c.commit)
 			if err != nil {
-				r.end(c, c.failure(err))
+				r.finish(c, c.failure(err))
 				return
 			}
 			c.turnIDs = append(c.turnIDs, turnID)
@@ -396,12 +399,7 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 		}
 		switch {
 		case out.Lost:
-			row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"}
-			if l, ok := r.backend.(backend.LostLeavesIntent); ok && l.LostLeavesIntent() {
-				r.endUnrecorded(c, row)
-				return
-			}
-			r.end(c, row)
+			r.finish(c, &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"})
 			return
 		case out.Interrupted:
 			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
@@ -525,7 +523,12 @@ func (c *call) failure(err error) *journal.Row {
 		return &journal.Row{Type: journal.TypeHeld, Reason: reason}
 	}
 	var he *HostError
-	if errors.As(err, &he) {
+	switch {
+	case errors.Is(err, appserver.ErrLost):
+		return &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the request got no answer"}
+	case errors.Is(err, appserver.ErrCodexMissing), errors.Is(err, appserver.ErrUnavailable):
+		return &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the app server is unavailable"}
+	case errors.As(err, &he):
 		if he.Lost {
 			return &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the request got no answer"}
 		}
@@ -625,6 +628,16 @@ func (r *run) end(c *call, row *journal.Row) {
 	r.mu.Unlock()
 	r.flushEvents()
 	r.flushSoon()
+}
+
+// finish ends a call after its request went to the backend: as end does, except that a lost
+// request on a backend that leaves it to the reconcile pass writes no terminal row.
+func (r *run) finish(c *call, row *journal.Row) {
+	if l, ok := r.backend.(backend.LostLeavesIntent); ok && l.LostLeavesIntent() && row.Type == journal.TypeOutcomeUnknown {
+		r.endUnrecorded(c, row)
+		return
+	}
+	r.end(c, row)
 }
 
 // endUnrecorded gives the script a call's outcome without a terminal row: the call's last row

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
@@ -40,6 +41,7 @@ type Options struct {
 	Input        json.RawMessage // nil: null
 	Backend      string          // fake (default)
 	Answers      string          // the fake backend's answers file
+	Codex        string          // the codex binary of the app-server backend ("" finds it)
 	Roles        RoleTable
 	Pool         int
 	BudgetTokens int64
@@ -174,8 +176,17 @@ func Create(opts Options) (string, error) {
 		return "", Errorf(CodeInvalidRequest, "workflow %s: %v", opts.Workflow, err)
 	}
 	// Checked as the user named it, so an error names the file as they wrote it.
-	if _, err := newBackend(opts.Backend, opts.Answers); err != nil {
+	if err := checkBackend(opts.Backend, opts.Answers, opts.Codex); err != nil {
 		return "", err
+	}
+	if opts.Backend == appserver.Name {
+		if opts.Codex, err = appserver.FindCodex(opts.Codex); err != nil {
+			return "", codexMissing(err)
+		}
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", Errorf(CodeCapabilityUnavailable, "no working directory: %v", err)
 	}
 	if opts.Answers != "" {
 		if opts.Answers, err = filepath.Abs(opts.Answers); err != nil {
@@ -200,7 +211,7 @@ func Create(opts Options) (string, error) {
 	}
 	spec := RunSpec{
 		Schema: RunSchema, Run: id, Workflow: wf, ScriptDigest: digest,
-		Backend: opts.Backend, Answers: opts.Answers, Input: opts.Input, Pool: opts.Pool,
+		Backend: opts.Backend, Answers: opts.Answers, Codex: opts.Codex, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
@@ -231,22 +242,83 @@ func loadOnly(wf string, libs []string, input json.RawMessage) (string, error) {
 	return script.Digest(), nil
 }
 
-// newBackend builds the backend a run's spec names.
-func newBackend(name, answers string) (backend.Backend, error) {
+// checkBackend refuses a backend name or an answers file that cannot work, before a run exists.
+func checkBackend(name, answers, codex string) error {
 	switch name {
 	case fake.Name:
-		if answers == "" {
+		if answers != "" {
+			if _, err := fake.LoadAnswers(answers); err != nil {
+				return Errorf(CodeInvalidRequest, "--answers %v", err)
+			}
+		}
+		if codex != "" {
+			return Errorf(CodeInvalidRequest, "--codex is for --backend app-server")
+		}
+		return nil
+	case appserver.Name:
+		if answers != "" {
+			return Errorf(CodeInvalidRequest, "--answers is for --backend fake")
+		}
+		return nil
+	case "session":
+		return Errorf(CodeCapabilityUnavailable, "--backend session is not available in this build yet; use --backend fake or app-server")
+	}
+	return Errorf(CodeInvalidRequest, "--backend %q: one of fake, app-server, session", name)
+}
+
+// codexMissing is the error of an app-server run without a codex binary.
+func codexMissing(err error) error {
+	e := Errorf(CodeCapabilityUnavailable, "%v", err)
+	e.Diagnostic = &Diagnostic{Phase: "start", Reason: "codex_missing", Disposition: "not_started", NextAction: appserver.InstallCommand}
+	return e
+}
+
+// AppServerCallHeadersEnv names a model provider of Codex's configuration that is sent each
+// call's identity as headers, for a scripted model in tests.
+const AppServerCallHeadersEnv = "CRW_APPSERVER_CALL_HEADERS"
+
+// newBackend builds the backend a run's spec names.
+func (r *run) newBackend() (backend.Backend, error) {
+	spec := r.spec
+	switch spec.Backend {
+	case fake.Name:
+		if spec.Answers == "" {
 			return fake.New(nil), nil
 		}
-		a, err := fake.LoadAnswers(answers)
+		a, err := fake.LoadAnswers(spec.Answers)
 		if err != nil {
-			return nil, Errorf(CodeInvalidRequest, "--answers %v", err)
+			return nil, Errorf(CodeInvalidRequest, "run.json answers %v", err)
 		}
 		return fake.New(a), nil
-	case "app-server", "session":
-		return nil, Errorf(CodeCapabilityUnavailable, "--backend %s is not available in this build yet; use --backend fake", name)
+	case appserver.Name:
+		codex, err := appserver.FindCodex(spec.Codex)
+		if err != nil {
+			return nil, codexMissing(err)
+		}
+		return appserver.New(appserver.Options{
+			Codex: codex, Log: filepath.Join(r.dir, "app-server.log"), Cwd: spec.Cwd, Env: spec.Env,
+			CallHeaders:     os.Getenv(AppServerCallHeadersEnv),
+			OnServerRequest: r.serverRequest,
+		}), nil
 	}
-	return nil, Errorf(CodeInvalidRequest, "--backend %q: one of fake, app-server, session", name)
+	return nil, checkBackend(spec.Backend, spec.Answers, spec.Codex)
+}
+
+// serverRequest records a request of the app server that crw declined (an approval, an
+// elicitation, user input): nothing in a run waits for a person.
+func (r *run) serverRequest(req appserver.ServerRequest) {
+	row := &journal.Row{Type: journal.TypeWarning, Reason: "server_request_declined",
+		Detail: fmt.Sprintf("%s on thread %s answered %s", req.Method, req.ThreadID, req.Answer)}
+	r.mu.Lock()
+	for _, c := range r.calls {
+		if c.th.ID != "" && c.th.ID == req.ThreadID {
+			row.Call = c.id
+			break
+		}
+	}
+	r.mu.Unlock()
+	r.j.Append(row)
+	r.flushSoon()
 }
 
 // Execute runs a run in this process: it takes the run's locks, replays what the journal
@@ -295,17 +367,9 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		return nil, Errorf(CodeIncompatibleSchema, "run %s: cannot read the journal: %v", id, err)
 	}
 
-	be := x.Backend
-	if be == nil {
-		if be, err = newBackend(spec.Backend, spec.Answers); err != nil {
-			return nil, err
-		}
-	}
-	defer be.Close()
-
 	now := time.Now().UTC()
 	r := &run{
-		id: id, spec: spec, x: x, dir: dir, j: j, backend: be, roles: spec.Roles,
+		id: id, spec: spec, x: x, dir: dir, j: j, roles: spec.Roles,
 		pool: newPool(spec.Pool), calls: map[string]*call{}, inflight: map[*call]struct{}{},
 		holds: map[string]string{}, counts: Counts{}, clock: now, started: now,
 		flushKick: make(chan struct{}, 1), publishKick: make(chan struct{}, 1), continued: map[*recorded]bool{},
@@ -313,6 +377,14 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	if r.roles == nil {
 		r.roles = RoleTable{}
 	}
+	be := x.Backend
+	if be == nil {
+		if be, err = r.newBackend(); err != nil {
+			return nil, err
+		}
+	}
+	defer be.Close()
+	r.backend = be
 	r.rng = rand.New(rand.NewPCG(seed(id, "crw.random"), 0))
 	if len(rows) > 0 {
 		h, err := readHistory(rows)

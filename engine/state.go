@@ -68,6 +68,8 @@ type RunSpec struct {
 	ScriptDigest string            `json:"script_digest"`
 	Backend      string            `json:"backend"`
 	Answers      string            `json:"answers,omitempty"`
+	Codex        string            `json:"codex,omitempty"` // the codex binary of an app-server run
+	Cwd          string            `json:"cwd"`             // where the run's threads work
 	Input        json.RawMessage   `json:"input"`
 	Pool         int               `json:"pool"`
 	BudgetTokens int64             `json:"budget_tokens,omitempty"`

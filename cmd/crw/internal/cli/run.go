@@ -18,6 +18,7 @@ type RunOptions struct {
 	Input        string
 	Backend      string
 	Answers      string
+	Codex        string
 	Roles        string
 	Pool         int
 	BudgetTokens int64
@@ -48,7 +49,8 @@ returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON objec
 func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, or @FILE")
-	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: fake")
+	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: fake (offline) or app-server (the codex app-server)")
+	f.StringVar(&opts.Codex, "codex", "", "the codex binary of --backend app-server (default $CRW_CODEX, else codex on PATH)")
 	f.StringVar(&opts.Answers, "answers", "", "the fake backend's answers file")
 	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
 	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
@@ -111,11 +113,8 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 		abs, _ := filepath.Abs(d)
 		libs = append(libs, abs)
 	}
-	if opts.Answers != "" && opts.Backend != "fake" {
-		return eo, engine.Errorf(engine.CodeInvalidRequest, "--answers is for --backend fake")
-	}
 	return engine.Options{
-		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, Answers: opts.Answers,
+		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, Answers: opts.Answers, Codex: opts.Codex,
 		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 	}, nil
 }

@@ -1,0 +1,334 @@
+// Package appserver is the backend that runs turns on the real Codex App Server: a JSON-RPC
+// client of `codex app-server` over stdio, one app server per backend, one thread per call.
+// The engine owns validation, the repair turn and terminal rows; this package only opens
+// threads, runs turns, and finds them again after a restart.
+package appserver
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
+)
+
+// Name is the backend's name in the journal.
+const Name = "app-server"
+
+// The headers that carry a call's identity to the model provider named by
+// Options.CallHeaders, so a scripted model can answer by role, node and call index.
+const (
+	HeaderCall = "x-crw-call"
+	HeaderRole = "x-crw-role"
+	HeaderNode = "x-crw-node"
+)
+
+// Options configure a Backend.
+type Options struct {
+	Codex     string // the codex binary; "" looks for $CRW_CODEX, then codex on PATH
+	CodexHome string // the app server's CODEX_HOME; "" keeps the environment's
+	Log       string // the app server's stderr is appended to this file; "" discards it
+	Cwd       string // the working directory of new threads
+	// Env is the run's environment (TMPDIR first), set in the shells of every thread.
+	Env map[string]string
+	// Sandbox is the sandbox of every thread: read-only, workspace-write (the default) or
+	// danger-full-access. The approval policy is always never: nothing waits for a person.
+	Sandbox string
+	// CallHeaders names a model provider (an id of model_providers in Codex's config) that is
+	// sent each call's identity as the headers HeaderCall, HeaderRole and HeaderNode; for a
+	// scripted model in tests. "" sends none.
+	CallHeaders string
+	// RequestTimeout bounds the wait for the answer to a request (not for a turn's end); a
+	// request that passes it is lost. Default one minute.
+	RequestTimeout time.Duration
+	// OnServerRequest is told of every request of the app server, each already declined. It
+	// runs on the goroutine that reads the app server and must not block.
+	OnServerRequest func(ServerRequest)
+}
+
+// Backend runs turns on one codex app-server process, started when the first call needs it
+// and started again when it has died.
+type Backend struct {
+	o Options
+
+	mu     sync.Mutex
+	proc   *process
+	closed bool
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a Backend; no process starts until a call needs one.
+func New(o Options) *Backend {
+	if o.Sandbox == "" {
+		o.Sandbox = "workspace-write"
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = time.Minute
+	}
+	return &Backend{o: o}
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Close implements backend.Backend: the app server is asked to exit, and killed if it has not
+// within five seconds.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	p := b.proc
+	b.proc, b.closed = nil, true
+	b.mu.Unlock()
+	if p != nil {
+		p.stop(5 * time.Second)
+	}
+	return nil
+}
+
+var errClosed = errors.New("appserver: the backend is closed")
+
+// conn returns the running app server, starting one when there is none or the last has died.
+func (b *Backend) conn(ctx context.Context) (*process, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed
+	}
+	if b.proc != nil && b.proc.alive() {
+		return b.proc, nil
+	}
+	if b.proc != nil {
+		b.proc.kill() // its pipe ended: make sure nothing of it is left
+		b.proc = nil
+	}
+	p, err := startProcess(ctx, &b.o)
+	if err != nil {
+		return nil, err
+	}
+	b.proc = p
+	return p, nil
+}
+
+// current is the app server turns were last sent to, alive or not; nil when none started.
+func (b *Backend) current() *process {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.proc
+}
+
+// params are the thread settings of a call: its pair (empty parts left to the host), cwd,
+// a sandbox and approval policy that never prompt, the run's environment. The thread is
+// unloaded as soon as crw lets go of it (see release).
+func (b *Backend) params(c backend.Call, model, effort, cwd string) ThreadParams {
+	cfg := append(EnvConfig(b.o.Env), Setting{"thread_unload_delay_secs", 0})
+	if effort != "" {
+		cfg = append(cfg, Setting{"model_reasoning_effort", effort})
+	}
+	if p := b.o.CallHeaders; p != "" {
+		h := "model_providers." + p + ".http_headers."
+		cfg = append(cfg, Setting{h + HeaderCall, strconv.Itoa(c.Index)})
+		if c.Role != "" {
+			cfg = append(cfg, Setting{h + HeaderRole, c.Role})
+		}
+		if c.Node != "" {
+			cfg = append(cfg, Setting{h + HeaderNode, c.Node})
+		}
+	}
+	return ThreadParams{Model: model, Cwd: cwd, ApprovalPolicy: "never", Sandbox: b.o.Sandbox, Config: cfg}
+}
+
+// OpenThread implements backend.Backend: thread/start, or for a continuation thread/fork of
+// the resumed call's thread at its last turn.
+func (b *Backend) OpenThread(ctx context.Context, req backend.ThreadRequest, commit func() error) (backend.Thread, error) {
+	p, err := b.conn(ctx)
+	if err != nil {
+		return backend.Thread{}, err
+	}
+	params := b.params(req.Call, req.Call.Pair.Model, req.Call.Pair.Effort, b.o.Cwd)
+	if err := commit(); err != nil {
+		return backend.Thread{}, err
+	}
+	var r *ThreadResponse
+	if from := req.From.ID; from != "" {
+		var last string
+		if _, err = p.client.Turns(ctx, from, func(t *Turn) bool { last = t.ID; return true }); err == nil {
+			r, err = p.client.ForkThread(ctx, from, last, params)
+		}
+	} else {
+		r, err = p.client.StartThread(ctx, params)
+	}
+	if err != nil {
+		return backend.Thread{}, err
+	}
+	p.setLoaded(r.Thread.ID, true)
+	return backend.Thread{ID: r.Thread.ID, Model: r.Model, Effort: r.ReasoningEffort, Cwd: r.Cwd, RolloutPath: r.Thread.Path}, nil
+}
+
+// load returns the app server with th loaded in it: a thread an earlier app server ran is
+// resumed with its call's settings.
+func (b *Backend) load(ctx context.Context, th backend.Thread, c backend.Call) (*process, error) {
+	p, err := b.conn(ctx)
+	if err != nil || p.isLoaded(th.ID) {
+		return p, err
+	}
+	cwd := th.Cwd
+	if cwd == "" {
+		cwd = b.o.Cwd
+	}
+	for {
+		_, err = p.client.ResumeThread(ctx, th.ID, b.params(c, th.Model, th.Effort, cwd))
+		var rpc *RPCError
+		if err == nil || !errors.As(err, &rpc) || !strings.Contains(rpc.Message, "is closing") {
+			break
+		}
+		// Released a moment ago and not yet unloaded: the server asks to retry.
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.setLoaded(th.ID, true)
+	return p, nil
+}
+
+// Send implements backend.Backend: turn/start with the prompt and the call's schema as the
+// turn's outputSchema, once commit has made the intent durable.
+func (b *Backend) Send(ctx context.Context, th backend.Thread, req backend.TurnRequest, commit func() error) (string, error) {
+	p, err := b.load(ctx, th, req.Call)
+	if err != nil {
+		return "", err
+	}
+	if err := commit(); err != nil {
+		return "", err
+	}
+	// Once sent, the turn runs whatever ctx does: its id is needed to interrupt it.
+	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, req.Prompt, req.Call.Schema)
+}
+
+// Wait implements backend.Backend. When ctx ends first the turn is interrupted and waited for.
+func (b *Backend) Wait(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string) backend.Outcome {
+	p := b.current()
+	if p == nil {
+		return backend.Outcome{TurnID: turnID, Lost: true}
+	}
+	res, err := b.wait(ctx, p, th.ID, turnID)
+	if err != nil {
+		return backend.Outcome{TurnID: turnID, Lost: true}
+	}
+	b.release(p, th.ID)
+	return outcome(&res.Turn, res.Messages, res.Tokens)
+}
+
+// release lets go of a thread whose turn has ended; the app server, told to keep no idle
+// thread, unloads it at once (in 2 to 5 ms). A loaded thread holds about 2 MB of the app
+// server's memory for as long as it runs. A repair turn or a continuation loads it again.
+func (b *Backend) release(p *process, threadID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.client.Unsubscribe(ctx, threadID)
+	p.setLoaded(threadID, false) // unsubscribed, it sends nothing more: resume it before a turn
+}
+
+// wait waits for a tracked turn; when ctx ends first it sends turn/interrupt and waits until
+// the turn has ended, which an interrupted turn does within milliseconds.
+func (b *Backend) wait(ctx context.Context, p *process, threadID, turnID string) (TurnResult, error) {
+	res, err := p.client.WaitTurn(ctx, turnID)
+	if err == nil || ctx.Err() == nil {
+		return res, err
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.RequestTimeout)
+	defer cancel()
+	// An error here means the turn has just ended on its own; it is waited for all the same.
+	p.client.InterruptTurn(ictx, threadID, turnID)
+	if res, err = p.client.WaitTurn(ictx, turnID); err != nil {
+		// The process died or stalled; the turn is no longer running for crw either way.
+		return TurnResult{Turn: Turn{ID: turnID, Status: TurnInterrupted}}, nil
+	}
+	return res, nil
+}
+
+// Reconcile implements backend.Backend: the thread is resumed and its turns read. A completed
+// turn is harvested, a failed one reported, a running one waited for; a turn or thread the
+// host does not know is Lost. turnID "" (the sender died before recording it) finds the
+// newest turn with the prompt that started after sentAt.
+func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
+	lost := backend.Outcome{TurnID: turnID, Lost: true}
+	p, err := b.load(ctx, th, req.Call)
+	if err != nil {
+		return lost
+	}
+	if turnID != "" && p.client.Tracks(turnID) {
+		// Sent on this connection and not waited for yet: its live account is the whole one,
+		// while a listing can lag behind a turn that has just started.
+		return b.Wait(ctx, th, req, turnID)
+	}
+	defer b.release(p, th.ID)
+	find := func(id string) *Turn {
+		var found *Turn
+		since := sentAt.Add(-2 * time.Second).Unix()
+		_, err := p.client.Turns(ctx, th.ID, func(t *Turn) bool {
+			if id != "" {
+				if t.ID == id {
+					found = t
+				}
+				return found != nil
+			}
+			if t.StartedAt != 0 && t.StartedAt < since {
+				return true // older than the send: it is not there
+			}
+			if len(t.Items) > 0 && t.Items[0].Type == "userMessage" && t.Items[0].UserText() == req.Prompt {
+				found = t
+			}
+			return found != nil
+		})
+		if err != nil {
+			return nil
+		}
+		return found
+	}
+	t := find(turnID)
+	if t != nil && t.Status == TurnInProgress {
+		// Running in this app server for no waiter of ours: track it, look again in case it
+		// ended in between, and wait.
+		p.client.Track(t.ID)
+		if t = find(t.ID); t != nil && t.Status == TurnInProgress {
+			if _, err := b.wait(ctx, p, th.ID, t.ID); err != nil {
+				return lost
+			}
+			t = find(t.ID)
+		}
+		if t != nil {
+			p.client.Untrack(t.ID)
+		}
+	}
+	if t == nil {
+		return lost
+	}
+	return outcome(t, t.Items, rolloutTokens(th.RolloutPath, t.ID))
+}
+
+func outcome(t *Turn, msgs []Item, tokens TokenUsage) backend.Outcome {
+	out := backend.Outcome{TurnID: t.ID, Tokens: tokens.Journal()}
+	switch t.Status {
+	case TurnCompleted:
+		out.Text = FinalAnswer(msgs)
+	case TurnFailed:
+		out.Failed, out.ErrorInfo = true, t.Error.Kind()
+	case TurnInterrupted:
+		out.Interrupted = true
+	default:
+		out.Lost = true
+	}
+	return out
+}
+
+// LostLeavesIntent implements backend.LostLeavesIntent: the app server may still run a turn it
+// never answered for, so a later resume's reconcile pass decides the call.
+func (b *Backend) LostLeavesIntent() bool { return true }

@@ -1,0 +1,214 @@
+package appserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/appserver/mockmodel"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/journal/journaltest"
+)
+
+// These tests run whole workflows through the engine on the real codex app-server, whose model
+// is the mock scripted by the same answers files as the fake backend.
+
+type e2e struct {
+	t     *testing.T
+	state string
+	mock  *mockmodel.Server
+}
+
+// newE2E starts a mock model scripted by answersFile (a path under testdata/answers, or
+// inline JSON) and points Codex at it through CODEX_HOME.
+func newE2E(t *testing.T, answers string) *e2e {
+	codex := mockmodel.Codex(t)
+	t.Setenv("CRW_CODEX", codex)
+	var a *fake.Answers
+	if answers != "" {
+		var err error
+		a, err = fake.ParseAnswers("answers.json", []byte(answers))
+		require.NoError(t, err)
+	}
+	e := &e2e{t: t, state: t.TempDir(), mock: mockmodel.New(a)}
+	t.Cleanup(e.mock.Close)
+	home := t.TempDir()
+	require.NoError(t, e.mock.WriteCodexHome(home))
+	t.Setenv("CODEX_HOME", home)
+	t.Setenv(engine.AppServerCallHeadersEnv, mockmodel.Provider)
+	return e
+}
+
+func readAnswers(t *testing.T, name string) string {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "answers", name))
+	require.NoError(t, err)
+	return string(data)
+}
+
+func (e *e2e) run(workflow string, input json.RawMessage) (*engine.Result, []journal.Row) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := engine.Run(ctx, engine.Options{StateDir: e.state, Workflow: workflow, Input: input, Backend: appserver.Name})
+	require.NoError(e.t, err)
+	return res, e.rows(res.Run)
+}
+
+func (e *e2e) rows(run string) []journal.Row {
+	e.t.Helper()
+	journaltest.Check(e.t, filepath.Join(engine.RunDir(e.state, run), engine.JournalFile))
+	rows, err := engine.ReadJournal(e.state, run)
+	require.NoError(e.t, err)
+	return rows
+}
+
+func writeWorkflow(t *testing.T, src string) string {
+	path := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+	return path
+}
+
+// The shipped workflows give through the real app server what they give on the fake backend.
+func TestShippedWorkflowsOnAppServer(t *testing.T) {
+	for _, tc := range []struct{ workflow, answers string }{
+		{"plan-build-review.js", "plan-build-review.json"},
+		{"triage.ts", "triage.json"},
+	} {
+		t.Run(tc.workflow, func(t *testing.T) {
+			wf := filepath.Join("..", "..", "workflows", tc.workflow)
+			onFake, err := engine.Run(context.Background(), engine.Options{
+				StateDir: t.TempDir(), Workflow: wf, Answers: filepath.Join("..", "..", "testdata", "answers", tc.answers),
+			})
+			require.NoError(t, err)
+
+			e := newE2E(t, readAnswers(t, tc.answers))
+			res, rows := e.run(wf, nil)
+			require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+			assert.JSONEq(t, string(onFake.Result), string(res.Result))
+			assert.Equal(t, onFake.Calls, res.Calls)
+			// Real threads and turns, and the tokens the mock reported.
+			for _, r := range rows {
+				switch r.Type {
+				case journal.TypeThreadStarted:
+					assert.NotEmpty(t, r.ThreadID)
+					assert.NotContains(t, r.ThreadID, "fake")
+				case journal.TypeCompleted:
+					require.NotNil(t, r.Tokens, "call %s", r.Call)
+					assert.Positive(t, r.Tokens.Input)
+				}
+			}
+		})
+	}
+}
+
+const contractWorkflow = `
+import { agent } from "crw:agent";
+import { decision } from "crw:lib/schemas";
+export default async function main() {
+  const repaired = await agent.call({ role: "reviewer", node: "repaired", prompt: "decide", schema: decision });
+  const failed = await agent.call({ role: "reviewer", node: "failed", prompt: "decide again", schema: decision });
+  const window = await agent.call({ role: "explorer", node: "window", prompt: "too long" });
+  const next = await agent.call({ role: "executor", node: "next", prompt: "go on", resume: repaired.handle });
+  return [repaired.status, repaired.meta.repairUsed, failed.status, failed.reason, window.status, window.reason, next.status, next.output];
+}
+`
+
+const contractAnswers = `{"answers": [
+  {"match": {"node": "repaired"}, "turns": [{"text": "not json"}, {"json": {"decision": true, "reasons": ["ok"], "confidence": "high"}, "tokens": {"input": 50, "output": 9}}]},
+  {"match": {"node": "failed"}, "turns": [{"text": "nope"}, {"text": "still nope"}, {"json": {"decision": true, "reasons": [], "confidence": "low"}}]},
+  {"match": {"node": "window"}, "turns": [{"error": "contextWindowExceeded"}]},
+  {"match": {"node": "next"}, "turns": [{"text": "continued"}]}
+]}`
+
+// Repair, null_model after a failed repair, a classified failure and a continuation, through
+// the real app server.
+func TestContractOnAppServer(t *testing.T) {
+	e := newE2E(t, contractAnswers)
+	res, rows := e.run(writeWorkflow(t, contractWorkflow), nil)
+	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	assert.JSONEq(t, `["completed", true, "null_model", "schema_invalid_after_repair", "null_model", "context_window_exceeded", "completed", "continued"]`, string(res.Result))
+	turns := map[string]int{}
+	var chained *journal.Row
+	for i, r := range rows {
+		if r.Type == journal.TypeTurnStarted {
+			turns[r.Call]++
+		}
+		if r.Type == journal.TypeThreadStarted && r.ChainedFrom != "" {
+			chained = &rows[i]
+		}
+	}
+	assert.Equal(t, 2, turns["c2"], "never a third turn")
+	require.NotNil(t, chained, "the continuation's thread names its chain")
+	assert.Contains(t, chained.ChainedFrom, ":c1")
+}
+
+const pauseWorkflow = `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "second" });
+  return [a.status, b.status, b.reason, b.output];
+}
+`
+
+// A rate limit pauses the run; a resume once the limit has passed finishes it.
+func TestRateLimitPausesAndResumeFinishes(t *testing.T) {
+	e := newE2E(t, `{"answers": [{"match": {"node": "b"}, "turns": [{"error": "rateLimitExceeded"}]}]}`)
+	wf := writeWorkflow(t, pauseWorkflow)
+	res, rows := e.run(wf, nil)
+	require.Equal(t, engine.RunPaused, res.Status)
+	assert.JSONEq(t, `["completed", "held", "host_infra_rate", null]`, string(res.Result))
+	escalations := 0
+	for _, r := range rows {
+		if r.Type == journal.TypeEscalation {
+			escalations++
+			assert.Equal(t, "quota_or_rate", r.Reason)
+		}
+	}
+	assert.Equal(t, 1, escalations)
+
+	// The limit passed: the same run goes on with a model that answers.
+	newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "answered"}]}]}`)
+	res, err := engine.Execute(context.Background(), e.state, res.Run, engine.ExecOptions{})
+	require.NoError(t, err)
+	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	assert.JSONEq(t, `["completed", "completed", null, "answered"]`, string(res.Result))
+}
+
+// A cancel interrupts a slow turn: interrupt_requested first, the call held cancelled.
+func TestCancelInterruptsASlowTurn(t *testing.T) {
+	e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "late", "delay_ms": 60000}]}]}`)
+	wf := writeWorkflow(t, pauseWorkflow)
+	ctx, cancel := context.WithCancel(context.Background())
+	id, err := engine.Create(engine.Options{StateDir: e.state, Workflow: wf, Backend: appserver.Name})
+	require.NoError(t, err)
+	go func() {
+		// Cancel once the turn is under way on the host.
+		for len(e.mock.Requests()) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := engine.Execute(ctx, e.state, id, engine.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, engine.RunCancelled, res.Status)
+	var types []string
+	for _, r := range e.rows(id) {
+		if r.Call == "c1" {
+			types = append(types, r.Type)
+			if journal.IsTerminal(r.Type) {
+				assert.Equal(t, "cancelled", r.Reason)
+			}
+		}
+	}
+	assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "interrupt_requested", "held"}, types)
+}

@@ -1,0 +1,169 @@
+package appserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrCodexMissing: no codex binary was found. The engine reports it as capability_unavailable
+// with InstallCommand as the next action.
+var ErrCodexMissing = errors.New("appserver: the codex binary is not installed")
+
+// ErrUnavailable: the app server could not be started or did not take a session; no request
+// reached it.
+var ErrUnavailable = errors.New("appserver: the app server is unavailable")
+
+// InstallCommand installs the Codex CLI this backend is built and tested against.
+const InstallCommand = "npm install @openai/codex@0.169.0"
+
+// FindCodex finds the codex binary: path when given (--codex), else $CRW_CODEX, else codex on
+// PATH. A binary that is not there is ErrCodexMissing.
+func FindCodex(path string) (string, error) {
+	if path == "" {
+		path = os.Getenv("CRW_CODEX")
+	}
+	if path == "" {
+		path = "codex"
+	}
+	found, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v (install it with %s, or name it with --codex or CRW_CODEX)", ErrCodexMissing, err, InstallCommand)
+	}
+	return found, nil
+}
+
+// process is one running `codex app-server` and the client that talks to it.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	client *Client
+	exited chan struct{} // closed once the process and its group are gone
+
+	mu     sync.Mutex
+	loaded map[string]bool // threads this process has started, forked or resumed
+}
+
+// startProcess starts an app server and initializes a session with it. The server runs in a
+// process group of its own, so the npm launcher's native child dies with it.
+func startProcess(ctx context.Context, o *Options) (*process, error) {
+	bin, err := FindCodex(o.Codex)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "app-server")
+	cmd.Env = os.Environ()
+	if o.CodexHome != "" {
+		cmd.Env = append(cmd.Env, "CODEX_HOME="+o.CodexHome)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pipes of our own rather than StdoutPipe: Wait must not close stdout under the reader,
+	// which reads to the end of what the server wrote.
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	stdout, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdin.Close()
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	child := []*os.File{stdinR, stdoutW} // the child's ends: closed here once it has them
+	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
+	if o.Log != "" {
+		var logFile *os.File
+		if logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			child = append(child, logFile)
+			cmd.Stderr = logFile
+		}
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	for _, f := range child {
+		f.Close()
+	}
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
+		return nil, fmt.Errorf("%w: start %s: %v", ErrUnavailable, bin, err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{}), loaded: map[string]bool{}}
+	go func() {
+		cmd.Wait()
+		// Whatever of the group outlived its leader (the launcher's child, shell helpers)
+		// holds the pipe open: end it too.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		close(p.exited)
+	}()
+	p.client = NewClient(stdout, stdin, o.RequestTimeout, o.OnServerRequest)
+	go func() {
+		<-p.client.Done()
+		stdout.Close()
+	}()
+	if err := p.client.Initialize(ctx, "crw", version()); err != nil {
+		p.kill()
+		stdin.Close()
+		return nil, fmt.Errorf("%w: initialize: %v", ErrUnavailable, err)
+	}
+	return p, nil
+}
+
+// alive tells whether the process still serves requests.
+func (p *process) alive() bool {
+	select {
+	case <-p.client.Done():
+		return false
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *process) isLoaded(threadID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loaded[threadID]
+}
+
+func (p *process) setLoaded(threadID string, loaded bool) {
+	p.mu.Lock()
+	if loaded {
+		p.loaded[threadID] = true
+	} else {
+		delete(p.loaded, threadID)
+	}
+	p.mu.Unlock()
+}
+
+// kill ends the process group at once and waits until it is gone.
+func (p *process) kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// stop closes the server's stdin, which makes it exit, and kills it if it has not after grace.
+func (p *process) stop(grace time.Duration) {
+	p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		p.kill()
+	}
+}
+
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,45 @@
+package appserver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+)
+
+// rolloutTokens reads a turn's usage from the thread's rollout file, where Codex records it
+// after every model call; the protocol gives it only live. Zero when the file has none.
+func rolloutTokens(path, turnID string) TokenUsage {
+	var u TokenUsage
+	f, err := os.Open(path)
+	if err != nil {
+		return u
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if bytes.Contains(line, []byte(`"token_usage_record"`)) && bytes.Contains(line, []byte(turnID)) {
+			var rec struct {
+				Type    string `json:"type"`
+				Payload struct {
+					TurnID string `json:"turn_id"`
+					Usage  struct {
+						Input     int64 `json:"input_tokens"`
+						Cached    int64 `json:"cached_input_tokens"`
+						Output    int64 `json:"output_tokens"`
+						Reasoning int64 `json:"reasoning_output_tokens"`
+						Total     int64 `json:"total_tokens"`
+					} `json:"turn_token_usage"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.Type == "token_usage_record" && rec.Payload.TurnID == turnID {
+				x := rec.Payload.Usage
+				u = TokenUsage{TotalTokens: x.Total, InputTokens: x.Input, CachedInputTokens: x.Cached, OutputTokens: x.Output, ReasoningOutputTokens: x.Reasoning}
+			}
+		}
+		if err != nil {
+			return u
+		}
+	}
+}
