@@ -388,7 +388,15 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 			}
 			c.turnIDs = append(c.turnIDs, turnID)
 			c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: turnID, Repair: problem})
+			sentAt := time.Now()
 			out = r.backend.Wait(c.ctx, th, treq, turnID)
+			if out.Lost && c.ctx.Err() == nil {
+				if _, ok := r.backend.(backend.LostLeavesIntent); ok {
+					// The host may still have the turn (its process died and comes back): ask it
+					// once before the call is left to a resume.
+					out = r.backend.Reconcile(c.ctx, th, treq, turnID, sentAt)
+				}
+			}
 		}
 		c.count(out.Tokens)
 

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,4 +214,74 @@ func TestCancelInterruptsASlowTurn(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "interrupt_requested", "held"}, types)
+}
+
+// appServers lists the app-server processes this test process started.
+func appServers(t *testing.T) []int {
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its closing paren.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) && strings.Contains(string(cmdline), "app-server") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// The app server killed in the middle of a turn: the run's process asks the host again (a new
+// app server) instead of sending the turn twice, and the run goes on.
+func TestAppServerKilledMidTurn(t *testing.T) {
+	e := newE2E(t, `{"answers": [{"match": {"node": "b"}, "turns": [{"text": "slow", "delay_ms": 30000}]}, {"match": {}, "turns": [{"text": "quick"}]}]}`)
+	wf := writeWorkflow(t, `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "second" });
+  const c = await agent.call({ role: "explorer", node: "c", prompt: "third" });
+  return [a.output, b.status, b.reason, c.output];
+}
+`)
+	go func() {
+		for {
+			for _, req := range e.mock.Requests() {
+				if req.Node == "b" {
+					for _, pid := range appServers(t) {
+						_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group: the npm launcher and codex
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	res, rows := e.run(wf, nil)
+	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	assert.JSONEq(t, `["quick", "held", "host_interrupted_external", "quick"]`, string(res.Result))
+	sent := 0
+	for _, req := range e.mock.Requests() {
+		if req.Node == "b" {
+			sent++
+		}
+	}
+	assert.Equal(t, 1, sent, "the turn was not sent again")
+	turns := 0
+	for _, r := range rows {
+		if r.Type == journal.TypeTurnStarted && r.Call == "c2" {
+			turns++
+		}
+	}
+	assert.Equal(t, 1, turns)
 }
