@@ -285,3 +285,67 @@ export default async function main() {
 	}
 	assert.Equal(t, 1, turns)
 }
+
+// Every failure the mock can provoke reaches the script classified by its codexErrorInfo, as
+// the table of the engine says; usage and rate limits also pause the run.
+func TestErrorKindsOnAppServer(t *testing.T) {
+	kinds := []string{"contextWindowExceeded", "usageLimitExceeded", "rateLimitExceeded", "responseTooManyFailedAttempts",
+		"serverOverloaded", "internalServerError", "httpConnectionFailed", "modelNotFound", "other"}
+	wf := writeWorkflow(t, `
+import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "explorer", node: "n", prompt: "fail" });
+  return [r.status, r.reason];
+}
+`)
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			require.True(t, mockmodel.Provokes(kind))
+			e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"error": "`+kind+`"}]}]}`)
+			res, rows := e.run(wf, nil)
+			want := engine.Classify(kind)
+			status := engine.StatusOf(want.Type)
+			assert.JSONEq(t, `["`+status+`", "`+want.Reason+`"]`, string(res.Result))
+			if want.Pause {
+				assert.Equal(t, engine.RunPaused, res.Status)
+			} else {
+				assert.Equal(t, engine.RunCompleted, res.Status)
+			}
+			for _, r := range rows {
+				if r.Type == journal.TypeThreadStarted {
+					assert.NotEmpty(t, r.Model, "the host's model")
+					assert.NotEmpty(t, r.Cwd, "the thread's cwd")
+					assert.NotEmpty(t, r.RolloutPath, "the thread's rollout")
+				}
+			}
+		})
+	}
+}
+
+// A rate limit pauses the run while another turn is under way: that turn is interrupted
+// (interrupt_requested first) and its call ends held engine_paused.
+func TestPauseInterruptsTurnsInFlight(t *testing.T) {
+	e := newE2E(t, `{"answers": [
+		{"match": {"node": "limited"}, "turns": [{"error": "rateLimitExceeded", "delay_ms": 300}]},
+		{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 60000}]}]}`)
+	wf := writeWorkflow(t, `
+import { agent } from "crw:agent";
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "explorer", node: "slow", prompt: "take your time" }),
+    agent.call({ role: "explorer", node: "limited", prompt: "hit the limit" }),
+  ]);
+  return [a.status, a.reason, b.status, b.reason];
+}
+`)
+	res, rows := e.run(wf, nil)
+	assert.Equal(t, engine.RunPaused, res.Status)
+	assert.JSONEq(t, `["held", "engine_paused", "held", "host_infra_rate"]`, string(res.Result))
+	var slow []string
+	for _, r := range rows {
+		if r.Call == "c1" {
+			slow = append(slow, r.Type)
+		}
+	}
+	assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "interrupt_requested", "held"}, slow)
+}
