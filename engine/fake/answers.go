@@ -157,9 +157,9 @@ func strictDecode(data []byte, v any) error {
 	return nil
 }
 
-// find returns the scripted turn k (1-based) of a call, or nil when the call is not scripted
-// that far.
-func (a *Answers) find(index int, role, node string, k int) *Turn {
+// Find returns the scripted turn k (1-based) of a call: the first entry whose match fields all
+// equal the call's; nil when no entry matches or the entry has fewer turns.
+func (a *Answers) Find(index int, role, node string, k int) *Turn {
 	if a == nil {
 		return nil
 	}

@@ -77,7 +77,7 @@ func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th
 
 func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}
-	turn := b.answers.find(req.Call.Index, req.Call.Role, req.Call.Node, req.K)
+	turn := b.answers.Find(req.Call.Index, req.Call.Role, req.Call.Node, req.K)
 	if reconciled {
 		due := sentAt
 		if turn != nil {

@@ -5,6 +5,7 @@ package jsutil
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"net/url"
 
 	"github.com/dop251/goja"
@@ -124,4 +125,35 @@ func DeepFrozenChecker(rt *goja.Runtime) func(goja.Value) bool {
 		return true
 	}
 	return func(v goja.Value) bool { return check(v, 0) }
+}
+
+// TypeName names the kind of a JS value for messages: undefined, null, function, array, object,
+// string, number, boolean, bigint or symbol.
+func TypeName(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	}
+	if o, ok := v.(*goja.Object); ok {
+		if _, fn := goja.AssertFunction(o); fn {
+			return "function"
+		}
+		if o.ClassName() == "Array" {
+			return "array"
+		}
+		return "object"
+	}
+	switch v.Export().(type) {
+	case string:
+		return "string"
+	case int64, float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case *big.Int:
+		return "bigint"
+	}
+	return "symbol"
 }

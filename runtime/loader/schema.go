@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 
@@ -115,32 +114,14 @@ func (s *session) toJSON(v goja.Value) (doc []byte, why string) {
 	return []byte(str), ""
 }
 
-// describe names the type of a JS value for messages.
+// describe names the type of a JS value for messages, with its article.
 func describe(v goja.Value) string {
-	switch {
-	case v == nil || goja.IsUndefined(v):
-		return "undefined"
-	case goja.IsNull(v):
-		return "null"
+	switch name := jsutil.TypeName(v); name {
+	case "undefined", "null":
+		return name
+	case "array", "object":
+		return "an " + name
+	default:
+		return "a " + name
 	}
-	if o, ok := v.(*goja.Object); ok {
-		if _, fn := goja.AssertFunction(o); fn {
-			return "a function"
-		}
-		if o.ClassName() == "Array" {
-			return "an array"
-		}
-		return "an object"
-	}
-	switch v.Export().(type) {
-	case string:
-		return "a string"
-	case int64, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case *big.Int:
-		return "a bigint"
-	}
-	return "a symbol"
 }

@@ -198,7 +198,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.locate(&req, r.Header)
-	turn := find(s.answers, req.Call, req.Role, req.Node, req.K)
+	turn := s.answers.Find(req.Call, req.Role, req.Node, req.K)
 	var text string
 	switch {
 	case turn == nil:
@@ -269,24 +269,6 @@ func (s *Server) record(req Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
-}
-
-// find is the fake backend's lookup: the first entry that matches the call, then its turn k.
-func find(a *fake.Answers, call int, role, node string, k int) *fake.Turn {
-	if a == nil {
-		return nil
-	}
-	for i := range a.Entries {
-		m := a.Entries[i].Match
-		if (m.Role != nil && *m.Role != role) || (m.Node != nil && *m.Node != node) || (m.Call != nil && *m.Call != call) {
-			continue
-		}
-		if k > len(a.Entries[i].Turns) {
-			return nil
-		}
-		return &a.Entries[i].Turns[k-1]
-	}
-	return nil
 }
 
 func (s *Server) ids() (resp, msg string) {

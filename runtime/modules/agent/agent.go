@@ -129,7 +129,7 @@ func (m *agentModule) parse(arg goja.Value) Request {
 	}
 	obj, ok := arg.(*goja.Object)
 	if !ok || obj.ClassName() != "Object" {
-		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", typeName(arg))
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", jsutil.TypeName(arg))
 	}
 	var unknown []string
 	for _, k := range obj.Keys() {
@@ -163,7 +163,7 @@ func (m *agentModule) parse(arg goja.Value) Request {
 	if v := obj.Get("schema"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
 		so, ok := v.(*goja.Object)
 		if !ok || so.ClassName() != "Object" {
-			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got %s", typeName(v))
+			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got %s", jsutil.TypeName(v))
 		}
 		req.Schema = m.schemaJSON(so)
 	}
@@ -195,36 +195,9 @@ func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
 	}
 	s, ok := v.Export().(string)
 	if !ok {
-		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, typeName(v))
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, jsutil.TypeName(v))
 	}
 	return s
-}
-
-func typeName(v goja.Value) string {
-	switch {
-	case v == nil || goja.IsUndefined(v):
-		return "undefined"
-	case goja.IsNull(v):
-		return "null"
-	}
-	if o, ok := v.(*goja.Object); ok {
-		if _, isFn := goja.AssertFunction(o); isFn {
-			return "function"
-		}
-		if o.ClassName() == "Array" {
-			return "array"
-		}
-		return "object"
-	}
-	switch v.Export().(type) {
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int64, float64:
-		return "number"
-	}
-	return v.ExportType().String()
 }
 
 func contains(list []string, s string) bool {
