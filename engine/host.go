@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/engine/schema"
@@ -88,7 +89,20 @@ func (r *run) Commit(node, message string) error {
 // CheckSchema implements the strict check of schema modules.
 func (r *run) CheckSchema(s []byte) []loader.Problem { return checkSchema(s) }
 
+// checkedSchemas remembers the verdicts on schema texts: every run's load checks the same
+// built-in schemas again.
+var checkedSchemas sync.Map // string → []loader.Problem
+
 func checkSchema(s []byte) []loader.Problem {
+	if p, ok := checkedSchemas.Load(string(s)); ok {
+		return p.([]loader.Problem)
+	}
+	p := strictProblems(s)
+	checkedSchemas.Store(string(s), p)
+	return p
+}
+
+func strictProblems(s []byte) []loader.Problem {
 	vs, err := schema.CheckStrict(s)
 	if err != nil {
 		return []loader.Problem{{Rule: "invalid", Message: err.Error()}}

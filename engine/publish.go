@@ -72,7 +72,7 @@ func (r *run) publishSoon() {
 
 func (r *run) publish(state, status string) {
 	s := r.stateNow(state, status)
-	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
+	_ = publishFile(filepath.Join(r.dir, StateFile), s)
 }
 
 func (r *run) publishEnded(res *Result) {
@@ -83,5 +83,5 @@ func (r *run) publishEnded(res *Result) {
 	s := r.stateNow(state, res.Status)
 	s.Result = res.Result
 	s.Error = res.Error
-	_ = writeFileAtomic(filepath.Join(r.dir, StateFile), s)
+	_ = publishFile(filepath.Join(r.dir, StateFile), s)
 }

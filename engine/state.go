@@ -104,7 +104,13 @@ type RunState struct {
 }
 
 // writeFileAtomic writes a file others read: a temporary name, fsync, then rename.
-func writeFileAtomic(path string, v any) error {
+func writeFileAtomic(path string, v any) error { return writeFile(path, v, true) }
+
+// publishFile writes a file others read, without the fsync: state.json is derived from the
+// journal and written often, and a reader that finds it behind the journal reads the journal.
+func publishFile(path string, v any) error { return writeFile(path, v, false) }
+
+func writeFile(path string, v any, durable bool) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -119,9 +125,11 @@ func writeFileAtomic(path string, v any) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
