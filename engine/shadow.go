@@ -81,6 +81,7 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 	}
 	s := &shadowHost{
 		h: h, order: h.outcomes(), log: opts.Log, clock: h.clockStart(), matched: map[*recorded]bool{},
+		cursor: 1, last: maxIndex(h.byIndex), ready: map[*recorded]func(){}, passed: map[*recorded]bool{},
 		rng:   rand.New(rand.NewPCG(seed(h.run, "crw.random"), 0)),
 		roles: RoleTable(h.started.RolePairs),
 	}
@@ -152,8 +153,11 @@ type shadowHost struct {
 
 	mu       sync.Mutex
 	issued   int
+	cursor   int // the next recorded position a call may stand for
+	last     int // the last recorded position
 	matched  map[*recorded]bool
 	ready    map[*recorded]func() // recorded results waiting for their turn in the recorded order
+	passed   map[*recorded]bool   // recorded completions passed over while their calls were not made
 	next     int                  // position in order
 	heldBack []func()
 }
@@ -197,15 +201,15 @@ func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 	defer s.mu.Unlock()
 	s.issued++
 	p.row.Index = s.issued
-	rec := s.h.byIndex[s.issued]
-	if rec == nil || s.matched[rec] {
+	rec, same := s.align(p.row)
+	if rec == nil {
 		s.report.New = append(s.report.New, ShadowCall{Position: s.issued, Role: req.Role, Node: req.Node, Prompt: short(req.Prompt), Site: req.Site})
 		s.heldBack = append(s.heldBack, s.held(p.row, settle, "the recorded run has no such call: it cannot run in a shadow"))
 		s.drainLocked()
 		return nil
 	}
 	s.matched[rec] = true
-	if sameInputs(rec.prepared, p.row) {
+	if same {
 		s.report.Matched++
 	} else {
 		s.report.Divergences = append(s.report.Divergences, shadowDivergence(s.issued, rec.prepared, withDigests(p.row)))
@@ -217,12 +221,40 @@ func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 	}
 	res := rec.replayResult(s.h.run)
 	at := rec.terminal.At
-	if s.ready == nil {
-		s.ready = map[*recorded]func(){}
+	deliver := func() { settle(res, func() { s.clock = at }) }
+	if s.passed[rec] {
+		// Its turn in the recorded order went by while the script waited on something else.
+		s.heldBack = append(s.heldBack, deliver)
+	} else {
+		s.ready[rec] = deliver
 	}
-	s.ready[rec] = func() { settle(res, func() { s.clock = at }) }
 	s.drainLocked()
 	return nil
+}
+
+// shadowLookahead is how far past the next recorded call a shadow looks for the one a call
+// matches: an edit that drops a few calls is reported as those calls never made, not as a
+// divergence at every position after them.
+const shadowLookahead = 16
+
+// align finds the recorded call a script's call stands for: the next one when it asks the same,
+// else one a little further on that does (those skipped were never made), else the next one
+// when it is of the same role and node (a divergence), else none (a new call).
+func (s *shadowHost) align(p *journal.Row) (rec *recorded, same bool) {
+	for s.cursor <= s.last && (s.h.byIndex[s.cursor] == nil || s.matched[s.h.byIndex[s.cursor]]) {
+		s.cursor++
+	}
+	for i := s.cursor; i <= s.last && i <= s.cursor+shadowLookahead; i++ {
+		if r := s.h.byIndex[i]; r != nil && !s.matched[r] && sameInputs(r.prepared, p) {
+			s.cursor = i + 1
+			return r, true
+		}
+	}
+	if r := s.h.byIndex[s.cursor]; r != nil && r.prepared.Role == p.Role && r.prepared.Node == p.Node {
+		s.cursor++
+		return r, false
+	}
+	return nil, false
 }
 
 // held resolves a call the shadow cannot answer: held, with nothing sent.
@@ -255,15 +287,27 @@ func (s *shadowHost) drainLocked() {
 	}
 }
 
-// Idle implements vm.Idler: the script waits on results held back behind recorded calls it no
-// longer makes; give it what there is, recorded results first.
+// Idle implements vm.Idler: the script waits, and what it waits for is held back. Release the
+// results of calls the record does not have first; failing that, pass over the recorded
+// completions whose calls the script never made, so the next made one can come.
 func (s *shadowHost) Idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ; s.next < len(s.order); s.next++ {
-		if fn, ok := s.ready[s.order[s.next]]; ok {
+	if len(s.heldBack) > 0 {
+		held := s.heldBack
+		s.heldBack = nil
+		for _, fn := range held {
 			fn()
 		}
+		return
+	}
+	for s.next < len(s.order) {
+		rec := s.order[s.next]
+		if _, ok := s.ready[rec]; ok {
+			break
+		}
+		s.passed[rec] = true
+		s.next++
 	}
 	s.drainLocked()
 }

@@ -1,0 +1,72 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
+)
+
+const shadowRecorded = `
+import { agent } from "crw:agent";
+export default async function main() {
+  const out = [];
+  for (const step of ["plan", "build", "test", "review"]) {
+    out.push((await agent.call({ role: "executor", node: step, prompt: "do " + step })).output);
+  }
+  return out;
+}
+`
+
+// A shadow aligns the script's calls with the record: a dropped call is never made, an
+// inserted one is new, an edited one diverges, and none of them shifts every later position.
+func TestShadowAlignsEditsWithTheRecord(t *testing.T) {
+	res, rows := enginetest.Run(t, shadowRecorded, "")
+	require.Equal(t, engine.RunCompleted, res.Status)
+
+	for _, tc := range []struct {
+		name    string
+		steps   string
+		prompt  string
+		matched int
+		div     []int    // script positions that diverge
+		unmade  []string // recorded call ids
+		added   []int    // script positions of new calls
+	}{
+		{"unchanged", `["plan", "build", "test", "review"]`, `"do " + step`, 4, nil, nil, nil},
+		{"a middle call dropped", `["plan", "test", "review"]`, `"do " + step`, 3, nil, []string{"c2"}, nil},
+		{"a call inserted", `["plan", "lint", "build", "test", "review"]`, `"do " + step`, 4, nil, nil, []int{2}},
+		{"a prompt edited", `["plan", "build", "test", "review"]`, `(step === "test" ? "run " : "do ") + step`, 3, []int{3}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := strings.Replace(strings.Replace(shadowRecorded, `["plan", "build", "test", "review"]`, tc.steps, 1), `"do " + step`, tc.prompt, 1)
+			path := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
+			rep, err := engine.Shadow(context.Background(), engine.ShadowOptions{Script: path, Rows: rows})
+			require.NoError(t, err)
+			assert.Equal(t, tc.matched, rep.Matched)
+			var div, added []int
+			var unmade []string
+			for _, d := range rep.Divergences {
+				div = append(div, d.Position)
+			}
+			for _, c := range rep.Unmade {
+				unmade = append(unmade, c.Call)
+			}
+			for _, c := range rep.New {
+				added = append(added, c.Position)
+			}
+			assert.Equal(t, tc.div, div)
+			assert.Equal(t, tc.unmade, unmade)
+			assert.Equal(t, tc.added, added)
+			assert.Equal(t, engine.RunCompleted, rep.Status)
+		})
+	}
+}
