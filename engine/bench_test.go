@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
@@ -43,7 +44,16 @@ const benchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
   "files": ["internal/runner/runner.go", "internal/runner/runner_test.go", "cmd/tool/main.go"]},
   "tokens": {"input": 100, "output": 50}}]}]}`
 
+// gcAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
+func gcAsCrw(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(engine.ProcessGCPercent)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
+}
+
 func benchmarkCalls(b *testing.B, width int) {
+	gcAsCrw(b)
 	dir := b.TempDir()
 	wf := filepath.Join(dir, "bench.js")
 	if err := os.WriteFile(wf, []byte(benchScript), 0o600); err != nil {
@@ -129,6 +139,7 @@ func recordedRun(b *testing.B, n int) (state, run string, rows []journal.Row, wf
 func BenchmarkResume(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			gcAsCrw(b)
 			state, run, rows, _ := recordedRun(b, n)
 			dir := engine.RunDir(state, run)
 			spec, err := os.ReadFile(filepath.Join(dir, engine.RunFile))
@@ -183,6 +194,7 @@ func BenchmarkResume(b *testing.B) {
 func BenchmarkShadow(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			gcAsCrw(b)
 			_, run, rows, wf := recordedRun(b, n)
 			var trace bytes.Buffer
 			if err := journal.Export(&trace, run, rows); err != nil {

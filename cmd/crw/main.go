@@ -3,8 +3,15 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+	"github.com/crw-dev/crw/engine"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(engine.ProcessGCPercent)
+	}
+	os.Exit(cli.Main())
+}
