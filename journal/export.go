@@ -122,19 +122,28 @@ func parallel(n int, fn func(i int)) {
 
 // decodeStrict decodes one JSON value that must fill the whole line.
 func decodeStrict(line []byte, v any) error {
-	if len(bytes.TrimSpace(line)) == 0 {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
 		return errors.New("empty line")
 	}
-	if !fastjson.Valid(line) {
-		// The standard decoder says where and why.
-		dec := json.NewDecoder(bytes.NewReader(line))
-		var probe any
-		if err := dec.Decode(&probe); err != nil {
-			return fmt.Errorf("invalid JSON: %w", err)
-		}
-		return errors.New("invalid JSON: more after the object")
-	}
-	dec := fastjson.NewDecoder(bytes.NewReader(line))
+	dec := fastjson.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	err := dec.Decode(v)
+	if err == nil && dec.InputOffset() == int64(len(trimmed)) {
+		return nil
+	}
+	// The standard decoder says where and why, in the words the tests and users know.
+	std := json.NewDecoder(bytes.NewReader(trimmed))
+	std.DisallowUnknownFields()
+	if serr := std.Decode(v); serr != nil {
+		var syn *json.SyntaxError
+		if errors.As(serr, &syn) || errors.Is(serr, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("invalid JSON: %w", serr)
+		}
+		return serr
+	}
+	if err != nil {
+		return err
+	}
+	return errors.New("invalid JSON: more after the object")
 }
