@@ -161,11 +161,11 @@ func readHistory(rows []journal.Row) (*history, error) {
 	return h, nil
 }
 
-// buildResults makes the CallResults of the settled calls in the background, in replay order,
-// so the script's loop mostly finds them ready.
-func (h *history) buildResults() {
+// buildResults makes the CallResults of calls in the background, in the order given (the order
+// the replay hands them over), so the script's loop mostly finds them ready.
+func (h *history) buildResults(calls []*recorded) {
 	go func() {
-		for _, c := range h.order {
+		for _, c := range calls {
 			c.replayResult(h.run)
 		}
 	}()

@@ -397,7 +397,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		if h.backend != "" && h.backend != be.Name() {
 			return nil, Errorf(CodeInvalidRequest, "run %s ran on backend %s; it cannot resume on %s", id, h.backend, be.Name())
 		}
-		h.buildResults()
+		h.buildResults(h.order)
 		r.hist = h
 		r.clock = h.clockStart()
 		r.holds = h.holds

@@ -88,6 +88,7 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 	if s.roles == nil {
 		s.roles = RoleTable{}
 	}
+	h.buildResults(s.order)
 	for node, call := range h.holds {
 		_ = call
 		s.holds = append(s.holds, node)
