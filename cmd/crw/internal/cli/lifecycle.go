@@ -44,16 +44,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 			if err != nil {
 				return err
 			}
-			pid, err := spawn(state, id)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": "running"})
-			} else {
-				fmt.Fprintln(streams.Out, id)
-			}
-			return nil
+			return detached(g, streams, state, id)
 		},
 	}
 	addRunFlags(cmd, opts)
@@ -82,22 +73,27 @@ A script that asks for another call than the journal recorded stops with a diver
 				if err := resumable(state, id); err != nil {
 					return err
 				}
-				pid, err := spawn(state, id)
-				if err != nil {
-					return err
-				}
-				if g.json {
-					writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": "running"})
-				} else {
-					fmt.Fprintln(streams.Out, id)
-				}
-				return nil
+				return detached(g, streams, state, id)
 			}
 			return foreground(cmd.Context(), g, streams, state, id)
 		},
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "resume in a process of its own and return at once")
 	return cmd
+}
+
+// detached starts a run's process and prints the run's id (with --json, {"run", "pid", "state"}).
+func detached(g *globals, streams IO, state, id string) error {
+	pid, err := spawn(state, id)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": "running"})
+	} else {
+		fmt.Fprintln(streams.Out, id)
+	}
+	return nil
 }
 
 // newCmdExec is the process of a detached run.
