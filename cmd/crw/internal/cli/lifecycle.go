@@ -69,6 +69,7 @@ A script that asks for another call than the journal recorded stops with a diver
 				return err
 			}
 			id := args[0]
+			g.runOutput = !detach
 			if detach {
 				if err := resumable(state, id); err != nil {
 					return err
@@ -300,6 +301,7 @@ func newCmdFollow(g *globals, streams IO) *cobra.Command {
 		Short: "Show a run's live progress until it ends",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runOutput = true
 			state, err := stateDir(g)
 			if err != nil {
 				return err

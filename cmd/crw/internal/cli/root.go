@@ -39,6 +39,9 @@ func (e errPrinted) Error() string { return fmt.Sprintf("exit %d", e.code) }
 type globals struct {
 	state string
 	json  bool
+	// runOutput: the command prints a run's end ({"run", "status", "result", "error",
+	// "calls"}), so its errors take that shape too.
+	runOutput bool
 }
 
 // Run runs crw with args and returns the exit code.
@@ -59,7 +62,10 @@ func Run(args []string, streams IO) int {
 		// cobra's own errors are about the command line: bad input.
 		e = engine.Errorf(engine.CodeInvalidRequest, "%s", err.Error())
 	}
-	if g.json {
+	if g.json && g.runOutput {
+		// The commands that run a workflow answer in one shape, failed or not.
+		writeJSON(streams.Out, runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: engine.Counts{}})
+	} else if g.json {
 		writeJSON(streams.Out, map[string]any{"error": e})
 	} else {
 		fmt.Fprintf(streams.ErrOut, "crw: %s\n", e.Error())

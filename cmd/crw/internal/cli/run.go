@@ -37,6 +37,7 @@ returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON objec
 {"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runOutput = true
 			opts.Workflow = args[0]
 			return runRun(cmd.Context(), g, streams, opts)
 		},
