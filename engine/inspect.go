@@ -208,6 +208,9 @@ func Status(state, run string) (*RunStatus, error) {
 	switch s.Status {
 	case "":
 		out.State = "crashed" // no process holds it and it has not ended
+		if st, err := ReadState(state, run); err == nil && st.State == "stopped" {
+			out.Error = st.Error // why its last process stopped (a divergence, a failed journal)
+		}
 	case RunPaused:
 		out.State = "paused"
 	default:

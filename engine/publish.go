@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 // publishLoop writes state.json whenever something changed, at most five times a second; the
@@ -83,5 +85,15 @@ func (r *run) publishEnded(res *Result) {
 	s := r.stateNow(state, res.Status)
 	s.Result = res.Result
 	s.Error = res.Error
+	_ = publishFile(filepath.Join(r.dir, StateFile), s)
+}
+
+// publishStopped says why the process stopped without ending the run, for status to show.
+func (r *run) publishStopped(err error) {
+	s := r.stateNow("stopped", "")
+	s.Error = &journal.RunError{Message: err.Error()}
+	if e, ok := AsError(err); ok {
+		s.Error.Code = e.Code
+	}
 	_ = publishFile(filepath.Join(r.dir, StateFile), s)
 }

@@ -442,9 +442,10 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	if cause != nil && isFailure(cause) {
 		// The run cannot go on (a divergence, a journal that failed): no ended row, so a fixed
 		// script or a healthy disk can resume it.
+		err := failureError(id, cause)
 		stopPublish()
-		r.publish("stopped", "")
-		return nil, failureError(id, cause)
+		r.publishStopped(err)
+		return nil, err
 	}
 	r.supersedeUnmade()
 
@@ -465,9 +466,10 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		res.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code}
 		ended.Error = res.Error
 	default:
+		err := Errorf(CodeCapabilityUnavailable, "run %s: %v", id, runErr)
 		stopPublish()
-		r.publish("stopped", "")
-		return nil, Errorf(CodeCapabilityUnavailable, "run %s: %v", id, runErr)
+		r.publishStopped(err)
+		return nil, err
 	}
 	r.mu.Lock()
 	if r.paused && res.Status == RunCompleted {
