@@ -85,6 +85,13 @@ func (e *HostError) Unwrap() error { return e.Err }
 // calls. A call the journal already answered is replayed from it; one the journal left open
 // goes on from its last row; any other is journaled (prepared) and run.
 func (r *run) Call(req agent.Request, settle agent.Settle) error {
+	if r.ctx == nil {
+		return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
+	}
+	if err := context.Cause(r.ctx); err != nil {
+		// The run is stopping (a divergence, a cancel): nothing more goes into its journal.
+		return &callError{code: CodeRunUnavailable, msg: "the run is stopping: " + err.Error()}
+	}
 	var resumeOf *call
 	foreign := false
 	if req.Resume != "" {
