@@ -10,6 +10,7 @@ package runtimetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -456,3 +457,19 @@ func (h *Host) CheckSchema(schema []byte) []loader.Problem {
 
 // wait lets the goroutines the host started finish.
 func (h *Host) wait() { h.wg.Wait() }
+
+// RunOK builds a runtime for script, runs it to its end and returns its result; a script that
+// throws fails the test with the script's message and stack.
+func RunOK(t testing.TB, script string, opts ...Option) (json.RawMessage, *Runtime) {
+	t.Helper()
+	r := New(t, script, opts...)
+	out, err := r.Run(context.Background())
+	var se *vm.ScriptError
+	if errors.As(err, &se) {
+		t.Fatalf("script error: %s (code %q)\n%s", se.Message, se.Code, se.Stack)
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return out, r
+}

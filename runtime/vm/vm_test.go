@@ -15,17 +15,7 @@ import (
 	"github.com/crw-dev/crw/runtime/vm"
 )
 
-func run(t *testing.T, script string, opts ...runtimetest.Option) (json.RawMessage, *runtimetest.Runtime) {
-	t.Helper()
-	r := runtimetest.New(t, script, opts...)
-	out, err := r.Run(context.Background())
-	var se *vm.ScriptError
-	if errors.As(err, &se) {
-		t.Fatalf("script error: %s (code %q)\n%s", se.Message, se.Code, se.Stack)
-	}
-	require.NoError(t, err)
-	return out, r
-}
+var run = runtimetest.RunOK
 
 // fail runs script and returns the *vm.ScriptError it must end with.
 func fail(t *testing.T, script string, opts ...runtimetest.Option) (*vm.ScriptError, *runtimetest.Runtime) {

@@ -19,17 +19,7 @@ import (
 )
 
 // run loads and runs script, failing the test on any error (with the JS stack).
-func run(t *testing.T, script string, opts ...runtimetest.Option) (json.RawMessage, *runtimetest.Runtime) {
-	t.Helper()
-	r := runtimetest.New(t, script, opts...)
-	out, err := r.Run(context.Background())
-	var se *vm.ScriptError
-	if errors.As(err, &se) {
-		t.Fatalf("script error: %s (code %q)\n%s", se.Message, se.Code, se.Stack)
-	}
-	require.NoError(t, err)
-	return out, r
-}
+var run = runtimetest.RunOK
 
 func hostOpt(f func(h *runtimetest.Host)) runtimetest.Option { return runtimetest.WithHost(f) }
 
