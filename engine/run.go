@@ -140,15 +140,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart})
 }
 
-// RunWith creates a run and executes it on the given backend (tests and benchmarks).
-func RunWith(ctx context.Context, opts Options, be backend.Backend) (*Result, error) {
-	id, err := Create(opts)
-	if err != nil {
-		return nil, err
-	}
-	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart, Backend: be})
-}
-
 // Create checks a workflow and its options and writes the run's folder: run.json and an empty
 // journal. Nothing is written when the workflow does not load.
 func Create(opts Options) (string, error) {
