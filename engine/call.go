@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 )
@@ -59,7 +60,7 @@ type call struct {
 // answer is the same on every run of the script.
 func resumable(of *call, handle string) error {
 	if !of.delivered {
-		return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: handle %s names call %s, which has not ended: await its result first", handle, of.id)}
+		return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", handle, of.id)
 	}
 	return nil
 }
@@ -86,18 +87,18 @@ func (e *HostError) Unwrap() error { return e.Err }
 // goes on from its last row; any other is journaled (prepared) and run.
 func (r *run) Call(req agent.Request, settle agent.Settle) error {
 	if r.ctx == nil {
-		return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
+		return errs.Throw(errs.InvalidRequest, "", "agent.call cannot run while the workflow loads: call it from the entry function")
 	}
 	if err := context.Cause(r.ctx); err != nil {
 		// The run is stopping (a divergence, a cancel): nothing more goes into its journal.
-		return &callError{code: CodeRunUnavailable, msg: "the run is stopping: " + err.Error()}
+		return errs.Throw(errs.RunUnavailable, "run_stopping", "the run is stopping: %v", err)
 	}
 	var resumeOf *call
 	foreign := false
 	if req.Resume != "" {
 		runID, callID, ok := ParseHandle(req.Resume)
 		if !ok {
-			return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)}
+			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
 		}
 		if runID != r.id {
 			foreign = true
@@ -106,7 +107,7 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 			resumeOf = r.calls[callID]
 			r.mu.Unlock()
 			if resumeOf == nil {
-				return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: handle %s names no call of this run", req.Resume)}
+				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", req.Resume)
 			}
 			if err := resumable(resumeOf, req.Resume); err != nil {
 				return err
@@ -138,7 +139,7 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 			r.mu.Unlock()
 			err := divergence(index, rec.prepared, withDigests(prepared))
 			r.stop(err)
-			return &callError{code: "divergence", msg: err.Error()}
+			return errs.Throw(errs.RevisionConflict, "divergence", "%s", err.Error())
 		}
 		r.continued[rec] = true
 		c.id, c.prepared, c.thread = rec.prepared.Call, rec.prepared, rec.thread

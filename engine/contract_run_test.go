@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -475,10 +476,9 @@ func TestContractLoadFailure(t *testing.T) {
 			out := enginetest.Start(t, tc.script, "", tc.opts...)
 			require.Error(t, out.Err)
 			assert.Nil(t, out.Result)
-			e, ok := engine.AsError(out.Err)
+			e, ok := errs.As(out.Err)
 			require.True(t, ok, "%T: %v", out.Err, out.Err)
-			assert.Equal(t, engine.CodeInvalidRequest, e.Code)
-			assert.Equal(t, engine.ExitBadInput, e.Exit)
+			assert.Equal(t, errs.InvalidRequest, e.Code)
 			for _, w := range tc.names {
 				assert.Contains(t, e.Detail, w)
 			}
@@ -494,9 +494,9 @@ func TestContractLoadFailure(t *testing.T) {
 	t.Run("bad input", func(t *testing.T) {
 		t.Parallel()
 		out := enginetest.Start(t, wf(`return input;`), "", enginetest.Input(`{"a":`))
-		e, ok := engine.AsError(out.Err)
+		e, ok := errs.As(out.Err)
 		require.True(t, ok, "%v", out.Err)
-		assert.Equal(t, engine.CodeInvalidRequest, e.Code)
+		assert.Equal(t, errs.InvalidRequest, e.Code)
 		_, err := os.Stat(out.State)
 		assert.True(t, os.IsNotExist(err))
 	})

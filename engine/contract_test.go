@@ -516,7 +516,7 @@ const resumed = await agent.call({ role: "reviewer", prompt: "go on", schema: S,
 const other = await agent.call({ role: "executor", prompt: "test it", schema: S, node: "test" });
 const tier = {};
 for (const node of ["build", "test"]) {
-  try { crw.tierStep(node); tier[node] = "no throw"; } catch (e) { tier[node] = { code: e.code, message: e.message }; }
+  try { crw.tierStep(node); tier[node] = "no throw"; } catch (e) { tier[node] = { code: e.code, reason: e.reason, message: e.message }; }
 }
 return { lost, again, resumed, other, tier };`),
 		answers(
@@ -543,9 +543,10 @@ return { lost, again, resumed, other, tier };`),
 
 	var tier map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(results(t, res)["tier"], &tier))
-	var build struct{ Code, Message string }
+	var build struct{ Code, Reason, Message string }
 	require.NoError(t, json.Unmarshal(tier["build"], &build), "crw.tierStep(build) threw: %s", tier["build"])
-	assert.Equal(t, "recovery_hold", build.Code)
+	assert.Equal(t, "unreconciled_effect", build.Code)
+	assert.Equal(t, "recovery_hold", build.Reason)
 	assert.Contains(t, build.Message, lost.CallID)
 	assert.NotContains(t, string(tier["test"]), "recovery_hold")
 	assert.Equal(t, engine.Counts{"unknown": 1, "held": 2, "completed": 1}, res.Calls)

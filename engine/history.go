@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -88,7 +89,7 @@ func readHistory(rows []journal.Row) (*history, error) {
 	for i := range rows {
 		row := &rows[i]
 		if row.Seq != uint64(i+1) {
-			return nil, Errorf(CodeIncompatibleSchema, "journal: row %d has seq %d", i+1, row.Seq)
+			return nil, errs.New(errs.IncompatibleSchema, "journal: row %d has seq %d", i+1, row.Seq)
 		}
 		h.lastSeq = row.Seq
 		switch row.Type {
@@ -129,7 +130,7 @@ func readHistory(rows []journal.Row) (*history, error) {
 			continue
 		}
 		if c == nil {
-			return nil, Errorf(CodeIncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
+			return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
 		}
 		switch {
 		case row.Type == journal.TypeThreadStarted:
@@ -156,7 +157,7 @@ func readHistory(rows []journal.Row) (*history, error) {
 		}
 	}
 	if h.started == nil {
-		return nil, Errorf(CodeIncompatibleSchema, "journal: no started row")
+		return nil, errs.New(errs.IncompatibleSchema, "journal: no started row")
 	}
 	return h, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/loader"
 )
 
@@ -71,14 +72,14 @@ func (r *run) TierStep(node string) error {
 	holder, held := r.holds[node]
 	r.mu.Unlock()
 	if held {
-		return &callError{code: "recovery_hold", msg: fmt.Sprintf("crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)}
+		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
 	}
 	return errTierStepNotSupported
 }
 
 var (
-	errTierStepNotSupported = &callError{code: CodeCapabilityUnavailable, msg: "crw.tierStep is not supported yet"}
-	errCommitNotSupported   = &callError{code: CodeCapabilityUnavailable, msg: "crw.commit is not supported yet"}
+	errTierStepNotSupported = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.tierStep is not supported yet")
+	errCommitNotSupported   = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.commit is not supported yet")
 )
 
 // Commit implements crw.commit.

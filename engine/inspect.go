@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -14,25 +15,25 @@ import (
 // (bbolt locks it): that is run_unavailable, and state.json is what can be read meanwhile.
 func ReadJournal(state, run string) ([]journal.Row, error) {
 	if !ValidRunID(run) {
-		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
+		return nil, errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
 	}
 	path := filepath.Join(RunDir(state, run), JournalFile)
 	if _, err := os.Stat(path); err != nil {
-		return nil, Errorf(CodeRunUnavailable, "run %s: no journal at %s", run, path)
+		return nil, errs.New(errs.RunUnavailable, "run %s: no journal at %s", run, path)
 	}
 	j, err := journal.OpenReadOnly(path)
 	switch {
 	case errors.Is(err, journal.ErrLocked):
-		return nil, Errorf(CodeRunUnavailable, "run %s is held by a live process; its journal can be read once it ends (crw flow status %s reads its state now)", run, run)
+		return nil, errs.New(errs.RunUnavailable, "run %s is held by a live process; its journal can be read once it ends (crw flow status %s reads its state now)", run, run)
 	case errors.Is(err, journal.ErrCorrupt):
-		return nil, Errorf(CodeIncompatibleSchema, "run %s: the journal %s is damaged: %v", run, path, err)
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged: %v", run, path, err)
 	case err != nil:
-		return nil, Errorf(CodeRunUnavailable, "run %s: cannot open the journal: %v", run, err)
+		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal: %v", run, err)
 	}
 	defer j.Close()
 	rows, err := j.Rows()
 	if err != nil {
-		return nil, Errorf(CodeIncompatibleSchema, "run %s: cannot read the journal: %v", run, err)
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: cannot read the journal: %v", run, err)
 	}
 	return rows, nil
 }
@@ -176,7 +177,7 @@ type RunStatus struct {
 // state.json that lags behind it).
 func Status(state, run string) (*RunStatus, error) {
 	if !ValidRunID(run) {
-		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
+		return nil, errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
 	}
 	spec, err := ReadSpec(state, run)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/crw-dev/crw/errs"
 )
 
 // RunLockFile is held by the one process that executes a run.
@@ -30,15 +32,15 @@ func lockRun(dir, id string) (*runLocks, error) {
 	l := &runLocks{token: hex.EncodeToString(b[:])}
 	var err error
 	if l.process, err = flockFile(filepath.Join(dir, "process."+l.token+".lock"), syscall.LOCK_EX); err != nil {
-		return nil, Errorf(CodeCapabilityUnavailable, "run %s: cannot take a process lock: %v", id, err)
+		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take a process lock: %v", id, err)
 	}
 	fmt.Fprintf(l.process, "%d\n", os.Getpid())
 	if l.run, err = flockFile(filepath.Join(dir, RunLockFile), syscall.LOCK_EX); err != nil {
 		l.releaseProcess()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, Errorf(CodeRunUnavailable, "run %s is held by another live process", id)
+			return nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", id)
 		}
-		return nil, Errorf(CodeCapabilityUnavailable, "run %s: cannot take the run lock: %v", id, err)
+		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take the run lock: %v", id, err)
 	}
 	return l, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -92,8 +93,8 @@ func (r *run) publishEnded(res *Result) {
 func (r *run) publishStopped(err error) {
 	s := r.stateNow("stopped", "")
 	s.Error = &journal.RunError{Message: err.Error()}
-	if e, ok := AsError(err); ok {
-		s.Error.Code = e.Code
+	if e, ok := errs.As(err); ok {
+		s.Error.Code, s.Error.Reason = string(e.Code), e.Reason()
 	}
 	_ = publishFile(filepath.Join(r.dir, StateFile), s)
 }

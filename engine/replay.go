@@ -143,8 +143,14 @@ type DivergenceError struct {
 }
 
 func (e *DivergenceError) Error() string {
-	return fmt.Sprintf("divergence: call %d (%s, node %q): journal input %s, script input %s; first field that differs: %s (journal %s, script %s)",
-		e.Index, e.Call, e.Node, e.WantHash, e.GotHash, e.Field, e.Want, e.Got)
+	return fmt.Sprintf("%s (journal %s, script %s)", e.Summary(), e.Want, e.Got)
+}
+
+// Summary names the call, both digests and the field that differs, without the values: those
+// are the script's content, for the run's log and crw flow shadow, not for an error's detail.
+func (e *DivergenceError) Summary() string {
+	return fmt.Sprintf("divergence: call %d (%s, node %q): journal input %s, script input %s; first field that differs: %s",
+		e.Index, e.Call, e.Node, e.WantHash, e.GotHash, e.Field)
 }
 
 // divergence names what differs between a recorded call and the script's.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 )
@@ -21,7 +22,7 @@ type RoleTable map[string]journal.Pair
 func LoadRoles(path string) (RoleTable, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, Errorf(CodeInvalidRequest, "%s: cannot read the role table: %v", path, err)
+		return nil, errs.New(errs.InvalidRequest, "%s: cannot read the role table: %v", path, err)
 	}
 	var doc struct {
 		Roles map[string]json.RawMessage `json:"roles"`
@@ -29,24 +30,24 @@ func LoadRoles(path string) (RoleTable, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, Errorf(CodeInvalidRequest, "%s: not a role table ({\"roles\": {ROLE: {\"model\": …, \"effort\": …}}}): %v", path, err)
+		return nil, errs.New(errs.InvalidRequest, "%s: not a role table ({\"roles\": {ROLE: {\"model\": …, \"effort\": …}}}): %v", path, err)
 	}
 	if doc.Roles == nil {
-		return nil, Errorf(CodeInvalidRequest, "%s: roles: missing", path)
+		return nil, errs.New(errs.InvalidRequest, "%s: roles: missing", path)
 	}
 	t := RoleTable{}
 	for role, raw := range doc.Roles {
 		if !isRole(role) {
-			return nil, Errorf(CodeInvalidRequest, "%s: roles.%s: unknown role (roles: %v)", path, role, agent.Roles)
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s: unknown role (roles: %v)", path, role, agent.Roles)
 		}
 		var p journal.Pair
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&p); err != nil {
-			return nil, Errorf(CodeInvalidRequest, "%s: roles.%s: %v (a pair takes model and effort)", path, role, err)
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s: %v (a pair takes model and effort)", path, role, err)
 		}
 		if p.Effort != "" && !contains(agent.Efforts, p.Effort) {
-			return nil, Errorf(CodeInvalidRequest, "%s: roles.%s.effort: %q is not one of %v", path, role, p.Effort, agent.Efforts)
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.effort: %q is not one of %v", path, role, p.Effort, agent.Efforts)
 		}
 		t[role] = p
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -150,7 +151,7 @@ func Create(opts Options) (string, error) {
 		opts.Input = json.RawMessage("null")
 	}
 	if !json.Valid(opts.Input) {
-		return "", Errorf(CodeInvalidRequest, "--input: not JSON")
+		return "", errs.New(errs.InvalidRequest, "--input: not JSON")
 	}
 	if opts.Backend == "" {
 		opts.Backend = fake.Name
@@ -164,7 +165,7 @@ func Create(opts Options) (string, error) {
 	}
 	wf, err := filepath.Abs(opts.Workflow)
 	if err != nil {
-		return "", Errorf(CodeInvalidRequest, "workflow %s: %v", opts.Workflow, err)
+		return "", errs.New(errs.InvalidRequest, "workflow %s: %v", opts.Workflow, err)
 	}
 	// Checked as the user named it, so an error names the file as they wrote it.
 	if err := checkBackend(opts.Backend, opts.Answers, opts.Codex); err != nil {
@@ -177,11 +178,11 @@ func Create(opts Options) (string, error) {
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return "", Errorf(CodeCapabilityUnavailable, "no working directory: %v", err)
+		return "", errs.New(errs.CapabilityUnavailable, "no working directory: %v", err)
 	}
 	if opts.Answers != "" {
 		if opts.Answers, err = filepath.Abs(opts.Answers); err != nil {
-			return "", Errorf(CodeInvalidRequest, "--answers %s: %v", opts.Answers, err)
+			return "", errs.New(errs.InvalidRequest, "--answers %s: %v", opts.Answers, err)
 		}
 	}
 	tmp, err := usableTempDir()
@@ -198,7 +199,7 @@ func Create(opts Options) (string, error) {
 	}
 	dir := RunDir(state, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", Errorf(CodeCapabilityUnavailable, "cannot make the run folder %s: %v", dir, err)
+		return "", errs.New(errs.CapabilityUnavailable, "cannot make the run folder %s: %v", dir, err)
 	}
 	spec := RunSpec{
 		Schema: RunSchema, Run: id, Workflow: wf, ScriptDigest: digest,
@@ -209,16 +210,16 @@ func Create(opts Options) (string, error) {
 	j, err := journal.Create(filepath.Join(dir, JournalFile), id)
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", Errorf(CodeCapabilityUnavailable, "cannot create the journal: %v", err)
+		return "", errs.New(errs.CapabilityUnavailable, "cannot create the journal: %v", err)
 	}
 	if err := j.Close(); err != nil {
 		os.RemoveAll(dir)
-		return "", Errorf(CodeCapabilityUnavailable, "cannot create the journal: %v", err)
+		return "", errs.New(errs.CapabilityUnavailable, "cannot create the journal: %v", err)
 	}
 	// run.json last: a folder without it is no run.
 	if err := writeFileAtomic(filepath.Join(dir, RunFile), spec); err != nil {
 		os.RemoveAll(dir)
-		return "", Errorf(CodeCapabilityUnavailable, "cannot write %s: %v", filepath.Join(dir, RunFile), err)
+		return "", errs.New(errs.CapabilityUnavailable, "cannot write %s: %v", filepath.Join(dir, RunFile), err)
 	}
 	return id, nil
 }
@@ -239,29 +240,28 @@ func checkBackend(name, answers, codex string) error {
 	case fake.Name:
 		if answers != "" {
 			if _, err := fake.LoadAnswers(answers); err != nil {
-				return Errorf(CodeInvalidRequest, "--answers %v", err)
+				return errs.New(errs.InvalidRequest, "--answers %v", err)
 			}
 		}
 		if codex != "" {
-			return Errorf(CodeInvalidRequest, "--codex is for --backend app-server")
+			return errs.New(errs.InvalidRequest, "--codex is for --backend app-server")
 		}
 		return nil
 	case appserver.Name:
 		if answers != "" {
-			return Errorf(CodeInvalidRequest, "--answers is for --backend fake")
+			return errs.New(errs.InvalidRequest, "--answers is for --backend fake")
 		}
 		return nil
 	case "session":
-		return Errorf(CodeCapabilityUnavailable, "--backend session is not available in this build yet; use --backend fake or app-server")
+		return errs.New(errs.CapabilityUnavailable, "--backend session is not available in this build yet; use --backend fake or app-server")
 	}
-	return Errorf(CodeInvalidRequest, "--backend %q: one of fake, app-server, session", name)
+	return errs.New(errs.InvalidRequest, "--backend %q: one of fake, app-server, session", name)
 }
 
 // codexMissing is the error of an app-server run without a codex binary.
 func codexMissing(err error) error {
-	e := Errorf(CodeCapabilityUnavailable, "%v", err)
-	e.Diagnostic = &Diagnostic{Phase: "start", Reason: "codex_missing", Disposition: "not_started", NextAction: appserver.InstallCommand}
-	return e
+	return errs.New(errs.CapabilityUnavailable, "%v", err).Wrap(err).
+		Because("start", "codex_missing", "not_started", errs.Certain).Next(appserver.InstallCommand)
 }
 
 // AppServerCallHeadersEnv names a model provider of Codex's configuration that is sent each
@@ -278,7 +278,7 @@ func (r *run) newBackend() (backend.Backend, error) {
 		}
 		a, err := fake.LoadAnswers(spec.Answers)
 		if err != nil {
-			return nil, Errorf(CodeInvalidRequest, "run.json answers %v", err)
+			return nil, errs.New(errs.InvalidRequest, "run.json answers %v", err)
 		}
 		return fake.New(a), nil
 	case appserver.Name:
@@ -320,7 +320,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		return nil, err
 	}
 	if !ValidRunID(id) {
-		return nil, Errorf(CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
+		return nil, errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
 	}
 	spec, err := ReadSpec(state, id)
 	if err != nil {
@@ -345,17 +345,17 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	j, err := journal.Open(filepath.Join(dir, JournalFile))
 	switch {
 	case errors.Is(err, journal.ErrLocked):
-		return nil, Errorf(CodeRunUnavailable, "run %s: its journal is held by another process", id)
+		return nil, errs.New(errs.RunUnavailable, "run %s: its journal is held by another process", id)
 	case errors.Is(err, journal.ErrCorrupt):
-		return nil, Errorf(CodeIncompatibleSchema, "run %s: the journal %s is damaged and was left as it is: %v", id, filepath.Join(dir, JournalFile), err)
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged and was left as it is: %v", id, filepath.Join(dir, JournalFile), err)
 	case err != nil:
-		return nil, Errorf(CodeRunUnavailable, "run %s: cannot open the journal: %v", id, err)
+		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal: %v", id, err)
 	}
 	defer j.Close()
 	armCrashPoint(j)
 	rows, err := j.Rows()
 	if err != nil {
-		return nil, Errorf(CodeIncompatibleSchema, "run %s: cannot read the journal: %v", id, err)
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: cannot read the journal: %v", id, err)
 	}
 
 	now := time.Now().UTC()
@@ -383,10 +383,10 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 			return nil, err
 		}
 		if h.ended != nil {
-			return nil, Errorf(CodeRunUnavailable, "run %s has ended (%s): there is nothing to resume", id, h.ended.Status)
+			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", id, h.ended.Status)
 		}
 		if h.backend != "" && h.backend != be.Name() {
-			return nil, Errorf(CodeInvalidRequest, "run %s ran on backend %s; it cannot resume on %s", id, h.backend, be.Name())
+			return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", id, h.backend, be.Name())
 		}
 		h.buildResults(h.order)
 		r.hist = h
@@ -413,7 +413,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
 		Process: locks.token, Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input,
 	}); err != nil {
-		return nil, Errorf(CodeCapabilityUnavailable, "cannot write the journal: %v", err)
+		return nil, errs.New(errs.CapabilityUnavailable, "cannot write the journal: %v", err)
 	}
 	stopPublish := r.publishLoop()
 	defer stopPublish()
@@ -446,7 +446,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	switch {
 	case cancelled:
 		res.Status = RunCancelled
-		ended.Error = &journal.RunError{Message: "the run was cancelled", Code: "cancelled"}
+		ended.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
 		res.Error = ended.Error
 	case runErr == nil:
 		res.Result = out
@@ -454,10 +454,10 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 		ended.Result = out
 	case errors.As(runErr, &se):
 		res.Status = RunFailed
-		res.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code}
+		res.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
 		ended.Error = res.Error
 	default:
-		err := Errorf(CodeCapabilityUnavailable, "run %s: %v", id, runErr)
+		err := errs.New(errs.CapabilityUnavailable, "run %s: %v", id, runErr)
 		stopPublish()
 		r.publishStopped(err)
 		return nil, err
@@ -470,7 +470,7 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	r.mu.Unlock()
 	ended.Status = res.Status
 	if _, err := j.Write(ended); err != nil {
-		return nil, Errorf(CodeCapabilityUnavailable, "cannot write the journal: %v", err)
+		return nil, errs.New(errs.CapabilityUnavailable, "cannot write the journal: %v", err)
 	}
 	stopPublish()
 	r.publishEnded(res)
@@ -482,13 +482,13 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 func loadError(err error) error {
 	var le *loader.LoadError
 	if errors.As(err, &le) {
-		return &Error{Code: CodeInvalidRequest, Message: fixedMessages[CodeInvalidRequest], Detail: le.Error(), Exit: ExitBadInput, Err: err}
+		return errs.New(errs.InvalidRequest, "%s", le.Error()).Wrap(err)
 	}
 	var se *vm.ScriptError
 	if errors.As(err, &se) {
-		return &Error{Code: CodeInvalidRequest, Message: fixedMessages[CodeInvalidRequest], Detail: "the workflow threw while loading: " + se.Message + "\n" + se.Stack, Exit: ExitBadInput, Err: err}
+		return errs.New(errs.InvalidRequest, "the workflow threw while loading: %s\n%s", se.Message, se.Stack).Wrap(err)
 	}
-	return &Error{Code: CodeInvalidRequest, Message: fixedMessages[CodeInvalidRequest], Detail: err.Error(), Exit: ExitBadInput, Err: err}
+	return errs.New(errs.InvalidRequest, "%v", err).Wrap(err)
 }
 
 // failure is a reason the run cannot go on, as opposed to a cancel.
@@ -505,9 +505,11 @@ func isFailure(err error) bool {
 func failureError(run string, cause error) error {
 	var d *DivergenceError
 	if errors.As(cause, &d) {
-		return &Error{Code: CodeRevisionConflict, Message: fixedMessages[CodeRevisionConflict], Detail: fmt.Sprintf("run %s: %s", run, d.Error()), Exit: ExitFailed, Err: d}
+		return errs.New(errs.RevisionConflict, "run %s: %s", run, d.Summary()).Wrap(d).
+			Because("replay", "divergence", "stopped", errs.Certain).
+			Next("resume it with the script it was recorded with; crw flow shadow shows what changed")
 	}
-	return Errorf(CodeCapabilityUnavailable, "run %s: %v", run, cause)
+	return errs.New(errs.CapabilityUnavailable, "run %s: %v", run, cause)
 }
 
 // stop ends the run for a reason it cannot go on with.
@@ -517,7 +519,7 @@ func (r *run) stop(err error) { r.fail(failure{err}) }
 type loadHost struct{}
 
 func (loadHost) Call(req agent.Request, settle agent.Settle) error {
-	return &callError{code: CodeInvalidRequest, msg: "agent.call cannot run while the workflow loads: call it from the entry function"}
+	return errs.Throw(errs.InvalidRequest, "", "agent.call cannot run while the workflow loads: call it from the entry function")
 }
 func (loadHost) Now() time.Time                        { return time.Unix(0, 0).UTC() }
 func (loadHost) Random() float64                       { return 0 }
@@ -526,7 +528,7 @@ func (loadHost) TierStep(node string) error            { return errNotWhileLoadi
 func (loadHost) Commit(node, message string) error     { return errNotWhileLoading }
 func (loadHost) CheckSchema(s []byte) []loader.Problem { return checkSchema(s) }
 
-var errNotWhileLoading = &callError{code: CodeInvalidRequest, msg: "not available while the workflow loads"}
+var errNotWhileLoading = errs.Throw(errs.InvalidRequest, "", "not available while the workflow loads")
 
 // ProcessGCPercent is the garbage collector's target in crw's process. A run's live heap is
 // small and nearly all it allocates (parsed rows, call results) dies young, so collecting at

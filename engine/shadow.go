@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -115,9 +116,9 @@ func Shadow(ctx context.Context, opts ShadowOptions) (*ShadowReport, error) {
 		report.Status, report.Result = RunCompleted, out
 	case errors.As(runErr, &se):
 		report.Status = RunFailed
-		report.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code}
+		report.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
 	default:
-		return nil, Errorf(CodeCapabilityUnavailable, "shadow: %v", runErr)
+		return nil, errs.New(errs.CapabilityUnavailable, "shadow: %v", runErr)
 	}
 	for i, last := 1, maxIndex(h.byIndex); i <= last; i++ {
 		rec := h.byIndex[i]
@@ -183,7 +184,7 @@ func (s *shadowHost) Log(level, message string) {
 func (s *shadowHost) TierStep(node string) error {
 	for _, n := range s.holds {
 		if n == node {
-			return &callError{code: "recovery_hold", msg: fmt.Sprintf("crw.tierStep: node %q is in recovery_hold", node)}
+			return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
 		}
 	}
 	return errTierStepNotSupported
@@ -193,7 +194,7 @@ func (s *shadowHost) TierStep(node string) error {
 func (s *shadowHost) Call(req agent.Request, settle agent.Settle) error {
 	if req.Resume != "" {
 		if _, _, ok := ParseHandle(req.Resume); !ok {
-			return &callError{code: CodeInvalidRequest, msg: fmt.Sprintf("resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)}
+			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
 		}
 	}
 	p := prepare(req, s.roles, &s.schemas)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -40,7 +41,7 @@ func StateDir(override string) (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", Errorf(CodeCapabilityUnavailable, "no state folder: set CRW_STATE or --state (%v)", err)
+		return "", errs.New(errs.CapabilityUnavailable, "no state folder: set CRW_STATE or --state (%v)", err)
 	}
 	return filepath.Join(home, ".local", "state", "crw"), nil
 }
@@ -144,7 +145,7 @@ func ReadSpec(state, run string) (*RunSpec, error) {
 		return nil, err
 	}
 	if s.Schema != RunSchema {
-		return nil, Errorf(CodeIncompatibleSchema, "%s: schema %q, want %q", filepath.Join(RunDir(state, run), RunFile), s.Schema, RunSchema)
+		return nil, errs.New(errs.IncompatibleSchema, "%s: schema %q, want %q", filepath.Join(RunDir(state, run), RunFile), s.Schema, RunSchema)
 	}
 	return &s, nil
 }
@@ -161,13 +162,13 @@ func ReadState(state, run string) (*RunState, error) {
 func readJSON(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Errorf(CodeRunUnavailable, "%s does not exist", path)
+		return errs.New(errs.RunUnavailable, "%s does not exist", path)
 	}
 	if err != nil {
-		return Errorf(CodeRunUnavailable, "cannot read %s: %v", path, err)
+		return errs.New(errs.RunUnavailable, "cannot read %s: %v", path, err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return Errorf(CodeIncompatibleSchema, "%s: %v", path, err)
+		return errs.New(errs.IncompatibleSchema, "%s: %v", path, err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/crw-dev/crw/errs"
 )
 
 // usableTempDir is the temporary folder a new run records (env.TMPDIR of run.json): the
@@ -14,7 +16,7 @@ func usableTempDir() (string, error) {
 		dir = "/tmp"
 	}
 	if err := checkTempDir(dir); err != nil {
-		return "", &Error{Code: CodeCapabilityUnavailable, Message: fixedMessages[CodeCapabilityUnavailable], Detail: err.Error(), Exit: ExitFailed}
+		return "", errs.New(errs.CapabilityUnavailable, "%v", err)
 	}
 	return dir, nil
 }
@@ -49,8 +51,7 @@ func applyEnv(spec *RunSpec) (restore func(), err error) {
 		return func() {}, nil
 	}
 	if err := checkTempDir(tmp); err != nil {
-		return nil, &Error{Code: CodeCapabilityUnavailable, Message: fixedMessages[CodeCapabilityUnavailable],
-			Detail: fmt.Sprintf("run %s recorded %v; make the directory again to resume it", spec.Run, err), Exit: ExitBadInput}
+		return nil, errs.New(errs.RunEnvUnusable, "run %s recorded %v; make the directory again to resume it", spec.Run, err)
 	}
 	old, had := os.LookupEnv("TMPDIR")
 	os.Setenv("TMPDIR", tmp)

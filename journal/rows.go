@@ -128,9 +128,11 @@ type Row struct {
 	Error  *RunError       `json:"error,omitempty"`
 }
 
-// RunError is how a workflow that threw is recorded.
+// RunError is how a run that did not complete is recorded: the error the workflow threw, or
+// why the run was stopped.
 type RunError struct {
 	Message string `json:"message"`
 	Stack   string `json:"stack,omitempty"`
-	Code    string `json:"code,omitempty"`
+	Code    string `json:"code,omitempty"`   // the thrown error's code property
+	Reason  string `json:"reason,omitempty"` // its reason property: the finer cause
 }

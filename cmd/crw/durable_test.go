@@ -76,7 +76,7 @@ export default async function main() {
 	var wrong []string
 	for i := 0; i < 8; i++ {
 		r := durableCrw(t, state, nil, "flow", "resume", run, "--detach")
-		if r.exit != engine.ExitFailed || !strings.Contains(r.stderr, "divergence: call 1 (c1, node \"a\")") {
+		if r.exit != 1 || !strings.Contains(r.stderr, "divergence: call 1 (c1, node \"a\")") {
 			wrong = append(wrong, r.stdout+r.stderr)
 		}
 		// Whatever it said, its process is gone and left the run as it was.

@@ -9,22 +9,38 @@ import (
 	"net/url"
 
 	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/errs"
 )
 
 // Throw raises a JS Error carrying a stable code; it must be called from a native function
 // running on the loop goroutine.
-func Throw(rt *goja.Runtime, code, format string, args ...any) {
-	panic(NewError(rt, code, fmt.Sprintf(format, args...)))
+func Throw(rt *goja.Runtime, code errs.Code, format string, args ...any) {
+	panic(NewError(rt, code, "", fmt.Sprintf(format, args...)))
 }
 
-// NewError builds `new Error(message)` with a code property.
-func NewError(rt *goja.Runtime, code, message string) *goja.Object {
+// ThrowError raises err as a JS Error: its code and reason when it has them, else
+// invalid_request. prefix goes before its message.
+func ThrowError(rt *goja.Runtime, prefix string, err error) {
+	code, reason := errs.InvalidRequest, ""
+	if c, ok := err.(errs.Coded); ok {
+		code, reason = c.Code(), c.Reason()
+	}
+	panic(NewError(rt, code, reason, prefix+err.Error()))
+}
+
+// NewError builds `new Error(message)` with a code property and, when reason is not "", a
+// reason property: the finer cause a script may branch on.
+func NewError(rt *goja.Runtime, code errs.Code, reason, message string) *goja.Object {
 	ctor, _ := goja.AssertConstructor(rt.Get("Error"))
 	obj, err := ctor(nil, rt.ToValue(message))
 	if err != nil {
 		panic(err)
 	}
-	_ = obj.Set("code", code)
+	_ = obj.Set("code", string(code))
+	if reason != "" {
+		_ = obj.Set("reason", reason)
+	}
 	return obj
 }
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
@@ -156,19 +157,9 @@ const (
 	Manual
 )
 
-// CodedError is an error with a stable code, as the engine returns.
-type CodedError struct {
-	code, message string
-}
-
-func (e *CodedError) Error() string { return e.message }
-
-// Code is the error's code.
-func (e *CodedError) Code() string { return e.code }
-
-// Errorf builds a CodedError.
-func Errorf(code, format string, args ...any) *CodedError {
-	return &CodedError{code: code, message: fmt.Sprintf(format, args...)}
+// Errorf builds an error with a stable code, as the engine returns.
+func Errorf(code errs.Code, format string, args ...any) *errs.Thrown {
+	return errs.Throw(code, "", format, args...)
 }
 
 // Call is one agent.call the host received.

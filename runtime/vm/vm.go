@@ -17,6 +17,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/eventloop"
 	"github.com/crw-dev/crw/runtime/jsutil"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -48,11 +49,16 @@ type Config struct {
 	Host     Host
 }
 
+// ReasonNondeterministic is the reason of an error thrown for something a replay could not
+// repeat (a timer), and of a workflow whose promise never settles.
+const ReasonNondeterministic = "nondeterministic"
+
 // ScriptError is a workflow that threw (or rejected): its message and source-mapped stack.
 type ScriptError struct {
 	Message string
 	Stack   string
 	Code    string // the thrown error's code property, when it has one
+	Reason  string // the thrown error's reason property, when it has one
 }
 
 func (e *ScriptError) Error() string { return e.Message }
@@ -91,8 +97,7 @@ func New(cfg Config) (*VM, error) {
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
 		name := name
 		_ = rt.Set(name, jsutil.Func(rt, name, func(goja.FunctionCall) goja.Value {
-			jsutil.Throw(rt, "nondeterministic", "%s is not available in a workflow: its timing cannot be replayed", name)
-			return nil
+			panic(jsutil.NewError(rt, errs.InvalidRequest, ReasonNondeterministic, name+" is not available in a workflow: its timing cannot be replayed"))
 		}))
 	}
 
@@ -165,7 +170,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 		case goja.PromiseStateRejected:
 			return nil, v.thrown(p.Result())
 		default:
-			return nil, &ScriptError{Message: "the workflow's promise never settled: it awaits something that is not an agent call", Code: "nondeterministic"}
+			return nil, &ScriptError{Message: "the workflow's promise never settled: it awaits something that is not an agent call", Code: string(errs.InvalidRequest), Reason: ReasonNondeterministic}
 		}
 	}
 	if result == nil || goja.IsUndefined(result) {
@@ -256,6 +261,9 @@ func (v *VM) thrown(val goja.Value) *ScriptError {
 			}
 			if c := obj.Get("code"); c != nil && !goja.IsUndefined(c) {
 				se.Code = c.String()
+			}
+			if r := obj.Get("reason"); r != nil && !goja.IsUndefined(r) {
+				se.Reason = r.String()
 			}
 			if s := obj.Get("stack"); s != nil && !goja.IsUndefined(s) {
 				se.Stack = cleanStack(s.String())

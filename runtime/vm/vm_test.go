@@ -206,7 +206,8 @@ func TestNeverSettles(t *testing.T) {
 	} {
 		se, _ := fail(t, runtimetest.Main(body))
 		assert.Contains(t, se.Message, "never settled")
-		assert.Equal(t, "nondeterministic", se.Code)
+		assert.Equal(t, "invalid_request", se.Code)
+		assert.Equal(t, "nondeterministic", se.Reason)
 	}
 }
 
@@ -226,7 +227,8 @@ func TestTimersAreNotAvailable(t *testing.T) {
 			se, r := fail(t, runtimetest.Main(`
 	await null;
 	`+call+`;`))
-			assert.Equal(t, "nondeterministic", se.Code)
+			assert.Equal(t, "invalid_request", se.Code)
+			assert.Equal(t, "nondeterministic", se.Reason)
 			assert.Equal(t, name+" is not available in a workflow: its timing cannot be replayed", se.Message)
 			assert.Contains(t, se.Stack, "at "+name+" (native)")
 			assert.Contains(t, se.Stack, r.Path+":7:")

@@ -10,12 +10,13 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/eventloop"
 	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // CodeInvalidRequest is the code of every error agent.call throws for a malformed request.
-const CodeInvalidRequest = "invalid_request"
+const CodeInvalidRequest = errs.InvalidRequest
 
 // Roles are the roles a call may name.
 var Roles = []string{"architect", "executor", "executor-t1", "reviewer", "explorer", "critic"}
@@ -38,7 +39,7 @@ type Request struct {
 // Caller runs calls for the module. Call is invoked on the loop goroutine in the order the
 // script issues calls; it must not block. The caller calls settle exactly once, from any
 // goroutine, with the CallResult as JSON; results reach the script in the order settle is
-// called. An error from Call is thrown at the call site (give it a Code method to set its code),
+// called. An error from Call is thrown at the call site (an errs.Coded sets its code and reason),
 // and settle is then never called.
 type Caller interface {
 	Call(req Request, settle Settle) error
@@ -47,12 +48,6 @@ type Caller interface {
 // Settle delivers a call's CallResult (JSON). onLoop, when not nil, runs on the loop goroutine
 // right before the script sees the result: the run advances its clock there.
 type Settle func(result json.RawMessage, onLoop func())
-
-// Coded is an error with a stable code.
-type Coded interface {
-	error
-	Code() string
-}
 
 type agentModule struct {
 	rt          *goja.Runtime
@@ -113,11 +108,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	}
 	if err := m.caller.Call(req, settle); err != nil {
 		enqueue(func() error { return nil }) // a refused request is never settled: release its reservation
-		code := CodeInvalidRequest
-		if c, ok := err.(Coded); ok {
-			code = c.Code()
-		}
-		jsutil.Throw(rt, code, "agent.call: %s", err.Error())
+		jsutil.ThrowError(rt, "agent.call: ", err)
 	}
 	return rt.ToValue(promise)
 }

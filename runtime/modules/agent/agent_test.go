@@ -88,7 +88,7 @@ func TestValidationUncaught(t *testing.T) {
 	_, err := r.Run(context.Background())
 	var se *vm.ScriptError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, agent.CodeInvalidRequest, se.Code)
+	assert.Equal(t, string(agent.CodeInvalidRequest), se.Code)
 	assert.Contains(t, se.Message, `unknown option "colour"`)
 	assert.Contains(t, se.Stack, r.Path+":6:")
 }

@@ -90,12 +90,4 @@ func joinArgs(args []goja.Value) string {
 	return strings.Join(parts, " ")
 }
 
-type coded interface{ Code() string }
-
-func throw(rt *goja.Runtime, err error) {
-	code := "invalid_request"
-	if c, ok := err.(coded); ok {
-		code = c.Code()
-	}
-	jsutil.Throw(rt, code, "%s", err.Error())
-}
+func throw(rt *goja.Runtime, err error) { jsutil.ThrowError(rt, "", err) }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -38,8 +39,8 @@ func newCmdList(g *globals, streams IO) *cobra.Command {
 				if err != nil {
 					// Listed all the same: a run whose files cannot be read is worth seeing.
 					st = statusOutput{Run: id, State: "unreadable", Calls: engine.Counts{}, Result: json.RawMessage("null")}
-					if e, ok := engine.AsError(err); ok {
-						st.Status = e.Code
+					if e, ok := errs.As(err); ok {
+						st.Status = string(e.Code)
 					}
 				}
 				runs = append(runs, st)
@@ -129,7 +130,7 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			}
 			f, err := os.Create(output)
 			if err != nil {
-				return engine.Errorf(engine.CodeInvalidRequest, "--output %s: %v", output, err)
+				return errs.New(errs.InvalidRequest, "--output %s: %v", output, err)
 			}
 			w := bufio.NewWriter(f)
 			if err := journal.Export(w, args[0], rows); err != nil {
@@ -227,7 +228,7 @@ func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
 		}
 		return nil
 	}
-	return engine.Errorf(engine.CodeInvalidRequest, "run %s has no call %q", s.Run, id)
+	return errs.New(errs.InvalidRequest, "run %s has no call %q", s.Run, id)
 }
 
 func compact(raw json.RawMessage) string {

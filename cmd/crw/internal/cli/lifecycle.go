@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
 )
 
 // execCommand is the hidden command a detached run's process runs.
@@ -69,7 +70,7 @@ A script that asks for another call than the journal recorded stops with a diver
 				return err
 			}
 			id := args[0]
-			g.runOutput = !detach
+			g.runOutput, g.detach = !detach, detach
 			if detach {
 				if err := resumable(state, id); err != nil {
 					return err
@@ -167,7 +168,7 @@ func printResult(g *globals, streams IO, res *engine.Result) {
 
 func exitFor(res *engine.Result) error {
 	if res.Status == engine.RunFailed || res.Status == engine.RunCancelled {
-		return errPrinted{code: engine.ExitFailed}
+		return errPrinted{code: exitFailed}
 	}
 	return nil
 }
@@ -175,23 +176,23 @@ func exitFor(res *engine.Result) error {
 // resumable refuses early what Execute would refuse, so a detached resume reports it.
 func resumable(state, id string) error {
 	if !engine.ValidRunID(id) {
-		return engine.Errorf(engine.CodeInvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
+		return errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
 	}
 	spec, err := engine.ReadSpec(state, id)
 	if err != nil {
 		return err
 	}
 	if engine.Live(state, id) {
-		return engine.Errorf(engine.CodeRunUnavailable, "run %s is held by a live process", id)
+		return errs.New(errs.RunUnavailable, "run %s is held by a live process", id)
 	}
 	if st, err := engine.Status(state, id); err != nil {
 		return err
 	} else if st.State == "ended" {
-		return engine.Errorf(engine.CodeRunUnavailable, "run %s has ended (%s): there is nothing to resume", id, st.Status)
+		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", id, st.Status)
 	}
 	if tmp, ok := spec.Env["TMPDIR"]; ok {
 		if st, err := os.Stat(tmp); err != nil || !st.IsDir() {
-			return engine.Errorf(engine.CodeCapabilityUnavailable, "run %s recorded TMPDIR %s, which is missing or not a directory; make it again to resume the run", id, tmp)
+			return errs.New(errs.RunEnvUnusable, "run %s recorded TMPDIR %s, which is missing or not a directory; make it again to resume the run", id, tmp)
 		}
 	}
 	return nil
@@ -202,7 +203,7 @@ func resumable(state, id string) error {
 func spawn(state, id string) (int, error) {
 	self, err := selfPath()
 	if err != nil {
-		return 0, engine.Errorf(engine.CodeCapabilityUnavailable, "cannot find crw's own binary: %v", err)
+		return 0, errs.New(errs.CapabilityUnavailable, "cannot find crw's own binary: %v", err)
 	}
 	spec, err := engine.ReadSpec(state, id)
 	if err != nil {
@@ -212,7 +213,7 @@ func spawn(state, id string) (int, error) {
 	logPath := filepath.Join(dir, "process.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return 0, engine.Errorf(engine.CodeCapabilityUnavailable, "cannot open %s: %v", logPath, err)
+		return 0, errs.New(errs.CapabilityUnavailable, "cannot open %s: %v", logPath, err)
 	}
 	defer logFile.Close()
 	before, _ := os.Stat(logPath)
@@ -223,7 +224,7 @@ func spawn(state, id string) (int, error) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, engine.Errorf(engine.CodeCapabilityUnavailable, "cannot start the run's process: %v", err)
+		return 0, errs.New(errs.CapabilityUnavailable, "cannot start the run's process: %v", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -237,9 +238,9 @@ func spawn(state, id string) (int, error) {
 			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid && (st.State == "ended" || st.State == "paused") {
 				return cmd.Process.Pid, nil // it ran to its end already
 			}
-			return 0, engine.Errorf(engine.CodeRunUnavailable, "the run's process stopped: %s", logTail(logPath, before))
+			return 0, errs.New(errs.RunUnavailable, "the run's process stopped: %s", logTail(logPath, before))
 		case <-deadline:
-			return cmd.Process.Pid, engine.Errorf(engine.CodeRunUnavailable, "the run's process (pid %d) did not take run %s within 30 s; see %s", cmd.Process.Pid, id, logPath)
+			return cmd.Process.Pid, errs.New(errs.RunUnavailable, "the run's process (pid %d) did not take run %s within 30 s; see %s", cmd.Process.Pid, id, logPath)
 		case <-tick.C:
 			// Held, and past the replay of its journal: a script that diverges from the journal
 			// is reported here rather than found later in the log.
@@ -344,7 +345,7 @@ func follow(ctx context.Context, g *globals, streams IO, state, id string) error
 			}
 		case "crashed":
 			prog.done()
-			return engine.Errorf(engine.CodeRunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", id, id)
+			return errs.New(errs.RunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", id, id)
 		}
 		select {
 		case <-ctx.Done():
@@ -372,14 +373,14 @@ func newCmdCancel(g *globals, streams IO) *cobra.Command {
 				return err
 			}
 			if st.State != "running" && st.State != "paused" {
-				return engine.Errorf(engine.CodeRunUnavailable, "run %s is %s: only a live run can be cancelled", id, st.State)
+				return errs.New(errs.RunUnavailable, "run %s is %s: only a live run can be cancelled", id, st.State)
 			}
 			rs, err := engine.ReadState(state, id)
 			if err != nil {
 				return err
 			}
 			if err := syscall.Kill(rs.PID, syscall.SIGTERM); err != nil {
-				return engine.Errorf(engine.CodeRunUnavailable, "run %s: cannot signal its process %d: %v", id, rs.PID, err)
+				return errs.New(errs.RunUnavailable, "run %s: cannot signal its process %d: %v", id, rs.PID, err)
 			}
 			deadline := time.Now().Add(wait)
 			for engine.Live(state, id) && time.Now().Before(deadline) {
@@ -399,7 +400,7 @@ func newCmdCancel(g *globals, streams IO) *cobra.Command {
 				fmt.Fprintln(streams.Out)
 			}
 			if st.State != "ended" {
-				return errPrinted{code: engine.ExitFailed}
+				return errPrinted{code: exitFailed}
 			}
 			return nil
 		},

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
 )
 
 // IO is the process's streams, injected so tests can capture them.
@@ -30,6 +31,26 @@ func Main() int {
 	return Run(os.Args[1:], streams)
 }
 
+// Exit codes: 0 success, 1 the operation failed, 2 bad input.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitBadInput = 2
+)
+
+// exitCode is the exit code of an error a command returned: bad input for a malformed request,
+// and for a run process that refuses the environment its run recorded (a detached resume,
+// whose process never started, reports that as a failure of the operation instead).
+func exitCode(g *globals, e *errs.Error) int {
+	switch {
+	case e.Code == errs.InvalidRequest:
+		return exitBadInput
+	case e.Code == errs.RunEnvUnusable && !g.detach:
+		return exitBadInput
+	}
+	return exitFailed
+}
+
 // errPrinted says a command already wrote its own output for a failure; only the exit code is left.
 type errPrinted struct{ code int }
 
@@ -42,6 +63,8 @@ type globals struct {
 	// runOutput: the command prints a run's end ({"run", "status", "result", "error",
 	// "calls"}), so its errors take that shape too.
 	runOutput bool
+	// detach: the command hands the run to a process of its own.
+	detach bool
 }
 
 // Run runs crw with args and returns the exit code.
@@ -51,16 +74,16 @@ func Run(args []string, streams IO) int {
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
-		return engine.ExitOK
+		return exitOK
 	}
 	var printed errPrinted
 	if errors.As(err, &printed) {
 		return printed.code
 	}
-	e, ok := engine.AsError(err)
+	e, ok := errs.As(err)
 	if !ok {
 		// cobra's own errors are about the command line: bad input.
-		e = engine.Errorf(engine.CodeInvalidRequest, "%s", err.Error())
+		e = errs.New(errs.InvalidRequest, "%s", err.Error())
 	}
 	if g.json && g.runOutput {
 		// The commands that run a workflow answer in one shape, failed or not.
@@ -70,7 +93,7 @@ func Run(args []string, streams IO) int {
 	} else {
 		fmt.Fprintf(streams.ErrOut, "crw: %s\n", e.Error())
 	}
-	return e.Exit
+	return exitCode(g, e)
 }
 
 func newRoot(g *globals, streams IO) *cobra.Command {
@@ -85,7 +108,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.state, "state", "", "the state folder (default $CRW_STATE, else $XDG_STATE_HOME/crw, else ~/.local/state/crw)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return engine.Errorf(engine.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
+		return errs.New(errs.InvalidRequest, "%v (see %s --help)", err, c.CommandPath())
 	})
 
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
@@ -105,7 +128,7 @@ func group(c *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return c.Help()
 	}
-	return engine.Errorf(engine.CodeInvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
+	return errs.New(errs.InvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
 }
 
 func writeJSON(w io.Writer, v any) {

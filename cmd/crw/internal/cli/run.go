@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
 )
 
 // RunOptions are the flags of `crw flow run`.
@@ -87,13 +88,13 @@ func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error
 func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 	var eo engine.Options
 	if opts.Pool < 1 {
-		return eo, engine.Errorf(engine.CodeInvalidRequest, "--pool: must be 1 or more, got %d", opts.Pool)
+		return eo, errs.New(errs.InvalidRequest, "--pool: must be 1 or more, got %d", opts.Pool)
 	}
 	if opts.BudgetTokens < 0 {
-		return eo, engine.Errorf(engine.CodeInvalidRequest, "--budget-tokens: must not be negative")
+		return eo, errs.New(errs.InvalidRequest, "--budget-tokens: must not be negative")
 	}
 	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
-		return eo, engine.Errorf(engine.CodeInvalidRequest, "workflow %s: not a readable file", opts.Workflow)
+		return eo, errs.New(errs.InvalidRequest, "workflow %s: not a readable file", opts.Workflow)
 	}
 	input, err := readInput(opts.Input)
 	if err != nil {
@@ -109,7 +110,7 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 	for _, d := range opts.LibDirs {
 		st, err := os.Stat(d)
 		if err != nil || !st.IsDir() {
-			return eo, engine.Errorf(engine.CodeInvalidRequest, "--lib %s: not a folder", d)
+			return eo, errs.New(errs.InvalidRequest, "--lib %s: not a folder", d)
 		}
 		abs, _ := filepath.Abs(d)
 		libs = append(libs, abs)
@@ -130,13 +131,13 @@ func readInput(s string) (json.RawMessage, error) {
 	if name, ok := strings.CutPrefix(s, "@"); ok {
 		var err error
 		if data, err = os.ReadFile(name); err != nil {
-			return nil, engine.Errorf(engine.CodeInvalidRequest, "--input @%s: cannot read: %v", name, err)
+			return nil, errs.New(errs.InvalidRequest, "--input @%s: cannot read: %v", name, err)
 		}
 		where = "--input @" + name
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, engine.Errorf(engine.CodeInvalidRequest, "%s: not JSON: %v", where, err)
+		return nil, errs.New(errs.InvalidRequest, "%s: not JSON: %v", where, err)
 	}
 	return json.RawMessage(strings.TrimSpace(string(data))), nil
 }

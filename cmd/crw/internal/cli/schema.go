@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
 )
 
 // schemaCheckOutput is `crw schema check --json`.
@@ -30,11 +30,11 @@ JSON pointer and rule), 2 when the file cannot be read or is not JSON.`,
 			file := args[0]
 			data, err := os.ReadFile(file)
 			if err != nil {
-				return engine.Errorf(engine.CodeInvalidRequest, "%s: cannot read: %v", file, err)
+				return errs.New(errs.InvalidRequest, "%s: cannot read: %v", file, err)
 			}
 			vs, err := schema.CheckStrict(data)
 			if err != nil {
-				return engine.Errorf(engine.CodeInvalidRequest, "%s: %v", file, err)
+				return errs.New(errs.InvalidRequest, "%s: %v", file, err)
 			}
 			if g.json {
 				if vs == nil {
@@ -50,7 +50,7 @@ JSON pointer and rule), 2 when the file cannot be read or is not JSON.`,
 				fmt.Fprintf(streams.ErrOut, "%s: not strict: %d violation(s)\n", file, len(vs))
 			}
 			if len(vs) > 0 {
-				return errPrinted{code: engine.ExitFailed}
+				return errPrinted{code: exitFailed}
 			}
 			return nil
 		},

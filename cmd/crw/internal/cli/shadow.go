@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -30,10 +31,10 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (runID == "") == (trace == "") {
-				return engine.Errorf(engine.CodeInvalidRequest, "give exactly one of --run RUN and --trace FILE")
+				return errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
 			}
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
-				return engine.Errorf(engine.CodeInvalidRequest, "script %s: not a readable file", args[0])
+				return errs.New(errs.InvalidRequest, "script %s: not a readable file", args[0])
 			}
 			var rows []journal.Row
 			if runID != "" {
@@ -47,12 +48,12 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 			} else {
 				f, err := os.Open(trace)
 				if err != nil {
-					return engine.Errorf(engine.CodeInvalidRequest, "--trace %s: %v", trace, errors.Unwrap(err))
+					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, errors.Unwrap(err))
 				}
 				rows, err = journal.Import(f)
 				f.Close()
 				if err != nil {
-					return engine.Errorf(engine.CodeInvalidRequest, "--trace %s: %v", trace, err)
+					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
 				}
 			}
 			var libDirs []string
@@ -70,7 +71,7 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 				printShadow(streams, report)
 			}
 			if len(report.Divergences)+len(report.Unmade)+len(report.New) > 0 {
-				return errPrinted{code: engine.ExitFailed}
+				return errPrinted{code: exitFailed}
 			}
 			return nil
 		},
