@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -68,7 +69,7 @@ func benchmarkCalls(b *testing.B, width int) {
 	b.ResetTimer()
 	res, err := engine.Run(context.Background(), engine.Options{
 		StateDir: filepath.Join(dir, "state"), Workflow: wf, Input: input,
-		Answers: answers, Pool: width,
+		BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends(), Pool: width,
 	})
 	b.StopTimer()
 	if err != nil {
@@ -123,7 +124,7 @@ func recordedRun(b *testing.B, n int) (state, run string, rows []journal.Row, wf
 	}
 	state = filepath.Join(dir, "state")
 	input, _ := json.Marshal(map[string]int{"n": n})
-	res, err := engine.Run(context.Background(), engine.Options{StateDir: state, Workflow: wf, Input: input, Answers: answers})
+	res, err := engine.Run(context.Background(), engine.Options{StateDir: state, Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends()})
 	if err != nil || res.Status != engine.RunCompleted {
 		b.Fatalf("record: %v %+v", err, res)
 	}
@@ -176,7 +177,7 @@ func BenchmarkResume(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				res, err := engine.Execute(context.Background(), state, run, engine.ExecOptions{})
+				res, err := engine.Execute(context.Background(), state, run, engine.ExecOptions{Backends: enginetest.Backends()})
 				if err != nil {
 					b.Fatal(err)
 				}

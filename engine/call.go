@@ -7,14 +7,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -32,10 +30,16 @@ type call struct {
 	settle   agent.Settle
 	resumeOf *call
 
+	attempt  int // 1, or more when a resume runs the call again
 	prepared *journal.Row
-	thread   *journal.Row
-	th       backend.Thread
-	lastSeq  uint64
+	th       backend.Thread // guarded by r.mu
+
+	// What the call's backend reports, guarded by mu: it may report from other goroutines.
+	mu      sync.Mutex
+	thread  *journal.Row
+	lastSeq uint64
+	k       int    // the turn the backend runs
+	repair  string // what that turn, a repair, names as wrong
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -64,23 +68,6 @@ func resumable(of *call, handle string) error {
 	}
 	return nil
 }
-
-// HostError is a failure a backend reports for a thread or turn request: its codexErrorInfo,
-// or Lost when the request got no answer.
-type HostError struct {
-	Info string
-	Lost bool
-	Err  error
-}
-
-func (e *HostError) Error() string {
-	if e.Lost {
-		return "request got no answer: " + e.Err.Error()
-	}
-	return fmt.Sprintf("host failure %q: %v", e.Info, e.Err)
-}
-
-func (e *HostError) Unwrap() error { return e.Err }
 
 // Call implements agent.Caller: it runs on the loop goroutine in the order the script issues
 // calls. A call the journal already answered is replayed from it; one the journal left open
@@ -142,7 +129,7 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 			return errs.Throw(errs.RevisionConflict, "divergence", "%s", err.Error())
 		}
 		r.continued[rec] = true
-		c.id, c.prepared, c.thread = rec.prepared.Call, rec.prepared, rec.thread
+		c.id, c.prepared, c.thread, c.attempt = rec.prepared.Call, rec.prepared, rec.thread, rec.attempt
 		if rec.thread != nil {
 			c.th = threadOf(rec.thread)
 		}
@@ -168,12 +155,12 @@ func (r *run) Call(req agent.Request, settle agent.Settle) error {
 	if rec != nil && rec.reopened() && !r.continued[rec] && sameInputs(rec.prepared, prepared) {
 		// The same call runs again, as a new attempt of the same id.
 		r.continued[rec] = true
-		c.id = rec.prepared.Call
+		c.id, c.attempt = rec.prepared.Call, rec.attempt+1
 	} else {
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
 		r.nextID++
-		c.id = "c" + strconv.Itoa(r.nextID)
+		c.id, c.attempt = "c"+strconv.Itoa(r.nextID), 1
 	}
 	prepared.Call = c.id
 	c.prepared = withDigests(prepared)
@@ -347,65 +334,21 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	}
 	defer c.cancel()
 
-	bc := backend.Call{ID: c.id, Index: c.index, Role: c.req.Role, Node: c.req.Node, Pair: configured, Schema: c.req.Schema}
-	var th backend.Thread
-	if c.thread != nil {
-		th = c.th
-	} else {
-		treq := backend.ThreadRequest{Call: bc}
-		if c.resumeOf != nil {
-			treq.From = c.resumeOf.th
-		}
-		var err error
-		if th, err = r.backend.OpenThread(c.ctx, treq, c.commit); err != nil {
-			r.finish(c, c.failure(err))
-			return
-		}
-		r.mu.Lock()
-		c.th = th
-		r.mu.Unlock()
-		c.thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
-		if c.resumeOf != nil {
-			c.thread.ChainedFrom = c.req.Resume
-			c.thread.ChainThread = c.resumeOf.th.ID
-		}
-		c.lastSeq = r.j.Append(c.thread)
-	}
-
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: configured, Schema: c.req.Schema}
 	var validator *schema.Validator
 	if compiled != nil {
 		validator = compiled.validator
 	}
 	prompt, problem := c.req.Prompt, ""
 	for k := 1; k <= 2; k++ {
-		treq := backend.TurnRequest{Call: bc, K: k, Prompt: prompt}
-		var out backend.Outcome
-		if sent := c.sentBefore(rec, k); sent != nil {
-			// The earlier process sent this turn: find it on the host and take its outcome.
-			c.turnIDs = append(c.turnIDs, sent.id)
-			out = r.backend.Reconcile(c.ctx, th, treq, sent.id, sent.at)
-			if out.TurnID != "" && sent.id == "" {
-				c.turnIDs[len(c.turnIDs)-1] = out.TurnID
-				c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: out.TurnID, Repair: problem})
-			}
-		} else {
-			turnID, err := r.backend.Send(c.ctx, th, treq, c.commit)
-			if err != nil {
-				r.finish(c, c.failure(err))
-				return
-			}
-			c.turnIDs = append(c.turnIDs, turnID)
-			c.lastSeq = r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: k, TurnID: turnID, Repair: problem})
-			sentAt := time.Now()
-			out = r.backend.Wait(c.ctx, th, treq, turnID)
-			if out.Lost && c.ctx.Err() == nil {
-				if _, ok := r.backend.(backend.LostLeavesIntent); ok {
-					// The host may still have the turn (its process died and comes back): ask it
-					// once before the call is left to a resume.
-					out = r.backend.Reconcile(c.ctx, th, treq, turnID, sentAt)
-				}
-			}
+		c.mu.Lock()
+		c.k, c.repair = k, problem
+		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: c.th, Sent: c.sentBefore(rec, k)}
+		c.mu.Unlock()
+		if t.Thread.ID == "" && c.resumeOf != nil {
+			t.From = c.resumeOf.th
 		}
+		out := r.backend.Run(c.ctx, t, c)
 		c.count(out.Tokens)
 
 		if reason := c.interruptReason(); reason != "" {
@@ -413,15 +356,24 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: reason})
 			return
 		}
-		switch {
-		case out.Lost:
-			r.finish(c, &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was sent and its answer was lost"})
+		switch out.Status {
+		case backend.Lost:
+			row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}
+			if out.Open {
+				// The host may still run it: the reconcile pass of a resume decides the call.
+				r.endUnrecorded(c, row)
+			} else {
+				r.end(c, row)
+			}
 			return
-		case out.Interrupted:
+		case backend.Unavailable:
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the host is unavailable: nothing was sent"})
+			return
+		case backend.Interrupted:
 			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
 			return
-		case out.Failed:
-			r.end(c, c.classified(out.ErrorInfo))
+		case backend.Failed:
+			r.end(c, c.failed(out.Failure))
 			return
 		}
 		if validator == nil {
@@ -451,31 +403,92 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
 }
 
-// sentTurn is a turn an earlier process sent: its id ("" when it died before recording it) and
-// when it was sent.
-type sentTurn struct {
-	id string
-	at time.Time
+// The call is its turns' backend.Recorder: what the backend reports becomes rows of the call.
+var _ backend.Recorder = (*call)(nil)
+
+// Commit implements backend.Recorder: the call's rows so far, and every row before them, are
+// made durable. A journal that cannot be written stops the run.
+func (c *call) Commit() error {
+	c.mu.Lock()
+	seq := c.lastSeq
+	c.mu.Unlock()
+	if err := c.r.j.Sync(seq); err != nil {
+		c.r.stop(err)
+		return err
+	}
+	return nil
 }
 
-// sentBefore tells whether turn k of a call an earlier process left open was sent. A backend
-// sends a turn only after the rows before it are durable, so a last row of thread_started means
-// the task turn may have gone, and a last turn_started k means turn k+1 may have.
-func (c *call) sentBefore(rec *recorded, k int) *sentTurn {
+// Dispatched implements backend.Recorder: the step a pull backend publishes the turn as.
+func (c *call) Dispatched(marker string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeStepPublished, Call: c.id, K: c.k, Marker: marker})
+}
+
+// Thread implements backend.Recorder: the call's thread, chained to the thread of the call a
+// continuation resumes.
+func (c *call) Thread(th backend.Thread) {
+	row := &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
+	if c.resumeOf != nil {
+		row.ChainedFrom = c.req.Resume
+		row.ChainThread = c.resumeOf.th.ID
+	}
+	c.r.mu.Lock()
+	c.th = th
+	c.r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.thread = row
+	c.lastSeq = c.r.j.Append(row)
+}
+
+// Started implements backend.Recorder: the turn's id on the host.
+func (c *call) Started(turnID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.turnIDs = append(c.turnIDs, turnID)
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair})
+}
+
+// Warn implements backend.Recorder: a warning row of the call.
+func (c *call) Warn(reason, detail string) {
+	c.r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: reason, Detail: detail})
+	c.r.flushSoon()
+}
+
+// sentBefore tells whether turn k of a call an earlier process left open may have been
+// dispatched, and what the journal recorded of it. A backend dispatches a turn only after the
+// rows before it are durable, so a recorded step or turn of k says so, a last row of
+// thread_started means the task turn may have gone, and a last turn_started k means turn k+1
+// may have.
+func (c *call) sentBefore(rec *recorded, k int) *backend.Sent {
 	if rec == nil {
 		return nil
 	}
+	var sent *backend.Sent
+	for _, st := range rec.steps {
+		if st.K == k {
+			sent = &backend.Sent{Marker: st.Marker, At: st.At}
+		}
+	}
 	for _, t := range rec.turns {
 		if t.K == k {
-			return &sentTurn{id: t.TurnID, at: t.At}
+			if sent == nil {
+				sent = &backend.Sent{At: t.At}
+			}
+			sent.TurnID = t.TurnID
 		}
+	}
+	if sent != nil {
+		return sent
 	}
 	last := rec.lastRow()
 	switch {
 	case k == 1 && last.Type == journal.TypeThreadStarted:
-		return &sentTurn{at: last.At}
+		return &backend.Sent{At: last.At}
 	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
-		return &sentTurn{at: last.At}
+		return &backend.Sent{At: last.At}
 	}
 	return nil
 }
@@ -516,9 +529,6 @@ func canonical(doc json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// commit makes every row the call appended so far durable: the intent before an effect.
-func (c *call) commit() error { return c.r.j.Sync(c.lastSeq) }
-
 func (c *call) count(t journal.Tokens) {
 	c.tokens = c.tokens.Add(t)
 	r := c.r
@@ -533,49 +543,25 @@ func (c *call) interruptReason() string {
 	return c.interrupt
 }
 
-// failure turns a backend error into the call's terminal row.
-func (c *call) failure(err error) *journal.Row {
-	if reason := c.interruptReason(); reason != "" {
-		return &journal.Row{Type: journal.TypeHeld, Reason: reason}
+// failed ends a call whose turn the host failed, as the host's vocabulary classified it; a
+// usage or rate limit pauses the run.
+func (c *call) failed(f *backend.Failure) *journal.Row {
+	if f.Pause {
+		c.r.pause(c, f.Detail)
 	}
-	var he *HostError
-	switch {
-	case errors.Is(err, appserver.ErrLost):
-		return &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the request got no answer"}
-	case errors.Is(err, appserver.ErrCodexMissing), errors.Is(err, appserver.ErrUnavailable):
-		return &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the app server is unavailable"}
-	case errors.As(err, &he):
-		if he.Lost {
-			return &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the request got no answer"}
-		}
-		return c.classified(he.Info)
-	}
-	return &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_unknown", Detail: "the host request failed"}
-}
-
-// classified ends a failed turn by its codexErrorInfo; a usage or rate limit pauses the run.
-func (c *call) classified(info string) *journal.Row {
-	cls := Classify(info)
-	if cls.Pause {
-		c.r.pause(c, info)
-	}
-	detail := "codexErrorInfo " + info
-	if info == "" {
-		detail = "the host gave no codexErrorInfo"
-	}
-	return &journal.Row{Type: cls.Type, Reason: cls.Reason, Detail: detail}
+	return &journal.Row{Type: string(f.End), Reason: f.Reason, Detail: f.Detail}
 }
 
 // pause stops the run admitting calls after a usage or rate limit: one escalation row, and
 // every other turn in flight is interrupted.
-func (r *run) pause(by *call, info string) {
+func (r *run) pause(by *call, detail string) {
 	r.mu.Lock()
 	if r.paused {
 		r.mu.Unlock()
 		return
 	}
 	r.paused = true
-	r.j.Append(&journal.Row{Type: journal.TypeEscalation, Call: by.id, Reason: "quota_or_rate", Detail: "codexErrorInfo " + info})
+	r.j.Append(&journal.Row{Type: journal.TypeEscalation, Call: by.id, Reason: "quota_or_rate", Detail: detail})
 	others := make([]*call, 0, len(r.inflight))
 	for o := range r.inflight {
 		if o != by {
@@ -644,16 +630,6 @@ func (r *run) end(c *call, row *journal.Row) {
 	r.mu.Unlock()
 	r.flushEvents()
 	r.flushSoon()
-}
-
-// finish ends a call after its request went to the backend: as end does, except that a lost
-// request on a backend that leaves it to the reconcile pass writes no terminal row.
-func (r *run) finish(c *call, row *journal.Row) {
-	if l, ok := r.backend.(backend.LostLeavesIntent); ok && l.LostLeavesIntent() && row.Type == journal.TypeOutcomeUnknown {
-		r.endUnrecorded(c, row)
-		return
-	}
-	r.end(c, row)
 }
 
 // endUnrecorded gives the script a call's outcome without a terminal row: the call's last row

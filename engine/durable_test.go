@@ -66,7 +66,7 @@ func durablePausedThenKilled(t *testing.T, gateAnswer string) (state, id string)
   {"match": {"node": "next"}, "turns": [{"text": "gone"}]}
 ]}`
 	require.NoError(t, os.WriteFile(answersPath, []byte(answersFile), 0o644))
-	id, err := engine.Create(engine.Options{StateDir: state, Workflow: wfPath, Answers: answersPath})
+	id, err := engine.Create(engine.Options{StateDir: state, Workflow: wfPath, BackendOpts: map[string]string{"answers": answersPath}, Backends: enginetest.Backends()})
 	require.NoError(t, err)
 
 	j, err := journal.Open(filepath.Join(engine.RunDir(state, id), engine.JournalFile))
@@ -90,7 +90,7 @@ func durableResume(t *testing.T, state, id string) (*engine.Result, []journal.Ro
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
 	defer cancel()
-	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{})
+	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{Backends: enginetest.Backends()})
 	require.NoError(t, err)
 	journaltest.Check(t, filepath.Join(engine.RunDir(state, id), engine.JournalFile))
 	rows, err := engine.ReadJournal(state, id)

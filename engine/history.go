@@ -13,7 +13,9 @@ import (
 // recorded is one call as the journal tells it: the rows of its latest attempt. A resumed
 // run matches the script's calls against these in issue order.
 type recorded struct {
+	attempt   int // how many prepared rows the call has: this is its attempt-th
 	prepared  *journal.Row
+	steps     []*journal.Row // step_published rows, in order
 	thread    *journal.Row
 	turns     []*journal.Row // turn_started rows, in order
 	interrupt *journal.Row
@@ -56,12 +58,17 @@ func (c *recorded) lastRow() *journal.Row {
 		return c.terminal
 	case c.interrupt != nil:
 		return c.interrupt
-	case len(c.turns) > 0:
-		return c.turns[len(c.turns)-1]
-	case c.thread != nil:
-		return c.thread
 	}
-	return c.prepared
+	last := c.prepared
+	for _, rows := range [][]*journal.Row{c.steps, c.turns} {
+		if n := len(rows); n > 0 && rows[n-1].Seq > last.Seq {
+			last = rows[n-1]
+		}
+	}
+	if c.thread != nil && c.thread.Seq > last.Seq {
+		last = c.thread
+	}
+	return last
 }
 
 // history is what a resumed run needs of its journal.
@@ -115,9 +122,9 @@ func readHistory(rows []journal.Row) (*history, error) {
 		c := h.byID[row.Call]
 		if row.Type == journal.TypePrepared {
 			// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-			fresh := &recorded{prepared: row}
+			fresh := &recorded{prepared: row, attempt: 1}
 			if c != nil {
-				fresh.tokens = c.tokens
+				fresh.tokens, fresh.attempt = c.tokens, c.attempt+1
 			} else {
 				h.ids = append(h.ids, row.Call)
 			}
@@ -137,6 +144,8 @@ func readHistory(rows []journal.Row) (*history, error) {
 			c.thread = row
 		case row.Type == journal.TypeTurnStarted:
 			c.turns = append(c.turns, row)
+		case row.Type == journal.TypeStepPublished:
+			c.steps = append(c.steps, row)
 		case row.Type == journal.TypeInterruptRequested:
 			c.interrupt = row
 		case journal.IsTerminal(row.Type):

@@ -74,7 +74,10 @@ func (r *run) sendLocked(d delivery) {
 	r.dirty = true
 	res := d.result
 	if res == nil {
-		res, _ = json.Marshal(BuildResult(r.id, c.prepared, c.thread, row))
+		c.mu.Lock()
+		thread := c.thread
+		c.mu.Unlock()
+		res, _ = json.Marshal(BuildResult(r.id, c.prepared, thread, row))
 	}
 	c.settle(res, func() {
 		r.clock = row.At

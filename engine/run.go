@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -16,9 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
@@ -39,10 +36,10 @@ const (
 type Options struct {
 	StateDir     string
 	Workflow     string
-	Input        json.RawMessage // nil: null
-	Backend      string          // fake (default)
-	Answers      string          // the fake backend's answers file
-	Codex        string          // the codex binary of the app-server backend ("" finds it)
+	Input        json.RawMessage   // nil: null
+	Backend      string            // a name of Backends (default fake)
+	BackendOpts  map[string]string // the backend's options (answers, codex, ...)
+	Backends     *backend.Registry
 	Roles        RoleTable
 	Pool         int
 	BudgetTokens int64
@@ -63,6 +60,8 @@ type ExecOptions struct {
 	OnEvent func(Event)
 	// OnStart is called once the process holds the run and its started row is durable.
 	OnStart func(run string)
+	// Backends builds the backend the run's spec names.
+	Backends *backend.Registry
 	// Backend replaces the backend the spec names (tests).
 	Backend backend.Backend
 }
@@ -138,7 +137,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart})
+	return Execute(ctx, opts.StateDir, id, ExecOptions{Log: opts.Log, OnEvent: opts.OnEvent, OnStart: opts.OnStart, Backends: opts.Backends})
 }
 
 // Create checks a workflow and its options and writes the run's folder: run.json and an empty
@@ -154,7 +153,7 @@ func Create(opts Options) (string, error) {
 		return "", errs.New(errs.InvalidRequest, "--input: not JSON")
 	}
 	if opts.Backend == "" {
-		opts.Backend = fake.Name
+		opts.Backend = "fake"
 	}
 	if opts.Roles == nil {
 		opts.Roles = RoleTable{}
@@ -168,22 +167,13 @@ func Create(opts Options) (string, error) {
 		return "", errs.New(errs.InvalidRequest, "workflow %s: %v", opts.Workflow, err)
 	}
 	// Checked as the user named it, so an error names the file as they wrote it.
-	if err := checkBackend(opts.Backend, opts.Answers, opts.Codex); err != nil {
+	backendOpts, err := opts.Backends.Prepare(opts.Backend, opts.BackendOpts)
+	if err != nil {
 		return "", err
-	}
-	if opts.Backend == appserver.Name {
-		if opts.Codex, err = appserver.FindCodex(opts.Codex); err != nil {
-			return "", codexMissing(err)
-		}
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return "", errs.New(errs.CapabilityUnavailable, "no working directory: %v", err)
-	}
-	if opts.Answers != "" {
-		if opts.Answers, err = filepath.Abs(opts.Answers); err != nil {
-			return "", errs.New(errs.InvalidRequest, "--answers %s: %v", opts.Answers, err)
-		}
 	}
 	tmp, err := usableTempDir()
 	if err != nil {
@@ -203,7 +193,7 @@ func Create(opts Options) (string, error) {
 	}
 	spec := RunSpec{
 		Schema: RunSchema, Run: id, Workflow: wf, ScriptDigest: digest,
-		Backend: opts.Backend, Answers: opts.Answers, Codex: opts.Codex, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
+		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
@@ -234,81 +224,9 @@ func loadOnly(wf string, libs []string, input json.RawMessage) (string, error) {
 	return script.Digest(), nil
 }
 
-// checkBackend refuses a backend name or an answers file that cannot work, before a run exists.
-func checkBackend(name, answers, codex string) error {
-	switch name {
-	case fake.Name:
-		if answers != "" {
-			if _, err := fake.LoadAnswers(answers); err != nil {
-				return errs.New(errs.InvalidRequest, "--answers %v", err)
-			}
-		}
-		if codex != "" {
-			return errs.New(errs.InvalidRequest, "--codex is for --backend app-server")
-		}
-		return nil
-	case appserver.Name:
-		if answers != "" {
-			return errs.New(errs.InvalidRequest, "--answers is for --backend fake")
-		}
-		return nil
-	case "session":
-		return errs.New(errs.CapabilityUnavailable, "--backend session is not available in this build yet; use --backend fake or app-server")
-	}
-	return errs.New(errs.InvalidRequest, "--backend %q: one of fake, app-server, session", name)
-}
-
-// codexMissing is the error of an app-server run without a codex binary.
-func codexMissing(err error) error {
-	return errs.New(errs.CapabilityUnavailable, "%v", err).Wrap(err).
-		Because("start", "codex_missing", "not_started", errs.Certain).Next(appserver.InstallCommand)
-}
-
-// AppServerCallHeadersEnv names a model provider of Codex's configuration that is sent each
-// call's identity as headers, for a scripted model in tests.
-const AppServerCallHeadersEnv = "CRW_APPSERVER_CALL_HEADERS"
-
-// newBackend builds the backend a run's spec names.
-func (r *run) newBackend() (backend.Backend, error) {
-	spec := r.spec
-	switch spec.Backend {
-	case fake.Name:
-		if spec.Answers == "" {
-			return fake.New(nil), nil
-		}
-		a, err := fake.LoadAnswers(spec.Answers)
-		if err != nil {
-			return nil, errs.New(errs.InvalidRequest, "run.json answers %v", err)
-		}
-		return fake.New(a), nil
-	case appserver.Name:
-		codex, err := appserver.FindCodex(spec.Codex)
-		if err != nil {
-			return nil, codexMissing(err)
-		}
-		return appserver.New(appserver.Options{
-			Codex: codex, Log: filepath.Join(r.dir, "app-server.log"), Cwd: spec.Cwd, Env: spec.Env,
-			CallHeaders:     os.Getenv(AppServerCallHeadersEnv),
-			OnServerRequest: r.serverRequest,
-		}), nil
-	}
-	return nil, checkBackend(spec.Backend, spec.Answers, spec.Codex)
-}
-
-// serverRequest records a request of the app server that crw declined (an approval, an
-// elicitation, user input): nothing in a run waits for a person.
-func (r *run) serverRequest(req appserver.ServerRequest) {
-	row := &journal.Row{Type: journal.TypeWarning, Reason: "server_request_declined",
-		Detail: fmt.Sprintf("%s on thread %s answered %s", req.Method, req.ThreadID, req.Answer)}
-	r.mu.Lock()
-	for _, c := range r.calls {
-		if c.th.ID != "" && c.th.ID == req.ThreadID {
-			row.Call = c.id
-			break
-		}
-	}
-	r.mu.Unlock()
-	r.j.Append(row)
+// warn records a warning of the run that belongs to no call.
+func (r *run) warn(reason, detail string) {
+	r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail})
 	r.flushSoon()
 }
 
@@ -370,7 +288,10 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	}
 	be := x.Backend
 	if be == nil {
-		if be, err = r.newBackend(); err != nil {
+		be, err = x.Backends.Open(spec.Backend, backend.Config{
+			Run: id, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: dir, Warn: r.warn,
+		})
+		if err != nil {
 			return nil, err
 		}
 	}

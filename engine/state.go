@@ -63,14 +63,18 @@ func NewRunID(now time.Time) string {
 
 // RunSpec is run.json: what the run was started with. It is written once and never rewritten.
 type RunSpec struct {
-	Schema       string            `json:"schema"`
-	Run          string            `json:"run"`
-	Workflow     string            `json:"workflow"`
-	ScriptDigest string            `json:"script_digest"`
-	Backend      string            `json:"backend"`
+	Schema       string `json:"schema"`
+	Run          string `json:"run"`
+	Workflow     string `json:"workflow"`
+	ScriptDigest string `json:"script_digest"`
+	Backend      string `json:"backend"`
+	// BackendOptions are the backend's options, as its Prepare recorded them.
+	BackendOptions map[string]string `json:"backend_options,omitempty"`
+	// Answers and Codex are where runs created before backend_options kept the fake's and the
+	// app server's one option; ReadSpec moves them there.
 	Answers      string            `json:"answers,omitempty"`
-	Codex        string            `json:"codex,omitempty"` // the codex binary of an app-server run
-	Cwd          string            `json:"cwd"`             // where the run's threads work
+	Codex        string            `json:"codex,omitempty"`
+	Cwd          string            `json:"cwd"` // where the run's threads work
 	Input        json.RawMessage   `json:"input"`
 	Pool         int               `json:"pool"`
 	BudgetTokens int64             `json:"budget_tokens,omitempty"`
@@ -147,6 +151,15 @@ func ReadSpec(state, run string) (*RunSpec, error) {
 	if s.Schema != RunSchema {
 		return nil, errs.New(errs.IncompatibleSchema, "%s: schema %q, want %q", filepath.Join(RunDir(state, run), RunFile), s.Schema, RunSchema)
 	}
+	for name, v := range map[string]string{"answers": s.Answers, "codex": s.Codex} {
+		if v != "" {
+			if s.BackendOptions == nil {
+				s.BackendOptions = map[string]string{}
+			}
+			s.BackendOptions[name] = v
+		}
+	}
+	s.Answers, s.Codex = "", ""
 	return &s, nil
 }
 

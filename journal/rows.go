@@ -17,6 +17,7 @@ const (
 	TypePrepared           = "prepared"
 	TypeThreadStarted      = "thread_started"
 	TypeTurnStarted        = "turn_started"
+	TypeStepPublished      = "step_published" // a pull backend's turn, handed over as a step
 	TypeInterruptRequested = "interrupt_requested"
 
 	TypeCompleted      = "completed"
@@ -107,8 +108,9 @@ type Row struct {
 	Cwd         string `json:"cwd,omitempty"`
 	RolloutPath string `json:"rollout_path,omitempty"`
 
-	// turn_started
-	K      int    `json:"k,omitempty"` // 1 for the task turn, 2 for the repair
+	// turn_started, step_published
+	K      int    `json:"k,omitempty"`      // 1 for the task turn, 2 for the repair
+	Marker string `json:"marker,omitempty"` // the step a pull backend published the turn as
 	TurnID string `json:"turn_id,omitempty"`
 	Repair string `json:"repair,omitempty"` // what the repair turn names as wrong
 

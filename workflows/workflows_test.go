@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal/journaltest"
 	"github.com/crw-dev/crw/workflows"
 )
@@ -22,7 +23,7 @@ func run(t *testing.T, workflow, answers string, input json.RawMessage) *engine.
 	}
 	state := t.TempDir()
 	res, err := engine.Run(context.Background(), engine.Options{
-		StateDir: state, Workflow: workflow, Input: input, Answers: answers, Pool: 4,
+		StateDir: state, Workflow: workflow, Input: input, BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends(), Pool: 4,
 	})
 	require.NoError(t, err)
 	journaltest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))

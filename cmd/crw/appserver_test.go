@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/appserver/mockmodel"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
@@ -31,7 +32,7 @@ func TestAppServerKilledMidTurnThenResume(t *testing.T) {
 	t.Cleanup(mock.Close)
 	home := t.TempDir()
 	require.NoError(t, mock.WriteCodexHome(home))
-	env := []string{"CODEX_HOME=" + home, "CRW_CODEX=" + codex, engine.AppServerCallHeadersEnv + "=" + mockmodel.Provider}
+	env := []string{"CODEX_HOME=" + home, "CRW_CODEX=" + codex, appserver.CallHeadersEnv + "=" + mockmodel.Provider}
 
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")

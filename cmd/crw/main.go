@@ -13,5 +13,5 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(engine.ProcessGCPercent)
 	}
-	os.Exit(cli.Main())
+	os.Exit(cli.Main(backends()))
 }

@@ -28,7 +28,7 @@ import (
 // subprocess with `exec crw …`.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"crw": func() { os.Exit(cli.Main()) },
+		"crw": func() { os.Exit(cli.Main(backends())) },
 	})
 }
 

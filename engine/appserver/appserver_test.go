@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,14 +75,14 @@ func (h *harness) call(role, node, schema string) backend.Call {
 
 func (h *harness) open(c backend.Call, from backend.Thread) backend.Thread {
 	h.t.Helper()
-	th, err := h.b.OpenThread(context.Background(), backend.ThreadRequest{Call: c, From: from}, h.commit)
+	th, err := h.b.openThread(context.Background(), c, from, h.commit)
 	require.NoError(h.t, err)
 	return th
 }
 
-func (h *harness) send(ctx context.Context, th backend.Thread, req backend.TurnRequest) string {
+func (h *harness) send(ctx context.Context, th backend.Thread, c backend.Call, prompt string) string {
 	h.t.Helper()
-	id, err := h.b.Send(ctx, th, req, h.commit)
+	id, err := h.b.send(ctx, th, c, prompt, h.commit)
 	require.NoError(h.t, err)
 	require.NotEmpty(h.t, id)
 	return id
@@ -90,8 +91,42 @@ func (h *harness) send(ctx context.Context, th backend.Thread, req backend.TurnR
 // run runs turn k of a call to its end.
 func (h *harness) run(th backend.Thread, c backend.Call, k int, prompt string) backend.Outcome {
 	h.t.Helper()
-	req := backend.TurnRequest{Call: c, K: k, Prompt: prompt}
-	return h.b.Wait(context.Background(), th, req, h.send(context.Background(), th, req))
+	return plain(h.b.wait(context.Background(), th, h.send(context.Background(), th, c, prompt)))
+}
+
+// plain is an outcome without its cause, which is for the log and not compared.
+func plain(out backend.Outcome) backend.Outcome {
+	out.Cause = nil
+	return out
+}
+
+// recorder is a backend.Recorder that keeps what a backend reported, in order.
+type recorder struct {
+	mu      sync.Mutex
+	reports []string
+	started chan string
+}
+
+func newRecorder() *recorder { return &recorder{started: make(chan string, 4)} }
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, s)
+}
+
+func (r *recorder) Commit() error            { r.add("commit"); return nil }
+func (r *recorder) Dispatched(marker string) { r.add("dispatched " + marker) }
+func (r *recorder) Thread(th backend.Thread) { r.add("thread") }
+func (r *recorder) Started(turnID string)    { r.add("started"); r.started <- turnID }
+func (r *recorder) Warn(reason, detail string) {
+	r.add("warn " + reason)
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reports...)
 }
 
 // requested waits until the mock has had n requests.
@@ -124,7 +159,7 @@ func TestTextTurn(t *testing.T) {
 	assert.True(t, strings.HasSuffix(th.RolloutPath, th.ID+".jsonl"), th.RolloutPath)
 
 	out := h.run(th, c, 1, "Say hello.")
-	assert.Equal(t, backend.Outcome{TurnID: out.TurnID, Text: "Hello from the script.",
+	assert.Equal(t, backend.Outcome{Status: backend.Answered, TurnID: out.TurnID, Text: "Hello from the script.",
 		Tokens: journal.Tokens{Input: 100, CachedInput: 40, Output: 20, ReasoningOutput: 5, Total: 120}}, out)
 	assert.Equal(t, 2, h.commits, "a commit before the thread and one before the turn")
 	var loaded struct{ Data []string }
@@ -159,27 +194,44 @@ func TestSchemaTurnAndRepair(t *testing.T) {
 	// A call nobody scripted gets what the fake backend gives it: an instance of its schema,
 	// and estimated tokens.
 	c2 := h.call("executor", "other", answerSchema)
-	out := h.run(h.open(c2, backend.Thread{}), c2, 1, "Anything.")
-	req := backend.TurnRequest{Call: c2, K: 1, Prompt: "Anything."}
-	want := fake.New(nil).Wait(context.Background(), backend.Thread{}, req, out.TurnID)
+	th2 := h.open(c2, backend.Thread{})
+	out := h.run(th2, c2, 1, "Anything.")
+	want := fake.New(nil, nil).Run(context.Background(), backend.Turn{Call: c2, K: 1, Prompt: "Anything.", Thread: th2,
+		Sent: &backend.Sent{TurnID: out.TurnID, At: time.Now().Add(-time.Second)}}, newRecorder())
 	assert.Equal(t, want, out)
 }
 
 func TestErrorKinds(t *testing.T) {
-	kinds := []string{"contextWindowExceeded", "usageLimitExceeded", "rateLimitExceeded", "responseTooManyFailedAttempts",
-		"serverOverloaded", "internalServerError", "httpConnectionFailed", "modelNotFound", "other"}
+	// Each kind the mock can make Codex report, and how it ends a call (written out, not taken
+	// from the classification table).
+	kinds := []struct {
+		kind   string
+		end    backend.End
+		reason string
+		pause  bool
+	}{
+		{"contextWindowExceeded", backend.EndNullModel, "context_window_exceeded", false},
+		{"usageLimitExceeded", backend.EndHeld, "host_infra_quota", true},
+		{"rateLimitExceeded", backend.EndHeld, "host_infra_rate", true},
+		{"responseTooManyFailedAttempts", backend.EndHeld, "host_infra_stream", false},
+		{"serverOverloaded", backend.EndHeld, "host_infra_overload", false},
+		{"internalServerError", backend.EndHeld, "host_infra_unknown", false},
+		{"httpConnectionFailed", backend.EndHeld, "host_infra_connection", false},
+		{"modelNotFound", backend.EndHeld, "host_infra_unknown", false},
+		{"other", backend.EndHeld, "host_infra_other", false},
+	}
 	var entries []string
 	for i, k := range kinds {
-		entries = append(entries, fmt.Sprintf(`{"match":{"call":%d},"turns":[{"error":%q}]}`, i+1, k))
+		entries = append(entries, fmt.Sprintf(`{"match":{"call":%d},"turns":[{"error":%q}]}`, i+1, k.kind))
 	}
 	h := newHarness(t, `{"answers":[`+strings.Join(entries, ",")+`]}`)
-	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
-			require.True(t, mockmodel.Provokes(kind))
+	for _, k := range kinds {
+		t.Run(k.kind, func(t *testing.T) {
+			require.True(t, mockmodel.Provokes(k.kind))
 			c := h.call("executor", "", "")
 			out := h.run(h.open(c, backend.Thread{}), c, 1, "Fail, please.")
-			assert.True(t, out.Failed, "%+v", out)
-			assert.Equal(t, kind, out.ErrorInfo)
+			require.Equal(t, backend.Failed, out.Status, "%+v", out)
+			assert.Equal(t, &backend.Failure{End: k.end, Reason: k.reason, Pause: k.pause, Detail: "codexErrorInfo " + k.kind}, out.Failure)
 			assert.Empty(t, out.Text)
 		})
 	}
@@ -190,13 +242,12 @@ func TestInterruptOnCancel(t *testing.T) {
 	c := h.call("executor", "slow", "")
 	th := h.open(c, backend.Thread{})
 	ctx, cancel := context.WithCancel(context.Background())
-	req := backend.TurnRequest{Call: c, K: 1, Prompt: "Take your time."}
-	turnID := h.send(ctx, th, req)
+	turnID := h.send(ctx, th, c, "Take your time.")
 	h.requested(1)
 	start := time.Now()
 	cancel()
-	out := h.b.Wait(ctx, th, req, turnID)
-	assert.Equal(t, backend.Outcome{TurnID: turnID, Interrupted: true}, out)
+	out := plain(h.b.wait(ctx, th, turnID))
+	assert.Equal(t, backend.Outcome{TurnID: turnID, Status: backend.Interrupted}, out)
 	assert.Less(t, time.Since(start), 5*time.Second, "interrupted at once, not after the delay")
 
 	// The thread goes on: the next turn runs normally.
@@ -227,28 +278,26 @@ func TestKillMidTurnThenReconcile(t *testing.T) {
 	h := newHarness(t, `{"answers":[{"match":{"call":1},"turns":[{"lost":true},{"text":"after the restart","tokens":{"input":7,"output":3}}]}]}`)
 	c := h.call("executor", "build", "")
 	th := h.open(c, backend.Thread{})
-	req := backend.TurnRequest{Call: c, K: 1, Prompt: "Hang."}
 	sentAt := time.Now()
-	turnID := h.send(context.Background(), th, req)
+	turnID := h.send(context.Background(), th, c, "Hang.")
 	h.requested(1)
 
 	dead := h.b.current()
 	require.NoError(t, syscall.Kill(dead.cmd.Process.Pid, syscall.SIGKILL))
-	out := h.b.Wait(context.Background(), th, req, turnID)
-	assert.Equal(t, backend.Outcome{TurnID: turnID, Lost: true}, out, "the answer can never come")
+	out := plain(h.b.wait(context.Background(), th, turnID))
+	assert.Equal(t, backend.Outcome{TurnID: turnID, Status: backend.Lost}, out, "the answer can never come")
 
 	// A new app server resumes the thread; the host says the killed turn was interrupted.
-	out = h.b.Reconcile(context.Background(), th, req, turnID, sentAt)
-	assert.Equal(t, backend.Outcome{TurnID: turnID, Interrupted: true}, out)
+	out = plain(h.b.reconcile(context.Background(), th, c, "Hang.", turnID, sentAt))
+	assert.Equal(t, backend.Outcome{TurnID: turnID, Status: backend.Interrupted}, out)
 	assert.NotSame(t, dead, h.b.current(), "the app server was started again")
 
 	// The thread takes the next turn in the new app server.
-	repair := backend.TurnRequest{Call: c, K: 2, Prompt: "Try again."}
-	out = h.run(th, c, 2, repair.Prompt)
+	out = h.run(th, c, 2, "Try again.")
 	assert.Equal(t, "after the restart", out.Text)
 
 	// A sender that died before recording the turn id: the turn is found by its prompt.
-	found := h.b.Reconcile(context.Background(), th, repair, "", sentAt)
+	found := plain(h.b.reconcile(context.Background(), th, c, "Try again.", "", sentAt))
 	assert.Equal(t, out, found)
 }
 
@@ -261,33 +310,45 @@ func TestReconcileInNewProcess(t *testing.T) {
 	done := h.run(th1, c1, 1, "Keep this.")
 	failed := h.run(th2, c2, 1, "Too long.")
 	require.Equal(t, "kept", done.Text)
-	require.True(t, failed.Failed)
+	require.Equal(t, backend.Failed, failed.Status)
 	require.NoError(t, h.b.Close())
 
 	b := New(h.opts) // as a resumed run would: another process, the same CODEX_HOME
 	defer b.Close()
 	ctx := context.Background()
-	req1, req2 := backend.TurnRequest{Call: c1, K: 1, Prompt: "Keep this."}, backend.TurnRequest{Call: c2, K: 1, Prompt: "Too long."}
-	assert.Equal(t, done, b.Reconcile(ctx, th1, req1, done.TurnID, sentAt), "harvested, tokens from the rollout")
-	assert.Equal(t, done, b.Reconcile(ctx, th1, req1, "", sentAt), "found by its prompt")
-	assert.Equal(t, backend.Outcome{TurnID: failed.TurnID, Failed: true, ErrorInfo: "contextWindowExceeded"}, b.Reconcile(ctx, th2, req2, failed.TurnID, sentAt))
+	reconcile := func(th backend.Thread, c backend.Call, prompt, turnID string) backend.Outcome {
+		return plain(b.reconcile(ctx, th, c, prompt, turnID, sentAt))
+	}
+	assert.Equal(t, done, reconcile(th1, c1, "Keep this.", done.TurnID), "harvested, tokens from the rollout")
+	assert.Equal(t, done, reconcile(th1, c1, "Keep this.", ""), "found by its prompt")
+	assert.Equal(t, backend.Outcome{TurnID: failed.TurnID, Status: backend.Failed,
+		Failure: &backend.Failure{End: backend.EndNullModel, Reason: "context_window_exceeded", Detail: "codexErrorInfo contextWindowExceeded"}},
+		reconcile(th2, c2, "Too long.", failed.TurnID))
 
-	assert.Equal(t, backend.Outcome{TurnID: "no-such-turn", Lost: true}, b.Reconcile(ctx, th1, req1, "no-such-turn", sentAt))
-	assert.Equal(t, backend.Outcome{Lost: true}, b.Reconcile(ctx, th1, backend.TurnRequest{Call: c1, K: 2, Prompt: "never sent"}, "", sentAt))
+	assert.Equal(t, backend.Outcome{TurnID: "no-such-turn", Status: backend.Lost}, reconcile(th1, c1, "Keep this.", "no-such-turn"))
+	assert.Equal(t, backend.Outcome{Status: backend.Lost}, reconcile(th1, c1, "never sent", ""))
 	unknown := backend.Thread{ID: "01a00000-0000-7000-8000-000000000000"}
-	assert.Equal(t, backend.Outcome{TurnID: "x", Lost: true}, b.Reconcile(ctx, unknown, req1, "x", sentAt))
+	assert.Equal(t, backend.Outcome{TurnID: "x", Status: backend.Lost}, reconcile(unknown, c1, "Keep this.", "x"))
 	assert.Equal(t, 2, len(h.mock.Requests()), "nothing was sent twice")
+
+	// Through Run, a turn an earlier process sent is reconciled, and a turn found by its prompt
+	// is reported started: the journal gets its id.
+	rec := newRecorder()
+	out := plain(b.Run(ctx, backend.Turn{Call: c1, K: 1, Prompt: "Keep this.", Thread: th1, Sent: &backend.Sent{At: sentAt}}, rec))
+	assert.Equal(t, done, out)
+	assert.Equal(t, []string{"started"}, rec.list(), "nothing committed, nothing sent")
+	assert.Equal(t, done.TurnID, <-rec.started)
 
 	// A continuation of a thread an earlier app server ran.
 	c3 := h.call("executor", "c", "")
-	th3, err := b.OpenThread(ctx, backend.ThreadRequest{Call: c3, From: th1}, h.commit)
-	require.NoError(t, err)
-	req3 := backend.TurnRequest{Call: c3, K: 1, Prompt: "Go on."}
-	turnID, err := b.Send(ctx, th3, req3, h.commit)
-	require.NoError(t, err)
-	assert.Equal(t, "ok", b.Wait(ctx, th3, req3, turnID).Text)
+	rec = newRecorder()
+	out = b.Run(ctx, backend.Turn{Call: c3, K: 1, Prompt: "Go on.", From: th1}, rec)
+	assert.Equal(t, "ok", out.Text)
+	assert.Equal(t, []string{"commit", "thread", "commit", "started"}, rec.list(), "a commit before the thread and one before the turn")
+	turnID := <-rec.started
+	assert.Equal(t, out.TurnID, turnID)
 	reqs := h.mock.Requests()
-	assert.Equal(t, th3.ID, reqs[len(reqs)-1].Thread)
+	assert.NotEqual(t, th1.ID, reqs[len(reqs)-1].Thread, "a continuation runs on a fork")
 	assert.Greater(t, reqs[len(reqs)-1].Items, reqs[0].Items, "the fork carries the first call's conversation")
 }
 
@@ -295,11 +356,10 @@ func TestReconcileWaitsForARunningTurn(t *testing.T) {
 	h := newHarness(t, `{"answers":[{"match":{"call":1},"turns":[{"text":"worth the wait","delay_ms":800,"tokens":{"input":4,"output":2}}]}]}`)
 	c := h.call("executor", "", "")
 	th := h.open(c, backend.Thread{})
-	req := backend.TurnRequest{Call: c, K: 1, Prompt: "Slowly."}
 	sentAt := time.Now()
-	turnID := h.send(context.Background(), th, req)
-	out := h.b.Reconcile(context.Background(), th, req, turnID, sentAt)
-	assert.Equal(t, backend.Outcome{TurnID: turnID, Text: "worth the wait", Tokens: journal.Tokens{Input: 4, Output: 2, Total: 6}}, out)
+	turnID := h.send(context.Background(), th, c, "Slowly.")
+	out := plain(h.b.reconcile(context.Background(), th, c, "Slowly.", turnID, sentAt))
+	assert.Equal(t, backend.Outcome{Status: backend.Answered, TurnID: turnID, Text: "worth the wait", Tokens: journal.Tokens{Input: 4, Output: 2, Total: 6}}, out)
 	assert.GreaterOrEqual(t, time.Since(sentAt), 800*time.Millisecond)
 }
 
@@ -307,14 +367,70 @@ func TestStartFailures(t *testing.T) {
 	ctx, commit := context.Background(), func() error { return nil }
 	b := New(Options{Codex: filepath.Join(t.TempDir(), "codex")})
 	defer b.Close()
-	_, err := b.OpenThread(ctx, backend.ThreadRequest{}, commit)
+	_, err := b.openThread(ctx, backend.Call{}, backend.Thread{}, commit)
 	assert.True(t, errors.Is(err, ErrCodexMissing), "%v", err)
 	assert.Contains(t, err.Error(), InstallCommand)
+	rec := newRecorder()
+	out := b.Run(ctx, backend.Turn{Call: backend.Call{ID: "c1"}, K: 1, Prompt: "x"}, rec)
+	assert.Equal(t, backend.Unavailable, out.Status, "no codex: nothing was sent")
+	assert.Empty(t, rec.list())
 
 	// A binary that is no app server: no request reached one, so nothing is lost.
 	b = New(Options{Codex: "false"})
 	defer b.Close()
-	_, err = b.OpenThread(ctx, backend.ThreadRequest{}, commit)
+	_, err = b.openThread(ctx, backend.Call{}, backend.Thread{}, commit)
 	assert.True(t, errors.Is(err, ErrUnavailable), "%v", err)
 	assert.False(t, errors.Is(err, ErrLost), "%v", err)
+	assert.Equal(t, backend.Unavailable, b.Run(ctx, backend.Turn{Call: backend.Call{ID: "c1"}, K: 1, Prompt: "x"}, rec).Status)
+}
+
+// TestRequestFailures: every way a thread or turn request can fail maps to a typed outcome,
+// and an RPC error is classified by the codexErrorInfo its data carries.
+func TestRequestFailures(t *testing.T) {
+	t.Parallel()
+	rpc := func(data string) error {
+		return fmt.Errorf("turn/start: %w", &RPCError{Code: -32600, Message: "refused", Data: json.RawMessage(data)})
+	}
+	tests := []struct {
+		name string
+		err  error
+		want backend.Outcome
+	}{
+		{"lost", fmt.Errorf("thread/start: %w", ErrLost), backend.Outcome{Status: backend.Lost, Open: true}},
+		{"no codex", ErrCodexMissing, backend.Outcome{Status: backend.Unavailable}},
+		{"no app server", ErrUnavailable, backend.Outcome{Status: backend.Unavailable}},
+		{"closed", errClosed, backend.Outcome{Status: backend.Unavailable}},
+		{"cancelled", context.Canceled, backend.Outcome{Status: backend.Interrupted}},
+		{"rpc with a kind", rpc(`{"codexErrorInfo":"unauthorized"}`), backend.Outcome{Status: backend.Failed,
+			Failure: &backend.Failure{End: backend.EndRefused, Reason: "host_config_unauthorized", Detail: "codexErrorInfo unauthorized"}}},
+		{"rpc with an object kind", rpc(`{"codexErrorInfo":{"httpConnectionFailed":{"httpStatusCode":502}}}`), backend.Outcome{Status: backend.Failed,
+			Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_connection", Detail: "codexErrorInfo httpConnectionFailed"}}},
+		{"rpc with a usage limit", rpc(`{"codexErrorInfo":"usageLimitExceeded"}`), backend.Outcome{Status: backend.Failed,
+			Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_quota", Pause: true, Detail: "codexErrorInfo usageLimitExceeded"}}},
+		{"rpc without one", rpc(``), backend.Outcome{Status: backend.Failed,
+			Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_unknown", Detail: "the host gave no codexErrorInfo"}}},
+		{"the commit failed", errors.New("journal: poisoned"), backend.Outcome{Status: backend.Unavailable}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := failure(tt.err)
+			assert.Equal(t, tt.err, got.Cause, "the cause is kept for the log")
+			assert.Equal(t, tt.want, plain(got))
+		})
+	}
+}
+
+// TestOutcomeOfAnInterruptedTurnWithAnError: an interrupted turn that carries an error is
+// classified by it; one without is an interrupt.
+func TestOutcomeOfAnInterruptedTurnWithAnError(t *testing.T) {
+	t.Parallel()
+	withErr := &Turn{ID: "t1", Status: TurnInterrupted, Error: &TurnError{CodexErrorInfo: json.RawMessage(`"serverOverloaded"`)}}
+	assert.Equal(t, backend.Outcome{TurnID: "t1", Status: backend.Failed,
+		Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_overload", Detail: "codexErrorInfo serverOverloaded"}},
+		outcome(withErr, nil, TokenUsage{}))
+	assert.Equal(t, backend.Outcome{TurnID: "t2", Status: backend.Interrupted}, outcome(&Turn{ID: "t2", Status: TurnInterrupted}, nil, TokenUsage{}))
+	assert.Equal(t, backend.Outcome{TurnID: "t3", Status: backend.Failed,
+		Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_unknown", Detail: "the host gave no codexErrorInfo"}},
+		outcome(&Turn{ID: "t3", Status: TurnFailed, Error: &TurnError{Message: "boom"}}, nil, TokenUsage{}))
 }

@@ -7,12 +7,14 @@ package appserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // Name is the backend's name in the journal.
@@ -44,9 +46,12 @@ type Options struct {
 	// RequestTimeout bounds the wait for the answer to a request (not for a turn's end); a
 	// request that passes it is lost. Default one minute.
 	RequestTimeout time.Duration
-	// OnServerRequest is told of every request of the app server, each already declined. It
-	// runs on the goroutine that reads the app server and must not block.
+	// OnServerRequest is told of every request of the app server, each already declined and
+	// recorded as a warning of the call whose turn runs on its thread. It runs on the
+	// goroutine that reads the app server and must not block.
 	OnServerRequest func(ServerRequest)
+	// Warn records a declined request on a thread no turn of this process runs on.
+	Warn func(reason, detail string)
 }
 
 // Backend runs turns on one codex app-server process, started when the first call needs it
@@ -54,9 +59,11 @@ type Options struct {
 type Backend struct {
 	o Options
 
-	mu     sync.Mutex
-	proc   *process
-	closed bool
+	mu        sync.Mutex
+	proc      *process
+	closed    bool
+	recorders map[string]backend.Recorder // thread id → the recorder of the turn running on it
+	onRequest func(ServerRequest)         // Options.OnServerRequest as given
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -69,7 +76,10 @@ func New(o Options) *Backend {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = time.Minute
 	}
-	return &Backend{o: o}
+	b := &Backend{recorders: map[string]backend.Recorder{}, onRequest: o.OnServerRequest}
+	o.OnServerRequest = b.serverRequest
+	b.o = o
+	return b
 }
 
 // Name implements backend.Backend.
@@ -140,22 +150,121 @@ func (b *Backend) params(c backend.Call, model, effort, cwd string) ThreadParams
 	return ThreadParams{Model: model, Cwd: cwd, ApprovalPolicy: "never", Sandbox: b.o.Sandbox, Config: cfg}
 }
 
-// OpenThread implements backend.Backend: thread/start, or for a continuation thread/fork of
-// the resumed call's thread at its last turn.
-func (b *Backend) OpenThread(ctx context.Context, req backend.ThreadRequest, commit func() error) (backend.Thread, error) {
+// Run implements backend.Backend. A turn an earlier process sent is reconciled: its thread is
+// resumed in this process's app server and the turn looked up, never sent again. Otherwise the
+// call's thread is started (or forked, for a continuation) once the intent is durable, and the
+// turn is sent and waited for. A turn whose answer is lost (the app server died, a request
+// timed out) is asked for once more on a new app server before it is left Lost, and Open: the
+// host may still run it, so a later resume's reconcile pass decides it.
+func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	th := t.Thread
+	if t.Sent != nil {
+		b.watch(th.ID, rec)
+		defer b.unwatch(th.ID)
+		out := b.reconcile(ctx, th, t.Call, t.Prompt, t.Sent.TurnID, t.Sent.At)
+		if out.TurnID != "" && t.Sent.TurnID == "" {
+			rec.Started(out.TurnID)
+		}
+		return lostStaysOpen(out)
+	}
+	if th.ID == "" {
+		var err error
+		if th, err = b.openThread(ctx, t.Call, t.From, rec.Commit); err != nil {
+			return failure(err)
+		}
+		rec.Thread(th)
+	}
+	b.watch(th.ID, rec)
+	defer b.unwatch(th.ID)
+	turnID, err := b.send(ctx, th, t.Call, t.Prompt, rec.Commit)
+	if err != nil {
+		return failure(err)
+	}
+	rec.Started(turnID)
+	sentAt := time.Now()
+	out := b.wait(ctx, th, turnID)
+	if out.Status == backend.Lost && ctx.Err() == nil {
+		out = b.reconcile(ctx, th, t.Call, t.Prompt, turnID, sentAt)
+	}
+	return lostStaysOpen(out)
+}
+
+// lostStaysOpen leaves a lost turn's intent to the reconcile pass of a later resume.
+func lostStaysOpen(out backend.Outcome) backend.Outcome {
+	if out.Status == backend.Lost {
+		out.Open = true
+	}
+	return out
+}
+
+// Done implements backend.Backend: threads are let go of after every turn (see release).
+func (b *Backend) Done(backend.Call, backend.Thread) {}
+
+// failure is the outcome of a thread or turn request that failed: an RPC error is classified
+// by its codexErrorInfo, a request with no answer is lost, and an app server that could not
+// be had was never sent anything.
+func failure(err error) backend.Outcome {
+	var rpc *RPCError
+	switch {
+	case errors.Is(err, ErrLost):
+		return backend.Outcome{Status: backend.Lost, Open: true, Cause: err}
+	case errors.Is(err, ErrCodexMissing), errors.Is(err, ErrUnavailable), errors.Is(err, errClosed):
+		return backend.Outcome{Status: backend.Unavailable, Cause: err}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return backend.Outcome{Status: backend.Interrupted, Cause: err}
+	case errors.As(err, &rpc):
+		return backend.Outcome{Status: backend.Failed, Failure: codex.Classify(rpc.Info()), Cause: err}
+	}
+	// The commit before the request failed: nothing was sent.
+	return backend.Outcome{Status: backend.Unavailable, Cause: err}
+}
+
+// watch routes the app server's requests on a thread to the recorder of the turn running on it.
+func (b *Backend) watch(threadID string, rec backend.Recorder) {
+	b.mu.Lock()
+	b.recorders[threadID] = rec
+	b.mu.Unlock()
+}
+
+func (b *Backend) unwatch(threadID string) {
+	b.mu.Lock()
+	delete(b.recorders, threadID)
+	b.mu.Unlock()
+}
+
+// serverRequest records a request of the app server that crw declined (an approval, an
+// elicitation, user input): nothing in a run waits for a person.
+func (b *Backend) serverRequest(req ServerRequest) {
+	detail := fmt.Sprintf("%s on thread %s answered %s", req.Method, req.ThreadID, req.Answer)
+	b.mu.Lock()
+	rec := b.recorders[req.ThreadID]
+	b.mu.Unlock()
+	if rec != nil {
+		rec.Warn("server_request_declined", detail)
+	} else if b.o.Warn != nil {
+		b.o.Warn("server_request_declined", detail)
+	}
+	if b.onRequest != nil {
+		b.onRequest(req)
+	}
+}
+
+// openThread starts a call's thread (thread/start), or for a continuation forks the resumed
+// call's thread at its last turn (thread/fork), once commit has made the intent durable.
+func (b *Backend) openThread(ctx context.Context, c backend.Call, from backend.Thread, commit func() error) (backend.Thread, error) {
 	p, err := b.conn(ctx)
 	if err != nil {
 		return backend.Thread{}, err
 	}
-	params := b.params(req.Call, req.Call.Pair.Model, req.Call.Pair.Effort, b.o.Cwd)
+	params := b.params(c, c.Pair.Model, c.Pair.Effort, b.o.Cwd)
 	if err := commit(); err != nil {
 		return backend.Thread{}, err
 	}
 	var r *ThreadResponse
-	if from := req.From.ID; from != "" {
+	if from.ID != "" {
 		var last string
-		if _, err = p.client.Turns(ctx, from, func(t *Turn) bool { last = t.ID; return true }); err == nil {
-			r, err = p.client.ForkThread(ctx, from, last, params)
+		if _, err = p.client.Turns(ctx, from.ID, func(t *Turn) bool { last = t.ID; return true }); err == nil {
+			r, err = p.client.ForkThread(ctx, from.ID, last, params)
 		}
 	} else {
 		r, err = p.client.StartThread(ctx, params)
@@ -198,10 +307,10 @@ func (b *Backend) load(ctx context.Context, th backend.Thread, c backend.Call) (
 	return p, nil
 }
 
-// Send implements backend.Backend: turn/start with the prompt and the call's schema as the
-// turn's outputSchema, once commit has made the intent durable.
-func (b *Backend) Send(ctx context.Context, th backend.Thread, req backend.TurnRequest, commit func() error) (string, error) {
-	p, err := b.load(ctx, th, req.Call)
+// send runs turn/start with the prompt and the call's schema as the turn's outputSchema, once
+// commit has made the intent durable.
+func (b *Backend) send(ctx context.Context, th backend.Thread, c backend.Call, prompt string, commit func() error) (string, error) {
+	p, err := b.load(ctx, th, c)
 	if err != nil {
 		return "", err
 	}
@@ -209,18 +318,19 @@ func (b *Backend) Send(ctx context.Context, th backend.Thread, req backend.TurnR
 		return "", err
 	}
 	// Once sent, the turn runs whatever ctx does: its id is needed to interrupt it.
-	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, req.Prompt, req.Call.Schema)
+	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, prompt, c.Schema)
 }
 
-// Wait implements backend.Backend. When ctx ends first the turn is interrupted and waited for.
-func (b *Backend) Wait(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string) backend.Outcome {
+// wait waits for a turn this app server runs. When ctx ends first the turn is interrupted and
+// waited for.
+func (b *Backend) wait(ctx context.Context, th backend.Thread, turnID string) backend.Outcome {
 	p := b.current()
 	if p == nil {
-		return backend.Outcome{TurnID: turnID, Lost: true}
+		return backend.Outcome{TurnID: turnID, Status: backend.Lost}
 	}
-	res, err := b.wait(ctx, p, th.ID, turnID)
+	res, err := b.waitTurn(ctx, p, th.ID, turnID)
 	if err != nil {
-		return backend.Outcome{TurnID: turnID, Lost: true}
+		return backend.Outcome{TurnID: turnID, Status: backend.Lost, Cause: err}
 	}
 	b.release(p, th.ID)
 	return outcome(&res.Turn, res.Messages, res.Tokens)
@@ -236,9 +346,9 @@ func (b *Backend) release(p *process, threadID string) {
 	p.setLoaded(threadID, false) // unsubscribed, it sends nothing more: resume it before a turn
 }
 
-// wait waits for a tracked turn; when ctx ends first it sends turn/interrupt and waits until
-// the turn has ended, which an interrupted turn does within milliseconds.
-func (b *Backend) wait(ctx context.Context, p *process, threadID, turnID string) (TurnResult, error) {
+// waitTurn waits for a tracked turn; when ctx ends first it sends turn/interrupt and waits
+// until the turn has ended, which an interrupted turn does within milliseconds.
+func (b *Backend) waitTurn(ctx context.Context, p *process, threadID, turnID string) (TurnResult, error) {
 	res, err := p.client.WaitTurn(ctx, turnID)
 	if err == nil || ctx.Err() == nil {
 		return res, err
@@ -254,20 +364,21 @@ func (b *Backend) wait(ctx context.Context, p *process, threadID, turnID string)
 	return res, nil
 }
 
-// Reconcile implements backend.Backend: the thread is resumed and its turns read. A completed
-// turn is harvested, a failed one reported, a running one waited for; a turn or thread the
-// host does not know is Lost. turnID "" (the sender died before recording it) finds the
-// newest turn with the prompt that started after sentAt.
-func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
-	lost := backend.Outcome{TurnID: turnID, Lost: true}
-	p, err := b.load(ctx, th, req.Call)
+// reconcile finds a turn an earlier process (or app server) sent at sentAt: the thread is
+// resumed and its turns read. A completed turn is harvested, a failed one classified, a running
+// one waited for; a turn or thread the host does not know is Lost. turnID "" (the sender died
+// before recording it) finds the newest turn with the prompt that started after sentAt.
+func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Call, prompt, turnID string, sentAt time.Time) backend.Outcome {
+	lost := backend.Outcome{TurnID: turnID, Status: backend.Lost}
+	p, err := b.load(ctx, th, c)
 	if err != nil {
+		lost.Cause = err
 		return lost
 	}
 	if turnID != "" && p.client.Tracks(turnID) {
 		// Sent on this connection and not waited for yet: its live account is the whole one,
 		// while a listing can lag behind a turn that has just started.
-		return b.Wait(ctx, th, req, turnID)
+		return b.wait(ctx, th, turnID)
 	}
 	defer b.release(p, th.ID)
 	find := func(id string) *Turn {
@@ -283,7 +394,7 @@ func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.
 			if t.StartedAt != 0 && t.StartedAt < since {
 				return true // older than the send: it is not there
 			}
-			if len(t.Items) > 0 && t.Items[0].Type == "userMessage" && t.Items[0].UserText() == req.Prompt {
+			if len(t.Items) > 0 && t.Items[0].Type == "userMessage" && t.Items[0].UserText() == prompt {
 				found = t
 			}
 			return found != nil
@@ -299,7 +410,8 @@ func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.
 		// ended in between, and wait.
 		p.client.Track(t.ID)
 		if t = find(t.ID); t != nil && t.Status == TurnInProgress {
-			if _, err := b.wait(ctx, p, th.ID, t.ID); err != nil {
+			if _, err := b.waitTurn(ctx, p, th.ID, t.ID); err != nil {
+				lost.Cause = err
 				return lost
 			}
 			t = find(t.ID)
@@ -314,21 +426,19 @@ func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.
 	return outcome(t, t.Items, rolloutTokens(th.RolloutPath, t.ID))
 }
 
+// outcome is how a turn ended: a failed turn, or an interrupted one that carries an error, is
+// classified by its codexErrorInfo.
 func outcome(t *Turn, msgs []Item, tokens TokenUsage) backend.Outcome {
 	out := backend.Outcome{TurnID: t.ID, Tokens: tokens.Journal()}
-	switch t.Status {
-	case TurnCompleted:
-		out.Text = FinalAnswer(msgs)
-	case TurnFailed:
-		out.Failed, out.ErrorInfo = true, t.Error.Kind()
-	case TurnInterrupted:
-		out.Interrupted = true
+	switch {
+	case t.Status == TurnCompleted:
+		out.Status, out.Text = backend.Answered, FinalAnswer(msgs)
+	case t.Status == TurnFailed, t.Status == TurnInterrupted && t.Error != nil:
+		out.Status, out.Failure = backend.Failed, codex.Classify(t.Error.Kind())
+	case t.Status == TurnInterrupted:
+		out.Status = backend.Interrupted
 	default:
-		out.Lost = true
+		out.Status = backend.Lost
 	}
 	return out
 }
-
-// LostLeavesIntent implements backend.LostLeavesIntent: the app server may still run a turn it
-// never answered for, so a later resume's reconcile pass decides the call.
-func (b *Backend) LostLeavesIntent() bool { return true }

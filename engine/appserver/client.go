@@ -16,10 +16,23 @@ import (
 // or it did not answer in time. Whether the request took effect is unknown.
 var ErrLost = errors.New("appserver: the request got no answer")
 
-// RPCError is a JSON-RPC error the app server answered with.
+// RPCError is a JSON-RPC error the app server answered with. Its data may carry a
+// codexErrorInfo, as a failed turn's error does.
 type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Info is the codexErrorInfo kind the error's data carries ("" when it has none).
+func (e *RPCError) Info() string {
+	var d struct {
+		CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
+	}
+	if len(e.Data) == 0 || json.Unmarshal(e.Data, &d) != nil || len(d.CodexErrorInfo) == 0 {
+		return ""
+	}
+	return (&TurnError{CodexErrorInfo: d.CodexErrorInfo}).Kind()
 }
 
 func (e *RPCError) Error() string { return fmt.Sprintf("appserver: error %d: %s", e.Code, e.Message) }

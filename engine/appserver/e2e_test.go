@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/appserver/mockmodel"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/journal/journaltest"
@@ -47,7 +48,7 @@ func newE2E(t *testing.T, answers string) *e2e {
 	home := t.TempDir()
 	require.NoError(t, e.mock.WriteCodexHome(home))
 	t.Setenv("CODEX_HOME", home)
-	t.Setenv(engine.AppServerCallHeadersEnv, mockmodel.Provider)
+	t.Setenv(appserver.CallHeadersEnv, mockmodel.Provider)
 	return e
 }
 
@@ -61,7 +62,7 @@ func (e *e2e) run(workflow string, input json.RawMessage) (*engine.Result, []jou
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := engine.Run(ctx, engine.Options{StateDir: e.state, Workflow: workflow, Input: input, Backend: appserver.Name})
+	res, err := engine.Run(ctx, engine.Options{StateDir: e.state, Workflow: workflow, Input: input, Backend: appserver.Name, Backends: enginetest.Backends()})
 	require.NoError(e.t, err)
 	return res, e.rows(res.Run)
 }
@@ -89,7 +90,7 @@ func TestShippedWorkflowsOnAppServer(t *testing.T) {
 		t.Run(tc.workflow, func(t *testing.T) {
 			wf := filepath.Join("..", "..", "workflows", tc.workflow)
 			onFake, err := engine.Run(context.Background(), engine.Options{
-				StateDir: t.TempDir(), Workflow: wf, Answers: filepath.Join("..", "..", "testdata", "answers", tc.answers),
+				StateDir: t.TempDir(), Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)}, Backends: enginetest.Backends(),
 			})
 			require.NoError(t, err)
 
@@ -181,7 +182,7 @@ func TestRateLimitPausesAndResumeFinishes(t *testing.T) {
 
 	// The limit passed: the same run goes on with a model that answers.
 	newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "answered"}]}]}`)
-	res, err := engine.Execute(context.Background(), e.state, res.Run, engine.ExecOptions{})
+	res, err := engine.Execute(context.Background(), e.state, res.Run, engine.ExecOptions{Backends: enginetest.Backends()})
 	require.NoError(t, err)
 	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `["completed", "completed", null, "answered"]`, string(res.Result))
@@ -192,7 +193,7 @@ func TestCancelInterruptsASlowTurn(t *testing.T) {
 	e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "late", "delay_ms": 60000}]}]}`)
 	wf := writeWorkflow(t, pauseWorkflow)
 	ctx, cancel := context.WithCancel(context.Background())
-	id, err := engine.Create(engine.Options{StateDir: e.state, Workflow: wf, Backend: appserver.Name})
+	id, err := engine.Create(engine.Options{StateDir: e.state, Workflow: wf, Backend: appserver.Name, Backends: enginetest.Backends()})
 	require.NoError(t, err)
 	go func() {
 		// Cancel once the turn is under way on the host.
@@ -201,7 +202,7 @@ func TestCancelInterruptsASlowTurn(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := engine.Execute(ctx, e.state, id, engine.ExecOptions{})
+	res, err := engine.Execute(ctx, e.state, id, engine.ExecOptions{Backends: enginetest.Backends()})
 	require.NoError(t, err)
 	assert.Equal(t, engine.RunCancelled, res.Status)
 	var types []string
@@ -287,10 +288,22 @@ export default async function main() {
 }
 
 // Every failure the mock can provoke reaches the script classified by its codexErrorInfo, as
-// the table of the engine says; usage and rate limits also pause the run.
+// the call-result table says; usage and rate limits also pause the run.
 func TestErrorKindsOnAppServer(t *testing.T) {
-	kinds := []string{"contextWindowExceeded", "usageLimitExceeded", "rateLimitExceeded", "responseTooManyFailedAttempts",
-		"serverOverloaded", "internalServerError", "httpConnectionFailed", "modelNotFound", "other"}
+	kinds := []struct {
+		kind, status, reason string
+		pause                bool
+	}{
+		{"contextWindowExceeded", "null_model", "context_window_exceeded", false},
+		{"usageLimitExceeded", "held", "host_infra_quota", true},
+		{"rateLimitExceeded", "held", "host_infra_rate", true},
+		{"responseTooManyFailedAttempts", "held", "host_infra_stream", false},
+		{"serverOverloaded", "held", "host_infra_overload", false},
+		{"internalServerError", "held", "host_infra_unknown", false},
+		{"httpConnectionFailed", "held", "host_infra_connection", false},
+		{"modelNotFound", "held", "host_infra_unknown", false},
+		{"other", "held", "host_infra_other", false},
+	}
 	wf := writeWorkflow(t, `
 import { agent } from "crw:agent";
 export default async function main() {
@@ -298,15 +311,13 @@ export default async function main() {
   return [r.status, r.reason];
 }
 `)
-	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
-			require.True(t, mockmodel.Provokes(kind))
-			e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"error": "`+kind+`"}]}]}`)
+	for _, k := range kinds {
+		t.Run(k.kind, func(t *testing.T) {
+			require.True(t, mockmodel.Provokes(k.kind))
+			e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"error": "`+k.kind+`"}]}]}`)
 			res, rows := e.run(wf, nil)
-			want := engine.Classify(kind)
-			status := engine.StatusOf(want.Type)
-			assert.JSONEq(t, `["`+status+`", "`+want.Reason+`"]`, string(res.Result))
-			if want.Pause {
+			assert.JSONEq(t, `["`+k.status+`", "`+k.reason+`"]`, string(res.Result))
+			if k.pause {
 				assert.Equal(t, engine.RunPaused, res.Status)
 			} else {
 				assert.Equal(t, engine.RunCompleted, res.Status)

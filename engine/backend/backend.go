@@ -1,6 +1,17 @@
-// Package backend is the contract between the engine and the hosts that run turns: the fake,
-// the Codex App Server and the session owner. The engine owns the call state machine (gate,
-// validation, the one repair, terminal rows); a backend only opens threads and runs turns.
+// Package backend is the whole contract between the engine and the hosts that run turns: the
+// fake, the Codex App Server, the session owner. The engine owns the call's state machine (the
+// gate, validation, the one repair, terminal rows); a backend runs one turn at a time and says
+// how it ended, in the typed Outcome below, and reports what happens on the way through a
+// Recorder, which the engine journals.
+//
+// Two kinds of backend fit it. A push backend acts itself: it opens a thread, commits, sends
+// the turn, reports the turn's id, and waits for the answer (the fake, the App Server). A pull
+// backend hands the turn to an outside party and waits: it reports the step it publishes
+// (Recorder.Dispatched), commits, makes the step visible, and when the party reports the thread
+// and turn it started for it (a bind), reports those; it harvests the answer, retracts a step
+// nobody took when ctx ends, and lets the thread go in Done. Both are told, for a turn an
+// earlier process may have dispatched, what the journal recorded of it (Turn.Sent): a backend
+// finds such a turn on its host and never dispatches it again.
 package backend
 
 import (
@@ -11,24 +22,18 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
-// Call is what a backend knows of the call a thread or turn belongs to.
+// Call is what a backend knows of the call a turn belongs to.
 type Call struct {
-	ID     string // the journal's call id
-	Index  int    // 1-based order in which the script issued the call
-	Role   string
-	Node   string
-	Pair   journal.Pair    // the configured pair; an empty part is left to the host
-	Schema json.RawMessage // nil: a text answer
+	ID      string // the journal's call id
+	Index   int    // 1-based order in which the script issued the call
+	Attempt int    // 1 for the call's first prepared row, 2 when a resume ran it again, ...
+	Role    string
+	Node    string
+	Pair    journal.Pair    // the configured pair; an empty part is left to the host
+	Schema  json.RawMessage // nil: a text answer
 }
 
-// ThreadRequest asks for the thread a call's turns run on.
-type ThreadRequest struct {
-	Call Call
-	// From is the thread of the call a continuation resumes ("" for a fresh thread).
-	From Thread
-}
-
-// Thread is a thread as the host reports it.
+// Thread is a call's thread (its conversation on the host) as the host reports it.
 type Thread struct {
 	ID          string
 	Model       string
@@ -37,52 +42,119 @@ type Thread struct {
 	RolloutPath string
 }
 
-// TurnRequest is one turn: the task (K 1) or its repair (K 2).
-type TurnRequest struct {
+// Turn is one turn the engine asks for: the call's task (K 1) or its repair (K 2).
+type Turn struct {
 	Call   Call
 	K      int
 	Prompt string
+	// Thread is the call's thread when it has one: the task turn's, for the repair, or one an
+	// earlier process of the run opened. Empty, the backend opens one and reports it.
+	Thread Thread
+	// From is the thread of the call a continuation resumes (resume: handle), when the
+	// backend opens the call's thread.
+	From Thread
+	// Sent is not nil when an earlier process of the run may have dispatched this very turn:
+	// its intent is durable, whether it reached the host is unknown. The backend finds it on
+	// its host and takes its outcome, and reports Lost when the host does not know it.
+	Sent *Sent
+}
+
+// Sent is what the journal recorded of a turn an earlier process dispatched.
+type Sent struct {
+	TurnID string    // "" when the process died before it recorded one
+	Marker string    // the step a pull backend published for it ("" for a push backend)
+	At     time.Time // when its intent was recorded
+}
+
+// Recorder is how a backend reports what happens while it runs a turn; the engine journals
+// each report as a row of the call. Its methods are safe for concurrent use.
+type Recorder interface {
+	// Commit makes every row reported so far durable. A backend calls it before an effect
+	// leaves the process: a thread or turn started on a host, a step published.
+	Commit() error
+	// Dispatched reports the step a pull backend hands the turn over as (a step_published
+	// row); commit before the step becomes visible.
+	Dispatched(marker string)
+	// Thread reports the call's thread (a thread_started row).
+	Thread(Thread)
+	// Started reports the turn's id on the host (a turn_started row).
+	Started(turnID string)
+	// Warn records something of the host's that the run should keep (a warning row of the
+	// call): a request it declined, a step it could not write.
+	Warn(reason, detail string)
+}
+
+// Status is how a turn ended.
+type Status uint8
+
+const (
+	// Answered: the turn completed; Text is its answer.
+	Answered Status = iota + 1
+	// Failed: the host reported a failure; Failure says how it ends the call.
+	Failed
+	// Interrupted: the turn stopped with no error, because ctx ended or someone else
+	// interrupted it.
+	Interrupted
+	// Lost: the turn was dispatched and no answer will come; whether it ran is unknown.
+	Lost
+	// Unavailable: the host could not be reached; nothing was dispatched.
+	Unavailable
+)
+
+var statusNames = [...]string{Answered: "answered", Failed: "failed", Interrupted: "interrupted", Lost: "lost", Unavailable: "unavailable"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) && statusNames[s] != "" {
+		return statusNames[s]
+	}
+	return "unknown"
 }
 
 // Outcome is how a turn ended.
 type Outcome struct {
+	Status Status
 	TurnID string
-	Text   string // the answer: the turn's last final message
+	Text   string // Answered: the turn's answer, its last final message
 	Tokens journal.Tokens
-
-	// Failed turns carry the host's codexErrorInfo ("" when it gave none).
-	Failed    bool
-	ErrorInfo string
-	// Lost: the request was sent and no answer will ever come (a lost connection, a timeout).
-	Lost bool
-	// Interrupted: the turn was interrupted (by the engine's context, or by someone else).
-	Interrupted bool
+	// Failure says how a Failed turn ends its call; the backend's host vocabulary decided it.
+	Failure *Failure
+	// Open, for a Lost turn: the host may still run it, so the engine leaves the turn's intent
+	// as the call's last row for the reconcile pass of a later resume instead of writing a
+	// terminal row. The script is told unknown all the same.
+	Open bool
+	// Cause is what went wrong, for the run's log; it never reaches the journal or the script.
+	Cause error
 }
 
-// Backend runs threads and turns for the engine. Every method may be called from many
-// goroutines at once.
+// End is a terminal row type a failure can end a call with.
+type End string
+
+const (
+	EndHeld      End = End(journal.TypeHeld)
+	EndRefused   End = End(journal.TypeRefused)
+	EndNullModel End = End(journal.TypeNullModel)
+)
+
+// Failure is a host failure as its host's vocabulary classifies it: the call's terminal row
+// and reason, and whether it pauses the run. The engine applies it without knowing the host.
+type Failure struct {
+	End    End
+	Reason string // host_infra_<kind>, host_config_<kind>, budget_exhausted, ...
+	Pause  bool   // a usage or rate limit: the run stops admitting calls
+	// Detail names the host's own word for the failure, for the terminal row.
+	Detail string
+}
+
+// Backend runs turns for the engine. Every method may be called from many goroutines at once.
 type Backend interface {
-	// Name is recorded in the run's started row: fake, app-server or session.
+	// Name is recorded in the run's started row.
 	Name() string
-	// OpenThread makes a call's thread. commit makes the journal's intent rows durable; a
-	// backend whose thread is an effect outside this process calls it before that effect.
-	OpenThread(ctx context.Context, req ThreadRequest, commit func() error) (Thread, error)
-	// Send starts a turn on the thread and returns its id without waiting for its answer. It
-	// calls commit before the turn leaves the process.
-	Send(ctx context.Context, th Thread, req TurnRequest, commit func() error) (turnID string, err error)
-	// Wait waits for the turn's outcome. When ctx ends first the backend interrupts the turn
-	// and reports it Interrupted (or however the host says it ended).
-	Wait(ctx context.Context, th Thread, req TurnRequest, turnID string) Outcome
-	// Reconcile finds a turn that an earlier process sent at sentAt and waits for its outcome;
-	// a turn the host does not know is Lost.
-	Reconcile(ctx context.Context, th Thread, req TurnRequest, turnID string, sentAt time.Time) Outcome
+	// Run runs one turn to its outcome, reporting on the way through rec. When ctx ends first
+	// the backend stops the turn (interrupts it on the host, or retracts a step nobody took)
+	// and reports how it ended: Interrupted, or whatever the host says.
+	Run(ctx context.Context, t Turn, rec Recorder) Outcome
+	// Done tells the backend the call has its terminal row: it may let go of the thread.
+	Done(call Call, th Thread)
 	// Close releases the backend's resources.
 	Close() error
-}
-
-// LostLeavesIntent is a backend whose lost requests are decided by the reconcile pass of a
-// later resume rather than by a terminal row: the host may still run the turn it never
-// answered for. The script gets unknown / dispatch_unknown at once all the same.
-type LostLeavesIntent interface {
-	LostLeavesIntent() bool
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/journal/journaltest"
@@ -55,6 +57,11 @@ func File(path, content string) Option {
 
 // Configure edits the engine options right before the run starts.
 func Configure(fn func(*engine.Options)) Option { return func(c *config) { c.before = fn } }
+
+// Backends are the backends tests run on: those of crw's build.
+func Backends() *backend.Registry {
+	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor())
+}
 
 // Outcome is one finished (or refused) run.
 type Outcome struct {
@@ -98,9 +105,12 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 		require.NoError(t, os.WriteFile(path, []byte(answers), 0o644))
 		_, err := fake.ParseAnswers(path, []byte(answers))
 		require.NoError(t, err, "answers file")
-		c.opts.Answers = path
+		c.opts.BackendOpts = map[string]string{"answers": path}
 	}
 	eo := c.opts
+	if eo.Backends == nil {
+		eo.Backends = Backends()
+	}
 	eo.StateDir = state
 	eo.Workflow = filepath.Join(dir, c.name)
 	if c.before != nil {

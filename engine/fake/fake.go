@@ -7,29 +7,75 @@ package fake
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
 // Name is the backend's name in the journal.
 const Name = "fake"
 
-// Backend is the fake host.
+// HostLogEnv names a file the fake host appends a line to for every turn it receives (see
+// Host): the crash tests, whose run processes die, count sends per turn from it.
+const HostLogEnv = "CRW_FAKE_HOST_LOG"
+
+// Descriptor registers the fake backend: its one option is the answers file.
+func Descriptor() backend.Descriptor {
+	return backend.Descriptor{
+		Name:    Name,
+		Summary: "deterministic and offline: answers from --answers, else synthesized from the schema",
+		Options: []backend.Option{{Name: "answers", Usage: "the fake backend's answers file"}},
+		Prepare: func(opts map[string]string) (map[string]string, error) {
+			path := opts["answers"]
+			if path == "" {
+				return map[string]string{}, nil
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return nil, errs.New(errs.InvalidRequest, "--answers %s: %v", path, err)
+			}
+			if _, err := LoadAnswers(path); err != nil {
+				return nil, errs.New(errs.InvalidRequest, "--answers %v", err)
+			}
+			return map[string]string{"answers": abs}, nil
+		},
+		Open: func(cfg backend.Config) (backend.Backend, error) {
+			var a *Answers
+			if path := cfg.Options["answers"]; path != "" {
+				var err error
+				if a, err = LoadAnswers(path); err != nil {
+					return nil, errs.New(errs.InvalidRequest, "the run's answers file: %v", err)
+				}
+			}
+			return New(a, NewHost(os.Getenv(HostLogEnv))), nil
+		},
+	}
+}
+
+// Backend is the fake backend: the engine's side of the fake host.
 type Backend struct {
 	answers *Answers
+	host    *Host
 	now     func() time.Time
 	overdue overdueGate
 }
 
 var _ backend.Backend = (*Backend)(nil)
 
-// New returns a fake host answering from answers (nil: every answer is synthesized).
-func New(answers *Answers) *Backend {
-	return &Backend{answers: answers, now: time.Now}
+// New returns a fake backend answering from answers (nil: every answer is synthesized) on
+// host (nil: a host of its own).
+func New(answers *Answers, host *Host) *Backend {
+	if host == nil {
+		host = NewHost("")
+	}
+	return &Backend{answers: answers, host: host, now: time.Now}
 }
 
 // Name implements backend.Backend.
@@ -38,103 +84,118 @@ func (b *Backend) Name() string { return Name }
 // Close implements backend.Backend.
 func (b *Backend) Close() error { return nil }
 
-// OpenThread implements backend.Backend. A fake thread has no effect outside the process, so
-// it needs no commit. A continuation's thread carries the conversation of the thread it
-// resumes, which its id records.
-func (b *Backend) OpenThread(_ context.Context, req backend.ThreadRequest, _ func() error) (backend.Thread, error) {
-	model, effort := req.Call.Pair.Model, req.Call.Pair.Effort
+// Done implements backend.Backend: a fake thread holds nothing.
+func (b *Backend) Done(backend.Call, backend.Thread) {}
+
+// Run implements backend.Backend. A fake thread has no effect outside the process, so opening
+// one needs no commit; the turn is sent once the intent is durable. A turn an earlier process
+// sent is found on the host, which still has every turn ever sent: it is answered as it always
+// was going to be, its delay counted from when it was sent.
+func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	th := t.Thread
+	if th.ID == "" {
+		th = b.open(t.Call)
+		rec.Thread(th)
+	}
+	if t.Sent != nil {
+		turnID := t.Sent.TurnID
+		if turnID == "" {
+			// The process that sent it died before recording its id.
+			turnID = turnIDOf(th, t.K)
+			rec.Started(turnID)
+		}
+		return b.answer(ctx, t, turnID, t.Sent.At, true)
+	}
+	if err := rec.Commit(); err != nil {
+		return backend.Outcome{Status: backend.Unavailable, Cause: err}
+	}
+	turnID := turnIDOf(th, t.K)
+	b.host.receive(turnID)
+	rec.Started(turnID)
+	return b.answer(ctx, t, turnID, b.now(), false)
+}
+
+// open makes a call's thread. A continuation's thread carries the conversation of the thread
+// it resumes, which its id records; an attempt after the first has a thread of its own.
+func (b *Backend) open(c backend.Call) backend.Thread {
+	model, effort := c.Pair.Model, c.Pair.Effort
 	if model == "" {
 		model = "fake-model"
 	}
 	if effort == "" {
 		effort = "medium"
 	}
-	return backend.Thread{ID: "fake-" + req.Call.ID, Model: model, Effort: effort}, nil
-}
-
-// Send implements backend.Backend: the turn is sent once the intent is durable.
-func (b *Backend) Send(_ context.Context, th backend.Thread, req backend.TurnRequest, commit func() error) (string, error) {
-	if err := commit(); err != nil {
-		return "", err
+	id := "fake-" + c.ID
+	if c.Attempt > 1 {
+		id = fmt.Sprintf("%s-a%d", id, c.Attempt)
 	}
-	return turnIDOf(th, req.K), nil
-}
-
-// Wait implements backend.Backend.
-func (b *Backend) Wait(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string) backend.Outcome {
-	return b.answer(ctx, req, turnID, b.now(), false)
-}
-
-// Reconcile implements backend.Backend: the fake host still has every turn ever sent.
-func (b *Backend) Reconcile(ctx context.Context, th backend.Thread, req backend.TurnRequest, turnID string, sentAt time.Time) backend.Outcome {
-	if turnID == "" {
-		turnID = turnIDOf(th, req.K) // the process that sent it died before recording it
-	}
-	return b.answer(ctx, req, turnID, sentAt, true)
+	return backend.Thread{ID: id, Model: model, Effort: effort}
 }
 
 func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th.ID, k) }
 
-func (b *Backend) answer(ctx context.Context, req backend.TurnRequest, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
+func (b *Backend) answer(ctx context.Context, t backend.Turn, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}
-	turn := b.answers.Find(req.Call.Index, req.Call.Role, req.Call.Node, req.K)
+	turn := b.answers.Find(t.Call.Index, t.Call.Role, t.Call.Node, t.K)
 	if reconciled {
 		due := sentAt
 		if turn != nil {
 			due = sentAt.Add(time.Duration(turn.DelayMS) * time.Millisecond)
 		}
 		if !due.After(b.now().Add(overdueWindow)) && !b.overdue.wait(ctx, due) {
-			out.Interrupted = true
+			out.Status = backend.Interrupted
 			return out
 		}
 	}
 	if turn != nil && turn.DelayMS > 0 {
 		wait := time.Until(sentAt.Add(time.Duration(turn.DelayMS) * time.Millisecond))
 		if wait > 0 {
-			t := time.NewTimer(wait)
+			timer := time.NewTimer(wait)
 			select {
-			case <-t.C:
+			case <-timer.C:
 			case <-ctx.Done():
-				t.Stop()
-				out.Interrupted = true
+				timer.Stop()
+				out.Status = backend.Interrupted
 				return out
 			}
 		}
 	} else if ctx.Err() != nil {
-		out.Interrupted = true
+		out.Status = backend.Interrupted
 		return out
 	}
+	out.Status = backend.Answered
 	switch {
 	case turn == nil:
-		out.Text = synthesize(req)
+		out.Text = synthesize(t)
 	case turn.Lost:
-		out.Lost = true
+		out.Status = backend.Lost
 		return out
 	case turn.Error != nil:
-		out.Failed = true
-		if *turn.Error != "none" {
-			out.ErrorInfo = *turn.Error
+		info := *turn.Error
+		if info == "none" {
+			info = ""
 		}
+		out.Status, out.Failure = backend.Failed, codex.Classify(info)
 	case turn.Text != nil:
 		out.Text = *turn.Text
 	default:
 		out.Text = string(turn.JSON)
 	}
 	if turn != nil && turn.Tokens != nil {
-		t := turn.Tokens
-		out.Tokens = journal.Tokens{Input: t.Input, CachedInput: t.CachedInput, Output: t.Output, ReasoningOutput: t.ReasoningOutput, Total: t.Input + t.Output}
-	} else if !out.Failed {
-		out.Tokens = estimate(req.Prompt, out.Text)
+		tc := turn.Tokens
+		out.Tokens = journal.Tokens{Input: tc.Input, CachedInput: tc.CachedInput, Output: tc.Output, ReasoningOutput: tc.ReasoningOutput, Total: tc.Input + tc.Output}
+	} else if out.Status != backend.Failed {
+		out.Tokens = estimate(t.Prompt, out.Text)
 	}
 	return out
 }
 
 // synthesize answers a call nobody scripted: a valid instance of its schema, or "ok".
-func synthesize(req backend.TurnRequest) string {
-	if req.Call.Schema == nil {
+func synthesize(t backend.Turn) string {
+	if t.Call.Schema == nil {
 		return "ok"
 	}
-	doc, err := schema.Synthesize(req.Call.Schema)
+	doc, err := schema.Synthesize(t.Call.Schema)
 	if err != nil {
 		// A schema no instance can be built for gets an answer that fails validation, as a
 		// model's would; the engine's repair and null_model handle it.

@@ -23,6 +23,7 @@ const execCommand = "_exec"
 
 func newCmdStart(g *globals, streams IO) *cobra.Command {
 	opts := &RunOptions{}
+	var backendOpts func() map[string]string
 	cmd := &cobra.Command{
 		Use:   "start WORKFLOW",
 		Short: "Start a workflow in its own process and return at once",
@@ -33,6 +34,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Workflow = args[0]
+			opts.BackendOpts = backendOpts()
 			eopts, err := engineOptions(g, opts)
 			if err != nil {
 				return err
@@ -48,7 +50,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 			return detached(g, streams, state, id)
 		},
 	}
-	addRunFlags(cmd, opts)
+	backendOpts = addRunFlags(cmd, g, opts)
 	return cmd
 }
 
@@ -107,7 +109,7 @@ func newCmdExec(g *globals, streams IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := engine.Execute(ctx, g.state, args[0], engine.ExecOptions{Log: streams.ErrOut})
+			res, err := engine.Execute(ctx, g.state, args[0], engine.ExecOptions{Log: streams.ErrOut, Backends: g.backends})
 			if err != nil {
 				return err
 			}
@@ -123,7 +125,7 @@ func foreground(ctx context.Context, g *globals, streams IO, state, id string) e
 	defer stop()
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
 	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{
-		Log: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started,
+		Log: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started, Backends: g.backends,
 	})
 	prog.done()
 	if err != nil {

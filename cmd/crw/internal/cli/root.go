@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -25,10 +26,11 @@ type IO struct {
 	ErrIsTTY bool
 }
 
-// Main runs crw with the process's arguments and streams and returns the exit code.
-func Main() int {
+// Main runs crw with the process's arguments and streams and returns the exit code. backends
+// are the backends of this build.
+func Main(backends *backend.Registry) int {
 	streams := IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrIsTTY: term.IsTerminal(int(os.Stderr.Fd()))}
-	return Run(os.Args[1:], streams)
+	return Run(os.Args[1:], streams, backends)
 }
 
 // Exit codes: 0 success, 1 the operation failed, 2 bad input.
@@ -65,11 +67,13 @@ type globals struct {
 	runOutput bool
 	// detach: the command hands the run to a process of its own.
 	detach bool
+	// backends are the backends of this build.
+	backends *backend.Registry
 }
 
 // Run runs crw with args and returns the exit code.
-func Run(args []string, streams IO) int {
-	g := &globals{}
+func Run(args []string, streams IO, backends *backend.Registry) int {
+	g := &globals{backends: backends}
 	root := newRoot(g, streams)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -18,8 +18,7 @@ type RunOptions struct {
 	Workflow     string
 	Input        string
 	Backend      string
-	Answers      string
-	Codex        string
+	BackendOpts  map[string]string // the backend's options, as their flags set them
 	Roles        string
 	Pool         int
 	BudgetTokens int64
@@ -28,6 +27,7 @@ type RunOptions struct {
 
 func newCmdRun(g *globals, streams IO) *cobra.Command {
 	opts := &RunOptions{}
+	var backendOpts func() map[string]string
 	cmd := &cobra.Command{
 		Use:   "run WORKFLOW",
 		Short: "Run a workflow in the foreground, with live progress",
@@ -40,24 +40,37 @@ returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON objec
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runOutput = true
 			opts.Workflow = args[0]
+			opts.BackendOpts = backendOpts()
 			return runRun(cmd.Context(), g, streams, opts)
 		},
 	}
-	addRunFlags(cmd, opts)
+	backendOpts = addRunFlags(cmd, g, opts)
 	return cmd
 }
 
-// addRunFlags declares the flags a run is created with (run and start).
-func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
+// addRunFlags declares the flags a run is created with (run and start): the backends' options
+// among them, as the registry lists them. The returned function gives the options that were set.
+func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions) (backendOpts func() map[string]string) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, or @FILE")
-	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: fake (offline) or app-server (the codex app-server)")
-	f.StringVar(&opts.Codex, "codex", "", "the codex binary of --backend app-server (default $CRW_CODEX, else codex on PATH)")
-	f.StringVar(&opts.Answers, "answers", "", "the fake backend's answers file")
+	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: "+strings.Join(g.backends.Names(), ", "))
+	values := map[string]*string{}
+	for _, o := range g.backends.Options() {
+		values[o.Name] = f.String(o.Name, "", o.Usage)
+	}
 	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
 	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
 	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	return func() map[string]string {
+		set := map[string]string{}
+		for name, v := range values {
+			if f.Changed(name) {
+				set[name] = *v
+			}
+		}
+		return set
+	}
 }
 
 // runOutput is the one JSON object `crw flow run --json` prints.
@@ -116,7 +129,7 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 		libs = append(libs, abs)
 	}
 	return engine.Options{
-		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, Answers: opts.Answers, Codex: opts.Codex,
+		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts, Backends: g.backends,
 		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 	}, nil
 }

@@ -1,0 +1,61 @@
+package appserver
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/errs"
+)
+
+// CallHeadersEnv names a model provider of Codex's configuration that is sent each call's
+// identity as headers (Options.CallHeaders), for a scripted model in tests.
+const CallHeadersEnv = "CRW_APPSERVER_CALL_HEADERS"
+
+// LogFile is the app server's stderr, in the run's folder.
+const LogFile = "app-server.log"
+
+// Descriptor registers the app-server backend: its one option is the codex binary, found when
+// a run is created and recorded, so every process of the run uses the same one.
+func Descriptor() backend.Descriptor {
+	return backend.Descriptor{
+		Name:    Name,
+		Summary: "real Codex turns on `codex app-server`",
+		Options: []backend.Option{{Name: "codex", Usage: "the codex binary of --backend app-server (default $CRW_CODEX, else codex on PATH)"}},
+		Prepare: func(opts map[string]string) (map[string]string, error) {
+			bin, err := FindCodex(opts["codex"])
+			if err != nil {
+				return nil, codexMissing(opts["codex"], err)
+			}
+			return map[string]string{"codex": bin}, nil
+		},
+		Open: func(cfg backend.Config) (backend.Backend, error) {
+			bin, err := FindCodex(cfg.Options["codex"])
+			if err != nil {
+				return nil, codexMissing(cfg.Options["codex"], err)
+			}
+			log := ""
+			if cfg.Dir != "" {
+				log = filepath.Join(cfg.Dir, LogFile)
+			}
+			return New(Options{
+				Codex: bin, Log: log, Cwd: cfg.Cwd, Env: cfg.Env,
+				CallHeaders: os.Getenv(CallHeadersEnv), Warn: cfg.Warn,
+			}), nil
+		},
+	}
+}
+
+// codexMissing is the error of an app-server run without a codex binary; tried is the path
+// given ("" when crw looked for $CRW_CODEX, then codex on PATH).
+func codexMissing(tried string, err error) error {
+	where := "codex is not on PATH and CRW_CODEX is not set"
+	if env := os.Getenv("CRW_CODEX"); tried == "" && env != "" {
+		tried = env
+	}
+	if tried != "" {
+		where = tried + " is not an executable"
+	}
+	return errs.New(errs.CapabilityUnavailable, "no codex binary: %s; install it with %s, or name it with --codex or CRW_CODEX", where, InstallCommand).
+		Wrap(err).Because("start", "codex_missing", "not_started", errs.Certain).Next(InstallCommand)
+}

@@ -1,0 +1,51 @@
+// Package codex is Codex's vocabulary as the backends that speak it share it (the fake, the App
+// Server, the session owner): the kinds of codexErrorInfo, and how each ends a call. A failed
+// or interrupted turn, and an RPC error to a thread or turn request, goes through Classify; the
+// engine only applies the verdict.
+package codex
+
+import "github.com/crw-dev/crw/engine/backend"
+
+// Classify is how a failure whose codexErrorInfo is info ends its call ("" when the host gave
+// none): the call-result table of statuses and reasons.
+func Classify(info string) *backend.Failure {
+	f := &backend.Failure{End: backend.EndHeld, Detail: "codexErrorInfo " + info}
+	if info == "" {
+		f.Detail = "the host gave no codexErrorInfo"
+	}
+	switch info {
+	case "usageLimitExceeded":
+		f.Reason, f.Pause = "host_infra_quota", true
+	case "rateLimitExceeded":
+		f.Reason, f.Pause = "host_infra_rate", true
+	case "serverOverloaded":
+		f.Reason = "host_infra_overload"
+	case "httpConnectionFailed":
+		f.Reason = "host_infra_connection"
+	case "responseStreamConnectionFailed", "responseStreamDisconnected", "responseTooManyFailedAttempts":
+		f.Reason = "host_infra_stream"
+	case "threadRollbackFailed":
+		f.Reason = "host_infra_rollback"
+	case "activeTurnNotSteerable":
+		f.Reason = "host_infra_steering"
+	case "other":
+		f.Reason = "host_infra_other"
+	case "sessionBudgetExceeded":
+		f.Reason = "budget_exhausted"
+	case "badRequest":
+		f.End, f.Reason = backend.EndRefused, "host_config_bad_request"
+	case "unauthorized":
+		f.End, f.Reason = backend.EndRefused, "host_config_unauthorized"
+	case "sandboxError":
+		f.End, f.Reason = backend.EndRefused, "host_config_sandbox_error"
+	case "cyberPolicy":
+		f.End, f.Reason = backend.EndRefused, "host_policy_cyber"
+	case "misalignmentPolicyViolation":
+		f.End, f.Reason = backend.EndRefused, "host_policy_misalignment"
+	case "contextWindowExceeded":
+		f.End, f.Reason = backend.EndNullModel, "context_window_exceeded"
+	default:
+		f.Reason = "host_infra_unknown"
+	}
+	return f
+}

@@ -1,0 +1,63 @@
+package fake
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+)
+
+// Host is the fake host: the party that receives turns. It outlives the engine's process as a
+// real host does, and keeps count of every turn it received, so tests can prove that no turn
+// is ever sent twice, across crashes and resumes included. With a log file the count survives
+// the process: each turn received appends a line {"turn": ID, "tmpdir": TMPDIR}, the second
+// being the temporary folder of the process that sent it, which a real host's child processes
+// would inherit.
+type Host struct {
+	mu    sync.Mutex
+	sends map[string]int
+	log   string
+}
+
+// NewHost returns a host that appends to log ("" keeps the count in memory only).
+func NewHost(log string) *Host { return &Host{sends: map[string]int{}, log: log} }
+
+// Sends is how many times the host received the turn.
+func (h *Host) Sends(turnID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sends[turnID]
+}
+
+// Received lists every turn received, with its count.
+func (h *Host) Received() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.sends))
+	for k, v := range h.sends {
+		out[k] = v
+	}
+	return out
+}
+
+// HostLine is one line of a host's log.
+type HostLine struct {
+	Turn   string `json:"turn"`
+	TmpDir string `json:"tmpdir"`
+}
+
+func (h *Host) receive(turnID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sends[turnID]++
+	if h.log == "" {
+		return
+	}
+	line, _ := json.Marshal(HostLine{Turn: turnID, TmpDir: os.Getenv("TMPDIR")})
+	f, err := os.OpenFile(h.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	// One write of a whole line with O_APPEND: lines of concurrent processes never interleave.
+	_, _ = f.Write(append(line, '\n'))
+	f.Close()
+}
