@@ -47,6 +47,7 @@ type call struct {
 	// guarded by r.mu
 	interrupt string // the reason the engine interrupted the call
 	ended     bool
+	recorded  bool // its terminal row was written
 
 	turnIDs    []string
 	tokens     journal.Tokens
@@ -335,6 +336,16 @@ func (c *call) run(admitted chan struct{}, configured journal.Pair, compiled *co
 	defer c.cancel()
 
 	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: configured, Schema: c.req.Schema}
+	defer func() {
+		// With its terminal row written the call is done with its thread; a call left to the
+		// reconcile pass keeps it, as its turn may still run.
+		r.mu.Lock()
+		th, recorded := c.th, c.recorded
+		r.mu.Unlock()
+		if recorded && th.ID != "" {
+			r.backend.Done(bc, th)
+		}
+	}()
 	var validator *schema.Validator
 	if compiled != nil {
 		validator = compiled.validator
@@ -618,7 +629,7 @@ func (r *run) end(c *call, row *journal.Row) {
 		row.Tokens = &t
 	}
 	r.mu.Lock()
-	c.ended = true
+	c.ended, c.recorded = true, true
 	delete(r.inflight, c)
 	if row.Type == journal.TypeOutcomeUnknown {
 		if _, held := r.holds[c.req.Node]; !held {
