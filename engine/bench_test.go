@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // benchScript issues input.n calls, input.width at a time, each answered at once by the fake
@@ -161,7 +162,7 @@ func BenchmarkResume(b *testing.B) {
 				if err := os.WriteFile(filepath.Join(dir, engine.RunFile), spec, 0o600); err != nil {
 					b.Fatal(err)
 				}
-				j, err := journal.Create(filepath.Join(dir, engine.JournalFile), run)
+				j, err := journalfile.Create(filepath.Join(dir, engine.JournalFile), run)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // CrashAfterCommitEnv names the variable that makes a run's process kill itself (SIGKILL)
@@ -13,7 +13,7 @@ import (
 // commits.
 const CrashAfterCommitEnv = "CRW_CRASH_AFTER_COMMIT"
 
-func armCrashPoint(j *journal.Journal) {
+func armCrashPoint(j *journalfile.Journal) {
 	n, err := strconv.ParseUint(os.Getenv(CrashAfterCommitEnv), 10, 64)
 	if err != nil || n == 0 {
 		return

@@ -15,7 +15,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // The durable tests resume journals written by hand: what a process left behind when it was
@@ -69,7 +70,7 @@ func durablePausedThenKilled(t *testing.T, gateAnswer string) (state, id string)
 	id, err := engine.Create(engine.Options{StateDir: state, Workflow: wfPath, BackendOpts: map[string]string{"answers": answersPath}, Backends: enginetest.Backends()})
 	require.NoError(t, err)
 
-	j, err := journal.Open(filepath.Join(engine.RunDir(state, id), engine.JournalFile))
+	j, err := journalfile.Open(filepath.Join(engine.RunDir(state, id), engine.JournalFile))
 	require.NoError(t, err)
 	_, err = j.Write(
 		&journal.Row{Type: journal.TypeStarted, Run: id, Backend: "fake", Workflow: wfPath, Pool: 4, Input: json.RawMessage("null")},
@@ -92,7 +93,7 @@ func durableResume(t *testing.T, state, id string) (*engine.Result, []journal.Ro
 	defer cancel()
 	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{Backends: enginetest.Backends()})
 	require.NoError(t, err)
-	journaltest.Check(t, filepath.Join(engine.RunDir(state, id), engine.JournalFile))
+	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, id), engine.JournalFile))
 	rows, err := engine.ReadJournal(state, id)
 	require.NoError(t, err)
 	return res, rows

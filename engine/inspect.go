@@ -9,6 +9,7 @@ import (
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // ReadJournal reads every row of a run's journal. A journal a live process holds cannot be read
@@ -21,11 +22,11 @@ func ReadJournal(state, run string) ([]journal.Row, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, errs.New(errs.RunUnavailable, "run %s: no journal at %s", run, path)
 	}
-	j, err := journal.OpenReadOnly(path)
+	j, err := journalfile.OpenReadOnly(path)
 	switch {
-	case errors.Is(err, journal.ErrLocked):
+	case errors.Is(err, journalfile.ErrLocked):
 		return nil, errs.New(errs.RunUnavailable, "run %s is held by a live process; its journal can be read once it ends (crw flow status %s reads its state now)", run, run)
-	case errors.Is(err, journal.ErrCorrupt):
+	case errors.Is(err, journalfile.ErrCorrupt):
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged: %v", run, path, err)
 	case err != nil:
 		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal: %v", run, err)

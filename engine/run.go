@@ -22,6 +22,7 @@ import (
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // Run statuses, in the ended row and the command's output.
@@ -96,7 +97,7 @@ type run struct {
 	spec    *RunSpec
 	x       ExecOptions
 	dir     string
-	j       *journal.Journal
+	j       *journalfile.Journal
 	backend backend.Backend
 	roles   RoleTable
 	hist    *history
@@ -197,7 +198,7 @@ func Create(opts Options) (string, error) {
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
-	j, err := journal.Create(filepath.Join(dir, JournalFile), id)
+	j, err := journalfile.Create(filepath.Join(dir, JournalFile), id)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", errs.New(errs.CapabilityUnavailable, "cannot create the journal: %v", err)
@@ -260,11 +261,11 @@ func Execute(ctx context.Context, stateDir, id string, x ExecOptions) (res *Resu
 	}
 	defer locks.release()
 
-	j, err := journal.Open(filepath.Join(dir, JournalFile))
+	j, err := journalfile.Open(filepath.Join(dir, JournalFile))
 	switch {
-	case errors.Is(err, journal.ErrLocked):
+	case errors.Is(err, journalfile.ErrLocked):
 		return nil, errs.New(errs.RunUnavailable, "run %s: its journal is held by another process", id)
-	case errors.Is(err, journal.ErrCorrupt):
+	case errors.Is(err, journalfile.ErrCorrupt):
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged and was left as it is: %v", id, filepath.Join(dir, JournalFile), err)
 	case err != nil:
 		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal: %v", id, err)

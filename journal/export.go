@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	fastjson "github.com/goccy/go-json"
 )
@@ -100,24 +98,6 @@ func Import(r io.Reader) ([]Row, error) {
 		}
 	}
 	return rows, nil
-}
-
-// parallel calls fn(i) for every i below n, in contiguous chunks on every core.
-func parallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
-	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, min((w+1)*chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // decodeStrict decodes one JSON value that must fill the whole line.

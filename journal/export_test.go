@@ -6,18 +6,36 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
+
+// sampleRows returns n rows of a few shapes, Seq and At left for Append.
+func sampleRows(n int) []*journal.Row {
+	rows := make([]*journal.Row, n)
+	for i := range rows {
+		call := "c" + string(rune('a'+i%26))
+		switch i % 3 {
+		case 0:
+			rows[i] = &journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "planner", Prompt: strings.Repeat("plan the work. ", 8)}
+		case 1:
+			rows[i] = &journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "turn-" + call}
+		default:
+			rows[i] = &journal.Row{Type: journal.TypeCompleted, Call: call, Output: json.RawMessage(`{"ok":true,"n":1}`), Tokens: &journal.Tokens{Input: 10, Output: 5, Total: 15}}
+		}
+	}
+	return rows
+}
 
 func TestExportImportRoundTrip(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	raw := "a <b> & \"c\""
 	rows := append([]*journal.Row{{
-		Type: journal.TypeStarted, Run: journaltest.RunID, Workflow: "wf.js",
+		Type: journal.TypeStarted, Run: journalfiletest.RunID, Workflow: "wf.js",
 		RolePairs: map[string]journal.Pair{"planner": {Model: "m", Effort: "high"}},
 		Input:     json.RawMessage(`{"task":"x"}`),
 	}}, sampleRows(6)...)

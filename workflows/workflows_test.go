@@ -12,7 +12,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 	"github.com/crw-dev/crw/workflows"
 )
 
@@ -26,7 +26,7 @@ func run(t *testing.T, workflow, answers string, input json.RawMessage) *engine.
 		StateDir: state, Workflow: workflow, Input: input, BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends(), Pool: 4,
 	})
 	require.NoError(t, err)
-	journaltest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
+	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
 	return res
 }
 

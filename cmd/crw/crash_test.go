@@ -19,7 +19,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // crashWorkflow has sequential and concurrent calls, a repair, a continuation, and a loop whose
@@ -148,7 +148,7 @@ func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 // call each turn k has at most one turn_started row, and a completed call was never sent again.
 func (e *crashEnv) checkJournal(run string) []journal.Row {
 	path := filepath.Join(engine.RunDir(e.state, run), engine.JournalFile)
-	journaltest.Check(e.t, path)
+	journalfiletest.Check(e.t, path)
 	rows, err := engine.ReadJournal(e.state, run)
 	require.NoError(e.t, err)
 	type turn struct {

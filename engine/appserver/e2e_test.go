@@ -20,7 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // These tests run whole workflows through the engine on the real codex app-server, whose model
@@ -69,7 +69,7 @@ func (e *e2e) run(workflow string, input json.RawMessage) (*engine.Result, []jou
 
 func (e *e2e) rows(run string) []journal.Row {
 	e.t.Helper()
-	journaltest.Check(e.t, filepath.Join(engine.RunDir(e.state, run), engine.JournalFile))
+	journalfiletest.Check(e.t, filepath.Join(engine.RunDir(e.state, run), engine.JournalFile))
 	rows, err := engine.ReadJournal(e.state, run)
 	require.NoError(e.t, err)
 	return rows

@@ -18,7 +18,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // Timeout bounds one run; a run that takes longer fails the test instead of hanging it.
@@ -124,7 +124,7 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 	if err != nil {
 		return out
 	}
-	journaltest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
+	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
 	rows, err := engine.ReadJournal(state, res.Run)
 	require.NoError(t, err, "read the journal")
 	out.Rows = rows

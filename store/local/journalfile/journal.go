@@ -5,7 +5,7 @@
 // one bbolt transaction, and so one round of fsyncs, covers every row
 // buffered when it starts. Sync, Write and AppendThen ask for a commit; Append alone does not,
 // so the engine can batch intent rows and commit right before the effect.
-package journal
+package journalfile
 
 import (
 	"encoding/json"
@@ -17,9 +17,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	fastjson "github.com/goccy/go-json"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 // Journal is an open journal. A writable one (Create, Open) owns a committer
@@ -47,7 +48,7 @@ type Journal struct {
 	onCommit   atomic.Pointer[func(commits uint64)]
 }
 
-// entry is one buffered row, already encoded so the caller may reuse the Row.
+// entry is one buffered row, already encoded so the caller may reuse the journal.Row.
 type entry struct {
 	seq   uint64
 	data  []byte
@@ -194,7 +195,7 @@ func (j *Journal) DurableSeq() uint64 {
 
 // Rows returns every durable row in seq order. Rows still buffered are not
 // included; Sync first to see them.
-func (j *Journal) Rows() ([]Row, error) {
+func (j *Journal) Rows() ([]journal.Row, error) {
 	j.mu.Lock()
 	closed := j.closed
 	j.mu.Unlock()
@@ -223,33 +224,18 @@ func (j *Journal) Rows() ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: rows: %w", err)
 	}
-	return decodeRows(raw)
-}
-
-// decodeRows decodes row values, seq 1 first, on every core.
-func decodeRows(raw [][]byte) ([]Row, error) {
-	rows := make([]Row, len(raw))
-	errs := make([]error, len(raw))
-	parallel(len(raw), func(i int) {
-		if err := fastjson.Unmarshal(raw[i], &rows[i]); err != nil {
-			errs[i] = fmt.Errorf("%w: row %d: %v", ErrCorrupt, i+1, err)
-		} else if rows[i].Seq != uint64(i+1) {
-			errs[i] = fmt.Errorf("%w: row %d says seq %d", ErrCorrupt, i+1, rows[i].Seq)
-		}
-	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("journal: rows: %w", err)
-		}
+	rows, err := journal.DecodeRows(raw)
+	if err != nil {
+		return nil, fmt.Errorf("journal: rows: %w: %w", ErrCorrupt, err)
 	}
 	return rows, nil
 }
 
 // Scan calls fn with each durable row from seq from on, in order, stopping at
 // fn's first error, which it returns as is. Rows are decoded inside a read
-// transaction, so fn may keep the Row but must not call Sync, Write or Close:
+// transaction, so fn may keep the journal.Row but must not call Sync, Write or Close:
 // a commit may need the remap that this transaction holds off.
-func (j *Journal) Scan(from uint64, fn func(*Row) error) error {
+func (j *Journal) Scan(from uint64, fn func(*journal.Row) error) error {
 	j.mu.Lock()
 	closed := j.closed
 	j.mu.Unlock()
@@ -270,7 +256,7 @@ func (j *Journal) Scan(from uint64, fn func(*Row) error) error {
 			if !ok || seq != want {
 				return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
 			}
-			var r Row
+			var r journal.Row
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
 			}

@@ -1,5 +1,5 @@
-// Package journaltest makes journals for tests and checks them afterwards.
-package journaltest
+// Package journalfiletest makes journals for tests and checks them afterwards.
+package journalfiletest
 
 import (
 	"errors"
@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/journal"
 	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // RunID is the run id of journals made by Create.
@@ -17,12 +18,12 @@ const RunID = "run-test"
 // Create makes a journal in a fresh temp dir and returns it with its path.
 // On cleanup it closes the journal (if the test has not) and checks the file:
 // bbolt's consistency check and a read-only open must both pass.
-func Create(t testing.TB) (*journal.Journal, string) {
+func Create(t testing.TB) (*journalfile.Journal, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := journal.Create(path, RunID)
+	j, err := journalfile.Create(path, RunID)
 	if err != nil {
-		t.Fatalf("journaltest: create: %v", err)
+		t.Fatalf("journalfiletest: create: %v", err)
 	}
 	t.Cleanup(func() {
 		closeQuietly(t, j)
@@ -33,11 +34,11 @@ func Create(t testing.TB) (*journal.Journal, string) {
 
 // Reopen opens the journal at path for writing, as a resumed run would; the
 // previous handle must be closed. It is closed on cleanup.
-func Reopen(t testing.TB, path string) *journal.Journal {
+func Reopen(t testing.TB, path string) *journalfile.Journal {
 	t.Helper()
-	j, err := journal.Open(path)
+	j, err := journalfile.Open(path)
 	if err != nil {
-		t.Fatalf("journaltest: reopen: %v", err)
+		t.Fatalf("journalfiletest: reopen: %v", err)
 	}
 	t.Cleanup(func() { closeQuietly(t, j) })
 	return j
@@ -50,7 +51,7 @@ func Check(t testing.TB, path string) {
 	// checks cannot hide damage.
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		t.Errorf("journaltest: check %s: %v", path, err)
+		t.Errorf("journalfiletest: check %s: %v", path, err)
 		return
 	}
 	err = db.View(func(tx *bbolt.Tx) error {
@@ -64,23 +65,23 @@ func Check(t testing.TB, path string) {
 		err = cerr
 	}
 	if err != nil {
-		t.Errorf("journaltest: check %s: %v", path, err)
+		t.Errorf("journalfiletest: check %s: %v", path, err)
 		return
 	}
-	j, err := journal.OpenReadOnly(path)
+	j, err := journalfile.OpenReadOnly(path)
 	if err != nil {
-		t.Errorf("journaltest: check %s: %v", path, err)
+		t.Errorf("journalfiletest: check %s: %v", path, err)
 		return
 	}
 	if err := j.Close(); err != nil {
-		t.Errorf("journaltest: check %s: %v", path, err)
+		t.Errorf("journalfiletest: check %s: %v", path, err)
 	}
 }
 
 // closeQuietly closes j, tolerating a test that closed it already.
-func closeQuietly(t testing.TB, j *journal.Journal) {
+func closeQuietly(t testing.TB, j *journalfile.Journal) {
 	t.Helper()
-	if err := j.Close(); err != nil && !errors.Is(err, journal.ErrClosed) {
-		t.Errorf("journaltest: close: %v", err)
+	if err := j.Close(); err != nil && !errors.Is(err, journalfile.ErrClosed) {
+		t.Errorf("journalfiletest: close: %v", err)
 	}
 }

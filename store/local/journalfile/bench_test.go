@@ -1,4 +1,4 @@
-package journal_test
+package journalfile_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // benchRow is a terminal row of a typical size.
@@ -19,8 +20,8 @@ var benchRow = journal.Row{
 }
 
 // reportCommits adds commits per row and rows per commit to the results.
-func reportCommits(b *testing.B, j *journal.Journal) {
-	commits := float64(journal.CommitCount(j))
+func reportCommits(b *testing.B, j *journalfile.Journal) {
+	commits := float64(journalfile.CommitCount(j))
 	rows := float64(j.LastSeq())
 	b.ReportMetric(commits/rows, "commits/op")
 	b.ReportMetric(rows/commits, "rows/commit")
@@ -29,7 +30,7 @@ func reportCommits(b *testing.B, j *journal.Journal) {
 // BenchmarkWriteSequential is the engine's common case: one row, then wait
 // for it to be durable. Each op is one commit, and so its fsyncs.
 func BenchmarkWriteSequential(b *testing.B) {
-	j, _ := journaltest.Create(b)
+	j, _ := journalfiletest.Create(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		r := benchRow
@@ -45,7 +46,7 @@ func BenchmarkWriteSequential(b *testing.B) {
 // time; group commit shares commits among them. ns/op is wall time per row.
 func BenchmarkWriteConcurrent16(b *testing.B) {
 	const writers = 16
-	j, _ := journaltest.Create(b)
+	j, _ := journalfiletest.Create(b)
 	b.ReportAllocs()
 	var left atomic.Int64
 	left.Store(int64(b.N))

@@ -1,4 +1,4 @@
-package journal_test
+package journalfile_test
 
 import (
 	"encoding/json"
@@ -7,50 +7,52 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 func TestCommitCounts(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		do          func(t *testing.T, j *journal.Journal)
+		do          func(t *testing.T, j *journalfile.Journal)
 		wantRows    uint64
 		wantCommits uint64
 	}{
-		{name: "one Write per row, one commit each", wantRows: 20, wantCommits: 20, do: func(t *testing.T, j *journal.Journal) {
+		{name: "one Write per row, one commit each", wantRows: 20, wantCommits: 20, do: func(t *testing.T, j *journalfile.Journal) {
 			for _, r := range sampleRows(20) {
 				_, err := j.Write(r)
 				require.NoError(t, err)
 			}
 		}},
-		{name: "Append then Sync, row by row", wantRows: 5, wantCommits: 5, do: func(t *testing.T, j *journal.Journal) {
+		{name: "Append then Sync, row by row", wantRows: 5, wantCommits: 5, do: func(t *testing.T, j *journalfile.Journal) {
 			for _, r := range sampleRows(5) {
 				require.NoError(t, j.Sync(j.Append(r)))
 			}
 		}},
-		{name: "many Appends, one Sync", wantRows: 7, wantCommits: 1, do: func(t *testing.T, j *journal.Journal) {
+		{name: "many Appends, one Sync", wantRows: 7, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
 			var seq uint64
 			for _, r := range sampleRows(7) {
 				seq = j.Append(r)
 			}
 			require.NoError(t, j.Sync(seq))
 		}},
-		{name: "Sync of an early seq takes everything pending", wantRows: 6, wantCommits: 1, do: func(t *testing.T, j *journal.Journal) {
+		{name: "Sync of an early seq takes everything pending", wantRows: 6, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
 			first := j.Append(sampleRows(1)...)
 			j.Append(sampleRows(5)...)
 			require.NoError(t, j.Sync(first))
 			require.NoError(t, j.Sync(6), "already durable")
 		}},
-		{name: "Write of several rows", wantRows: 3, wantCommits: 1, do: func(t *testing.T, j *journal.Journal) {
+		{name: "Write of several rows", wantRows: 3, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
 			seq, err := j.Write(sampleRows(3)...)
 			require.NoError(t, err)
 			require.Equal(t, uint64(3), seq)
 		}},
-		{name: "Sync of durable seqs commits nothing", wantRows: 1, wantCommits: 1, do: func(t *testing.T, j *journal.Journal) {
+		{name: "Sync of durable seqs commits nothing", wantRows: 1, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
 			_, err := j.Write(sampleRows(1)...)
 			require.NoError(t, err)
 			require.NoError(t, j.Sync(0))
@@ -58,7 +60,7 @@ func TestCommitCounts(t *testing.T) {
 			_, err = j.Write()
 			require.NoError(t, err)
 		}},
-		{name: "Append alone commits nothing", wantRows: 4, wantCommits: 0, do: func(t *testing.T, j *journal.Journal) {
+		{name: "Append alone commits nothing", wantRows: 4, wantCommits: 0, do: func(t *testing.T, j *journalfile.Journal) {
 			j.Append(sampleRows(4)...)
 			time.Sleep(20 * time.Millisecond)
 			require.Equal(t, uint64(0), j.DurableSeq())
@@ -67,17 +69,17 @@ func TestCommitCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			j, _ := journaltest.Create(t)
+			j, _ := journalfiletest.Create(t)
 			tt.do(t, j)
 			assert.Equal(t, tt.wantRows, j.LastSeq())
-			assert.Equal(t, tt.wantCommits, journal.CommitCount(j))
+			assert.Equal(t, tt.wantCommits, journalfile.CommitCount(j))
 		})
 	}
 }
 
 func TestSyncBeyondAppended(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	j.Append(sampleRows(2)...)
 	err := j.Sync(3)
 	require.ErrorContains(t, err, "only 2 rows")
@@ -86,7 +88,7 @@ func TestSyncBeyondAppended(t *testing.T) {
 
 func TestCloseFlushes(t *testing.T) {
 	t.Parallel()
-	j, path := journaltest.Create(t)
+	j, path := journalfiletest.Create(t)
 	j.Append(sampleRows(3)...)
 	hooked := false
 	// Nobody waits on this row; Close must still commit it and run its hook.
@@ -100,17 +102,17 @@ func TestCloseFlushes(t *testing.T) {
 		"Write": func() error { _, err := j.Write(sampleRows(1)...); return err }(),
 		"Rows":  func() error { _, err := j.Rows(); return err }(),
 	} {
-		assert.ErrorIs(t, err, journal.ErrClosed, name)
+		assert.ErrorIs(t, err, journalfile.ErrClosed, name)
 	}
 	assert.Equal(t, uint64(0), j.Append(sampleRows(1)...), "rows are kept out")
 
-	j = journaltest.Reopen(t, path)
+	j = journalfiletest.Reopen(t, path)
 	assert.Equal(t, uint64(4), j.LastSeq())
 }
 
 func TestAppendThenCommitsWithoutSync(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	done := make(chan uint64, 1)
 	seq := j.AppendThen(&journal.Row{Type: journal.TypeWarning}, func() { done <- j.DurableSeq() })
 	select {
@@ -130,7 +132,7 @@ func TestAppendThenOrder(t *testing.T) {
 		goroutines = 16
 		perG       = 200
 	)
-	j, path := journaltest.Create(t)
+	j, path := journalfiletest.Create(t)
 
 	type call struct {
 		seq, durable  uint64
@@ -144,7 +146,7 @@ func TestAppendThenOrder(t *testing.T) {
 		want    = make(map[uint64]bool)
 		wg      sync.WaitGroup
 	)
-	journal.SetCommitHook(j, func(first, last uint64) error {
+	journalfile.SetCommitHook(j, func(first, last uint64) error {
 		mu.Lock()
 		batches = append(batches, [2]uint64{first, last})
 		mu.Unlock()
@@ -156,7 +158,7 @@ func TestAppendThenOrder(t *testing.T) {
 		return func() {
 			defer hooks.Done()
 			mu.Lock()
-			calls = append(calls, call{seq: r.Seq, durable: j.DurableSeq(), started: len(batches), done: int(journal.CommitCount(j))})
+			calls = append(calls, call{seq: r.Seq, durable: j.DurableSeq(), started: len(batches), done: int(journalfile.CommitCount(j))})
 			mu.Unlock()
 		}
 	}
@@ -207,7 +209,7 @@ func TestAppendThenOrder(t *testing.T) {
 	t.Logf("%d rows, %d hooks, %d commits", j.LastSeq(), len(calls), len(batches))
 	require.NoError(t, j.Close())
 
-	j = journaltest.Reopen(t, path)
+	j = journalfiletest.Reopen(t, path)
 	rows, err := j.Rows()
 	require.NoError(t, err)
 	require.Len(t, rows, goroutines*perG)
@@ -217,11 +219,11 @@ func TestAppendThenOrder(t *testing.T) {
 // they must all go in the one next commit.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	journal.SetCommitHook(j, func(first, last uint64) error {
+	journalfile.SetCommitHook(j, func(first, last uint64) error {
 		once.Do(func() {
 			close(entered)
 			<-release
@@ -245,18 +247,18 @@ func TestGroupCommit(t *testing.T) {
 			assert.NoError(t, err)
 		}()
 	}
-	require.Eventually(t, func() bool { return journal.PendingLen(j) == 15 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 15 }, 10*time.Second, time.Millisecond)
 	close(release)
 	wg.Wait()
 
 	assert.Equal(t, uint64(16), j.DurableSeq())
-	assert.Equal(t, uint64(2), journal.CommitCount(j))
+	assert.Equal(t, uint64(2), journalfile.CommitCount(j))
 }
 
 func TestGroupCommitConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	const goroutines, perG = 16, 50
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Add(1)
@@ -271,7 +273,7 @@ func TestGroupCommitConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	rows, commits := j.LastSeq(), journal.CommitCount(j)
+	rows, commits := j.LastSeq(), journalfile.CommitCount(j)
 	t.Logf("%d rows in %d commits", rows, commits)
 	require.Equal(t, uint64(goroutines*perG), rows)
 	assert.Less(t, commits, rows, "concurrent writers must share commits")
@@ -284,7 +286,7 @@ func TestPoison(t *testing.T) {
 		name string
 		// fail makes the next commit (or Append) fail and returns the
 		// failing call's error.
-		fail    func(t *testing.T, j *journal.Journal) error
+		fail    func(t *testing.T, j *journalfile.Journal) error
 		wantErr string
 		wantIs  error
 		// rows on disk afterwards
@@ -292,8 +294,8 @@ func TestPoison(t *testing.T) {
 	}{
 		{
 			name: "another writer took the next key",
-			fail: func(t *testing.T, j *journal.Journal) error {
-				require.NoError(t, journal.PutRaw(j, 3, []byte(`{"seq":3,"type":"warning","at":"2026-01-01T00:00:00Z"}`)))
+			fail: func(t *testing.T, j *journalfile.Journal) error {
+				require.NoError(t, journalfile.PutRaw(j, 3, []byte(`{"seq":3,"type":"warning","at":"2026-01-01T00:00:00Z"}`)))
 				_, err := j.Write(sampleRows(1)...)
 				return err
 			},
@@ -302,8 +304,8 @@ func TestPoison(t *testing.T) {
 		},
 		{
 			name: "commit fails",
-			fail: func(t *testing.T, j *journal.Journal) error {
-				journal.SetCommitHook(j, func(first, last uint64) error { return diskFull })
+			fail: func(t *testing.T, j *journalfile.Journal) error {
+				journalfile.SetCommitHook(j, func(first, last uint64) error { return diskFull })
 				j.Append(sampleRows(2)...)
 				return j.Sync(j.LastSeq())
 			},
@@ -313,7 +315,7 @@ func TestPoison(t *testing.T) {
 		},
 		{
 			name: "row cannot be encoded",
-			fail: func(t *testing.T, j *journal.Journal) error {
+			fail: func(t *testing.T, j *journalfile.Journal) error {
 				j.Append(sampleRows(2)...) // buffered, then dropped by the poison
 				seq := j.Append(&journal.Row{Type: journal.TypeCompleted, Output: json.RawMessage(`{"half":`)})
 				assert.Equal(t, uint64(0), seq)
@@ -326,7 +328,7 @@ func TestPoison(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			j, path := journaltest.Create(t)
+			j, path := journalfiletest.Create(t)
 			_, err := j.Write(sampleRows(2)...)
 			require.NoError(t, err)
 
@@ -347,7 +349,7 @@ func TestPoison(t *testing.T) {
 			assert.Same(t, err, j.Close())
 			assert.False(t, hooked)
 
-			j = journaltest.Reopen(t, path)
+			j = journalfiletest.Reopen(t, path)
 			rows, rerr := j.Rows()
 			require.NoError(t, rerr)
 			assert.Len(t, rows, tt.wantRows)
@@ -357,11 +359,11 @@ func TestPoison(t *testing.T) {
 
 func TestPoisonWakesWaiters(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	fail := errors.New("io error")
-	journal.SetCommitHook(j, func(first, last uint64) error {
+	journalfile.SetCommitHook(j, func(first, last uint64) error {
 		close(entered)
 		<-release
 		return fail
@@ -372,7 +374,7 @@ func TestPoisonWakesWaiters(t *testing.T) {
 	for range 7 {
 		go func() { _, err := j.Write(sampleRows(1)...); errs <- err }()
 	}
-	require.Eventually(t, func() bool { return journal.PendingLen(j) == 7 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 7 }, 10*time.Second, time.Millisecond)
 	close(release)
 	for range 8 {
 		assert.ErrorIs(t, <-errs, fail)

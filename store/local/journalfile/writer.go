@@ -1,4 +1,4 @@
-package journal
+package journalfile
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 // Append gives each row the next seq, sets At to now (UTC) where it is zero,
@@ -15,7 +17,7 @@ import (
 //
 // On a poisoned, closed or read-only journal the rows are kept out and Append
 // returns 0; Sync then reports why.
-func (j *Journal) Append(rows ...*Row) uint64 {
+func (j *Journal) Append(rows ...*journal.Row) uint64 {
 	seq, _ := j.append(rows, nil)
 	return seq
 }
@@ -27,11 +29,11 @@ func (j *Journal) Append(rows ...*Row) uint64 {
 // committer would wait on itself); it may Append. If the row is never made
 // durable (poisoned journal) after is never called. A nil after only asks
 // for the commit.
-func (j *Journal) AppendThen(row *Row, after func()) uint64 {
+func (j *Journal) AppendThen(row *journal.Row, after func()) uint64 {
 	if after == nil {
 		after = func() {}
 	}
-	seq, _ := j.append([]*Row{row}, after)
+	seq, _ := j.append([]*journal.Row{row}, after)
 	return seq
 }
 
@@ -66,7 +68,7 @@ func (j *Journal) Sync(seq uint64) error {
 
 // Write appends rows and syncs them: Append then Sync. With no rows it syncs
 // everything appended so far.
-func (j *Journal) Write(rows ...*Row) (uint64, error) {
+func (j *Journal) Write(rows ...*journal.Row) (uint64, error) {
 	seq, err := j.append(rows, nil)
 	if err == nil {
 		err = j.Sync(seq)
@@ -79,7 +81,7 @@ func (j *Journal) Write(rows ...*Row) (uint64, error) {
 
 // append buffers rows; after, if not nil, goes with the last row and makes
 // the append ask for a commit. The error says why rows were kept out.
-func (j *Journal) append(rows []*Row, after func()) (uint64, error) {
+func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 	for _, r := range rows {
 		if r == nil {
 			panic("journal: append of a nil row")

@@ -1,4 +1,4 @@
-package journal_test
+package journalfile_test
 
 import (
 	"bufio"
@@ -15,11 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/journal/journaltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
 // sampleRows returns n rows of a few shapes, Seq and At left for Append.
@@ -49,8 +51,8 @@ func deref(rows []*journal.Row) []journal.Row {
 
 func TestCreateOpenRoundTrip(t *testing.T) {
 	t.Parallel()
-	j, path := journaltest.Create(t)
-	assert.Equal(t, journaltest.RunID, j.RunID())
+	j, path := journalfiletest.Create(t)
+	assert.Equal(t, journalfiletest.RunID, j.RunID())
 	assert.Equal(t, uint64(0), j.LastSeq())
 
 	first := sampleRows(5)
@@ -69,8 +71,8 @@ func TestCreateOpenRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm())
 
-	j = journaltest.Reopen(t, path)
-	assert.Equal(t, journaltest.RunID, j.RunID())
+	j = journalfiletest.Reopen(t, path)
+	assert.Equal(t, journalfiletest.RunID, j.RunID())
 	assert.Equal(t, uint64(5), j.LastSeq())
 	assert.Equal(t, uint64(5), j.DurableSeq())
 	rows, err := j.Rows()
@@ -84,7 +86,7 @@ func TestCreateOpenRoundTrip(t *testing.T) {
 	assert.Equal(t, uint64(8), seq)
 	require.NoError(t, j.Close())
 
-	ro, err := journal.OpenReadOnly(path)
+	ro, err := journalfile.OpenReadOnly(path)
 	require.NoError(t, err)
 	defer ro.Close()
 	rows, err = ro.Rows()
@@ -106,13 +108,13 @@ func TestCreateErrors(t *testing.T) {
 		target error  // errors.Is target, if any
 		text   string // substring of the message
 	}{
-		{name: "exists", path: existing, run: "r", target: journal.ErrExists},
+		{name: "exists", path: existing, run: "r", target: journalfile.ErrExists},
 		{name: "no parent dir", path: filepath.Join(dir, "missing", "journal.db"), run: "r", target: fs.ErrNotExist},
 		{name: "empty run id", path: filepath.Join(dir, "norun.db"), run: "", text: "empty run id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := journal.Create(tt.path, tt.run)
+			_, err := journalfile.Create(tt.path, tt.run)
 			require.Error(t, err)
 			if tt.target != nil {
 				assert.ErrorIs(t, err, tt.target)
@@ -129,7 +131,7 @@ func TestCreateErrors(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	for name, open := range map[string]func(string) (*journal.Journal, error){"Open": journal.Open, "OpenReadOnly": journal.OpenReadOnly} {
+	for name, open := range map[string]func(string) (*journalfile.Journal, error){"Open": journalfile.Open, "OpenReadOnly": journalfile.OpenReadOnly} {
 		_, err := open(path)
 		assert.ErrorIs(t, err, fs.ErrNotExist, name)
 		assert.NoFileExists(t, path, "%s must not create a journal", name)
@@ -149,7 +151,7 @@ func editBolt(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 func goodJournal(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := journal.Create(path, "run-good")
+	j, err := journalfile.Create(path, "run-good")
 	require.NoError(t, err)
 	for _, r := range sampleRows(n) {
 		_, err := j.Write(r)
@@ -188,10 +190,10 @@ func TestOpenSchema(t *testing.T) {
 			path := goodJournal(t, 3)
 			editBolt(t, path, tt.edit)
 			before := digest(t, path)
-			_, err := journal.Open(path)
-			assert.ErrorIs(t, err, journal.ErrSchema)
-			_, err = journal.OpenReadOnly(path)
-			assert.ErrorIs(t, err, journal.ErrSchema)
+			_, err := journalfile.Open(path)
+			assert.ErrorIs(t, err, journalfile.ErrSchema)
+			_, err = journalfile.OpenReadOnly(path)
+			assert.ErrorIs(t, err, journalfile.ErrSchema)
 			assert.Equal(t, before, digest(t, path), "file changed")
 		})
 	}
@@ -281,20 +283,20 @@ func TestOpenCorrupt(t *testing.T) {
 			}
 			before := digest(t, path)
 
-			j, err := journal.Open(path)
+			j, err := journalfile.Open(path)
 			if j != nil {
 				_ = j.Close()
 			}
-			require.ErrorIs(t, err, journal.ErrCorrupt)
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
 			t.Log(err)
 			assert.Contains(t, err.Error(), path)
 			assert.Equal(t, before, digest(t, path), "Open changed a damaged file")
 
-			j, err = journal.OpenReadOnly(path)
+			j, err = journalfile.OpenReadOnly(path)
 			if j != nil {
 				_ = j.Close()
 			}
-			require.ErrorIs(t, err, journal.ErrCorrupt)
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
 			assert.Equal(t, before, digest(t, path), "OpenReadOnly changed a damaged file")
 		})
 	}
@@ -304,29 +306,29 @@ func TestLockedInProcess(t *testing.T) {
 	t.Parallel()
 	// bbolt locks with flock, which binds to the open file, not the process:
 	// a second handle in the same process is refused like another process.
-	j, path := journaltest.Create(t)
+	j, path := journalfiletest.Create(t)
 	_, err := j.Write(sampleRows(1)...)
 	require.NoError(t, err)
 
 	start := time.Now()
-	_, err = journal.Open(path)
-	assert.ErrorIs(t, err, journal.ErrLocked)
+	_, err = journalfile.Open(path)
+	assert.ErrorIs(t, err, journalfile.ErrLocked)
 	assert.Less(t, time.Since(start), 5*time.Second, "the open must give up quickly")
-	_, err = journal.OpenReadOnly(path)
-	assert.ErrorIs(t, err, journal.ErrLocked, "a reader must wait for the writer")
+	_, err = journalfile.OpenReadOnly(path)
+	assert.ErrorIs(t, err, journalfile.ErrLocked, "a reader must wait for the writer")
 	require.NoError(t, j.Close())
 
 	// Readers share; a writer waits for them.
-	r1, err := journal.OpenReadOnly(path)
+	r1, err := journalfile.OpenReadOnly(path)
 	require.NoError(t, err)
-	r2, err := journal.OpenReadOnly(path)
+	r2, err := journalfile.OpenReadOnly(path)
 	require.NoError(t, err)
-	_, err = journal.Open(path)
-	assert.ErrorIs(t, err, journal.ErrLocked)
+	_, err = journalfile.Open(path)
+	assert.ErrorIs(t, err, journalfile.ErrLocked)
 	require.NoError(t, r1.Close())
 	require.NoError(t, r2.Close())
 
-	j, err = journal.Open(path)
+	j, err = journalfile.Open(path)
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 }
@@ -338,7 +340,7 @@ func TestHoldLockHelper(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestLockedAcrossProcesses")
 	}
-	j, err := journal.Open(path)
+	j, err := journalfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +356,7 @@ func TestLockedAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	j, path := journaltest.Create(t)
+	j, path := journalfiletest.Create(t)
 	_, err := j.Write(sampleRows(1)...)
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
@@ -371,16 +373,16 @@ func TestLockedAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "held\n", line)
 
-	_, err = journal.Open(path)
-	assert.ErrorIs(t, err, journal.ErrLocked)
-	_, err = journal.OpenReadOnly(path)
-	assert.ErrorIs(t, err, journal.ErrLocked)
+	_, err = journalfile.Open(path)
+	assert.ErrorIs(t, err, journalfile.ErrLocked)
+	_, err = journalfile.OpenReadOnly(path)
+	assert.ErrorIs(t, err, journalfile.ErrLocked)
 
 	require.NoError(t, stdin.Close())
 	_, _ = io.Copy(io.Discard, stdout)
 	require.NoError(t, cmd.Wait())
 
-	j = journaltest.Reopen(t, path)
+	j = journalfiletest.Reopen(t, path)
 	assert.Equal(t, uint64(1), j.LastSeq())
 }
 
@@ -388,14 +390,14 @@ func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	path := goodJournal(t, 4)
 	before := digest(t, path)
-	j, err := journal.OpenReadOnly(path)
+	j, err := journalfile.OpenReadOnly(path)
 	require.NoError(t, err)
 
 	assert.Equal(t, "run-good", j.RunID())
 	assert.Equal(t, uint64(0), j.Append(sampleRows(1)...), "rows are kept out")
-	assert.ErrorIs(t, j.Sync(1), journal.ErrReadOnly)
+	assert.ErrorIs(t, j.Sync(1), journalfile.ErrReadOnly)
 	_, err = j.Write(sampleRows(1)...)
-	assert.ErrorIs(t, err, journal.ErrReadOnly)
+	assert.ErrorIs(t, err, journalfile.ErrReadOnly)
 	rows, err := j.Rows()
 	require.NoError(t, err)
 	assert.Len(t, rows, 4)
@@ -405,7 +407,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestScan(t *testing.T) {
 	t.Parallel()
-	j, _ := journaltest.Create(t)
+	j, _ := journalfiletest.Create(t)
 	_, err := j.Write(sampleRows(10)...)
 	require.NoError(t, err)
 	stop := errors.New("stop")
