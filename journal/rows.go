@@ -28,6 +28,31 @@ const (
 	TypeSuperseded     = "superseded"
 )
 
+// CallStatus is a call's status as the script sees it: its terminal row's type, except that
+// outcome_unknown reads unknown.
+type CallStatus string
+
+// Call statuses.
+const (
+	StatusCompleted  CallStatus = "completed"
+	StatusNullModel  CallStatus = "null_model"
+	StatusHeld       CallStatus = "held"
+	StatusRefused    CallStatus = "refused"
+	StatusUnknown    CallStatus = "unknown"
+	StatusSuperseded CallStatus = "superseded"
+)
+
+// Statuses lists the call statuses in the order a summary names them.
+var Statuses = []CallStatus{StatusCompleted, StatusNullModel, StatusHeld, StatusRefused, StatusUnknown, StatusSuperseded}
+
+// StatusOf is the status a terminal row of type t gives its call.
+func StatusOf(t string) CallStatus {
+	if t == TypeOutcomeUnknown {
+		return StatusUnknown
+	}
+	return CallStatus(t)
+}
+
 // IsTerminal reports whether a row of type t ends its call.
 func IsTerminal(t string) bool {
 	switch t {

@@ -231,6 +231,37 @@ func (j *Journal) Rows() ([]journal.Row, error) {
 	return rows, nil
 }
 
+// Raw returns the stored bytes of up to limit durable rows from seq from on, in order: what a
+// reader in another process is sent while this one holds the journal. The read transaction
+// lasts only while they are copied, so a slow reader never holds off a commit.
+func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
+	from = max(from, 1)
+	var out [][]byte
+	err := j.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketRows)
+		if b == nil {
+			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+		}
+		c := b.Cursor()
+		want := from
+		for k, v := c.Seek(seqKey(from)); k != nil && len(out) < limit; k, v = c.Next() {
+			if seq, ok := parseSeqKey(k); !ok || seq != want {
+				return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
+			}
+			out = append(out, append([]byte(nil), v...))
+			want++
+		}
+		return nil
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return nil, fmt.Errorf("journal: raw: %w", ErrClosed)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: raw from %d: %w", from, err)
+	}
+	return out, nil
+}
+
 // Scan calls fn with each durable row from seq from on, in order, stopping at
 // fn's first error, which it returns as is. Rows are decoded inside a read
 // transaction, so fn may keep the journal.Row but must not call Sync, Write or Close:

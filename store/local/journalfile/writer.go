@@ -225,3 +225,11 @@ func (j *Journal) commit(batch []entry, hook func(first, last uint64) error) err
 // with the number of commits this handle has made. It exists for crash tests, which kill the
 // process between two commits.
 func (j *Journal) OnCommit(fn func(commits uint64)) { j.onCommit.Store(&fn) }
+
+// Fence refuses every write from now on, with err: the process lost its hold on the run, and
+// another may write the journal. Rows buffered and not yet committed are dropped.
+func (j *Journal) Fence(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.poison(err)
+}

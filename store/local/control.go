@@ -1,0 +1,273 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
+)
+
+// The control socket. bbolt locks a journal against every other process while one holds it,
+// so the holder serves what readers need on a unix socket in the run's folder (0700: the
+// user's alone). A request is one JSON line:
+//
+//	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true}
+//	{"op": "cancel"}           look for a stored cancel request now; answers {"ok": true}
+//
+// Rows are copied out of the journal a chunk at a time, so a slow reader never holds a read
+// transaction that a commit would wait for.
+
+type controlRequest struct {
+	Op   string `json:"op"`
+	From uint64 `json:"from,omitempty"`
+}
+
+// rowsChunk is how many rows a read transaction copies for a reader.
+const rowsChunk = 512
+
+// errNoHolder: nobody answered on the socket (the holder has just gone).
+var errNoHolder = errors.New("no holder answered")
+
+// socketPath is a name the socket can be bound and dialled under: a unix socket's path is
+// limited to about 100 bytes, and a deep state folder has longer ones, so those are reached
+// through an O_PATH descriptor of the folder (/proc/self/fd/N/<name>). release closes it.
+func socketPath(path string) (name string, release func(), err error) {
+	if len(path) < 100 {
+		return path, func() {}, nil
+	}
+	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { unix.Close(fd) }, nil
+}
+
+// listen binds the holder's socket; one a dead holder left behind is removed first (the run
+// lock is held, so no live process serves it).
+func listen(path string) (net.Listener, error) {
+	name, release, err := socketPath(path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	os.Remove(path)
+	ln, err := net.Listen("unix", name)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Release removes it, by its real path
+	return ln, nil
+}
+
+func (l *lease) serve() {
+	defer l.wg.Done()
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			return // closed by Release
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer conn.Close()
+			l.answer(conn)
+		}()
+	}
+}
+
+func (l *lease) answer(conn net.Conn) {
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	line, err := bufio.NewReader(io.LimitReader(conn, 4096)).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var req controlRequest
+	if json.Unmarshal(line, &req) != nil {
+		return
+	}
+	w := bufio.NewWriter(conn)
+	defer w.Flush()
+	switch req.Op {
+	case "cancel":
+		l.checkCancel()
+		w.WriteString(`{"ok":true}` + "\n")
+	case "rows":
+		from := max(req.From, 1)
+		for {
+			select {
+			case <-l.stop:
+				return // no eof: the reader goes to the file
+			default:
+			}
+			chunk, err := l.j.Raw(from, rowsChunk)
+			if err != nil {
+				return
+			}
+			for _, raw := range chunk {
+				w.Write(raw)
+				w.WriteByte('\n')
+			}
+			conn.SetDeadline(time.Now().Add(time.Minute))
+			from += uint64(len(chunk))
+			if len(chunk) < rowsChunk {
+				break
+			}
+		}
+		w.WriteString(`{"eof":true}` + "\n")
+	}
+}
+
+// dial connects to a run's holder.
+func (s *Store) dial(ctx context.Context, run string) (net.Conn, error) {
+	name, release, err := socketPath(s.path(run, ControlSocket))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "unix", name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
+	}
+	return conn, nil
+}
+
+// poke asks a run's holder to look for a cancel request now.
+func (s *Store) poke(ctx context.Context, run string) error {
+	conn, err := s.dial(ctx, run)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte(`{"op":"cancel"}` + "\n")); err != nil {
+		return err
+	}
+	_, err = bufio.NewReader(conn).ReadBytes('\n')
+	return err
+}
+
+// Rows implements store.Store: a held run's rows come from its holder over the socket, a run
+// nobody holds is read from its file. A holder that goes (or comes) while rows are read is
+// followed: reading goes on from the first row not yet given to fn.
+func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error {
+	if err := s.checkRun(run); err != nil {
+		return err
+	}
+	next := max(from, 1)
+	counted := func(r *journal.Row) error {
+		if err := fn(r); err != nil {
+			return err
+		}
+		next = r.Seq + 1
+		return nil
+	}
+	var last error
+	for attempt := 0; attempt < 20; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		if Held(s.root, run) {
+			err = s.rowsFromHolder(ctx, run, next, counted)
+		} else {
+			err = s.rowsFromFile(run, next, counted)
+		}
+		var rowsErr *rowsError
+		if !errors.As(err, &rowsErr) {
+			return err // nil, or fn's own error
+		}
+		if !rowsErr.retry {
+			return rowsErr.err
+		}
+		last = rowsErr.err
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+	return errs.New(errs.RunUnavailable, "run %s: its journal could not be read while its holder came and went", run).Wrap(last)
+}
+
+// rowsError is a failure of the store itself while reading rows, as opposed to fn's error;
+// retry says whether reading again (from the other side) may help.
+type rowsError struct {
+	err   error
+	retry bool
+}
+
+func (e *rowsError) Error() string { return e.err.Error() }
+
+func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error {
+	conn, err := s.dial(ctx, run)
+	if err != nil {
+		return &rowsError{err: err, retry: true}
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	req, _ := json.Marshal(controlRequest{Op: "rows", From: from})
+	if _, err := conn.Write(append(req, '\n')); err != nil {
+		return &rowsError{err: err, retry: true}
+	}
+	br := bufio.NewReaderSize(conn, 1<<16)
+	want := from
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			// The holder went before its last line: what is missing is in the file now.
+			return &rowsError{err: fmt.Errorf("%w: %v", errNoHolder, err), retry: true}
+		}
+		if string(line) == `{"eof":true}`+"\n" {
+			return nil
+		}
+		var r journal.Row
+		if err := json.Unmarshal(line, &r); err != nil || r.Seq != want {
+			return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: its holder sent row %d that does not read", run, want)}
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+		want++
+	}
+}
+
+func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) error) error {
+	path := s.path(run, JournalFile)
+	j, err := journalfile.OpenReadOnly(path)
+	switch {
+	case errors.Is(err, journalfile.ErrLocked):
+		return &rowsError{err: err, retry: true} // a holder has just taken it: ask it
+	case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
+		return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged", run, path).Wrap(err)}
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOENT):
+		return &rowsError{err: notFound(run, s.root)}
+	case err != nil:
+		return &rowsError{err: errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)}
+	}
+	defer j.Close()
+	var fnErr error
+	err = j.Scan(from, func(r *journal.Row) error {
+		fnErr = fn(r)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: cannot read the journal %s", run, path).Wrap(err)}
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local/journalfile"
+)
+
+// CrashAfterCommitEnv names the variable that makes a run's process kill itself (SIGKILL)
+// right after its Nth journal commit: the crash tests use it to stop a run between any two
+// commits.
+const CrashAfterCommitEnv = "CRW_CRASH_AFTER_COMMIT"
+
+// watchEvery is how often a holder looks for a cancel request and checks that its lease holds.
+const watchEvery = 100 * time.Millisecond
+
+// Acquire implements store.Store: the run's process lock, then its run lock (both flock, held
+// until Release), then its journal, checked and opened for writing. While it is held, the
+// lease serves the journal's rows to readers on the run's socket and watches for a cancel
+// request and for the loss of its lock file (the run's folder removed or replaced).
+func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
+	if err := s.checkRun(run); err != nil {
+		return nil, err
+	}
+	dir := s.RunDir(run)
+	locks, err := lockRun(dir, run)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, JournalFile)
+	j, err := journalfile.Open(path)
+	if err != nil {
+		locks.release()
+		switch {
+		case errors.Is(err, journalfile.ErrLocked):
+			return nil, errs.New(errs.RunUnavailable, "run %s: its journal is held by another process", run).Wrap(store.ErrHeld)
+		case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged and was left as it is", run, path).Wrap(err).
+				Because("store", "journal_damaged", "not_started", errs.Certain)
+		}
+		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)
+	}
+	armCrashPoint(j)
+	l := &lease{
+		s: s, run: run, dir: dir, locks: locks, j: j,
+		cancelled: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{}),
+	}
+	if st, err := locks.run.Stat(); err == nil {
+		l.lockFile = st
+	}
+	if l.ln, err = listen(filepath.Join(dir, ControlSocket)); err != nil {
+		// Readers fall back to waiting for the journal; the run itself is not held up.
+		l.ln = nil
+	}
+	l.wg.Add(1)
+	go l.watch()
+	if l.ln != nil {
+		l.wg.Add(1)
+		go l.serve()
+	}
+	return l, nil
+}
+
+func armCrashPoint(j *journalfile.Journal) {
+	n, err := strconv.ParseUint(os.Getenv(CrashAfterCommitEnv), 10, 64)
+	if err != nil || n == 0 {
+		return
+	}
+	j.OnCommit(func(commits uint64) {
+		if commits == n {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way; nothing more may happen
+		}
+	})
+}
+
+// lease is a run held by this process.
+type lease struct {
+	s        *Store
+	run, dir string
+	locks    *runLocks
+	lockFile os.FileInfo // run.lock as locked: a lock file no longer this one means the lease is lost
+	j        *journalfile.Journal
+	ln       net.Listener
+
+	cancelOnce, lostOnce, releaseOnce sync.Once
+	cancelled, lost, stop             chan struct{}
+	wg                                sync.WaitGroup
+}
+
+var _ store.Lease = (*lease)(nil)
+
+func (l *lease) Run() string                { return l.run }
+func (l *lease) Token() string              { return l.locks.token }
+func (l *lease) Journal() store.Journal     { return l.j }
+func (l *lease) Dir() string                { return l.dir }
+func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
+func (l *lease) Lost() <-chan struct{}      { return l.lost }
+
+// Publish writes state.json. It is not fsynced: the journal is the record, and a reader that
+// finds it behind (a holder killed after its last commit) reads the journal.
+func (l *lease) Publish(st *store.Status) {
+	select {
+	case <-l.lost:
+		return // another process may hold the run now
+	default:
+	}
+	_ = writeJSON(filepath.Join(l.dir, StateFile), stateFile{Schema: StateSchema, Status: st}, false)
+}
+
+// Release implements store.Lease: the watcher and the socket stop, the journal is closed, and
+// the locks are let go, the run lock first.
+func (l *lease) Release() error {
+	var err error
+	l.releaseOnce.Do(func() {
+		close(l.stop)
+		if l.ln != nil {
+			l.ln.Close()
+		}
+		l.wg.Wait()
+		if l.ln != nil {
+			os.Remove(filepath.Join(l.dir, ControlSocket))
+		}
+		err = l.j.Close()
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, journalfile.ErrClosed) {
+			err = nil // closed when the lease was lost: nothing was written after
+		}
+		l.locks.release()
+	})
+	return err
+}
+
+// watch looks for a cancel request and checks the lease, every watchEvery.
+func (l *lease) watch() {
+	defer l.wg.Done()
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		l.checkCancel()
+		if !l.holds() {
+			l.loseLease()
+			return
+		}
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (l *lease) checkCancel() {
+	if _, err := os.Stat(filepath.Join(l.dir, CancelFile)); err == nil {
+		l.cancelOnce.Do(func() { close(l.cancelled) })
+	}
+}
+
+// holds reports whether the run lock this process holds is still the run's: a run folder
+// removed or replaced behind the holder's back can be taken by another process.
+func (l *lease) holds() bool {
+	st, err := os.Stat(filepath.Join(l.dir, RunLockFile))
+	return err == nil && l.lockFile != nil && os.SameFile(st, l.lockFile)
+}
+
+// loseLease fences the journal and closes it, so the process that may take the run over can
+// open it, and says so.
+func (l *lease) loseLease() {
+	l.lostOnce.Do(func() {
+		l.j.Fence(fmt.Errorf("journal: %w", store.ErrLeaseLost))
+		l.j.Close()
+		close(l.lost)
+	})
+}
+
+// runLocks are the locks a process holds while it executes a run: its own process lock,
+// taken first and let go last, and the run lock.
+type runLocks struct {
+	token   string // names the process lock: process.<token>.lock
+	process *os.File
+	run     *os.File
+}
+
+// lockRun takes a run's process lock and then its run lock; a run another process holds is
+// run_unavailable.
+func lockRun(dir, id string) (*runLocks, error) {
+	l := &runLocks{token: randomToken()}
+	var err error
+	if l.process, err = flockFile(filepath.Join(dir, "process."+l.token+".lock")); err != nil {
+		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take a process lock", id).Wrap(err)
+	}
+	fmt.Fprintf(l.process, "%d\n", os.Getpid())
+	if l.run, err = flockFile(filepath.Join(dir, RunLockFile)); err != nil {
+		l.releaseProcess()
+		if isWouldBlock(err) {
+			return nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", id).Wrap(store.ErrHeld)
+		}
+		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take the run lock", id).Wrap(err)
+	}
+	return l, nil
+}
+
+func (l *runLocks) release() {
+	if l.run != nil {
+		_ = syscall.Flock(int(l.run.Fd()), syscall.LOCK_UN)
+		l.run.Close()
+	}
+	l.releaseProcess()
+}
+
+func (l *runLocks) releaseProcess() {
+	name := l.process.Name()
+	_ = syscall.Flock(int(l.process.Fd()), syscall.LOCK_UN)
+	l.process.Close()
+	os.Remove(name)
+}
+
+// flockFile opens (creating) a lock file and locks it exclusively without waiting.
+func flockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func isWouldBlock(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }
+
+func randomToken() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Held reports whether a process holds a run of the state folder root now.
+func Held(root, run string) bool {
+	return lockedByOther(filepath.Join(root, "flow", run, RunLockFile))
+}
+
+// ProcessLocks lists the tokens of a run's process locks that live processes hold.
+func ProcessLocks(root, run string) []string {
+	dir := filepath.Join(root, "flow", run)
+	entries, _ := os.ReadDir(dir)
+	var held []string
+	for _, e := range entries {
+		name := e.Name()
+		token, ok := strings.CutPrefix(name, "process.")
+		if token, ok2 := strings.CutSuffix(token, ".lock"); ok && ok2 && lockedByOther(filepath.Join(dir, name)) {
+			held = append(held, token)
+		}
+	}
+	return held
+}
+
+// lockedByOther reports whether a lock file is flock'd by an open file other than a new one.
+func lockedByOther(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return isWouldBlock(err)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}

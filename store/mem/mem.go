@@ -1,0 +1,587 @@
+// Package mem is a store that keeps everything in memory, for tests: it lives as long as its
+// process, and the engines of that process share it as processes share a state folder. Its
+// journals keep what a disk journal keeps (rows are durable only once committed, in groups),
+// so a test can end a holder at any commit (Crash) and go on with another, as a process killed
+// between two commits would leave a run.
+package mem
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// Store is an in-memory store.
+type Store struct {
+	mu      sync.Mutex
+	runs    map[string]*run
+	files   map[string][]byte
+	records map[string]map[string][]byte // scope ("" or a run) + "/" + kind → key → value
+	logs    map[string]*bytes.Buffer
+	tokens  int
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{runs: map[string]*run{}, files: map[string][]byte{}, records: map[string]map[string][]byte{}, logs: map[string]*bytes.Buffer{}}
+}
+
+type run struct {
+	spec       []byte // the spec as JSON: nobody can change it through a pointer
+	rows       [][]byte
+	published  *store.Status
+	cancel     bool
+	holder     *lease
+	crashAfter uint64 // the next holder's journal ends it after this many commits (0: never)
+}
+
+func (s *Store) get(id string) (*run, error) {
+	if !store.ValidRunID(id) {
+		return nil, errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
+	}
+	r := s.runs[id]
+	if r == nil {
+		return nil, errs.New(errs.RunUnavailable, "run %s does not exist", id).Wrap(store.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error { return nil }
+
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
+	if !store.ValidRunID(spec.Run) {
+		return errs.New(errs.InvalidRequest, "%q is not a run id", spec.Run)
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return errs.New(errs.InvalidRequest, "run %s: its spec is not JSON", spec.Run).Wrap(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runs[spec.Run] != nil {
+		return errs.New(errs.InvalidRequest, "run %s exists already", spec.Run).Wrap(store.ErrExists)
+	}
+	s.runs[spec.Run] = &run{spec: data}
+	return nil
+}
+
+// Spec implements store.Store.
+func (s *Store) Spec(ctx context.Context, id string) (*store.Spec, error) {
+	s.mu.Lock()
+	r, err := s.get(id)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var spec store.Spec
+	if err := json.Unmarshal(r.spec, &spec); err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its spec does not read", id).Wrap(err)
+	}
+	spec.Upgrade()
+	return &spec, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	if r.holder != nil {
+		return errs.New(errs.RunUnavailable, "run %s is held by a live process: cancel it first", id).Wrap(store.ErrHeld)
+	}
+	delete(s.runs, id)
+	prefix := id + "/"
+	for scope := range s.records {
+		if strings.HasPrefix(scope, prefix) {
+			delete(s.records, scope)
+		}
+	}
+	delete(s.logs, id)
+	return nil
+}
+
+// Published implements store.Store.
+func (s *Store) Published(ctx context.Context, id string) (*store.Status, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return nil, false, err
+	}
+	var st *store.Status
+	if r.published != nil {
+		cp := *r.published
+		st = &cp
+	}
+	return st, r.holder != nil, nil
+}
+
+// Rows implements store.Store: the durable rows, held or not.
+func (s *Store) Rows(ctx context.Context, id string, from uint64, fn func(*journal.Row) error) error {
+	s.mu.Lock()
+	r, err := s.get(id)
+	var raw [][]byte
+	if err == nil && from <= uint64(len(r.rows)) {
+		raw = append(raw, r.rows[max(from, 1)-1:]...)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for i, b := range raw {
+		var row journal.Row
+		if err := json.Unmarshal(b, &row); err != nil {
+			return errs.New(errs.IncompatibleSchema, "run %s: row %d does not read", id, int(max(from, 1))+i).Wrap(err)
+		}
+		if err := fn(&row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RequestCancel implements store.Store.
+func (s *Store) RequestCancel(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	r.cancel = true
+	if r.holder != nil {
+		r.holder.cancelOnce.Do(func() { close(r.holder.cancelled) })
+	}
+	return nil
+}
+
+// PutFile implements store.Store.
+func (s *Store) PutFile(ctx context.Context, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[digest] = append([]byte(nil), data...)
+	return digest, nil
+}
+
+// File implements store.Store.
+func (s *Store) File(ctx context.Context, digest string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.files[digest]
+	if !ok {
+		return nil, errs.New(errs.RunUnavailable, "no file %s in the store", digest).Wrap(store.ErrNotFound)
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// Log implements store.Store.
+func (s *Store) Log(id string) store.Log { return &memLog{s: s, run: id} }
+
+type memLog struct {
+	s   *Store
+	run string
+}
+
+func (l *memLog) Name() string { return "memory log " + l.run }
+
+func (l *memLog) Append(line []byte) error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	b := l.s.logs[l.run]
+	if b == nil {
+		b = &bytes.Buffer{}
+		l.s.logs[l.run] = b
+	}
+	b.Write(bytes.TrimRight(line, "\n"))
+	b.WriteByte('\n')
+	return nil
+}
+
+// LogText is what a run's log holds ("" for the store's own).
+func (s *Store) LogText(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.logs[id]; b != nil {
+		return b.String()
+	}
+	return ""
+}
+
+// Records implements store.Store.
+func (s *Store) Records(id string, kind store.Kind) store.Records {
+	return &records{s: s, run: id, scope: id + "/" + string(kind)}
+}
+
+type records struct {
+	s     *Store
+	run   string
+	scope string
+}
+
+// check refuses a bad key and a run that does not exist; it is called with s.mu held.
+func (r *records) check(key string) error {
+	if !store.ValidKey(key) {
+		return errs.New(errs.InvalidRequest, "%q is not a record key (1 to 128 of A-Z a-z 0-9 . _ -)", key)
+	}
+	return r.checkRun()
+}
+
+func (r *records) checkRun() error {
+	if r.run != "" {
+		_, err := r.s.get(r.run)
+		return err
+	}
+	return nil
+}
+
+func (r *records) Put(ctx context.Context, key string, value []byte) error {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if err := r.check(key); err != nil {
+		return err
+	}
+	m := r.s.records[r.scope]
+	if m == nil {
+		m = map[string][]byte{}
+		r.s.records[r.scope] = m
+	}
+	m[key] = append([]byte(nil), value...)
+	return nil
+}
+
+func (r *records) Create(ctx context.Context, key string, value []byte) error {
+	r.s.mu.Lock()
+	exists := r.check(key) == nil && r.s.records[r.scope][key] != nil
+	r.s.mu.Unlock()
+	if exists {
+		return errs.New(errs.IdempotencyConflict, "record %s exists already", key).Wrap(store.ErrExists)
+	}
+	return r.Put(ctx, key, value)
+}
+
+func (r *records) Get(ctx context.Context, key string) ([]byte, error) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if err := r.check(key); err != nil {
+		return nil, err
+	}
+	v, ok := r.s.records[r.scope][key]
+	if !ok {
+		return nil, errs.New(errs.InvalidRequest, "no record %s", key).Wrap(store.ErrNotFound)
+	}
+	return append([]byte(nil), v...), nil
+}
+
+func (r *records) List(ctx context.Context, prefix string) ([]store.Record, error) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if err := r.checkRun(); err != nil {
+		return nil, err
+	}
+	var out []store.Record
+	for k, v := range r.s.records[r.scope] {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, store.Record{Key: k, Value: append([]byte(nil), v...)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (r *records) Delete(ctx context.Context, key string) error {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if err := r.check(key); err != nil {
+		return err
+	}
+	delete(r.s.records[r.scope], key)
+	return nil
+}
+
+// Acquire implements store.Store.
+func (s *Store) Acquire(ctx context.Context, id string) (store.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if r.holder != nil {
+		return nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", id).Wrap(store.ErrHeld)
+	}
+	s.tokens++
+	l := &lease{s: s, r: r, id: id, token: fmt.Sprintf("mem%d", s.tokens),
+		cancelled: make(chan struct{}), lost: make(chan struct{}), crashAfter: r.crashAfter}
+	l.j = &memJournal{l: l, next: uint64(len(r.rows)), durable: uint64(len(r.rows))}
+	r.holder = l
+	r.crashAfter = 0
+	if r.cancel {
+		close(l.cancelled)
+		l.cancelOnce.Do(func() {})
+	}
+	return l, nil
+}
+
+// CrashAfterCommit makes the next holder of a run lose its lease right after its journal's
+// nth commit, as a process killed there would: what it buffered is gone, and it can write
+// nothing more. A test then goes on with another holder.
+func (s *Store) CrashAfterCommit(id string, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runs[id]; r != nil {
+		r.crashAfter = n
+	}
+}
+
+// Revoke takes a run's lease from its holder, as an expired lease would.
+func (s *Store) Revoke(id string) {
+	s.mu.Lock()
+	r := s.runs[id]
+	var l *lease
+	if r != nil {
+		l = r.holder
+	}
+	s.mu.Unlock()
+	if l != nil {
+		l.lose()
+	}
+}
+
+type lease struct {
+	s          *Store
+	r          *run
+	id, token  string
+	j          *memJournal
+	crashAfter uint64
+
+	cancelOnce, lostOnce, releaseOnce sync.Once
+	cancelled, lost                   chan struct{}
+}
+
+var _ store.Lease = (*lease)(nil)
+
+func (l *lease) Run() string                { return l.id }
+func (l *lease) Token() string              { return l.token }
+func (l *lease) Journal() store.Journal     { return l.j }
+func (l *lease) Dir() string                { return "" }
+func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
+func (l *lease) Lost() <-chan struct{}      { return l.lost }
+
+func (l *lease) Publish(st *store.Status) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.r.holder != l {
+		return
+	}
+	cp := *st
+	l.r.published = &cp
+}
+
+// lose ends the lease: the journal is fenced, what it buffered is dropped, and the run is
+// free for another holder.
+func (l *lease) lose() {
+	l.lostOnce.Do(func() {
+		l.j.fence(fmt.Errorf("journal: %w", store.ErrLeaseLost))
+		l.s.mu.Lock()
+		if l.r.holder == l {
+			l.r.holder = nil
+		}
+		l.s.mu.Unlock()
+		close(l.lost)
+	})
+}
+
+func (l *lease) Release() error {
+	var err error
+	l.releaseOnce.Do(func() {
+		err = l.j.close()
+		l.s.mu.Lock()
+		if l.r.holder == l {
+			l.r.holder = nil
+		}
+		l.s.mu.Unlock()
+	})
+	return err
+}
+
+// memJournal is a run's journal as its holder writes it: appended rows wait in memory until a
+// commit, which moves everything appended so far into the store at once.
+type memJournal struct {
+	l        *lease
+	commitMu sync.Mutex // one commit at a time, in seq order
+	mu       sync.Mutex
+	next     uint64
+	durable uint64
+	pending [][]byte
+	commits uint64
+	err     error
+	closed  bool
+}
+
+func (j *memJournal) Append(rows ...*journal.Row) uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || j.closed {
+		return 0
+	}
+	now := time.Now().UTC()
+	for _, r := range rows {
+		j.next++
+		r.Seq = j.next
+		if r.At.IsZero() {
+			r.At = now
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			j.err = fmt.Errorf("journal: encode row %d (%s): %w", r.Seq, r.Type, err)
+			j.pending = nil
+			return 0
+		}
+		j.pending = append(j.pending, data)
+	}
+	return j.next
+}
+
+func (j *memJournal) Sync(seq uint64) error {
+	j.commitMu.Lock()
+	defer j.commitMu.Unlock()
+	j.mu.Lock()
+	switch {
+	case j.err != nil:
+		err := j.err
+		j.mu.Unlock()
+		return err
+	case seq <= j.durable:
+		j.mu.Unlock()
+		return nil
+	case seq > j.next:
+		j.mu.Unlock()
+		return fmt.Errorf("journal: sync %d: only %d rows were appended", seq, j.next)
+	}
+	batch := j.pending
+	j.pending = nil
+	j.mu.Unlock()
+	return j.commit(batch)
+}
+
+// commit stores a batch: one commit, as one bbolt transaction would be.
+func (j *memJournal) commit(batch [][]byte) error {
+	j.l.s.mu.Lock()
+	if j.l.r.holder != j.l {
+		j.l.s.mu.Unlock()
+		return fmt.Errorf("journal: %w", store.ErrLeaseLost)
+	}
+	j.l.r.rows = append(j.l.r.rows, batch...)
+	stored := uint64(len(j.l.r.rows))
+	j.l.s.mu.Unlock()
+
+	j.mu.Lock()
+	j.durable = max(j.durable, stored)
+	j.commits++
+	crash := j.l.crashAfter != 0 && j.commits == j.l.crashAfter
+	j.mu.Unlock()
+	if crash {
+		j.l.lose()
+	}
+	return nil
+}
+
+func (j *memJournal) Write(rows ...*journal.Row) (uint64, error) {
+	seq := j.Append(rows...)
+	if seq == 0 && len(rows) > 0 {
+		return 0, j.error()
+	}
+	if err := j.Sync(seq); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func (j *memJournal) error() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		return fmt.Errorf("journal: closed")
+	}
+	return j.err
+}
+
+func (j *memJournal) LastSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next
+}
+
+func (j *memJournal) DurableSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.durable
+}
+
+func (j *memJournal) Rows() ([]journal.Row, error) {
+	j.l.s.mu.Lock()
+	raw := append([][]byte(nil), j.l.r.rows...)
+	j.l.s.mu.Unlock()
+	return journal.DecodeRows(raw)
+}
+
+func (j *memJournal) fence(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = err
+	}
+	j.pending = nil
+}
+
+// close commits what is buffered, unless the journal was fenced.
+func (j *memJournal) close() error {
+	j.commitMu.Lock()
+	defer j.commitMu.Unlock()
+	j.mu.Lock()
+	if j.err != nil {
+		j.closed = true
+		j.mu.Unlock()
+		return nil
+	}
+	batch := j.pending
+	j.pending = nil
+	j.closed = true
+	j.mu.Unlock()
+	if len(batch) > 0 {
+		return j.commit(batch)
+	}
+	return nil
+}

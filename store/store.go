@@ -1,0 +1,282 @@
+// Package store is the contract between the engine and where runs live. A Store keeps each
+// run's spec, its journal, the status its holder publishes, a stored cancel request, and what
+// the session backend and the operator interface keep beside them: files by digest and small
+// records (decisions, the session inbox and replies, an audit of mutations, idempotency keys).
+//
+// One process at a time holds a run, under an exclusive lease (Acquire). The lease can be
+// lost (the run's folder removed, an etcd lease expired): its holder is told on Lost, and its
+// journal is fenced, so it writes nothing more. Every other process reads the run's status and
+// journal while it is held: nothing waits for the holder to let go.
+//
+// store/local (a folder per run: run.json, a bbolt journal, flock leases) is the default;
+// store/mem keeps everything in memory for tests. docs/architecture.md maps the contract onto
+// etcd as well.
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// Store is where runs live. Its methods are safe for concurrent use.
+type Store interface {
+	// Create records a new run: its spec, and an empty journal. A run that exists already is
+	// ErrExists; nothing of a run is left behind when Create fails.
+	Create(ctx context.Context, spec *Spec) error
+	// Acquire takes a run's lease for this process, its journal open for writing. A run that
+	// another process holds is run_unavailable (wrapping ErrHeld).
+	Acquire(ctx context.Context, run string) (Lease, error)
+	// Delete removes a run that no process holds, all of it.
+	Delete(ctx context.Context, run string) error
+	// List lists the ids of the runs, oldest first.
+	List(ctx context.Context) ([]string, error)
+	// Spec reads what a run was created with. A run that does not exist is run_unavailable
+	// (wrapping ErrNotFound).
+	Spec(ctx context.Context, run string) (*Spec, error)
+	// Published reads the status a holder of the run last published (nil when none ever did)
+	// and whether a process holds the run now.
+	Published(ctx context.Context, run string) (st *Status, held bool, err error)
+	// Rows calls fn with each durable row of the run's journal from seq from on, in order,
+	// whether a process holds the run or not. It stops at fn's first error and returns it.
+	Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error
+	// RequestCancel stores a request to cancel a run; a process that holds it is told at
+	// once, and one that takes it later finds the request.
+	RequestCancel(ctx context.Context, run string) error
+	// PutFile keeps content by its digest (sha256:<hex>) and returns the digest.
+	PutFile(ctx context.Context, data []byte) (digest string, err error)
+	// File reads content by digest (ErrNotFound when the store does not have it).
+	File(ctx context.Context, digest string) ([]byte, error)
+	// Records is the collection of records of one kind, of a run ("" for the store's own).
+	Records(run string, kind Kind) Records
+	// Log is where the full account of a run's errors goes ("" for the store's own).
+	Log(run string) Log
+	// Close releases the store's resources; leases still held are let go.
+	Close() error
+}
+
+// Lease is a run held by this process.
+type Lease interface {
+	Run() string
+	// Token names this holding of the run: the run's started row records it.
+	Token() string
+	// Journal is the run's journal, open for writing; it is fenced once the lease is lost.
+	Journal() Journal
+	// Dir is a folder of this host that belongs to the run, for its processes' own files
+	// (a host's log); "" when the store has none.
+	Dir() string
+	// Publish makes st what readers of the run see while it is held. It may keep only the
+	// latest of several quick calls.
+	Publish(st *Status)
+	// Cancelled is closed once a cancel request of the run is stored.
+	Cancelled() <-chan struct{}
+	// Lost is closed if the lease is lost; the journal then refuses every write.
+	Lost() <-chan struct{}
+	// Release closes the journal (what it buffered is committed, unless it was fenced) and
+	// lets the lease go.
+	Release() error
+}
+
+// Journal is a run's journal as its holder writes it: rows appended in seq order, made durable
+// by group commit. Every method is safe for concurrent use.
+type Journal interface {
+	// Append gives each row the next seq (and At, when zero), buffers the rows and returns the
+	// last seq given; 0 when the journal refuses writes (Sync then says why).
+	Append(rows ...*journal.Row) uint64
+	// Sync returns once every row up to seq is durable, committing what is buffered if need be.
+	Sync(seq uint64) error
+	// Write is Append and then Sync.
+	Write(rows ...*journal.Row) (uint64, error)
+	// LastSeq is the last seq given; DurableSeq the last made durable.
+	LastSeq() uint64
+	DurableSeq() uint64
+	// Rows returns every durable row, seq 1 first.
+	Rows() ([]journal.Row, error)
+}
+
+// Kind names a collection of records.
+type Kind string
+
+// The collections a store keeps.
+const (
+	KindDecisions   Kind = "decisions"   // of a run: an owner's decisions
+	KindInbox       Kind = "inbox"       // of a run: reports written to it by other processes
+	KindReplies     Kind = "replies"     // of a run: its answers to them
+	KindAudit       Kind = "audit"       // of the store: who changed what, when
+	KindIdempotency Kind = "idempotency" // of the store: a request's key and what it did
+)
+
+// Kinds lists the collections a store keeps.
+var Kinds = []Kind{KindDecisions, KindInbox, KindReplies, KindAudit, KindIdempotency}
+
+// Records is a collection of small documents (JSON) by key. A key is 1 to 128 characters of
+// letters, digits and . _ - (not starting with .), and keys list in byte order.
+type Records interface {
+	// Put writes a record, replacing any.
+	Put(ctx context.Context, key string, value []byte) error
+	// Create writes a record only when the key is free: ErrExists otherwise. What is created
+	// once stays (an idempotency key, a report taken once).
+	Create(ctx context.Context, key string, value []byte) error
+	// Get reads a record (ErrNotFound when there is none).
+	Get(ctx context.Context, key string) ([]byte, error)
+	// List lists the records whose key starts with prefix, in key order.
+	List(ctx context.Context, prefix string) ([]Record, error)
+	// Delete removes a record; a key with no record is no error.
+	Delete(ctx context.Context, key string) error
+}
+
+// Record is one record of a collection.
+type Record struct {
+	Key   string
+	Value []byte
+}
+
+// Log is an append-only log of full accounts, one line each.
+type Log interface {
+	// Append adds one line (a newline is added).
+	Append(line []byte) error
+	// Name says where the log is, for a diagnostic to name.
+	Name() string
+}
+
+// Conditions callers branch on, wrapped in the errors a store returns; test with errors.Is.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrHeld      = errors.New("held by another process")
+	ErrLeaseLost = errors.New("the run's lease was lost")
+)
+
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+
+// ValidKey reports whether key may name a record.
+func ValidKey(key string) bool { return keyPattern.MatchString(key) }
+
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
+
+// ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
+func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+
+// SpecSchema is the schema of a run's spec.
+const SpecSchema = "crw-flow-run/1"
+
+// Spec is what a run was created with. It is written once and never rewritten.
+type Spec struct {
+	Schema       string          `json:"schema"`
+	Run          string          `json:"run"`
+	Workflow     string          `json:"workflow"` // the entry file, absolute
+	ScriptDigest string          `json:"script_digest"`
+	Backend      string          `json:"backend"`
+	// BackendOptions are the backend's options, as its Prepare recorded them.
+	BackendOptions map[string]string `json:"backend_options,omitempty"`
+	// Answers and Codex are where runs created before backend_options kept the fake's and the
+	// app server's one option; stores move them there when they read a spec.
+	Answers      string                  `json:"answers,omitempty"`
+	Codex        string                  `json:"codex,omitempty"`
+	Cwd          string                  `json:"cwd"` // where the run's threads work
+	Input        json.RawMessage         `json:"input"`
+	Pool         int                     `json:"pool"`
+	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
+	Roles        map[string]journal.Pair `json:"roles,omitempty"`
+	LibDirs      []string                `json:"lib_dirs,omitempty"`
+	// Files are the workflow's files (its entry and the modules it loads from disk) by path,
+	// each the digest of its content, which the store keeps (PutFile).
+	Files     map[string]string `json:"files,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input
+// its compact form (a spec file may be indented).
+func (s *Spec) Upgrade() {
+	var b bytes.Buffer
+	if json.Compact(&b, s.Input) == nil {
+		s.Input = b.Bytes()
+	}
+	for name, v := range map[string]string{"answers": s.Answers, "codex": s.Codex} {
+		if v != "" {
+			if s.BackendOptions == nil {
+				s.BackendOptions = map[string]string{}
+			}
+			s.BackendOptions[name] = v
+		}
+	}
+	s.Answers, s.Codex = "", ""
+}
+
+// State is where a run stands.
+type State string
+
+const (
+	// StateRunning: a process holds the run and works on it.
+	StateRunning State = "running"
+	// StatePaused: a usage or rate limit paused the run; it resumes once the limit passed.
+	StatePaused State = "paused"
+	// StateEnded: the run has its end (completed, failed or cancelled).
+	StateEnded State = "ended"
+	// StateCrashed: no process holds the run and it has not ended.
+	StateCrashed State = "crashed"
+	// StateStopped is published by a process that stops without ending its run (a
+	// divergence, a journal that failed): readers see the run crashed, with the reason.
+	StateStopped State = "stopped"
+	// StateUnreadable is how a list shows a run whose files cannot be read.
+	StateUnreadable State = "unreadable"
+)
+
+// RunStatus is how a run ended, or why its process stopped.
+type RunStatus string
+
+const (
+	RunCompleted RunStatus = "completed" // the workflow returned
+	RunFailed    RunStatus = "failed"    // the workflow threw
+	RunPaused    RunStatus = "paused"    // a usage or rate limit paused it
+	RunCancelled RunStatus = "cancelled"
+)
+
+// Counts are a run's calls by status.
+type Counts map[journal.CallStatus]int
+
+// Clone returns a copy.
+func (c Counts) Clone() Counts {
+	out := make(Counts, len(c))
+	for k, v := range c {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of calls counted.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// Status is where a run stands: the one view of a run that its holder publishes and that
+// status, list, follow and the end of a run print.
+type Status struct {
+	Run      string            `json:"run"`
+	State    State             `json:"state"`
+	Status   RunStatus         `json:"status"` // "" until the run ends
+	Result   json.RawMessage   `json:"result"`
+	Error    *journal.RunError `json:"error"`
+	Calls    Counts            `json:"calls"`
+	InFlight int               `json:"in_flight"`
+	Tokens   journal.Tokens    `json:"tokens"`
+	Workflow string            `json:"workflow"`
+	Backend  string            `json:"backend"`
+	Started  time.Time         `json:"started"`
+	// What a holder adds: still replaying its journal, its process, its journal's last seq,
+	// when it last published.
+	Replaying bool      `json:"replaying,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	LastSeq   uint64    `json:"last_seq,omitempty"`
+	Updated   time.Time `json:"updated,omitzero"`
+}
