@@ -167,11 +167,11 @@ const SpecSchema = "crw-flow-run/1"
 
 // Spec is what a run was created with. It is written once and never rewritten.
 type Spec struct {
-	Schema       string          `json:"schema"`
-	Run          string          `json:"run"`
-	Workflow     string          `json:"workflow"` // the entry file, absolute
-	ScriptDigest string          `json:"script_digest"`
-	Backend      string          `json:"backend"`
+	Schema       string `json:"schema"`
+	Run          string `json:"run"`
+	Workflow     string `json:"workflow"` // the entry file, absolute
+	ScriptDigest string `json:"script_digest"`
+	Backend      string `json:"backend"`
 	// BackendOptions are the backend's options, as its Prepare recorded them.
 	BackendOptions map[string]string `json:"backend_options,omitempty"`
 	// Answers and Codex are where runs created before backend_options kept the fake's and the

@@ -443,11 +443,11 @@ type memJournal struct {
 	commitMu sync.Mutex // one commit at a time, in seq order
 	mu       sync.Mutex
 	next     uint64
-	durable uint64
-	pending [][]byte
-	commits uint64
-	err     error
-	closed  bool
+	durable  uint64
+	pending  [][]byte
+	commits  uint64
+	err      error
+	closed   bool
 }
 
 func (j *memJournal) Append(rows ...*journal.Row) uint64 {
