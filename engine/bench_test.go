@@ -12,7 +12,11 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
@@ -49,7 +53,7 @@ const benchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
 // gcAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
 func gcAsCrw(b *testing.B) {
 	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(engine.ProcessGCPercent)
+		old := debug.SetGCPercent(runner.ProcessGCPercent)
 		b.Cleanup(func() { debug.SetGCPercent(old) })
 	}
 }
@@ -68,15 +72,15 @@ func benchmarkCalls(b *testing.B, width int) {
 	input, _ := json.Marshal(map[string]int{"n": b.N, "width": width})
 	b.ReportAllocs()
 	b.ResetTimer()
-	res, err := engine.Run(context.Background(), engine.Options{
-		StateDir: filepath.Join(dir, "state"), Workflow: wf, Input: input,
-		BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends(), Pool: width,
-	})
+	svc := localService(b, filepath.Join(dir, "state"))
+	res, err := svc.Run(context.Background(), engine.CreateOptions{
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: width,
+	}, engine.ExecOptions{})
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if res.Status != engine.RunCompleted || string(res.Result) != fmt.Sprint(b.N) {
+	if res.Status != store.RunCompleted || string(res.Result) != fmt.Sprint(b.N) {
 		b.Fatalf("run %s: %s %s %+v", res.Run, res.Status, res.Result, res.Error)
 	}
 }
@@ -109,10 +113,18 @@ const buildAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
   "testsRun": [{"command": "go test ./internal/runner/", "passed": true}], "notes": null},
   "tokens": {"input": 100, "output": 50}}]}]}`
 
-// recordedRun runs the replay script live once for n calls and returns its folder, its
-// journal's rows without the ended row (a run whose process died at its very end), and the
+func localService(b *testing.B, root string) *engine.Service {
+	st, err := local.New(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enginetest.Service(st)
+}
+
+// recordedRun runs the replay script live once for n calls and returns its service, the run,
+// its journal's rows without the ended row (a run whose process died at its very end), and the
 // workflow file.
-func recordedRun(b *testing.B, n int) (state, run string, rows []journal.Row, wf string) {
+func recordedRun(b *testing.B, n int) (svc *engine.Service, run string, rows []journal.Row, wf string) {
 	b.Helper()
 	dir := b.TempDir()
 	wf = filepath.Join(dir, "replay.js")
@@ -123,17 +135,17 @@ func recordedRun(b *testing.B, n int) (state, run string, rows []journal.Row, wf
 	if err := os.WriteFile(answers, []byte(buildAnswers), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	state = filepath.Join(dir, "state")
+	svc = localService(b, filepath.Join(dir, "state"))
 	input, _ := json.Marshal(map[string]int{"n": n})
-	res, err := engine.Run(context.Background(), engine.Options{StateDir: state, Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends()})
-	if err != nil || res.Status != engine.RunCompleted {
+	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}}, engine.ExecOptions{})
+	if err != nil || res.Status != store.RunCompleted {
 		b.Fatalf("record: %v %+v", err, res)
 	}
-	all, err := engine.ReadJournal(state, res.Run)
+	all, err := svc.Rows(context.Background(), res.Run)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return state, res.Run, all[:len(all)-1], wf
+	return svc, res.Run, all[:len(all)-1], wf
 }
 
 // BenchmarkResume resumes a run whose journal holds n completed calls: the script runs from
@@ -142,9 +154,9 @@ func BenchmarkResume(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
 			gcAsCrw(b)
-			state, run, rows, _ := recordedRun(b, n)
-			dir := engine.RunDir(state, run)
-			spec, err := os.ReadFile(filepath.Join(dir, engine.RunFile))
+			svc, run, rows, _ := recordedRun(b, n)
+			dir := svc.Store.(*local.Store).RunDir(run)
+			spec, err := os.ReadFile(filepath.Join(dir, local.SpecFile))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -159,10 +171,10 @@ func BenchmarkResume(b *testing.B) {
 				if err := os.MkdirAll(dir, 0o700); err != nil {
 					b.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, engine.RunFile), spec, 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, local.SpecFile), spec, 0o600); err != nil {
 					b.Fatal(err)
 				}
-				j, err := journalfile.Create(filepath.Join(dir, engine.JournalFile), run)
+				j, err := journalfile.Create(filepath.Join(dir, local.JournalFile), run)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -178,7 +190,7 @@ func BenchmarkResume(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				res, err := engine.Execute(context.Background(), state, run, engine.ExecOptions{Backends: enginetest.Backends()})
+				res, err := svc.Execute(context.Background(), run, engine.ExecOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -209,7 +221,7 @@ func BenchmarkShadow(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				rep, err := engine.Shadow(context.Background(), engine.ShadowOptions{Script: wf, Rows: rows})
+				rep, err := shadow.Run(context.Background(), shadow.Options{Script: wf, Rows: rows})
 				if err != nil {
 					b.Fatal(err)
 				}

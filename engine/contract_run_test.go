@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // maxInFlight replays the journal: a call is in flight from its thread_started row to its
@@ -58,7 +61,7 @@ for (let i = 1; i <= 8; i++) {
 const all = await Promise.all(calls);
 return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n), statuses: all.map((r) => r.status) };`),
 			answers(entries...), enginetest.Pool(3))
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		var got struct {
 			Seen, IDs, Statuses []string
 			Outputs             []int
@@ -121,7 +124,7 @@ return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n
 const calls = [];
 for (let i = 1; i <= 6; i++) calls.push(agent.call({ role: "executor", prompt: "t" + i, schema: S }));
 return (await Promise.all(calls)).length;`), answers(entries...))
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		assert.JSONEq(t, `6`, string(res.Result))
 		assert.Equal(t, 4, maxInFlight(rows))
 	})
@@ -143,7 +146,7 @@ return { winner, seenAtWin };`),
 				`{"match": {"call": 2}, "turns": [{"json": {"n": 2}, "delay_ms": 10}]}`,
 				`{"match": {"call": 3}, "turns": [{"json": {"n": 3}, "delay_ms": 70}]}`,
 			))
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		winner := call(t, res, rows, "winner")
 		first := enginetest.Terminals(rows)[0]
 		assert.Equal(t, first.Call, winner.CallID, "Promise.race takes the journal's first completion")
@@ -152,7 +155,7 @@ return { winner, seenAtWin };`),
 		assert.JSONEq(t, `["c2"]`, string(results(t, res)["seenAtWin"]))
 		// The losers still end, and the run waited for them.
 		assert.Len(t, enginetest.Terminals(rows), 3)
-		assert.Equal(t, engine.Counts{"completed": 3}, res.Calls)
+		assert.Equal(t, store.Counts{"completed": 3}, res.Calls)
 	})
 }
 
@@ -199,10 +202,10 @@ return {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, rows := enginetest.Run(t, script, tc.answers)
-			require.Equal(t, engine.RunCompleted, res.Status)
+			require.Equal(t, store.RunCompleted, res.Status)
 			for key, want := range tc.want {
 				cr := call(t, res, rows, key)
-				assert.Equal(t, "completed", cr.Status, key)
+				assert.Equal(t, journal.CallStatus("completed"), cr.Status, key)
 				if strings.HasPrefix(want, `"{`) {
 					// A text call answered by a json turn gets the value as text.
 					var w, g string
@@ -228,7 +231,7 @@ return {
 		for range 2 {
 			res, rows := enginetest.Run(t, script, answers(`{"match": {}, "turns": [{"text": "not yet"}]}`))
 			cr := call(t, res, rows, "r")
-			assert.Equal(t, "completed", cr.Status)
+			assert.Equal(t, journal.CallStatus("completed"), cr.Status)
 			assert.True(t, cr.Meta.RepairUsed)
 			assert.Equal(t, 2, enginetest.Count(rows, cr.CallID, journal.TypeTurnStarted))
 			outputs = append(outputs, string(cr.Output))
@@ -250,12 +253,12 @@ export default async function main() {
   }
   return out;
 }`, "")
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		m := results(t, res)
 		require.NotEmpty(t, m)
 		for key := range m {
 			cr := call(t, res, rows, key)
-			assert.Equal(t, "completed", cr.Status, key)
+			assert.Equal(t, journal.CallStatus("completed"), cr.Status, key)
 			assert.False(t, cr.Meta.RepairUsed, "%s: the synthesized answer is valid at once", key)
 		}
 	})
@@ -406,17 +409,17 @@ export default async function main() { fail("mine"); }
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, rows := enginetest.Run(t, tc.script, "", tc.opts...)
-			require.Equal(t, engine.RunFailed, res.Status, "result %s", res.Result)
+			require.Equal(t, store.RunFailed, res.Status, "result %s", res.Result)
 			require.NotNil(t, res.Error)
 			assert.Contains(t, res.Error.Message, tc.message)
 			assert.Equal(t, tc.code, res.Error.Code)
 			if tc.at != "" {
 				assert.Contains(t, res.Error.Stack, filepath.FromSlash(tc.at)+":", "the stack names the original file and line")
 			}
-			assert.Nil(t, res.Result)
+			assert.JSONEq(t, "null", string(res.Result), "a run that failed has no result")
 			ended := rows[len(rows)-1]
 			assert.Equal(t, journal.TypeEnded, ended.Type)
-			assert.Equal(t, engine.RunFailed, ended.Status)
+			assert.Equal(t, store.RunFailed, store.RunStatus(ended.Status))
 			assert.Equal(t, res.Error, ended.Error)
 		})
 	}
@@ -428,7 +431,7 @@ agent.call({ role: "executor", prompt: "slow", schema: S });
 await agent.call({ role: "architect", prompt: "fast", schema: S });
 throw new Error("stop here");`),
 			answers(`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 200}]}`))
-		require.Equal(t, engine.RunFailed, res.Status)
+		require.Equal(t, store.RunFailed, res.Status)
 		assert.Contains(t, res.Error.Message, "stop here")
 		// Every call the run started has its terminal row before the run's ended row.
 		assert.Len(t, enginetest.Terminals(rows), 2)
@@ -469,13 +472,13 @@ func TestContractLoadFailure(t *testing.T) {
 			t.Parallel()
 			if tc.name == "outside the folder" {
 				// A file that does exist, just outside the workflow's folder.
-				tc.opts = append(tc.opts, enginetest.Configure(func(o *engine.Options) {
+				tc.opts = append(tc.opts, enginetest.Configure(func(o *engine.CreateOptions) {
 					require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(filepath.Dir(o.Workflow)), "outside.js"), []byte("export default 1;\n"), 0o644))
 				}))
 			}
 			out := enginetest.Start(t, tc.script, "", tc.opts...)
 			require.Error(t, out.Err)
-			assert.Nil(t, out.Result)
+			assert.Nil(t, out.Status)
 			e, ok := errs.As(out.Err)
 			require.True(t, ok, "%T: %v", out.Err, out.Err)
 			assert.Equal(t, errs.InvalidRequest, e.Code)
@@ -483,10 +486,10 @@ func TestContractLoadFailure(t *testing.T) {
 				assert.Contains(t, e.Detail, w)
 			}
 			// Nothing was written: no run folder, not even the flow folder.
-			ids, err := engine.ListRuns(out.State)
+			ids, err := out.Service.Store.List(context.Background())
 			require.NoError(t, err)
 			assert.Empty(t, ids)
-			_, err = os.Stat(filepath.Join(out.State, "flow"))
+			_, err = os.Stat(filepath.Join(out.Service.Store.(*local.Store).Root(), "flow"))
 			assert.True(t, os.IsNotExist(err), "no flow folder: %v", err)
 		})
 	}
@@ -497,7 +500,7 @@ func TestContractLoadFailure(t *testing.T) {
 		e, ok := errs.As(out.Err)
 		require.True(t, ok, "%v", out.Err)
 		assert.Equal(t, errs.InvalidRequest, e.Code)
-		_, err := os.Stat(out.State)
+		_, err := os.Stat(out.Service.Store.(*local.Store).Root())
 		assert.True(t, os.IsNotExist(err))
 	})
 }
@@ -505,12 +508,14 @@ func TestContractLoadFailure(t *testing.T) {
 // TestContractInput: the entry function gets the run's input, and crw.input is the same.
 func TestContractInput(t *testing.T) {
 	t.Parallel()
-	res, rows := enginetest.Run(t, wf(`return { input, same: JSON.stringify(input) === JSON.stringify(crw.input), frozen: Object.isFrozen(crw.input) };`),
+	out := enginetest.Start(t, wf(`return { input, same: JSON.stringify(input) === JSON.stringify(crw.input), frozen: Object.isFrozen(crw.input) };`),
 		"", enginetest.Input(`{"task": "ship it", "n": [1, 2]}`))
-	require.Equal(t, engine.RunCompleted, res.Status)
+	require.NoError(t, out.Err)
+	res, rows := out.Status, out.Rows
+	require.Equal(t, store.RunCompleted, res.Status)
 	assert.JSONEq(t, `{"input": {"task": "ship it", "n": [1, 2]}, "same": true, "frozen": true}`, string(res.Result))
 	assert.JSONEq(t, `{"task": "ship it", "n": [1, 2]}`, string(rows[0].Input))
-	spec, err := engine.ReadSpec(filepath.Join(filepath.Dir(filepath.Dir(rows[0].Workflow)), "state"), res.Run)
+	spec, err := out.Service.Store.Spec(context.Background(), res.Run)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"task": "ship it", "n": [1, 2]}`, string(spec.Input))
 	assert.Equal(t, rows[0].Workflow, spec.Workflow)

@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 // The contract tests run real workflows (goja, bbolt, the fake backend) and check both what
@@ -40,7 +42,7 @@ func answers(entries ...string) string {
 }
 
 // results decodes a workflow result that is an object of CallResults (and other values).
-func results(t *testing.T, res *engine.Result) map[string]json.RawMessage {
+func results(t *testing.T, res *store.Status) map[string]json.RawMessage {
 	t.Helper()
 	var m map[string]json.RawMessage
 	enginetest.Decode(t, res, &m)
@@ -48,9 +50,9 @@ func results(t *testing.T, res *engine.Result) map[string]json.RawMessage {
 }
 
 // callResult decodes one CallResult strictly: a field the contract does not list fails.
-func callResult(t *testing.T, raw json.RawMessage) engine.CallResult {
+func callResult(t *testing.T, raw json.RawMessage) result.CallResult {
 	t.Helper()
-	var cr engine.CallResult
+	var cr result.CallResult
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&cr), "CallResult %s", raw)
@@ -59,7 +61,7 @@ func callResult(t *testing.T, raw json.RawMessage) engine.CallResult {
 
 // checkCall asserts that the CallResult the script saw is the one the call's journal rows
 // give, and returns it decoded.
-func checkCall(t *testing.T, res *engine.Result, rows []journal.Row, raw json.RawMessage) engine.CallResult {
+func checkCall(t *testing.T, res *store.Status, rows []journal.Row, raw json.RawMessage) result.CallResult {
 	t.Helper()
 	cr := callResult(t, raw)
 	callRows := enginetest.CallRows(rows, cr.CallID)
@@ -74,14 +76,14 @@ func checkCall(t *testing.T, res *engine.Result, rows []journal.Row, raw json.Ra
 	}
 	terminal := enginetest.Terminal(t, rows, cr.CallID)
 	assert.Equal(t, terminal, callRows[len(callRows)-1], "call %s: the terminal row is its last", cr.CallID)
-	want, err := json.Marshal(engine.BuildResult(res.Run, &prepared, thread, &terminal))
+	want, err := json.Marshal(result.Build(res.Run, &prepared, thread, &terminal))
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(raw), "call %s: the script's CallResult and the journal's", cr.CallID)
 
-	assert.Equal(t, engine.StatusOf(terminal.Type), cr.Status)
+	assert.Equal(t, journal.StatusOf(terminal.Type), cr.Status)
 	assert.Equal(t, prepared.Seq, cr.Meta.StartSeq)
 	assert.Equal(t, terminal.Seq, cr.Meta.EndSeq)
-	if cr.Status == engine.StatusCompleted {
+	if cr.Status == journal.StatusCompleted {
 		assert.Nil(t, cr.Reason)
 		assert.JSONEq(t, string(terminal.Output), string(cr.Output))
 	} else {
@@ -91,7 +93,7 @@ func checkCall(t *testing.T, res *engine.Result, rows []journal.Row, raw json.Ra
 	}
 	if thread != nil {
 		require.NotNil(t, cr.Handle)
-		assert.Equal(t, engine.Handle(res.Run, cr.CallID), *cr.Handle)
+		assert.Equal(t, result.Handle(res.Run, cr.CallID), *cr.Handle)
 		require.NotNil(t, cr.Meta.ThreadID)
 		assert.Equal(t, thread.ThreadID, *cr.Meta.ThreadID)
 	} else {
@@ -112,7 +114,7 @@ func checkCall(t *testing.T, res *engine.Result, rows []journal.Row, raw json.Ra
 }
 
 // call returns the CallResult named key of the workflow's result, checked against the journal.
-func call(t *testing.T, res *engine.Result, rows []journal.Row, key string) engine.CallResult {
+func call(t *testing.T, res *store.Status, rows []journal.Row, key string) result.CallResult {
 	t.Helper()
 	raw, ok := results(t, res)[key]
 	require.True(t, ok, "the result has no %q: %s", key, res.Result)
@@ -164,7 +166,7 @@ const frozen = [r, r.meta, r.meta.requestedPair, r.meta.configuredPair, r.meta.t
 return { r, threw, frozen, keys: Object.keys(r), metaKeys: Object.keys(r.meta) };`),
 			answers(`{"match": {}, "turns": [{"json": {"n": 7}, "tokens": {"input": 10, "output": 5}}]}`))
 
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		m := results(t, res)
 		cr := checkCall(t, res, rows, m["r"])
 
@@ -185,14 +187,14 @@ return { r, threw, frozen, keys: Object.keys(r), metaKeys: Object.keys(r.meta) }
 
 		assert.Equal(t, "c1", cr.CallID)
 		assert.Equal(t, "crwh1:"+res.Run+":c1", *cr.Handle)
-		assert.Equal(t, engine.StatusCompleted, cr.Status)
+		assert.Equal(t, journal.StatusCompleted, cr.Status)
 		assert.JSONEq(t, `{"n": 7}`, string(cr.Output))
 		assert.Equal(t, "architect", cr.Meta.Role)
-		assert.Equal(t, engine.ResultPair{}, cr.Meta.RequestedPair)
-		assert.Equal(t, engine.ResultPair{}, cr.Meta.ConfiguredPair)
+		assert.Equal(t, result.ResultPair{}, cr.Meta.RequestedPair)
+		assert.Equal(t, result.ResultPair{}, cr.Meta.ConfiguredPair)
 		assert.False(t, cr.Meta.RepairUsed)
 		assert.Len(t, cr.Meta.TurnIDs, 1)
-		assert.Equal(t, engine.ResultTokens{Input: 10, Output: 5, Total: 15}, cr.Meta.Tokens)
+		assert.Equal(t, result.ResultTokens{Input: 10, Output: 5, Total: 15}, cr.Meta.Tokens)
 		var meta map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(rm["meta"], &meta))
 		assert.JSONEq(t, `{"input":10,"cachedInput":0,"output":5,"reasoningOutput":0,"total":15}`, string(meta["tokens"]), "every part of tokens is present")
@@ -210,9 +212,9 @@ return { r, threw, frozen, keys: Object.keys(r), metaKeys: Object.keys(r.meta) }
 		assert.Equal(t, &journal.Tokens{Input: 10, Output: 5, Total: 15}, done.Tokens)
 		assert.Equal(t, []string{"started"}, enginetest.Types(rows[:1]))
 		assert.Equal(t, journal.TypeEnded, rows[len(rows)-1].Type)
-		assert.Equal(t, engine.RunCompleted, rows[len(rows)-1].Status)
+		assert.Equal(t, store.RunCompleted, store.RunStatus(rows[len(rows)-1].Status))
 		assert.JSONEq(t, string(res.Result), string(rows[len(rows)-1].Result))
-		assert.Equal(t, engine.Counts{"completed": 1}, res.Calls)
+		assert.Equal(t, store.Counts{"completed": 1}, res.Calls)
 	})
 
 	t.Run("text", func(t *testing.T) {
@@ -222,9 +224,9 @@ return { r, threw, frozen, keys: Object.keys(r), metaKeys: Object.keys(r.meta) }
 const r = await agent.call({ role: "explorer", prompt: "look around" });
 return { r, type: typeof r.output };`),
 			answers(`{"match": {"role": "explorer"}, "turns": [{"text": `+quote(text)+`}]}`))
-		require.Equal(t, engine.RunCompleted, res.Status)
+		require.Equal(t, store.RunCompleted, res.Status)
 		cr := call(t, res, rows, "r")
-		assert.Equal(t, engine.StatusCompleted, cr.Status)
+		assert.Equal(t, journal.StatusCompleted, cr.Status)
 		assert.JSONEq(t, quote(text), string(cr.Output))
 		assert.JSONEq(t, `"string"`, string(results(t, res)["type"]))
 		assert.Equal(t, "explorer", cr.Meta.Role)
@@ -279,9 +281,9 @@ func TestContractAnswerParsing(t *testing.T) {
 			t.Parallel()
 			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "count", schema: S }) };`),
 				answers(`{"match": {"call": 1}, "turns": `+tc.turns+`}`))
-			require.Equal(t, engine.RunCompleted, res.Status)
+			require.Equal(t, store.RunCompleted, res.Status)
 			cr := call(t, res, rows, "r")
-			assert.Equal(t, tc.status, cr.Status)
+			assert.Equal(t, tc.status, string(cr.Status))
 			if tc.reason != "" {
 				require.NotNil(t, cr.Reason)
 				assert.Equal(t, tc.reason, *cr.Reason)
@@ -334,7 +336,7 @@ func TestContractRepairTokens(t *testing.T) {
 		answers(`{"match": {}, "turns": [{"text": "soon", "tokens": {"input": 7, "output": 1}}, {"json": {"n": 1}, "tokens": {"input": 20, "output": 3}}]}`))
 	cr := call(t, res, rows, "r")
 	assert.True(t, cr.Meta.RepairUsed)
-	assert.Equal(t, engine.ResultTokens{Input: 27, Output: 4, Total: 31}, cr.Meta.Tokens)
+	assert.Equal(t, result.ResultTokens{Input: 27, Output: 4, Total: 31}, cr.Meta.Tokens)
 	assert.Equal(t, &journal.Tokens{Input: 27, Output: 4, Total: 31}, enginetest.Terminal(t, rows, cr.CallID).Tokens)
 }
 
@@ -371,7 +373,7 @@ func TestContractClassification(t *testing.T) {
 			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "work", schema: S, node: "build" }) };`),
 				answers(`{"match": {"node": "build"}, "turns": [{"error": `+quote(tc.info)+`}, {"json": {"n": 1}}]}`))
 			cr := call(t, res, rows, "r")
-			assert.Equal(t, tc.status, cr.Status)
+			assert.Equal(t, tc.status, string(cr.Status))
 			require.NotNil(t, cr.Reason)
 			assert.Equal(t, tc.reason, *cr.Reason)
 			assert.Equal(t, "null", string(cr.Output))
@@ -393,17 +395,17 @@ func TestContractClassification(t *testing.T) {
 
 			esc := enginetest.OfType(rows, journal.TypeEscalation)
 			if tc.pauses {
-				assert.Equal(t, engine.RunPaused, res.Status)
+				assert.Equal(t, store.RunPaused, res.Status)
 				require.Len(t, esc, 1)
 				assert.Equal(t, "quota_or_rate", esc[0].Reason)
 				assert.Equal(t, cid, esc[0].Call)
 				assert.Less(t, esc[0].Seq, term.Seq, "the escalation comes before the call's terminal row")
 			} else {
-				assert.Equal(t, engine.RunCompleted, res.Status)
+				assert.Equal(t, store.RunCompleted, res.Status)
 				assert.Empty(t, esc)
 			}
-			assert.Equal(t, res.Status, rows[len(rows)-1].Status)
-			assert.Equal(t, engine.Counts{tc.status: 1}, res.Calls)
+			assert.Equal(t, res.Status, store.RunStatus(rows[len(rows)-1].Status))
+			assert.Equal(t, store.Counts{journal.CallStatus(tc.status): 1}, res.Calls)
 		})
 	}
 }
@@ -428,13 +430,13 @@ return { slow: await slow, limited, after, text };`),
 					`{"match": {"node": "slow"}, "turns": [{"json": {"n": 1}, "delay_ms": 200}]}`,
 					`{"match": {"node": "plan"}, "turns": [{"error": `+quote(tc.info)+`, "delay_ms": 60}]}`,
 				))
-			require.Equal(t, engine.RunPaused, res.Status)
+			require.Equal(t, store.RunPaused, res.Status)
 			ended := rows[len(rows)-1]
 			assert.Equal(t, journal.TypeEnded, ended.Type)
-			assert.Equal(t, engine.RunPaused, ended.Status)
+			assert.Equal(t, store.RunPaused, store.RunStatus(ended.Status))
 
 			limited := call(t, res, rows, "limited")
-			assert.Equal(t, "held", limited.Status)
+			assert.Equal(t, journal.CallStatus("held"), limited.Status)
 			assert.Equal(t, tc.reason, *limited.Reason)
 
 			esc := enginetest.OfType(rows, journal.TypeEscalation)
@@ -444,7 +446,7 @@ return { slow: await slow, limited, after, text };`),
 
 			// The slow call was in flight: the interrupt is journaled before its held row.
 			slow := call(t, res, rows, "slow")
-			assert.Equal(t, "held", slow.Status)
+			assert.Equal(t, journal.CallStatus("held"), slow.Status)
 			assert.Equal(t, "engine_paused", *slow.Reason)
 			slowRows := enginetest.CallRows(rows, slow.CallID)
 			assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "interrupt_requested", "held"}, enginetest.Types(slowRows))
@@ -454,11 +456,11 @@ return { slow: await slow, limited, after, text };`),
 			// Calls started after the pause send nothing.
 			for _, key := range []string{"after", "text"} {
 				cr := call(t, res, rows, key)
-				assert.Equal(t, "held", cr.Status, key)
+				assert.Equal(t, journal.CallStatus("held"), cr.Status, key)
 				assert.Equal(t, "engine_paused", *cr.Reason, key)
 				assert.Equal(t, []string{"prepared", "held"}, enginetest.Types(enginetest.CallRows(rows, cr.CallID)), key)
 			}
-			assert.Equal(t, engine.Counts{"held": 4}, res.Calls)
+			assert.Equal(t, store.Counts{"held": 4}, res.Calls)
 		})
 	}
 }
@@ -476,11 +478,11 @@ const [a, b] = await Promise.all([
   agent.call({ role: "executor", prompt: "b", schema: S }),
 ]);
 return { a, b };`), answers(`{"match": {}, "turns": [{"error": "rateLimitExceeded", "delay_ms": 20}]}`))
-		require.Equal(t, engine.RunPaused, res.Status)
+		require.Equal(t, store.RunPaused, res.Status)
 		require.Len(t, enginetest.OfType(rows, journal.TypeEscalation), 1, "one escalation row")
 		for _, key := range []string{"a", "b"} {
 			cr := call(t, res, rows, key)
-			assert.Equal(t, "held", cr.Status, key)
+			assert.Equal(t, journal.CallStatus("held"), cr.Status, key)
 			assert.Contains(t, []string{"host_infra_rate", "engine_paused"}, *cr.Reason, key)
 		}
 	})
@@ -494,7 +496,7 @@ const [limited, queued, last] = await Promise.all([
   agent.call({ role: "critic", prompt: "c" }),
 ]);
 return { limited, queued, last };`), answers(`{"match": {"call": 1}, "turns": [{"error": "usageLimitExceeded", "delay_ms": 20}]}`), enginetest.Pool(1))
-		require.Equal(t, engine.RunPaused, res.Status)
+		require.Equal(t, store.RunPaused, res.Status)
 		limited := call(t, res, rows, "limited")
 		assert.Equal(t, "host_infra_quota", *limited.Reason)
 		for _, key := range []string{"queued", "last"} {
@@ -523,23 +525,23 @@ return { lost, again, resumed, other, tier };`),
 			`{"match": {"node": "build"}, "turns": [{"lost": true}]}`,
 			`{"match": {"node": "check"}, "turns": [{"json": {"n": 2}}]}`,
 		))
-	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, store.RunCompleted, res.Status)
 
 	lost := call(t, res, rows, "lost")
-	assert.Equal(t, "unknown", lost.Status)
+	assert.Equal(t, journal.CallStatus("unknown"), lost.Status)
 	assert.Equal(t, "dispatch_unknown", *lost.Reason)
 	assert.NotNil(t, lost.Handle, "the turn was sent on a thread")
 	assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "outcome_unknown"}, enginetest.Types(enginetest.CallRows(rows, lost.CallID)))
 
 	for _, key := range []string{"again", "resumed"} {
 		cr := call(t, res, rows, key)
-		assert.Equal(t, "held", cr.Status, key)
+		assert.Equal(t, journal.CallStatus("held"), cr.Status, key)
 		assert.Equal(t, "recovery_hold", *cr.Reason, key)
 		assert.Equal(t, []string{"prepared", "held"}, enginetest.Types(enginetest.CallRows(rows, cr.CallID)), key)
 	}
 
 	other := call(t, res, rows, "other")
-	assert.Equal(t, "completed", other.Status, "another node proceeds")
+	assert.Equal(t, journal.CallStatus("completed"), other.Status, "another node proceeds")
 
 	var tier map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(results(t, res)["tier"], &tier))
@@ -549,13 +551,13 @@ return { lost, again, resumed, other, tier };`),
 	assert.Equal(t, "recovery_hold", build.Reason)
 	assert.Contains(t, build.Message, lost.CallID)
 	assert.NotContains(t, string(tier["test"]), "recovery_hold")
-	assert.Equal(t, engine.Counts{"unknown": 1, "held": 2, "completed": 1}, res.Calls)
+	assert.Equal(t, store.Counts{"unknown": 1, "held": 2, "completed": 1}, res.Calls)
 }
 
 // TestContractRoles: the role table decides pairs; a contradicting request is refused.
 func TestContractRoles(t *testing.T) {
 	t.Parallel()
-	table := engine.RoleTable{
+	table := inputs.RoleTable{
 		"architect": {Model: "gpt-big", Effort: "high"},
 		"executor":  {Model: "gpt-code"},
 		"reviewer":  {Effort: "low"},
@@ -573,15 +575,15 @@ return {
   badModel: await c("architect", { model: "gpt-small" }),
   badEffort: await c("reviewer", { effort: "high" }),
 };`), "", enginetest.Roles(table))
-	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, store.RunCompleted, res.Status)
 	started := rows[0]
 	assert.Equal(t, map[string]journal.Pair(table), started.RolePairs)
 	assert.Equal(t, table.Digest(), started.PolicyDigest)
 
-	pair := func(model, effort *string) engine.ResultPair { return engine.ResultPair{Model: model, Effort: effort} }
+	pair := func(model, effort *string) result.ResultPair { return result.ResultPair{Model: model, Effort: effort} }
 	tests := []struct {
 		key                   string
-		requested, configured engine.ResultPair
+		requested, configured result.ResultPair
 		threadModel           string // "" when refused
 		threadEffort          string
 	}{
@@ -600,12 +602,12 @@ return {
 		assert.Equal(t, tc.requested, cr.Meta.RequestedPair, tc.key)
 		assert.Equal(t, tc.configured, cr.Meta.ConfiguredPair, tc.key)
 		if tc.threadModel == "" {
-			assert.Equal(t, "refused", cr.Status, tc.key)
+			assert.Equal(t, journal.CallStatus("refused"), cr.Status, tc.key)
 			assert.Equal(t, "pair_refused", *cr.Reason, tc.key)
 			assert.Equal(t, []string{"prepared", "refused"}, enginetest.Types(enginetest.CallRows(rows, cr.CallID)), tc.key)
 			continue
 		}
-		assert.Equal(t, "completed", cr.Status, tc.key)
+		assert.Equal(t, journal.CallStatus("completed"), cr.Status, tc.key)
 		th := enginetest.OfType(enginetest.CallRows(rows, cr.CallID), journal.TypeThreadStarted)
 		require.Len(t, th, 1, tc.key)
 		assert.Equal(t, tc.threadModel, th[0].Model, tc.key)
@@ -637,24 +639,24 @@ return { first, second, third };`)
 			t.Parallel()
 			res, rows := enginetest.Run(t, script, spend, enginetest.Budget(tc.budget))
 			first := call(t, res, rows, "first")
-			assert.Equal(t, "completed", first.Status, "the first call starts with nothing spent")
+			assert.Equal(t, journal.CallStatus("completed"), first.Status, "the first call starts with nothing spent")
 			assert.Equal(t, int64(100), first.Meta.Tokens.Total)
 			assert.Equal(t, tc.budget, rows[0].BudgetTokens)
 			second := call(t, res, rows, "second")
 			third := call(t, res, rows, "third")
 			if !tc.held {
-				assert.Equal(t, "completed", second.Status)
+				assert.Equal(t, journal.CallStatus("completed"), second.Status)
 				if tc.budget == 101 {
-					assert.Equal(t, "held", third.Status, "the second call spent the rest")
+					assert.Equal(t, journal.CallStatus("held"), third.Status, "the second call spent the rest")
 					assert.Equal(t, "budget_exhausted", *third.Reason)
 				}
 				return
 			}
-			for _, cr := range []engine.CallResult{second, third} {
-				assert.Equal(t, "held", cr.Status)
+			for _, cr := range []result.CallResult{second, third} {
+				assert.Equal(t, journal.CallStatus("held"), cr.Status)
 				assert.Equal(t, "budget_exhausted", *cr.Reason)
 				assert.Equal(t, []string{"prepared", "held"}, enginetest.Types(enginetest.CallRows(rows, cr.CallID)))
-				assert.Equal(t, engine.ResultTokens{}, cr.Meta.Tokens)
+				assert.Equal(t, result.ResultTokens{}, cr.Meta.Tokens)
 			}
 		})
 	}
@@ -675,9 +677,9 @@ func TestContractSchemaNotStrict(t *testing.T) {
 			t.Parallel()
 			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "p", schema: `+schema+` }) };`),
 				answers(`{"match": {}, "turns": [{"json": {"a": "x"}}]}`))
-			require.Equal(t, engine.RunCompleted, res.Status)
+			require.Equal(t, store.RunCompleted, res.Status)
 			cr := call(t, res, rows, "r")
-			assert.Equal(t, "refused", cr.Status)
+			assert.Equal(t, journal.CallStatus("refused"), cr.Status)
 			assert.Equal(t, "schema_not_strict", *cr.Reason)
 			assert.Nil(t, cr.Handle)
 			assert.Equal(t, []string{"prepared", "refused"}, enginetest.Types(enginetest.CallRows(rows, cr.CallID)))
@@ -721,7 +723,7 @@ await slow;
 const foreign = await agent.call({ role: "architect", prompt: "p", schema: S, resume: "crwh1:20200101-000000-abcdef:c1" });
 const chained = await agent.call({ role: "executor", prompt: "go on", schema: S, resume: first.handle });
 return { bad, first, foreign, chained };`), "")
-	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, store.RunCompleted, res.Status)
 	m := results(t, res)
 
 	var bad map[string]struct {
@@ -756,12 +758,12 @@ return { bad, first, foreign, chained };`), "")
 	first := call(t, res, rows, "first")
 	assert.Equal(t, "c1", first.CallID)
 	foreign := call(t, res, rows, "foreign")
-	assert.Equal(t, "refused", foreign.Status)
+	assert.Equal(t, journal.CallStatus("refused"), foreign.Status)
 	assert.Equal(t, "foreign_handle", *foreign.Reason)
 	assert.Equal(t, []string{"prepared", "refused"}, enginetest.Types(enginetest.CallRows(rows, foreign.CallID)))
 
 	chained := call(t, res, rows, "chained")
-	assert.Equal(t, "completed", chained.Status)
+	assert.Equal(t, journal.CallStatus("completed"), chained.Status)
 	chainRows := enginetest.CallRows(rows, chained.CallID)
 	assert.Equal(t, *first.Handle, chainRows[0].Handle, "the prepared row records the handle")
 	th := enginetest.OfType(chainRows, journal.TypeThreadStarted)
@@ -779,12 +781,12 @@ func TestContractResumeThreadless(t *testing.T) {
 const first = await agent.call({ role: "executor", prompt: "p", schema: S });
 const refused = await agent.call({ role: "architect", prompt: "p", schema: S, model: "other" });
 const resumed = await agent.call({ role: "architect", prompt: "go on", schema: S, resume: first.handle.replace(/:c1$/, ":" + refused.callId) });
-return { first, refused, resumed };`), "", enginetest.Roles(engine.RoleTable{"architect": {Model: "m"}}))
+return { first, refused, resumed };`), "", enginetest.Roles(inputs.RoleTable{"architect": {Model: "m"}}))
 	refused := call(t, res, rows, "refused")
 	assert.Equal(t, "pair_refused", *refused.Reason)
 	assert.Nil(t, refused.Handle, "a refused call has no handle")
 	resumed := call(t, res, rows, "resumed")
-	assert.Equal(t, "refused", resumed.Status)
+	assert.Equal(t, journal.CallStatus("refused"), resumed.Status)
 	assert.Equal(t, "policy_refused", *resumed.Reason)
 	assert.Equal(t, []string{"prepared", "refused"}, enginetest.Types(enginetest.CallRows(rows, resumed.CallID)))
 }
@@ -792,14 +794,14 @@ return { first, refused, resumed };`), "", enginetest.Roles(engine.RoleTable{"ar
 func TestContractHandleFormat(t *testing.T) {
 	t.Parallel()
 	run := "20261130-052301-a1b2c3"
-	h := engine.Handle(run, "c12")
+	h := result.Handle(run, "c12")
 	assert.Equal(t, "crwh1:20261130-052301-a1b2c3:c12", h)
-	r, c, ok := engine.ParseHandle(h)
+	r, c, ok := result.ParseHandle(h)
 	assert.True(t, ok)
 	assert.Equal(t, run, r)
 	assert.Equal(t, "c12", c)
 	for _, bad := range []string{"", "crwh1:", "crwh1:" + run, "crwh1:" + run + ":", "crwh1:" + run + ":c0", "crwh1:" + run + ":c1x", "crwh2:" + run + ":c1", "crwh1:run:c1"} {
-		_, _, ok := engine.ParseHandle(bad)
+		_, _, ok := result.ParseHandle(bad)
 		assert.False(t, ok, fmt.Sprintf("%q", bad))
 	}
 }

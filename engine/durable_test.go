@@ -14,9 +14,12 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
+	"github.com/crw-dev/crw/store/mem"
 )
 
 // The durable tests resume journals written by hand: what a process left behind when it was
@@ -47,18 +50,24 @@ func durablePrepared(call string, index int, node, prompt string) *journal.Row {
 		Type: journal.TypePrepared, Call: call, Index: index, Role: "explorer", Node: node,
 		Prompt: prompt, PromptDigest: "sha256:" + hex.EncodeToString(sum[:]), Site: "wf.js:4:28",
 	}
-	row.InputDigest = engine.InputDigest(row)
+	row.InputDigest = replay.InputDigest(row)
 	return row
+}
+
+// services are a run service on each store: the tests of resumes run through the Store
+// interface on both.
+func services(t *testing.T) map[string]*engine.Service {
+	local, _ := enginetest.LocalService(t)
+	return map[string]*engine.Service{"local": local, "mem": enginetest.Service(mem.New())}
 }
 
 // durablePausedThenKilled creates a run of durableGateWorkflow whose first process saw the gate
 // held by a rate limit (the run paused), had the script issue the fallback call and was killed
 // before the fallback's held row was committed: the fallback is an open call. The fake backend
 // now answers the gate with gateAnswer.
-func durablePausedThenKilled(t *testing.T, gateAnswer string) (state, id string) {
+func durablePausedThenKilled(t *testing.T, svc *engine.Service, gateAnswer string) (id string) {
 	t.Helper()
 	root := t.TempDir()
-	state = filepath.Join(root, "state")
 	wfPath := filepath.Join(root, "wf.js")
 	require.NoError(t, os.WriteFile(wfPath, []byte(durableGateWorkflow), 0o644))
 	answersPath := filepath.Join(root, "answers.json")
@@ -67,12 +76,13 @@ func durablePausedThenKilled(t *testing.T, gateAnswer string) (state, id string)
   {"match": {"node": "next"}, "turns": [{"text": "gone"}]}
 ]}`
 	require.NoError(t, os.WriteFile(answersPath, []byte(answersFile), 0o644))
-	id, err := engine.Create(engine.Options{StateDir: state, Workflow: wfPath, BackendOpts: map[string]string{"answers": answersPath}, Backends: enginetest.Backends()})
+	ctx := context.Background()
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath, BackendOpts: map[string]string{"answers": answersPath}})
 	require.NoError(t, err)
 
-	j, err := journalfile.Open(filepath.Join(engine.RunDir(state, id), engine.JournalFile))
+	lease, err := svc.Store.Acquire(ctx, id)
 	require.NoError(t, err)
-	_, err = j.Write(
+	_, err = lease.Journal().Write(
 		&journal.Row{Type: journal.TypeStarted, Run: id, Backend: "fake", Workflow: wfPath, Pool: 4, Input: json.RawMessage("null")},
 		durablePrepared("c1", 1, "gate", "which way"),
 		&journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "fake-c1", Model: "fake-model", Effort: "medium"},
@@ -82,19 +92,21 @@ func durablePausedThenKilled(t *testing.T, gateAnswer string) (state, id string)
 		durablePrepared("c2", 2, "fallback", "fall back"),
 	)
 	require.NoError(t, err)
-	require.NoError(t, j.Close())
-	return state, id
+	require.NoError(t, lease.Release())
+	return id
 }
 
-// durableResume resumes a run in this process and returns its result and journal.
-func durableResume(t *testing.T, state, id string) (*engine.Result, []journal.Row) {
+// durableResume resumes a run in this process and returns its end and journal.
+func durableResume(t *testing.T, svc *engine.Service, id string) (*store.Status, []journal.Row) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
 	defer cancel()
-	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{Backends: enginetest.Backends()})
+	res, err := svc.Execute(ctx, id, engine.ExecOptions{})
 	require.NoError(t, err)
-	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, id), engine.JournalFile))
-	rows, err := engine.ReadJournal(state, id)
+	if _, ok := svc.Store.(*local.Store); ok {
+		journalfiletest.Check(t, enginetest.JournalPath(svc, id))
+	}
+	rows, err := svc.Rows(ctx, id)
 	require.NoError(t, err)
 	return res, rows
 }
@@ -104,9 +116,15 @@ func durableResume(t *testing.T, state, id string) (*engine.Result, []journal.Ro
 // superseded_by_resume, and is never matched against.
 func TestDurableResumeSupersedesUnmadeCall(t *testing.T) {
 	t.Parallel()
-	state, id := durablePausedThenKilled(t, `"stop"`)
-	res, rows := durableResume(t, state, id)
-	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) { testResumeSupersedesUnmadeCall(t, svc) })
+	}
+}
+
+func testResumeSupersedesUnmadeCall(t *testing.T, svc *engine.Service) {
+	id := durablePausedThenKilled(t, svc, `"stop"`)
+	res, rows := durableResume(t, svc, id)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `{"gate": "stop"}`, string(res.Result))
 
 	// The gate ran again: a second attempt under the same id, sent and answered.
@@ -126,7 +144,7 @@ func TestDurableResumeSupersedesUnmadeCall(t *testing.T) {
 	require.Len(t, ended, 1)
 	assert.Less(t, fallback[1].Seq, ended[0].Seq)
 	s := engine.Summarize(rows)
-	assert.Equal(t, engine.Counts{"completed": 1, "superseded": 1}, s.Counts)
+	assert.Equal(t, store.Counts{"completed": 1, "superseded": 1}, s.Counts)
 	require.Len(t, s.Calls, 2, "no other call")
 	assert.Equal(t, 2, s.Calls[0].Attempts)
 }
@@ -137,9 +155,15 @@ func TestDurableResumeSupersedesUnmadeCall(t *testing.T) {
 // superseded_by_resume rather than staying open for good.
 func TestDurableResumeSupersedesReplacedCall(t *testing.T) {
 	t.Parallel()
-	state, id := durablePausedThenKilled(t, `"left"`)
-	res, rows := durableResume(t, state, id)
-	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) { testResumeSupersedesReplacedCall(t, svc) })
+	}
+}
+
+func testResumeSupersedesReplacedCall(t *testing.T, svc *engine.Service) {
+	id := durablePausedThenKilled(t, svc, `"left"`)
+	res, rows := durableResume(t, svc, id)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `{"gate": "left", "next": ["c3", "gone"]}`, string(res.Result))
 
 	next := enginetest.CallRows(rows, "c3")
@@ -151,5 +175,5 @@ func TestDurableResumeSupersedesReplacedCall(t *testing.T) {
 	types := enginetest.Types(fallback)
 	require.Equal(t, []string{journal.TypePrepared, journal.TypeSuperseded}, types)
 	assert.Equal(t, "superseded_by_resume", fallback[1].Reason)
-	assert.Equal(t, engine.Counts{"completed": 2, "superseded": 1}, engine.Summarize(rows).Counts)
+	assert.Equal(t, store.Counts{"completed": 2, "superseded": 1}, engine.Summarize(rows).Counts)
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/store"
 )
 
 const shadowRecorded = `
@@ -29,7 +30,7 @@ export default async function main() {
 // inserted one is new, an edited one diverges, and none of them shifts every later position.
 func TestShadowAlignsEditsWithTheRecord(t *testing.T) {
 	res, rows := enginetest.Run(t, shadowRecorded, "")
-	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, store.RunCompleted, res.Status)
 
 	for _, tc := range []struct {
 		name    string
@@ -49,7 +50,7 @@ func TestShadowAlignsEditsWithTheRecord(t *testing.T) {
 			script := strings.Replace(strings.Replace(shadowRecorded, `["plan", "build", "test", "review"]`, tc.steps, 1), `"do " + step`, tc.prompt, 1)
 			path := filepath.Join(t.TempDir(), "wf.js")
 			require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
-			rep, err := engine.Shadow(context.Background(), engine.ShadowOptions{Script: path, Rows: rows})
+			rep, err := shadow.Run(context.Background(), shadow.Options{Script: path, Rows: rows})
 			require.NoError(t, err)
 			assert.Equal(t, tc.matched, rep.Matched)
 			var div, added []int
@@ -66,7 +67,7 @@ func TestShadowAlignsEditsWithTheRecord(t *testing.T) {
 			assert.Equal(t, tc.div, div)
 			assert.Equal(t, tc.unmade, unmade)
 			assert.Equal(t, tc.added, added)
-			assert.Equal(t, engine.RunCompleted, rep.Status)
+			assert.Equal(t, store.RunCompleted, rep.Status)
 		})
 	}
 }

@@ -12,25 +12,29 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 	"github.com/crw-dev/crw/workflows"
 )
 
-func run(t *testing.T, workflow, answers string, input json.RawMessage) *engine.Result {
+func run(t *testing.T, workflow, answers string, input json.RawMessage) *store.Status {
 	t.Helper()
 	if answers != "" {
 		answers = filepath.Join("..", "testdata", "answers", answers)
 	}
-	state := t.TempDir()
-	res, err := engine.Run(context.Background(), engine.Options{
-		StateDir: state, Workflow: workflow, Input: input, BackendOpts: map[string]string{"answers": answers}, Backends: enginetest.Backends(), Pool: 4,
-	})
+	svc, _ := enginetest.LocalService(t)
+	opts := map[string]string{}
+	if answers != "" {
+		opts["answers"] = answers
+	}
+	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: workflow, Input: input, BackendOpts: opts, Pool: 4}, engine.ExecOptions{})
 	require.NoError(t, err)
-	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
+	journalfiletest.Check(t, enginetest.JournalPath(svc, res.Run))
 	return res
 }
 
-func result(t *testing.T, res *engine.Result) map[string]any {
+func result(t *testing.T, res *store.Status) map[string]any {
 	t.Helper()
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(res.Result, &out), "result %s", res.Result)
@@ -46,10 +50,10 @@ func TestShippedWorkflowsRunWithDefaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res := run(t, name, "", nil)
-			require.Equal(t, engine.RunCompleted, res.Status, "error: %+v", res.Error)
+			require.Equal(t, store.RunCompleted, res.Status, "error: %+v", res.Error)
 			assert.Nil(t, res.Error)
 			assert.NotEmpty(t, result(t, res))
-			assert.Positive(t, res.Calls[engine.StatusCompleted])
+			assert.Positive(t, res.Calls[journal.StatusCompleted])
 		})
 	}
 }
@@ -57,7 +61,7 @@ func TestShippedWorkflowsRunWithDefaults(t *testing.T) {
 func TestPlanBuildReviewRepairLoop(t *testing.T) {
 	t.Parallel()
 	res := run(t, "plan-build-review.js", "plan-build-review.json", json.RawMessage(`{"task":"Add --verbose"}`))
-	require.Equal(t, engine.RunCompleted, res.Status, "error: %+v", res.Error)
+	require.Equal(t, store.RunCompleted, res.Status, "error: %+v", res.Error)
 	out := result(t, res)
 	assert.Equal(t, "approved", out["outcome"])
 	assert.Equal(t, []any{
@@ -65,13 +69,13 @@ func TestPlanBuildReviewRepairLoop(t *testing.T) {
 		map[string]any{"round": 2.0, "verdict": "approve", "findings": 0.0},
 	}, out["rounds"])
 	assert.Equal(t, 2.0, out["steps"])
-	assert.Equal(t, engine.Counts{engine.StatusCompleted: 5}, res.Calls)
+	assert.Equal(t, store.Counts{journal.StatusCompleted: 5}, res.Calls)
 }
 
 func TestPlanBuildReviewRateLimitPauses(t *testing.T) {
 	t.Parallel()
 	res := run(t, "plan-build-review.js", "plan-build-review-rate-limit.json", nil)
-	require.Equal(t, engine.RunPaused, res.Status)
+	require.Equal(t, store.RunPaused, res.Status)
 	out := result(t, res)
 	assert.Equal(t, "review_failed", out["outcome"])
 	assert.Equal(t, "host_infra_rate", out["reason"])
@@ -80,7 +84,7 @@ func TestPlanBuildReviewRateLimitPauses(t *testing.T) {
 func TestTriageKeepsAndDrops(t *testing.T) {
 	t.Parallel()
 	res := run(t, "triage.ts", "triage.json", json.RawMessage(`{"target":"client.go"}`))
-	require.Equal(t, engine.RunCompleted, res.Status, "error: %+v", res.Error)
+	require.Equal(t, store.RunCompleted, res.Status, "error: %+v", res.Error)
 	out := result(t, res)
 	ids := func(key string) []string {
 		var got []string
@@ -91,5 +95,5 @@ func TestTriageKeepsAndDrops(t *testing.T) {
 	}
 	assert.Equal(t, []string{"correctness/f1", "performance/f1"}, ids("kept"))
 	assert.Equal(t, []string{"correctness/f2"}, ids("dropped"))
-	assert.Equal(t, engine.Counts{engine.StatusCompleted: 4}, res.Calls)
+	assert.Equal(t, store.Counts{journal.StatusCompleted: 4}, res.Calls)
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/appserver/mockmodel"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // TestAppServerKilledMidTurnThenResume kills a run on the real codex app-server while a turn is
@@ -61,10 +61,10 @@ export default async function main() {
 		}
 		return false
 	}, time.Minute, 10*time.Millisecond)
-	st, err := engine.ReadState(state, run)
+	st, err := published(state, run)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return !engine.Live(state, run) }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !local.Held(state, run) }, time.Minute, 10*time.Millisecond)
 
 	r = durableCrw(t, state, env, "flow", "resume", run, "--json")
 	require.Equal(t, 0, r.exit, "%+v", r)
@@ -73,7 +73,7 @@ export default async function main() {
 		Result []any
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
-	assert.Equal(t, engine.RunCompleted, res.Status)
+	assert.Equal(t, "completed", res.Status)
 	t.Logf("resumed: %v", res.Result)
 	require.Len(t, res.Result, 4)
 	assert.Equal(t, "quick", res.Result[0])
@@ -81,8 +81,8 @@ export default async function main() {
 	// The slow turn's fate is the host's: harvested if its app server finished it, else held
 	// as interrupted by someone other than crw. Either way it was never sent again.
 	switch res.Result[1] {
-	case engine.StatusCompleted:
-	case engine.StatusHeld:
+	case string(journal.StatusCompleted):
+	case string(journal.StatusHeld):
 		assert.Equal(t, "host_interrupted_external", res.Result[2])
 	default:
 		t.Fatalf("the slow call ended %v", res.Result[1:3])
@@ -95,7 +95,7 @@ export default async function main() {
 	}
 	assert.Equal(t, 1, slow, "the slow turn reached the model once")
 
-	rows, err := engine.ReadJournal(state, run)
+	rows, err := readRows(state, run)
 	require.NoError(t, err)
 	turns := 0
 	for _, row := range rows {

@@ -17,8 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
@@ -129,9 +130,9 @@ func decodeRun(t *testing.T, out []byte) runJSON {
 // resumeToEnd resumes a run until it ends (a resume may itself be killed by env).
 func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 	for i := 0; i < 5; i++ {
-		if st, err := engine.Status(e.state, run); err == nil && st.State == "ended" {
+		if st, err := runStatus(e.state, run); err == nil && st.State == "ended" {
 			// Killed after its last commit: the journal has its end.
-			return runJSON{Run: run, Status: st.Status, Result: st.Result}
+			return runJSON{Run: run, Status: string(st.Status), Result: st.Result}
 		}
 		out, killed, err := e.crw(env, "flow", "resume", run, "--json")
 		require.NoError(e.t, err)
@@ -147,9 +148,9 @@ func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 // checkJournal: the journal opens cleanly, and no turn was sent twice: within an attempt of a
 // call each turn k has at most one turn_started row, and a completed call was never sent again.
 func (e *crashEnv) checkJournal(run string) []journal.Row {
-	path := filepath.Join(engine.RunDir(e.state, run), engine.JournalFile)
+	path := journalPath(e.state, run)
 	journalfiletest.Check(e.t, path)
-	rows, err := engine.ReadJournal(e.state, run)
+	rows, err := readRows(e.state, run)
 	require.NoError(e.t, err)
 	type turn struct {
 		call    string
@@ -218,13 +219,13 @@ func TestCrashBetweenEveryCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, killed)
 	want := decodeRun(t, out)
-	require.Equal(t, engine.RunCompleted, want.Status, "%s", out)
+	require.Equal(t, string(store.RunCompleted), want.Status, "%s", out)
 	e.checkJournal(want.Run)
 
 	crashed := 0
 	for n := 1; n < 200; n++ {
 		e.state = t.TempDir()
-		env := []string{engine.CrashAfterCommitEnv + "=" + strconv.Itoa(n)}
+		env := []string{local.CrashAfterCommitEnv + "=" + strconv.Itoa(n)}
 		out, killed, err := e.crw(env, "flow", "run", e.wf, "--answers", e.answers, "--json")
 		require.NoError(t, err, "commit %d", n)
 		if !killed {
@@ -238,10 +239,10 @@ func TestCrashBetweenEveryCommit(t *testing.T) {
 		// Every other time the resume is killed too, a few commits in.
 		var again []string
 		if n%2 == 0 {
-			again = []string{engine.CrashAfterCommitEnv + "=" + strconv.Itoa(1+n%5)}
+			again = []string{local.CrashAfterCommitEnv + "=" + strconv.Itoa(1+n%5)}
 		}
 		got := e.resumeToEnd(run, again)
-		require.Equal(t, engine.RunCompleted, got.Status, "crash after commit %d", n)
+		require.Equal(t, string(store.RunCompleted), got.Status, "crash after commit %d", n)
 		e.checkResult(want.Result, got.Result, e.checkJournal(run), fmt.Sprintf("crash after commit %d", n))
 	}
 	assert.Greater(t, crashed, 5, "the workflow should make many commits")
@@ -265,18 +266,18 @@ func TestCrashAtRandomInstants(t *testing.T) {
 		out, _, err := e.crw(nil, "flow", "start", e.wf, "--answers", e.answers, "--json")
 		require.NoError(t, err)
 		run := decodeRun(t, out).Run
-		st, err := engine.ReadState(e.state, run)
+		st, err := published(e.state, run)
 		require.NoError(t, err)
 		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
 		_ = syscall.Kill(st.PID, syscall.SIGKILL)
-		for engine.Live(e.state, run) {
+		for local.Held(e.state, run) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if s, err := engine.ReadState(e.state, run); err == nil && s.State == "ended" {
+		if s, err := published(e.state, run); err == nil && s.State == "ended" {
 			continue // it had finished already
 		}
 		got := e.resumeToEnd(run, nil)
-		require.Equal(t, engine.RunCompleted, got.Status, "instant %d", i)
+		require.Equal(t, string(store.RunCompleted), got.Status, "instant %d", i)
 		e.checkResult(want.Result, got.Result, e.checkJournal(run), fmt.Sprintf("instant %d", i))
 	}
 }

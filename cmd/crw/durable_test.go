@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // durableRun is one crw command's outcome.
@@ -65,9 +66,9 @@ export default async function main() {
 }
 `
 	require.NoError(t, os.WriteFile(wf, []byte(original), 0o600))
-	r := durableCrw(t, state, []string{engine.CrashAfterCommitEnv + "=3"}, "flow", "run", wf)
+	r := durableCrw(t, state, []string{local.CrashAfterCommitEnv + "=3"}, "flow", "run", wf)
 	require.True(t, r.killed, "the run was to be killed after its third commit: %+v", r)
-	ids, err := engine.ListRuns(state)
+	ids, err := listRuns(state)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	run := ids[0]
@@ -80,10 +81,10 @@ export default async function main() {
 			wrong = append(wrong, r.stdout+r.stderr)
 		}
 		// Whatever it said, its process is gone and left the run as it was.
-		require.Eventually(t, func() bool { return !engine.Live(state, run) }, pollTimeout, 10*time.Millisecond)
-		st, err := engine.Status(state, run)
+		require.Eventually(t, func() bool { return !local.Held(state, run) }, pollTimeout, 10*time.Millisecond)
+		st, err := runStatus(state, run)
 		require.NoError(t, err)
-		require.Equal(t, "crashed", st.State)
+		require.Equal(t, store.StateCrashed, st.State)
 	}
 	if len(wrong) > 0 {
 		t.Fatalf("crw flow resume RUN --detach of a diverging script exits 0 (it printed the run id as if it went on) when state.json names its process before the process fails, and 1 otherwise: %d of 8 attempts: %q", len(wrong), wrong)
@@ -97,6 +98,6 @@ export default async function main() {
 		Result json.RawMessage `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
-	assert.Equal(t, engine.RunCompleted, res.Status)
+	assert.Equal(t, "completed", res.Status)
 	assert.JSONEq(t, `["ok", "ok"]`, string(res.Result))
 }

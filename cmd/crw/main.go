@@ -6,12 +6,12 @@ import (
 	"runtime/debug"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/runner"
 )
 
 func main() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(engine.ProcessGCPercent)
+		debug.SetGCPercent(runner.ProcessGCPercent)
 	}
 	os.Exit(cli.Main(backends()))
 }

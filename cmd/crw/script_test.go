@@ -21,7 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // TestMain makes the test binary double as crw, so scripts run the real command in a
@@ -421,10 +421,10 @@ func cmdKilled(ts *testscript.TestScript, neg bool, args []string) {
 // lock.
 func liveRun(ts *testscript.TestScript, run string) int {
 	state := ts.Getenv("CRW_STATE")
-	if !engine.Live(state, run) {
+	if !local.Held(state, run) {
 		ts.Fatalf("run %s has no live process", run)
 	}
-	st, err := engine.ReadState(state, run)
+	st, err := published(state, run)
 	ts.Check(err)
 	if st.PID <= 0 {
 		ts.Fatalf("run %s: state.json names no pid", run)
@@ -441,7 +441,7 @@ func cmdKillRun(ts *testscript.TestScript, neg bool, args []string) {
 	pid := liveRun(ts, args[0])
 	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
 	deadline := time.Now().Add(pollTimeout)
-	for engine.Live(ts.Getenv("CRW_STATE"), args[0]) {
+	for local.Held(ts.Getenv("CRW_STATE"), args[0]) {
 		if time.Now().After(deadline) {
 			ts.Fatalf("run %s: process %d still holds the run %v after SIGKILL", args[0], pid, pollTimeout)
 		}
@@ -463,7 +463,7 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(pollTimeout)
 	last := ""
 	for {
-		st, err := engine.Status(ts.Getenv("CRW_STATE"), args[0])
+		st, err := runStatus(ts.Getenv("CRW_STATE"), args[0])
 		if err == nil {
 			data, _ := json.Marshal(st)
 			dec := json.NewDecoder(bytes.NewReader(data))
@@ -511,7 +511,7 @@ func cmdProcLock(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: proclock RUN VAR")
 	}
-	held := engine.ProcessLocks(ts.Getenv("CRW_STATE"), args[0])
+	held := local.ProcessLocks(ts.Getenv("CRW_STATE"), args[0])
 	if len(held) != 1 {
 		ts.Fatalf("proclock: run %s has %d held process locks %v, want 1", args[0], len(held), held)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
@@ -27,9 +28,9 @@ import (
 // is the mock scripted by the same answers files as the fake backend.
 
 type e2e struct {
-	t     *testing.T
-	state string
-	mock  *mockmodel.Server
+	t    *testing.T
+	svc  *engine.Service
+	mock *mockmodel.Server
 }
 
 // newE2E starts a mock model scripted by answersFile (a path under testdata/answers, or
@@ -43,7 +44,8 @@ func newE2E(t *testing.T, answers string) *e2e {
 		a, err = fake.ParseAnswers("answers.json", []byte(answers))
 		require.NoError(t, err)
 	}
-	e := &e2e{t: t, state: t.TempDir(), mock: mockmodel.New(a)}
+	svc, _ := enginetest.LocalService(t)
+	e := &e2e{t: t, svc: svc, mock: mockmodel.New(a)}
 	t.Cleanup(e.mock.Close)
 	home := t.TempDir()
 	require.NoError(t, e.mock.WriteCodexHome(home))
@@ -58,19 +60,19 @@ func readAnswers(t *testing.T, name string) string {
 	return string(data)
 }
 
-func (e *e2e) run(workflow string, input json.RawMessage) (*engine.Result, []journal.Row) {
+func (e *e2e) run(workflow string, input json.RawMessage) (*store.Status, []journal.Row) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := engine.Run(ctx, engine.Options{StateDir: e.state, Workflow: workflow, Input: input, Backend: appserver.Name, Backends: enginetest.Backends()})
+	res, err := e.svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Input: input, Backend: appserver.Name}, engine.ExecOptions{})
 	require.NoError(e.t, err)
 	return res, e.rows(res.Run)
 }
 
 func (e *e2e) rows(run string) []journal.Row {
 	e.t.Helper()
-	journalfiletest.Check(e.t, filepath.Join(engine.RunDir(e.state, run), engine.JournalFile))
-	rows, err := engine.ReadJournal(e.state, run)
+	journalfiletest.Check(e.t, enginetest.JournalPath(e.svc, run))
+	rows, err := e.svc.Rows(context.Background(), run)
 	require.NoError(e.t, err)
 	return rows
 }
@@ -89,14 +91,15 @@ func TestShippedWorkflowsOnAppServer(t *testing.T) {
 	} {
 		t.Run(tc.workflow, func(t *testing.T) {
 			wf := filepath.Join("..", "..", "workflows", tc.workflow)
-			onFake, err := engine.Run(context.Background(), engine.Options{
-				StateDir: t.TempDir(), Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)}, Backends: enginetest.Backends(),
-			})
+			svc, _ := enginetest.LocalService(t)
+			onFake, err := svc.Run(context.Background(), engine.CreateOptions{
+				Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)},
+			}, engine.ExecOptions{})
 			require.NoError(t, err)
 
 			e := newE2E(t, readAnswers(t, tc.answers))
 			res, rows := e.run(wf, nil)
-			require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+			require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 			assert.JSONEq(t, string(onFake.Result), string(res.Result))
 			assert.Equal(t, onFake.Calls, res.Calls)
 			// Real threads and turns, and the tokens the mock reported.
@@ -138,7 +141,7 @@ const contractAnswers = `{"answers": [
 func TestContractOnAppServer(t *testing.T) {
 	e := newE2E(t, contractAnswers)
 	res, rows := e.run(writeWorkflow(t, contractWorkflow), nil)
-	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `["completed", true, "null_model", "schema_invalid_after_repair", "null_model", "context_window_exceeded", "completed", "continued"]`, string(res.Result))
 	turns := map[string]int{}
 	var chained *journal.Row
@@ -169,7 +172,7 @@ func TestRateLimitPausesAndResumeFinishes(t *testing.T) {
 	e := newE2E(t, `{"answers": [{"match": {"node": "b"}, "turns": [{"error": "rateLimitExceeded"}]}]}`)
 	wf := writeWorkflow(t, pauseWorkflow)
 	res, rows := e.run(wf, nil)
-	require.Equal(t, engine.RunPaused, res.Status)
+	require.Equal(t, store.RunPaused, res.Status)
 	assert.JSONEq(t, `["completed", "held", "host_infra_rate", null]`, string(res.Result))
 	escalations := 0
 	for _, r := range rows {
@@ -182,9 +185,9 @@ func TestRateLimitPausesAndResumeFinishes(t *testing.T) {
 
 	// The limit passed: the same run goes on with a model that answers.
 	newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "answered"}]}]}`)
-	res, err := engine.Execute(context.Background(), e.state, res.Run, engine.ExecOptions{Backends: enginetest.Backends()})
+	res, err := e.svc.Execute(context.Background(), res.Run, engine.ExecOptions{})
 	require.NoError(t, err)
-	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `["completed", "completed", null, "answered"]`, string(res.Result))
 }
 
@@ -193,7 +196,7 @@ func TestCancelInterruptsASlowTurn(t *testing.T) {
 	e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "late", "delay_ms": 60000}]}]}`)
 	wf := writeWorkflow(t, pauseWorkflow)
 	ctx, cancel := context.WithCancel(context.Background())
-	id, err := engine.Create(engine.Options{StateDir: e.state, Workflow: wf, Backend: appserver.Name, Backends: enginetest.Backends()})
+	id, err := e.svc.Create(context.Background(), engine.CreateOptions{Workflow: wf, Backend: appserver.Name})
 	require.NoError(t, err)
 	go func() {
 		// Cancel once the turn is under way on the host.
@@ -202,9 +205,9 @@ func TestCancelInterruptsASlowTurn(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := engine.Execute(ctx, e.state, id, engine.ExecOptions{Backends: enginetest.Backends()})
+	res, err := e.svc.Execute(ctx, id, engine.ExecOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, engine.RunCancelled, res.Status)
+	assert.Equal(t, store.RunCancelled, res.Status)
 	var types []string
 	for _, r := range e.rows(id) {
 		if r.Call == "c1" {
@@ -269,7 +272,7 @@ export default async function main() {
 		}
 	}()
 	res, rows := e.run(wf, nil)
-	require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 	assert.JSONEq(t, `["quick", "held", "host_interrupted_external", "quick"]`, string(res.Result))
 	sent := 0
 	for _, req := range e.mock.Requests() {
@@ -318,9 +321,9 @@ export default async function main() {
 			res, rows := e.run(wf, nil)
 			assert.JSONEq(t, `["`+k.status+`", "`+k.reason+`"]`, string(res.Result))
 			if k.pause {
-				assert.Equal(t, engine.RunPaused, res.Status)
+				assert.Equal(t, store.RunPaused, res.Status)
 			} else {
-				assert.Equal(t, engine.RunCompleted, res.Status)
+				assert.Equal(t, store.RunCompleted, res.Status)
 			}
 			for _, r := range rows {
 				if r.Type == journal.TypeThreadStarted {
@@ -350,7 +353,7 @@ export default async function main() {
 }
 `)
 	res, rows := e.run(wf, nil)
-	assert.Equal(t, engine.RunPaused, res.Status)
+	assert.Equal(t, store.RunPaused, res.Status)
 	assert.JSONEq(t, `["held", "engine_paused", "held", "host_infra_rate"]`, string(res.Result))
 	var slow []string
 	for _, r := range rows {

@@ -1,6 +1,6 @@
 // Package enginetest runs real workflows for tests: the script and its files go to a temp
-// folder, the run uses the fake backend and a state folder of its own, and its journal is
-// read back and checked once the run has ended.
+// folder, the run uses the fake backend and a store of its own (a state folder, or memory), and
+// its journal is read back, and for a state folder checked, once the run has ended.
 package enginetest
 
 import (
@@ -17,12 +17,40 @@ import (
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
+	"github.com/crw-dev/crw/store/mem"
 )
 
 // Timeout bounds one run; a run that takes longer fails the test instead of hanging it.
 const Timeout = 20 * time.Second
+
+// Backends are the backends tests run on: those of crw's build.
+func Backends() *backend.Registry {
+	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor())
+}
+
+// Service is a run service on st with crw's backends.
+func Service(st store.Store) *engine.Service {
+	return &engine.Service{Store: st, Backends: Backends()}
+}
+
+// LocalService is a run service on a new state folder; it returns the folder too.
+func LocalService(t testing.TB) (*engine.Service, string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "state")
+	st, err := local.New(root)
+	require.NoError(t, err)
+	return Service(st), root
+}
+
+// JournalPath is the journal file of a run of a local store.
+func JournalPath(svc *engine.Service, run string) string {
+	return filepath.Join(svc.Store.(*local.Store).RunDir(run), local.JournalFile)
+}
 
 // Option changes one run's configuration.
 type Option func(*config)
@@ -30,8 +58,9 @@ type Option func(*config)
 type config struct {
 	name   string
 	files  map[string]string
-	opts   engine.Options
-	before func(*engine.Options)
+	opts   engine.CreateOptions
+	before func(*engine.CreateOptions)
+	memory bool
 }
 
 // Pool sets the number of calls in flight (the engine's default is 4).
@@ -41,7 +70,7 @@ func Pool(n int) Option { return func(c *config) { c.opts.Pool = n } }
 func Budget(n int64) Option { return func(c *config) { c.opts.BudgetTokens = n } }
 
 // Roles sets the role table.
-func Roles(t engine.RoleTable) Option { return func(c *config) { c.opts.Roles = t } }
+func Roles(t inputs.RoleTable) Option { return func(c *config) { c.opts.Roles = t } }
 
 // Input sets the run's input (JSON).
 func Input(js string) Option { return func(c *config) { c.opts.Input = json.RawMessage(js) } }
@@ -55,32 +84,29 @@ func File(path, content string) Option {
 	return func(c *config) { c.files[path] = content }
 }
 
-// Configure edits the engine options right before the run starts.
-func Configure(fn func(*engine.Options)) Option { return func(c *config) { c.before = fn } }
+// Configure edits the run's options right before it is created.
+func Configure(fn func(*engine.CreateOptions)) Option { return func(c *config) { c.before = fn } }
 
-// Backends are the backends tests run on: those of crw's build.
-func Backends() *backend.Registry {
-	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor())
-}
+// Memory runs on an in-memory store instead of a state folder.
+func Memory() Option { return func(c *config) { c.memory = true } }
 
 // Outcome is one finished (or refused) run.
 type Outcome struct {
-	Result *engine.Result
+	Status *store.Status
 	Err    error
 	Rows   []journal.Row
-	// State is the run's state folder; Dir the workflow's folder.
-	State string
-	Dir   string
+	// Service is the run's service, on its store; Dir is the workflow's folder.
+	Service *engine.Service
+	Dir     string
 }
 
 // Run runs script with the answers file (JSON; "" means none: every answer is synthesized)
-// and fails the test unless the run ended with a Result. It returns the Result and the
-// journal's rows, after checking the journal file.
-func Run(t testing.TB, script, answers string, opts ...Option) (*engine.Result, []journal.Row) {
+// and fails the test unless the run ended. It returns its end and the journal's rows.
+func Run(t testing.TB, script, answers string, opts ...Option) (*store.Status, []journal.Row) {
 	t.Helper()
 	o := Start(t, script, answers, opts...)
-	require.NoError(t, o.Err, "the run did not end with a result")
-	return o.Result, o.Rows
+	require.NoError(t, o.Err, "the run did not end")
+	return o.Status, o.Rows
 }
 
 // Start runs script like Run but returns whatever the run came to, an error included.
@@ -92,7 +118,6 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 	}
 	root := t.TempDir()
 	dir := filepath.Join(root, "wf")
-	state := filepath.Join(root, "state")
 	c.files[c.name] = script
 	for rel, content := range c.files {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -108,34 +133,40 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 		c.opts.BackendOpts = map[string]string{"answers": path}
 	}
 	eo := c.opts
-	if eo.Backends == nil {
-		eo.Backends = Backends()
-	}
-	eo.StateDir = state
 	eo.Workflow = filepath.Join(dir, c.name)
 	if c.before != nil {
 		c.before(&eo)
 	}
+	var svc *engine.Service
+	if c.memory {
+		svc = Service(mem.New())
+	} else {
+		st, err := local.New(filepath.Join(root, "state"))
+		require.NoError(t, err)
+		svc = Service(st)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	res, err := engine.Run(ctx, eo)
-	out := Outcome{Result: res, Err: err, State: state, Dir: dir}
+	res, err := svc.Run(ctx, eo, engine.ExecOptions{})
+	out := Outcome{Status: res, Err: err, Service: svc, Dir: dir}
 	if err != nil {
 		return out
 	}
-	journalfiletest.Check(t, filepath.Join(engine.RunDir(state, res.Run), engine.JournalFile))
-	rows, err := engine.ReadJournal(state, res.Run)
+	if !c.memory {
+		journalfiletest.Check(t, JournalPath(svc, res.Run))
+	}
+	rows, err := svc.Rows(ctx, res.Run)
 	require.NoError(t, err, "read the journal")
 	out.Rows = rows
 	return out
 }
 
 // Decode unmarshals the run's result (the workflow's return value) into v.
-func Decode(t testing.TB, res *engine.Result, v any) {
+func Decode(t testing.TB, st *store.Status, v any) {
 	t.Helper()
-	require.NotNil(t, res)
-	require.NoError(t, json.Unmarshal(res.Result, v), "result %s", res.Result)
+	require.NotNil(t, st)
+	require.NoError(t, json.Unmarshal(st.Result, v), "result %s", st.Result)
 }
 
 // CallRows returns the rows of one call, in journal order.

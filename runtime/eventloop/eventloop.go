@@ -47,6 +47,10 @@ func (l *Loop) Reserve() (enqueue func(func() error)) {
 	}
 }
 
+// Wake makes a loop that waits for a reservation look again: it runs its idle function once
+// more. It may be called from any goroutine.
+func (l *Loop) Wake() { l.signal() }
+
 func (l *Loop) signal() {
 	select {
 	case l.wakeup <- struct{}{}:

@@ -39,6 +39,12 @@ type Idler interface {
 	Idle()
 }
 
+// Waker is a host that may hold a result back while the script waits: it is given a function,
+// safe to call from any goroutine, that makes a waiting script's loop call Idle again.
+type Waker interface {
+	SetWake(wake func())
+}
+
 // Config is one run's script and its surroundings.
 type Config struct {
 	Workflow string          // the workflow file
@@ -92,6 +98,9 @@ func New(cfg Config) (*VM, error) {
 	rt.SetPromiseRejectionTracker(v.trackRejection)
 	if idler, ok := cfg.Host.(Idler); ok {
 		v.loop.SetIdle(idler.Idle)
+	}
+	if waker, ok := cfg.Host.(Waker); ok {
+		waker.SetWake(v.loop.Wake)
 	}
 	_ = rt.Set("console", crw.Console(rt, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {

@@ -251,7 +251,7 @@ func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) erro
 	case errors.Is(err, journalfile.ErrLocked):
 		return &rowsError{err: err, retry: true} // a holder has just taken it: ask it
 	case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
-		return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged", run, path).Wrap(err)}
+		return &rowsError{err: damaged(run, path, err)}
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOENT):
 		return &rowsError{err: notFound(run, s.root)}
 	case err != nil:
@@ -267,7 +267,18 @@ func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) erro
 		return fnErr
 	}
 	if err != nil {
-		return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: cannot read the journal %s", run, path).Wrap(err)}
+		return &rowsError{err: damaged(run, path, err)}
 	}
 	return nil
+}
+
+// damaged is the error of a journal that is damaged: it names the file and the damage, and it
+// says the file was left as it was.
+func damaged(run, path string, err error) error {
+	what := journalfile.Damage(err)
+	if what == "" {
+		what = "it does not read"
+	}
+	return errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged and was left as it is: %s", run, path, what).Wrap(err).
+		Because("store", "journal_damaged", "not_started", errs.Certain).Next("keep the file for inspection; the run cannot go on from it")
 }

@@ -49,8 +49,7 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 		case errors.Is(err, journalfile.ErrLocked):
 			return nil, errs.New(errs.RunUnavailable, "run %s: its journal is held by another process", run).Wrap(store.ErrHeld)
 		case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
-			return nil, errs.New(errs.IncompatibleSchema, "run %s: the journal %s is damaged and was left as it is", run, path).Wrap(err).
-				Because("store", "journal_damaged", "not_started", errs.Certain)
+			return nil, damaged(run, path, err)
 		}
 		return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)
 	}

@@ -275,21 +275,27 @@ func (s *Store) Records(run string, kind store.Kind) store.Records {
 // Log implements store.Store.
 func (s *Store) Log(run string) store.Log {
 	if run == "" || !store.ValidRunID(run) {
-		return fileLog(filepath.Join(s.root, LogFile))
+		return fileLog{path: filepath.Join(s.root, LogFile), mkdir: true}
 	}
-	return fileLog(s.path(run, LogFile))
+	return fileLog{path: s.path(run, LogFile)}
 }
 
-// fileLog is a log file, appended to with one write a line.
-type fileLog string
+// fileLog is a log file, appended to with one write a line. A run's log is never the reason
+// its folder exists: one that is gone takes no line.
+type fileLog struct {
+	path  string
+	mkdir bool
+}
 
-func (l fileLog) Name() string { return string(l) }
+func (l fileLog) Name() string { return l.path }
 
 func (l fileLog) Append(line []byte) error {
-	if err := os.MkdirAll(filepath.Dir(string(l)), 0o700); err != nil {
-		return err
+	if l.mkdir {
+		if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+			return err
+		}
 	}
-	f, err := os.OpenFile(string(l), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -17,16 +17,17 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 // run runs a workflow on a session's pull backend and returns its end and journal.
-func run(t *testing.T, s *pulltest.Session, ctx context.Context, workflow string) (*engine.Result, []journal.Row) {
+func run(t *testing.T, s *pulltest.Session, ctx context.Context, workflow string) (*store.Status, []journal.Row) {
 	t.Helper()
-	state := t.TempDir()
-	reg := backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), s.Descriptor())
-	res, err := engine.Run(ctx, engine.Options{StateDir: state, Workflow: workflow, Backend: pulltest.Name, Backends: reg})
+	svc, _ := enginetest.LocalService(t)
+	svc.Backends = backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), s.Descriptor())
+	res, err := svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Backend: pulltest.Name}, engine.ExecOptions{})
 	require.NoError(t, err)
-	rows, err := engine.ReadJournal(state, res.Run)
+	rows, err := svc.Rows(context.Background(), res.Run)
 	require.NoError(t, err)
 	return res, rows
 }
@@ -53,15 +54,15 @@ func TestShippedWorkflowsThroughAPullBackend(t *testing.T) {
 			t.Parallel()
 			wf := filepath.Join("..", "..", "..", "workflows", tc.workflow)
 			a, path := answersFile(t, tc.answers)
-			onFake, err := engine.Run(context.Background(), engine.Options{StateDir: t.TempDir(), Workflow: wf,
-				BackendOpts: map[string]string{"answers": path}, Backends: enginetest.Backends()})
+			svc, _ := enginetest.LocalService(t)
+			onFake, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: wf, BackendOpts: map[string]string{"answers": path}}, engine.ExecOptions{})
 			require.NoError(t, err)
-			require.Equal(t, engine.RunCompleted, onFake.Status)
+			require.Equal(t, store.RunCompleted, onFake.Status)
 
 			s := pulltest.NewSession(a, nil)
 			defer s.Stop()
 			res, rows := run(t, s, context.Background(), wf)
-			require.Equal(t, engine.RunCompleted, res.Status, "%+v", res.Error)
+			require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 			assert.JSONEq(t, string(onFake.Result), string(res.Result))
 			assert.Equal(t, onFake.Calls, res.Calls)
 			assert.Equal(t, pulltest.Name, rows[0].Backend)
@@ -137,7 +138,7 @@ export default async function main() {
 		cancel()
 	}()
 	res, rows := run(t, s, ctx, wf)
-	assert.Equal(t, engine.RunCancelled, res.Status)
+	assert.Equal(t, store.RunCancelled, res.Status)
 	var slow string
 	for _, p := range enginetest.OfType(rows, journal.TypePrepared) {
 		if p.Node == "slow" {

@@ -1,6 +1,9 @@
 package journalfile
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Conditions callers branch on. They come wrapped with what was being done;
 // test with errors.Is.
@@ -18,3 +21,19 @@ var (
 	// ErrReadOnly: a write on a journal opened with OpenReadOnly.
 	ErrReadOnly = errors.New("journal is read-only")
 )
+
+// Damage is what a damaged journal's error says of the damage itself ("truncated", "empty
+// file", a checksum that fails), without the path and wrapping around it; "" for an error that
+// is not ErrCorrupt or ErrSchema.
+func Damage(err error) string {
+	if err == nil || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema)) {
+		return ""
+	}
+	s := err.Error()
+	for _, sentinel := range []error{ErrCorrupt, ErrSchema} {
+		if i := strings.LastIndex(s, sentinel.Error()+": "); i >= 0 {
+			return s[i+len(sentinel.Error())+2:]
+		}
+	}
+	return s
+}

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
-
-func stateDir(g *globals) (string, error) { return engine.StateDir(g.state) }
 
 func newCmdList(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
@@ -25,52 +25,30 @@ func newCmdList(g *globals, streams IO) *cobra.Command {
 		Short: "List the runs in the state folder",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			ids, err := engine.ListRuns(state)
+			runs, err := svc.List(cmd.Context())
 			if err != nil {
 				return err
-			}
-			var runs []statusOutput
-			for _, id := range ids {
-				st, err := runStatus(state, id)
-				if err != nil {
-					// Listed all the same: a run whose files cannot be read is worth seeing.
-					st = statusOutput{Run: id, State: "unreadable", Calls: engine.Counts{}, Result: json.RawMessage("null")}
-					if e, ok := errs.As(err); ok {
-						st.Status = string(e.Code)
-					}
-				}
-				runs = append(runs, st)
 			}
 			if g.json {
-				if runs == nil {
-					runs = []statusOutput{}
-				}
 				writeJSON(streams.Out, map[string]any{"runs": runs})
 				return nil
 			}
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATE\tSTATUS\tCALLS\tWORKFLOW")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Run, r.State, dash(r.Status), total(r.Calls), r.Workflow)
+				status := string(r.Status)
+				if r.State == store.StateUnreadable && r.Error != nil {
+					status = r.Error.Code
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Run, r.State, dash(status), r.Calls.Total(), r.Workflow)
 			}
 			return tw.Flush()
 		},
 	}
-}
-
-// statusOutput is `crw flow status --json`: the shape of `crw flow run --json` plus the state.
-type statusOutput = engine.RunStatus
-
-func runStatus(state, run string) (statusOutput, error) {
-	st, err := engine.Status(state, run)
-	if err != nil {
-		return statusOutput{}, err
-	}
-	return *st, nil
 }
 
 func newCmdStatus(g *globals, streams IO) *cobra.Command {
@@ -79,11 +57,11 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 		Short: "Show a run's state: running, paused, ended or crashed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			st, err := runStatus(state, args[0])
+			st, err := svc.Status(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -98,7 +76,7 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 			fmt.Fprintf(streams.Out, "calls     %s (%d in flight)\ntokens    %d\n", countsLine(st.Calls), st.InFlight, st.Tokens.Total)
 			if st.Error != nil {
 				fmt.Fprintf(streams.Out, "error     %s\n", st.Error.Message)
-			} else if st.State == "ended" {
+			} else if st.State == store.StateEnded {
 				fmt.Fprintf(streams.Out, "result    %s\n", compact(st.Result))
 			}
 			return nil
@@ -106,18 +84,23 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 	}
 }
 
+// progressEvent is a look at a run as live progress shows it.
+func progressEvent(st *store.Status) runner.Event {
+	return runner.Event{Kind: runner.EventProgress, Run: st.Run, Calls: st.Calls, InFlight: st.InFlight, Tokens: st.Tokens}
+}
+
 func newCmdTrace(g *globals, streams IO) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "trace RUN",
-		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1)",
+		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			rows, err := engine.ReadJournal(state, args[0])
+			rows, err := svc.Rows(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -151,18 +134,17 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 func newCmdShow(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show RUN [CALL]",
-		Short: "Show a run's timeline of calls, or one call",
+		Short: "Show a run's timeline of calls, or one call, while it runs too",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			rows, err := engine.ReadJournal(state, args[0])
+			s, err := svc.Timeline(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			s := engine.Summarize(rows)
 			if len(args) == 2 {
 				return showCall(g, streams, s, args[1])
 			}
@@ -171,7 +153,7 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 				return nil
 			}
 			w := streams.Out
-			status := s.Status
+			status := string(s.Status)
 			if status == "" {
 				status = "not ended"
 			}
@@ -179,7 +161,7 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CALL\tROLE\tNODE\tSTATUS\tREASON\tTURNS\tTOKENS\tTIME")
 			for _, c := range s.Calls {
-				st := c.Status
+				st := string(c.Status)
 				if st == "" {
 					st = "(" + c.LastRow + ")"
 				}
@@ -204,7 +186,7 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 	}
 }
 
-func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
+func showCall(g *globals, streams IO, s *engine.Timeline, id string) error {
 	for _, c := range s.Calls {
 		if c.Call != id {
 			continue
@@ -214,7 +196,7 @@ func showCall(g *globals, streams IO, s engine.RunSummary, id string) error {
 			return nil
 		}
 		w := streams.Out
-		status := dash(c.Status)
+		status := dash(string(c.Status))
 		if c.Reason != "" {
 			status += " " + c.Reason
 		}
@@ -248,20 +230,12 @@ func dash(s string) string {
 	return s
 }
 
-func total(c engine.Counts) int {
-	n := 0
-	for _, v := range c {
-		n += v
-	}
-	return n
-}
-
-func countsLine(c engine.Counts) string {
+func countsLine(c store.Counts) string {
 	if len(c) == 0 {
 		return "none"
 	}
 	var parts []string
-	for _, k := range []string{engine.StatusCompleted, engine.StatusNullModel, engine.StatusHeld, engine.StatusRefused, engine.StatusUnknown, engine.StatusSuperseded} {
+	for _, k := range journal.Statuses {
 		if c[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
 		}

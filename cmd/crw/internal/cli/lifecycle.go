@@ -15,7 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // execCommand is the hidden command a detached run's process runs.
@@ -33,21 +34,22 @@ The run goes on after this command returns; watch it with crw flow follow RUN or
 crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.detach = true
 			opts.Workflow = args[0]
 			opts.BackendOpts = backendOpts()
-			eopts, err := engineOptions(g, opts)
+			co, err := createOptions(opts)
 			if err != nil {
 				return err
 			}
-			id, err := engine.Create(eopts)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			state, err := stateDir(g)
+			id, err := svc.Create(cmd.Context(), co)
 			if err != nil {
 				return err
 			}
-			return detached(g, streams, state, id)
+			return detached(cmd.Context(), g, streams, svc, id)
 		},
 	}
 	backendOpts = addRunFlags(cmd, g, opts)
@@ -67,19 +69,19 @@ under way is reconciled with the backend, never sent twice; calls held by a paus
 A script that asks for another call than the journal recorded stops with a divergence.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
 			id := args[0]
 			g.runOutput, g.detach = !detach, detach
 			if detach {
-				if err := resumable(state, id); err != nil {
+				if err := svc.CheckResumable(cmd.Context(), id); err != nil {
 					return err
 				}
-				return detached(g, streams, state, id)
+				return detached(cmd.Context(), g, streams, svc, id)
 			}
-			return foreground(cmd.Context(), g, streams, state, id)
+			return foreground(cmd.Context(), g, streams, svc, id)
 		},
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "resume in a process of its own and return at once")
@@ -87,13 +89,13 @@ A script that asks for another call than the journal recorded stops with a diver
 }
 
 // detached starts a run's process and prints the run's id (with --json, {"run", "pid", "state"}).
-func detached(g *globals, streams IO, state, id string) error {
-	pid, err := spawn(state, id)
+func detached(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
+	pid, err := svc.Start(ctx, id)
 	if err != nil {
 		return err
 	}
 	if g.json {
-		writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": "running"})
+		writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": store.StateRunning})
 	} else {
 		fmt.Fprintln(streams.Out, id)
 	}
@@ -109,149 +111,156 @@ func newCmdExec(g *globals, streams IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := engine.Execute(ctx, g.state, args[0], engine.ExecOptions{Log: streams.ErrOut, Backends: g.backends})
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(streams.ErrOut, "run %s ended %s\n", res.Run, res.Status)
-			return exitFor(res)
+			end, err := execute(ctx, svc, args[0], engine.ExecOptions{Console: streams.ErrOut})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.ErrOut, "run %s ended %s\n", end.Run, end.Status)
+			return exitFor(end)
 		},
 	}
 }
 
+// execute runs a run in this process, with the environment the run recorded put into the
+// process's own first (refused, before anything of the run changes, when it cannot be used),
+// and what was there put back when the run is done.
+func execute(ctx context.Context, svc *engine.Service, id string, x engine.ExecOptions) (*store.Status, error) {
+	env, err := svc.Env(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	restore := useEnv(env)
+	defer restore()
+	return svc.Execute(ctx, id, x)
+}
+
+// useEnv sets the variables env names in this process's environment and returns what puts
+// back what was there.
+func useEnv(env map[string]string) (restore func()) {
+	type was struct {
+		value string
+		set   bool
+	}
+	old := map[string]was{}
+	for k, v := range env {
+		value, set := os.LookupEnv(k)
+		old[k] = was{value, set}
+		os.Setenv(k, v)
+	}
+	return func() {
+		for k, w := range old {
+			if w.set {
+				os.Setenv(k, w.value)
+			} else {
+				os.Unsetenv(k)
+			}
+		}
+	}
+}
+
 // foreground executes (or resumes) a run in this process with live progress and prints its end.
-func foreground(ctx context.Context, g *globals, streams IO, state, id string) error {
+func foreground(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
-	res, err := engine.Execute(ctx, state, id, engine.ExecOptions{
-		Log: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started, Backends: g.backends,
+	end, err := execute(ctx, svc, id, engine.ExecOptions{
+		Console: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started,
 	})
 	prog.done()
 	if err != nil {
 		return err
 	}
-	printResult(g, streams, res)
-	return exitFor(res)
+	printEnd(g, streams, end)
+	return exitFor(end)
 }
 
-// printResult prints a finished run as crw flow run does.
-func printResult(g *globals, streams IO, res *engine.Result) {
+// printEnd prints a run's end as crw flow run does.
+func printEnd(g *globals, streams IO, end *store.Status) {
 	if g.json {
-		out := runOutput{Run: &res.Run, Status: res.Status, Result: res.Result, Calls: res.Calls}
+		out := runOutput{Run: &end.Run, Status: string(end.Status), Result: end.Result, Calls: end.Calls}
 		if out.Result == nil {
 			out.Result = json.RawMessage("null")
 		}
 		if out.Calls == nil {
-			out.Calls = engine.Counts{}
+			out.Calls = store.Counts{}
 		}
-		if res.Error != nil {
-			out.Error = res.Error
+		if end.Error != nil {
+			out.Error = end.Error
 		}
 		writeJSON(streams.Out, out)
 		return
 	}
-	switch res.Status {
-	case engine.RunFailed:
-		fmt.Fprintf(streams.ErrOut, "crw: the workflow threw: %s\n", res.Error.Message)
-		if res.Error.Stack != "" {
-			fmt.Fprintln(streams.ErrOut, indent(res.Error.Stack))
+	switch end.Status {
+	case store.RunFailed:
+		fmt.Fprintf(streams.ErrOut, "crw: the workflow threw: %s\n", end.Error.Message)
+		if end.Error.Stack != "" {
+			fmt.Fprintln(streams.ErrOut, indent(end.Error.Stack))
 		}
-		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", res.Run, res.Run)
-	case engine.RunCancelled:
-		fmt.Fprintf(streams.ErrOut, "run %s was cancelled\n", res.Run)
+		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", end.Run, end.Run)
+	case store.RunCancelled:
+		fmt.Fprintf(streams.ErrOut, "run %s was cancelled\n", end.Run)
 	default:
-		fmt.Fprintln(streams.Out, string(res.Result))
-		if res.Status == engine.RunPaused {
-			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; resume it with crw flow resume %s\n", res.Run, res.Run)
+		fmt.Fprintln(streams.Out, string(end.Result))
+		if end.Status == store.RunPaused {
+			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; resume it with crw flow resume %s\n", end.Run, end.Run)
 		}
 	}
 }
 
-func exitFor(res *engine.Result) error {
-	if res.Status == engine.RunFailed || res.Status == engine.RunCancelled {
+func exitFor(end *store.Status) error {
+	if end.Status == store.RunFailed || end.Status == store.RunCancelled {
 		return errPrinted{code: exitFailed}
 	}
 	return nil
 }
 
-// resumable refuses early what Execute would refuse, so a detached resume reports it.
-func resumable(state, id string) error {
-	if !engine.ValidRunID(id) {
-		return errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
-	}
-	spec, err := engine.ReadSpec(state, id)
-	if err != nil {
-		return err
-	}
-	if engine.Live(state, id) {
-		return errs.New(errs.RunUnavailable, "run %s is held by a live process", id)
-	}
-	if st, err := engine.Status(state, id); err != nil {
-		return err
-	} else if st.State == "ended" {
-		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", id, st.Status)
-	}
-	if tmp, ok := spec.Env["TMPDIR"]; ok {
-		if st, err := os.Stat(tmp); err != nil || !st.IsDir() {
-			return errs.New(errs.RunEnvUnusable, "run %s recorded TMPDIR %s, which is missing or not a directory; make it again to resume the run", id, tmp)
-		}
-	}
-	return nil
-}
+// processLauncher starts run processes as crw itself (crw flow _exec RUN), in a session of
+// their own, their output appended to process.log in the run's folder.
+type processLauncher struct{ store *local.Store }
 
-// spawn starts the process of a detached run and returns once it holds the run and has
-// replayed its journal, or fails with what it said. The process gets the caller's environment with the run's recorded TMPDIR.
-func spawn(state, id string) (int, error) {
+// ProcessLog is a detached run process's output, in its run's folder.
+const ProcessLog = "process.log"
+
+func (l *processLauncher) Launch(run string, env map[string]string) (engine.Process, error) {
 	self, err := selfPath()
 	if err != nil {
-		return 0, errs.New(errs.CapabilityUnavailable, "cannot find crw's own binary: %v", err)
+		return nil, err
 	}
-	spec, err := engine.ReadSpec(state, id)
-	if err != nil {
-		return 0, err
-	}
-	dir := engine.RunDir(state, id)
-	logPath := filepath.Join(dir, "process.log")
+	logPath := filepath.Join(l.store.RunDir(run), ProcessLog)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return 0, errs.New(errs.CapabilityUnavailable, "cannot open %s: %v", logPath, err)
+		return nil, err
 	}
 	defer logFile.Close()
-	before, _ := os.Stat(logPath)
-
-	cmd := exec.Command(self, "flow", execCommand, id, "--state", state)
+	cmd := exec.Command(self, "flow", execCommand, run, "--state", l.store.Root())
 	cmd.Args[0] = self
-	cmd.Env = withEnv(os.Environ(), spec.Env)
+	cmd.Env = withEnv(os.Environ(), env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, errs.New(errs.CapabilityUnavailable, "cannot start the run's process: %v", err)
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-exited:
-			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid && (st.State == "ended" || st.State == "paused") {
-				return cmd.Process.Pid, nil // it ran to its end already
-			}
-			return 0, errs.New(errs.RunUnavailable, "the run's process stopped: %s", logTail(logPath, before))
-		case <-deadline:
-			return cmd.Process.Pid, errs.New(errs.RunUnavailable, "the run's process (pid %d) did not take run %s within 30 s; see %s", cmd.Process.Pid, id, logPath)
-		case <-tick.C:
-			// Held, and past the replay of its journal: a script that diverges from the journal
-			// is reported here rather than found later in the log.
-			if st, err := engine.ReadState(state, id); err == nil && st.PID == cmd.Process.Pid && !st.Replaying {
-				return cmd.Process.Pid, nil
-			}
-		}
-	}
+	p := &process{pid: cmd.Process.Pid, exited: make(chan struct{}), log: logPath}
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
 }
+
+type process struct {
+	pid    int
+	exited chan struct{}
+	log    string
+}
+
+func (p *process) Pid() int                { return p.pid }
+func (p *process) Exited() <-chan struct{} { return p.exited }
+func (p *process) Log() string             { return p.log }
 
 // selfPath is how to start crw again: the path it was started by, which keeps the name it was
 // called under.
@@ -279,25 +288,6 @@ func withEnv(env []string, set map[string]string) []string {
 	return out
 }
 
-// logTail is what a process wrote to its log since before it started: its last lines.
-func logTail(path string, before os.FileInfo) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log)"
-	}
-	if before != nil && int64(len(data)) >= before.Size() {
-		data = data[before.Size():]
-	}
-	s := strings.TrimSpace(string(data))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	if s == "" {
-		return "(it printed nothing)"
-	}
-	return s
-}
-
 func newCmdFollow(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "follow RUN",
@@ -305,25 +295,21 @@ func newCmdFollow(g *globals, streams IO) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runOutput = true
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			return follow(cmd.Context(), g, streams, state, args[0])
+			return follow(cmd.Context(), g, streams, svc, args[0])
 		},
 	}
 }
 
-func follow(ctx context.Context, g *globals, streams IO, state, id string) error {
+func follow(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
 	prog.started(id)
 	var last string
-	for {
-		st, err := runStatus(state, id)
-		if err != nil {
-			return err
-		}
-		ev := engine.Event{Kind: "progress", Run: id, Calls: st.Calls, InFlight: st.InFlight, Tokens: st.Tokens}
+	end, err := svc.Follow(ctx, id, func(st *store.Status) {
+		ev := progressEvent(st)
 		if line := summary(id, ev, 0); line != last && !prog.quiet {
 			last = line
 			if prog.tty {
@@ -332,30 +318,13 @@ func follow(ctx context.Context, g *globals, streams IO, state, id string) error
 				fmt.Fprintf(streams.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, countsLine(st.Calls))
 			}
 		}
-		switch st.State {
-		case "ended":
-			prog.done()
-			res := &engine.Result{Run: id, Status: st.Status, Result: st.Result, Error: st.Error, Calls: st.Calls}
-			printResult(g, streams, res)
-			return exitFor(res)
-		case "paused":
-			if !engine.Live(state, id) {
-				prog.done()
-				res := &engine.Result{Run: id, Status: st.Status, Result: st.Result, Error: st.Error, Calls: st.Calls}
-				printResult(g, streams, res)
-				return exitFor(res)
-			}
-		case "crashed":
-			prog.done()
-			return errs.New(errs.RunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", id, id)
-		}
-		select {
-		case <-ctx.Done():
-			prog.done()
-			return ctx.Err()
-		case <-time.After(150 * time.Millisecond):
-		}
+	})
+	prog.done()
+	if err != nil {
+		return err
 	}
+	printEnd(g, streams, end)
+	return exitFor(end)
 }
 
 func newCmdCancel(g *globals, streams IO) *cobra.Command {
@@ -363,32 +332,17 @@ func newCmdCancel(g *globals, streams IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel RUN",
 		Short: "Stop a live run: its calls in flight end held (cancelled) and the run ends cancelled",
-		Args:  cobra.ExactArgs(1),
+		Long: `Stop a live run. The request is stored with the run and its process, wherever it runs,
+acts on it: the turns in flight are interrupted, their calls end held (cancelled), and the run
+ends cancelled. Exit status 1 when the run has not ended within --wait.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := stateDir(g)
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
 			id := args[0]
-			st, err := runStatus(state, id)
-			if err != nil {
-				return err
-			}
-			if st.State != "running" && st.State != "paused" {
-				return errs.New(errs.RunUnavailable, "run %s is %s: only a live run can be cancelled", id, st.State)
-			}
-			rs, err := engine.ReadState(state, id)
-			if err != nil {
-				return err
-			}
-			if err := syscall.Kill(rs.PID, syscall.SIGTERM); err != nil {
-				return errs.New(errs.RunUnavailable, "run %s: cannot signal its process %d: %v", id, rs.PID, err)
-			}
-			deadline := time.Now().Add(wait)
-			for engine.Live(state, id) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			st, err = runStatus(state, id)
+			st, err := svc.Cancel(cmd.Context(), id, wait)
 			if err != nil {
 				return err
 			}
@@ -401,7 +355,7 @@ func newCmdCancel(g *globals, streams IO) *cobra.Command {
 				}
 				fmt.Fprintln(streams.Out)
 			}
-			if st.State != "ended" {
+			if st.State != store.StateEnded {
 				return errPrinted{code: exitFailed}
 			}
 			return nil
@@ -409,4 +363,27 @@ func newCmdCancel(g *globals, streams IO) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the run to end")
 	return cmd
+}
+
+func newCmdDelete(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete RUN",
+		Short: "Remove a run that no process holds, its journal and every file of it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			if err := svc.Delete(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, map[string]any{"run": args[0], "deleted": true})
+			} else {
+				fmt.Fprintf(streams.Out, "run %s deleted\n", args[0])
+			}
+			return nil
+		},
+	}
 }

@@ -3,12 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/journal"
 )
 
 // progress shows a run's calls as they go: one redrawn line on a terminal, plain lines
@@ -19,7 +19,7 @@ type progress struct {
 	tty    bool
 	quiet  bool
 	line   bool // a status line is drawn and must be cleared before other output
-	last   engine.Event
+	last   runner.Event
 	drawn  time.Time
 	run    string
 	start  time.Time
@@ -60,7 +60,7 @@ func (p *progress) started(run string) {
 	}
 }
 
-func (p *progress) event(e engine.Event) {
+func (p *progress) event(e runner.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.quiet || p.closed {
@@ -69,12 +69,12 @@ func (p *progress) event(e engine.Event) {
 	p.last = e
 	if p.tty {
 		// Redraw at most 20 times a second; the final state is drawn by done.
-		if time.Since(p.drawn) > 50*time.Millisecond || e.Kind == "ended" {
+		if time.Since(p.drawn) > 50*time.Millisecond || e.Kind == runner.EventEnded {
 			p.draw()
 		}
 		return
 	}
-	if e.Kind == "call_ended" {
+	if e.Kind == runner.EventCallEnded {
 		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
 		if e.Reason != "" {
 			line += " (" + e.Reason + ")"
@@ -92,17 +92,12 @@ func (p *progress) draw() {
 	p.drawn = time.Now()
 }
 
-func summary(run string, e engine.Event, elapsed time.Duration) string {
+func summary(run string, e runner.Event, elapsed time.Duration) string {
 	done := 0
 	var parts []string
-	keys := make([]string, 0, len(e.Calls))
-	for k := range e.Calls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range journal.Statuses {
 		done += e.Calls[k]
-		if k != engine.StatusCompleted {
+		if k != journal.StatusCompleted && e.Calls[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", e.Calls[k], k))
 		}
 	}

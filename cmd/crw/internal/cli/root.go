@@ -1,5 +1,7 @@
-// Package cli is crw's command line: it parses flags, calls the engine and prints. It is the
-// one place that renders errors and chooses exit codes.
+// Package cli is crw's command line: each command parses its flags, calls the run service
+// (engine.Service) and renders what it returns. It is the one place that prints errors and
+// chooses exit codes, and the one place a process puts a run's recorded environment into its
+// own.
 package cli
 
 import (
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,6 +18,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // IO is the process's streams, injected so tests can capture them.
@@ -58,7 +63,7 @@ type errPrinted struct{ code int }
 
 func (e errPrinted) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-// globals are the flags every command takes.
+// globals are the flags every command takes, and what the commands share.
 type globals struct {
 	state string
 	json  bool
@@ -69,6 +74,40 @@ type globals struct {
 	detach bool
 	// backends are the backends of this build.
 	backends *backend.Registry
+	store    store.Store
+}
+
+// stateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
+// ~/.local/state/crw.
+func (g *globals) stateDir() (string, error) {
+	if g.state != "" {
+		return filepath.Abs(g.state)
+	}
+	if d := os.Getenv("CRW_STATE"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "crw"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errs.New(errs.CapabilityUnavailable, "no state folder: set CRW_STATE or --state").Wrap(err)
+	}
+	return filepath.Join(home, ".local", "state", "crw"), nil
+}
+
+// service is the run service on the state folder.
+func (g *globals) service() (*engine.Service, error) {
+	root, err := g.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	st, err := local.New(root)
+	if err != nil {
+		return nil, err
+	}
+	g.store = st
+	return &engine.Service{Store: st, Backends: g.backends, Launcher: &processLauncher{store: st}}, nil
 }
 
 // Run runs crw with args and returns the exit code.
@@ -89,13 +128,20 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		// cobra's own errors are about the command line: bad input.
 		e = errs.New(errs.InvalidRequest, "%s", err.Error())
 	}
+	if e.Diagnostic != nil && e.Diagnostic.Log == "" && g.store != nil {
+		// Not logged where it arose: its full account goes to the state folder's log.
+		store.LogError(g.store.Log(""), e)
+	}
 	if g.json && g.runOutput {
 		// The commands that run a workflow answer in one shape, failed or not.
-		writeJSON(streams.Out, runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: engine.Counts{}})
+		writeJSON(streams.Out, runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}})
 	} else if g.json {
 		writeJSON(streams.Out, map[string]any{"error": e})
 	} else {
 		fmt.Fprintf(streams.ErrOut, "crw: %s\n", e.Error())
+		if d := e.Diagnostic; d != nil && d.NextAction != "" {
+			fmt.Fprintf(streams.ErrOut, "crw: next: %s\n", d.NextAction)
+		}
 	}
 	return exitCode(g, e)
 }
@@ -118,7 +164,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
 	flow.AddCommand(newCmdRun(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
 		newCmdCancel(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
-		newCmdShadow(g, streams), newCmdExec(g, streams))
+		newCmdShadow(g, streams), newCmdDelete(g, streams), newCmdExec(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
 	root.AddCommand(flow, schemaCmd)

@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
 )
 
 // RunOptions are the flags of `crw flow run`.
@@ -79,27 +81,28 @@ type runOutput struct {
 	Status string          `json:"status"`
 	Result json.RawMessage `json:"result"`
 	Error  any             `json:"error"`
-	Calls  engine.Counts   `json:"calls"`
+	Calls  store.Counts    `json:"calls"`
 }
 
 func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error {
-	eopts, err := engineOptions(g, opts)
+	co, err := createOptions(opts)
 	if err != nil {
 		return err
 	}
-	state, err := stateDir(g)
+	svc, err := g.service()
 	if err != nil {
 		return err
 	}
-	id, err := engine.Create(eopts)
+	id, err := svc.Create(ctx, co)
 	if err != nil {
 		return err
 	}
-	return foreground(ctx, g, streams, state, id)
+	return foreground(ctx, g, streams, svc, id)
 }
 
-func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
-	var eo engine.Options
+// createOptions checks the flags a run is created with.
+func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
+	var eo engine.CreateOptions
 	if opts.Pool < 1 {
 		return eo, errs.New(errs.InvalidRequest, "--pool: must be 1 or more, got %d", opts.Pool)
 	}
@@ -113,9 +116,9 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 	if err != nil {
 		return eo, err
 	}
-	roles := engine.RoleTable{}
+	roles := inputs.RoleTable{}
 	if opts.Roles != "" {
-		if roles, err = engine.LoadRoles(opts.Roles); err != nil {
+		if roles, err = inputs.LoadRoles(opts.Roles); err != nil {
 			return eo, err
 		}
 	}
@@ -128,8 +131,8 @@ func engineOptions(g *globals, opts *RunOptions) (engine.Options, error) {
 		abs, _ := filepath.Abs(d)
 		libs = append(libs, abs)
 	}
-	return engine.Options{
-		StateDir: g.state, Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts, Backends: g.backends,
+	return engine.CreateOptions{
+		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 	}, nil
 }

@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 func newCmdShadow(g *globals, streams IO) *cobra.Command {
@@ -36,16 +37,12 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
 				return errs.New(errs.InvalidRequest, "script %s: not a readable file", args[0])
 			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
 			var rows []journal.Row
-			if runID != "" {
-				state, err := stateDir(g)
-				if err != nil {
-					return err
-				}
-				if rows, err = engine.ReadJournal(state, runID); err != nil {
-					return err
-				}
-			} else {
+			if runID == "" {
 				f, err := os.Open(trace)
 				if err != nil {
 					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, errors.Unwrap(err))
@@ -61,7 +58,7 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 				abs, _ := filepath.Abs(d)
 				libDirs = append(libDirs, abs)
 			}
-			report, err := engine.Shadow(cmd.Context(), engine.ShadowOptions{Script: args[0], Rows: rows, LibDirs: libDirs, Log: streams.ErrOut})
+			report, err := svc.Shadow(cmd.Context(), runID, shadow.Options{Script: args[0], Rows: rows, LibDirs: libDirs, Log: streams.ErrOut})
 			if err != nil {
 				return err
 			}
@@ -70,7 +67,7 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 			} else {
 				printShadow(streams, report)
 			}
-			if len(report.Divergences)+len(report.Unmade)+len(report.New) > 0 {
+			if report.Differs() {
 				return errPrinted{code: exitFailed}
 			}
 			return nil
@@ -82,7 +79,7 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 	return cmd
 }
 
-func printShadow(streams IO, r *engine.ShadowReport) {
+func printShadow(streams IO, r *shadow.Report) {
 	w := streams.Out
 	fmt.Fprintf(w, "shadow of %s against run %s (backend %s)\n", r.Script, r.Run, r.Backend)
 	fmt.Fprintf(w, "%d of %d recorded calls matched; %d divergence(s), %d never made, %d new\n",
@@ -104,9 +101,9 @@ func printShadow(streams IO, r *engine.ShadowReport) {
 		fmt.Fprintf(w, "\nnew call %d (%s/%s) at %s, held in the shadow: %q\n", c.Position, c.Role, c.Node, dash(c.Site), c.Prompt)
 	}
 	switch r.Status {
-	case engine.RunCompleted:
+	case store.RunCompleted:
 		fmt.Fprintf(w, "\nresult: %s\n", r.Result)
-	case engine.RunFailed:
+	case store.RunFailed:
 		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Message)
 	}
 }

@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/crw-dev/crw/errs"
 )
 
-// usableTempDir is the temporary folder a new run records (env.TMPDIR of run.json): the
+// usableTempDir is the temporary folder a new run records (env.TMPDIR of its spec): the
 // caller's $TMPDIR, else /tmp. It must be absolute, exist, be a folder and be writable.
 func usableTempDir() (string, error) {
 	dir := os.Getenv("TMPDIR")
@@ -42,24 +45,9 @@ func checkTempDir(dir string) error {
 	return nil
 }
 
-// applyEnv puts the environment a run recorded into this process before it takes a lock, so
-// everything the run does lands below the recorded TMPDIR whatever shell relaunched it. The
-// returned function puts back what was there.
-func applyEnv(spec *RunSpec) (restore func(), err error) {
-	tmp, ok := spec.Env["TMPDIR"]
-	if !ok {
-		return func() {}, nil
-	}
-	if err := checkTempDir(tmp); err != nil {
-		return nil, errs.New(errs.RunEnvUnusable, "run %s recorded %v; make the directory again to resume it", spec.Run, err)
-	}
-	old, had := os.LookupEnv("TMPDIR")
-	os.Setenv("TMPDIR", tmp)
-	return func() {
-		if had {
-			os.Setenv("TMPDIR", old)
-		} else {
-			os.Unsetenv("TMPDIR")
-		}
-	}, nil
+// NewRunID makes a run id that sorts by start time: 20261130-052301-a1b2c3.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }

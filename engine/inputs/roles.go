@@ -1,4 +1,7 @@
-package engine
+// Package inputs works out what a call asks for, the same way for a live run and a shadow: its
+// prepared row (the inputs a replay compares), the pair a role table configures, its schema
+// checked and compiled once per distinct text.
+package inputs
 
 import (
 	"bytes"

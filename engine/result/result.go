@@ -1,29 +1,15 @@
-package engine
+// Package result builds a call's CallResult, the frozen object agent.call resolves to, from the
+// call's journal rows alone: a replay that reads them from the journal gives the script the very
+// object the live run gave.
+package result
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
-
-// Call statuses as the script sees them.
-const (
-	StatusCompleted  = "completed"
-	StatusNullModel  = "null_model"
-	StatusHeld       = "held"
-	StatusRefused    = "refused"
-	StatusUnknown    = "unknown"
-	StatusSuperseded = "superseded"
-)
-
-// StatusOf is the CallResult status a terminal row gives.
-func StatusOf(rowType string) string {
-	if rowType == journal.TypeOutcomeUnknown {
-		return StatusUnknown
-	}
-	return rowType
-}
 
 // HandlePrefix starts every handle: crwh1:<run>:<call_id>.
 const HandlePrefix = "crwh1:"
@@ -38,13 +24,14 @@ func ParseHandle(h string) (run, call string, ok bool) {
 		return "", "", false
 	}
 	run, call, found = strings.Cut(rest, ":")
-	if !found || !ValidRunID(run) || !validCallID(call) {
+	if !found || !store.ValidRunID(run) || !ValidCallID(call) {
 		return "", "", false
 	}
 	return run, call, true
 }
 
-func validCallID(id string) bool {
+// ValidCallID reports whether id has the form of a call id: c1, c2, ...
+func ValidCallID(id string) bool {
 	if len(id) < 2 || id[0] != 'c' {
 		return false
 	}
@@ -58,12 +45,12 @@ func validCallID(id string) bool {
 
 // CallResult is the frozen object agent.call resolves to.
 type CallResult struct {
-	CallID string          `json:"callId"`
-	Handle *string         `json:"handle"`
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output"`
-	Reason *string         `json:"reason"`
-	Meta   CallMeta        `json:"meta"`
+	CallID string             `json:"callId"`
+	Handle *string            `json:"handle"`
+	Status journal.CallStatus `json:"status"`
+	Output json.RawMessage    `json:"output"`
+	Reason *string            `json:"reason"`
+	Meta   CallMeta           `json:"meta"`
 }
 
 // CallMeta is a CallResult's meta.
@@ -110,12 +97,11 @@ func resultPair(p *journal.Pair) ResultPair {
 	return out
 }
 
-// BuildResult makes a call's CallResult from its rows alone, so a replay that reads them from
-// the journal gives the script the very object the live run gave.
-func BuildResult(run string, prepared, thread, terminal *journal.Row) CallResult {
+// Build makes a call's CallResult from its rows.
+func Build(run string, prepared, thread, terminal *journal.Row) CallResult {
 	r := CallResult{
 		CallID: prepared.Call,
-		Status: StatusOf(terminal.Type),
+		Status: journal.StatusOf(terminal.Type),
 		Output: json.RawMessage("null"),
 		Meta: CallMeta{
 			Role:           prepared.Role,

@@ -1,0 +1,39 @@
+package inputs
+
+import (
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+)
+
+// Prepared is a call's prepared row (without its id and index) and what was worked out of its
+// inputs.
+type Prepared struct {
+	Row        *journal.Row
+	Configured journal.Pair // the pair the call runs with
+	PairErr    error        // the requested pair contradicts the role table
+	Schema     *Schema      // nil for a call without a schema
+}
+
+// Prepare works out a call's inputs: the pair the roles configure, its schema compiled.
+func Prepare(req agent.Request, roles RoleTable, schemas *Schemas) Prepared {
+	var p Prepared
+	requested := journal.Pair{Model: req.Model, Effort: req.Effort}
+	schemaDigest := ""
+	if req.Schema != nil {
+		p.Schema = schemas.Get(req.Schema)
+		schemaDigest = p.Schema.Digest
+	}
+	p.Row = &journal.Row{
+		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
+		Prompt: req.Prompt, SchemaDigest: schemaDigest, Handle: req.Resume, Site: req.Site,
+	}
+	if requested != (journal.Pair{}) {
+		p.Row.RequestedPair = &requested
+	}
+	p.Configured, p.PairErr = roles.Decide(req.Role, requested)
+	if p.PairErr == nil && p.Configured != (journal.Pair{}) {
+		c := p.Configured
+		p.Row.ConfiguredPair = &c
+	}
+	return p
+}

@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// Status tells where a run stands: what its holder publishes while a process holds it, else
+// what its journal, which is the record, says (a process killed after its last commit leaves a
+// published status that lags behind it).
+func (s *Service) Status(ctx context.Context, run string) (*store.Status, error) {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	pub, held, err := s.Store.Published(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	out := &store.Status{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt,
+		Result: json.RawMessage("null"), Calls: store.Counts{}}
+	if held {
+		out.State = store.StateRunning
+		if pub != nil && pub.State != store.StateStopped && pub.State != store.StateEnded {
+			out.State, out.Status, out.Error, out.InFlight, out.Tokens = pub.State, pub.Status, pub.Error, pub.InFlight, pub.Tokens
+			out.Replaying, out.PID, out.LastSeq, out.Updated = pub.Replaying, pub.PID, pub.LastSeq, pub.Updated
+			if pub.Calls != nil {
+				out.Calls = pub.Calls
+			}
+		}
+		return out, nil
+	}
+	rows, err := s.Rows(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	t := Summarize(rows)
+	out.Calls, out.Tokens, out.Status, out.Error = t.Counts, t.Tokens, t.Status, t.Error
+	if t.Result != nil {
+		out.Result = t.Result
+	}
+	switch t.Status {
+	case "":
+		out.State = store.StateCrashed // no process holds it and it has not ended
+		if pub != nil && pub.State == store.StateStopped {
+			out.Error = pub.Error // why its last process stopped (a divergence, a failed journal)
+		}
+	case store.RunPaused:
+		out.State = store.StatePaused
+	default:
+		out.State = store.StateEnded
+	}
+	return out, nil
+}
+
+// List tells where every run stands, oldest first; a run whose files cannot be read is listed
+// unreadable, with its error.
+func (s *Service) List(ctx context.Context) ([]store.Status, error) {
+	ids, err := s.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Status, 0, len(ids))
+	for _, id := range ids {
+		st, err := s.Status(ctx, id)
+		if err != nil {
+			st = &store.Status{Run: id, State: store.StateUnreadable, Calls: store.Counts{}, Result: json.RawMessage("null"),
+				Error: &journal.RunError{Message: err.Error(), Code: string(errs.CodeOf(err))}}
+		}
+		out = append(out, *st)
+	}
+	return out, nil
+}
+
+// FollowEvery is how often Follow looks at a run.
+const FollowEvery = 150 * time.Millisecond
+
+// Follow watches a run until it ends (or pauses with no process left), giving each look to
+// each; it returns the run's end. A run no process holds that has not ended is run_unavailable.
+func (s *Service) Follow(ctx context.Context, run string, each func(*store.Status)) (*store.Status, error) {
+	for {
+		st, err := s.Status(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		if each != nil {
+			each(st)
+		}
+		switch st.State {
+		case store.StateEnded:
+			return st, nil
+		case store.StatePaused:
+			if _, held, err := s.Store.Published(ctx, run); err == nil && !held {
+				return st, nil
+			}
+		case store.StateCrashed:
+			return nil, errs.New(errs.RunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", run, run)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(FollowEvery):
+		}
+	}
+}
+
+// Cancel stores a cancel request for a live run and waits up to wait for its process to end
+// it: the turns in flight are interrupted, their calls end held cancelled, and the run ends
+// cancelled. It returns where the run stands then.
+func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*store.Status, error) {
+	st, err := s.Status(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if _, held, err := s.Store.Published(ctx, run); err != nil {
+		return nil, err
+	} else if !held {
+		return nil, errs.New(errs.RunUnavailable, "run %s is %s: only a live run can be cancelled", run, st.State)
+	}
+	if err := s.Store.RequestCancel(ctx, run); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if _, held, err := s.Store.Published(ctx, run); err != nil || !held {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return s.Status(ctx, run)
+}
+
+// CheckResumable refuses early what a resume's process would refuse, so a detached resume
+// reports it: a run held by a live process, a run that has ended, a recorded environment that
+// cannot be used.
+func (s *Service) CheckResumable(ctx context.Context, run string) error {
+	if _, held, err := s.Store.Published(ctx, run); err != nil {
+		return err
+	} else if held {
+		return errs.New(errs.RunUnavailable, "run %s is held by a live process", run).Wrap(store.ErrHeld)
+	}
+	st, err := s.Status(ctx, run)
+	if err != nil {
+		return err
+	}
+	if st.State == store.StateEnded {
+		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status)
+	}
+	_, err = s.Env(ctx, run)
+	return err
+}
+
+// Launcher starts the process that executes a run, detached from the caller (crw flow _exec
+// RUN in crw's command line), with env in place in its environment.
+type Launcher interface {
+	Launch(run string, env map[string]string) (Process, error)
+}
+
+// Process is a launched run process.
+type Process interface {
+	Pid() int
+	// Exited is closed once the process has exited.
+	Exited() <-chan struct{}
+	// Log is where its output goes.
+	Log() string
+}
+
+// StartTimeout bounds how long Start waits for a run's process to hold the run.
+const StartTimeout = 30 * time.Second
+
+// Start starts a run's process and returns once that process holds the run and has replayed
+// its journal (a script that diverges from it is reported here, not later in a log), or has
+// ended the run already.
+func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
+	if s.Launcher == nil {
+		return 0, errs.New(errs.CapabilityUnavailable, "this process cannot start a run's process")
+	}
+	env, err := s.Env(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	p, err := s.Launcher.Launch(run, env)
+	if err != nil {
+		return 0, errs.New(errs.CapabilityUnavailable, "run %s: cannot start its process", run).Wrap(err).
+			Because("spawn", "process_not_started", "not_started", errs.Certain)
+	}
+	deadline := time.After(StartTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.Exited():
+			pub, _, _ := s.Store.Published(ctx, run)
+			if pub != nil && pub.PID == p.Pid() {
+				switch pub.State {
+				case store.StateEnded, store.StatePaused:
+					return p.Pid(), nil // it ran to its end already
+				case store.StateStopped:
+					return 0, stoppedError(run, pub.Error, p.Log())
+				}
+			}
+			e := errs.New(errs.RunUnavailable, "run %s: its process stopped before it held the run", run).
+				Because("spawn", "process_stopped", "not_started", errs.Certain).Next("read " + p.Log())
+			e.Diagnostic.Log = p.Log()
+			return 0, e
+		case <-deadline:
+			e := errs.New(errs.RunUnavailable, "run %s: its process (pid %d) did not take the run within %v", run, p.Pid(), StartTimeout).
+				Because("spawn", "process_slow", "unknown", errs.Uncertain).Next("crw flow status " + run)
+			e.Diagnostic.Log = p.Log()
+			return p.Pid(), e
+		case <-tick.C:
+			if pub, held, err := s.Store.Published(ctx, run); err == nil && held && pub != nil && pub.PID == p.Pid() && !pub.Replaying {
+				return p.Pid(), nil
+			}
+		case <-ctx.Done():
+			return p.Pid(), ctx.Err()
+		}
+	}
+}
+
+// stoppedError is the error a run's process published when it stopped without ending the run.
+func stoppedError(run string, re *journal.RunError, log string) error {
+	code, reason, msg := errs.RunUnavailable, "process_stopped", "its process stopped"
+	if re != nil {
+		msg = re.Message
+		if c := errs.Code(re.Code); c.Known() {
+			code = c
+		}
+		if re.Reason != "" {
+			reason = re.Reason
+		}
+	}
+	e := errs.New(code, "%s", msg).Because("spawn", reason, "stopped", errs.Certain).Next("read " + log)
+	e.Diagnostic.Log = log
+	return e
+}

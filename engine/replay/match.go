@@ -1,0 +1,143 @@
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// Digest is the sha256 of a text, as rows record digests.
+func Digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// InputDigest identifies a call's inputs (role, prompt, schema, requested pair, handle, node):
+// a replayed call must have the same.
+func InputDigest(p *journal.Row) string {
+	pair := journal.Pair{}
+	if p.RequestedPair != nil {
+		pair = *p.RequestedPair
+	}
+	h := sha256.New()
+	for _, f := range [...]string{p.Role, p.PromptDigest, p.SchemaDigest, pair.Model, pair.Effort, p.Handle, p.Node} {
+		// Length-prefixed, so no two different inputs hash the same bytes.
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// WithDigests fills a prepared row's digests: a row that is written, or named in a divergence,
+// needs them; a replayed call only compares its inputs.
+func WithDigests(row *journal.Row) *journal.Row {
+	if row.InputDigest == "" {
+		row.PromptDigest = Digest(row.Prompt)
+		row.InputDigest = InputDigest(row)
+	}
+	return row
+}
+
+var emptyPromptDigest = Digest("")
+
+// SameInputs reports whether a call asks for what a recorded call asked: every input its
+// digest covers, compared directly.
+func SameInputs(recorded, got *journal.Row) bool {
+	if recorded.Prompt == "" && recorded.PromptDigest != emptyPromptDigest {
+		// A row without its prompt (a hand-written trace) can only be compared by digest.
+		return recorded.InputDigest == WithDigests(got).InputDigest
+	}
+	pair := func(p *journal.Pair) journal.Pair {
+		if p == nil {
+			return journal.Pair{}
+		}
+		return *p
+	}
+	return recorded.Role == got.Role && recorded.Node == got.Node && recorded.Prompt == got.Prompt &&
+		recorded.SchemaDigest == got.SchemaDigest && pair(recorded.RequestedPair) == pair(got.RequestedPair) &&
+		recorded.Handle == got.Handle
+}
+
+// Divergence is a script that asks, at a position of the record, for another call than the
+// record has there.
+type Divergence struct {
+	Index    int    // 1-based issue order
+	Call     string // the recorded call's id
+	Node     string
+	Field    string // the first input that differs
+	Want     string // the recorded value
+	Got      string // the script's value
+	WantHash string // input digests
+	GotHash  string
+}
+
+// NewDivergence names what differs between a recorded call and the script's.
+func NewDivergence(index int, want, got *journal.Row) *Divergence {
+	got = WithDigests(got)
+	d := &Divergence{Index: index, Call: want.Call, Node: want.Node, WantHash: want.InputDigest, GotHash: got.InputDigest}
+	d.Field, d.Want, d.Got = "input", want.InputDigest, got.InputDigest
+	if diffs := FieldDiffs(want, got); len(diffs) > 0 {
+		d.Field, d.Want, d.Got = diffs[0].Field, quote(diffs[0].Expected), quote(diffs[0].Actual)
+	}
+	return d
+}
+
+func (d *Divergence) Error() string {
+	return fmt.Sprintf("%s (journal %s, script %s)", d.Summary(), d.Want, d.Got)
+}
+
+// Summary names the call, both digests and the field that differs, without the values: those
+// are the script's content, for the run's log and crw flow shadow, not for an error's detail.
+func (d *Divergence) Summary() string {
+	return fmt.Sprintf("divergence: call %d (%s, node %q): journal input %s, script input %s; first field that differs: %s",
+		d.Index, d.Call, d.Node, d.WantHash, d.GotHash, d.Field)
+}
+
+// FieldDiff is one input that differs between a recorded call and the script's.
+type FieldDiff struct {
+	Field    string `json:"field"`
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+}
+
+// FieldDiffs lists every input that differs, in the order a divergence names them. A recorded
+// row without its prompt has its prompt compared by digest.
+func FieldDiffs(want, got *journal.Row) []FieldDiff {
+	wf, gf := inputFields(want), inputFields(got)
+	if want.Prompt == "" && want.PromptDigest != "" && want.PromptDigest != emptyPromptDigest {
+		wf[2][1], gf[2][1] = want.PromptDigest, Digest(got.Prompt)
+	}
+	var out []FieldDiff
+	for i := range wf {
+		if wf[i][1] != gf[i][1] {
+			out = append(out, FieldDiff{Field: wf[i][0], Expected: wf[i][1], Actual: gf[i][1]})
+		}
+	}
+	return out
+}
+
+// inputFields lists a call's inputs in the order a divergence names them.
+func inputFields(p *journal.Row) [][2]string {
+	pair := journal.Pair{}
+	if p.RequestedPair != nil {
+		pair = *p.RequestedPair
+	}
+	return [][2]string{
+		{"role", p.Role}, {"node", p.Node}, {"prompt", p.Prompt}, {"schema", p.SchemaDigest},
+		{"model", pair.Model}, {"effort", pair.Effort}, {"resume", p.Handle},
+	}
+}
+
+func quote(s string) string {
+	const max = 80
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return fmt.Sprintf("%q", strings.TrimSpace(s))
+}

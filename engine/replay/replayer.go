@@ -1,0 +1,272 @@
+package replay
+
+import (
+	"sync"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// Mode is how a Replayer matches the script's calls with the record.
+type Mode int
+
+const (
+	// Strict is a resume: the script's nth call must ask what the record's nth call asked, or
+	// the run stops with a divergence. Once a call a pause held runs again, the script may take
+	// another path: what it no longer asks for is no divergence.
+	Strict Mode = iota
+	// Align is a shadow: each call is aligned with the record (Lookahead), every difference is
+	// reported, and none stops the script.
+	Align
+)
+
+// Lookahead is how far past the next recorded call Align looks for the one a call matches: an
+// edit that drops a few calls shows as those calls never made, not as a divergence at every
+// position after them.
+const Lookahead = 16
+
+// Kind is what the record says of a call the script makes.
+type Kind int
+
+const (
+	// Fresh: the record has no call for it. A live run runs it; a shadow cannot.
+	Fresh Kind = iota
+	// Replay: the record has the call's outcome, which the script is given again.
+	Replay
+	// Continue: the record has the call without an outcome (its process stopped while it was
+	// under way): it goes on from its last row.
+	Continue
+	// Rerun: a pause held the call: it runs again, a new attempt of the same call.
+	Rerun
+)
+
+// Match is what the record says of one call the script makes.
+type Match struct {
+	Kind  Kind
+	Index int   // the call's 1-based issue order
+	Rec   *Call // the recorded call it stands for (nil for Fresh)
+	// Same: it asks what the recorded call asked. Align matches a call with a recorded one
+	// that asks otherwise (a divergence it reports); Strict never does.
+	Same bool
+	// Divergence, in Strict, is the script asking for another call than the record has at its
+	// position: the run must stop.
+	Divergence *Divergence
+}
+
+// Replayer matches a script's calls with a History, in issue order, and delivers their results
+// to the script in the order the journal recorded them, whether a result comes from the record
+// or from a live call. It is safe for concurrent use.
+type Replayer struct {
+	h    *History
+	mode Mode
+	wake func()
+
+	mu        sync.Mutex
+	issued    int
+	made      map[*Call]bool // recorded calls the script made again
+	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
+	cursor    int            // Align: the next recorded position a call may stand for
+
+	order    []*Call          // recorded completions, in the order the script received them
+	next     int              // the next of order to deliver
+	ready    map[*Call]func() // recorded results whose calls were made, waiting for their turn
+	passed   map[*Call]bool   // recorded completions passed over while their calls were not made
+	held     []func()         // results that wait behind recorded completions still due
+	caughtUp func()           // called once when nothing recorded is due any more
+}
+
+// New returns a Replayer over h (nil: nothing recorded: every call is Fresh, its result
+// delivered at once).
+// wake is called, from any goroutine, when a result is held back, so a script that may be
+// waiting looks again (see Idle); nil when nothing needs waking.
+func New(h *History, mode Mode, wake func()) *Replayer {
+	r := &Replayer{h: h, mode: mode, wake: wake, made: map[*Call]bool{}, ready: map[*Call]func(){}, passed: map[*Call]bool{}, cursor: 1}
+	if h != nil {
+		r.order = h.Order
+		if mode == Align {
+			r.order = h.Outcomes()
+		}
+		h.BuildResults(r.order)
+	}
+	return r
+}
+
+// OnCaughtUp registers fn, called once when the last recorded completion has been delivered.
+func (r *Replayer) OnCaughtUp(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.caughtUp = fn
+}
+
+// Next matches the script's next call, p its prepared row (without its id and index), with the
+// record. It is called in the order the script issues its calls.
+func (r *Replayer) Next(p *journal.Row) Match {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.issued++
+	m := Match{Index: r.issued}
+	if r.h == nil {
+		return m
+	}
+	if r.mode == Align {
+		m.Rec, m.Same = r.alignLocked(p)
+		if m.Rec != nil {
+			r.made[m.Rec] = true
+			m.Kind = Replay
+			if m.Rec.Terminal == nil {
+				m.Kind = Continue
+			}
+		}
+		return m
+	}
+	rec := r.h.ByIndex[m.Index]
+	if rec == nil {
+		return m
+	}
+	same := SameInputs(rec.Prepared, p)
+	if !r.made[rec] && !rec.Reopened() && (same || !r.offRecord) {
+		if !same {
+			m.Divergence = NewDivergence(m.Index, rec.Prepared, p)
+			return m
+		}
+		r.made[rec] = true
+		m.Rec, m.Same, m.Kind = rec, true, Continue
+		if rec.Settled() {
+			m.Kind = Replay
+		}
+		return m
+	}
+	if rec.Reopened() && !r.offRecord {
+		// A call held by a pause: from here the script may take another path, and nothing
+		// waits for the recorded completions any more.
+		r.offRecord = true
+		r.drainLocked()
+	}
+	if rec.Reopened() && !r.made[rec] && same {
+		r.made[rec] = true
+		m.Rec, m.Same, m.Kind = rec, true, Rerun
+	}
+	return m
+}
+
+// alignLocked finds the recorded call a script's call stands for: the next one when it asks the
+// same, else one a little further on that does (those skipped were never made), else the next
+// one when it is of the same role and node (a divergence), else none (a new call).
+func (r *Replayer) alignLocked(p *journal.Row) (rec *Call, same bool) {
+	last := r.h.MaxIndex
+	for r.cursor <= last && (r.h.ByIndex[r.cursor] == nil || r.made[r.h.ByIndex[r.cursor]]) {
+		r.cursor++
+	}
+	for i := r.cursor; i <= last && i <= r.cursor+Lookahead; i++ {
+		if c := r.h.ByIndex[i]; c != nil && !r.made[c] && SameInputs(c.Prepared, p) {
+			r.cursor = i + 1
+			return c, true
+		}
+	}
+	if c := r.h.ByIndex[r.cursor]; c != nil && c.Prepared.Role == p.Role && c.Prepared.Node == p.Node {
+		r.cursor++
+		return c, false
+	}
+	return nil, false
+}
+
+// Made reports whether the script made the recorded call again.
+func (r *Replayer) Made(c *Call) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[c]
+}
+
+// Recorded hands over a recorded result: deliver runs once every recorded completion before it
+// has been delivered (at once, when its turn has come or gone by).
+func (r *Replayer) Recorded(c *Call, deliver func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.passed[c] {
+		// Its turn went by while the script waited on something else.
+		r.held = append(r.held, deliver)
+	} else {
+		r.ready[c] = deliver
+	}
+	r.drainLocked()
+}
+
+// Live hands over a result the record does not have (a live call's, or a shadow's stand-in):
+// deliver runs at once, unless recorded completions are still due, which the earlier process
+// saw first: then after them.
+func (r *Replayer) Live(deliver func()) {
+	r.mu.Lock()
+	if !r.pendingLocked() {
+		r.mu.Unlock()
+		deliver()
+		return
+	}
+	r.held = append(r.held, deliver)
+	r.mu.Unlock()
+	if r.wake != nil {
+		r.wake()
+	}
+}
+
+// Idle is called when the script waits and nothing can reach it but what the Replayer holds.
+// Results held back go first; failing those, the recorded completions whose calls the script
+// has not made are passed over, so the next one it made can come. Either way the script's
+// timing has left the record, and waiting would be forever.
+func (r *Replayer) Idle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.held) > 0 {
+		r.releaseLocked()
+		return
+	}
+	for r.next < len(r.order) {
+		c := r.order[r.next]
+		if _, ok := r.ready[c]; ok {
+			break
+		}
+		r.passed[c] = true
+		r.next++
+	}
+	r.drainLocked()
+}
+
+// Replaying reports whether recorded completions are still to be delivered.
+func (r *Replayer) Replaying() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pendingLocked()
+}
+
+func (r *Replayer) pendingLocked() bool {
+	return r.h != nil && !r.offRecord && r.next < len(r.order)
+}
+
+// drainLocked delivers recorded results in their order as far as their calls were made, then
+// whatever waited behind them.
+func (r *Replayer) drainLocked() {
+	for r.next < len(r.order) {
+		c := r.order[r.next]
+		deliver, ok := r.ready[c]
+		if !ok {
+			break
+		}
+		delete(r.ready, c)
+		r.next++
+		deliver()
+	}
+	if !r.pendingLocked() {
+		r.releaseLocked()
+		if r.caughtUp != nil {
+			fn := r.caughtUp
+			r.caughtUp = nil
+			fn()
+		}
+	}
+}
+
+func (r *Replayer) releaseLocked() {
+	held := r.held
+	r.held = nil
+	for _, deliver := range held {
+		deliver()
+	}
+}

@@ -1,0 +1,291 @@
+package replay_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/journal"
+)
+
+// Deliberate bugs, planted one at a time, that the tests of the replay path must catch (each
+// passed every test that ran without Codex before this path was built as one component):
+//   - resume matching ignores node, schema, requested pair or handle (only the prompt is
+//     checked), or a row without a prompt matches anything: TestStrictMatchesEveryInput;
+//   - live results are not held back behind recorded completions: a crashed run then resumes
+//     to ["b","a","c"] where the uninterrupted run gives ["b","c","a"], and no divergence is
+//     reported: TestLiveResultsWaitBehindRecordedCompletions here, and the in-process crash
+//     tests of engine (TestCrashAfterEveryCommit) with the race's journal order;
+//   - the console is not muted during replay: engine's TestReplayMutesTheConsole;
+//   - shadow's lookahead of 16 becomes 1: TestAlignLooksAheadSixteen;
+//   - the repair turn resends the original prompt instead of naming what was wrong: engine's
+//     TestContractAnswerParsing (the repair turn's prompt) and TestRepairNamesTheProblem;
+//   - the fake's delay is counted from now rather than from when the turn was sent: fake's
+//     TestReconciledDelayCountsFromTheSend;
+//   - the recorded TMPDIR is not applied to the run's own process: the script test
+//     durable_tmpdir_resume (the fake host's log of the resumed process's sends);
+//   - a turn that may have been sent is sent again on resume: the crash tests, which count
+//     sends per turn on the fake host (cmd/crw's TestCrashBetweenEveryCommit, engine's
+//     TestCrashAfterEveryCommit);
+//   - TestErrorKindsOnAppServer took its expected values from the production table: they are
+//     written out.
+
+// rows builds a journal: a started row, then the rows given, seqs in order.
+func rows(rs ...journal.Row) []journal.Row {
+	out := append([]journal.Row{{Type: journal.TypeStarted, Run: "20261201-000000-abcdef", Backend: "fake"}}, rs...)
+	for i := range out {
+		out[i].Seq = uint64(i + 1)
+	}
+	return out
+}
+
+func prepared(call string, index int, node, prompt string) journal.Row {
+	r := journal.Row{Type: journal.TypePrepared, Call: call, Index: index, Role: "explorer", Node: node, Prompt: prompt}
+	replay.WithDigests(&r)
+	return r
+}
+
+func completed(call string) journal.Row {
+	return journal.Row{Type: journal.TypeCompleted, Call: call, Output: []byte(`"` + call + `"`)}
+}
+
+func held(call, reason string) journal.Row {
+	return journal.Row{Type: journal.TypeHeld, Call: call, Reason: reason}
+}
+
+// ask is the prepared row a script's call gives, before it has an id.
+func ask(node, prompt string) *journal.Row {
+	return &journal.Row{Type: journal.TypePrepared, Role: "explorer", Node: node, Prompt: prompt}
+}
+
+func history(t *testing.T, rs ...journal.Row) *replay.History {
+	t.Helper()
+	h, err := replay.Read(rows(rs...))
+	require.NoError(t, err)
+	return h
+}
+
+// delivered records deliveries in order.
+type delivered []string
+
+func (d *delivered) fn(name string) func() { return func() { *d = append(*d, name) } }
+
+func TestRecordedResultsComeInRecordedOrder(t *testing.T) {
+	t.Parallel()
+	// Issued a, b, c; recorded completions c, a, b.
+	h := history(t, prepared("c1", 1, "a", "a"), prepared("c2", 2, "b", "b"), prepared("c3", 3, "c", "c"),
+		completed("c3"), completed("c1"), completed("c2"))
+	r := replay.New(h, replay.Strict, nil)
+	var got delivered
+	for _, node := range []string{"a", "b", "c"} {
+		m := r.Next(ask(node, node))
+		require.Equal(t, replay.Replay, m.Kind)
+		require.True(t, m.Same)
+		r.Recorded(m.Rec, got.fn(node))
+	}
+	assert.Equal(t, delivered{"c", "a", "b"}, got)
+	assert.False(t, r.Replaying())
+}
+
+// TestLiveResultsWaitBehindRecordedCompletions: a live call's result that arrives while
+// recorded completions are still due reaches the script after them, as the earlier process
+// saw them first.
+func TestLiveResultsWaitBehindRecordedCompletions(t *testing.T) {
+	t.Parallel()
+	// Issued a, b, c together: b and c completed, a was under way when the process died.
+	h := history(t, prepared("c1", 1, "a", "a"), prepared("c2", 2, "b", "b"), prepared("c3", 3, "c", "c"),
+		completed("c2"), completed("c3"))
+	woken := 0
+	r := replay.New(h, replay.Strict, func() { woken++ })
+	var got delivered
+	ma := r.Next(ask("a", "a"))
+	require.Equal(t, replay.Continue, ma.Kind, "a goes on from its last row")
+	// a's live result comes before the script has even issued b and c.
+	r.Live(got.fn("a"))
+	assert.Empty(t, got, "held back: b and c are due first")
+	assert.Equal(t, 1, woken, "a script that may be waiting is woken")
+	assert.True(t, r.Replaying())
+	mb := r.Next(ask("b", "b"))
+	r.Recorded(mb.Rec, got.fn("b"))
+	assert.Equal(t, delivered{"b"}, got)
+	mc := r.Next(ask("c", "c"))
+	r.Recorded(mc.Rec, got.fn("c"))
+	assert.Equal(t, delivered{"b", "c", "a"}, got)
+	assert.False(t, r.Replaying())
+	r.Live(got.fn("d"))
+	assert.Equal(t, delivered{"b", "c", "a", "d"}, got, "past the record, live results go at once")
+}
+
+func TestIdleReleasesHeldResultsThenPassesOver(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a"), prepared("c2", 2, "b", "b"), completed("c1"), completed("c2"))
+	r := replay.New(h, replay.Strict, nil)
+	var got delivered
+	r.Live(got.fn("live"))
+	r.Idle()
+	assert.Equal(t, delivered{"live"}, got, "what is held back goes first")
+
+	// The script made b but not a: a's turn is passed over so b can come.
+	mb := r.Next(ask("a", "other path"))
+	require.NotNil(t, mb.Divergence)
+	h2 := history(t, prepared("c1", 1, "a", "a"), prepared("c2", 2, "b", "b"), completed("c1"), completed("c2"))
+	r2 := replay.New(h2, replay.Align, nil)
+	var got2 delivered
+	m := r2.Next(ask("b", "b"))
+	require.Equal(t, 2, m.Rec.Prepared.Index)
+	r2.Recorded(m.Rec, got2.fn("b"))
+	assert.Empty(t, got2, "a is due first")
+	r2.Idle()
+	assert.Equal(t, delivered{"b"}, got2)
+	assert.False(t, r2.Replaying())
+}
+
+func TestOnCaughtUpOnce(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a"), completed("c1"))
+	r := replay.New(h, replay.Strict, nil)
+	calls := 0
+	r.OnCaughtUp(func() { calls++ })
+	m := r.Next(ask("a", "a"))
+	r.Recorded(m.Rec, func() {})
+	r.Live(func() {})
+	assert.Equal(t, 1, calls)
+}
+
+// TestStrictMatchesEveryInput: a resumed call must ask for everything the recorded call asked:
+// role, node, prompt, schema, requested pair and resume handle, each compared; a row written
+// without its prompt is compared by its digest.
+func TestStrictMatchesEveryInput(t *testing.T) {
+	t.Parallel()
+	base := func() *journal.Row {
+		return &journal.Row{Type: journal.TypePrepared, Role: "executor", Node: "build", Prompt: "do it",
+			SchemaDigest: "sha256:s1", RequestedPair: &journal.Pair{Model: "m1", Effort: "low"}, Handle: "crwh1:20261201-000000-abcdef:c9"}
+	}
+	tests := []struct {
+		field string
+		edit  func(*journal.Row)
+	}{
+		{"role", func(r *journal.Row) { r.Role = "reviewer" }},
+		{"node", func(r *journal.Row) { r.Node = "other" }},
+		{"prompt", func(r *journal.Row) { r.Prompt = "do it well" }},
+		{"schema", func(r *journal.Row) { r.SchemaDigest = "sha256:s2" }},
+		{"model", func(r *journal.Row) { r.RequestedPair = &journal.Pair{Model: "m2", Effort: "low"} }},
+		{"effort", func(r *journal.Row) { r.RequestedPair = &journal.Pair{Model: "m1", Effort: "high"} }},
+		{"model", func(r *journal.Row) { r.RequestedPair = nil }},
+		{"resume", func(r *journal.Row) { r.Handle = "" }},
+	}
+	for _, tt := range tests {
+		rec := *base()
+		rec.Call, rec.Index = "c1", 1
+		replay.WithDigests(&rec)
+		h := history(t, rec, completed("c1"))
+
+		same := base()
+		m := replay.New(h, replay.Strict, nil).Next(same)
+		require.Nil(t, m.Divergence, "the same call matches")
+		assert.Equal(t, replay.Replay, m.Kind)
+
+		got := base()
+		tt.edit(got)
+		m = replay.New(h, replay.Strict, nil).Next(got)
+		require.NotNil(t, m.Divergence, "a call whose %s differs is a divergence", tt.field)
+		assert.Equal(t, tt.field, m.Divergence.Field)
+		assert.Equal(t, rec.InputDigest, m.Divergence.WantHash)
+		assert.NotEqual(t, m.Divergence.WantHash, m.Divergence.GotHash)
+		assert.Equal(t, 1, m.Divergence.Index)
+		assert.Equal(t, "c1", m.Divergence.Call)
+	}
+
+	// A hand-written row with digests but no prompt: compared by digest, never matched blindly.
+	rec := *base()
+	rec.Call, rec.Index = "c1", 1
+	replay.WithDigests(&rec)
+	rec.Prompt = ""
+	h := history(t, rec, completed("c1"))
+	assert.Nil(t, replay.New(h, replay.Strict, nil).Next(base()).Divergence, "the digest matches")
+	other := base()
+	other.Prompt = "something else"
+	m := replay.New(h, replay.Strict, nil).Next(other)
+	require.NotNil(t, m.Divergence, "a row without its prompt does not match anything")
+	assert.Equal(t, "prompt", m.Divergence.Field, "its prompt's digest differs")
+	assert.Equal(t, `"`+rec.PromptDigest+`"`, m.Divergence.Want)
+}
+
+// TestStrictAfterAPausedCallRunsAgain: the call a pause held runs again as a new attempt; the
+// script may then leave the record without a divergence.
+func TestStrictAfterAPausedCallRunsAgain(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "gate", "which way"), held("c1", "host_infra_rate"),
+		prepared("c2", 2, "left", "go left"), completed("c2"))
+	r := replay.New(h, replay.Strict, nil)
+	m := r.Next(ask("gate", "which way"))
+	assert.Equal(t, replay.Rerun, m.Kind)
+	assert.Equal(t, "c1", m.Rec.Prepared.Call)
+	assert.False(t, r.Replaying(), "the record no longer holds anything back")
+	m = r.Next(ask("right", "go right"))
+	assert.Nil(t, m.Divergence, "another path is no divergence once the record is left")
+	assert.Equal(t, replay.Fresh, m.Kind)
+	assert.False(t, r.Made(h.ByID["c2"]))
+}
+
+func TestStrictGoesOnWithAnOpenCall(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a"), journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "t"})
+	r := replay.New(h, replay.Strict, nil)
+	m := r.Next(ask("a", "a"))
+	assert.Equal(t, replay.Continue, m.Kind)
+	assert.True(t, r.Made(m.Rec))
+	assert.Equal(t, replay.Fresh, r.Next(ask("b", "b")).Kind, "past the record")
+}
+
+// TestAlignLooksAheadSixteen: a shadow of a script that dropped calls finds the calls it still
+// makes up to 16 positions further on; further than that is a divergence.
+func TestAlignLooksAheadSixteen(t *testing.T) {
+	t.Parallel()
+	var rs []journal.Row
+	for i := 1; i <= 40; i++ {
+		call := fmt.Sprintf("c%d", i)
+		rs = append(rs, prepared(call, i, "n", fmt.Sprintf("step %d", i)), completed(call))
+	}
+	h := history(t, rs...)
+	for _, tt := range []struct {
+		dropped int
+		same    bool
+	}{{1, true}, {10, true}, {16, true}, {17, false}, {25, false}} {
+		r := replay.New(h, replay.Align, nil)
+		require.True(t, r.Next(ask("n", "step 1")).Same)
+		require.True(t, r.Next(ask("n", "step 2")).Same)
+		want := 3 + tt.dropped
+		m := r.Next(ask("n", fmt.Sprintf("step %d", want)))
+		require.NotNil(t, m.Rec, "dropped %d", tt.dropped)
+		assert.Equal(t, tt.same, m.Same, "dropped %d", tt.dropped)
+		if tt.same {
+			assert.Equal(t, want, m.Rec.Prepared.Index, "dropped %d: aligned with the call it asks for", tt.dropped)
+			for i := 3; i < want; i++ {
+				assert.False(t, r.Made(h.ByIndex[i]), "dropped %d: call %d never made", tt.dropped, i)
+			}
+		} else {
+			assert.Equal(t, 3, m.Rec.Prepared.Index, "dropped %d: a divergence at the next position", tt.dropped)
+		}
+	}
+	// A call of another role and node that nothing matches is new.
+	r := replay.New(h, replay.Align, nil)
+	m := r.Next(&journal.Row{Type: journal.TypePrepared, Role: "critic", Node: "z", Prompt: "?"})
+	assert.Equal(t, replay.Fresh, m.Kind)
+	assert.Nil(t, m.Rec)
+}
+
+func TestReadRefusesRowsOutOfPlace(t *testing.T) {
+	t.Parallel()
+	_, err := replay.Read(rows(completed("c1")))
+	assert.ErrorContains(t, err, "names call c1, which has no prepared row")
+	bad := rows(prepared("c1", 1, "a", "a"))
+	bad[1].Seq = 5
+	_, err = replay.Read(bad)
+	assert.ErrorContains(t, err, "row 2 has seq 5")
+	_, err = replay.Read([]journal.Row{{Seq: 1, Type: journal.TypeWarning}})
+	assert.ErrorContains(t, err, "no started row")
+}

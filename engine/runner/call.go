@@ -1,0 +1,485 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/result"
+	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+)
+
+// call is one agent.call on its way through the state machine: the gate, a thread, the task
+// turn, at most one repair, one terminal row.
+type call struct {
+	r        *runner
+	id       string
+	index    int
+	attempt  int // 1, or more when a resume runs the call again
+	req      agent.Request
+	settle   agent.Settle
+	resumeOf *call
+
+	prepared *journal.Row
+	th       backend.Thread // guarded by r.mu
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// guarded by r.mu
+	interrupt string // the reason the engine interrupted the call
+	ended     bool
+	recorded  bool // its terminal row was written
+
+	// What the call's backend reports, guarded by mu: it may report from other goroutines.
+	mu      sync.Mutex
+	thread  *journal.Row
+	lastSeq uint64
+	k       int    // the turn the backend runs
+	repair  string // what that turn, a repair, names as wrong
+
+	turnIDs    []string
+	tokens     journal.Tokens
+	repairUsed bool
+
+	// delivered: the script has been given the call's result. Touched on the loop goroutine only.
+	delivered bool
+}
+
+// fromRecord takes a call's identity from the journal's account of it.
+func (c *call) fromRecord(rec *replay.Call) {
+	c.id, c.prepared, c.thread, c.attempt = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt
+	if rec.Thread != nil {
+		c.th = threadOf(rec.Thread)
+	}
+}
+
+func threadOf(row *journal.Row) backend.Thread {
+	return backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
+}
+
+// Call implements agent.Caller: it runs on the loop goroutine in the order the script issues
+// calls. The replay says what the journal has of the call: a call it settled is answered from
+// it, one it left open goes on from its last row, and any other is journaled (prepared) and run.
+func (r *runner) Call(req agent.Request, settle agent.Settle) error {
+	if err := context.Cause(r.ctx); err != nil {
+		// The run is stopping (a divergence, a cancel): nothing more goes into its journal.
+		return errs.Throw(errs.RunUnavailable, "run_stopping", "the run is stopping: %v", err)
+	}
+	var resumeOf *call
+	foreign := false
+	if req.Resume != "" {
+		runID, callID, ok := result.ParseHandle(req.Resume)
+		if !ok {
+			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
+		}
+		if runID != r.id {
+			foreign = true
+		} else {
+			r.mu.Lock()
+			resumeOf = r.calls[callID]
+			r.mu.Unlock()
+			if resumeOf == nil {
+				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", req.Resume)
+			}
+			// A handle of a call whose result the script has not been given can only be forged,
+			// and whether its call had a thread yet would depend on timing. Delivery runs on the
+			// loop goroutine too, so the answer is the same on every run of the script.
+			if !resumeOf.delivered {
+				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", req.Resume, resumeOf.id)
+			}
+		}
+	}
+
+	p := inputs.Prepare(req, r.roles, &r.schemas)
+	r.mu.Lock()
+	m := r.replay.Next(p.Row)
+	if m.Divergence != nil {
+		r.mu.Unlock()
+		r.stop(m.Divergence)
+		return errs.Throw(errs.RevisionConflict, "divergence", "%s", m.Divergence.Summary())
+	}
+	p.Row.Index = m.Index
+	c := &call{r: r, index: m.Index, req: req, settle: settle, resumeOf: resumeOf}
+	switch m.Kind {
+	case replay.Replay:
+		c.fromRecord(m.Rec)
+		c.ended = true
+		r.calls[c.id] = c
+		r.mu.Unlock()
+		r.replay.Recorded(m.Rec, r.delivery(c, m.Rec.Terminal, m.Rec.Result(r.id), true))
+		r.progress.flush()
+		return nil
+	case replay.Continue:
+		// Open: the earlier process stopped while the call was under way.
+		c.fromRecord(m.Rec)
+		r.calls[c.id] = c
+		r.mu.Unlock()
+		r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
+		r.launch(c, p, m.Rec)
+		return nil
+	case replay.Rerun:
+		// The same call runs again, as a new attempt of the same id.
+		c.id, c.attempt = m.Rec.Prepared.Call, m.Rec.Attempt+1
+	default:
+		// A call the journal does not have at this position; a recorded call it replaces is
+		// never matched against, and ends superseded if nothing makes it again.
+		r.nextID++
+		c.id, c.attempt = "c"+strconv.Itoa(r.nextID), 1
+	}
+	p.Row.Call = c.id
+	c.prepared = replay.WithDigests(p.Row)
+	r.calls[c.id] = c
+	c.lastSeq = r.j.Append(p.Row)
+	r.mu.Unlock()
+	r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
+
+	// What the call's own inputs decide ends it before any thread starts.
+	switch {
+	case foreign:
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "foreign_handle", Detail: "the handle belongs to another run"})
+	case p.Schema != nil && p.Schema.Refusal() != "":
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: p.Schema.Refusal()})
+	case p.PairErr != nil:
+		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: p.PairErr.Error()})
+	default:
+		r.launch(c, p, nil)
+	}
+	return nil
+}
+
+// launch runs a call on its own goroutine once the pool admits it; rec is the call as an
+// earlier process left it (nil for a call this process prepared).
+func (r *runner) launch(c *call, p inputs.Prepared, rec *replay.Call) {
+	admitted := r.pool.enter()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		c.run(admitted, p, rec)
+	}()
+}
+
+// goEnd ends a call decided on the loop goroutine; the journal is synced off the loop.
+func (r *runner) goEnd(c *call, row *journal.Row) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.end(c, row)
+	}()
+}
+
+// run takes a call through its state machine: gate, thread, task turn, at most one repair,
+// one terminal row. rec, when not nil, is the call as an earlier process left it: the call goes
+// on from its last row, and a turn that may have been sent is reconciled with the host, never
+// sent again.
+func (c *call) run(admitted chan struct{}, p inputs.Prepared, rec *replay.Call) {
+	r := c.r
+	if err := r.pool.wait(r.ctx, admitted); err != nil {
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
+		return
+	}
+	defer r.pool.release()
+
+	// The gate: what the run's state decides when the call would start. A call an earlier
+	// process had already started is past it.
+	r.mu.Lock()
+	var gate *journal.Row
+	if rec == nil {
+		gate = r.gateLocked(c)
+	} else if rec.Interrupt != nil {
+		gate = &journal.Row{Type: journal.TypeHeld, Reason: rec.Interrupt.Reason, Detail: "the engine had interrupted the turn"}
+	}
+	if gate == nil {
+		// Only interruptCall cancels a turn: it journals why first.
+		c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.ctx))
+		r.inflight[c] = struct{}{}
+	}
+	r.mu.Unlock()
+	if gate != nil {
+		r.end(c, gate)
+		return
+	}
+	defer c.cancel()
+
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema}
+	defer func() {
+		// With its terminal row written the call is done with its thread; a call left to the
+		// reconcile pass keeps it, as its turn may still run.
+		r.mu.Lock()
+		th, recorded := c.th, c.recorded
+		r.mu.Unlock()
+		if recorded && th.ID != "" {
+			r.backend.Done(bc, th)
+		}
+	}()
+	var validator *schema.Validator
+	if p.Schema != nil {
+		validator = p.Schema.Validator
+	}
+	prompt, problem := c.req.Prompt, ""
+	for k := 1; k <= 2; k++ {
+		r.mu.Lock()
+		th := c.th
+		r.mu.Unlock()
+		c.mu.Lock()
+		c.k, c.repair = k, problem
+		c.mu.Unlock()
+		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k)}
+		if th.ID == "" && c.resumeOf != nil {
+			r.mu.Lock()
+			t.From = c.resumeOf.th
+			r.mu.Unlock()
+		}
+		out := r.backend.Run(c.ctx, t, c)
+		c.count(out.Tokens)
+
+		if reason := c.interruptReason(); reason != "" {
+			// An interrupt the engine asked for decides the call, whatever the turn came to.
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: reason})
+			return
+		}
+		switch out.Status {
+		case backend.Lost:
+			row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}
+			if out.Open {
+				// The host may still run it: the reconcile pass of a resume decides the call.
+				r.endUnrecorded(c, row)
+			} else {
+				r.end(c, row)
+			}
+			return
+		case backend.Unavailable:
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the host is unavailable: nothing was sent"})
+			return
+		case backend.Interrupted:
+			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
+			return
+		case backend.Failed:
+			if out.Failure.Pause {
+				r.pause(c, out.Failure.Detail)
+			}
+			r.end(c, &journal.Row{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail})
+			return
+		}
+		if validator == nil {
+			text, _ := json.Marshal(out.Text)
+			r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
+			return
+		}
+		doc, extracted, err := schema.ParseAnswer(out.Text)
+		if err == nil {
+			err = validator.Validate(doc)
+		}
+		if err == nil {
+			row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
+			if extracted {
+				raw := out.Text
+				row.RawText = &raw
+			}
+			r.end(c, row)
+			return
+		}
+		problem = err.Error()
+		if k == 1 {
+			c.repairUsed = true
+			prompt = RepairPrompt(problem)
+		}
+	}
+	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
+}
+
+// sentBefore tells whether turn k of a call an earlier process left open may have been
+// dispatched, and what the journal recorded of it. A backend dispatches a turn only after the
+// rows before it are durable, so a recorded step or turn of k says so, a last row of
+// thread_started means the task turn may have gone, and a last turn_started k means turn k+1
+// may have.
+func sentBefore(rec *replay.Call, k int) *backend.Sent {
+	if rec == nil {
+		return nil
+	}
+	var sent *backend.Sent
+	for _, st := range rec.Steps {
+		if st.K == k {
+			sent = &backend.Sent{Marker: st.Marker, At: st.At}
+		}
+	}
+	for _, t := range rec.Turns {
+		if t.K == k {
+			if sent == nil {
+				sent = &backend.Sent{At: t.At}
+			}
+			sent.TurnID = t.TurnID
+		}
+	}
+	if sent != nil {
+		return sent
+	}
+	last := rec.LastRow()
+	switch {
+	case k == 1 && last.Type == journal.TypeThreadStarted:
+		return &backend.Sent{At: last.At}
+	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
+		return &backend.Sent{At: last.At}
+	}
+	return nil
+}
+
+// RepairPrompt is the one repair turn's text: it names what was wrong with the answer.
+func RepairPrompt(problem string) string {
+	return "Your previous answer could not be accepted: " + problem + ".\n" +
+		"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it."
+}
+
+// canonical is the answer as stored and delivered: compact, with the model's key order and
+// numbers exactly as written.
+func canonical(doc json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		return doc
+	}
+	return b.Bytes()
+}
+
+// The call is its turns' backend.Recorder: what the backend reports becomes rows of the call.
+var _ backend.Recorder = (*call)(nil)
+
+// Commit implements backend.Recorder: the call's rows so far, and every row before them, are
+// made durable. A journal that cannot be written stops the run.
+func (c *call) Commit() error {
+	c.mu.Lock()
+	seq := c.lastSeq
+	c.mu.Unlock()
+	if err := c.r.j.Sync(seq); err != nil {
+		c.r.stop(err)
+		return err
+	}
+	return nil
+}
+
+// Dispatched implements backend.Recorder: the step a pull backend publishes the turn as.
+func (c *call) Dispatched(marker string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeStepPublished, Call: c.id, K: c.k, Marker: marker})
+}
+
+// Thread implements backend.Recorder: the call's thread, chained to the thread of the call a
+// continuation resumes.
+func (c *call) Thread(th backend.Thread) {
+	row := &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
+	c.r.mu.Lock()
+	c.th = th
+	if c.resumeOf != nil {
+		row.ChainedFrom = c.req.Resume
+		row.ChainThread = c.resumeOf.th.ID
+	}
+	c.r.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.thread = row
+	c.lastSeq = c.r.j.Append(row)
+}
+
+// Started implements backend.Recorder: the turn's id on the host.
+func (c *call) Started(turnID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.turnIDs = append(c.turnIDs, turnID)
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair})
+	// Readers of a live run see the turn soon, not only at its call's end.
+	c.r.flushSoon()
+}
+
+// Warn implements backend.Recorder: a warning row of the call.
+func (c *call) Warn(reason, detail string) {
+	c.r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: reason, Detail: detail})
+	c.r.flushSoon()
+}
+
+func (c *call) count(t journal.Tokens) {
+	c.tokens = c.tokens.Add(t)
+	r := c.r
+	r.mu.Lock()
+	r.spent = r.spent.Add(t)
+	r.mu.Unlock()
+}
+
+func (c *call) interruptReason() string {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.interrupt
+}
+
+// end writes the call's terminal row and delivers its CallResult. Rows get their seq and reach
+// the script under one lock, so the script sees completions in journal order. The script does
+// not wait for the row's fsync: whatever it does next that leaves the process (a turn, the run's
+// end) first commits every row before it, this one included, and a crash before that leaves the
+// call with its intent as its last row, which a resume reconciles instead of sending again.
+func (r *runner) end(c *call, row *journal.Row) {
+	row.Call = c.id
+	row.TurnIDs = c.turnIDs
+	row.RepairUsed = c.repairUsed
+	if !c.tokens.IsZero() {
+		t := c.tokens
+		row.Tokens = &t
+	}
+	r.mu.Lock()
+	c.ended, c.recorded = true, true
+	delete(r.inflight, c)
+	if row.Type == journal.TypeOutcomeUnknown {
+		if _, held := r.holds[c.req.Node]; !held {
+			r.holds[c.req.Node] = c.id
+		}
+	}
+	r.j.Append(row)
+	r.replay.Live(r.delivery(c, row, nil, false))
+	r.mu.Unlock()
+	r.progress.flush()
+	r.flushSoon()
+}
+
+// endUnrecorded gives the script a call's outcome without a terminal row: the call's last row
+// stays the intent that was sent, for the reconcile pass of a resume to decide.
+func (r *runner) endUnrecorded(c *call, row *journal.Row) {
+	row.Call = c.id
+	row.TurnIDs = c.turnIDs
+	row.RepairUsed = c.repairUsed
+	row.At = time.Now().UTC()
+	r.mu.Lock()
+	c.ended = true
+	delete(r.inflight, c)
+	if _, held := r.holds[c.req.Node]; !held {
+		r.holds[c.req.Node] = c.id
+	}
+	r.replay.Live(r.delivery(c, row, nil, false))
+	r.mu.Unlock()
+	r.progress.flush()
+}
+
+// delivery is what gives the script a call's CallResult: res when the record has it built,
+// else built from the call's rows. It runs under the replay's lock and must not take r.mu.
+func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replayed bool) func() {
+	return func() {
+		status := journal.StatusOf(row.Type)
+		if res == nil {
+			c.mu.Lock()
+			thread := c.thread
+			c.mu.Unlock()
+			res, _ = json.Marshal(result.Build(r.id, c.prepared, thread, row))
+		}
+		r.progress.callEnded(Event{Kind: EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
+		c.settle(res, func() {
+			r.clock = row.At
+			c.delivered = true
+		})
+	}
+}

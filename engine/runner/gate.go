@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// gateLocked decides what the run's state says of a call about to start: nil lets it run.
+func (r *runner) gateLocked(c *call) *journal.Row {
+	if holder, held := r.holds[c.req.Node]; held {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
+	}
+	if c.resumeOf != nil && r.holds[c.resumeOf.req.Node] != "" {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.req.Node)}
+	}
+	if r.paused {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
+	}
+	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b)}
+	}
+	if c.resumeOf != nil && c.resumeOf.th.ID == "" {
+		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id)}
+	}
+	return nil
+}
+
+// pause stops the run admitting calls after a usage or rate limit: one escalation row, and
+// every other turn in flight is interrupted.
+func (r *runner) pause(by *call, detail string) {
+	r.mu.Lock()
+	if r.paused {
+		r.mu.Unlock()
+		return
+	}
+	r.paused = true
+	r.j.Append(&journal.Row{Type: journal.TypeEscalation, Call: by.id, Reason: "quota_or_rate", Detail: detail})
+	others := make([]*call, 0, len(r.inflight))
+	for o := range r.inflight {
+		if o != by {
+			others = append(others, o)
+		}
+	}
+	r.mu.Unlock()
+	r.progress.publishSoon()
+	for _, o := range others {
+		r.interruptCall(o, "engine_paused")
+	}
+}
+
+// interruptAll interrupts every call in flight, e.g. when the script is done or threw.
+func (r *runner) interruptAll(reason string) {
+	r.mu.Lock()
+	all := make([]*call, 0, len(r.inflight))
+	for o := range r.inflight {
+		all = append(all, o)
+	}
+	r.mu.Unlock()
+	for _, o := range all {
+		r.interruptCall(o, reason)
+	}
+}
+
+// interruptCall journals the interrupt before it is sent, then cancels the call's turn.
+func (r *runner) interruptCall(c *call, reason string) {
+	r.mu.Lock()
+	if c.ended || c.interrupt != "" {
+		r.mu.Unlock()
+		return
+	}
+	c.interrupt = reason
+	seq := r.j.Append(&journal.Row{Type: journal.TypeInterruptRequested, Call: c.id, Reason: reason})
+	r.mu.Unlock()
+	if err := r.j.Sync(seq); err != nil {
+		r.stop(err)
+		return
+	}
+	c.cancel()
+}

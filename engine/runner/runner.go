@@ -1,0 +1,406 @@
+// Package runner executes one run in this process, on the run's lease. It is the host of the
+// run's script (vm.Host): it takes every agent call through its state machine (the gate, its
+// turns on the backend, validation and the one repair, one terminal row) and journals each step.
+// A run an earlier process left goes on by replay, on the same code path: the script runs from
+// the top, and engine/replay answers the calls the journal settled, in the order it recorded,
+// while the calls it left open go on from their last row.
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/lib"
+	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/store"
+)
+
+// Config is one process's execution of a run.
+type Config struct {
+	Spec    *store.Spec
+	Lease   store.Lease
+	Backend backend.Backend
+	// History is what the run's journal held when the lease was taken; nil when it held
+	// nothing (the run's first process).
+	History *replay.History
+	// Console receives the script's console and crw.log lines; they are muted while the script
+	// replays calls the journal answered (the earlier process printed them already).
+	Console io.Writer
+	// OnEvent receives live progress; it is called from many goroutines, one event at a time.
+	OnEvent func(Event)
+	// OnStart is called once the run's started row is durable.
+	OnStart func(run string)
+}
+
+// runner is one process's execution of a run: the host of its script.
+type runner struct {
+	id       string
+	spec     *store.Spec
+	lease    store.Lease
+	j        store.Journal
+	backend  backend.Backend
+	roles    inputs.RoleTable
+	schemas  inputs.Schemas
+	h        *replay.History // nil for the run's first process
+	replay   *replay.Replayer
+	console  io.Writer
+	progress *progress
+	pool     *pool
+	rng      *rand.Rand
+	clock    time.Time // the script's clock; touched on the loop goroutine only
+	wake     func()    // makes a waiting script look again; set once, before the script runs
+
+	ctx       context.Context
+	fail      context.CancelCauseFunc
+	wg        sync.WaitGroup
+	flushKick chan struct{}
+
+	// The calls and the gate.
+	mu       sync.Mutex
+	calls    map[string]*call
+	nextID   int // the last numeric call id given
+	inflight map[*call]struct{}
+	paused   bool
+	holds    map[string]string // node → the call whose unknown outcome holds it
+	spent    journal.Tokens
+}
+
+var (
+	_ vm.Host  = (*runner)(nil)
+	_ vm.Idler = (*runner)(nil)
+	_ vm.Waker = (*runner)(nil)
+)
+
+// Run executes a run in this process: it writes the started row, runs the script over the
+// journal's history and live to its end, and writes the ended row. It returns the run's end;
+// an error when the run could not go on (a workflow that does not load, a divergence, a journal
+// that failed, a lease that was lost): then it has no ended row, and a later process can resume
+// it.
+func Run(ctx context.Context, cfg Config) (*store.Status, error) {
+	r := newRunner(cfg)
+	script, err := vm.New(vm.Config{
+		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
+		Seed: Seed(r.id, "Math.random"), Host: r,
+	})
+	if err != nil {
+		return nil, LoadError(err)
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.ctx, r.fail = runCtx, cancel
+
+	// A first process's clock starts at its started row: a resume's starts there too.
+	startedAt := time.Now().UTC()
+	if r.h == nil {
+		r.clock = startedAt
+	}
+	if _, err := r.j.Write(&journal.Row{
+		Type: journal.TypeStarted, At: startedAt, Run: r.id, Backend: r.backend.Name(), Workflow: r.spec.Workflow,
+		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
+		Process: r.lease.Token(), Pool: r.spec.Pool, BudgetTokens: r.spec.BudgetTokens, Input: r.spec.Input,
+	}); err != nil {
+		return nil, r.stopError(err)
+	}
+	stopPublish := r.progress.publishLoop()
+	defer stopPublish()
+	stopFlush := r.flushLoop()
+	defer stopFlush()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-r.lease.Cancelled():
+			cancel(errCancelRequested)
+		case <-r.lease.Lost():
+			r.stop(store.ErrLeaseLost)
+		case <-runCtx.Done():
+		}
+	}()
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.id)
+	}
+	r.progress.event(Event{Kind: EventStarted})
+
+	out, runErr := script.Run(runCtx)
+	cause := context.Cause(runCtx)
+	cancelled := (ctx.Err() != nil || errors.Is(cause, errCancelRequested)) && !isFailure(cause)
+	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled.
+	r.interruptAll("cancelled")
+	r.wg.Wait()
+	cancel(nil)
+	<-watched
+	if cause := context.Cause(runCtx); isFailure(cause) {
+		// The run cannot go on (a divergence, a journal that failed): no ended row, so a fixed
+		// script or a healthy disk can resume it.
+		err := r.stopError(cause)
+		stopPublish()
+		r.progress.publishStopped(err)
+		return nil, err
+	}
+	r.supersedeUnmade()
+
+	end := &store.Status{}
+	ended := &journal.Row{Type: journal.TypeEnded}
+	var se *vm.ScriptError
+	switch {
+	case cancelled:
+		end.Status = store.RunCancelled
+		end.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
+	case runErr == nil:
+		end.Status, end.Result = store.RunCompleted, out
+	case errors.As(runErr, &se):
+		end.Status = store.RunFailed
+		end.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+	default:
+		err := r.stopError(runErr)
+		stopPublish()
+		r.progress.publishStopped(err)
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.paused && end.Status == store.RunCompleted {
+		end.Status = store.RunPaused
+	}
+	r.mu.Unlock()
+	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error
+	if _, err := r.j.Write(ended); err != nil {
+		err := r.stopError(err)
+		stopPublish()
+		r.progress.publishStopped(err)
+		return nil, err
+	}
+	stopPublish()
+	st := r.progress.publishEnded(end)
+	r.progress.event(Event{Kind: EventEnded, Status: journal.CallStatus(end.Status)})
+	return st, nil
+}
+
+func newRunner(cfg Config) *runner {
+	spec := cfg.Spec
+	r := &runner{
+		id: spec.Run, spec: spec, lease: cfg.Lease, j: cfg.Lease.Journal(), backend: cfg.Backend,
+		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
+		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
+		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
+		calls: map[string]*call{}, inflight: map[*call]struct{}{}, holds: map[string]string{},
+	}
+	if r.roles == nil {
+		r.roles = inputs.RoleTable{}
+	}
+	if r.console == nil {
+		r.console = io.Discard
+	}
+	if h := r.h; h != nil {
+		r.clock = h.ClockStart()
+		r.holds = h.Holds
+		r.spent = h.Spent
+		r.nextID = h.MaxCall
+	}
+	r.replay = replay.New(r.h, replay.Strict, func() {
+		if r.wake != nil {
+			r.wake()
+		}
+	})
+	r.progress = newProgress(r, cfg.OnEvent)
+	// The replay is over: say so at once (a detached resume waits for it).
+	r.replay.OnCaughtUp(r.progress.publishSoon)
+	return r
+}
+
+// Seed derives a run's random streams from its id, so a replay draws the same numbers.
+func Seed(runID, stream string) uint64 {
+	h := sha256.Sum256([]byte("crw.seed.v1\x00" + stream + "\x00" + runID))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// errCancelRequested is the cause of a run's end when a cancel request was stored.
+var errCancelRequested = errors.New("a cancel request was stored")
+
+// failure is a reason the run cannot go on, as opposed to a cancel.
+type failure struct{ err error }
+
+func (f failure) Error() string { return f.err.Error() }
+func (f failure) Unwrap() error { return f.err }
+
+func isFailure(err error) bool {
+	var f failure
+	return errors.As(err, &f)
+}
+
+// stop ends the run for a reason it cannot go on with.
+func (r *runner) stop(err error) { r.fail(failure{err}) }
+
+// stopError is the error a process reports when it stops without ending its run, its full
+// account in the run's log.
+func (r *runner) stopError(cause error) error {
+	var d *replay.Divergence
+	var e *errs.Error
+	switch {
+	case errors.As(cause, &d):
+		e = errs.New(errs.RevisionConflict, "run %s: %s", r.id, d.Summary()).Wrap(d).
+			Because("replay", "divergence", "stopped", errs.Certain).
+			Next("resume it with the script it was recorded with; crw flow shadow shows what changed")
+	case errors.Is(cause, store.ErrLeaseLost):
+		e = errs.New(errs.RunUnavailable, "run %s: this process lost its hold on the run and stopped writing to it", r.id).Wrap(cause).
+			Because("lease", "lease_lost", "stopped", errs.Uncertain).
+			Next("see whether another process holds the run (crw flow status); resume it if none does")
+	case errors.As(cause, &e):
+		return e
+	default:
+		e = errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", r.id).Wrap(cause).
+			Because("journal", "journal_write_failed", "stopped", errs.Certain).
+			Next("make room or fix the state folder, then crw flow resume " + r.id)
+	}
+	return e
+}
+
+// LoadError turns a workflow that does not load into invalid input naming the place.
+func LoadError(err error) error {
+	var le *loader.LoadError
+	if errors.As(err, &le) {
+		return errs.New(errs.InvalidRequest, "%s", le.Error()).Wrap(err)
+	}
+	var se *vm.ScriptError
+	if errors.As(err, &se) {
+		return errs.New(errs.InvalidRequest, "the workflow threw while loading: %s\n%s", se.Message, se.Stack).Wrap(err)
+	}
+	return errs.New(errs.InvalidRequest, "%v", err).Wrap(err)
+}
+
+// Now implements crw.Host: the time of the last step the script has seen.
+func (r *runner) Now() time.Time { return r.clock }
+
+// Random implements crw.Host.
+func (r *runner) Random() float64 { return r.rng.Float64() }
+
+// Log implements crw.Host: console and crw.log lines, muted while the script replays what the
+// journal recorded, as the earlier process printed them already.
+func (r *runner) Log(level, message string) {
+	if r.replay.Replaying() {
+		return
+	}
+	if level == "log" || level == "info" {
+		fmt.Fprintln(r.console, message)
+		return
+	}
+	fmt.Fprintf(r.console, "%s: %s\n", level, message)
+}
+
+// TierStep implements crw.Host.
+func (r *runner) TierStep(node string) error {
+	r.mu.Lock()
+	holder, held := r.holds[node]
+	r.mu.Unlock()
+	if held {
+		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	}
+	return ErrTierStepNotSupported
+}
+
+// The services a workflow cannot use yet.
+var (
+	ErrTierStepNotSupported = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.tierStep is not supported yet")
+	ErrCommitNotSupported   = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.commit is not supported yet")
+)
+
+// Commit implements crw.Host.
+func (r *runner) Commit(node, message string) error { return ErrCommitNotSupported }
+
+// CheckSchema implements vm.Host.
+func (r *runner) CheckSchema(s []byte) []loader.Problem { return inputs.CheckSchema(s) }
+
+// SetWake implements vm.Waker.
+func (r *runner) SetWake(wake func()) { r.wake = wake }
+
+// Idle implements vm.Idler: the script waits and nothing can come but what the replay holds.
+func (r *runner) Idle() {
+	r.replay.Idle()
+	r.progress.flush()
+}
+
+// supersedeUnmade ends the calls of the journal that the resumed script no longer made: open
+// ones, and ones a pause held, which would have run again.
+func (r *runner) supersedeUnmade() {
+	if r.h == nil {
+		return
+	}
+	var rows []*journal.Row
+	for _, id := range r.h.IDs {
+		rec := r.h.ByID[id]
+		if rec.Settled() || r.replay.Made(rec) {
+			continue
+		}
+		rows = append(rows, &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"})
+	}
+	if len(rows) > 0 {
+		r.j.Append(rows...)
+	}
+}
+
+// flushSoon asks for the rows appended so far to be committed shortly, in case nothing else
+// commits them first: a terminal row should not wait in memory for the next effect.
+func (r *runner) flushSoon() {
+	select {
+	case r.flushKick <- struct{}{}:
+	default:
+	}
+}
+
+// flushDelay is how long a terminal row may wait for a commit that would cover it anyway.
+const flushDelay = 20 * time.Millisecond
+
+// flushLoop commits rows nobody else committed, a short while after they were appended.
+func (r *runner) flushLoop() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.flushKick:
+			}
+			t := time.NewTimer(flushDelay)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if last := r.j.LastSeq(); r.j.DurableSeq() < last {
+				if err := r.j.Sync(last); err != nil {
+					r.stop(err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// ProcessGCPercent is the garbage collector's target in crw's process. A run's live heap is
+// small and nearly all it allocates (parsed rows, call results) dies young, so collecting at
+// 100% growth spends a quarter of a replay in the collector; memory stays bounded by the small
+// live heap all the same.
+const ProcessGCPercent = 300
+
+// pid is this process's id, for the status it publishes.
+var pid = os.Getpid()

@@ -1,0 +1,266 @@
+// Package engine is the run service: Create, Execute, Start, Cancel, Follow, Status, List,
+// Timeline, Rows, Shadow and Delete, one engine-level API that the command line calls (and the
+// operator interface will). It knows runs only through a store.Store and backends only through
+// a backend.Registry; one process's execution of a run is engine/runner's, and replay is
+// engine/replay's.
+//
+// A process that executes one run (the detached run process, a foreground run or resume) puts
+// the environment the run recorded (Env) into its own before Execute, and puts back what was
+// there afterwards; the engine itself never changes the process's environment. A process that
+// hosts several runs starts each in a process of its own (Start).
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/lib"
+	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/store"
+)
+
+// Service is the run lifecycle over a store and a set of backends.
+type Service struct {
+	Store    store.Store
+	Backends *backend.Registry
+	// Launcher starts a run's process for Start; nil when this service cannot.
+	Launcher Launcher
+}
+
+// CreateOptions are what a run is created with; its spec records them.
+type CreateOptions struct {
+	Workflow     string
+	Input        json.RawMessage   // nil: null
+	Backend      string            // a name of the registry (default fake)
+	BackendOpts  map[string]string // the backend's options
+	Roles        inputs.RoleTable
+	Pool         int // default 4
+	BudgetTokens int64
+	LibDirs      []string
+}
+
+// ExecOptions are how this process executes a run.
+type ExecOptions struct {
+	// Console receives the script's console and crw.log lines (muted while it replays).
+	Console io.Writer
+	// OnEvent receives live progress; it is called from many goroutines, one event at a time.
+	OnEvent func(runner.Event)
+	// OnStart is called once the process holds the run and its started row is durable.
+	OnStart func(run string)
+	// Backend replaces the backend the spec names (tests).
+	Backend backend.Backend
+}
+
+// Run creates a run and executes it in this process.
+func (s *Service) Run(ctx context.Context, opts CreateOptions, x ExecOptions) (*store.Status, error) {
+	id, err := s.Create(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.Execute(ctx, id, x)
+}
+
+// Create checks a workflow and its options and records the run: its spec and an empty
+// journal. Nothing is recorded when the workflow does not load or an option is wrong.
+func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error) {
+	if opts.Pool == 0 {
+		opts.Pool = 4
+	}
+	if opts.Pool < 0 {
+		return "", errs.New(errs.InvalidRequest, "pool: must be 1 or more, got %d", opts.Pool)
+	}
+	if opts.BudgetTokens < 0 {
+		return "", errs.New(errs.InvalidRequest, "budget: must not be negative, got %d", opts.BudgetTokens)
+	}
+	if opts.Input == nil {
+		opts.Input = json.RawMessage("null")
+	}
+	if !json.Valid(opts.Input) {
+		return "", errs.New(errs.InvalidRequest, "--input: not JSON")
+	}
+	if opts.Backend == "" {
+		opts.Backend = "fake"
+	}
+	if opts.Roles == nil {
+		opts.Roles = inputs.RoleTable{}
+	}
+	wf, err := filepath.Abs(opts.Workflow)
+	if err != nil {
+		return "", errs.New(errs.InvalidRequest, "workflow %s: %v", opts.Workflow, err)
+	}
+	// Checked as the user named them, so an error names the file as they wrote it.
+	backendOpts, err := s.Backends.Prepare(opts.Backend, opts.BackendOpts)
+	if err != nil {
+		return "", err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", errs.New(errs.CapabilityUnavailable, "no working directory").Wrap(err)
+	}
+	tmp, err := usableTempDir()
+	if err != nil {
+		return "", err
+	}
+	// Load before anything is written: a workflow that does not load leaves no run behind.
+	digest, err := loadOnly(wf, opts.LibDirs, opts.Input)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now().UTC()
+	spec := &store.Spec{
+		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: digest,
+		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
+		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
+		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
+	}
+	if err := s.Store.Create(ctx, spec); err != nil {
+		return "", err
+	}
+	return spec.Run, nil
+}
+
+// loadOnly loads a workflow in a throwaway VM to report load errors and its digest.
+func loadOnly(wf string, libs []string, input json.RawMessage) (string, error) {
+	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: loadHost{}})
+	if err != nil {
+		return "", runner.LoadError(err)
+	}
+	return script.Digest(), nil
+}
+
+// loadHost is the host of a load-only VM: loading evaluates modules, and nothing more may run.
+type loadHost struct{}
+
+var errNotWhileLoading = errs.Throw(errs.InvalidRequest, "", "not available while the workflow loads: call it from the entry function")
+
+func (loadHost) Call(agent.Request, agent.Settle) error { return errNotWhileLoading }
+func (loadHost) Now() time.Time                         { return time.Unix(0, 0).UTC() }
+func (loadHost) Random() float64                        { return 0 }
+func (loadHost) Log(level, message string)              {}
+func (loadHost) TierStep(node string) error             { return errNotWhileLoading }
+func (loadHost) Commit(node, message string) error      { return errNotWhileLoading }
+func (loadHost) CheckSchema(s []byte) []loader.Problem  { return inputs.CheckSchema(s) }
+
+// Execute runs a run in this process: it takes the run's lease, replays what its journal
+// already holds and goes on live to the end. An error means the run did not end: it could not
+// start, or its process stopped (a divergence, a journal that failed, a lost lease), the full
+// account in the run's log.
+func (s *Service) Execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
+	st, err := s.execute(ctx, run, x)
+	if err != nil {
+		s.logError(run, err)
+	}
+	return st, err
+}
+
+func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := s.Store.Acquire(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.Release()
+	rows, err := lease.Journal().Rows()
+	if err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(err)
+	}
+	var h *replay.History
+	if len(rows) > 0 {
+		if h, err = replay.Read(rows); err != nil {
+			return nil, err
+		}
+		if h.Ended != nil {
+			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, h.Ended.Status)
+		}
+	}
+	be := x.Backend
+	if be == nil {
+		j := lease.Journal()
+		be, err = s.Backends.Open(spec.Backend, backend.Config{
+			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(),
+			Warn: func(reason, detail string) {
+				j.Append(&journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail})
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	defer be.Close()
+	if h != nil && h.Backend != "" && h.Backend != be.Name() {
+		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", run, h.Backend, be.Name())
+	}
+	return runner.Run(ctx, runner.Config{
+		Spec: spec, Lease: lease, Backend: be, History: h,
+		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart,
+	})
+}
+
+// logError writes the full account of an error with a cause to the run's log and names the log
+// in its diagnostic.
+func (s *Service) logError(run string, err error) {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		store.LogError(s.Store.Log(run), e)
+	}
+}
+
+// Env is the environment a process that executes a run puts into its own first: what the run
+// recorded (its TMPDIR). A recorded TMPDIR that is missing, not a folder or not writable is
+// run_env_unusable, naming it.
+func (s *Service) Env(ctx context.Context, run string) (map[string]string, error) {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if tmp, ok := spec.Env["TMPDIR"]; ok {
+		if err := checkTempDir(tmp); err != nil {
+			return nil, errs.New(errs.RunEnvUnusable, "run %s recorded %v; make the directory again to resume it", run, err).
+				Because("start", "tmpdir_unusable", "not_started", errs.Certain).Next("make the directory " + tmp + " again")
+		}
+	}
+	return spec.Env, nil
+}
+
+// Rows reads a run's journal, while a process holds it or not.
+func (s *Service) Rows(ctx context.Context, run string) ([]journal.Row, error) {
+	var rows []journal.Row
+	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	return rows, err
+}
+
+// Delete removes a run that no process holds.
+func (s *Service) Delete(ctx context.Context, run string) error { return s.Store.Delete(ctx, run) }
+
+// Shadow replays a script against a recorded run with no backend: the run's journal when run is
+// not "", else opts.Rows (a trace).
+func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (*shadow.Report, error) {
+	if run != "" {
+		rows, err := s.Rows(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		opts.Rows = rows
+	}
+	return shadow.Run(ctx, opts)
+}

@@ -1,0 +1,277 @@
+// Package shadow replays a script, changed or not, against a recorded run with no backend at
+// all, and reports every difference. It is another host around engine/replay's Replayer, the
+// component a resumed run delivers recorded results through: here it aligns calls with the
+// record instead of stopping at the first difference, and a call the record cannot answer
+// resolves held, so the script goes on.
+package shadow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/result"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/lib"
+	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/store"
+)
+
+// Options is a shadow replay: a script run against a recorded run.
+type Options struct {
+	Script  string
+	Rows    []journal.Row // the recorded run (a journal or a trace)
+	LibDirs []string
+	Log     io.Writer // the script's console
+}
+
+// Report is what a shadow replay found.
+type Report struct {
+	Run         string            `json:"run"`
+	Backend     string            `json:"backend"`
+	Script      string            `json:"script"`
+	Recorded    int               `json:"recorded"` // calls in the recorded run
+	Matched     int               `json:"matched"`
+	Divergences []Divergence      `json:"divergences"`
+	Unmade      []Call            `json:"unmade"` // recorded calls the script never made
+	New         []Call            `json:"new"`    // calls the recorded run does not have
+	Status      store.RunStatus   `json:"status"` // the script's end: completed or failed
+	Result      json.RawMessage   `json:"result"`
+	Error       *journal.RunError `json:"error"`
+}
+
+// Differs reports whether the script made anything but exactly the recorded calls.
+func (r *Report) Differs() bool { return len(r.Divergences)+len(r.Unmade)+len(r.New) > 0 }
+
+// Divergence is a call whose inputs differ from the recorded call it was aligned with.
+type Divergence struct {
+	Position int                `json:"position"` // 1-based issue order
+	Call     string             `json:"call"`     // the recorded call's id
+	Node     string             `json:"node"`
+	Fields   []replay.FieldDiff `json:"fields"`
+	Diff     string             `json:"diff,omitempty"` // a short diff of the prompts
+}
+
+// Call names a call in a report.
+type Call struct {
+	Position int    `json:"position"`
+	Call     string `json:"call,omitempty"`
+	Role     string `json:"role"`
+	Node     string `json:"node"`
+	Prompt   string `json:"prompt"`
+	Site     string `json:"site,omitempty"`
+}
+
+// Run runs a script against a recorded run. Every call resolves from the recorded call it is
+// aligned with, whatever it asked (so the script goes on and every divergence is found); a
+// call the record does not have resolves held. Nothing is written anywhere.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	h, err := replay.Read(opts.Rows)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	s := &host{
+		h: h, log: opts.Log, clock: h.ClockStart(),
+		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
+		roles: inputs.RoleTable(h.Started.RolePairs),
+	}
+	if s.roles == nil {
+		s.roles = inputs.RoleTable{}
+	}
+	s.replay = replay.New(h, replay.Align, func() {
+		if s.wake != nil {
+			s.wake()
+		}
+	})
+	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: len(h.ByIndex),
+		Divergences: []Divergence{}, Unmade: []Call{}, New: []Call{}}
+	s.report = report
+
+	input := h.Started.Input
+	if input == nil {
+		input = json.RawMessage("null")
+	}
+	script, err := vm.New(vm.Config{
+		Workflow: opts.Script, LibDirs: opts.LibDirs, Builtin: lib.FS, Input: input,
+		Seed: runner.Seed(h.Run, "Math.random"), Host: s,
+	})
+	if err != nil {
+		return nil, runner.LoadError(err)
+	}
+	out, runErr := script.Run(ctx)
+	var se *vm.ScriptError
+	switch {
+	case runErr == nil:
+		report.Status, report.Result = store.RunCompleted, out
+	case errors.As(runErr, &se):
+		report.Status = store.RunFailed
+		report.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+	default:
+		return nil, errs.New(errs.CapabilityUnavailable, "the shadow replay could not run the script").Wrap(runErr)
+	}
+	for i := 1; i <= h.MaxIndex; i++ {
+		rec := h.ByIndex[i]
+		if rec == nil || s.replay.Made(rec) {
+			continue
+		}
+		p := rec.Prepared
+		report.Unmade = append(report.Unmade, Call{Position: i, Call: p.Call, Role: p.Role, Node: p.Node, Prompt: short(p.Prompt), Site: p.Site})
+	}
+	return report, nil
+}
+
+// host is the host of a shadow replay.
+type host struct {
+	h       *replay.History
+	replay  *replay.Replayer
+	log     io.Writer
+	clock   time.Time // touched on the loop goroutine only
+	rng     *rand.Rand
+	roles   inputs.RoleTable
+	schemas inputs.Schemas
+	wake    func()
+
+	mu     sync.Mutex
+	report *Report
+}
+
+var (
+	_ vm.Host  = (*host)(nil)
+	_ vm.Idler = (*host)(nil)
+	_ vm.Waker = (*host)(nil)
+)
+
+func (s *host) Now() time.Time                        { return s.clock }
+func (s *host) Random() float64                       { return s.rng.Float64() }
+func (s *host) Commit(node, message string) error     { return runner.ErrCommitNotSupported }
+func (s *host) CheckSchema(b []byte) []loader.Problem { return inputs.CheckSchema(b) }
+func (s *host) SetWake(wake func())                   { s.wake = wake }
+func (s *host) Idle()                                 { s.replay.Idle() }
+
+func (s *host) Log(level, message string) {
+	if level == "log" || level == "info" {
+		fmt.Fprintln(s.log, message)
+		return
+	}
+	fmt.Fprintf(s.log, "%s: %s\n", level, message)
+}
+
+func (s *host) TierStep(node string) error {
+	if _, held := s.h.Holds[node]; held {
+		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
+	}
+	return runner.ErrTierStepNotSupported
+}
+
+// Call implements agent.Caller for the shadow: align with the record, resolve from it.
+func (s *host) Call(req agent.Request, settle agent.Settle) error {
+	if req.Resume != "" {
+		if _, _, ok := result.ParseHandle(req.Resume); !ok {
+			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
+		}
+	}
+	p := inputs.Prepare(req, s.roles, &s.schemas)
+	m := s.replay.Next(p.Row)
+	p.Row.Index = m.Index
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.Kind {
+	case replay.Fresh:
+		s.report.New = append(s.report.New, Call{Position: m.Index, Role: req.Role, Node: req.Node, Prompt: short(req.Prompt), Site: req.Site})
+		s.replay.Live(s.held(p.Row, settle, "the recorded run has no such call: it cannot run in a shadow", len(s.report.New)))
+		return nil
+	}
+	if m.Same {
+		s.report.Matched++
+	} else {
+		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, m.Rec.Prepared, replay.WithDigests(p.Row)))
+	}
+	if m.Kind == replay.Continue {
+		s.replay.Live(s.held(m.Rec.Prepared, settle, "the recorded call has no outcome to replay", 0))
+		return nil
+	}
+	res := m.Rec.Result(s.h.Run)
+	at := m.Rec.Terminal.At
+	s.replay.Recorded(m.Rec, func() { settle(res, func() { s.clock = at }) })
+	return nil
+}
+
+// held resolves a call the shadow cannot answer: held, with nothing sent. A call the record
+// does not have gets the nth id past the record's.
+func (s *host) held(p *journal.Row, settle agent.Settle, why string, nth int) func() {
+	row := &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: why}
+	prepared := *p
+	if prepared.Call == "" {
+		prepared.Call = fmt.Sprintf("c%d", s.h.MaxCall+nth)
+	}
+	res, _ := json.Marshal(result.Build(s.h.Run, &prepared, nil, row))
+	return func() { settle(res, nil) }
+}
+
+func divergence(pos int, want, got *journal.Row) Divergence {
+	d := Divergence{Position: pos, Call: want.Call, Node: want.Node}
+	for _, f := range replay.FieldDiffs(want, got) {
+		if f.Field == "prompt" {
+			d.Diff = lineDiff(f.Expected, f.Actual)
+		}
+		f.Expected, f.Actual = short(f.Expected), short(f.Actual)
+		d.Fields = append(d.Fields, f)
+	}
+	return d
+}
+
+// short cuts a text for a report line.
+func short(s string) string {
+	const max = 120
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}
+
+// lineDiff is a short diff of two texts: the lines that differ between their common start and
+// end, "-" for the recorded text and "+" for the script's.
+func lineDiff(want, got string) string {
+	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	out := []string{fmt.Sprintf("@@ line %d @@", pre+1)}
+	const maxLines = 12
+	for i, l := range a[pre : len(a)-suf] {
+		if i == maxLines {
+			out = append(out, "- …")
+			break
+		}
+		out = append(out, "- "+short(l))
+	}
+	for i, l := range b[pre : len(b)-suf] {
+		if i == maxLines {
+			out = append(out, "+ …")
+			break
+		}
+		out = append(out, "+ "+short(l))
+	}
+	return strings.Join(out, "\n")
+}

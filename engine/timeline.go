@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// TimelineCall is one call as the journal tells it: its newest attempt.
+type TimelineCall struct {
+	Call       string             `json:"call"`
+	Index      int                `json:"index"`
+	Role       string             `json:"role"`
+	Node       string             `json:"node"`
+	Status     journal.CallStatus `json:"status"` // "" while it has no terminal row
+	Reason     string             `json:"reason,omitempty"`
+	Detail     string             `json:"detail,omitempty"`
+	Site       string             `json:"site,omitempty"`
+	ThreadID   string             `json:"thread_id,omitempty"`
+	Model      string             `json:"model,omitempty"`
+	Effort     string             `json:"effort,omitempty"`
+	Turns      int                `json:"turns"`
+	RepairUsed bool               `json:"repair_used"`
+	Tokens     journal.Tokens     `json:"tokens"`
+	Started    time.Time          `json:"started"`
+	Ended      *time.Time         `json:"ended,omitempty"`
+	DurationMS int64              `json:"duration_ms"`
+	Prompt     string             `json:"prompt,omitempty"`
+	Output     json.RawMessage    `json:"output,omitempty"`
+	StartSeq   uint64             `json:"start_seq"`
+	EndSeq     uint64             `json:"end_seq,omitempty"`
+	LastRow    string             `json:"last_row"`
+	Attempts   int                `json:"attempts"`
+}
+
+// Timeline is a run's calls, in the order the script made them, as its journal tells them.
+type Timeline struct {
+	Run         string            `json:"run"`
+	Workflow    string            `json:"workflow"`
+	Backend     string            `json:"backend"`
+	Status      store.RunStatus   `json:"status"` // "" while it has not ended
+	Started     time.Time         `json:"started"`
+	Ended       *time.Time        `json:"ended,omitempty"`
+	Result      json.RawMessage   `json:"result,omitempty"`
+	Error       *journal.RunError `json:"error,omitempty"`
+	Calls       []TimelineCall    `json:"calls"`
+	Counts      store.Counts      `json:"counts"`
+	Tokens      journal.Tokens    `json:"tokens"`
+	Escalations []journal.Row     `json:"escalations,omitempty"`
+	Warnings    []journal.Row     `json:"warnings,omitempty"`
+}
+
+// Timeline reads a run's timeline out of its journal, while a process holds it or not.
+func (s *Service) Timeline(ctx context.Context, run string) (*Timeline, error) {
+	rows, err := s.Rows(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	t := Summarize(rows)
+	return &t, nil
+}
+
+// Summarize reads a timeline out of a journal's rows.
+func Summarize(rows []journal.Row) Timeline {
+	s := Timeline{Counts: store.Counts{}, Calls: []TimelineCall{}}
+	byCall := map[string]int{}
+	uncount := func(status journal.CallStatus) {
+		if s.Counts[status]--; s.Counts[status] == 0 {
+			delete(s.Counts, status)
+		}
+	}
+	for i := range rows {
+		row := &rows[i]
+		switch row.Type {
+		case journal.TypeStarted:
+			if s.Run == "" {
+				s.Run, s.Workflow, s.Backend, s.Started = row.Run, row.Workflow, row.Backend, row.At
+			}
+		case journal.TypeEnded:
+			at := row.At
+			s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error
+		case journal.TypeEscalation:
+			s.Escalations = append(s.Escalations, *row)
+		case journal.TypeWarning:
+			s.Warnings = append(s.Warnings, *row)
+		case journal.TypePrepared:
+			tc := TimelineCall{
+				Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
+				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1,
+			}
+			if i, ok := byCall[row.Call]; ok {
+				// A resume ran the call again (it was held by a pause): the new attempt is the call.
+				old := s.Calls[i]
+				if old.Status != "" {
+					uncount(old.Status)
+				}
+				tc.Attempts = old.Attempts + 1
+				s.Calls[i] = tc
+				continue
+			}
+			byCall[row.Call] = len(s.Calls)
+			s.Calls = append(s.Calls, tc)
+		default:
+			i, ok := byCall[row.Call]
+			if !ok {
+				continue
+			}
+			c := &s.Calls[i]
+			c.LastRow = row.Type
+			switch row.Type {
+			case journal.TypeThreadStarted:
+				c.ThreadID, c.Model, c.Effort = row.ThreadID, row.Model, row.Effort
+			case journal.TypeTurnStarted:
+				c.Turns++
+			}
+			if journal.IsTerminal(row.Type) {
+				if c.Status != "" {
+					// A later terminal row (superseded) replaces the call's outcome.
+					uncount(c.Status)
+				}
+				at := row.At
+				c.Status, c.Reason, c.Detail, c.Ended, c.EndSeq = journal.StatusOf(row.Type), row.Reason, row.Detail, &at, row.Seq
+				c.RepairUsed = row.RepairUsed
+				c.DurationMS = at.Sub(c.Started).Milliseconds()
+				if row.Tokens != nil {
+					c.Tokens = c.Tokens.Add(*row.Tokens)
+					s.Tokens = s.Tokens.Add(*row.Tokens)
+				}
+				if row.Type == journal.TypeCompleted {
+					c.Output = row.Output
+				}
+				s.Counts[c.Status]++
+			}
+		}
+	}
+	return s
+}
