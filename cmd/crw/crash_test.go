@@ -17,60 +17,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
-// crashWorkflow has sequential and concurrent calls, a repair, a continuation, and a loop whose
-// path depends on answers; its result depends on nothing but the answers.
-const crashWorkflow = `
-import { agent } from "crw:agent";
-import * as schemas from "crw:lib/schemas";
-
-export default async function main() {
-  const plan = await agent.call({ role: "architect", node: "plan", prompt: "plan it", schema: schemas.plan });
-  const builds = await Promise.all(plan.output.steps.map((s) =>
-    agent.call({ role: "executor", node: s.id, prompt: "build " + s.id, schema: schemas.buildReport })));
-  const first = await Promise.race([
-    agent.call({ role: "explorer", node: "race-a", prompt: "look a" }),
-    agent.call({ role: "explorer", node: "race-b", prompt: "look b" }),
-  ]);
-  let review = await agent.call({ role: "reviewer", node: "review", prompt: "review", schema: schemas.reviewVerdict });
-  let rounds = 1;
-  let fix = builds[0];
-  while (review.output.verdict !== "approve" && rounds < 3) {
-    fix = await agent.call({ role: "executor", node: "s1", resume: fix.handle, prompt: "fix round " + rounds, schema: schemas.buildReport });
-    review = await agent.call({ role: "reviewer", node: "review", prompt: "review again " + rounds, schema: schemas.reviewVerdict });
-    rounds++;
-  }
-  return {
-    steps: plan.output.steps.map((s) => s.id),
-    repaired: plan.meta.repairUsed,
-    builds: builds.map((b) => [b.callId, b.status, b.output.summary]),
-    first: first.output,
-    rounds, verdict: review.output.verdict, fix: fix.callId,
-  };
-}
-`
-
-const crashAnswers = `{"answers": [
-  {"match": {"node": "plan"}, "turns": [
-    {"text": "Here it is: {\"summary\": \"x\"", "delay_ms": 15},
-    {"json": {"summary": "three steps", "risks": [], "steps": [
-      {"id": "s1", "title": "one", "description": "d", "files": []},
-      {"id": "s2", "title": "two", "description": "d", "files": []},
-      {"id": "s3", "title": "three", "description": "d", "files": []}]}, "delay_ms": 10}]},
-  {"match": {"node": "s2"}, "turns": [{"json": {"status": "done", "summary": "built s2", "filesChanged": [], "testsRun": [], "notes": null}, "delay_ms": 40}]},
-  {"match": {"node": "s3"}, "turns": [{"json": {"status": "done", "summary": "built s3", "filesChanged": [], "testsRun": [], "notes": null}, "delay_ms": 5}]},
-  {"match": {"node": "race-a"}, "turns": [{"text": "a wins", "delay_ms": 5}]},
-  {"match": {"node": "race-b"}, "turns": [{"text": "b loses", "delay_ms": 60}]},
-  {"match": {"node": "review", "call": 7}, "turns": [{"json": {"verdict": "request_changes", "summary": "no", "findings": []}, "delay_ms": 10}]},
-  {"match": {"node": "review", "call": 9}, "turns": [{"json": {"verdict": "request_changes", "summary": "still no", "findings": []}, "delay_ms": 10}]},
-  {"match": {"node": "review"}, "turns": [{"json": {"verdict": "approve", "summary": "yes", "findings": []}, "delay_ms": 10}]},
-  {"match": {"node": "s1"}, "turns": [{"json": {"status": "done", "summary": "built s1", "filesChanged": [], "testsRun": [], "notes": null}, "delay_ms": 20}]}
-]}`
+// The crash workflow (testdata/crash/wf.js) has sequential and concurrent calls, a repair, a
+// continuation, a race and a loop whose path depends on answers; its result depends on
+// nothing but the answers (testdata/crash/answers.json) and the race's recorded winner.
+var crashDir = enginetest.CrashDir()
 
 type crashEnv struct {
 	t       *testing.T
@@ -83,8 +41,11 @@ type crashEnv struct {
 func newCrashEnv(t *testing.T) *crashEnv {
 	dir := t.TempDir()
 	e := &crashEnv{t: t, dir: dir, wf: filepath.Join(dir, "wf.js"), answers: filepath.Join(dir, "answers.json")}
-	require.NoError(t, os.WriteFile(e.wf, []byte(crashWorkflow), 0o600))
-	require.NoError(t, os.WriteFile(e.answers, []byte(crashAnswers), 0o600))
+	for _, name := range []string{"wf.js", "answers.json"} {
+		data, err := os.ReadFile(filepath.Join(crashDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
 	return e
 }
 
@@ -93,7 +54,7 @@ func newCrashEnv(t *testing.T) *crashEnv {
 func (e *crashEnv) crw(env []string, args ...string) (stdout []byte, killed bool, err error) {
 	cmd := exec.Command("crw", args...)
 	// A race-built crw sleeps a second at exit unless told not to.
-	cmd.Env = append(append(os.Environ(), "CRW_STATE="+e.state, "GORACE=atexit_sleep_ms=0"), env...)
+	cmd.Env = append(append(os.Environ(), "CRW_STATE="+e.state, "GORACE=atexit_sleep_ms=0", fake.HostLogEnv+"="+e.hostLog()), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
@@ -145,66 +106,24 @@ func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 	return runJSON{}
 }
 
-// checkJournal: the journal opens cleanly, and no turn was sent twice: within an attempt of a
-// call each turn k has at most one turn_started row, and a completed call was never sent again.
+// checkJournal: the journal opens cleanly, no turn was started twice in a generation of a
+// call, and the fake host received no turn twice.
 func (e *crashEnv) checkJournal(run string) []journal.Row {
-	path := journalPath(e.state, run)
-	journalfiletest.Check(e.t, path)
+	journalfiletest.Check(e.t, journalPath(e.state, run))
 	rows, err := readRows(e.state, run)
 	require.NoError(e.t, err)
-	type turn struct {
-		call    string
-		attempt int
-		k       int
-	}
-	attempts := map[string]int{}
-	seen := map[turn]bool{}
-	ended := map[string]bool{}
-	for _, r := range rows {
-		switch {
-		case r.Type == journal.TypePrepared:
-			attempts[r.Call]++
-			delete(ended, r.Call)
-		case r.Type == journal.TypeTurnStarted:
-			key := turn{r.Call, attempts[r.Call], r.K}
-			assert.False(e.t, seen[key], "turn %d of call %s sent twice (row %d)", r.K, r.Call, r.Seq)
-			assert.False(e.t, ended[r.Call], "call %s sent a turn after it ended (row %d)", r.Call, r.Seq)
-			seen[key] = true
-		case journal.IsTerminal(r.Type):
-			assert.False(e.t, ended[r.Call], "call %s ended twice (row %d)", r.Call, r.Seq)
-			ended[r.Call] = true
-		}
-	}
+	enginetest.CheckJournal(e.t, rows)
+	received, _ := enginetest.HostLog(e.t, e.hostLog())
+	enginetest.CheckSends(e.t, received)
 	return rows
 }
 
-// checkResult compares a resumed run's result with an uninterrupted run's. Everything but the
-// Promise.race is decided by the answers alone. The race is not: a crash between the sends of
-// its two calls lets the slow one run while no process watches, so after the resume it may
-// legitimately finish first. What is guaranteed is that the script saw the race end the way
-// the journal recorded it: the winner is the call whose terminal row came first.
+// hostLog is the fake host's log of the run's turns, beside its state folder.
+func (e *crashEnv) hostLog() string { return filepath.Join(e.state, "fake-host.log") }
+
 func (e *crashEnv) checkResult(want, got json.RawMessage, rows []journal.Row, msg string) {
 	e.t.Helper()
-	var w, g map[string]any
-	require.NoError(e.t, json.Unmarshal(want, &w), msg)
-	require.NoError(e.t, json.Unmarshal(got, &g), "%s: %s", msg, got)
-	winner := ""
-	for _, r := range rows {
-		if !journal.IsTerminal(r.Type) || winner != "" {
-			continue
-		}
-		for _, p := range rows {
-			if p.Type == journal.TypePrepared && p.Call == r.Call && (p.Node == "race-a" || p.Node == "race-b") {
-				winner = p.Node
-			}
-		}
-	}
-	wantFirst := map[string]string{"race-a": "a wins", "race-b": "b loses"}[winner]
-	require.NotEmpty(e.t, wantFirst, "%s: no race call ended", msg)
-	assert.Equal(e.t, wantFirst, g["first"], "%s: the race's winner is the call the journal ended first", msg)
-	delete(w, "first")
-	delete(g, "first")
-	assert.Equal(e.t, w, g, msg)
+	enginetest.CheckCrashResult(e.t, want, got, rows, msg)
 }
 
 // TestCrashBetweenEveryCommit kills the run's process with SIGKILL right after each of its
@@ -220,7 +139,9 @@ func TestCrashBetweenEveryCommit(t *testing.T) {
 	require.False(t, killed)
 	want := decodeRun(t, out)
 	require.Equal(t, string(store.RunCompleted), want.Status, "%s", out)
-	e.checkJournal(want.Run)
+	rows := e.checkJournal(want.Run)
+	received, _ := enginetest.HostLog(t, e.hostLog())
+	assert.Equal(t, enginetest.Count(rows, "", journal.TypeTurnStarted), len(received), "the host received every turn the journal started")
 
 	crashed := 0
 	for n := 1; n < 200; n++ {
