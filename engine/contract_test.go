@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
@@ -279,8 +280,9 @@ func TestContractAnswerParsing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			host := fake.NewHost("")
 			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "count", schema: S }) };`),
-				answers(`{"match": {"call": 1}, "turns": `+tc.turns+`}`))
+				answers(`{"match": {"call": 1}, "turns": `+tc.turns+`}`), enginetest.Host(host))
 			require.Equal(t, store.RunCompleted, res.Status)
 			cr := call(t, res, rows, "r")
 			assert.Equal(t, tc.status, string(cr.Status))
@@ -304,8 +306,14 @@ func TestContractAnswerParsing(t *testing.T) {
 				assert.Equal(t, i+1, tr.K)
 			}
 			assert.Empty(t, turnRows[0].Repair)
+			assert.Equal(t, "count", host.Prompt(turnRows[0].TurnID), "the task turn is the call's prompt")
 			if tc.turnCount == 2 {
 				assert.Contains(t, turnRows[1].Repair, tc.repairNames)
+				// The repair turn names what was wrong; it is not the task again.
+				repair := host.Prompt(turnRows[1].TurnID)
+				assert.Equal(t, "Your previous answer could not be accepted: "+turnRows[1].Repair+".\n"+
+					"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it.", repair)
+				assert.Contains(t, repair, tc.repairNames)
 				thread := enginetest.OfType(enginetest.CallRows(rows, cid), journal.TypeThreadStarted)[0]
 				for _, id := range cr.Meta.TurnIDs {
 					assert.True(t, strings.HasPrefix(id, thread.ThreadID), "turn %s on thread %s", id, thread.ThreadID)

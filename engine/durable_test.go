@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -176,4 +177,48 @@ func testResumeSupersedesReplacedCall(t *testing.T, svc *engine.Service) {
 	require.Equal(t, []string{journal.TypePrepared, journal.TypeSuperseded}, types)
 	assert.Equal(t, "superseded_by_resume", fallback[1].Reason)
 	assert.Equal(t, store.Counts{"completed": 2, "superseded": 1}, engine.Summarize(rows).Counts)
+}
+
+// TestReplayMutesTheConsole: a resumed script's console is muted while it replays what the
+// journal recorded (its first process printed that already), and heard again once the replay
+// has caught up.
+func TestReplayMutesTheConsole(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			wfPath := filepath.Join(root, "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  console.log("first line");
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "a" });
+  crw.log("after a: " + a.output);
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "b" });
+  console.warn("after b: " + b.output);
+  return [a.output, b.output];
+}
+`), 0o644))
+			ctx := context.Background()
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			lease, err := svc.Store.Acquire(ctx, id)
+			require.NoError(t, err)
+			_, err = lease.Journal().Write(
+				&journal.Row{Type: journal.TypeStarted, Run: id, Backend: "fake", Workflow: wfPath, Pool: 4, Input: json.RawMessage("null")},
+				durablePrepared("c1", 1, "a", "a"),
+				&journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "fake-c1", Model: "fake-model", Effort: "medium"},
+				&journal.Row{Type: journal.TypeTurnStarted, Call: "c1", K: 1, TurnID: "fake-c1-t1"},
+				&journal.Row{Type: journal.TypeCompleted, Call: "c1", Output: json.RawMessage(`"A"`), TurnIDs: []string{"fake-c1-t1"}},
+			)
+			require.NoError(t, err)
+			require.NoError(t, lease.Release())
+
+			var console bytes.Buffer
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Console: &console})
+			require.NoError(t, err)
+			assert.JSONEq(t, `["A", "ok"]`, string(end.Result))
+			assert.Equal(t, "after a: A\nwarn: after b: ok\n", console.String())
+		})
+	}
 }

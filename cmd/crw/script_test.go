@@ -21,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/store/local"
 )
 
@@ -76,6 +77,7 @@ func TestScript(t *testing.T) {
 			"garble":     cmdGarble,
 			"eq":         cmdEq,
 			"jsonset":    cmdJSONSet,
+			"hosttmp":    cmdHostTmp,
 		},
 	})
 }
@@ -619,4 +621,24 @@ func cmdJSONSet(ts *testscript.TestScript, neg bool, args []string) {
 	data, err := json.MarshalIndent(doc, "", "  ")
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), append(data, '\n'), 0o600))
+}
+
+// cmdHostTmp is `hosttmp LOG N DIR`: the fake host's log (fake.HostLogEnv) has N turns, each
+// sent by a process whose TMPDIR was DIR.
+func cmdHostTmp(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: hosttmp LOG N DIR")
+	}
+	var n int
+	for _, line := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		var l fake.HostLine
+		ts.Check(json.Unmarshal([]byte(line), &l))
+		if l.TmpDir != args[2] {
+			ts.Fatalf("hosttmp: turn %s was sent by a process whose TMPDIR is %q, want %q", l.Turn, l.TmpDir, args[2])
+		}
+		n++
+	}
+	if fmt.Sprint(n) != args[1] {
+		ts.Fatalf("hosttmp: %d turns sent, want %s", n, args[1])
+	}
 }

@@ -61,6 +61,7 @@ type config struct {
 	opts   engine.CreateOptions
 	before func(*engine.CreateOptions)
 	memory bool
+	host   *fake.Host
 }
 
 // Pool sets the number of calls in flight (the engine's default is 4).
@@ -86,6 +87,9 @@ func File(path, content string) Option {
 
 // Configure edits the run's options right before it is created.
 func Configure(fn func(*engine.CreateOptions)) Option { return func(c *config) { c.before = fn } }
+
+// Host runs the turns on this fake host, which keeps what it received.
+func Host(h *fake.Host) Option { return func(c *config) { c.host = h } }
 
 // Memory runs on an in-memory store instead of a state folder.
 func Memory() Option { return func(c *config) { c.memory = true } }
@@ -125,10 +129,12 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 
+	var parsed *fake.Answers
 	if answers != "" {
 		path := filepath.Join(root, "answers.json")
 		require.NoError(t, os.WriteFile(path, []byte(answers), 0o644))
-		_, err := fake.ParseAnswers(path, []byte(answers))
+		var err error
+		parsed, err = fake.ParseAnswers(path, []byte(answers))
 		require.NoError(t, err, "answers file")
 		c.opts.BackendOpts = map[string]string{"answers": path}
 	}
@@ -148,7 +154,11 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	res, err := svc.Run(ctx, eo, engine.ExecOptions{})
+	var x engine.ExecOptions
+	if c.host != nil {
+		x.Backend = fake.New(parsed, c.host)
+	}
+	res, err := svc.Run(ctx, eo, x)
 	out := Outcome{Status: res, Err: err, Service: svc, Dir: dir}
 	if err != nil {
 		return out

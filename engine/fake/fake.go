@@ -110,7 +110,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 		return backend.Outcome{Status: backend.Unavailable, Cause: err}
 	}
 	turnID := turnIDOf(th, t.K)
-	b.host.receive(turnID)
+	b.host.receive(turnID, t.Prompt)
 	rec.Started(turnID)
 	return b.answer(ctx, t, turnID, b.now(), false)
 }

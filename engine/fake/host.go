@@ -13,13 +13,23 @@ import (
 // being the temporary folder of the process that sent it, which a real host's child processes
 // would inherit.
 type Host struct {
-	mu    sync.Mutex
-	sends map[string]int
-	log   string
+	mu      sync.Mutex
+	sends   map[string]int
+	prompts map[string]string
+	log     string
 }
 
 // NewHost returns a host that appends to log ("" keeps the count in memory only).
-func NewHost(log string) *Host { return &Host{sends: map[string]int{}, log: log} }
+func NewHost(log string) *Host {
+	return &Host{sends: map[string]int{}, prompts: map[string]string{}, log: log}
+}
+
+// Prompt is the text the host received for a turn ("" for a turn it never received).
+func (h *Host) Prompt(turnID string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.prompts[turnID]
+}
 
 // Sends is how many times the host received the turn.
 func (h *Host) Sends(turnID string) int {
@@ -45,10 +55,11 @@ type HostLine struct {
 	TmpDir string `json:"tmpdir"`
 }
 
-func (h *Host) receive(turnID string) {
+func (h *Host) receive(turnID, prompt string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sends[turnID]++
+	h.prompts[turnID] = prompt
 	if h.log == "" {
 		return
 	}

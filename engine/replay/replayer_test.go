@@ -22,11 +22,12 @@ import (
 //   - the console is not muted during replay: engine's TestReplayMutesTheConsole;
 //   - shadow's lookahead of 16 becomes 1: TestAlignLooksAheadSixteen;
 //   - the repair turn resends the original prompt instead of naming what was wrong: engine's
-//     TestContractAnswerParsing (the repair turn's prompt) and TestRepairNamesTheProblem;
+//     TestContractAnswerParsing, which reads the prompt each turn reached the fake host with;
 //   - the fake's delay is counted from now rather than from when the turn was sent: fake's
 //     TestReconciledDelayCountsFromTheSend;
 //   - the recorded TMPDIR is not applied to the run's own process: the script test
-//     durable_tmpdir_resume (the fake host's log of the resumed process's sends);
+//     durable_tmpdir_resume (hosttmp: the fake host logs the TMPDIR of the process that sent
+//     each turn);
 //   - a turn that may have been sent is sent again on resume: the crash tests, which count
 //     sends per turn on the fake host (cmd/crw's TestCrashBetweenEveryCommit, engine's
 //     TestCrashAfterEveryCommit);

@@ -238,3 +238,40 @@ func TestPendingIsSafeFromOtherGoroutines(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, err)
 }
+
+// TestWakeRunsIdleAgain: a loop that waits for a reservation runs its idle function once
+// more when woken; there the host releases what it held back.
+func TestWakeRunsIdleAgain(t *testing.T) {
+	t.Parallel()
+	l := eventloop.New()
+	var mu sync.Mutex
+	var held func()
+	idles := 0
+	l.SetIdle(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		idles++
+		if held != nil {
+			held()
+			held = nil
+		}
+	})
+	done := false
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := l.Start(ctx, func() error {
+		enqueue := l.Reserve()
+		go func() {
+			// The loop is idle by now; a result arrives and is held back, then the loop is woken.
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			held = func() { enqueue(func() error { done = true; return nil }) }
+			mu.Unlock()
+			l.Wake()
+		}()
+		return nil
+	})
+	require.NoError(t, err, "without Wake the loop would wait for ctx")
+	assert.True(t, done)
+	assert.GreaterOrEqual(t, idles, 2)
+}
