@@ -1,0 +1,41 @@
+package engine_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCoreImportsNoConcreteBackendOrStore: the engine core knows backends only through
+// engine/backend and stores only through store; the command line builds the concrete ones.
+func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	core := []string{"engine", "engine/runner", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
+	forbidden := []string{
+		"github.com/crw-dev/crw/engine/fake", "github.com/crw-dev/crw/engine/appserver",
+		"github.com/crw-dev/crw/engine/backend/pulltest", "github.com/crw-dev/crw/engine/backend/codex",
+		"github.com/crw-dev/crw/store/local", "github.com/crw-dev/crw/store/mem", "go.etcd.io/bbolt",
+		"github.com/crw-dev/crw/cmd",
+	}
+	for _, pkg := range core {
+		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/crw-dev/crw/"+pkg).Output()
+		require.NoError(t, err, pkg)
+		deps := strings.Fields(string(out))
+		require.NotEmpty(t, deps)
+		for _, dep := range deps {
+			for _, f := range forbidden {
+				assert.False(t, dep == f || strings.HasPrefix(dep, f+"/"), "%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
