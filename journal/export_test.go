@@ -13,23 +13,6 @@ import (
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
-// sampleRows returns n rows of a few shapes, Seq and At left for Append.
-func sampleRows(n int) []*journal.Row {
-	rows := make([]*journal.Row, n)
-	for i := range rows {
-		call := "c" + string(rune('a'+i%26))
-		switch i % 3 {
-		case 0:
-			rows[i] = &journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "planner", Prompt: strings.Repeat("plan the work. ", 8)}
-		case 1:
-			rows[i] = &journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "turn-" + call}
-		default:
-			rows[i] = &journal.Row{Type: journal.TypeCompleted, Call: call, Output: json.RawMessage(`{"ok":true,"n":1}`), Tokens: &journal.Tokens{Input: 10, Output: 5, Total: 15}}
-		}
-	}
-	return rows
-}
-
 func TestExportImportRoundTrip(t *testing.T) {
 	t.Parallel()
 	j, _ := journalfiletest.Create(t)
@@ -38,7 +21,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		Type: journal.TypeStarted, Run: journalfiletest.RunID, Workflow: "wf.js",
 		RolePairs: map[string]journal.Pair{"planner": {Model: "m", Effort: "high"}},
 		Input:     json.RawMessage(`{"task":"x"}`),
-	}}, sampleRows(6)...)
+	}}, journalfiletest.SampleRows(6)...)
 	rows = append(rows,
 		&journal.Row{Type: journal.TypeCompleted, Call: "ca", RawText: &raw, TurnIDs: []string{"t1", "t2"}},
 		&journal.Row{Type: journal.TypeEnded, Status: "failed", Error: &journal.RunError{Message: "boom", Code: "E1"}},

@@ -164,8 +164,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	case runErr == nil:
 		end.Status, end.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
-		end.Status = store.RunFailed
-		end.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+		end.Status, end.Error = store.RunFailed, ThrownError(se)
 	default:
 		err := r.stopError(runErr)
 		stopPublish()
@@ -269,6 +268,11 @@ func (r *runner) stopError(cause error) error {
 	return e
 }
 
+// ThrownError is how a run records what its workflow threw.
+func ThrownError(se *vm.ScriptError) *journal.RunError {
+	return &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+}
+
 // LoadError turns a workflow that does not load into invalid input naming the place.
 func LoadError(err error) error {
 	var le *loader.LoadError
@@ -294,11 +298,17 @@ func (r *runner) Log(level, message string) {
 	if r.replay.Replaying() {
 		return
 	}
+	WriteConsole(r.console, level, message)
+}
+
+// WriteConsole writes a line of a script's console: log and info lines as they are, the others
+// after their level.
+func WriteConsole(w io.Writer, level, message string) {
 	if level == "log" || level == "info" {
-		fmt.Fprintln(r.console, message)
+		fmt.Fprintln(w, message)
 		return
 	}
-	fmt.Fprintf(r.console, "%s: %s\n", level, message)
+	fmt.Fprintf(w, "%s: %s\n", level, message)
 }
 
 // TierStep implements crw.Host.

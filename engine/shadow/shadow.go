@@ -119,8 +119,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	case runErr == nil:
 		report.Status, report.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
-		report.Status = store.RunFailed
-		report.Error = &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+		report.Status, report.Error = store.RunFailed, runner.ThrownError(se)
 	default:
 		return nil, errs.New(errs.CapabilityUnavailable, "the shadow replay could not run the script").Wrap(runErr)
 	}
@@ -163,13 +162,7 @@ func (s *host) CheckSchema(b []byte) []loader.Problem { return inputs.CheckSchem
 func (s *host) SetWake(wake func())                   { s.wake = wake }
 func (s *host) Idle()                                 { s.replay.Idle() }
 
-func (s *host) Log(level, message string) {
-	if level == "log" || level == "info" {
-		fmt.Fprintln(s.log, message)
-		return
-	}
-	fmt.Fprintf(s.log, "%s: %s\n", level, message)
-}
+func (s *host) Log(level, message string) { runner.WriteConsole(s.log, level, message) }
 
 func (s *host) TierStep(node string) error {
 	if _, held := s.h.Holds[node]; held {

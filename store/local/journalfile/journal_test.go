@@ -3,7 +3,6 @@ package journalfile_test
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -24,23 +23,6 @@ import (
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
 )
 
-// sampleRows returns n rows of a few shapes, Seq and At left for Append.
-func sampleRows(n int) []*journal.Row {
-	rows := make([]*journal.Row, n)
-	for i := range rows {
-		call := "c" + string(rune('a'+i%26))
-		switch i % 3 {
-		case 0:
-			rows[i] = &journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "planner", Prompt: strings.Repeat("plan the work. ", 8)}
-		case 1:
-			rows[i] = &journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "turn-" + call}
-		default:
-			rows[i] = &journal.Row{Type: journal.TypeCompleted, Call: call, Output: json.RawMessage(`{"ok":true,"n":1}`), Tokens: &journal.Tokens{Input: 10, Output: 5, Total: 15}}
-		}
-	}
-	return rows
-}
-
 func deref(rows []*journal.Row) []journal.Row {
 	out := make([]journal.Row, len(rows))
 	for i, r := range rows {
@@ -55,7 +37,7 @@ func TestCreateOpenRoundTrip(t *testing.T) {
 	assert.Equal(t, journalfiletest.RunID, j.RunID())
 	assert.Equal(t, uint64(0), j.LastSeq())
 
-	first := sampleRows(5)
+	first := journalfiletest.SampleRows(5)
 	first[0].At = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	seq, err := j.Write(first...)
 	require.NoError(t, err)
@@ -80,7 +62,7 @@ func TestCreateOpenRoundTrip(t *testing.T) {
 	assert.Equal(t, deref(first), rows)
 
 	// A resumed run continues the seqs.
-	more := sampleRows(3)
+	more := journalfiletest.SampleRows(3)
 	seq, err = j.Write(more...)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(8), seq)
@@ -153,7 +135,7 @@ func goodJournal(t *testing.T, n int) string {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := journalfile.Create(path, "run-good")
 	require.NoError(t, err)
-	for _, r := range sampleRows(n) {
+	for _, r := range journalfiletest.SampleRows(n) {
 		_, err := j.Write(r)
 		require.NoError(t, err)
 	}
@@ -307,7 +289,7 @@ func TestLockedInProcess(t *testing.T) {
 	// bbolt locks with flock, which binds to the open file, not the process:
 	// a second handle in the same process is refused like another process.
 	j, path := journalfiletest.Create(t)
-	_, err := j.Write(sampleRows(1)...)
+	_, err := j.Write(journalfiletest.SampleRows(1)...)
 	require.NoError(t, err)
 
 	start := time.Now()
@@ -357,7 +339,7 @@ func TestLockedAcrossProcesses(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	j, path := journalfiletest.Create(t)
-	_, err := j.Write(sampleRows(1)...)
+	_, err := j.Write(journalfiletest.SampleRows(1)...)
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 
@@ -394,9 +376,9 @@ func TestReadOnly(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Equal(t, "run-good", j.RunID())
-	assert.Equal(t, uint64(0), j.Append(sampleRows(1)...), "rows are kept out")
+	assert.Equal(t, uint64(0), j.Append(journalfiletest.SampleRows(1)...), "rows are kept out")
 	assert.ErrorIs(t, j.Sync(1), journalfile.ErrReadOnly)
-	_, err = j.Write(sampleRows(1)...)
+	_, err = j.Write(journalfiletest.SampleRows(1)...)
 	assert.ErrorIs(t, err, journalfile.ErrReadOnly)
 	rows, err := j.Rows()
 	require.NoError(t, err)
@@ -408,7 +390,7 @@ func TestReadOnly(t *testing.T) {
 func TestScan(t *testing.T) {
 	t.Parallel()
 	j, _ := journalfiletest.Create(t)
-	_, err := j.Write(sampleRows(10)...)
+	_, err := j.Write(journalfiletest.SampleRows(10)...)
 	require.NoError(t, err)
 	stop := errors.New("stop")
 

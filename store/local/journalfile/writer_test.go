@@ -24,36 +24,36 @@ func TestCommitCounts(t *testing.T) {
 		wantCommits uint64
 	}{
 		{name: "one Write per row, one commit each", wantRows: 20, wantCommits: 20, do: func(t *testing.T, j *journalfile.Journal) {
-			for _, r := range sampleRows(20) {
+			for _, r := range journalfiletest.SampleRows(20) {
 				_, err := j.Write(r)
 				require.NoError(t, err)
 			}
 		}},
 		{name: "Append then Sync, row by row", wantRows: 5, wantCommits: 5, do: func(t *testing.T, j *journalfile.Journal) {
-			for _, r := range sampleRows(5) {
+			for _, r := range journalfiletest.SampleRows(5) {
 				require.NoError(t, j.Sync(j.Append(r)))
 			}
 		}},
 		{name: "many Appends, one Sync", wantRows: 7, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
 			var seq uint64
-			for _, r := range sampleRows(7) {
+			for _, r := range journalfiletest.SampleRows(7) {
 				seq = j.Append(r)
 			}
 			require.NoError(t, j.Sync(seq))
 		}},
 		{name: "Sync of an early seq takes everything pending", wantRows: 6, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
-			first := j.Append(sampleRows(1)...)
-			j.Append(sampleRows(5)...)
+			first := j.Append(journalfiletest.SampleRows(1)...)
+			j.Append(journalfiletest.SampleRows(5)...)
 			require.NoError(t, j.Sync(first))
 			require.NoError(t, j.Sync(6), "already durable")
 		}},
 		{name: "Write of several rows", wantRows: 3, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
-			seq, err := j.Write(sampleRows(3)...)
+			seq, err := j.Write(journalfiletest.SampleRows(3)...)
 			require.NoError(t, err)
 			require.Equal(t, uint64(3), seq)
 		}},
 		{name: "Sync of durable seqs commits nothing", wantRows: 1, wantCommits: 1, do: func(t *testing.T, j *journalfile.Journal) {
-			_, err := j.Write(sampleRows(1)...)
+			_, err := j.Write(journalfiletest.SampleRows(1)...)
 			require.NoError(t, err)
 			require.NoError(t, j.Sync(0))
 			require.NoError(t, j.Sync(1))
@@ -61,7 +61,7 @@ func TestCommitCounts(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{name: "Append alone commits nothing", wantRows: 4, wantCommits: 0, do: func(t *testing.T, j *journalfile.Journal) {
-			j.Append(sampleRows(4)...)
+			j.Append(journalfiletest.SampleRows(4)...)
 			time.Sleep(20 * time.Millisecond)
 			require.Equal(t, uint64(0), j.DurableSeq())
 		}},
@@ -80,7 +80,7 @@ func TestCommitCounts(t *testing.T) {
 func TestSyncBeyondAppended(t *testing.T) {
 	t.Parallel()
 	j, _ := journalfiletest.Create(t)
-	j.Append(sampleRows(2)...)
+	j.Append(journalfiletest.SampleRows(2)...)
 	err := j.Sync(3)
 	require.ErrorContains(t, err, "only 2 rows")
 	require.NoError(t, j.Sync(2), "a bad Sync does not poison")
@@ -89,7 +89,7 @@ func TestSyncBeyondAppended(t *testing.T) {
 func TestCloseFlushes(t *testing.T) {
 	t.Parallel()
 	j, path := journalfiletest.Create(t)
-	j.Append(sampleRows(3)...)
+	j.Append(journalfiletest.SampleRows(3)...)
 	hooked := false
 	// Nobody waits on this row; Close must still commit it and run its hook.
 	j.AppendThen(&journal.Row{Type: journal.TypeWarning, Detail: "last"}, func() { hooked = true })
@@ -99,12 +99,12 @@ func TestCloseFlushes(t *testing.T) {
 	for name, err := range map[string]error{
 		"Sync":  j.Sync(1),
 		"Close": j.Close(),
-		"Write": func() error { _, err := j.Write(sampleRows(1)...); return err }(),
+		"Write": func() error { _, err := j.Write(journalfiletest.SampleRows(1)...); return err }(),
 		"Rows":  func() error { _, err := j.Rows(); return err }(),
 	} {
 		assert.ErrorIs(t, err, journalfile.ErrClosed, name)
 	}
-	assert.Equal(t, uint64(0), j.Append(sampleRows(1)...), "rows are kept out")
+	assert.Equal(t, uint64(0), j.Append(journalfiletest.SampleRows(1)...), "rows are kept out")
 
 	j = journalfiletest.Reopen(t, path)
 	assert.Equal(t, uint64(4), j.LastSeq())
@@ -235,7 +235,7 @@ func TestGroupCommit(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := j.Write(sampleRows(1)...)
+		_, err := j.Write(journalfiletest.SampleRows(1)...)
 		assert.NoError(t, err)
 	}()
 	<-entered
@@ -243,7 +243,7 @@ func TestGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := j.Write(sampleRows(1)...)
+			_, err := j.Write(journalfiletest.SampleRows(1)...)
 			assert.NoError(t, err)
 		}()
 	}
@@ -264,7 +264,7 @@ func TestGroupCommitConcurrentWriters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, r := range sampleRows(perG) {
+			for _, r := range journalfiletest.SampleRows(perG) {
 				seq, err := j.Write(r)
 				assert.NoError(t, err)
 				assert.Equal(t, r.Seq, seq)
@@ -296,7 +296,7 @@ func TestPoison(t *testing.T) {
 			name: "another writer took the next key",
 			fail: func(t *testing.T, j *journalfile.Journal) error {
 				require.NoError(t, journalfile.PutRaw(j, 3, []byte(`{"seq":3,"type":"warning","at":"2026-01-01T00:00:00Z"}`)))
-				_, err := j.Write(sampleRows(1)...)
+				_, err := j.Write(journalfiletest.SampleRows(1)...)
 				return err
 			},
 			wantErr:  "journal: commit rows 3-3: first new row is 3 but the file ends at 3",
@@ -306,7 +306,7 @@ func TestPoison(t *testing.T) {
 			name: "commit fails",
 			fail: func(t *testing.T, j *journalfile.Journal) error {
 				journalfile.SetCommitHook(j, func(first, last uint64) error { return diskFull })
-				j.Append(sampleRows(2)...)
+				j.Append(journalfiletest.SampleRows(2)...)
 				return j.Sync(j.LastSeq())
 			},
 			wantErr:  "journal: commit rows 3-4: disk full",
@@ -316,7 +316,7 @@ func TestPoison(t *testing.T) {
 		{
 			name: "row cannot be encoded",
 			fail: func(t *testing.T, j *journalfile.Journal) error {
-				j.Append(sampleRows(2)...) // buffered, then dropped by the poison
+				j.Append(journalfiletest.SampleRows(2)...) // buffered, then dropped by the poison
 				seq := j.Append(&journal.Row{Type: journal.TypeCompleted, Output: json.RawMessage(`{"half":`)})
 				assert.Equal(t, uint64(0), seq)
 				return j.Sync(seq)
@@ -329,7 +329,7 @@ func TestPoison(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			j, path := journalfiletest.Create(t)
-			_, err := j.Write(sampleRows(2)...)
+			_, err := j.Write(journalfiletest.SampleRows(2)...)
 			require.NoError(t, err)
 
 			err = tt.fail(t, j)
@@ -340,11 +340,11 @@ func TestPoison(t *testing.T) {
 
 			// The same error, from every later call.
 			hooked := false
-			assert.Equal(t, uint64(0), j.Append(sampleRows(1)...))
-			assert.Equal(t, uint64(0), j.AppendThen(sampleRows(1)[0], func() { hooked = true }))
+			assert.Equal(t, uint64(0), j.Append(journalfiletest.SampleRows(1)...))
+			assert.Equal(t, uint64(0), j.AppendThen(journalfiletest.SampleRows(1)[0], func() { hooked = true }))
 			assert.Same(t, err, j.Sync(0))
 			assert.Same(t, err, j.Sync(1), "even a durable seq")
-			_, werr := j.Write(sampleRows(1)...)
+			_, werr := j.Write(journalfiletest.SampleRows(1)...)
 			assert.Same(t, err, werr)
 			assert.Same(t, err, j.Close())
 			assert.False(t, hooked)
@@ -369,10 +369,10 @@ func TestPoisonWakesWaiters(t *testing.T) {
 		return fail
 	})
 	errs := make(chan error, 8)
-	go func() { _, err := j.Write(sampleRows(1)...); errs <- err }()
+	go func() { _, err := j.Write(journalfiletest.SampleRows(1)...); errs <- err }()
 	<-entered
 	for range 7 {
-		go func() { _, err := j.Write(sampleRows(1)...); errs <- err }()
+		go func() { _, err := j.Write(journalfiletest.SampleRows(1)...); errs <- err }()
 	}
 	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 7 }, 10*time.Second, time.Millisecond)
 	close(release)

@@ -2,13 +2,16 @@
 package journalfiletest
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
@@ -84,4 +87,21 @@ func closeQuietly(t testing.TB, j *journalfile.Journal) {
 	if err := j.Close(); err != nil && !errors.Is(err, journalfile.ErrClosed) {
 		t.Errorf("journalfiletest: close: %v", err)
 	}
+}
+
+// SampleRows returns n rows of a few shapes, Seq and At left for Append.
+func SampleRows(n int) []*journal.Row {
+	rows := make([]*journal.Row, n)
+	for i := range rows {
+		call := "c" + string(rune('a'+i%26))
+		switch i % 3 {
+		case 0:
+			rows[i] = &journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "planner", Prompt: strings.Repeat("plan the work. ", 8)}
+		case 1:
+			rows[i] = &journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "turn-" + call}
+		default:
+			rows[i] = &journal.Row{Type: journal.TypeCompleted, Call: call, Output: json.RawMessage(`{"ok":true,"n":1}`), Tokens: &journal.Tokens{Input: 10, Output: 5, Total: 15}}
+		}
+	}
+	return rows
 }
