@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -519,4 +521,33 @@ func TestContractInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"task": "ship it", "n": [1, 2]}`, string(spec.Input))
 	assert.Equal(t, rows[0].Workflow, spec.Workflow)
+}
+
+// TestCreateKeepsTheWorkflowsFiles: the store keeps every file a run's workflow loaded from
+// disk, by digest, as they were when the run was created.
+func TestCreateKeepsTheWorkflowsFiles(t *testing.T) {
+	t.Parallel()
+	helper := "export const greet = (n) => \"hello \" + n;\n"
+	out := enginetest.Start(t, prelude+`import { greet } from "./helper.js";
+export default async function main() { return greet("you"); }
+`, "", enginetest.File("helper.js", helper))
+	require.NoError(t, out.Err)
+	ctx := context.Background()
+	spec, err := out.Service.Store.Spec(ctx, out.Status.Run)
+	require.NoError(t, err)
+	require.Len(t, spec.Files, 2, "the workflow and its helper: %v", spec.Files)
+	for path, digest := range spec.Files {
+		data, err := out.Service.Store.File(ctx, digest)
+		require.NoError(t, err, path)
+		onDisk, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, onDisk, data, path)
+		sum := sha256.Sum256(onDisk)
+		assert.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), digest)
+	}
+	helperPath, err := filepath.EvalSymlinks(filepath.Join(out.Dir, "helper.js"))
+	require.NoError(t, err)
+	data, err := out.Service.Store.File(ctx, spec.Files[helperPath])
+	require.NoError(t, err)
+	assert.Equal(t, helper, string(data))
 }

@@ -116,13 +116,20 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 		return "", err
 	}
 	// Load before anything is written: a workflow that does not load leaves no run behind.
-	digest, err := loadOnly(wf, opts.LibDirs, opts.Input)
+	script, err := loadOnly(wf, opts.LibDirs, opts.Input)
 	if err != nil {
 		return "", err
 	}
+	// The store keeps the code the run was created with, each file by its digest.
+	files := map[string]string{}
+	for path, data := range script.Sources() {
+		if files[path], err = s.Store.PutFile(ctx, data); err != nil {
+			return "", err
+		}
+	}
 	now := time.Now().UTC()
 	spec := &store.Spec{
-		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: digest,
+		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: script.Digest(), Files: files,
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
@@ -133,13 +140,13 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	return spec.Run, nil
 }
 
-// loadOnly loads a workflow in a throwaway VM to report load errors and its digest.
-func loadOnly(wf string, libs []string, input json.RawMessage) (string, error) {
+// loadOnly loads a workflow in a throwaway VM to report load errors, its digest and its files.
+func loadOnly(wf string, libs []string, input json.RawMessage) (*vm.VM, error) {
 	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: loadHost{}})
 	if err != nil {
-		return "", runner.LoadError(err)
+		return nil, runner.LoadError(err)
 	}
-	return script.Digest(), nil
+	return script, nil
 }
 
 // loadHost is the host of a load-only VM: loading evaluates modules, and nothing more may run.

@@ -184,8 +184,9 @@ type Spec struct {
 	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
 	Roles        map[string]journal.Pair `json:"roles,omitempty"`
 	LibDirs      []string                `json:"lib_dirs,omitempty"`
-	// Files are the workflow's files (its entry and the modules it loads from disk) by path,
-	// each the digest of its content, which the store keeps (PutFile).
+	// Files are the workflow's files (its entry and the modules it loaded from disk) by real
+	// path, each the digest of its content as the store keeps it (PutFile) from the run's
+	// creation on.
 	Files     map[string]string `json:"files,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`

@@ -205,6 +205,17 @@ func (l *Loader) Files() []string {
 	return out
 }
 
+// Sources is the content of every file read from disk so far, by its real path.
+func (l *Loader) Sources() map[string][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]byte, len(l.sources))
+	for real, s := range l.sources {
+		out[real] = s.data
+	}
+	return out
+}
+
 // Digest is "sha256:<hex>" over the name and content of every file read
 // from disk, in the order of Files. Built-ins are part of the binary and
 // are not included. It is complete once Main has returned.

@@ -135,6 +135,9 @@ func New(cfg Config) (*VM, error) {
 // Digest is the digest of every file the workflow loaded.
 func (v *VM) Digest() string { return v.loader.Digest() }
 
+// Sources is the content of every file the workflow loaded from disk, by its real path.
+func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
+
 // Run calls the entry function with the input and runs the loop until the workflow's promise
 // settles and every call it issued was delivered. It returns the workflow's result as JSON
 // (null for undefined), or a *ScriptError.
