@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -550,4 +551,20 @@ export default async function main() { return greet("you"); }
 	data, err := out.Service.Store.File(ctx, spec.Files[helperPath])
 	require.NoError(t, err)
 	assert.Equal(t, helper, string(data))
+}
+
+// TestRunIDsSortByCreation: run ids sort as their runs were created, to the millisecond.
+func TestRunIDsSortByCreation(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 2, 3, 4, 0, time.UTC)
+	var prev string
+	for _, ms := range []int{0, 1, 9, 10, 99, 100, 500, 999} {
+		id := engine.NewRunID(base.Add(time.Duration(ms) * time.Millisecond))
+		assert.True(t, store.ValidRunID(id), id)
+		assert.Equal(t, "20261201-020304-", id[:16])
+		assert.Equal(t, fmt.Sprintf("%03x", ms), id[16:19])
+		assert.Less(t, prev, id)
+		prev = id
+	}
+	assert.Less(t, prev, engine.NewRunID(base.Add(time.Second)))
 }

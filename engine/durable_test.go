@@ -9,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -219,6 +222,55 @@ export default async function main() {
 			require.NoError(t, err)
 			assert.JSONEq(t, `["A", "ok"]`, string(end.Result))
 			assert.Equal(t, "after a: A\nwarn: after b: ok\n", console.String())
+		})
+	}
+}
+
+// TestStoppedProcessLeavesTheRunResumable: a process whose caller stops it (a signal, a
+// shutdown) stops at once without ending its run; the call it left in flight is reconciled by
+// the resume, never sent again.
+func TestStoppedProcessLeavesTheRunResumable(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			wfPath := filepath.Join(root, "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "slow", prompt: "take your time" });
+  return a.output;
+}
+`), 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 1500}]}]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+
+			ctx, stop := context.WithCancel(context.Background())
+			go func() {
+				for len(host.Received()) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				stop()
+			}()
+			start := time.Now()
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 1200*time.Millisecond, "it stops at once, not when its turn ends")
+			e, ok := errs.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, errs.RunUnavailable, e.Code)
+			assert.Equal(t, "process_stopped", e.Reason())
+			st, err := svc.Status(context.Background(), id)
+			require.NoError(t, err)
+			assert.Equal(t, store.StateCrashed, st.State, "not ended")
+
+			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCompleted, end.Status)
+			assert.JSONEq(t, `"done"`, string(end.Result))
+			assert.Equal(t, map[string]int{"fake-c1-t1": 1}, host.Received(), "reconciled, not sent again")
 		})
 	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,9 +44,11 @@ func checkTempDir(dir string) error {
 	return nil
 }
 
-// NewRunID makes a run id that sorts by start time: 20261130-052301-a1b2c3.
+// NewRunID makes a run id that sorts by creation time, to the millisecond: 20261130-052301-
+// then the milliseconds in three hex digits and three random ones (3e7a1b).
 func NewRunID(now time.Time) string {
-	var b [3]byte
+	var b [2]byte
 	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("%s-%03x%03x", now.Format("20060102-150405"), now.Nanosecond()/int(time.Millisecond), int(b[0])<<4|int(b[1])>>4)
 }

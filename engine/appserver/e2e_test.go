@@ -195,15 +195,15 @@ func TestRateLimitPausesAndResumeFinishes(t *testing.T) {
 func TestCancelInterruptsASlowTurn(t *testing.T) {
 	e := newE2E(t, `{"answers": [{"match": {}, "turns": [{"text": "late", "delay_ms": 60000}]}]}`)
 	wf := writeWorkflow(t, pauseWorkflow)
-	ctx, cancel := context.WithCancel(context.Background())
-	id, err := e.svc.Create(context.Background(), engine.CreateOptions{Workflow: wf, Backend: appserver.Name})
+	ctx := context.Background()
+	id, err := e.svc.Create(ctx, engine.CreateOptions{Workflow: wf, Backend: appserver.Name})
 	require.NoError(t, err)
 	go func() {
 		// Cancel once the turn is under way on the host.
 		for len(e.mock.Requests()) == 0 {
 			time.Sleep(20 * time.Millisecond)
 		}
-		cancel()
+		assert.NoError(t, e.svc.Store.RequestCancel(ctx, id))
 	}()
 	res, err := e.svc.Execute(ctx, id, engine.ExecOptions{})
 	require.NoError(t, err)

@@ -55,11 +55,15 @@ type call struct {
 	delivered bool
 }
 
-// fromRecord takes a call's identity from the journal's account of it.
+// fromRecord takes a call's identity, and the turns it started, from the journal's account of
+// it: a call that goes on from its last row reports them in its CallResult as a live one would.
 func (c *call) fromRecord(rec *replay.Call) {
 	c.id, c.prepared, c.thread, c.attempt = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt
 	if rec.Thread != nil {
 		c.th = threadOf(rec.Thread)
+	}
+	for _, t := range rec.Turns {
+		c.turnIDs = append(c.turnIDs, t.TurnID)
 	}
 }
 

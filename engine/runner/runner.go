@@ -137,16 +137,34 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r.progress.event(Event{Kind: EventStarted})
 
 	out, runErr := script.Run(runCtx)
-	cause := context.Cause(runCtx)
-	cancelled := (ctx.Err() != nil || errors.Is(cause, errCancelRequested)) && !isFailure(cause)
+	stopCause := context.Cause(runCtx)
+	if !isFailure(stopCause) {
+		stopCause = nil
+		if ctx.Err() != nil && !errors.Is(context.Cause(runCtx), errCancelRequested) {
+			// The caller stopped this process (a signal, a shutdown): the run is not ended.
+			stopCause = errStoppedByCaller
+		}
+	}
+	if stopCause != nil {
+		// The process stops without ending the run (a divergence, a journal that failed, a
+		// lost lease, a signal): no ended row, so a fixed script, a healthy disk or another
+		// process can resume it. Calls still in flight are left as they are, as a crash would
+		// leave them: their intents are journaled and a resume reconciles them. Nothing waits
+		// for them: stopping means now.
+		cancel(nil)
+		<-watched
+		err := r.stopError(stopCause)
+		stopPublish()
+		r.progress.publishStopped(err)
+		return nil, err
+	}
+	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
 	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled.
 	r.interruptAll("cancelled")
 	r.wg.Wait()
 	cancel(nil)
 	<-watched
 	if cause := context.Cause(runCtx); isFailure(cause) {
-		// The run cannot go on (a divergence, a journal that failed): no ended row, so a fixed
-		// script or a healthy disk can resume it.
 		err := r.stopError(cause)
 		stopPublish()
 		r.progress.publishStopped(err)
@@ -230,6 +248,10 @@ func Seed(runID, stream string) uint64 {
 // errCancelRequested is the cause of a run's end when a cancel request was stored.
 var errCancelRequested = errors.New("a cancel request was stored")
 
+// errStoppedByCaller is the cause of a process that stops, leaving its run resumable, because
+// the caller's context ended: a signal to the process, a shutdown.
+var errStoppedByCaller = errors.New("the process was stopped")
+
 // failure is a reason the run cannot go on, as opposed to a cancel.
 type failure struct{ err error }
 
@@ -254,6 +276,9 @@ func (r *runner) stopError(cause error) error {
 		e = errs.New(errs.RevisionConflict, "run %s: %s", r.id, d.Summary()).Wrap(d).
 			Because("replay", "divergence", "stopped", errs.Certain).
 			Next("resume it with the script it was recorded with; crw flow shadow shows what changed")
+	case errors.Is(cause, errStoppedByCaller):
+		e = errs.New(errs.RunUnavailable, "run %s: this process was stopped before the run ended; the run can be resumed", r.id).Wrap(cause).
+			Because("lifecycle", "process_stopped", "stopped", errs.Certain).Next("crw flow resume " + r.id)
 	case errors.Is(cause, store.ErrLeaseLost):
 		e = errs.New(errs.RunUnavailable, "run %s: this process lost its hold on the run and stopped writing to it", r.id).Wrap(cause).
 			Because("lease", "lease_lost", "stopped", errs.Uncertain).

@@ -56,40 +56,71 @@ func socketPath(path string) (name string, release func(), err error) {
 }
 
 // listen binds the holder's socket; one a dead holder left behind is removed first (the run
-// lock is held, so no live process serves it).
-func listen(path string) (net.Listener, error) {
+// lock is held, so no live process serves it). It returns the socket file as bound.
+func listen(path string) (net.Listener, os.FileInfo, error) {
 	name, release, err := socketPath(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer release()
 	os.Remove(path)
 	ln, err := net.Listen("unix", name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Release removes it, by its real path
-	return ln, nil
+	st, err := os.Lstat(path)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, st, nil
 }
 
 func (l *lease) serve() {
 	defer l.wg.Done()
 	for {
 		conn, err := l.ln.Accept()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			return // closed by Release
 		}
+		if err != nil {
+			// Out of descriptors, say: the next reader may be luckier.
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		l.connMu.Lock()
+		select {
+		case <-l.stop:
+			l.connMu.Unlock()
+			conn.Close()
+			return
+		default:
+		}
+		l.conns[conn] = struct{}{}
+		l.connMu.Unlock()
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			defer conn.Close()
 			l.answer(conn)
+			l.connMu.Lock()
+			delete(l.conns, conn)
+			l.connMu.Unlock()
+			conn.Close()
 		}()
 	}
 }
 
+// readerTimeout bounds how long a holder waits for a reader, and a reader for the holder,
+// between two lines.
+const readerTimeout = 10 * time.Second
+
 func (l *lease) answer(conn net.Conn) {
-	conn.SetDeadline(time.Now().Add(time.Minute))
+	conn.SetDeadline(time.Now().Add(readerTimeout))
 	line, err := bufio.NewReader(io.LimitReader(conn, 4096)).ReadBytes('\n')
 	if err != nil {
 		return
@@ -120,7 +151,7 @@ func (l *lease) answer(conn net.Conn) {
 				w.Write(raw)
 				w.WriteByte('\n')
 			}
-			conn.SetDeadline(time.Now().Add(time.Minute))
+			conn.SetDeadline(time.Now().Add(readerTimeout))
 			from += uint64(len(chunk))
 			if len(chunk) < rowsChunk {
 				break
@@ -198,6 +229,10 @@ func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*jour
 		last = rowsErr.err
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
+	if Held(s.root, run) {
+		return errs.New(errs.RunUnavailable, "run %s is held by a process that does not serve its journal", run).Wrap(last).
+			Because("store", "holder_unreachable", "unknown", errs.Uncertain).Next("crw flow status " + run)
+	}
 	return errs.New(errs.RunUnavailable, "run %s: its journal could not be read while its holder came and went", run).Wrap(last)
 }
 
@@ -225,7 +260,15 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 	br := bufio.NewReaderSize(conn, 1<<16)
 	want := from
 	for {
+		conn.SetReadDeadline(time.Now().Add(readerTimeout))
 		line, err := br.ReadBytes('\n')
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+			// A holder that is stopped (SIGSTOP, a suspended terminal) or stuck: say so rather
+			// than wait for it.
+			return &rowsError{err: errs.New(errs.RunUnavailable, "run %s: the process that holds it does not answer", run).Wrap(err).
+				Because("store", "holder_unresponsive", "unknown", errs.Uncertain).Next("see whether the process that holds the run is stopped: crw flow status " + run)}
+		}
 		if err != nil {
 			// The holder went before its last line: what is missing is in the file now.
 			return &rowsError{err: fmt.Errorf("%w: %v", errNoHolder, err), retry: true}

@@ -55,14 +55,14 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 	}
 	armCrashPoint(j)
 	l := &lease{
-		s: s, run: run, dir: dir, locks: locks, j: j,
+		s: s, run: run, dir: dir, locks: locks, j: j, conns: map[net.Conn]struct{}{},
 		cancelled: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{}),
 	}
 	if st, err := locks.run.Stat(); err == nil {
 		l.lockFile = st
 	}
-	if l.ln, err = listen(filepath.Join(dir, ControlSocket)); err != nil {
-		// Readers fall back to waiting for the journal; the run itself is not held up.
+	if l.ln, l.sock, err = listen(filepath.Join(dir, ControlSocket)); err != nil {
+		// Readers are told the holder does not answer; the run itself is not held up.
 		l.ln = nil
 	}
 	l.wg.Add(1)
@@ -95,6 +95,10 @@ type lease struct {
 	lockFile os.FileInfo // run.lock as locked: a lock file no longer this one means the lease is lost
 	j        *journalfile.Journal
 	ln       net.Listener
+	sock     os.FileInfo // control.sock as bound: only that file is removed at Release
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{} // readers being answered, closed at Release
 
 	cancelOnce, lostOnce, releaseOnce sync.Once
 	cancelled, lost, stop             chan struct{}
@@ -121,8 +125,10 @@ func (l *lease) Publish(st *store.Status) {
 	_ = writeJSON(filepath.Join(l.dir, StateFile), stateFile{Schema: StateSchema, Status: st}, false)
 }
 
-// Release implements store.Lease: the watcher and the socket stop, the journal is closed, and
-// the locks are let go, the run lock first.
+// Release implements store.Lease: the watcher and the socket stop (readers being answered are
+// cut off: they read the rest from the file), the journal is closed, and the locks are let go,
+// the run lock first. A lease that was lost leaves the run's folder alone: it may be another
+// holder's now.
 func (l *lease) Release() error {
 	var err error
 	l.releaseOnce.Do(func() {
@@ -130,9 +136,14 @@ func (l *lease) Release() error {
 		if l.ln != nil {
 			l.ln.Close()
 		}
+		l.connMu.Lock()
+		for c := range l.conns {
+			c.Close()
+		}
+		l.connMu.Unlock()
 		l.wg.Wait()
-		if l.ln != nil {
-			os.Remove(filepath.Join(l.dir, ControlSocket))
+		if path := filepath.Join(l.dir, ControlSocket); l.ln != nil && sameFile(path, l.sock) {
+			os.Remove(path)
 		}
 		err = l.j.Close()
 		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, journalfile.ErrClosed) {
@@ -222,23 +233,43 @@ func (l *runLocks) release() {
 
 func (l *runLocks) releaseProcess() {
 	name := l.process.Name()
+	st, _ := l.process.Stat()
 	_ = syscall.Flock(int(l.process.Fd()), syscall.LOCK_UN)
 	l.process.Close()
-	os.Remove(name)
+	if sameFile(name, st) {
+		os.Remove(name) // never a file of that name that is not the one this process locked
+	}
 }
 
-// flockFile opens (creating) a lock file and locks it exclusively without waiting.
+// sameFile reports whether path is still the file described by was.
+func sameFile(path string, was os.FileInfo) bool {
+	st, err := os.Lstat(path)
+	return err == nil && was != nil && os.SameFile(st, was)
+}
+
+// flockFile opens (creating) a lock file and locks it exclusively. A reader that checks
+// whether the run is held takes a shared lock for an instant, so a lock found taken is tried
+// again for a short while before it counts as held by a holder.
 func flockFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
+	for try := 0; ; try++ {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !isWouldBlock(err) || try == lockTries {
+			f.Close()
+			return nil, err
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return f, nil
 }
+
+// lockTries is how many more times a taken lock is tried, a millisecond apart.
+const lockTries = 100
 
 func isWouldBlock(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }
 

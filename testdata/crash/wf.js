@@ -20,6 +20,8 @@ export default async function main() {
   return {
     steps: plan.output.steps.map((s) => s.id),
     repaired: plan.meta.repairUsed,
+    planTurns: plan.meta.turnIds,
+    planTokens: plan.meta.tokens,
     builds: builds.map((b) => [b.callId, b.status, b.output.summary]),
     first: first.output,
     rounds, verdict: review.output.verdict, fix: fix.callId,

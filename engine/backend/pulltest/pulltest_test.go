@@ -20,12 +20,17 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// run runs a workflow on a session's pull backend and returns its end and journal.
-func run(t *testing.T, s *pulltest.Session, ctx context.Context, workflow string) (*store.Status, []journal.Row) {
+// run runs a workflow on a session's pull backend and returns its end and journal; started,
+// when not nil, is called once the run has started.
+func run(t *testing.T, s *pulltest.Session, ctx context.Context, workflow string, started func(*engine.Service, string)) (*store.Status, []journal.Row) {
 	t.Helper()
 	svc, _ := enginetest.LocalService(t)
 	svc.Backends = backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), s.Descriptor())
-	res, err := svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Backend: pulltest.Name}, engine.ExecOptions{})
+	var x engine.ExecOptions
+	if started != nil {
+		x.OnStart = func(id string) { started(svc, id) }
+	}
+	res, err := svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Backend: pulltest.Name}, x)
 	require.NoError(t, err)
 	rows, err := svc.Rows(context.Background(), res.Run)
 	require.NoError(t, err)
@@ -61,7 +66,7 @@ func TestShippedWorkflowsThroughAPullBackend(t *testing.T) {
 
 			s := pulltest.NewSession(a, nil)
 			defer s.Stop()
-			res, rows := run(t, s, context.Background(), wf)
+			res, rows := run(t, s, context.Background(), wf, nil)
 			require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 			assert.JSONEq(t, string(onFake.Result), string(res.Result))
 			assert.Equal(t, onFake.Calls, res.Calls)
@@ -102,7 +107,7 @@ export default async function main() {
 	require.NoError(t, err)
 	s := pulltest.NewSession(a, nil)
 	defer s.Stop()
-	res, rows := run(t, s, context.Background(), wf)
+	res, rows := run(t, s, context.Background(), wf, nil)
 	assert.JSONEq(t, `["completed", {"n": 3}, true]`, string(res.Result))
 	assert.Equal(t, []string{"prepared", "step_published", "thread_started", "turn_started", "step_published", "turn_started", "completed"},
 		enginetest.Types(enginetest.CallRows(rows, "c1")))
@@ -130,14 +135,14 @@ export default async function main() {
 	s := pulltest.NewSession(nil, nil)
 	defer s.Stop()
 	s.Hold("slow")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for len(s.Waiting()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
-	res, rows := run(t, s, ctx, wf)
+	res, rows := run(t, s, context.Background(), wf, func(svc *engine.Service, id string) {
+		go func() {
+			for len(s.Waiting()) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			assert.NoError(t, svc.Store.RequestCancel(context.Background(), id))
+		}()
+	})
 	assert.Equal(t, store.RunCancelled, res.Status)
 	var slow string
 	for _, p := range enginetest.OfType(rows, journal.TypePrepared) {
