@@ -54,6 +54,17 @@ func durableCrw(t *testing.T, state string, env []string, args ...string) durabl
 // attempt exits 1 and names the divergence, and the run stays resumable by the original script.
 func TestDurableDetachedResumeDivergence(t *testing.T) {
 	t.Parallel()
+	// Killed after commit 2 the diverging call is open (its turn was sent); after commit 3 it
+	// has its result.
+	for _, commit := range []string{"2", "3"} {
+		t.Run("crash after commit "+commit, func(t *testing.T) {
+			t.Parallel()
+			testDetachedResumeDivergence(t, commit)
+		})
+	}
+}
+
+func testDetachedResumeDivergence(t *testing.T, commit string) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	wf := filepath.Join(dir, "wf.js")
@@ -66,8 +77,8 @@ export default async function main() {
 }
 `
 	require.NoError(t, os.WriteFile(wf, []byte(original), 0o600))
-	r := durableCrw(t, state, []string{local.CrashAfterCommitEnv + "=3"}, "flow", "run", wf)
-	require.True(t, r.killed, "the run was to be killed after its third commit: %+v", r)
+	r := durableCrw(t, state, []string{local.CrashAfterCommitEnv + "=" + commit}, "flow", "run", wf)
+	require.True(t, r.killed, "the run was to be killed after commit %s: %+v", commit, r)
 	ids, err := listRuns(state)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)

@@ -64,6 +64,7 @@ type Replayer struct {
 	issued    int
 	made      map[*Call]bool // recorded calls the script made again
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
+	diverged  bool           // Strict: the script asked for another call than the record has
 	cursor    int            // Align: the next recorded position a call may stand for
 
 	order    []*Call          // recorded completions, in the order the script received them
@@ -90,7 +91,8 @@ func New(h *History, mode Mode, wake func()) *Replayer {
 	return r
 }
 
-// OnCaughtUp registers fn, called once when the last recorded completion has been delivered.
+// OnCaughtUp registers fn, called once when the script has caught up with the record (see
+// Replaying).
 func (r *Replayer) OnCaughtUp(fn func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -125,6 +127,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 	same := SameInputs(rec.Prepared, p)
 	if !r.made[rec] && !rec.Reopened() && (same || !r.offRecord) {
 		if !same {
+			r.diverged = true
 			m.Divergence = NewDivergence(m.Index, rec.Prepared, p)
 			return m
 		}
@@ -133,6 +136,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 		if rec.Settled() {
 			m.Kind = Replay
 		}
+		r.checkCaughtUpLocked()
 		return m
 	}
 	if rec.Reopened() && !r.offRecord {
@@ -145,6 +149,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 		r.made[rec] = true
 		m.Rec, m.Same, m.Kind = rec, true, Rerun
 	}
+	r.checkCaughtUpLocked()
 	return m
 }
 
@@ -229,13 +234,36 @@ func (r *Replayer) Idle() {
 	r.drainLocked()
 }
 
-// Replaying reports whether recorded completions are still to be delivered.
+// Replaying reports whether the script is still going over the record: recorded completions
+// are still to be delivered, or (Strict) calls the journal has are still to be made again. A
+// script that diverged replays for good: it never caught up.
 func (r *Replayer) Replaying() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pendingLocked()
+	return !r.caughtUpLocked()
 }
 
+func (r *Replayer) caughtUpLocked() bool {
+	if r.h == nil {
+		return true
+	}
+	if r.diverged {
+		return false
+	}
+	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.h.MaxIndex)
+}
+
+// checkCaughtUpLocked calls the caughtUp function the first time the script has caught up.
+func (r *Replayer) checkCaughtUpLocked() {
+	if r.caughtUp != nil && r.caughtUpLocked() {
+		fn := r.caughtUp
+		r.caughtUp = nil
+		fn()
+	}
+}
+
+// pendingLocked: recorded completions are still due, which results of the record's other
+// calls wait behind.
 func (r *Replayer) pendingLocked() bool {
 	return r.h != nil && !r.offRecord && r.next < len(r.order)
 }
@@ -255,11 +283,7 @@ func (r *Replayer) drainLocked() {
 	}
 	if !r.pendingLocked() {
 		r.releaseLocked()
-		if r.caughtUp != nil {
-			fn := r.caughtUp
-			r.caughtUp = nil
-			fn()
-		}
+		r.checkCaughtUpLocked()
 	}
 }
 

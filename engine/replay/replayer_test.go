@@ -290,3 +290,31 @@ func TestReadRefusesRowsOutOfPlace(t *testing.T) {
 	_, err = replay.Read([]journal.Row{{Seq: 1, Type: journal.TypeWarning}})
 	assert.ErrorContains(t, err, "no started row")
 }
+
+// TestReplayingUntilEveryRecordedCallIsMadeAgain: a resumed script replays until it has made
+// every call the journal has and been given every recorded result; one that diverged never
+// catches up (a detached resume must not report it as going on).
+func TestReplayingUntilEveryRecordedCallIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	// The journal's only call is open: no recorded result is due, yet the script has not
+	// made it again.
+	h := history(t, prepared("c1", 1, "a", "a"))
+	caught := 0
+	r := replay.New(h, replay.Strict, nil)
+	r.OnCaughtUp(func() { caught++ })
+	assert.True(t, r.Replaying())
+	r.Next(ask("a", "a"))
+	assert.False(t, r.Replaying())
+	assert.Equal(t, 1, caught)
+
+	r = replay.New(h, replay.Strict, nil)
+	r.OnCaughtUp(func() { caught++ })
+	m := r.Next(ask("a", "edited"))
+	require.NotNil(t, m.Divergence)
+	assert.True(t, r.Replaying(), "a script that diverged never caught up")
+	r.Next(ask("b", "b"))
+	assert.True(t, r.Replaying())
+	assert.Equal(t, 1, caught, "no second call for the diverged replay")
+
+	assert.False(t, replay.New(nil, replay.Strict, nil).Replaying(), "nothing recorded: nothing to replay")
+}
