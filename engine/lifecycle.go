@@ -191,7 +191,8 @@ func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
 	p, err := s.Launcher.Launch(run, env)
 	if err != nil {
 		return 0, errs.New(errs.CapabilityUnavailable, "run %s: cannot start its process", run).Wrap(err).
-			Because("spawn", "process_not_started", "not_started", errs.Certain)
+			Because("spawn", "process_not_started", "not_started", errs.Certain).
+			Next("crw flow resume --detach " + run + " once crw can start processes, or crw flow delete " + run)
 	}
 	deadline := time.After(StartTimeout)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -206,10 +207,16 @@ func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
 					return p.Pid(), nil // it ran to its end already
 				case store.StateStopped:
 					return 0, stoppedError(run, pub.Error, p.Log())
+				default:
+					// It held the run, maybe sent turns, and died without a word: a crash.
+					e := errs.New(errs.RunUnavailable, "run %s: its process (pid %d) died while it ran; the run can be resumed", run, p.Pid()).
+						Because("spawn", "process_died", "stopped", errs.Certain).Next("crw flow resume " + run)
+					e.Diagnostic.Log = p.Log()
+					return 0, e
 				}
 			}
 			e := errs.New(errs.RunUnavailable, "run %s: its process stopped before it held the run", run).
-				Because("spawn", "process_stopped", "not_started", errs.Certain).Next("read " + p.Log())
+				Because("spawn", "process_stopped", "not_started", errs.Certain).Next("read " + p.Log() + ", then crw flow resume --detach " + run)
 			e.Diagnostic.Log = p.Log()
 			return 0, e
 		case <-deadline:
