@@ -290,13 +290,17 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) error) error {
 	path := s.path(run, JournalFile)
 	j, err := journalfile.OpenReadOnly(path)
+	if err == nil && j.RunID() != run {
+		j.Close()
+		err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, j.RunID())
+	}
 	switch {
 	case errors.Is(err, journalfile.ErrLocked):
 		return &rowsError{err: err, retry: true} // a holder has just taken it: ask it
 	case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
 		return &rowsError{err: damaged(run, path, err)}
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOENT):
-		return &rowsError{err: notFound(run, s.root)}
+		return &rowsError{err: noJournal(run, path)}
 	case err != nil:
 		return &rowsError{err: errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)}
 	}
@@ -313,6 +317,12 @@ func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) erro
 		return &rowsError{err: damaged(run, path, err)}
 	}
 	return nil
+}
+
+// noJournal is the error of a run whose folder has its spec and no journal.
+func noJournal(run, path string) error {
+	return errs.New(errs.IncompatibleSchema, "run %s has no journal: %s is missing", run, path).
+		Because("store", "journal_missing", "not_started", errs.Certain).Next("crw flow delete " + run)
 }
 
 // damaged is the error of a journal that is damaged: it names the file and the damage, and it

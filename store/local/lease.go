@@ -43,9 +43,15 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 	}
 	path := filepath.Join(dir, JournalFile)
 	j, err := journalfile.Open(path)
+	if err == nil && j.RunID() != run {
+		j.Close()
+		err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, j.RunID())
+	}
 	if err != nil {
 		locks.release()
 		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil, noJournal(run, path)
 		case errors.Is(err, journalfile.ErrLocked):
 			return nil, errs.New(errs.RunUnavailable, "run %s: its journal is held by another process", run).Wrap(store.ErrHeld)
 		case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):

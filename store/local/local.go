@@ -180,12 +180,10 @@ func (s *Store) Published(ctx context.Context, run string) (*store.Status, bool,
 	}
 	held := Held(s.root, run)
 	f := stateFile{Status: &store.Status{}}
-	err := readJSON(s.path(run, StateFile), &f)
-	if errors.Is(err, store.ErrNotFound) {
+	if err := readJSON(s.path(run, StateFile), &f); err != nil {
+		// Nothing published, or a file a killed holder left half written (it is not
+		// fsynced): the journal is the record, and readers go by it.
 		return nil, held, nil
-	}
-	if err != nil {
-		return nil, held, err
 	}
 	return f.Status, held, nil
 }

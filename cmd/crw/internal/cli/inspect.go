@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -113,18 +114,20 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			}
 			f, err := os.Create(output)
 			if err != nil {
-				return errs.New(errs.InvalidRequest, "--output %s: %v", output, err)
+				return errs.New(errs.InvalidRequest, "--output %s: %v", output, errors.Unwrap(err))
 			}
 			w := bufio.NewWriter(f)
-			if err := journal.Export(w, args[0], rows); err != nil {
-				f.Close()
-				return err
+			err = journal.Export(w, args[0], rows)
+			if err == nil {
+				err = w.Flush()
 			}
-			if err := w.Flush(); err != nil {
-				f.Close()
-				return err
+			if cerr := f.Close(); err == nil {
+				err = cerr
 			}
-			return f.Close()
+			if err != nil {
+				return errs.New(errs.CapabilityUnavailable, "--output %s: the trace could not be written", output).Wrap(err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the trace to this file instead of stdout")

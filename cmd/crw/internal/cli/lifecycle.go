@@ -49,6 +49,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 			if err != nil {
 				return err
 			}
+			g.runID = id
 			return detached(cmd.Context(), g, streams, svc, id)
 		},
 	}
@@ -74,7 +75,7 @@ A script that asks for another call than the journal recorded stops with a diver
 				return err
 			}
 			id := args[0]
-			g.runOutput, g.detach = !detach, detach
+			g.runOutput, g.detach, g.runID = !detach, detach, id
 			if detach {
 				if err := svc.CheckResumable(cmd.Context(), id); err != nil {
 					return err
@@ -294,7 +295,7 @@ func newCmdFollow(g *globals, streams IO) *cobra.Command {
 		Short: "Show a run's live progress until it ends",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g.runOutput = true
+			g.runOutput, g.runID = true, args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err

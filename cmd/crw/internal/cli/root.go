@@ -75,6 +75,8 @@ type globals struct {
 	// backends are the backends of this build.
 	backends *backend.Registry
 	store    store.Store
+	// runID is the run the command works on, once it is known: its errors name it.
+	runID string
 }
 
 // stateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
@@ -113,11 +115,22 @@ func (g *globals) service() (*engine.Service, error) {
 // Run runs crw with args and returns the exit code.
 func Run(args []string, streams IO, backends *backend.Registry) int {
 	g := &globals{backends: backends}
+	out := &writeTracker{w: streams.Out}
+	streams.Out = out
 	root := newRoot(g, streams)
 	root.SetArgs(args)
 	err := root.Execute()
+	if err == nil && out.err != nil {
+		err = errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
+	}
 	if err == nil {
 		return exitOK
+	}
+	if !g.json {
+		// The command line did not parse as far as --json: look for it all the same.
+		for _, a := range args {
+			g.json = g.json || a == "--json" || a == "--json=true"
+		}
 	}
 	var printed errPrinted
 	if errors.As(err, &printed) {
@@ -134,7 +147,11 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	}
 	if g.json && g.runOutput {
 		// The commands that run a workflow answer in one shape, failed or not.
-		writeJSON(streams.Out, runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}})
+		ro := runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}}
+		if g.runID != "" {
+			ro.Run = &g.runID
+		}
+		writeJSON(streams.Out, ro)
 	} else if g.json {
 		writeJSON(streams.Out, map[string]any{"error": e})
 	} else {
@@ -179,6 +196,21 @@ func group(c *cobra.Command, args []string) error {
 		return c.Help()
 	}
 	return errs.New(errs.InvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
+}
+
+// writeTracker keeps the first error of its writer, so a command whose output could not be
+// written (a full disk, a closed pipe) does not exit 0.
+type writeTracker struct {
+	w   io.Writer
+	err error
+}
+
+func (t *writeTracker) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
 }
 
 func writeJSON(w io.Writer, v any) {

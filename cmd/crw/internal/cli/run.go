@@ -97,6 +97,7 @@ func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error
 	if err != nil {
 		return err
 	}
+	g.runID = id
 	return foreground(ctx, g, streams, svc, id)
 }
 
