@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -271,6 +272,121 @@ export default async function main() {
 			assert.Equal(t, store.RunCompleted, end.Status)
 			assert.JSONEq(t, `"done"`, string(end.Result))
 			assert.Equal(t, map[string]int{"fake-c1-t1": 1}, host.Received(), "reconciled, not sent again")
+		})
+	}
+}
+
+// stopWhenSent runs the run in this process and stops the process once the host has received
+// n turns: it returns what Execute returned.
+func stopWhenSent(t *testing.T, svc *engine.Service, id string, b *fake.Backend, host *fake.Host, n int) error {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		for len(host.Received()) < n {
+			time.Sleep(time.Millisecond)
+		}
+		stop()
+	}()
+	_, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	return err
+}
+
+// TestStoppedProcessWritesNothingForWaitingCalls: calls waiting for a place in the pool when the
+// process is stopped have not run: they must not end (held cancelled) in the journal, or the
+// resume would give the script those ends instead of running the calls.
+func TestStoppedProcessWritesNothingForWaitingCalls(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const nodes = ["n1", "n2", "n3", "n4", "n5", "n6"];
+  const results = await Promise.all(nodes.map((node) => agent.call({ role: "explorer", node, prompt: "go " + node })));
+  return results.map((r) => r.status + ":" + r.output);
+}
+`), 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 400}]}]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: 2})
+			require.NoError(t, err)
+
+			err = stopWhenSent(t, svc, id, fake.New(a, host), host, 2)
+			e, ok := errs.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, "process_stopped", e.Reason())
+			rows, err := svc.Rows(context.Background(), id)
+			require.NoError(t, err)
+			assert.Empty(t, enginetest.Terminals(rows), "no call ended: %v", enginetest.Types(rows))
+			assert.Empty(t, enginetest.OfType(rows, journal.TypeInterruptRequested))
+
+			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCompleted, end.Status)
+			assert.JSONEq(t, `["completed:done","completed:done","completed:done","completed:done","completed:done","completed:done"]`, string(end.Result))
+			want := map[string]int{}
+			for i := 1; i <= 6; i++ {
+				want[fmt.Sprintf("fake-c%d-t1", i)] = 1
+			}
+			assert.Equal(t, want, host.Received(), "every turn sent once")
+		})
+	}
+}
+
+// TestResumeOfAScriptThatMakesFewerCallsDiverges: a resumed script that ends without making a
+// call its journal has took another path: the run stops on a divergence, and nothing is written
+// (the open call is not superseded), so the script it was recorded with still resumes it.
+func TestResumeOfAScriptThatMakesFewerCallsDiverges(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			recorded := []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "second" });
+  return [a.output, b.output];
+}
+`)
+			require.NoError(t, os.WriteFile(wfPath, recorded, 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
+  {"match": {"node": "a"}, "turns": [{"text": "A"}]},
+  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 1000}]}
+]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+			before, err := svc.Rows(context.Background(), id)
+			require.NoError(t, err)
+
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  return [a.output];
+}
+`), 0o644))
+			_, err = svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
+			e, ok := errs.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, errs.RevisionConflict, e.Code)
+			assert.Equal(t, "divergence", e.Reason())
+			assert.Contains(t, e.Detail, `call 2 (c2, node "b"`)
+			after, err := svc.Rows(context.Background(), id)
+			require.NoError(t, err)
+			assert.Empty(t, enginetest.OfType(after, journal.TypeSuperseded))
+			assert.Empty(t, enginetest.OfType(after, journal.TypeEnded))
+			assert.Equal(t, len(before)+1, len(after), "only the resume's started row: %v", enginetest.Types(after[len(before):]))
+
+			require.NoError(t, os.WriteFile(wfPath, recorded, 0o644))
+			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCompleted, end.Status)
+			assert.JSONEq(t, `["A","B"]`, string(end.Result))
+			assert.Equal(t, map[string]int{"fake-c1-t1": 1, "fake-c2-t1": 1}, host.Received())
 		})
 	}
 }

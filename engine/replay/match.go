@@ -75,6 +75,13 @@ type Divergence struct {
 	Got      string // the script's value
 	WantHash string // input digests
 	GotHash  string
+	// NotMade: the script ended without making the recorded call at all.
+	NotMade bool
+}
+
+// NotMade is the divergence of a script that ended before making the recorded call want.
+func NotMade(index int, want *journal.Row) *Divergence {
+	return &Divergence{Index: index, Call: want.Call, Node: want.Node, WantHash: want.InputDigest, Field: "call", Want: "made", Got: "not made", NotMade: true}
 }
 
 // NewDivergence names what differs between a recorded call and the script's.
@@ -95,6 +102,10 @@ func (d *Divergence) Error() string {
 // Summary names the call, both digests and the field that differs, without the values: those
 // are the script's content, for the run's log and crw flow shadow, not for an error's detail.
 func (d *Divergence) Summary() string {
+	if d.NotMade {
+		return fmt.Sprintf("divergence: call %d (%s, node %q, journal input %s) is in the journal, and the script ended without making it",
+			d.Index, d.Call, d.Node, d.WantHash)
+	}
 	return fmt.Sprintf("divergence: call %d (%s, node %q): journal input %s, script input %s; first field that differs: %s",
 		d.Index, d.Call, d.Node, d.WantHash, d.GotHash, d.Field)
 }

@@ -181,6 +181,24 @@ func (r *Replayer) Made(c *Call) bool {
 	return r.made[c]
 }
 
+// Unmade, in Strict, is the first call of the record the script has not made again, as a
+// divergence, for a script that ended before making it: nil when every recorded call was
+// made, or the script left the record when a call a pause held ran again (what it no longer
+// asks for then is superseded, not a divergence).
+func (r *Replayer) Unmade() *Divergence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.h == nil || r.mode != Strict || r.offRecord || r.diverged {
+		return nil
+	}
+	for i := r.issued + 1; i <= r.h.MaxIndex; i++ {
+		if rec := r.h.ByIndex[i]; rec != nil && !r.made[rec] {
+			return NotMade(i, rec.Prepared)
+		}
+	}
+	return nil
+}
+
 // Recorded hands over a recorded result: deliver runs once every recorded completion before it
 // has been delivered (at once, when its turn has come or gone by).
 func (r *Replayer) Recorded(c *Call, deliver func()) {

@@ -100,7 +100,10 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return nil, LoadError(err)
 	}
 
-	runCtx, cancel := context.WithCancelCause(ctx)
+	// The run's context ends only with a cause this process gives it: the caller's context
+	// ending is a stop like any other failure (see the watcher below), so nothing that stop
+	// causes reaches the journal.
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	r.ctx, r.fail = runCtx, cancel
 
@@ -128,6 +131,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 			cancel(errCancelRequested)
 		case <-r.lease.Lost():
 			r.stop(store.ErrLeaseLost)
+		case <-ctx.Done():
+			// The caller stopped this process (a signal, a shutdown): the run is not ended.
+			r.stop(errStoppedByCaller)
 		case <-runCtx.Done():
 		}
 	}()
@@ -137,12 +143,14 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r.progress.event(Event{Kind: EventStarted})
 
 	out, runErr := script.Run(runCtx)
+	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
 	stopCause := context.Cause(runCtx)
 	if !isFailure(stopCause) {
 		stopCause = nil
-		if ctx.Err() != nil && !errors.Is(context.Cause(runCtx), errCancelRequested) {
-			// The caller stopped this process (a signal, a shutdown): the run is not ended.
-			stopCause = errStoppedByCaller
+		if d := r.replay.Unmade(); d != nil && !cancelled {
+			// The resumed script ended without making a call its journal has: it took
+			// another path than the process that recorded it.
+			stopCause = d
 		}
 	}
 	if stopCause != nil {
@@ -151,14 +159,13 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		// process can resume it. Calls still in flight are left as they are, as a crash would
 		// leave them: their intents are journaled and a resume reconciles them. Nothing waits
 		// for them: stopping means now.
-		cancel(nil)
+		cancel(failure{stopCause})
 		<-watched
 		err := r.stopError(stopCause)
 		stopPublish()
 		r.progress.publishStopped(err)
 		return nil, err
 	}
-	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
 	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled.
 	r.interruptAll("cancelled")
 	r.wg.Wait()
@@ -210,12 +217,13 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 func newRunner(cfg Config) *runner {
 	spec := cfg.Spec
 	r := &runner{
-		id: spec.Run, spec: spec, lease: cfg.Lease, j: cfg.Lease.Journal(), backend: cfg.Backend,
+		id: spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, inflight: map[*call]struct{}{}, holds: map[string]string{},
 	}
+	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	if r.roles == nil {
 		r.roles = inputs.RoleTable{}
 	}
@@ -265,6 +273,18 @@ func isFailure(err error) bool {
 
 // stop ends the run for a reason it cannot go on with.
 func (r *runner) stop(err error) { r.fail(failure{err}) }
+
+// stopped returns why the run stopped for a reason it cannot go on with; nil while it goes on
+// (or ends, cancelled or not).
+func (r *runner) stopped() error {
+	if r.ctx == nil {
+		return nil
+	}
+	if cause := context.Cause(r.ctx); isFailure(cause) {
+		return cause
+	}
+	return nil
+}
 
 // stopError is the error a process reports when it stops without ending its run, its full
 // account in the run's log.
