@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,27 @@ func TestStartSaysHowItsProcessEnded(t *testing.T) {
 			assert.Contains(t, e.Diagnostic.NextAction, tt.nextPrefix)
 		})
 	}
+}
+
+// TestAProcessSaysItHoldsTheRunBeforeItsFirstCommit: a process killed right after its first
+// commit (the started row) has already published that it holds the run, so crw flow start
+// reports a process that died while it ran, not one that never took the run.
+func TestAProcessSaysItHoldsTheRunBeforeItsFirstCommit(t *testing.T) {
+	t.Parallel()
+	st := mem.New()
+	svc := enginetest.Service(st)
+	id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: "../workflows/plan-build-review.js"})
+	require.NoError(t, err)
+	st.CrashAfterCommit(id, 1)
+	_, err = svc.Execute(context.Background(), id, engine.ExecOptions{})
+	require.Error(t, err)
+	pub, held, err := st.Published(context.Background(), id)
+	require.NoError(t, err)
+	assert.False(t, held)
+	require.NotNil(t, pub, "published before the started row")
+	assert.Equal(t, store.StateRunning, pub.State)
+	assert.Equal(t, os.Getpid(), pub.PID)
+	rows, err := svc.Rows(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, []string{journal.TypeStarted}, enginetest.Types(rows))
 }

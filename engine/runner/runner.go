@@ -112,15 +112,20 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	if r.h == nil {
 		r.clock = startedAt
 	}
+	// Say which process holds the run before anything else: a process that dies from here on
+	// is one that held it (crw flow start tells the two apart).
+	stopPublish := r.progress.publishLoop()
+	defer stopPublish()
 	if _, err := r.j.Write(&journal.Row{
 		Type: journal.TypeStarted, At: startedAt, Run: r.id, Backend: r.backend.Name(), Workflow: r.spec.Workflow,
 		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
 		Process: r.lease.Token(), Pool: r.spec.Pool, BudgetTokens: r.spec.BudgetTokens, Input: r.spec.Input,
 	}); err != nil {
-		return nil, r.stopError(err)
+		err := r.stopError(err)
+		stopPublish()
+		r.progress.publishStopped(err)
+		return nil, err
 	}
-	stopPublish := r.progress.publishLoop()
-	defer stopPublish()
 	stopFlush := r.flushLoop()
 	defer stopFlush()
 	watched := make(chan struct{})
