@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -109,18 +111,30 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 	}
 }
 
-// Cancel stores a cancel request for a live run and waits up to wait for its process to end
-// it: the turns in flight are interrupted, their calls end held cancelled, and the run ends
-// cancelled. It returns where the run stands then.
+// Cancel ends a run cancelled. A live run's process is asked to (a stored cancel request) and
+// waited for up to wait: the turns in flight are interrupted, their calls end held cancelled,
+// and the run ends cancelled. A run no process holds (crashed, stopped, paused) is ended here:
+// its open calls end held cancelled and the run ends cancelled. It returns where the run stands
+// then; a run that has ended already is refused.
 func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*store.Status, error) {
 	st, err := s.Status(ctx, run)
 	if err != nil {
 		return nil, err
 	}
+	if st.State == store.StateEnded {
+		return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", run, st.Status)
+	}
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
 		return nil, err
 	} else if !held {
-		return nil, errs.New(errs.RunUnavailable, "run %s is %s: only a live run can be cancelled", run, st.State)
+		err := s.cancelUnheld(ctx, run)
+		if err == nil || !errors.Is(err, store.ErrHeld) {
+			if err != nil {
+				return nil, err
+			}
+			return s.Status(ctx, run)
+		}
+		// A process took the run in the meantime: ask it.
 	}
 	if err := s.Store.RequestCancel(ctx, run); err != nil {
 		return nil, err
@@ -137,6 +151,52 @@ func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*
 		}
 	}
 	return s.Status(ctx, run)
+}
+
+// cancelUnheld ends a run no process holds: it takes the run's lease, ends its open calls held
+// cancelled (a turn a dead process sent is not waited for) and writes the run's ended row.
+func (s *Service) cancelUnheld(ctx context.Context, run string) error {
+	lease, err := s.Store.Acquire(ctx, run)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	j := lease.Journal()
+	rows, err := j.Rows()
+	if err != nil {
+		return errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(err)
+	}
+	var h *replay.History
+	if len(rows) > 0 {
+		if h, err = replay.Read(rows); err != nil {
+			return err
+		}
+		if h.Ended != nil {
+			return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", run, h.Ended.Status)
+		}
+	}
+	var out []*journal.Row
+	if h != nil {
+		for _, id := range h.IDs {
+			c := h.ByID[id]
+			if c.Terminal != nil {
+				continue
+			}
+			row := &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled while no process held it"}
+			for _, t := range c.Turns {
+				row.TurnIDs = append(row.TurnIDs, t.TurnID)
+			}
+			out = append(out, row)
+		}
+	}
+	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled),
+		Error: &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}})
+	if _, err := j.Write(out...); err != nil {
+		return errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", run).Wrap(err).
+			Because("journal", "journal_write_failed", "not_started", errs.Certain).
+			Next("make room or fix the state folder, then crw flow cancel " + run)
+	}
+	return nil
 }
 
 // CheckResumable refuses early what a resume's process would refuse, so a detached resume

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"time"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -121,4 +124,73 @@ func TestAProcessSaysItHoldsTheRunBeforeItsFirstCommit(t *testing.T) {
 	rows, err := svc.Rows(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, []string{journal.TypeStarted}, enginetest.Types(rows))
+}
+
+// TestCancelEndsARunNoProcessHolds: a crashed or paused run is cancelled without a process: its
+// open calls end held cancelled, the run ends cancelled and can no longer be resumed; an ended
+// run is refused.
+func TestCancelEndsARunNoProcessHolds(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			wfPath := filepath.Join(dir, "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "second" });
+  return [a.status, b.status];
+}
+`), 0o644))
+			answers, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
+  {"match": {"node": "a"}, "turns": [{"text": "A"}]},
+  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 1000}]}
+]}`))
+			require.NoError(t, err)
+
+			// Crashed: its process stopped while call b was in flight.
+			host := fake.NewHost("")
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			require.Error(t, stopWhenSent(t, svc, id, fake.New(answers, host), host, 2))
+			st, err := svc.Cancel(ctx, id, time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, store.StateEnded, st.State)
+			assert.Equal(t, store.RunCancelled, st.Status)
+			require.NotNil(t, st.Error)
+			assert.Equal(t, "cancelled", st.Error.Reason)
+			rows, err := svc.Rows(ctx, id)
+			require.NoError(t, err)
+			b := enginetest.Terminal(t, rows, "c2")
+			assert.Equal(t, journal.TypeHeld, b.Type)
+			assert.Equal(t, "cancelled", b.Reason)
+			assert.Equal(t, []string{"fake-c2-t1"}, b.TurnIDs)
+			assert.Equal(t, journal.TypeCompleted, enginetest.Terminal(t, rows, "c1").Type)
+			assert.Equal(t, []string{journal.TypeHeld, journal.TypeEnded}, enginetest.Types(rows[len(rows)-2:]))
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, host)})
+			assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err), "%v", err)
+
+			// Ended: nothing to cancel, nothing written.
+			_, err = svc.Cancel(ctx, id, time.Second)
+			assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
+			assert.ErrorContains(t, err, "has ended")
+			again, err := svc.Rows(ctx, id)
+			require.NoError(t, err)
+			assert.Len(t, again, len(rows))
+
+			// Paused: a usage limit held call a.
+			paused, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"error": "usageLimitExceeded"}]}]}`))
+			require.NoError(t, err)
+			id, err = svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(paused, fake.NewHost(""))})
+			require.NoError(t, err)
+			require.Equal(t, store.RunPaused, end.Status)
+			st, err = svc.Cancel(ctx, id, time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, store.StateEnded, st.State)
+			assert.Equal(t, store.RunCancelled, st.Status)
+		})
+	}
 }
