@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,4 +193,18 @@ export default async function main() {
 			assert.Equal(t, store.RunCancelled, st.Status)
 		})
 	}
+}
+
+// TestALostLeaseIsNotLoggedInTheRunsFolder: a process that lost its run does not write to the
+// run's log, which another holder may own by then.
+func TestALostLeaseIsNotLoggedInTheRunsFolder(t *testing.T) {
+	t.Parallel()
+	st := mem.New()
+	svc := enginetest.Service(st)
+	id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: "../workflows/plan-build-review.js"})
+	require.NoError(t, err)
+	st.CrashAfterCommit(id, 2)
+	_, err = svc.Execute(context.Background(), id, engine.ExecOptions{})
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	assert.Empty(t, st.LogText(id))
 }

@@ -225,6 +225,10 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 func (s *Service) logError(run string, err error) {
 	var e *errs.Error
 	if errors.As(err, &e) {
+		if errors.Is(err, store.ErrLeaseLost) {
+			// Another process may hold the run by now: its folder is not this one's to write.
+			return
+		}
 		store.LogError(s.Store.Log(run), e)
 	}
 }

@@ -110,7 +110,7 @@ func newCmdExec(g *globals, streams IO) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			svc, err := g.service()
 			if err != nil {
@@ -165,7 +165,7 @@ func useEnv(env map[string]string) (restore func()) {
 
 // foreground executes (or resumes) a run in this process with live progress and prints its end.
 func foreground(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
 	end, err := execute(ctx, svc, id, engine.ExecOptions{

@@ -120,8 +120,18 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	root := newRoot(g, streams)
 	root.SetArgs(args)
 	err := root.Execute()
-	if err == nil && out.err != nil {
-		err = errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
+	var printed errPrinted
+	if out.err != nil {
+		// What the command wrote never reached its reader: unless it failed with a coded
+		// error of its own, that is its failure.
+		if _, coded := errs.As(err); !coded {
+			unwritten := errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
+			if errors.As(err, &printed) {
+				fmt.Fprintf(streams.ErrOut, "crw: %s\n", unwritten.Error())
+				return printed.code
+			}
+			err = unwritten
+		}
 	}
 	if err == nil {
 		return exitOK
@@ -132,7 +142,6 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 			g.json = g.json || a == "--json" || a == "--json=true"
 		}
 	}
-	var printed errPrinted
 	if errors.As(err, &printed) {
 		return printed.code
 	}
@@ -154,7 +163,9 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		writeJSON(streams.Out, ro)
 	} else if g.json {
 		writeJSON(streams.Out, map[string]any{"error": e})
-	} else {
+	}
+	if !g.json || out.err != nil {
+		// Standard output may be gone: the error is said where it can still be read.
 		fmt.Fprintf(streams.ErrOut, "crw: %s\n", e.Error())
 		if d := e.Diagnostic; d != nil && d.NextAction != "" {
 			fmt.Fprintf(streams.ErrOut, "crw: next: %s\n", d.NextAction)

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+)
+
+// brokenOut is a standard output whose reader has gone (a closed pipe, a full disk).
+type brokenOut struct{}
+
+func (brokenOut) Write([]byte) (int, error) { return 0, errors.New("write /dev/stdout: broken pipe") }
+
+// TestOutputThatCannotBeWrittenFailsTheCommand: a command whose output never reached its
+// reader does not exit 0, and what went wrong is said on standard error, whatever it was.
+func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	throws := filepath.Join(t.TempDir(), "throws.js")
+	if err := os.WriteFile(throws, []byte("export default function main() { throw new Error(\"no\"); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{name: "a command that succeeded", args: []string{"flow", "list", "--json"},
+			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+		{name: "a run that completed", args: []string{"flow", "run", "../../workflows/plan-build-review.js"},
+			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+		{name: "a run whose failure its output was to report", args: []string{"flow", "run", throws, "--json"},
+			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
+			code: 1, stderr: "crw: run_unavailable: "},
+		{name: "a command line that does not parse", args: []string{"flow", "status", "--json", "--nope"},
+			code: 2, stderr: "crw: invalid_request: unknown flag: --nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			code := cli.Run(append(tt.args, "--state", state), cli.IO{In: strings.NewReader(""), Out: brokenOut{}, ErrOut: &errOut}, backends())
+			assert.Equal(t, tt.code, code, "stderr: %s", errOut.String())
+			assert.Contains(t, errOut.String(), tt.stderr)
+		})
+	}
+}
