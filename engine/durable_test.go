@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -387,6 +389,134 @@ export default async function main() {
 			assert.Equal(t, store.RunCompleted, end.Status)
 			assert.JSONEq(t, `["A","B"]`, string(end.Result))
 			assert.Equal(t, map[string]int{"fake-c1-t1": 1, "fake-c2-t1": 1}, host.Received())
+		})
+	}
+}
+
+// TestTierStepReplaysAsRecorded: crw.tierStep answers from the outcomes the script has
+// received, so a resume answers it as the recorded run did, even when the journal holds a
+// recovery_hold the script had not yet seen at that point.
+func TestTierStepReplaysAsRecorded(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const before = reason("x");
+  const a = await agent.call({ role: "explorer", node: "x", prompt: "p" });
+  const after = reason("x");
+  const b = await agent.call({ role: "explorer", node: before === "recovery_hold" ? "other" : "y", prompt: "q" });
+  return [before, a.status, after, b.output];
+}
+function reason(node) {
+  try { crw.tierStep(node); return "none"; } catch (e) { return e.reason; }
+}
+`), 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
+  {"match": {"node": "x"}, "turns": [{"lost": true}]},
+  {"match": {"node": "y"}, "turns": [{"text": "Y", "delay_ms": 1000}]}
+]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+
+			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCompleted, end.Status)
+			assert.JSONEq(t, `["not_supported", "unknown", "recovery_hold", "Y"]`, string(end.Result))
+		})
+	}
+}
+
+// TestCancelWhileReplayingEndsOpenCallsCancelled: a run cancelled before its resumed script has
+// made its calls again ends their open calls held cancelled, as a cancel does, not superseded
+// as if the script had taken another path; its status counts them and is not replaying.
+func TestCancelWhileReplayingEndsOpenCallsCancelled(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "second" });
+  return [a.output, b.output];
+}
+`), 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
+  {"match": {"node": "a"}, "turns": [{"text": "A"}]},
+  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 5000}]}
+]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+			require.NoError(t, svc.Store.RequestCancel(ctx, id))
+
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host)})
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCancelled, end.Status)
+			assert.False(t, end.Replaying)
+			rows, err := svc.Rows(ctx, id)
+			require.NoError(t, err)
+			assert.Empty(t, enginetest.OfType(rows, journal.TypeSuperseded))
+			b := enginetest.Terminal(t, rows, "c2")
+			assert.Equal(t, journal.TypeHeld, b.Type)
+			assert.Equal(t, "cancelled", b.Reason)
+			assert.Equal(t, []string{"fake-c2-t1"}, b.TurnIDs)
+			assert.Equal(t, 1, end.Calls["held"], "%v", end.Calls)
+			st, err := svc.Status(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, 1, st.Calls["held"], "%v", st.Calls)
+		})
+	}
+}
+
+// TestStoppedProcessTellsNothingMore: after a stop, calls that never ran are not reported as
+// ended to the run's watchers: the journal leaves them open, and a resume runs them.
+func TestStoppedProcessTellsNothingMore(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  return Promise.all(["n1", "n2", "n3"].map((node) => agent.call({ role: "explorer", node, prompt: node })));
+}
+`), 0o644))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 500}]}]}`))
+			require.NoError(t, err)
+			host := fake.NewHost("")
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: 1})
+			require.NoError(t, err)
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			go func() {
+				for len(host.Received()) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				stop()
+			}()
+			var mu sync.Mutex
+			var ended []string
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host), OnEvent: func(e runner.Event) {
+				if e.Kind == runner.EventCallEnded {
+					mu.Lock()
+					ended = append(ended, e.Call+" "+string(e.Status))
+					mu.Unlock()
+				}
+			}})
+			require.Error(t, err)
+			time.Sleep(600 * time.Millisecond) // the call in flight has its answer by now
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Empty(t, ended)
 		})
 	}
 }

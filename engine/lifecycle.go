@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -176,6 +177,18 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 		}
 	}
 	var out []*journal.Row
+	if h == nil {
+		// No process ever ran it: the journal opens with a started row all the same, so
+		// it reads as every run's does.
+		spec, err := s.Store.Spec(ctx, run)
+		if err != nil {
+			return err
+		}
+		roles := inputs.RoleTable(spec.Roles)
+		out = append(out, &journal.Row{Type: journal.TypeStarted, Run: run, Backend: spec.Backend, Workflow: spec.Workflow,
+			ScriptDigest: spec.ScriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: lease.Token(),
+			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input})
+	}
 	if h != nil {
 		for _, id := range h.IDs {
 			c := h.ByID[id]

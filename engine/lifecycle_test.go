@@ -179,6 +179,23 @@ export default async function main() {
 			require.NoError(t, err)
 			assert.Len(t, again, len(rows))
 
+			// Never executed: the journal still opens with a started row.
+			id, err = svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+			require.NoError(t, err)
+			st, err = svc.Cancel(ctx, id, time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, store.RunCancelled, st.Status)
+			rows, err = svc.Rows(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, []string{journal.TypeStarted, journal.TypeEnded}, enginetest.Types(rows))
+			assert.Equal(t, id, rows[0].Run)
+			assert.Equal(t, wfPath, rows[0].Workflow)
+			tl, err := svc.Timeline(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, id, tl.Run)
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, host)})
+			assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err), "%v", err)
+
 			// Paused: a usage limit held call a.
 			paused, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"error": "usageLimitExceeded"}]}]}`))
 			require.NoError(t, err)

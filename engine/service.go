@@ -198,13 +198,10 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		}
 	}
 	be := x.Backend
+	warnings := &runner.Warnings{}
 	if be == nil {
-		j := lease.Journal()
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
-			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(),
-			Warn: func(reason, detail string) {
-				j.Append(&journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail})
-			},
+			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
 		})
 		if err != nil {
 			return nil, err
@@ -215,7 +212,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", run, h.Backend, be.Name())
 	}
 	return runner.Run(ctx, runner.Config{
-		Spec: spec, Lease: lease, Backend: be, History: h,
+		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
 		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart,
 	})
 }

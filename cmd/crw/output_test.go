@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 )
+
+// runID matches a run id in an error.
+const runID = `\d{8}-\d{6}-[0-9a-f]{6}`
 
 // brokenOut is a standard output whose reader has gone (a closed pipe, a full disk).
 type brokenOut struct{}
@@ -34,11 +40,11 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 		stderr string
 	}{
 		{name: "a command that succeeded", args: []string{"flow", "list", "--json"},
-			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+			code: 1, stderr: regexp.QuoteMeta("crw: capability_unavailable: cannot write to standard output")},
 		{name: "a run that completed", args: []string{"flow", "run", "../../workflows/plan-build-review.js"},
-			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+			code: 1, stderr: "crw: capability_unavailable: run " + runID + ": cannot write to standard output"},
 		{name: "a run whose failure its output was to report", args: []string{"flow", "run", throws, "--json"},
-			code: 1, stderr: "crw: capability_unavailable: cannot write to standard output"},
+			code: 1, stderr: "crw: capability_unavailable: run " + runID + ": cannot write to standard output"},
 		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
 			code: 1, stderr: "crw: run_unavailable: "},
 		{name: "a command line that does not parse", args: []string{"flow", "status", "--json", "--nope"},
@@ -49,7 +55,34 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 			var errOut bytes.Buffer
 			code := cli.Run(append(tt.args, "--state", state), cli.IO{In: strings.NewReader(""), Out: brokenOut{}, ErrOut: &errOut}, backends())
 			assert.Equal(t, tt.code, code, "stderr: %s", errOut.String())
-			assert.Contains(t, errOut.String(), tt.stderr)
+			assert.Regexp(t, "(?m)^"+tt.stderr, errOut.String())
 		})
 	}
+}
+
+// TestClosedPipeDoesNotKillARun: crw … | head, the reader gone before the run ends. The run goes
+// on to its end, and the command exits 1, not killed by SIGPIPE.
+func TestClosedPipeDoesNotKillARun(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command("crw", "flow", "run", "../../workflows/plan-build-review.js")
+	cmd.Env = append(os.Environ(), "CRW_STATE="+state, "GORACE=atexit_sleep_ms=0")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("want exit 1, got %v", err)
+	}
+	ws, _ := ee.Sys().(syscall.WaitStatus)
+	assert.False(t, ws.Signaled(), "killed by %v", ws.Signal())
+	assert.Equal(t, 1, ee.ExitCode())
+
+	list := durableCrw(t, state, nil, "flow", "list", "--json")
+	assert.Regexp(t, `^\{"runs":\[\{"run":"`+runID+`","state":"ended","status":"completed",`, list.stdout)
 }

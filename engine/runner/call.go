@@ -439,6 +439,12 @@ func (r *runner) end(c *call, row *journal.Row) {
 	r.mu.Lock()
 	c.ended, c.recorded = true, true
 	delete(r.inflight, c)
+	if r.stopped() != nil {
+		// Nothing is written after a stop, so nothing is told either: the call is as the
+		// journal leaves it, for a resume to go on with.
+		r.mu.Unlock()
+		return
+	}
 	if row.Type == journal.TypeOutcomeUnknown {
 		if _, held := r.holds[c.req.Node]; !held {
 			r.holds[c.req.Node] = c.id
@@ -461,6 +467,10 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 	r.mu.Lock()
 	c.ended = true
 	delete(r.inflight, c)
+	if r.stopped() != nil {
+		r.mu.Unlock()
+		return
+	}
 	if _, held := r.holds[c.req.Node]; !held {
 		r.holds[c.req.Node] = c.id
 	}
@@ -484,6 +494,11 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 		c.settle(res, func() {
 			r.clock = row.At
 			c.delivered = true
+			if row.Type == journal.TypeOutcomeUnknown {
+				if _, held := r.toldHolds[c.req.Node]; !held {
+					r.toldHolds[c.req.Node] = c.id
+				}
+			}
 		})
 	}
 }

@@ -180,7 +180,7 @@ func (p *progress) publishEnded(end *store.Status) *store.Status {
 		state = store.StatePaused // resumable: it waits for the limit to pass
 	}
 	st := p.now(state)
-	st.Status, st.Error = end.Status, end.Error
+	st.Status, st.Error, st.Replaying = end.Status, end.Error, false
 	if end.Result != nil {
 		st.Result = end.Result
 	}

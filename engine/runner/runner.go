@@ -44,6 +44,9 @@ type Config struct {
 	OnEvent func(Event)
 	// OnStart is called once the run's started row is durable.
 	OnStart func(run string)
+	// Warnings, when not nil, is where the backend's warnings that belong to no call go: the
+	// runner journals them from its started row on.
+	Warnings *Warnings
 }
 
 // runner is one process's execution of a run: the host of its script.
@@ -77,6 +80,10 @@ type runner struct {
 	paused   bool
 	holds    map[string]string // node → the call whose unknown outcome holds it
 	spent    journal.Tokens
+
+	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
+	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
+	toldHolds map[string]string
 }
 
 var (
@@ -125,6 +132,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		stopPublish()
 		r.progress.publishStopped(err)
 		return nil, err
+	}
+	if cfg.Warnings != nil {
+		cfg.Warnings.bind(r.j)
 	}
 	stopFlush := r.flushLoop()
 	defer stopFlush()
@@ -182,7 +192,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.progress.publishStopped(err)
 		return nil, err
 	}
-	r.supersedeUnmade()
+	r.endUnmade(cancelled)
 
 	end := &store.Status{}
 	ended := &journal.Row{Type: journal.TypeEnded}
@@ -226,7 +236,7 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, inflight: map[*call]struct{}{}, holds: map[string]string{},
+		calls: map[string]*call{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	if r.roles == nil {
@@ -363,10 +373,7 @@ func WriteConsole(w io.Writer, level, message string) {
 
 // TierStep implements crw.Host.
 func (r *runner) TierStep(node string) error {
-	r.mu.Lock()
-	holder, held := r.holds[node]
-	r.mu.Unlock()
-	if held {
+	if holder, held := r.toldHolds[node]; held {
 		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
 	}
 	return ErrTierStepNotSupported
@@ -393,9 +400,11 @@ func (r *runner) Idle() {
 	r.progress.flush()
 }
 
-// supersedeUnmade ends the calls of the journal that the resumed script no longer made: open
-// ones, and ones a pause held, which would have run again.
-func (r *runner) supersedeUnmade() {
+// endUnmade ends the calls of the journal that the resumed script did not make again: open
+// ones, and ones a pause held, which would have run again. They are superseded when the script
+// took another path (a paused run's resume); when the run was cancelled before the script made
+// them again, the open ones end held cancelled, as a cancel ends every call it finds open.
+func (r *runner) endUnmade(cancelled bool) {
 	if r.h == nil {
 		return
 	}
@@ -405,10 +414,23 @@ func (r *runner) supersedeUnmade() {
 		if rec.Settled() || r.replay.Made(rec) {
 			continue
 		}
-		rows = append(rows, &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"})
+		row := &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}
+		if cancelled {
+			if rec.Terminal != nil {
+				continue // held by the pause, and staying so
+			}
+			row = &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled before the resumed script made this call again"}
+			for _, t := range rec.Turns {
+				row.TurnIDs = append(row.TurnIDs, t.TurnID)
+			}
+		}
+		rows = append(rows, row)
+		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Prepared.Role, Node: rec.Prepared.Node,
+			Status: journal.StatusOf(row.Type), Reason: row.Reason})
 	}
 	if len(rows) > 0 {
 		r.j.Append(rows...)
+		r.progress.flush()
 	}
 }
 

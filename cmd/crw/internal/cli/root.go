@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -34,6 +36,9 @@ type IO struct {
 // Main runs crw with the process's arguments and streams and returns the exit code. backends
 // are the backends of this build.
 func Main(backends *backend.Registry) int {
+	// A reader that went away (crw … | head) makes a write fail with EPIPE instead of killing
+	// the process: a run goes on to its end, and the command reports what it could not write.
+	signal.Ignore(syscall.SIGPIPE)
 	streams := IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrIsTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 	return Run(os.Args[1:], streams, backends)
 }
@@ -126,6 +131,9 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		// error of its own, that is its failure.
 		if _, coded := errs.As(err); !coded {
 			unwritten := errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
+			if g.runID != "" {
+				unwritten = errs.New(errs.CapabilityUnavailable, "run %s: cannot write to standard output", g.runID).Wrap(out.err)
+			}
 			if errors.As(err, &printed) {
 				fmt.Fprintf(streams.ErrOut, "crw: %s\n", unwritten.Error())
 				return printed.code

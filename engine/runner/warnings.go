@@ -1,0 +1,45 @@
+package runner
+
+import (
+	"sync"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// maxEarlyWarnings bounds the warnings kept before the run's process starts writing.
+const maxEarlyWarnings = 64
+
+// Warnings carries a backend's warnings that belong to no call into the run's journal, through
+// the journal the runner writes: after the started row, and never once the run has stopped.
+// Its Warn is what backend.Config.Warn is given.
+type Warnings struct {
+	mu    sync.Mutex
+	j     store.Journal
+	early []*journal.Row
+}
+
+// Warn journals a warning, or keeps it until the run's process writes.
+func (w *Warnings) Warn(reason, detail string) {
+	row := &journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.j == nil {
+		if len(w.early) < maxEarlyWarnings {
+			w.early = append(w.early, row)
+		}
+		return
+	}
+	w.j.Append(row)
+}
+
+// bind sends the warnings to j from now on, the ones kept so far first.
+func (w *Warnings) bind(j store.Journal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.j = j
+	if len(w.early) > 0 {
+		j.Append(w.early...)
+		w.early = nil
+	}
+}
