@@ -295,6 +295,11 @@ func (r *runner) stopped() error {
 	if r.ctx == nil {
 		return nil
 	}
+	select {
+	case <-r.ctx.Done():
+	default:
+		return nil // the common case, without the context's lock: every row asks
+	}
 	if cause := context.Cause(r.ctx); isFailure(cause) {
 		return cause
 	}
