@@ -113,7 +113,7 @@ const buildAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
   "testsRun": [{"command": "go test ./internal/runner/", "passed": true}], "notes": null},
   "tokens": {"input": 100, "output": 50}}]}]}`
 
-func localService(b *testing.B, root string) *engine.Service {
+func localService(b testing.TB, root string) *engine.Service {
 	st, err := local.New(root)
 	if err != nil {
 		b.Fatal(err)

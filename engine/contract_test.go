@@ -799,6 +799,27 @@ return { first, refused, resumed };`), "", enginetest.Roles(inputs.RoleTable{"ar
 	assert.Equal(t, []string{"prepared", "refused"}, enginetest.Types(enginetest.CallRows(rows, resumed.CallID)))
 }
 
+// TestContractResumeOfAnOpenOrUnknownCall: a handle of a call whose result the script has not
+// been given, or of no call of the run, is refused where the script resumes it.
+func TestContractResumeOfAnOpenOrUnknownCall(t *testing.T) {
+	t.Parallel()
+	res, _ := enginetest.Run(t, wf(`
+const first = await agent.call({ role: "executor", prompt: "p", schema: S });
+const open = agent.call({ role: "executor", prompt: "q", schema: S, node: "slow" });
+const refusals = {};
+for (const id of ["c2", "c9"]) {
+  try { await agent.call({ role: "executor", prompt: "go on", schema: S, resume: first.handle.replace(/:c1$/, ":" + id) }); refusals[id] = "no throw"; }
+  catch (e) { refusals[id] = e.code + ": " + e.message; }
+}
+await open;
+return refusals;`), answers(`{"match": {"node": "slow"}, "turns": [{"json": {"n": 1}, "delay_ms": 100}]}`))
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
+	var refusals map[string]string
+	enginetest.Decode(t, res, &refusals)
+	assert.Regexp(t, `^invalid_request: agent.call: resume: handle crwh1:\S+:c2 names call c2, which has not ended: await its result first$`, refusals["c2"])
+	assert.Regexp(t, `^invalid_request: agent.call: resume: handle crwh1:\S+:c9 names no call of this run$`, refusals["c9"])
+}
+
 func TestContractHandleFormat(t *testing.T) {
 	t.Parallel()
 	run := "20261130-052301-a1b2c3"

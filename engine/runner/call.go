@@ -27,7 +27,7 @@ type call struct {
 	attempt  int // 1, or more when a resume runs the call again
 	req      agent.Request
 	settle   agent.Settle
-	resumeOf *call
+	resumeOf *endedCall
 
 	prepared *journal.Row
 	th       backend.Thread // guarded by r.mu
@@ -50,9 +50,14 @@ type call struct {
 	turnIDs    []string
 	tokens     journal.Tokens
 	repairUsed bool
+}
 
-	// delivered: the script has been given the call's result. Touched on the loop goroutine only.
-	delivered bool
+// endedCall is what the run keeps of a call once the script has its result: what a later call
+// that resumes it needs. The call itself (its request, its rows, the script's promise) is let
+// go, so a run's memory does not grow with every call it has made.
+type endedCall struct {
+	id, node string
+	th       backend.Thread
 }
 
 // fromRecord takes a call's identity, and the turns it started, from the journal's account of
@@ -79,7 +84,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		// The run is stopping (a divergence, a cancel): nothing more goes into its journal.
 		return errs.Throw(errs.RunUnavailable, "run_stopping", "the run is stopping: %v", err)
 	}
-	var resumeOf *call
+	var resumeOf *endedCall
 	foreign := false
 	if req.Resume != "" {
 		runID, callID, ok := result.ParseHandle(req.Resume)
@@ -89,17 +94,18 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		if runID != r.id {
 			foreign = true
 		} else {
-			r.mu.Lock()
-			resumeOf = r.calls[callID]
-			r.mu.Unlock()
-			if resumeOf == nil {
-				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", req.Resume)
-			}
 			// A handle of a call whose result the script has not been given can only be forged,
 			// and whether its call had a thread yet would depend on timing. Delivery runs on the
 			// loop goroutine too, so the answer is the same on every run of the script.
-			if !resumeOf.delivered {
-				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", req.Resume, resumeOf.id)
+			r.mu.Lock()
+			resumeOf = r.ended[callID]
+			_, open := r.calls[callID]
+			r.mu.Unlock()
+			switch {
+			case open:
+				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", req.Resume, callID)
+			case resumeOf == nil:
+				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", req.Resume)
 			}
 		}
 	}
@@ -239,9 +245,7 @@ func (c *call) run(admitted chan struct{}, p inputs.Prepared, rec *replay.Call) 
 		c.mu.Unlock()
 		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k)}
 		if th.ID == "" && c.resumeOf != nil {
-			r.mu.Lock()
 			t.From = c.resumeOf.th
-			r.mu.Unlock()
 		}
 		out := r.backend.Run(c.ctx, t, c)
 		c.count(out.Tokens)
@@ -493,7 +497,10 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 		r.progress.callEnded(Event{Kind: EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
 		c.settle(res, func() {
 			r.clock = row.At
-			c.delivered = true
+			r.mu.Lock()
+			delete(r.calls, c.id)
+			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, th: c.th}
+			r.mu.Unlock()
 			if row.Type == journal.TypeOutcomeUnknown {
 				if _, held := r.toldHolds[c.req.Node]; !held {
 					r.toldHolds[c.req.Node] = c.id

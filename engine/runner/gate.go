@@ -11,8 +11,8 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	if holder, held := r.holds[c.req.Node]; held {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
 	}
-	if c.resumeOf != nil && r.holds[c.resumeOf.req.Node] != "" {
-		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.req.Node)}
+	if c.resumeOf != nil && r.holds[c.resumeOf.node] != "" {
+		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node)}
 	}
 	if r.paused {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}

@@ -74,8 +74,9 @@ type runner struct {
 
 	// The calls and the gate.
 	mu       sync.Mutex
-	calls    map[string]*call
-	nextID   int // the last numeric call id given
+	calls    map[string]*call      // calls whose result the script has not been given yet
+	ended    map[string]*endedCall // the others
+	nextID   int                   // the last numeric call id given
 	inflight map[*call]struct{}
 	paused   bool
 	holds    map[string]string // node → the call whose unknown outcome holds it
@@ -236,7 +237,7 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{},
+		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	if r.roles == nil {
