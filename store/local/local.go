@@ -368,7 +368,7 @@ func (r *records) Create(ctx context.Context, key string, value []byte) error {
 		}
 		return unwritable(r.dir, err)
 	}
-	return syncDir(r.dir)
+	return journalfile.SyncDir(r.dir)
 }
 
 func (r *records) Get(ctx context.Context, key string) ([]byte, error) {
@@ -462,21 +462,9 @@ func writeFile(path string, data []byte, durable bool) error {
 		return err
 	}
 	if durable {
-		return syncDir(filepath.Dir(path))
+		return journalfile.SyncDir(filepath.Dir(path))
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // readJSON reads a JSON file: a file that is missing is run_unavailable wrapping

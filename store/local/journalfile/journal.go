@@ -95,7 +95,7 @@ func Create(path, runID string) (*Journal, error) {
 	})
 	if err == nil {
 		// The rows are only durable if the file's name is.
-		err = syncDir(filepath.Dir(path))
+		err = SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = db.Close()
@@ -343,8 +343,8 @@ func (j *Journal) Close() error {
 	return err
 }
 
-// syncDir fsyncs a directory so a file just created in it survives a crash.
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory so a file just created in it survives a crash.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
