@@ -237,21 +237,14 @@ func (j *Journal) Rows() ([]journal.Row, error) {
 func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 	from = max(from, 1)
 	var out [][]byte
+	if limit <= 0 {
+		return nil, nil
+	}
 	err := j.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketRows)
-		if b == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
-		}
-		c := b.Cursor()
-		want := from
-		for k, v := c.Seek(seqKey(from)); k != nil && len(out) < limit; k, v = c.Next() {
-			if seq, ok := parseSeqKey(k); !ok || seq != want {
-				return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
-			}
+		return eachRow(tx, from, func(_ uint64, v []byte) (bool, error) {
 			out = append(out, append([]byte(nil), v...))
-			want++
-		}
-		return nil
+			return len(out) < limit, nil
+		})
 	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return nil, fmt.Errorf("journal: raw: %w", ErrClosed)
@@ -276,31 +269,20 @@ func (j *Journal) Scan(from uint64, fn func(*journal.Row) error) error {
 	from = max(from, 1)
 	var fnErr error
 	err := j.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketRows)
-		if b == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
-		}
-		c := b.Cursor()
-		want := from
-		for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
-			seq, ok := parseSeqKey(k)
-			if !ok || seq != want {
-				return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
-			}
+		return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
 			var r journal.Row
 			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
+				return false, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
 			}
 			if r.Seq != seq {
-				return fmt.Errorf("%w: row under key %d says seq %d", ErrCorrupt, seq, r.Seq)
+				return false, fmt.Errorf("%w: row under key %d says seq %d", ErrCorrupt, seq, r.Seq)
 			}
 			if err := fn(&r); err != nil {
 				fnErr = err
-				return err
+				return false, err
 			}
-			want++
-		}
-		return nil
+			return true, nil
+		})
 	})
 	switch {
 	case fnErr != nil:
@@ -309,6 +291,27 @@ func (j *Journal) Scan(from uint64, fn func(*journal.Row) error) error {
 		return fmt.Errorf("journal: scan: %w", ErrClosed)
 	case err != nil:
 		return fmt.Errorf("journal: scan %s from %d: %w", j.path, from, err)
+	}
+	return nil
+}
+
+// eachRow calls fn with each stored row from seq from on, in order, within tx, until fn says
+// to stop or fails; a missing seq is corruption.
+func eachRow(tx *bbolt.Tx, from uint64, fn func(seq uint64, v []byte) (bool, error)) error {
+	b := tx.Bucket(bucketRows)
+	if b == nil {
+		return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+	}
+	c := b.Cursor()
+	want := from
+	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
+		if seq, ok := parseSeqKey(k); !ok || seq != want {
+			return fmt.Errorf("%w: rows key %x where seq %d was due", ErrCorrupt, k, want)
+		}
+		if more, err := fn(want, v); err != nil || !more {
+			return err
+		}
+		want++
 	}
 	return nil
 }
