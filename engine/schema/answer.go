@@ -19,6 +19,13 @@ var (
 
 const codeFence = "```"
 
+// MaxDataDepth is how deeply an answer's data may nest (arrays and objects, the top-level
+// value being level 1). One rule for every reader of answer data: the parser and the
+// validator refuse deeper data, and the CallResult builder (runtime/jsutil, 512 levels
+// with the result's own wrapping) takes all they accept, so a journaled answer can always
+// be delivered.
+const MaxDataDepth = 256
+
 // ParseAnswer takes the JSON document out of a model's answer.
 //
 // The answer is valid when it is exactly one JSON value, surrounding whitespace aside;
