@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/crw-dev/crw/userfile"
 )
 
 // Answers is a parsed answers file: {"answers": [{"match": {...}, "turns": [TURN, ...]}, ...]}.
@@ -61,9 +62,9 @@ func (e *FileError) Error() string {
 
 // LoadAnswers reads and checks an answers file.
 func LoadAnswers(path string) (*Answers, error) {
-	data, err := os.ReadFile(path)
+	data, err := userfile.Read(path, userfile.MaxData)
 	if err != nil {
-		return nil, &FileError{File: path, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		return nil, &FileError{File: path, Msg: fmt.Sprintf("cannot read: %v", err)}
 	}
 	return ParseAnswers(path, data)
 }

@@ -9,8 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
+
+	"github.com/crw-dev/crw/userfile"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -23,7 +24,7 @@ type RoleTable map[string]journal.Pair
 
 // LoadRoles reads a role table file: {"roles": {"architect": {"model": "…", "effort": "…"}, …}}.
 func LoadRoles(path string) (RoleTable, error) {
-	data, err := os.ReadFile(path)
+	data, err := userfile.Read(path, userfile.MaxData)
 	if err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: cannot read the role table: %v", path, err)
 	}

@@ -3,9 +3,10 @@ package loader
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/crw-dev/crw/userfile"
 
 	"github.com/dop251/goja"
 )
@@ -177,7 +178,7 @@ func (l *Loader) read(t *target) ([]byte, error) {
 		return nil, errorf(CodeModuleLocked, t.name, t.file,
 			"module %s was not loaded when the workflow was evaluated; import it at the top level", t.name)
 	}
-	data, err := os.ReadFile(t.real)
+	data, err := userfile.Read(t.real, userfile.MaxModule)
 	if err != nil {
 		return nil, errorf(CodeReadFailed, t.name, t.file, "%v", err)
 	}

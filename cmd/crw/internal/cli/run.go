@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crw-dev/crw/userfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
@@ -147,7 +149,7 @@ func readInput(s string) (json.RawMessage, error) {
 	where := "--input"
 	if name, ok := strings.CutPrefix(s, "@"); ok {
 		var err error
-		if data, err = os.ReadFile(name); err != nil {
+		if data, err = userfile.Read(name, userfile.MaxData); err != nil {
 			return nil, errs.New(errs.InvalidRequest, "--input @%s: cannot read: %v", name, err)
 		}
 		where = "--input @" + name

@@ -2,7 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/crw-dev/crw/userfile"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,7 @@ JSON pointer and rule), 2 when the file cannot be read or is not JSON.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			data, err := os.ReadFile(file)
+			data, err := userfile.Read(file, userfile.MaxData)
 			if err != nil {
 				return errs.New(errs.InvalidRequest, "%s: cannot read: %v", file, err)
 			}
