@@ -97,6 +97,9 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 // compiles it. name is the source name shown in errors and stacks; module is
 // the module name for LoadError.Module.
 func compile(name, module string, kind sourceKind, src []byte) (*goja.Program, error) {
+	if le := checkNesting(name, module, src); le != nil {
+		return nil, le
+	}
 	code, err := transform(name, module, kind, string(src))
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ const (
 	CodeSchemaNotStrict = "schema_not_strict" // an export of a crw:lib/schemas module failed CheckSchema
 	CodeNoEntry         = "no_entry"          // the workflow has no default export function
 	CodeReadFailed      = "read_failed"       // a file that exists could not be read
+	CodeTooDeep         = "too_deep"          // a source nests deeper than MaxNesting
 )
 
 // LoadError is a failure to resolve, read, compile or check a module.

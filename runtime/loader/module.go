@@ -128,6 +128,9 @@ func (s *session) eval(t *target, mod *goja.Object) error {
 		return err
 	}
 	if t.kind == kindJSON {
+		if le := checkNesting(t.file, t.name, src); le != nil {
+			return le
+		}
 		if err := checkJSON(t.file, t.name, src); err != nil {
 			return err
 		}
