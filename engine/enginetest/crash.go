@@ -25,9 +25,10 @@ func CrashDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "crash")
 }
 
-// CheckJournal checks what a crash and its resumes must leave: within a generation of a call
-// (its rows from a prepared row on) each turn k is started at most once, no turn starts after
-// the call ended, and the call ends at most once.
+// CheckJournal checks what every journal must hold, whatever crashed, paused, was cancelled or
+// resumed: within a generation of a call (its rows from a prepared row on) each turn k is
+// started at most once, no turn starts after the call ended, and the call has at most one
+// terminal row. Every run the helpers of this package make is checked.
 func CheckJournal(t testing.TB, rows []journal.Row) {
 	t.Helper()
 	type turn struct {
@@ -39,6 +40,9 @@ func CheckJournal(t testing.TB, rows []journal.Row) {
 	seen := map[turn]bool{}
 	ended := map[string]bool{}
 	for _, r := range rows {
+		if r.Call != "" && r.Type != journal.TypePrepared {
+			assert.NotZero(t, attempts[r.Call], "row %d (%s) names call %s before its prepared row", r.Seq, r.Type, r.Call)
+		}
 		switch {
 		case r.Type == journal.TypePrepared:
 			attempts[r.Call]++
