@@ -165,3 +165,54 @@ func TestCancelOfAPausedRunKeepsHeldCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptedCallKeepsItsTerminalRow: a call in flight when a rate limit paused the run was
+// interrupted and ended held engine_paused; a resume whose script no longer makes it writes
+// nothing more for it.
+func TestInterruptedCallKeepsItsTerminalRow(t *testing.T) {
+	t.Parallel()
+	svc, _ := enginetest.LocalService(t)
+	root := t.TempDir()
+	wf := filepath.Join(root, "wf.js")
+	answers := filepath.Join(root, "answers.json")
+	both := `import { agent } from "crw:agent";
+
+export default async function main() {
+  const [a, slow] = await Promise.all([
+    agent.call({ role: "explorer", node: "a", prompt: "first" }),
+    agent.call({ role: "explorer", node: "slow", prompt: "slow" }),
+  ]);
+  return [a.output ?? a.reason, slow.reason];
+}
+`
+	require.NoError(t, os.WriteFile(wf, []byte(both), 0o644))
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [
+  {"match": {"node": "a"}, "turns": [{"error": "rateLimitExceeded", "delay_ms": 100}]},
+  {"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 30000}]}
+]}`), 0o644))
+	ctx := context.Background()
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, BackendOpts: map[string]string{"answers": answers}})
+	require.NoError(t, err)
+	res, rows := durableResume(t, svc, id)
+	require.Equal(t, store.RunPaused, res.Status, "%+v", res.Error)
+	assert.JSONEq(t, `["host_infra_rate", "engine_paused"]`, string(res.Result))
+	slow := []string{journal.TypePrepared, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeInterruptRequested, journal.TypeHeld}
+	require.Equal(t, slow, enginetest.Types(enginetest.CallRows(rows, "c2")))
+
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  return [a.output];
+}
+`), 0o644))
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"text": "A"}]}]}`), 0o644))
+	res, rows = durableResume(t, svc, id)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
+	assert.JSONEq(t, `["A"]`, string(res.Result))
+	c2 := enginetest.CallRows(rows, "c2")
+	assert.Equal(t, slow, enginetest.Types(c2), "the interrupted call keeps its one terminal row")
+	assert.Equal(t, "engine_paused", c2[4].Reason)
+	assert.Equal(t, store.Counts{"completed": 1, "held": 1}, res.Calls)
+	assert.Equal(t, store.Counts{"completed": 1, "held": 1}, engine.Summarize(rows).Counts)
+}
