@@ -115,6 +115,7 @@ func durableResume(t *testing.T, svc *engine.Service, id string) (*store.Status,
 	}
 	rows, err := svc.Rows(ctx, id)
 	require.NoError(t, err)
+	enginetest.CheckJournal(t, rows)
 	return res, rows
 }
 

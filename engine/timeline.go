@@ -9,7 +9,9 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// TimelineCall is one call as the journal tells it: its newest attempt.
+// TimelineCall is one call as the journal tells it: its newest generation (its rows from its
+// newest prepared row on; Attempts counts the generations). A call a resume took up again was
+// prepared again, and its earlier generations' rows stay in the journal (crw flow trace).
 type TimelineCall struct {
 	Call       string             `json:"call"`
 	Index      int                `json:"index"`
@@ -118,7 +120,8 @@ func Summarize(rows []journal.Row) Timeline {
 			}
 			if journal.IsTerminal(row.Type) {
 				if c.Status != "" {
-					// A later terminal row (superseded) replaces the call's outcome.
+					// A generation has one terminal row; a journal of an earlier crw may hold a
+					// second one (a held call later superseded), which is then the outcome.
 					uncount(c.Status)
 				}
 				at := row.At

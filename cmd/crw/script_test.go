@@ -21,7 +21,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
 )
 
@@ -249,7 +251,8 @@ func cmdJSONLen(ts *testscript.TestScript, neg bool, args []string) {
 
 // cmdTrace is `trace [-in FILE] RUN [ROWS]`: the text is a crw-trace/1 of RUN: a header line,
 // then one JSON object a line for each row, numbered from seq 1 without a gap, from the started
-// row to the ended row; ROWS, when given, is how many rows there are.
+// row to the ended row, whose calls pass enginetest.JournalProblems (one terminal row a
+// generation); ROWS, when given, is how many rows there are.
 func cmdTrace(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! trace")
@@ -279,20 +282,21 @@ func cmdTrace(ts *testscript.TestScript, neg bool, args []string) {
 	if len(rows) < 2 {
 		ts.Fatalf("trace: %s has %d rows", src, len(rows))
 	}
+	all := make([]journal.Row, len(rows))
 	for i, l := range rows {
-		var row struct {
-			Seq  int
-			Type string
+		row := &all[i]
+		if err := json.Unmarshal([]byte(l), row); err != nil {
+			ts.Fatalf("trace: %s line %d is not a row: %v", src, i+2, err)
 		}
-		if err := json.Unmarshal([]byte(l), &row); err != nil {
-			ts.Fatalf("trace: %s line %d is not a JSON object: %v", src, i+2, err)
-		}
-		if row.Seq != i+1 {
+		if row.Seq != uint64(i+1) {
 			ts.Fatalf("trace: %s line %d has seq %d, want %d", src, i+2, row.Seq, i+1)
 		}
 		if (i == 0 && row.Type != "started") || (i == len(rows)-1 && row.Type != "ended") {
 			ts.Fatalf("trace: %s line %d is a %s row", src, i+2, row.Type)
 		}
+	}
+	if problems := enginetest.JournalProblems(all); len(problems) > 0 {
+		ts.Fatalf("trace: %s: %s", src, strings.Join(problems, "; "))
 	}
 	if want >= 0 && len(rows) != want {
 		ts.Fatalf("trace: %s has %d rows, want %d", src, len(rows), want)

@@ -415,10 +415,23 @@ func TestRequestFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := failure(tt.err)
-			assert.Equal(t, tt.err, got.Cause, "the cause is kept for the log")
+			assert.Equal(t, tt.err, got.Cause, "the cause is kept")
 			assert.Equal(t, tt.want, plain(got))
 		})
 	}
+}
+
+// TestProviderMessageStaysOut: the message a host sends with a failure (an RPC error's, a failed
+// turn's) is provider text: the Failure the engine journals and reports names the
+// codexErrorInfo alone.
+func TestProviderMessageStaysOut(t *testing.T) {
+	t.Parallel()
+	const secret = "key sk-live-PROVIDER-3d8e rejected"
+	want := &backend.Failure{End: backend.EndRefused, Reason: "host_config_bad_request", Detail: "codexErrorInfo badRequest"}
+	rpc := fmt.Errorf("turn/start: %w", &RPCError{Code: -32600, Message: secret, Data: json.RawMessage(`{"codexErrorInfo":"badRequest"}`)})
+	assert.Equal(t, want, failure(rpc).Failure)
+	turn := &Turn{ID: "t1", Status: TurnFailed, Error: &TurnError{Message: secret, CodexErrorInfo: json.RawMessage(`"badRequest"`)}}
+	assert.Equal(t, want, outcome(turn, nil, TokenUsage{}).Failure)
 }
 
 // TestOutcomeOfAnInterruptedTurnWithAnError: an interrupted turn that carries an error is

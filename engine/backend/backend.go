@@ -122,7 +122,9 @@ type Outcome struct {
 	// as the call's last row for the reconcile pass of a later resume instead of writing a
 	// terminal row. The script is told unknown all the same.
 	Open bool
-	// Cause is what went wrong, for the run's log; it never reaches the journal or the script.
+	// Cause is what went wrong, for tests. It may hold the host's own words (an RPC error's
+	// message), so it reaches no row, no error, no diagnostic and no line of crw.log: Failure
+	// and Status say what a user needs.
 	Cause error
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,34 +26,54 @@ func CrashDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "crash")
 }
 
-// CheckJournal checks what a crash and its resumes must leave: within a generation of a call
-// (its rows from a prepared row on) each turn k is started at most once, no turn starts after
-// the call ended, and the call ends at most once.
+// CheckJournal checks what every journal must hold, whatever crashed, paused, was cancelled or
+// resumed (JournalProblems). Every run the helpers of this package make is checked.
 func CheckJournal(t testing.TB, rows []journal.Row) {
 	t.Helper()
+	for _, p := range JournalProblems(rows) {
+		t.Error(p)
+	}
+}
+
+// JournalProblems lists what is wrong with a journal's calls: within a generation of a call (its
+// rows from a prepared row on) each turn k is started at most once, no turn starts after the
+// call ended, and the call has at most one terminal row; no row of a call comes before its
+// first prepared row.
+func JournalProblems(rows []journal.Row) []string {
 	type turn struct {
 		call    string
 		attempt int
 		k       int
 	}
+	var out []string
 	attempts := map[string]int{}
 	seen := map[turn]bool{}
 	ended := map[string]bool{}
 	for _, r := range rows {
+		if r.Call != "" && r.Type != journal.TypePrepared && attempts[r.Call] == 0 {
+			out = append(out, fmt.Sprintf("row %d (%s) names call %s before its prepared row", r.Seq, r.Type, r.Call))
+		}
 		switch {
 		case r.Type == journal.TypePrepared:
 			attempts[r.Call]++
 			delete(ended, r.Call)
 		case r.Type == journal.TypeTurnStarted:
 			key := turn{r.Call, attempts[r.Call], r.K}
-			assert.False(t, seen[key], "turn %d of call %s started twice (row %d)", r.K, r.Call, r.Seq)
-			assert.False(t, ended[r.Call], "call %s started a turn after it ended (row %d)", r.Call, r.Seq)
+			if seen[key] {
+				out = append(out, fmt.Sprintf("turn %d of call %s started twice (row %d)", r.K, r.Call, r.Seq))
+			}
+			if ended[r.Call] {
+				out = append(out, fmt.Sprintf("call %s started a turn after it ended (row %d)", r.Call, r.Seq))
+			}
 			seen[key] = true
 		case journal.IsTerminal(r.Type):
-			assert.False(t, ended[r.Call], "call %s ended twice (row %d)", r.Call, r.Seq)
+			if ended[r.Call] {
+				out = append(out, fmt.Sprintf("call %s ended twice in one generation (row %d)", r.Call, r.Seq))
+			}
 			ended[r.Call] = true
 		}
 	}
+	return out
 }
 
 // CheckSends checks the fake host received no turn twice: a turn that may have been sent is

@@ -168,6 +168,7 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 	}
 	rows, err := svc.Rows(ctx, res.Run)
 	require.NoError(t, err, "read the journal")
+	CheckJournal(t, rows)
 	out.Rows = rows
 	return out
 }

@@ -8,6 +8,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
-// Call is one call as the journal tells it: the rows of its latest attempt.
+// Call is one call as the journal tells it: the rows of its latest attempt, its newest
+// generation (the rows from its newest prepared row on), which has at most one terminal row.
 type Call struct {
 	Attempt   int // how many prepared rows the call has: this is its Attempt-th
 	Prepared  *journal.Row
@@ -160,6 +162,12 @@ func Read(rows []journal.Row) (*History, error) {
 		case row.Type == journal.TypeInterruptRequested:
 			c.Interrupt = row
 		case journal.IsTerminal(row.Type):
+			if c.Terminal != nil {
+				// A second terminal row in one generation, which a journal of an earlier crw
+				// may hold (a held call later superseded): the newer one is the call's outcome.
+				h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
+				h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
+			}
 			c.Terminal = row
 			if row.Tokens != nil {
 				c.Tokens = c.Tokens.Add(*row.Tokens)

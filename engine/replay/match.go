@@ -71,8 +71,8 @@ type Divergence struct {
 	Call     string // the recorded call's id
 	Node     string
 	Field    string // the first input that differs
-	Want     string // the recorded value
-	Got      string // the script's value
+	Want     string // the recorded value, for tests and views: never in an error or a log
+	Got      string // the script's value, likewise
 	WantHash string // input digests
 	GotHash  string
 	// NotMade: the script ended without making the recorded call at all.
@@ -95,12 +95,12 @@ func NewDivergence(index int, want, got *journal.Row) *Divergence {
 	return d
 }
 
-func (d *Divergence) Error() string {
-	return fmt.Sprintf("%s (journal %s, script %s)", d.Summary(), d.Want, d.Got)
-}
+// Error is the Summary: a divergence goes into errors and the run's log, which carry no values
+// of a call's inputs (a prompt may hold a model's answer).
+func (d *Divergence) Error() string { return d.Summary() }
 
 // Summary names the call, both digests and the field that differs, without the values: those
-// are the script's content, for the run's log and crw flow shadow, not for an error's detail.
+// are the script's and the journal's content, which crw flow shadow and crw flow show give.
 func (d *Divergence) Summary() string {
 	if d.NotMade {
 		return fmt.Sprintf("divergence: call %d (%s, node %q, journal input %s) is in the journal, and the script ended without making it",

@@ -318,3 +318,18 @@ func TestReplayingUntilEveryRecordedCallIsMadeAgain(t *testing.T) {
 
 	assert.False(t, replay.New(nil, replay.Strict, nil).Replaying(), "nothing recorded: nothing to replay")
 }
+
+// TestSecondTerminalRowOfAGeneration: a journal of an earlier crw may hold a second terminal
+// row in a call's generation (held by a pause, then superseded with no prepared row between).
+// The newer row is the call's outcome, and the call is listed once.
+func TestSecondTerminalRowOfAGeneration(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a"), completed("c1"), prepared("c2", 2, "b", "b"), held("c2", "engine_paused"),
+		journal.Row{Type: journal.TypeSuperseded, Call: "c2", Reason: "superseded_by_resume"})
+	c2 := h.ByID["c2"]
+	require.NotNil(t, c2.Terminal)
+	assert.Equal(t, journal.TypeSuperseded, c2.Terminal.Type)
+	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Outcomes())
+	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Finished)
+	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Order)
+}

@@ -406,10 +406,12 @@ func (r *runner) Idle() {
 	r.progress.flush()
 }
 
-// endUnmade ends the calls of the journal that the resumed script did not make again: open
-// ones, and ones a pause held, which would have run again. They are superseded when the script
-// took another path (a paused run's resume); when the run was cancelled before the script made
-// them again, the open ones end held cancelled, as a cancel ends every call it finds open.
+// endUnmade ends the calls of the journal that the resumed script did not make again and that
+// have no terminal row in their newest generation (the rows from its newest prepared row on):
+// they are superseded when the script took another path (a paused run's resume), or held
+// cancelled when the run was cancelled before the script made them again, as a cancel ends
+// every call it finds open. A call a pause held keeps its held row: a generation has at most one
+// terminal row, and only a resume that makes the call again (a new prepared row) starts another.
 func (r *runner) endUnmade(cancelled bool) {
 	if r.h == nil {
 		return
@@ -417,14 +419,18 @@ func (r *runner) endUnmade(cancelled bool) {
 	var rows []*journal.Row
 	for _, id := range r.h.IDs {
 		rec := r.h.ByID[id]
-		if rec.Settled() || r.replay.Made(rec) {
+		if r.replay.Made(rec) {
+			continue
+		}
+		if rec.Terminal != nil {
+			// It keeps the outcome it has (a call a pause held stays held), and the run's
+			// counts say so as its journal does.
+			r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Prepared.Role, Node: rec.Prepared.Node,
+				Status: journal.StatusOf(rec.Terminal.Type), Reason: rec.Terminal.Reason, Replayed: true})
 			continue
 		}
 		row := &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}
 		if cancelled {
-			if rec.Terminal != nil {
-				continue // held by the pause, and staying so
-			}
 			row = &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled before the resumed script made this call again"}
 			for _, t := range rec.Turns {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
@@ -436,8 +442,8 @@ func (r *runner) endUnmade(cancelled bool) {
 	}
 	if len(rows) > 0 {
 		r.j.Append(rows...)
-		r.progress.flush()
 	}
+	r.progress.flush()
 }
 
 // flushSoon asks for the rows appended so far to be committed shortly, in case nothing else

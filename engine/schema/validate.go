@@ -41,11 +41,20 @@ func Compile(schema []byte) (*Validator, error) {
 // Problem is one reason a document does not match its schema.
 type Problem struct {
 	// Path is an RFC 6901 JSON pointer into the document; the root is "".
-	Path    string `json:"path"`
+	Path string `json:"path"`
+	// Keyword is the schema keyword the value fails ("type", "required", "pattern",
+	// "maximum", ...). With Path it says what is wrong without the document's values.
+	Keyword string `json:"keyword"`
+	// Message says what is wrong; it may quote the document's values.
 	Message string `json:"message"`
 }
 
 func (p Problem) String() string { return showPointer(p.Path) + ": " + p.Message }
+
+// Brief says where the document fails which keyword, quoting none of its values: for
+// diagnostics, which carry no provider text. A path holds only property names the schema
+// defines and array indexes, except under a schema that allows other properties.
+func (p Problem) Brief() string { return showPointer(p.Path) + ": fails " + strconv.Quote(p.Keyword) }
 
 // ValidationError lists what is wrong with a document, each problem where it is.
 type ValidationError struct {
@@ -55,14 +64,19 @@ type ValidationError struct {
 // maxShown bounds the message: it goes back to the model in a repair prompt.
 const maxShown = 10
 
-func (e *ValidationError) Error() string {
+func (e *ValidationError) Error() string { return e.join(Problem.String) }
+
+// Brief lists the problems as Problem.Brief does, without the document's values.
+func (e *ValidationError) Brief() string { return e.join(Problem.Brief) }
+
+func (e *ValidationError) join(show func(Problem) string) string {
 	parts := make([]string, 0, min(len(e.Problems), maxShown)+1)
 	for i, p := range e.Problems {
 		if i == maxShown {
 			parts = append(parts, fmt.Sprintf("and %d more", len(e.Problems)-maxShown))
 			break
 		}
-		parts = append(parts, p.String())
+		parts = append(parts, show(p))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -84,7 +98,7 @@ func (v *Validator) Validate(doc []byte) error {
 	probs := e.check(v.root, inst, "")
 	if len(probs) == 0 {
 		// A keyword the explainer does not read (the strict rules keep them out).
-		probs = []Problem{{Path: "", Message: libraryMessage(verr)}}
+		probs = []Problem{{Path: "", Keyword: "schema", Message: libraryMessage(verr)}}
 	}
 	return &ValidationError{Problems: probs}
 }
@@ -127,25 +141,25 @@ func (e *explainer) check(s *jsonschema.Schema, inst any, path string) []Problem
 	defer func() { e.depth-- }()
 
 	var out []Problem
-	add := func(p, format string, args ...any) {
-		out = append(out, Problem{Path: p, Message: fmt.Sprintf(format, args...)})
+	add := func(p, keyword, format string, args ...any) {
+		out = append(out, Problem{Path: p, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
 	}
 	if isFalseSchema(s) {
-		add(path, "no value is allowed here")
+		add(path, "false", "no value is allowed here")
 		return out
 	}
 	if s.Ref != "" {
 		out = append(out, e.check(e.ref(s.Ref), inst, path)...)
 	}
 	if want := wantedTypes(s); want != nil && !typeAllows(want, inst) {
-		add(path, "expected %s, got %s", orList(want), describe(inst))
+		add(path, "type", "expected %s, got %s", orList(want), describe(inst))
 		return out
 	}
 	if s.Enum != nil && !slices.ContainsFunc(s.Enum, func(x any) bool { return jsonschema.Equal(x, inst) }) {
-		add(path, "must be one of %s", listValues(s.Enum))
+		add(path, "enum", "must be one of %s", listValues(s.Enum))
 	}
 	if s.Const != nil && !jsonschema.Equal(*s.Const, inst) {
-		add(path, "must be %s", describe(*s.Const))
+		add(path, "const", "must be %s", describe(*s.Const))
 	}
 	switch x := inst.(type) {
 	case float64:
@@ -154,10 +168,10 @@ func (e *explainer) check(s *jsonschema.Schema, inst any, path string) []Problem
 		e.string(s, x, path, add)
 	case []any:
 		if s.MinItems != nil && len(x) < *s.MinItems {
-			add(path, "must have at least %s, has %d", items(*s.MinItems), len(x))
+			add(path, "minItems", "must have at least %s, has %d", items(*s.MinItems), len(x))
 		}
 		if s.MaxItems != nil && len(x) > *s.MaxItems {
-			add(path, "must have at most %s, has %d", items(*s.MaxItems), len(x))
+			add(path, "maxItems", "must have at most %s, has %d", items(*s.MaxItems), len(x))
 		}
 		if s.Items != nil {
 			for i, el := range x {
@@ -173,34 +187,34 @@ func (e *explainer) check(s *jsonschema.Schema, inst any, path string) []Problem
 	return out
 }
 
-func (e *explainer) number(s *jsonschema.Schema, x float64, path string, add func(string, string, ...any)) {
+func (e *explainer) number(s *jsonschema.Schema, x float64, path string, add func(string, string, string, ...any)) {
 	if s.Minimum != nil && x < *s.Minimum {
-		add(path, "must be at least %s", formatNumber(*s.Minimum))
+		add(path, "minimum", "must be at least %s", formatNumber(*s.Minimum))
 	}
 	if s.Maximum != nil && x > *s.Maximum {
-		add(path, "must be at most %s", formatNumber(*s.Maximum))
+		add(path, "maximum", "must be at most %s", formatNumber(*s.Maximum))
 	}
 	if s.ExclusiveMinimum != nil && x <= *s.ExclusiveMinimum {
-		add(path, "must be greater than %s", formatNumber(*s.ExclusiveMinimum))
+		add(path, "exclusiveMinimum", "must be greater than %s", formatNumber(*s.ExclusiveMinimum))
 	}
 	if s.ExclusiveMaximum != nil && x >= *s.ExclusiveMaximum {
-		add(path, "must be less than %s", formatNumber(*s.ExclusiveMaximum))
+		add(path, "exclusiveMaximum", "must be less than %s", formatNumber(*s.ExclusiveMaximum))
 	}
 	// The same test as jsonschema-go's, so that the two agree.
 	if s.MultipleOf != nil {
 		if _, frac := math.Modf(x / *s.MultipleOf); frac != 0 {
-			add(path, "must be a multiple of %s", formatNumber(*s.MultipleOf))
+			add(path, "multipleOf", "must be a multiple of %s", formatNumber(*s.MultipleOf))
 		}
 	}
 }
 
-func (e *explainer) string(s *jsonschema.Schema, x, path string, add func(string, string, ...any)) {
+func (e *explainer) string(s *jsonschema.Schema, x, path string, add func(string, string, string, ...any)) {
 	n := utf8.RuneCountInString(x)
 	if s.MinLength != nil && n < *s.MinLength {
-		add(path, "must be at least %d characters long", *s.MinLength)
+		add(path, "minLength", "must be at least %d characters long", *s.MinLength)
 	}
 	if s.MaxLength != nil && n > *s.MaxLength {
-		add(path, "must be at most %d characters long", *s.MaxLength)
+		add(path, "maxLength", "must be at most %d characters long", *s.MaxLength)
 	}
 	if s.Pattern != "" {
 		re, ok := e.patterns[s.Pattern]
@@ -209,7 +223,7 @@ func (e *explainer) string(s *jsonschema.Schema, x, path string, add func(string
 			e.patterns[s.Pattern] = re
 		}
 		if re != nil && !re.MatchString(x) {
-			add(path, "%s does not match the pattern %q", describe(x), s.Pattern)
+			add(path, "pattern", "%s does not match the pattern %q", describe(x), s.Pattern)
 		}
 	}
 }
@@ -218,7 +232,7 @@ func (e *explainer) object(s *jsonschema.Schema, obj map[string]any, path string
 	var out []Problem
 	for _, name := range s.Required {
 		if _, ok := obj[name]; !ok {
-			out = append(out, Problem{Path: path, Message: fmt.Sprintf("missing required property %q", name)})
+			out = append(out, Problem{Path: path, Keyword: "required", Message: fmt.Sprintf("missing required property %q", name)})
 		}
 	}
 	keys := make([]string, 0, len(obj))
@@ -234,7 +248,7 @@ func (e *explainer) object(s *jsonschema.Schema, obj map[string]any, path string
 	}
 	if isFalseSchema(s.AdditionalProperties) {
 		for _, k := range extra {
-			out = append(out, Problem{Path: path, Message: fmt.Sprintf("unexpected property %q", k)})
+			out = append(out, Problem{Path: path, Keyword: "additionalProperties", Message: fmt.Sprintf("unexpected property %q", k)})
 		}
 	} else if s.AdditionalProperties != nil {
 		for _, k := range extra {
@@ -280,9 +294,9 @@ func (e *explainer) anyOf(s *jsonschema.Schema, inst any, path string) []Problem
 	case len(fit) == 1:
 		return probs[fit[0]]
 	case len(fit) == 0 && typed:
-		return []Problem{{Path: path, Message: fmt.Sprintf("expected %s, got %s", orList(union), describe(inst))}}
+		return []Problem{{Path: path, Keyword: "type", Message: fmt.Sprintf("expected %s, got %s", orList(union), describe(inst))}}
 	default:
-		return []Problem{{Path: path, Message: fmt.Sprintf("matches none of the %d alternatives (anyOf)", len(s.AnyOf))}}
+		return []Problem{{Path: path, Keyword: "anyOf", Message: fmt.Sprintf("matches none of the %d alternatives (anyOf)", len(s.AnyOf))}}
 	}
 }
 

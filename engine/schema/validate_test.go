@@ -82,38 +82,38 @@ func TestValidate(t *testing.T) {
 		doc  string
 		want []Problem
 	}{
-		{"wrong type", review("score", `"3"`), []Problem{{"/score", `expected integer, got "3"`}}},
-		{"not an integer", review("score", `2.5`), []Problem{{"/score", "expected integer, got 2.5"}}},
-		{"enum", review("verdict", `"maybe"`), []Problem{{"/verdict", `must be one of "approve", "request_changes"`}}},
-		{"const", review("kind", `"other"`), []Problem{{"/kind", `must be "review"`}}},
-		{"minimum", review("score", `-1`), []Problem{{"/score", "must be at least 0"}}},
-		{"maximum", review("score", `11`), []Problem{{"/score", "must be at most 10"}}},
-		{"exclusiveMinimum", review("ratio", `0`), []Problem{{"/ratio", "must be greater than 0"}}},
-		{"exclusiveMaximum", review("ratio", `1`), []Problem{{"/ratio", "must be less than 1"}}},
-		{"multipleOf", review("ratio", `0.3`), []Problem{{"/ratio", "must be a multiple of 0.25"}}},
-		{"pattern", review("tag", `"Not OK"`), []Problem{{"/tag", `"Not OK" does not match the pattern "^[a-z]+$"`}}},
-		{"missing", review("tag", ""), []Problem{{"", `missing required property "tag"`}}},
-		{"unexpected", review("extra", `1`), []Problem{{"", `unexpected property "extra"`}}},
-		{"minItems", review("findings", `[]`), []Problem{{"/findings", "must have at least 1 item, has 0"}}},
+		{"wrong type", review("score", `"3"`), []Problem{{"/score", "type", `expected integer, got "3"`}}},
+		{"not an integer", review("score", `2.5`), []Problem{{"/score", "type", "expected integer, got 2.5"}}},
+		{"enum", review("verdict", `"maybe"`), []Problem{{"/verdict", "enum", `must be one of "approve", "request_changes"`}}},
+		{"const", review("kind", `"other"`), []Problem{{"/kind", "const", `must be "review"`}}},
+		{"minimum", review("score", `-1`), []Problem{{"/score", "minimum", "must be at least 0"}}},
+		{"maximum", review("score", `11`), []Problem{{"/score", "maximum", "must be at most 10"}}},
+		{"exclusiveMinimum", review("ratio", `0`), []Problem{{"/ratio", "exclusiveMinimum", "must be greater than 0"}}},
+		{"exclusiveMaximum", review("ratio", `1`), []Problem{{"/ratio", "exclusiveMaximum", "must be less than 1"}}},
+		{"multipleOf", review("ratio", `0.3`), []Problem{{"/ratio", "multipleOf", "must be a multiple of 0.25"}}},
+		{"pattern", review("tag", `"Not OK"`), []Problem{{"/tag", "pattern", `"Not OK" does not match the pattern "^[a-z]+$"`}}},
+		{"missing", review("tag", ""), []Problem{{"", "required", `missing required property "tag"`}}},
+		{"unexpected", review("extra", `1`), []Problem{{"", "additionalProperties", `unexpected property "extra"`}}},
+		{"minItems", review("findings", `[]`), []Problem{{"/findings", "minItems", "must have at least 1 item, has 0"}}},
 		{"maxItems", review("findings", `[{"title":"a","line":1,"where":null},{"title":"b","line":1,"where":null},{"title":"c","line":1,"where":null}]`),
-			[]Problem{{"/findings", "must have at most 2 items, has 3"}}},
+			[]Problem{{"/findings", "maxItems", "must have at most 2 items, has 3"}}},
 		{"nested", review("findings", `[{"title":"a","line":1,"where":null},{"title":5,"line":"x","where":null,"more":1}]`),
 			[]Problem{
-				{"/findings/1", `unexpected property "more"`},
-				{"/findings/1/line", `expected integer or null, got "x"`},
-				{"/findings/1/title", "expected string, got 5"},
+				{"/findings/1", "additionalProperties", `unexpected property "more"`},
+				{"/findings/1/line", "type", `expected integer or null, got "x"`},
+				{"/findings/1/title", "type", "expected string, got 5"},
 			}},
 		{"through anyOf and ref", review("findings", `[{"title":"a","line":1,"where":{"file":"a.go"}}]`),
-			[]Problem{{"/findings/0/where", `missing required property "line"`}}},
+			[]Problem{{"/findings/0/where", "required", `missing required property "line"`}}},
 		{"anyOf no branch fits", review("findings", `[{"title":"a","line":1,"where":"a.go:3"}]`),
-			[]Problem{{"/findings/0/where", `expected object or null, got "a.go:3"`}}},
-		{"root not an object", `[1]`, []Problem{{"", "expected object, got an array"}}},
+			[]Problem{{"/findings/0/where", "type", `expected object or null, got "a.go:3"`}}},
+		{"root not an object", `[1]`, []Problem{{"", "type", "expected object, got an array"}}},
 		{"several", `{"verdict":1,"kind":"review"}`, []Problem{
-			{"", `missing required property "score"`},
-			{"", `missing required property "ratio"`},
-			{"", `missing required property "tag"`},
-			{"", `missing required property "findings"`},
-			{"/verdict", "expected string, got 1"},
+			{"", "required", `missing required property "score"`},
+			{"", "required", `missing required property "ratio"`},
+			{"", "required", `missing required property "tag"`},
+			{"", "required", `missing required property "findings"`},
+			{"/verdict", "type", "expected string, got 1"},
 		}},
 	}
 	for _, c := range cases {
@@ -124,7 +124,7 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want a *ValidationError", err)
 			}
 			if !slices.Equal(ve.Problems, c.want) {
-				t.Errorf("problems:\n got  %q\n want %q", ve.Problems, c.want)
+				t.Errorf("problems:\n got  %+v\n want %+v", ve.Problems, c.want)
 			}
 		})
 	}
@@ -154,13 +154,16 @@ func TestValidateNotOneDocument(t *testing.T) {
 }
 
 func TestValidationErrorMessage(t *testing.T) {
-	e := &ValidationError{Problems: []Problem{{"", "missing required property \"a\""}, {"/b/0", "expected string, got 1"}}}
+	e := &ValidationError{Problems: []Problem{{"", "required", "missing required property \"a\""}, {"/b/0", "type", "expected string, got 1"}}}
 	if got, want := e.Error(), `(root): missing required property "a"; /b/0: expected string, got 1`; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
+	if got, want := e.Brief(), `(root): fails "required"; /b/0: fails "type"`; got != want {
+		t.Errorf("Brief() = %q, want %q", got, want)
+	}
 	var many ValidationError
 	for i := range 13 {
-		many.Problems = append(many.Problems, Problem{fmt.Sprintf("/%d", i), "bad"})
+		many.Problems = append(many.Problems, Problem{fmt.Sprintf("/%d", i), "type", "bad"})
 	}
 	if got := many.Error(); !strings.HasSuffix(got, "/9: bad; and 3 more") {
 		t.Errorf("Error() = %q", got)

@@ -100,8 +100,9 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 			}
 			v, err := m.parseResult(result)
 			if err != nil {
-				// %v, not %w: this is the host's failure, not an exception of the script.
-				return fmt.Errorf("agent.call: result of %s is not JSON: %v", req.Site, err)
+				// The host's failure, not an exception of the script. The parser's words are
+				// left out: they quote the answer (a member's name), which no error carries.
+				return fmt.Errorf("agent.call: the result of %s could not be given to the script", req.Site)
 			}
 			return resolve(v)
 		})

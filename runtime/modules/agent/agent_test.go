@@ -445,8 +445,23 @@ func TestResultNotJSON(t *testing.T) {
 	require.Error(t, err)
 	var se *vm.ScriptError
 	assert.False(t, errors.As(err, &se), "a host's bad result is not the script's error: %v", err)
-	assert.Contains(t, err.Error(), "agent.call: result of "+r.Path+":6:")
-	assert.Contains(t, err.Error(), "is not JSON")
+	assert.Contains(t, err.Error(), "agent.call: the result of "+r.Path+":6:")
+	assert.Contains(t, err.Error(), "could not be given to the script")
+}
+
+// TestResultErrorQuotesNoAnswer: a result the parser refuses (a member twice) ends the run with
+// an error that names the call site and quotes nothing of the answer.
+func TestResultErrorQuotesNoAnswer(t *testing.T) {
+	t.Parallel()
+	r := runtimetest.New(t, runtimetest.Main(`
+	await agent.call({ role: "executor", prompt: "p" });`), hostOpt(func(h *runtimetest.Host) {
+		h.Result = func(c runtimetest.Call) json.RawMessage {
+			return json.RawMessage(`{"callId":"c1","status":"completed","output":{"sk-live-4f9a":"x","sk-live-4f9a":1},"meta":{}}`)
+		}
+	}))
+	_, err := r.Run(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, "agent.call: the result of "+r.Path+":6:14 could not be given to the script", err.Error())
 }
 
 func TestModuleShapes(t *testing.T) {

@@ -204,6 +204,10 @@ func showCall(g *globals, streams IO, s *engine.Timeline, id string) error {
 			status += " " + c.Reason
 		}
 		fmt.Fprintf(w, "call     %s (#%d) at %s\nrole     %s\nnode     %s\nstatus   %s\n", c.Call, c.Index, dash(c.Site), c.Role, c.Node, status)
+		if c.Attempts > 1 {
+			// A resume took the call up again: this is its newest generation.
+			fmt.Fprintf(w, "attempt  %d (its rows from seq %d on; crw flow trace has every attempt's)\n", c.Attempts, c.StartSeq)
+		}
 		if c.Detail != "" {
 			fmt.Fprintf(w, "detail   %s\n", c.Detail)
 		}
