@@ -25,9 +25,9 @@ var ErrTooLarge = errors.New("file too large")
 // ErrNotRegular is wrapped by the error of a path that is not a regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
-// Read returns the content of the regular file at path, or an error when it is not one or holds
-// more than limit bytes. The error does not repeat the path: callers say which file and what for.
-func Read(path string, limit int64) ([]byte, error) {
+// Open opens the regular file at path for reading, for a file read as a stream (a trace),
+// or returns an error when it is not one. The error does not repeat the path.
+func Open(path string) (*os.File, error) {
 	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. It changes
 	// nothing for a regular file, the only kind read.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -38,13 +38,29 @@ func Read(path string, limit int64) ([]byte, error) {
 		}
 		return nil, err
 	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, kind(info.Mode()))
+	}
+	return f, nil
+}
+
+// Read returns the content of the regular file at path, or an error when it is not one or holds
+// more than limit bytes. The error does not repeat the path: callers say which file and what for.
+func Read(path string, limit int64) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, kind(info.Mode()))
 	}
 	if info.Size() > limit {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, info.Size(), limit)

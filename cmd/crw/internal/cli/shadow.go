@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/userfile"
 )
 
 func newCmdShadow(g *globals, streams IO) *cobra.Command {
@@ -43,9 +43,9 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 			}
 			var rows []journal.Row
 			if runID == "" {
-				f, err := os.Open(trace)
+				f, err := userfile.Open(trace)
 				if err != nil {
-					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, errors.Unwrap(err))
+					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
 				}
 				rows, err = journal.Import(f)
 				f.Close()
