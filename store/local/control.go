@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,8 @@ import (
 // so the holder serves what readers need on a unix socket in the run's folder (0700: the
 // user's alone). A request is one JSON line:
 //
-//	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true}
+//	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true},
+//	                           or {"damaged": WHAT} where a row fails its checksum
 //	{"op": "cancel"}           look for a stored cancel request now; answers {"ok": true}
 //
 // Rows are copied out of the journal a chunk at a time, so a slow reader never holds a read
@@ -144,6 +146,12 @@ func (l *lease) answer(conn net.Conn) {
 			default:
 			}
 			chunk, err := l.j.Raw(from, rowsChunk)
+			if errors.Is(err, journalfile.ErrCorrupt) {
+				// Reading the file instead would find the same damage: say it.
+				line, _ := json.Marshal(map[string]string{"damaged": journalfile.Damage(err)})
+				w.Write(append(line, '\n'))
+				return
+			}
 			if err != nil {
 				return
 			}
@@ -275,6 +283,11 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 		}
 		if string(line) == `{"eof":true}`+"\n" {
 			return nil
+		}
+		if bytes.HasPrefix(line, []byte(`{"damaged":`)) {
+			var d struct{ Damaged string }
+			_ = json.Unmarshal(line, &d)
+			return &rowsError{err: damaged(run, s.path(run, JournalFile), fmt.Errorf("%w: %s", journalfile.ErrCorrupt, d.Damaged))}
 		}
 		var r journal.Row
 		if err := json.Unmarshal(line, &r); err != nil || r.Seq != want {
