@@ -53,6 +53,16 @@ func StatusOf(t string) CallStatus {
 	return CallStatus(t)
 }
 
+// IsKnownType reports whether t is one of the row types above.
+func IsKnownType(t string) bool {
+	switch t {
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning,
+		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested:
+		return true
+	}
+	return IsTerminal(t)
+}
+
 // IsTerminal reports whether a row of type t ends its call.
 func IsTerminal(t string) bool {
 	switch t {
