@@ -8,9 +8,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -27,12 +32,24 @@ func LoadRoles(path string) (RoleTable, error) {
 	if err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: cannot read the role table: %v", path, err)
 	}
+	return ParseRoles(path, data)
+}
+
+// ParseRoles checks a role table file's content; path names it in errors, which are all
+// invalid_request and say which role and field is wrong.
+func ParseRoles(path string, data []byte) (RoleTable, error) {
 	var doc struct {
 		Roles map[string]json.RawMessage `json:"roles"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	err := dec.Decode(&doc)
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("text after the JSON value")
+		}
+	}
+	if err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: not a role table ({\"roles\": {ROLE: {\"model\": …, \"effort\": …}}}): %v", path, err)
 	}
 	if doc.Roles == nil {
@@ -48,6 +65,11 @@ func LoadRoles(path string) (RoleTable, error) {
 		d.DisallowUnknownFields()
 		if err := d.Decode(&p); err != nil {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s: %v (a pair takes model and effort)", path, role, err)
+		}
+		if i := strings.IndexFunc(p.Model, unicode.IsControl); i >= 0 {
+			// A model name goes into requests and logs line by line: a NUL or a newline in it
+			// is a mistake, never a model.
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.model: holds the control character %U at byte %d", path, role, firstRune(p.Model[i:]), i)
 		}
 		if p.Effort != "" && !contains(agent.Efforts, p.Effort) {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.effort: %q is not one of %v", path, role, p.Effort, agent.Efforts)
@@ -89,6 +111,11 @@ func (t RoleTable) Decide(role string, requested journal.Pair) (journal.Pair, er
 		out.Effort = decided.Effort
 	}
 	return out, nil
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }
 
 func isRole(r string) bool { return contains(agent.Roles, r) }
