@@ -92,6 +92,9 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	if !json.Valid(opts.Input) {
 		return "", errs.New(errs.InvalidRequest, "--input: not JSON")
 	}
+	if err := checkInput(opts.Input); err != nil {
+		return "", errs.New(errs.InvalidRequest, "--input: %v", err)
+	}
 	if opts.Backend == "" {
 		opts.Backend = "fake"
 	}
@@ -196,6 +199,13 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		if h.Ended != nil {
 			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, h.Ended.Status)
 		}
+	}
+	var started *journal.Row
+	if h != nil {
+		started = h.Started
+	}
+	if err := checkSpec(run, spec, started); err != nil {
+		return nil, err
 	}
 	be := x.Backend
 	warnings := &runner.Warnings{}

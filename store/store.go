@@ -190,6 +190,9 @@ type Spec struct {
 	Files     map[string]string `json:"files,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+	// Path is where the store keeps the spec (the local store's run.json), for errors that
+	// name it; "" where it is no file.
+	Path string `json:"-"`
 }
 
 // Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input
