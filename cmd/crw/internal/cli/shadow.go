@@ -31,6 +31,7 @@ Exit status: 0 when the script makes exactly the recorded calls and returns, 1 w
 differs or the script throws, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = runID
 			if (runID == "") == (trace == "") {
 				return errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
 			}
