@@ -51,6 +51,9 @@ type CreateOptions struct {
 	Pool         int // default 4
 	BudgetTokens int64
 	LibDirs      []string
+	// OmitCallSeqs: the run's CallResults go without meta.startSeq and meta.endSeq (crw flow
+	// run creates its runs so).
+	OmitCallSeqs bool
 }
 
 // ExecOptions are how this process executes a run.
@@ -134,7 +137,7 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	spec := &store.Spec{
 		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: script.Digest(), Files: files,
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
-		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
+		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
 	if err := s.Store.Create(ctx, spec); err != nil {

@@ -55,6 +55,8 @@ func checkSpec(run string, spec *store.Spec, started *journal.Row) error {
 	case !sameJSON(spec.Input, started.Input):
 		// Not the values: an input may be long.
 		return bad("input", "not the input the run started with %s", row)
+	case spec.OmitCallSeqs != started.OmitCallSeqs:
+		return bad("omit_call_seqs", "%t, but the run started with %t %s", spec.OmitCallSeqs, started.OmitCallSeqs, row)
 	case inputs.RoleTable(spec.Roles).Digest() != inputs.RoleTable(started.RolePairs).Digest():
 		return bad("roles", "not the role pairs the run started with %s", row)
 	}

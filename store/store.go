@@ -184,6 +184,9 @@ type Spec struct {
 	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
 	Roles        map[string]journal.Pair `json:"roles,omitempty"`
 	LibDirs      []string                `json:"lib_dirs,omitempty"`
+	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq, as a run
+	// created by crw flow run has none.
+	OmitCallSeqs bool `json:"omit_call_seqs,omitempty"`
 	// Files are the workflow's files (its entry and the modules it loaded from disk) by real
 	// path, each the digest of its content as the store keeps it (PutFile) from the run's
 	// creation on.
