@@ -57,8 +57,8 @@ func socketPath(path string) (name string, release func(), err error) {
 	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { unix.Close(fd) }, nil
 }
 
-// listen binds the holder's socket; one a dead holder left behind is removed first (the run
-// lock is held, so no live process serves it). It returns the socket file as bound.
+// listen binds the holder's socket, mode 0600; one a dead holder left behind is removed first
+// (the run lock is held, so no live process serves it). It returns the socket file as bound.
 func listen(path string) (net.Listener, os.FileInfo, error) {
 	name, release, err := socketPath(path)
 	if err != nil {
@@ -71,6 +71,12 @@ func listen(path string) (net.Listener, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Release removes it, by its real path
+	// bind gives the socket the umask's mode; like every file of the run it is the user's
+	// alone (the folder is 0700 too).
+	if err := os.Chmod(name, 0o600); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
 	st, err := os.Lstat(path)
 	if err != nil {
 		ln.Close()
