@@ -187,7 +187,7 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 		roles := inputs.RoleTable(spec.Roles)
 		out = append(out, &journal.Row{Type: journal.TypeStarted, Run: run, Backend: spec.Backend, Workflow: spec.Workflow,
 			ScriptDigest: spec.ScriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: lease.Token(),
-			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input})
+			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs})
 	}
 	if h != nil {
 		for _, id := range h.IDs {
