@@ -8,14 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -43,13 +38,7 @@ func ParseRoles(path string, data []byte) (RoleTable, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(&doc)
-	if err == nil {
-		if _, end := dec.Token(); end != io.EOF {
-			err = errors.New("text after the JSON value")
-		}
-	}
-	if err != nil {
+	if err := decodeWhole(dec, &doc); err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: not a role table ({\"roles\": {ROLE: {\"model\": …, \"effort\": …}}}): %v", path, err)
 	}
 	if doc.Roles == nil {
@@ -66,10 +55,8 @@ func ParseRoles(path string, data []byte) (RoleTable, error) {
 		if err := d.Decode(&p); err != nil {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s: %v (a pair takes model and effort)", path, role, err)
 		}
-		if i := strings.IndexFunc(p.Model, unicode.IsControl); i >= 0 {
-			// A model name goes into requests and logs line by line: a NUL or a newline in it
-			// is a mistake, never a model.
-			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.model: holds the control character %U at byte %d", path, role, firstRune(p.Model[i:]), i)
+		if err := checkModel(p.Model); err != nil {
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.model: %v", path, role, err)
 		}
 		if p.Effort != "" && !contains(agent.Efforts, p.Effort) {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.effort: %q is not one of %v", path, role, p.Effort, agent.Efforts)
@@ -111,11 +98,6 @@ func (t RoleTable) Decide(role string, requested journal.Pair) (journal.Pair, er
 		out.Effort = decided.Effort
 	}
 	return out, nil
-}
-
-func firstRune(s string) rune {
-	r, _ := utf8.DecodeRuneInString(s)
-	return r
 }
 
 func isRole(r string) bool { return contains(agent.Roles, r) }
