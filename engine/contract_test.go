@@ -82,8 +82,10 @@ func checkCall(t *testing.T, res *store.Status, rows []journal.Row, raw json.Raw
 	assert.JSONEq(t, string(want), string(raw), "call %s: the script's CallResult and the journal's", cr.CallID)
 
 	assert.Equal(t, journal.StatusOf(terminal.Type), cr.Status)
-	assert.Equal(t, prepared.Seq, cr.Meta.StartSeq)
-	assert.Equal(t, terminal.Seq, cr.Meta.EndSeq)
+	require.NotNil(t, cr.Meta.StartSeq)
+	require.NotNil(t, cr.Meta.EndSeq)
+	assert.Equal(t, prepared.Seq, *cr.Meta.StartSeq)
+	assert.Equal(t, terminal.Seq, *cr.Meta.EndSeq)
 	if cr.Status == journal.StatusCompleted {
 		assert.Nil(t, cr.Reason)
 		assert.JSONEq(t, string(terminal.Output), string(cr.Output))

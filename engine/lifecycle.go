@@ -187,7 +187,7 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 		roles := inputs.RoleTable(spec.Roles)
 		out = append(out, &journal.Row{Type: journal.TypeStarted, Run: run, Backend: spec.Backend, Workflow: spec.Workflow,
 			ScriptDigest: spec.ScriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: lease.Token(),
-			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input})
+			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs})
 	}
 	if h != nil {
 		for _, id := range h.IDs {
@@ -213,8 +213,8 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 }
 
 // CheckResumable refuses early what a resume's process would refuse, so a detached resume
-// reports it: a run held by a live process, a run that has ended, a recorded environment that
-// cannot be used.
+// reports it: a run held by a live process, a run that has ended, a spec that is not valid or
+// disagrees with the journal's started row, a recorded environment that cannot be used.
 func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
 		return err
@@ -227,6 +227,17 @@ func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	}
 	if st.State == store.StateEnded {
 		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status)
+	}
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return err
+	}
+	started, err := s.startedRow(ctx, run)
+	if err != nil {
+		return err
+	}
+	if err := checkSpec(run, spec, started); err != nil {
+		return err
 	}
 	_, err = s.Env(ctx, run)
 	return err

@@ -51,6 +51,9 @@ type CreateOptions struct {
 	Pool         int // default 4
 	BudgetTokens int64
 	LibDirs      []string
+	// OmitCallSeqs: the run's CallResults go without meta.startSeq and meta.endSeq (crw flow
+	// run creates its runs so).
+	OmitCallSeqs bool
 }
 
 // ExecOptions are how this process executes a run.
@@ -92,6 +95,9 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	if !json.Valid(opts.Input) {
 		return "", errs.New(errs.InvalidRequest, "--input: not JSON")
 	}
+	if err := checkInput(opts.Input); err != nil {
+		return "", errs.New(errs.InvalidRequest, "--input: %v", err)
+	}
 	if opts.Backend == "" {
 		opts.Backend = "fake"
 	}
@@ -131,7 +137,7 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	spec := &store.Spec{
 		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: script.Digest(), Files: files,
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
-		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs,
+		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs,
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
 	if err := s.Store.Create(ctx, spec); err != nil {
@@ -196,6 +202,13 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		if h.Ended != nil {
 			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, h.Ended.Status)
 		}
+	}
+	var started *journal.Row
+	if h != nil {
+		started = h.Started
+	}
+	if err := checkSpec(run, spec, started); err != nil {
+		return nil, err
 	}
 	be := x.Backend
 	warnings := &runner.Warnings{}

@@ -45,7 +45,8 @@ func Export(w io.Writer, runID string, rows []Row) error {
 	return nil
 }
 
-// Import reads a trace written by Export. Every error names its line. Lines
+// Import reads a trace written by Export. Every error names its line. Every row must be of a
+// known type. Lines
 // are decoded strictly (no unknown fields, nothing after the object), since
 // traces are also written by hand as test fixtures and a misspelt field
 // should fail rather than vanish.
@@ -92,6 +93,10 @@ func Import(r io.Reader) ([]Row, error) {
 		}
 		if want := uint64(i) + 1; rows[i].Seq != want {
 			return nil, fmt.Errorf("journal: import: line %d: seq %d, want %d", n, rows[i].Seq, want)
+		}
+		if !IsKnownType(rows[i].Type) {
+			// A replay would pass over a row it does not know and report a run that never was.
+			return nil, fmt.Errorf("journal: import: line %d: unknown row type %q", n, rows[i].Type)
 		}
 		if rows[i].Type == TypeStarted && rows[i].Run != "" && rows[i].Run != h.Run {
 			return nil, fmt.Errorf("journal: import: line %d: run %q, but the header says %q", n, rows[i].Run, h.Run)

@@ -87,6 +87,8 @@ func TestImport(t *testing.T) {
 		{name: "first seq not 1", in: header + "\n" + row2, wantErr: "line 2: seq 2, want 1"},
 		{name: "gap", in: header + "\n" + row1 + "\n" + row3 + "\n", wantErr: "line 3: seq 3, want 2"},
 		{name: "repeat", in: header + "\n" + row1 + "\n" + row1 + "\n", wantErr: "line 3: seq 1, want 2"},
+		{name: "unknown row type", in: header + "\n" + row1 + "\n" + `{"seq":2,"type":"finished","at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 3: unknown row type "finished"`},
+		{name: "no row type", in: header + "\n" + `{"seq":1,"at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 2: unknown row type ""`},
 		{name: "started names another run", in: `{"format":"crw-trace/1","run":"r2"}` + "\n" + row1, wantErr: `line 2: run "r1", but the header says "r2"`},
 	}
 	for _, tt := range tests {

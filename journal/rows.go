@@ -53,6 +53,16 @@ func StatusOf(t string) CallStatus {
 	return CallStatus(t)
 }
 
+// IsKnownType reports whether t is one of the row types above.
+func IsKnownType(t string) bool {
+	switch t {
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning,
+		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested:
+		return true
+	}
+	return IsTerminal(t)
+}
+
 // IsTerminal reports whether a row of type t ends its call.
 func IsTerminal(t string) bool {
 	switch t {
@@ -110,6 +120,9 @@ type Row struct {
 	Pool         int             `json:"pool,omitempty"`
 	BudgetTokens int64           `json:"budget_tokens,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
+	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq (a run
+	// created by crw flow run).
+	OmitCallSeqs bool `json:"omit_call_seqs,omitempty"`
 
 	// prepared: the call's inputs, kept whole enough to name what changed on a divergence.
 	Index          int    `json:"index,omitempty"` // 1-based issue order

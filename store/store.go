@@ -184,12 +184,18 @@ type Spec struct {
 	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
 	Roles        map[string]journal.Pair `json:"roles,omitempty"`
 	LibDirs      []string                `json:"lib_dirs,omitempty"`
+	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq, as a run
+	// created by crw flow run has none.
+	OmitCallSeqs bool `json:"omit_call_seqs,omitempty"`
 	// Files are the workflow's files (its entry and the modules it loaded from disk) by real
 	// path, each the digest of its content as the store keeps it (PutFile) from the run's
 	// creation on.
 	Files     map[string]string `json:"files,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+	// Path is where the store keeps the spec (the local store's run.json), for errors that
+	// name it; "" where it is no file.
+	Path string `json:"-"`
 }
 
 // Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input

@@ -80,7 +80,7 @@ func startProcess(ctx context.Context, o *Options) (*process, error) {
 	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
 	if o.Log != "" {
 		var logFile *os.File
-		if logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		if logFile, err = os.OpenFile(o.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 			child = append(child, logFile)
 			cmd.Stderr = logFile
 		}

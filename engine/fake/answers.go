@@ -112,6 +112,8 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 		if e.Turns == nil {
 			return nil, fail(at+".turns", "missing: list the turns of the matched calls")
 		}
+		// An empty list stays a list: the matched calls have no scripted turn.
+		a.Entries[i].Turns = make([]Turn, 0, len(e.Turns))
 		for k, rt := range e.Turns {
 			tat := fmt.Sprintf("%s.turns[%d]", at, k)
 			var t Turn

@@ -28,12 +28,18 @@ func LoadRoles(path string) (RoleTable, error) {
 	if err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: cannot read the role table: %v", path, err)
 	}
+	return ParseRoles(path, data)
+}
+
+// ParseRoles checks a role table file's content; path names it in errors, which are all
+// invalid_request and say which role and field is wrong.
+func ParseRoles(path string, data []byte) (RoleTable, error) {
 	var doc struct {
 		Roles map[string]json.RawMessage `json:"roles"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	if err := decodeWhole(dec, &doc); err != nil {
 		return nil, errs.New(errs.InvalidRequest, "%s: not a role table ({\"roles\": {ROLE: {\"model\": …, \"effort\": …}}}): %v", path, err)
 	}
 	if doc.Roles == nil {
@@ -49,6 +55,9 @@ func LoadRoles(path string) (RoleTable, error) {
 		d.DisallowUnknownFields()
 		if err := d.Decode(&p); err != nil {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s: %v (a pair takes model and effort)", path, role, err)
+		}
+		if err := checkModel(p.Model); err != nil {
+			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.model: %v", path, role, err)
 		}
 		if p.Effort != "" && !contains(agent.Efforts, p.Effort) {
 			return nil, errs.New(errs.InvalidRequest, "%s: roles.%s.effort: %q is not one of %v", path, role, p.Effort, agent.Efforts)

@@ -35,10 +35,15 @@ type Call struct {
 	result     json.RawMessage
 }
 
-// Result is the CallResult a call with a terminal row gives the script again.
-func (c *Call) Result(run string) json.RawMessage {
+// Result is the CallResult a call with a terminal row gives the script again; omitSeqs is the
+// run's started row's OmitCallSeqs, the same for every call.
+func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
 	c.resultOnce.Do(func() {
-		c.result, _ = json.Marshal(result.Build(run, c.Prepared, c.Thread, c.Terminal))
+		cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
+		if omitSeqs {
+			cr = cr.WithoutSeqs()
+		}
+		c.result, _ = json.Marshal(cr)
 	})
 	return c.result
 }
@@ -207,10 +212,14 @@ func (h *History) Outcomes() []*Call {
 func (h *History) BuildResults(calls []*Call) {
 	go func() {
 		for _, c := range calls {
-			c.Result(h.Run)
+			c.Result(h.Run, h.OmitCallSeqs())
 		}
 	}()
 }
+
+// OmitCallSeqs reports whether the run's CallResults go without meta.startSeq and meta.endSeq,
+// as its started row says.
+func (h *History) OmitCallSeqs() bool { return h.Started != nil && h.Started.OmitCallSeqs }
 
 // ClockStart is when the run's clock starts: its first process's started row.
 func (h *History) ClockStart() time.Time { return h.Started.At }

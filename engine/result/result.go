@@ -62,8 +62,10 @@ type CallMeta struct {
 	TurnIDs        []string     `json:"turnIds"`
 	RepairUsed     bool         `json:"repairUsed"`
 	Tokens         ResultTokens `json:"tokens"`
-	StartSeq       uint64       `json:"startSeq"`
-	EndSeq         uint64       `json:"endSeq"`
+	// The seqs of the call's prepared and terminal rows; absent in a run created by
+	// crw flow run (WithoutSeqs).
+	StartSeq *uint64 `json:"startSeq,omitempty"`
+	EndSeq   *uint64 `json:"endSeq,omitempty"`
 }
 
 // ResultPair is a pair with undecided parts as null.
@@ -97,8 +99,16 @@ func resultPair(p *journal.Pair) ResultPair {
 	return out
 }
 
-// Build makes a call's CallResult from its rows.
+// WithoutSeqs is r without meta.startSeq and meta.endSeq, as a run created by crw flow run
+// gives it.
+func (r CallResult) WithoutSeqs() CallResult {
+	r.Meta.StartSeq, r.Meta.EndSeq = nil, nil
+	return r
+}
+
+// Build makes a call's CallResult from its rows, with meta.startSeq and meta.endSeq.
 func Build(run string, prepared, thread, terminal *journal.Row) CallResult {
+	start, end := prepared.Seq, terminal.Seq
 	r := CallResult{
 		CallID: prepared.Call,
 		Status: journal.StatusOf(terminal.Type),
@@ -109,8 +119,8 @@ func Build(run string, prepared, thread, terminal *journal.Row) CallResult {
 			ConfiguredPair: resultPair(prepared.ConfiguredPair),
 			TurnIDs:        terminal.TurnIDs,
 			RepairUsed:     terminal.RepairUsed,
-			StartSeq:       prepared.Seq,
-			EndSeq:         terminal.Seq,
+			StartSeq:       &start,
+			EndSeq:         &end,
 		},
 	}
 	if r.Meta.TurnIDs == nil {

@@ -126,7 +126,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		c.ended = true
 		r.calls[c.id] = c
 		r.mu.Unlock()
-		r.replay.Recorded(m.Rec, r.delivery(c, m.Rec.Terminal, m.Rec.Result(r.id), true))
+		r.replay.Recorded(m.Rec, r.delivery(c, m.Rec.Terminal, m.Rec.Result(r.id, r.spec.OmitCallSeqs), true))
 		r.progress.flush()
 		return nil
 	case replay.Continue:
@@ -492,7 +492,11 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			c.mu.Lock()
 			thread := c.thread
 			c.mu.Unlock()
-			res, _ = json.Marshal(result.Build(r.id, c.prepared, thread, row))
+			cr := result.Build(r.id, c.prepared, thread, row)
+			if r.spec.OmitCallSeqs {
+				cr = cr.WithoutSeqs()
+			}
+			res, _ = json.Marshal(cr)
 		}
 		r.progress.callEnded(Event{Kind: EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
 		c.settle(res, func() {

@@ -128,6 +128,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		Type: journal.TypeStarted, At: startedAt, Run: r.id, Backend: r.backend.Name(), Workflow: r.spec.Workflow,
 		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
 		Process: r.lease.Token(), Pool: r.spec.Pool, BudgetTokens: r.spec.BudgetTokens, Input: r.spec.Input,
+		OmitCallSeqs: r.spec.OmitCallSeqs,
 	}); err != nil {
 		err := r.stopError(err)
 		stopPublish()

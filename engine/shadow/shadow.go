@@ -199,7 +199,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		s.replay.Live(s.held(m.Rec.Prepared, settle, "the recorded call has no outcome to replay", 0))
 		return nil
 	}
-	res := m.Rec.Result(s.h.Run)
+	res := m.Rec.Result(s.h.Run, s.h.OmitCallSeqs())
 	at := m.Rec.Terminal.At
 	s.replay.Recorded(m.Rec, func() { settle(res, func() { s.clock = at }) })
 	return nil
@@ -213,7 +213,11 @@ func (s *host) held(p *journal.Row, settle agent.Settle, why string, nth int) fu
 	if prepared.Call == "" {
 		prepared.Call = fmt.Sprintf("c%d", s.h.MaxCall+nth)
 	}
-	res, _ := json.Marshal(result.Build(s.h.Run, &prepared, nil, row))
+	cr := result.Build(s.h.Run, &prepared, nil, row)
+	if s.h.OmitCallSeqs() {
+		cr = cr.WithoutSeqs()
+	}
+	res, _ := json.Marshal(cr)
 	return func() { settle(res, nil) }
 }
 

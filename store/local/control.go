@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,8 @@ import (
 // so the holder serves what readers need on a unix socket in the run's folder (0700: the
 // user's alone). A request is one JSON line:
 //
-//	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true}
+//	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true},
+//	                           or {"damaged": WHAT} where a row fails its checksum
 //	{"op": "cancel"}           look for a stored cancel request now; answers {"ok": true}
 //
 // Rows are copied out of the journal a chunk at a time, so a slow reader never holds a read
@@ -55,8 +57,8 @@ func socketPath(path string) (name string, release func(), err error) {
 	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { unix.Close(fd) }, nil
 }
 
-// listen binds the holder's socket; one a dead holder left behind is removed first (the run
-// lock is held, so no live process serves it). It returns the socket file as bound.
+// listen binds the holder's socket, mode 0600; one a dead holder left behind is removed first
+// (the run lock is held, so no live process serves it). It returns the socket file as bound.
 func listen(path string) (net.Listener, os.FileInfo, error) {
 	name, release, err := socketPath(path)
 	if err != nil {
@@ -69,6 +71,12 @@ func listen(path string) (net.Listener, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Release removes it, by its real path
+	// bind gives the socket the umask's mode; like every file of the run it is the user's
+	// alone (the folder is 0700 too).
+	if err := os.Chmod(name, 0o600); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
 	st, err := os.Lstat(path)
 	if err != nil {
 		ln.Close()
@@ -144,6 +152,12 @@ func (l *lease) answer(conn net.Conn) {
 			default:
 			}
 			chunk, err := l.j.Raw(from, rowsChunk)
+			if errors.Is(err, journalfile.ErrCorrupt) {
+				// Reading the file instead would find the same damage: say it.
+				line, _ := json.Marshal(map[string]string{"damaged": journalfile.Damage(err)})
+				w.Write(append(line, '\n'))
+				return
+			}
 			if err != nil {
 				return
 			}
@@ -275,6 +289,11 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 		}
 		if string(line) == `{"eof":true}`+"\n" {
 			return nil
+		}
+		if bytes.HasPrefix(line, []byte(`{"damaged":`)) {
+			var d struct{ Damaged string }
+			_ = json.Unmarshal(line, &d)
+			return &rowsError{err: damaged(run, s.path(run, JournalFile), fmt.Errorf("%w: %s", journalfile.ErrCorrupt, d.Damaged))}
 		}
 		var r journal.Row
 		if err := json.Unmarshal(line, &r); err != nil || r.Seq != want {

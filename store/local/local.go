@@ -144,6 +144,7 @@ func (s *Store) Spec(ctx context.Context, run string) (*store.Spec, error) {
 		return nil, errs.New(errs.IncompatibleSchema, "%s: schema %q, want %q", path, spec.Schema, store.SpecSchema)
 	}
 	spec.Upgrade()
+	spec.Path = path
 	return &spec, nil
 }
 

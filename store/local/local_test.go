@@ -1,13 +1,18 @@
 package local_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/store/storetest"
@@ -32,4 +37,47 @@ func TestContract(t *testing.T) {
 			require.NoError(t, os.Rename(fresh, filepath.Join(dir, local.RunLockFile)))
 		},
 	})
+}
+
+// A byte changed inside a row's content is found by a reader, whether the run's holder serves
+// the rows or they are read from the file: the error names the run, the file and the row.
+func TestDamagedRowIsReported(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	reader, err := local.New(root)
+	require.NoError(t, err)
+	run := storetest.ID(7)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	_, err = lease.Journal().Write(
+		&journal.Row{Type: journal.TypeWarning, Reason: "first-words"},
+		&journal.Row{Type: journal.TypeWarning, Reason: "second-words"},
+		&journal.Row{Type: journal.TypeWarning, Reason: "third-words"},
+	)
+	require.NoError(t, err)
+	path := filepath.Join(s.RunDir(run), local.JournalFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, 1, bytes.Count(data, []byte("second-words")))
+	require.NoError(t, os.WriteFile(path, bytes.Replace(data, []byte("second-words"), []byte("secont-words"), 1), 0o600))
+
+	check := func(how string) {
+		t.Helper()
+		err := reader.Rows(ctx, run, 1, func(*journal.Row) error { return nil })
+		require.Error(t, err, how)
+		e, ok := errs.As(err)
+		require.True(t, ok, how)
+		assert.Equal(t, errs.IncompatibleSchema, e.Code, how)
+		assert.Equal(t, "journal_damaged", e.Reason(), how)
+		assert.Contains(t, e.Detail, "run "+run+": the journal "+path+" is damaged and was left as it is: row 2: checksum mismatch", how)
+	}
+	check("served by the holder")
+	require.NoError(t, lease.Release())
+	check("read from the file")
+	_, err = s.Acquire(ctx, run)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "row 2: checksum mismatch")
 }

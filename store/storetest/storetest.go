@@ -126,6 +126,7 @@ func testCreateSpecList(t *testing.T, h Harness) {
 
 	got, err := other.Spec(ctx, a)
 	require.NoError(t, err)
+	got.Path = "" // where a store keeps it is the store's own
 	assert.Equal(t, Spec(a), got)
 	got.Pool = 99 // a caller's copy: the stored spec never changes
 	again, err := s.Spec(ctx, a)

@@ -35,8 +35,9 @@ func boltOptions(readOnly bool, openFile func(string, int, os.FileMode) (*os.Fil
 
 // fileState is what a successful check learned about a journal.
 type fileState struct {
-	runID string
-	last  uint64
+	runID  string
+	last   uint64
+	summed bool // rows end in a checksum (keyFormat)
 }
 
 // openChecked opens path read-only and proves it is an undamaged journal
@@ -167,9 +168,9 @@ func consistency(tx *bbolt.Tx) error {
 	return first
 }
 
-// readMeta checks the schema and run id and walks the rows, whose keys must
+// readMeta checks the schema, run id and row format and walks the rows, whose keys must
 // be 1, 2, … without a gap (later seqs are assigned from the last one) and
-// whose values must be JSON.
+// whose values must be JSON, with the checksum the format gives them.
 func readMeta(tx *bbolt.Tx) (fileState, error) {
 	var st fileState
 	meta := tx.Bucket(bucketMeta)
@@ -180,6 +181,14 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		return st, fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
 	}
 	st.runID = string(meta.Get(keyRun))
+	switch f := meta.Get(keyFormat); {
+	case f == nil:
+		// Written before rows had a checksum: read as it is, and kept so when appended to.
+	case string(f) == formatSummed:
+		st.summed = true
+	default:
+		return st, fmt.Errorf("%w: row format %q, want %q", ErrSchema, f, formatSummed)
+	}
 	if st.runID == "" {
 		return st, fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
 	}
@@ -193,9 +202,13 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		if !ok || seq != st.last+1 {
 			return st, fmt.Errorf("%w: rows key %x follows seq %d", ErrCorrupt, k, st.last)
 		}
-		// bbolt keeps no checksum of values; damage inside a row shows
-		// only as JSON that no longer parses.
-		if !fastjson.Valid(v) {
+		// bbolt keeps no checksum of values: a row's own checksum finds damage inside it,
+		// and in a journal written before rows had one, only JSON that no longer parses does.
+		data, err := rowJSON(st.summed, seq, v)
+		if err != nil {
+			return st, err
+		}
+		if !fastjson.Valid(data) {
 			return st, fmt.Errorf("%w: row %d is not valid JSON", ErrCorrupt, seq)
 		}
 		st.last = seq

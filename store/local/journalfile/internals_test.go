@@ -22,8 +22,12 @@ func PendingLen(j *Journal) int {
 	return len(j.pending)
 }
 
-// PutRaw stores data under seq behind the writer's back, as a second writer would.
+// PutRaw stores data under seq behind the writer's back, as a second writer would (with the
+// checksum the journal's rows carry).
 func PutRaw(j *Journal, seq uint64, data []byte) error {
+	if j.summed {
+		data = seal(append([]byte(nil), data...))
+	}
 	return j.db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketRows).Put(seqKey(seq), data)
 	})

@@ -30,6 +30,7 @@ type Journal struct {
 	path     string
 	runID    string
 	readOnly bool
+	summed   bool // its rows end in a checksum (keyFormat)
 
 	mu      sync.Mutex
 	work    sync.Cond // the committer waits here for rows to commit or for Close
@@ -90,6 +91,9 @@ func Create(path, runID string) (*Journal, error) {
 		if err := meta.Put(keyRun, []byte(runID)); err != nil {
 			return err
 		}
+		if err := meta.Put(keyFormat, []byte(formatSummed)); err != nil {
+			return err
+		}
 		_, err = tx.CreateBucket(bucketRows)
 		return err
 	})
@@ -102,7 +106,7 @@ func Create(path, runID string) (*Journal, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return newWriter(db, path, runID, 0), nil
+	return newWriter(db, path, fileState{runID: runID, summed: true}), nil
 }
 
 // Open opens an existing journal for writing, to resume its run. The file is
@@ -141,6 +145,7 @@ func Open(path string) (*Journal, error) {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
 		}
 		st.runID = string(meta.Get(keyRun))
+		st.summed = string(meta.Get(keyFormat)) == formatSummed
 		var err error
 		st.last, err = lastSeq(tx)
 		return err
@@ -149,7 +154,7 @@ func Open(path string) (*Journal, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	return newWriter(db, path, st.runID, st.last), nil
+	return newWriter(db, path, st), nil
 }
 
 // OpenReadOnly opens a journal for reading under a shared lock, with the same
@@ -159,14 +164,15 @@ func OpenReadOnly(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, path: path, runID: st.runID, readOnly: true, next: st.last, durable: st.last}
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	return j, nil
 }
 
 // newWriter starts the committer of a journal opened for writing.
-func newWriter(db *bbolt.DB, path, runID string, last uint64) *Journal {
-	j := &Journal{db: db, path: path, runID: runID, next: last, durable: last, want: last, stopped: make(chan struct{})}
+func newWriter(db *bbolt.DB, path string, st fileState) *Journal {
+	last := st.last
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, stopped: make(chan struct{})}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	go j.run()
 	return j
@@ -217,22 +223,26 @@ func (j *Journal) Rows() ([]journal.Row, error) {
 			if !ok || seq != uint64(len(raw)+1) {
 				return fmt.Errorf("%w: rows key %x after seq %d", ErrCorrupt, k, len(raw))
 			}
-			raw = append(raw, append([]byte(nil), v...))
+			data, err := rowJSON(j.summed, seq, v)
+			if err != nil {
+				return err
+			}
+			raw = append(raw, append([]byte(nil), data...))
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: rows: %w", err)
+		return nil, fmt.Errorf("journal: rows of %s: %w", j.path, err)
 	}
 	rows, err := journal.DecodeRows(raw)
 	if err != nil {
-		return nil, fmt.Errorf("journal: rows: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("journal: rows of %s: %w: %w", j.path, ErrCorrupt, err)
 	}
 	return rows, nil
 }
 
-// Raw returns the stored bytes of up to limit durable rows from seq from on, in order: what a
-// reader in another process is sent while this one holds the journal. The read transaction
+// Raw returns the JSON of up to limit durable rows from seq from on, in order, their checksums
+// checked: what a reader in another process is sent while this one holds the journal. The read transaction
 // lasts only while they are copied, so a slow reader never holds off a commit.
 func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 	from = max(from, 1)
@@ -241,8 +251,12 @@ func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 		return nil, nil
 	}
 	err := j.db.View(func(tx *bbolt.Tx) error {
-		return eachRow(tx, from, func(_ uint64, v []byte) (bool, error) {
-			out = append(out, append([]byte(nil), v...))
+		return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
+			data, err := rowJSON(j.summed, seq, v)
+			if err != nil {
+				return false, err
+			}
+			out = append(out, append([]byte(nil), data...))
 			return len(out) < limit, nil
 		})
 	})
@@ -250,7 +264,7 @@ func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 		return nil, fmt.Errorf("journal: raw: %w", ErrClosed)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("journal: raw from %d: %w", from, err)
+		return nil, fmt.Errorf("journal: raw %s from %d: %w", j.path, from, err)
 	}
 	return out, nil
 }
@@ -270,8 +284,12 @@ func (j *Journal) Scan(from uint64, fn func(*journal.Row) error) error {
 	var fnErr error
 	err := j.db.View(func(tx *bbolt.Tx) error {
 		return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
+			data, err := rowJSON(j.summed, seq, v)
+			if err != nil {
+				return false, err
+			}
 			var r journal.Row
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := json.Unmarshal(data, &r); err != nil {
 				return false, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
 			}
 			if r.Seq != seq {

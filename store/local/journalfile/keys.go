@@ -7,14 +7,21 @@ const Schema = "crw-journal/1"
 
 // Bucket and key names, declared once so the layout can be read in one place.
 var (
-	// bucketMeta holds keySchema and keyRun.
+	// bucketMeta holds keySchema, keyRun and keyFormat.
 	bucketMeta = []byte("meta")
 	keySchema  = []byte("schema")
 	keyRun     = []byte("run")
+	// keyFormat says how rows are stored: absent in journals written before rows had a
+	// checksum (plain JSON), formatSummed since (JSON then its CRC-32C, see sum.go).
+	keyFormat = []byte("format")
 
-	// bucketRows maps seqKey(seq) to the row's JSON; seq starts at 1 and has no gaps.
+	// bucketRows maps seqKey(seq) to the row's JSON (and its checksum, by keyFormat); seq
+	// starts at 1 and has no gaps.
 	bucketRows = []byte("rows")
 )
+
+// formatSummed is keyFormat's value in a journal whose rows end in a checksum.
+const formatSummed = "2"
 
 // rowsFillPercent packs pages tightly: rows are only ever appended, so split
 // pages never get the inserts that bbolt's default half-empty pages wait for.

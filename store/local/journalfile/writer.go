@@ -118,6 +118,9 @@ func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 			j.poison(fmt.Errorf("journal: encode row %d (%s): %w", r.Seq, r.Type, err))
 			return 0, j.err
 		}
+		if j.summed {
+			data = seal(data)
+		}
 		j.pending = append(j.pending, entry{seq: r.Seq, data: data})
 	}
 	j.next += uint64(len(rows))

@@ -58,6 +58,7 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 		Short: "Show a run's state: running, paused, ended or crashed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -97,6 +98,7 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -140,6 +142,7 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 		Short: "Show a run's timeline of calls, or one call, while it runs too",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err

@@ -338,6 +338,7 @@ acts on it: the turns in flight are interrupted, their calls end held (cancelled
 ends cancelled. Exit status 1 when the run has not ended within --wait.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -372,6 +373,7 @@ func newCmdDelete(g *globals, streams IO) *cobra.Command {
 		Short: "Remove a run that no process holds, its journal and every file of it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err

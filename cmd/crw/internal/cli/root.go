@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,8 +81,23 @@ type globals struct {
 	// backends are the backends of this build.
 	backends *backend.Registry
 	store    store.Store
-	// runID is the run the command works on, once it is known: its errors name it.
+	// runID is the run the command works on, once it is known: its errors name it (with
+	// --json, their "run" member) when it exists.
 	runID string
+}
+
+// errorRun is the run an error of the command belongs to: the run it works on, when that run
+// exists; nil when there is none.
+func (g *globals) errorRun(err error) *string {
+	if g.runID == "" || !store.ValidRunID(g.runID) || errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if g.store != nil {
+		if _, serr := g.store.Spec(context.Background(), g.runID); errors.Is(serr, store.ErrNotFound) {
+			return nil
+		}
+	}
+	return &g.runID
 }
 
 // stateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
@@ -164,13 +180,15 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	}
 	if g.json && g.runOutput {
 		// The commands that run a workflow answer in one shape, failed or not.
-		ro := runOutput{Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}}
-		if g.runID != "" {
-			ro.Run = &g.runID
-		}
+		ro := runOutput{Run: g.errorRun(err), Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}}
 		writeJSON(streams.Out, ro)
 	} else if g.json {
-		writeJSON(streams.Out, map[string]any{"error": e})
+		var out struct {
+			Run   *string     `json:"run,omitempty"`
+			Error *errs.Error `json:"error"`
+		}
+		out.Run, out.Error = g.errorRun(err), e
+		writeJSON(streams.Out, out)
 	}
 	if !g.json || out.err != nil {
 		// Standard output may be gone: the error is said where it can still be read.

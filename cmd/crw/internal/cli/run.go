@@ -95,6 +95,8 @@ func runRun(ctx context.Context, g *globals, streams IO, opts *RunOptions) error
 	if err != nil {
 		return err
 	}
+	// A run of crw flow run gives its calls no startSeq and endSeq (call-result.md).
+	co.OmitCallSeqs = true
 	id, err := svc.Create(ctx, co)
 	if err != nil {
 		return err

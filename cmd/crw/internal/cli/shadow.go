@@ -27,10 +27,11 @@ call, the inputs that differ, a short diff of prompts), recorded calls the scrip
 and new calls the record does not have (these resolve held so the script can go on), and the
 script's result.
 
-Exit status: 0 when the script makes exactly the recorded calls, 1 when anything differs,
-2 on bad input.`,
+Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
+differs or the script throws, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = runID
 			if (runID == "") == (trace == "") {
 				return errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
 			}
@@ -67,7 +68,7 @@ Exit status: 0 when the script makes exactly the recorded calls, 1 when anything
 			} else {
 				printShadow(streams, report)
 			}
-			if report.Differs() {
+			if report.Differs() || report.Status == store.RunFailed {
 				return errPrinted{code: exitFailed}
 			}
 			return nil

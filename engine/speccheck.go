@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// checkSpec refuses a spec a run cannot go on with: one that is not valid, or one that
+// disagrees with the started row its journal begins with (nil when the run never started).
+// The spec is a file the user can edit (run.json); a resume goes on with what the run started
+// with, or not at all. (The backend is compared where it is opened: tests may replace it.)
+func checkSpec(run string, spec *store.Spec, started *journal.Row) error {
+	where := spec.Path
+	if where == "" {
+		where = "the spec of run " + run
+	}
+	bad := func(field, format string, args ...any) error {
+		return errs.New(errs.IncompatibleSchema, "%s: %s: %s", where, field, fmt.Sprintf(format, args...)).
+			Next("put back the spec the run was created with")
+	}
+	switch {
+	case spec.Run != run:
+		return bad("run", "names run %q", spec.Run)
+	case spec.Pool < 1:
+		return bad("pool", "must be 1 or more, got %d", spec.Pool)
+	case spec.BudgetTokens < 0:
+		return bad("budget_tokens", "must not be negative, got %d", spec.BudgetTokens)
+	case len(spec.Input) == 0:
+		return bad("input", "missing")
+	case !json.Valid(spec.Input):
+		return bad("input", "not JSON")
+	}
+	if err := checkInput(spec.Input); err != nil {
+		return bad("input", "%v", err)
+	}
+	if started == nil {
+		return nil
+	}
+	const row = "(its journal's started row)"
+	switch {
+	case spec.Workflow != started.Workflow:
+		return bad("workflow", "%q, but the run started with %q %s", spec.Workflow, started.Workflow, row)
+	case spec.Pool != started.Pool:
+		return bad("pool", "%d, but the run started with %d %s", spec.Pool, started.Pool, row)
+	case spec.BudgetTokens != started.BudgetTokens:
+		return bad("budget_tokens", "%d, but the run started with %d %s", spec.BudgetTokens, started.BudgetTokens, row)
+	case !sameJSON(spec.Input, started.Input):
+		// Not the values: an input may be long.
+		return bad("input", "not the input the run started with %s", row)
+	case spec.OmitCallSeqs != started.OmitCallSeqs:
+		return bad("omit_call_seqs", "%t, but the run started with %t %s", spec.OmitCallSeqs, started.OmitCallSeqs, row)
+	case inputs.RoleTable(spec.Roles).Digest() != inputs.RoleTable(started.RolePairs).Digest():
+		return bad("roles", "not the role pairs the run started with %s", row)
+	}
+	return nil
+}
+
+// sameJSON reports whether two JSON texts are the same but for whitespace.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// errFirstRow stops a read of a journal after its first row.
+var errFirstRow = errors.New("first row read")
+
+// startedRow returns a journal's first row when it is the started row, else nil: the started
+// row is written before any other.
+func (s *Service) startedRow(ctx context.Context, run string) (*journal.Row, error) {
+	var first *journal.Row
+	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		first = r
+		return errFirstRow
+	})
+	if err != nil && !errors.Is(err, errFirstRow) {
+		return nil, err
+	}
+	if first == nil || first.Type != journal.TypeStarted {
+		return nil, nil
+	}
+	return first, nil
+}
