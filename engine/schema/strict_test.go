@@ -447,7 +447,7 @@ func TestCheckStrictRefCycle(t *testing.T) {
 		}
 	}
 	allowed := map[string]string{
-		"through items": withDefs(`"x":{"type":["array","null"],"items":{"$ref":"#/$defs/x"}}`),
+		"through items":      withDefs(`"x":{"type":["array","null"],"items":{"$ref":"#/$defs/x"}}`),
 		"through properties": withDefs(`"x":{"anyOf":[{"type":"object","properties":{"next":{"$ref":"#/$defs/x"}},"required":["next"],"additionalProperties":false},{"type":"null"}]}`),
 		"a chain":            withDefs(`"x":{"$ref":"#/$defs/y"},"y":{"anyOf":[{"$ref":"#/$defs/z"},{"type":"null"}]},"z":{"type":"string"}`),
 	}
