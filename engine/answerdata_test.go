@@ -160,3 +160,28 @@ func TestAJournaledAnswerTooDeepToDeliver(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(before), len(after))
 }
+
+// cyclicSchema's $defs loop through no properties or items: no value can satisfy it, and
+// validating against it would never end.
+const cyclicSchema = `{ type: "object", additionalProperties: false, required: ["a"], properties: { a: { $ref: "#/$defs/x" } },
+  $defs: { x: { anyOf: [ { $ref: "#/$defs/x" }, { type: "null" } ] } } }`
+
+// TestARefCycleIsNotStrict: a call with a $ref cycle is refused before anything is sent, and
+// a schema module exporting one does not load.
+func TestARefCycleIsNotStrict(t *testing.T) {
+	t.Parallel()
+	st, rows := enginetest.Run(t, `import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "explorer", prompt: "p", schema: `+cyclicSchema+` });
+  return [r.status, r.reason];
+}
+`, "")
+	assert.JSONEq(t, `["refused","schema_not_strict"]`, string(st.Result))
+	assert.Contains(t, enginetest.Terminal(t, rows, "c1").Detail, "/$defs/x/anyOf/0/$ref: ref_cycle: the $ref cycle #/$defs/x → #/$defs/x")
+	assert.Zero(t, enginetest.Count(rows, "c1", journal.TypeTurnStarted))
+
+	out := enginetest.Start(t, "import { loop } from \"crw:lib/schemas/extra\";\nexport default () => loop;\n", "",
+		enginetest.File("lib/schemas/extra.js", "export const loop = "+cyclicSchema+";\n"))
+	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(out.Err), "%v", out.Err)
+	assert.ErrorContains(t, out.Err, "ref_cycle")
+}
