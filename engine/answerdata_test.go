@@ -185,3 +185,23 @@ export default async function main() {
 	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(out.Err), "%v", out.Err)
 	assert.ErrorContains(t, out.Err, "ref_cycle")
 }
+
+// TestAnswerNumbersBeyondFloat64: numbers are validated as written and reach the script as
+// JavaScript numbers: a big integer rounded, a number beyond float64's range as Infinity, one
+// below its smallest as 0. The journal keeps them as written.
+func TestAnswerNumbersBeyondFloat64(t *testing.T) {
+	t.Parallel()
+	const answer = `{"big":12345678901234567891,"huge":2e309,"tiny":1e-400,"neg":-2e309}`
+	st, rows := enginetest.Run(t, `import { agent } from "crw:agent";
+const N = { type: "number" };
+const S = { type: "object", additionalProperties: false, required: ["big", "huge", "tiny", "neg"],
+  properties: { big: { type: "integer", maximum: 2e19 }, huge: N, tiny: N, neg: N } };
+export default async function main() {
+  const r = await agent.call({ role: "explorer", prompt: "p", schema: S });
+  const o = r.output;
+  return [r.status, String(o.big), String(o.huge), String(o.tiny), String(o.neg), r.meta.repairUsed];
+}
+`, answers(`{"turns":[{"text":`+quote(answer)+`}]}`))
+	assert.JSONEq(t, `["completed","12345678901234567000","Infinity","0","-Infinity",false]`, string(st.Result))
+	assert.Equal(t, answer, string(enginetest.Terminal(t, rows, "c1").Output))
+}

@@ -2,6 +2,7 @@ package jsutil
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -124,9 +125,10 @@ func (p *frozenParser) number() (goja.Value, error) {
 		return p.rt.ToValue(n), nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil, p.errorf("invalid number %q", text)
 	}
+	// Beyond float64's range, JSON.parse gives ±Infinity (2e309), as ParseFloat does.
 	return p.rt.ToValue(f), nil
 }
 

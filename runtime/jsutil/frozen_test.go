@@ -78,3 +78,15 @@ func TestFrozenParserDepth(t *testing.T) {
 	_, err = parse([]byte(nested(1_000_000)))
 	require.ErrorContains(t, err, "nested too deeply")
 }
+
+// Numbers beyond float64's range are what ECMAScript's JSON.parse makes of them (goja's own
+// JSON.parse refuses them): ±Infinity, and ±0 below the smallest.
+func TestFrozenParserNumbersBeyondFloat64(t *testing.T) {
+	rt := goja.New()
+	v, err := FrozenParser(rt)([]byte(`[2e309,-2e309,1e-400,-1e-400,123456789012345678901234567890e-10]`))
+	require.NoError(t, err)
+	require.NoError(t, rt.Set("r", v))
+	got, err := rt.RunString(`r.map(String).join(" ") + " " + Object.is(r[3], -0)`)
+	require.NoError(t, err)
+	require.Equal(t, "Infinity -Infinity 0 0 12345678901234567000 true", got.String())
+}
