@@ -242,3 +242,19 @@ func TestValidateConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkValidate: one answer of the review schema, valid and invalid, as a call validates it.
+func BenchmarkValidate(b *testing.B) {
+	v, err := Compile([]byte(reviewSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, doc := range map[string]string{"valid": validReview, "invalid": review("findings", `[{"title":5,"line":"x","where":{"file":"a.go"}}]`)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = v.Validate([]byte(doc))
+			}
+		})
+	}
+}
