@@ -437,6 +437,15 @@ func TestCheckStrictRefCycle(t *testing.T) {
 			Violation{"/$defs/z/anyOf/0/$ref", RuleRefCycle,
 				`the $ref cycle #/$defs/x → #/$defs/z → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
 	}
+	var long []string
+	for i := range 20 {
+		long = append(long, fmt.Sprintf(`"x%d":{"$ref":"#/$defs/x%d"}`, i, (i+1)%20))
+	}
+	refused = append(refused, struct {
+		name, schema string
+		want         Violation
+	}{"a long loop, named by its ends", strings.Replace(withDefs(strings.Join(long, ",")), "#/$defs/x", "#/$defs/x0", 1), Violation{"/$defs/x19/$ref", RuleRefCycle,
+		`the $ref cycle #/$defs/x0 → #/$defs/x1 → #/$defs/x2 → #/$defs/x3 → … → #/$defs/x16 → #/$defs/x17 → #/$defs/x18 → #/$defs/x19 → #/$defs/x0 passes through no "properties" or "items": no value can satisfy it`}})
 	for _, c := range refused {
 		vs, err := CheckStrict([]byte(c.schema))
 		if err != nil || !slices.Contains(vs, c.want) {

@@ -75,6 +75,11 @@ func Compile(schema []byte) (*Validator, error) {
 		}
 	}
 	n, err := c.compile(root, "")
+	for err == nil && len(c.pending) > 0 {
+		name := c.pending[len(c.pending)-1]
+		c.pending = c.pending[:len(c.pending)-1]
+		err = c.fillDef(name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -83,8 +88,9 @@ func Compile(schema []byte) (*Validator, error) {
 
 type compiler struct {
 	defSrc map[string]*value
-	defs   map[string]*node // allocated first, filled once, so that recursion shares them
-	filled map[string]bool
+	defs    map[string]*node // allocated first, filled once, so that recursion shares them
+	queued  map[string]bool
+	pending []string // definitions referenced and not filled yet: filled in a loop, not by recursion
 }
 
 func (c *compiler) fail(p, format string, args ...any) error {
@@ -169,16 +175,14 @@ func (c *compiler) fill(n *node, v *value, p string) error {
 			if !ok || c.defs[name] == nil {
 				return c.fail(kp, `must be a local "#/$defs/<name>" reference to a definition of the root`)
 			}
-			n.ref, err = c.def(name)
+			n.ref = c.def(name)
 		case "$defs":
 			if val.kind != kindObject {
 				return c.fail(kp, "must be an object of schemas")
 			}
 			if p == "" {
 				for _, dm := range val.obj {
-					if _, err := c.def(dm.key); err != nil {
-						return err
-					}
+					c.def(dm.key)
 				}
 			}
 		case "pattern":
@@ -228,25 +232,28 @@ func (c *compiler) fill(n *node, v *value, p string) error {
 	return nil
 }
 
-// def compiles a definition of the root once.
-func (c *compiler) def(name string) (*node, error) {
-	n := c.defs[name]
-	if c.filled == nil {
-		c.filled = map[string]bool{}
+// def is the node of a definition of the root, filled later, once.
+func (c *compiler) def(name string) *node {
+	if !c.queued[name] {
+		if c.queued == nil {
+			c.queued = map[string]bool{}
+		}
+		c.queued[name] = true
+		c.pending = append(c.pending, name)
 	}
-	if c.filled[name] {
-		return n, nil
-	}
-	c.filled[name] = true
-	v, p := c.defSrc[name], ptr("/$defs", name)
+	return c.defs[name]
+}
+
+func (c *compiler) fillDef(name string) error {
+	n, v, p := c.defs[name], c.defSrc[name], ptr("/$defs", name)
 	if v.kind == kindBool {
 		n.never = !v.b
-		return n, nil
+		return nil
 	}
 	if v.kind != kindObject {
-		return nil, c.fail(p, "a schema must be a JSON object or a boolean")
+		return c.fail(p, "a schema must be a JSON object or a boolean")
 	}
-	return n, c.fill(n, v, p)
+	return c.fill(n, v, p)
 }
 
 func (c *compiler) types(v *value, p string) ([]string, error) {
