@@ -87,8 +87,8 @@ func Compile(schema []byte) (*Validator, error) {
 }
 
 type compiler struct {
-	defSrc map[string]*value
-	defs    map[string]*node // allocated first, filled once, so that recursion shares them
+	defSrc  map[string]*value
+	defs    map[string]*node // allocated first, filled once, so that references share them
 	queued  map[string]bool
 	pending []string // definitions referenced and not filled yet: filled in a loop, not by recursion
 }
