@@ -478,8 +478,8 @@ func number(v *value) (float64, bool) {
 	return f, true
 }
 
-// count reads a non-negative integer as jsonschema-go reads one: written without an
-// exponent (1.0 is fine, 1e2 is not) and within 32 bits.
+// count reads a non-negative integer written plainly, without an exponent (1.0 is fine,
+// 1e2 is not), and within 32 bits: a form any reader of the schema takes as a count.
 func count(v *value) (int, bool) {
 	f, ok := number(v)
 	if !ok || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 || strings.ContainsAny(string(v.num), "eE") {
