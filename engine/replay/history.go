@@ -107,7 +107,8 @@ type History struct {
 }
 
 // Read reads a journal's rows into a History. Rows out of place, a call's row with no prepared
-// row before it, or a journal with no started row are incompatible_schema.
+// row before it, an output too deep for its CallResult (result.MaxOutputDepth), or a journal
+// with no started row are incompatible_schema.
 func Read(rows []journal.Row) (*History, error) {
 	h := &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{}}
 	for i := range rows {
@@ -167,6 +168,10 @@ func Read(rows []journal.Row) (*History, error) {
 		case row.Type == journal.TypeInterruptRequested:
 			c.Interrupt = row
 		case journal.IsTerminal(row.Type):
+			if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
+				return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
+					row.Seq, row.Type, row.Call, result.MaxOutputDepth)
+			}
 			if c.Terminal != nil {
 				// A second terminal row in one generation, which a journal of an earlier crw
 				// may hold (a held call later superseded): the newer one is the call's outcome.

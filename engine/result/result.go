@@ -43,6 +43,39 @@ func ValidCallID(id string) bool {
 	return id[1] != '0'
 }
 
+// MaxOutputDepth is how deeply a completed call's output may nest for its CallResult to be
+// built: the frozen builder (runtime/jsutil) takes that much inside the result's own object.
+// Answers are held to schema.MaxDataDepth, well within it, so every output crw journals can
+// be delivered; a row beyond it was not written by crw (replay.Read refuses it).
+const MaxOutputDepth = 512
+
+// OutputDepth is how deeply a JSON value nests (arrays and objects; a scalar is 0), reading
+// no further than limit+1 levels.
+func OutputDepth(data []byte, limit int) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			if depth > deepest {
+				if deepest = depth; deepest > limit {
+					return deepest
+				}
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // CallResult is the frozen object agent.call resolves to.
 type CallResult struct {
 	CallID string             `json:"callId"`

@@ -146,24 +146,3 @@ func lineCol(text string, off int) (int, int) {
 	}
 	return line, col
 }
-
-// decodeDocument decodes exactly one JSON document for validation.
-func decodeDocument(doc []byte) (any, error) {
-	s := string(doc)
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return nil, ErrNoJSON
-	}
-	end, err := firstValue(t)
-	if err != nil {
-		return nil, invalidJSON(s, len(s)-len(strings.TrimLeftFunc(s, unicode.IsSpace)), err)
-	}
-	if rest := strings.TrimSpace(t[end:]); rest != "" {
-		return nil, trailingError(rest)
-	}
-	var v any
-	if err := json.Unmarshal([]byte(t[:end]), &v); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	return v, nil
-}

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -48,6 +50,65 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 		if extracted && doc[0] != '{' {
 			t.Fatalf("%q: extracted %q, not an object", text, doc)
+		}
+	})
+}
+
+// FuzzValidate: any schema and any document end in a verdict, never a panic or a stack
+// overflow; a schema the strict rules accept compiles; the verdict is the same when asked
+// again, and an invalid document is told why.
+func FuzzValidate(f *testing.F) {
+	seeds := []struct{ schema, doc string }{
+		{obj("a", "b"), `{"a":"x","c":1}`},
+		{wrapV(`{"type":"integer","maximum":12345678901234567890}`), `{"v":12345678901234567891}`},
+		{wrapV(`{"type":"integer","multipleOf":0.5}`), `{"v":1e308}`},
+		{wrapV(`{"type":"integer"}`), `{"v":1e-400}`},
+		{wrapV(`{"type":"number","multipleOf":0.0016}`), `{"v":1e1000000}`},
+		{wrapV(`{"anyOf":[{"type":"string","pattern":"^a+$"},{"type":"null"}]}`), `{"v":"aab"}`},
+		{wrapV(`{"enum":[1,"a",{"b":[null]}]}`), `{"v":{"b":[null]}}`},
+		{`{"type":"object","properties":{"v":{"$ref":"#/$defs/n"}},"required":["v"],"additionalProperties":false,"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}}}`,
+			`{"v":[[[[]]],[]]}`},
+		{`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"required":["a"],"additionalProperties":false,"$defs":{"x":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}}}`,
+			`{"a":null}`},
+		{wrapV(`{"type":"array","minItems":1,"maxItems":2,"items":{"const":1.0}}`), `{"v":[1,1e0,10e-1]}`},
+		{wrapV(`{"type":"string"}`), `{"v":"x","v":"y"}`},
+	}
+	for _, s := range seeds {
+		// Short and compact: the fuzzer minimizes what it finds byte by byte, for up to a
+		// minute on an input of a kilobyte.
+		var schema, doc bytes.Buffer
+		if err := json.Compact(&schema, []byte(s.schema)); err != nil {
+			f.Fatal(err)
+		}
+		if err := json.Compact(&doc, []byte(s.doc)); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(schema.Bytes(), doc.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, schema, doc []byte) {
+		vs, strictErr := CheckStrict(schema)
+		v, err := Compile(schema)
+		if strictErr == nil && len(vs) == 0 && err != nil {
+			t.Fatalf("a strict schema does not compile: %v\n%s", err, schema)
+		}
+		if err != nil {
+			return
+		}
+		first := v.Validate(doc)
+		again := v.Validate(doc)
+		if (first == nil) != (again == nil) || (first != nil && first.Error() != again.Error()) {
+			t.Fatalf("two verdicts: %v, then %v\nschema %s\ndoc %s", first, again, schema, doc)
+		}
+		var ve *ValidationError
+		if errors.As(first, &ve) {
+			if len(ve.Problems) == 0 || ve.Problems[0].Keyword == "schema" {
+				t.Fatalf("invalid without a reason: %v\nschema %s\ndoc %s", first, schema, doc)
+			}
+			for _, p := range ve.Problems {
+				if p.Keyword == "" {
+					t.Fatalf("a problem without its keyword: %+v", p)
+				}
+			}
 		}
 	})
 }

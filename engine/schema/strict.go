@@ -25,6 +25,7 @@ const (
 	RulePropertiesCount      = "properties_count"
 	RuleEnumCount            = "enum_count"
 	RuleBadRef               = "bad_ref"
+	RuleRefCycle             = "ref_cycle"
 	RuleType                 = "type"
 	RuleInvalid              = "invalid"
 )
@@ -83,7 +84,8 @@ var typeNames = map[string]bool{
 // level 1, an object or array schema inside it level 2, and so on; anyOf branches and
 // $ref sit at the level of the schema holding them, and a $ref counts the levels of its
 // target (a recursive reference is counted once). Properties and enum values are
-// counted as written, $defs included.
+// counted as written, $defs included. A $ref may recurse only through properties or
+// items (rule ref_cycle), which move into a smaller part of the document.
 func CheckStrict(schema []byte) ([]Violation, error) {
 	root, err := parseJSON(schema)
 	if err != nil {
@@ -128,6 +130,9 @@ func (c *checker) check(root *value) {
 		}
 	}
 	c.schema(root, "", 0, false)
+	for _, cy := range refCycles(root) {
+		c.add(cy.at, RuleRefCycle, "the $ref cycle %s passes through no \"properties\" or \"items\": no value can satisfy it", cy)
+	}
 	// The counts are known only at the end; the message says the total.
 	if c.propsAt >= 0 {
 		c.out[c.propsAt].Message = fmt.Sprintf("the schema has %d properties in total; the limit is %d", c.props, MaxProperties)
@@ -473,8 +478,8 @@ func number(v *value) (float64, bool) {
 	return f, true
 }
 
-// count reads a non-negative integer as jsonschema-go reads one: written without an
-// exponent (1.0 is fine, 1e2 is not) and within 32 bits.
+// count reads a non-negative integer written plainly, without an exponent (1.0 is fine,
+// 1e2 is not), and within 32 bits: a form any reader of the schema takes as a count.
 func count(v *value) (int, bool) {
 	f, ok := number(v)
 	if !ok || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 || strings.ContainsAny(string(v.num), "eE") {

@@ -416,3 +416,56 @@ func TestViolationString(t *testing.T) {
 		t.Errorf("JSON = %s", b)
 	}
 }
+
+// A $ref cycle through no properties or items can never end: the check refuses it, naming
+// the loop; recursion through properties or items stays allowed.
+func TestCheckStrictRefCycle(t *testing.T) {
+	withDefs := func(defs string) string {
+		return `{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"required":["a"],"additionalProperties":false,"$defs":{` + defs + `}}`
+	}
+	refused := []struct {
+		name, schema string
+		want         Violation
+	}{
+		{"self", withDefs(`"x":{"$ref":"#/$defs/x"}`), Violation{"/$defs/x/$ref", RuleRefCycle,
+			`the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"x to y to x", withDefs(`"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}`), Violation{"/$defs/y/$ref", RuleRefCycle,
+			`the $ref cycle #/$defs/x → #/$defs/y → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"through anyOf", withDefs(`"x":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}`), Violation{"/$defs/x/anyOf/0/$ref", RuleRefCycle,
+			`the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"nested anyOf", withDefs(`"x":{"anyOf":[{"type":"null"},{"anyOf":[{"$ref":"#/$defs/z"}]}]},"z":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"string"}]}`),
+			Violation{"/$defs/z/anyOf/0/$ref", RuleRefCycle,
+				`the $ref cycle #/$defs/x → #/$defs/z → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+	}
+	var long []string
+	for i := range 20 {
+		long = append(long, fmt.Sprintf(`"x%d":{"$ref":"#/$defs/x%d"}`, i, (i+1)%20))
+	}
+	refused = append(refused, struct {
+		name, schema string
+		want         Violation
+	}{"a long loop, named by its ends", strings.Replace(withDefs(strings.Join(long, ",")), "#/$defs/x", "#/$defs/x0", 1), Violation{"/$defs/x19/$ref", RuleRefCycle,
+		`the $ref cycle #/$defs/x0 → #/$defs/x1 → #/$defs/x2 → #/$defs/x3 → … → #/$defs/x16 → #/$defs/x17 → #/$defs/x18 → #/$defs/x19 → #/$defs/x0 passes through no "properties" or "items": no value can satisfy it`}})
+	for _, c := range refused {
+		vs, err := CheckStrict([]byte(c.schema))
+		if err != nil || !slices.Contains(vs, c.want) {
+			t.Errorf("%s: %v %+v, want %+v", c.name, err, vs, c.want)
+		}
+		if _, err := Compile([]byte(c.schema)); err == nil {
+			t.Errorf("%s: Compile accepted the cycle", c.name)
+		}
+	}
+	allowed := map[string]string{
+		"through items":      withDefs(`"x":{"type":["array","null"],"items":{"$ref":"#/$defs/x"}}`),
+		"through properties": withDefs(`"x":{"anyOf":[{"type":"object","properties":{"next":{"$ref":"#/$defs/x"}},"required":["next"],"additionalProperties":false},{"type":"null"}]}`),
+		"a chain":            withDefs(`"x":{"$ref":"#/$defs/y"},"y":{"anyOf":[{"$ref":"#/$defs/z"},{"type":"null"}]},"z":{"type":"string"}`),
+	}
+	for name, s := range allowed {
+		if got := check(t, s); len(got) > 0 {
+			t.Errorf("%s: %v", name, got)
+		}
+		if _, err := Compile([]byte(s)); err != nil {
+			t.Errorf("%s: Compile: %v", name, err)
+		}
+	}
+}

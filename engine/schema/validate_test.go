@@ -141,7 +141,10 @@ func TestValidateNotOneDocument(t *testing.T) {
 		`{"a":"x"}}`:         ErrTextAfter,
 		`{"a":"x"} trailing`: ErrTextAfter,
 		`{"a":`:              ErrInvalidJSON,
-		`{"a":1e999}`:        ErrInvalidJSON,
+		`{"a":"x","a":"y"}`:  ErrInvalidJSON,
+		`{"a":"x","b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"b":2}`: ErrInvalidJSON,
+		// Two lone surrogates that both read as U+FFFD are one name twice.
+		`{"a":"x","\ud800":1,"\udbff":2}`: ErrInvalidJSON,
 	}
 	for doc, want := range cases {
 		if err := v.Validate([]byte(doc)); !errors.Is(err, want) {
@@ -187,15 +190,20 @@ func TestValidateRecursive(t *testing.T) {
 	}
 }
 
-// A keyword the explainer does not read still fails the document, with the library's words.
-func TestValidateFallsBackToLibraryMessage(t *testing.T) {
-	v, err := Compile([]byte(`{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`))
-	if err != nil {
-		t.Fatal(err)
+// What the validator cannot validate, Compile refuses, naming where it is.
+func TestCompileRefusesWhatItCannotValidate(t *testing.T) {
+	cases := map[string]string{
+		`{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`: `schema: /properties/a/uniqueItems: keyword "uniqueItems" is not supported`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}}}`:                        `schema: /properties/a/$ref: must be a local "#/$defs/<name>" reference to a definition of the root`,
+		`{"type":"object","properties":{"a":{"multipleOf":0}}}`:                    `schema: /properties/a/multipleOf: must be greater than 0`,
+		`{"type":"object","properties":{"a":{"maxItems":1.5}}}`:                    `schema: /properties/a/maxItems: must be a non-negative integer`,
+		`{"type":"object","properties":{"a":{"minimum":1e9999999999999999}}}`:      `schema: /properties/a/minimum: the number is out of range`,
+		`{"type":"object","$defs":{"x":{"$ref":"#/$defs/x"}}}`:                     `schema: /$defs/x/$ref: the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items"`,
 	}
-	err = v.Validate([]byte(`{"a":[1,1]}`))
-	if err == nil || !strings.Contains(err.Error(), "uniqueItems") || strings.Contains(err.Error(), "validating") {
-		t.Errorf("Validate = %v", err)
+	for s, want := range cases {
+		if _, err := Compile([]byte(s)); err == nil || err.Error() != want {
+			t.Errorf("%s:\n got  %v\n want %s", s, err, want)
+		}
 	}
 }
 
@@ -233,4 +241,20 @@ func TestValidateConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// BenchmarkValidate: one answer of the review schema, valid and invalid, as a call validates it.
+func BenchmarkValidate(b *testing.B) {
+	v, err := Compile([]byte(reviewSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, doc := range map[string]string{"valid": validReview, "invalid": review("findings", `[{"title":5,"line":"x","where":{"file":"a.go"}}]`)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = v.Validate([]byte(doc))
+			}
+		})
+	}
 }

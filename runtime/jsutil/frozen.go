@@ -2,6 +2,7 @@ package jsutil
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,7 +40,10 @@ func FrozenParser(rt *goja.Runtime, lazy ...string) func(data []byte) (goja.Valu
 	}
 }
 
-// maxFrozenDepth bounds recursion on hostile input; results are far shallower.
+// maxFrozenDepth bounds recursion on hostile input. It is engine/result.MaxOutputDepth: a
+// CallResult's output may nest that deeply inside the result's own object (answers are held
+// to fewer levels, schema.MaxDataDepth), and a journal row beyond it is refused as damaged
+// before any result is built.
 const maxFrozenDepth = 512
 
 type frozenParser struct {
@@ -121,9 +125,10 @@ func (p *frozenParser) number() (goja.Value, error) {
 		return p.rt.ToValue(n), nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil, p.errorf("invalid number %q", text)
 	}
+	// Beyond float64's range, JSON.parse gives ±Infinity (2e309), as ParseFloat does.
 	return p.rt.ToValue(f), nil
 }
 
@@ -151,6 +156,7 @@ func (p *frozenParser) str() (string, error) {
 }
 
 func (p *frozenParser) object(depth int) (goja.Value, error) {
+	start := p.i
 	p.i++ // {
 	obj := p.rt.NewObject()
 	p.space()
@@ -173,18 +179,26 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 		}
 		p.i++
 		p.space()
+		var defined error
 		if depth == 0 && slices.Contains(p.lazy, key) {
-			if err := p.lazyMember(obj, key); err != nil {
+			getter, err := p.lazyGetter()
+			if err != nil {
 				return nil, err
 			}
+			defined = obj.DefineAccessorProperty(key, getter, nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		} else {
 			v, err := p.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
-			if err := obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-				return nil, p.errorf("member %q: %v", key, err)
-			}
+			defined = obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		}
+		if defined != nil {
+			// The name came before (RFC 8259 leaves a repeated name's meaning open), and a
+			// frozen member cannot be defined again: build this object again the slow way,
+			// where the last value wins, as JSON.parse has it.
+			p.i = start
+			return p.objectWithRepeats(depth)
 		}
 		p.space()
 		if p.i < len(p.data) && p.data[p.i] == ',' {
@@ -244,16 +258,16 @@ func (p *frozenParser) frozen(obj *goja.Object) (goja.Value, error) {
 	return obj, nil
 }
 
-// lazyMember defines key as a getter that builds its value on first read.
-func (p *frozenParser) lazyMember(obj *goja.Object, key string) error {
+// lazyGetter moves past a member's value and returns a getter that builds it on first read.
+func (p *frozenParser) lazyGetter() (goja.Value, error) {
 	start := p.i
 	if err := p.skip(1); err != nil {
-		return err
+		return nil, err
 	}
 	raw := p.data[start:p.i]
 	var built goja.Value
 	rt, freeze, seal := p.rt, p.freeze, p.preventExtensions
-	getter := rt.ToValue(func(goja.FunctionCall) goja.Value {
+	return rt.ToValue(func(goja.FunctionCall) goja.Value {
 		if built == nil {
 			sub := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: raw}
 			v, err := sub.value(1)
@@ -263,11 +277,70 @@ func (p *frozenParser) lazyMember(obj *goja.Object, key string) error {
 			built = v
 		}
 		return built
-	})
-	if err := obj.DefineAccessorProperty(key, getter, nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-		return p.errorf("member %q: %v", key, err)
+	}), nil
+}
+
+// objectWithRepeats builds an object some of whose member names repeat: each name stands
+// where it first appears, with the value it last has.
+func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
+	p.i++ // {
+	var names []string
+	var values []goja.Value
+	at := map[string]int{}
+	for {
+		p.space()
+		if p.i >= len(p.data) || p.data[p.i] != '"' {
+			return nil, p.errorf("expected a member name")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.data) || p.data[p.i] != ':' {
+			return nil, p.errorf("expected ':'")
+		}
+		p.i++
+		p.space()
+		var v goja.Value
+		if depth == 0 && slices.Contains(p.lazy, key) {
+			v, err = p.lazyGetter()
+		} else {
+			v, err = p.value(depth + 1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if i, ok := at[key]; ok {
+			values[i] = v
+		} else {
+			at[key] = len(names)
+			names, values = append(names, key), append(values, v)
+		}
+		p.space()
+		if p.i < len(p.data) && p.data[p.i] == ',' {
+			p.i++
+			continue
+		}
+		if p.i < len(p.data) && p.data[p.i] == '}' {
+			p.i++
+			break
+		}
+		return nil, p.errorf("expected ',' or '}'")
 	}
-	return nil
+	obj := p.rt.NewObject()
+	for i, key := range names {
+		var err error
+		if depth == 0 && slices.Contains(p.lazy, key) {
+			err = obj.DefineAccessorProperty(key, values[i], nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		} else {
+			err = obj.DefineDataProperty(key, values[i], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		}
+		if err != nil {
+			return nil, p.errorf("member %q: %v", key, err)
+		}
+	}
+	return p.sealed(obj)
 }
 
 // skip moves past one JSON value without building it.

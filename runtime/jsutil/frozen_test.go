@@ -1,6 +1,7 @@
 package jsutil
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dop251/goja"
@@ -15,6 +16,9 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		`""`, `"a\"b\\c\n\u00e9\ud83d\ude00/"`, `"héllo"`,
 		`[]`, `{}`, `[1,[2,[3,{}]]]`, `{"b":1,"a":2,"10":3,"2":4}`,
 		` { "x" : [ 1 , "y" , null ] , "z" : { } } `,
+		// A repeated member name: the last value wins, where the name first stands.
+		`{"v":"x","v":1}`, `{"v":1,"v":1}`, `{"a":1,"b":{"c":[1]},"a":{"d":2},"b":3}`, `[{"x":[],"x":[{"y":1,"y":2}]}]`,
+		`{"\ud800":1,"\udbff":2}`, `{"k":{"a":1},"k":{"a":1}}`,
 	}
 	rt := goja.New()
 	parse := FrozenParser(rt)
@@ -46,4 +50,43 @@ func TestFrozenParserRejectsBadJSON(t *testing.T) {
 		_, err := parse([]byte(doc))
 		require.Error(t, err, doc)
 	}
+}
+
+// A repeated lazy member is built from its last value, as JSON.parse would read it.
+func TestFrozenParserRepeatedLazyMember(t *testing.T) {
+	rt := goja.New()
+	v, err := FrozenParser(rt, "meta")([]byte(`{"meta":{"a":1},"x":2,"meta":{"a":2}}`))
+	require.NoError(t, err)
+	require.NoError(t, rt.Set("r", v))
+	got, err := rt.RunString(`JSON.stringify(r) + " " + Object.keys(r) + " " + Object.isFrozen(r)`)
+	require.NoError(t, err)
+	require.Equal(t, `{"meta":{"a":2},"x":2} meta,x true`, got.String())
+}
+
+// The builder takes an output nested 512 levels inside a CallResult's object (engine/result's
+// MaxOutputDepth), and refuses one level more with an error, never a crash.
+func TestFrozenParserDepth(t *testing.T) {
+	rt := goja.New()
+	parse := FrozenParser(rt, "meta")
+	nested := func(n int) string {
+		return `{"output":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
+	}
+	_, err := parse([]byte(nested(512)))
+	require.NoError(t, err)
+	_, err = parse([]byte(nested(513)))
+	require.ErrorContains(t, err, "nested too deeply")
+	_, err = parse([]byte(nested(1_000_000)))
+	require.ErrorContains(t, err, "nested too deeply")
+}
+
+// Numbers beyond float64's range are what ECMAScript's JSON.parse makes of them (goja's own
+// JSON.parse refuses them): ±Infinity, and ±0 below the smallest.
+func TestFrozenParserNumbersBeyondFloat64(t *testing.T) {
+	rt := goja.New()
+	v, err := FrozenParser(rt)([]byte(`[2e309,-2e309,1e-400,-1e-400,123456789012345678901234567890e-10]`))
+	require.NoError(t, err)
+	require.NoError(t, rt.Set("r", v))
+	got, err := rt.RunString(`r.map(String).join(" ") + " " + Object.is(r[3], -0)`)
+	require.NoError(t, err)
+	require.Equal(t, "Infinity -Infinity 0 0 12345678901234567000 true", got.String())
 }
