@@ -449,14 +449,15 @@ func TestResultNotJSON(t *testing.T) {
 	assert.Contains(t, err.Error(), "could not be given to the script")
 }
 
-// TestResultErrorQuotesNoAnswer: a result the parser refuses (a member twice) ends the run with
-// an error that names the call site and quotes nothing of the answer.
+// TestResultErrorQuotesNoAnswer: a result the parser refuses (a member named after a secret,
+// then an invalid value) ends the run with an error that names the call site and quotes nothing
+// of the answer.
 func TestResultErrorQuotesNoAnswer(t *testing.T) {
 	t.Parallel()
 	r := runtimetest.New(t, runtimetest.Main(`
 	await agent.call({ role: "executor", prompt: "p" });`), hostOpt(func(h *runtimetest.Host) {
 		h.Result = func(c runtimetest.Call) json.RawMessage {
-			return json.RawMessage(`{"callId":"c1","status":"completed","output":{"sk-live-4f9a":"x","sk-live-4f9a":1},"meta":{}}`)
+			return json.RawMessage(`{"callId":"c1","status":"completed","output":{"sk-live-4f9a":"x","sk-live-4f9b":nul},"meta":{}}`)
 		}
 	}))
 	_, err := r.Run(context.Background())
