@@ -627,8 +627,9 @@ func cmdJSONSet(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), append(data, '\n'), 0o600))
 }
 
-// cmdHostTmp is `hosttmp LOG N DIR`: the fake host's log (fake.HostLogEnv) has N turns, each
-// sent by a process whose TMPDIR was DIR.
+// cmdHostTmp is `hosttmp LOG N DIR`: the fake host's log (fake.HostLogEnv) has at least N
+// turns, each sent by a process whose TMPDIR was DIR. How many more depends on how far the
+// processes killed before got, which a loaded machine changes.
 func cmdHostTmp(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: hosttmp LOG N DIR")
@@ -642,7 +643,7 @@ func cmdHostTmp(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		n++
 	}
-	if fmt.Sprint(n) != args[1] {
-		ts.Fatalf("hosttmp: %d turns sent, want %s", n, args[1])
+	if want, err := strconv.Atoi(args[1]); err != nil || n < want {
+		ts.Fatalf("hosttmp: %d turns sent, want at least %s", n, args[1])
 	}
 }
