@@ -32,14 +32,15 @@ type Journal struct {
 	readOnly bool
 
 	mu      sync.Mutex
-	work    sync.Cond // the committer waits here for rows to commit or for Close
-	done    sync.Cond // Sync waits here for durable to pass its seq
-	next    uint64    // last seq assigned by Append
-	durable uint64    // last seq committed
-	want    uint64    // highest seq someone is waiting to see durable
-	pending []entry   // appended, not yet taken by a commit, in seq order
-	spare   []entry   // the previous batch's array, reused for pending
-	err     error     // the first failed commit (or unencodable row): the journal is poisoned
+	work    sync.Cond        // the committer waits here for rows to commit or for Close
+	done    sync.Cond        // Sync waits here for durable to pass its seq
+	next    uint64           // last seq assigned by Append
+	durable uint64           // last seq committed
+	want    uint64           // highest seq someone is waiting to see durable
+	pending []entry          // appended, not yet taken by a commit, in seq order
+	summary *journal.Summary // of the rows up to durable; replaced by each commit
+	spare   []entry          // the previous batch's array, reused for pending
+	err     error            // the first failed commit (or unencodable row): the journal is poisoned
 	closed  bool
 	stopped chan struct{} // closed when the committer returns
 
@@ -52,7 +53,8 @@ type Journal struct {
 type entry struct {
 	seq   uint64
 	data  []byte
-	after func() // from AppendThen; run by the committer once seq is durable
+	part  journal.Row // what the summary's fold reads of it
+	after func()      // from AppendThen; run by the committer once seq is durable
 }
 
 // Create makes a new journal at path for run runID and opens it for writing.
@@ -90,6 +92,12 @@ func Create(path, runID string) (*Journal, error) {
 		if err := meta.Put(keyRun, []byte(runID)); err != nil {
 			return err
 		}
+		if err := putSummary(meta, journal.NewSummary()); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketCalls); err != nil {
+			return err
+		}
 		_, err = tx.CreateBucket(bucketRows)
 		return err
 	})
@@ -102,7 +110,7 @@ func Create(path, runID string) (*Journal, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return newWriter(db, path, runID, 0), nil
+	return newWriter(db, path, runID, 0, journal.NewSummary()), nil
 }
 
 // Open opens an existing journal for writing, to resume its run. The file is
@@ -135,21 +143,29 @@ func Open(path string) (*Journal, error) {
 		return nil, openError(path, err)
 	}
 	var st fileState
-	err = db.View(func(tx *bbolt.Tx) error {
+	var sum *journal.Summary
+	err = db.Update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil || string(meta.Get(keySchema)) != Schema {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
 		}
 		st.runID = string(meta.Get(keyRun))
 		var err error
-		st.last, err = lastSeq(tx)
+		if st.last, err = lastSeq(tx); err != nil {
+			return err
+		}
+		// A journal written before summaries were kept gets its summary now, once.
+		sum, err = summaryOf(tx, st.last)
+		if errors.Is(err, errNoSummary) {
+			sum, err = rebuildSummary(tx)
+		}
 		return err
 	})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	return newWriter(db, path, st.runID, st.last), nil
+	return newWriter(db, path, st.runID, st.last, sum), nil
 }
 
 // OpenReadOnly opens a journal for reading under a shared lock, with the same
@@ -159,14 +175,14 @@ func OpenReadOnly(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, path: path, runID: st.runID, readOnly: true, next: st.last, durable: st.last}
+	j := &Journal{db: db, path: path, runID: st.runID, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	return j, nil
 }
 
 // newWriter starts the committer of a journal opened for writing.
-func newWriter(db *bbolt.DB, path, runID string, last uint64) *Journal {
-	j := &Journal{db: db, path: path, runID: runID, next: last, durable: last, want: last, stopped: make(chan struct{})}
+func newWriter(db *bbolt.DB, path, runID string, last uint64, sum *journal.Summary) *Journal {
+	j := &Journal{db: db, path: path, runID: runID, next: last, durable: last, want: last, summary: sum, stopped: make(chan struct{})}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	go j.run()
 	return j

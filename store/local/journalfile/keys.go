@@ -7,10 +7,16 @@ const Schema = "crw-journal/1"
 
 // Bucket and key names, declared once so the layout can be read in one place.
 var (
-	// bucketMeta holds keySchema and keyRun.
+	// bucketMeta holds keySchema, keyRun and keySummary.
 	bucketMeta = []byte("meta")
 	keySchema  = []byte("schema")
 	keyRun     = []byte("run")
+	// keySummary is the journal.Summary of every row, as JSON, rewritten by each commit.
+	keySummary = []byte("summary")
+
+	// bucketCalls maps a call id to what the summary's fold knows of it: callOpen while its
+	// newest attempt has no terminal row, else that row's status.
+	bucketCalls = []byte("calls")
 
 	// bucketRows maps seqKey(seq) to the row's JSON; seq starts at 1 and has no gaps.
 	bucketRows = []byte("rows")
