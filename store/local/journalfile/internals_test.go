@@ -79,3 +79,11 @@ func updateFile(path string, fn func(tx *bbolt.Tx) error) error {
 	}
 	return err
 }
+
+// SetReleaseEvery sets how many committed bytes go between two releases of the mapped pages,
+// and returns a function that puts the old value back.
+func SetReleaseEvery(n int) (restore func()) {
+	old := releaseEvery
+	releaseEvery = n
+	return func() { releaseEvery = old }
+}

@@ -44,6 +44,8 @@ type Journal struct {
 	closed  bool
 	stopped chan struct{} // closed when the committer returns
 
+	sinceRelease int // bytes committed since the mapped pages were last released; committer only
+
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
 	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
 	onCommit   atomic.Pointer[func(commits uint64)]

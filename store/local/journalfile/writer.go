@@ -173,6 +173,7 @@ func (j *Journal) run() {
 					e.after()
 				}
 			}
+			j.noteCommitted(batch)
 			j.mu.Lock()
 		}
 		clear(batch)
