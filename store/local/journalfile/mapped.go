@@ -7,7 +7,7 @@ import (
 
 // releaseEvery is how many bytes of rows may be committed between two releases of the
 // journal's mapped pages.
-var releaseEvery = 8 << 20
+var releaseEvery = 2 << 20
 
 // noteCommitted counts a batch's bytes and releases the mapped pages once releaseEvery bytes
 // were committed since the last release. It runs on the committer, between commits.
