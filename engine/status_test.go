@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,8 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/storetest"
 )
 
 // rowless is a store whose journals cannot be read row by row: what answers through it reads
@@ -63,4 +67,46 @@ export default async function main() {
 			assert.Equal(t, tl.Tokens, st.Tokens)
 		})
 	}
+}
+
+// BenchmarkStatusOfLargeRun is Status and List of an ended run of 100,000 calls no process
+// holds, on the on-disk store: they read the journal's summary, so they cost what a run of ten
+// calls costs (the target: under 20 ms).
+func BenchmarkStatusOfLargeRun(b *testing.B) {
+	const calls = 100000
+	st, err := local.New(filepath.Join(b.TempDir(), "state"))
+	require.NoError(b, err)
+	run := "20261201-000000-abc123"
+	spec := storetest.Spec(run)
+	require.NoError(b, st.Create(context.Background(), spec))
+	lease, err := st.Acquire(context.Background(), run)
+	require.NoError(b, err)
+	rows := []*journal.Row{{Type: journal.TypeStarted, Run: run}}
+	for i := 1; i <= calls; i++ {
+		id := fmt.Sprintf("c%d", i)
+		rows = append(rows,
+			&journal.Row{Type: journal.TypePrepared, Call: id, Index: i, Role: "executor", Node: "step", Prompt: "Carry out step " + id},
+			&journal.Row{Type: journal.TypeCompleted, Call: id, Output: json.RawMessage(`"done"`), Tokens: &journal.Tokens{Input: 5, Total: 5}})
+	}
+	rows = append(rows, &journal.Row{Type: journal.TypeEnded, Status: "completed", Result: json.RawMessage(`100000`)})
+	_, err = lease.Journal().Write(rows...)
+	require.NoError(b, err)
+	require.NoError(b, lease.Release())
+	svc := enginetest.Service(st)
+	b.Run("status", func(b *testing.B) {
+		for b.Loop() {
+			s, err := svc.Status(context.Background(), run)
+			if err != nil || s.Calls[journal.StatusCompleted] != calls {
+				b.Fatalf("%v %+v", err, s)
+			}
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		for b.Loop() {
+			l, err := svc.List(context.Background())
+			if err != nil || len(l) != 1 || l[0].Calls[journal.StatusCompleted] != calls {
+				b.Fatalf("%v %+v", err, l)
+			}
+		}
+	})
 }
