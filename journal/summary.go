@@ -61,13 +61,22 @@ func (m MapCallStates) SetCallState(call string, status CallStatus) error {
 	return nil
 }
 
-// ForSummary is the part of r that Add reads: what a writer keeps of a row between its append
-// and the commit that folds it in.
-func (r *Row) ForSummary() Row {
-	out := Row{Seq: r.Seq, Type: r.Type, At: r.At, Call: r.Call}
+// SummaryPart is what Summary.Add reads of a row, kept small: a writer holds one for every row
+// it buffered until the commit that folds it in.
+type SummaryPart struct {
+	Seq    uint64
+	Type   string
+	Call   string
+	Tokens *Tokens // a terminal row's
+	Ended  *Row    // an ended row's status, time, result and error
+}
+
+// ForSummary is the part of r that Add reads.
+func (r *Row) ForSummary() SummaryPart {
+	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
 	switch {
 	case r.Type == TypeEnded:
-		out.Status, out.Result, out.Error = r.Status, r.Result, r.Error
+		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
 		out.Tokens = &tokens
@@ -78,11 +87,15 @@ func (r *Row) ForSummary() Row {
 // Add folds the next row into s, counting calls as a timeline does: a new attempt of a call (a
 // prepared row again) takes back its earlier outcome, and a later terminal row of an attempt
 // (superseded) replaces the earlier one. Rows of calls never prepared count for nothing.
-func (s *Summary) Add(r *Row, calls CallStates) error {
+func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 	s.LastSeq = r.Seq
 	switch {
 	case r.Type == TypeEnded:
-		s.Status, s.Ended, s.Result, s.Error = r.Status, r.At, r.Result, r.Error
+		e := r.Ended
+		if e == nil {
+			e = &Row{}
+		}
+		s.Status, s.Ended, s.Result, s.Error = e.Status, e.At, e.Result, e.Error
 	case r.Call == "" || r.Type == TypeEscalation || r.Type == TypeWarning:
 	case r.Type == TypePrepared:
 		prepared, old, err := calls.CallState(r.Call)
@@ -123,7 +136,7 @@ func (s *Summary) uncount(status CallStatus) {
 // store does for a journal written before it kept summaries.
 func Summarize(rows func(fn func(*Row) error) error) (*Summary, error) {
 	s, calls := NewSummary(), MapCallStates{}
-	err := rows(func(r *Row) error { return s.Add(r, calls) })
+	err := rows(func(r *Row) error { return s.Add(r.ForSummary(), calls) })
 	if err != nil {
 		return nil, err
 	}

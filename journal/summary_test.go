@@ -51,8 +51,7 @@ func TestSummaryFoldsRowsAsTheTimelineCounts(t *testing.T) {
 	s := journal.NewSummary()
 	calls := journal.MapCallStates{}
 	for i := range rows {
-		part := rows[i].ForSummary()
-		require.NoError(t, s.Add(&part, calls))
+		require.NoError(t, s.Add(rows[i].ForSummary(), calls))
 	}
 	assert.Equal(t, &journal.Summary{
 		LastSeq: 20, Status: "completed", Ended: time.Date(2026, 12, 1, 4, 0, 19, 0, time.UTC),

@@ -458,7 +458,7 @@ type memJournal struct {
 	next     uint64
 	durable  uint64
 	pending  [][]byte
-	parts    []journal.Row // what the summary's fold reads of the pending rows
+	parts    []journal.SummaryPart // what the summary's fold reads of the pending rows
 	commits  uint64
 	err      error
 	closed   bool
@@ -513,7 +513,7 @@ func (j *memJournal) Sync(seq uint64) error {
 
 // commit stores a batch and folds it into the run's summary: one commit, as one bbolt
 // transaction would be.
-func (j *memJournal) commit(batch [][]byte, parts []journal.Row) error {
+func (j *memJournal) commit(batch [][]byte, parts []journal.SummaryPart) error {
 	j.l.s.mu.Lock()
 	if j.l.r.holder != j.l {
 		j.l.s.mu.Unlock()
@@ -521,7 +521,7 @@ func (j *memJournal) commit(batch [][]byte, parts []journal.Row) error {
 	}
 	j.l.r.rows = append(j.l.r.rows, batch...)
 	for i := range parts {
-		_ = j.l.r.summary.Add(&parts[i], j.l.r.calls) // in memory, it cannot fail
+		_ = j.l.r.summary.Add(parts[i], j.l.r.calls) // in memory, it cannot fail
 	}
 	stored := uint64(len(j.l.r.rows))
 	j.l.s.mu.Unlock()

@@ -55,8 +55,8 @@ type Journal struct {
 type entry struct {
 	seq   uint64
 	data  []byte
-	part  journal.Row // what the summary's fold reads of it
-	after func()      // from AppendThen; run by the committer once seq is durable
+	part  journal.SummaryPart // what the summary's fold reads of it
+	after func()              // from AppendThen; run by the committer once seq is durable
 }
 
 // Create makes a new journal at path for run runID and opens it for writing.

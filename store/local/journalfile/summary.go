@@ -69,7 +69,7 @@ func foldSummary(tx *bbolt.Tx, sum *journal.Summary, batch []entry) error {
 		return fmt.Errorf("%w: no %q or %q bucket", ErrCorrupt, bucketMeta, bucketCalls)
 	}
 	for i := range batch {
-		if err := sum.Add(&batch[i].part, callStates{calls}); err != nil {
+		if err := sum.Add(batch[i].part, callStates{calls}); err != nil {
 			return err
 		}
 	}
@@ -122,7 +122,7 @@ func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
 		}
 		part := r.ForSummary()
 		part.Seq = seq
-		return true, sum.Add(&part, callStates{calls})
+		return true, sum.Add(part, callStates{calls})
 	})
 	if err != nil {
 		return nil, err
