@@ -135,7 +135,7 @@ func BenchmarkStatusOfLargeRun(b *testing.B) {
 	dir := b.TempDir()
 	r := runProcess(b, dir, sequentialScript, large, 4)
 	for _, args := range [][]string{{"flow", "status", r.run}, {"flow", "list"}} {
-		b.Run(strings.Join(args, "-")[5:], func(b *testing.B) {
+		b.Run(args[1], func(b *testing.B) {
 			var rss int64
 			for b.Loop() {
 				cmd := exec.Command("crw", append([]string{"--json", "--state", r.state}, args...)...)
