@@ -146,7 +146,7 @@ func Open(path string) (*Journal, error) {
 	}
 	var st fileState
 	var sum *journal.Summary
-	err = db.Update(func(tx *bbolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil || string(meta.Get(keySchema)) != Schema {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
@@ -156,13 +156,17 @@ func Open(path string) (*Journal, error) {
 		if st.last, err = lastSeq(tx); err != nil {
 			return err
 		}
-		// A journal written before summaries were kept gets its summary now, once.
 		sum, err = summaryOf(tx, st.last)
-		if errors.Is(err, errNoSummary) {
-			sum, err = rebuildSummary(tx)
-		}
 		return err
 	})
+	if errors.Is(err, errNoSummary) {
+		// A journal written before summaries were kept gets its summary now, once.
+		err = db.Update(func(tx *bbolt.Tx) error {
+			var err error
+			sum, err = rebuildSummary(tx)
+			return err
+		})
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
