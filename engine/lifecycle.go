@@ -15,7 +15,7 @@ import (
 
 // Status tells where a run stands: what its holder publishes while a process holds it, else
 // what its journal, which is the record, says (a process killed after its last commit leaves a
-// published status that lags behind it).
+// published status that lags behind it), from the journal's summary, not its rows.
 func (s *Service) Status(ctx context.Context, run string) (*store.Status, error) {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
@@ -38,16 +38,16 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		}
 		return out, nil
 	}
-	rows, err := s.Rows(ctx, run)
+	// The summary its journal's writer keeps: a run of any length answers without its rows.
+	sum, err := s.Store.Summary(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	t := Summarize(rows)
-	out.Calls, out.Tokens, out.Status, out.Error = t.Counts, t.Tokens, t.Status, t.Error
-	if t.Result != nil {
-		out.Result = t.Result
+	out.Calls, out.Tokens, out.Status, out.Error = store.Counts(sum.Calls), sum.Tokens, store.RunStatus(sum.Status), sum.Error
+	if sum.Result != nil {
+		out.Result = sum.Result
 	}
-	switch t.Status {
+	switch out.Status {
 	case "":
 		out.State = store.StateCrashed // no process holds it and it has not ended
 		if pub != nil && pub.State == store.StateStopped {

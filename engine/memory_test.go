@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,12 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
 // peakLiveHeap runs benchScript for n calls, 16 at a time, on the on-disk journal, and returns
 // the largest live heap seen after a collection while it ran.
-func peakLiveHeap(t *testing.T, n int) uint64 {
+func peakLiveHeap(t testing.TB, n int) uint64 {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "bench.js")
 	require.NoError(t, os.WriteFile(wf, []byte(benchScript), 0o600))
@@ -27,8 +31,27 @@ func peakLiveHeap(t *testing.T, n int) uint64 {
 	input, _ := json.Marshal(map[string]int{"n": n, "width": 16})
 	svc := localService(t, filepath.Join(dir, "state"))
 
+	stop := sampleLiveHeap()
+	res, err := svc.Run(context.Background(), engine.CreateOptions{
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: 16,
+	}, engine.ExecOptions{})
+	peak := stop()
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	return peak
+}
+
+// sampleLiveHeap looks at the live heap (after a collection) every 50 ms until stop, which
+// returns the largest seen.
+func sampleLiveHeap() (stop func() uint64) {
 	var peak uint64
 	done, sampled := make(chan struct{}), make(chan struct{})
+	look := func() {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc)
+	}
 	go func() {
 		defer close(sampled)
 		for {
@@ -37,20 +60,14 @@ func peakLiveHeap(t *testing.T, n int) uint64 {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapAlloc)
+			look()
 		}
 	}()
-	res, err := svc.Run(context.Background(), engine.CreateOptions{
-		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: 16,
-	}, engine.ExecOptions{})
-	close(done)
-	<-sampled
-	require.NoError(t, err)
-	require.Equal(t, store.RunCompleted, res.Status)
-	return peak
+	return func() uint64 {
+		close(done)
+		<-sampled
+		return peak
+	}
 }
 
 // TestMemoryDoesNotGrowWithCalls: a run keeps what a later call may need of an ended call (a
@@ -65,4 +82,65 @@ func TestMemoryDoesNotGrowWithCalls(t *testing.T) {
 	t.Logf("peak live heap: %d KiB at 2,000 calls, %d KiB at 20,000", small>>10, large>>10)
 	perCall := float64(int64(large)-int64(small)) / 18000
 	assert.Less(t, perCall, 1024.0, "bytes kept per call")
+}
+
+// BenchmarkLiveHeapPerCall records what a completed call costs the live heap of a run's
+// process: the peak live heap at 2,000 and at 20,000 calls (16 at a time, on-disk journal),
+// and the bytes per call between them.
+func BenchmarkLiveHeapPerCall(b *testing.B) {
+	for b.Loop() {
+		small, large := peakLiveHeap(b, 2000), peakLiveHeap(b, 20000)
+		b.ReportMetric(float64(small)/(1<<20), "MiB-live-2k")
+		b.ReportMetric(float64(large)/(1<<20), "MiB-live-20k")
+		b.ReportMetric((float64(large)-float64(small))/18000, "B-live/call")
+	}
+}
+
+// BenchmarkResumeHeap resumes a run whose journal holds CRW_BENCH_RESUME (default 10,000)
+// completed calls, recorded 16 at a time, and records the peak live heap of the resume: the
+// replay's History holds the journal's rows, so it grows with them (bytes per call).
+func BenchmarkResumeHeap(b *testing.B) {
+	n := 10000
+	if v := os.Getenv("CRW_BENCH_RESUME"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	gcAsCrw(b)
+	dir := b.TempDir()
+	wf := filepath.Join(dir, "bench.js")
+	require.NoError(b, os.WriteFile(wf, []byte(benchScript), 0o600))
+	answers := filepath.Join(dir, "answers.json")
+	require.NoError(b, os.WriteFile(answers, []byte(benchAnswers), 0o600))
+	input, _ := json.Marshal(map[string]int{"n": n, "width": 16})
+	svc := localService(b, filepath.Join(dir, "state"))
+	res, err := svc.Run(context.Background(), engine.CreateOptions{
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: 16,
+	}, engine.ExecOptions{})
+	require.NoError(b, err)
+	all, err := svc.Rows(context.Background(), res.Run)
+	require.NoError(b, err)
+	rows := all[:len(all)-1] // as if its process died right before its ended row
+	path := filepath.Join(svc.Store.(*local.Store).RunDir(res.Run), local.JournalFile)
+	for b.Loop() {
+		require.NoError(b, os.Remove(path))
+		j, err := journalfile.Create(path, res.Run)
+		require.NoError(b, err)
+		ptrs := make([]*journal.Row, len(rows))
+		for k := range rows {
+			r := rows[k]
+			ptrs[k] = &r
+		}
+		_, err = j.Write(ptrs...)
+		require.NoError(b, err)
+		require.NoError(b, j.Close())
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		stop := sampleLiveHeap()
+		end, err := svc.Execute(context.Background(), res.Run, engine.ExecOptions{})
+		peak := stop()
+		require.NoError(b, err)
+		require.Equal(b, fmt.Sprint(n), string(end.Result))
+		b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-live")
+		b.ReportMetric((float64(peak)-float64(before.HeapAlloc))/float64(n), "B-live/call")
+	}
 }

@@ -45,6 +45,10 @@ type Store interface {
 	// Rows calls fn with each durable row of the run's journal from seq from on, in order,
 	// whether a process holds the run or not. It stops at fn's first error and returns it.
 	Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error
+	// Summary is the summary of the run's durable rows (journal.Summary), whether a process
+	// holds the run or not, read without reading the rows: its journal's writer keeps it,
+	// committed with the rows it covers, so it never differs from them.
+	Summary(ctx context.Context, run string) (*journal.Summary, error)
 	// RequestCancel stores a request to cancel a run; a process that holds it is told at
 	// once, and one that takes it later finds the request.
 	RequestCancel(ctx context.Context, run string) error

@@ -54,7 +54,7 @@ func Descriptor() backend.Descriptor {
 					return nil, errs.New(errs.InvalidRequest, "the run's answers file: %v", err)
 				}
 			}
-			return New(a, NewHost(os.Getenv(HostLogEnv))), nil
+			return New(a, logOnlyHost(os.Getenv(HostLogEnv))), nil
 		},
 	}
 }
@@ -70,10 +70,10 @@ type Backend struct {
 var _ backend.Backend = (*Backend)(nil)
 
 // New returns a fake backend answering from answers (nil: every answer is synthesized) on
-// host (nil: a host of its own).
+// host (nil: a host of its own, which counts nothing).
 func New(answers *Answers, host *Host) *Backend {
 	if host == nil {
-		host = NewHost("")
+		host = logOnlyHost("")
 	}
 	return &Backend{answers: answers, host: host, now: time.Now}
 }

@@ -11,7 +11,8 @@ import (
 // is ever sent twice, across crashes and resumes included. With a log file the count survives
 // the process: each turn received appends a line {"turn": ID, "tmpdir": TMPDIR}, the second
 // being the temporary folder of the process that sent it, which a real host's child processes
-// would inherit.
+// would inherit. The host a run's own process opens (Descriptor, New without a host) counts
+// nothing in memory: nobody could read the count, and it would grow with every turn.
 type Host struct {
 	mu      sync.Mutex
 	sends   map[string]int
@@ -55,11 +56,16 @@ type HostLine struct {
 	TmpDir string `json:"tmpdir"`
 }
 
+// logOnlyHost returns a host that keeps no count in memory, only the log's lines ("" none).
+func logOnlyHost(log string) *Host { return &Host{log: log} }
+
 func (h *Host) receive(turnID, prompt string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.sends[turnID]++
-	h.prompts[turnID] = prompt
+	if h.sends != nil {
+		h.sends[turnID]++
+		h.prompts[turnID] = prompt
+	}
 	if h.log == "" {
 		return
 	}

@@ -33,8 +33,9 @@ func (s *Schema) Refusal() string {
 	return ""
 }
 
-// Schemas compiles schemas once per distinct text. The zero value is ready; it is safe for
-// concurrent use.
+// Schemas compiles schemas once per distinct text, keeping at most maxSchemas: a script that
+// builds a new schema for every call (an enum of this call's choices) must not make the run
+// keep one per call. The zero value is ready; it is safe for concurrent use.
 type Schemas struct {
 	mu sync.Mutex
 	m  map[string]*Schema
@@ -52,12 +53,15 @@ func (c *Schemas) Get(raw []byte) *Schema {
 	if s.Err == nil && len(s.Violations) == 0 {
 		s.Validator, s.Err = schema.Compile(raw)
 	}
-	if c.m == nil {
-		c.m = map[string]*Schema{}
+	if c.m == nil || len(c.m) >= maxSchemas {
+		c.m = map[string]*Schema{} // a new start costs a compile of each schema in use again
 	}
 	c.m[string(raw)] = s
 	return s
 }
+
+// maxSchemas bounds the schemas a Schemas keeps compiled.
+const maxSchemas = 256
 
 // checkedSchemas remembers the verdicts on schema texts: every run's load checks the same
 // built-in schemas again.

@@ -170,12 +170,11 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 // launch runs a call on its own goroutine once the pool admits it; rec is the call as an
 // earlier process left it (nil for a call this process prepared).
 func (r *runner) launch(c *call, p inputs.Prepared, rec *replay.Call) {
-	admitted := r.pool.enter()
 	r.wg.Add(1)
-	go func() {
+	r.pool.submit(r.ctx, func(admitErr error) {
 		defer r.wg.Done()
-		c.run(admitted, p, rec)
-	}()
+		c.run(admitErr, p, rec)
+	})
 }
 
 // goEnd ends a call decided on the loop goroutine; the journal is synced off the loop.
@@ -191,9 +190,9 @@ func (r *runner) goEnd(c *call, row *journal.Row) {
 // one terminal row. rec, when not nil, is the call as an earlier process left it: the call goes
 // on from its last row, and a turn that may have been sent is reconciled with the host, never
 // sent again.
-func (c *call) run(admitted chan struct{}, p inputs.Prepared, rec *replay.Call) {
+func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	r := c.r
-	if err := r.pool.wait(r.ctx, admitted); err != nil {
+	if admitErr != nil {
 		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
 		return
 	}

@@ -5,62 +5,66 @@ import (
 	"sync"
 )
 
-// pool admits at most n calls at once, in the order they were issued: a call takes its place in
-// the queue on the loop goroutine and waits for its turn off it.
+// pool admits at most n calls at once, in the order they were issued. A call waiting for its
+// turn is a queued function, not a goroutine: a script that issues 50,000 calls at once must
+// not make the run hold 50,000 goroutine stacks, only what the calls themselves are.
 type pool struct {
 	mu      sync.Mutex
 	free    int
-	waiters []chan struct{}
+	waiters []func(error) // in issue order
+	watched bool          // a watch on the run's context is in place
 }
 
 func newPool(n int) *pool { return &pool{free: n} }
 
-// enter queues a call; the returned channel is closed when the call is admitted.
-func (p *pool) enter() chan struct{} {
-	ch := make(chan struct{})
+// submit runs start on a goroutine of its own once the pool admits the call, with nil, or, when
+// ctx ends before it is admitted, with ctx's error: the call gives up its place. A call
+// admitted must release its slot when it is done.
+func (p *pool) submit(ctx context.Context, start func(admitErr error)) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.free > 0 && len(p.waiters) == 0 {
+	if !p.watched {
+		p.watched = true
+		context.AfterFunc(ctx, p.giveUp(ctx))
+	}
+	switch {
+	case ctx.Err() != nil:
+		p.mu.Unlock()
+		go start(ctx.Err())
+	case p.free > 0 && len(p.waiters) == 0:
 		p.free--
-		close(ch)
-		return ch
+		p.mu.Unlock()
+		go start(nil)
+	default:
+		p.waiters = append(p.waiters, start)
+		p.mu.Unlock()
 	}
-	p.waiters = append(p.waiters, ch)
-	return ch
 }
 
-// wait waits for admission; when ctx ends first the place is given up.
-func (p *pool) wait(ctx context.Context, ch chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
+// giveUp tells every call still waiting that ctx ended, one after the other on one goroutine,
+// in issue order.
+func (p *pool) giveUp(ctx context.Context) func() {
+	return func() {
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		for i, w := range p.waiters {
-			if w == ch {
-				p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
-				return ctx.Err()
-			}
+		waiting := p.waiters
+		p.waiters = nil
+		p.mu.Unlock()
+		for _, start := range waiting {
+			start(ctx.Err())
 		}
-		// Admitted as the context ended: pass the slot on.
-		p.releaseLocked()
-		return ctx.Err()
 	}
 }
 
+// release frees a slot: the next call waiting takes it.
 func (p *pool) release() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.releaseLocked()
-}
-
-func (p *pool) releaseLocked() {
 	if len(p.waiters) > 0 {
-		ch := p.waiters[0]
+		start := p.waiters[0]
+		p.waiters[0] = nil
 		p.waiters = p.waiters[1:]
-		close(ch)
+		p.mu.Unlock()
+		go start(nil)
 		return
 	}
 	p.free++
+	p.mu.Unlock()
 }

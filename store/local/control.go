@@ -27,6 +27,7 @@ import (
 //
 //	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true},
 //	                           or {"damaged": WHAT} where a row fails its checksum
+//	{"op": "summary"}          the summary of the durable rows, one JSON line
 //	{"op": "cancel"}           look for a stored cancel request now; answers {"ok": true}
 //
 // Rows are copied out of the journal a chunk at a time, so a slow reader never holds a read
@@ -143,6 +144,13 @@ func (l *lease) answer(conn net.Conn) {
 	case "cancel":
 		l.checkCancel()
 		w.WriteString(`{"ok":true}` + "\n")
+	case "summary":
+		sum, err := l.j.Summary()
+		if err != nil {
+			return // closed: the reader goes to the file
+		}
+		data, _ := json.Marshal(sum)
+		w.Write(append(data, '\n'))
 	case "rows":
 		from := max(req.From, 1)
 		for {
@@ -248,6 +256,82 @@ func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*jour
 			Because("store", "holder_unreachable", "unknown", errs.Uncertain).Next("crw flow status " + run)
 	}
 	return errs.New(errs.RunUnavailable, "run %s: its journal could not be read while its holder came and went", run).Wrap(last)
+}
+
+// Summary implements store.Store: a held run's summary comes from its holder over the socket,
+// a run nobody holds has it read from its file without the rows. A journal written before
+// summaries were kept is summarized from its rows.
+func (s *Store) Summary(ctx context.Context, run string) (*journal.Summary, error) {
+	if err := s.checkRun(run); err != nil {
+		return nil, err
+	}
+	path := s.path(run, JournalFile)
+	var last error
+	for attempt := 0; attempt < 20; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if Held(s.root, run) {
+			sum, err := s.summaryFromHolder(ctx, run)
+			if err == nil || !errors.Is(err, errNoHolder) {
+				return sum, err
+			}
+			last = err
+		} else {
+			sum, id, err := journalfile.ReadSummary(path)
+			if err == nil && id != run {
+				err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, id)
+			}
+			switch {
+			case err == nil:
+				return sum, nil
+			case errors.Is(err, journalfile.ErrNoSummary):
+				return journal.Summarize(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
+			case errors.Is(err, journalfile.ErrLocked):
+				last = err // a holder has just taken it: ask it
+			case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
+				return nil, damaged(run, path, err)
+			case errors.Is(err, os.ErrNotExist):
+				return nil, noJournal(run, path)
+			default:
+				return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)
+			}
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+	return nil, errs.New(errs.RunUnavailable, "run %s: its summary could not be read while its holder came and went", run).Wrap(last).
+		Because("store", "holder_unreachable", "unknown", errs.Uncertain).Next("crw flow status " + run)
+}
+
+func (s *Store) summaryFromHolder(ctx context.Context, run string) (*journal.Summary, error) {
+	conn, err := s.dial(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	conn.SetDeadline(time.Now().Add(readerTimeout))
+	if _, err := conn.Write([]byte(`{"op":"summary"}` + "\n")); err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		return nil, errs.New(errs.RunUnavailable, "run %s: the process that holds it does not answer", run).Wrap(err).
+			Because("store", "holder_unresponsive", "unknown", errs.Uncertain).Next("see whether the process that holds the run is stopped: crw flow status " + run)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
+	}
+	sum := journal.NewSummary()
+	if err := json.Unmarshal(line, sum); err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its holder sent a summary that does not read", run).Wrap(err)
+	}
+	if sum.Calls == nil {
+		sum.Calls = map[journal.CallStatus]int{}
+	}
+	return sum, nil
 }
 
 // rowsError is a failure of the store itself while reading rows, as opposed to fn's error;

@@ -42,6 +42,8 @@ func New() *Store {
 type run struct {
 	spec       []byte // the spec as JSON: nobody can change it through a pointer
 	rows       [][]byte
+	summary    *journal.Summary      // of rows, folded by each commit
+	calls      journal.MapCallStates // the summary's call states
 	published  *store.Status
 	cancel     bool
 	holder     *lease
@@ -76,7 +78,7 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 	if s.runs[spec.Run] != nil {
 		return errs.New(errs.InvalidRequest, "run %s exists already", spec.Run).Wrap(store.ErrExists)
 	}
-	s.runs[spec.Run] = &run{spec: data}
+	s.runs[spec.Run] = &run{spec: data, summary: journal.NewSummary(), calls: journal.MapCallStates{}}
 	return nil
 }
 
@@ -168,6 +170,17 @@ func (s *Store) Rows(ctx context.Context, id string, from uint64, fn func(*journ
 		}
 	}
 	return nil
+}
+
+// Summary implements store.Store.
+func (s *Store) Summary(ctx context.Context, id string) (*journal.Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return r.summary.Clone(), nil
 }
 
 // RequestCancel implements store.Store.
@@ -445,6 +458,7 @@ type memJournal struct {
 	next     uint64
 	durable  uint64
 	pending  [][]byte
+	parts    []journal.SummaryPart // what the summary's fold reads of the pending rows
 	commits  uint64
 	err      error
 	closed   bool
@@ -466,10 +480,11 @@ func (j *memJournal) Append(rows ...*journal.Row) uint64 {
 		data, err := json.Marshal(r)
 		if err != nil {
 			j.err = fmt.Errorf("journal: encode row %d (%s): %w", r.Seq, r.Type, err)
-			j.pending = nil
+			j.pending, j.parts = nil, nil
 			return 0
 		}
 		j.pending = append(j.pending, data)
+		j.parts = append(j.parts, r.ForSummary())
 	}
 	return j.next
 }
@@ -490,20 +505,24 @@ func (j *memJournal) Sync(seq uint64) error {
 		j.mu.Unlock()
 		return fmt.Errorf("journal: sync %d: only %d rows were appended", seq, j.next)
 	}
-	batch := j.pending
-	j.pending = nil
+	batch, parts := j.pending, j.parts
+	j.pending, j.parts = nil, nil
 	j.mu.Unlock()
-	return j.commit(batch)
+	return j.commit(batch, parts)
 }
 
-// commit stores a batch: one commit, as one bbolt transaction would be.
-func (j *memJournal) commit(batch [][]byte) error {
+// commit stores a batch and folds it into the run's summary: one commit, as one bbolt
+// transaction would be.
+func (j *memJournal) commit(batch [][]byte, parts []journal.SummaryPart) error {
 	j.l.s.mu.Lock()
 	if j.l.r.holder != j.l {
 		j.l.s.mu.Unlock()
 		return fmt.Errorf("journal: %w", store.ErrLeaseLost)
 	}
 	j.l.r.rows = append(j.l.r.rows, batch...)
+	for i := range parts {
+		_ = j.l.r.summary.Add(parts[i], j.l.r.calls) // in memory, it cannot fail
+	}
 	stored := uint64(len(j.l.r.rows))
 	j.l.s.mu.Unlock()
 
@@ -563,7 +582,7 @@ func (j *memJournal) fence(err error) {
 	if j.err == nil {
 		j.err = err
 	}
-	j.pending = nil
+	j.pending, j.parts = nil, nil
 }
 
 // close commits what is buffered, unless the journal was fenced.
@@ -576,12 +595,12 @@ func (j *memJournal) close() error {
 		j.mu.Unlock()
 		return nil
 	}
-	batch := j.pending
-	j.pending = nil
+	batch, parts := j.pending, j.parts
+	j.pending, j.parts = nil, nil
 	j.closed = true
 	j.mu.Unlock()
 	if len(batch) > 0 {
-		return j.commit(batch)
+		return j.commit(batch, parts)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ func Run(t *testing.T, h Harness) {
 		"CreateSpecList":      testCreateSpecList,
 		"LeaseIsExclusive":    testLeaseIsExclusive,
 		"RowsWhileHeld":       testRowsWhileHeld,
+		"Summary":             testSummary,
+		"SummaryWhenFenced":   testSummaryWhenFenced,
 		"Published":           testPublished,
 		"CancelIsStored":      testCancelIsStored,
 		"LostLeaseIsFenced":   testLostLeaseIsFenced,
@@ -230,6 +232,86 @@ func testRowsWhileHeld(t *testing.T, h Harness) {
 
 	require.NoError(t, l.Release())
 	assert.Len(t, rows(t, other, id, 1), n+1, "released, the rest was committed")
+}
+
+// summary reads a run's summary from s, its Ended time checked apart.
+func summary(t *testing.T, s store.Store, id string, ended time.Time) *journal.Summary {
+	t.Helper()
+	sum, err := s.Summary(ctx, id)
+	require.NoError(t, err)
+	assert.True(t, sum.Ended.Equal(ended), "ended at %v, want %v", sum.Ended, ended)
+	sum.Ended = time.Time{}
+	return sum
+}
+
+// testSummary: a run's summary covers exactly its durable rows, read by another process
+// while the run is held and after, across holders; it counts each call by its newest attempt,
+// as the rows fold (journal.Summarize) into.
+func testSummary(t *testing.T, h Harness) {
+	s, other := h.New(t)
+	id := create(t, s, 1)
+	assert.Equal(t, journal.NewSummary(), summary(t, other, id, time.Time{}), "a new run's")
+	_, err := other.Summary(ctx, ID(9))
+	code(t, err, errs.RunUnavailable, store.ErrNotFound)
+
+	tk := func(n int64) *journal.Tokens { return &journal.Tokens{Input: n, Total: n} }
+	l := acquire(t, s, id)
+	_, err = l.Journal().Write(
+		&journal.Row{Type: journal.TypeStarted, Run: id},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c1", Tokens: tk(3)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2},
+		&journal.Row{Type: journal.TypeHeld, Call: "c2", Reason: "engine_paused", Tokens: tk(1)},
+	)
+	require.NoError(t, err)
+	paused := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	l.Journal().Append(&journal.Row{Type: journal.TypeEnded, Status: "paused", At: paused})
+	held := &journal.Summary{LastSeq: 5, Calls: map[journal.CallStatus]int{"completed": 1, "held": 1}, Tokens: journal.Tokens{Input: 4, Total: 4}}
+	assert.Equal(t, held, summary(t, other, id, time.Time{}), "held, and only the durable rows")
+	require.NoError(t, l.Release())
+	held.LastSeq, held.Status = 6, "paused"
+	assert.Equal(t, held, summary(t, other, id, paused), "released, the rest was committed")
+
+	l = acquire(t, other, id)
+	ended := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	_, err = l.Journal().Write(
+		&journal.Row{Type: journal.TypeStarted, Run: id},
+		&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2}, // run again: no longer held
+		&journal.Row{Type: journal.TypeRefused, Call: "c2", Reason: "host_policy_cyber"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c3", Index: 3},
+		&journal.Row{Type: journal.TypeSuperseded, Call: "c3"},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c7", Tokens: tk(100)}, // never prepared
+		&journal.Row{Type: journal.TypeEnded, Status: "failed", At: ended, Error: &journal.RunError{Message: "boom", Code: "invalid_request"}},
+	)
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+	want := &journal.Summary{LastSeq: 13, Status: "failed", Error: &journal.RunError{Message: "boom", Code: "invalid_request"},
+		Calls: map[journal.CallStatus]int{"completed": 1, "refused": 1, "superseded": 1}, Tokens: journal.Tokens{Input: 4, Total: 4}}
+	assert.Equal(t, want, summary(t, s, id, ended))
+
+	folded, err := journal.Summarize(func(fn func(*journal.Row) error) error { return s.Rows(ctx, id, 1, fn) })
+	require.NoError(t, err)
+	folded.Ended = time.Time{}
+	assert.Equal(t, want, folded, "the summary is the fold of the rows")
+}
+
+// testSummaryWhenFenced: rows a holder buffered when it lost its lease are in neither the
+// journal nor its summary.
+func testSummaryWhenFenced(t *testing.T, h Harness) {
+	s, other := h.New(t)
+	id := create(t, s, 1)
+	l := acquire(t, s, id)
+	_, err := l.Journal().Write(&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1})
+	require.NoError(t, err)
+	l.Journal().Append(&journal.Row{Type: journal.TypeCompleted, Call: "c1"})
+	h.Revoke(t, s, id)
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder was not told its lease was lost")
+	}
+	require.NoError(t, l.Release())
+	assert.Equal(t, &journal.Summary{LastSeq: 1, Calls: map[journal.CallStatus]int{}}, summary(t, other, id, time.Time{}))
 }
 
 func testPublished(t *testing.T, h Harness) {

@@ -2,6 +2,7 @@ package journalfile_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,4 +88,27 @@ func BenchmarkAppend(b *testing.B) {
 			b.StartTimer()
 		}
 	}
+}
+
+// BenchmarkWriteCallSequential is a sequential call's two commits: its prepared row, then its
+// terminal row, each waited for, every call a new one. Each commit also folds its row into the
+// summary and writes the call's state.
+func BenchmarkWriteCallSequential(b *testing.B) {
+	j, _ := journalfiletest.Create(b)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		call := "c" + strconv.Itoa(n)
+		if _, err := j.Write(&journal.Row{Type: journal.TypePrepared, Call: call, Index: n, Role: "executor", Node: "step", Prompt: "Carry out step " + call}); err != nil {
+			b.Fatal(err)
+		}
+		r := benchRow
+		r.Call = call
+		if _, err := j.Write(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportCommits(b, j)
 }

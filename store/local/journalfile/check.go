@@ -12,6 +12,8 @@ import (
 	fastjson "github.com/goccy/go-json"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 // lockTimeout bounds how long an open waits for another handle's lock before
@@ -35,9 +37,10 @@ func boltOptions(readOnly bool, openFile func(string, int, os.FileMode) (*os.Fil
 
 // fileState is what a successful check learned about a journal.
 type fileState struct {
-	runID  string
-	last   uint64
-	summed bool // rows end in a checksum (keyFormat)
+	runID   string
+	last    uint64
+	summed  bool             // rows end in a checksum (keyFormat)
+	summary *journal.Summary // nil for a journal written before summaries were kept
 }
 
 // openChecked opens path read-only and proves it is an undamaged journal
@@ -212,6 +215,14 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 			return st, fmt.Errorf("%w: row %d is not valid JSON", ErrCorrupt, seq)
 		}
 		st.last = seq
+	}
+	sum, err := summaryOf(tx, st.last)
+	switch {
+	case errors.Is(err, errNoSummary):
+	case err != nil:
+		return st, err
+	default:
+		st.summary = sum
 	}
 	return st, nil
 }

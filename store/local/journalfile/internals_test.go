@@ -1,6 +1,12 @@
 package journalfile
 
-import "go.etcd.io/bbolt"
+import (
+	"encoding/json"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/journal"
+)
 
 // Test-only access to internals, for the tests in package journal_test.
 
@@ -22,13 +28,75 @@ func PendingLen(j *Journal) int {
 	return len(j.pending)
 }
 
-// PutRaw stores data under seq behind the writer's back, as a second writer would (with the
-// checksum the journal's rows carry).
+// PutRaw stores data (a row's JSON) under seq behind the writer's back, as a second writer
+// would: with the checksum the journal's rows carry and the summary that covers it.
 func PutRaw(j *Journal, seq uint64, data []byte) error {
+	var r journal.Row
+	if err := json.Unmarshal(data, &r); err != nil {
+		return err
+	}
 	if j.summed {
 		data = seal(append([]byte(nil), data...))
 	}
 	return j.db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketRows).Put(seqKey(seq), data)
+		if err := tx.Bucket(bucketRows).Put(seqKey(seq), data); err != nil {
+			return err
+		}
+		sum, err := summaryOf(tx, seq-1)
+		if err != nil {
+			return err
+		}
+		return foldSummary(tx, sum, []entry{{seq: seq, data: data, part: r.ForSummary()}})
 	})
+}
+
+// DropSummary removes the summary and its call states, as a journal written before summaries
+// were kept has neither.
+func DropSummary(path string) error { return updateFile(path, dropSummary) }
+
+func dropSummary(tx *bbolt.Tx) error {
+	if err := tx.Bucket(bucketMeta).Delete(keySummary); err != nil {
+		return err
+	}
+	return tx.DeleteBucket(bucketCalls)
+}
+
+// PutSummaryJSON replaces the stored summary with data.
+func PutSummaryJSON(path string, data []byte) error {
+	return updateFile(path, func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySummary, data) })
+}
+
+// RowBytes returns a row's stored bytes (its JSON and, by the journal's format, its checksum).
+func RowBytes(path string, seq uint64) ([]byte, error) {
+	var data []byte
+	err := updateFile(path, func(tx *bbolt.Tx) error {
+		data = append([]byte(nil), tx.Bucket(bucketRows).Get(seqKey(seq))...)
+		return nil
+	})
+	return data, err
+}
+
+// PutRowBytes replaces a row's stored bytes, summary untouched: damage inside a row.
+func PutRowBytes(path string, seq uint64, data []byte) error {
+	return updateFile(path, func(tx *bbolt.Tx) error { return tx.Bucket(bucketRows).Put(seqKey(seq), data) })
+}
+
+func updateFile(path string, fn func(tx *bbolt.Tx) error) error {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SetReleaseEvery sets how many committed bytes go between two releases of the mapped pages,
+// and returns a function that puts the old value back.
+func SetReleaseEvery(n int) (restore func()) {
+	old := releaseEvery
+	releaseEvery = n
+	return func() { releaseEvery = old }
 }

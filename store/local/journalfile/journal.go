@@ -33,16 +33,19 @@ type Journal struct {
 	summed   bool // its rows end in a checksum (keyFormat)
 
 	mu      sync.Mutex
-	work    sync.Cond // the committer waits here for rows to commit or for Close
-	done    sync.Cond // Sync waits here for durable to pass its seq
-	next    uint64    // last seq assigned by Append
-	durable uint64    // last seq committed
-	want    uint64    // highest seq someone is waiting to see durable
-	pending []entry   // appended, not yet taken by a commit, in seq order
-	spare   []entry   // the previous batch's array, reused for pending
-	err     error     // the first failed commit (or unencodable row): the journal is poisoned
+	work    sync.Cond        // the committer waits here for rows to commit or for Close
+	done    sync.Cond        // Sync waits here for durable to pass its seq
+	next    uint64           // last seq assigned by Append
+	durable uint64           // last seq committed
+	want    uint64           // highest seq someone is waiting to see durable
+	pending []entry          // appended, not yet taken by a commit, in seq order
+	summary *journal.Summary // of the rows up to durable; replaced by each commit
+	spare   []entry          // the previous batch's array, reused for pending
+	err     error            // the first failed commit (or unencodable row): the journal is poisoned
 	closed  bool
 	stopped chan struct{} // closed when the committer returns
+
+	sinceRelease int // bytes committed since the mapped pages were last released; committer only
 
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
 	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
@@ -53,7 +56,8 @@ type Journal struct {
 type entry struct {
 	seq   uint64
 	data  []byte
-	after func() // from AppendThen; run by the committer once seq is durable
+	part  journal.SummaryPart // what the summary's fold reads of it
+	after func()              // from AppendThen; run by the committer once seq is durable
 }
 
 // Create makes a new journal at path for run runID and opens it for writing.
@@ -94,6 +98,12 @@ func Create(path, runID string) (*Journal, error) {
 		if err := meta.Put(keyFormat, []byte(formatSummed)); err != nil {
 			return err
 		}
+		if err := putSummary(meta, journal.NewSummary()); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketCalls); err != nil {
+			return err
+		}
 		_, err = tx.CreateBucket(bucketRows)
 		return err
 	})
@@ -106,7 +116,7 @@ func Create(path, runID string) (*Journal, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return newWriter(db, path, fileState{runID: runID, summed: true}), nil
+	return newWriter(db, path, fileState{runID: runID, summed: true, summary: journal.NewSummary()}), nil
 }
 
 // Open opens an existing journal for writing, to resume its run. The file is
@@ -139,6 +149,7 @@ func Open(path string) (*Journal, error) {
 		return nil, openError(path, err)
 	}
 	var st fileState
+	var sum *journal.Summary
 	err = db.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil || string(meta.Get(keySchema)) != Schema {
@@ -147,13 +158,25 @@ func Open(path string) (*Journal, error) {
 		st.runID = string(meta.Get(keyRun))
 		st.summed = string(meta.Get(keyFormat)) == formatSummed
 		var err error
-		st.last, err = lastSeq(tx)
+		if st.last, err = lastSeq(tx); err != nil {
+			return err
+		}
+		sum, err = summaryOf(tx, st.last)
 		return err
 	})
+	if errors.Is(err, errNoSummary) {
+		// A journal written before summaries were kept gets its summary now, once.
+		err = db.Update(func(tx *bbolt.Tx) error {
+			var err error
+			sum, err = rebuildSummary(tx)
+			return err
+		})
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
+	st.summary = sum
 	return newWriter(db, path, st), nil
 }
 
@@ -164,7 +187,7 @@ func OpenReadOnly(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last}
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	return j, nil
 }
@@ -172,7 +195,7 @@ func OpenReadOnly(path string) (*Journal, error) {
 // newWriter starts the committer of a journal opened for writing.
 func newWriter(db *bbolt.DB, path string, st fileState) *Journal {
 	last := st.last
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, stopped: make(chan struct{})}
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, summary: st.summary, stopped: make(chan struct{})}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	go j.run()
 	return j

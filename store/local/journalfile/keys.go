@@ -7,13 +7,19 @@ const Schema = "crw-journal/1"
 
 // Bucket and key names, declared once so the layout can be read in one place.
 var (
-	// bucketMeta holds keySchema, keyRun and keyFormat.
+	// bucketMeta holds keySchema, keyRun, keyFormat and keySummary.
 	bucketMeta = []byte("meta")
 	keySchema  = []byte("schema")
 	keyRun     = []byte("run")
 	// keyFormat says how rows are stored: absent in journals written before rows had a
 	// checksum (plain JSON), formatSummed since (JSON then its CRC-32C, see sum.go).
 	keyFormat = []byte("format")
+	// keySummary is the journal.Summary of every row, as JSON, rewritten by each commit.
+	keySummary = []byte("summary")
+
+	// bucketCalls maps a call id to what the summary's fold knows of it: callOpen while its
+	// newest attempt has no terminal row, else that row's status.
+	bucketCalls = []byte("calls")
 
 	// bucketRows maps seqKey(seq) to the row's JSON (and its checksum, by keyFormat); seq
 	// starts at 1 and has no gaps.

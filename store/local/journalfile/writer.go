@@ -121,7 +121,7 @@ func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 		if j.summed {
 			data = seal(data)
 		}
-		j.pending = append(j.pending, entry{seq: r.Seq, data: data})
+		j.pending = append(j.pending, entry{seq: r.Seq, data: data, part: r.ForSummary()})
 	}
 	j.next += uint64(len(rows))
 	if after != nil {
@@ -158,17 +158,17 @@ func (j *Journal) run() {
 		if len(j.pending) == 0 {
 			return // closed, and nothing left to write
 		}
-		batch, hook := j.pending, j.commitHook
+		batch, hook, sum := j.pending, j.commitHook, j.summary.Clone()
 		j.pending, j.spare = j.spare[:0], nil
 
 		j.mu.Unlock()
-		err := j.commit(batch, hook)
+		err := j.commit(batch, hook, sum)
 		j.mu.Lock()
 
 		if err != nil {
 			j.poison(err)
 		} else {
-			j.durable = batch[len(batch)-1].seq
+			j.durable, j.summary = batch[len(batch)-1].seq, sum
 			j.done.Broadcast()
 			j.mu.Unlock()
 			for _, e := range batch {
@@ -176,6 +176,7 @@ func (j *Journal) run() {
 					e.after()
 				}
 			}
+			j.noteCommitted(batch)
 			j.mu.Lock()
 		}
 		clear(batch)
@@ -183,8 +184,9 @@ func (j *Journal) run() {
 	}
 }
 
-// commit writes one batch in one bbolt transaction, fsynced when it returns.
-func (j *Journal) commit(batch []entry, hook func(first, last uint64) error) error {
+// commit writes one batch in one bbolt transaction, fsynced when it returns, and folds it into
+// sum, which the same transaction stores: the summary never differs from the rows.
+func (j *Journal) commit(batch []entry, hook func(first, last uint64) error, sum *journal.Summary) error {
 	first, last := batch[0].seq, batch[len(batch)-1].seq
 	err := j.db.Update(func(tx *bbolt.Tx) error {
 		if hook != nil {
@@ -212,7 +214,7 @@ func (j *Journal) commit(batch []entry, hook func(first, last uint64) error) err
 				return fmt.Errorf("put row %d: %w", e.seq, err)
 			}
 		}
-		return nil
+		return foldSummary(tx, sum, batch)
 	})
 	if err != nil {
 		return fmt.Errorf("journal: commit rows %d-%d: %w", first, last, err)

@@ -1,0 +1,144 @@
+package journal
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Summary is what status and list show of a run without reading its rows: a fold of every row
+// up to LastSeq. A journal's writer folds each commit's rows into it and stores it with them
+// (in the same bbolt transaction, under the same lock in memory), so it never lags or leads the
+// rows it covers, a crash included.
+type Summary struct {
+	LastSeq uint64 `json:"last_seq"` // the last row folded in; 0 for an empty journal
+	// From the last ended row: "" before any (a paused run that was resumed keeps its paused
+	// row's until it ends again).
+	Status string          `json:"status,omitempty"`
+	Ended  time.Time       `json:"ended,omitzero"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RunError       `json:"error,omitempty"`
+	// Calls counts the calls by the status of their newest attempt's last terminal row.
+	Calls  map[CallStatus]int `json:"calls"`
+	Tokens Tokens             `json:"tokens"` // every terminal row's, as the timeline adds them
+}
+
+// NewSummary is the summary of an empty journal.
+func NewSummary() *Summary { return &Summary{Calls: map[CallStatus]int{}} }
+
+// Clone returns a copy that folding into does not change s.
+func (s *Summary) Clone() *Summary {
+	c := *s
+	c.Calls = make(map[CallStatus]int, len(s.Calls))
+	for k, v := range s.Calls {
+		c.Calls[k] = v
+	}
+	return &c
+}
+
+// CallStates is where a Summary's fold keeps what it must know of each call: whether it was
+// prepared, and the status of its newest attempt's terminal row. A store keeps them beside the
+// summary (a bbolt bucket), so the fold holds nothing per call in memory.
+type CallStates interface {
+	// CallState returns whether the call was prepared and its status ("" while its newest
+	// attempt has no terminal row).
+	CallState(call string) (prepared bool, status CallStatus, err error)
+	// SetCallState records that the call was prepared and its status now.
+	SetCallState(call string, status CallStatus) error
+}
+
+// MapCallStates keeps call states in memory.
+type MapCallStates map[string]CallStatus
+
+// CallState implements CallStates.
+func (m MapCallStates) CallState(call string) (bool, CallStatus, error) {
+	st, ok := m[call]
+	return ok, st, nil
+}
+
+// SetCallState implements CallStates.
+func (m MapCallStates) SetCallState(call string, status CallStatus) error {
+	m[call] = status
+	return nil
+}
+
+// SummaryPart is what Summary.Add reads of a row, kept small: a writer holds one for every row
+// it buffered until the commit that folds it in.
+type SummaryPart struct {
+	Seq    uint64
+	Type   string
+	Call   string
+	Tokens *Tokens // a terminal row's
+	Ended  *Row    // an ended row's status, time, result and error
+}
+
+// ForSummary is the part of r that Add reads.
+func (r *Row) ForSummary() SummaryPart {
+	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
+	switch {
+	case r.Type == TypeEnded:
+		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
+	case IsTerminal(r.Type) && r.Tokens != nil:
+		tokens := *r.Tokens
+		out.Tokens = &tokens
+	}
+	return out
+}
+
+// Add folds the next row into s, counting calls as a timeline does: a new attempt of a call (a
+// prepared row again) takes back its earlier outcome, and a later terminal row of an attempt
+// (superseded) replaces the earlier one. Rows of calls never prepared count for nothing.
+func (s *Summary) Add(r SummaryPart, calls CallStates) error {
+	s.LastSeq = r.Seq
+	switch {
+	case r.Type == TypeEnded:
+		e := r.Ended
+		if e == nil {
+			e = &Row{}
+		}
+		s.Status, s.Ended, s.Result, s.Error = e.Status, e.At, e.Result, e.Error
+	case r.Call == "" || r.Type == TypeEscalation || r.Type == TypeWarning:
+	case r.Type == TypePrepared:
+		prepared, old, err := calls.CallState(r.Call)
+		if err != nil {
+			return err
+		}
+		if prepared && old != "" {
+			s.uncount(old)
+		}
+		if !prepared || old != "" {
+			return calls.SetCallState(r.Call, "")
+		}
+	case IsTerminal(r.Type):
+		prepared, old, err := calls.CallState(r.Call)
+		if err != nil || !prepared {
+			return err
+		}
+		if old != "" {
+			s.uncount(old)
+		}
+		status := StatusOf(r.Type)
+		s.Calls[status]++
+		if r.Tokens != nil {
+			s.Tokens = s.Tokens.Add(*r.Tokens)
+		}
+		return calls.SetCallState(r.Call, status)
+	}
+	return nil
+}
+
+func (s *Summary) uncount(status CallStatus) {
+	if s.Calls[status]--; s.Calls[status] <= 0 {
+		delete(s.Calls, status)
+	}
+}
+
+// Summarize folds rows, seq 1 first, into a summary, keeping call states in memory: what a
+// store does for a journal written before it kept summaries.
+func Summarize(rows func(fn func(*Row) error) error) (*Summary, error) {
+	s, calls := NewSummary(), MapCallStates{}
+	err := rows(func(r *Row) error { return s.Add(r.ForSummary(), calls) })
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,217 @@
+package journalfile_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
+)
+
+// summaryRows is a run's journal in three commits: a call completed and a call held by a
+// pause, then the pause's end, then a resume that runs the held call again and ends.
+func summaryRows() [][]*journal.Row {
+	tk := func(n int64) *journal.Tokens { return &journal.Tokens{Output: n, Total: n} }
+	return [][]*journal.Row{{
+		{Type: journal.TypeStarted, Run: journalfiletest.RunID},
+		{Type: journal.TypePrepared, Call: "c1", Index: 1},
+		{Type: journal.TypeCompleted, Call: "c1", Tokens: tk(5)},
+		{Type: journal.TypePrepared, Call: "c2", Index: 2},
+		{Type: journal.TypeHeld, Call: "c2", Reason: "engine_paused"},
+	}, {
+		{Type: journal.TypeEnded, Status: "paused"},
+	}, {
+		{Type: journal.TypeStarted, Run: journalfiletest.RunID},
+		{Type: journal.TypePrepared, Call: "c2", Index: 2},
+		{Type: journal.TypeNullModel, Call: "c2", Tokens: tk(7)},
+		{Type: journal.TypeEnded, Status: "completed", Result: json.RawMessage(`3`)},
+	}}
+}
+
+func readSummary(t *testing.T, path string) *journal.Summary {
+	t.Helper()
+	sum, run, err := journalfile.ReadSummary(path)
+	require.NoError(t, err)
+	assert.Equal(t, journalfiletest.RunID, run)
+	sum.Ended = time.Time{} // set by Append: compared apart
+	return sum
+}
+
+var (
+	afterPause = &journal.Summary{LastSeq: 6, Status: "paused",
+		Calls: map[journal.CallStatus]int{"completed": 1, "held": 1}, Tokens: journal.Tokens{Output: 5, Total: 5}}
+	afterEnd = &journal.Summary{LastSeq: 10, Status: "completed", Result: json.RawMessage(`3`),
+		Calls: map[journal.CallStatus]int{"completed": 1, "null_model": 1}, Tokens: journal.Tokens{Output: 12, Total: 12}}
+)
+
+// TestSummaryIsCommittedWithTheRows: each commit stores the summary of exactly the rows it
+// made durable, which a reader gets without the rows, across a reopen.
+func TestSummaryIsCommittedWithTheRows(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	batches := summaryRows()
+	sum, err := j.Summary()
+	require.NoError(t, err)
+	assert.Equal(t, journal.NewSummary(), sum)
+
+	_, err = j.Write(batches[0]...)
+	require.NoError(t, err)
+	sum, err = j.Summary()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), sum.LastSeq)
+	assert.Equal(t, map[journal.CallStatus]int{"completed": 1, "held": 1}, sum.Calls)
+
+	// Appended, not committed: not in the summary.
+	j.Append(batches[1]...)
+	sum, err = j.Summary()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), sum.LastSeq)
+	require.NoError(t, j.Close())
+	assert.Equal(t, afterPause, readSummary(t, path))
+
+	j = journalfiletest.Reopen(t, path)
+	_, err = j.Write(batches[2]...)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	assert.Equal(t, afterEnd, readSummary(t, path))
+
+	ro, err := journalfile.OpenReadOnly(path)
+	require.NoError(t, err)
+	defer ro.Close()
+	sum, err = ro.Summary()
+	require.NoError(t, err)
+	sum.Ended = time.Time{}
+	assert.Equal(t, afterEnd, sum)
+}
+
+// TestFailedCommitLeavesTheSummary: a commit that fails stores neither its rows nor their
+// summary, in the file and in the handle: neither one that fails before the fold nor one whose
+// fold fails half way (a call id too long to be a key).
+func TestFailedCommitLeavesTheSummary(t *testing.T) {
+	t.Parallel()
+	batches := summaryRows()
+	for name, fail := range map[string]func(*journalfile.Journal) error{
+		"hook": func(j *journalfile.Journal) error {
+			journalfile.SetCommitHook(j, func(first, last uint64) error { return errors.New("disk full") })
+			_, err := j.Write(batches[2]...)
+			return err
+		},
+		"fold": func(j *journalfile.Journal) error {
+			long := &journal.Row{Type: journal.TypePrepared, Call: strings.Repeat("c", 40000)}
+			_, err := j.Write(append(batches[2], long)...)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			j, path := journalfiletest.Create(t)
+			_, err := j.Write(batches[0]...)
+			require.NoError(t, err)
+			_, err = j.Write(batches[1]...)
+			require.NoError(t, err)
+			require.Error(t, fail(j))
+			sum, err := j.Summary()
+			require.NoError(t, err)
+			sum.Ended = time.Time{}
+			assert.Equal(t, afterPause, sum)
+			j.Close()
+			assert.Equal(t, afterPause, readSummary(t, path))
+		})
+	}
+}
+
+// TestJournalWithoutSummary: a journal written before summaries were kept reads as
+// ErrNoSummary without its rows, is summarized from its rows by a read-only handle, and gets
+// its summary when it is next opened for writing.
+func TestJournalWithoutSummary(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	for _, b := range summaryRows() {
+		_, err := j.Write(b...)
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+	require.NoError(t, journalfile.DropSummary(path))
+
+	_, _, err := journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrNoSummary)
+	ro, err := journalfile.OpenReadOnly(path)
+	require.NoError(t, err)
+	sum, err := ro.Summary()
+	require.NoError(t, err)
+	sum.Ended = time.Time{}
+	assert.Equal(t, afterEnd, sum)
+	require.NoError(t, ro.Close())
+
+	j = journalfiletest.Reopen(t, path)
+	_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Call: "c2"})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	want := *afterEnd
+	want.LastSeq = 11
+	assert.Equal(t, &want, readSummary(t, path))
+}
+
+// TestDamagedSummaryIsRefused: a summary that does not read, or does not cover the rows the
+// file holds, is damage: the reader and the writer's open say so.
+func TestDamagedSummaryIsRefused(t *testing.T) {
+	t.Parallel()
+	for name, data := range map[string]string{
+		"not json":        `{"last_seq":`,
+		"behind the rows": `{"last_seq":4,"calls":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			j, path := journalfiletest.Create(t)
+			_, err := j.Write(summaryRows()[0]...)
+			require.NoError(t, err)
+			require.NoError(t, j.Close())
+			require.NoError(t, journalfile.PutSummaryJSON(path, []byte(data)))
+
+			_, _, err = journalfile.ReadSummary(path)
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			_, err = journalfile.Open(path)
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			assert.Contains(t, journalfile.Damage(err), "summary")
+			// Left as it was, for the test's own check at cleanup to find too.
+			require.NoError(t, journalfile.PutSummaryJSON(path, []byte(`{"last_seq":5,"calls":{"completed":1,"held":1}}`)))
+		})
+	}
+}
+
+// TestReadSummaryReadsNoRow: the summary is read without the rows: a row whose bytes are
+// damaged does not stop it, while a reader of rows finds the damage.
+func TestReadSummaryReadsNoRow(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	_, err := j.Write(summaryRows()[0]...)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	row3, err := journalfile.RowBytes(path, 3)
+	require.NoError(t, err)
+	require.NoError(t, journalfile.PutRowBytes(path, 3, []byte(`{"seq":3,"ty`)))
+
+	sum, _, err := journalfile.ReadSummary(path)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), sum.LastSeq)
+	_, err = journalfile.OpenReadOnly(path)
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	require.NoError(t, journalfile.PutRowBytes(path, 3, row3))
+}
+
+// TestReadSummaryOfAHeldJournal: a reader does not wait for a writer's lock.
+func TestReadSummaryOfAHeldJournal(t *testing.T) {
+	t.Parallel()
+	_, path := journalfiletest.Create(t)
+	start := time.Now()
+	_, _, err := journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrLocked)
+	assert.Less(t, time.Since(start), 2*time.Second, "not the writer's own lock wait")
+}
