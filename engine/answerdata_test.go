@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,8 @@ func pausedRun(t *testing.T) (*engine.Service, string, uint64) {
 }
 
 // tamperOutput replaces the output of the row at seq in the run's journal file, with bbolt
-// directly, as a hostile program might.
+// directly, as a hostile program might: it recomputes the row's checksum (its last 4 bytes, the
+// CRC-32C of its JSON, docs/journal.md), so the row reads as undamaged.
 func tamperOutput(t *testing.T, svc *engine.Service, id string, seq uint64, output string) {
 	t.Helper()
 	db, err := bbolt.Open(enginetest.JournalPath(svc, id), 0o600, &bbolt.Options{Timeout: time.Second})
@@ -108,14 +110,15 @@ func tamperOutput(t *testing.T, svc *engine.Service, id string, seq uint64, outp
 	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("rows"))
 		key := binary.BigEndian.AppendUint64(nil, seq)
+		stored := b.Get(key)
 		var row map[string]json.RawMessage
-		require.NoError(t, json.Unmarshal(b.Get(key), &row))
+		require.NoError(t, json.Unmarshal(stored[:len(stored)-4], &row))
 		require.JSONEq(t, `{"v":"x"}`, string(row["output"]))
 		data, err := json.Marshal(row)
 		require.NoError(t, err)
 		// Marshal would compact and check the output: put it in as written.
 		data = []byte(strings.Replace(string(data), `"output":{"v":"x"}`, `"output":`+output, 1))
-		return b.Put(key, data)
+		return b.Put(key, binary.BigEndian.AppendUint32(data, crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))))
 	}))
 }
 
