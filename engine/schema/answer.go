@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 )
@@ -42,94 +41,119 @@ const MaxDataDepth = 256
 // A fenced block ("```json" ... "```") is invalid: the closing fence is text after the
 // document, and the error says so.
 //
+// The document follows RFC 8259 with the refusals it allows, which make every accepted
+// document deliverable to a script as it was written: an object with two members of the
+// same name (compared as they read, escapes decoded), a string with an escaped lone UTF-16
+// surrogate ("\ud800") or invalid UTF-8, and data nested deeper than MaxDataDepth are
+// invalid JSON, and the error says where. Numbers are kept as written, whatever their size.
+//
 // ParseAnswer does not look at the schema: a valid array or scalar is returned as is and
-// the schema's validation refuses it.
+// the schema's validation refuses it. It takes time linear in the answer's length.
 func ParseAnswer(text string) (doc json.RawMessage, extracted bool, err error) {
+	doc, extracted, _, err = parseAnswer(text)
+	return doc, extracted, err
+}
+
+// parseAnswer is ParseAnswer, counting the bytes its scanners examined.
+func parseAnswer(text string) (doc json.RawMessage, extracted bool, steps int, err error) {
 	s := strings.TrimSpace(text)
 	lead := len(text) - len(strings.TrimLeftFunc(text, unicode.IsSpace))
 	if s == "" {
-		return nil, false, ErrNoJSON
+		return nil, false, 0, ErrNoJSON
 	}
-	leadsWithJSON := s[0] == '{' || s[0] == '['
-	end, err := firstValue(s)
-	switch {
-	case err == nil && strings.TrimSpace(s[end:]) == "":
-		return json.RawMessage(s[:end]), false, nil
-	case err == nil && leadsWithJSON:
-		return nil, false, trailingError(strings.TrimSpace(s[end:]))
-	case err != nil && leadsWithJSON:
-		return nil, false, invalidJSON(text, lead, err)
+	if s[0] == '{' || s[0] == '[' {
+		sc := answerScanner(s)
+		end, _, serr := sc.value(0)
+		switch {
+		case serr != nil:
+			return nil, false, sc.steps, invalidJSON(text, lead, serr)
+		case end < len(s):
+			return nil, false, sc.steps + len(s) - end, trailingError(strings.TrimSpace(s[end:]))
+		}
+		return json.RawMessage(s), false, sc.steps, nil
 	}
 	// Prose first, or a scalar that may be prose ("2 steps: {...}").
-	obj, truncated := finalObject(s)
+	g := &jsonScanner{s: s, memo: make([]int32, len(s))}
+	end, _, gerr := g.value(0)
+	if gerr == nil && end == len(s) {
+		sc := answerScanner(s)
+		if _, _, serr := sc.value(0); serr != nil {
+			return nil, false, g.steps + sc.steps, invalidJSON(text, lead, serr)
+		}
+		return json.RawMessage(s), false, g.steps + sc.steps, nil
+	}
+	obj, truncated := finalObject(g)
+	steps = g.steps
 	switch {
 	case truncated:
-		return nil, false, fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
-	case obj != "":
-		return json.RawMessage(obj), true, nil
-	case err == nil:
-		return nil, false, trailingError(strings.TrimSpace(s[end:]))
+		return nil, false, steps, fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
+	case obj >= 0:
+		sc := answerScanner(s)
+		_, _, serr := sc.value(obj)
+		if serr != nil {
+			return nil, false, steps + sc.steps, invalidJSON(text, lead, serr)
+		}
+		return json.RawMessage(s[obj:]), true, steps + sc.steps, nil
+	case gerr == nil:
+		return nil, false, steps, trailingError(strings.TrimSpace(s[end:]))
 	}
 	if body, ok := strings.CutSuffix(s, codeFence); ok {
-		if obj, _ := finalObject(strings.TrimSpace(body)); obj != "" {
-			return nil, false, fmt.Errorf("%w (a closing code fence)", ErrTextAfter)
+		t := strings.TrimSpace(body)
+		fence := &jsonScanner{s: t, memo: make([]int32, len(t))}
+		obj, _ := finalObject(fence)
+		steps += fence.steps
+		if obj >= 0 {
+			return nil, false, steps, fmt.Errorf("%w (a closing code fence)", ErrTextAfter)
 		}
 	}
 	if strings.HasSuffix(s, "}") && strings.Contains(s, "{") {
-		return nil, false, fmt.Errorf("%w: the object at the end of the message does not parse", ErrInvalidJSON)
+		return nil, false, steps, fmt.Errorf("%w: the object at the end of the message does not parse", ErrInvalidJSON)
 	}
-	return nil, false, ErrNoJSON
+	return nil, false, steps, ErrNoJSON
+}
+
+// answerScanner reads answer data under its rules.
+func answerScanner(s string) *jsonScanner {
+	return &jsonScanner{s: s, maxDepth: MaxDataDepth, strict: true}
 }
 
 func trailingError(rest string) error {
-	if _, err := firstValue(rest); err == nil {
+	if _, _, err := (&jsonScanner{s: rest}).value(0); err == nil {
 		return ErrMultiple
 	}
 	return ErrTextAfter
 }
 
-// firstValue returns the end of the JSON value that starts s.
-func firstValue(s string) (int, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return 0, err
-	}
-	return int(dec.InputOffset()), nil
-}
-
-// finalObject finds the object that ends s, after some prose. truncated reports an
-// object that opens and runs to the end of s without closing: every later "{" is inside it.
-func finalObject(s string) (obj string, truncated bool) {
+// finalObject finds the object that ends g.s, after some prose: its start, or -1.
+// truncated reports an object that opens and runs to the end of g.s without closing:
+// every later "{" is inside it. Every "{" is tried in turn, and g's memo keeps each
+// object read along the way, so no part of the text is read more than a few times.
+func finalObject(g *jsonScanner) (start int, truncated bool) {
+	s := g.s
 	for i := 1; i < len(s); i++ {
 		j := strings.IndexByte(s[i:], '{')
 		if j < 0 {
 			break
 		}
 		i += j
-		end, err := firstValue(s[i:])
+		end, _, err := g.value(i)
 		switch {
-		case err == nil && strings.TrimSpace(s[i+end:]) == "":
-			return s[i : i+end], false
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return "", true
+		case err == nil && end == len(s):
+			return i, false
+		case err != nil && err.eof:
+			return -1, true
 		}
 	}
-	return "", false
+	return -1, false
 }
 
-// invalidJSON words a parse error with its line and column in the original text.
-func invalidJSON(text string, lead int, err error) error {
-	var syn *json.SyntaxError
-	switch {
-	case errors.As(err, &syn):
-		line, col := lineCol(text, lead+int(syn.Offset))
-		return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, syn.Error(), line, col)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+// invalidJSON words a scanner's complaint with its line and column in the original text.
+func invalidJSON(text string, lead int, err *scanError) error {
+	if err.eof {
 		return fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
-	default:
-		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
+	line, col := lineCol(text, lead+err.off+1)
+	return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, err.msg, line, col)
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in runes). A SyntaxError's
@@ -147,22 +171,25 @@ func lineCol(text string, off int) (int, int) {
 	return line, col
 }
 
-// decodeDocument decodes exactly one JSON document for validation.
+// decodeDocument decodes exactly one JSON document for validation, under the rules
+// ParseAnswer applies.
 func decodeDocument(doc []byte) (any, error) {
 	s := string(doc)
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return nil, ErrNoJSON
 	}
-	end, err := firstValue(t)
-	if err != nil {
-		return nil, invalidJSON(s, len(s)-len(strings.TrimLeftFunc(s, unicode.IsSpace)), err)
+	lead := len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace))
+	sc := answerScanner(t)
+	end, _, serr := sc.value(0)
+	if serr != nil {
+		return nil, invalidJSON(s, lead, serr)
 	}
-	if rest := strings.TrimSpace(t[end:]); rest != "" {
-		return nil, trailingError(rest)
+	if end < len(t) {
+		return nil, trailingError(strings.TrimSpace(t[end:]))
 	}
 	var v any
-	if err := json.Unmarshal([]byte(t[:end]), &v); err != nil {
+	if err := json.Unmarshal([]byte(t), &v); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
 	return v, nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -54,79 +53,49 @@ func (v *value) get(key string) *value {
 	return nil
 }
 
-// parseJSON decodes data, which must hold exactly one JSON value.
+// Limits of a schema's JSON document, far beyond what the strict rules let through, so
+// that no schema costs more than a few times its size to read and check.
+const (
+	// MaxSchemaDepth is how deeply a schema document may nest (arrays and objects, the
+	// root being level 1). A strict schema nests at most MaxDepth object and array
+	// schemas, two or three levels of JSON each.
+	MaxSchemaDepth = 128
+	// MaxSchemaSize is the largest schema document, in bytes.
+	MaxSchemaSize = 4 << 20
+)
+
+// ErrTooLarge is wrapped by the errors of CheckStrict, Compile and Synthesize when their
+// input goes beyond MaxSchemaDepth or MaxSchemaSize.
+var ErrTooLarge = errors.New("too large")
+
+// parseJSON decodes data, which must hold exactly one JSON value within the limits of a
+// schema document. Duplicate member names are kept, for the strict rules to name.
 func parseJSON(data []byte) (*value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("%w: empty input", ErrNotJSON)
-		}
-		if err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%w: unexpected end of input", ErrNotJSON)
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	if len(data) > MaxSchemaSize {
+		return nil, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(data), MaxSchemaSize)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the value at offset %d", ErrNotJSON, dec.InputOffset())
+	s := string(data)
+	if strings.TrimLeft(s, " \t\r\n") == "" {
+		return nil, fmt.Errorf("%w: empty input", ErrNotJSON)
+	}
+	sc := &jsonScanner{s: s, maxDepth: MaxSchemaDepth, tree: true}
+	end, v, err := sc.value(0)
+	switch {
+	case err != nil && err.eof:
+		return nil, fmt.Errorf("%w: unexpected end of input", ErrNotJSON)
+	case err != nil:
+		line, col := lineCol(s, err.off+1)
+		kind := ErrNotJSON
+		if err.deep {
+			kind = ErrTooLarge
+		}
+		return nil, fmt.Errorf("%w: %s (line %d, column %d)", kind, err.msg, line, col)
+	}
+	if rest := strings.TrimLeft(s[end:], " \t\r\n"); rest != "" {
+		line, col := lineCol(s, len(s)-len(rest)+1)
+		return nil, fmt.Errorf("%w: data after the value (line %d, column %d)", ErrNotJSON, line, col)
 	}
 	return v, nil
-}
-
-func parseValue(dec *json.Decoder) (*value, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case nil:
-		return &value{kind: kindNull}, nil
-	case bool:
-		return &value{kind: kindBool, b: t}, nil
-	case json.Number:
-		return &value{kind: kindNumber, num: t}, nil
-	case string:
-		return &value{kind: kindString, str: t}, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			v := &value{kind: kindArray}
-			for dec.More() {
-				el, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.arr = append(v.arr, el)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		case '{':
-			v := &value{kind: kindObject}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is not a string")
-				}
-				el, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.obj = append(v.obj, member{key: key, val: el})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		}
-	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
 }
 
 // appendJSON writes v compactly, members in document order.
