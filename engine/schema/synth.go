@@ -15,6 +15,10 @@ import (
 // synthSteps bounds the work on a schema whose branches and fallbacks multiply.
 const synthSteps = 100000
 
+// MaxSynthSize bounds a synthesized instance, in bytes: minItems multiplied through nested
+// arrays could otherwise ask for more memory than the host has.
+const MaxSynthSize = 1 << 20
+
 // formatSamples are valid values of the formats a strict schema may name.
 var formatSamples = map[string]string{
 	"date-time":     "2000-01-01T00:00:00Z",
@@ -46,6 +50,11 @@ var stringCandidates = []string{"", "a", "0", "A", "example", "a0", "x-1", "2000
 // property in schema order, arrays max(minItems, 1) items bounded by maxItems, strings ""
 // or a sample of their format or a string matching their pattern, numbers 0 or the
 // closest value the bounds and multipleOf allow, booleans false.
+//
+// The work is bounded, and so is the instance (MaxSynthSize). What it builds is validated
+// against the schema: a schema it cannot satisfy (bounds no number it tries meets, a
+// pattern none of its strings match, an enum whose first value breaks another keyword, an
+// instance too large) is an error that names the schema's or the instance's pointer.
 func Synthesize(schema []byte) (json.RawMessage, error) {
 	root, err := parseJSON(schema)
 	if err != nil {
@@ -55,6 +64,13 @@ func Synthesize(schema []byte) (json.RawMessage, error) {
 	out, err := g.gen(root, "")
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
+	}
+	v, err := Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if err := v.Validate(out); err != nil {
+		return nil, fmt.Errorf("synthesize: the instance built does not validate: %w", err)
 	}
 	return json.RawMessage(out), nil
 }
@@ -258,6 +274,9 @@ func (g *synth) object(v *value, p string) ([]byte, error) {
 			buf = appendString(buf, m.key)
 			buf = append(buf, ':')
 			buf = append(buf, out...)
+			if len(buf) > MaxSynthSize {
+				return nil, fail(p, "the instance would be larger than %d bytes", MaxSynthSize)
+			}
 		}
 	}
 	return append(buf, '}'), nil
@@ -283,7 +302,11 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 		}
 		item = out
 	}
-	buf := []byte{'['}
+	if int64(n)*int64(len(item)+1) > MaxSynthSize {
+		return nil, fail(ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item), MaxSynthSize)
+	}
+	buf := make([]byte, 0, n*(len(item)+1)+1)
+	buf = append(buf, '[')
 	for i := range n {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -470,7 +493,13 @@ func genNumber(v *value, p string, integer bool) ([]byte, error) {
 		case hasHi:
 			start = math.Floor(hi/mult) - 1000
 		}
-		for k := start - 1; k <= start+1000; k++ {
+		// Far from 0 a float64 cannot count in steps of one: stop where k+1 == k.
+		for i, prev := -1.0, math.NaN(); i <= 1000 && !math.IsInf(start, 0) && !math.IsNaN(start); i++ {
+			k := start + i
+			if k == prev {
+				break
+			}
+			prev = k
 			candidates = append(candidates, k*mult)
 		}
 	}
