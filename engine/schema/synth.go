@@ -303,7 +303,7 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 		item = out
 	}
 	if int64(n)*int64(len(item)+1) > MaxSynthSize {
-		return nil, fail(ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item), MaxSynthSize)
+		return nil, fail(ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item)+1, MaxSynthSize)
 	}
 	buf := make([]byte, 0, n*(len(item)+1)+1)
 	buf = append(buf, '[')
