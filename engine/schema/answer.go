@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/crw-dev/crw/engine/schema/internal/jsonscan"
 )
 
 // Errors of ParseAnswer. Their messages are short and stable: they go into repair prompts.
@@ -63,45 +65,44 @@ func parseAnswer(text string) (doc json.RawMessage, extracted bool, steps int, e
 	}
 	if s[0] == '{' || s[0] == '[' {
 		sc := answerScanner(s)
-		end, _, serr := sc.value(0)
+		end, serr := sc.Value(0)
 		switch {
 		case serr != nil:
-			return nil, false, sc.steps, invalidJSON(text, lead, serr)
+			return nil, false, sc.Steps, invalidJSON(text, lead, serr)
 		case end < len(s):
-			return nil, false, sc.steps + len(s) - end, trailingError(strings.TrimSpace(s[end:]))
+			return nil, false, sc.Steps + len(s) - end, trailingError(strings.TrimSpace(s[end:]))
 		}
-		return json.RawMessage(s), false, sc.steps, nil
+		return json.RawMessage(s), false, sc.Steps, nil
 	}
 	// Prose first, or a scalar that may be prose ("2 steps: {...}").
-	g := &jsonScanner{s: s, memo: make([]int32, len(s))}
-	end, _, gerr := g.value(0)
+	g := &jsonscan.Scanner{S: s, Memoize: true}
+	end, gerr := g.Value(0)
 	if gerr == nil && end == len(s) {
 		sc := answerScanner(s)
-		if _, _, serr := sc.value(0); serr != nil {
-			return nil, false, g.steps + sc.steps, invalidJSON(text, lead, serr)
+		if _, serr := sc.Value(0); serr != nil {
+			return nil, false, g.Steps + sc.Steps, invalidJSON(text, lead, serr)
 		}
-		return json.RawMessage(s), false, g.steps + sc.steps, nil
+		return json.RawMessage(s), false, g.Steps + sc.Steps, nil
 	}
 	obj, truncated := finalObject(g)
-	steps = g.steps
+	steps = g.Steps
 	switch {
 	case truncated:
 		return nil, false, steps, fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
 	case obj >= 0:
 		sc := answerScanner(s)
-		_, _, serr := sc.value(obj)
-		if serr != nil {
-			return nil, false, steps + sc.steps, invalidJSON(text, lead, serr)
+		if _, serr := sc.Value(obj); serr != nil {
+			return nil, false, steps + sc.Steps, invalidJSON(text, lead, serr)
 		}
-		return json.RawMessage(s[obj:]), true, steps + sc.steps, nil
+		return json.RawMessage(s[obj:]), true, steps + sc.Steps, nil
 	case gerr == nil:
 		return nil, false, steps, trailingError(strings.TrimSpace(s[end:]))
 	}
 	if body, ok := strings.CutSuffix(s, codeFence); ok {
 		t := strings.TrimSpace(body)
-		fence := &jsonScanner{s: t, memo: make([]int32, len(t))}
+		fence := &jsonscan.Scanner{S: t, Memoize: true}
 		obj, _ := finalObject(fence)
-		steps += fence.steps
+		steps += fence.Steps
 		if obj >= 0 {
 			return nil, false, steps, fmt.Errorf("%w (a closing code fence)", ErrTextAfter)
 		}
@@ -113,34 +114,34 @@ func parseAnswer(text string) (doc json.RawMessage, extracted bool, steps int, e
 }
 
 // answerScanner reads answer data under its rules.
-func answerScanner(s string) *jsonScanner {
-	return &jsonScanner{s: s, maxDepth: MaxDataDepth, strict: true}
+func answerScanner(s string) *jsonscan.Scanner {
+	return &jsonscan.Scanner{S: s, MaxDepth: MaxDataDepth, Strict: true}
 }
 
 func trailingError(rest string) error {
-	if _, _, err := (&jsonScanner{s: rest}).value(0); err == nil {
+	if _, err := (&jsonscan.Scanner{S: rest}).Value(0); err == nil {
 		return ErrMultiple
 	}
 	return ErrTextAfter
 }
 
-// finalObject finds the object that ends g.s, after some prose: its start, or -1.
-// truncated reports an object that opens and runs to the end of g.s without closing:
-// every later "{" is inside it. Every "{" is tried in turn, and g's memo keeps each
+// finalObject finds the object that ends g.S, after some prose: its start, or -1.
+// truncated reports an object that opens and runs to the end of g.S without closing:
+// every later "{" is inside it. Every "{" is tried in turn, and g (Memoize) keeps each
 // object read along the way, so no part of the text is read more than a few times.
-func finalObject(g *jsonScanner) (start int, truncated bool) {
-	s := g.s
+func finalObject(g *jsonscan.Scanner) (start int, truncated bool) {
+	s := g.S
 	for i := 1; i < len(s); i++ {
 		j := strings.IndexByte(s[i:], '{')
 		if j < 0 {
 			break
 		}
 		i += j
-		end, _, err := g.value(i)
+		end, err := g.Value(i)
 		switch {
 		case err == nil && end == len(s):
 			return i, false
-		case err != nil && err.eof:
+		case err != nil && err.EOF:
 			return -1, true
 		}
 	}
@@ -148,12 +149,12 @@ func finalObject(g *jsonScanner) (start int, truncated bool) {
 }
 
 // invalidJSON words a scanner's complaint with its line and column in the original text.
-func invalidJSON(text string, lead int, err *scanError) error {
-	if err.eof {
+func invalidJSON(text string, lead int, err *jsonscan.Error) error {
+	if err.EOF {
 		return fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
 	}
-	line, col := lineCol(text, lead+err.off+1)
-	return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, err.msg, line, col)
+	line, col := lineCol(text, lead+err.Off+1)
+	return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, err.Msg, line, col)
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in runes). A SyntaxError's
@@ -181,7 +182,7 @@ func decodeDocument(doc []byte) (any, error) {
 	}
 	lead := len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace))
 	sc := answerScanner(t)
-	end, _, serr := sc.value(0)
+	end, serr := sc.Value(0)
 	if serr != nil {
 		return nil, invalidJSON(s, lead, serr)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/crw-dev/crw/engine/schema/internal/jsonscan"
 )
 
 // ErrNotJSON is wrapped by the errors of CheckStrict, Compile and Synthesize when their
@@ -78,24 +80,73 @@ func parseJSON(data []byte) (*value, error) {
 	if strings.TrimLeft(s, " \t\r\n") == "" {
 		return nil, fmt.Errorf("%w: empty input", ErrNotJSON)
 	}
-	sc := &jsonScanner{s: s, maxDepth: MaxSchemaDepth, tree: true}
-	end, v, err := sc.value(0)
+	var tree treeBuilder
+	sc := &jsonscan.Scanner{S: s, MaxDepth: MaxSchemaDepth, Build: &tree}
+	end, err := sc.Value(0)
 	switch {
-	case err != nil && err.eof:
+	case err != nil && err.EOF:
 		return nil, fmt.Errorf("%w: unexpected end of input", ErrNotJSON)
 	case err != nil:
-		line, col := lineCol(s, err.off+1)
+		line, col := lineCol(s, err.Off+1)
 		kind := ErrNotJSON
-		if err.deep {
+		if err.Deep {
 			kind = ErrTooLarge
 		}
-		return nil, fmt.Errorf("%w: %s (line %d, column %d)", kind, err.msg, line, col)
+		return nil, fmt.Errorf("%w: %s (line %d, column %d)", kind, err.Msg, line, col)
 	}
 	if rest := strings.TrimLeft(s[end:], " \t\r\n"); rest != "" {
 		line, col := lineCol(s, len(s)-len(rest)+1)
 		return nil, fmt.Errorf("%w: data after the value (line %d, column %d)", ErrNotJSON, line, col)
 	}
-	return v, nil
+	return tree.root, nil
+}
+
+// treeBuilder builds a value as the scanner reads it.
+type treeBuilder struct {
+	root *value
+	open []*value // the arrays and objects not closed yet
+	key  string   // the name of the next member
+}
+
+func (b *treeBuilder) add(v *value) {
+	if len(b.open) == 0 {
+		b.root = v
+		return
+	}
+	top := b.open[len(b.open)-1]
+	if top.kind == kindObject {
+		top.obj = append(top.obj, member{key: b.key, val: v})
+	} else {
+		top.arr = append(top.arr, v)
+	}
+}
+
+func (b *treeBuilder) Open(obj bool) {
+	v := &value{kind: kindArray}
+	if obj {
+		v.kind = kindObject
+	}
+	b.add(v)
+	b.open = append(b.open, v)
+}
+
+func (b *treeBuilder) Key(name string) { b.key = name }
+
+func (b *treeBuilder) Close() { b.open = b.open[:len(b.open)-1] }
+
+func (b *treeBuilder) Scalar(kind jsonscan.Kind, text string) {
+	switch kind {
+	case jsonscan.String:
+		b.add(&value{kind: kindString, str: text})
+	case jsonscan.Number:
+		b.add(&value{kind: kindNumber, num: json.Number(text)})
+	case jsonscan.True:
+		b.add(&value{kind: kindBool, b: true})
+	case jsonscan.False:
+		b.add(&value{kind: kindBool})
+	default:
+		b.add(&value{kind: kindNull})
+	}
 }
 
 // appendJSON writes v compactly, members in document order.
