@@ -63,7 +63,7 @@ const (
 	// schemas, two or three levels of JSON each.
 	MaxSchemaDepth = 128
 	// MaxSchemaSize is the largest schema document, in bytes.
-	MaxSchemaSize = 4 << 20
+	MaxSchemaSize = 1 << 20
 )
 
 // ErrTooLarge is wrapped by the errors of CheckStrict, Compile and Synthesize when their

@@ -14,15 +14,16 @@ func TestSchemaDocumentLimits(t *testing.T) {
 	}
 	cases := []struct{ name, doc, want string }{
 		{"5M brackets", strings.Repeat("[", 5_000_000) + strings.Repeat("]", 5_000_000),
-			"too large: 10000000 bytes; the limit is 4194304"},
-		{"1M brackets", strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000),
+			"too large: 10000000 bytes; the limit is 1048576"},
+		{"500k brackets", strings.Repeat("[", 500_000) + strings.Repeat("]", 500_000),
 			"too large: nested deeper than 128 levels (line 1, column 129)"},
-		{"schema nested 100k deep", nested(100_000),
+		{"schema nested 100k deep", nested(100_000), "too large: 3700017 bytes; the limit is 1048576"},
+		{"schema nested 20k deep", nested(20_000),
 			"too large: nested deeper than 128 levels (line 1, column 2241)"},
 		{"deep on line 3", "{\n\"const\":\n" + strings.Repeat("[", 200),
 			"too large: nested deeper than 128 levels (line 3, column 128)"},
-		{"over 4 MiB", `{"description":"` + strings.Repeat("x", MaxSchemaSize) + `"}`,
-			"too large: 4194322 bytes; the limit is 4194304"},
+		{"over 1 MiB", `{"description":"` + strings.Repeat("x", MaxSchemaSize) + `"}`,
+			"too large: 1048594 bytes; the limit is 1048576"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,5 +89,21 @@ func TestParseJSONTree(t *testing.T) {
 	}
 	if got := v.get("a"); got == nil || got.kind != kindBool {
 		t.Errorf("get(a) = %v, want the last member", got)
+	}
+}
+
+// BenchmarkCheckStrictLargest: the largest schema documents the limits let through, a
+// MaxSchemaSize document of one flat array and one of 20,000 nested levels (refused at
+// level 129); B/op is the memory a hostile schema can cost.
+func BenchmarkCheckStrictLargest(b *testing.B) {
+	flat := `{"type":"object","properties":{"c":{"const":[` + strings.Repeat("0,", (MaxSchemaSize-100)/2) + `0]}},"required":["c"],"additionalProperties":false}`
+	nested := strings.Repeat(`{"type":"object","properties":{"a":`, 20_000)
+	for name, doc := range map[string]string{"flat": flat, "nested": nested} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				CheckStrict([]byte(doc))
+			}
+		})
 	}
 }
