@@ -104,7 +104,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 			turnID = turnIDOf(th, t.K)
 			rec.Started(turnID)
 		}
-		return b.answer(ctx, t, turnID, t.Sent.At, true)
+		return b.answer(ctx, t, rec, turnID, t.Sent.At, true)
 	}
 	if err := rec.Commit(); err != nil {
 		return backend.Outcome{Status: backend.Unavailable, Cause: err}
@@ -112,7 +112,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 	turnID := turnIDOf(th, t.K)
 	b.host.receive(turnID, t.Prompt)
 	rec.Started(turnID)
-	return b.answer(ctx, t, turnID, b.now(), false)
+	return b.answer(ctx, t, rec, turnID, b.now(), false)
 }
 
 // open makes a call's thread. A continuation's thread carries the conversation of the thread
@@ -134,7 +134,7 @@ func (b *Backend) open(c backend.Call) backend.Thread {
 
 func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th.ID, k) }
 
-func (b *Backend) answer(ctx context.Context, t backend.Turn, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
+func (b *Backend) answer(ctx context.Context, t backend.Turn, rec backend.Recorder, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}
 	turn := b.answers.Find(t.Call.Index, t.Call.Role, t.Call.Node, t.K)
 	if reconciled {
@@ -166,7 +166,11 @@ func (b *Backend) answer(ctx context.Context, t backend.Turn, turnID string, sen
 	out.Status = backend.Answered
 	switch {
 	case turn == nil:
-		out.Text = synthesize(t)
+		text, err := synthesize(t)
+		if err != nil {
+			rec.Warn("answer_not_synthesized", err.Error())
+		}
+		out.Text = text
 	case turn.Lost:
 		out.Status = backend.Lost
 		return out
@@ -191,17 +195,17 @@ func (b *Backend) answer(ctx context.Context, t backend.Turn, turnID string, sen
 }
 
 // synthesize answers a call nobody scripted: a valid instance of its schema, or "ok".
-func synthesize(t backend.Turn) string {
+// A schema no instance can be built for gets "{}", which fails validation as a model's
+// answer would: the engine's repair and null_model handle it, and the error says why.
+func synthesize(t backend.Turn) (string, error) {
 	if t.Call.Schema == nil {
-		return "ok"
+		return "ok", nil
 	}
 	doc, err := schema.Synthesize(t.Call.Schema)
 	if err != nil {
-		// A schema no instance can be built for gets an answer that fails validation, as a
-		// model's would; the engine's repair and null_model handle it.
-		return "{}"
+		return "{}", err
 	}
-	return string(doc)
+	return string(doc), nil
 }
 
 // estimate counts about four characters a token, as the usual tokenizers do for English.

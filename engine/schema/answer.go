@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
+
+	"github.com/crw-dev/crw/engine/schema/internal/jsonscan"
 )
 
 // Errors of ParseAnswer. Their messages are short and stable: they go into repair prompts.
@@ -42,94 +43,118 @@ const MaxDataDepth = 256
 // A fenced block ("```json" ... "```") is invalid: the closing fence is text after the
 // document, and the error says so.
 //
+// The document follows RFC 8259 with the refusals it allows, which make every accepted
+// document deliverable to a script as it was written: an object with two members of the
+// same name (compared as they read, escapes decoded), a string with an escaped lone UTF-16
+// surrogate ("\ud800") or invalid UTF-8, and data nested deeper than MaxDataDepth are
+// invalid JSON, and the error says where. Numbers are kept as written, whatever their size.
+//
 // ParseAnswer does not look at the schema: a valid array or scalar is returned as is and
-// the schema's validation refuses it.
+// the schema's validation refuses it. It takes time linear in the answer's length.
 func ParseAnswer(text string) (doc json.RawMessage, extracted bool, err error) {
+	doc, extracted, _, err = parseAnswer(text)
+	return doc, extracted, err
+}
+
+// parseAnswer is ParseAnswer, counting the bytes its scanners examined.
+func parseAnswer(text string) (doc json.RawMessage, extracted bool, steps int, err error) {
 	s := strings.TrimSpace(text)
 	lead := len(text) - len(strings.TrimLeftFunc(text, unicode.IsSpace))
 	if s == "" {
-		return nil, false, ErrNoJSON
+		return nil, false, 0, ErrNoJSON
 	}
-	leadsWithJSON := s[0] == '{' || s[0] == '['
-	end, err := firstValue(s)
-	switch {
-	case err == nil && strings.TrimSpace(s[end:]) == "":
-		return json.RawMessage(s[:end]), false, nil
-	case err == nil && leadsWithJSON:
-		return nil, false, trailingError(strings.TrimSpace(s[end:]))
-	case err != nil && leadsWithJSON:
-		return nil, false, invalidJSON(text, lead, err)
+	if s[0] == '{' || s[0] == '[' {
+		sc := answerScanner(s)
+		end, serr := sc.Value(0)
+		switch {
+		case serr != nil:
+			return nil, false, sc.Steps, invalidJSON(text, lead, serr)
+		case end < len(s):
+			return nil, false, sc.Steps + len(s) - end, trailingError(strings.TrimSpace(s[end:]))
+		}
+		return json.RawMessage(s), false, sc.Steps, nil
 	}
 	// Prose first, or a scalar that may be prose ("2 steps: {...}").
-	obj, truncated := finalObject(s)
+	g := &jsonscan.Scanner{S: s, Memoize: true}
+	end, gerr := g.Value(0)
+	if gerr == nil && end == len(s) {
+		sc := answerScanner(s)
+		if _, serr := sc.Value(0); serr != nil {
+			return nil, false, g.Steps + sc.Steps, invalidJSON(text, lead, serr)
+		}
+		return json.RawMessage(s), false, g.Steps + sc.Steps, nil
+	}
+	obj, truncated := finalObject(g)
+	steps = g.Steps
 	switch {
 	case truncated:
-		return nil, false, fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
-	case obj != "":
-		return json.RawMessage(obj), true, nil
-	case err == nil:
-		return nil, false, trailingError(strings.TrimSpace(s[end:]))
+		return nil, false, steps, fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
+	case obj >= 0:
+		sc := answerScanner(s)
+		if _, serr := sc.Value(obj); serr != nil {
+			return nil, false, steps + sc.Steps, invalidJSON(text, lead, serr)
+		}
+		return json.RawMessage(s[obj:]), true, steps + sc.Steps, nil
+	case gerr == nil:
+		return nil, false, steps, trailingError(strings.TrimSpace(s[end:]))
 	}
 	if body, ok := strings.CutSuffix(s, codeFence); ok {
-		if obj, _ := finalObject(strings.TrimSpace(body)); obj != "" {
-			return nil, false, fmt.Errorf("%w (a closing code fence)", ErrTextAfter)
+		t := strings.TrimSpace(body)
+		fence := &jsonscan.Scanner{S: t, Memoize: true}
+		obj, _ := finalObject(fence)
+		steps += fence.Steps
+		if obj >= 0 {
+			return nil, false, steps, fmt.Errorf("%w (a closing code fence)", ErrTextAfter)
 		}
 	}
 	if strings.HasSuffix(s, "}") && strings.Contains(s, "{") {
-		return nil, false, fmt.Errorf("%w: the object at the end of the message does not parse", ErrInvalidJSON)
+		return nil, false, steps, fmt.Errorf("%w: the object at the end of the message does not parse", ErrInvalidJSON)
 	}
-	return nil, false, ErrNoJSON
+	return nil, false, steps, ErrNoJSON
+}
+
+// answerScanner reads answer data under its rules.
+func answerScanner(s string) *jsonscan.Scanner {
+	return &jsonscan.Scanner{S: s, MaxDepth: MaxDataDepth, Strict: true}
 }
 
 func trailingError(rest string) error {
-	if _, err := firstValue(rest); err == nil {
+	if _, err := (&jsonscan.Scanner{S: rest}).Value(0); err == nil {
 		return ErrMultiple
 	}
 	return ErrTextAfter
 }
 
-// firstValue returns the end of the JSON value that starts s.
-func firstValue(s string) (int, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return 0, err
-	}
-	return int(dec.InputOffset()), nil
-}
-
-// finalObject finds the object that ends s, after some prose. truncated reports an
-// object that opens and runs to the end of s without closing: every later "{" is inside it.
-func finalObject(s string) (obj string, truncated bool) {
+// finalObject finds the object that ends g.S, after some prose: its start, or -1.
+// truncated reports an object that opens and runs to the end of g.S without closing:
+// every later "{" is inside it. Every "{" is tried in turn, and g (Memoize) keeps each
+// object read along the way, so no part of the text is read more than a few times.
+func finalObject(g *jsonscan.Scanner) (start int, truncated bool) {
+	s := g.S
 	for i := 1; i < len(s); i++ {
 		j := strings.IndexByte(s[i:], '{')
 		if j < 0 {
 			break
 		}
 		i += j
-		end, err := firstValue(s[i:])
+		end, err := g.Value(i)
 		switch {
-		case err == nil && strings.TrimSpace(s[i+end:]) == "":
-			return s[i : i+end], false
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return "", true
+		case err == nil && end == len(s):
+			return i, false
+		case err != nil && err.EOF:
+			return -1, true
 		}
 	}
-	return "", false
+	return -1, false
 }
 
-// invalidJSON words a parse error with its line and column in the original text.
-func invalidJSON(text string, lead int, err error) error {
-	var syn *json.SyntaxError
-	switch {
-	case errors.As(err, &syn):
-		line, col := lineCol(text, lead+int(syn.Offset))
-		return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, syn.Error(), line, col)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+// invalidJSON words a scanner's complaint with its line and column in the original text.
+func invalidJSON(text string, lead int, err *jsonscan.Error) error {
+	if err.EOF {
 		return fmt.Errorf("%w: unexpected end of input", ErrInvalidJSON)
-	default:
-		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
+	line, col := lineCol(text, lead+err.Off+1)
+	return fmt.Errorf("%w: %s (line %d, column %d)", ErrInvalidJSON, err.Msg, line, col)
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in runes). A SyntaxError's

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,117 @@ func TestParseAnswerManyBraces(t *testing.T) {
 	doc, extracted, err := ParseAnswer(text)
 	if err != nil || !extracted || string(doc) != `{"a":1}` {
 		t.Fatalf("got %q %v %v", doc, extracted, err)
+	}
+}
+
+// Answer data follows RFC 8259 with the refusals it allows: each is invalid JSON, whether
+// the document leads the answer or is taken out of prose, and the error says where.
+func TestParseAnswerRefusals(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat(`{"a":`, n-1) + "[]" + strings.Repeat("}", n-1) }
+	cases := []struct{ name, text, want string }{
+		{"duplicate name", `{"v":"x","v":1}`, `invalid JSON: duplicate member name "v" (line 1, column 10)`},
+		{"duplicate name in prose", "Answer: {\"v\":\"x\",\n \"v\":1}", `invalid JSON: duplicate member name "v" (line 2, column 2)`},
+		{"duplicate name nested", `{"a":{"b":1,"c":2,"b":3}}`, `invalid JSON: duplicate member name "b" (line 1, column 19)`},
+		{"duplicate name escaped", `{"ab":1,"a\u0062":2}`, `invalid JSON: duplicate member name "ab" (line 1, column 9)`},
+		{"lone high surrogate", `{"v":"\ud800"}`, `invalid JSON: lone surrogate \ud800 in a string (line 1, column 7)`},
+		{"lone low surrogate", `{"v":"x\udc00y"}`, `invalid JSON: lone surrogate \udc00 in a string (line 1, column 8)`},
+		{"two lone surrogates as names", `{"\ud800":1,"\udc00":2}`, `invalid JSON: lone surrogate \ud800 in a string (line 1, column 3)`},
+		{"high surrogate then high", `{"v":"\ud800\ud800"}`, `invalid JSON: lone surrogate \ud800 in a string (line 1, column 7)`},
+		{"lone surrogate in a scalar", `"\udfff"`, `invalid JSON: lone surrogate \udfff in a string (line 1, column 2)`},
+		{"invalid UTF-8", "{\"v\":\"a\xffb\"}", `invalid JSON: invalid UTF-8 in a string (line 1, column 8)`},
+		{"too deep", deep(MaxDataDepth + 1), `invalid JSON: nested deeper than 256 levels (line 1, column 1281)`},
+		{"too deep in prose", "Here:\n" + deep(MaxDataDepth+1), `invalid JSON: nested deeper than 256 levels (line 2, column 1281)`},
+		{"too deep arrays", strings.Repeat("[", 5_000_000) + strings.Repeat("]", 5_000_000), `invalid JSON: nested deeper than 256 levels (line 1, column 257)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc, _, err := ParseAnswer(c.text)
+			if err == nil || err.Error() != c.want || !errors.Is(err, ErrInvalidJSON) {
+				t.Fatalf("got %q, %v; want %q", doc, err, c.want)
+			}
+			// The validator reads a document under the same rules.
+			if !strings.HasPrefix(c.name, "duplicate name in prose") && !strings.HasPrefix(c.name, "too deep in prose") {
+				if _, _, err := readDocument([]byte(c.text)); err == nil || err.Error() != c.want {
+					t.Errorf("readDocument: %v, want %q", err, c.want)
+				}
+			}
+		})
+	}
+}
+
+// What the refusals leave alone: a surrogate pair, names that differ, data exactly
+// MaxDataDepth deep, and numbers of any size, kept as written.
+func TestParseAnswerAccepts(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxDataDepth-1) + "[]" + strings.Repeat("}", MaxDataDepth-1)
+	for _, text := range []string{
+		`{"v":"\ud83d\ude00","w":"\uD83D\uDE00"}`,
+		`{"a":1,"A":2,"a ":3,"b":{"a":4}}`,
+		`[{"a":1},{"a":2}]`,
+		deep,
+		strings.Repeat("[", MaxDataDepth) + strings.Repeat("]", MaxDataDepth),
+		`{"v":2e309}`, `{"v":-1e400}`, `{"v":1e-400}`, `{"v":123456789012345678901234567890}`, `2e309`,
+		"{\"v\":\"\u00e9\u4e2d\"}",
+	} {
+		doc, extracted, err := ParseAnswer(" " + text + "\n")
+		if err != nil || extracted || string(doc) != text {
+			t.Errorf("%.60s: got %.60q %v %v", text, doc, extracted, err)
+		}
+		doc, extracted, err = ParseAnswer("Here it is: " + text)
+		if text[0] == '{' && (err != nil || !extracted || string(doc) != text) {
+			t.Errorf("in prose %.60s: got %.60q %v %v", text, doc, extracted, err)
+		}
+	}
+}
+
+// The cases of issue 8: prose and then a deep object that never closes took 1.5 s at
+// 205 KB and 13.8 s at 615 KB. The scanners examine each byte a few times at most.
+func TestParseAnswerLinear(t *testing.T) {
+	inputs := map[string]func(n int) string{
+		"deep unterminated": func(n int) string { return "Here is my answer: " + strings.Repeat(`{"a":`, n/5) },
+		"deep closed":       func(n int) string { return "Here: " + strings.Repeat(`{"a":`, n/10) + "1" + strings.Repeat("}", n/10) },
+		"deep arrays in an object": func(n int) string {
+			return "So: {\"a\":" + strings.Repeat("[", n/2)
+		},
+		"objects in strings":   func(n int) string { return "x " + strings.Repeat(`{"{":`, n/5) },
+		"quotes and braces":    func(n int) string { return "x " + strings.Repeat(`{"a":"{\"`, n/9) },
+		"closed objects":       func(n int) string { return "x " + strings.Repeat(`{"a":{}} `, n/9) + "y" },
+		"objects then spaces":  func(n int) string { return "x " + strings.Repeat(`{} `, n/6) + strings.Repeat(" ", n/2) + "y" },
+		"long strings":         func(n int) string { return "x " + strings.Repeat(`{"`+strings.Repeat("a{", 50)+`":`, n/105) },
+		"many open, one close": func(n int) string { return "x " + strings.Repeat(`{"a":[`, n/6) + "]}" },
+		"fenced":               func(n int) string { return "x " + strings.Repeat(`{"a":`, n/5) + "\n```" },
+	}
+	for name, gen := range inputs {
+		t.Run(name, func(t *testing.T) {
+			for _, n := range []int{20_000, 200_000, 600_000} {
+				text := gen(n)
+				_, _, steps, _ := parseAnswer(text)
+				if steps > 4*len(text)+100 {
+					t.Fatalf("%d bytes: %d steps, more than 4 a byte", len(text), steps)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseAnswerDeepUnterminated: prose and then a deep object that never closes
+// (the case of issue 8), and the same with a closing code fence after it; the time per
+// byte stays the same from 200 KB to 600 KB.
+func BenchmarkParseAnswerDeepUnterminated(b *testing.B) {
+	for _, tail := range []string{"", "\n```"} {
+		for _, size := range []int{200_000, 600_000} {
+			text := "Here is my answer: " + strings.Repeat(`{"a":`, size/5) + tail
+			name := fmt.Sprintf("%dKB", size/1000)
+			if tail != "" {
+				name += "-fenced"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					if _, _, err := ParseAnswer(text); err == nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -22,6 +22,10 @@
 // JSON pointers, into a schema (Violation) or into a document (Problem), follow RFC 6901:
 // the root is the empty pointer, printed "(root)".
 //
+// Answers and schemas are read by one JSON parser, internal/jsonscan: linear in time, with
+// no recursion, refusing documents nested deeper than MaxDataDepth (answers) or
+// MaxSchemaDepth (schemas), and in answers duplicate member names and lone surrogates.
+//
 // It is larger than crw's other packages (about 2,600 lines) on purpose: the strict rules,
 // the validator and the synthesizer each walk the same subset of JSON Schema, and a keyword
 // added to one must be added to the others in the same change.

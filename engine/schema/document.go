@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/crw-dev/crw/engine/schema/internal/jsonscan"
 )
 
 // datum is one value of a document being validated; numbers keep their written form.
@@ -38,6 +40,17 @@ func readDocument(doc []byte) (*datum, *Problem, error) {
 		return nil, nil, ErrNoJSON
 	}
 	lead := len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace))
+	// The rules of ParseAnswer first, by the same scanner, so that a document reads the same
+	// to both: duplicate names, lone surrogates, invalid UTF-8 and data nested deeper than
+	// MaxDataDepth are invalid JSON.
+	sc := answerScanner(t)
+	end, serr := sc.Value(0)
+	if serr != nil {
+		return nil, nil, invalidJSON(s, lead, serr)
+	}
+	if end < len(t) {
+		return nil, nil, trailingError(strings.TrimSpace(t[end:]))
+	}
 	r := &reader{dec: json.NewDecoder(strings.NewReader(t))}
 	r.dec.UseNumber()
 	d, err := r.value("", 1)
@@ -48,7 +61,11 @@ func readDocument(doc []byte) (*datum, *Problem, error) {
 		if errors.Is(err, ErrInvalidJSON) {
 			return nil, nil, err
 		}
-		return nil, nil, invalidJSON(s, lead, err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, nil, invalidJSON(s, lead, &jsonscan.Error{Off: int(se.Offset) - 1, Msg: se.Error()})
+		}
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
 	if rest := strings.TrimSpace(t[r.dec.InputOffset():]); rest != "" {
 		return nil, nil, trailingError(rest)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/crw-dev/crw/engine/schema/internal/jsonscan"
 )
 
 // ErrNotJSON is wrapped by the errors of CheckStrict, Compile and Synthesize when their
@@ -54,79 +55,99 @@ func (v *value) get(key string) *value {
 	return nil
 }
 
-// parseJSON decodes data, which must hold exactly one JSON value.
+// Limits of a schema's JSON document, far beyond what the strict rules let through, so
+// that reading and checking any schema takes bounded time and memory (the largest costs
+// about 70 MB: BenchmarkCheckStrictLargest).
+const (
+	// MaxSchemaDepth is how deeply a schema document may nest (arrays and objects, the
+	// root being level 1). A strict schema nests at most MaxDepth object and array
+	// schemas, two or three levels of JSON each.
+	MaxSchemaDepth = 128
+	// MaxSchemaSize is the largest schema document, in bytes.
+	MaxSchemaSize = 1 << 20
+)
+
+// ErrTooLarge is wrapped by the errors of CheckStrict, Compile and Synthesize when their
+// input goes beyond MaxSchemaDepth or MaxSchemaSize.
+var ErrTooLarge = errors.New("too large")
+
+// parseJSON decodes data, which must hold exactly one JSON value within the limits of a
+// schema document. Duplicate member names are kept, for the strict rules to name.
 func parseJSON(data []byte) (*value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("%w: empty input", ErrNotJSON)
-		}
-		if err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%w: unexpected end of input", ErrNotJSON)
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	if len(data) > MaxSchemaSize {
+		return nil, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(data), MaxSchemaSize)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the value at offset %d", ErrNotJSON, dec.InputOffset())
+	s := string(data)
+	if strings.TrimLeft(s, " \t\r\n") == "" {
+		return nil, fmt.Errorf("%w: empty input", ErrNotJSON)
 	}
-	return v, nil
+	var tree treeBuilder
+	sc := &jsonscan.Scanner{S: s, MaxDepth: MaxSchemaDepth, Build: &tree}
+	end, err := sc.Value(0)
+	switch {
+	case err != nil && err.EOF:
+		return nil, fmt.Errorf("%w: unexpected end of input", ErrNotJSON)
+	case err != nil:
+		line, col := lineCol(s, err.Off+1)
+		kind := ErrNotJSON
+		if err.Deep {
+			kind = ErrTooLarge
+		}
+		return nil, fmt.Errorf("%w: %s (line %d, column %d)", kind, err.Msg, line, col)
+	}
+	if rest := strings.TrimLeft(s[end:], " \t\r\n"); rest != "" {
+		line, col := lineCol(s, len(s)-len(rest)+1)
+		return nil, fmt.Errorf("%w: data after the value (line %d, column %d)", ErrNotJSON, line, col)
+	}
+	return tree.root, nil
 }
 
-func parseValue(dec *json.Decoder) (*value, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+// treeBuilder builds a value as the scanner reads it.
+type treeBuilder struct {
+	root *value
+	open []*value // the arrays and objects not closed yet
+	key  string   // the name of the next member
+}
+
+func (b *treeBuilder) add(v *value) {
+	if len(b.open) == 0 {
+		b.root = v
+		return
 	}
-	switch t := tok.(type) {
-	case nil:
-		return &value{kind: kindNull}, nil
-	case bool:
-		return &value{kind: kindBool, b: t}, nil
-	case json.Number:
-		return &value{kind: kindNumber, num: t}, nil
-	case string:
-		return &value{kind: kindString, str: t}, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			v := &value{kind: kindArray}
-			for dec.More() {
-				el, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.arr = append(v.arr, el)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		case '{':
-			v := &value{kind: kindObject}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is not a string")
-				}
-				el, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.obj = append(v.obj, member{key: key, val: el})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		}
+	top := b.open[len(b.open)-1]
+	if top.kind == kindObject {
+		top.obj = append(top.obj, member{key: b.key, val: v})
+	} else {
+		top.arr = append(top.arr, v)
 	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
+}
+
+func (b *treeBuilder) Open(obj bool) {
+	v := &value{kind: kindArray}
+	if obj {
+		v.kind = kindObject
+	}
+	b.add(v)
+	b.open = append(b.open, v)
+}
+
+func (b *treeBuilder) Key(name string) { b.key = name }
+
+func (b *treeBuilder) Close() { b.open = b.open[:len(b.open)-1] }
+
+func (b *treeBuilder) Scalar(kind jsonscan.Kind, text string) {
+	switch kind {
+	case jsonscan.String:
+		b.add(&value{kind: kindString, str: text})
+	case jsonscan.Number:
+		b.add(&value{kind: kindNumber, num: json.Number(text)})
+	case jsonscan.True:
+		b.add(&value{kind: kindBool, b: true})
+	case jsonscan.False:
+		b.add(&value{kind: kindBool})
+	default:
+		b.add(&value{kind: kindNull})
+	}
 }
 
 // appendJSON writes v compactly, members in document order.

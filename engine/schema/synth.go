@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
 
 // synthSteps bounds the work on a schema whose branches and fallbacks multiply.
 const synthSteps = 100000
+
+// MaxSynthSize bounds a synthesized instance, in bytes: minItems multiplied through nested
+// arrays could otherwise ask for more memory than the host has.
+const MaxSynthSize = 1 << 20
 
 // formatSamples are valid values of the formats a strict schema may name.
 var formatSamples = map[string]string{
@@ -46,6 +52,11 @@ var stringCandidates = []string{"", "a", "0", "A", "example", "a0", "x-1", "2000
 // property in schema order, arrays max(minItems, 1) items bounded by maxItems, strings ""
 // or a sample of their format or a string matching their pattern, numbers 0 or the
 // closest value the bounds and multipleOf allow, booleans false.
+//
+// The work is bounded, and so is the instance (MaxSynthSize). What it builds is validated
+// against the schema: a schema it cannot satisfy (bounds no number it tries meets, a
+// pattern none of its strings match, an enum whose first value breaks another keyword, an
+// instance too large) is an error that names the schema's or the instance's pointer.
 func Synthesize(schema []byte) (json.RawMessage, error) {
 	root, err := parseJSON(schema)
 	if err != nil {
@@ -55,6 +66,13 @@ func Synthesize(schema []byte) (json.RawMessage, error) {
 	out, err := g.gen(root, "")
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
+	}
+	v, err := Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if err := v.Validate(out); err != nil {
+		return nil, fmt.Errorf("synthesize: the instance built does not validate: %w", err)
 	}
 	return json.RawMessage(out), nil
 }
@@ -258,6 +276,9 @@ func (g *synth) object(v *value, p string) ([]byte, error) {
 			buf = appendString(buf, m.key)
 			buf = append(buf, ':')
 			buf = append(buf, out...)
+			if len(buf) > MaxSynthSize {
+				return nil, fail(p, "the instance would be larger than %d bytes", MaxSynthSize)
+			}
 		}
 	}
 	return append(buf, '}'), nil
@@ -283,7 +304,11 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 		}
 		item = out
 	}
-	buf := []byte{'['}
+	if int64(n)*int64(len(item)+1) > MaxSynthSize {
+		return nil, fail(ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item)+1, MaxSynthSize)
+	}
+	buf := make([]byte, 0, n*(len(item)+1)+1)
+	buf = append(buf, '[')
 	for i := range n {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -418,6 +443,11 @@ func genNumber(v *value, p string, integer bool) ([]byte, error) {
 	if hasMult && mult <= 0 {
 		hasMult = false
 	}
+	if hasMult {
+		if out, ok := exactMultiple(v, integer); ok {
+			return out, nil
+		}
+	}
 	ok := func(x float64) bool {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return false
@@ -470,7 +500,13 @@ func genNumber(v *value, p string, integer bool) ([]byte, error) {
 		case hasHi:
 			start = math.Floor(hi/mult) - 1000
 		}
-		for k := start - 1; k <= start+1000; k++ {
+		// Far from 0 a float64 cannot count in steps of one: stop where k+1 == k.
+		for i, prev := -1.0, math.NaN(); i <= 1000 && !math.IsInf(start, 0) && !math.IsNaN(start); i++ {
+			k := start + i
+			if k == prev {
+				break
+			}
+			prev = k
 			candidates = append(candidates, k*mult)
 		}
 	}
@@ -490,4 +526,99 @@ func genNumber(v *value, p string, integer bool) ([]byte, error) {
 		kind = "integer"
 	}
 	return nil, fail(p, "no %s meets the bounds and multipleOf", kind)
+}
+
+// exactMultiple computes the multiple of multipleOf nearest the schema's lower bound (else
+// its upper bound, else 0) with exact rationals: far from 0, float64 cannot tell a multiple
+// from its neighbours. ok is false when a number of the schema is too large to compute with
+// or no multiple fits the bounds; the float search then tries.
+func exactMultiple(v *value, integer bool) ([]byte, bool) {
+	rat := func(key string) (*big.Rat, bool) {
+		x := v.get(key)
+		if x == nil || x.kind != kindNumber || len(x.num) > 40 {
+			return nil, false
+		}
+		if d, ok := parseDecimal(string(x.num)); !ok || d.exp > 400 || d.exp < -400 {
+			return nil, false
+		}
+		r, ok := new(big.Rat).SetString(string(x.num))
+		return r, ok
+	}
+	step, ok := rat("multipleOf")
+	if !ok || step.Sign() <= 0 {
+		return nil, false
+	}
+	if integer {
+		// The smallest positive multiple that is an integer: p/q's multiples k*p/q are
+		// integers when q divides k.
+		step = new(big.Rat).SetInt(step.Num())
+	}
+	lo, hasLo := rat("minimum")
+	exLo, hasExLo := rat("exclusiveMinimum")
+	hi, hasHi := rat("maximum")
+	exHi, hasExHi := rat("exclusiveMaximum")
+	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		if v.get(k) != nil {
+			if _, ok := rat(k); !ok {
+				return nil, false
+			}
+		}
+	}
+	fits := func(x *big.Rat) bool {
+		return (!hasLo || x.Cmp(lo) >= 0) && (!hasExLo || x.Cmp(exLo) > 0) &&
+			(!hasHi || x.Cmp(hi) <= 0) && (!hasExHi || x.Cmp(exHi) < 0)
+	}
+	// k*step for the integer k nearest to bound/step on the side that keeps it in bounds.
+	multiple := func(bound *big.Rat, up bool) *big.Rat {
+		q := new(big.Rat).Quo(bound, step)
+		k := new(big.Int).Quo(q.Num(), q.Denom()) // truncated toward zero
+		if up && q.Sign() > 0 && !q.IsInt() {
+			k.Add(k, big.NewInt(1))
+		}
+		if !up && q.Sign() < 0 && !q.IsInt() {
+			k.Sub(k, big.NewInt(1))
+		}
+		return new(big.Rat).Mul(new(big.Rat).SetInt(k), step)
+	}
+	var candidates []*big.Rat
+	candidates = append(candidates, new(big.Rat))
+	for _, b := range []struct {
+		r  *big.Rat
+		on bool
+		up bool
+	}{{lo, hasLo, true}, {exLo, hasExLo, true}, {hi, hasHi, false}, {exHi, hasExHi, false}} {
+		if !b.on {
+			continue
+		}
+		m := multiple(b.r, b.up)
+		next := new(big.Rat).Add(m, step)
+		if !b.up {
+			next = new(big.Rat).Sub(m, step)
+		}
+		candidates = append(candidates, m, next)
+	}
+	for _, c := range candidates {
+		if !fits(c) {
+			continue
+		}
+		if c.IsInt() {
+			// 1e300 rather than 301 digits: the validator reads either exactly.
+			digits := c.Num().String()
+			trimmed := strings.TrimRight(digits, "0")
+			if zeros := len(digits) - len(trimmed); zeros >= 6 {
+				return []byte(trimmed + "e" + strconv.Itoa(zeros)), true
+			}
+			return []byte(digits), true
+		}
+		// A multiple of a decimal is a decimal: its denominator divides a power of ten.
+		return []byte(strings.TrimRight(c.FloatString(420), "0")), true
+	}
+	return nil, false
+}
+
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return strconv.Itoa(n) + " items"
 }

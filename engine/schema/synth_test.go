@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -126,4 +127,55 @@ func TestSynthesizeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The schemas of issue 8 and their kin: Synthesize ends quickly, within MaxSynthSize, and
+// either builds an instance that validates or says which pointer it cannot satisfy.
+func TestSynthesizeBounded(t *testing.T) {
+	nested := wrap(`{"type":"array","minItems":1000,"items":{"type":"array","minItems":1000,"items":{"type":"integer"}}}`)
+	cases := []struct {
+		name, schema, doc, err string
+	}{
+		{"huge minimum, multipleOf 1", wrap(`{"type":"number","minimum":1e20,"multipleOf":1}`), `{"x":1e20}`, ""},
+		{"huge maximum, multipleOf 3", wrap(`{"type":"integer","maximum":-1e20,"multipleOf":3}`), `{"x":-100000000000000000002}`, ""},
+		{"2^31 items", wrap(`{"type":"array","items":{"type":"integer"},"minItems":2147483647}`), "",
+			"synthesize: /properties/x/minItems: 2147483647 items of 2 bytes each make an instance larger than 1048576 bytes"},
+		{"nested minItems multiply", nested, "",
+			"synthesize: /properties/x/minItems: 1000 items of 2002 bytes each make an instance larger than 1048576 bytes"},
+		{"many large properties", `{"type":"object","properties":{` + largeProps(3) + `},"required":["a0","a1","a2"],"additionalProperties":false}`, "",
+			"synthesize: (root): the instance would be larger than 1048576 bytes"},
+		{"tiny multipleOf", wrap(`{"type":"number","minimum":1e300,"multipleOf":1e-300}`), `{"x":1e300}`, ""},
+		{"no multiple between the bounds", wrap(`{"type":"number","exclusiveMinimum":1,"exclusiveMaximum":2,"multipleOf":0.5}`), `{"x":1.5}`, ""},
+		{"no integer multiple between the bounds", wrap(`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2,"multipleOf":0.5}`), "",
+			"synthesize: /properties/x: no integer meets the bounds and multipleOf"},
+		{"huge multipleOf", wrap(`{"type":"number","minimum":1,"multipleOf":1e308}`), `{"x":1e308}`, ""},
+		{"no float between the bounds", wrap(`{"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1.0000000000000002}`), "",
+			"synthesize: /properties/x: no number meets the bounds and multipleOf"},
+		{"enum's first value of another type", wrap(`{"type":"string","enum":[1,"a"]}`), "",
+			"synthesize: the instance built does not validate: /x: expected string, got 1"},
+		{"const against a bound", wrap(`{"const":5,"type":"integer","maximum":3}`), "",
+			"synthesize: the instance built does not validate: /x: must be at most 3"},
+		{"pattern nothing matches", wrap(`{"type":"string","pattern":"\\bx\\B\\b"}`), "",
+			`synthesize: /properties/x/pattern: no sample string matches the pattern "\\bx\\B\\b"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc, err := Synthesize([]byte(c.schema))
+			switch {
+			case c.err == "" && (err != nil || string(doc) != c.doc):
+				t.Fatalf("got %s, %v; want %s", doc, err, c.doc)
+			case c.err != "" && (err == nil || err.Error() != c.err):
+				t.Fatalf("got %.80s, %v; want the error %q", doc, err, c.err)
+			}
+		})
+	}
+}
+
+// largeProps defines n required properties, each an array of 200,000 integers.
+func largeProps(n int) string {
+	var props []string
+	for i := range n {
+		props = append(props, fmt.Sprintf(`"a%d":{"type":"array","items":{"type":"integer"},"minItems":200000}`, i))
+	}
+	return strings.Join(props, ",")
 }
