@@ -138,6 +138,7 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
 // checkAccepted checks with encoding/json what ParseAnswer promises of a document: one
 // valid value, member names distinct once decoded, nesting within MaxDataDepth.
 func checkAccepted(doc []byte) error {
