@@ -148,7 +148,7 @@ func (l *Loader) Main(rt *goja.Runtime) (goja.Callable, error) {
 	}
 	exports, err := s.load(l.entry)
 	if err != nil {
-		return nil, l.mainError(err)
+		return nil, l.mainError(s, err)
 	}
 	fn, err := l.entryFunc(exports)
 	if err != nil {
@@ -160,12 +160,12 @@ func (l *Loader) Main(rt *goja.Runtime) (goja.Callable, error) {
 	return fn, nil
 }
 
-func (l *Loader) mainError(err error) error {
+func (l *Loader) mainError(s *session, err error) error {
 	if le, ok := unwrapLoad(err); ok {
 		return le
 	}
 	if ex, ok := err.(*goja.Exception); ok {
-		return &evalError{file: l.entry.file, ex: ex}
+		return &evalError{file: l.entry.file, ex: ex, msg: s.in.Thrown(ex.Value()).String}
 	}
 	return err
 }

@@ -100,7 +100,7 @@ func (s *session) toJSON(v goja.Value) (doc []byte, why string) {
 	if err != nil {
 		msg := err.Error()
 		if ex, ok := err.(*goja.Exception); ok {
-			msg, _ = FormatException(ex)
+			msg, _ = FormatException(ex, s.in)
 		}
 		return nil, "cannot be converted to JSON: " + msg
 	}

@@ -73,6 +73,7 @@ func (e *ScriptError) Error() string { return e.Message }
 type VM struct {
 	cfg    Config
 	rt     *goja.Runtime
+	in     *jsutil.Intrinsics // taken before the script runs: what crw reads script values with
 	loop   *eventloop.Loop
 	loader *loader.Loader
 	main   goja.Callable
@@ -91,6 +92,7 @@ func New(cfg Config) (*VM, error) {
 	}
 	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New()}
 	rt := v.rt
+	v.in = jsutil.Capture(rt)
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
@@ -102,7 +104,7 @@ func New(cfg Config) (*VM, error) {
 	if waker, ok := cfg.Host.(Waker); ok {
 		waker.SetWake(v.loop.Wake)
 	}
-	_ = rt.Set("console", crw.Console(rt, cfg.Host))
+	_ = rt.Set("console", crw.Console(rt, v.in, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
 		name := name
 		_ = rt.Set(name, jsutil.Func(rt, name, func(goja.FunctionCall) goja.Value {
@@ -115,8 +117,8 @@ func New(cfg Config) (*VM, error) {
 		LibDirs: cfg.LibDirs,
 		Builtin: cfg.Builtin,
 		Native: map[string]require.ModuleLoader{
-			"crw:agent": agent.Loader(v.loop, cfg.Host),
-			"crw":       crw.Loader(cfg.Input, cfg.Host),
+			"crw:agent": agent.Loader(v.loop, v.in, cfg.Host),
+			"crw":       crw.Loader(cfg.Input, v.in, cfg.Host),
 		},
 		CheckSchema: cfg.Host.CheckSchema,
 	})
@@ -153,7 +155,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 
 	var result goja.Value
 	err := v.loop.Start(ctx, func() error {
-		in, err := jsutil.FromJSON(rt, v.cfg.Input)
+		in, err := v.in.Parse(v.cfg.Input)
 		if err != nil {
 			return err
 		}
@@ -188,8 +190,13 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	if result == nil || goja.IsUndefined(result) {
 		return json.RawMessage("null"), nil
 	}
-	out, err := jsutil.ToJSON(rt, result)
+	// The script's getters and toJSON run here, under the same interrupts as the script.
+	out, err := v.in.JSON(result, jsutil.CallsScript, 0)
 	if err != nil {
+		var je *jsutil.JSONError
+		if errors.As(err, &je) {
+			return nil, &ScriptError{Message: "TypeError: the workflow's result is not JSON: " + je.Error()}
+		}
 		return nil, v.scriptError(err)
 	}
 	if out == nil {
@@ -249,7 +256,7 @@ func (v *VM) scriptError(err error) error {
 	if errors.As(err, &ex) {
 		out := v.thrown(ex.Value())
 		if out.Stack == "" {
-			_, out.Stack = loader.FormatException(ex)
+			out.Stack = loader.FormatStack(ex)
 		}
 		return out
 	}
@@ -262,35 +269,11 @@ func (v *VM) scriptError(err error) error {
 	return err
 }
 
-// thrown describes a thrown JS value: an Error's message, code and stack, or the value itself.
+// thrown describes a thrown JS value without running any of its code: an Error's message, code
+// and stack, or the value itself.
 func (v *VM) thrown(val goja.Value) *ScriptError {
-	se := &ScriptError{}
-	if obj, ok := val.(*goja.Object); ok {
-		if m := obj.Get("message"); m != nil && !goja.IsUndefined(m) {
-			se.Message = m.String()
-			if n := obj.Get("name"); n != nil && !goja.IsUndefined(n) && n.String() != "Error" {
-				se.Message = n.String() + ": " + se.Message
-			}
-			if c := obj.Get("code"); c != nil && !goja.IsUndefined(c) {
-				se.Code = c.String()
-			}
-			if r := obj.Get("reason"); r != nil && !goja.IsUndefined(r) {
-				se.Reason = r.String()
-			}
-			if s := obj.Get("stack"); s != nil && !goja.IsUndefined(s) {
-				se.Stack = cleanStack(s.String())
-			}
-			return se
-		}
-	}
-	if val == nil {
-		se.Message = "undefined"
-	} else if b, err := jsutil.ToJSON(v.rt, val); err == nil && b != nil {
-		se.Message = fmt.Sprintf("threw %s", b)
-	} else {
-		se.Message = val.String()
-	}
-	return se
+	t := v.in.Thrown(val)
+	return &ScriptError{Message: t.Message, Code: t.Code, Reason: t.Reason, Stack: cleanStack(t.Stack)}
 }
 
 // stackFrame matches a frame of goja's stack property: "at fn (file:line:col(pc))".
