@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
@@ -53,6 +54,9 @@ type Config struct {
 	Input    json.RawMessage // the run's input (null when absent)
 	Seed     uint64          // seeds Math.random
 	Host     Host
+	Limits   Limits // zero fields take their defaults
+	// Context, when it ends, interrupts the loading of the modules (a signal, a cancel).
+	Context context.Context
 }
 
 // ReasonNondeterministic is the reason of an error thrown for something a replay could not
@@ -78,6 +82,10 @@ type VM struct {
 	loader *loader.Loader
 	main   goja.Callable
 
+	limits     Limits
+	rangeError goja.Value  // the RangeError constructor, taken before the script runs
+	stopping   atomic.Bool // an interrupt is on its way: native guards stop what they run
+
 	mu        sync.Mutex
 	unhandled []*goja.Promise
 	result    *goja.Promise // the entry function's promise: its rejection is the run's error, not an unhandled one
@@ -90,9 +98,11 @@ func New(cfg Config) (*VM, error) {
 	if len(cfg.Input) > 0 && !json.Valid(cfg.Input) {
 		return nil, errors.New("vm: the run's input is not valid JSON")
 	}
-	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New()}
+	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New(), limits: cfg.Limits.WithDefaults()}
 	rt := v.rt
 	v.in = jsutil.Capture(rt)
+	rt.SetMaxCallStackSize(v.limits.StackDepth)
+	v.installGuards()
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
@@ -126,8 +136,22 @@ func New(cfg Config) (*VM, error) {
 		return nil, err
 	}
 	v.loader = l
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g := v.guard(ctx, v.limits.LoadTime, &LimitError{Reason: ReasonLoadTime, Message: fmt.Sprintf(
+		"the workflow's modules did not finish loading within %s (--max-load-time)", v.limits.LoadTime)})
 	main, err := l.Main(rt)
+	g.release()
+	if le := g.limit(); le != nil {
+		return nil, le
+	}
 	if err != nil {
+		var so *goja.StackOverflowError
+		if errors.As(err, &so) {
+			return nil, v.stackLimit()
+		}
 		return nil, err
 	}
 	v.main = main
@@ -144,17 +168,16 @@ func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
 // settles and every call it issued was delivered. It returns the workflow's result as JSON
 // (null for undefined), or a *ScriptError.
 func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
-	rt := v.rt
-	// AfterFunc interrupts from its own goroutine: without this check a run whose ctx is already
+	// The guard interrupts from its own goroutine interrupts from its own goroutine: without this check a run whose ctx is already
 	// done could start, and even finish, before the interrupt lands.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { rt.Interrupt(ctx.Err()) })
-	defer stop()
+	g := v.guard(ctx, 0, nil)
+	defer g.release()
 
 	var result goja.Value
-	err := v.loop.Start(ctx, func() error {
+	err := v.loop.Start(g.ctx, func() error {
 		in, err := v.in.Parse(v.cfg.Input)
 		if err != nil {
 			return err
@@ -174,6 +197,9 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	if err == nil {
 		err = v.checkUnhandled()
 	}
+	if le := g.limit(); le != nil {
+		return nil, le.scriptError()
+	}
 	if err != nil {
 		return nil, v.scriptError(err)
 	}
@@ -192,6 +218,9 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	}
 	// The script's getters and toJSON run here, under the same interrupts as the script.
 	out, err := v.in.JSON(result, jsutil.CallsScript, 0)
+	if le := g.limit(); le != nil {
+		return nil, le.scriptError()
+	}
 	if err != nil {
 		var je *jsutil.JSONError
 		if errors.As(err, &je) {
@@ -260,6 +289,10 @@ func (v *VM) scriptError(err error) error {
 		}
 		return out
 	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return v.stackLimit().scriptError()
+	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
 		if cause, ok := ie.Value().(error); ok {
@@ -267,6 +300,13 @@ func (v *VM) scriptError(err error) error {
 		}
 	}
 	return err
+}
+
+// stackLimit is a call stack deeper than the limit. goja unwinds the whole script for it: a
+// script cannot catch it.
+func (v *VM) stackLimit() *LimitError {
+	return &LimitError{Reason: ReasonStackDepth, Message: fmt.Sprintf(
+		"RangeError: Maximum call stack size exceeded: the workflow's call stack passed its limit of %d calls (--max-stack-depth)", v.limits.StackDepth)}
 }
 
 // thrown describes a thrown JS value without running any of its code: an Error's message, code
