@@ -182,6 +182,7 @@ type Spec struct {
 	Input        json.RawMessage         `json:"input"`
 	Pool         int                     `json:"pool"`
 	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
+	Limits       *Limits                 `json:"limits,omitempty"`
 	Roles        map[string]journal.Pair `json:"roles,omitempty"`
 	LibDirs      []string                `json:"lib_dirs,omitempty"`
 	// Files are the workflow's files (its entry and the modules it loaded from disk) by real
@@ -190,6 +191,17 @@ type Spec struct {
 	Files     map[string]string `json:"files,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+}
+
+// Limits bound what a run's workflow may take; a zero field takes the runtime's default, and
+// every process that executes the run applies them.
+type Limits struct {
+	StackDepth int   `json:"stack_depth,omitempty"`
+	HeapBytes  int64 `json:"heap_bytes,omitempty"`
+	LoadTimeMS int64 `json:"load_time_ms,omitempty"`
+	// DeadlineMS is how long each process that executes the run may take, from when it holds
+	// the run; when it passes, the calls in flight are interrupted and the run ends failed.
+	DeadlineMS int64 `json:"deadline_ms,omitempty"`
 }
 
 // Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input

@@ -194,7 +194,7 @@ func (r *runner) goEnd(c *call, row *journal.Row) {
 func (c *call) run(admitted chan struct{}, p inputs.Prepared, rec *replay.Call) {
 	r := c.r
 	if err := r.pool.wait(r.ctx, admitted); err != nil {
-		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: r.heldReason()})
 		return
 	}
 	defer r.pool.release()
