@@ -111,7 +111,7 @@ func (w *walker) value(v goja.Value, path, key string, depth int) (bool, error) 
 		return w.primitive(w.in.rt.ToValue(o.Export()), path)
 	}
 	if w.open[o] {
-		return false, w.fail(path, "a cycle: the value contains itself")
+		return false, w.fail(path, "a circular structure: the value contains itself")
 	}
 	w.open[o] = true
 	defer delete(w.open, o)
