@@ -2,9 +2,12 @@ package vm
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // installGuards bounds what reaches the natives goja cannot interrupt (JSON.stringify, the
@@ -22,6 +25,29 @@ func (v *VM) installGuards() {
 		"slice", "splice", "copyWithin", "concat", "flat", "flatMap", "toSorted", "toReversed", "toSpliced", "with", "at"} {
 		v.wrapMethod(proto, name, func(fc goja.FunctionCall) { v.checkLength(fc.This, "Array.prototype."+name) })
 	}
+	// Spreading, destructuring and apply walk an array's length in one native step: a sparse
+	// array of length 2^32-1 would make billions of elements.
+	for _, name := range []string{"keys", "entries"} {
+		v.wrapMethod(proto, name, func(fc goja.FunctionCall) { v.checkLength(fc.This, "Array.prototype."+name) })
+	}
+	v.wrapMethod(proto, "values", func(fc goja.FunctionCall) { v.checkLength(fc.This, "an array's iterator") })
+	_ = proto.DefineDataPropertySymbol(goja.SymIterator, proto.Get("values"), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	fnProto := rt.Get("Function").ToObject(rt).Get("prototype").ToObject(rt)
+	v.wrapMethod(fnProto, "apply", func(fc goja.FunctionCall) { v.checkLength(fc.Argument(1), "Function.prototype.apply") })
+	reflect := rt.Get("Reflect").ToObject(rt)
+	v.wrapMethod(reflect, "apply", func(fc goja.FunctionCall) { v.checkLength(fc.Argument(2), "Reflect.apply") })
+	v.wrapMethod(reflect, "construct", func(fc goja.FunctionCall) { v.checkLength(fc.Argument(1), "Reflect.construct") })
+	// Object.keys and the like make an array of every index of a string or a typed array.
+	object := rt.Get("Object").ToObject(rt)
+	for _, name := range []string{"keys", "values", "entries", "getOwnPropertyNames", "assign"} {
+		v.wrapMethod(object, name, func(fc goja.FunctionCall) {
+			for _, a := range fc.Arguments {
+				v.checkIndexed(a, "Object."+name)
+			}
+		})
+	}
+	v.wrapMethod(reflect, "ownKeys", func(fc goja.FunctionCall) { v.checkIndexed(fc.Argument(0), "Reflect.ownKeys") })
+	v.guardBuffers()
 	v.wrapMethod(array, "from", func(fc goja.FunctionCall) { v.checkLength(fc.Argument(0), "Array.from") })
 	str := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
 	v.wrapMethod(str, "repeat", func(fc goja.FunctionCall) {
@@ -61,6 +87,106 @@ func (v *VM) checkLength(val goja.Value, what string) {
 	}
 	if n := o.Get("length"); n != nil && n.ToInteger() > MaxArrayLength {
 		v.throwRange("%s: a length of %d is more than crw lets a native walk (%d)", what, n.ToInteger(), MaxArrayLength)
+	}
+}
+
+// checkIndexed refuses a string or a typed array with more indexes than MaxArrayLength.
+func (v *VM) checkIndexed(val goja.Value, what string) {
+	if s, ok := val.(goja.String); ok {
+		if s.Length() > MaxArrayLength {
+			v.throwRange("%s: a string of %d characters has more indexes than crw lets a native list (%d)", what, s.Length(), MaxArrayLength)
+		}
+		return
+	}
+	o, ok := val.(*goja.Object)
+	if !ok || jsutil.IsProxy(o) {
+		return
+	}
+	// A typed array exports as a Go slice of numbers, a String object is of class String:
+	// every index of either is a property. An Array lists only the elements it has.
+	if t := o.ExportType(); o.ClassName() == "String" || (t != nil && t.Kind() == reflect.Slice && o.ClassName() != "Array") {
+		v.checkLength(val, what)
+	}
+}
+
+// guardBuffers refuses an ArrayBuffer or a typed array larger than the heap limit before it
+// is allocated: such a buffer could never be held, and filling it is one native step.
+func (v *VM) guardBuffers() {
+	rt := v.rt
+	fnProto := rt.Get("Function").ToObject(rt).Get("prototype").ToObject(rt)
+	hasInstance, _ := goja.AssertFunction(fnProto.GetSymbol(goja.SymHasInstance))
+	for _, name := range []string{"ArrayBuffer", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+		"Int32Array", "Uint32Array", "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array"} {
+		target, ok := rt.Get(name).(*goja.Object)
+		if !ok {
+			continue
+		}
+		ctor, ok := goja.AssertConstructor(target)
+		if !ok {
+			continue
+		}
+		size := int64(1)
+		if bpe := target.Get("BYTES_PER_ELEMENT"); bpe != nil && !goja.IsUndefined(bpe) {
+			size = bpe.ToInteger()
+		}
+		name := name
+		call, _ := goja.AssertFunction(target)
+		proxy := rt.ToValue(rt.NewProxy(target, &goja.ProxyTrapConfig{
+			// A Proxy is callable only with an apply trap; instanceof needs a callable.
+			Apply: func(t *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+				out, err := call(this, args...)
+				if err != nil {
+					panic(err)
+				}
+				return out
+			},
+			Construct: func(t *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+				v.checkBuffer(name, args, size)
+				out, err := ctor(newTarget, args...)
+				if err != nil {
+					panic(err)
+				}
+				return out
+			},
+		})).(*goja.Object)
+		if p, ok := target.Get("prototype").(*goja.Object); ok {
+			_ = p.DefineDataProperty("constructor", proxy, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+		// goja's Proxy has no instanceof of its own: x instanceof Uint8Array asks the target.
+		_ = target.DefineDataPropertySymbol(goja.SymHasInstance, rt.ToValue(func(fc goja.FunctionCall) goja.Value {
+			this := fc.This
+			if this.SameAs(proxy) {
+				this = target
+			}
+			out, err := hasInstance(this, fc.Argument(0))
+			if err != nil {
+				panic(err)
+			}
+			return out
+		}), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+		_ = rt.GlobalObject().DefineDataProperty(name, proxy, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+}
+
+func (v *VM) checkBuffer(name string, args []goja.Value, size int64) {
+	if len(args) == 0 {
+		return
+	}
+	n := int64(0)
+	switch a := args[0].(type) {
+	case *goja.Object:
+		switch a.ClassName() {
+		case "ArrayBuffer", "SharedArrayBuffer":
+			return // a view of a buffer that exists
+		}
+		if l := a.Get("length"); l != nil && !goja.IsUndefined(l) {
+			n = l.ToInteger()
+		}
+	default:
+		n = args[0].ToInteger()
+	}
+	if n > 0 && n > v.limits.HeapBytes/size {
+		v.throwRange("%s: %d elements of %d bytes are more than the workflow's heap limit of %d MiB", name, n, size, v.limits.HeapBytes>>20)
 	}
 }
 
