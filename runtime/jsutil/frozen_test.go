@@ -31,7 +31,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 	for _, doc := range docs {
 		got, err := parse([]byte(doc))
 		require.NoError(t, err, doc)
-		want, err := FromJSON(rt, []byte(doc))
+		want, err := Capture(rt).Parse([]byte(doc))
 		require.NoError(t, err, doc)
 		msg, err := checkFn(goja.Undefined(), got, want)
 		require.NoError(t, err)

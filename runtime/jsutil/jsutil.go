@@ -1,9 +1,9 @@
-// Package jsutil holds the small goja helpers the runtime packages share: coded errors, JSON
-// in and out of the VM, deep freezing.
+// Package jsutil holds the small goja helpers the runtime packages share: coded errors, the
+// intrinsics script values are read with (JSON in and out of the VM, thrown values), deep
+// freezing.
 package jsutil
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -42,31 +42,6 @@ func NewError(rt *goja.Runtime, code errs.Code, reason, message string) *goja.Ob
 		_ = obj.Set("reason", reason)
 	}
 	return obj
-}
-
-// ToJSON serializes v with the VM's own JSON.stringify, so key order and JS semantics are kept.
-func ToJSON(rt *goja.Runtime, v goja.Value) (json.RawMessage, error) {
-	if v == nil || goja.IsUndefined(v) {
-		return nil, nil
-	}
-	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
-	out, err := stringify(goja.Undefined(), v)
-	if err != nil {
-		return nil, err
-	}
-	if goja.IsUndefined(out) {
-		return nil, nil
-	}
-	return json.RawMessage(out.String()), nil
-}
-
-// FromJSON parses data with the VM's JSON.parse; nil or empty data is null.
-func FromJSON(rt *goja.Runtime, data []byte) (goja.Value, error) {
-	if len(data) == 0 {
-		return goja.Null(), nil
-	}
-	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
-	return parse(goja.Undefined(), rt.ToValue(string(data)))
 }
 
 // Func wraps fn as a JS function called name, so that a stack shows "at name (native)"
