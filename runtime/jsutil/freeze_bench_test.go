@@ -10,7 +10,7 @@ const sampleResult = `{"callId":"c1","handle":"crwh1:20261130-054708-03f64b:c1",
 
 func BenchmarkParseDeepFreeze(b *testing.B) {
 	rt := goja.New()
-	freeze := DeepFreezer(rt)
+	freeze := Capture(rt).DeepFreeze
 	for i := 0; i < b.N; i++ {
 		v, err := Capture(rt).Parse([]byte(sampleResult))
 		if err != nil {
@@ -22,7 +22,7 @@ func BenchmarkParseDeepFreeze(b *testing.B) {
 
 func BenchmarkParseFrozen(b *testing.B) {
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := parse([]byte(sampleResult)); err != nil {

@@ -17,7 +17,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		` { "x" : [ 1 , "y" , null ] , "z" : { } } `,
 	}
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	check, err := rt.RunString(`(function check(a, b) {
 		if (JSON.stringify(a) !== JSON.stringify(b)) return "differs: " + JSON.stringify(a) + " vs " + JSON.stringify(b);
 		const frozen = (v) => v === null || typeof v !== "object" || (Object.isFrozen(v) && Object.keys(v).every((k) => frozen(v[k])));
@@ -41,7 +41,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 
 func TestFrozenParserRejectsBadJSON(t *testing.T) {
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	for _, doc := range []string{`{`, `[1,]`, `{"a" 1}`, `"open`, `tru`, `1 2`, `{"a":1}x`, `-`, `[`} {
 		_, err := parse([]byte(doc))
 		require.Error(t, err, doc)

@@ -9,13 +9,17 @@ import (
 )
 
 // Intrinsics are the built-ins crw reads script values with, taken before any module of the
-// workflow runs: a script that later replaces Object.getOwnPropertyDescriptor, JSON or
-// Array.prototype changes nothing crw reads.
+// workflow runs: a script that later replaces Object.getOwnPropertyDescriptor, Object.freeze,
+// JSON or Array.prototype changes nothing crw reads or freezes.
 type Intrinsics struct {
-	rt        *goja.Runtime
-	gopd      goja.Callable // Object.getOwnPropertyDescriptor
-	parse     goja.Callable // JSON.parse
-	stringify goja.Callable // JSON.stringify
+	rt         *goja.Runtime
+	gopd       goja.Callable // Object.getOwnPropertyDescriptor
+	parse      goja.Callable // JSON.parse
+	stringify  goja.Callable // JSON.stringify
+	freeze     goja.Callable // Object.freeze
+	preventEx  goja.Callable // Object.preventExtensions
+	isFrozen   goja.Callable // Object.isFrozen
+	deepFreeze goja.Callable
 }
 
 // Capture takes rt's intrinsics; call it before any script code runs in rt.
@@ -23,9 +27,16 @@ func Capture(rt *goja.Runtime) *Intrinsics {
 	in := &Intrinsics{rt: rt}
 	object := rt.Get("Object").ToObject(rt)
 	in.gopd, _ = goja.AssertFunction(object.Get("getOwnPropertyDescriptor"))
+	in.freeze, _ = goja.AssertFunction(object.Get("freeze"))
+	in.preventEx, _ = goja.AssertFunction(object.Get("preventExtensions"))
+	in.isFrozen, _ = goja.AssertFunction(object.Get("isFrozen"))
+	fn, err := rt.RunProgram(deepFreezeProgram)
+	if err != nil {
+		panic(err)
+	}
+	in.deepFreeze, _ = goja.AssertFunction(fn)
 	json := rt.Get("JSON").ToObject(rt)
 	in.parse, _ = goja.AssertFunction(json.Get("parse"))
-	in.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	return in
 }
 

@@ -65,36 +65,36 @@ func FileName(name string) string {
 	return name
 }
 
-const deepFreezeSrc = `(function deepFreeze(o) {
-	if (o !== null && typeof o === "object" && !Object.isFrozen(o)) {
-		Object.freeze(o);
-		for (const k of Object.keys(o)) deepFreeze(o[k]);
-	}
-	return o;
-})`
+// deepFreezeSrc takes the built-ins it uses when it is evaluated (by Capture, before any script
+// runs) and walks keys by index: a script that later replaces Object.freeze or an array's
+// iterator cannot leave a value unfrozen.
+const deepFreezeSrc = `(function () {
+	const isFrozen = Object.isFrozen, freeze = Object.freeze, keys = Object.keys;
+	return function deepFreeze(o) {
+		if (o !== null && typeof o === "object" && !isFrozen(o)) {
+			freeze(o);
+			const ks = keys(o);
+			for (let i = 0; i < ks.length; i++) deepFreeze(o[ks[i]]);
+		}
+		return o;
+	};
+})()`
 
 var deepFreezeProgram = goja.MustCompile("deepFreeze.js", deepFreezeSrc, true)
 
-// DeepFreezer returns a function that freezes a value and everything reachable from it.
-func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
-	v, err := rt.RunProgram(deepFreezeProgram)
+// DeepFreeze freezes a value and everything reachable from it.
+func (in *Intrinsics) DeepFreeze(x goja.Value) goja.Value {
+	out, err := in.deepFreeze(goja.Undefined(), x)
 	if err != nil {
 		panic(err)
 	}
-	fn, _ := goja.AssertFunction(v)
-	return func(x goja.Value) goja.Value {
-		out, err := fn(goja.Undefined(), x)
-		if err != nil {
-			panic(err)
-		}
-		return out
-	}
+	return out
 }
 
 // DeepFrozenChecker returns a function telling whether a value and everything reachable from
 // it is frozen: such a value can never change again.
-func DeepFrozenChecker(rt *goja.Runtime) func(goja.Value) bool {
-	isFrozen, _ := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("isFrozen"))
+func (in *Intrinsics) DeepFrozenChecker() func(goja.Value) bool {
+	isFrozen := in.isFrozen
 	var check func(v goja.Value, depth int) bool
 	check = func(v goja.Value, depth int) bool {
 		o, ok := v.(*goja.Object)

@@ -64,7 +64,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	}
 	if len(problems) == 0 {
 		// A checked schema stays what was checked: no script can loosen it afterwards.
-		freeze := jsutil.DeepFreezer(s.rt)
+		freeze := s.in.DeepFreeze
 		for _, v := range checked {
 			freeze(v)
 		}

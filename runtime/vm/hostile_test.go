@@ -85,17 +85,26 @@ func TestHostileResult(t *testing.T) {
 	}
 }
 
-// The input reaches the script through crw's JSON.parse, whatever a module replaced first.
-func TestInputIgnoresReplacedParse(t *testing.T) {
+// The input reaches the script through crw's JSON.parse, and crw.input and call results are
+// frozen by crw's Object.freeze, whatever a module replaced before crw was imported.
+func TestInputIgnoresReplacedGlobals(t *testing.T) {
 	t.Parallel()
 	r := runtimetest.New(t, `import "./evil.js";
 import crw from "crw";
-export default function main(input) { return { input, crwInput: crw.input }; }`,
-		runtimetest.WithInput(`{"x":1}`),
-		runtimetest.WithFile("evil.js", `JSON.parse = () => ({ pwned: true }); Object.freeze = (o) => o;`))
+import { agent } from "crw:agent";
+export default async function main(input) {
+  const res = await agent.call({ role: "explorer", prompt: "p" });
+  // Object.isFrozen is the script's own now: a write that throws tells.
+  const frozen = (o) => { try { o.probe = 1; return false; } catch (e) { return true; } };
+  return { input, crwInput: crw.input, frozen: [frozen(crw.input), frozen(crw.input.a), frozen(res), frozen(res.meta)] };
+}`,
+		runtimetest.WithInput(`{"x":1,"a":[1]}`),
+		runtimetest.WithFile("evil.js", `JSON.parse = () => ({ pwned: true });
+Object.freeze = (o) => o; Object.preventExtensions = (o) => o; Object.isFrozen = () => true;
+Array.prototype[Symbol.iterator] = function* () {};`))
 	out, err := r.Run(context.Background())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"input":{"x":1},"crwInput":{"x":1}}`, string(out))
+	assert.JSONEq(t, `{"input":{"x":1,"a":[1]},"crwInput":{"x":1,"a":[1]},"frozen":[true,true,true,true]}`, string(out))
 }
 
 func TestHostileLogArguments(t *testing.T) {

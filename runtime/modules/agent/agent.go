@@ -67,7 +67,7 @@ type agentModule struct {
 // the runtime's intrinsics, taken before the script ran, that options are read with.
 func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt, "meta"), deepFrozen: jsutil.DeepFrozenChecker(rt), schemas: map[*goja.Object]json.RawMessage{}}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), deepFrozen: in.DeepFrozenChecker(), schemas: map[*goja.Object]json.RawMessage{}}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.

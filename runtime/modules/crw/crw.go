@@ -31,7 +31,7 @@ type Host interface {
 // JSON.parse before crw was imported changes nothing of the input.
 func Loader(input json.RawMessage, in *jsutil.Intrinsics, host Host) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		freeze := jsutil.DeepFreezer(rt)
+		freeze := in.DeepFreeze
 		inputVal, err := in.Parse(input)
 		if err != nil {
 			panic(err)
