@@ -15,7 +15,6 @@ type Intrinsics struct {
 	rt         *goja.Runtime
 	gopd       goja.Callable // Object.getOwnPropertyDescriptor
 	parse      goja.Callable // JSON.parse
-	stringify  goja.Callable // JSON.stringify
 	freeze     goja.Callable // Object.freeze
 	preventEx  goja.Callable // Object.preventExtensions
 	isFrozen   goja.Callable // Object.isFrozen
