@@ -119,7 +119,7 @@ func (in *Intrinsics) DeepFrozenChecker() func(goja.Value) bool {
 }
 
 // TypeName names the kind of a JS value for messages: undefined, null, function, array, object,
-// string, number, boolean, bigint or symbol.
+// string, number, boolean, bigint, symbol or Proxy.
 func TypeName(v goja.Value) string {
 	switch {
 	case v == nil || goja.IsUndefined(v):
@@ -128,6 +128,9 @@ func TypeName(v goja.Value) string {
 		return "null"
 	}
 	if o, ok := v.(*goja.Object); ok {
+		if IsProxy(o) {
+			return "Proxy" // its class is a trap's to tell, or a TypeError once revoked
+		}
 		if _, fn := goja.AssertFunction(o); fn {
 			return "function"
 		}

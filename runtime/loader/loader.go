@@ -28,6 +28,8 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // Problem is one violation found by Config.CheckSchema.
@@ -150,7 +152,7 @@ func (l *Loader) Main(rt *goja.Runtime) (goja.Callable, error) {
 	if err != nil {
 		return nil, l.mainError(s, err)
 	}
-	fn, err := l.entryFunc(exports)
+	fn, err := l.entryFunc(s, exports)
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +174,26 @@ func (l *Loader) mainError(s *session, err error) error {
 
 // entryFunc finds the workflow's entry: a function assigned to
 // module.exports, or a default export that is a function.
-func (l *Loader) entryFunc(exports goja.Value) (goja.Callable, error) {
+//
+// The default export is read as a data property, or through its getter
+// (esbuild's exports are getters): nothing here may throw into Go.
+func (l *Loader) entryFunc(s *session, exports goja.Value) (goja.Callable, error) {
 	if fn, ok := goja.AssertFunction(exports); ok {
 		return fn, nil
 	}
 	found := "module.exports is " + describe(exports)
-	if obj, ok := exports.(*goja.Object); ok {
-		def := obj.Get("default")
+	if obj, ok := exports.(*goja.Object); ok && !jsutil.IsProxy(obj) {
+		p, err := s.in.Data(obj, "default")
+		if err != nil {
+			return nil, &LoadError{Code: CodeNoEntry, Module: l.entry.name, File: l.entry.file,
+				Message: "the workflow's exports cannot be read: " + err.Error()}
+		}
+		def := p.Value
+		if get, ok := goja.AssertFunction(p.Getter); ok && p.Accessor {
+			if def, err = get(obj); err != nil {
+				return nil, l.mainError(s, err)
+			}
+		}
 		if fn, ok := goja.AssertFunction(def); ok {
 			return fn, nil
 		}
