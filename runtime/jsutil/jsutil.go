@@ -139,6 +139,9 @@ func TypeName(v goja.Value) string {
 		}
 		return "object"
 	}
+	if _, sym := v.(*goja.Symbol); sym {
+		return "symbol"
+	}
 	switch v.Export().(type) {
 	case string:
 		return "string"

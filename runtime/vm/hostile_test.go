@@ -85,6 +85,14 @@ func TestHostileResult(t *testing.T) {
 	}
 }
 
+// A synchronous main's result is told from a Promise without reading it: its getters run once,
+// in the serializer, and what they throw fails the run.
+func TestSyncResultWithThrowingGetter(t *testing.T) {
+	t.Parallel()
+	se, _ := fail(t, `export default function main() { return { get g() { throw 1; } }; }`)
+	assert.Contains(t, se.Message, "$.g: its getter threw: threw 1")
+}
+
 // The input reaches the script through crw's JSON.parse, and crw.input and call results are
 // frozen by crw's Object.freeze, whatever a module replaced before crw was imported.
 func TestInputIgnoresReplacedGlobals(t *testing.T) {

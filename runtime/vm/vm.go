@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -187,7 +188,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 			return err
 		}
 		result = out
-		if p, ok := out.Export().(*goja.Promise); ok {
+		if p, ok := asPromise(out); ok {
 			v.mu.Lock()
 			v.result = p
 			v.mu.Unlock()
@@ -203,7 +204,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, v.scriptError(err)
 	}
-	if p, ok := result.Export().(*goja.Promise); ok {
+	if p, ok := asPromise(result); ok {
 		switch p.State() {
 		case goja.PromiseStateFulfilled:
 			result = p.Result()
@@ -232,6 +233,19 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 		return json.RawMessage("null"), nil
 	}
 	return out, nil
+}
+
+var promiseType = reflect.TypeOf((*goja.Promise)(nil))
+
+// asPromise tells a Promise from any other value without Export, which would run the getters
+// of whatever the script returned.
+func asPromise(v goja.Value) (*goja.Promise, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok || jsutil.IsProxy(o) || o.ExportType() != promiseType {
+		return nil, false
+	}
+	p, ok := o.Export().(*goja.Promise)
+	return p, ok
 }
 
 // Pending reports calls issued but not delivered: after Run fails, the engine waits for them.

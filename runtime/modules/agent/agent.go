@@ -209,11 +209,11 @@ func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
 		}
 		return ""
 	}
-	s, ok := v.Export().(string)
-	if !ok {
+	str, ok := v.(goja.String) // a primitive string: Export of an object would run its getters
+	if _, sym := v.(*goja.Symbol); sym || !ok {
 		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, jsutil.TypeName(v))
 	}
-	return s
+	return str.String()
 }
 
 func contains(list []string, s string) bool {

@@ -53,6 +53,8 @@ func TestCallValidation(t *testing.T) {
 		{"unknown role", `{ role: "oracle", prompt: "p" }`, `role "oracle" is not one of architect, executor, executor-t1, reviewer, explorer, critic`},
 		{"bad effort", `{ role: "architect", prompt: "p", effort: "extreme" }`, `effort "extreme" is not one of none, minimal, low, medium, high, xhigh`},
 		{"number effort", `{ role: "architect", prompt: "p", effort: 3 }`, `option "effort" must be a string, got number`},
+		{"symbol prompt", `{ role: "architect", prompt: Symbol("p") }`, `option "prompt" must be a string, got symbol`},
+		{"object prompt with getters", `{ role: "architect", prompt: { get text() { throw 1; } } }`, `option "prompt" must be a string, got object`},
 		{"getter option", `{ role: "architect", get prompt() { return "p"; } }`, `option "prompt" is a getter`},
 		{"throwing getter", `{ role: "architect", prompt: "p", get schema() { throw 1; } }`, `option "schema" is a getter`},
 		{"call from own getter", `{ role: "architect", get prompt() { return agent.call({ role: "critic", prompt: "inner" }); } }`, `option "prompt" is a getter`},
