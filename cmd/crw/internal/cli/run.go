@@ -127,7 +127,7 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 		return eo, errs.New(errs.InvalidRequest, "--budget-tokens: must not be negative")
 	}
 	l := opts.Limits
-	if l.StackDepth < 1 || l.HeapMiB < 1 || l.LoadTime <= 0 || l.Deadline < 0 {
+	if l.StackDepth < 1 || l.HeapMiB < 1 || l.HeapMiB > 1<<30 || l.LoadTime <= 0 || l.Deadline < 0 {
 		return eo, errs.New(errs.InvalidRequest, "--max-stack-depth, --max-heap and --max-load-time must be positive, --deadline not negative")
 	}
 	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
