@@ -199,22 +199,29 @@ func (v *VM) checkString(n int64, what string) {
 // guardStringify replaces JSON.stringify with one that descends at most MaxStringifyDepth
 // levels and gives up once the script is being interrupted: goja's own is a native that no
 // interrupt reaches, and it is quadratic in the depth. A replacer function still runs; an array
-// replacer still picks the members, in the object's order.
+// replacer still picks the members, in its own order.
 func (v *VM) guardStringify() {
 	rt := v.rt
 	json := rt.Get("JSON").ToObject(rt)
 	orig, _ := goja.AssertFunction(json.Get("stringify"))
 	fn := rt.ToValue(func(fc goja.FunctionCall) goja.Value {
 		user, isFn := goja.AssertFunction(fc.Argument(1))
-		var allow map[string]bool
+		var names []string // an array replacer: the members to write, in its order
 		if ro, ok := fc.Argument(1).(*goja.Object); ok && !isFn && ro.ClassName() == "Array" {
-			allow = map[string]bool{}
 			n := ro.Get("length").ToInteger()
 			if n > MaxArrayLength {
 				v.throwRange("JSON.stringify: a replacer of %d names", n)
 			}
+			seen := map[string]bool{}
 			for i := int64(0); i < n; i++ {
-				allow[ro.Get(strconv.FormatInt(i, 10)).String()] = true
+				e := ro.Get(strconv.FormatInt(i, 10))
+				if _, str := e.(goja.String); !str && jsutil.TypeName(e) != "number" {
+					continue // only strings and numbers name members, as in JSON.stringify
+				}
+				if k := e.String(); !seen[k] {
+					seen[k] = true
+					names = append(names, k)
+				}
 			}
 		}
 		depth := map[*goja.Object]int{}
@@ -226,15 +233,15 @@ func (v *VM) guardStringify() {
 			}
 			holder, _ := rc.This.(*goja.Object)
 			key, val := rc.Argument(0), rc.Argument(1)
-			if allow != nil && calls > 1 && holder != nil && holder.ClassName() != "Array" && !allow[key.String()] {
-				return goja.Undefined()
-			}
 			if user != nil {
 				out, err := user(rc.This, key, val)
 				if err != nil {
 					panic(err)
 				}
 				val = out
+			}
+			if names != nil {
+				val = v.picked(val, names)
 			}
 			if o, ok := val.(*goja.Object); ok {
 				d := depth[holder] + 1
@@ -254,6 +261,31 @@ func (v *VM) guardStringify() {
 	_ = fn.DefineDataProperty("name", rt.ToValue("stringify"), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	_ = fn.DefineDataProperty("length", rt.ToValue(3), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	_ = json.DefineDataProperty("stringify", fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// picked is an object with only the named members of val, in the order of names: what an
+// array replacer makes JSON.stringify write of an object. Other values are left as they are.
+func (v *VM) picked(val goja.Value, names []string) goja.Value {
+	o, ok := val.(*goja.Object)
+	if !ok {
+		return val
+	}
+	if _, fn := goja.AssertFunction(o); fn {
+		return val
+	}
+	if !jsutil.IsProxy(o) {
+		switch o.ClassName() {
+		case "Array", "String", "Number", "Boolean", "BigInt":
+			return val
+		}
+	}
+	out := v.rt.NewObject()
+	for _, k := range names {
+		if m := o.Get(k); m != nil && !goja.IsUndefined(m) {
+			_ = out.Set(k, m)
+		}
+	}
+	return out
 }
 
 // wrapMethod replaces obj[name] with a function that runs check first, then the original.

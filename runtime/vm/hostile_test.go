@@ -129,3 +129,26 @@ func TestHostileLogArguments(t *testing.T) {
 	assert.Contains(t, lines[0].Message, `[Proxy] a symbol {"b":1}`)
 	assert.Contains(t, lines[1].Message, "getter (not called)")
 }
+
+// JSON.stringify, bounded by crw, still writes what the built-in writes.
+func TestBoundedStringifyKeepsItsRules(t *testing.T) {
+	t.Parallel()
+	out, _ := run(t, runtimetest.Main(`
+		const o = { a: 1, b: { c: 2, a: 3 }, d: [1, { b: 4, a: 5 }] };
+		return [
+			JSON.stringify(o, ["b", "a", "d", "b"]),
+			JSON.stringify(o, (k, v) => (typeof v === "number" ? v * 10 : v)),
+			JSON.stringify({ x: [1, 2] }, null, 2),
+			JSON.stringify({ at: new Date(0), n: new Number(3), u: undefined, f() {} }),
+			JSON.stringify(undefined),
+			JSON.stringify("s"),
+		];`))
+	assert.JSONEq(t, `[
+		"{\"b\":{\"a\":3},\"a\":1,\"d\":[1,{\"b\":4,\"a\":5}]}",
+		"{\"a\":10,\"b\":{\"c\":20,\"a\":30},\"d\":[10,{\"b\":40,\"a\":50}]}",
+		"{\n  \"x\": [\n    1,\n    2\n  ]\n}",
+		"{\"at\":\"1970-01-01T00:00:00.000Z\",\"n\":3}",
+		null,
+		"\"s\""
+	]`, string(out))
+}
