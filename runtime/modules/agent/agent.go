@@ -5,6 +5,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,6 +62,7 @@ type agentModule struct {
 	// exports of crw:lib/schemas modules are frozen once checked, and a workflow passes the
 	// same few to thousands of calls.
 	schemas map[*goja.Object]json.RawMessage
+	present []string // the own enumerable keys of the options being read (loop goroutine only)
 }
 
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop; in are
@@ -128,10 +130,12 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", jsutil.TypeName(arg))
 	}
 	var unknown []string
+	m.present = m.present[:0]
 	for _, k := range obj.Keys() {
 		if !allowed[k] {
 			unknown = append(unknown, k)
 		}
+		m.present = append(m.present, k)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -190,7 +194,13 @@ func (m *agentModule) schemaJSON(so *goja.Object) json.RawMessage {
 
 // option reads an option as an own data property: what Object.prototype holds is no option,
 // and a getter is refused rather than run (it could change between two reads).
+//
+// Options are own enumerable properties: a name Keys did not list is absent, which spares
+// reading a descriptor for each option a call leaves out.
 func (m *agentModule) option(obj *goja.Object, name string) goja.Value {
+	if !slices.Contains(m.present, name) {
+		return nil
+	}
 	p, err := m.in.Own(obj, name)
 	if err != nil {
 		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q cannot be read: %v", name, err)
