@@ -148,6 +148,10 @@ func New(cfg Config) (*VM, error) {
 	if le := g.limit(); le != nil {
 		return nil, le
 	}
+	// A limit that fired as loading ended leaves an interrupt pending that would stop Run's
+	// first instruction: the modules loaded, so it is void. Run looks at its own context first.
+	rt.ClearInterrupt()
+	v.stopping.Store(false)
 	if err != nil {
 		var so *goja.StackOverflowError
 		if errors.As(err, &so) {
