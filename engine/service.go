@@ -54,6 +54,7 @@ type CreateOptions struct {
 	// OmitCallSeqs: the run's CallResults go without meta.startSeq and meta.endSeq (crw flow
 	// run creates its runs so).
 	OmitCallSeqs bool
+	Limits       store.Limits
 }
 
 // ExecOptions are how this process executes a run.
@@ -122,7 +123,10 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 		return "", err
 	}
 	// Load before anything is written: a workflow that does not load leaves no run behind.
-	script, err := loadOnly(wf, opts.LibDirs, opts.Input)
+	if opts.Limits.StackDepth < 0 || opts.Limits.HeapBytes < 0 || opts.Limits.LoadTimeMS < 0 || opts.Limits.DeadlineMS < 0 {
+		return "", errs.New(errs.InvalidRequest, "limits: must not be negative")
+	}
+	script, err := loadOnly(ctx, wf, opts.LibDirs, opts.Input, opts.Limits)
 	if err != nil {
 		return "", err
 	}
@@ -137,7 +141,7 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	spec := &store.Spec{
 		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: script.Digest(), Files: files,
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
-		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs,
+		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs, Limits: limitsOrNil(opts.Limits),
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
 	}
 	if err := s.Store.Create(ctx, spec); err != nil {
@@ -146,10 +150,22 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	return spec.Run, nil
 }
 
+func limitsOrNil(l store.Limits) *store.Limits {
+	if l == (store.Limits{}) {
+		return nil
+	}
+	return &l
+}
+
 // loadOnly loads a workflow in a throwaway VM to report load errors, its digest and its files.
-func loadOnly(wf string, libs []string, input json.RawMessage) (*vm.VM, error) {
-	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: loadHost{}})
+func loadOnly(ctx context.Context, wf string, libs []string, input json.RawMessage, limits store.Limits) (*vm.VM, error) {
+	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: loadHost{},
+		Limits: runner.VMLimits(&limits), Context: ctx})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errs.New(errs.RunUnavailable, "the workflow was not loaded: this process was stopped").Wrap(err).
+				Because("load", "process_stopped", "not_started", errs.Certain)
+		}
 		return nil, runner.LoadError(err)
 	}
 	return script, nil

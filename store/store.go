@@ -186,6 +186,7 @@ type Spec struct {
 	Input        json.RawMessage         `json:"input"`
 	Pool         int                     `json:"pool"`
 	BudgetTokens int64                   `json:"budget_tokens,omitempty"`
+	Limits       *Limits                 `json:"limits,omitempty"`
 	Roles        map[string]journal.Pair `json:"roles,omitempty"`
 	LibDirs      []string                `json:"lib_dirs,omitempty"`
 	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq, as a run
@@ -200,6 +201,17 @@ type Spec struct {
 	// Path is where the store keeps the spec (the local store's run.json), for errors that
 	// name it; "" where it is no file.
 	Path string `json:"-"`
+}
+
+// Limits bound what a run's workflow may take; a zero field takes the runtime's default, and
+// every process that executes the run applies them.
+type Limits struct {
+	StackDepth int   `json:"stack_depth,omitempty"`
+	HeapBytes  int64 `json:"heap_bytes,omitempty"`
+	LoadTimeMS int64 `json:"load_time_ms,omitempty"`
+	// DeadlineMS is how long each process that executes the run may take, from when it holds
+	// the run; when it passes, the calls in flight are interrupted and the run ends failed.
+	DeadlineMS int64 `json:"deadline_ms,omitempty"`
 }
 
 // Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input

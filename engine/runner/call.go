@@ -193,7 +193,7 @@ func (r *runner) goEnd(c *call, row *journal.Row) {
 func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	r := c.r
 	if admitErr != nil {
-		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "cancelled"})
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: r.heldReason()})
 		return
 	}
 	defer r.pool.release()

@@ -102,9 +102,12 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r := newRunner(cfg)
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
-		Seed: Seed(r.id, "Math.random"), Host: r,
+		Seed: Seed(r.id, "Math.random"), Host: r, Limits: VMLimits(r.spec.Limits), Context: ctx,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, r.stopError(errStoppedByCaller)
+		}
 		return nil, LoadError(err)
 	}
 
@@ -154,6 +157,10 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		case <-runCtx.Done():
 		}
 	}()
+	if l := r.spec.Limits; l != nil && l.DeadlineMS > 0 {
+		deadline := time.AfterFunc(time.Duration(l.DeadlineMS)*time.Millisecond, func() { cancel(errDeadline) })
+		defer deadline.Stop()
+	}
 	if cfg.OnStart != nil {
 		cfg.OnStart(r.id)
 	}
@@ -161,10 +168,11 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 
 	out, runErr := script.Run(runCtx)
 	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
+	deadline := errors.Is(context.Cause(runCtx), errDeadline)
 	stopCause := context.Cause(runCtx)
 	if !isFailure(stopCause) {
 		stopCause = nil
-		if d := r.replay.Unmade(); d != nil && !cancelled {
+		if d := r.replay.Unmade(); d != nil && !cancelled && !deadline {
 			// The resumed script ended without making a call its journal has: it took
 			// another path than the process that recorded it.
 			stopCause = d
@@ -183,8 +191,13 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.progress.publishStopped(err)
 		return nil, err
 	}
-	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled.
-	r.interruptAll("cancelled")
+	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled;
+	// past the deadline, held budget_exhausted: the run's time is spent.
+	if deadline {
+		r.interruptAll(ReasonDeadline)
+	} else {
+		r.interruptAll("cancelled")
+	}
 	r.wg.Wait()
 	cancel(nil)
 	<-watched
@@ -203,6 +216,10 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	case cancelled:
 		end.Status = store.RunCancelled
 		end.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
+	case deadline:
+		end.Status = store.RunFailed
+		end.Error = &journal.RunError{Message: fmt.Sprintf("the run passed its deadline of %s (--deadline): the calls in flight were interrupted",
+			time.Duration(r.spec.Limits.DeadlineMS)*time.Millisecond), Code: string(errs.BudgetExhausted), Reason: "deadline"}
 	case runErr == nil:
 		end.Status, end.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
@@ -272,6 +289,30 @@ func Seed(runID, stream string) uint64 {
 
 // errCancelRequested is the cause of a run's end when a cancel request was stored.
 var errCancelRequested = errors.New("a cancel request was stored")
+
+// errDeadline is the cause of a run's end when its deadline passed.
+var errDeadline = errors.New("the run's deadline passed")
+
+// ReasonDeadline is the reason the calls a deadline interrupts end held with: the closed set's
+// budget_exhausted, the run's time being its budget.
+const ReasonDeadline = "budget_exhausted"
+
+// VMLimits are the runtime's limits a spec records (nil: the defaults).
+func VMLimits(l *store.Limits) vm.Limits {
+	if l == nil {
+		return vm.Limits{}
+	}
+	return vm.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapBytes, LoadTime: time.Duration(l.LoadTimeMS) * time.Millisecond}
+}
+
+// heldReason is the reason a call that never started ends held with once the run stops
+// admitting calls: budget_exhausted past the deadline, else cancelled.
+func (r *runner) heldReason() string {
+	if errors.Is(context.Cause(r.ctx), errDeadline) {
+		return ReasonDeadline
+	}
+	return "cancelled"
+}
 
 // errStoppedByCaller is the cause of a process that stops, leaving its run resumable, because
 // the caller's context ended: a signal to the process, a shutdown.
@@ -345,6 +386,11 @@ func LoadError(err error) error {
 	var le *loader.LoadError
 	if errors.As(err, &le) {
 		return errs.New(errs.InvalidRequest, "%s", le.Error()).Wrap(err)
+	}
+	var lim *vm.LimitError
+	if errors.As(err, &lim) {
+		return errs.New(errs.BudgetExhausted, "the workflow did not load: %s", lim.Message).Wrap(err).
+			Because("load", lim.Reason, "not_started", errs.Certain)
 	}
 	var se *vm.ScriptError
 	if errors.As(err, &se) {

@@ -10,9 +10,9 @@ const sampleResult = `{"callId":"c1","handle":"crwh1:20261130-054708-03f64b:c1",
 
 func BenchmarkParseDeepFreeze(b *testing.B) {
 	rt := goja.New()
-	freeze := DeepFreezer(rt)
+	freeze := Capture(rt).DeepFreeze
 	for i := 0; i < b.N; i++ {
-		v, err := FromJSON(rt, []byte(sampleResult))
+		v, err := Capture(rt).Parse([]byte(sampleResult))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func BenchmarkParseDeepFreeze(b *testing.B) {
 
 func BenchmarkParseFrozen(b *testing.B) {
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := parse([]byte(sampleResult)); err != nil {
@@ -47,7 +47,7 @@ func BenchmarkParseThenGoFreeze(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		v, err := FromJSON(rt, []byte(sampleResult))
+		v, err := Capture(rt).Parse([]byte(sampleResult))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -56,10 +56,10 @@ func BenchmarkParseThenGoFreeze(b *testing.B) {
 }
 
 func BenchmarkParseOnly(b *testing.B) {
-	rt := goja.New()
+	in := Capture(goja.New())
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := FromJSON(rt, []byte(sampleResult)); err != nil {
+		if _, err := in.Parse([]byte(sampleResult)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -18,10 +18,10 @@ import (
 // Members of the top-level object named in lazy are built on first read: each is a
 // non-configurable getter that parses its value (deeply frozen) once. A result's meta is seldom
 // read, and building it is most of the work of a replayed call.
-func FrozenParser(rt *goja.Runtime, lazy ...string) func(data []byte) (goja.Value, error) {
-	object := rt.Get("Object").ToObject(rt)
-	freeze, _ := goja.AssertFunction(object.Get("freeze"))
-	seal, _ := goja.AssertFunction(object.Get("preventExtensions"))
+//
+// It freezes with the intrinsics in took before the script ran.
+func FrozenParser(in *Intrinsics, lazy ...string) func(data []byte) (goja.Value, error) {
+	rt, freeze, seal := in.rt, in.freeze, in.preventEx
 	return func(data []byte) (goja.Value, error) {
 		p := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: data, lazy: lazy}
 		p.space()

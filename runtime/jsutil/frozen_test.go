@@ -21,7 +21,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		`{"\ud800":1,"\udbff":2}`, `{"k":{"a":1},"k":{"a":1}}`,
 	}
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	check, err := rt.RunString(`(function check(a, b) {
 		if (JSON.stringify(a) !== JSON.stringify(b)) return "differs: " + JSON.stringify(a) + " vs " + JSON.stringify(b);
 		const frozen = (v) => v === null || typeof v !== "object" || (Object.isFrozen(v) && Object.keys(v).every((k) => frozen(v[k])));
@@ -35,7 +35,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 	for _, doc := range docs {
 		got, err := parse([]byte(doc))
 		require.NoError(t, err, doc)
-		want, err := FromJSON(rt, []byte(doc))
+		want, err := Capture(rt).Parse([]byte(doc))
 		require.NoError(t, err, doc)
 		msg, err := checkFn(goja.Undefined(), got, want)
 		require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 
 func TestFrozenParserRejectsBadJSON(t *testing.T) {
 	rt := goja.New()
-	parse := FrozenParser(rt)
+	parse := FrozenParser(Capture(rt))
 	for _, doc := range []string{`{`, `[1,]`, `{"a" 1}`, `"open`, `tru`, `1 2`, `{"a":1}x`, `-`, `[`} {
 		_, err := parse([]byte(doc))
 		require.Error(t, err, doc)
@@ -55,7 +55,7 @@ func TestFrozenParserRejectsBadJSON(t *testing.T) {
 // A repeated lazy member is built from its last value, as JSON.parse would read it.
 func TestFrozenParserRepeatedLazyMember(t *testing.T) {
 	rt := goja.New()
-	v, err := FrozenParser(rt, "meta")([]byte(`{"meta":{"a":1},"x":2,"meta":{"a":2}}`))
+	v, err := FrozenParser(Capture(rt), "meta")([]byte(`{"meta":{"a":1},"x":2,"meta":{"a":2}}`))
 	require.NoError(t, err)
 	require.NoError(t, rt.Set("r", v))
 	got, err := rt.RunString(`JSON.stringify(r) + " " + Object.keys(r) + " " + Object.isFrozen(r)`)
@@ -67,7 +67,7 @@ func TestFrozenParserRepeatedLazyMember(t *testing.T) {
 // MaxOutputDepth), and refuses one level more with an error, never a crash.
 func TestFrozenParserDepth(t *testing.T) {
 	rt := goja.New()
-	parse := FrozenParser(rt, "meta")
+	parse := FrozenParser(Capture(rt), "meta")
 	nested := func(n int) string {
 		return `{"output":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`
 	}
@@ -83,7 +83,7 @@ func TestFrozenParserDepth(t *testing.T) {
 // JSON.parse refuses them): ±Infinity, and ±0 below the smallest.
 func TestFrozenParserNumbersBeyondFloat64(t *testing.T) {
 	rt := goja.New()
-	v, err := FrozenParser(rt)([]byte(`[2e309,-2e309,1e-400,-1e-400,123456789012345678901234567890e-10]`))
+	v, err := FrozenParser(Capture(rt))([]byte(`[2e309,-2e309,1e-400,-1e-400,123456789012345678901234567890e-10]`))
 	require.NoError(t, err)
 	require.NoError(t, rt.Set("r", v))
 	got, err := rt.RunString(`r.map(String).join(" ") + " " + Object.is(r[3], -0)`)

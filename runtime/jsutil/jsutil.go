@@ -1,9 +1,9 @@
-// Package jsutil holds the small goja helpers the runtime packages share: coded errors, JSON
-// in and out of the VM, deep freezing.
+// Package jsutil holds the small goja helpers the runtime packages share: coded errors, the
+// intrinsics script values are read with (JSON in and out of the VM, thrown values), deep
+// freezing.
 package jsutil
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -44,31 +44,6 @@ func NewError(rt *goja.Runtime, code errs.Code, reason, message string) *goja.Ob
 	return obj
 }
 
-// ToJSON serializes v with the VM's own JSON.stringify, so key order and JS semantics are kept.
-func ToJSON(rt *goja.Runtime, v goja.Value) (json.RawMessage, error) {
-	if v == nil || goja.IsUndefined(v) {
-		return nil, nil
-	}
-	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
-	out, err := stringify(goja.Undefined(), v)
-	if err != nil {
-		return nil, err
-	}
-	if goja.IsUndefined(out) {
-		return nil, nil
-	}
-	return json.RawMessage(out.String()), nil
-}
-
-// FromJSON parses data with the VM's JSON.parse; nil or empty data is null.
-func FromJSON(rt *goja.Runtime, data []byte) (goja.Value, error) {
-	if len(data) == 0 {
-		return goja.Null(), nil
-	}
-	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
-	return parse(goja.Undefined(), rt.ToValue(string(data)))
-}
-
 // Func wraps fn as a JS function called name, so that a stack shows "at name (native)"
 // instead of the Go symbol goja would take the name from.
 func Func(rt *goja.Runtime, name string, fn any) goja.Value {
@@ -90,36 +65,36 @@ func FileName(name string) string {
 	return name
 }
 
-const deepFreezeSrc = `(function deepFreeze(o) {
-	if (o !== null && typeof o === "object" && !Object.isFrozen(o)) {
-		Object.freeze(o);
-		for (const k of Object.keys(o)) deepFreeze(o[k]);
-	}
-	return o;
-})`
+// deepFreezeSrc takes the built-ins it uses when it is evaluated (by Capture, before any script
+// runs) and walks keys by index: a script that later replaces Object.freeze or an array's
+// iterator cannot leave a value unfrozen.
+const deepFreezeSrc = `(function () {
+	const isFrozen = Object.isFrozen, freeze = Object.freeze, keys = Object.keys;
+	return function deepFreeze(o) {
+		if (o !== null && typeof o === "object" && !isFrozen(o)) {
+			freeze(o);
+			const ks = keys(o);
+			for (let i = 0; i < ks.length; i++) deepFreeze(o[ks[i]]);
+		}
+		return o;
+	};
+})()`
 
 var deepFreezeProgram = goja.MustCompile("deepFreeze.js", deepFreezeSrc, true)
 
-// DeepFreezer returns a function that freezes a value and everything reachable from it.
-func DeepFreezer(rt *goja.Runtime) func(goja.Value) goja.Value {
-	v, err := rt.RunProgram(deepFreezeProgram)
+// DeepFreeze freezes a value and everything reachable from it.
+func (in *Intrinsics) DeepFreeze(x goja.Value) goja.Value {
+	out, err := in.deepFreeze(goja.Undefined(), x)
 	if err != nil {
 		panic(err)
 	}
-	fn, _ := goja.AssertFunction(v)
-	return func(x goja.Value) goja.Value {
-		out, err := fn(goja.Undefined(), x)
-		if err != nil {
-			panic(err)
-		}
-		return out
-	}
+	return out
 }
 
 // DeepFrozenChecker returns a function telling whether a value and everything reachable from
 // it is frozen: such a value can never change again.
-func DeepFrozenChecker(rt *goja.Runtime) func(goja.Value) bool {
-	isFrozen, _ := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("isFrozen"))
+func (in *Intrinsics) DeepFrozenChecker() func(goja.Value) bool {
+	isFrozen := in.isFrozen
 	var check func(v goja.Value, depth int) bool
 	check = func(v goja.Value, depth int) bool {
 		o, ok := v.(*goja.Object)
@@ -144,7 +119,7 @@ func DeepFrozenChecker(rt *goja.Runtime) func(goja.Value) bool {
 }
 
 // TypeName names the kind of a JS value for messages: undefined, null, function, array, object,
-// string, number, boolean, bigint or symbol.
+// string, number, boolean, bigint, symbol or Proxy.
 func TypeName(v goja.Value) string {
 	switch {
 	case v == nil || goja.IsUndefined(v):
@@ -153,6 +128,9 @@ func TypeName(v goja.Value) string {
 		return "null"
 	}
 	if o, ok := v.(*goja.Object); ok {
+		if IsProxy(o) {
+			return "Proxy" // its class is a trap's to tell, or a TypeError once revoked
+		}
 		if _, fn := goja.AssertFunction(o); fn {
 			return "function"
 		}
@@ -160,6 +138,9 @@ func TypeName(v goja.Value) string {
 			return "array"
 		}
 		return "object"
+	}
+	if _, sym := v.(*goja.Symbol); sym {
+		return "symbol"
 	}
 	switch v.Export().(type) {
 	case string:

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // Codes of LoadError. They are stable: callers map them to user-facing
@@ -55,6 +57,7 @@ func (e *LoadError) Error() string {
 type evalError struct {
 	file string
 	ex   *goja.Exception
+	msg  string // what can safely be said of the thrown value
 }
 
 func (e *evalError) Error() string {
@@ -62,7 +65,11 @@ func (e *evalError) Error() string {
 	b.WriteString("loader: evaluate ")
 	b.WriteString(e.file)
 	b.WriteString(": ")
-	b.WriteString(exceptionMessage(e.ex))
+	if err := e.ex.Unwrap(); err != nil {
+		b.WriteString(err.Error())
+	} else {
+		b.WriteString(e.msg)
+	}
 	// The innermost JS frame says where the exception was thrown.
 	for _, f := range e.ex.Stack() {
 		if f.SrcName() != "<native>" {
@@ -76,16 +83,28 @@ func (e *evalError) Error() string {
 
 func (e *evalError) Unwrap() error { return e.ex }
 
-// FormatException returns the message of a JS exception and its stack, one
-// frame a line as "at fn (file:line:col)". Positions are those of the
-// original files: every program compiled here carries a source map whose
-// columns are shifted so that goja's lookup lands on the right mapping
-// (see fixSourceMap), which leaves only the file name to clean up.
-func FormatException(ex *goja.Exception) (message string, stack string) {
+// FormatException returns the message of a JS exception, read through in
+// (no script code runs), and its stack (FormatStack).
+func FormatException(ex *goja.Exception, in *jsutil.Intrinsics) (message string, stack string) {
 	if ex == nil {
 		return "", ""
 	}
-	message = exceptionMessage(ex)
+	if err := ex.Unwrap(); err != nil {
+		// A Go error thrown into JS reads better as the Go error itself than
+		// as "GoError: ...".
+		message = err.Error()
+	} else {
+		message = in.Thrown(ex.Value()).String
+	}
+	return message, FormatStack(ex)
+}
+
+// FormatStack returns the stack of a JS exception, one frame a line as
+// "at fn (file:line:col)". Positions are those of the original files: every
+// program compiled here carries a source map whose columns are shifted so
+// that goja's lookup lands on the right mapping (see fixSourceMap), which
+// leaves only the file name to clean up.
+func FormatStack(ex *goja.Exception) string {
 	var b strings.Builder
 	for i, f := range ex.Stack() {
 		if i > 0 {
@@ -106,20 +125,7 @@ func FormatException(ex *goja.Exception) (message string, stack string) {
 		b.WriteString(strconv.Itoa(p.Column))
 		b.WriteByte(')')
 	}
-	return message, b.String()
-}
-
-func exceptionMessage(ex *goja.Exception) string {
-	// A Go error thrown into JS reads better as the Go error itself than
-	// as "GoError: ...".
-	if err := ex.Unwrap(); err != nil {
-		return err.Error()
-	}
-	v := ex.Value()
-	if v == nil {
-		return ""
-	}
-	return v.String()
+	return b.String()
 }
 
 // displayFile undoes the URL escaping goja applies to source-mapped file

@@ -28,6 +28,8 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // Problem is one violation found by Config.CheckSchema.
@@ -148,9 +150,9 @@ func (l *Loader) Main(rt *goja.Runtime) (goja.Callable, error) {
 	}
 	exports, err := s.load(l.entry)
 	if err != nil {
-		return nil, l.mainError(err)
+		return nil, l.mainError(s, err)
 	}
-	fn, err := l.entryFunc(exports)
+	fn, err := l.entryFunc(s, exports)
 	if err != nil {
 		return nil, err
 	}
@@ -160,25 +162,38 @@ func (l *Loader) Main(rt *goja.Runtime) (goja.Callable, error) {
 	return fn, nil
 }
 
-func (l *Loader) mainError(err error) error {
+func (l *Loader) mainError(s *session, err error) error {
 	if le, ok := unwrapLoad(err); ok {
 		return le
 	}
 	if ex, ok := err.(*goja.Exception); ok {
-		return &evalError{file: l.entry.file, ex: ex}
+		return &evalError{file: l.entry.file, ex: ex, msg: s.in.Thrown(ex.Value()).String}
 	}
 	return err
 }
 
 // entryFunc finds the workflow's entry: a function assigned to
 // module.exports, or a default export that is a function.
-func (l *Loader) entryFunc(exports goja.Value) (goja.Callable, error) {
+//
+// The default export is read as a data property, or through its getter
+// (esbuild's exports are getters): nothing here may throw into Go.
+func (l *Loader) entryFunc(s *session, exports goja.Value) (goja.Callable, error) {
 	if fn, ok := goja.AssertFunction(exports); ok {
 		return fn, nil
 	}
 	found := "module.exports is " + describe(exports)
-	if obj, ok := exports.(*goja.Object); ok {
-		def := obj.Get("default")
+	if obj, ok := exports.(*goja.Object); ok && !jsutil.IsProxy(obj) {
+		p, err := s.in.Data(obj, "default")
+		if err != nil {
+			return nil, &LoadError{Code: CodeNoEntry, Module: l.entry.name, File: l.entry.file,
+				Message: "the workflow's exports cannot be read: " + err.Error()}
+		}
+		def := p.Value
+		if get, ok := goja.AssertFunction(p.Getter); ok && p.Accessor {
+			if def, err = get(obj); err != nil {
+				return nil, l.mainError(s, err)
+			}
+		}
 		if fn, ok := goja.AssertFunction(def); ok {
 			return fn, nil
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/runtime/jsutil"
 	"github.com/crw-dev/crw/runtime/loader"
 )
 
@@ -196,7 +197,7 @@ export default async function main(input: { a?: { b?: number } }) {
 	_, err = fn(goja.Undefined())
 	var ex *goja.Exception
 	require.True(t, errors.As(err, &ex))
-	_, stack := loader.FormatException(ex)
+	stack := loader.FormatStack(ex)
 	assert.Contains(t, stack, "wf.mjs:2:30)", "a hashbang line keeps positions")
 }
 
@@ -395,7 +396,7 @@ func TestExceptionStack(t *testing.T) {
 	_, err = fn(goja.Undefined(), rt.ToValue(map[string]any{"n": 1}))
 	var ex *goja.Exception
 	require.True(t, errors.As(err, &ex), "%T", err)
-	msg, stack := loader.FormatException(ex)
+	msg, stack := loader.FormatException(ex, jsutil.Capture(rt))
 	assert.Equal(t, "Error: bad n 1", msg)
 	frames := strings.Split(stack, "\n")
 	require.GreaterOrEqual(t, len(frames), 2, stack)
@@ -405,7 +406,7 @@ func TestExceptionStack(t *testing.T) {
 	_, err = want.RunScript(file, stripped+"main({n: 1})")
 	var wantEx *goja.Exception
 	require.True(t, errors.As(err, &wantEx))
-	_, wantStack := loader.FormatException(wantEx)
+	wantStack := loader.FormatStack(wantEx)
 	wantFrames := strings.Split(wantStack, "\n")
 	assert.Equal(t, "at helper ("+file+":7:11)", frames[0])
 	assert.Equal(t, wantFrames[0], frames[0])
@@ -418,13 +419,13 @@ func TestExceptionStack(t *testing.T) {
 func TestTopLevelException(t *testing.T) {
 	t.Parallel()
 	for _, entry := range []string{"testdata/throw/top.ts", "testdata/throw/nested.js"} {
-		_, _, _, err := load(t, config(entry))
+		_, rt, _, err := load(t, config(entry))
 		require.Error(t, err)
 		var le *loader.LoadError
 		assert.False(t, errors.As(err, &le))
 		var ex *goja.Exception
 		require.True(t, errors.As(err, &ex), "%T %v", err, err)
-		msg, stack := loader.FormatException(ex)
+		msg, stack := loader.FormatException(ex, jsutil.Capture(rt))
 		assert.Equal(t, "TypeError: not ready", msg)
 		assert.Contains(t, stack, real(t, "testdata/throw/top.ts")+":5:9)")
 		assert.Contains(t, err.Error(), "TypeError: not ready")
@@ -432,7 +433,7 @@ func TestTopLevelException(t *testing.T) {
 	_, _, _, err := load(t, config("testdata/throw/nested.js"))
 	var ex *goja.Exception
 	require.True(t, errors.As(err, &ex))
-	_, stack := loader.FormatException(ex)
+	stack := loader.FormatStack(ex)
 	assert.Contains(t, stack, real(t, "testdata/throw/nested.js")+":1:")
 }
 

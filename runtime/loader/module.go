@@ -9,6 +9,8 @@ import (
 	"github.com/crw-dev/crw/userfile"
 
 	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // session is one module graph: the module instances of one runtime.
@@ -18,9 +20,11 @@ type session struct {
 	mods map[string]*goja.Object // target key -> module object
 
 	// Taken before any module runs, so a script that replaces the JSON
-	// globals cannot change what the schema check sees.
+	// globals cannot change what the schema check sees, and thrown values
+	// are read without running script code.
 	stringify goja.Callable
 	parse     goja.Callable
+	in        *jsutil.Intrinsics
 }
 
 func newSession(l *Loader, rt *goja.Runtime) *session {
@@ -28,6 +32,7 @@ func newSession(l *Loader, rt *goja.Runtime) *session {
 	json := rt.Get("JSON").ToObject(rt)
 	s.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	s.parse, _ = goja.AssertFunction(json.Get("parse"))
+	s.in = jsutil.Capture(rt)
 	return s
 }
 

@@ -64,7 +64,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	}
 	if len(problems) == 0 {
 		// A checked schema stays what was checked: no script can loosen it afterwards.
-		freeze := jsutil.DeepFreezer(s.rt)
+		freeze := s.in.DeepFreeze
 		for _, v := range checked {
 			freeze(v)
 		}
@@ -100,7 +100,7 @@ func (s *session) toJSON(v goja.Value) (doc []byte, why string) {
 	if err != nil {
 		msg := err.Error()
 		if ex, ok := err.(*goja.Exception); ok {
-			msg, _ = FormatException(ex)
+			msg, _ = FormatException(ex, s.in)
 		}
 		return nil, "cannot be converted to JSON: " + msg
 	}

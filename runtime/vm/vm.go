@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
@@ -53,6 +55,9 @@ type Config struct {
 	Input    json.RawMessage // the run's input (null when absent)
 	Seed     uint64          // seeds Math.random
 	Host     Host
+	Limits   Limits // zero fields take their defaults
+	// Context, when it ends, interrupts the loading of the modules (a signal, a cancel).
+	Context context.Context
 }
 
 // ReasonNondeterministic is the reason of an error thrown for something a replay could not
@@ -73,9 +78,14 @@ func (e *ScriptError) Error() string { return e.Message }
 type VM struct {
 	cfg    Config
 	rt     *goja.Runtime
+	in     *jsutil.Intrinsics // taken before the script runs: what crw reads script values with
 	loop   *eventloop.Loop
 	loader *loader.Loader
 	main   goja.Callable
+
+	limits     Limits
+	rangeError goja.Value  // the RangeError constructor, taken before the script runs
+	stopping   atomic.Bool // an interrupt is on its way: native guards stop what they run
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
@@ -89,8 +99,11 @@ func New(cfg Config) (*VM, error) {
 	if len(cfg.Input) > 0 && !json.Valid(cfg.Input) {
 		return nil, errors.New("vm: the run's input is not valid JSON")
 	}
-	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New()}
+	v := &VM{cfg: cfg, rt: goja.New(), loop: eventloop.New(), limits: cfg.Limits.WithDefaults()}
 	rt := v.rt
+	v.in = jsutil.Capture(rt)
+	rt.SetMaxCallStackSize(v.limits.StackDepth)
+	v.installGuards()
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
@@ -102,7 +115,7 @@ func New(cfg Config) (*VM, error) {
 	if waker, ok := cfg.Host.(Waker); ok {
 		waker.SetWake(v.loop.Wake)
 	}
-	_ = rt.Set("console", crw.Console(rt, cfg.Host))
+	_ = rt.Set("console", crw.Console(rt, v.in, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {
 		name := name
 		_ = rt.Set(name, jsutil.Func(rt, name, func(goja.FunctionCall) goja.Value {
@@ -115,8 +128,8 @@ func New(cfg Config) (*VM, error) {
 		LibDirs: cfg.LibDirs,
 		Builtin: cfg.Builtin,
 		Native: map[string]require.ModuleLoader{
-			"crw:agent": agent.Loader(v.loop, cfg.Host),
-			"crw":       crw.Loader(cfg.Input, cfg.Host),
+			"crw:agent": agent.Loader(v.loop, v.in, cfg.Host),
+			"crw":       crw.Loader(cfg.Input, v.in, cfg.Host),
 		},
 		CheckSchema: cfg.Host.CheckSchema,
 	})
@@ -124,8 +137,26 @@ func New(cfg Config) (*VM, error) {
 		return nil, err
 	}
 	v.loader = l
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g := v.guard(ctx, v.limits.LoadTime, &LimitError{Reason: ReasonLoadTime, Message: fmt.Sprintf(
+		"the workflow's modules did not finish loading within %s (--max-load-time)", v.limits.LoadTime)})
 	main, err := l.Main(rt)
+	g.release()
+	if le := g.limit(); le != nil {
+		return nil, le
+	}
+	// A limit that fired as loading ended leaves an interrupt pending that would stop Run's
+	// first instruction: the modules loaded, so it is void. Run looks at its own context first.
+	rt.ClearInterrupt()
+	v.stopping.Store(false)
 	if err != nil {
+		var so *goja.StackOverflowError
+		if errors.As(err, &so) {
+			return nil, v.stackLimit()
+		}
 		return nil, err
 	}
 	v.main = main
@@ -142,18 +173,17 @@ func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
 // settles and every call it issued was delivered. It returns the workflow's result as JSON
 // (null for undefined), or a *ScriptError.
 func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
-	rt := v.rt
-	// AfterFunc interrupts from its own goroutine: without this check a run whose ctx is already
+	// The guard interrupts from its own goroutine interrupts from its own goroutine: without this check a run whose ctx is already
 	// done could start, and even finish, before the interrupt lands.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { rt.Interrupt(ctx.Err()) })
-	defer stop()
+	g := v.guard(ctx, 0, nil)
+	defer g.release()
 
 	var result goja.Value
-	err := v.loop.Start(ctx, func() error {
-		in, err := jsutil.FromJSON(rt, v.cfg.Input)
+	err := v.loop.Start(g.ctx, func() error {
+		in, err := v.in.Parse(v.cfg.Input)
 		if err != nil {
 			return err
 		}
@@ -162,7 +192,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 			return err
 		}
 		result = out
-		if p, ok := out.Export().(*goja.Promise); ok {
+		if p, ok := asPromise(out); ok {
 			v.mu.Lock()
 			v.result = p
 			v.mu.Unlock()
@@ -172,10 +202,13 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	if err == nil {
 		err = v.checkUnhandled()
 	}
+	if le := g.limit(); le != nil {
+		return nil, le.scriptError()
+	}
 	if err != nil {
 		return nil, v.scriptError(err)
 	}
-	if p, ok := result.Export().(*goja.Promise); ok {
+	if p, ok := asPromise(result); ok {
 		switch p.State() {
 		case goja.PromiseStateFulfilled:
 			result = p.Result()
@@ -188,14 +221,35 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	if result == nil || goja.IsUndefined(result) {
 		return json.RawMessage("null"), nil
 	}
-	out, err := jsutil.ToJSON(rt, result)
+	// The script's getters and toJSON run here, under the same interrupts as the script.
+	out, err := v.in.JSON(result, jsutil.CallsScript, 0)
+	if le := g.limit(); le != nil {
+		return nil, le.scriptError()
+	}
 	if err != nil {
+		var je *jsutil.JSONError
+		if errors.As(err, &je) {
+			return nil, &ScriptError{Message: "TypeError: the workflow's result is not JSON: " + je.Error()}
+		}
 		return nil, v.scriptError(err)
 	}
 	if out == nil {
 		return json.RawMessage("null"), nil
 	}
 	return out, nil
+}
+
+var promiseType = reflect.TypeOf((*goja.Promise)(nil))
+
+// asPromise tells a Promise from any other value without Export, which would run the getters
+// of whatever the script returned.
+func asPromise(v goja.Value) (*goja.Promise, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok || jsutil.IsProxy(o) || o.ExportType() != promiseType {
+		return nil, false
+	}
+	p, ok := o.Export().(*goja.Promise)
+	return p, ok
 }
 
 // Pending reports calls issued but not delivered: after Run fails, the engine waits for them.
@@ -249,9 +303,13 @@ func (v *VM) scriptError(err error) error {
 	if errors.As(err, &ex) {
 		out := v.thrown(ex.Value())
 		if out.Stack == "" {
-			_, out.Stack = loader.FormatException(ex)
+			out.Stack = loader.FormatStack(ex)
 		}
 		return out
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return v.stackLimit().scriptError()
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
@@ -262,35 +320,18 @@ func (v *VM) scriptError(err error) error {
 	return err
 }
 
-// thrown describes a thrown JS value: an Error's message, code and stack, or the value itself.
+// stackLimit is a call stack deeper than the limit. goja unwinds the whole script for it: a
+// script cannot catch it.
+func (v *VM) stackLimit() *LimitError {
+	return &LimitError{Reason: ReasonStackDepth, Message: fmt.Sprintf(
+		"RangeError: Maximum call stack size exceeded: the workflow's call stack passed its limit of %d calls (--max-stack-depth)", v.limits.StackDepth)}
+}
+
+// thrown describes a thrown JS value without running any of its code: an Error's message, code
+// and stack, or the value itself.
 func (v *VM) thrown(val goja.Value) *ScriptError {
-	se := &ScriptError{}
-	if obj, ok := val.(*goja.Object); ok {
-		if m := obj.Get("message"); m != nil && !goja.IsUndefined(m) {
-			se.Message = m.String()
-			if n := obj.Get("name"); n != nil && !goja.IsUndefined(n) && n.String() != "Error" {
-				se.Message = n.String() + ": " + se.Message
-			}
-			if c := obj.Get("code"); c != nil && !goja.IsUndefined(c) {
-				se.Code = c.String()
-			}
-			if r := obj.Get("reason"); r != nil && !goja.IsUndefined(r) {
-				se.Reason = r.String()
-			}
-			if s := obj.Get("stack"); s != nil && !goja.IsUndefined(s) {
-				se.Stack = cleanStack(s.String())
-			}
-			return se
-		}
-	}
-	if val == nil {
-		se.Message = "undefined"
-	} else if b, err := jsutil.ToJSON(v.rt, val); err == nil && b != nil {
-		se.Message = fmt.Sprintf("threw %s", b)
-	} else {
-		se.Message = val.String()
-	}
-	return se
+	t := v.in.Thrown(val)
+	return &ScriptError{Message: t.Message, Code: t.Code, Reason: t.Reason, Stack: cleanStack(t.Stack)}
 }
 
 // stackFrame matches a frame of goja's stack property: "at fn (file:line:col(pc))".

@@ -5,6 +5,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,6 +52,7 @@ type Settle func(result json.RawMessage, onLoop func())
 
 type agentModule struct {
 	rt          *goja.Runtime
+	in          *jsutil.Intrinsics
 	loop        *eventloop.Loop
 	caller      Caller
 	freeze      func(goja.Value) goja.Value
@@ -60,12 +62,14 @@ type agentModule struct {
 	// exports of crw:lib/schemas modules are frozen once checked, and a workflow passes the
 	// same few to thousands of calls.
 	schemas map[*goja.Object]json.RawMessage
+	present []string // the own enumerable keys of the options being read (loop goroutine only)
 }
 
-// Loader returns the module loader for `crw:agent` bound to one runtime and its loop.
-func Loader(loop *eventloop.Loop, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
+// Loader returns the module loader for `crw:agent` bound to one runtime and its loop; in are
+// the runtime's intrinsics, taken before the script ran, that options are read with.
+func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, loop: loop, caller: caller, freeze: jsutil.DeepFreezer(rt), parseResult: jsutil.FrozenParser(rt, "meta"), deepFrozen: jsutil.DeepFrozenChecker(rt), schemas: map[*goja.Object]json.RawMessage{}}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), deepFrozen: in.DeepFrozenChecker(), schemas: map[*goja.Object]json.RawMessage{}}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -120,14 +124,19 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options are required: {role, prompt, ...}")
 	}
 	obj, ok := arg.(*goja.Object)
+	if ok && jsutil.IsProxy(obj) {
+		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be a plain object, got a Proxy")
+	}
 	if !ok || obj.ClassName() != "Object" {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", jsutil.TypeName(arg))
 	}
 	var unknown []string
+	m.present = m.present[:0]
 	for _, k := range obj.Keys() {
 		if !allowed[k] {
 			unknown = append(unknown, k)
 		}
+		m.present = append(m.present, k)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -152,8 +161,11 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: effort %q is not one of %s", req.Effort, strings.Join(Efforts, ", "))
 	}
 	req.Resume = m.str(obj, "resume", false)
-	if v := obj.Get("schema"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
+	if v := m.option(obj, "schema"); v != nil && !goja.IsUndefined(v) && !goja.IsNull(v) {
 		so, ok := v.(*goja.Object)
+		if ok && jsutil.IsProxy(so) {
+			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got a Proxy")
+		}
 		if !ok || so.ClassName() != "Object" {
 			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: schema must be a JSON Schema object, got %s", jsutil.TypeName(v))
 		}
@@ -162,14 +174,18 @@ func (m *agentModule) parse(arg goja.Value) Request {
 	return req
 }
 
-// schemaJSON serializes a schema object, once for an object that is deeply frozen.
+// MaxSchemaBytes bounds a schema's JSON.
+const MaxSchemaBytes = 4 << 20
+
+// schemaJSON serializes a schema object, once for an object that is deeply frozen. crw's own
+// walk reads it: the script's JSON.stringify, Object.keys, toJSON and getters play no part.
 func (m *agentModule) schemaJSON(so *goja.Object) json.RawMessage {
 	if raw, ok := m.schemas[so]; ok {
 		return raw
 	}
-	raw, err := jsutil.ToJSON(m.rt, so)
+	raw, err := m.in.JSON(so, jsutil.DataOnly, MaxSchemaBytes)
 	if err != nil {
-		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %v", err)
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %s", strings.Replace(err.Error(), "$", "schema", 1))
 	}
 	if m.deepFrozen(so) {
 		m.schemas[so] = raw
@@ -177,19 +193,38 @@ func (m *agentModule) schemaJSON(so *goja.Object) json.RawMessage {
 	return raw
 }
 
+// option reads an option as an own data property: what Object.prototype holds is no option,
+// and a getter is refused rather than run (it could change between two reads).
+//
+// Options are own enumerable properties: a name Keys did not list is absent, which spares
+// reading a descriptor for each option a call leaves out.
+func (m *agentModule) option(obj *goja.Object, name string) goja.Value {
+	if !slices.Contains(m.present, name) {
+		return nil
+	}
+	p, err := m.in.Own(obj, name)
+	if err != nil {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q cannot be read: %v", name, err)
+	}
+	if p.Accessor {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q is a getter: give the value itself", name)
+	}
+	return p.Value
+}
+
 func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
-	v := obj.Get(name)
+	v := m.option(obj, name)
 	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
 		if required {
 			jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q is required", name)
 		}
 		return ""
 	}
-	s, ok := v.Export().(string)
-	if !ok {
+	str, ok := v.(goja.String) // a primitive string: Export of an object would run its getters
+	if _, sym := v.(*goja.Symbol); sym || !ok {
 		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, jsutil.TypeName(v))
 	}
-	return s
+	return str.String()
 }
 
 func contains(list []string, s string) bool {

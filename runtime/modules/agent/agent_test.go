@@ -53,6 +53,17 @@ func TestCallValidation(t *testing.T) {
 		{"unknown role", `{ role: "oracle", prompt: "p" }`, `role "oracle" is not one of architect, executor, executor-t1, reviewer, explorer, critic`},
 		{"bad effort", `{ role: "architect", prompt: "p", effort: "extreme" }`, `effort "extreme" is not one of none, minimal, low, medium, high, xhigh`},
 		{"number effort", `{ role: "architect", prompt: "p", effort: 3 }`, `option "effort" must be a string, got number`},
+		{"symbol prompt", `{ role: "architect", prompt: Symbol("p") }`, `option "prompt" must be a string, got symbol`},
+		{"object prompt with getters", `{ role: "architect", prompt: { get text() { throw 1; } } }`, `option "prompt" must be a string, got object`},
+		{"getter option", `{ role: "architect", get prompt() { return "p"; } }`, `option "prompt" is a getter`},
+		{"throwing getter", `{ role: "architect", prompt: "p", get schema() { throw 1; } }`, `option "schema" is a getter`},
+		{"call from own getter", `{ role: "architect", get prompt() { return agent.call({ role: "critic", prompt: "inner" }); } }`, `option "prompt" is a getter`},
+		{"proxy options", `new Proxy({ role: "architect", prompt: "p" }, { get() { throw 1; }, ownKeys() { throw 2; } })`, "options must be a plain object, got a Proxy"},
+		{"revoked proxy options", `(() => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; })()`, "got a Proxy"},
+		{"proxy schema", `{ role: "architect", prompt: "p", schema: new Proxy({ type: "string" }, {}) }`, "got a Proxy"},
+		{"schema getter", `{ role: "architect", prompt: "p", schema: { get type() { return "string"; } } }`, "schema.type: a getter"},
+		{"deep schema", `(() => { let s = {}; for (let i = 0; i < 100000; i++) s = { s }; return { role: "architect", prompt: "p", schema: s }; })()`, "nested deeper than 512"},
+		{"bigint in schema", `{ role: "architect", prompt: "p", schema: { maxLength: 1n } }`, "schema.maxLength: a BigInt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +142,30 @@ export default async function main() {
 	}, withSitePrefix(reqs[0]))
 	assert.Equal(t, agent.Request{Role: "explorer", Prompt: "Look around", Node: "explorer", Site: r.Path + ":12:"}, withSitePrefix(reqs[1]))
 	assert.Equal(t, agent.Request{Role: "critic", Prompt: "null options are absent", Node: "critic", Site: r.Path + ":13:"}, withSitePrefix(reqs[2]))
+}
+
+// TestOptionsIgnoreTamperedGlobals: options are own data properties read by crw, and the schema
+// is serialized by crw's own walk: what the script did to Object.prototype, JSON, Object.keys or
+// Array.prototype changes no request.
+func TestOptionsIgnoreTamperedGlobals(t *testing.T) {
+	t.Parallel()
+	script := runtimetest.Main(`
+	Object.prototype.schema = { type: "string" };
+	Object.prototype.node = "polluted";
+	Object.prototype.toJSON = function () { return "pwned"; };
+	JSON.stringify = () => '{"type":"null"}';
+	Object.keys = () => [];
+	Array.prototype.map = Array.prototype.join = Array.prototype.forEach = () => { throw new Error("tampered"); };
+	Object.defineProperty(Array.prototype, "0", { get() { return "tampered"; }, configurable: true });
+	await agent.call({ role: "explorer", prompt: "text answer" });
+	await agent.call({ role: "explorer", prompt: "with schema", schema: { type: "object", properties: { a: { type: "array", items: { enum: ["x", "y"] } } }, required: ["a"], additionalProperties: false } });
+	return 1;`)
+	_, r := run(t, script)
+	reqs := r.Host.Requests()
+	require.Len(t, reqs, 2)
+	assert.Nil(t, reqs[0].Schema, "Object.prototype.schema made a schema")
+	assert.Equal(t, "explorer", reqs[0].Node)
+	assert.JSONEq(t, `{"type":"object","properties":{"a":{"type":"array","items":{"enum":["x","y"]}}},"required":["a"],"additionalProperties":false}`, string(reqs[1].Schema))
 }
 
 // withSitePrefix cuts the column off a request's Site, keeping "file:line:".

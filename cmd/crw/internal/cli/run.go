@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/crw-dev/crw/userfile"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -27,6 +29,16 @@ type RunOptions struct {
 	Pool         int
 	BudgetTokens int64
 	LibDirs      []string
+	Limits       LimitFlags
+}
+
+// LimitFlags bound what a run's workflow may take of the host; run.json records them, so every
+// process of the run applies them.
+type LimitFlags struct {
+	StackDepth int
+	HeapMiB    int64
+	LoadTime   time.Duration
+	Deadline   time.Duration
 }
 
 func newCmdRun(g *globals, streams IO) *cobra.Command {
@@ -66,6 +78,10 @@ func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions) (backendOpts 
 	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
 	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	f.IntVar(&opts.Limits.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
+	f.Int64Var(&opts.Limits.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
+	f.DurationVar(&opts.Limits.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
+	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
 	return func() map[string]string {
 		set := map[string]string{}
 		for name, v := range values {
@@ -114,6 +130,10 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	if opts.BudgetTokens < 0 {
 		return eo, errs.New(errs.InvalidRequest, "--budget-tokens: must not be negative")
 	}
+	l := opts.Limits
+	if l.StackDepth < 1 || l.HeapMiB < 1 || l.HeapMiB > 1<<30 || l.LoadTime <= 0 || l.Deadline < 0 {
+		return eo, errs.New(errs.InvalidRequest, "--max-stack-depth, --max-heap and --max-load-time must be positive, --deadline not negative")
+	}
 	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
 		return eo, errs.New(errs.InvalidRequest, "workflow %s: not a readable file", opts.Workflow)
 	}
@@ -139,6 +159,7 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	return engine.CreateOptions{
 		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
+		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds()},
 	}, nil
 }
 

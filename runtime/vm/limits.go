@@ -1,0 +1,155 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/errs"
+)
+
+// Limits bound what a workflow may take of the host. A zero field takes its default.
+type Limits struct {
+	// StackDepth is the deepest JS call stack: past it the script fails with a RangeError.
+	StackDepth int
+	// HeapBytes bounds the Go heap while the script runs (see heapWatch for what it counts).
+	HeapBytes int64
+	// LoadTime bounds the evaluation of the workflow's modules.
+	LoadTime time.Duration
+}
+
+// The defaults protect the host: a runaway recursion, a growing structure or a module that
+// never finishes loading ends the run instead of the machine.
+const (
+	DefaultStackDepth = 10_000
+	DefaultHeapBytes  = 2 << 30
+	DefaultLoadTime   = 30 * time.Second
+)
+
+// WithDefaults fills the zero fields.
+func (l Limits) WithDefaults() Limits {
+	if l.StackDepth <= 0 {
+		l.StackDepth = DefaultStackDepth
+	}
+	if l.HeapBytes <= 0 {
+		l.HeapBytes = DefaultHeapBytes
+	}
+	if l.LoadTime <= 0 {
+		l.LoadTime = DefaultLoadTime
+	}
+	return l
+}
+
+// The reasons of a LimitError, and of the run's error it becomes.
+const (
+	ReasonStackDepth = "stack_depth"
+	ReasonHeapLimit  = "heap_limit"
+	ReasonLoadTime   = "load_time"
+)
+
+// LimitError is a workflow stopped by one of its Limits. A run that meets one ends failed with
+// code budget_exhausted and the limit's reason.
+type LimitError struct {
+	Reason  string
+	Message string
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
+// Code implements errs.Coded.
+func (e *LimitError) Code() errs.Code { return errs.BudgetExhausted }
+
+// scriptError is how a run records it.
+func (e *LimitError) scriptError() *ScriptError {
+	return &ScriptError{Message: e.Message, Code: string(errs.BudgetExhausted), Reason: e.Reason}
+}
+
+// HeapSamplePeriod is how often the heap watch samples the Go heap.
+const HeapSamplePeriod = 50 * time.Millisecond
+
+// heapWatch calls stop once the Go heap holds more than limit bytes of live objects, until
+// the returned function is called. It samples the bytes of heap objects (runtime/metrics, cheap)
+// every HeapSamplePeriod; past the limit it collects garbage once and stops the script only if
+// the live heap is still over. It counts the whole process's Go heap: crw's own few MiB too.
+func heapWatch(limit int64, stop func(error)) (done func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(HeapSamplePeriod)
+		defer t.Stop()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if int64(sample[0].Value.Uint64()) <= limit {
+				continue
+			}
+			runtime.GC()
+			metrics.Read(sample)
+			if used := int64(sample[0].Value.Uint64()); used > limit {
+				stop(&LimitError{Reason: ReasonHeapLimit, Message: fmt.Sprintf(
+					"the workflow's heap passed its limit of %d MiB (%d MiB in use): raise --max-heap or keep less", limit>>20, used>>20)})
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// guard interrupts the VM for a limit or when ctx ends, while the script runs: Run's loop and
+// New's module evaluation. The cause it interrupts with is what cause returns.
+type guard struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   []func()
+}
+
+func (v *VM) guard(parent context.Context, timeout time.Duration, timeoutErr error) *guard {
+	ctx, cancel := context.WithCancelCause(parent)
+	g := &guard{ctx: ctx, cancel: cancel}
+	rt := v.rt
+	stop := context.AfterFunc(ctx, func() {
+		v.stopping.Store(true)
+		rt.Interrupt(g.cause())
+	})
+	g.done = append(g.done, func() { stop() })
+	g.done = append(g.done, heapWatch(v.limits.HeapBytes, cancel))
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { cancel(timeoutErr) })
+		g.done = append(g.done, func() { t.Stop() })
+	}
+	return g
+}
+
+// cause is why the script was interrupted: a LimitError, or the parent context's error.
+func (g *guard) cause() error {
+	if le, ok := context.Cause(g.ctx).(*LimitError); ok {
+		return le
+	}
+	return g.ctx.Err()
+}
+
+// limit is the LimitError that stopped the script, if one did.
+func (g *guard) limit() *LimitError {
+	le, _ := context.Cause(g.ctx).(*LimitError)
+	return le
+}
+
+func (g *guard) release() {
+	for _, f := range g.done {
+		f()
+	}
+	g.cancel(nil)
+}
