@@ -257,9 +257,15 @@ func sameFile(path string, was os.FileInfo) bool {
 // whether the run is held takes a shared lock for an instant, so a lock found taken is tried
 // again for a short while before it counts as held by a holder.
 func flockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// O_NOFOLLOW: a run.lock replaced by a symlink must not make crw create a file elsewhere;
+	// O_NONBLOCK: nor may a FIFO in its place hang the open.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	for try := 0; ; try++ {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -307,7 +313,7 @@ func ProcessLocks(root, run string) []string {
 
 // lockedByOther reports whether a lock file is flock'd by an open file other than a new one.
 func lockedByOther(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}

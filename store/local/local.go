@@ -30,10 +30,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/userfile"
 )
 
 // Files of a run's folder.
@@ -294,7 +296,8 @@ func (l fileLog) Append(line []byte) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// O_NOFOLLOW: a log replaced by a symlink must not make crw append to another file.
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -470,13 +473,18 @@ func writeFile(path string, data []byte, durable bool) error {
 
 // readJSON reads a JSON file: a file that is missing is run_unavailable wrapping
 // store.ErrNotFound, one that does not parse incompatible_schema.
+// maxRunFile bounds run.json, state.json and the other small files of a run folder.
+const maxRunFile = 16 << 20
+
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	// Bounded and regular files only: a run folder edited by hand (state.json replaced by
+	// /dev/zero, a FIFO or a huge file) must not hang or exhaust a reader.
+	data, err := userfile.Read(path, maxRunFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return errs.New(errs.RunUnavailable, "%s does not exist", path).Wrap(store.ErrNotFound)
 	}
 	if err != nil {
-		return errs.New(errs.RunUnavailable, "cannot read %s", path).Wrap(err)
+		return errs.New(errs.RunUnavailable, "cannot read %s: %v", path, err).Wrap(err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return errs.New(errs.IncompatibleSchema, "%s: %v", path, err)
