@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -113,6 +114,9 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 					return err
 				}
 				return w.Flush()
+			}
+			if err := outsideState(g, output); err != nil {
+				return err
 			}
 			f, err := os.Create(output)
 			if err != nil {
@@ -251,4 +255,32 @@ func countsLine(c store.Counts) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// outsideState refuses an output file inside the state folder: its files are the runs'
+// journals and specs, and truncating one (trace -o journal.db) would destroy a run.
+func outsideState(g *globals, output string) error {
+	root, err := g.stateDir()
+	if err != nil {
+		return err
+	}
+	resolve := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return real
+		}
+		// A file not made yet: resolve its folder.
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			return filepath.Join(dir, filepath.Base(abs))
+		}
+		return abs
+	}
+	out, state := resolve(output), resolve(root)
+	if rel, err := filepath.Rel(state, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return errs.New(errs.InvalidRequest, "--output %s: inside the state folder %s, whose files only crw writes; write the trace elsewhere", output, root)
+	}
+	return nil
 }
