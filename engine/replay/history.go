@@ -139,6 +139,12 @@ func Read(rows []journal.Row) (*History, error) {
 		}
 		c := h.ByID[row.Call]
 		if row.Type == journal.TypePrepared {
+			// Issue indexes count the calls from 1, so none exceeds the rows; a larger one (a
+			// trace written to hurt) would make the replayer walk up to it.
+			if row.Index < 1 || row.Index > len(rows) {
+				return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
+					row.Seq, row.Call, row.Index, len(rows))
+			}
 			// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 			fresh := &Call{Prepared: row, Attempt: 1}
 			if c != nil {

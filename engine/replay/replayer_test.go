@@ -333,3 +333,16 @@ func TestSecondTerminalRowOfAGeneration(t *testing.T) {
 	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Finished)
 	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Order)
 }
+
+// TestIssueIndexesAreBoundedByTheRows: a prepared row whose issue index is 0, negative or
+// beyond the journal's rows (a trace written to hurt: the replayer would walk up to it) is
+// refused as a damaged journal, naming the row.
+func TestIssueIndexesAreBoundedByTheRows(t *testing.T) {
+	for _, index := range []int{0, -1, 4, 1_000_000_000_000_000_000} {
+		_, err := replay.Read(rows(prepared("c1", 1, "a", "p"), completed("c1"), prepared("c2", index, "b", "q")))
+		require.Error(t, err, "index %d", index)
+		assert.Contains(t, err.Error(), fmt.Sprintf("row 4 (prepared) of call c2 has the issue index %d, outside 1..4", index))
+	}
+	_, err := replay.Read(rows(prepared("c1", 1, "a", "p"), completed("c1"), prepared("c2", 2, "b", "q")))
+	require.NoError(t, err)
+}
