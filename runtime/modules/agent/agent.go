@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -156,6 +157,11 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		req.Node = req.Role
 	}
 	req.Model = m.str(obj, "model", false)
+	for _, f := range []struct{ name, val string }{{"node", req.Node}, {"model", req.Model}} {
+		if err := labelProblem(f.val); err != "" {
+			jsutil.Throw(rt, CodeInvalidRequest, "agent.call: %s %s", f.name, err)
+		}
+	}
 	req.Effort = m.str(obj, "effort", false)
 	if req.Effort != "" && !contains(Efforts, req.Effort) {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: effort %q is not one of %s", req.Effort, strings.Join(Efforts, ", "))
@@ -244,6 +250,24 @@ func callSite(rt *goja.Runtime) string {
 			continue
 		}
 		return fmt.Sprintf("%s:%d:%d", jsutil.FileName(p.Filename), p.Line, p.Column)
+	}
+	return ""
+}
+
+// maxLabel bounds a node or model name: they are labels, shown on one line of progress,
+// show and trace.
+const maxLabel = 256
+
+// labelProblem says what is wrong with a node or model name, or "": too long, or holding a
+// control character or a bidirectional override, which would reach a terminal as written.
+func labelProblem(s string) string {
+	if len(s) > maxLabel {
+		return fmt.Sprintf("is %d bytes long; the limit is %d", len(s), maxLabel)
+	}
+	for i, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == utf8.RuneError {
+			return fmt.Sprintf("holds the character %U at byte %d: names may not hold control or bidirectional characters", r, i)
+		}
 	}
 	return ""
 }

@@ -64,6 +64,10 @@ func TestCallValidation(t *testing.T) {
 		{"schema getter", `{ role: "architect", prompt: "p", schema: { get type() { return "string"; } } }`, "schema.type: a getter"},
 		{"deep schema", `(() => { let s = {}; for (let i = 0; i < 100000; i++) s = { s }; return { role: "architect", prompt: "p", schema: s }; })()`, "nested deeper than 512"},
 		{"bigint in schema", `{ role: "architect", prompt: "p", schema: { maxLength: 1n } }`, "schema.maxLength: a BigInt"},
+		{"escape in node", `{ role: "architect", prompt: "p", node: "a\x1b[2Jb" }`, "node holds the character U+001B at byte 1"},
+		{"newline in node", `{ role: "architect", prompt: "p", node: "a\nb" }`, "node holds the character U+000A at byte 1"},
+		{"bidi override in model", `{ role: "architect", prompt: "p", model: "gpt\u202e" }`, "model holds the character U+202E at byte 3"},
+		{"long node", `{ role: "architect", prompt: "p", node: "n".repeat(257) }`, "node is 257 bytes long; the limit is 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
