@@ -7,9 +7,14 @@ import (
 	"unicode/utf8"
 )
 
+// maxInputDepth bounds how deeply a run's input nests: run.json and the started row must
+// encode it, and the script's JSON.parse read it.
+const maxInputDepth = 512
+
 // checkInput refuses a run's input (valid JSON) that a JSON decoder would change without a
 // word: invalid UTF-8, or a \u escape of a lone UTF-16 surrogate. Both become U+FFFD, so the
-// script would get another input than the one given.
+// script would get another input than the one given. It also refuses an input nested deeper
+// than maxInputDepth.
 func checkInput(data []byte) error {
 	if !utf8.Valid(data) {
 		i := 0
@@ -23,8 +28,15 @@ func checkInput(data []byte) error {
 		return fmt.Errorf("invalid UTF-8 at byte %d", i)
 	}
 	inString := false
+	depth := 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
+		case !inString && (c == '[' || c == '{'):
+			if depth++; depth > maxInputDepth {
+				return fmt.Errorf("nested deeper than %d levels at byte %d", maxInputDepth, i)
+			}
+		case !inString && (c == ']' || c == '}'):
+			depth--
 		case !inString:
 			inString = c == '"'
 		case c == '"':

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +25,11 @@ func TestCheckInput(t *testing.T) {
 		{in: `"\ud800\ud800"`, wantErr: `a lone UTF-16 surrogate \ud800 at byte 1 (it would read as U+FFFD)`},
 		{in: `{"\uDBFF":1}`, wantErr: `a lone UTF-16 surrogate \uDBFF at byte 2 (it would read as U+FFFD)`},
 		{in: `"ab` + "\xff" + `"`, wantErr: `invalid UTF-8 at byte 3`},
+		{in: strings.Repeat("[", 512) + strings.Repeat("]", 512)},
+		{in: `["` + strings.Repeat("[", 600) + `"]`},
+		{in: strings.Repeat(`{"a":`, 512) + "1" + strings.Repeat("}", 512)},
+		{in: strings.Repeat("[", 513) + strings.Repeat("]", 513), wantErr: `nested deeper than 512 levels at byte 512`},
+		{in: `{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, wantErr: `nested deeper than 512 levels at byte 516`},
 	}
 	for _, tt := range tests {
 		err := checkInput([]byte(tt.in))
