@@ -110,12 +110,21 @@ type inbound struct {
 	Error  *RPCError       `json:"error"`
 }
 
+// maxMessage bounds one JSON-RPC message from the host: a longer line ends the connection
+// rather than the process's memory.
+const maxMessage = 64 << 20
+
+// maxTurnPages bounds how many pages of a thread's turns are read: 50 turns a page, far
+// beyond any thread crw makes, and a host that keeps giving a next cursor cannot make a
+// resume read for ever.
+const maxTurnPages = 10_000
+
 func (c *Client) read(r io.Reader) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	var err error
 	for {
 		var line []byte
-		if line, err = br.ReadBytes('\n'); len(line) > 1 {
+		if line, err = readLine(br, maxMessage); len(line) > 1 {
 			var m inbound
 			if json.Unmarshal(line, &m) == nil {
 				c.dispatch(&m)
@@ -485,7 +494,10 @@ func (c *Client) Unsubscribe(ctx context.Context, threadID string) error {
 func (c *Client) Turns(ctx context.Context, threadID string, stop func(*Turn) bool) ([]Turn, error) {
 	var all []Turn
 	cursor := ""
-	for {
+	for page := 0; ; page++ {
+		if page == maxTurnPages {
+			return nil, fmt.Errorf("appserver: thread %s: the host gave more than %d pages of turns", threadID, maxTurnPages)
+		}
 		params := map[string]any{"threadId": threadID, "itemsView": "full", "limit": 50}
 		if cursor != "" {
 			params["cursor"] = cursor
@@ -520,5 +532,21 @@ func (c *Client) Turns(ctx context.Context, threadID string, stop func(*Turn) bo
 			return all, nil
 		}
 		cursor = r.NextCursor
+	}
+}
+
+// readLine reads one line of at most limit bytes, its newline included. A longer line is an
+// error: the bytes read so far are dropped and nothing more is read.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > limit {
+			return nil, fmt.Errorf("a message longer than %d bytes", limit)
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
 	}
 }

@@ -4,21 +4,33 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
+
+	"github.com/crw-dev/crw/userfile"
 )
 
 // rolloutTokens reads a turn's usage from the thread's rollout file, where Codex records it
 // after every model call; the protocol gives it only live. Zero when the file has none.
 func rolloutTokens(path, turnID string) TokenUsage {
 	var u TokenUsage
-	f, err := os.Open(path)
+	// The path is the host's word: only a regular file is read, and a line longer than a usage
+	// record can be is passed over, so /dev/zero or a huge line cannot exhaust memory.
+	f, err := userfile.Open(path)
 	if err != nil {
 		return u
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	r := bufio.NewReaderSize(f, 1<<16)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil {
+				return u
+			}
+			continue
+		}
 		if bytes.Contains(line, []byte(`"token_usage_record"`)) && bytes.Contains(line, []byte(turnID)) {
 			var rec struct {
 				Type    string `json:"type"`
