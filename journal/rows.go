@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -87,14 +88,32 @@ type Tokens struct {
 	Total           int64 `json:"total,omitempty"`
 }
 
-// Add returns the part-wise sum of t and u.
+// MaxTokens bounds one count of a turn's usage: far beyond any model's, and small enough that
+// sums of them cannot overflow. A host's count outside 0..MaxTokens is clamped (Bounded).
+const MaxTokens int64 = 1_000_000_000_000
+
+// Bounded returns t with every part clamped to 0..MaxTokens: a host that reports a negative
+// or absurd count must not bring a run's spending down or wrap it around.
+func (t Tokens) Bounded() Tokens {
+	c := func(x int64) int64 { return min(max(x, 0), MaxTokens) }
+	return Tokens{Input: c(t.Input), CachedInput: c(t.CachedInput), Output: c(t.Output),
+		ReasoningOutput: c(t.ReasoningOutput), Total: c(t.Total)}
+}
+
+// Add returns the part-wise sum of t and u, saturating at the int64 maximum.
 func (t Tokens) Add(u Tokens) Tokens {
+	sat := func(a, b int64) int64 {
+		if b > 0 && a > math.MaxInt64-b {
+			return math.MaxInt64
+		}
+		return a + b
+	}
 	return Tokens{
-		Input:           t.Input + u.Input,
-		CachedInput:     t.CachedInput + u.CachedInput,
-		Output:          t.Output + u.Output,
-		ReasoningOutput: t.ReasoningOutput + u.ReasoningOutput,
-		Total:           t.Total + u.Total,
+		Input:           sat(t.Input, u.Input),
+		CachedInput:     sat(t.CachedInput, u.CachedInput),
+		Output:          sat(t.Output, u.Output),
+		ReasoningOutput: sat(t.ReasoningOutput, u.ReasoningOutput),
+		Total:           sat(t.Total, u.Total),
 	}
 }
 

@@ -134,7 +134,7 @@ func (u TokenUsage) add(v TokenUsage) TokenUsage {
 // Journal is the usage as the journal records it.
 func (u TokenUsage) Journal() journal.Tokens {
 	return journal.Tokens{Input: u.InputTokens, CachedInput: u.CachedInputTokens, Output: u.OutputTokens,
-		ReasoningOutput: u.ReasoningOutputTokens, Total: u.TotalTokens}
+		ReasoningOutput: u.ReasoningOutputTokens, Total: u.TotalTokens}.Bounded()
 }
 
 // ThreadParams are the settings thread/start, thread/resume and thread/fork share.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
 )
 
@@ -59,6 +60,9 @@ func (e *FileError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s: %s", e.File, e.Field, e.Msg)
 }
+
+// maxDelayMS bounds a turn's delay: a day, and no overflow of a time.Duration.
+const maxDelayMS = 24 * 60 * 60 * 1000
 
 // LoadAnswers reads and checks an answers file.
 func LoadAnswers(path string) (*Answers, error) {
@@ -139,8 +143,15 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 			if t.DelayMS < 0 {
 				return nil, fail(tat+".delay_ms", "must not be negative")
 			}
+			if t.DelayMS > maxDelayMS {
+				return nil, fail(tat+".delay_ms", "must be at most %d (a day)", maxDelayMS)
+			}
 			if t.Tokens != nil && (t.Tokens.Input < 0 || t.Tokens.Output < 0 || t.Tokens.CachedInput < 0 || t.Tokens.ReasoningOutput < 0) {
 				return nil, fail(tat+".tokens", "counts must not be negative")
+			}
+			if t.Tokens != nil && (t.Tokens.Input > journal.MaxTokens || t.Tokens.Output > journal.MaxTokens ||
+				t.Tokens.CachedInput > journal.MaxTokens || t.Tokens.ReasoningOutput > journal.MaxTokens) {
+				return nil, fail(tat+".tokens", "counts must be at most %d", journal.MaxTokens)
 			}
 			a.Entries[i].Turns = append(a.Entries[i].Turns, t)
 		}
