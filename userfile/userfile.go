@@ -15,8 +15,9 @@ import (
 // Limits of the files crw reads whole. They are far above what the files hold in practice and
 // far below what would hurt the host.
 const (
-	MaxModule = 16 << 20 // a workflow module (JS or TS source)
-	MaxData   = 64 << 20 // an input, answers, role table or schema file
+	MaxModule     = 4 << 20  // a workflow module (JS or TS source): a literal of 3 MB can take 2 GB in goja
+	MaxJSONModule = 1 << 20  // a JSON module: each value costs goja hundreds of bytes
+	MaxData       = 64 << 20 // an input, answers, role table or schema file
 )
 
 // ErrTooLarge is wrapped by the error of a file over its limit.

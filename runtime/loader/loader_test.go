@@ -625,3 +625,27 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	})
 }
+
+// TestModuleSizeLimits: a JSON module over 1 MiB and a source over 4 MiB are refused before
+// they are parsed (goja spends hundreds of bytes on each value of a literal); the error names
+// the file and the limit.
+func TestModuleSizeLimits(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"json.js":    "import d from \"./data.json\";\nexport default () => d;\n",
+		"data.json":  "[" + strings.Repeat("0,", 1<<19) + "0]",
+		"src.js":     "import b from \"./big.js\";\nexport default () => b;\n",
+		"big.js":     "export default 1;\n//" + strings.Repeat("x", 4<<20),
+		"ok.js":      "import d from \"./small.json\";\nexport default () => d;\n",
+		"small.json": "[" + strings.Repeat("0,", 1<<18) + "0]",
+	})
+	_, _, _, err := load(t, config(filepath.Join(dir, "json.js")))
+	le := loadError(t, err, loader.CodeReadFailed)
+	assert.Contains(t, le.Error(), "data.json: file too large: 1048579 bytes, the limit is 1048576")
+	_, _, _, err = load(t, config(filepath.Join(dir, "src.js")))
+	le = loadError(t, err, loader.CodeReadFailed)
+	assert.Contains(t, le.Error(), "big.js: file too large")
+	assert.Contains(t, le.Error(), "the limit is 4194304")
+	_, _, _, err = load(t, config(filepath.Join(dir, "ok.js")))
+	require.NoError(t, err)
+}

@@ -186,7 +186,11 @@ func (l *Loader) read(t *target) ([]byte, error) {
 		return nil, errorf(CodeModuleLocked, t.name, t.file,
 			"module %s was not loaded when the workflow was evaluated; import it at the top level", t.name)
 	}
-	data, err := userfile.Read(t.real, userfile.MaxModule)
+	limit := int64(userfile.MaxModule)
+	if t.kind == kindJSON {
+		limit = userfile.MaxJSONModule
+	}
+	data, err := userfile.Read(t.real, limit)
 	if err != nil {
 		return nil, errorf(CodeReadFailed, t.name, t.file, "%v", err)
 	}

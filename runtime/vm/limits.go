@@ -3,7 +3,10 @@ package vm
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -75,6 +78,7 @@ const HeapSamplePeriod = 50 * time.Millisecond
 // every HeapSamplePeriod; past the limit it collects garbage once and stops the script only if
 // the live heap is still over. It counts the whole process's Go heap: crw's own few MiB too.
 func heapWatch(limit int64, stop func(error)) (done func()) {
+	softenGC(limit)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -152,4 +156,19 @@ func (g *guard) release() {
 		f()
 	}
 	g.cancel(nil)
+}
+
+// softenGC makes the collector keep the whole Go heap within a quarter above the workflow's
+// heap limit: with crw's GC target of 300%, garbage alone could otherwise take the process's
+// memory to four times its live heap before the watchdog, which counts live objects after a
+// collection, sees a limit passed. A memory limit set from GOMEMLIMIT is left as it is.
+func softenGC(limit int64) {
+	if os.Getenv("GOMEMLIMIT") != "" || limit <= 0 || limit > math.MaxInt64/2 {
+		return
+	}
+	soft := limit + limit/4
+	if current := debug.SetMemoryLimit(-1); current < soft {
+		return // a lower limit is in place (another run of this process set it)
+	}
+	debug.SetMemoryLimit(soft)
 }
