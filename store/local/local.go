@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
@@ -106,24 +107,55 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 		return unwritable(s.root, err)
 	}
 	dir := s.RunDir(spec.Run)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return errs.New(errs.InvalidRequest, "run %s exists already", spec.Run).Wrap(store.ErrExists)
-		}
-		return unwritable(dir, err)
+	if _, err := os.Lstat(dir); err == nil {
+		return errs.New(errs.InvalidRequest, "run %s exists already", spec.Run).Wrap(store.ErrExists)
 	}
-	j, err := journalfile.Create(filepath.Join(dir, JournalFile), spec.Run)
+	// The run's folder is made whole under another name and renamed into place, so a process
+	// killed while it creates a run leaves no run folder without its spec or journal: only a
+	// ".creating-" folder, which is not a run and which the next create removes.
+	s.removeStaleCreates()
+	tmp := filepath.Join(s.root, "flow", ".creating-"+spec.Run+"-"+randomToken())
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return unwritable(tmp, err)
+	}
+	j, err := journalfile.Create(filepath.Join(tmp, JournalFile), spec.Run)
 	if err == nil {
 		err = j.Close()
 	}
 	if err == nil {
-		err = writeJSON(filepath.Join(dir, SpecFile), spec, true)
+		err = writeJSON(filepath.Join(tmp, SpecFile), spec, true)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dir)
+	}
+	if err == nil {
+		err = journalfile.SyncDir(filepath.Join(s.root, "flow"))
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(tmp)
 		return unwritable(dir, err)
 	}
 	return nil
+}
+
+// staleCreate is how old a ".creating-" folder must be to count as left by a killed process.
+const staleCreate = time.Hour
+
+// removeStaleCreates removes the ".creating-" folders of creates that died long ago.
+func (s *Store) removeStaleCreates() {
+	flow := filepath.Join(s.root, "flow")
+	entries, err := os.ReadDir(flow)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".creating-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleCreate {
+			os.RemoveAll(filepath.Join(flow, e.Name()))
+		}
+	}
 }
 
 // unwritable is a store that cannot write: a dependency failure, nothing started.

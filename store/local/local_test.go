@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,42 @@ func TestDamagedRowIsReported(t *testing.T) {
 	_, err = s.Acquire(ctx, run)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "row 2: checksum mismatch")
+}
+
+// TestCreateIsWholeOrNothing: a run's folder appears only with its spec and journal in it; the
+// ".creating-" folder a killed create leaves is not a run, and the next create removes it once
+// it is an hour old.
+func TestCreateIsWholeOrNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	flow := filepath.Join(root, "flow")
+	require.NoError(t, os.MkdirAll(flow, 0o700))
+	stale := filepath.Join(flow, ".creating-"+storetest.ID(1)+"-dead")
+	fresh := filepath.Join(flow, ".creating-"+storetest.ID(2)+"-busy")
+	for _, dir := range []string{stale, fresh} {
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, local.JournalFile), nil, 0o600))
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(stale, old, old))
+
+	runs, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, runs, "a folder being created is not a run")
+
+	run := storetest.ID(3)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	entries, err := os.ReadDir(flow)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{run, filepath.Base(fresh)}, names, "the stale folder is removed, the fresh one left to its process")
+	assert.FileExists(t, filepath.Join(s.RunDir(run), local.SpecFile))
+	assert.FileExists(t, filepath.Join(s.RunDir(run), local.JournalFile))
+	err = s.Create(ctx, storetest.Spec(run))
+	assert.ErrorIs(t, err, store.ErrExists)
 }
