@@ -165,20 +165,10 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 		return p.sealed(obj)
 	}
 	for {
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, p.errorf("expected a member name")
-		}
-		key, err := p.str()
+		key, err := p.memberName()
 		if err != nil {
 			return nil, err
 		}
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, p.errorf("expected ':'")
-		}
-		p.i++
-		p.space()
 		var defined error
 		if depth == 0 && slices.Contains(p.lazy, key) {
 			getter, err := p.lazyGetter()
@@ -288,20 +278,10 @@ func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
 	var values []goja.Value
 	at := map[string]int{}
 	for {
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, p.errorf("expected a member name")
-		}
-		key, err := p.str()
+		key, err := p.memberName()
 		if err != nil {
 			return nil, err
 		}
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, p.errorf("expected ':'")
-		}
-		p.i++
-		p.space()
 		var v goja.Value
 		if depth == 0 && slices.Contains(p.lazy, key) {
 			v, err = p.lazyGetter()
@@ -397,4 +377,23 @@ func (p *frozenParser) skip(depth int) error {
 		_, err := p.value(depth)
 		return err
 	}
+}
+
+// memberName reads an object member's name and the colon after it, and the space around them.
+func (p *frozenParser) memberName() (string, error) {
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != '"' {
+		return "", p.errorf("expected a member name")
+	}
+	key, err := p.str()
+	if err != nil {
+		return "", err
+	}
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != ':' {
+		return "", p.errorf("expected ':'")
+	}
+	p.i++
+	p.space()
+	return key, nil
 }
