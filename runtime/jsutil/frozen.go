@@ -190,16 +190,13 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 			p.i = start
 			return p.objectWithRepeats(depth)
 		}
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == ',' {
-			p.i++
-			continue
+		end, err := p.memberEnd()
+		if err != nil {
+			return nil, err
 		}
-		if p.i < len(p.data) && p.data[p.i] == '}' {
-			p.i++
+		if end {
 			return p.sealed(obj)
 		}
-		return nil, p.errorf("expected ',' or '}'")
 	}
 }
 
@@ -297,16 +294,13 @@ func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
 			at[key] = len(names)
 			names, values = append(names, key), append(values, v)
 		}
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == ',' {
-			p.i++
-			continue
+		end, err := p.memberEnd()
+		if err != nil {
+			return nil, err
 		}
-		if p.i < len(p.data) && p.data[p.i] == '}' {
-			p.i++
+		if end {
 			break
 		}
-		return nil, p.errorf("expected ',' or '}'")
 	}
 	obj := p.rt.NewObject()
 	for i, key := range names {
@@ -396,4 +390,18 @@ func (p *frozenParser) memberName() (string, error) {
 	p.i++
 	p.space()
 	return key, nil
+}
+
+// memberEnd reads what follows an object's member: true at the closing brace, false at a comma.
+func (p *frozenParser) memberEnd() (bool, error) {
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == ',' {
+		p.i++
+		return false, nil
+	}
+	if p.i < len(p.data) && p.data[p.i] == '}' {
+		p.i++
+		return true, nil
+	}
+	return false, p.errorf("expected ',' or '}'")
 }
