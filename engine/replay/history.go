@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crw-dev/crw/engine/result"
@@ -33,7 +34,6 @@ type Call struct {
 	Turns     []*journal.Row // turn_started rows, in order
 	Interrupt *journal.Row
 	Terminal  *journal.Row
-	Tokens    journal.Tokens // every attempt's, for the run's spending
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
 	// node and seq, its terminal row's type, reason and seq ("" and 0 without one).
@@ -46,23 +46,25 @@ type Call struct {
 	inputs [sha256.Size]byte
 
 	// The CallResult a settled call replays, built ahead of the replay or on demand,
-	// whichever comes first.
-	resultOnce sync.Once
-	result     json.RawMessage
+	// whichever comes first (both build the same bytes).
+	result atomic.Pointer[json.RawMessage]
 }
 
 // Result is the CallResult a call with a terminal row gives the script again; omitSeqs is the
 // run's started row's OmitCallSeqs, the same for every call. A call without its rows has none:
 // Load it first.
 func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
-	c.resultOnce.Do(func() {
-		cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
-		if omitSeqs {
-			cr = cr.WithoutSeqs()
-		}
-		c.result, _ = json.Marshal(cr)
-	})
-	return c.result
+	if res := c.result.Load(); res != nil {
+		return *res
+	}
+	cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
+	if omitSeqs {
+		cr = cr.WithoutSeqs()
+	}
+	b, _ := json.Marshal(cr)
+	res := json.RawMessage(b)
+	c.result.Store(&res)
+	return res
 }
 
 // Paged reports whether the call's rows were let go (see ReadPages).
@@ -262,7 +264,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 		fresh := &Call{Prepared: row, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq}
 		if c != nil {
-			fresh.Tokens, fresh.Attempt = c.Tokens, c.Attempt+1
+			fresh.Attempt = c.Attempt + 1
 		} else {
 			h.IDs = append(h.IDs, row.Call)
 		}
@@ -307,9 +309,8 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		if !c.Paged() {
 			c.Terminal = row
 		}
-		c.EndType, c.EndReason, c.EndSeq = row.Type, row.Reason, row.Seq
+		c.EndType, c.EndReason, c.EndSeq = b.name(row.Type), b.name(row.Reason), row.Seq
 		if row.Tokens != nil {
-			c.Tokens = c.Tokens.Add(*row.Tokens)
 			h.Spent = h.Spent.Add(*row.Tokens)
 		}
 		if row.Type == journal.TypeOutcomeUnknown {
@@ -383,7 +384,7 @@ func (h *History) keep(p *journal.Row) {
 	}
 	got := h.pending[c]
 	if got == nil {
-		got = &Call{Attempt: c.Attempt, Tokens: c.Tokens, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+		got = &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
 			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
 		h.pending[c] = got
 	}
