@@ -243,6 +243,10 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	case journal.TypeStarted:
 		h.Starts++
 		if h.Started == nil {
+			if b.paged {
+				cp := *row // kept to the end: not with the rest of its page
+				row = &cp
+			}
 			h.Started, h.Run, h.Backend = row, row.Run, row.Backend
 		}
 		return nil
