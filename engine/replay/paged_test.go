@@ -97,3 +97,23 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	_, err = paged.Load(paged.ByID["c1"])
 	assert.Error(t, err, "a call is loaded once")
 }
+
+// A journal that cannot be read again fails the load: the run stops rather than give the
+// script anything else.
+func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
+	t.Parallel()
+	all := rows(prepared("c1", 1, "a", "first"), completed("c1"))
+	broken := false
+	read := source(all)
+	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
+		if broken {
+			return nil, assert.AnError
+		}
+		return read(from, limit)
+	})
+	require.NoError(t, err)
+	broken = true
+	_, err = h.Load(h.ByID["c1"])
+	require.ErrorIs(t, err, assert.AnError)
+	assert.Equal(t, "c1", h.PreparedRow(h.ByID["c1"]).Call, "a divergence still names the call")
+}
