@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -163,15 +162,11 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 	}
 	defer lease.Release()
 	j := lease.Journal()
-	rows, err := j.Rows()
+	h, err := readJournal(run, j)
 	if err != nil {
-		return errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(err)
+		return err
 	}
-	var h *replay.History
-	if len(rows) > 0 {
-		if h, err = replay.Read(rows); err != nil {
-			return err
-		}
+	if h != nil {
 		if h.Ended != nil {
 			return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", run, h.Ended.Status)
 		}
@@ -192,7 +187,7 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 	if h != nil {
 		for _, id := range h.IDs {
 			c := h.ByID[id]
-			if c.Terminal != nil {
+			if c.EndType != "" {
 				continue
 			}
 			row := &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled while no process held it"}

@@ -206,15 +206,11 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return nil, err
 	}
 	defer lease.Release()
-	rows, err := lease.Journal().Rows()
+	h, err := readJournal(run, lease.Journal())
 	if err != nil {
-		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(err)
+		return nil, err
 	}
-	var h *replay.History
-	if len(rows) > 0 {
-		if h, err = replay.Read(rows); err != nil {
-			return nil, err
-		}
+	if h != nil {
 		if h.Ended != nil {
 			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, h.Ended.Status)
 		}
@@ -244,6 +240,23 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
 		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart,
 	})
+}
+
+// readJournal reads a held run's journal a page at a time into a History that keeps no rows
+// of the calls that ended (replay.ReadPages): nil when the journal is empty.
+func readJournal(run string, j store.Journal) (*replay.History, error) {
+	var readErr error
+	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
+		rows, err := j.Page(from, limit)
+		if err != nil {
+			readErr = err
+		}
+		return rows, err
+	})
+	if readErr != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(readErr)
+	}
+	return h, err
 }
 
 // logError writes the full account of an error with a cause to the run's log and names the log

@@ -11,14 +11,17 @@ import (
 // DecodeRows decodes stored row values, seq 1 first, on every core: a resume reads its whole
 // journal before it can go on, and decoding is most of that time. Each row must carry the
 // seq of its place.
-func DecodeRows(raw [][]byte) ([]Row, error) {
+func DecodeRows(raw [][]byte) ([]Row, error) { return DecodeRowsFrom(raw, 1) }
+
+// DecodeRowsFrom decodes stored row values whose first has seq first, as DecodeRows does.
+func DecodeRowsFrom(raw [][]byte, first uint64) ([]Row, error) {
 	rows := make([]Row, len(raw))
 	errs := make([]error, len(raw))
 	parallel(len(raw), func(i int) {
 		if err := fastjson.Unmarshal(raw[i], &rows[i]); err != nil {
-			errs[i] = fmt.Errorf("row %d: %v", i+1, err)
-		} else if rows[i].Seq != uint64(i+1) {
-			errs[i] = fmt.Errorf("row %d says seq %d", i+1, rows[i].Seq)
+			errs[i] = fmt.Errorf("row %d: %v", first+uint64(i), err)
+		} else if rows[i].Seq != first+uint64(i) {
+			errs[i] = fmt.Errorf("row %d says seq %d", first+uint64(i), rows[i].Seq)
 		}
 	})
 	for _, err := range errs {

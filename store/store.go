@@ -101,6 +101,9 @@ type Journal interface {
 	DurableSeq() uint64
 	// Rows returns every durable row, seq 1 first.
 	Rows() ([]journal.Row, error)
+	// Page returns up to limit durable rows from seq from on, in order: a resume reads its
+	// journal a page at a time, so its memory does not grow with the journal.
+	Page(from uint64, limit int) ([]journal.Row, error)
 }
 
 // Kind names a collection of records.

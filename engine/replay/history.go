@@ -6,10 +6,13 @@
 package replay
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crw-dev/crw/engine/result"
@@ -19,6 +22,10 @@ import (
 
 // Call is one call as the journal tells it: the rows of its latest attempt, its newest
 // generation (the rows from its newest prepared row on), which has at most one terminal row.
+//
+// A History read a page at a time (ReadPages) keeps no rows of a call once its terminal row is
+// read: Prepared, Steps, Thread, Turns, Interrupt and Terminal are then nil, the fields below
+// them say what the replay needs, and Load reads the rest again when the call is delivered.
 type Call struct {
 	Attempt   int // how many prepared rows the call has: this is its Attempt-th
 	Prepared  *journal.Row
@@ -27,25 +34,67 @@ type Call struct {
 	Turns     []*journal.Row // turn_started rows, in order
 	Interrupt *journal.Row
 	Terminal  *journal.Row
-	Tokens    journal.Tokens // every attempt's, for the run's spending
+
+	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
+	// node and seq, its terminal row's type, reason and seq ("" and 0 without one).
+	ID, Role, Node     string
+	Index              int
+	PreparedSeq        uint64
+	EndType, EndReason string
+	EndSeq             uint64
+	// inputs identifies what a call without its rows asked (inputKey).
+	inputs [sha256.Size]byte
 
 	// The CallResult a settled call replays, built ahead of the replay or on demand,
-	// whichever comes first.
-	resultOnce sync.Once
-	result     json.RawMessage
+	// whichever comes first (both build the same bytes).
+	result atomic.Pointer[json.RawMessage]
 }
 
 // Result is the CallResult a call with a terminal row gives the script again; omitSeqs is the
-// run's started row's OmitCallSeqs, the same for every call.
+// run's started row's OmitCallSeqs, the same for every call. A call without its rows has none:
+// Load it first.
 func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
-	c.resultOnce.Do(func() {
-		cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
-		if omitSeqs {
-			cr = cr.WithoutSeqs()
-		}
-		c.result, _ = json.Marshal(cr)
-	})
-	return c.result
+	if res := c.result.Load(); res != nil {
+		return *res
+	}
+	cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
+	if omitSeqs {
+		cr = cr.WithoutSeqs()
+	}
+	b, _ := json.Marshal(cr)
+	res := json.RawMessage(b)
+	c.result.Store(&res)
+	return res
+}
+
+// Paged reports whether the call's rows were let go (see ReadPages).
+func (c *Call) Paged() bool { return c.Prepared == nil }
+
+// SameInputs reports whether a script's call p asks what the recorded call asked.
+func (c *Call) SameInputs(p *journal.Row) bool {
+	if c.Prepared != nil {
+		return SameInputs(c.Prepared, p)
+	}
+	return inputKey(p) == c.inputs
+}
+
+// inputKey hashes every input SameInputs compares, the prompt itself rather than its digest, so
+// two keys are equal exactly when SameInputs would say so.
+func inputKey(p *journal.Row) [sha256.Size]byte {
+	pair := journal.Pair{}
+	if p.RequestedPair != nil {
+		pair = *p.RequestedPair
+	}
+	h := sha256.New()
+	for _, f := range [...]string{p.Role, p.Node, p.Prompt, p.SchemaDigest, pair.Model, pair.Effort, p.Handle} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // PauseReasons are the held reasons a pause gives; a resume runs those calls again.
@@ -53,12 +102,12 @@ var PauseReasons = map[string]bool{"host_infra_quota": true, "host_infra_rate": 
 
 // Settled reports whether the call has an outcome a replay gives the script again.
 func (c *Call) Settled() bool {
-	return c.Terminal != nil && !(c.Terminal.Type == journal.TypeHeld && PauseReasons[c.Terminal.Reason])
+	return c.EndType != "" && !(c.EndType == journal.TypeHeld && PauseReasons[c.EndReason])
 }
 
 // Reopened reports whether a pause held (or interrupted) the call: a resume runs it again.
 func (c *Call) Reopened() bool {
-	if c.Terminal != nil {
+	if c.EndType != "" {
 		return !c.Settled()
 	}
 	return c.Interrupt != nil && PauseReasons[c.Interrupt.Reason]
@@ -104,106 +153,274 @@ type History struct {
 	LastSeq  uint64
 	Starts   int      // started rows: the processes that ran the run
 	IDs      []string // call ids in the order their first attempt was prepared
+
+	// A paged History's source, how far Load has read it, and the rows read for calls not
+	// loaded yet.
+	src     Source
+	loadMu  sync.Mutex
+	cursor  uint64
+	pending map[*Call]*Call
 }
 
 // Read reads a journal's rows into a History. Rows out of place, a call's row with no prepared
 // row before it, an output too deep for its CallResult (result.MaxOutputDepth), or a journal
 // with no started row are incompatible_schema.
 func Read(rows []journal.Row) (*History, error) {
-	h := &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{}}
+	b := newBuilder(false)
 	for i := range rows {
-		row := &rows[i]
-		if row.Seq != uint64(i+1) {
-			return nil, errs.New(errs.IncompatibleSchema, "journal: row %d has seq %d", i+1, row.Seq)
-		}
-		h.LastSeq = row.Seq
-		switch row.Type {
-		case journal.TypeStarted:
-			h.Starts++
-			if h.Started == nil {
-				h.Started, h.Run, h.Backend = row, row.Run, row.Backend
-			}
-			continue
-		case journal.TypeEnded:
-			// A paused run ended its process, not its work: a resume goes on with it.
-			h.Ended = row
-			if row.Status == "paused" {
-				h.Ended = nil
-			}
-			continue
-		case journal.TypeEscalation, journal.TypeWarning:
-			continue
-		}
-		if row.Call == "" {
-			continue
-		}
-		c := h.ByID[row.Call]
-		if row.Type == journal.TypePrepared {
-			// Issue indexes count the calls from 1, so none exceeds the rows; a larger one (a
-			// trace written to hurt) would make the replayer walk up to it.
-			if row.Index < 1 || row.Index > len(rows) {
-				return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
-					row.Seq, row.Call, row.Index, len(rows))
-			}
-			// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-			fresh := &Call{Prepared: row, Attempt: 1}
-			if c != nil {
-				fresh.Tokens, fresh.Attempt = c.Tokens, c.Attempt+1
-			} else {
-				h.IDs = append(h.IDs, row.Call)
-			}
-			h.ByID[row.Call] = fresh
-			h.ByIndex[row.Index] = fresh
-			h.MaxIndex = max(h.MaxIndex, row.Index)
-			var n int
-			if _, err := fmt.Sscanf(row.Call, "c%d", &n); err == nil && n > h.MaxCall {
-				h.MaxCall = n
-			}
-			continue
-		}
-		if c == nil {
-			return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
-		}
-		switch {
-		case row.Type == journal.TypeThreadStarted:
-			c.Thread = row
-		case row.Type == journal.TypeTurnStarted:
-			c.Turns = append(c.Turns, row)
-		case row.Type == journal.TypeStepPublished:
-			c.Steps = append(c.Steps, row)
-		case row.Type == journal.TypeInterruptRequested:
-			c.Interrupt = row
-		case journal.IsTerminal(row.Type):
-			if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
-				return nil, errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
-					row.Seq, row.Type, row.Call, result.MaxOutputDepth)
-			}
-			if c.Terminal != nil {
-				// A second terminal row in one generation, which a journal of an earlier crw
-				// may hold (a held call later superseded): the newer one is the call's outcome.
-				h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
-				h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
-			}
-			c.Terminal = row
-			if row.Tokens != nil {
-				c.Tokens = c.Tokens.Add(*row.Tokens)
-				h.Spent = h.Spent.Add(*row.Tokens)
-			}
-			if row.Type == journal.TypeOutcomeUnknown {
-				if _, held := h.Holds[c.Prepared.Node]; !held {
-					h.Holds[c.Prepared.Node] = row.Call
-				}
-			}
-			if c.Settled() {
-				h.Order = append(h.Order, c)
-			}
-			h.Finished = append(h.Finished, c)
+		if err := b.add(&rows[i], uint64(i+1)); err != nil {
+			return nil, err
 		}
 	}
-	if h.Started == nil {
+	return b.finish()
+}
+
+// Source reads up to limit rows of a journal from seq from on (store.Journal.Page).
+type Source func(from uint64, limit int) ([]journal.Row, error)
+
+// PageRows is how many rows a paged History reads at a time.
+const PageRows = 1024
+
+// ReadPages reads a journal into a History a page at a time, as Read does, and keeps no rows of
+// a call once its terminal row is read (Call.Paged): a resume's memory does not grow with the
+// rows its journal holds. Load reads a call's rows again from src when the call is delivered.
+// An empty journal is a nil History.
+func ReadPages(src Source) (*History, error) {
+	b := newBuilder(true)
+	from := uint64(1)
+	for {
+		page, err := src(from, PageRows)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for i := range page {
+			if err := b.add(&page[i], from+uint64(i)); err != nil {
+				return nil, err
+			}
+		}
+		from += uint64(len(page))
+	}
+	if from == 1 {
+		return nil, nil
+	}
+	h, err := b.finish()
+	if err != nil {
+		return nil, err
+	}
+	h.src, h.cursor, h.pending = src, 1, map[*Call]*Call{}
+	return h, nil
+}
+
+// builder reads rows into a History, in seq order.
+type builder struct {
+	h     *History
+	paged bool
+	names map[string]string // roles and nodes, one string each however many calls name them
+}
+
+func newBuilder(paged bool) *builder {
+	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{}}, paged: paged, names: map[string]string{}}
+}
+
+func (b *builder) name(s string) string {
+	if n, ok := b.names[s]; ok {
+		return n
+	}
+	b.names[s] = s
+	return s
+}
+
+func (b *builder) add(row *journal.Row, seq uint64) error {
+	h := b.h
+	if row.Seq != seq {
+		return errs.New(errs.IncompatibleSchema, "journal: row %d has seq %d", seq, row.Seq)
+	}
+	h.LastSeq = row.Seq
+	switch row.Type {
+	case journal.TypeStarted:
+		h.Starts++
+		if h.Started == nil {
+			if b.paged {
+				cp := *row // kept to the end: not with the rest of its page
+				row = &cp
+			}
+			h.Started, h.Run, h.Backend = row, row.Run, row.Backend
+		}
+		return nil
+	case journal.TypeEnded:
+		// A paused run ended its process, not its work: a resume goes on with it.
+		h.Ended = row
+		if row.Status == "paused" {
+			h.Ended = nil
+		}
+		return nil
+	case journal.TypeEscalation, journal.TypeWarning:
+		return nil
+	}
+	if row.Call == "" {
+		return nil
+	}
+	c := h.ByID[row.Call]
+	if row.Type == journal.TypePrepared {
+		// Issue indexes count the calls from 1, and each issued call has a prepared row of its
+		// own, so none exceeds its row's seq; a larger one (a trace written to hurt) would make
+		// the replayer walk up to it.
+		if row.Index < 1 || uint64(row.Index) > row.Seq {
+			return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
+				row.Seq, row.Call, row.Index, row.Seq)
+		}
+		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
+		fresh := &Call{Prepared: row, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq}
+		if c != nil {
+			fresh.Attempt = c.Attempt + 1
+		} else {
+			h.IDs = append(h.IDs, row.Call)
+		}
+		h.ByID[row.Call] = fresh
+		h.ByIndex[row.Index] = fresh
+		h.MaxIndex = max(h.MaxIndex, row.Index)
+		var n int
+		if _, err := fmt.Sscanf(row.Call, "c%d", &n); err == nil && n > h.MaxCall {
+			h.MaxCall = n
+		}
+		return nil
+	}
+	if c == nil {
+		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
+	}
+	if c.Paged() {
+		// Past its terminal row; only a second terminal row (below) changes what is kept.
+		if !journal.IsTerminal(row.Type) {
+			return nil
+		}
+	}
+	switch {
+	case row.Type == journal.TypeThreadStarted:
+		c.Thread = row
+	case row.Type == journal.TypeTurnStarted:
+		c.Turns = append(c.Turns, row)
+	case row.Type == journal.TypeStepPublished:
+		c.Steps = append(c.Steps, row)
+	case row.Type == journal.TypeInterruptRequested:
+		c.Interrupt = row
+	case journal.IsTerminal(row.Type):
+		if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
+			return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
+				row.Seq, row.Type, row.Call, result.MaxOutputDepth)
+		}
+		if c.EndType != "" {
+			// A second terminal row in one generation, which a journal of an earlier crw
+			// may hold (a held call later superseded): the newer one is the call's outcome.
+			h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
+			h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
+		}
+		if !c.Paged() {
+			c.Terminal = row
+		}
+		c.EndType, c.EndReason, c.EndSeq = b.name(row.Type), b.name(row.Reason), row.Seq
+		if row.Tokens != nil {
+			h.Spent = h.Spent.Add(*row.Tokens)
+		}
+		if row.Type == journal.TypeOutcomeUnknown {
+			if _, held := h.Holds[c.Node]; !held {
+				h.Holds[c.Node] = row.Call
+			}
+		}
+		if c.Settled() {
+			h.Order = append(h.Order, c)
+		}
+		h.Finished = append(h.Finished, c)
+		if b.paged && !c.Paged() && !(c.Prepared.Prompt == "" && c.Prepared.PromptDigest != emptyPromptDigest) {
+			// Its rows are read again when it is delivered (Load). A row without its prompt (a
+			// hand-written trace) keeps them: only its digest can be compared.
+			c.inputs = inputKey(c.Prepared)
+			c.Prepared, c.Steps, c.Thread, c.Turns, c.Interrupt, c.Terminal = nil, nil, nil, nil, nil, nil
+		}
+	}
+	return nil
+}
+
+func (b *builder) finish() (*History, error) {
+	if b.h.Started == nil {
 		return nil, errs.New(errs.IncompatibleSchema, "journal: no started row")
 	}
-	return h, nil
+	return b.h, nil
+}
+
+// Load gives a call with its rows: itself, unless it is Paged; then a copy with the rows its
+// CallResult is built from (prepared, thread, terminal), read again from the journal. Calls are
+// mostly loaded in the order of their terminal rows, as a replay delivers them: the journal is
+// read on from where the last load stopped, and the rows of the calls it passes are kept until
+// they are loaded. A call is loaded once.
+func (h *History) Load(c *Call) (*Call, error) {
+	if !c.Paged() {
+		return c, nil
+	}
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	for h.cursor <= c.EndSeq {
+		page, err := h.src(h.cursor, min(PageRows, int(h.LastSeq-h.cursor+1)))
+		if err != nil {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", h.Run).Wrap(err)
+		}
+		if len(page) == 0 {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: journal row %d is gone", h.Run, h.cursor)
+		}
+		for i := range page {
+			h.keep(&page[i])
+		}
+		h.cursor += uint64(len(page))
+	}
+	got := h.pending[c]
+	delete(h.pending, c)
+	if got == nil || got.Prepared == nil || got.Terminal == nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s (seq %d to %d) cannot be read again", h.Run, c.ID, c.PreparedSeq, c.EndSeq)
+	}
+	return got, nil
+}
+
+// keep keeps a row Load will need: one of a Paged call's rows a CallResult is built from.
+func (h *History) keep(p *journal.Row) {
+	c := h.ByID[p.Call]
+	if p.Call == "" || c == nil || !c.Paged() || p.Seq < c.PreparedSeq || p.Seq > c.EndSeq {
+		return
+	}
+	switch {
+	case p.Type == journal.TypePrepared, p.Type == journal.TypeThreadStarted, p.Seq == c.EndSeq:
+	default:
+		return
+	}
+	got := h.pending[c]
+	if got == nil {
+		got = &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
+		h.pending[c] = got
+	}
+	row := *p // its own copy: the page it came in is let go
+	switch {
+	case row.Type == journal.TypePrepared:
+		got.Prepared = &row
+	case row.Type == journal.TypeThreadStarted:
+		got.Thread = &row
+	default:
+		got.Terminal = &row
+	}
+}
+
+// PreparedRow is a call's prepared row, read again from the journal for a Paged call (what a
+// divergence names); failing that, what the History kept of it.
+func (h *History) PreparedRow(c *Call) *journal.Row {
+	if !c.Paged() {
+		return c.Prepared
+	}
+	if page, err := h.src(c.PreparedSeq, 1); err == nil && len(page) == 1 && page[0].Call == c.ID {
+		row := page[0]
+		return &row
+	}
+	return &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: c.Index, Role: c.Role, Node: c.Node}
 }
 
 // Outcomes is every call's latest outcome in the order the journal recorded it: what a shadow
@@ -211,7 +428,7 @@ func Read(rows []journal.Row) (*History, error) {
 func (h *History) Outcomes() []*Call {
 	var out []*Call
 	for _, c := range h.Finished {
-		if h.ByID[c.Prepared.Call] == c {
+		if h.ByID[c.ID] == c {
 			out = append(out, c)
 		}
 	}

@@ -86,7 +86,11 @@ func New(h *History, mode Mode, wake func()) *Replayer {
 		if mode == Align {
 			r.order = h.Outcomes()
 		}
-		h.BuildResults(r.order)
+		if h.src == nil {
+			// A paged History builds each result as it is delivered (Load), so it holds none
+			// ahead.
+			h.BuildResults(r.order)
+		}
 	}
 	return r
 }
@@ -124,11 +128,11 @@ func (r *Replayer) Next(p *journal.Row) Match {
 	if rec == nil {
 		return m
 	}
-	same := SameInputs(rec.Prepared, p)
+	same := rec.SameInputs(p)
 	if !r.made[rec] && !rec.Reopened() && (same || !r.offRecord) {
 		if !same {
 			r.diverged = true
-			m.Divergence = NewDivergence(m.Index, rec.Prepared, p)
+			m.Divergence = NewDivergence(m.Index, r.h.PreparedRow(rec), p)
 			return m
 		}
 		r.made[rec] = true
@@ -162,12 +166,12 @@ func (r *Replayer) alignLocked(p *journal.Row) (rec *Call, same bool) {
 		r.cursor++
 	}
 	for i := r.cursor; i <= last && i <= r.cursor+Lookahead; i++ {
-		if c := r.h.ByIndex[i]; c != nil && !r.made[c] && SameInputs(c.Prepared, p) {
+		if c := r.h.ByIndex[i]; c != nil && !r.made[c] && c.SameInputs(p) {
 			r.cursor = i + 1
 			return c, true
 		}
 	}
-	if c := r.h.ByIndex[r.cursor]; c != nil && c.Prepared.Role == p.Role && c.Prepared.Node == p.Node {
+	if c := r.h.ByIndex[r.cursor]; c != nil && c.Role == p.Role && c.Node == p.Node {
 		r.cursor++
 		return c, false
 	}
@@ -193,7 +197,7 @@ func (r *Replayer) Unmade() *Divergence {
 	}
 	for i := r.issued + 1; i <= r.h.MaxIndex; i++ {
 		if rec := r.h.ByIndex[i]; rec != nil && !r.made[rec] {
-			return NotMade(i, rec.Prepared)
+			return NotMade(i, r.h.PreparedRow(rec))
 		}
 	}
 	return nil

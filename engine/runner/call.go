@@ -122,11 +122,11 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	c := &call{r: r, index: m.Index, req: req, settle: settle, resumeOf: resumeOf}
 	switch m.Kind {
 	case replay.Replay:
-		c.fromRecord(m.Rec)
+		c.id, c.attempt = m.Rec.ID, m.Rec.Attempt
 		c.ended = true
 		r.calls[c.id] = c
 		r.mu.Unlock()
-		r.replay.Recorded(m.Rec, r.delivery(c, m.Rec.Terminal, m.Rec.Result(r.id, r.spec.OmitCallSeqs), true))
+		r.replay.Recorded(m.Rec, r.replayed(c, m.Rec))
 		r.progress.flush()
 		return nil
 	case replay.Continue:
@@ -139,7 +139,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		return nil
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
-		c.id, c.attempt = m.Rec.Prepared.Call, m.Rec.Attempt+1
+		c.id, c.attempt = m.Rec.ID, m.Rec.Attempt+1
 	default:
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
@@ -480,6 +480,21 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
 	r.progress.flush()
+}
+
+// replayed is what gives the script the CallResult the journal recorded for a call: its rows
+// are read again (a paged History keeps none) when its turn comes, and let go once delivered. A
+// journal that cannot be read again stops the run.
+func (r *runner) replayed(c *call, rec *replay.Call) func() {
+	return func() {
+		full, err := r.h.Load(rec)
+		if err != nil {
+			r.stop(err)
+			return
+		}
+		c.fromRecord(full)
+		r.delivery(c, full.Terminal, full.Result(r.id, r.spec.OmitCallSeqs), true)()
+	}
 }
 
 // delivery is what gives the script a call's CallResult: res when the record has it built,

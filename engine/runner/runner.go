@@ -469,11 +469,11 @@ func (r *runner) endUnmade(cancelled bool) {
 		if r.replay.Made(rec) {
 			continue
 		}
-		if rec.Terminal != nil {
+		if rec.EndType != "" {
 			// It keeps the outcome it has (a call a pause held stays held), and the run's
 			// counts say so as its journal does.
-			r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Prepared.Role, Node: rec.Prepared.Node,
-				Status: journal.StatusOf(rec.Terminal.Type), Reason: rec.Terminal.Reason, Replayed: true})
+			r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
+				Status: journal.StatusOf(rec.EndType), Reason: rec.EndReason, Replayed: true})
 			continue
 		}
 		row := &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}
@@ -484,7 +484,7 @@ func (r *runner) endUnmade(cancelled bool) {
 			}
 		}
 		rows = append(rows, row)
-		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Prepared.Role, Node: rec.Prepared.Node,
+		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
 	}
 	if len(rows) > 0 {

@@ -576,6 +576,17 @@ func (j *memJournal) Rows() ([]journal.Row, error) {
 	return journal.DecodeRows(raw)
 }
 
+func (j *memJournal) Page(from uint64, limit int) ([]journal.Row, error) {
+	from = max(from, 1)
+	j.l.s.mu.Lock()
+	var raw [][]byte
+	if n := uint64(len(j.l.r.rows)); limit > 0 && from <= n {
+		raw = append(raw, j.l.r.rows[from-1:min(n, from-1+uint64(limit))]...)
+	}
+	j.l.s.mu.Unlock()
+	return journal.DecodeRowsFrom(raw, from)
+}
+
 func (j *memJournal) fence(err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()

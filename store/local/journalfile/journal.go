@@ -292,6 +292,20 @@ func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 	return out, nil
 }
 
+// Page returns up to limit durable rows from seq from on, in order, decoded on every core.
+func (j *Journal) Page(from uint64, limit int) ([]journal.Row, error) {
+	from = max(from, 1)
+	raw, err := j.Raw(from, limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := journal.DecodeRowsFrom(raw, from)
+	if err != nil {
+		return nil, fmt.Errorf("journal: rows of %s from %d: %w: %w", j.path, from, ErrCorrupt, err)
+	}
+	return rows, nil
+}
+
 // Scan calls fn with each durable row from seq from on, in order, stopping at
 // fn's first error, which it returns as is. Rows are decoded inside a read
 // transaction, so fn may keep the journal.Row but must not call Sync, Write or Close:

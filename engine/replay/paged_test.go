@@ -1,0 +1,119 @@
+package replay_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/journal"
+)
+
+// source serves a journal's rows a page at a time, as store.Journal.Page does.
+func source(all []journal.Row) replay.Source {
+	return func(from uint64, limit int) ([]journal.Row, error) {
+		if from > uint64(len(all)) {
+			return nil, nil
+		}
+		page := all[from-1 : min(uint64(len(all)), from-1+uint64(limit))]
+		return append([]journal.Row(nil), page...), nil
+	}
+}
+
+func ids(calls []*replay.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// A paged History says what Read's says, keeps no rows of a call that ended, and gives every
+// settled call's CallResult byte for byte, in whatever order its calls are loaded.
+func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
+	t.Parallel()
+	thread := journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "th1", Model: "m"}
+	tokens := completed("c2")
+	tokens.Tokens = &journal.Tokens{Input: 7, Output: 3, Total: 10}
+	all := rows(
+		prepared("c1", 1, "a", "first"), prepared("c2", 2, "b", "second"), thread,
+		prepared("c3", 3, "c", "third"), tokens, completed("c3"),
+	)
+	all = append(all,
+		completed("c1"),
+		journal.Row{Type: journal.TypePrepared, Call: "c4", Index: 4, Role: "explorer", Node: "d", Prompt: "fourth"},
+		held("c4", "host_infra_quota"),
+		journal.Row{Type: journal.TypePrepared, Call: "c5", Index: 5, Role: "explorer", Node: "e", Prompt: "fifth"},
+		journal.Row{Type: journal.TypeTurnStarted, Call: "c5", K: 1, TurnID: "t5"},
+		journal.Row{Type: journal.TypeOutcomeUnknown, Call: "c3", Reason: "dispatch_unknown"}, // a second terminal row
+	)
+	for i := range all {
+		all[i].Seq = uint64(i + 1)
+	}
+	full, err := replay.Read(all)
+	require.NoError(t, err)
+	paged, err := replay.ReadPages(source(all))
+	require.NoError(t, err)
+
+	assert.Equal(t, ids(full.Order), ids(paged.Order))
+	assert.Equal(t, []string{"c2", "c1", "c3"}, ids(paged.Order), "c3's second terminal row is its outcome")
+	assert.Equal(t, ids(full.Finished), ids(paged.Finished))
+	assert.Equal(t, full.IDs, paged.IDs)
+	assert.Equal(t, full.Holds, paged.Holds)
+	assert.Equal(t, full.Spent, paged.Spent)
+	assert.Equal(t, []int{full.MaxCall, full.MaxIndex}, []int{paged.MaxCall, paged.MaxIndex})
+	assert.Equal(t, full.LastSeq, paged.LastSeq)
+	for _, id := range full.IDs {
+		f, p := full.ByID[id], paged.ByID[id]
+		assert.Equal(t, f.Settled(), p.Settled(), id)
+		assert.Equal(t, f.Reopened(), p.Reopened(), id)
+		assert.Equal(t, f.Attempt, p.Attempt, id)
+		assert.Equal(t, full.PreparedRow(f), paged.PreparedRow(p), "%s: a divergence names the row the journal has", id)
+		if f.Terminal != nil {
+			assert.True(t, p.Paged(), "%s ended: its rows are read again when it is delivered", id)
+			assert.Nil(t, p.Prepared, id)
+			assert.Equal(t, []string{f.Terminal.Type, f.Terminal.Reason}, []string{p.EndType, p.EndReason}, id)
+		}
+	}
+	open := paged.ByID["c5"]
+	require.False(t, open.Paged(), "an open call keeps its rows: it goes on from its last row")
+	assert.Equal(t, "t5", open.Turns[0].TurnID)
+
+	assert.True(t, paged.ByID["c1"].SameInputs(ask("a", "first")))
+	assert.False(t, paged.ByID["c1"].SameInputs(ask("a", "First")), "a paged call compares the prompt")
+	assert.False(t, paged.ByID["c1"].SameInputs(ask("b", "first")), "and the node")
+	other := ask("a", "first")
+	other.Handle = "crwh1:20261201-000000-abcdef:c2"
+	assert.False(t, paged.ByID["c1"].SameInputs(other), "and the handle")
+
+	// Loaded against the journal's order (c1's terminal row is after c2's), then again.
+	for _, id := range []string{"c1", "c3", "c2"} {
+		got, err := paged.Load(paged.ByID[id])
+		require.NoError(t, err)
+		assert.Equal(t, string(full.ByID[id].Result(full.Run, false)), string(got.Result(paged.Run, false)), id)
+		assert.Equal(t, full.ByID[id].Terminal.At, got.Terminal.At, id)
+	}
+	_, err = paged.Load(paged.ByID["c1"])
+	assert.Error(t, err, "a call is loaded once")
+}
+
+// A journal that cannot be read again fails the load: the run stops rather than give the
+// script anything else.
+func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
+	t.Parallel()
+	all := rows(prepared("c1", 1, "a", "first"), completed("c1"))
+	broken := false
+	read := source(all)
+	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
+		if broken {
+			return nil, assert.AnError
+		}
+		return read(from, limit)
+	})
+	require.NoError(t, err)
+	broken = true
+	_, err = h.Load(h.ByID["c1"])
+	require.ErrorIs(t, err, assert.AnError)
+	assert.Equal(t, "c1", h.PreparedRow(h.ByID["c1"]).Call, "a divergence still names the call")
+}
