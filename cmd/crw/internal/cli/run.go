@@ -50,7 +50,7 @@ func newCmdRun(g *globals, streams IO) *cobra.Command {
 		Long: `Run a workflow (a .js or .ts file) to its end in this process.
 
 The workflow's return value is printed as JSON on stdout. Exit status: 0 when the workflow
-returned, 1 when it threw, 2 on bad input. With --json, stdout is one JSON object:
+returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is one JSON object:
 {"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
