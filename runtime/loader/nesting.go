@@ -34,7 +34,7 @@ var continuing = map[string]bool{"in": true, "instanceof": true, "of": true, "as
 
 // regexAfter are the words after which a slash starts a regular expression, not a division.
 var regexAfter = map[string]bool{
-	"return": true, "typeof": true, "instanceof": true, "in": true, "of": true, "new": true,
+	"return": true, "typeof": true, "instanceof": true, "in": true, "new": true,
 	"delete": true, "void": true, "throw": true, "case": true, "do": true, "else": true,
 	"yield": true, "await": true,
 }
@@ -115,7 +115,9 @@ func (s *nestScanner) scan() int {
 				s.regex = false
 			}
 		case c == '/' && s.regex:
-			s.skipRegex()
+			if s.depth()+s.skipRegex() > MaxNesting {
+				return start
+			}
 			s.regex = false
 		case c == '(' || c == '[' || c == '{':
 			s.i++
@@ -193,10 +195,23 @@ func (s *nestScanner) peek(k int) byte {
 	return 0
 }
 
+// skipLine passes a line comment, which ends at any of JavaScript's line terminators: LF,
+// CR, U+2028 and U+2029.
 func (s *nestScanner) skipLine() {
-	for s.i < len(s.src) && s.src[s.i] != '\n' {
+	for s.i < len(s.src) && !s.atLineEnd() {
 		s.i++
 	}
+}
+
+// atLineEnd reports whether a line terminator starts at the position.
+func (s *nestScanner) atLineEnd() bool {
+	switch s.src[s.i] {
+	case '\n', '\r':
+		return true
+	case 0xe2:
+		return s.peek(1) == 0x80 && (s.peek(2) == 0xa8 || s.peek(2) == 0xa9)
+	}
+	return false
 }
 
 func (s *nestScanner) skipBlockComment() {
@@ -218,7 +233,7 @@ func (s *nestScanner) skipString(quote byte) {
 		case quote:
 			s.i++
 			return
-		case '\n':
+		case '\n', '\r':
 			return
 		}
 		s.i++
@@ -247,31 +262,47 @@ func (s *nestScanner) skipTemplate() bool {
 	return false
 }
 
-// skipRegex passes a regular expression literal and its flags.
-func (s *nestScanner) skipRegex() {
+// skipRegex passes a regular expression literal and its flags, and returns how deeply the
+// brackets inside it nest: the regular expression's parser recurses on its groups, and a slash
+// taken for a regular expression that is in fact a division must not hide brackets. Every
+// bracket counts, escaped or in a class, which can only count too deep.
+func (s *nestScanner) skipRegex() int {
 	s.i++
 	inClass := false
+	depth, deepest := 0, 0
 	for s.i < len(s.src) {
 		c := s.src[s.i]
 		switch {
 		case c == '\\':
+			if next := s.peek(1); next == '(' || next == '[' || next == '{' {
+				depth++
+				deepest = max(deepest, depth)
+			}
 			s.i += 2
 			continue
-		case c == '\n':
-			return
-		case c == '[':
-			inClass = true
-		case c == ']':
-			inClass = false
+		case s.atLineEnd():
+			return deepest
+		case c == '(' || c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+			if c == '[' {
+				inClass = true
+			}
+		case c == ')' || c == ']' || c == '}':
+			depth = max(depth-1, 0)
+			if c == ']' {
+				inClass = false
+			}
 		case c == '/' && !inClass:
 			s.i++
 			for s.i < len(s.src) && isIdentByte(s.src[s.i]) {
 				s.i++
 			}
-			return
+			return deepest
 		}
 		s.i++
 	}
+	return deepest
 }
 
 func (s *nestScanner) word() string {

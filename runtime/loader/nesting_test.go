@@ -24,6 +24,15 @@ func TestNestingRefusesDeepSources(t *testing.T) {
 		"typeof chain":      strings.Repeat("typeof ", n) + "x",
 		"chain over lines":  strings.Repeat("x\n?1:", n) + "0",
 		"async arrows":      strings.Repeat("async a=>", n) + "1",
+		// A line comment ends at CR, U+2028 and U+2029 too: what follows is code.
+		"after a comment ended by CR":     "0; //x\r" + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		"after a comment ended by U+2028": "0; //x\u2028" + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		"after a comment ended by U+2029": "0; //x\u2029" + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		// "of" and "await" may be names: the slash after them may be a division.
+		"division after of":   "of /" + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + "/ 1",
+		"division in a class": "await /[ " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + " ]/ 1",
+		"groups of a regexp":  "/" + strings.Repeat("(", n) + "a" + strings.Repeat(")", n) + "/",
+		"escapes of a regexp": "/" + strings.Repeat("\\(", n) + "/",
 	}
 	for name, body := range tests {
 		t.Run(name, func(t *testing.T) {
