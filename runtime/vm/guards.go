@@ -18,6 +18,7 @@ func (v *VM) installGuards() {
 	rt := v.rt
 	v.rangeError = rt.Get("RangeError")
 	v.guardStringify()
+	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
 	array := rt.Get("Array").ToObject(rt)
 	proto := array.Get("prototype").ToObject(rt)
 	for _, name := range []string{"fill", "join", "toString", "toLocaleString", "sort", "reverse", "indexOf", "lastIndexOf", "includes",
@@ -289,6 +290,33 @@ func (v *VM) picked(val goja.Value, names []string) goja.Value {
 }
 
 // wrapMethod replaces obj[name] with a function that runs check first, then the original.
+// checkParse bounds what JSON.parse is given: goja's parser recurses once per level, and a
+// text of a few million brackets overflows the Go stack, which ends the process. The text is
+// converted to a string here, once, and that string is what the parser gets.
+func (v *VM) checkParse(fc goja.FunctionCall) {
+	if len(fc.Arguments) == 0 {
+		return
+	}
+	text := fc.Arguments[0].String()
+	fc.Arguments[0] = v.rt.ToValue(text)
+	depth, inString := 0, false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			if depth++; depth > MaxStringifyDepth {
+				v.throwRange("JSON.parse: the text nests deeper than %d levels", MaxStringifyDepth)
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+}
+
 func (v *VM) wrapMethod(obj *goja.Object, name string, check func(goja.FunctionCall)) {
 	orig, ok := goja.AssertFunction(obj.Get(name))
 	if !ok {

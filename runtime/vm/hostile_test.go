@@ -152,3 +152,18 @@ func TestBoundedStringifyKeepsItsRules(t *testing.T) {
 		"\"s\""
 	]`, string(out))
 }
+
+// JSON.parse, bounded by crw, refuses a text nested deeper than MaxStringifyDepth with a
+// RangeError (goja's parser recursed until the Go stack overflowed and the process died); a
+// string's brackets do not count, and the text is read once, whatever gives it.
+func TestBoundedParse(t *testing.T) {
+	t.Parallel()
+	out, _ := run(t, runtimetest.Main(`
+		let reads = 0;
+		const text = { toString() { reads++; return '{"a":[1,"[[[["]}'; } };
+		const r = [JSON.parse("[".repeat(1000) + "]".repeat(1000)).length, JSON.parse(text).a[1], reads,
+			JSON.parse('"' + "[".repeat(5000) + '"').length, JSON.parse('{"a":1}', (k, v) => (k === "a" ? v + 1 : v)).a];
+		try { JSON.parse("[".repeat(5e6) + "]".repeat(5e6)); } catch (e) { r.push(e.name + ": " + e.message); }
+		return r;`))
+	assert.JSONEq(t, `[1, "[[[[", 1, 5000, 2, "RangeError: JSON.parse: the text nests deeper than 1000 levels"]`, string(out))
+}
