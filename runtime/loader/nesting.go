@@ -63,11 +63,10 @@ type nestScanner struct {
 	i   int
 	// levels holds, for every open bracket, the operator count at its opening and whether
 	// it is a template literal's ${.
-	levels  []level
-	total   int  // the sum of the ops of levels
-	deepest int  // the greatest depth seen
-	ops     int  // levels the current expression adds to the open brackets
-	regex   bool // a slash here starts a regular expression: no operand precedes it
+	levels []level
+	total  int  // the sum of the ops of levels
+	ops    int  // levels the current expression adds to the open brackets
+	regex  bool // a slash here starts a regular expression: no operand precedes it
 	// lineBreak: a line break came after a complete operand.
 	lineBreak bool
 }
@@ -158,7 +157,6 @@ func (s *nestScanner) scan() int {
 			s.i++
 			s.regex = false
 		}
-		s.deepest = max(s.deepest, s.depth())
 		if s.depth() > MaxNesting {
 			return start
 		}

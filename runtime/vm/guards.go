@@ -291,14 +291,17 @@ func (v *VM) picked(val goja.Value, names []string) goja.Value {
 
 // wrapMethod replaces obj[name] with a function that runs check first, then the original.
 // checkParse bounds what JSON.parse is given: goja's parser recurses once per level, and a
-// text of a few million brackets overflows the Go stack, which ends the process. The text is
-// converted to a string here, once, and that string is what the parser gets.
+// text of a few million brackets overflows the Go stack, which ends the process.
 func (v *VM) checkParse(fc goja.FunctionCall) {
 	if len(fc.Arguments) == 0 {
 		return
 	}
-	text := fc.Arguments[0].String()
-	fc.Arguments[0] = v.rt.ToValue(text)
+	// ToString as JSON.parse does it (a Symbol is a TypeError); an object's toString runs here,
+	// once, and the string it gave is what the parser gets.
+	text := fc.Arguments[0].ToString().String()
+	if _, isObject := fc.Arguments[0].(*goja.Object); isObject {
+		fc.Arguments[0] = v.rt.ToValue(text)
+	}
 	depth, inString := 0, false
 	for i := 0; i < len(text); i++ {
 		switch c := text[i]; {

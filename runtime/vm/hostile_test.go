@@ -167,3 +167,12 @@ func TestBoundedParse(t *testing.T) {
 		return r;`))
 	assert.JSONEq(t, `[1, "[[[[", 1, 5000, 2, "RangeError: JSON.parse: the text nests deeper than 1000 levels"]`, string(out))
 }
+
+// JSON.parse of a Symbol is still the built-in's TypeError, not a parse of its description.
+func TestBoundedParseOfASymbol(t *testing.T) {
+	t.Parallel()
+	out, _ := run(t, runtimetest.Main(`
+		try { JSON.parse(Symbol("[1]")); } catch (e) { return e.name; }
+		return "parsed";`))
+	assert.JSONEq(t, `"TypeError"`, string(out))
+}
