@@ -196,3 +196,86 @@ func BenchmarkResumeHeap(b *testing.B) {
 		b.ReportMetric((float64(mid)-float64(before))/float64(n), "B-live-halfway/call")
 	}
 }
+
+// waitingScript issues input.n calls at once and keeps nothing of their results; baselineScript
+// makes input.n promises of its own, as many as agent.call would, and one call, and keeps them
+// pending until that call ends.
+const (
+	waitingScript = `
+import { agent } from "crw:agent";
+export default async function main({ n }) {
+  let done = 0;
+  for (let i = 0; i < n; i++) agent.call({ role: "executor", node: "step", prompt: "Carry out step " + i }).then(r => { if (r.status === "completed") done++; });
+  return 0;
+}
+`
+	baselineScript = `
+import { agent } from "crw:agent";
+export default async function main({ n }) {
+  let done = 0;
+  const resolvers = [];
+  for (let i = 0; i < n; i++) new Promise(res => resolvers.push(res)).then(r => { if (r === "Carry out step " + i) done++; });
+  await agent.call({ role: "executor", node: "step", prompt: "Carry out step" });
+  resolvers.forEach((res, i) => res("Carry out step " + i));
+  return 0;
+}
+`
+)
+
+// liveHeapWhileWaiting runs script with input n (pool 4) and returns the live heap at the
+// first call's end that comes once `started` calls were issued: with waitingScript, n-4 calls
+// are then waiting for the pool.
+func liveHeapWhileWaiting(t testing.TB, script string, n, started int) uint64 {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	svc := localService(t, filepath.Join(dir, "state"))
+	input, _ := json.Marshal(map[string]int{"n": n})
+	var at uint64
+	issued := 0
+	onEvent := func(e runner.Event) {
+		switch {
+		case e.Kind == runner.EventCallStarted:
+			issued++
+		case e.Kind == runner.EventCallEnded && issued >= started && at == 0:
+			at = liveHeap()
+		}
+	}
+	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: wf, Input: input, Pool: 4}, engine.ExecOptions{OnEvent: onEvent})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, res.Status)
+	require.NotZero(t, at)
+	return at
+}
+
+// waitingCallCost is what a call waiting for the pool costs the run beyond the script's own
+// promise: the live heap of n waiting calls less that of n pending promises of the script's.
+func waitingCallCost(t testing.TB, n int) float64 {
+	waiting := liveHeapWhileWaiting(t, waitingScript, n, n)
+	baseline := liveHeapWhileWaiting(t, baselineScript, n, 1)
+	return (float64(waiting) - float64(baseline)) / float64(n)
+}
+
+// TestWaitingCallsCostLittle: a fan-out is bounded by the pool, not by the calls waiting for
+// it: a waiting call keeps its request and its place, not a prepared row, a thread or a turn's
+// state. Keeping the prepared row and the turn state cost about 1.7 KiB a waiting call.
+func TestWaitingCallsCostLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("issues 20,000 calls at once")
+	}
+	cost := waitingCallCost(t, 20000)
+	t.Logf("a waiting call costs %.0f B beyond the script's own promise", cost)
+	assert.Less(t, cost, 1000.0, "bytes a waiting call costs the run")
+}
+
+// BenchmarkWaitingCall records what a call waiting for the pool costs the run beyond the
+// script's own promise (CRW_BENCH_FANOUT calls issued at once, default 50,000).
+func BenchmarkWaitingCall(b *testing.B) {
+	n := 50000
+	if v := os.Getenv("CRW_BENCH_FANOUT"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	for b.Loop() {
+		b.ReportMetric(waitingCallCost(b, n), "B-live/waiting-call")
+	}
+}

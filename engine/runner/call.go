@@ -20,6 +20,11 @@ import (
 
 // call is one agent.call on its way through the state machine: the gate, a thread, the task
 // turn, at most one repair, one terminal row.
+//
+// A call waiting for the pool keeps only its request and its place: a script that issues 50,000
+// calls at once makes the run hold 50,000 of these, so what a call runs with (its prepared row
+// as a struct, its turns' state) is made when the pool admits it. Its prepared row is already
+// in the journal; its inputs are worked out again from the request, which gives the same row.
 type call struct {
 	r        *runner
 	id       string
@@ -29,16 +34,27 @@ type call struct {
 	settle   agent.Settle
 	resumeOf *endedCall
 
-	prepared *journal.Row
-	th       backend.Thread // guarded by r.mu
+	// The prepared row: nil while the call waits for the pool, which keeps only what Append
+	// gave the row (its seq and time).
+	prepared    *journal.Row
+	preparedSeq uint64
+	preparedAt  time.Time
+
+	// guarded by r.mu
+	ended    bool
+	recorded bool // its terminal row was written
+
+	*running // nil until the call runs, ends or is replayed
+}
+
+// running is what a call has once it runs: its thread, its turns, what the backend reports.
+type running struct {
+	th backend.Thread // guarded by r.mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// guarded by r.mu
-	interrupt string // the reason the engine interrupted the call
-	ended     bool
-	recorded  bool // its terminal row was written
+	interrupt string // the reason the engine interrupted the call; guarded by r.mu
 
 	// What the call's backend reports, guarded by mu: it may report from other goroutines.
 	mu      sync.Mutex
@@ -63,6 +79,9 @@ type endedCall struct {
 // fromRecord takes a call's identity, and the turns it started, from the journal's account of
 // it: a call that goes on from its last row reports them in its CallResult as a live one would.
 func (c *call) fromRecord(rec *replay.Call) {
+	if c.running == nil {
+		c.running = &running{}
+	}
 	c.id, c.prepared, c.thread, c.attempt = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt
 	if rec.Thread != nil {
 		c.th = threadOf(rec.Thread)
@@ -135,7 +154,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		r.calls[c.id] = c
 		r.mu.Unlock()
 		r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
-		r.launch(c, p, m.Rec)
+		r.launch(c, m.Rec)
 		return nil
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
@@ -147,33 +166,54 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		c.id, c.attempt = "c"+strconv.Itoa(r.nextID), 1
 	}
 	p.Row.Call = c.id
-	c.prepared = replay.WithDigests(p.Row)
 	r.calls[c.id] = c
-	c.lastSeq = r.j.Append(p.Row)
+	c.preparedSeq = r.j.Append(replay.WithDigests(p.Row))
+	c.preparedAt = p.Row.At
 	r.mu.Unlock()
 	r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
 
 	// What the call's own inputs decide ends it before any thread starts.
 	switch {
 	case foreign:
+		c.admit(&p)
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "foreign_handle", Detail: "the handle belongs to another run"})
 	case p.Schema != nil && p.Schema.Refusal() != "":
+		c.admit(&p)
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: p.Schema.Refusal()})
 	case p.PairErr != nil:
+		c.admit(&p)
 		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: p.PairErr.Error()})
 	default:
-		r.launch(c, p, nil)
+		r.launch(c, nil)
 	}
 	return nil
 }
 
+// admit gives a call what it runs with: its prepared row, from p or, when p is nil, worked out
+// again from its request (as Call did, so the row is the one the journal holds).
+func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
+	if p == nil {
+		again := inputs.Prepare(c.req, c.r.roles, &c.r.schemas)
+		p = &again
+	}
+	if c.prepared == nil {
+		row := p.Row
+		row.Index, row.Call, row.Seq, row.At = c.index, c.id, c.preparedSeq, c.preparedAt
+		c.prepared = replay.WithDigests(row)
+	}
+	if c.running == nil {
+		c.running = &running{lastSeq: c.prepared.Seq}
+	}
+	return *p
+}
+
 // launch runs a call on its own goroutine once the pool admits it; rec is the call as an
 // earlier process left it (nil for a call this process prepared).
-func (r *runner) launch(c *call, p inputs.Prepared, rec *replay.Call) {
+func (r *runner) launch(c *call, rec *replay.Call) {
 	r.wg.Add(1)
 	r.pool.submit(r.ctx, func(admitErr error) {
 		defer r.wg.Done()
-		c.run(admitErr, p, rec)
+		c.run(admitErr, c.admit(nil), rec)
 	})
 }
 
