@@ -3,15 +3,12 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 	"github.com/crw-dev/crw/engine/runner"
 )
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(runner.ProcessGCPercent)
-	}
+	runner.TuneGC()
 	os.Exit(cli.Main(backends()))
 }

@@ -45,7 +45,8 @@ type Journal struct {
 	closed  bool
 	stopped chan struct{} // closed when the committer returns
 
-	sinceRelease int // bytes committed since the mapped pages were last released; committer only
+	sinceRelease int          // bytes committed since the mapped pages were last released; committer only
+	readSince    atomic.Int64 // bytes of rows read since the mapped pages were last released
 
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
 	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
@@ -283,6 +284,7 @@ func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
 			return len(out) < limit, nil
 		})
 	})
+	j.noteRead(out)
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return nil, fmt.Errorf("journal: raw: %w", ErrClosed)
 	}

@@ -21,6 +21,20 @@ func (j *Journal) noteCommitted(batch []entry) {
 	}
 }
 
+// noteRead counts the bytes of rows read and releases the mapped pages once releaseEvery bytes
+// were read since the last release: a resume pages through the whole journal, and each page it
+// reads would stay mapped in.
+func (j *Journal) noteRead(rows [][]byte) {
+	n := 0
+	for _, r := range rows {
+		n += len(r)
+	}
+	if j.readSince.Add(int64(n)) >= int64(releaseEvery) {
+		j.readSince.Store(0)
+		j.releaseMapped()
+	}
+}
+
 // releaseMapped drops the file's pages from this process's mapping (MADV_DONTNEED). bbolt
 // reads through its mmap the page each commit appends to, so over a long run every page of
 // the file would be mapped in and counted in the process's resident memory, though it is page

@@ -1,0 +1,54 @@
+package runner
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 300},
+		{10 << 20, 300},
+		{32 << 20, 300},
+		{48 << 20, 200},
+		{96 << 20, 100},
+		{1 << 30, 100},
+	} {
+		assert.Equal(t, c.want, GCPercentFor(c.live), "live %d MiB", c.live>>20)
+	}
+}
+
+// TestTuneGCFollowsTheLiveHeap: with 200 MiB live the target drops to 100%, and goes back to
+// 300% once the heap is small again.
+func TestTuneGCFollowsTheLiveHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 200 MiB")
+	}
+	t.Setenv("GOGC", "")
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	TuneGC()
+	// The finalizer runs in the background after a collection: look again until it has.
+	becomes := func(want int) bool {
+		return assert.Eventually(t, func() bool {
+			runtime.GC()
+			p := debug.SetGCPercent(-1)
+			debug.SetGCPercent(p)
+			return p == want
+		}, 10*time.Second, time.Millisecond, "GC percent %d", want)
+	}
+	big := make([][]byte, 200)
+	for i := range big {
+		big[i] = make([]byte, 1<<20)
+	}
+	becomes(100)
+	runtime.KeepAlive(big)
+	becomes(300)
+}
