@@ -67,7 +67,13 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, info.Size(), limit)
 	}
 	// The size can change between Stat and the read: read at most one byte past the limit.
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	return ReadStream(f, limit)
+}
+
+// ReadStream reads r to its end, or fails once it has given more than limit bytes: what a
+// command reads from its stdin, which may be a pipe.
+func ReadStream(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}

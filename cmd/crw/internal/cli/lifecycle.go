@@ -37,6 +37,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 			g.detach = true
 			opts.Workflow = args[0]
 			opts.BackendOpts = backendOpts()
+			opts.Stdin = streams.In
 			co, err := createOptions(opts)
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 type RunOptions struct {
 	Workflow     string
 	Input        string
+	Stdin        io.Reader // what --input @- reads
 	Backend      string
 	BackendOpts  map[string]string // the backend's options, as their flags set them
 	Roles        string
@@ -57,6 +59,7 @@ returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is
 			g.runOutput = true
 			opts.Workflow = args[0]
 			opts.BackendOpts = backendOpts()
+			opts.Stdin = streams.In
 			return runRun(cmd.Context(), g, streams, opts)
 		},
 	}
@@ -68,7 +71,7 @@ returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is
 // among them, as the registry lists them. The returned function gives the options that were set.
 func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions) (backendOpts func() map[string]string) {
 	f := cmd.Flags()
-	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, or @FILE")
+	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
 	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: "+strings.Join(g.backends.Names(), ", "))
 	values := map[string]*string{}
 	for _, o := range g.backends.Options() {
@@ -137,7 +140,7 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
 		return eo, errs.New(errs.InvalidRequest, "workflow %s: not a readable file", opts.Workflow)
 	}
-	input, err := readInput(opts.Input)
+	input, err := readInput(opts.Input, opts.Stdin)
 	if err != nil {
 		return eo, err
 	}
@@ -163,14 +166,23 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	}, nil
 }
 
-// readInput reads --input: inline JSON or @FILE; absent is null.
-func readInput(s string) (json.RawMessage, error) {
+// readInput reads --input: inline JSON, @FILE or @- (stdin, a pipe included); absent is null.
+func readInput(s string, stdin io.Reader) (json.RawMessage, error) {
 	if s == "" {
 		return json.RawMessage("null"), nil
 	}
 	data := []byte(s)
 	where := "--input"
-	if name, ok := strings.CutPrefix(s, "@"); ok {
+	if s == "@-" {
+		var err error
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		if data, err = userfile.ReadStream(stdin, userfile.MaxData); err != nil {
+			return nil, errs.New(errs.InvalidRequest, "--input @-: cannot read stdin: %v", err)
+		}
+		where = "--input @- (stdin)"
+	} else if name, ok := strings.CutPrefix(s, "@"); ok {
 		var err error
 		if data, err = userfile.Read(name, userfile.MaxData); err != nil {
 			return nil, errs.New(errs.InvalidRequest, "--input @%s: cannot read: %v", name, err)
