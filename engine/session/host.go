@@ -1,0 +1,61 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Host is what the session backend reads of the owner's Codex: the subagents the owner
+// spawned, their turns and answers. crw never starts a thread or a turn on it; it only reads,
+// and interrupts a turn it must stop (a pause, a cancel, a deadline).
+type Host interface {
+	// ReadThread reads a thread with its turns (thread/read, includeTurns). A thread the host
+	// does not know is ErrUnknownThread.
+	ReadThread(ctx context.Context, id string) (Thread, error)
+	// Subagents lists the subagent threads the host knows, without their turns (thread/list
+	// by the subagent source kind): where a published step's marker is looked up when its
+	// spawn was never reported.
+	Subagents(ctx context.Context) ([]Thread, error)
+	// InterruptTurn asks the host to interrupt a running turn (turn/interrupt).
+	InterruptTurn(ctx context.Context, threadID, turnID string) error
+	// Close lets the host go (a connection, or a private app server).
+	Close() error
+}
+
+// ErrUnknownThread is a thread id the host does not know.
+var ErrUnknownThread = errors.New("the host does not know the thread")
+
+// Thread is a thread as the host shows it.
+type Thread struct {
+	ID             string
+	ParentThreadID string // the thread that spawned it; "" for a top-level thread
+	AgentRole      string // the agent_type it was spawned with ("" or "default" without one)
+	Model          string
+	Effort         string
+	Cwd            string // the host's cwd for it: a subagent's is its parent's
+	RolloutPath    string
+	Status         string // idle, active, notLoaded, systemError
+	Preview        string // the start of its first user message
+	Turns          []Turn // oldest first; nil when read without turns
+}
+
+// Turn is one turn of a thread.
+type Turn struct {
+	ID     string
+	Status string // inProgress, completed, interrupted, failed
+	// FirstUserMessage is the text of the turn's first user message: where a step's marker is.
+	FirstUserMessage string
+	// Answer is the turn's answer: its last agent message in the final_answer phase, or, from a
+	// provider that sets no phase, its last message when no commentary came before it.
+	Answer    string
+	HasAnswer bool
+	// Error is the turn's error when it failed (or was interrupted with one).
+	Error *TurnError
+}
+
+// TurnError is a failed turn's error: the host's message and its codexErrorInfo, as sent.
+type TurnError struct {
+	Message        string
+	CodexErrorInfo json.RawMessage
+}
