@@ -171,6 +171,27 @@ type Row struct {
 	TurnID string `json:"turn_id,omitempty"`
 	Repair string `json:"repair,omitempty"` // what the repair turn names as wrong
 
+	// A session call's step_published, thread_started and turn_started (docs/session-backend.md).
+	// The step's input is in Input (a JSON string) and its digest in InputDigest.
+	Op               string  `json:"op,omitempty"`      // <call>/t<k>
+	Attempt          int     `json:"attempt,omitempty"` // the session attempt the step or bind belongs to
+	Action           string  `json:"action,omitempty"`  // spawn or send_input
+	Packet           string  `json:"packet,omitempty"`  // the packet file, under the run's folder
+	PacketDigest     string  `json:"packet_digest,omitempty"`
+	AgentType        string  `json:"agent_type,omitempty"`
+	Workspace        string  `json:"workspace,omitempty"` // the directory P the subagent works in
+	AgentID          string  `json:"agent_id,omitempty"`  // the subagent a send_input goes to
+	Note             string  `json:"note,omitempty"`      // what the packet says of earlier attempts
+	PreviousAnswer   string  `json:"previous_answer,omitempty"`
+	TokensSeen       *Tokens `json:"tokens_seen,omitempty"`
+	CallTokens       *Tokens `json:"call_tokens,omitempty"`
+	ConversationTurn int     `json:"conversation_turn,omitempty"`
+	ReplacesTurn     int     `json:"replaces_turn,omitempty"`
+	Via              string  `json:"via,omitempty"` // session: the thread is a subagent of the owner
+	HostCwd          string  `json:"host_cwd,omitempty"`
+	ParentThreadID   string  `json:"parent_thread_id,omitempty"`
+	AgentRole        string  `json:"agent_role,omitempty"`
+
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`
 	Detail     string          `json:"detail,omitempty"`

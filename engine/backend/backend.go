@@ -40,6 +40,39 @@ type Thread struct {
 	Effort      string
 	Cwd         string
 	RolloutPath string
+	// A pull backend's bind: the subagent's place on the host and the step it was bound to.
+	Bind *Bind
+}
+
+// Bind is what a pull backend read of a subagent it bound to a step.
+type Bind struct {
+	Via            string // "session"
+	HostCwd        string // the cwd the host reports (a subagent's is its parent's)
+	ParentThreadID string
+	AgentRole      string
+	Marker         string
+	Attempt        int
+}
+
+// Step is a turn a pull backend hands over: the members of its step_published row.
+type Step struct {
+	Marker           string // <call>/t<k>-a<attempt>
+	Op               string // <call>/t<k>
+	Attempt          int
+	Action           string // spawn or send_input
+	Input            string // the message the subagent is sent
+	Packet           string // the packet file, relative to the run's folder
+	PacketDigest     string
+	Role, AgentType  string
+	Model, Effort    string
+	Workspace        string
+	AgentID          string // a send_input's subagent
+	Note             string
+	PreviousAnswer   string
+	TokensSeen       journal.Tokens
+	CallTokens       journal.Tokens
+	ConversationTurn int
+	ReplacesTurn     int
 }
 
 // Turn is one turn the engine asks for: the call's task (K 1) or its repair (K 2).
@@ -74,7 +107,7 @@ type Recorder interface {
 	Commit() error
 	// Dispatched reports the step a pull backend hands the turn over as (a step_published
 	// row); commit before the step becomes visible.
-	Dispatched(marker string)
+	Dispatched(step Step)
 	// Thread reports the call's thread (a thread_started row).
 	Thread(Thread)
 	// Started reports the turn's id on the host (a turn_started row).

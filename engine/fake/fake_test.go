@@ -25,7 +25,7 @@ func (r *recorder) add(s string) {
 	r.reports = append(r.reports, s)
 }
 func (r *recorder) Commit() error              { r.add("commit"); return nil }
-func (r *recorder) Dispatched(m string)        { r.add("dispatched " + m) }
+func (r *recorder) Dispatched(st backend.Step) { r.add("dispatched " + st.Marker) }
 func (r *recorder) Thread(th backend.Thread)   { r.add("thread " + th.ID) }
 func (r *recorder) Started(id string)          { r.add("started " + id) }
 func (r *recorder) Warn(reason, detail string) { r.add("warn " + reason) }

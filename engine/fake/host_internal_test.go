@@ -17,7 +17,7 @@ import (
 type nopRecorder struct{}
 
 func (nopRecorder) Commit() error              { return nil }
-func (nopRecorder) Dispatched(string)          {}
+func (nopRecorder) Dispatched(backend.Step)    {}
 func (nopRecorder) Thread(backend.Thread)      {}
 func (nopRecorder) Started(string)             {}
 func (nopRecorder) Warn(reason, detail string) {}

@@ -60,8 +60,9 @@ type running struct {
 	mu      sync.Mutex
 	thread  *journal.Row
 	lastSeq uint64
-	k       int    // the turn the backend runs
-	repair  string // what that turn, a repair, names as wrong
+	k       int           // the turn the backend runs
+	repair  string        // what that turn, a repair, names as wrong
+	step    *journal.Row // the newest step published, whose place its turn_started repeats
 
 	turnIDs    []string
 	tokens     journal.Tokens
@@ -88,6 +89,9 @@ func (c *call) fromRecord(rec *replay.Call) {
 	}
 	for _, t := range rec.Turns {
 		c.turnIDs = append(c.turnIDs, t.TurnID)
+	}
+	if n := len(rec.Steps); n > 0 {
+		c.step = rec.Steps[n-1]
 	}
 }
 
@@ -413,10 +417,28 @@ func (c *call) Commit() error {
 }
 
 // Dispatched implements backend.Recorder: the step a pull backend publishes the turn as.
-func (c *call) Dispatched(marker string) {
+func (c *call) Dispatched(st backend.Step) {
+	row := &journal.Row{Type: journal.TypeStepPublished, Call: c.id, Marker: st.Marker, Op: st.Op, Attempt: st.Attempt,
+		Action: st.Action, Packet: st.Packet, PacketDigest: st.PacketDigest, Role: st.Role, AgentType: st.AgentType,
+		Model: st.Model, Effort: st.Effort, Workspace: st.Workspace, AgentID: st.AgentID, Note: st.Note,
+		PreviousAnswer: st.PreviousAnswer, ConversationTurn: st.ConversationTurn, ReplacesTurn: st.ReplacesTurn}
+	if st.Input != "" {
+		row.Input, _ = json.Marshal(st.Input)
+		row.InputDigest = replay.Digest(st.Input)
+	}
+	if !st.TokensSeen.IsZero() {
+		t := st.TokensSeen
+		row.TokensSeen = &t
+	}
+	if !st.CallTokens.IsZero() {
+		t := st.CallTokens
+		row.CallTokens = &t
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeStepPublished, Call: c.id, K: c.k, Marker: marker})
+	row.K = c.k
+	c.step = row
+	c.lastSeq = c.r.j.Append(row)
 }
 
 // Thread implements backend.Recorder: the call's thread, chained to the thread of the call a
@@ -430,6 +452,10 @@ func (c *call) Thread(th backend.Thread) {
 		row.ChainThread = c.resumeOf.th.ID
 	}
 	c.r.mu.Unlock()
+	if b := th.Bind; b != nil {
+		row.Via, row.HostCwd, row.ParentThreadID, row.AgentRole = b.Via, b.HostCwd, b.ParentThreadID, b.AgentRole
+		row.Marker, row.Attempt = b.Marker, b.Attempt
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.thread = row
@@ -441,7 +467,12 @@ func (c *call) Started(turnID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.turnIDs = append(c.turnIDs, turnID)
-	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair})
+	row := &journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair}
+	if st := c.step; st != nil && st.K == c.k {
+		row.Op, row.Marker, row.Attempt = st.Op, st.Marker, st.Attempt
+		row.ConversationTurn, row.ReplacesTurn = st.ConversationTurn, st.ReplacesTurn
+	}
+	c.lastSeq = c.r.j.Append(row)
 	// Readers of a live run see the turn soon, not only at its call's end.
 	c.r.flushSoon()
 }

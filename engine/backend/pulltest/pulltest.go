@@ -202,7 +202,7 @@ type subagent struct {
 }
 
 func (a *subagent) Commit() error       { return nil }
-func (a *subagent) Dispatched(string)   {}
+func (a *subagent) Dispatched(backend.Step) {}
 func (a *subagent) Warn(string, string) {}
 func (a *subagent) Thread(th backend.Thread) {
 	a.thread = th
@@ -294,7 +294,7 @@ func Marker(c backend.Call, k int) string { return fmt.Sprintf("%s/t%d-a%d", c.I
 func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
 	st := Step{Marker: Marker(t.Call, t.K), Call: t.Call, K: t.K, Prompt: t.Prompt, Thread: t.Thread, From: t.From}
 	if t.Sent == nil || t.Sent.Marker == "" {
-		rec.Dispatched(st.Marker)
+		rec.Dispatched(backend.Step{Marker: st.Marker})
 		if err := rec.Commit(); err != nil {
 			return backend.Outcome{Status: backend.Unavailable, Cause: err}
 		}
