@@ -59,3 +59,22 @@ type TurnError struct {
 	Message        string
 	CodexErrorInfo json.RawMessage
 }
+
+// Kind is the codexErrorInfo's name: the string itself, or the one key of an object such as
+// {"httpConnectionFailed":{"httpStatusCode":502}}; "" when the host gave none.
+func (e *TurnError) Kind() string {
+	if e == nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(e.CodexErrorInfo, &s) == nil {
+		return s
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(e.CodexErrorInfo, &m) == nil && len(m) == 1 {
+		for k := range m {
+			return k
+		}
+	}
+	return ""
+}

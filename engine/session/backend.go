@@ -1,0 +1,408 @@
+// Package session is the session backend: a run's calls taken by role subagents of the owner's
+// Codex session. crw starts no thread and no turn: each turn is a step it publishes on the run's
+// step bus (Bus); the owner spawns a subagent for it (or sends a repair to the call's open one)
+// and reports it with crw flow dispatched; the run binds the subagent once the host (Host) shows
+// it is the owner's child, carries the step's marker and runs the role's pair, reads its answer
+// from the host, and closes it when the call has its terminal row. docs/session-backend.md
+// tells it for a user.
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/codex"
+)
+
+// Name is the backend's name in the journal.
+const Name = "session"
+
+// Config is one process's session backend.
+type Config struct {
+	Run    string
+	Owner  string // the owner thread
+	Host   Host
+	Dir    string // the run's folder: the step bus and the calls' directories
+	TmpDir string // the run's recorded TMPDIR, for the packets' tools section
+	// Poll is how often a waiting step looks at the inbox and a bound turn at the host
+	// (default 250 ms); every LookupEvery polls a waiting step looks its marker up on the host
+	// (default 8).
+	Poll        time.Duration
+	LookupEvery int
+	// InterruptWait bounds how long an interrupted turn is read until it ends (default 30 s).
+	InterruptWait time.Duration
+	Warn          func(reason, detail string)
+}
+
+// Backend runs turns as steps for the owner.
+type Backend struct {
+	cfg Config
+	bus Bus
+
+	mu      sync.Mutex
+	waiting map[string]chan Report // marker → the step waiting for its report
+	ended   map[string]bool        // markers of this process's steps that ended
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// New starts a session backend: it answers the inbox until Close.
+func New(cfg Config) *Backend {
+	if cfg.Poll <= 0 {
+		cfg.Poll = 250 * time.Millisecond
+	}
+	if cfg.LookupEvery <= 0 {
+		cfg.LookupEvery = 8
+	}
+	if cfg.InterruptWait <= 0 {
+		cfg.InterruptWait = 30 * time.Second
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = func(string, string) {}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, ended: map[string]bool{}, stop: stop, done: make(chan struct{})}
+	go b.answerInbox(ctx)
+	return b
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Close implements backend.Backend.
+func (b *Backend) Close() error {
+	b.stop()
+	<-b.done
+	return b.cfg.Host.Close()
+}
+
+// answerInbox routes each report to the step it names, and answers the ones no step here
+// waits for: a report for a step this process ended is told close; one for another run is
+// refused; one for a step whose file is still published waits (a resumed call will take it).
+func (b *Backend) answerInbox(ctx context.Context) {
+	defer close(b.done)
+	t := time.NewTicker(b.cfg.Poll)
+	defer t.Stop()
+	for {
+		reports, _ := b.bus.Inbox()
+		for _, r := range reports {
+			b.route(r)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Backend) route(r Report) {
+	marker := r.Marker()
+	b.mu.Lock()
+	ch, waiting := b.waiting[marker]
+	ended := b.ended[marker]
+	b.mu.Unlock()
+	switch {
+	case r.Run != b.cfg.Run:
+		_ = b.bus.Answer(r, Reply{Reply: ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
+	case waiting:
+		select {
+		case ch <- r:
+		default: // the step is busy with another report: this one waits for the next poll
+		}
+	case ended || !b.bus.Published(r.Call, r.K, r.Attempt):
+		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "the run has no step waiting under this marker: close the subagent"})
+	}
+}
+
+// Run implements backend.Backend: publish, bind, harvest.
+func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	attempt := 1
+	if t.Sent != nil && t.Sent.Marker != "" {
+		if _, _, n, ok := ParseMarker(t.Sent.Marker); ok {
+			attempt = n
+		}
+	}
+	s := &step{b: b, t: t, rec: rec, marker: Marker(t.Call.ID, t.K, attempt), attempt: attempt, reports: make(chan Report, 1)}
+	b.mu.Lock()
+	b.waiting[s.marker] = s.reports
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.waiting, s.marker)
+		b.ended[s.marker] = true
+		b.mu.Unlock()
+	}()
+	return s.run(ctx)
+}
+
+// Done implements backend.Backend: the call's subagent is closed (a close step).
+func (b *Backend) Done(call backend.Call, th backend.Thread) {
+	attempt := 1
+	if th.Bind != nil && th.Bind.Attempt > 0 {
+		attempt = th.Bind.Attempt
+	}
+	if err := b.bus.CloseAgent(call.ID, attempt, th.ID); err != nil {
+		b.cfg.Warn("step_unwritten", "the close step of "+call.ID+" could not be written")
+	}
+}
+
+// step is one turn on its way: published, bound, harvested.
+type step struct {
+	b       *Backend
+	t       backend.Turn
+	rec     backend.Recorder
+	marker  string
+	attempt int
+	reports chan Report
+
+	file   StepFile
+	agent  string // the bound subagent
+	turnID string
+}
+
+func (s *step) run(ctx context.Context) backend.Outcome {
+	b := s.b
+	s.file = s.stepFile()
+	if s.t.Sent == nil {
+		packet := s.packet()
+		st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
+			Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
+			Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
+			ConversationTurn: s.t.K}
+		s.rec.Dispatched(st)
+		if err := s.rec.Commit(); err != nil {
+			return backend.Outcome{Status: backend.Unavailable, Cause: err}
+		}
+		s.publish(packet)
+	} else if !b.bus.Published(s.t.Call.ID, s.t.K, s.attempt) {
+		// An earlier process published it; the step file is gone with a retraction or was never
+		// written: it is published again (the same step, no new row) once the host shows nothing.
+		if !s.lookup(ctx) {
+			s.publish(s.packet())
+		}
+	}
+	if s.agent == "" {
+		if out, ok := s.awaitBind(ctx); !ok {
+			return out
+		}
+	}
+	return s.harvest(ctx)
+}
+
+// stepFile is the step as the owner reads it.
+func (s *step) stepFile() StepFile {
+	c := s.t.Call
+	ws := filepath.Join(s.b.cfg.Dir, "calls", c.ID)
+	f := StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
+		AgentType: AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
+		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
+	if s.t.Thread.ID != "" {
+		f.Action, f.AgentID = ActionSendInput, s.t.Thread.ID
+		f.Message = SendInputMessage(s.marker, s.t.Prompt)
+	} else {
+		f.Action = ActionSpawn
+		f.Message = SpawnMessage(s.marker, c.Role, ws, f.Packet)
+	}
+	return f
+}
+
+func (s *step) packet() string {
+	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, TmpDir: s.b.cfg.TmpDir,
+		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
+}
+
+// publish makes the step visible; a step that cannot be written is written again at each poll
+// (publishPending) and never ends the call.
+func (s *step) publish(packet string) bool {
+	if err := mkdirWorkspace(s.file.Workspace); err == nil {
+		if err = s.b.bus.Publish(s.file, packet); err == nil {
+			return true
+		}
+	}
+	s.rec.Warn("step_unwritten", "the step "+s.marker+" could not be written: nothing was sent; it is written again at the next poll")
+	return false
+}
+
+// awaitBind waits for the subagent of the step: a report in the inbox, or the marker found on
+// the host. ok is false when the turn ended before a bind (its outcome is returned).
+func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
+	b := s.b
+	tick := time.NewTicker(b.cfg.Poll)
+	defer tick.Stop()
+	written := b.bus.Published(s.t.Call.ID, s.t.K, s.attempt)
+	for polls := 1; ; polls++ {
+		select {
+		case <-ctx.Done():
+			_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
+			return backend.Outcome{Status: backend.Interrupted}, false
+		case r := <-s.reports:
+			reply := s.judge(ctx, r.Agent)
+			_ = b.bus.Answer(r, reply)
+			if reply.Reply == ReplyBound {
+				return backend.Outcome{}, true
+			}
+		case <-tick.C:
+			if !written {
+				written = s.publish(s.packet())
+			}
+			if polls%b.cfg.LookupEvery == 0 && s.lookup(ctx) {
+				return backend.Outcome{}, true
+			}
+		}
+	}
+}
+
+// lookup looks the step's marker up on the host: the subagent that carries it for a spawn,
+// the marker turn on the subagent for a send_input; it binds what it finds.
+func (s *step) lookup(ctx context.Context) bool {
+	if s.file.Action == ActionSendInput {
+		return s.judge(ctx, s.file.AgentID).Reply == ReplyBound
+	}
+	threads, err := s.b.cfg.Host.Subagents(ctx)
+	if err != nil {
+		return false
+	}
+	for _, th := range threads {
+		if th.ParentThreadID == s.b.cfg.Owner && MarkerOf(th.Preview) == s.marker {
+			if s.judge(ctx, th.ID).Reply == ReplyBound {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// judge decides a subagent reported for the step, and binds it when it is the step's.
+func (s *step) judge(ctx context.Context, agent string) Reply {
+	reply := Reply{Marker: s.marker, Agent: agent}
+	th, err := s.b.cfg.Host.ReadThread(ctx, agent)
+	switch {
+	case errors.Is(err, ErrUnknownThread):
+		reply.Reply, reply.Detail = ReplyRefused, "the host does not know the subagent"
+		return reply
+	case err != nil:
+		reply.Reply, reply.Detail = ReplyRetry, "the host cannot be read yet"
+		return reply
+	case th.ParentThreadID != s.b.cfg.Owner:
+		reply.Reply, reply.Detail = ReplyRefused, "the subagent is not a subagent of the run's owner thread"
+		return reply
+	}
+	turn := markerTurn(th, s.marker)
+	if turn == nil {
+		reply.Reply, reply.Detail = ReplyRetry, "the subagent has no turn that carries the marker yet"
+		return reply
+	}
+	if s.file.Action == ActionSpawn {
+		if want := s.t.Call.Pair; (want.Model != "" && want.Model != th.Model) || (want.Effort != "" && want.Effort != th.Effort) {
+			reply.Reply, reply.Model, reply.Effort = ReplyPairMismatch, want.Model, want.Effort
+			reply.Detail = fmt.Sprintf("the subagent runs %s/%s, the role's pair is %s/%s: close it and spawn again with the role's pair",
+				th.Model, th.Effort, orAny(want.Model), orAny(want.Effort))
+			return reply
+		}
+		if th.AgentRole != "" && th.AgentRole != s.file.AgentType {
+			s.rec.Warn("session_agent_role_mismatch", fmt.Sprintf("the subagent was spawned as %q, the step's agent type is %q", th.AgentRole, s.file.AgentType))
+		}
+		s.rec.Thread(backend.Thread{ID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: s.file.Workspace, RolloutPath: th.RolloutPath,
+			Bind: &backend.Bind{Via: Name, HostCwd: th.Cwd, ParentThreadID: th.ParentThreadID, AgentRole: th.AgentRole, Marker: s.marker, Attempt: s.attempt}})
+	}
+	s.rec.Started(turn.ID)
+	if err := s.rec.Commit(); err != nil {
+		reply.Reply, reply.Detail = ReplyRetry, "the run cannot record the bind"
+		return reply
+	}
+	s.agent, s.turnID = th.ID, turn.ID
+	_ = s.b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
+	reply.Reply = ReplyBound
+	return reply
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "(the host's)"
+	}
+	return s
+}
+
+// markerTurn is the subagent's turn whose first user message carries the marker.
+func markerTurn(th Thread, marker string) *Turn {
+	for i := range th.Turns {
+		if MarkerOf(th.Turns[i].FirstUserMessage) == marker {
+			return &th.Turns[i]
+		}
+	}
+	return nil
+}
+
+// harvest reads the bound subagent until its marker turn ends.
+func (s *step) harvest(ctx context.Context) backend.Outcome {
+	tick := time.NewTicker(s.b.cfg.Poll)
+	defer tick.Stop()
+	for {
+		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
+		if err == nil {
+			if turn := markerTurn(th, s.marker); turn != nil && turn.Status != "inProgress" {
+				return s.outcome(turn)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return s.interrupt()
+		case <-tick.C:
+		}
+	}
+}
+
+// outcome is how an ended turn ends the step.
+func (s *step) outcome(turn *Turn) backend.Outcome {
+	out := backend.Outcome{TurnID: turn.ID}
+	switch {
+	case turn.Status == "completed" && turn.HasAnswer:
+		out.Status, out.Text = backend.Answered, turn.Answer
+	case turn.Status == "completed":
+		out.Status, out.Text = backend.Answered, ""
+	case turn.Error != nil:
+		out.Status, out.Failure = backend.Failed, codex.Classify(turn.Error.Kind())
+	default:
+		out.Status = backend.Interrupted
+	}
+	return out
+}
+
+// interrupt stops the bound turn on the host and reads it until it ends.
+func (s *step) interrupt() backend.Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.InterruptWait)
+	defer cancel()
+	_ = s.b.cfg.Host.InterruptTurn(ctx, s.agent, s.turnID)
+	for {
+		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
+		if err == nil {
+			if turn := markerTurn(th, s.marker); turn == nil || turn.Status != "inProgress" {
+				return backend.Outcome{Status: backend.Interrupted, TurnID: s.turnID}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return backend.Outcome{Status: backend.Interrupted, TurnID: s.turnID}
+		case <-time.After(s.b.cfg.Poll):
+		}
+	}
+}
+
+// digest is the sha256 of a text, as rows record digests.
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// mkdirWorkspace makes a call's directory P: until workspaces are placed, a call-private
+// directory under the run's folder.
+func mkdirWorkspace(dir string) error { return os.MkdirAll(dir, 0o700) }

@@ -1,0 +1,251 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/session/sessiontest"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/mem"
+)
+
+const owner = "owner-thread"
+
+// sessionRun runs script on the session backend, with an owner that answers each step with
+// answer, and returns the run's end, its rows, the host and the owner.
+func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	svc := enginetest.Service(mem.New())
+	co := engine.CreateOptions{Workflow: wf}
+	if len(roles) > 0 {
+		co.Roles = roles[0]
+	}
+	id, err := svc.Create(ctx, co)
+	require.NoError(t, err)
+	runDir := filepath.Join(dir, "run")
+	host := sessiontest.NewHost(owner)
+	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
+	if tune != nil {
+		tune(o)
+	}
+	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+	ownerCtx, stopOwner := context.WithCancel(ctx)
+	go o.Loop(ownerCtx)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	// The close steps of the last calls: the owner takes them too.
+	require.Eventually(t, func() bool { o.Pass(); steps, _, _ := o.Bus.Steps(); return len(steps) == 0 }, 5*time.Second, 5*time.Millisecond)
+	stopOwner()
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	enginetest.CheckJournal(t, rows)
+	return end, rows, host, o, runDir
+}
+
+const threeCalls = `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "explorer", node: "a", prompt: "count the files", schema }),
+    agent.call({ role: "reviewer", node: "b", prompt: "count the tests", schema }),
+  ]);
+  const c = await agent.call({ role: "executor", node: "c", prompt: "add them", schema });
+  return [a.status, a.output.n, b.output.n, c.output.n];
+}
+`
+
+func answerN(st session.StepFile) sessiontest.Answer {
+	switch {
+	case strings.Contains(st.Message, "CRW-ROLE: explorer"):
+		return sessiontest.Answer{Text: `{"n": 3}`}
+	case strings.Contains(st.Message, "CRW-ROLE: reviewer"):
+		return sessiontest.Answer{Text: `{"n": 4}`}
+	}
+	return sessiontest.Answer{Text: "The sum is below.\n{\"n\": 7}"}
+}
+
+// TestSessionCallsRunOnOwnerSubagents: each call is a step the owner spawns a subagent for and
+// reports; the run binds it, harvests its answer and closes it.
+func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
+	end, rows, host, o, runDir := sessionRun(t, threeCalls, answerN, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
+	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
+	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
+
+	for _, c := range []struct{ call, role, agentType string }{{"c1", "explorer", "explorer"}, {"c2", "reviewer", "reviewer"}, {"c3", "executor", "executor"}} {
+		call := enginetest.CallRows(rows, c.call)
+		assert.Equal(t, []string{journal.TypePrepared, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeCompleted},
+			enginetest.Types(call), c.call)
+		step, th, turn := call[1], call[2], call[3]
+		marker := c.call + "/t1-a1"
+		assert.Equal(t, marker, step.Marker)
+		assert.Equal(t, c.call+"/t1", step.Op)
+		assert.Equal(t, 1, step.Attempt)
+		assert.Equal(t, session.ActionSpawn, step.Action)
+		assert.Equal(t, c.agentType, step.AgentType)
+		assert.Equal(t, c.role, step.Role)
+		ws := filepath.Join(runDir, "calls", c.call)
+		assert.Equal(t, ws, step.Workspace)
+		assert.DirExists(t, ws)
+		assert.Equal(t, 1, step.ConversationTurn)
+		var input string
+		require.NoError(t, json.Unmarshal(step.Input, &input))
+		assert.True(t, strings.HasPrefix(input, "crw-flow-op: "+marker+"\nCRW-ROLE: "+c.role+"\n\nYour shell starts in a directory that is NOT your workspace. Your workspace is "+ws+": "), input)
+		packet := filepath.Join(runDir, "steps", c.call, "packet-t1-a1.md")
+		assert.Equal(t, packet, step.Packet)
+		data, err := os.ReadFile(packet)
+		require.NoError(t, err)
+		assert.Contains(t, string(data), "## Output contract")
+		assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, step.PacketDigest)
+
+		assert.Equal(t, "session", th.Via)
+		assert.Equal(t, owner, th.ParentThreadID)
+		assert.Equal(t, c.agentType, th.AgentRole)
+		assert.Equal(t, marker, th.Marker)
+		assert.Equal(t, ws, th.Cwd)
+		assert.Equal(t, "/owner/cwd", th.HostCwd)
+		assert.Equal(t, marker, turn.Marker)
+		assert.Equal(t, c.call+"/t1", turn.Op)
+		assert.Equal(t, 1, turn.ConversationTurn)
+		assert.True(t, host.Closed(th.ThreadID), "the subagent of %s is closed", c.call)
+	}
+	third := enginetest.Terminal(t, rows, "c3")
+	assert.True(t, third.Extracted, "the JSON after prose is taken out of the answer")
+	assert.JSONEq(t, `{"n": 7}`, string(third.Output))
+}
+
+// TestSessionRepairIsSentToTheOpenSubagent: an answer that fails the schema gets its one
+// repair as a send_input step on the same subagent.
+func TestSessionRepairIsSentToTheOpenSubagent(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "reviewer", prompt: "review", schema: { type: "object", additionalProperties: false, required: ["ok"], properties: { ok: { type: "boolean" } } } });
+  return [r.status, r.output.ok, r.meta.repairUsed];
+}
+`
+	end, rows, _, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.K == 1 {
+			return sessiontest.Answer{Text: `{"ok": "yes"}`}
+		}
+		return sessiontest.Answer{Text: `{"ok": true}`}
+	}, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", true, true]`, string(end.Result))
+	steps := enginetest.OfType(rows, journal.TypeStepPublished)
+	require.Len(t, steps, 2)
+	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
+	require.Len(t, threads, 1, "the repair runs on the subagent of the task turn")
+	assert.Equal(t, session.ActionSendInput, steps[1].Action)
+	assert.Equal(t, threads[0].ThreadID, steps[1].AgentID)
+	assert.Equal(t, "c1/t2-a1", steps[1].Marker)
+	turns := enginetest.OfType(rows, journal.TypeTurnStarted)
+	require.Len(t, turns, 2)
+	assert.Equal(t, "c1/t2-a1", turns[1].Marker)
+	assert.Equal(t, 2, turns[1].K)
+	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 2 }, 5*time.Second, 5*time.Millisecond, "two replies: bound")
+}
+
+// TestSessionSpawnNeverReportedIsBoundByItsMarker: an owner that spawns and never reports: the
+// run finds the subagent by the marker of its first message.
+func TestSessionSpawnNeverReportedIsBoundByItsMarker(t *testing.T) {
+	end, rows, _, o, _ := sessionRun(t, threeCalls, answerN, func(o *sessiontest.Owner) { o.Silent = true })
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
+	assert.Len(t, enginetest.OfType(rows, journal.TypeThreadStarted), 3)
+	assert.Zero(t, o.RepliesOf(session.ReplyBound))
+}
+
+// TestSessionFailedTurnIsClassified: a subagent's turn that fails with a rate limit pauses the
+// run as any call's would.
+func TestSessionFailedTurnIsClassified(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "explorer", prompt: "look" });
+  return [r.status, r.reason];
+}
+`
+	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer {
+		return sessiontest.Answer{Info: "rateLimitExceeded"}
+	}, nil)
+	assert.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
+	held := enginetest.Terminal(t, rows, "c1")
+	assert.Equal(t, journal.TypeHeld, held.Type)
+	assert.Equal(t, "host_infra_rate", held.Reason)
+}
+
+// TestSessionBindsOnlyTheOwnersSubagentOnTheRolesPair: a subagent of another thread is refused
+// and one on another pair is told pair_mismatch; the step stays until the owner spawns the
+// right one, which alone is bound.
+func TestSessionBindsOnlyTheOwnersSubagentOnTheRolesPair(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "reviewer", prompt: "review" });
+  return [r.status, r.output];
+}
+`
+	var spawns atomic.Int32
+	end, rows, _, o, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer {
+		switch spawns.Add(1) {
+		case 1:
+			return sessiontest.Answer{Text: "from a stranger", Parent: "another-thread"}
+		case 2:
+			return sessiontest.Answer{Text: "on the wrong pair", Model: "other-model"}
+		}
+		return sessiontest.Answer{Text: "looks fine"}
+	}, nil, inputs.RoleTable{"reviewer": {Model: "review-model", Effort: "high"}})
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", "looks fine"]`, string(end.Result))
+	assert.Equal(t, int32(3), spawns.Load())
+	// The third subagent is bound by its report or by its marker, whichever comes first.
+	require.Eventually(t, func() bool { return len(o.AllReplies()) >= 2 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, 1, o.RepliesOf(session.ReplyRefused))
+	assert.Equal(t, 1, o.RepliesOf(session.ReplyPairMismatch))
+	for _, r := range o.AllReplies() {
+		if r.Reply == session.ReplyPairMismatch {
+			assert.Equal(t, "review-model", r.Model)
+			assert.Equal(t, "high", r.Effort)
+		}
+	}
+	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
+	require.Len(t, threads, 1)
+	assert.Equal(t, "review-model", threads[0].Model)
+	assert.Equal(t, "high", threads[0].Effort)
+	assert.Len(t, enginetest.OfType(rows, journal.TypeStepPublished), 1, "the step was published once")
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,278 @@
+// Package sessiontest plays the other side of the session backend, for tests: a Host with the
+// read API of Codex's app server, and an Owner that takes the run's steps as an owner thread
+// would (spawn_agent or send_input, then crw flow dispatched; close_agent for a close step).
+package sessiontest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/session"
+)
+
+// Host is an in-memory host: the owner's subagents and their turns.
+type Host struct {
+	Owner string
+
+	mu         sync.Mutex
+	threads    map[string]*session.Thread
+	order      []string
+	n          int
+	Interrupts int  // turn/interrupt requests received
+	Down       bool // every read fails as an unreachable host's would
+}
+
+// NewHost is a host whose owner thread is owner.
+func NewHost(owner string) *Host { return &Host{Owner: owner, threads: map[string]*session.Thread{}} }
+
+// ReadThread implements session.Host.
+func (h *Host) ReadThread(_ context.Context, id string) (session.Thread, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.Down {
+		return session.Thread{}, fmt.Errorf("host unreachable")
+	}
+	th, ok := h.threads[id]
+	if !ok {
+		return session.Thread{}, session.ErrUnknownThread
+	}
+	cp := *th
+	cp.Turns = append([]session.Turn(nil), th.Turns...)
+	return cp, nil
+}
+
+// Subagents implements session.Host.
+func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.Down {
+		return nil, fmt.Errorf("host unreachable")
+	}
+	var out []session.Thread
+	for _, id := range h.order {
+		cp := *h.threads[id]
+		cp.Turns = nil
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+// InterruptTurn implements session.Host: a running turn ends interrupted.
+func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Interrupts++
+	if th, ok := h.threads[threadID]; ok {
+		for i := range th.Turns {
+			if th.Turns[i].ID == turnID && th.Turns[i].Status == "inProgress" {
+				th.Turns[i].Status = "interrupted"
+			}
+		}
+	}
+	return nil
+}
+
+// Close implements session.Host.
+func (h *Host) Close() error { return nil }
+
+// Spawn makes a subagent of parent that runs message as its first turn, in progress.
+func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, turn string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	agent = fmt.Sprintf("agent-%d", h.n)
+	turn = fmt.Sprintf("turn-%d", h.n)
+	h.threads[agent] = &session.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
+		Cwd: "/owner/cwd", RolloutPath: "/rollouts/" + agent + ".jsonl", Status: "active", Preview: message,
+		Turns: []session.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
+	h.order = append(h.order, agent)
+	return agent, turn
+}
+
+// Send starts a new turn on a subagent.
+func (h *Host) Send(agent, message string) (turn string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th, ok := h.threads[agent]
+	if !ok || th.Status == "closed" {
+		return "", fmt.Errorf("agent with id %s not found", agent)
+	}
+	h.n++
+	turn = fmt.Sprintf("turn-%d", h.n)
+	th.Status = "active"
+	th.Turns = append(th.Turns, session.Turn{ID: turn, Status: "inProgress", FirstUserMessage: message})
+	return turn, nil
+}
+
+// End ends a turn: with an answer, or failed with a codexErrorInfo when info is not "".
+func (h *Host) End(agent, turn, answer, info string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th := h.threads[agent]
+	for i := range th.Turns {
+		if th.Turns[i].ID == turn && th.Turns[i].Status == "inProgress" {
+			if info != "" {
+				th.Turns[i].Status = "failed"
+				th.Turns[i].Error = &session.TurnError{Message: "turn failed", CodexErrorInfo: []byte(`"` + info + `"`)}
+			} else {
+				th.Turns[i].Status = "completed"
+				th.Turns[i].Answer, th.Turns[i].HasAnswer = answer, true
+			}
+		}
+	}
+	th.Status = "idle"
+}
+
+// CloseAgent closes a subagent.
+func (h *Host) CloseAgent(agent string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if th, ok := h.threads[agent]; ok {
+		th.Status = "closed"
+	}
+}
+
+// Closed reports whether a subagent was closed.
+func (h *Host) Closed(agent string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th, ok := h.threads[agent]
+	return ok && th.Status == "closed"
+}
+
+// Answer is how the owner's subagent answers a step: Text, or a failure's codexErrorInfo.
+// Hold leaves the turn running.
+type Answer struct {
+	Text  string
+	Info  string
+	Hold  bool
+	Model string // spawn with this model instead of the step's
+	// Parent spawns the subagent under this thread instead of the owner's.
+	Parent string
+}
+
+// Owner plays the owner thread of a run.
+type Owner struct {
+	Host   *Host
+	Bus    session.Bus
+	Run    string
+	Answer func(session.StepFile) Answer
+	// Silent leaves spawns unreported: the run must find them by their marker.
+	Silent bool
+
+	mu      sync.Mutex
+	taken   map[string]bool
+	Spawned []string // markers spawned, in order
+	// Replies are the replies read, in order (AllReplies reads them safely).
+	Replies []session.Reply
+}
+
+// Pass takes every published step not taken yet; it returns how many it took.
+func (o *Owner) Pass() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.taken == nil {
+		o.taken = map[string]bool{}
+	}
+	steps, paths, _ := o.Bus.Steps()
+	took := 0
+	for i, st := range steps {
+		if st.Action == session.ActionClose {
+			o.Host.CloseAgent(st.AgentID)
+			_ = os.Remove(paths[i])
+			continue
+		}
+		if o.taken[st.Marker] {
+			continue
+		}
+		o.taken[st.Marker] = true
+		took++
+		ans := o.Answer(st)
+		var agent, turn string
+		switch st.Action {
+		case session.ActionSpawn:
+			model := st.Model
+			if ans.Model != "" {
+				model = ans.Model
+			}
+			agent, turn = o.Host.Spawn(or(ans.Parent, o.Host.Owner), st.AgentType, or(model, "host-model"), or(st.ReasoningEffort, "medium"), st.Message)
+			o.Spawned = append(o.Spawned, st.Marker)
+		case session.ActionSendInput:
+			var err error
+			if turn, err = o.Host.Send(st.AgentID, st.Message); err != nil {
+				continue
+			}
+			agent = st.AgentID
+		}
+		if !ans.Hold {
+			o.Host.End(agent, turn, ans.Text, ans.Info)
+		}
+		if !o.Silent {
+			if r, err := o.Bus.Dispatch(session.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
+				go o.await(r.ID, st.Marker, agent)
+			}
+		}
+	}
+	return took
+}
+
+// await reads the reply to a report; a pair_mismatch or a refusal has the subagent closed and
+// the step taken again, as the hint tells an owner.
+func (o *Owner) await(id, marker, agent string) {
+	for range 2000 {
+		if reply, ok, _ := o.Bus.ReplyTo(id); ok {
+			o.mu.Lock()
+			o.Replies = append(o.Replies, reply)
+			if reply.Reply == session.ReplyPairMismatch || reply.Reply == session.ReplyRefused {
+				o.Host.CloseAgent(agent)
+				delete(o.taken, marker)
+			}
+			o.mu.Unlock()
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Loop passes every few milliseconds until ctx ends.
+func (o *Owner) Loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		o.Pass()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// AllReplies is every reply the owner read, in order.
+func (o *Owner) AllReplies() []session.Reply {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]session.Reply(nil), o.Replies...)
+}
+
+// RepliesOf is the replies the owner read, by kind.
+func (o *Owner) RepliesOf(kind string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, r := range o.Replies {
+		if r.Reply == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func or(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
+
+// StepsDir is where a run folder's steps are.
+func StepsDir(runDir string) string { return filepath.Join(runDir, "steps") }
