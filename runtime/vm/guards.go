@@ -17,6 +17,7 @@ import (
 func (v *VM) installGuards() {
 	rt := v.rt
 	v.rangeError = rt.Get("RangeError")
+	v.guardRuntimeCode()
 	v.guardStringify()
 	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
 	array := rt.Get("Array").ToObject(rt)
