@@ -14,10 +14,13 @@ import (
 // Array methods that walk a length, String repeat and padding): each of them, given enough,
 // would run for minutes or allocate gigabytes before a cancel, a deadline or the heap watch
 // could stop it. They are replaced before any module runs.
-func (v *VM) installGuards() {
+func (v *VM) installGuards() error {
 	rt := v.rt
 	v.rangeError = rt.Get("RangeError")
 	v.guardRuntimeCode()
+	if err := v.guardRegExpPatterns(); err != nil {
+		return err
+	}
 	v.guardStringify()
 	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
 	array := rt.Get("Array").ToObject(rt)
@@ -62,6 +65,7 @@ func (v *VM) installGuards() {
 	for _, name := range []string{"padStart", "padEnd"} {
 		v.wrapMethod(str, name, func(fc goja.FunctionCall) { v.checkString(fc.Argument(0).ToInteger(), "String.prototype."+name) })
 	}
+	return nil
 }
 
 // Bounds of the guards.

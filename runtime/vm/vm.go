@@ -84,8 +84,11 @@ type VM struct {
 	main   goja.Callable
 
 	limits     Limits
-	rangeError goja.Value  // the RangeError constructor, taken before the script runs
-	stopping   atomic.Bool // an interrupt is on its way: native guards stop what they run
+	rangeError goja.Value   // the RangeError constructor, taken before the script runs
+	regExp     *goja.Object // the RegExp constructor
+	// newRegExp is goja's own construction of a RegExp, past crw's bound on the pattern.
+	newRegExp func(args []goja.Value, newTarget *goja.Object) *goja.Object
+	stopping  atomic.Bool // an interrupt is on its way: native guards stop what they run
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
@@ -103,7 +106,9 @@ func New(cfg Config) (*VM, error) {
 	rt := v.rt
 	v.in = jsutil.Capture(rt)
 	rt.SetMaxCallStackSize(v.limits.StackDepth)
-	v.installGuards()
+	if err := v.installGuards(); err != nil {
+		return nil, err
+	}
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
