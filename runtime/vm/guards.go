@@ -21,6 +21,9 @@ func (v *VM) installGuards() error {
 	if err := v.guardRegExpPatterns(); err != nil {
 		return err
 	}
+	if err := v.guardRegExpSearches(); err != nil {
+		return err
+	}
 	v.guardStringify()
 	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
 	array := rt.Get("Array").ToObject(rt)

@@ -2,9 +2,13 @@ package vm
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
+	"time"
 
+	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 
 	"github.com/crw-dev/crw/runtime/jsutil"
@@ -253,4 +257,142 @@ func (v *VM) stringMatcher(fc goja.FunctionCall, orig goja.Callable, sym *goja.S
 		return call(v.newRegExp(args, nil))
 	}
 	return call(fc.Arguments...)
+}
+
+// RegExpSearchTime is how long one regexp2 search may run. goja checks for an interrupt only
+// between instructions, and a search is one native step: /(a+)+\1$/ on 34 characters
+// backtracks for minutes, through a cancel, a signal, the deadline and the heap limit. regexp2
+// can only end a search by its own match timeout, which crw sets for every pattern the process
+// compiles; a search has no way to resume, so this is also the longest a search may take.
+const RegExpSearchTime = time.Second
+
+// searchCutoff is how long an operation that found nothing must have run for crw to take it
+// for one whose search was cut off. goja turns regexp2's timeout into "no match", and crw cannot
+// see the timeout itself: it sees the time. regexp2 reads a clock that a goroutine of its own
+// advances every 100 ms, so a search it cuts off has run at least RegExpSearchTime less that
+// clock's staleness; half of RegExpSearchTime leaves that staleness 500 ms.
+const searchCutoff = RegExpSearchTime / 2
+
+func init() {
+	// The process's only regexp2 patterns are goja's, all compiled after this.
+	regexp2.DefaultMatchTimeout = RegExpSearchTime
+}
+
+// guardRegExpSearches makes every native that searches with a RegExp tell a search cut off at
+// RegExpSearchTime from one that found nothing: exec and test, the Symbol.match, replace,
+// search and split methods (which String.prototype's methods call), and the next method of the
+// iterator matchAll returns. Each is replaced inside its function object, as the constructor is:
+// a new RegExp.prototype.exec would switch off goja's fast paths for every RegExp (an ordinary
+// global replace ran eight times slower).
+func (v *VM) guardRegExpSearches() error {
+	rt := v.rt
+	proto := v.regExp.Get("prototype").ToObject(rt)
+	stringArg := func(fc *goja.FunctionCall) {
+		if _, ok := fc.This.(*goja.Object); ok && len(fc.Arguments) > 0 {
+			fc.Arguments[0] = fc.Arguments[0].ToString()
+		}
+	}
+	isNull := func(_ goja.FunctionCall, out goja.Value) bool { return goja.IsNull(out) }
+	searches := []struct {
+		fn      goja.Value
+		name    string
+		prep    func(*goja.FunctionCall)
+		noMatch func(fc goja.FunctionCall, out goja.Value) bool
+	}{
+		{proto.Get("exec"), "RegExp.prototype.exec", stringArg, isNull},
+		{proto.Get("test"), "RegExp.prototype.test", stringArg, func(_ goja.FunctionCall, out goja.Value) bool { return !out.ToBoolean() }},
+		{proto.GetSymbol(goja.SymMatch), "RegExp.prototype[Symbol.match]", stringArg, isNull},
+		{proto.GetSymbol(goja.SymSearch), "RegExp.prototype[Symbol.search]", stringArg, func(_ goja.FunctionCall, out goja.Value) bool { return out.ToInteger() < 0 }},
+		{proto.GetSymbol(goja.SymSplit), "RegExp.prototype[Symbol.split]", stringArg, func(_ goja.FunctionCall, out goja.Value) bool {
+			o, ok := out.(*goja.Object)
+			return ok && o.Get("length").ToInteger() <= 1
+		}},
+		{proto.GetSymbol(goja.SymReplace), "RegExp.prototype[Symbol.replace]", func(fc *goja.FunctionCall) {
+			stringArg(fc)
+			if len(fc.Arguments) > 1 {
+				if _, fn := goja.AssertFunction(fc.Arguments[1]); !fn {
+					fc.Arguments[1] = fc.Arguments[1].ToString()
+				}
+			}
+		}, func(fc goja.FunctionCall, out goja.Value) bool { return out.SameAs(fc.Argument(0)) }},
+		{v.regExpIteratorNext(proto), "%RegExpStringIteratorPrototype%.next", nil, func(_ goja.FunctionCall, out goja.Value) bool {
+			o, ok := out.(*goja.Object)
+			return ok && o.Get("done").ToBoolean()
+		}},
+	}
+	for _, s := range searches {
+		o, ok := s.fn.(*goja.Object)
+		if !ok {
+			return errNotNative
+		}
+		nf, err := nativeFuncOf(o)
+		if err != nil {
+			return err
+		}
+		orig, s := *nf.call, s
+		*nf.call = func(fc goja.FunctionCall) goja.Value {
+			if s.prep != nil {
+				s.prep(&fc)
+			}
+			out, own := v.timeSearch(s.name, func() goja.Value { return orig(fc) })
+			if own >= searchCutoff && s.noMatch(fc, out) {
+				v.searchCutOff(s.name)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// regExpIteratorNext is the next method of the iterators String.prototype.matchAll returns.
+func (v *VM) regExpIteratorNext(proto *goja.Object) goja.Value {
+	matchAll, ok := goja.AssertFunction(proto.GetSymbol(goja.SymMatchAll))
+	if !ok {
+		return nil
+	}
+	it, err := matchAll(v.newRegExp([]goja.Value{v.rt.ToValue(""), v.rt.ToValue("g")}, nil), v.rt.ToValue(""))
+	if err != nil {
+		return nil
+	}
+	return it.ToObject(v.rt).Prototype().Get("next")
+}
+
+// timeSearch runs a searching native and returns what it returned and how long it ran, less the
+// time of the searching natives it called (each of which judged its own). A Go runtime error in
+// goja's code becomes a TypeError: a RegExp whose exec was set to undefined made goja's replace
+// and split call a nil function, which ended the process.
+func (v *VM) timeSearch(name string, f func() goja.Value) (out goja.Value, own time.Duration) {
+	outer := v.searchNested
+	v.searchNested = 0
+	start := time.Now()
+	defer func() {
+		total := time.Since(start)
+		own = total - v.searchNested
+		v.searchNested = outer + total
+		if r := recover(); r != nil {
+			if re, ok := r.(runtime.Error); ok {
+				panic(v.rt.NewTypeError("%s: %v (a RegExp whose exec is not a function?)", name, re))
+			}
+			panic(r)
+		}
+	}()
+	return f(), 0
+}
+
+// searchCutOff ends an operation that found nothing after running searchCutoff or more: its
+// search may have been cut off, and a "no match" crw cannot vouch for must not reach the script.
+// When the run is being stopped (a cancel, a signal, the deadline, the heap limit), that is what
+// ends it; otherwise the run ends at the bound, a limit passed: a time-bound failure the script
+// could catch would make its outcome depend on the machine's speed.
+func (v *VM) searchCutOff(name string) {
+	if v.stopping.Load() {
+		v.throwRange("%s: the workflow is being stopped", name)
+	}
+	le := &LimitError{Reason: ReasonRegExpTime, Message: fmt.Sprintf(
+		"RangeError: %s: a regular-expression search found no match after running %s or more; crw cuts a search off at %s and cannot tell one cut off from one that found nothing (nested quantifiers such as (a+)+ backtrack exponentially: simplify the pattern or bound the input)",
+		name, searchCutoff, RegExpSearchTime)}
+	if v.stopLimit != nil {
+		v.stopLimit(le)
+	}
+	v.throwRange("%s", le.Message[len("RangeError: "):])
 }

@@ -1,13 +1,16 @@
 package vm_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/runtime/runtimetest"
+	"github.com/crw-dev/crw/runtime/vm"
 )
 
 // A pattern compiled at run time may nest its groups at most 2,000 deep, however it reaches the
@@ -77,4 +80,100 @@ func TestRegExpStillWorks(t *testing.T) {
 			String(RegExp({ toString: () => "o" })),
 		];`))
 	assert.JSONEq(t, `[true, true, true, "a-c", ["a","b","c"], "i", true, true, 1, 2, 2, "matched s", "a#b#", "g", "y+", "/o/"]`, string(out))
+}
+
+// A search that backtracks catastrophically is cut off by regexp2's match timeout, which goja
+// turns into "no match": crw never lets that answer reach the script. Whatever method ran the
+// search, the run ends at the bound (budget_exhausted, regexp_time), and the script cannot
+// catch it.
+func TestCatastrophicRegExpEndsTheRun(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"test":           `/(a+)+\1$/.test(s)`,
+		"exec":           `/(a+)+\1$/.exec(s)`,
+		"a string match": `s.match("(a+)+\\1$")`,
+		"replaceAll":     `s.replaceAll(/(a+)+\1$/g, "x")`,
+		"split":          `s.split(/(a+)+\1$/)`,
+		"search":         `s.search(/(a+)+\1$/)`,
+		"matchAll":       `[...s.matchAll(/(a+)+\1$/g)]`,
+		"sticky exec":    `Object.assign(/(a+)+\1$/y, { lastIndex: 1 }).exec(s)`,
+		"a subclass":     `new (class extends RegExp {})("(a+)+\\1$", "g")[Symbol.replace](s, "")`,
+	}
+	// Each search takes its whole second of wall-clock time: they run side by side.
+	runtimes := map[string]*runtimetest.Runtime{}
+	for name, expr := range cases {
+		runtimes[name] = runtimetest.New(t, runtimetest.Main(`const s = "a".repeat(34) + "b";
+			try { return `+expr+`; } catch (e) { return "caught " + e.message; }`))
+	}
+	type result struct {
+		name string
+		out  json.RawMessage
+		err  error
+	}
+	results := make(chan result, len(cases))
+	for name, r := range runtimes {
+		go func() {
+			out, err := r.Run(context.Background())
+			results <- result{name, out, err}
+		}()
+	}
+	for range cases {
+		res := <-results
+		var se *vm.ScriptError
+		require.ErrorAs(t, res.err, &se, "%s: the run returned %s", res.name, res.out)
+		assert.Equal(t, "budget_exhausted", se.Code, res.name)
+		assert.Equal(t, "regexp_time", se.Reason, res.name)
+		assert.Contains(t, se.Message, "RangeError: ", res.name)
+		assert.Contains(t, se.Message, "a regular-expression search found no match after running 500ms or more; crw cuts a search off at 1s", res.name)
+	}
+}
+
+// Cancelling the run's context ends a search stuck in catastrophic backtracking: goja reaches
+// no interrupt while regexp2 runs, but the search ends at its timeout and crw sees the run is
+// being stopped.
+func TestCancelCatastrophicRegExp(t *testing.T) {
+	t.Parallel()
+	r := runtimetest.New(t, runtimetest.Main(`
+		const s = "a".repeat(40) + "b";
+		for (;;) { try { /(a+)+\1$/.test(s); } catch (e) {} }`))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.VM.Run(ctx)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after ctx was cancelled")
+	}
+}
+
+// Ordinary searches answer as before, whichever engine goja picks (RE2, or regexp2 for
+// backreferences, lookarounds and a search that starts past 0), and a RegExp whose exec is not
+// a function makes replace and split throw a TypeError instead of ending the process.
+func TestRegExpSearchesStillAnswer(t *testing.T) {
+	t.Parallel()
+	out, _ := run(t, runtimetest.Main(`
+		const name = (f) => { try { f(); return "none"; } catch (e) { return e.name; } };
+		const g = /(\w)\1/g;
+		const noExec = /b/; noExec.exec = undefined;
+		class NoExec extends RegExp {}
+		NoExec.prototype.exec = undefined;
+		return [
+			g.exec("xaabb").index, g.exec("xaabb").index, g.exec("xaabb"),
+			/(?<=a)b/.test("ab"), /(?=c)/.test("ab"),
+			"a1b22c333".replace(/\d+/g, (m) => m.length),
+			"x-y_z".split(/[-_]/),
+			[..."a1b2".matchAll(/\d/g)].map((m) => m.index),
+			"hello".search(/l+/),
+			"aXbXc".replaceAll(/x/gi, "$&$&"),
+			/(a|b)*c/.test("ab".repeat(1000) + "c"),
+			name(() => "abc".replace(noExec, "x")),
+			name(() => "abc".split(new NoExec("b"))),
+		];`))
+	assert.JSONEq(t, `[1, 3, null, true, false, "a1b2c3", ["x","y","z"], [1,3], 2, "aXXbXXc", true, "TypeError", "TypeError"]`, string(out))
 }

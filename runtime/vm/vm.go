@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
@@ -89,6 +90,10 @@ type VM struct {
 	// newRegExp is goja's own construction of a RegExp, past crw's bound on the pattern.
 	newRegExp func(args []goja.Value, newTarget *goja.Object) *goja.Object
 	stopping  atomic.Bool // an interrupt is on its way: native guards stop what they run
+	// stopLimit stops the script for a limit a native guard found passed, while a guard runs.
+	stopLimit func(*LimitError)
+	// searchNested is the time the searching natives under the current one ran.
+	searchNested time.Duration
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
