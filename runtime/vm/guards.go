@@ -17,6 +17,7 @@ import (
 func (v *VM) installGuards() error {
 	rt := v.rt
 	v.rangeError = rt.Get("RangeError")
+	v.gopd, _ = goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("getOwnPropertyDescriptor"))
 	v.guardRuntimeCode()
 	if err := v.guardRegExpPatterns(); err != nil {
 		return err
@@ -68,6 +69,7 @@ func (v *VM) installGuards() error {
 	for _, name := range []string{"padStart", "padEnd"} {
 		v.wrapMethod(str, name, func(fc goja.FunctionCall) { v.checkString(fc.Argument(0).ToInteger(), "String.prototype."+name) })
 	}
+	v.guardOutputs()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,7 +95,7 @@ func (v *VM) guardRegExpPatterns() error {
 		switch p := fc.Arguments[0].(type) {
 		case *goja.Object:
 			if !isRegExp(p) {
-				s := p.ToString()
+				s := v.str(p)
 				v.checkPattern(s)
 				fc.Arguments[0] = s
 			}
@@ -152,12 +153,12 @@ func (v *VM) regExpArgs(args []goja.Value, called bool) (out []goja.Value, same 
 			if called && goja.IsUndefined(flags) && p.Get("constructor").SameAs(v.regExp) {
 				return []goja.Value{p}, true
 			}
-			out[0] = orEmpty(p.Get("source")).ToString()
+			out[0] = v.str(p.Get("source"))
 			if goja.IsUndefined(flags) {
-				out[1] = orEmpty(p.Get("flags")).ToString()
+				out[1] = v.str(p.Get("flags"))
 			}
 		} else {
-			out[0] = p.ToString()
+			out[0] = v.str(p)
 		}
 		v.checkPattern(out[0])
 		return out, false
@@ -233,7 +234,7 @@ func (v *VM) stringMatcher(fc goja.FunctionCall, orig goja.Callable, sym *goja.S
 				if f == nil || goja.IsUndefined(f) || goja.IsNull(f) {
 					panic(rt.NewTypeError("String.prototype.matchAll: the flags of a RegExp are undefined"))
 				}
-				if !strings.ContainsRune(f.ToString().String(), 'g') {
+				if !strings.ContainsRune(v.str(f).String(), 'g') {
 					panic(rt.NewTypeError("RegExp doesn't have global flag set"))
 				}
 			}
@@ -287,35 +288,56 @@ func init() {
 func (v *VM) guardRegExpSearches() error {
 	rt := v.rt
 	proto := v.regExp.Get("prototype").ToObject(rt)
+	v.regExpProto = proto
+	v.execFn = proto.Get("exec")
+	v.builtinExec, _ = goja.AssertFunction(v.execFn)
+	v.sourceOf, _ = goja.AssertFunction(v.getter(proto, "source"))
+	v.globalOf, _ = goja.AssertFunction(v.getter(proto, "global"))
+	if d, err := v.gopd(goja.Undefined(), v.regExp, goja.SymSpecies); err == nil {
+		if desc, ok := d.(*goja.Object); ok {
+			v.species = desc.Get("get")
+		}
+	}
+	if v.builtinExec == nil || v.sourceOf == nil || v.globalOf == nil || missing(v.species) {
+		return errNotNative
+	}
 	stringArg := func(fc *goja.FunctionCall) {
 		if _, ok := fc.This.(*goja.Object); ok && len(fc.Arguments) > 0 {
-			fc.Arguments[0] = fc.Arguments[0].ToString()
+			fc.Arguments[0] = v.str(fc.Arguments[0])
+		}
+	}
+	plain := func(prep func(*goja.FunctionCall)) func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value {
+		return func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+			prep(&fc)
+			return search(fc)
 		}
 	}
 	isNull := func(_ goja.FunctionCall, out goja.Value) bool { return goja.IsNull(out) }
 	searches := []struct {
 		fn      goja.Value
 		name    string
-		prep    func(*goja.FunctionCall)
+		run     func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value
 		noMatch func(fc goja.FunctionCall, out goja.Value) bool
 	}{
-		{proto.Get("exec"), "RegExp.prototype.exec", stringArg, isNull},
-		{proto.Get("test"), "RegExp.prototype.test", stringArg, func(_ goja.FunctionCall, out goja.Value) bool { return !out.ToBoolean() }},
-		{proto.GetSymbol(goja.SymMatch), "RegExp.prototype[Symbol.match]", stringArg, isNull},
-		{proto.GetSymbol(goja.SymSearch), "RegExp.prototype[Symbol.search]", stringArg, func(_ goja.FunctionCall, out goja.Value) bool { return out.ToInteger() < 0 }},
-		{proto.GetSymbol(goja.SymSplit), "RegExp.prototype[Symbol.split]", stringArg, func(_ goja.FunctionCall, out goja.Value) bool {
+		{v.execFn, "RegExp.prototype.exec", plain(stringArg), isNull},
+		{proto.Get("test"), "RegExp.prototype.test", plain(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return !out.ToBoolean() }},
+		{proto.GetSymbol(goja.SymMatch), "RegExp.prototype[Symbol.match]", func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+			stringArg(&fc)
+			return v.matchByMatch(fc, search)
+		}, isNull},
+		{proto.GetSymbol(goja.SymSearch), "RegExp.prototype[Symbol.search]", plain(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return out.ToInteger() < 0 }},
+		{proto.GetSymbol(goja.SymSplit), "RegExp.prototype[Symbol.split]", func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+			stringArg(&fc)
+			return v.regExpSplit(fc, search)
+		}, func(_ goja.FunctionCall, out goja.Value) bool {
 			o, ok := out.(*goja.Object)
 			return ok && o.Get("length").ToInteger() <= 1
 		}},
-		{proto.GetSymbol(goja.SymReplace), "RegExp.prototype[Symbol.replace]", func(fc *goja.FunctionCall) {
-			stringArg(fc)
-			if len(fc.Arguments) > 1 {
-				if _, fn := goja.AssertFunction(fc.Arguments[1]); !fn {
-					fc.Arguments[1] = fc.Arguments[1].ToString()
-				}
-			}
+		{proto.GetSymbol(goja.SymReplace), "RegExp.prototype[Symbol.replace]", func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+			stringArg(&fc)
+			return v.regExpReplace(fc, search)
 		}, func(fc goja.FunctionCall, out goja.Value) bool { return out.SameAs(fc.Argument(0)) }},
-		{v.regExpIteratorNext(proto), "%RegExpStringIteratorPrototype%.next", nil, func(_ goja.FunctionCall, out goja.Value) bool {
+		{v.regExpIteratorNext(proto), "%RegExpStringIteratorPrototype%.next", plain(func(*goja.FunctionCall) {}), func(_ goja.FunctionCall, out goja.Value) bool {
 			o, ok := out.(*goja.Object)
 			return ok && o.Get("done").ToBoolean()
 		}},
@@ -330,18 +352,278 @@ func (v *VM) guardRegExpSearches() error {
 			return err
 		}
 		orig, s := *nf.call, s
-		*nf.call = func(fc goja.FunctionCall) goja.Value {
-			if s.prep != nil {
-				s.prep(&fc)
-			}
+		search := func(fc goja.FunctionCall) goja.Value {
 			out, own := v.timeSearch(s.name, func() goja.Value { return orig(fc) })
 			if own >= searchCutoff && s.noMatch(fc, out) {
 				v.searchCutOff(s.name)
 			}
+			if v.stopping.Load() {
+				v.throwRange("%s: the workflow is being stopped", s.name)
+			}
+			if v.matchLimit > 0 && s.name == "RegExp.prototype.exec" && !goja.IsNull(out) {
+				if v.matchCount++; v.matchCount > v.matchLimit {
+					v.throwRange("%s: more than %d matches", v.matchOp, v.matchLimit)
+				}
+			}
 			return out
 		}
+		*nf.call = func(fc goja.FunctionCall) goja.Value { return s.run(fc, search) }
 	}
 	return nil
+}
+
+// A global match, replace or split by a RegExp makes every match in one step: goja collects
+// them all (the indexes of each match and of its captures) before it builds the result, and
+// "x".repeat(2 ** 27).match(/(?:)/g) would make 2^27 of them. A string can hold one match more
+// than it has characters, so such a search of a string longer than MaxArrayLength / (1 + the
+// pattern's captures) is refused. A RegExp goja does not take for plain is searched through exec,
+// match by match: those matches are counted instead.
+
+// withMatchLimit runs f counting the matches exec makes for it (op names the method).
+func (v *VM) withMatchLimit(op string, f func() goja.Value) goja.Value {
+	limit, count, name := v.matchLimit, v.matchCount, v.matchOp
+	v.matchLimit, v.matchCount, v.matchOp = MaxArrayLength, 0, op
+	defer func() { v.matchLimit, v.matchCount, v.matchOp = limit, count, name }()
+	return f()
+}
+
+// plainRegExp reports whether goja searches rx in one step without calling exec: a RegExp of
+// RegExp.prototype, whose only own property is lastIndex, and whose exec is goja's.
+func (v *VM) plainRegExp(rx *goja.Object) bool {
+	if !isRegExp(rx) || !rx.Prototype().SameAs(v.regExpProto) || len(rx.Symbols()) > 0 {
+		return false
+	}
+	if names := rx.GetOwnPropertyNames(); len(names) != 1 || names[0] != "lastIndex" {
+		return false
+	}
+	d, err := v.gopd(goja.Undefined(), v.regExpProto, v.rt.ToValue("exec"))
+	desc, ok := d.(*goja.Object)
+	return err == nil && ok && desc.Get("value").SameAs(v.execFn)
+}
+
+// manyMatches reports whether a search of s by the RegExp rx could collect more than
+// MaxArrayLength matches and captures in one step.
+func (v *VM) manyMatches(rx *goja.Object, s goja.Value) bool {
+	src, err := v.sourceOf(rx)
+	if err != nil {
+		return true
+	}
+	return mul(length(s)+1, int64(1+captureGroups(src.String()))) > MaxArrayLength
+}
+
+// matchByMatch is RegExp.prototype[Symbol.match] with a global match's matches bounded.
+func (v *VM) matchByMatch(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+	const name = "RegExp.prototype[Symbol.match]"
+	if rx, ok := fc.This.(*goja.Object); ok && len(fc.Arguments) > 0 {
+		v.checkMatches(name, rx, fc.Arguments[0])
+	}
+	return v.withMatchLimit(name, func() goja.Value { return search(fc) })
+}
+
+// checkMatches refuses a global search of s by a plain RegExp that could collect more than
+// MaxArrayLength matches and captures.
+func (v *VM) checkMatches(name string, rx *goja.Object, s goja.Value) {
+	if v.plainRegExp(rx) && v.global(rx) && v.manyMatches(rx, s) {
+		v.throwRange("%s: a global search of a string of %d characters could make more than %d matches", name, length(s), MaxArrayLength)
+	}
+}
+
+func (v *VM) global(rx *goja.Object) bool {
+	g, err := v.globalOf(rx)
+	return err == nil && g.ToBoolean()
+}
+
+// regExpReplace is RegExp.prototype[Symbol.replace] with its result bounded: a replacement
+// function's results are counted; a replacement string is expanded by crw, counting, wherever
+// goja's expansion could pass the bound (or where the matches may not be goja's own: a RegExp
+// that is not plain may be given any match by an exec of the script's).
+func (v *VM) regExpReplace(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+	const name = "RegExp.prototype[Symbol.replace]"
+	rx, ok := fc.This.(*goja.Object)
+	if !ok || len(fc.Arguments) == 0 {
+		return search(fc)
+	}
+	fc.Arguments = append(fc.Arguments[:1:1], fc.Argument(1))
+	s := fc.Arguments[0]
+	if f, ok := goja.AssertFunction(fc.Arguments[1]); ok {
+		fc.Arguments[1] = v.countingReplacer(f, s, name)
+	} else {
+		repl := v.str(fc.Arguments[1])
+		fc.Arguments[1] = repl
+		n := length(s)
+		if !v.plainRegExp(rx) || n+mul(n+1, expansion(repl, n)) > MaxStringLength {
+			fc.Arguments[1] = v.substituter(repl, s, name)
+		}
+	}
+	v.checkMatches(name, rx, s)
+	return v.withMatchLimit(name, func() goja.Value { return search(fc) })
+}
+
+// regExpSplit is RegExp.prototype[Symbol.split]. goja splits a plain RegExp with the default
+// species in one step, collecting every match of the whole string whatever the limit; crw lets it
+// where the matches and pieces that step could make are within MaxArrayLength. Any other RegExp
+// (one whose species is the script's could hand goja a splitter of any pattern) is split as the
+// specification does, one exec at a time, counting the pieces; a string longer than
+// MaxArrayLength is refused either way.
+func (v *VM) regExpSplit(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+	const name = "RegExp.prototype[Symbol.split]"
+	rx, ok := fc.This.(*goja.Object)
+	if !ok {
+		return search(fc)
+	}
+	s := fc.Argument(0)
+	if length(s) >= MaxArrayLength || v.plainRegExp(rx) && v.manyMatches(rx, s) {
+		v.throwRange("%s: a string of %d characters could split into more than %d pieces", name, length(s), MaxArrayLength)
+	}
+	if v.plainRegExp(rx) && v.defaultSpecies() {
+		return search(fc)
+	}
+	return v.splitByExec(rx, s.(goja.String), fc.Argument(1))
+}
+
+// defaultSpecies reports whether a plain RegExp's species constructor is RegExp, found without
+// running script code: RegExp.prototype.constructor is RegExp, and RegExp[Symbol.species] is
+// goja's getter.
+func (v *VM) defaultSpecies() bool {
+	d, err := v.gopd(goja.Undefined(), v.regExpProto, v.rt.ToValue("constructor"))
+	desc, ok := d.(*goja.Object)
+	if err != nil || !ok || !desc.Get("value").SameAs(v.regExp) {
+		return false
+	}
+	d, err = v.gopd(goja.Undefined(), v.regExp, goja.SymSpecies)
+	desc, ok = d.(*goja.Object)
+	return err == nil && ok && desc.Get("get").SameAs(v.species)
+}
+
+// splitByExec is the specification's RegExp.prototype[Symbol.split] (22.2.6.14).
+func (v *VM) splitByExec(rx *goja.Object, s goja.String, limit goja.Value) goja.Value {
+	const name = "RegExp.prototype[Symbol.split]"
+	rt := v.rt
+	c := v.regExp
+	if ctor := rx.Get("constructor"); ctor != nil && !goja.IsUndefined(ctor) {
+		co, ok := ctor.(*goja.Object)
+		if !ok {
+			panic(rt.NewTypeError("%s: the constructor is not an object", name))
+		}
+		if sp := co.GetSymbol(goja.SymSpecies); !missing(sp) {
+			if _, ok := goja.AssertConstructor(sp); !ok {
+				panic(rt.NewTypeError("%s: the species is not a constructor", name))
+			}
+			c = sp.(*goja.Object)
+		}
+	}
+	flags := v.str(rx.Get("flags")).String()
+	unicode := strings.ContainsAny(flags, "uv")
+	if !strings.Contains(flags, "y") {
+		flags += "y"
+	}
+	construct, _ := goja.AssertConstructor(c)
+	splitter, err := construct(nil, rx, rt.ToValue(flags))
+	if err != nil {
+		panic(err)
+	}
+	lim := int64(1<<32 - 1)
+	if !goja.IsUndefined(limit) {
+		lim = toUint32(limit)
+	}
+	var pieces []any
+	add := func(p goja.Value) bool {
+		if pieces = append(pieces, p); len(pieces) > MaxArrayLength {
+			v.throwRange("%s: more than %d pieces", name, MaxArrayLength)
+		}
+		return int64(len(pieces)) == lim
+	}
+	if lim == 0 {
+		return rt.NewArray()
+	}
+	size := int64(s.Length())
+	if size == 0 {
+		if goja.IsNull(v.regExpExec(splitter, s)) {
+			pieces = append(pieces, s)
+		}
+		return rt.NewArray(pieces...)
+	}
+	p, q := int64(0), int64(0)
+	for q < size {
+		if q%stringifyCheckStep == 0 && v.stopping.Load() {
+			v.throwRange("%s: the workflow is being stopped", name)
+		}
+		if err := splitter.Set("lastIndex", q); err != nil {
+			panic(err)
+		}
+		z := v.regExpExec(splitter, s)
+		if goja.IsNull(z) {
+			q = advance(s, q, unicode)
+			continue
+		}
+		e := min(max(orEmpty(splitter.Get("lastIndex")).ToInteger(), 0), size)
+		if e == p {
+			q = advance(s, q, unicode)
+			continue
+		}
+		if add(s.Substring(int(p), int(q))) {
+			return rt.NewArray(pieces...)
+		}
+		p = e
+		zo := z.(*goja.Object)
+		captures := max(orEmpty(zo.Get("length")).ToInteger()-1, 0)
+		for i := int64(1); i <= captures; i++ {
+			if add(orEmpty(zo.Get(strconv.FormatInt(i, 10)))) {
+				return rt.NewArray(pieces...)
+			}
+		}
+		q = p
+	}
+	add(s.Substring(int(p), int(size)))
+	return rt.NewArray(pieces...)
+}
+
+// regExpExec is the specification's RegExpExec: the object's exec, or goja's.
+func (v *VM) regExpExec(r *goja.Object, s goja.Value) goja.Value {
+	if f, ok := goja.AssertFunction(r.Get("exec")); ok {
+		out := call(f, r, s)
+		if _, ok := out.(*goja.Object); !ok && !goja.IsNull(out) {
+			panic(v.rt.NewTypeError("exec returned something other than an object or null"))
+		}
+		return out
+	}
+	if !isRegExp(r) {
+		panic(v.rt.NewTypeError("exec is not a function"))
+	}
+	return call(v.builtinExec, r, s)
+}
+
+// advance is the specification's AdvanceStringIndex.
+func advance(s goja.String, i int64, unicode bool) int64 {
+	if !unicode || i+1 >= int64(s.Length()) {
+		return i + 1
+	}
+	if c, d := s.CharAt(int(i)), s.CharAt(int(i)+1); c >= 0xd800 && c < 0xdc00 && d >= 0xdc00 && d < 0xe000 {
+		return i + 2
+	}
+	return i + 1
+}
+
+// captureGroups counts the capturing groups of a pattern: an unescaped "(" outside a class that
+// is not "(?" unless it is "(?<name>".
+func captureGroups(p string) int {
+	n, inClass := 0, false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+		case c == '(':
+			if rest := p[i+1:]; !strings.HasPrefix(rest, "?") ||
+				strings.HasPrefix(rest, "?<") && !strings.HasPrefix(rest, "?<=") && !strings.HasPrefix(rest, "?<!") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // regExpIteratorNext is the next method of the iterators String.prototype.matchAll returns.

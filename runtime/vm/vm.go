@@ -94,6 +94,16 @@ type VM struct {
 	stopLimit func(*LimitError)
 	// searchNested is the time the searching natives under the current one ran.
 	searchNested time.Duration
+	// matchLimit, when not 0, bounds the matches exec makes for matchOp; matchCount counts them.
+	matchLimit, matchCount int
+	matchOp                string
+	joining                []*goja.Object // the arrays join and toLocaleString are in
+	gopd                   goja.Callable  // Object.getOwnPropertyDescriptor
+	regExpProto            *goja.Object
+	execFn                 goja.Value    // RegExp.prototype.exec
+	builtinExec            goja.Callable // the same, to call
+	sourceOf, globalOf     goja.Callable // the getters of RegExp.prototype.source and global
+	species                goja.Value    // the getter of RegExp[Symbol.species]
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
