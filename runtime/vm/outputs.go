@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dop251/goja"
 )
@@ -237,7 +238,11 @@ func (v *VM) countingReplacer(f goja.Callable, s goja.Value, name string) goja.V
 	return v.rt.ToValue(func(fc goja.FunctionCall) goja.Value {
 		limit := v.matchLimit
 		v.matchLimit = 0 // the function's own searches count for it, not for this replace
+		start := time.Now()
 		out, err := f(goja.Undefined(), fc.Arguments...)
+		// The function's time is the script's, not the search's: a slow function must not make
+		// a replace that changed nothing look like a search cut off.
+		v.searchNested += time.Since(start)
 		v.matchLimit = limit
 		if err != nil {
 			panic(err)

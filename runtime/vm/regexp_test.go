@@ -178,3 +178,18 @@ func TestRegExpSearchesStillAnswer(t *testing.T) {
 		];`))
 	assert.JSONEq(t, `[1, 3, null, true, false, "a1b2c3", ["x","y","z"], [1,3], 2, "aXXbXXc", true, "TypeError", ["a","c"]]`, string(out))
 }
+
+// The time a replacement function takes is the script's: a replace whose function is slow and
+// gives every match back unchanged is not taken for a search cut off.
+func TestSlowReplacerIsNotACutOffSearch(t *testing.T) {
+	t.Parallel()
+	// crw.now() is the host's clock: this one takes 700 ms to answer.
+	out, _ := run(t, runtimetest.Main(`return "abc".replace(/b/g, (m) => (crw.now(), m));`),
+		runtimetest.WithHost(func(h *runtimetest.Host) {
+			h.Clock = func() time.Time {
+				time.Sleep(700 * time.Millisecond)
+				return runtimetest.Epoch
+			}
+		}))
+	assert.Equal(t, `"abc"`, string(out))
+}
