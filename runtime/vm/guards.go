@@ -338,6 +338,7 @@ func (v *VM) wrapMethod(obj *goja.Object, name string, check func(goja.FunctionC
 	rt := v.rt
 	length := obj.Get(name).ToObject(rt).Get("length")
 	wrapped := rt.ToValue(func(fc goja.FunctionCall) goja.Value {
+		defer v.noGoPanic(name)
 		check(fc)
 		out, err := orig(fc.This, fc.Arguments...)
 		if err != nil {

@@ -28,7 +28,10 @@ func (v *VM) replaceMethod(obj *goja.Object, name string, impl func(fc goja.Func
 	}
 	rt := v.rt
 	length := obj.Get(name).ToObject(rt).Get("length")
-	fn := rt.ToValue(func(fc goja.FunctionCall) goja.Value { return impl(fc, orig) }).(*goja.Object)
+	fn := rt.ToValue(func(fc goja.FunctionCall) goja.Value {
+		defer v.noGoPanic(name)
+		return impl(fc, orig)
+	}).(*goja.Object)
 	_ = fn.DefineDataProperty("name", rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	_ = fn.DefineDataProperty("length", length, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	_ = obj.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)

@@ -74,6 +74,7 @@ func (v *VM) guardRegExpPatterns() error {
 	}
 	call, construct := *nf.call, *nf.construct
 	*nf.call = func(fc goja.FunctionCall) goja.Value {
+		defer v.noGoPanic("RegExp")
 		args, same := v.regExpArgs(fc.Arguments, true)
 		if same {
 			return args[0]
@@ -82,6 +83,7 @@ func (v *VM) guardRegExpPatterns() error {
 		return call(fc)
 	}
 	*nf.construct = func(args []goja.Value, newTarget *goja.Object) *goja.Object {
+		defer v.noGoPanic("RegExp")
 		args, _ = v.regExpArgs(args, false)
 		return construct(args, newTarget)
 	}
@@ -301,12 +303,13 @@ func (v *VM) guardRegExpSearches() error {
 	if v.builtinExec == nil || v.sourceOf == nil || v.globalOf == nil || missing(v.species) {
 		return errNotNative
 	}
+	// The string searched is made a string here, once (ToString of a string is then pure).
 	stringArg := func(fc *goja.FunctionCall) {
-		if _, ok := fc.This.(*goja.Object); ok && len(fc.Arguments) > 0 {
-			fc.Arguments[0] = v.str(fc.Arguments[0])
+		if _, ok := fc.This.(*goja.Object); ok {
+			fc.Arguments = append([]goja.Value{v.str(fc.Argument(0))}, fc.Arguments[min(len(fc.Arguments), 1):]...)
 		}
 	}
-	plain := func(prep func(*goja.FunctionCall)) func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value {
+	simple := func(prep func(*goja.FunctionCall)) func(goja.FunctionCall, func(goja.FunctionCall) goja.Value) goja.Value {
 		return func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 			prep(&fc)
 			return search(fc)
@@ -319,13 +322,13 @@ func (v *VM) guardRegExpSearches() error {
 		run     func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value
 		noMatch func(fc goja.FunctionCall, out goja.Value) bool
 	}{
-		{v.execFn, "RegExp.prototype.exec", plain(stringArg), isNull},
-		{proto.Get("test"), "RegExp.prototype.test", plain(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return !out.ToBoolean() }},
+		{v.execFn, "RegExp.prototype.exec", simple(stringArg), isNull},
+		{proto.Get("test"), "RegExp.prototype.test", simple(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return !out.ToBoolean() }},
 		{proto.GetSymbol(goja.SymMatch), "RegExp.prototype[Symbol.match]", func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 			stringArg(&fc)
 			return v.matchByMatch(fc, search)
 		}, isNull},
-		{proto.GetSymbol(goja.SymSearch), "RegExp.prototype[Symbol.search]", plain(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return out.ToInteger() < 0 }},
+		{proto.GetSymbol(goja.SymSearch), "RegExp.prototype[Symbol.search]", simple(stringArg), func(_ goja.FunctionCall, out goja.Value) bool { return out.ToInteger() < 0 }},
 		{proto.GetSymbol(goja.SymSplit), "RegExp.prototype[Symbol.split]", func(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 			stringArg(&fc)
 			return v.regExpSplit(fc, search)
@@ -337,7 +340,7 @@ func (v *VM) guardRegExpSearches() error {
 			stringArg(&fc)
 			return v.regExpReplace(fc, search)
 		}, func(fc goja.FunctionCall, out goja.Value) bool { return out.SameAs(fc.Argument(0)) }},
-		{v.regExpIteratorNext(proto), "%RegExpStringIteratorPrototype%.next", plain(func(*goja.FunctionCall) {}), func(_ goja.FunctionCall, out goja.Value) bool {
+		{v.regExpIteratorNext(proto), "%RegExpStringIteratorPrototype%.next", simple(func(*goja.FunctionCall) {}), func(_ goja.FunctionCall, out goja.Value) bool {
 			o, ok := out.(*goja.Object)
 			return ok && o.Get("done").ToBoolean()
 		}},
@@ -367,7 +370,10 @@ func (v *VM) guardRegExpSearches() error {
 			}
 			return out
 		}
-		*nf.call = func(fc goja.FunctionCall) goja.Value { return s.run(fc, search) }
+		*nf.call = func(fc goja.FunctionCall) goja.Value {
+			defer v.noGoPanic(s.name)
+			return s.run(fc, search)
+		}
 	}
 	return nil
 }
@@ -640,9 +646,7 @@ func (v *VM) regExpIteratorNext(proto *goja.Object) goja.Value {
 }
 
 // timeSearch runs a searching native and returns what it returned and how long it ran, less the
-// time of the searching natives it called (each of which judged its own). A Go runtime error in
-// goja's code becomes a TypeError: a RegExp whose exec was set to undefined made goja's replace
-// and split call a nil function, which ended the process.
+// time of the searching natives it called (each of which judged its own).
 func (v *VM) timeSearch(name string, f func() goja.Value) (out goja.Value, own time.Duration) {
 	outer := v.searchNested
 	v.searchNested = 0
@@ -651,14 +655,21 @@ func (v *VM) timeSearch(name string, f func() goja.Value) (out goja.Value, own t
 		total := time.Since(start)
 		own = total - v.searchNested
 		v.searchNested = outer + total
-		if r := recover(); r != nil {
-			if re, ok := r.(runtime.Error); ok {
-				panic(v.rt.NewTypeError("%s: %v (a RegExp whose exec is not a function?)", name, re))
-			}
-			panic(r)
-		}
 	}()
 	return f(), 0
+}
+
+// noGoPanic, deferred in a Go function goja calls, turns a Go runtime error into a TypeError:
+// goja passes such a panic on, and it ended the process (a RegExp whose exec was set to
+// undefined made goja's replace and split call a nil function). The script's own throws, and
+// goja's interrupts, pass as they are.
+func (v *VM) noGoPanic(name string) {
+	if r := recover(); r != nil {
+		if re, ok := r.(runtime.Error); ok {
+			panic(v.rt.NewTypeError("%s: %v", name, re))
+		}
+		panic(r)
+	}
 }
 
 // searchCutOff ends an operation that found nothing after running searchCutoff or more: its

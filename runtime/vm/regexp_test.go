@@ -193,3 +193,13 @@ func TestSlowReplacerIsNotACutOffSearch(t *testing.T) {
 		}))
 	assert.Equal(t, `"abc"`, string(out))
 }
+
+// The searching methods take a missing string as "undefined", as goja does, called in any way.
+func TestRegExpMethodsWithoutArguments(t *testing.T) {
+	t.Parallel()
+	out, _ := run(t, runtimetest.Main(`
+		const p = RegExp.prototype;
+		return [p[Symbol.split].call(/n/), p[Symbol.replace].call(/n/g), p[Symbol.match].call(/u/), p[Symbol.search].call(/d/),
+			p.exec.call(/e/).index, p.test.call(/f/)];`))
+	assert.JSONEq(t, `[["u","defi","ed"], "uundefineddefiundefineded", ["u"], 2, 3, true]`, string(out))
+}
