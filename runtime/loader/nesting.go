@@ -49,17 +49,38 @@ var regexAfter = map[string]bool{
 // after a complete operand. Strings, comments, template text and regular expressions are
 // skipped.
 func checkNesting(name, module string, src []byte) *LoadError {
+	if err := CheckNesting(string(src)); err != nil {
+		return &LoadError{Code: CodeTooDeep, Module: module, File: name, Line: err.Line, Column: err.Column, Message: tooDeep}
+	}
+	return nil
+}
+
+var tooDeep = "the source nests more than " + strconv.Itoa(MaxNesting) + " levels deep (brackets, operators and nested statements); split the expression or the data"
+
+// NestingError is a source that nests more than MaxNesting levels deep, and where it gets too
+// deep: a 1-based line, and a column in characters.
+type NestingError struct {
+	Line, Column int
+}
+
+func (e *NestingError) Error() string {
+	return tooDeep + " (line " + strconv.Itoa(e.Line) + ", column " + strconv.Itoa(e.Column) + ")"
+}
+
+// CheckNesting applies the bound of a module's source to any JavaScript source: the runtime
+// checks with it the text a script gives eval or the Function constructor, which never passes
+// through the loader and whose parse would overflow the Go stack just as deeply.
+func CheckNesting(src string) *NestingError {
 	s := nestScanner{src: src}
 	if off := s.scan(); off >= 0 {
 		line, col := position(src, off)
-		return &LoadError{Code: CodeTooDeep, Module: module, File: name, Line: line, Column: col,
-			Message: "the source nests more than " + strconv.Itoa(MaxNesting) + " levels deep (brackets, operators and nested statements); split the expression or the data"}
+		return &NestingError{Line: line, Column: col}
 	}
 	return nil
 }
 
 type nestScanner struct {
-	src []byte
+	src string
 	i   int
 	// levels holds, for every open bracket, the operator count at its opening and whether
 	// it is a template literal's ${.
@@ -183,7 +204,7 @@ func (s *nestScanner) peekWord() string {
 	for end < len(s.src) && isIdentByte(s.src[end]) {
 		end++
 	}
-	return string(s.src[s.i:end])
+	return s.src[s.i:end]
 }
 
 func (s *nestScanner) peek(k int) byte {
@@ -308,7 +329,7 @@ func (s *nestScanner) word() string {
 	for s.i < len(s.src) && isIdentByte(s.src[s.i]) {
 		s.i++
 	}
-	return string(s.src[start:s.i])
+	return s.src[start:s.i]
 }
 
 // operator passes a run of operator characters. Each unary-capable character of the run
@@ -330,12 +351,12 @@ func (s *nestScanner) operator() {
 		}
 	}
 	s.ops += max(1, unary)
-	if strings.HasSuffix(string(run), "=>") {
+	if strings.HasSuffix(run, "=>") {
 		// Each level of a chain of arrow functions costs the parsers far more than a bracket
 		// does: 2,000 take minutes, 400 a fraction of a second.
 		s.ops += arrowWeight - 1
 	}
-	s.regex = !strings.HasSuffix(string(run), "++") && !strings.HasSuffix(string(run), "--")
+	s.regex = !strings.HasSuffix(run, "++") && !strings.HasSuffix(run, "--")
 }
 
 func isIdentByte(c byte) bool {
@@ -343,7 +364,7 @@ func isIdentByte(c byte) bool {
 }
 
 // position gives the 1-based line and column (in characters) of a byte offset.
-func position(src []byte, off int) (int, int) {
+func position(src string, off int) (int, int) {
 	line, lineStart := 1, 0
 	for i := 0; i < off && i < len(src); i++ {
 		if src[i] == '\n' {
@@ -351,5 +372,5 @@ func position(src []byte, off int) (int, int) {
 			lineStart = i + 1
 		}
 	}
-	return line, utf8.RuneCount(src[lineStart:min(off, len(src))]) + 1
+	return line, utf8.RuneCountInString(src[lineStart:min(off, len(src))]) + 1
 }

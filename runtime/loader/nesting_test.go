@@ -83,3 +83,16 @@ func TestNestingErrorPointsAtTheLine(t *testing.T) {
 		t.Fatalf("error = %+v; want line 3, column 2010 (the 2,000th bracket)", le)
 	}
 }
+
+// CheckNesting is the same bound for a source built at run time: it reports the position and
+// the limit, and passes what a module may hold.
+func TestCheckNestingOfRuntimeSource(t *testing.T) {
+	err := CheckNesting("1;\n(" + strings.Repeat("[", 3000) + ")")
+	if err == nil || err.Line != 2 || err.Column != 2001 ||
+		!strings.Contains(err.Error(), "nests more than 2000 levels deep") || !strings.Contains(err.Error(), "(line 2, column 2001)") {
+		t.Fatalf("error = %v; want line 2, column 2001 and the limit", err)
+	}
+	if err := CheckNesting("return a + b"); err != nil {
+		t.Fatalf("an ordinary body was refused: %v", err)
+	}
+}

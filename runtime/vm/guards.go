@@ -14,9 +14,17 @@ import (
 // Array methods that walk a length, String repeat and padding): each of them, given enough,
 // would run for minutes or allocate gigabytes before a cancel, a deadline or the heap watch
 // could stop it. They are replaced before any module runs.
-func (v *VM) installGuards() {
+func (v *VM) installGuards() error {
 	rt := v.rt
 	v.rangeError = rt.Get("RangeError")
+	v.gopd, _ = goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("getOwnPropertyDescriptor"))
+	v.guardRuntimeCode()
+	if err := v.guardRegExpPatterns(); err != nil {
+		return err
+	}
+	if err := v.guardRegExpSearches(); err != nil {
+		return err
+	}
 	v.guardStringify()
 	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
 	array := rt.Get("Array").ToObject(rt)
@@ -61,6 +69,8 @@ func (v *VM) installGuards() {
 	for _, name := range []string{"padStart", "padEnd"} {
 		v.wrapMethod(str, name, func(fc goja.FunctionCall) { v.checkString(fc.Argument(0).ToInteger(), "String.prototype."+name) })
 	}
+	v.guardOutputs()
+	return nil
 }
 
 // Bounds of the guards.
@@ -328,6 +338,7 @@ func (v *VM) wrapMethod(obj *goja.Object, name string, check func(goja.FunctionC
 	rt := v.rt
 	length := obj.Get(name).ToObject(rt).Get("length")
 	wrapped := rt.ToValue(func(fc goja.FunctionCall) goja.Value {
+		defer v.noGoPanic(name)
 		check(fc)
 		out, err := orig(fc.This, fc.Arguments...)
 		if err != nil {

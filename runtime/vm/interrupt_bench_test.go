@@ -11,11 +11,17 @@ import (
 // BenchmarkInterruptLatency measures how long a cancelled script takes to stop inside work that
 // runs in goja's natives: the time from the cancel to Run's return, in ms per op.
 func BenchmarkInterruptLatency(b *testing.B) {
-	for _, bc := range []struct{ name, body string }{
-		{"busy loop", `for (;;) {}`},
-		{"deep JSON.stringify", `let o = {}; for (let i = 0; i < 200000; i++) o = { o }; for (;;) { try { JSON.stringify(o); } catch (e) {} }`},
-		{"wide JSON.stringify", `const a = []; for (let i = 0; i < 1000000; i++) a.push({ i }); for (;;) JSON.stringify(a);`},
-		{"sort of 4M", `const a = []; for (let i = 0; i < 4000000; i++) a.push((i * 7919) % 4000000); for (;;) a.sort();`},
+	for _, bc := range []struct {
+		name, body string
+		wait       time.Duration // how long the script runs before the cancel (default 1.5 s)
+	}{
+		{"busy loop", `for (;;) {}`, 0},
+		{"deep JSON.stringify", `let o = {}; for (let i = 0; i < 200000; i++) o = { o }; for (;;) { try { JSON.stringify(o); } catch (e) {} }`, 0},
+		{"wide JSON.stringify", `const a = []; for (let i = 0; i < 1000000; i++) a.push({ i }); for (;;) JSON.stringify(a);`, 0},
+		{"sort of 4M", `const a = []; for (let i = 0; i < 4000000; i++) a.push((i * 7919) % 4000000); for (;;) a.sort();`, 0},
+		// A search backtracking catastrophically ends at its 1 s bound by itself (the run then
+		// ends regexp_time): the cancel lands 300 ms into it, so this is the rest of that second.
+		{"catastrophic regexp", `const s = "a".repeat(40) + "b"; for (;;) { try { /(a+)+\1$/.test(s); } catch (e) {} }`, 300 * time.Millisecond},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var total time.Duration
@@ -28,7 +34,11 @@ func BenchmarkInterruptLatency(b *testing.B) {
 					_, _ = r.VM.Run(ctx)
 					done <- time.Now()
 				}()
-				time.Sleep(1500 * time.Millisecond) // into the native work
+				wait := bc.wait
+				if wait == 0 {
+					wait = 1500 * time.Millisecond
+				}
+				time.Sleep(wait) // into the native work
 				b.StartTimer()
 				at := time.Now()
 				cancel()

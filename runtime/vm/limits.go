@@ -51,6 +51,7 @@ const (
 	ReasonStackDepth = "stack_depth"
 	ReasonHeapLimit  = "heap_limit"
 	ReasonLoadTime   = "load_time"
+	ReasonRegExpTime = "regexp_time"
 )
 
 // LimitError is a workflow stopped by one of its Limits. A run that meets one ends failed with
@@ -129,6 +130,12 @@ func (v *VM) guard(parent context.Context, timeout time.Duration, timeoutErr err
 		rt.Interrupt(g.cause())
 	})
 	g.done = append(g.done, func() { stop() })
+	v.stopLimit = func(le *LimitError) {
+		cancel(le)
+		v.stopping.Store(true)
+		rt.Interrupt(g.cause())
+	}
+	g.done = append(g.done, func() { v.stopLimit = nil })
 	g.done = append(g.done, heapWatch(v.limits.HeapBytes, cancel))
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() { cancel(timeoutErr) })

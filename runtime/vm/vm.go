@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/require"
@@ -84,8 +85,25 @@ type VM struct {
 	main   goja.Callable
 
 	limits     Limits
-	rangeError goja.Value  // the RangeError constructor, taken before the script runs
-	stopping   atomic.Bool // an interrupt is on its way: native guards stop what they run
+	rangeError goja.Value   // the RangeError constructor, taken before the script runs
+	regExp     *goja.Object // the RegExp constructor
+	// newRegExp is goja's own construction of a RegExp, past crw's bound on the pattern.
+	newRegExp func(args []goja.Value, newTarget *goja.Object) *goja.Object
+	stopping  atomic.Bool // an interrupt is on its way: native guards stop what they run
+	// stopLimit stops the script for a limit a native guard found passed, while a guard runs.
+	stopLimit func(*LimitError)
+	// searchNested is the time the searching natives under the current one ran.
+	searchNested time.Duration
+	// matchLimit, when not 0, bounds the matches exec makes for matchOp; matchCount counts them.
+	matchLimit, matchCount int
+	matchOp                string
+	joining                []*goja.Object // the arrays join and toLocaleString are in
+	gopd                   goja.Callable  // Object.getOwnPropertyDescriptor
+	regExpProto            *goja.Object
+	execFn                 goja.Value    // RegExp.prototype.exec
+	builtinExec            goja.Callable // the same, to call
+	sourceOf, globalOf     goja.Callable // the getters of RegExp.prototype.source and global
+	species                goja.Value    // the getter of RegExp[Symbol.species]
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
@@ -103,7 +121,9 @@ func New(cfg Config) (*VM, error) {
 	rt := v.rt
 	v.in = jsutil.Capture(rt)
 	rt.SetMaxCallStackSize(v.limits.StackDepth)
-	v.installGuards()
+	if err := v.installGuards(); err != nil {
+		return nil, err
+	}
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
