@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
+)
+
+// sessionBus is the step bus of a session run, which must exist.
+func sessionBus(ctx context.Context, g *globals, svc *engine.Service, id string) (session.Bus, *store.Status, error) {
+	spec, err := svc.Store.Spec(ctx, id)
+	if err != nil {
+		return session.Bus{}, nil, err
+	}
+	if spec.Backend != session.Name {
+		return session.Bus{}, nil, errs.New(errs.InvalidRequest, "run %s runs on the %s backend, not session: it has no steps for an owner", id, spec.Backend)
+	}
+	st, err := svc.Status(ctx, id)
+	if err != nil {
+		return session.Bus{}, nil, err
+	}
+	return session.Bus{Dir: g.store.(*local.Store).RunDir(id)}, st, nil
+}
+
+func newCmdNext(g *globals, streams IO) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "next RUN",
+		Short: "Show a session run's steps for its owner: what to spawn, send or close",
+		Long: `Show what a session run asks of its owner thread: its state (running, waiting_session,
+paused, ended, starting), each waiting step with the host call to make (spawn_agent,
+send_input or close_agent, with Codex's argument names) and the crw flow dispatched command
+that reports it, the subagent slots (agents.max_threads of <CODEX_HOME>/config.toml, default
+6) and a hint. It writes no row. A run no process holds that is neither paused nor over is
+resumed, as crw flow resume RUN --detach does.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			g.runID = id
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			deadline := time.Now().Add(wait)
+			resumed := 0
+			for {
+				bus, st, err := sessionBus(ctx, g, svc, id)
+				if err != nil {
+					return err
+				}
+				if st.State == store.StateCrashed && resumed == 0 {
+					if pid, err := svc.Start(ctx, id); err == nil {
+						resumed = pid
+						continue
+					}
+				}
+				view, err := nextView(ctx, svc, bus, st)
+				if err != nil {
+					return err
+				}
+				view.ResumedPID = resumed
+				if resumed != 0 {
+					view.Hint = "No process held the run: it was resumed (pid " + fmt.Sprint(resumed) + "), as crw flow resume --detach does. " + view.Hint
+				}
+				if len(view.Steps) > 0 || view.State == session.StateEnded || view.State == session.StatePaused || !time.Now().Before(deadline) {
+					printNext(g, streams, view)
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 30s) for a step or the run's end")
+	return cmd
+}
+
+func nextView(ctx context.Context, svc *engine.Service, bus session.Bus, st *store.Status) (session.NextView, error) {
+	steps, _, err := bus.Steps()
+	if err != nil {
+		return session.NextView{}, err
+	}
+	rows, err := svc.Rows(ctx, st.Run)
+	if err != nil {
+		return session.NextView{}, err
+	}
+	state := session.StateRunning
+	switch st.State {
+	case store.StateEnded:
+		state = session.StateEnded
+	case store.StatePaused:
+		state = session.StatePaused
+	}
+	if len(rows) == 0 {
+		state = session.StateStarting
+	}
+	return session.Next(st.Run, state, string(st.Status), steps, rows, session.MaxThreads("")), nil
+}
+
+func printNext(g *globals, streams IO, v session.NextView) {
+	if g.json {
+		writeJSON(streams.Out, v)
+		return
+	}
+	fmt.Fprintf(streams.Out, "run    %s\nstate  %s\nslots  %d of %d open\n", v.Run, v.State, v.Slots.Open, v.Slots.Limit)
+	for _, st := range v.Steps {
+		fmt.Fprintf(streams.Out, "\nstep %s: %s %s\n", stepName(st.StepFile), st.HostCall.Tool, argsJSON(st.HostCall.Arguments))
+		if st.Then != "" {
+			fmt.Fprintf(streams.Out, "  then: %s\n", st.Then)
+		}
+	}
+	fmt.Fprintf(streams.Out, "\n%s\n", v.Hint)
+}
+
+func newCmdDispatched(g *globals, streams IO) *cobra.Command {
+	var agent string
+	var k, attempt int
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "dispatched RUN CALL --agent ID --k K --attempt N",
+		Short: "Report the subagent the owner started for a session run's step, and print the run's reply",
+		Long: `Report the subagent (the agent_id spawn_agent returned, or the target of a send_input)
+that the owner started for step CALL/t<K>-a<N> of a session run, and wait for the run's reply:
+bound (exit 0), or pair_mismatch, retry, refused or close (exit 1), each with what to do. A
+report that no process of the run answers in time is queued (exit 1): it stays in the run's
+inbox and the run answers it when it reaches the step.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			g.runID = id
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			bus, _, err := sessionBus(ctx, g, svc, id)
+			if err != nil {
+				return err
+			}
+			r, err := bus.Dispatch(session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt})
+			if err != nil {
+				return errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
+			}
+			reply := session.Reply{Reply: session.ReplyQueued, Marker: r.Marker(), Agent: agent,
+				Detail: "no process of the run answered in time: the report waits in the run's inbox; crw flow next shows when the run goes on"}
+			deadline := time.Now().Add(wait)
+			for time.Now().Before(deadline) {
+				got, ok, err := bus.ReplyTo(r.ID)
+				if err != nil {
+					return err
+				}
+				if ok {
+					reply = got
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			if g.json {
+				writeJSON(streams.Out, reply)
+			} else {
+				fmt.Fprintf(streams.Out, "%s %s %s\n", reply.Reply, reply.Marker, reply.Agent)
+				if reply.Detail != "" {
+					fmt.Fprintln(streams.Out, reply.Detail)
+				}
+			}
+			if reply.Reply != session.ReplyBound {
+				return errPrinted{code: exitFailed}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "the subagent's id (spawn_agent's agent_id)")
+	f.IntVar(&k, "k", 1, "the step's turn: 1 the task, 2 the repair")
+	f.IntVar(&attempt, "attempt", 1, "the step's attempt")
+	f.DurationVar(&wait, "wait", 120*time.Second, "how long to wait for the run's reply")
+	_ = cmd.MarkFlagRequired("agent")
+	return cmd
+}
+
+func stepName(st session.StepFile) string {
+	if st.Marker != "" {
+		return st.Marker
+	}
+	return st.Call + " (close " + st.AgentID + ")"
+}
+
+func argsJSON(args map[string]any) string {
+	b, _ := json.Marshal(args)
+	return string(b)
+}

@@ -1,0 +1,159 @@
+package session
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// States crw flow next answers.
+const (
+	StateRunning        = "running"         // the run works; no step waits for the owner
+	StateWaitingSession = "waiting_session" // steps wait for the owner
+	StatePaused         = "paused"
+	StateEnded          = "ended"
+	StateStarting       = "starting" // no process has recorded its start yet
+)
+
+// HostCall is the call the owner makes on its host for a step, with Codex's argument names.
+type HostCall struct {
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// NextStep is a step as crw flow next hands it out: the step file's members, the host call to
+// make and the command that reports it.
+type NextStep struct {
+	StepFile
+	HostCall HostCall `json:"host_call"`
+	Then     string   `json:"then,omitempty"`
+}
+
+// Slots are the owner's subagent slots: agents.max_threads, and the subagents open for the run.
+type Slots struct {
+	Limit  int      `json:"limit"`
+	Open   int      `json:"open"`
+	Agents []string `json:"agents"`
+}
+
+// NextView is crw flow next's answer.
+type NextView struct {
+	Run         string     `json:"run"`
+	State       string     `json:"state"`
+	Status      string     `json:"status,omitempty"` // the ended run's status
+	Steps       []NextStep `json:"steps"`
+	Slots       Slots      `json:"slots"`
+	SpawnFormat string     `json:"spawn_format"`
+	Hint        string     `json:"hint"`
+	ResumedPID  int        `json:"resumed_pid,omitempty"`
+}
+
+// SpawnFormat is how every spawn step is made.
+const SpawnFormat = "spawn_agent(agent_type, message, model, reasoning_effort, fork_context=false)"
+
+// Next builds crw flow next's answer from the run's state, its published steps and its rows.
+func Next(run, state, status string, steps []StepFile, rows []journal.Row, maxThreads int) NextView {
+	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormat: SpawnFormat}
+	v.Slots.Limit = maxThreads
+	v.Slots.Agents = OpenAgents(rows)
+	closing := []string{}
+	for _, st := range steps {
+		ns := NextStep{StepFile: st}
+		switch st.Action {
+		case ActionSpawn:
+			args := map[string]any{"agent_type": st.AgentType, "message": st.Message, "fork_context": false}
+			if st.Model != "" {
+				args["model"] = st.Model
+			}
+			if st.ReasoningEffort != "" {
+				args["reasoning_effort"] = st.ReasoningEffort
+			}
+			ns.HostCall = HostCall{Tool: "spawn_agent", Arguments: args}
+			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent <agent_id> --k %d --attempt %d", run, st.Call, st.K, st.Attempt)
+		case ActionSendInput:
+			ns.HostCall = HostCall{Tool: "send_input", Arguments: map[string]any{"target": st.AgentID, "message": st.Message}}
+			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent %s --k %d --attempt %d", run, st.Call, st.AgentID, st.K, st.Attempt)
+		case ActionClose:
+			ns.HostCall = HostCall{Tool: "close_agent", Arguments: map[string]any{"target": st.AgentID}}
+			closing = append(closing, st.AgentID)
+			if !contains(v.Slots.Agents, st.AgentID) {
+				v.Slots.Agents = append(v.Slots.Agents, st.AgentID)
+			}
+		default:
+			continue
+		}
+		v.Steps = append(v.Steps, ns)
+	}
+	sort.Strings(v.Slots.Agents)
+	v.Slots.Open = len(v.Slots.Agents)
+	if v.State == StateRunning && len(v.Steps) > len(closing) {
+		v.State = StateWaitingSession
+	}
+	v.Hint = hint(v, closing)
+	return v
+}
+
+func hint(v NextView, closing []string) string {
+	var h []string
+	switch v.State {
+	case StateEnded:
+		h = append(h, "The run ended ("+v.Status+"): nothing more to do.")
+	case StatePaused:
+		h = append(h, "The run is paused: crw flow resume "+v.Run+" goes on with it when the limit has passed.")
+	case StateStarting:
+		h = append(h, "The run is starting: ask again.")
+	}
+	if v.ResumedPID != 0 {
+		h = append(h, fmt.Sprintf("No process held the run: it was resumed (pid %d), as crw flow resume --detach does.", v.ResumedPID))
+	}
+	if len(closing) > 0 {
+		h = append(h, "First close_agent each of "+strings.Join(closing, ", ")+".")
+	}
+	waiting := len(v.Steps) - len(closing)
+	switch {
+	case waiting > 0 && v.Slots.Open-len(closing) >= v.Slots.Limit-1:
+		h = append(h, "The subagent slots are full (agents.max_threads): wait_agent on the open subagents, then crw flow next again; the steps stay.")
+	case waiting > 0:
+		h = append(h, "For each step make its host_call, then run its then command with the agent_id the host returned.")
+	}
+	if v.State != StateEnded {
+		targets := "the open subagents"
+		if len(v.Slots.Agents) > 0 {
+			targets = strings.Join(v.Slots.Agents, ", ")
+		}
+		h = append(h, "Then alternate wait_agent(targets: "+targets+", timeout_ms: 30000) with crw flow next "+v.Run+" --wait 30 until the run ends.")
+	}
+	return strings.Join(h, " ")
+}
+
+// OpenAgents are the subagents bound to calls of the run that have no terminal row yet.
+func OpenAgents(rows []journal.Row) []string {
+	open := map[string]string{} // call → agent
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.Type == journal.TypePrepared:
+			delete(open, r.Call)
+		case r.Type == journal.TypeThreadStarted && r.Via == Name:
+			open[r.Call] = r.ThreadID
+		case journal.IsTerminal(r.Type):
+			delete(open, r.Call)
+		}
+	}
+	agents := []string{}
+	for _, a := range open {
+		agents = append(agents, a)
+	}
+	return agents
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
