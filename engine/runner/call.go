@@ -60,8 +60,8 @@ type running struct {
 	mu      sync.Mutex
 	thread  *journal.Row
 	lastSeq uint64
-	k       int           // the turn the backend runs
-	repair  string        // what that turn, a repair, names as wrong
+	k       int          // the turn the backend runs
+	repair  string       // what that turn, a repair, names as wrong
 	step    *journal.Row // the newest step published, whose place its turn_started repeats
 
 	turnIDs    []string
