@@ -50,6 +50,7 @@ type Backend struct {
 	mu      sync.Mutex
 	waiting map[string]chan Report // marker → the step waiting for its report
 	ended   map[string]bool        // markers of this process's steps that ended
+	closed  context.Context // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -69,7 +70,7 @@ func New(cfg Config) *Backend {
 		cfg.Warn = func(string, string) {}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, ended: map[string]bool{}, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, ended: map[string]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	go b.answerInbox(ctx)
 	return b
 }
@@ -172,6 +173,12 @@ type step struct {
 func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
+	if sent := s.t.Sent; sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == ActionSendInput {
+		// An earlier process bound the step: the call goes on reading that turn.
+		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
+		_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
+		return s.harvest(ctx)
+	}
 	if s.t.Sent == nil {
 		packet := s.packet()
 		st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
@@ -205,7 +212,7 @@ func (s *step) stepFile() StepFile {
 	f := StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
 		AgentType: AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
 		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
-	if s.t.Thread.ID != "" {
+	if s.t.K > 1 && s.t.Thread.ID != "" {
 		f.Action, f.AgentID = ActionSendInput, s.t.Thread.ID
 		f.Message = SendInputMessage(s.marker, s.t.Prompt)
 	} else {
@@ -244,6 +251,8 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 		case <-ctx.Done():
 			_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
 			return backend.Outcome{Status: backend.Interrupted}, false
+		case <-b.closed.Done():
+			return closedOutcome(), false
 		case r := <-s.reports:
 			reply := s.judge(ctx, r.Agent)
 			_ = b.bus.Answer(r, reply)
@@ -301,7 +310,12 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 		reply.Reply, reply.Detail = ReplyRetry, "the subagent has no turn that carries the marker yet"
 		return reply
 	}
-	if s.file.Action == ActionSpawn {
+	if s.file.Action == ActionSpawn && s.t.Thread.ID != "" && th.ID != s.t.Thread.ID {
+		// An earlier process bound another subagent to this attempt.
+		reply.Reply, reply.Detail = ReplyClose, "the attempt has its subagent already: close this one"
+		return reply
+	}
+	if s.file.Action == ActionSpawn && s.t.Thread.ID == "" {
 		if want := s.t.Call.Pair; (want.Model != "" && want.Model != th.Model) || (want.Effort != "" && want.Effort != th.Effort) {
 			reply.Reply, reply.Model, reply.Effort = ReplyPairMismatch, want.Model, want.Effort
 			reply.Detail = fmt.Sprintf("the subagent runs %s/%s, the role's pair is %s/%s: close it and spawn again with the role's pair",
@@ -356,9 +370,17 @@ func (s *step) harvest(ctx context.Context) backend.Outcome {
 		select {
 		case <-ctx.Done():
 			return s.interrupt()
+		case <-s.b.closed.Done():
+			return closedOutcome()
 		case <-tick.C:
 		}
 	}
+}
+
+// closedOutcome is a step's end when its backend closed under it (its process is going away):
+// the step stays as the bus and the host have it, for a later process to go on with.
+func closedOutcome() backend.Outcome {
+	return backend.Outcome{Status: backend.Lost, Open: true, Cause: errors.New("the session backend closed")}
 }
 
 // outcome is how an ended turn ends the step.

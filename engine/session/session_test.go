@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,4 +249,60 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// TestSessionRunSurvivesACrashAfterEveryCommit: the run's process dies after each commit in
+// turn and a new process resumes it, with the same owner and host: the run ends as an
+// uninterrupted one does, each attempt is bound once, and no step is spawned twice.
+func TestSessionRunSurvivesACrashAfterEveryCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(threeCalls), 0o600))
+	crashed := 0
+	for n := uint64(1); n < 40; n++ {
+		st := mem.New()
+		svc := enginetest.Service(st)
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+		require.NoError(t, err)
+		runDir := filepath.Join(dir, fmt.Sprint("run", n))
+		host := sessiontest.NewHost(owner)
+		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answerN}
+		ownerCtx, stopOwner := context.WithCancel(ctx)
+		go o.Loop(ownerCtx)
+		process := func() (*store.Status, error) {
+			b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+			defer b.Close()
+			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		}
+		st.CrashAfterCommit(id, n)
+		end, err := process()
+		if err == nil {
+			stopOwner()
+			require.Equal(t, store.RunCompleted, end.Status)
+			break
+		}
+		require.ErrorIs(t, err, store.ErrLeaseLost, "commit %d", n)
+		crashed++
+		for resumes := 0; end == nil; resumes++ {
+			require.Less(t, resumes, 3, "commit %d: the run did not end", n)
+			end, err = process()
+			require.NoError(t, err, "commit %d", n)
+		}
+		stopOwner()
+		msg := fmt.Sprintf("crash after commit %d", n)
+		require.Equal(t, store.RunCompleted, end.Status, "%s: %+v", msg, end.Error)
+		assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result), msg)
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		enginetest.CheckJournal(t, rows)
+		for _, call := range []string{"c1", "c2", "c3"} {
+			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeThreadStarted), "%s: %s bound once", msg, call)
+			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeStepPublished), "%s: %s's step published once", msg, call)
+		}
+		assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned), "%s: every step spawned once", msg)
+	}
+	assert.Greater(t, crashed, 3)
+	t.Logf("a process died after each of %d commits", crashed)
 }

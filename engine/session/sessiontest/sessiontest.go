@@ -180,6 +180,17 @@ func (o *Owner) Pass() int {
 		o.taken = map[string]bool{}
 	}
 	steps, paths, _ := o.Bus.Steps()
+	// An owner remembers a step while `next` shows it: a step published again after it was
+	// gone is a new step to it, and is spawned again.
+	shown := map[string]bool{}
+	for _, st := range steps {
+		shown[st.Marker] = true
+	}
+	for m := range o.taken {
+		if !shown[m] {
+			delete(o.taken, m)
+		}
+	}
 	took := 0
 	for i, st := range steps {
 		if st.Action == session.ActionClose {
