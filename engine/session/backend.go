@@ -50,7 +50,7 @@ type Backend struct {
 	mu      sync.Mutex
 	waiting map[string]chan Report // marker → the step waiting for its report
 	ended   map[string]bool        // markers of this process's steps that ended
-	closed  context.Context // ends when the backend closes: its steps stop where they are
+	closed  context.Context        // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	done    chan struct{}
 }
