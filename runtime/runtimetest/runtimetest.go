@@ -47,9 +47,10 @@ type Runtime struct {
 	Path string // the workflow file
 }
 
-// Run runs the workflow with a timeout that keeps a broken test from hanging.
+// Run runs the workflow with a timeout that keeps a broken test from hanging (generous: the
+// race detector on a loaded machine makes the heaviest scripts take over 10 s).
 func (r *Runtime) Run(ctx context.Context) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return r.VM.Run(ctx)
 }

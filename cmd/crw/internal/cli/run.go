@@ -15,6 +15,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
@@ -161,9 +162,18 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	}
 	return engine.CreateOptions{
 		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
-		Roles: roles, Pool: opts.Pool, BudgetTokens: opts.BudgetTokens, LibDirs: libs,
+		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds()},
 	}, nil
+}
+
+// runPool is the pool a run is created with: a session run's is at most agents.max_threads − 1,
+// as the owner keeps one subagent slot for a helper of its own.
+func runPool(opts *RunOptions) int {
+	if opts.Backend == session.Name {
+		return max(1, min(opts.Pool, session.MaxThreads("")-1))
+	}
+	return opts.Pool
 }
 
 // readInput reads --input: inline JSON, @FILE or @- (stdin, a pipe included); absent is null.
