@@ -168,6 +168,9 @@ type step struct {
 	file   StepFile
 	agent  string // the bound subagent
 	turnID string
+
+	failures     int // writes of the step that failed since it was last written
+	firstFailure time.Time
 }
 
 func (s *step) run(ctx context.Context) backend.Outcome {
@@ -227,16 +230,44 @@ func (s *step) packet() string {
 		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
 }
 
-// publish makes the step visible; a step that cannot be written is written again at each poll
-// (publishPending) and never ends the call.
+// publish makes the step visible. A step that cannot be written (a full disk) was sent to
+// nobody: it is written again at each poll and never ends the call. Its step_unwritten warning
+// is written at the 1st, 10th, 100th, ... failure, and a closing one when it is written at last
+// (or, from unwritten, when the turn ends), so a long outage costs a few rows, not one a poll.
 func (s *step) publish(packet string) bool {
-	if err := mkdirWorkspace(s.file.Workspace); err == nil {
-		if err = s.b.bus.Publish(s.file, packet); err == nil {
-			return true
-		}
+	err := mkdirWorkspace(s.file.Workspace)
+	if err == nil {
+		err = s.b.bus.Publish(s.file, packet)
 	}
-	s.rec.Warn("step_unwritten", "the step "+s.marker+" could not be written: nothing was sent; it is written again at the next poll")
+	now := time.Now().UTC()
+	if err == nil {
+		if s.failures > 0 {
+			s.rec.Warn("step_unwritten", s.unwritten(now, "written: true"))
+			s.failures = 0
+		}
+		return true
+	}
+	s.failures++
+	if s.failures == 1 {
+		s.firstFailure = now
+	}
+	if isPowerOf10(s.failures) {
+		s.rec.Warn("step_unwritten", s.unwritten(now, "it is written again at each poll"))
+	}
 	return false
+}
+
+// unwritten is a step_unwritten warning's detail.
+func (s *step) unwritten(now time.Time, state string) string {
+	return fmt.Sprintf("marker %s, k %d, attempt %d, action %s, input_state not_delivered: %d failures from %s to %s; %s",
+		s.marker, s.t.K, s.attempt, s.file.Action, s.failures, s.firstFailure.Format(time.RFC3339), now.Format(time.RFC3339), state)
+}
+
+func isPowerOf10(n int) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
 }
 
 // awaitBind waits for the subagent of the step: a report in the inbox, or the marker found on
@@ -250,6 +281,9 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 		select {
 		case <-ctx.Done():
 			_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
+			if s.failures > 0 {
+				s.rec.Warn("step_unwritten", s.unwritten(time.Now().UTC(), "written: false"))
+			}
 			return backend.Outcome{Status: backend.Interrupted}, false
 		case <-b.closed.Done():
 			return closedOutcome(), false

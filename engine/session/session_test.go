@@ -306,3 +306,36 @@ func TestSessionRunSurvivesACrashAfterEveryCommit(t *testing.T) {
 	assert.Greater(t, crashed, 3)
 	t.Logf("a process died after each of %d commits", crashed)
 }
+
+// TestSessionStepUnwrittenIsRetriedAndWarnedSparingly: a step that cannot be written (the
+// steps folder is a file) is written again at each poll, warned about at the 1st and 10th
+// failure, and closed with written: true once it is written.
+func TestSessionStepUnwrittenIsRetriedAndWarnedSparingly(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
+`
+	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+		// steps/ is a file for about 30 polls, then the disk is "freed".
+		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600))
+		go func() {
+			time.Sleep(150 * time.Millisecond)
+			_ = os.Remove(filepath.Join(o.Bus.Dir, "steps"))
+		}()
+	})
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `"seen"`, string(end.Result))
+	var details []string
+	for _, r := range enginetest.OfType(rows, journal.TypeWarning) {
+		if r.Reason == "step_unwritten" {
+			details = append(details, r.Detail)
+		}
+	}
+	require.GreaterOrEqual(t, len(details), 3, "%q", details)
+	assert.Contains(t, details[0], "marker c1/t1-a1, k 1, attempt 1, action spawn, input_state not_delivered: 1 failures")
+	assert.Contains(t, details[1], ": 10 failures")
+	last := details[len(details)-1]
+	assert.Contains(t, last, "written: true")
+	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
+}
