@@ -93,7 +93,7 @@ func (b *Backend) Close() error {
 	b.proc, b.closed = nil, true
 	b.mu.Unlock()
 	if p != nil {
-		p.stop(5 * time.Second)
+		p.Stop(5 * time.Second)
 	}
 	return nil
 }
@@ -107,11 +107,11 @@ func (b *Backend) conn(ctx context.Context) (*process, error) {
 	if b.closed {
 		return nil, errClosed
 	}
-	if b.proc != nil && b.proc.alive() {
+	if b.proc != nil && b.proc.Alive() {
 		return b.proc, nil
 	}
 	if b.proc != nil {
-		b.proc.kill() // its pipe ended: make sure nothing of it is left
+		b.proc.Kill() // its pipe ended: make sure nothing of it is left
 		b.proc = nil
 	}
 	p, err := startProcess(ctx, &b.o)

@@ -29,7 +29,7 @@ func BenchmarkAppServerStart(b *testing.B) {
 				p, err := startProcess(context.Background(), &o)
 				require.NoError(b, err)
 				b.StopTimer()
-				p.stop(5 * time.Second)
+				p.Stop(5 * time.Second)
 				b.StartTimer()
 			}
 		})

@@ -1,7 +1,6 @@
 package appserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,16 +36,6 @@ func (e *RPCError) Info() string {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("appserver: error %d: %s", e.Code, e.Message) }
 
-// ServerRequest is a request the app server made of crw (an approval, an elicitation, a
-// question for the user) and how crw answered it.
-type ServerRequest struct {
-	Method   string
-	ThreadID string
-	TurnID   string
-	Params   json.RawMessage
-	Answer   string // what crw answered: decline, or an error for a request it does not serve
-}
-
 // TurnResult is how a turn ended, as the client saw it live.
 type TurnResult struct {
 	Turn     Turn   // from turn/completed: status and error
@@ -54,14 +43,17 @@ type TurnResult struct {
 	Tokens   TokenUsage
 }
 
-// Client speaks JSON-RPC to one app server over its stdio. One goroutine reads everything the
-// server writes: answers go to the request that waits for them, notifications to the turn they
-// belong to, and every request of the server is answered at once by the decline policy.
+// Client speaks JSON-RPC to one app server over a Conn: its stdio, or a WebSocket. One
+// goroutine reads everything the server sends: answers go to the request that waits for them,
+// notifications to the turn they belong to, and every request of the server is answered at
+// once by the decline policy (an observer leaves them unanswered).
 type Client struct {
-	w         io.Writer
+	conn      Conn
 	wmu       sync.Mutex
 	timeout   time.Duration
 	onRequest func(ServerRequest)
+	observer  bool
+	optOut    []string
 
 	mu      sync.Mutex
 	next    int64
@@ -82,13 +74,39 @@ type turnState struct {
 	done chan struct{} // closed at turn/completed
 }
 
-// NewClient starts reading r, the server's stdout; requests are written to w. A request that
-// gets no answer within timeout fails with ErrLost. onRequest, when not nil, is told of every
-// server request after it was answered; it runs on the reading goroutine and must not block.
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Timeout bounds the wait for an answer (and the write of a request): a request that gets
+	// none in time fails with ErrLost. Default one minute.
+	Timeout time.Duration
+	// OnRequest, when not nil, is told of every server request after it was answered (or left
+	// unanswered); it runs on the reading goroutine and must not block.
+	OnRequest func(ServerRequest)
+	// Observer leaves the server's requests unanswered: a client that only reads another
+	// client's host must not decline that client's approvals.
+	Observer bool
+	// OptOut are notifications the server is asked not to send, besides the ones no client
+	// of crw reads.
+	OptOut []string
+}
+
+// NewClient starts reading r, the server's stdout, one message a line; requests are written to
+// w. A request that gets no answer within timeout fails with ErrLost. onRequest, when not nil,
+// is told of every server request after it was answered; it runs on the reading goroutine and
+// must not block.
 func NewClient(r io.Reader, w io.Writer, timeout time.Duration, onRequest func(ServerRequest)) *Client {
-	c := &Client{w: w, timeout: timeout, onRequest: onRequest, pending: map[int64]chan reply{},
-		turns: map[string]*turnState{}, closing: map[string]chan struct{}{}, done: make(chan struct{})}
-	go c.read(r)
+	return NewConnClient(LineConn(r, w), ClientOptions{Timeout: timeout, OnRequest: onRequest})
+}
+
+// NewConnClient starts reading conn.
+func NewConnClient(conn Conn, o ClientOptions) *Client {
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	c := &Client{conn: conn, timeout: o.Timeout, onRequest: o.OnRequest, observer: o.Observer, optOut: o.OptOut,
+		pending: map[int64]chan reply{}, turns: map[string]*turnState{}, closing: map[string]chan struct{}{},
+		done: make(chan struct{})}
+	go c.read()
 	return c
 }
 
@@ -110,23 +128,18 @@ type inbound struct {
 	Error  *RPCError       `json:"error"`
 }
 
-// maxMessage bounds one JSON-RPC message from the host: a longer line ends the connection
-// rather than the process's memory.
-const maxMessage = 64 << 20
-
 // maxTurnPages bounds how many pages of a thread's turns are read: 50 turns a page, far
 // beyond any thread crw makes, and a host that keeps giving a next cursor cannot make a
 // resume read for ever.
 const maxTurnPages = 10_000
 
-func (c *Client) read(r io.Reader) {
-	br := bufio.NewReaderSize(r, 1<<16)
+func (c *Client) read() {
 	var err error
 	for {
-		var line []byte
-		if line, err = readLine(br, maxMessage); len(line) > 1 {
+		var msg []byte
+		if msg, err = c.conn.Read(); len(msg) > 0 {
 			var m inbound
-			if json.Unmarshal(line, &m) == nil {
+			if json.Unmarshal(msg, &m) == nil {
 				c.dispatch(&m)
 			}
 		}
@@ -273,54 +286,14 @@ func (c *Client) WaitTurn(ctx context.Context, turnID string) (TurnResult, error
 	return st.res, nil
 }
 
-// answer answers a server request at once: crw never approves, never grants and has no user
-// to ask, so the server is never left waiting.
-func (c *Client) answer(m *inbound) {
-	var result any
-	var rpcErr *RPCError
-	answer := "decline"
-	switch m.Method {
-	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
-		result = map[string]any{"decision": "decline"}
-	case "execCommandApproval", "applyPatchApproval":
-		result = map[string]any{"decision": map[string]any{"denied": map[string]string{"rejection": "crw runs unattended and declines every approval"}}}
-	case "mcpServer/elicitation/request":
-		result = map[string]any{"action": "decline"}
-	case "item/tool/requestUserInput":
-		result = map[string]any{"answers": map[string]any{}}
-	case "item/permissions/requestApproval":
-		result = map[string]any{"permissions": map[string]any{}}
-	case "item/tool/call":
-		result = map[string]any{"success": false, "contentItems": []any{}}
-	default:
-		rpcErr = &RPCError{Code: -32601, Message: "crw does not serve " + m.Method}
-		answer = "error"
-	}
-	msg := struct {
-		ID     json.RawMessage `json:"id"`
-		Result any             `json:"result,omitempty"`
-		Error  *RPCError       `json:"error,omitempty"`
-	}{m.ID, result, rpcErr}
-	c.write(msg) // a broken pipe shows as the end of the output
-	if c.onRequest != nil {
-		var p struct {
-			ThreadID string `json:"threadId"`
-			TurnID   string `json:"turnId"`
-		}
-		json.Unmarshal(m.Params, &p)
-		c.onRequest(ServerRequest{Method: m.Method, ThreadID: p.ThreadID, TurnID: p.TurnID, Params: m.Params, Answer: answer})
-	}
-}
-
-func (c *Client) write(msg any) error {
+func (c *Client) write(ctx context.Context, msg any) error {
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if _, err := c.w.Write(data); err != nil {
+	if err := c.conn.Write(ctx, data); err != nil {
 		return fmt.Errorf("appserver: write: %v: %w", err, ErrLost)
 	}
 	return nil
@@ -349,7 +322,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		Method string `json:"method"`
 		Params any    `json:"params,omitempty"`
 	}{id, method, params}
-	if err := c.write(msg); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, c.timeout)
+	err := c.write(wctx, msg)
+	cancel()
+	if err != nil {
 		forget()
 		return fmt.Errorf("%s: %w", method, err)
 	}
@@ -379,7 +355,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 
 // Notify sends a notification.
 func (c *Client) Notify(method string, params any) error {
-	return c.write(struct {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	return c.write(ctx, struct {
 		Method string `json:"method"`
 		Params any    `json:"params,omitempty"`
 	}{method, params})
@@ -397,7 +375,7 @@ var quietMethods = []string{
 func (c *Client) Initialize(ctx context.Context, name, version string) error {
 	params := map[string]any{
 		"clientInfo":   map[string]string{"name": name, "title": name, "version": version},
-		"capabilities": map[string]any{"optOutNotificationMethods": quietMethods},
+		"capabilities": map[string]any{"optOutNotificationMethods": append(slices.Clip(quietMethods), c.optOut...)},
 	}
 	if err := c.Call(ctx, "initialize", params, nil); err != nil {
 		return err
@@ -532,21 +510,5 @@ func (c *Client) Turns(ctx context.Context, threadID string, stop func(*Turn) bo
 			return all, nil
 		}
 		cursor = r.NextCursor
-	}
-}
-
-// readLine reads one line of at most limit bytes, its newline included. A longer line is an
-// error: the bytes read so far are dropped and nothing more is read.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(line)+len(frag) > limit {
-			return nil, fmt.Errorf("a message longer than %d bytes", limit)
-		}
-		line = append(line, frag...)
-		if err != bufio.ErrBufferFull {
-			return line, err
-		}
 	}
 }

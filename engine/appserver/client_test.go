@@ -120,6 +120,30 @@ func TestFinalAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, FinalAnswer(tt.items)) })
 	}
+	// An empty message is an answer; commentary alone, or no message, is none.
+	text, ok := Answer([]Item{msg("", "final_answer")})
+	assert.Equal(t, "", text)
+	assert.True(t, ok)
+	_, ok = Answer([]Item{msg("thinking", "commentary")})
+	assert.False(t, ok)
+	_, ok = Answer([]Item{{Type: "userMessage"}})
+	assert.False(t, ok)
+}
+
+// An observer leaves the server's requests to the host's own client: nothing is written back.
+func TestObserverLeavesServerRequests(t *testing.T) {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	t.Cleanup(func() { sw.Close(); sr.Close() })
+	got := make(chan ServerRequest, 1)
+	c := NewConnClient(LineConn(cr, cw), ClientOptions{Timeout: 2 * time.Second, Observer: true, OnRequest: func(r ServerRequest) { got <- r }})
+	s := &pipeServer{in: bufio.NewScanner(sr), out: sw}
+	s.say(`{"id":0,"method":"item/commandExecution/requestApproval","params":{"threadId":"th","turnId":"u1"}}`)
+	r := <-got
+	assert.Equal(t, ServerRequest{Method: "item/commandExecution/requestApproval", ThreadID: "th", TurnID: "u1", Params: r.Params}, r)
+	// The next thing the server reads is the client's request, not an answer to its own.
+	go c.Call(context.Background(), "thread/list", nil, nil)
+	assert.Equal(t, "thread/list", s.read(t)["method"])
 }
 
 func TestTurnErrorKind(t *testing.T) {

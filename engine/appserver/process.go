@@ -40,20 +40,43 @@ func FindCodex(path string) (string, error) {
 	return found, nil
 }
 
-// process is one running `codex app-server` and the client that talks to it.
-type process struct {
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	Codex     string // the codex binary; "" looks for $CRW_CODEX, then codex on PATH
+	CodexHome string // the app server's CODEX_HOME; "" keeps the environment's
+	Log       string // the app server's stderr is appended to this file; "" discards it
+	Client    ClientOptions
+}
+
+// Server is one running `codex app-server` over stdio and the client that talks to it.
+type Server struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	client *Client
 	exited chan struct{} // closed once the process and its group are gone
+}
+
+// process is the backend's app server, and the threads it has loaded.
+type process struct {
+	*Server
 
 	mu     sync.Mutex
 	loaded map[string]bool // threads this process has started, forked or resumed
 }
 
-// startProcess starts an app server and initializes a session with it. The server runs in a
-// process group of its own, so the npm launcher's native child dies with it.
+// startProcess starts the backend's app server.
 func startProcess(ctx context.Context, o *Options) (*process, error) {
+	s, err := StartServer(ctx, ServerOptions{Codex: o.Codex, CodexHome: o.CodexHome, Log: o.Log,
+		Client: ClientOptions{Timeout: o.RequestTimeout, OnRequest: o.OnServerRequest}})
+	if err != nil {
+		return nil, err
+	}
+	return &process{Server: s, loaded: map[string]bool{}}, nil
+}
+
+// StartServer starts an app server and initializes a session with it. The server runs in a
+// process group of its own, so the npm launcher's native child dies with it.
+func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	bin, err := FindCodex(o.Codex)
 	if err != nil {
 		return nil, err
@@ -96,7 +119,7 @@ func startProcess(ctx context.Context, o *Options) (*process, error) {
 		stdout.Close()
 		return nil, fmt.Errorf("%w: start %s: %v", ErrUnavailable, bin, err)
 	}
-	p := &process{cmd: cmd, stdin: stdin, exited: make(chan struct{}), loaded: map[string]bool{}}
+	p := &Server{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		// Whatever of the group outlived its leader (the launcher's child, shell helpers)
@@ -104,21 +127,24 @@ func startProcess(ctx context.Context, o *Options) (*process, error) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		close(p.exited)
 	}()
-	p.client = NewClient(stdout, stdin, o.RequestTimeout, o.OnServerRequest)
+	p.client = NewConnClient(LineConn(stdout, stdin), o.Client)
 	go func() {
 		<-p.client.Done()
 		stdout.Close()
 	}()
-	if err := p.client.Initialize(ctx, "crw", version()); err != nil {
-		p.kill()
+	if err := p.client.Initialize(ctx, "crw", Version()); err != nil {
+		p.Kill()
 		stdin.Close()
 		return nil, fmt.Errorf("%w: initialize: %v", ErrUnavailable, err)
 	}
 	return p, nil
 }
 
-// alive tells whether the process still serves requests.
-func (p *process) alive() bool {
+// Client is the client of the server's session.
+func (p *Server) Client() *Client { return p.client }
+
+// Alive tells whether the process still serves requests.
+func (p *Server) Alive() bool {
 	select {
 	case <-p.client.Done():
 		return false
@@ -145,23 +171,24 @@ func (p *process) setLoaded(threadID string, loaded bool) {
 	p.mu.Unlock()
 }
 
-// kill ends the process group at once and waits until it is gone.
-func (p *process) kill() {
+// Kill ends the process group at once and waits until it is gone.
+func (p *Server) Kill() {
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.exited
 }
 
-// stop closes the server's stdin, which makes it exit, and kills it if it has not after grace.
-func (p *process) stop(grace time.Duration) {
+// Stop closes the server's stdin, which makes it exit, and kills it if it has not after grace.
+func (p *Server) Stop(grace time.Duration) {
 	p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
-		p.kill()
+		p.Kill()
 	}
 }
 
-func version() string {
+// Version is crw's version, as it introduces itself to an app server.
+func Version() string {
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		return info.Main.Version
 	}

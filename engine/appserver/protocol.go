@@ -91,11 +91,18 @@ func (it *Item) UserText() string {
 	return b.String()
 }
 
-// FinalAnswer is a turn's answer: its last final_answer agent message or, from a provider that
-// sets no phase, its last message without one when no commentary came before it.
+// FinalAnswer is a turn's answer (see Answer); "" when it has none.
 func FinalAnswer(items []Item) string {
+	text, _ := Answer(items)
+	return text
+}
+
+// Answer is a turn's answer: its last final_answer agent message or, from a provider that sets
+// no phase, its last message without one when no commentary came before it. A commentary
+// message is never the answer. ok is false when the turn has none.
+func Answer(items []Item) (text string, ok bool) {
 	var final, plain string
-	hasFinal, commentary := false, false
+	hasFinal, hasPlain, commentary := false, false, false
 	for _, it := range items {
 		if it.Type != "agentMessage" {
 			continue
@@ -107,14 +114,14 @@ func FinalAnswer(items []Item) string {
 			commentary = true
 		case "":
 			if !commentary {
-				plain = it.Text
+				plain, hasPlain = it.Text, true
 			}
 		}
 	}
 	if hasFinal {
-		return final
+		return final, true
 	}
-	return plain
+	return plain, hasPlain
 }
 
 // TokenUsage is one breakdown of thread/tokenUsage/updated.

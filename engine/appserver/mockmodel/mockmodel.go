@@ -3,6 +3,9 @@
 // `codex app-server`, and answers from an answers file in the fake backend's format, so one
 // answers file drives both backends.
 //
+// An owner thread (Own) is scripted instead: it calls the multi_agent_v1 tools, as a user's
+// Codex session spawning subagents for crw does, and its subagents are answered as any thread.
+//
 // Which TURN answers a request is decided as the fake backend decides it: the first entry
 // whose match fits the call, then that entry's turn k (none: the answer is synthesized from the
 // turn's outputSchema, or "ok"). The mock learns the call from the headers x-crw-call,
@@ -64,6 +67,7 @@ type Server struct {
 	stop    chan struct{} // closed by Close: held streams end
 
 	mu       sync.Mutex
+	owners   map[string][]OwnerStep // scripted owner threads
 	threads  map[string]*thread
 	unnamed  int // threads seen without call headers
 	n        int // responses served
@@ -109,12 +113,30 @@ enabled = false
 `, Model, Provider, Provider, s.URL())
 }
 
-// WriteCodexHome writes Config as dir/config.toml; dir is then a CODEX_HOME.
-func (s *Server) WriteCodexHome(dir string) error {
+// WriteCodexHome writes Config as dir/config.toml; dir is then a CODEX_HOME. Each role becomes
+// an agent role of the multi_agent_v1 tools: spawn_agent takes it as agent_type, and its
+// subagents run on the role's model and effort.
+func (s *Server) WriteCodexHome(dir string, roles ...Role) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(s.Config()), 0o644)
+	config := s.Config()
+	if len(roles) > 0 {
+		config += "\n[agents]\nmax_threads = 4\n"
+		if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, r := range roles {
+		file := filepath.Join(dir, "agents", r.Name+".toml")
+		config += fmt.Sprintf("\n[agents.%s]\ndescription = %q\nconfig_file = %q\n", r.Name, r.Description, file)
+		role := fmt.Sprintf("model = %q\nmodel_reasoning_effort = %q\ndeveloper_instructions = %q\n",
+			r.Model, r.Effort, "You are the "+r.Name+" role.")
+		if err := os.WriteFile(file, []byte(role), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o644)
 }
 
 // Requests are the requests answered so far, in the order they came.
@@ -158,10 +180,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var body struct {
 		Input []struct {
+			Type    string `json:"type"`
 			Role    string `json:"role"`
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
+			CallID string          `json:"call_id"` // function_call_output
+			Output json.RawMessage `json:"output"`
 		} `json:"input"`
 		Text *struct {
 			Format struct {
@@ -197,6 +222,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if steps := s.ownerSteps(req.Thread); steps != nil {
+		outputs := map[string]string{}
+		for _, in := range body.Input {
+			if in.Type == "function_call_output" {
+				var text string
+				json.Unmarshal(in.Output, &text)
+				outputs[in.CallID] = text
+			}
+		}
+		s.ownerStep(w, &req, steps, outputs)
+		return
+	}
 	s.locate(&req, r.Header)
 	turn := s.answers.Find(req.Call, req.Role, req.Node, req.K)
 	var text string
