@@ -265,7 +265,13 @@ func TestWaitingCallsCostLittle(t *testing.T) {
 	}
 	cost := waitingCallCost(t, 20000)
 	t.Logf("a waiting call costs %.0f B beyond the script's own promise", cost)
-	assert.Less(t, cost, 1000.0, "bytes a waiting call costs the run")
+	// Measured: 250-695 B, and 1,000-1,180 B under the race detector; 1,470 B (and more under
+	// the race detector) when a waiting call kept its prepared row and turn state.
+	bound := 1000.0
+	if raceDetector {
+		bound = 1400
+	}
+	assert.Less(t, cost, bound, "bytes a waiting call costs the run")
 }
 
 // BenchmarkWaitingCall records what a call waiting for the pool costs the run beyond the

@@ -4,7 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Codex finds the codex binary tests run against: $CRW_CODEX, else the one .ci/install-codex.sh
@@ -46,5 +51,44 @@ func repoRoot() string {
 			return ""
 		}
 		dir = parent
+	}
+}
+
+// StartOwnerServer runs `codex app-server --listen unix://sock` on home, as a user's Codex whose
+// app server crw reads, and waits until it listens. The server is killed when the test ends.
+func StartOwnerServer(t testing.TB, codex, home, sock string) {
+	cmd := exec.Command(codex, "app-server", "--listen", "unix://"+sock)
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	log, err := os.Create(filepath.Join(t.TempDir(), "owner-app-server.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the npm launcher and codex
+		<-exited
+		log.Close()
+		// sock links to a socket and a lock file Codex made in /tmp/codex-daemon-<uid>: its
+		// own, named by a hash of the path, and left behind by a killed server.
+		if target, err := filepath.EvalSymlinks(sock); err == nil && strings.HasPrefix(filepath.Base(filepath.Dir(target)), "codex-daemon-") {
+			os.Remove(target)
+			os.Remove(target + ".lock")
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			return
+		}
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(log.Name())
+			t.Fatalf("the owner's app server exited: %s", out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the owner's app server did not listen within 10 s")
+		}
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,45 +28,6 @@ const (
 	markerA = "crw-flow-op: c1/t1-a1\nReview the change and answer with JSON."
 	markerB = "crw-flow-op: c2/t1-a1\nTake your time."
 )
-
-// startOwnerServer runs `codex app-server --listen unix://sock` on home, as a user's Codex whose
-// app server crw reads, and waits until it listens.
-func startOwnerServer(t *testing.T, codex, home, sock string) {
-	cmd := exec.Command(codex, "app-server", "--listen", "unix://"+sock)
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log, err := os.Create(filepath.Join(t.TempDir(), "owner-app-server.log"))
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the npm launcher and codex
-		<-exited
-		log.Close()
-		// sock links to a socket and a lock file Codex made in /tmp/codex-daemon-<uid>: its
-		// own, named by a hash of the path, and left behind by a killed server.
-		if target, err := filepath.EvalSymlinks(sock); err == nil && strings.HasPrefix(filepath.Base(filepath.Dir(target)), "codex-daemon-") {
-			os.Remove(target)
-			os.Remove(target + ".lock")
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			return
-		}
-		select {
-		case <-exited:
-			out, _ := os.ReadFile(log.Name())
-			t.Fatalf("the owner's app server exited: %s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the owner's app server did not listen within 10 s")
-		}
-	}
-}
 
 // eventually calls read until ok says yes, for at most five seconds.
 func eventually[T any](t *testing.T, what string, read func() (T, error), ok func(T) bool) T {
@@ -98,7 +57,7 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	require.NoError(t, os.Mkdir(work, 0o755))
 	require.NoError(t, mock.WriteCodexHome(home, mockmodel.Role{Name: "reviewer",
 		Description: "Reviews a step and answers with JSON.", Model: "mock-reviewer-model", Effort: "high"}))
-	startOwnerServer(t, codex, home, sock)
+	mockmodel.StartOwnerServer(t, codex, home, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -49,6 +49,26 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Host, error) {
 	return h, nil
 }
 
+// Client connects to an app server's socket as a client of its own (the owner's side, in tests
+// that play a user's Codex), initialized under name. close ends the connection.
+func Client(ctx context.Context, addr, name string, opts ...Option) (client *appserver.Client, close func(), err error) {
+	o := config(opts)
+	conn, err := dialWS(ctx, addr, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	client = appserver.NewConnClient(conn, appserver.ClientOptions{Timeout: o.timeout})
+	close = func() {
+		conn.close()
+		<-client.Done()
+	}
+	if err := client.Initialize(ctx, name, appserver.Version()); err != nil {
+		close()
+		return nil, nil, fmt.Errorf("codexhost: %s: initialize: %w", addr, err)
+	}
+	return client, close, nil
+}
+
 // socketPath is the path of a unix:// address. Codex makes the path it listens on a symlink to a
 // short path of its own; a path too long for a socket address is dialled through that link.
 func socketPath(addr string) (string, error) {
