@@ -20,6 +20,7 @@ const (
 	TypeTurnStarted        = "turn_started"
 	TypeStepPublished      = "step_published" // a pull backend's turn, handed over as a step
 	TypeInterruptRequested = "interrupt_requested"
+	TypeAttemptLost        = "session_attempt_lost" // a session attempt whose subagent will not finish its turn
 
 	TypeCompleted      = "completed"
 	TypeNullModel      = "null_model"
@@ -58,7 +59,7 @@ func StatusOf(t string) CallStatus {
 func IsKnownType(t string) bool {
 	switch t {
 	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning,
-		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested:
+		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost:
 		return true
 	}
 	return IsTerminal(t)
@@ -191,6 +192,8 @@ type Row struct {
 	HostCwd          string  `json:"host_cwd,omitempty"`
 	ParentThreadID   string  `json:"parent_thread_id,omitempty"`
 	AgentRole        string  `json:"agent_role,omitempty"`
+	HostStatus       string  `json:"host_status,omitempty"` // session_attempt_lost: the thread's status on the host
+	TurnStatus       string  `json:"turn_status,omitempty"` // and its marker turn's
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

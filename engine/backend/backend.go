@@ -115,6 +115,19 @@ type Recorder interface {
 	// Warn records something of the host's that the run should keep (a warning row of the
 	// call): a request it declined, a step it could not write.
 	Warn(reason, detail string)
+	// AttemptLost reports that a pull backend's attempt will not finish (a session_attempt_lost
+	// row): its subagent stopped before it answered. The backend goes on with the next attempt.
+	AttemptLost(LostAttempt)
+}
+
+// LostAttempt is an attempt a pull backend gave up on.
+type LostAttempt struct {
+	Attempt    int
+	AgentID    string
+	TurnID     string
+	Reason     string // thread_gone, turn_stopped, no_progress
+	HostStatus string // the thread's status on the host ("unknown" when the host does not know it)
+	TurnStatus string
 }
 
 // Status is how a turn ended.

@@ -43,6 +43,7 @@ func JournalProblems(rows []journal.Row) []string {
 	type turn struct {
 		call    string
 		attempt int
+		session int // a session call's attempt of the turn (its step's): each may start it once
 		k       int
 	}
 	var out []string
@@ -58,7 +59,7 @@ func JournalProblems(rows []journal.Row) []string {
 			attempts[r.Call]++
 			delete(ended, r.Call)
 		case r.Type == journal.TypeTurnStarted:
-			key := turn{r.Call, attempts[r.Call], r.K}
+			key := turn{r.Call, attempts[r.Call], r.Attempt, r.K}
 			if seen[key] {
 				out = append(out, fmt.Sprintf("turn %d of call %s started twice (row %d)", r.K, r.Call, r.Seq))
 			}

@@ -483,6 +483,15 @@ func (c *call) Warn(reason, detail string) {
 	c.r.flushSoon()
 }
 
+// AttemptLost implements backend.Recorder: a session_attempt_lost row of the call.
+func (c *call) AttemptLost(l backend.LostAttempt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeAttemptLost, Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,
+		TurnID: l.TurnID, Reason: l.Reason, HostStatus: l.HostStatus, TurnStatus: l.TurnStatus})
+	c.r.flushSoon()
+}
+
 func (c *call) count(t journal.Tokens) {
 	c.tokens = c.tokens.Add(t)
 	r := c.r

@@ -39,7 +39,10 @@ type Config struct {
 	LookupEvery int
 	// InterruptWait bounds how long an interrupted turn is read until it ends (default 30 s).
 	InterruptWait time.Duration
-	Warn          func(reason, detail string)
+	// LostAfter is how long a subagent the host shows as gone may keep its marker turn
+	// unchanged before its attempt is lost (default 10 minutes).
+	LostAfter time.Duration
+	Warn      func(reason, detail string)
 }
 
 // Backend runs turns as steps for the owner.
@@ -62,6 +65,9 @@ func New(cfg Config) *Backend {
 	}
 	if cfg.LookupEvery <= 0 {
 		cfg.LookupEvery = 8
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = 10 * time.Minute
 	}
 	if cfg.InterruptWait <= 0 {
 		cfg.InterruptWait = 30 * time.Second
@@ -132,17 +138,26 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 			attempt = n
 		}
 	}
-	s := &step{b: b, t: t, rec: rec, marker: Marker(t.Call.ID, t.K, attempt), attempt: attempt, reports: make(chan Report, 1)}
+	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1)}
+	s.register(Marker(t.Call.ID, t.K, attempt))
+	defer s.register("")
+	return s.run(ctx)
+}
+
+// register makes marker the one the step waits under ("": none); reports for the marker it
+// had are told close from now on.
+func (s *step) register(marker string) {
+	b := s.b
 	b.mu.Lock()
-	b.waiting[s.marker] = s.reports
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.marker != "" {
 		delete(b.waiting, s.marker)
 		b.ended[s.marker] = true
-		b.mu.Unlock()
-	}()
-	return s.run(ctx)
+	}
+	if marker != "" {
+		b.waiting[marker] = s.reports
+		s.marker = marker
+	}
 }
 
 // Done implements backend.Backend: the call's subagent is closed (a close step).
@@ -171,6 +186,8 @@ type step struct {
 
 	failures     int // writes of the step that failed since it was last written
 	firstFailure time.Time
+
+	note string // what the packet says of earlier attempts
 }
 
 func (s *step) run(ctx context.Context) backend.Outcome {
@@ -180,19 +197,10 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 		// An earlier process bound the step: the call goes on reading that turn.
 		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
 		_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
-		return s.harvest(ctx)
-	}
-	if s.t.Sent == nil {
-		packet := s.packet()
-		st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
-			Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
-			Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
-			ConversationTurn: s.t.K}
-		s.rec.Dispatched(st)
-		if err := s.rec.Commit(); err != nil {
-			return backend.Outcome{Status: backend.Unavailable, Cause: err}
+	} else if s.t.Sent == nil {
+		if out, ok := s.dispatch(); !ok {
+			return out
 		}
-		s.publish(packet)
 	} else if !b.bus.Published(s.t.Call.ID, s.t.K, s.attempt) {
 		// An earlier process published it; the step file is gone with a retraction or was never
 		// written: it is published again (the same step, no new row) once the host shows nothing.
@@ -200,12 +208,57 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 			s.publish(s.packet())
 		}
 	}
-	if s.agent == "" {
-		if out, ok := s.awaitBind(ctx); !ok {
+	for {
+		if s.agent == "" {
+			if out, ok := s.awaitBind(ctx); !ok {
+				return out
+			}
+		}
+		out, lost := s.harvest(ctx)
+		if lost == nil {
+			return out
+		}
+		if out, ok := s.nextAttempt(*lost); !ok {
 			return out
 		}
 	}
-	return s.harvest(ctx)
+}
+
+// dispatch journals the step (its row committed first) and publishes it.
+func (s *step) dispatch() (backend.Outcome, bool) {
+	packet := s.packet()
+	st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
+		Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
+		Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
+		Note: s.note, ConversationTurn: s.t.K}
+	if s.attempt > 1 {
+		st.ReplacesTurn = s.t.K
+	}
+	s.rec.Dispatched(st)
+	if err := s.rec.Commit(); err != nil {
+		return backend.Outcome{Status: backend.Unavailable, Cause: err}, false
+	}
+	s.publish(packet)
+	return backend.Outcome{}, true
+}
+
+// nextAttempt gives up on a lost attempt: its row, a close step for its subagent, and the
+// next attempt's step, a spawn in the same workspace whose packet says why.
+func (s *step) nextAttempt(lost backend.LostAttempt) (backend.Outcome, bool) {
+	s.rec.AttemptLost(lost)
+	if err := s.b.bus.CloseAgent(s.t.Call.ID, s.attempt, s.agent); err != nil {
+		s.rec.Warn("step_unwritten", "the close step of "+s.agent+" could not be written")
+	}
+	s.note = fmt.Sprintf("Attempt %d of this turn was cut off: its subagent stopped before it answered (%s). Do the task from the start.", s.attempt, lost.Reason)
+	if s.t.Call.Role == "executor" || s.t.Call.Role == "executor-t1" {
+		s.note += fmt.Sprintf(" The workspace may hold its changes: read git -C %s status and the diff first.", s.file.Workspace)
+	}
+	s.register(Marker(s.t.Call.ID, s.t.K, s.attempt+1))
+	s.attempt++
+	s.agent, s.turnID = "", ""
+	s.t.Thread = backend.Thread{} // the next attempt spawns a subagent of its own
+	s.file = s.stepFile()
+	return s.dispatch()
 }
 
 // stepFile is the step as the owner reads it.
@@ -227,7 +280,7 @@ func (s *step) stepFile() StepFile {
 
 func (s *step) packet() string {
 	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, TmpDir: s.b.cfg.TmpDir,
-		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
+		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
 }
 
 // publish makes the step visible. A step that cannot be written (a full disk) was sent to
@@ -390,22 +443,56 @@ func markerTurn(th Thread, marker string) *Turn {
 	return nil
 }
 
-// harvest reads the bound subagent until its marker turn ends.
-func (s *step) harvest(ctx context.Context) backend.Outcome {
+// harvest reads the bound subagent until its marker turn ends, or until the attempt is lost:
+// its marker turn did not complete, its thread is notLoaded, systemError or unknown to the host,
+// and the turn ended interrupted or failed without an error, or has not changed for LostAfter.
+// The thread is read once more before an attempt is judged lost. A read the host cannot answer
+// judges nothing and leaves the time of the last change as it is.
+func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttempt) {
 	tick := time.NewTicker(s.b.cfg.Poll)
 	defer tick.Stop()
+	lastKey, lastChange, suspect := "", time.Now(), false
 	for {
 		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
-		if err == nil {
-			if turn := markerTurn(th, s.marker); turn != nil && turn.Status != "inProgress" {
-				return s.outcome(turn)
+		unknown := errors.Is(err, ErrUnknownThread)
+		if err == nil || unknown {
+			hostStatus := th.Status
+			if unknown {
+				hostStatus = "unknown"
 			}
+			turn := markerTurn(th, s.marker)
+			turnStatus := ""
+			if turn != nil {
+				turnStatus = turn.Status
+			}
+			if key := hostStatus + "/" + turnStatus + "/" + fmt.Sprint(len(th.Turns)); key != lastKey {
+				lastKey, lastChange = key, time.Now()
+			}
+			gone := hostStatus == "unknown" || hostStatus == "notLoaded" || hostStatus == "systemError"
+			stopped := turn != nil && (turn.Status == "interrupted" || turn.Status == "failed" && turn.Error == nil)
+			stale := time.Since(lastChange) >= s.b.cfg.LostAfter
+			switch {
+			case gone && turnStatus != "completed" && (stopped || stale):
+				if suspect {
+					reason := "turn_stopped"
+					if !stopped {
+						reason = "no_progress"
+					}
+					return backend.Outcome{}, &backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, TurnID: s.turnID,
+						Reason: reason, HostStatus: hostStatus, TurnStatus: turnStatus}
+				}
+				suspect = true // read once more before judging
+				continue
+			case turn != nil && turn.Status != "inProgress":
+				return s.outcome(turn), nil
+			}
+			suspect = false
 		}
 		select {
 		case <-ctx.Done():
-			return s.interrupt()
+			return s.interrupt(), nil
 		case <-s.b.closed.Done():
-			return closedOutcome()
+			return closedOutcome(), nil
 		case <-tick.C:
 		}
 	}

@@ -339,3 +339,45 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Contains(t, last, "written: true")
 	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
 }
+
+// TestSessionLostAttemptSpawnsTheNext: a subagent the host drops mid-turn loses its attempt
+// (session_attempt_lost, its subagent closed); the next attempt is spawned in the same
+// workspace, its packet saying why, and answers.
+func TestSessionLostAttemptSpawnsTheNext(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "executor", prompt: "build it" })).output; }
+`
+	end, rows, host, o, runDir := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.Attempt == 1 {
+			return sessiontest.Answer{Lose: true}
+		}
+		return sessiontest.Answer{Text: "built"}
+	}, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `"built"`, string(end.Result))
+	assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, o.Spawned)
+	assert.Equal(t, []string{journal.TypePrepared, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted,
+		journal.TypeAttemptLost, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeCompleted},
+		enginetest.Types(enginetest.CallRows(rows, "c1")))
+	lost := enginetest.OfType(rows, journal.TypeAttemptLost)[0]
+	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
+	assert.Equal(t, 1, lost.Attempt)
+	assert.Equal(t, threads[0].ThreadID, lost.AgentID)
+	assert.Equal(t, "turn_stopped", lost.Reason)
+	assert.Equal(t, "notLoaded", lost.HostStatus)
+	assert.Equal(t, "interrupted", lost.TurnStatus)
+	assert.True(t, host.Closed(threads[0].ThreadID), "the lost attempt's subagent is closed")
+	second := enginetest.OfType(rows, journal.TypeStepPublished)[1]
+	assert.Equal(t, 2, second.Attempt)
+	assert.Equal(t, "c1/t1-a2", second.Marker)
+	assert.Equal(t, 1, second.ReplacesTurn)
+	assert.Equal(t, filepath.Join(runDir, "calls", "c1"), second.Workspace, "the same workspace")
+	assert.Contains(t, second.Note, "Attempt 1 of this turn was cut off")
+	assert.Contains(t, second.Note, "git -C "+filepath.Join(runDir, "calls", "c1")+" status")
+	packet, err := os.ReadFile(second.Packet)
+	require.NoError(t, err)
+	assert.Contains(t, string(packet), "## Earlier attempts\n\nAttempt 1 of this turn was cut off")
+	assert.Equal(t, 2, threads[1].Attempt)
+	assert.Equal(t, "c1/t1-a2", threads[1].Marker)
+}

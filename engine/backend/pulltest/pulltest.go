@@ -201,9 +201,10 @@ type subagent struct {
 	thread backend.Thread
 }
 
-func (a *subagent) Commit() error           { return nil }
-func (a *subagent) Dispatched(backend.Step) {}
-func (a *subagent) Warn(string, string)     {}
+func (a *subagent) Commit() error                   { return nil }
+func (a *subagent) Dispatched(backend.Step)         {}
+func (a *subagent) AttemptLost(backend.LostAttempt) {}
+func (a *subagent) Warn(string, string)             {}
 func (a *subagent) Thread(th backend.Thread) {
 	a.thread = th
 }

@@ -128,6 +128,19 @@ func (h *Host) End(agent, turn, answer, info string) {
 	th.Status = "idle"
 }
 
+// Lose drops a subagent mid-turn: its thread reads notLoaded, its turn interrupted.
+func (h *Host) Lose(agent, turn string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	th := h.threads[agent]
+	for i := range th.Turns {
+		if th.Turns[i].ID == turn {
+			th.Turns[i].Status = "interrupted"
+		}
+	}
+	th.Status = "notLoaded"
+}
+
 // CloseAgent closes a subagent.
 func (h *Host) CloseAgent(agent string) {
 	h.mu.Lock()
@@ -154,6 +167,9 @@ type Answer struct {
 	Model string // spawn with this model instead of the step's
 	// Parent spawns the subagent under this thread instead of the owner's.
 	Parent string
+	// Lose has the host drop the subagent mid-turn (as a restarted app server does): its thread
+	// reads notLoaded and its turn interrupted.
+	Lose bool
 }
 
 // Owner plays the owner thread of a run.
@@ -220,7 +236,10 @@ func (o *Owner) Pass() int {
 			}
 			agent = st.AgentID
 		}
-		if !ans.Hold {
+		switch {
+		case ans.Lose:
+			o.Host.Lose(agent, turn)
+		case !ans.Hold:
 			o.Host.End(agent, turn, ans.Text, ans.Info)
 		}
 		if !o.Silent {
