@@ -161,6 +161,11 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	assert.Equal(t, "high", threads["c1"].Effort)
 	assert.Equal(t, "explorer", threads["c2"].AgentRole)
 	for _, r := range rows {
+		if r.Type == journal.TypeCompleted {
+			require.NotNil(t, r.Tokens, "call %s: its tokens from the subagent's rollout", r.Call)
+			assert.Positive(t, r.Tokens.Total, r.Call)
+		}
+		assert.NotEqual(t, "tokens_unmeasured", r.Reason, r.Call)
 		if r.Type == journal.TypeStarted {
 			assert.Equal(t, "session", r.Backend)
 			assert.Equal(t, 3, r.Pool, "a session run's pool is agents.max_threads − 1")

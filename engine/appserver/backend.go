@@ -15,6 +15,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/journal"
 )
 
 // Name is the backend's name in the journal.
@@ -423,7 +424,7 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 	if t == nil {
 		return lost
 	}
-	return outcome(t, t.Items, rolloutTokens(th.RolloutPath, t.ID))
+	return outcome(t, t.Items, usageOf(codex.RolloutTokens(th.RolloutPath, t.ID)))
 }
 
 // outcome is how a turn ended: a failed turn, or an interrupted one that carries an error, is
@@ -441,4 +442,9 @@ func outcome(t *Turn, msgs []Item, tokens TokenUsage) backend.Outcome {
 		out.Status = backend.Lost
 	}
 	return out
+}
+
+// usageOf is a turn's usage from its rollout, as the protocol would have given it.
+func usageOf(t journal.Tokens, _ bool) TokenUsage {
+	return TokenUsage{TotalTokens: t.Total, InputTokens: t.Input, CachedInputTokens: t.CachedInput, OutputTokens: t.Output, ReasoningOutputTokens: t.ReasoningOutput}
 }

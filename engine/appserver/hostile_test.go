@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,15 +36,4 @@ func TestTurnsStopsAfterItsPageLimit(t *testing.T) {
 	turns, err := c.Turns(context.Background(), "th", nil)
 	assert.Nil(t, turns)
 	assert.EqualError(t, err, "appserver: thread th: the host gave more than 10000 pages of turns")
-}
-
-// TestRolloutTokensReadsOnlyARegularFile: a rollout path the host names that is a device, or a
-// file with a line longer than the reader's buffer, is read without growing memory; the usage
-// record after the long line is still found.
-func TestRolloutTokensReadsOnlyARegularFile(t *testing.T) {
-	assert.Equal(t, TokenUsage{}, rolloutTokens("/dev/zero", "u1"))
-	path := filepath.Join(t.TempDir(), "rollout.jsonl")
-	record := `{"type":"token_usage_record","payload":{"turn_id":"u1","turn_token_usage":{"input_tokens":7,"output_tokens":2,"total_tokens":9}}}`
-	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("x", 1<<20)+"\n"+record+"\n"), 0o600))
-	assert.Equal(t, TokenUsage{TotalTokens: 9, InputTokens: 7, OutputTokens: 2}, rolloutTokens(path, "u1"))
 }

@@ -484,7 +484,7 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 				suspect = true // read once more before judging
 				continue
 			case turn != nil && turn.Status != "inProgress":
-				return s.outcome(turn), nil
+				return s.outcome(th, turn), nil
 			}
 			suspect = false
 		}
@@ -504,8 +504,9 @@ func closedOutcome() backend.Outcome {
 	return backend.Outcome{Status: backend.Lost, Open: true, Cause: errors.New("the session backend closed")}
 }
 
-// outcome is how an ended turn ends the step.
-func (s *step) outcome(turn *Turn) backend.Outcome {
+// outcome is how an ended turn ends the step, with the turn's tokens from the subagent's
+// rollout (a tokens_unmeasured warning when it has none: the run's figure then leaves it out).
+func (s *step) outcome(th Thread, turn *Turn) backend.Outcome {
 	out := backend.Outcome{TurnID: turn.ID}
 	switch {
 	case turn.Status == "completed" && turn.HasAnswer:
@@ -516,6 +517,11 @@ func (s *step) outcome(turn *Turn) backend.Outcome {
 		out.Status, out.Failure = backend.Failed, codex.Classify(turn.Error.Kind())
 	default:
 		out.Status = backend.Interrupted
+	}
+	if tokens, ok := codex.RolloutTokens(th.RolloutPath, turn.ID); ok {
+		out.Tokens = tokens
+	} else {
+		s.rec.Warn("tokens_unmeasured", "the turn "+turn.ID+" of "+s.marker+" has no usage in the subagent's rollout; pauses: false")
 	}
 	return out
 }

@@ -44,6 +44,7 @@ func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessi
 	require.NoError(t, err)
 	runDir := filepath.Join(dir, "run")
 	host := sessiontest.NewHost(owner)
+	host.RolloutDir = t.TempDir()
 	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
 	if tune != nil {
 		tune(o)
@@ -132,6 +133,11 @@ func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
 		assert.Equal(t, 1, turn.ConversationTurn)
 		assert.True(t, host.Closed(th.ThreadID), "the subagent of %s is closed", c.call)
 	}
+	for _, r := range enginetest.Terminals(rows) {
+		require.NotNil(t, r.Tokens, r.Call)
+		assert.Equal(t, int64(10), r.Tokens.Input, "the turn's usage from the subagent's rollout")
+	}
+	assert.Equal(t, journal.Tokens{Input: 10, Output: 8, Total: 18}, *enginetest.Terminal(t, rows, "c1").Tokens)
 	third := enginetest.Terminal(t, rows, "c3")
 	assert.True(t, third.Extracted, "the JSON after prose is taken out of the answer")
 	assert.JSONEq(t, `{"n": 7}`, string(third.Output))
@@ -191,11 +197,15 @@ export default async function main() {
 `
 	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer {
 		return sessiontest.Answer{Info: "rateLimitExceeded"}
-	}, nil)
+	}, func(o *sessiontest.Owner) { o.Host.RolloutDir = "" })
 	assert.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
 	held := enginetest.Terminal(t, rows, "c1")
 	assert.Equal(t, journal.TypeHeld, held.Type)
 	assert.Equal(t, "host_infra_rate", held.Reason)
+	warnings := enginetest.OfType(rows, journal.TypeWarning)
+	require.Len(t, warnings, 1, "a host without the subagent's rollout: the turn is unmeasured")
+	assert.Equal(t, "tokens_unmeasured", warnings[0].Reason)
+	assert.Contains(t, warnings[0].Detail, "pauses: false")
 }
 
 // TestSessionBindsOnlyTheOwnersSubagentOnTheRolesPair: a subagent of another thread is refused

@@ -18,6 +18,10 @@ import (
 // Host is an in-memory host: the owner's subagents and their turns.
 type Host struct {
 	Owner string
+	// RolloutDir, when set, is where each subagent's rollout is written: an ended turn appends
+	// its token_usage_record (input 10, output the answer's length). Without it the host has
+	// no rollouts and a turn's tokens cannot be measured.
+	RolloutDir string
 
 	mu         sync.Mutex
 	threads    map[string]*session.Thread
@@ -88,10 +92,17 @@ func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, t
 	agent = fmt.Sprintf("agent-%d", h.n)
 	turn = fmt.Sprintf("turn-%d", h.n)
 	h.threads[agent] = &session.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
-		Cwd: "/owner/cwd", RolloutPath: "/rollouts/" + agent + ".jsonl", Status: "active", Preview: message,
+		Cwd: "/owner/cwd", RolloutPath: h.rollout(agent), Status: "active", Preview: message,
 		Turns: []session.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
 	h.order = append(h.order, agent)
 	return agent, turn
+}
+
+func (h *Host) rollout(agent string) string {
+	if h.RolloutDir == "" {
+		return "/rollouts/" + agent + ".jsonl"
+	}
+	return filepath.Join(h.RolloutDir, "rollout-"+agent+".jsonl")
 }
 
 // Send starts a new turn on a subagent.
@@ -122,6 +133,14 @@ func (h *Host) End(agent, turn, answer, info string) {
 			} else {
 				th.Turns[i].Status = "completed"
 				th.Turns[i].Answer, th.Turns[i].HasAnswer = answer, true
+			}
+			if h.RolloutDir != "" {
+				out := len(answer)
+				line := fmt.Sprintf(`{"type":"token_usage_record","payload":{"turn_id":%q,"turn_token_usage":{"input_tokens":10,"output_tokens":%d,"total_tokens":%d}}}`+"\n", turn, out, 10+out)
+				if f, err := os.OpenFile(th.RolloutPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					_, _ = f.WriteString(line)
+					_ = f.Close()
+				}
 			}
 		}
 	}

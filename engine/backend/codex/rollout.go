@@ -1,22 +1,23 @@
-package appserver
+package codex
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
 )
 
-// rolloutTokens reads a turn's usage from the thread's rollout file, where Codex records it
-// after every model call; the protocol gives it only live. Zero when the file has none.
-func rolloutTokens(path, turnID string) TokenUsage {
-	var u TokenUsage
+// RolloutTokens reads a turn's usage from the thread's rollout file, where Codex records it
+// after every model call (a token_usage_record per turn); the protocol gives it only live.
+// ok is false when the file has none for the turn (or cannot be read).
+func RolloutTokens(path, turnID string) (u journal.Tokens, ok bool) {
 	// The path is the host's word: only a regular file is read, and a line longer than a usage
 	// record can be is passed over, so /dev/zero or a huge line cannot exhaust memory.
 	f, err := userfile.Open(path)
 	if err != nil {
-		return u
+		return u, ok
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<16)
@@ -27,7 +28,7 @@ func rolloutTokens(path, turnID string) TokenUsage {
 				_, err = r.ReadSlice('\n')
 			}
 			if err != nil {
-				return u
+				return u, ok
 			}
 			continue
 		}
@@ -47,11 +48,11 @@ func rolloutTokens(path, turnID string) TokenUsage {
 			}
 			if json.Unmarshal(line, &rec) == nil && rec.Type == "token_usage_record" && rec.Payload.TurnID == turnID {
 				x := rec.Payload.Usage
-				u = TokenUsage{TotalTokens: x.Total, InputTokens: x.Input, CachedInputTokens: x.Cached, OutputTokens: x.Output, ReasoningOutputTokens: x.Reasoning}
+				u, ok = journal.Tokens{Input: x.Input, CachedInput: x.Cached, Output: x.Output, ReasoningOutput: x.Reasoning, Total: x.Total}.Bounded(), true
 			}
 		}
 		if err != nil {
-			return u
+			return u, ok
 		}
 	}
 }
