@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"strings"
+
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // Actions a step asks of the owner.
@@ -123,9 +125,8 @@ func Packet(in PacketInput) string {
 	b.WriteString("## Workspace\n\n")
 	fmt.Fprintf(&b, "You work only under the absolute path %s: run every command with workdir %s and edit only by absolute paths under it. "+
 		"A role that writes nothing changes nothing. Never run git commit, add, branch, reset or checkout.\n\n", in.Workspace, in.Workspace)
-	if in.TmpDir != "" {
-		b.WriteString("## Tools\n\n")
-		fmt.Fprintf(&b, "- The run's temporary directory is %s (recorded in %s). Put TMPDIR=%s in front of every command you run.\n\n", in.TmpDir, in.RunJSON, in.TmpDir)
+	if tools := codex.ToolsSection(in.TmpDir, in.RunJSON); tools != "" {
+		b.WriteString(tools + "\n")
 	}
 	if in.Note != "" {
 		b.WriteString("## Earlier attempts\n\n" + in.Note + "\n\n")

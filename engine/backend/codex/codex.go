@@ -49,3 +49,18 @@ func Classify(info string) *backend.Failure {
 	}
 	return f
 }
+
+// ToolsSection is what a turn's text ends with so that the agent runs its commands below the
+// run's recorded TMPDIR: the shell a Codex turn runs in is the host's, and only the text reaches
+// it everywhere (a session subagent's packet, an App Server turn). "" without a TMPDIR.
+func ToolsSection(tmpDir, runJSON string) string {
+	if tmpDir == "" {
+		return ""
+	}
+	where := "the run's run.json"
+	if runJSON != "" {
+		where = runJSON
+	}
+	return "## Tools\n\n- The run's temporary directory is " + tmpDir + " (recorded in " + where + "). Put TMPDIR=" + tmpDir +
+		" in front of every command you run.\n"
+}
