@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,4 +101,28 @@ func TestBusReportsAndReplies(t *testing.T) {
 	assert.Equal(t, session.ReplyBound, reply.Reply)
 	got, _ = bus.Inbox()
 	assert.Len(t, got, 1, "an answered report leaves the inbox")
+}
+
+// BenchmarkNextAt1000Calls is what crw flow next computes for a run of 1,000 session calls
+// (5,000 rows) with 3 steps waiting: the journal's rows are read by the command besides.
+func BenchmarkNextAt1000Calls(b *testing.B) {
+	var rows []journal.Row
+	for i := 1; i <= 1000; i++ {
+		call := fmt.Sprint("c", i)
+		rows = append(rows, journal.Row{Type: journal.TypePrepared, Call: call}, journal.Row{Type: journal.TypeStepPublished, Call: call},
+			journal.Row{Type: journal.TypeThreadStarted, Call: call, ThreadID: "agent-" + call, Via: "session"},
+			journal.Row{Type: journal.TypeTurnStarted, Call: call})
+		if i <= 997 {
+			rows = append(rows, journal.Row{Type: journal.TypeCompleted, Call: call})
+		}
+	}
+	steps := []session.StepFile{{Call: "c998", K: 2, Attempt: 1, Marker: "c998/t2-a1", Action: session.ActionSendInput, AgentID: "agent-c998"},
+		{Call: "c999", K: 1, Attempt: 1, Marker: "c999/t1-a1", Action: session.ActionSpawn, AgentType: "reviewer"},
+		{Call: "c1", Attempt: 1, Action: session.ActionClose, AgentID: "agent-c1"}}
+	for b.Loop() {
+		v := session.Next("r1", session.StateRunning, "", steps, rows, 6)
+		if v.Slots.Open != 4 {
+			b.Fatalf("open slots %d", v.Slots.Open)
+		}
+	}
 }

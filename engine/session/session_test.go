@@ -391,3 +391,46 @@ export default async function main() { return (await agent.call({ role: "executo
 	assert.Equal(t, 2, threads[1].Attempt)
 	assert.Equal(t, "c1/t1-a2", threads[1].Marker)
 }
+
+// BenchmarkSessionStep is a session call's whole way, publish → bind → harvest, on the in-memory
+// host and an owner that answers at once, polling every millisecond: the engine's own overhead
+// per step, host reads being map lookups here.
+func BenchmarkSessionStep(b *testing.B) {
+	const calls = 200
+	script := fmt.Sprintf(`
+import { agent } from "crw:agent";
+export default async function main() {
+  let n = 0;
+  for (let i = 0; i < %d; i++) if ((await agent.call({ role: "explorer", prompt: "step " + i })).status === "completed") n++;
+  return n;
+}
+`, calls)
+	dir := b.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(b, os.WriteFile(wf, []byte(script), 0o600))
+	for b.Loop() {
+		ctx := context.Background()
+		svc := enginetest.Service(mem.New())
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+		require.NoError(b, err)
+		runDir := filepath.Join(dir, id)
+		host := sessiontest.NewHost(owner)
+		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }}
+		ownerCtx, stop := context.WithCancel(ctx)
+		go func() {
+			for ownerCtx.Err() == nil {
+				o.Pass()
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		be := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: time.Millisecond})
+		start := time.Now()
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: be})
+		elapsed := time.Since(start)
+		stop()
+		be.Close()
+		require.NoError(b, err)
+		require.Equal(b, store.RunCompleted, end.Status)
+		b.ReportMetric(float64(elapsed.Microseconds())/calls/1000, "ms/step")
+	}
+}
