@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -55,17 +56,7 @@ func (e *TurnError) Kind() string {
 	if e == nil {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(e.CodexErrorInfo, &s) == nil {
-		return s
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(e.CodexErrorInfo, &m) == nil && len(m) == 1 {
-		for k := range m {
-			return k
-		}
-	}
-	return ""
+	return codex.InfoKind(e.CodexErrorInfo)
 }
 
 // Item is a thread item; only user and agent messages matter to crw.

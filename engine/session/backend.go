@@ -52,7 +52,6 @@ type Backend struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan Report // marker → the step waiting for its report
-	ended   map[string]bool        // markers of this process's steps that ended
 	closed  context.Context        // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -76,7 +75,7 @@ func New(cfg Config) *Backend {
 		cfg.Warn = func(string, string) {}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, ended: map[string]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	go b.answerInbox(ctx)
 	return b
 }
@@ -92,7 +91,7 @@ func (b *Backend) Close() error {
 }
 
 // answerInbox routes each report to the step it names, and answers the ones no step here
-// waits for: a report for a step this process ended is told close; one for another run is
+// waits for: a report for a step that is not published (it ended, or never was) is told close; one for another run is
 // refused; one for a step whose file is still published waits (a resumed call will take it).
 func (b *Backend) answerInbox(ctx context.Context) {
 	defer close(b.done)
@@ -115,7 +114,6 @@ func (b *Backend) route(r Report) {
 	marker := r.Marker()
 	b.mu.Lock()
 	ch, waiting := b.waiting[marker]
-	ended := b.ended[marker]
 	b.mu.Unlock()
 	switch {
 	case r.Run != b.cfg.Run:
@@ -125,7 +123,7 @@ func (b *Backend) route(r Report) {
 		case ch <- r:
 		default: // the step is busy with another report: this one waits for the next poll
 		}
-	case ended || !b.bus.Published(r.Call, r.K, r.Attempt):
+	case !b.bus.Published(r.Call, r.K, r.Attempt):
 		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "the run has no step waiting under this marker: close the subagent"})
 	}
 }
@@ -152,7 +150,6 @@ func (s *step) register(marker string) {
 	defer b.mu.Unlock()
 	if s.marker != "" {
 		delete(b.waiting, s.marker)
-		b.ended[s.marker] = true
 	}
 	if marker != "" {
 		b.waiting[marker] = s.reports

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // Host is what the session backend reads of the owner's Codex: the subagents the owner
@@ -66,15 +68,5 @@ func (e *TurnError) Kind() string {
 	if e == nil {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(e.CodexErrorInfo, &s) == nil {
-		return s
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(e.CodexErrorInfo, &m) == nil && len(m) == 1 {
-		for k := range m {
-			return k
-		}
-	}
-	return ""
+	return codex.InfoKind(e.CodexErrorInfo)
 }

@@ -4,7 +4,11 @@
 // engine only applies the verdict.
 package codex
 
-import "github.com/crw-dev/crw/engine/backend"
+import (
+	"encoding/json"
+
+	"github.com/crw-dev/crw/engine/backend"
+)
 
 // Classify is how a failure whose codexErrorInfo is info ends its call ("" when the host gave
 // none): the call-result table of statuses and reasons.
@@ -63,4 +67,20 @@ func ToolsSection(tmpDir, runJSON string) string {
 	}
 	return "## Tools\n\n- The run's temporary directory is " + tmpDir + " (recorded in " + where + "). Put TMPDIR=" + tmpDir +
 		" in front of every command you run.\n"
+}
+
+// InfoKind is a codexErrorInfo's name: the string itself, or the one key of an object such as
+// {"httpConnectionFailed":{"httpStatusCode":502}}; "" when the host gave none.
+func InfoKind(info json.RawMessage) string {
+	var s string
+	if json.Unmarshal(info, &s) == nil {
+		return s
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(info, &m) == nil && len(m) == 1 {
+		for k := range m {
+			return k
+		}
+	}
+	return ""
 }

@@ -28,3 +28,15 @@ func TestRolloutTokensReadsOnlyARegularFile(t *testing.T) {
 	_, ok = RolloutTokens(path, "u2")
 	assert.False(t, ok, "no record of another turn")
 }
+
+func TestInfoKind(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"usageLimitExceeded"`:                            "usageLimitExceeded",
+		`{"httpConnectionFailed":{"httpStatusCode":502}}`: "httpConnectionFailed",
+		`{"a":1,"b":2}`:                                   "",
+		`null`:                                            "",
+		``:                                                "",
+	} {
+		assert.Equal(t, want, InfoKind([]byte(raw)), raw)
+	}
+}
