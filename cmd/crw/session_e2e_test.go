@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,156 +22,491 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
-const sessionWorkflow = `
+// The roles of the owner's Codex: each pins its pair, and the run's role table decides the same.
+var (
+	reviewerRole = mockmodel.Role{Name: "reviewer", Description: "Reviews and answers with JSON.", Model: "mock-reviewer-model", Effort: "high"}
+	explorerRole = mockmodel.Role{Name: "explorer", Description: "Explores and answers with JSON.", Model: "mock-explorer-model", Effort: "low"}
+)
+
+const sessionRoles = `{"roles": {"reviewer": {"model": "mock-reviewer-model", "effort": "high"}, "explorer": {"model": "mock-explorer-model", "effort": "low"}}}`
+
+// ownerRig is a user's Codex session (the real codex app-server, its model a scripted mock)
+// that owns session runs: it starts them, and makes the host calls crw flow next hands out in
+// turns of its owner thread.
+type ownerRig struct {
+	t                 *testing.T
+	ctx               context.Context
+	mock              *mockmodel.Server
+	dir, state, sock  string
+	env               []string
+	owner             *appserver.Client
+	ownerID           string
+	host              session.Host
+	script            []mockmodel.OwnerStep // the owner's tool calls so far, across its turns
+	reported          map[string]bool       // agents reported with crw flow dispatched
+	late              map[string]string     // marker → the agent a report named after its attempt ended
+	spawns            map[string]int        // spawn_agent calls by marker
+	ownerTurns        int
+	answersFile, work string
+}
+
+func newOwnerRig(t *testing.T, answers string) *ownerRig {
+	codex := mockmodel.Codex(t)
+	parsed, err := fake.ParseAnswers("answers.json", []byte(answers))
+	require.NoError(t, err)
+	mock := mockmodel.New(parsed)
+	t.Cleanup(mock.Close)
+	dir := t.TempDir()
+	r := &ownerRig{t: t, mock: mock, dir: dir, state: filepath.Join(dir, "state"), sock: filepath.Join(dir, "app.sock"),
+		work: filepath.Join(dir, "work"), reported: map[string]bool{}, late: map[string]string{}, spawns: map[string]int{}}
+	home := filepath.Join(dir, "home")
+	require.NoError(t, os.Mkdir(r.work, 0o755))
+	require.NoError(t, mock.WriteCodexHome(home, reviewerRole, explorerRole))
+	mockmodel.WriteCatalog(t, codex, home, reviewerRole.Model, explorerRole.Model)
+	mockmodel.StartOwnerServer(t, codex, home, r.sock)
+	r.env = []string{"CODEX_HOME=" + home}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	owner, closeOwner, err := codexhost.Client(ctx, "unix://"+r.sock, "owner")
+	require.NoError(t, err)
+	t.Cleanup(closeOwner)
+	th, err := owner.StartThread(ctx, appserver.ThreadParams{Cwd: r.work, ApprovalPolicy: "never", Sandbox: "read-only"})
+	require.NoError(t, err)
+	r.owner, r.ownerID = owner, th.Thread.ID
+	host, err := codexhost.Dial(ctx, "unix://"+r.sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { host.Close() })
+	r.host = host
+	r.answersFile = filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(r.answersFile, []byte(answers), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "roles.json"), []byte(sessionRoles), 0o600))
+	return r
+}
+
+func (r *ownerRig) crw(args ...string) durableRun {
+	r.t.Helper()
+	return durableCrw(r.t, r.state, r.env, args...)
+}
+
+// start starts a session run of the workflow; it returns the run and its process's pid.
+func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int) {
+	r.t.Helper()
+	wf := filepath.Join(r.dir, "workflow.js")
+	require.NoError(r.t, os.WriteFile(wf, []byte(workflow), 0o600))
+	args := append([]string{"--json", "flow", "start", wf, "--backend", "session", "--owner", r.ownerID, "--host", "unix://" + r.sock,
+		"--roles", filepath.Join(r.dir, "roles.json"), "--poll", "50ms"}, flags...)
+	res := r.crw(args...)
+	require.Equal(r.t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+	var started struct {
+		Run string
+		PID int
+	}
+	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &started))
+	return started.Run, started.PID
+}
+
+func (r *ownerRig) next(run string) session.NextView {
+	r.t.Helper()
+	res := r.crw("--json", "flow", "next", run, "--wait", "10s")
+	require.Equal(r.t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+	var v session.NextView
+	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &v), res.stdout)
+	return v
+}
+
+// turn runs one turn of the owner thread that makes these tool calls.
+func (r *ownerRig) turn(calls ...mockmodel.OwnerStep) {
+	r.t.Helper()
+	for _, c := range calls {
+		if c.Tool == "spawn_agent" {
+			r.spawns[session.MarkerOf(c.Args["message"].(string))]++
+		}
+	}
+	r.script = append(r.script, calls...)
+	r.ownerTurns++
+	r.mock.Own(r.ownerID, append(append([]mockmodel.OwnerStep(nil), r.script...), mockmodel.OwnerStep{Text: "Done with these steps."})...)
+	turnID, err := r.owner.StartTurn(r.ctx, r.ownerID, "Take the run's steps.", nil)
+	require.NoError(r.t, err)
+	res, err := r.owner.WaitTurn(r.ctx, turnID)
+	require.NoError(r.t, err)
+	require.Equal(r.t, appserver.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
+}
+
+// agentFor is the newest subagent of the owner that carries marker and was not reported yet.
+func (r *ownerRig) agentFor(marker string) string {
+	r.t.Helper()
+	subs, err := r.host.Subagents(r.ctx)
+	require.NoError(r.t, err)
+	agent := ""
+	for _, s := range subs {
+		if session.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
+			agent = s.ID
+		}
+	}
+	if agent == "" {
+		reqs := r.mock.Requests()
+		r.t.Fatalf("no unreported subagent carries %s; the owner's tool outputs: %v", marker, reqs[len(reqs)-1].Outputs)
+	}
+	return agent
+}
+
+// dispatched reports a step's subagent as the hint says and returns the run's reply.
+func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) session.Reply {
+	r.t.Helper()
+	r.reported[agent] = true
+	res := r.crw("--json", "flow", "dispatched", run, st.Call, "--agent", agent,
+		"--k", strconv.Itoa(st.K), "--attempt", strconv.Itoa(st.Attempt), "--wait", "30s")
+	var reply session.Reply
+	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &reply), res.stdout+res.stderr)
+	if reply.Reply == session.ReplyBound {
+		assert.Equal(r.t, 0, res.exit)
+	} else {
+		assert.Equal(r.t, 1, res.exit, "%+v", reply)
+	}
+	return reply
+}
+
+// bound reports a step's subagent, which the run must take: bound, or close when the run
+// found it by its marker first and its attempt ended before the report came (checkOnce then
+// finds the marker bound to it in the journal).
+func (r *ownerRig) bound(run string, st session.NextStep, agent string) {
+	r.t.Helper()
+	reply := r.dispatched(run, st, agent)
+	if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+		r.late[st.Marker] = agent
+		return
+	}
+	require.Equal(r.t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+}
+
+// rows is the run's journal, as crw flow trace prints it.
+func (r *ownerRig) rows(run string) []journal.Row {
+	r.t.Helper()
+	trace := r.crw("flow", "trace", run)
+	require.Equal(r.t, 0, trace.exit, trace.stderr)
+	var rows []journal.Row
+	for _, line := range strings.Split(strings.TrimSpace(trace.stdout), "\n") {
+		var row journal.Row
+		require.NoError(r.t, json.Unmarshal([]byte(line), &row), line)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// checkOnce asserts what every session run's journal and host must show: each step published
+// once, one thread_started per attempt, bound to a subagent of the owner that was spawned once
+// for its marker.
+func (r *ownerRig) checkOnce(rows []journal.Row) {
+	r.t.Helper()
+	published, bound, agents := map[string]bool{}, map[string]bool{}, map[string]string{}
+	for _, row := range rows {
+		switch row.Type {
+		case journal.TypeTurnStarted:
+			if row.Marker != "" && agents[row.Marker] == "" {
+				agents[row.Marker] = agents[row.Call]
+			}
+		case journal.TypeStepPublished:
+			assert.False(r.t, published[row.Marker], "step %s published twice", row.Marker)
+			published[row.Marker] = true
+		case journal.TypeThreadStarted:
+			assert.False(r.t, bound[row.Marker], "attempt %s bound twice", row.Marker)
+			bound[row.Marker] = true
+			agents[row.Call], agents[row.Marker] = row.ThreadID, row.ThreadID
+			assert.Equal(r.t, "session", row.Via)
+			assert.Equal(r.t, r.ownerID, row.ParentThreadID)
+			assert.Equal(r.t, r.work, row.HostCwd)
+		}
+	}
+	for marker, agent := range r.late {
+		assert.Equal(r.t, agent, agents[marker], "the late report of %s named the subagent bound to it", marker)
+	}
+	subs, err := r.host.Subagents(r.ctx)
+	require.NoError(r.t, err)
+	carriers := map[string]int{}
+	for _, s := range subs {
+		carriers[session.MarkerOf(s.Preview)]++
+	}
+	for marker := range bound {
+		assert.Equal(r.t, r.spawns[marker], carriers[marker], "subagents that carry %s", marker)
+	}
+}
+
+
+const fanOutWorkflow = `
 import { agent } from "crw:agent";
 const schema = { type: "object", additionalProperties: false, required: ["verdict"], properties: { verdict: { type: "string" } } };
 export default async function main() {
-  const [a, b] = await Promise.all([
-    agent.call({ role: "reviewer", node: "a", prompt: "Review part a.", schema }),
-    agent.call({ role: "explorer", node: "b", prompt: "Explore part b.", schema }),
-  ]);
-  const c = await agent.call({ role: "reviewer", node: "c", prompt: "Review the whole.", schema });
-  return [a.status, a.output.verdict, b.output.verdict, c.output.verdict];
+  const parts = await Promise.all(["a", "b", "c", "d", "e"].map((node, i) =>
+    agent.call({ role: i % 2 ? "explorer" : "reviewer", node, prompt: "Look at part " + node + ".", schema })));
+  const whole = await agent.call({ role: "reviewer", node: "whole", prompt: "Review the whole.", schema });
+  return [...parts.map(p => p.status + " " + p.output.verdict), whole.output.verdict];
 }
 `
 
-const sessionAnswers = `{"answers": [{"match": {}, "turns": [{"text": "Looked at it.\n{\"verdict\": \"fine\"}"}]}]}`
+// Call 2 first answers prose without JSON (the repair goes to its subagent by send_input);
+// every other turn answers JSON after a line of prose. Each entry has turns to spare: the
+// mock counts the turns of all of a call's subagents.
+const fanOutAnswers = `{"answers": [
+  {"match": {"call": 2}, "turns": [{"text": "I looked, and it seems fine to me."}, {"text": "{\"verdict\": \"fine after repair\"}"}]},
+  {"match": {}, "turns": [{"text": "Looked at it.\n{\"verdict\": \"fine\"}"}, {"text": "Looked at it.\n{\"verdict\": \"fine\"}"}]}
+]}`
 
-// TestSessionRunOnARealCodexOwner: a user's Codex session (the real codex app-server, its model
-// a scripted mock) is the owner of a session run. The owner does what crw flow next says:
-// spawn_agent for each step, crw flow dispatched with the agent id, close_agent for each close
-// step, until the run ends; the subagents answer from the answers file.
+// TestSessionRunOnARealCodexOwner: the owner does what crw flow next says, turn by turn, until
+// the run ends: spawn_agent and crw flow dispatched for each spawn step, send_input for the
+// repair, close_agent for each close step. Five calls fan out up to the slot limit; one spawn
+// is never reported (the run finds it by its marker); one is first spawned as the wrong role
+// (pair_mismatch: closed and spawned again). The run ends with the fake backend's result for
+// the same answers.
 func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	t.Parallel()
-	codex := mockmodel.Codex(t)
-	answers, err := fake.ParseAnswers("answers.json", []byte(sessionAnswers))
-	require.NoError(t, err)
-	mock := mockmodel.New(answers)
-	t.Cleanup(mock.Close)
-	dir := t.TempDir()
-	home, work, sock, state := filepath.Join(dir, "home"), filepath.Join(dir, "work"), filepath.Join(dir, "app.sock"), filepath.Join(dir, "state")
-	require.NoError(t, os.Mkdir(work, 0o755))
-	require.NoError(t, mock.WriteCodexHome(home,
-		mockmodel.Role{Name: "reviewer", Description: "Reviews and answers with JSON.", Model: "mock-reviewer-model", Effort: "high"},
-		mockmodel.Role{Name: "explorer", Description: "Explores and answers with JSON.", Model: "mock-explorer-model", Effort: "low"}))
-	mockmodel.StartOwnerServer(t, codex, home, sock)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	r := newOwnerRig(t, fanOutAnswers)
+	run, _ := r.start(fanOutWorkflow)
 
-	owner, closeOwner, err := codexhost.Client(ctx, "unix://"+sock, "owner")
-	require.NoError(t, err)
-	defer closeOwner()
-	th, err := owner.StartThread(ctx, appserver.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
-	require.NoError(t, err)
-	ownerID := th.Thread.ID
-	host, err := codexhost.Dial(ctx, "unix://"+sock)
-	require.NoError(t, err)
-	defer host.Close()
-
-	wf := filepath.Join(dir, "review.js")
-	require.NoError(t, os.WriteFile(wf, []byte(sessionWorkflow), 0o600))
-	env := []string{"CODEX_HOME=" + home}
-	start := durableCrw(t, state, env, "--json", "flow", "start", wf, "--backend", "session", "--owner", ownerID, "--host", "unix://"+sock)
-	require.Equal(t, 0, start.exit, "%s%s", start.stdout, start.stderr)
-	var started struct{ Run string }
-	require.NoError(t, json.Unmarshal([]byte(start.stdout), &started))
-	run := started.Run
-
-	var script []mockmodel.OwnerStep // the owner's tool calls so far, across its turns
-	spawned := map[string]bool{}
 	var view session.NextView
+	mismatched := map[string]string{} // marker → the subagent told pair_mismatch
+	maxSpawnSteps := 0
 	for round := 0; ; round++ {
-		require.Less(t, round, 30, "the run did not end: %+v", view)
-		next := durableCrw(t, state, env, "--json", "flow", "next", run, "--wait", "10s")
-		require.Equal(t, 0, next.exit, "%s%s", next.stdout, next.stderr)
-		view = session.NextView{}
-		require.NoError(t, json.Unmarshal([]byte(next.stdout), &view), next.stdout)
+		require.Less(t, round, 40, "the run did not end: %+v", view)
+		view = r.next(run)
 		if view.State == session.StateEnded {
 			break
 		}
 		assert.Equal(t, 4, view.Slots.Limit, "agents.max_threads of the CODEX_HOME the mock wrote")
-		var turn []mockmodel.OwnerStep
+		var calls []mockmodel.OwnerStep
 		var reports []session.NextStep
+		spawnSteps := 0
 		for _, st := range view.Steps {
+			call := mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}
 			switch st.Action {
 			case session.ActionSpawn:
-				require.False(t, spawned[st.Marker], "step %s handed out again after its spawn", st.Marker)
-				spawned[st.Marker] = true
-				turn = append(turn, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
+				spawnSteps++
+				if r.spawns[st.Marker] > 0 && mismatched[st.Marker] == "" {
+					continue // spawned, not bound yet: the unreported one, until its marker is found
+				}
+				if agent := mismatched[st.Marker]; agent != "" {
+					calls = append(calls, mockmodel.OwnerStep{Tool: "close_agent", Args: map[string]any{"target": agent}})
+					mismatched[st.Marker] = "closed"
+				} else if st.Call == "c4" {
+					// The owner's mistake: the explorer's step spawned as a reviewer, whose
+					// role file pins the reviewer's pair whatever the spawn asks.
+					args := map[string]any{}
+					for k, v := range st.HostCall.Arguments {
+						args[k] = v
+					}
+					args["agent_type"] = "reviewer"
+					call.Args = args
+				}
+				calls = append(calls, call)
+				if st.Call != "c3" { // c3's spawn is never reported
+					reports = append(reports, st)
+				}
+			case session.ActionSendInput:
+				calls = append(calls, call)
 				reports = append(reports, st)
 			case session.ActionClose:
-				turn = append(turn, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
+				calls = append(calls, call)
 			}
 		}
-		if len(turn) == 0 {
+		maxSpawnSteps = max(maxSpawnSteps, spawnSteps)
+		if len(calls) == 0 {
 			continue
 		}
-		script = append(script, turn...)
-		mock.Own(ownerID, append(append([]mockmodel.OwnerStep(nil), script...), mockmodel.OwnerStep{Text: "Done with these steps."})...)
-		turnID, err := owner.StartTurn(ctx, ownerID, "Take the run's steps.", nil)
-		require.NoError(t, err)
-		res, err := owner.WaitTurn(ctx, turnID)
-		require.NoError(t, err)
-		require.Equal(t, appserver.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
-
-		// The agent ids spawn_agent returned, by the marker of each subagent's first message.
-		agents := map[string]string{}
-		subs, err := host.Subagents(ctx)
-		require.NoError(t, err)
-		for _, s := range subs {
-			agents[session.MarkerOf(s.Preview)] = s.ID
-		}
+		r.turn(calls...)
 		for _, st := range reports {
-			agent := agents[st.Marker]
-			require.NotEmpty(t, agent, "no subagent carries %s", st.Marker)
-			d := durableCrw(t, state, env, "--json", "flow", "dispatched", run, st.Call, "--agent", agent,
-				"--k", "1", "--attempt", "1", "--wait", "30s")
-			var reply session.Reply
-			require.NoError(t, json.Unmarshal([]byte(d.stdout), &reply), d.stdout+d.stderr)
-			assert.Equal(t, session.ReplyBound, reply.Reply, "%+v", reply)
-			assert.Equal(t, 0, d.exit)
+			agent := st.AgentID
+			if st.Action == session.ActionSpawn {
+				agent = r.agentFor(st.Marker)
+			}
+			reply := r.dispatched(run, st, agent)
+			switch {
+			case st.Call == "c4" && mismatched[st.Marker] == "":
+				require.Equal(t, session.ReplyPairMismatch, reply.Reply, "%+v", reply)
+				assert.Equal(t, explorerRole.Model, reply.Model)
+				assert.Equal(t, explorerRole.Effort, reply.Effort)
+				mismatched[st.Marker] = agent
+			case reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended"):
+				r.late[st.Marker] = agent
+			default:
+				require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+			}
 		}
 	}
 	assert.Equal(t, "completed", view.Status)
-	status := durableCrw(t, state, env, "--json", "flow", "status", run)
-	assert.Contains(t, status.stdout, `"result":["completed","fine","fine","fine"]`)
-	assert.Len(t, spawned, 3)
+	assert.Equal(t, 3, maxSpawnSteps, "the five calls fan out to agents.max_threads − 1 at once")
 
-	trace := durableCrw(t, state, env, "flow", "trace", run)
-	require.Equal(t, 0, trace.exit, trace.stderr)
-	var rows []journal.Row
-	for _, line := range strings.Split(strings.TrimSpace(trace.stdout), "\n") {
-		var r journal.Row
-		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-		rows = append(rows, r)
-	}
+	status := r.crw("--json", "flow", "status", run)
+	var got struct{ Result json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(status.stdout), &got), status.stdout)
+	fakeRun := r.crw("--json", "flow", "run", filepath.Join(r.dir, "workflow.js"), "--answers", r.answersFile)
+	require.Equal(t, 0, fakeRun.exit, fakeRun.stderr)
+	var want struct{ Result json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(fakeRun.stdout), &want), fakeRun.stdout)
+	assert.JSONEq(t, `["completed fine", "completed fine after repair", "completed fine", "completed fine", "completed fine", "fine"]`, string(want.Result))
+	assert.JSONEq(t, string(want.Result), string(got.Result), "the session run's result is the fake backend's")
+
+	rows := r.rows(run)
+	r.checkOnce(rows)
 	threads := map[string]journal.Row{}
-	for _, r := range rows {
-		if r.Type == journal.TypeThreadStarted {
-			_, twice := threads[r.Call]
-			assert.False(t, twice, "call %s bound twice", r.Call)
-			threads[r.Call] = r
+	var repairStep *journal.Row
+	for _, row := range rows {
+		switch {
+		case row.Type == journal.TypeThreadStarted:
+			threads[row.Call] = row
+		case row.Type == journal.TypeStepPublished && row.Call == "c2" && row.K == 2:
+			repairStep = &row
+		}
+		if row.Type == journal.TypeCompleted {
+			require.NotNil(t, row.Tokens, "call %s: its tokens from the subagent's rollout", row.Call)
+			assert.Positive(t, row.Tokens.Total, row.Call)
+		}
+		assert.NotEqual(t, "tokens_unmeasured", row.Reason, row.Call)
+		if row.Type == journal.TypeStarted {
+			assert.Equal(t, "session", row.Backend)
+			assert.Equal(t, 3, row.Pool, "a session run's pool is agents.max_threads − 1")
 		}
 	}
-	require.Len(t, threads, 3)
-	for call, r := range threads {
-		assert.Equal(t, "session", r.Via, call)
-		assert.Equal(t, ownerID, r.ParentThreadID, call)
-		assert.Equal(t, work, r.HostCwd, call)
-	}
-	assert.Equal(t, "mock-reviewer-model", threads["c1"].Model)
+	require.Len(t, threads, 6, "one subagent bound per call")
+	assert.Equal(t, reviewerRole.Model, threads["c1"].Model)
 	assert.Equal(t, "high", threads["c1"].Effort)
 	assert.Equal(t, "explorer", threads["c2"].AgentRole)
-	for _, r := range rows {
-		if r.Type == journal.TypeCompleted {
-			require.NotNil(t, r.Tokens, "call %s: its tokens from the subagent's rollout", r.Call)
-			assert.Positive(t, r.Tokens.Total, r.Call)
+	assert.Equal(t, explorerRole.Model, threads["c4"].Model, "c4 is bound to its second subagent, on the explorer's pair")
+	assert.Equal(t, 2, r.spawns["c4/t1-a1"], "c4 was spawned twice: on the wrong pair, then on its own")
+	require.NotNil(t, repairStep, "c2's repair is a step of its own")
+	assert.Equal(t, session.ActionSendInput, repairStep.Action)
+	assert.Equal(t, threads["c2"].ThreadID, repairStep.AgentID, "the repair goes to c2's open subagent")
+	assert.Equal(t, "c2/t2-a1", repairStep.Marker)
+}
+
+const resumeWorkflow = `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["verdict"], properties: { verdict: { type: "string" } } };
+export default async function main() {
+  const slow = await agent.call({ role: "explorer", node: "slow", prompt: "Explore slowly.", schema });
+  const limited = await agent.call({ role: "reviewer", node: "limited", prompt: "Review under a rate limit.", schema });
+  const cut = await agent.call({ role: "explorer", node: "cut", prompt: "Explore until cut off.", schema });
+  // A paused run's script ends with held calls: it reads their outputs with care.
+  return [slow.status, limited.status, cut.status, slow.output?.verdict, limited.output?.verdict, cut.output?.verdict];
+}
+`
+
+// Call 1 answers after 4 s, long enough to kill the run's process meanwhile; call 2's first
+// turn hits a rate limit; call 3's first subagent never answers (the owner closes it).
+const resumeAnswers = `{"answers": [
+  {"match": {"call": 1}, "turns": [{"text": "{\"verdict\": \"slow\"}", "delay_ms": 4000}]},
+  {"match": {"call": 2}, "turns": [{"error": "rateLimitExceeded"}, {"text": "{\"verdict\": \"after the limit\"}"}]},
+  {"match": {"call": 3}, "turns": [{"lost": true}, {"text": "{\"verdict\": \"second attempt\"}"}]}
+]}`
+
+// TestSessionRunOnARealCodexOwnerSurvivesItsProcess: the run's process is SIGKILLed while a
+// subagent works, and crw flow next resumes it (nothing is spawned again: the resumed process
+// goes on reading the bound subagent); a rate limit on a subagent pauses the run, and a resume
+// runs the call again on a new attempt; a subagent the owner closes mid-turn is a lost attempt,
+// and the call goes on on the next attempt.
+func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
+	t.Parallel()
+	r := newOwnerRig(t, resumeAnswers)
+	run, pid := r.start(resumeWorkflow, "--lost-after", "1s")
+
+	take := func(v session.NextView) {
+		t.Helper()
+		var calls []mockmodel.OwnerStep
+		var reports []session.NextStep
+		for _, st := range v.Steps {
+			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+				continue
+			}
+			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
+			if st.Action != session.ActionClose {
+				reports = append(reports, st)
+			}
 		}
-		assert.NotEqual(t, "tokens_unmeasured", r.Reason, r.Call)
-		if r.Type == journal.TypeStarted {
-			assert.Equal(t, "session", r.Backend)
-			assert.Equal(t, 3, r.Pool, "a session run's pool is agents.max_threads − 1")
+		if len(calls) == 0 {
+			return
+		}
+		r.turn(calls...)
+		for _, st := range reports {
+			agent := st.AgentID
+			if st.Action == session.ActionSpawn {
+				agent = r.agentFor(st.Marker)
+			}
+			r.bound(run, st, agent)
 		}
 	}
-	assert.Equal(t, "mock-explorer-model", threads["c2"].Model)
+	// waitFor asks crw flow next until the view satisfies ok, taking every step on the way.
+	waitFor := func(what string, ok func(session.NextView) bool) session.NextView {
+		t.Helper()
+		for round := 0; round < 20; round++ {
+			v := r.next(run)
+			if ok(v) {
+				return v
+			}
+			if v.State == session.StateEnded {
+				for _, row := range r.rows(run) {
+					t.Logf("%s %s %s %s %s %s", row.Type, row.Call, row.Marker, row.Reason, row.Detail, row.Error)
+				}
+				t.Fatalf("the run ended before %s: %+v", what, v)
+			}
+			take(v)
+		}
+		t.Fatalf("never %s", what)
+		return session.NextView{}
+	}
+	hasStep := func(marker string) func(session.NextView) bool {
+		return func(v session.NextView) bool {
+			for _, st := range v.Steps {
+				if st.Marker == marker {
+					return true
+				}
+			}
+			return false
+		}
+	}
+
+	// c1's subagent is bound and works; the run's process dies.
+	take(waitFor("c1's step", hasStep("c1/t1-a1")))
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	v := r.next(run)
+	assert.NotZero(t, v.ResumedPID, "crw flow next resumes the run no process holds: %+v", v)
+	assert.Contains(t, v.Hint, "resumed")
+
+	// c2's subagent hits the rate limit: the run pauses; a resume runs c2 again.
+	waitFor("c2's step", hasStep("c2/t1-a1"))
+	v = waitFor("the pause", func(v session.NextView) bool { return v.State == session.StatePaused })
+	assert.Contains(t, v.Hint, "crw flow resume")
+	res := r.crw("--json", "flow", "resume", run, "--detach")
+	require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+	take(waitFor("c2's next attempt", hasStep("c2/t1-a2")))
+
+	// c3's first subagent never answers; the owner closes it mid-turn: the attempt is lost.
+	take(waitFor("c3's step", hasStep("c3/t1-a1")))
+	c3 := ""
+	for _, row := range r.rows(run) {
+		if row.Type == journal.TypeThreadStarted && row.Call == "c3" {
+			c3 = row.ThreadID
+		}
+	}
+	require.NotEmpty(t, c3, "c3's first subagent is bound")
+	r.turn(mockmodel.OwnerStep{Tool: "close_agent", Args: map[string]any{"target": c3}})
+	v = waitFor("c3's next attempt", hasStep("c3/t1-a2"))
+	take(v)
+	v = waitFor("the end", func(v session.NextView) bool { return v.State == session.StateEnded })
+	assert.Equal(t, "completed", v.Status)
+
+	status := r.crw("--json", "flow", "status", run)
+	assert.Contains(t, status.stdout, `"result":["completed","completed","completed","slow","after the limit","second attempt"]`)
+	rows := r.rows(run)
+	r.checkOnce(rows)
+	for marker, n := range r.spawns {
+		assert.Equal(t, 1, n, "%s spawned once", marker)
+	}
+	var lost []journal.Row
+	for _, row := range rows {
+		if row.Type == journal.TypeAttemptLost {
+			lost = append(lost, row)
+		}
+	}
+	require.Len(t, lost, 1)
+	assert.Equal(t, "c3", lost[0].Call)
+	assert.Equal(t, c3, lost[0].AgentID)
 }

@@ -27,10 +27,13 @@ type Call struct {
 	ID      string // the journal's call id
 	Index   int    // 1-based order in which the script issued the call
 	Attempt int    // 1 for the call's first prepared row, 2 when a resume ran it again, ...
-	Role    string
-	Node    string
-	Pair    journal.Pair    // the configured pair; an empty part is left to the host
-	Schema  json.RawMessage // nil: a text answer
+	// StepAttempts is the highest attempt of a step an earlier generation of the call
+	// published (0: none); a pull backend numbers the generation's first step above it.
+	StepAttempts int
+	Role         string
+	Node         string
+	Pair         journal.Pair    // the configured pair; an empty part is left to the host
+	Schema       json.RawMessage // nil: a text answer
 }
 
 // Thread is a call's thread (its conversation on the host) as the host reports it.

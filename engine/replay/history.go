@@ -27,13 +27,16 @@ import (
 // read: Prepared, Steps, Thread, Turns, Interrupt and Terminal are then nil, the fields below
 // them say what the replay needs, and Load reads the rest again when the call is delivered.
 type Call struct {
-	Attempt   int // how many prepared rows the call has: this is its Attempt-th
-	Prepared  *journal.Row
-	Steps     []*journal.Row // step_published rows, in order
-	Thread    *journal.Row
-	Turns     []*journal.Row // turn_started rows, in order
-	Interrupt *journal.Row
-	Terminal  *journal.Row
+	Attempt int // how many prepared rows the call has: this is its Attempt-th
+	// StepAttempts is the highest attempt of the call's published steps in any generation: a
+	// pull backend numbers a new generation's first step above it, so no marker is used twice.
+	StepAttempts int
+	Prepared     *journal.Row
+	Steps        []*journal.Row // step_published rows, in order
+	Thread       *journal.Row
+	Turns        []*journal.Row // turn_started rows, in order
+	Interrupt    *journal.Row
+	Terminal     *journal.Row
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
 	// node and seq, its terminal row's type, reason and seq ("" and 0 without one).
@@ -275,7 +278,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 		fresh := &Call{Prepared: row, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq}
 		if c != nil {
-			fresh.Attempt = c.Attempt + 1
+			fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
 		} else {
 			h.IDs = append(h.IDs, row.Call)
 		}
@@ -304,6 +307,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		c.Turns = append(c.Turns, row)
 	case row.Type == journal.TypeStepPublished:
 		c.Steps = append(c.Steps, row)
+		c.StepAttempts = max(c.StepAttempts, row.Attempt)
 	case row.Type == journal.TypeInterruptRequested:
 		c.Interrupt = row
 	case journal.IsTerminal(row.Type):

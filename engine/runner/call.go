@@ -26,13 +26,15 @@ import (
 // as a struct, its turns' state) is made when the pool admits it. Its prepared row is already
 // in the journal; its inputs are worked out again from the request, which gives the same row.
 type call struct {
-	r        *runner
-	id       string
-	index    int
-	attempt  int // 1, or more when a resume runs the call again
-	req      agent.Request
-	settle   agent.Settle
-	resumeOf *endedCall
+	r       *runner
+	id      string
+	index   int
+	attempt int // 1, or more when a resume runs the call again
+	// stepAttempts is the highest step attempt of the call's earlier generations.
+	stepAttempts int
+	req          agent.Request
+	settle       agent.Settle
+	resumeOf     *endedCall
 
 	// The prepared row: nil while the call waits for the pool, which keeps only what Append
 	// gave the row (its seq and time).
@@ -83,7 +85,7 @@ func (c *call) fromRecord(rec *replay.Call) {
 	if c.running == nil {
 		c.running = &running{}
 	}
-	c.id, c.prepared, c.thread, c.attempt = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt
+	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt, rec.StepAttempts
 	if rec.Thread != nil {
 		c.th = threadOf(rec.Thread)
 	}
@@ -96,7 +98,12 @@ func (c *call) fromRecord(rec *replay.Call) {
 }
 
 func threadOf(row *journal.Row) backend.Thread {
-	return backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
+	th := backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
+	if row.Via != "" {
+		th.Bind = &backend.Bind{Via: row.Via, HostCwd: row.HostCwd, ParentThreadID: row.ParentThreadID, AgentRole: row.AgentRole,
+			Marker: row.Marker, Attempt: row.Attempt}
+	}
+	return th
 }
 
 // Call implements agent.Caller: it runs on the loop goroutine in the order the script issues
@@ -162,7 +169,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		return nil
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
-		c.id, c.attempt = m.Rec.ID, m.Rec.Attempt+1
+		c.id, c.attempt, c.stepAttempts = m.Rec.ID, m.Rec.Attempt+1, m.Rec.StepAttempts
 	default:
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
@@ -263,7 +270,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	defer c.cancel()
 
-	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema}
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
 		// reconcile pass keeps it, as its turn may still run.

@@ -52,6 +52,7 @@ type Backend struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan Report // marker → the step waiting for its report
+	bound   map[string]string      // marker → its subagent, for the open calls' bound steps
 	closed  context.Context        // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -75,7 +76,7 @@ func New(cfg Config) *Backend {
 		cfg.Warn = func(string, string) {}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, bound: map[string]string{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	go b.answerInbox(ctx)
 	return b
 }
@@ -114,23 +115,34 @@ func (b *Backend) route(r Report) {
 	marker := r.Marker()
 	b.mu.Lock()
 	ch, waiting := b.waiting[marker]
+	agent, bound := b.bound[marker]
 	b.mu.Unlock()
 	switch {
 	case r.Run != b.cfg.Run:
 		_ = b.bus.Answer(r, Reply{Reply: ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
+	case bound && agent == r.Agent:
+		// Bound already, by its marker on the host or an earlier report.
+		_ = b.bus.Answer(r, Reply{Reply: ReplyBound, Marker: marker, Agent: r.Agent, Detail: "bound already"})
+	case bound:
+		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "the attempt has its subagent already: close this one"})
 	case waiting:
 		select {
 		case ch <- r:
 		default: // the step is busy with another report: this one waits for the next poll
 		}
 	case !b.bus.Published(r.Call, r.K, r.Attempt):
-		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "the run has no step waiting under this marker: close the subagent"})
+		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "no step of the run waits under this marker (its attempt ended, or it was never published): close the subagent"})
 	}
 }
 
 // Run implements backend.Backend: publish, bind, harvest.
 func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
-	attempt := 1
+	// The attempt is the one the step was published under, else the bound subagent's (a
+	// repair on it), else the first above every earlier generation's (a paused call run again).
+	attempt := t.Call.StepAttempts + 1
+	if t.Thread.ID != "" && t.Thread.Bind != nil && t.Thread.Bind.Attempt > 0 {
+		attempt = t.Thread.Bind.Attempt
+	}
 	if t.Sent != nil && t.Sent.Marker != "" {
 		if _, _, n, ok := ParseMarker(t.Sent.Marker); ok {
 			attempt = n
@@ -140,6 +152,12 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 	s.register(Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
 	return s.run(ctx)
+}
+
+func (b *Backend) setBound(marker, agent string) {
+	b.mu.Lock()
+	b.bound[marker] = agent
+	b.mu.Unlock()
 }
 
 // register makes marker the one the step waits under ("": none); reports for the marker it
@@ -159,6 +177,13 @@ func (s *step) register(marker string) {
 
 // Done implements backend.Backend: the call's subagent is closed (a close step).
 func (b *Backend) Done(call backend.Call, th backend.Thread) {
+	b.mu.Lock()
+	for marker := range b.bound {
+		if c, _, _, _ := ParseMarker(marker); c == call.ID {
+			delete(b.bound, marker)
+		}
+	}
+	b.mu.Unlock()
 	attempt := 1
 	if th.Bind != nil && th.Bind.Attempt > 0 {
 		attempt = th.Bind.Attempt
@@ -193,6 +218,7 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 	if sent := s.t.Sent; sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == ActionSendInput {
 		// An earlier process bound the step: the call goes on reading that turn.
 		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
+		b.setBound(s.marker, s.agent)
 		_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
 	} else if s.t.Sent == nil {
 		if out, ok := s.dispatch(); !ok {
@@ -418,6 +444,7 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 		return reply
 	}
 	s.agent, s.turnID = th.ID, turn.ID
+	s.b.setBound(s.marker, th.ID)
 	_ = s.b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
 	reply.Reply = ReplyBound
 	return reply
@@ -443,12 +470,13 @@ func markerTurn(th Thread, marker string) *Turn {
 // harvest reads the bound subagent until its marker turn ends, or until the attempt is lost:
 // its marker turn did not complete, its thread is notLoaded, systemError or unknown to the host,
 // and the turn ended interrupted or failed without an error, or has not changed for LostAfter.
-// The thread is read once more before an attempt is judged lost. A read the host cannot answer
+// The thread is read once more before an attempt is judged lost, and a poll later before an
+// interrupted turn is taken as the host's interrupt. A read the host cannot answer
 // judges nothing and leaves the time of the last change as it is.
 func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttempt) {
 	tick := time.NewTicker(s.b.cfg.Poll)
 	defer tick.Stop()
-	lastKey, lastChange, suspect := "", time.Now(), false
+	lastKey, lastChange, suspect, settled := "", time.Now(), false, false
 	for {
 		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
 		unknown := errors.Is(err, ErrUnknownThread)
@@ -480,6 +508,10 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 				}
 				suspect = true // read once more before judging
 				continue
+			case turn != nil && turn.Status == "interrupted" && !settled:
+				// A subagent the owner closes mid-turn shows its turn interrupted a moment
+				// before its thread is gone: the turn is read again after a poll.
+				settled = true
 			case turn != nil && turn.Status != "inProgress":
 				return s.outcome(th, turn), nil
 			}

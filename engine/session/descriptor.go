@@ -34,6 +34,8 @@ func Descriptor(dial Dialer) backend.Descriptor {
 		Options: []backend.Option{
 			{Name: "owner", Usage: "the owner thread of --backend session (default $" + OwnerEnv + ")"},
 			{Name: "host", Usage: "the owner's app server socket of --backend session, unix:///abs/path (default $" + HostEnv + ")"},
+			{Name: "lost-after", Usage: "how long a gone subagent's turn may stand still before its attempt is lost, --backend session (default 10m)"},
+			{Name: "poll", Usage: "how often --backend session reads its inbox and the host (default 250ms)"},
 		},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
 			owner := firstSet(opts["owner"], os.Getenv(OwnerEnv))
@@ -53,7 +55,16 @@ func Descriptor(dial Dialer) backend.Descriptor {
 			if !filepath.IsAbs(path) {
 				return nil, errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", host)
 			}
-			return map[string]string{"owner": owner, "host": "unix://" + path}, nil
+			out := map[string]string{"owner": owner, "host": "unix://" + path}
+			for _, d := range durations {
+				if v := strings.TrimSpace(opts[d.name]); v != "" {
+					if _, err := parseDuration(d, v); err != nil {
+						return nil, err
+					}
+					out[d.name] = v
+				}
+			}
+			return out, nil
 		},
 		Open: func(cfg backend.Config) (backend.Backend, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -62,9 +73,39 @@ func Descriptor(dial Dialer) backend.Descriptor {
 			if err != nil {
 				return nil, errs.New(errs.CapabilityUnavailable, "--backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
 			}
-			return New(Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn}), nil
+			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn}
+			// The recorded durations were checked when the run was created; a run.json edited since is refused.
+			for _, d := range durations {
+				if v := cfg.Options[d.name]; v != "" {
+					if *d.field(&c), err = parseDuration(d, v); err != nil {
+						h.Close()
+						return nil, err
+					}
+				}
+			}
+			return New(c), nil
 		},
 	}
+}
+
+// durations are the settable durations of a session run, recorded in run.json with the run.
+var durations = []durationOption{
+	{"lost-after", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.LostAfter }},
+	{"poll", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Poll }},
+}
+
+type durationOption struct {
+	name     string
+	min, max time.Duration
+	field    func(*Config) *time.Duration
+}
+
+func parseDuration(d durationOption, v string) (time.Duration, error) {
+	n, err := time.ParseDuration(v)
+	if err != nil || n < d.min || n > d.max {
+		return 0, errs.New(errs.InvalidRequest, "--%s: %q is not a duration from %s to %s (as 90s or 10m)", d.name, v, d.min, d.max)
+	}
+	return n, nil
 }
 
 func firstSet(vals ...string) string {

@@ -1,6 +1,8 @@
 package mockmodel
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,4 +93,49 @@ func StartOwnerServer(t testing.TB, codex, home, sock string) {
 			t.Fatal("the owner's app server did not listen within 10 s")
 		}
 	}
+}
+
+// WriteCatalog makes the models of a CODEX_HOME (the mock's Model and slugs) a model catalogue
+// (model_catalog_json), so spawn_agent takes them as model and reasoning_effort overrides:
+// Codex refuses an override outside its catalogue. Each entry is a copy of a bundled model's
+// (codex debug models) under the slug, without an upgrade or the search tool, which would hide
+// the multi_agent_v1 tools behind tool_search.
+func WriteCatalog(t testing.TB, codex, home string, slugs ...string) {
+	t.Helper()
+	cmd := exec.Command(codex, "debug", "models")
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	out, err := cmd.Output()
+	require.NoError(t, err, "codex debug models")
+	var bundled struct {
+		Models []map[string]any `json:"models"`
+	}
+	require.NoError(t, json.Unmarshal(out, &bundled))
+	// A model of the classic tool mode, with the multi_agent_v1 tools: gpt-5.5 in 0.169.0;
+	// the newer ones run code mode and multi-agent v2.
+	var base map[string]any
+	for _, m := range bundled.Models {
+		if levels, _ := m["supported_reasoning_levels"].([]any); len(levels) >= 3 && m["tool_mode"] == nil && m["multi_agent_version"] == nil {
+			base = m
+			break
+		}
+	}
+	require.NotNil(t, base, "no bundled model of the classic tool mode to copy")
+	var models []map[string]any
+	for i, slug := range append([]string{Model}, slugs...) {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		m["slug"], m["display_name"], m["description"] = slug, slug, "mock model "+slug
+		m["upgrade"], m["supports_search_tool"], m["priority"] = nil, false, i+1
+		models = append(models, m)
+	}
+	catalog := filepath.Join(home, "catalog.json")
+	data, err := json.Marshal(map[string]any{"models": models})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(catalog, data, 0o644))
+	config := filepath.Join(home, "config.toml")
+	old, err := os.ReadFile(config)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf("model_catalog_json = %q\n", catalog)+string(old)), 0o644))
 }

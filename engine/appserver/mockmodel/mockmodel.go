@@ -10,7 +10,10 @@
 // whose match fits the call, then that entry's turn k (none: the answer is synthesized from the
 // turn's outputSchema, or "ok"). The mock learns the call from the headers x-crw-call,
 // x-crw-role and x-crw-node, which the app-server backend sends to the provider named by its
-// Options.CallHeaders (set it to Provider). Without them a thread's call index is the order in
+// Options.CallHeaders (set it to Provider). A session run's subagent has none: its call and
+// role come from the marker and role lines its first message starts with (crw-flow-op: c<N>/...,
+// CRW-ROLE: role), and k counts the turns of all the call's subagents, so the attempt after a
+// lost one gets the next turn. Without either a thread's call index is the order in
 // which threads first reached the mock, and role and node are unknown, so entries that match
 // by role or node never fit. k counts the distinct turns the thread's requests belong to
 // (turn_id of x-codex-turn-metadata), so a retried request gets the same answer; a fork is a
@@ -31,6 +34,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +62,8 @@ type Request struct {
 	Schema json.RawMessage // the turn's outputSchema; nil for a text turn
 	Answer string          // json, text, synthesized, error:<kind>, lost or compaction
 	Items  int             // the request's input items: its history
+	// Outputs are an owner's function call outputs so far, by call id (call_owner_<step>).
+	Outputs map[string]string
 }
 
 // Server is a running mock model.
@@ -70,6 +76,9 @@ type Server struct {
 	owners   map[string][]OwnerStep // scripted owner threads
 	threads  map[string]*thread
 	unnamed  int // threads seen without call headers
+	// sessionCalls are the calls of a session run by their number: a subagent is located by
+	// the marker and role lines of its first message.
+	sessionCalls map[int]*thread
 	n        int // responses served
 	requests []Request
 }
@@ -82,7 +91,7 @@ type thread struct {
 
 // New starts a mock that answers from answers (nil: every answer is synthesized).
 func New(answers *fake.Answers) *Server {
-	s := &Server{answers: answers, stop: make(chan struct{}), threads: map[string]*thread{}}
+	s := &Server{answers: answers, stop: make(chan struct{}), threads: map[string]*thread{}, sessionCalls: map[int]*thread{}}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -231,6 +240,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				outputs[in.CallID] = text
 			}
 		}
+		req.Outputs = outputs
 		s.ownerStep(w, &req, steps, outputs)
 		return
 	}
@@ -276,6 +286,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sessionStep is the start of a session step's spawn message: its marker and role lines.
+var sessionStep = regexp.MustCompile(`^crw-flow-op: c([0-9]+)/t[0-9]+-a[0-9]+\nCRW-ROLE: ([A-Za-z0-9_-]+)\n`)
+
 // locate sets the call and turn k of a request from its thread.
 func (s *Server) locate(req *Request, h http.Header) {
 	s.mu.Lock()
@@ -285,6 +298,13 @@ func (s *Server) locate(req *Request, h http.Header) {
 		t = &thread{role: h.Get("x-crw-role"), node: h.Get("x-crw-node")}
 		if n, err := strconv.Atoi(h.Get("x-crw-call")); err == nil {
 			t.call = n
+		} else if m := sessionStep.FindStringSubmatch(req.Prompt); m != nil {
+			// A session run's subagent: every subagent of the call shares its turns.
+			n, _ := strconv.Atoi(m[1])
+			if s.sessionCalls[n] == nil {
+				s.sessionCalls[n] = &thread{call: n, role: m[2]}
+			}
+			t = s.sessionCalls[n]
 		} else {
 			s.unnamed++
 			t.call = s.unnamed

@@ -136,7 +136,8 @@ func newCmdDispatched(g *globals, streams IO) *cobra.Command {
 that the owner started for step CALL/t<K>-a<N> of a session run, and wait for the run's reply:
 bound (exit 0), or pair_mismatch, retry, refused or close (exit 1), each with what to do. A
 report that no process of the run answers in time is queued (exit 1): it stays in the run's
-inbox and the run answers it when it reaches the step.`,
+inbox and the run answers it when it reaches the step. A report for a run that has ended, or for a step a paused
+run no longer publishes, is answered close at once.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -165,6 +166,22 @@ inbox and the run answers it when it reaches the step.`,
 				if ok {
 					reply = got
 					break
+				}
+				if st, err := svc.Status(ctx, id); err == nil {
+					// No process will answer soon: a run that ended is done with every subagent,
+					// and a paused one with every step it no longer publishes.
+					detail := ""
+					switch {
+					case st.State == store.StateEnded:
+						detail = "the run ended (" + string(st.Status) + "): its attempts ended; close the subagent"
+					case st.State == store.StatePaused && !bus.Published(r.Call, r.K, r.Attempt):
+						detail = "the run is paused and no step waits under this marker (its attempt ended): close the subagent"
+					}
+					if detail != "" {
+						reply = session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}
+						_ = bus.Answer(r, reply)
+						break
+					}
 				}
 				select {
 				case <-ctx.Done():
