@@ -232,7 +232,6 @@ func (r *ownerRig) checkOnce(rows []journal.Row) {
 	}
 }
 
-
 const fanOutWorkflow = `
 import { agent } from "crw:agent";
 const schema = { type: "object", additionalProperties: false, required: ["verdict"], properties: { verdict: { type: "string" } } };

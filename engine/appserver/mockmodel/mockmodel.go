@@ -72,15 +72,15 @@ type Server struct {
 	http    *httptest.Server
 	stop    chan struct{} // closed by Close: held streams end
 
-	mu       sync.Mutex
-	owners   map[string][]OwnerStep // scripted owner threads
-	threads  map[string]*thread
-	unnamed  int // threads seen without call headers
+	mu      sync.Mutex
+	owners  map[string][]OwnerStep // scripted owner threads
+	threads map[string]*thread
+	unnamed int // threads seen without call headers
 	// sessionCalls are the calls of a session run by their number: a subagent is located by
 	// the marker and role lines of its first message.
 	sessionCalls map[int]*thread
-	n        int // responses served
-	requests []Request
+	n            int // responses served
+	requests     []Request
 }
 
 type thread struct {
