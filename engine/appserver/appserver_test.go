@@ -169,8 +169,10 @@ func TestTextTurn(t *testing.T) {
 
 	reqs := h.mock.Requests()
 	require.Len(t, reqs, 1)
+	tmp := h.opts.Env["TMPDIR"]
 	assert.Equal(t, mockmodel.Request{Thread: th.ID, Turn: out.TurnID, Call: 1, Role: "architect", Node: "plan", K: 1,
-		Prompt: "Say hello.", Answer: "text", Items: reqs[0].Items}, reqs[0])
+		Prompt: "Say hello.\n\n## Tools\n\n- The run's temporary directory is " + tmp + " (recorded in the run's run.json). Put TMPDIR=" + tmp + " in front of every command you run.\n",
+		Answer: "text", Items: reqs[0].Items}, reqs[0], "the turn's text ends with the tools section")
 }
 
 func TestSchemaTurnAndRepair(t *testing.T) {
@@ -192,12 +194,14 @@ func TestSchemaTurnAndRepair(t *testing.T) {
 		assert.JSONEq(t, answerSchema, string(r.Schema), "the call's schema is the turn's outputSchema")
 	}
 
-	// A call nobody scripted gets what the fake backend gives it: an instance of its schema,
-	// and estimated tokens.
+	// A call nobody scripted gets what the fake backend gives it for the text the turn sent:
+	// an instance of its schema, and estimated tokens.
 	c2 := h.call("executor", "other", answerSchema)
 	th2 := h.open(c2, backend.Thread{})
 	out := h.run(th2, c2, 1, "Anything.")
-	want := fake.New(nil, nil).Run(context.Background(), backend.Turn{Call: c2, K: 1, Prompt: "Anything.", Thread: th2,
+	sent := h.mock.Requests()[2].Prompt
+	assert.True(t, strings.HasPrefix(sent, "Anything.\n\n## Tools\n\n"), sent)
+	want := fake.New(nil, nil).Run(context.Background(), backend.Turn{Call: c2, K: 1, Prompt: sent, Thread: th2,
 		Sent: &backend.Sent{TurnID: out.TurnID, At: time.Now().Add(-time.Second)}}, newRecorder())
 	assert.Equal(t, want, out)
 }

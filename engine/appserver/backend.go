@@ -37,6 +37,9 @@ type Options struct {
 	Cwd       string // the working directory of new threads
 	// Env is the run's environment (TMPDIR first), set in the shells of every thread.
 	Env map[string]string
+	// RunJSON is the run.json that records the run's TMPDIR, named by the tools section every
+	// turn's text ends with ("": the section says "the run's run.json").
+	RunJSON string
 	// Sandbox is the sandbox of every thread: read-only, workspace-write (the default) or
 	// danger-full-access. The approval policy is always never: nothing waits for a person.
 	Sandbox string
@@ -319,7 +322,18 @@ func (b *Backend) send(ctx context.Context, th backend.Thread, c backend.Call, p
 		return "", err
 	}
 	// Once sent, the turn runs whatever ctx does: its id is needed to interrupt it.
-	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, prompt, c.Schema)
+	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, b.turnText(prompt), c.Schema)
+}
+
+// turnText is a turn's text as sent: the prompt, then the tools section that names the run's
+// TMPDIR (the shell's environment policy sets it too, but only the text reaches the model).
+// It depends only on what run.json records, so every process of the run sends, and looks for,
+// the same text.
+func (b *Backend) turnText(prompt string) string {
+	if tools := codex.ToolsSection(b.o.Env["TMPDIR"], b.o.RunJSON); tools != "" {
+		return prompt + "\n\n" + tools
+	}
+	return prompt
 }
 
 // wait waits for a turn this app server runs. When ctx ends first the turn is interrupted and
@@ -382,6 +396,7 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 		return b.wait(ctx, th, turnID)
 	}
 	defer b.release(p, th.ID)
+	text := b.turnText(prompt)
 	find := func(id string) *Turn {
 		var found *Turn
 		since := sentAt.Add(-2 * time.Second).Unix()
@@ -395,7 +410,7 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 			if t.StartedAt != 0 && t.StartedAt < since {
 				return true // older than the send: it is not there
 			}
-			if len(t.Items) > 0 && t.Items[0].Type == "userMessage" && t.Items[0].UserText() == prompt {
+			if len(t.Items) > 0 && t.Items[0].Type == "userMessage" && t.Items[0].UserText() == text {
 				found = t
 			}
 			return found != nil

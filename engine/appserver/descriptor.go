@@ -34,12 +34,12 @@ func Descriptor() backend.Descriptor {
 			if err != nil {
 				return nil, codexMissing(cfg.Options["codex"], err)
 			}
-			log := ""
+			log, runJSON := "", ""
 			if cfg.Dir != "" {
-				log = filepath.Join(cfg.Dir, LogFile)
+				log, runJSON = filepath.Join(cfg.Dir, LogFile), filepath.Join(cfg.Dir, "run.json")
 			}
 			return New(Options{
-				Codex: bin, Log: log, Cwd: cfg.Cwd, Env: cfg.Env,
+				Codex: bin, Log: log, Cwd: cfg.Cwd, Env: cfg.Env, RunJSON: runJSON,
 				CallHeaders: os.Getenv(CallHeadersEnv), Warn: cfg.Warn,
 			}), nil
 		},
