@@ -97,9 +97,12 @@ type Turn struct {
 
 // Sent is what the journal recorded of a turn an earlier process dispatched.
 type Sent struct {
-	TurnID string    // "" when the process died before it recorded one
-	Marker string    // the step a pull backend published for it ("" for a push backend)
-	At     time.Time // when its intent was recorded
+	TurnID string // "" when the process died before it recorded one
+	Marker string // the step a pull backend published for it ("" for a push backend)
+	// Lost is the reason the journal recorded the step's attempt lost with ("": it did not):
+	// the backend goes on to the next attempt without judging it again.
+	Lost string
+	At   time.Time // when its intent was recorded
 }
 
 // Recorder is how a backend reports what happens while it runs a turn; the engine journals

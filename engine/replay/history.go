@@ -33,6 +33,7 @@ type Call struct {
 	StepAttempts int
 	Prepared     *journal.Row
 	Steps        []*journal.Row // step_published rows, in order
+	Lost         []*journal.Row // session_attempt_lost rows, in order
 	Thread       *journal.Row
 	Turns        []*journal.Row // turn_started rows, in order
 	Interrupt    *journal.Row
@@ -305,6 +306,8 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		c.Thread = row
 	case row.Type == journal.TypeTurnStarted:
 		c.Turns = append(c.Turns, row)
+	case row.Type == journal.TypeAttemptLost:
+		c.Lost = append(c.Lost, row)
 	case row.Type == journal.TypeStepPublished:
 		c.Steps = append(c.Steps, row)
 		c.StepAttempts = max(c.StepAttempts, row.Attempt)
@@ -341,7 +344,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			// Its rows are read again when it is delivered (Load). A row without its prompt (a
 			// hand-written trace) keeps them: only its digest can be compared.
 			c.inputs = inputKey(c.Prepared)
-			c.Prepared, c.Steps, c.Thread, c.Turns, c.Interrupt, c.Terminal = nil, nil, nil, nil, nil, nil
+			c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal = nil, nil, nil, nil, nil, nil, nil
 		}
 	}
 	return nil

@@ -286,12 +286,20 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		validator = p.Schema.Validator
 	}
 	prompt, problem := c.req.Prompt, ""
+	c.mu.Lock()
+	recordSeq := c.lastSeq
+	c.mu.Unlock()
 	for k := 1; k <= 2; k++ {
 		r.mu.Lock()
 		th := c.th
 		r.mu.Unlock()
 		c.mu.Lock()
 		c.k, c.repair = k, problem
+		if c.lastSeq != recordSeq {
+			// This process has written rows of the call since: the record no longer tells
+			// what an earlier process may have sent.
+			rec = nil
+		}
 		c.mu.Unlock()
 		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k)}
 		if th.ID == "" && c.resumeOf != nil {
@@ -365,13 +373,20 @@ func sentBefore(rec *replay.Call, k int) *backend.Sent {
 		return nil
 	}
 	var sent *backend.Sent
+	attempt := 0
 	for _, st := range rec.Steps {
 		if st.K == k {
-			sent = &backend.Sent{Marker: st.Marker, At: st.At}
+			sent, attempt = &backend.Sent{Marker: st.Marker, At: st.At}, st.Attempt
+		}
+	}
+	for _, l := range rec.Lost {
+		if sent != nil && l.K == k && l.Attempt == attempt {
+			sent.Lost = l.Reason
 		}
 	}
 	for _, t := range rec.Turns {
-		if t.K == k {
+		// A turn of the step's own attempt: an earlier attempt's turn is not this step's.
+		if t.K == k && (sent == nil || sent.Marker == "" || t.Marker == sent.Marker) {
 			if sent == nil {
 				sent = &backend.Sent{At: t.At}
 			}

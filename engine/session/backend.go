@@ -148,6 +148,13 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 			attempt = n
 		}
 	}
+	if t.Sent != nil && t.Sent.Marker == "" && t.Sent.TurnID == "" {
+		// No step row: no process published this turn's step (a step's row comes first).
+		t.Sent = nil
+	}
+	if t.K == 1 && t.Thread.Bind != nil && t.Thread.Bind.Attempt != attempt {
+		t.Thread = backend.Thread{} // an earlier attempt's subagent: this one has none yet
+	}
 	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1)}
 	s.register(Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
@@ -215,7 +222,13 @@ type step struct {
 func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
-	if sent := s.t.Sent; sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == ActionSendInput {
+	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
+		// The journal has the attempt lost already: on to the next one, without judging it again.
+		s.agent = s.t.Thread.ID
+		if out, ok := s.nextAttempt(backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, Reason: sent.Lost}, true); !ok {
+			return out
+		}
+	} else if sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == ActionSendInput {
 		// An earlier process bound the step: the call goes on reading that turn.
 		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
 		b.setBound(s.marker, s.agent)
@@ -241,7 +254,7 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 		if lost == nil {
 			return out
 		}
-		if out, ok := s.nextAttempt(*lost); !ok {
+		if out, ok := s.nextAttempt(*lost, false); !ok {
 			return out
 		}
 	}
@@ -265,12 +278,21 @@ func (s *step) dispatch() (backend.Outcome, bool) {
 	return backend.Outcome{}, true
 }
 
-// nextAttempt gives up on a lost attempt: its row, a close step for its subagent, and the
-// next attempt's step, a spawn in the same workspace whose packet says why.
-func (s *step) nextAttempt(lost backend.LostAttempt) (backend.Outcome, bool) {
-	s.rec.AttemptLost(lost)
-	if err := s.b.bus.CloseAgent(s.t.Call.ID, s.attempt, s.agent); err != nil {
-		s.rec.Warn("step_unwritten", "the close step of "+s.agent+" could not be written")
+// nextAttempt gives up on a lost attempt: its row (unless recorded already), a close step for
+// its subagent, and the next attempt's step, a spawn in the same workspace whose packet says why.
+func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Outcome, bool) {
+	if !recorded {
+		s.rec.AttemptLost(lost)
+		// Durable before the close step acts on the host: a process that can no longer write
+		// the journal (its hold on the run lost) leaves the subagent to the next process.
+		if err := s.rec.Commit(); err != nil {
+			return backend.Outcome{Status: backend.Unavailable, Cause: err}, false
+		}
+	}
+	if s.agent != "" {
+		if err := s.b.bus.CloseAgent(s.t.Call.ID, s.attempt, s.agent); err != nil {
+			s.rec.Warn("step_unwritten", "the close step of "+s.agent+" could not be written")
+		}
 	}
 	s.note = fmt.Sprintf("Attempt %d of this turn was cut off: its subagent stopped before it answered (%s). Do the task from the start.", s.attempt, lost.Reason)
 	if s.t.Call.Role == "executor" || s.t.Call.Role == "executor-t1" {

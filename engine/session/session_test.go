@@ -265,11 +265,59 @@ func sorted(s []string) []string {
 // turn and a new process resumes it, with the same owner and host: the run ends as an
 // uninterrupted one does, each attempt is bound once, and no step is spawned twice.
 func TestSessionRunSurvivesACrashAfterEveryCommit(t *testing.T) {
+	crashAfterEveryCommit(t, threeCalls, answerN, func(msg string, end *store.Status, rows []journal.Row, o *sessiontest.Owner) {
+		assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result), msg)
+		for _, call := range []string{"c1", "c2", "c3"} {
+			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeThreadStarted), "%s: %s bound once", msg, call)
+			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeStepPublished), "%s: %s's step published once", msg, call)
+		}
+		assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned), "%s: every step spawned once", msg)
+	})
+}
+
+// TestSessionLostAttemptAndRepairSurviveACrashAfterEveryCommit: a call whose first attempt
+// is lost and whose second answers only after a repair, its process killed after each commit:
+// the attempt is recorded lost once, each step is published once and each attempt bound once.
+func TestSessionLostAttemptAndRepairSurviveACrashAfterEveryCommit(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const r = await agent.call({ role: "executor", prompt: "count", schema });
+  return [r.status, r.output.n];
+}
+`
+	answer := func(st session.StepFile) sessiontest.Answer {
+		switch {
+		case st.Attempt == 1:
+			return sessiontest.Answer{Lose: true}
+		case st.K == 1:
+			return sessiontest.Answer{Text: "about five"}
+		}
+		return sessiontest.Answer{Text: `{"n": 5}`}
+	}
+	crashAfterEveryCommit(t, script, answer, func(msg string, end *store.Status, rows []journal.Row, o *sessiontest.Owner) {
+		assert.JSONEq(t, `["completed", 5]`, string(end.Result), msg)
+		assert.Equal(t, 1, enginetest.Count(rows, "c1", journal.TypeAttemptLost), "%s: the attempt is lost once", msg)
+		assert.Equal(t, 2, enginetest.Count(rows, "c1", journal.TypeThreadStarted), "%s: one bind per attempt", msg)
+		var markers []string
+		for _, r := range enginetest.OfType(rows, journal.TypeStepPublished) {
+			markers = append(markers, r.Marker)
+		}
+		assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2", "c1/t2-a2"}, markers, "%s: each step published once", msg)
+		assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, sorted(o.Spawned), "%s: every spawn step spawned once", msg)
+	})
+}
+
+// crashAfterEveryCommit runs script once for each commit n, its process dying after commit n
+// and resumed until the run ends, and checks each run.
+func crashAfterEveryCommit(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer,
+	check func(msg string, end *store.Status, rows []journal.Row, o *sessiontest.Owner)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(threeCalls), 0o600))
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 	crashed := 0
 	for n := uint64(1); n < 40; n++ {
 		st := mem.New()
@@ -278,7 +326,7 @@ func TestSessionRunSurvivesACrashAfterEveryCommit(t *testing.T) {
 		require.NoError(t, err)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
 		host := sessiontest.NewHost(owner)
-		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answerN}
+		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
 		ownerCtx, stopOwner := context.WithCancel(ctx)
 		go o.Loop(ownerCtx)
 		process := func() (*store.Status, error) {
@@ -302,16 +350,16 @@ func TestSessionRunSurvivesACrashAfterEveryCommit(t *testing.T) {
 		}
 		stopOwner()
 		msg := fmt.Sprintf("crash after commit %d", n)
-		require.Equal(t, store.RunCompleted, end.Status, "%s: %+v", msg, end.Error)
-		assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result), msg)
 		rows, err := svc.Rows(ctx, id)
 		require.NoError(t, err)
-		enginetest.CheckJournal(t, rows)
-		for _, call := range []string{"c1", "c2", "c3"} {
-			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeThreadStarted), "%s: %s bound once", msg, call)
-			assert.Equal(t, 1, enginetest.Count(rows, call, journal.TypeStepPublished), "%s: %s's step published once", msg, call)
+		if end.Status != store.RunCompleted || os.Getenv("CRW_DEBUG_ROWS") != "" {
+			for _, r := range rows {
+				t.Logf("%d %s %s k%d a%d %s %s %s %s", n, r.Type, r.Call, r.K, r.Attempt, r.Marker, r.ThreadID, r.Reason, r.Detail)
+			}
 		}
-		assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned), "%s: every step spawned once", msg)
+		require.Equal(t, store.RunCompleted, end.Status, "%s: %+v", msg, end.Error)
+		enginetest.CheckJournal(t, rows)
+		check(msg, end, rows, o)
 	}
 	assert.Greater(t, crashed, 3)
 	t.Logf("a process died after each of %d commits", crashed)

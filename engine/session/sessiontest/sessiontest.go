@@ -25,6 +25,7 @@ type Host struct {
 
 	mu         sync.Mutex
 	threads    map[string]*session.Thread
+	closed     map[string]bool
 	order      []string
 	n          int
 	Interrupts int  // turn/interrupt requests received
@@ -32,7 +33,9 @@ type Host struct {
 }
 
 // NewHost is a host whose owner thread is owner.
-func NewHost(owner string) *Host { return &Host{Owner: owner, threads: map[string]*session.Thread{}} }
+func NewHost(owner string) *Host {
+	return &Host{Owner: owner, threads: map[string]*session.Thread{}, closed: map[string]bool{}}
+}
 
 // ReadThread implements session.Host.
 func (h *Host) ReadThread(_ context.Context, id string) (session.Thread, error) {
@@ -160,12 +163,19 @@ func (h *Host) Lose(agent, turn string) {
 	th.Status = "notLoaded"
 }
 
-// CloseAgent closes a subagent.
+// CloseAgent closes a subagent as Codex's close_agent does: its thread reads notLoaded, a turn
+// it was running interrupted.
 func (h *Host) CloseAgent(agent string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if th, ok := h.threads[agent]; ok {
-		th.Status = "closed"
+		th.Status = "notLoaded"
+		for i := range th.Turns {
+			if th.Turns[i].Status == "inProgress" {
+				th.Turns[i].Status = "interrupted"
+			}
+		}
+		h.closed[agent] = true
 	}
 }
 
@@ -173,8 +183,7 @@ func (h *Host) CloseAgent(agent string) {
 func (h *Host) Closed(agent string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	th, ok := h.threads[agent]
-	return ok && th.Status == "closed"
+	return h.closed[agent]
 }
 
 // Answer is how the owner's subagent answers a step: Text, or a failure's codexErrorInfo.
