@@ -21,6 +21,7 @@ const (
 	TypeStepPublished      = "step_published" // a pull backend's turn, handed over as a step
 	TypeInterruptRequested = "interrupt_requested"
 	TypeAttemptLost        = "session_attempt_lost" // a session attempt whose subagent will not finish its turn
+	TypeCheckpointStarted  = "checkpoint_started"   // a continuation started from the journal's record of its conversation
 
 	TypeCompleted      = "completed"
 	TypeNullModel      = "null_model"
@@ -59,7 +60,7 @@ func StatusOf(t string) CallStatus {
 func IsKnownType(t string) bool {
 	switch t {
 	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning,
-		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost:
+		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted:
 		return true
 	}
 	return IsTerminal(t)
@@ -163,6 +164,11 @@ type Row struct {
 	Effort      string `json:"effort,omitempty"`
 	ChainedFrom string `json:"chained_from,omitempty"` // the handle whose conversation this thread carries
 	ChainThread string `json:"chain_thread,omitempty"` // that handle's thread
+
+	// checkpoint_started (and chained_from): the calls of the conversation a continuation is
+	// given, oldest first, and the digest of that conversation.
+	ConversationCalls  []string `json:"conversation_calls,omitempty"`
+	ConversationDigest string   `json:"conversation_digest,omitempty"`
 	Cwd         string `json:"cwd,omitempty"`
 	RolloutPath string `json:"rollout_path,omitempty"`
 

@@ -34,6 +34,7 @@ type Call struct {
 	Node         string
 	Pair         journal.Pair    // the configured pair; an empty part is left to the host
 	Schema       json.RawMessage // nil: a text answer
+	Resume       string          // the handle a continuation resumes; "" for any other call
 }
 
 // Thread is a call's thread (its conversation on the host) as the host reports it.
@@ -89,10 +90,33 @@ type Turn struct {
 	// From is the thread of the call a continuation resumes (resume: handle), when the
 	// backend opens the call's thread.
 	From Thread
+	// Conversation, for a continuation, reads the journal's record of the conversation it
+	// goes on from: the calls of its handle chain, oldest first. A backend that cannot fork
+	// the handle's thread gives it to the new one. nil for any other call.
+	Conversation func() ([]Exchange, error)
+	// Resumed tells the turn runs in a resume's suffix: this process replayed the journal.
+	Resumed bool
 	// Sent is not nil when an earlier process of the run may have dispatched this very turn:
 	// its intent is durable, whether it reached the host is unknown. The backend finds it on
 	// its host and takes its outcome, and reports Lost when the host does not know it.
 	Sent *Sent
+}
+
+// Exchange is one call of a continuation's conversation as the journal records it: its task
+// and how it ended (the answer as the model gave it, for a completed call).
+type Exchange struct {
+	Call   string
+	Prompt string
+	Status string // completed, null_model, held, refused, unknown or superseded
+	Answer string
+}
+
+// Checkpoint is a continuation that starts from the journal's record of its conversation
+// instead of forking its handle's thread.
+type Checkpoint struct {
+	Handle string   // the resume handle
+	Calls  []string // the calls of the conversation, oldest first
+	Digest string   // of the conversation the new thread is given
 }
 
 // Sent is what the journal recorded of a turn an earlier process dispatched.
@@ -124,6 +148,9 @@ type Recorder interface {
 	// AttemptLost reports that a pull backend's attempt will not finish (a session_attempt_lost
 	// row): its subagent stopped before it answered. The backend goes on with the next attempt.
 	AttemptLost(LostAttempt)
+	// CheckpointStarted reports a continuation that starts from the journal's record of its
+	// conversation (a checkpoint_started row), before its first step or thread.
+	CheckpointStarted(Checkpoint)
 }
 
 // LostAttempt is an attempt a pull backend gave up on.

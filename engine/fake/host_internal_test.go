@@ -19,6 +19,8 @@ type nopRecorder struct{}
 func (nopRecorder) Commit() error                   { return nil }
 func (nopRecorder) Dispatched(backend.Step)         {}
 func (nopRecorder) AttemptLost(backend.LostAttempt) {}
+
+func (nopRecorder) CheckpointStarted(backend.Checkpoint) {}
 func (nopRecorder) Thread(backend.Thread)           {}
 func (nopRecorder) Started(string)                  {}
 func (nopRecorder) Warn(reason, detail string)      {}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -77,6 +78,10 @@ type running struct {
 type endedCall struct {
 	id, node string
 	th       backend.Thread
+	// Where its prepared and terminal rows are (0: none, an outcome left unrecorded), and the
+	// call it continued: a continuation of it reads its conversation from the journal.
+	preparedSeq, endSeq uint64
+	prev                *endedCall
 }
 
 // fromRecord takes a call's identity, and the turns it started, from the journal's account of
@@ -270,7 +275,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	defer c.cancel()
 
-	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema}
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
 		// reconcile pass keeps it, as its turn may still run.
@@ -301,9 +306,11 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			rec = nil
 		}
 		c.mu.Unlock()
-		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k)}
+		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
+			from := c.resumeOf
+			t.Conversation = func() ([]backend.Exchange, error) { return r.conversation(from) }
 		}
 		out := r.backend.Run(c.ctx, t, c)
 		c.count(out.Tokens)
@@ -505,6 +512,63 @@ func (c *call) Warn(reason, detail string) {
 	c.r.flushSoon()
 }
 
+// CheckpointStarted implements backend.Recorder: a checkpoint_started row of the call.
+func (c *call) CheckpointStarted(cp backend.Checkpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeCheckpointStarted, Call: c.id, ChainedFrom: cp.Handle,
+		ConversationCalls: cp.Calls, ConversationDigest: cp.Digest})
+	c.r.flushSoon()
+}
+
+// conversation is the journal's record of the continuation chain that ends with e: each
+// call's task (its prepared row) and how it ended (its terminal row), oldest first. The rows
+// are read again from the journal, made durable first, so a run keeps no prompt or answer of
+// an ended call in memory.
+func (r *runner) conversation(e *endedCall) ([]backend.Exchange, error) {
+	var chain []*endedCall
+	for x := e; x != nil; x = x.prev {
+		chain = append(chain, x)
+	}
+	slices.Reverse(chain)
+	if err := r.j.Sync(r.j.LastSeq()); err != nil {
+		return nil, err
+	}
+	row := func(seq uint64, call string) (*journal.Row, error) {
+		rows, err := r.j.Page(seq, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) != 1 || rows[0].Call != call {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: journal row %d of call %s cannot be read again", r.id, seq, call)
+		}
+		return &rows[0], nil
+	}
+	out := make([]backend.Exchange, 0, len(chain))
+	for _, x := range chain {
+		p, err := row(x.preparedSeq, x.id)
+		if err != nil {
+			return nil, err
+		}
+		ex := backend.Exchange{Call: x.id, Prompt: p.Prompt, Status: string(journal.StatusUnknown)}
+		if x.endSeq != 0 {
+			t, err := row(x.endSeq, x.id)
+			if err != nil {
+				return nil, err
+			}
+			ex.Status = string(journal.StatusOf(t.Type))
+			switch {
+			case t.RawText != nil:
+				ex.Answer = *t.RawText
+			case t.Output != nil:
+				ex.Answer = string(t.Output)
+			}
+		}
+		out = append(out, ex)
+	}
+	return out, nil
+}
+
 // AttemptLost implements backend.Recorder: a session_attempt_lost row of the call.
 func (c *call) AttemptLost(l backend.LostAttempt) {
 	c.mu.Lock()
@@ -619,7 +683,11 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			r.clock = row.At
 			r.mu.Lock()
 			delete(r.calls, c.id)
-			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, th: c.th}
+			prepared := c.preparedSeq
+			if c.prepared != nil {
+				prepared = c.prepared.Seq
+			}
+			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
 			r.mu.Unlock()
 			if row.Type == journal.TypeOutcomeUnknown {
 				if _, held := r.toldHolds[c.req.Node]; !held {

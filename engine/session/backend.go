@@ -216,12 +216,29 @@ type step struct {
 	failures     int // writes of the step that failed since it was last written
 	firstFailure time.Time
 
-	note string // what the packet says of earlier attempts
+	note         string // what the packet says of earlier attempts
+	conversation string // what a continuation's packet says of the conversation it goes on from
 }
 
 func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
+	if s.t.Conversation != nil && s.file.Action == ActionSpawn {
+		// A continuation runs on a new subagent, which cannot fork the handle's: its packet
+		// carries the journal's record of the conversation instead.
+		ex, err := s.t.Conversation()
+		if err != nil {
+			return backend.Outcome{Status: backend.Unavailable, Cause: err}
+		}
+		s.conversation = ConversationSection(ex)
+		if s.t.Sent == nil && s.t.Resumed {
+			calls := make([]string, len(ex))
+			for i, e := range ex {
+				calls[i] = e.Call
+			}
+			s.rec.CheckpointStarted(backend.Checkpoint{Handle: s.t.Call.Resume, Calls: calls, Digest: digest(s.conversation)})
+		}
+	}
 	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
 		// The journal has the attempt lost already: on to the next one, without judging it again.
 		s.agent = s.t.Thread.ID
@@ -325,7 +342,7 @@ func (s *step) stepFile() StepFile {
 
 func (s *step) packet() string {
 	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, TmpDir: s.b.cfg.TmpDir,
-		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
+		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
 }
 
 // publish makes the step visible. A step that cannot be written (a full disk) was sent to

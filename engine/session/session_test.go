@@ -2,6 +2,8 @@ package session_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -481,4 +483,81 @@ export default async function main() {
 		require.Equal(b, store.RunCompleted, end.Status)
 		b.ReportMetric(float64(elapsed.Microseconds())/calls/1000, "ms/step")
 	}
+}
+
+const continuation = `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const a = await agent.call({ role: "explorer", prompt: "count the files", schema });
+  const b = await agent.call({ role: "explorer", prompt: "now count the tests", schema, resume: a.handle });
+  return [a.output.n, b.output.n];
+}
+`
+
+// continuationConversation is what c2's packet must carry of c1, as the journal records it.
+const continuationConversation = "## Conversation so far\n\nYou continue this conversation: the earlier tasks and their answers, oldest first. Build on them; do not redo them.\n\n" +
+	"### c1: task\n\ncount the files\n\n### c1: answer (completed)\n\n{\"n\":3}\n\n"
+
+// TestSessionContinuationRunsOnANewSubagentWithItsConversation: a continuation (resume:
+// handle) spawns a subagent of its own, chained to the handle's, whose packet carries the
+// journal's record of the conversation it goes on from.
+func TestSessionContinuationRunsOnANewSubagentWithItsConversation(t *testing.T) {
+	end, rows, _, o, _ := sessionRun(t, continuation, answerN, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `[3, 3]`, string(end.Result))
+	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1"}, o.Spawned, "the continuation spawns a subagent of its own")
+	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
+	require.Len(t, threads, 2)
+	assert.NotEqual(t, threads[0].ThreadID, threads[1].ThreadID)
+	assert.Equal(t, threads[0].ThreadID, threads[1].ChainThread)
+	assert.True(t, strings.HasSuffix(threads[1].ChainedFrom, ":c1"), threads[1].ChainedFrom)
+	step := enginetest.CallRows(rows, "c2")[1]
+	require.Equal(t, journal.TypeStepPublished, step.Type)
+	packet, err := os.ReadFile(step.Packet)
+	require.NoError(t, err)
+	assert.Contains(t, string(packet), continuationConversation+"## Task\n\nnow count the tests\n")
+	assert.Empty(t, enginetest.OfType(rows, journal.TypeCheckpointStarted), "a run's first process forks nothing either, but writes no checkpoint row")
+}
+
+// TestSessionContinuationInAResumesSuffixStartsFromACheckpoint: a continuation a resumed
+// process starts writes checkpoint_started (the handle, the conversation's calls and its
+// digest) before its step, once; its packet carries the same conversation whichever process
+// publishes it.
+func TestSessionContinuationInAResumesSuffixStartsFromACheckpoint(t *testing.T) {
+	crashAfterEveryCommit(t, continuation, answerN, func(msg string, end *store.Status, rows []journal.Row, o *sessiontest.Owner) {
+		assert.JSONEq(t, `[3, 3]`, string(end.Result), msg)
+		c2 := enginetest.CallRows(rows, "c2")
+		var step journal.Row
+		for _, r := range c2 {
+			if r.Type == journal.TypeStepPublished {
+				step = r
+			}
+		}
+		require.NotEmpty(t, step.Packet, msg)
+		packet, err := os.ReadFile(step.Packet)
+		require.NoError(t, err, msg)
+		assert.Contains(t, string(packet), continuationConversation, msg)
+		starts := 0
+		for _, r := range rows {
+			if r.Type == journal.TypeStarted {
+				starts++
+			}
+			if r.Seq == step.Seq {
+				break
+			}
+		}
+		checkpoints := enginetest.OfType(c2, journal.TypeCheckpointStarted)
+		if starts == 1 {
+			assert.Empty(t, checkpoints, "%s: the first process published c2's step", msg)
+			return
+		}
+		require.Len(t, checkpoints, 1, "%s: c2's step was published in a resume's suffix", msg)
+		cp := checkpoints[0]
+		assert.Less(t, cp.Seq, step.Seq, msg)
+		assert.Equal(t, []string{"c1"}, cp.ConversationCalls, msg)
+		assert.True(t, strings.HasSuffix(cp.ChainedFrom, ":c1"), msg)
+		sum := sha256.Sum256([]byte(continuationConversation))
+		assert.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), cp.ConversationDigest, msg)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
@@ -114,8 +115,30 @@ type PacketInput struct {
 	TmpDir    string // the run's recorded TMPDIR; "" when it records none
 	RunJSON   string // the run.json that records it
 	Note      string // what happened to earlier attempts
+	// Conversation is what a continuation goes on from (ConversationSection).
+	Conversation string
 	Task      string // the call's prompt (a repair's packet: the task, the answer and the instruction)
 	Schema    string // the output schema, JSON; "" for a text answer
+}
+
+// ConversationSection is the part of a continuation's packet that carries the conversation it
+// goes on from, as the journal records it: each call's task and answer, oldest first. "" for
+// none.
+func ConversationSection(ex []backend.Exchange) string {
+	if len(ex) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Conversation so far\n\nYou continue this conversation: the earlier tasks and their answers, oldest first. Build on them; do not redo them.\n\n")
+	for _, e := range ex {
+		fmt.Fprintf(&b, "### %s: task\n\n%s\n\n", e.Call, e.Prompt)
+		if e.Answer == "" {
+			fmt.Fprintf(&b, "### %s: no answer (%s)\n\n", e.Call, e.Status)
+		} else {
+			fmt.Fprintf(&b, "### %s: answer (%s)\n\n%s\n\n", e.Call, e.Status, e.Answer)
+		}
+	}
+	return b.String()
 }
 
 // Packet is the self-contained task packet of a step, in Markdown.
@@ -131,6 +154,7 @@ func Packet(in PacketInput) string {
 	if in.Note != "" {
 		b.WriteString("## Earlier attempts\n\n" + in.Note + "\n\n")
 	}
+	b.WriteString(in.Conversation)
 	b.WriteString("## Task\n\n" + in.Task + "\n\n")
 	b.WriteString("## Output contract\n\n")
 	if in.Schema == "" {

@@ -204,6 +204,8 @@ type subagent struct {
 func (a *subagent) Commit() error                   { return nil }
 func (a *subagent) Dispatched(backend.Step)         {}
 func (a *subagent) AttemptLost(backend.LostAttempt) {}
+
+func (a *subagent) CheckpointStarted(backend.Checkpoint) {}
 func (a *subagent) Warn(string, string)             {}
 func (a *subagent) Thread(th backend.Thread) {
 	a.thread = th
