@@ -169,8 +169,8 @@ type Row struct {
 	// given, oldest first, and the digest of that conversation.
 	ConversationCalls  []string `json:"conversation_calls,omitempty"`
 	ConversationDigest string   `json:"conversation_digest,omitempty"`
-	Cwd         string `json:"cwd,omitempty"`
-	RolloutPath string `json:"rollout_path,omitempty"`
+	Cwd                string   `json:"cwd,omitempty"`
+	RolloutPath        string   `json:"rollout_path,omitempty"`
 
 	// turn_started, step_published
 	K      int    `json:"k,omitempty"`      // 1 for the task turn, 2 for the repair

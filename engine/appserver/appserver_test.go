@@ -120,8 +120,8 @@ func (r *recorder) Dispatched(st backend.Step)        { r.add("dispatched " + st
 func (r *recorder) AttemptLost(l backend.LostAttempt) { r.add("lost " + l.Reason) }
 
 func (r *recorder) CheckpointStarted(cp backend.Checkpoint) { r.add("checkpoint " + cp.Handle) }
-func (r *recorder) Thread(th backend.Thread)          { r.add("thread") }
-func (r *recorder) Started(turnID string)             { r.add("started"); r.started <- turnID }
+func (r *recorder) Thread(th backend.Thread)                { r.add("thread") }
+func (r *recorder) Started(turnID string)                   { r.add("started"); r.started <- turnID }
 func (r *recorder) Warn(reason, detail string) {
 	r.add("warn " + reason)
 }

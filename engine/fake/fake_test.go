@@ -29,9 +29,9 @@ func (r *recorder) Dispatched(st backend.Step)        { r.add("dispatched " + st
 func (r *recorder) AttemptLost(l backend.LostAttempt) { r.add("lost " + l.Reason) }
 
 func (r *recorder) CheckpointStarted(cp backend.Checkpoint) { r.add("checkpoint " + cp.Handle) }
-func (r *recorder) Thread(th backend.Thread)          { r.add("thread " + th.ID) }
-func (r *recorder) Started(id string)                 { r.add("started " + id) }
-func (r *recorder) Warn(reason, detail string)        { r.add("warn " + reason) }
+func (r *recorder) Thread(th backend.Thread)                { r.add("thread " + th.ID) }
+func (r *recorder) Started(id string)                       { r.add("started " + id) }
+func (r *recorder) Warn(reason, detail string)              { r.add("warn " + reason) }
 
 func answers(t *testing.T, js string) *fake.Answers {
 	t.Helper()

@@ -21,9 +21,9 @@ func (nopRecorder) Dispatched(backend.Step)         {}
 func (nopRecorder) AttemptLost(backend.LostAttempt) {}
 
 func (nopRecorder) CheckpointStarted(backend.Checkpoint) {}
-func (nopRecorder) Thread(backend.Thread)           {}
-func (nopRecorder) Started(string)                  {}
-func (nopRecorder) Warn(reason, detail string)      {}
+func (nopRecorder) Thread(backend.Thread)                {}
+func (nopRecorder) Started(string)                       {}
+func (nopRecorder) Warn(reason, detail string)           {}
 
 // TestTheRunsOwnHostKeepsNothingPerTurn: the host a run's process opens is read by nobody, so
 // it must not keep a count or a prompt of every turn (a 100,000-call run would hold them all);

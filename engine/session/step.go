@@ -117,8 +117,8 @@ type PacketInput struct {
 	Note      string // what happened to earlier attempts
 	// Conversation is what a continuation goes on from (ConversationSection).
 	Conversation string
-	Task      string // the call's prompt (a repair's packet: the task, the answer and the instruction)
-	Schema    string // the output schema, JSON; "" for a text answer
+	Task         string // the call's prompt (a repair's packet: the task, the answer and the instruction)
+	Schema       string // the output schema, JSON; "" for a text answer
 }
 
 // ConversationSection is the part of a continuation's packet that carries the conversation it

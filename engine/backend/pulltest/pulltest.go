@@ -206,7 +206,7 @@ func (a *subagent) Dispatched(backend.Step)         {}
 func (a *subagent) AttemptLost(backend.LostAttempt) {}
 
 func (a *subagent) CheckpointStarted(backend.Checkpoint) {}
-func (a *subagent) Warn(string, string)             {}
+func (a *subagent) Warn(string, string)                  {}
 func (a *subagent) Thread(th backend.Thread) {
 	a.thread = th
 }
