@@ -53,6 +53,7 @@ type Backend struct {
 	mu      sync.Mutex
 	waiting map[string]chan Report // marker → the step waiting for its report
 	bound   map[string]string      // marker → its subagent, for the open calls' bound steps
+	closing map[StepFile]bool      // close steps published, until the host shows their subagent closed
 	closed  context.Context        // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -76,7 +77,10 @@ func New(cfg Config) *Backend {
 		cfg.Warn = func(string, string) {}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, bound: map[string]string{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, bound: map[string]string{}, closing: map[StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	// The live index as this process writes it; a step it cannot make visible is retried
+	// by the step itself.
+	_ = b.bus.Reindex()
 	go b.answerInbox(ctx)
 	return b
 }
@@ -98,10 +102,22 @@ func (b *Backend) answerInbox(ctx context.Context) {
 	defer close(b.done)
 	t := time.NewTicker(b.cfg.Poll)
 	defer t.Stop()
-	for {
+	if steps, _, err := b.bus.Steps(); err == nil {
+		b.mu.Lock()
+		for _, st := range steps { // an earlier process's, not yet retracted
+			if st.Action == ActionClose {
+				b.closing[st] = true
+			}
+		}
+		b.mu.Unlock()
+	}
+	for polls := 1; ; polls++ {
 		reports, _ := b.bus.Inbox()
 		for _, r := range reports {
 			b.route(r)
+		}
+		if polls%b.cfg.LookupEvery == 0 {
+			b.sweepCloses(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -165,6 +181,9 @@ func (b *Backend) setBound(marker, agent string) {
 	b.mu.Lock()
 	b.bound[marker] = agent
 	b.mu.Unlock()
+	if call, _, attempt, ok := ParseMarker(marker); ok {
+		_ = b.bus.MarkBound(call, attempt, agent)
+	}
 }
 
 // register makes marker the one the step waits under ("": none); reports for the marker it
@@ -182,6 +201,38 @@ func (s *step) register(marker string) {
 	}
 }
 
+// sweepCloses retracts the close steps whose subagent the host shows closed (notLoaded, or
+// unknown to it), so crw flow next hands out each close until the owner has made it. A host
+// that cannot be read retracts nothing.
+func (b *Backend) sweepCloses(ctx context.Context) {
+	b.mu.Lock()
+	var pending []StepFile
+	for st := range b.closing {
+		pending = append(pending, st)
+	}
+	b.mu.Unlock()
+	for _, st := range pending {
+		th, err := b.cfg.Host.ReadThread(ctx, st.AgentID)
+		if errors.Is(err, ErrUnknownThread) || err == nil && th.Status == "notLoaded" {
+			b.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
+			b.mu.Lock()
+			delete(b.closing, st)
+			b.mu.Unlock()
+		}
+	}
+}
+
+// closeStep publishes a close step for a subagent and watches it until the owner closes it.
+func (b *Backend) closeStep(call string, attempt int, agent string) error {
+	if err := b.bus.CloseAgent(call, attempt, agent); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.closing[StepFile{Call: call, Attempt: attempt, Action: ActionClose, AgentID: agent}] = true
+	b.mu.Unlock()
+	return nil
+}
+
 // Done implements backend.Backend: the call's subagent is closed (a close step).
 func (b *Backend) Done(call backend.Call, th backend.Thread) {
 	b.mu.Lock()
@@ -191,11 +242,12 @@ func (b *Backend) Done(call backend.Call, th backend.Thread) {
 		}
 	}
 	b.mu.Unlock()
+	b.bus.Unbind(call.ID, 0)
 	attempt := 1
 	if th.Bind != nil && th.Bind.Attempt > 0 {
 		attempt = th.Bind.Attempt
 	}
-	if err := b.bus.CloseAgent(call.ID, attempt, th.ID); err != nil {
+	if err := b.closeStep(call.ID, attempt, th.ID); err != nil {
 		b.cfg.Warn("step_unwritten", "the close step of "+call.ID+" could not be written")
 	}
 }
@@ -307,7 +359,8 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 		}
 	}
 	if s.agent != "" {
-		if err := s.b.bus.CloseAgent(s.t.Call.ID, s.attempt, s.agent); err != nil {
+		s.b.bus.Unbind(s.t.Call.ID, s.attempt)
+		if err := s.b.closeStep(s.t.Call.ID, s.attempt, s.agent); err != nil {
 			s.rec.Warn("step_unwritten", "the close step of "+s.agent+" could not be written")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/userfile"
@@ -59,6 +60,74 @@ type Bus struct{ Dir string }
 
 func (b Bus) stepsDir(call string) string { return filepath.Join(b.Dir, "steps", call) }
 
+// The live index, steps/.live/<call>, names every call that may have a step, a close step or
+// a bound mark on the bus, so a reader lists those calls' folders and not every call's. An
+// entry is made before such a file is written and taken away only once its folder holds none,
+// under liveMu: only the run's process writes the bus.
+var liveMu sync.Mutex
+
+func (b Bus) liveDir() string { return filepath.Join(b.Dir, "steps", ".live") }
+
+// live records that call may have files on the bus; before they are written.
+func (b Bus) live(call string) error {
+	if err := os.MkdirAll(b.liveDir(), 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(b.stepsDir(call), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(b.liveDir(), call), nil, 0o600)
+}
+
+// settle takes call out of the live index when its folder holds no live file any more.
+func (b Bus) settle(call string) {
+	files, err := os.ReadDir(b.stepsDir(call))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	for _, f := range files {
+		if isLive(f.Name()) {
+			return
+		}
+	}
+	_ = os.Remove(filepath.Join(b.liveDir(), call))
+}
+
+// isLive is a file of a call's folder that a reader of the bus takes: a step, a close step or a
+// bound mark (a packet stays, for the record, and is not live).
+func isLive(name string) bool {
+	return !strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".agent"))
+}
+
+// Reindex makes the live index again from every call's folder: a process does it before it
+// writes the bus, so an index an older process left incomplete is whole again.
+func (b Bus) Reindex() error {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	calls, err := os.ReadDir(filepath.Join(b.Dir, "steps"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if !c.IsDir() || !validName(c.Name()) {
+			continue
+		}
+		files, _ := os.ReadDir(b.stepsDir(c.Name()))
+		for _, f := range files {
+			if isLive(f.Name()) {
+				if err := b.live(c.Name()); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // PacketPath is where the packet of a step is written.
 func (b Bus) PacketPath(call string, k, attempt int) string {
 	return filepath.Join(b.stepsDir(call), fmt.Sprintf("packet-t%d-a%d.md", k, attempt))
@@ -71,7 +140,9 @@ func (b Bus) stepPath(call string, k, attempt int) string {
 // Publish writes a step's packet, then its step file: once the step file is there, the owner
 // may take it.
 func (b Bus) Publish(st StepFile, packet string) error {
-	if err := os.MkdirAll(b.stepsDir(st.Call), 0o700); err != nil {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	if err := b.live(st.Call); err != nil {
 		return err
 	}
 	if packet != "" {
@@ -85,10 +156,13 @@ func (b Bus) Publish(st StepFile, packet string) error {
 
 // Retract takes a step back: the owner no longer sees it. Its packet stays, for the record.
 func (b Bus) Retract(call string, k, attempt int) error {
+	liveMu.Lock()
+	defer liveMu.Unlock()
 	err := os.Remove(b.stepPath(call, k, attempt))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		err = nil
 	}
+	b.settle(call)
 	return err
 }
 
@@ -104,28 +178,85 @@ func (b Bus) CloseAgent(call string, attempt int, agent string) error {
 	if !validName(call) || !validName(agent) {
 		return fmt.Errorf("close step: %q/%q is not a call and agent id", call, agent)
 	}
-	if err := os.MkdirAll(b.stepsDir(call), 0o700); err != nil {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	if err := b.live(call); err != nil {
 		return err
 	}
 	st := StepFile{Call: call, Attempt: attempt, Action: ActionClose, AgentID: agent}
 	data, _ := json.MarshalIndent(st, "", "  ")
-	return writeAtomic(filepath.Join(b.stepsDir(call), fmt.Sprintf("close-a%d-%s.json", attempt, agent)), append(data, '\n'))
+	return writeAtomic(b.closePath(call, attempt, agent), append(data, '\n'))
+}
+
+func (b Bus) closePath(call string, attempt int, agent string) string {
+	return filepath.Join(b.stepsDir(call), fmt.Sprintf("close-a%d-%s.json", attempt, agent))
+}
+
+// RetractClose takes back a close step: its subagent is closed.
+func (b Bus) RetractClose(call string, attempt int, agent string) {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	_ = os.Remove(b.closePath(call, attempt, agent))
+	b.settle(call)
+}
+
+// agentPath marks the subagent bound to an attempt of a call: steps/<call>/a<n>.agent holds its
+// id while the call is open, so crw flow next counts the open subagents without the journal.
+func (b Bus) agentPath(call string, attempt int) string {
+	return filepath.Join(b.stepsDir(call), fmt.Sprintf("a%d.agent", attempt))
+}
+
+// MarkBound records the subagent an attempt of a call is bound to.
+func (b Bus) MarkBound(call string, attempt int, agent string) error {
+	if !validName(call) || !validName(agent) {
+		return fmt.Errorf("bound mark: %q/%q is not a call and agent id", call, agent)
+	}
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	if err := b.live(call); err != nil {
+		return err
+	}
+	return writeAtomic(b.agentPath(call, attempt), []byte(agent))
+}
+
+// Unbind takes back the mark of an attempt's subagent (attempt 0: of every attempt of the call).
+func (b Bus) Unbind(call string, attempt int) {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	defer b.settle(call)
+	if attempt > 0 {
+		_ = os.Remove(b.agentPath(call, attempt))
+		return
+	}
+	marks, _ := filepath.Glob(filepath.Join(b.stepsDir(call), "a*.agent"))
+	for _, m := range marks {
+		_ = os.Remove(m)
+	}
 }
 
 // Steps reads every published step, close steps included, ordered by call and file name.
 // A file that cannot be read or decoded is skipped: it is being replaced.
 func (b Bus) Steps() ([]StepFile, []string, error) {
-	calls, err := os.ReadDir(filepath.Join(b.Dir, "steps"))
+	steps, paths, _, err := b.Read()
+	return steps, paths, err
+}
+
+// Read reads the bus in one pass: every published step with its path, and the subagents
+// bound to the open calls (MarkBound). It reads the folders of the calls the live index names
+// (every call's on a bus without one), so its cost follows the calls in flight, not the run's.
+func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err error) {
+	calls, err := os.ReadDir(b.liveDir())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		calls, err = os.ReadDir(filepath.Join(b.Dir, "steps"))
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var steps []StepFile
-	var paths []string
 	for _, c := range calls {
-		if !c.IsDir() || !validName(c.Name()) {
+		if !validName(c.Name()) {
 			continue
 		}
 		files, err := os.ReadDir(b.stepsDir(c.Name()))
@@ -134,6 +265,12 @@ func (b Bus) Steps() ([]StepFile, []string, error) {
 		}
 		for _, f := range files {
 			name := f.Name()
+			if strings.HasSuffix(name, ".agent") && !strings.HasPrefix(name, ".") {
+				if data, err := userfile.Read(filepath.Join(b.stepsDir(c.Name()), name), 256); err == nil && validName(string(data)) {
+					agents = append(agents, string(data))
+				}
+				continue
+			}
 			if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 				continue
 			}
@@ -147,7 +284,7 @@ func (b Bus) Steps() ([]StepFile, []string, error) {
 			paths = append(paths, path)
 		}
 	}
-	return steps, paths, nil
+	return steps, paths, agents, nil
 }
 
 // Dispatch writes a report into the inbox and returns it with its id.

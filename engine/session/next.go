@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/crw-dev/crw/journal"
 )
 
 // States crw flow next answers.
@@ -53,11 +51,12 @@ type NextView struct {
 // SpawnFormat is how every spawn step is made.
 const SpawnFormat = "spawn_agent(agent_type, message, model, reasoning_effort, fork_context=false)"
 
-// Next builds crw flow next's answer from the run's state, its published steps and its rows.
-func Next(run, state, status string, steps []StepFile, rows []journal.Row, maxThreads int) NextView {
+// Next builds crw flow next's answer from the run's state and its bus: the published steps and
+// the subagents bound to open calls (Bus.Read).
+func Next(run, state, status string, steps []StepFile, agents []string, maxThreads int) NextView {
 	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormat: SpawnFormat}
 	v.Slots.Limit = maxThreads
-	v.Slots.Agents = OpenAgents(rows)
+	v.Slots.Agents = append([]string{}, agents...)
 	closing := []string{}
 	for _, st := range steps {
 		ns := NextStep{StepFile: st}
@@ -126,27 +125,6 @@ func hint(v NextView, closing []string) string {
 		h = append(h, "Then alternate wait_agent(targets: "+targets+", timeout_ms: 30000) with crw flow next "+v.Run+" --wait 30 until the run ends.")
 	}
 	return strings.Join(h, " ")
-}
-
-// OpenAgents are the subagents bound to calls of the run that have no terminal row yet.
-func OpenAgents(rows []journal.Row) []string {
-	open := map[string]string{} // call → agent
-	for i := range rows {
-		r := &rows[i]
-		switch {
-		case r.Type == journal.TypePrepared:
-			delete(open, r.Call)
-		case r.Type == journal.TypeThreadStarted && r.Via == Name:
-			open[r.Call] = r.ThreadID
-		case journal.IsTerminal(r.Type):
-			delete(open, r.Call)
-		}
-	}
-	agents := []string{}
-	for _, a := range open {
-		agents = append(agents, a)
-	}
-	return agents
 }
 
 func contains(s []string, v string) bool {

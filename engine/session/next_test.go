@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/journal"
 )
 
 func TestNextHandsOutHostCalls(t *testing.T) {
@@ -19,14 +18,8 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 		{Call: "c1", K: 2, Attempt: 1, Marker: "c1/t2-a1", Action: session.ActionSendInput, AgentID: "agent-1", Message: "crw-flow-op: c1/t2-a1\nfix it"},
 		{Call: "c0", Attempt: 1, Action: session.ActionClose, AgentID: "agent-0"},
 	}
-	rows := []journal.Row{
-		{Type: journal.TypePrepared, Call: "c1"},
-		{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "agent-1", Via: "session"},
-		{Type: journal.TypePrepared, Call: "c0"},
-		{Type: journal.TypeThreadStarted, Call: "c0", ThreadID: "agent-0", Via: "session"},
-		{Type: journal.TypeCompleted, Call: "c0"},
-	}
-	v := session.Next("r1", session.StateRunning, "", steps, rows, 6)
+	agents := []string{"agent-1"} // c1's subagent; c0 has ended, its subagent waits for its close
+	v := session.Next("r1", session.StateRunning, "", steps, agents, 6)
 	assert.Equal(t, session.StateWaitingSession, v.State)
 	require.Len(t, v.Steps, 3)
 	assert.Equal(t, session.HostCall{Tool: "spawn_agent", Arguments: map[string]any{
@@ -39,13 +32,13 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 	assert.Contains(t, v.Hint, "First close_agent each of agent-0.")
 	assert.Contains(t, v.Hint, "wait_agent(targets: agent-0, agent-1")
 
-	full := session.Next("r1", session.StateRunning, "", steps[:1], rows, 2)
+	full := session.Next("r1", session.StateRunning, "", steps[:1], agents, 2)
 	assert.Contains(t, full.Hint, "slots are full")
 
-	idle := session.Next("r1", session.StateRunning, "", nil, rows, 6)
+	idle := session.Next("r1", session.StateRunning, "", nil, agents, 6)
 	assert.Equal(t, session.StateRunning, idle.State)
 	assert.Empty(t, idle.Steps)
-	ended := session.Next("r1", session.StateEnded, "completed", nil, rows, 6)
+	ended := session.Next("r1", session.StateEnded, "completed", nil, agents, 6)
 	assert.Contains(t, ended.Hint, "The run ended (completed)")
 	assert.NotContains(t, ended.Hint, "wait_agent")
 }
@@ -103,26 +96,89 @@ func TestBusReportsAndReplies(t *testing.T) {
 	assert.Len(t, got, 1, "an answered report leaves the inbox")
 }
 
-// BenchmarkNextAt1000Calls is what crw flow next computes for a run of 1,000 session calls
-// (5,000 rows) with 3 steps waiting: the journal's rows are read by the command besides.
+// TestBusMarksTheBoundSubagents: a bound attempt's subagent is on the bus while its call is
+// open, for crw flow next to count without the journal.
+func TestBusMarksTheBoundSubagents(t *testing.T) {
+	bus := session.Bus{Dir: t.TempDir()}
+	require.NoError(t, bus.MarkBound("c1", 1, "agent-a"))
+	require.NoError(t, bus.MarkBound("c1", 2, "agent-b"))
+	require.NoError(t, bus.MarkBound("c2", 1, "agent-c"))
+	assert.Error(t, bus.MarkBound("c3", 1, "../x"))
+	_, _, agents, err := bus.Read()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"agent-a", "agent-b", "agent-c"}, agents)
+	bus.Unbind("c1", 1)
+	_, _, agents, _ = bus.Read()
+	assert.ElementsMatch(t, []string{"agent-b", "agent-c"}, agents)
+	bus.Unbind("c1", 0)
+	_, _, agents, _ = bus.Read()
+	assert.Equal(t, []string{"agent-c"}, agents)
+}
+
+// BenchmarkNextAt1000Calls is what crw flow next does for a run of 1,000 session calls: it
+// reads the bus (1,000 call folders, each with its packet; 3 steps waiting, 2 subagents bound)
+// and builds its answer. It reads no journal row.
 func BenchmarkNextAt1000Calls(b *testing.B) {
-	var rows []journal.Row
+	bus := session.Bus{Dir: b.TempDir()}
 	for i := 1; i <= 1000; i++ {
 		call := fmt.Sprint("c", i)
-		rows = append(rows, journal.Row{Type: journal.TypePrepared, Call: call}, journal.Row{Type: journal.TypeStepPublished, Call: call},
-			journal.Row{Type: journal.TypeThreadStarted, Call: call, ThreadID: "agent-" + call, Via: "session"},
-			journal.Row{Type: journal.TypeTurnStarted, Call: call})
-		if i <= 997 {
-			rows = append(rows, journal.Row{Type: journal.TypeCompleted, Call: call})
+		st := session.StepFile{Call: call, K: 1, Attempt: 1, Marker: call + "/t1-a1", Action: session.ActionSpawn, AgentType: "reviewer",
+			Packet: bus.PacketPath(call, 1, 1)}
+		require.NoError(b, bus.Publish(st, "packet of "+call))
+		switch {
+		case i <= 997:
+			require.NoError(b, bus.Retract(call, 1, 1))
+		case i <= 999:
+			require.NoError(b, bus.Retract(call, 1, 1))
+			require.NoError(b, bus.MarkBound(call, 1, "agent-"+call))
 		}
 	}
-	steps := []session.StepFile{{Call: "c998", K: 2, Attempt: 1, Marker: "c998/t2-a1", Action: session.ActionSendInput, AgentID: "agent-c998"},
-		{Call: "c999", K: 1, Attempt: 1, Marker: "c999/t1-a1", Action: session.ActionSpawn, AgentType: "reviewer"},
-		{Call: "c1", Attempt: 1, Action: session.ActionClose, AgentID: "agent-c1"}}
+	require.NoError(b, bus.CloseAgent("c1", 1, "agent-c1"))
 	for b.Loop() {
-		v := session.Next("r1", session.StateRunning, "", steps, rows, 6)
-		if v.Slots.Open != 4 {
-			b.Fatalf("open slots %d", v.Slots.Open)
+		steps, _, agents, err := bus.Read()
+		require.NoError(b, err)
+		v := session.Next("r1", session.StateRunning, "", steps, agents, 6)
+		if len(v.Steps) != 2 || v.Slots.Open != 3 {
+			b.Fatalf("steps %d, open slots %d", len(v.Steps), v.Slots.Open)
 		}
 	}
+}
+
+// TestBusLiveIndexFollowsTheCallsInFlight: a call is in the live index while it has a step, a
+// close step or a bound mark, and out of it once it has none; Reindex makes the index again
+// from the calls' folders.
+func TestBusLiveIndexFollowsTheCallsInFlight(t *testing.T) {
+	bus := session.Bus{Dir: t.TempDir()}
+	live := func() []string {
+		entries, err := os.ReadDir(filepath.Join(bus.Dir, "steps", ".live"))
+		require.NoError(t, err)
+		var calls []string
+		for _, e := range entries {
+			calls = append(calls, e.Name())
+		}
+		return calls
+	}
+	st := session.StepFile{Call: "c1", K: 1, Attempt: 1, Action: session.ActionSpawn, Packet: bus.PacketPath("c1", 1, 1)}
+	require.NoError(t, bus.Publish(st, "packet"))
+	require.NoError(t, bus.MarkBound("c1", 1, "agent-1"))
+	require.NoError(t, bus.Retract("c1", 1, 1))
+	assert.Equal(t, []string{"c1"}, live(), "bound: still in flight")
+	bus.Unbind("c1", 0)
+	assert.Empty(t, live(), "nothing of c1 is left on the bus")
+	assert.FileExists(t, bus.PacketPath("c1", 1, 1), "the packet stays, for the record")
+	require.NoError(t, bus.CloseAgent("c1", 1, "agent-1"))
+	assert.Equal(t, []string{"c1"}, live())
+	steps, _, _, err := bus.Read()
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	assert.Equal(t, session.ActionClose, steps[0].Action)
+
+	require.NoError(t, os.RemoveAll(filepath.Join(bus.Dir, "steps", ".live")))
+	require.NoError(t, bus.Reindex())
+	assert.Equal(t, []string{"c1"}, live(), "made again from the folders")
+	bus.RetractClose("c1", 1, "agent-1")
+	assert.Empty(t, live())
+	steps, _, _, err = bus.Read()
+	require.NoError(t, err)
+	assert.Empty(t, steps)
 }

@@ -57,9 +57,22 @@ func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessi
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
-	// The close steps of the last calls: the owner takes them too.
-	require.Eventually(t, func() bool { o.Pass(); steps, _, _ := o.Bus.Steps(); return len(steps) == 0 }, 5*time.Second, 5*time.Millisecond)
+	// The close steps of the last calls: the owner takes them too. With no process left to
+	// retract them, their files stay, naming subagents that are closed.
+	require.Eventually(t, func() bool {
+		o.Pass()
+		steps, _, _ := o.Bus.Steps()
+		for _, st := range steps {
+			if st.Action != session.ActionClose || !host.Closed(st.AgentID) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
 	stopOwner()
+	_, _, agents, err := o.Bus.Read()
+	require.NoError(t, err)
+	assert.Empty(t, agents, "no subagent is marked bound once every call has ended")
 	rows, err := svc.Rows(ctx, id)
 	require.NoError(t, err)
 	enginetest.CheckJournal(t, rows)
@@ -427,7 +440,11 @@ export default async function main() { return (await agent.call({ role: "executo
 	assert.Equal(t, "turn_stopped", lost.Reason)
 	assert.Equal(t, "notLoaded", lost.HostStatus)
 	assert.Equal(t, "interrupted", lost.TurnStatus)
-	assert.True(t, host.Closed(threads[0].ThreadID), "the lost attempt's subagent is closed")
+	// Its close step is taken back once the host shows the subagent closed, and a lost one
+	// reads notLoaded already: the owner may or may not have closed it by then.
+	th, err := host.ReadThread(context.Background(), threads[0].ThreadID)
+	require.NoError(t, err)
+	assert.Equal(t, "notLoaded", th.Status, "the lost attempt's subagent runs nothing")
 	second := enginetest.OfType(rows, journal.TypeStepPublished)[1]
 	assert.Equal(t, 2, second.Attempt)
 	assert.Equal(t, "c1/t1-a2", second.Marker)
@@ -560,4 +577,36 @@ func TestSessionContinuationInAResumesSuffixStartsFromACheckpoint(t *testing.T) 
 		sum := sha256.Sum256([]byte(continuationConversation))
 		assert.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), cp.ConversationDigest, msg)
 	})
+}
+
+func closeSteps(t *testing.T, runDir, call string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(runDir, "steps", call, "close-*.json"))
+	require.NoError(t, err)
+	return files
+}
+
+// TestSessionCloseStepIsRetractedOnceClosed: a close step stays until the host shows its
+// subagent closed, then the run takes it back: crw flow next hands out each close until the
+// owner has made it, and no longer.
+func TestSessionCloseStepIsRetractedOnceClosed(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", prompt: "first" });
+  const b = await agent.call({ role: "explorer", prompt: "second" });
+  return [a.output, b.output];
+}
+`
+	var runDir string
+	retracted := false
+	end, _, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.Call == "c2" {
+			// The owner closed c1's subagent in this pass, before it took c2's step.
+			retracted = assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
+		}
+		return sessiontest.Answer{Text: st.Call}
+	}, func(o *sessiontest.Owner) { runDir = o.Bus.Dir })
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.True(t, retracted, "c1's close step was retracted while the run went on")
 }

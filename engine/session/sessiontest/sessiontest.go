@@ -223,7 +223,7 @@ func (o *Owner) Pass() int {
 	if o.taken == nil {
 		o.taken = map[string]bool{}
 	}
-	steps, paths, _ := o.Bus.Steps()
+	steps, _, _ := o.Bus.Steps()
 	// An owner remembers a step while `next` shows it: a step published again after it was
 	// gone is a new step to it, and is spawned again.
 	shown := map[string]bool{}
@@ -236,10 +236,12 @@ func (o *Owner) Pass() int {
 		}
 	}
 	took := 0
-	for i, st := range steps {
+	for _, st := range steps {
 		if st.Action == session.ActionClose {
-			o.Host.CloseAgent(st.AgentID)
-			_ = os.Remove(paths[i])
+			// As a real owner: close_agent only; the run retracts the step once it sees it.
+			if !o.Host.Closed(st.AgentID) {
+				o.Host.CloseAgent(st.AgentID)
+			}
 			continue
 		}
 		if o.taken[st.Marker] {

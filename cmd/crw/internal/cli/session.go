@@ -89,25 +89,21 @@ resumed, as crw flow resume RUN --detach does.`,
 }
 
 func nextView(ctx context.Context, svc *engine.Service, bus session.Bus, st *store.Status) (session.NextView, error) {
-	steps, _, err := bus.Steps()
-	if err != nil {
-		return session.NextView{}, err
-	}
-	rows, err := svc.Rows(ctx, st.Run)
+	// The bus alone: the journal is not read, so the answer costs the same at any length.
+	steps, _, agents, err := bus.Read()
 	if err != nil {
 		return session.NextView{}, err
 	}
 	state := session.StateRunning
-	switch st.State {
-	case store.StateEnded:
+	switch {
+	case st.State == store.StateEnded:
 		state = session.StateEnded
-	case store.StatePaused:
+	case st.State == store.StatePaused:
 		state = session.StatePaused
+	case st.State == store.StateRunning && st.LastSeq == 0:
+		state = session.StateStarting // its process has not published its start yet
 	}
-	if len(rows) == 0 {
-		state = session.StateStarting
-	}
-	return session.Next(st.Run, state, string(st.Status), steps, rows, session.MaxThreads("")), nil
+	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads("")), nil
 }
 
 func printNext(g *globals, streams IO, v session.NextView) {
