@@ -52,7 +52,7 @@ resumed, as crw flow resume RUN --detach does.`,
 			}
 			ctx := cmd.Context()
 			deadline := time.Now().Add(wait)
-			resumed := 0
+			resumed, first := 0, "" // first: the state it was asked in
 			for {
 				bus, st, err := sessionBus(ctx, g, svc, id)
 				if err != nil {
@@ -72,7 +72,10 @@ resumed, as crw flow resume RUN --detach does.`,
 				if resumed != 0 {
 					view.Hint = "No process held the run: it was resumed (pid " + fmt.Sprint(resumed) + "), as crw flow resume --detach does. " + view.Hint
 				}
-				if len(view.Steps) > 0 || view.State == session.StateEnded || view.State == session.StatePaused || !time.Now().Before(deadline) {
+				if first == "" {
+					first = view.State
+				}
+				if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || !time.Now().Before(deadline) {
 					printNext(g, streams, view)
 					return nil
 				}
@@ -84,7 +87,7 @@ resumed, as crw flow resume RUN --detach does.`,
 			}
 		},
 	}
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 30s) for a step or the run's end")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 30s) for a step or a change of the run's state")
 	return cmd
 }
 
