@@ -198,8 +198,13 @@ type Row struct {
 	HostCwd          string  `json:"host_cwd,omitempty"`
 	ParentThreadID   string  `json:"parent_thread_id,omitempty"`
 	AgentRole        string  `json:"agent_role,omitempty"`
-	HostStatus       string  `json:"host_status,omitempty"` // session_attempt_lost: the thread's status on the host
-	TurnStatus       string  `json:"turn_status,omitempty"` // and its marker turn's
+	// thread_started of a session subagent: which decided parts of the role's pair were not
+	// checked (pair_unchecked, effort_unchecked, model_unchecked; "" both were), and the
+	// pairs earlier attempts of the call (or the handle's subagent) ran when they differ.
+	PairCheck  string `json:"pair_check,omitempty"`
+	PriorPairs []Pair `json:"prior_pairs,omitempty"`
+	HostStatus string `json:"host_status,omitempty"` // session_attempt_lost: the thread's status on the host
+	TurnStatus string `json:"turn_status,omitempty"` // and its marker turn's
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

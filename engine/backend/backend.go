@@ -56,6 +56,8 @@ type Bind struct {
 	AgentRole      string
 	Marker         string
 	Attempt        int
+	PairCheck      string         // pair_unchecked, effort_unchecked, model_unchecked, or "" (checked)
+	PriorPairs     []journal.Pair // the pairs earlier attempts (or the handle's subagent) ran, when they differ
 }
 
 // Step is a turn a pull backend hands over: the members of its step_published row.

@@ -106,7 +106,7 @@ func threadOf(row *journal.Row) backend.Thread {
 	th := backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
 	if row.Via != "" {
 		th.Bind = &backend.Bind{Via: row.Via, HostCwd: row.HostCwd, ParentThreadID: row.ParentThreadID, AgentRole: row.AgentRole,
-			Marker: row.Marker, Attempt: row.Attempt}
+			Marker: row.Marker, Attempt: row.Attempt, PairCheck: row.PairCheck, PriorPairs: row.PriorPairs}
 	}
 	return th
 }
@@ -483,7 +483,7 @@ func (c *call) Thread(th backend.Thread) {
 	c.r.mu.Unlock()
 	if b := th.Bind; b != nil {
 		row.Via, row.HostCwd, row.ParentThreadID, row.AgentRole = b.Via, b.HostCwd, b.ParentThreadID, b.AgentRole
-		row.Marker, row.Attempt = b.Marker, b.Attempt
+		row.Marker, row.Attempt, row.PairCheck, row.PriorPairs = b.Marker, b.Attempt, b.PairCheck, b.PriorPairs
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

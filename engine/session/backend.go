@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/journal"
 )
 
 // Name is the backend's name in the journal.
@@ -168,10 +170,23 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 		// No step row: no process published this turn's step (a step's row comes first).
 		t.Sent = nil
 	}
+	var prior []journal.Pair
+	if t.Thread.Bind != nil {
+		prior = append(prior, t.Thread.Bind.PriorPairs...)
+	}
 	if t.K == 1 && t.Thread.Bind != nil && t.Thread.Bind.Attempt != attempt {
+		prior = append(prior, journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort})
 		t.Thread = backend.Thread{} // an earlier attempt's subagent: this one has none yet
 	}
-	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1)}
+	if t.Conversation != nil && t.From.ID != "" {
+		from := journal.Pair{Model: t.From.Model, Effort: t.From.Effort}
+		if part, differs := decidedPartDiffers(t.Call.Pair, from); differs && t.Sent == nil {
+			return backend.Outcome{Status: backend.Failed, Failure: &backend.Failure{End: backend.EndRefused, Reason: "pair_refused",
+				Detail: fmt.Sprintf("the continuation's %s %q is not the %q its handle's subagent ran", part, partOf(t.Call.Pair, part), partOf(from, part))}}
+		}
+		prior = append(prior, from)
+	}
+	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}}
 	s.register(Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
 	return s.run(ctx)
@@ -268,8 +283,10 @@ type step struct {
 	failures     int // writes of the step that failed since it was last written
 	firstFailure time.Time
 
-	note         string // what the packet says of earlier attempts
-	conversation string // what a continuation's packet says of the conversation it goes on from
+	note         string         // what the packet says of earlier attempts
+	prior        []journal.Pair // the pairs earlier attempts, or the handle's subagent, ran
+	ran          journal.Pair   // the bound subagent's
+	conversation string         // what a continuation's packet says of the conversation it goes on from
 }
 
 func (s *step) run(ctx context.Context) backend.Outcome {
@@ -370,6 +387,9 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 	}
 	s.register(Marker(s.t.Call.ID, s.t.K, s.attempt+1))
 	s.attempt++
+	if s.agent != "" {
+		s.prior = append(s.prior, s.ran)
+	}
 	s.agent, s.turnID = "", ""
 	s.t.Thread = backend.Thread{} // the next attempt spawns a subagent of its own
 	s.file = s.stepFile()
@@ -527,8 +547,17 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 		if th.AgentRole != "" && th.AgentRole != s.file.AgentType {
 			s.rec.Warn("session_agent_role_mismatch", fmt.Sprintf("the subagent was spawned as %q, the step's agent type is %q", th.AgentRole, s.file.AgentType))
 		}
+		ran := journal.Pair{Model: th.Model, Effort: th.Effort}
+		s.ran = ran
+		var prior []journal.Pair
+		for _, p := range s.prior {
+			if p != ran && !slices.Contains(prior, p) {
+				prior = append(prior, p)
+			}
+		}
 		s.rec.Thread(backend.Thread{ID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: s.file.Workspace, RolloutPath: th.RolloutPath,
-			Bind: &backend.Bind{Via: Name, HostCwd: th.Cwd, ParentThreadID: th.ParentThreadID, AgentRole: th.AgentRole, Marker: s.marker, Attempt: s.attempt}})
+			Bind: &backend.Bind{Via: Name, HostCwd: th.Cwd, ParentThreadID: th.ParentThreadID, AgentRole: th.AgentRole, Marker: s.marker, Attempt: s.attempt,
+				PairCheck: pairCheck(s.t.Call.Pair), PriorPairs: prior}})
 	}
 	s.rec.Started(turn.ID)
 	if err := s.rec.Commit(); err != nil {
@@ -540,6 +569,39 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 	_ = s.b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
 	reply.Reply = ReplyBound
 	return reply
+}
+
+// decidedPartDiffers tells which decided part of the call's pair (model, else effort) differs
+// from what a subagent ran; a part either leaves open is not compared.
+func decidedPartDiffers(want, ran journal.Pair) (string, bool) {
+	switch {
+	case want.Model != "" && ran.Model != "" && want.Model != ran.Model:
+		return "model", true
+	case want.Effort != "" && ran.Effort != "" && want.Effort != ran.Effort:
+		return "effort", true
+	}
+	return "", false
+}
+
+func partOf(p journal.Pair, part string) string {
+	if part == "model" {
+		return p.Model
+	}
+	return p.Effort
+}
+
+// pairCheck names what a bind could not check of the role's pair: the parts the role table
+// leaves to the host.
+func pairCheck(want journal.Pair) string {
+	switch {
+	case want.Model == "" && want.Effort == "":
+		return "pair_unchecked"
+	case want.Effort == "":
+		return "effort_unchecked"
+	case want.Model == "":
+		return "model_unchecked"
+	}
+	return ""
 }
 
 func orAny(s string) string {

@@ -261,6 +261,7 @@ export default async function main() {
 	require.Len(t, threads, 1)
 	assert.Equal(t, "review-model", threads[0].Model)
 	assert.Equal(t, "high", threads[0].Effort)
+	assert.Empty(t, threads[0].PairCheck, "both parts decided and checked")
 	assert.Len(t, enginetest.OfType(rows, journal.TypeStepPublished), 1, "the step was published once")
 }
 
@@ -423,7 +424,7 @@ export default async function main() { return (await agent.call({ role: "executo
 `
 	end, rows, host, o, runDir := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
 		if st.Attempt == 1 {
-			return sessiontest.Answer{Lose: true}
+			return sessiontest.Answer{Lose: true, Model: "first-model"}
 		}
 		return sessiontest.Answer{Text: "built"}
 	}, nil)
@@ -457,6 +458,9 @@ export default async function main() { return (await agent.call({ role: "executo
 	assert.Contains(t, string(packet), "## Earlier attempts\n\nAttempt 1 of this turn was cut off")
 	assert.Equal(t, 2, threads[1].Attempt)
 	assert.Equal(t, "c1/t1-a2", threads[1].Marker)
+	assert.Equal(t, []journal.Pair{{Model: "first-model", Effort: "medium"}}, threads[1].PriorPairs, "the pair the lost attempt ran")
+	assert.Nil(t, threads[0].PriorPairs)
+	assert.Equal(t, "pair_unchecked", threads[1].PairCheck, "no role table: the host decides the pair")
 }
 
 // BenchmarkSessionStep is a session call's whole way, publish → bind → harvest, on the in-memory
@@ -609,4 +613,41 @@ export default async function main() {
 	}, func(o *sessiontest.Owner) { runDir = o.Bus.Dir })
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.True(t, retracted, "c1's close step was retracted while the run went on")
+}
+
+// TestSessionPairChecksOnlyTheDecidedParts: a role that decides its model alone is bound on its
+// model, and thread_started records the effort the host applied with effort_unchecked.
+func TestSessionPairChecksOnlyTheDecidedParts(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "reviewer", prompt: "review" })).output; }
+`
+	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} },
+		nil, inputs.RoleTable{"reviewer": {Model: "review-model"}})
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	th := enginetest.OfType(rows, journal.TypeThreadStarted)[0]
+	assert.Equal(t, "review-model", th.Model)
+	assert.Equal(t, "medium", th.Effort, "the host's")
+	assert.Equal(t, "effort_unchecked", th.PairCheck)
+}
+
+// TestSessionContinuationOnAnotherEffortIsRefused: a continuation that asks an effort its
+// handle's subagent did not run (the role leaves effort to the host) is refused pair_refused
+// before any step; one that asks nothing continues, recording the handle's pair as prior.
+func TestSessionContinuationOnAnotherEffortIsRefused(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", prompt: "look" });
+  const b = await agent.call({ role: "explorer", prompt: "look harder", effort: "xhigh", resume: a.handle });
+  const c = await agent.call({ role: "explorer", prompt: "go on", resume: a.handle });
+  return [b.status, b.reason, c.status];
+}
+`
+	end, rows, _, o, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["refused", "pair_refused", "completed"]`, string(end.Result))
+	assert.Equal(t, []string{journal.TypePrepared, journal.TypeRefused}, enginetest.Types(enginetest.CallRows(rows, "c2")), "refused before any step")
+	assert.Contains(t, enginetest.Terminal(t, rows, "c2").Detail, `effort "xhigh" is not the "medium" its handle's subagent ran`)
+	assert.Equal(t, []string{"c1/t1-a1", "c3/t1-a1"}, o.Spawned)
 }
