@@ -86,6 +86,12 @@ type Turn struct {
 	Call   Call
 	K      int
 	Prompt string
+	// Task is the call's own prompt (a repair turn's Prompt is the repair instruction), and
+	// PreviousAnswer the answer a repair turn repairs; Spent is what the call's turns so far
+	// counted. A pull backend puts them in the step it publishes.
+	Task           string
+	PreviousAnswer string
+	Spent          journal.Tokens
 	// Thread is the call's thread when it has one: the task turn's, for the repair, or one an
 	// earlier process of the run opened. Empty, the backend opens one and reports it.
 	Thread Thread

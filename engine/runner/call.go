@@ -294,6 +294,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	c.mu.Lock()
 	recordSeq := c.lastSeq
 	c.mu.Unlock()
+	previous := "" // the answer the repair turn repairs
 	for k := 1; k <= 2; k++ {
 		r.mu.Lock()
 		th := c.th
@@ -306,7 +307,8 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			rec = nil
 		}
 		c.mu.Unlock()
-		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil}
+		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Spent: c.tokens,
+			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
 			from := c.resumeOf
@@ -361,7 +363,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			r.end(c, row)
 			return
 		}
-		problem = err.Error()
+		problem, previous = err.Error(), out.Text
 		if k == 1 {
 			c.repairUsed = true
 			prompt = RepairPrompt(problem)

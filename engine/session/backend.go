@@ -352,7 +352,10 @@ func (s *step) dispatch() (backend.Outcome, bool) {
 	st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
 		Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
 		Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
-		Note: s.note, ConversationTurn: s.t.K}
+		Note: s.note, ConversationTurn: s.t.K, PreviousAnswer: s.t.PreviousAnswer, CallTokens: s.t.Spent}
+	if st.Action == ActionSendInput {
+		st.TokensSeen = s.t.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
+	}
 	if s.attempt > 1 {
 		st.ReplacesTurn = s.t.K
 	}
@@ -414,8 +417,14 @@ func (s *step) stepFile() StepFile {
 }
 
 func (s *step) packet() string {
+	task := s.t.Prompt
+	if s.t.K > 1 && s.file.Action == ActionSpawn && s.t.Task != "" {
+		// A repair on a new subagent (its own was lost): the task once, the answer repaired and
+		// the instruction, as the subagent has no conversation to repair in.
+		task = s.t.Task + "\n\n### The answer to repair\n\n" + s.t.PreviousAnswer + "\n\n### What to do\n\n" + s.t.Prompt
+	}
 	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, TmpDir: s.b.cfg.TmpDir,
-		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: s.t.Prompt, Schema: string(s.t.Call.Schema)})
+		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: task, Schema: string(s.t.Call.Schema)})
 }
 
 // publish makes the step visible. A step that cannot be written (a full disk) was sent to

@@ -321,6 +321,8 @@ export default async function main() {
 			markers = append(markers, r.Marker)
 		}
 		assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2", "c1/t2-a2"}, markers, "%s: each step published once", msg)
+		repair := enginetest.OfType(rows, journal.TypeStepPublished)[2]
+		assert.Equal(t, "about five", repair.PreviousAnswer, "%s: the repair step names the answer it repairs", msg)
 		assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, sorted(o.Spawned), "%s: every spawn step spawned once", msg)
 	})
 }
@@ -650,4 +652,40 @@ export default async function main() {
 	assert.Equal(t, []string{journal.TypePrepared, journal.TypeRefused}, enginetest.Types(enginetest.CallRows(rows, "c2")), "refused before any step")
 	assert.Contains(t, enginetest.Terminal(t, rows, "c2").Detail, `effort "xhigh" is not the "medium" its handle's subagent ran`)
 	assert.Equal(t, []string{"c1/t1-a1", "c3/t1-a1"}, o.Spawned)
+}
+
+// TestSessionLostRepairIsSpawnedWithTheTaskAndTheAnswer: a repair whose subagent is lost goes
+// on on a new subagent, whose packet names the task once, the answer repaired and the repair
+// instruction; the send_input step before it counted the call's tokens so far.
+func TestSessionLostRepairIsSpawnedWithTheTaskAndTheAnswer(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "count the files", schema })).output; }
+`
+	end, rows, _, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		switch {
+		case st.K == 1:
+			return sessiontest.Answer{Text: "about five"}
+		case st.Attempt == 1:
+			return sessiontest.Answer{Lose: true}
+		}
+		return sessiontest.Answer{Text: `{"n": 5}`}
+	}, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `{"n": 5}`, string(end.Result))
+	assert.Equal(t, []string{"c1/t1-a1", "c1/t2-a2"}, o.Spawned)
+	steps := enginetest.OfType(rows, journal.TypeStepPublished)
+	require.Len(t, steps, 3)
+	sendInput, respawn := steps[1], steps[2]
+	assert.Equal(t, session.ActionSendInput, sendInput.Action)
+	assert.Equal(t, "about five", sendInput.PreviousAnswer)
+	require.NotNil(t, sendInput.CallTokens, "the task turn's tokens, from the rollout")
+	assert.Equal(t, sendInput.CallTokens, sendInput.TokensSeen)
+	assert.Positive(t, sendInput.CallTokens.Total)
+	assert.Equal(t, session.ActionSpawn, respawn.Action)
+	assert.Equal(t, "c1/t2-a2", respawn.Marker)
+	packet, err := os.ReadFile(respawn.Packet)
+	require.NoError(t, err)
+	assert.Contains(t, string(packet), "## Task\n\ncount the files\n\n### The answer to repair\n\nabout five\n\n### What to do\n\nYour previous answer could not be accepted: ")
 }
