@@ -96,14 +96,14 @@ func TestSummaryIsCommittedWithTheRows(t *testing.T) {
 // fold fails half way (a call id too long to be a key).
 func TestFailedCommitLeavesTheSummary(t *testing.T) {
 	t.Parallel()
-	batches := summaryRows()
-	for name, fail := range map[string]func(*journalfile.Journal) error{
-		"hook": func(j *journalfile.Journal) error {
+	// Each subtest has rows of its own: a journal gives the rows it takes their seq and time.
+	for name, fail := range map[string]func(*journalfile.Journal, [][]*journal.Row) error{
+		"hook": func(j *journalfile.Journal, batches [][]*journal.Row) error {
 			journalfile.SetCommitHook(j, func(first, last uint64) error { return errors.New("disk full") })
 			_, err := j.Write(batches[2]...)
 			return err
 		},
-		"fold": func(j *journalfile.Journal) error {
+		"fold": func(j *journalfile.Journal, batches [][]*journal.Row) error {
 			long := &journal.Row{Type: journal.TypePrepared, Call: strings.Repeat("c", 40000)}
 			_, err := j.Write(append(batches[2], long)...)
 			return err
@@ -111,12 +111,13 @@ func TestFailedCommitLeavesTheSummary(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			batches := summaryRows()
 			j, path := journalfiletest.Create(t)
 			_, err := j.Write(batches[0]...)
 			require.NoError(t, err)
 			_, err = j.Write(batches[1]...)
 			require.NoError(t, err)
-			require.Error(t, fail(j))
+			require.Error(t, fail(j, batches))
 			sum, err := j.Summary()
 			require.NoError(t, err)
 			sum.Ended = time.Time{}
