@@ -12,10 +12,15 @@ import (
 
 // backends are the backends this build offers: the one place they are registered by name.
 func backends() *backend.Registry {
-	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(dialCodex))
+	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(codexHosts))
 }
 
-// dialCodex reaches the owner's Codex app server at its socket.
-func dialCodex(ctx context.Context, addr string) (session.Host, error) {
-	return codexhost.Dial(ctx, addr)
+// codexHosts are the session backend's hosts on the real Codex: the owner's app server at its
+// socket, or a private one on the owner's CODEX_HOME.
+var codexHosts = session.Hosts{
+	Dial: func(ctx context.Context, addr string) (session.Host, error) { return codexhost.Dial(ctx, addr) },
+	Private: func(ctx context.Context, codex, codexHome, log string) (session.Host, error) {
+		return codexhost.Private(ctx, codex, codexHome, codexhost.WithLog(log))
+	},
+	FindCodex: appserver.FindCodex,
 }

@@ -48,6 +48,10 @@ type ownerRig struct {
 	spawns            map[string]int        // spawn_agent calls by marker
 	ownerTurns        int
 	answersFile, work string
+	codex             string
+	// private starts runs without --host: the run reads the owner's subagents through a
+	// private app server of its own on the same CODEX_HOME.
+	private bool
 }
 
 func newOwnerRig(t *testing.T, answers string) *ownerRig {
@@ -58,7 +62,7 @@ func newOwnerRig(t *testing.T, answers string) *ownerRig {
 	t.Cleanup(mock.Close)
 	dir := t.TempDir()
 	r := &ownerRig{t: t, mock: mock, dir: dir, state: filepath.Join(dir, "state"), sock: filepath.Join(dir, "app.sock"),
-		work: filepath.Join(dir, "work"), reported: map[string]bool{}, late: map[string]string{}, spawns: map[string]int{}}
+		work: filepath.Join(dir, "work"), reported: map[string]bool{}, late: map[string]string{}, spawns: map[string]int{}, codex: codex}
 	home := filepath.Join(dir, "home")
 	require.NoError(t, os.Mkdir(r.work, 0o755))
 	require.NoError(t, mock.WriteCodexHome(home, reviewerRole, explorerRole))
@@ -94,8 +98,12 @@ func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int)
 	r.t.Helper()
 	wf := filepath.Join(r.dir, "workflow.js")
 	require.NoError(r.t, os.WriteFile(wf, []byte(workflow), 0o600))
-	args := append([]string{"--json", "flow", "start", wf, "--backend", "session", "--owner", r.ownerID, "--host", "unix://" + r.sock,
-		"--roles", filepath.Join(r.dir, "roles.json"), "--poll", "50ms"}, flags...)
+	host := []string{"--host", "unix://" + r.sock}
+	if r.private {
+		host = []string{"--codex", r.codex}
+	}
+	args := append(append([]string{"--json", "flow", "start", wf, "--backend", "session", "--owner", r.ownerID}, host...),
+		append([]string{"--roles", filepath.Join(r.dir, "roles.json"), "--poll", "50ms"}, flags...)...)
 	res := r.crw(args...)
 	require.Equal(r.t, 0, res.exit, "%s%s", res.stdout, res.stderr)
 	var started struct {
@@ -508,4 +516,116 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 	require.Len(t, lost, 1)
 	assert.Equal(t, "c3", lost[0].Call)
 	assert.Equal(t, c3, lost[0].AgentID)
+}
+
+const privateWorkflow = `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["verdict"], properties: { verdict: { type: "string" } } };
+export default async function main() {
+  const [slow, quick] = await Promise.all([
+    agent.call({ role: "explorer", node: "slow", prompt: "Explore slowly.", schema }),
+    agent.call({ role: "reviewer", node: "quick", prompt: "Review quickly.", schema }),
+  ]);
+  const last = await agent.call({ role: "reviewer", node: "last", prompt: "Review the rest.", schema });
+  return [slow.output.verdict, quick.output.verdict, last.output.verdict];
+}
+`
+
+// Call 1 answers after 3 s: meanwhile the run's private app server reads its subagent
+// notLoaded with its turn interrupted, which must be neither a lost attempt nor an interrupt.
+const privateAnswers = `{"answers": [
+  {"match": {"call": 1}, "turns": [{"text": "{\"verdict\": \"slow\"}", "delay_ms": 3000}]},
+  {"match": {}, "turns": [{"text": "Done.\n{\"verdict\": \"quick\"}"}]}
+]}`
+
+// TestSessionRunThroughAPrivateAppServer: a run started without --host reads the owner's
+// subagents through an app server of its own on the owner's CODEX_HOME (recorded in run.json).
+// It binds what the owner reports, waits for a subagent that reads notLoaded and interrupted
+// while it works, harvests every answer with its tokens, and takes each close step back once
+// crw flow next has handed it out.
+func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
+	t.Parallel()
+	r := newOwnerRig(t, privateAnswers)
+	r.private = true
+	run, _ := r.start(privateWorkflow, "--lost-after", "1m")
+	spec, err := os.ReadFile(filepath.Join(r.state, "flow", run, "run.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(spec), `"host": "private"`)
+	assert.Contains(t, string(spec), `"codex-home": "`+filepath.Join(r.dir, "home")+`"`)
+
+	closes := map[string]int{} // close steps handed out, by subagent
+	var view session.NextView
+	for round := 0; ; round++ {
+		require.Less(t, round, 40, "the run did not end: %+v", view)
+		view = r.next(run)
+		if view.State == session.StateEnded {
+			break
+		}
+		var calls []mockmodel.OwnerStep
+		var reports []session.NextStep
+		for _, st := range view.Steps {
+			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+				continue
+			}
+			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
+			switch st.Action {
+			case session.ActionClose:
+				closes[st.AgentID]++
+			default:
+				reports = append(reports, st)
+			}
+		}
+		if len(calls) == 0 {
+			continue
+		}
+		r.turn(calls...)
+		for _, st := range reports {
+			agent := st.AgentID
+			if st.Action == session.ActionSpawn {
+				agent = r.agentFor(st.Marker)
+			}
+			// The run's own app server may not see a subagent on disk yet: report again.
+			var reply session.Reply
+			for try := 0; try < 50; try++ {
+				if reply = r.dispatched(run, st, agent); reply.Reply != session.ReplyRetry {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+				r.late[st.Marker] = agent
+				continue
+			}
+			require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+		}
+	}
+	assert.Equal(t, "completed", view.Status)
+	status := r.crw("--json", "flow", "status", run)
+	assert.Contains(t, status.stdout, `"result":["slow","quick","quick"]`)
+
+	rows := r.rows(run)
+	r.checkOnce(rows)
+	threads := 0
+	for _, row := range rows {
+		switch row.Type {
+		case journal.TypeThreadStarted:
+			threads++
+		case journal.TypeCompleted:
+			require.NotNil(t, row.Tokens, "call %s: its tokens from the subagent's rollout", row.Call)
+			assert.Positive(t, row.Tokens.Total, row.Call)
+		}
+		assert.NotEqual(t, journal.TypeAttemptLost, row.Type, "%+v", row)
+		assert.NotEqual(t, journal.TypeInterruptRequested, row.Type, "%+v", row)
+	}
+	assert.Equal(t, 3, threads, "one subagent bound per call")
+	for agent, n := range closes {
+		assert.Equal(t, 1, n, "the close step of %s was handed out once, then taken back", agent)
+	}
+	// The ended run's last close steps were handed out once more and then taken back.
+	final := r.next(run)
+	assert.Equal(t, session.StateEnded, final.State)
+	assert.Empty(t, final.Steps, "an ended run's close steps, handed out, are gone")
+	for marker, n := range r.spawns {
+		assert.Equal(t, 1, n, "%s spawned once", marker)
+	}
 }

@@ -21,7 +21,7 @@ func Descriptor() backend.Descriptor {
 	return backend.Descriptor{
 		Name:    Name,
 		Summary: "real Codex turns on `codex app-server`",
-		Options: []backend.Option{{Name: "codex", Usage: "the codex binary of --backend app-server (default $CRW_CODEX, else codex on PATH)"}},
+		Options: []backend.Option{{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"}},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
 			bin, err := FindCodex(opts["codex"])
 			if err != nil {

@@ -44,7 +44,14 @@ type Config struct {
 	// LostAfter is how long a subagent the host shows as gone may keep its marker turn
 	// unchanged before its attempt is lost (default 10 minutes).
 	LostAfter time.Duration
-	Warn      func(reason, detail string)
+	// PrivateHost: the host is an app server of crw's own that reads the owner's threads from
+	// disk, where a subagent still running reads notLoaded with its turn interrupted, a closed
+	// one reads the same, and one not yet written reads unknown. So there a gone status or an
+	// interrupted turn is no evidence: only LostAfter without progress (its rollout growing
+	// counts) decides a lost attempt, an unknown subagent is asked again, and a close step is
+	// taken back once crw flow next has handed it out.
+	PrivateHost bool
+	Warn        func(reason, detail string)
 }
 
 // Backend runs turns as steps for the owner.
@@ -136,6 +143,17 @@ func (b *Backend) route(r Report) {
 	agent, bound := b.bound[marker]
 	b.mu.Unlock()
 	switch {
+	case r.HandedClose:
+		// crw flow next handed the close step out: on a host that cannot show the subagent
+		// closed, that is when it is taken back; elsewhere the host decides.
+		if r.Run == b.cfg.Run && b.cfg.PrivateHost && validName(r.Call) && validName(r.Agent) {
+			st := StepFile{Call: r.Call, Attempt: r.Attempt, Action: ActionClose, AgentID: r.Agent}
+			b.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
+			b.mu.Lock()
+			delete(b.closing, st)
+			b.mu.Unlock()
+		}
+		b.bus.Drop(r)
 	case r.Run != b.cfg.Run:
 		_ = b.bus.Answer(r, Reply{Reply: ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
 	case bound && agent == r.Agent:
@@ -220,6 +238,9 @@ func (s *step) register(marker string) {
 // unknown to it), so crw flow next hands out each close until the owner has made it. A host
 // that cannot be read retracts nothing.
 func (b *Backend) sweepCloses(ctx context.Context) {
+	if b.cfg.PrivateHost {
+		return // it cannot show a subagent closed: crw flow next's notes take the close steps back
+	}
 	b.mu.Lock()
 	var pending []StepFile
 	for st := range b.closing {
@@ -526,6 +547,10 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 	reply := Reply{Marker: s.marker, Agent: agent}
 	th, err := s.b.cfg.Host.ReadThread(ctx, agent)
 	switch {
+	case errors.Is(err, ErrUnknownThread) && s.b.cfg.PrivateHost:
+		// Codex writes a subagent's rollout lazily: a private host may not see it yet.
+		reply.Reply, reply.Detail = ReplyRetry, "the run's private app server does not see the subagent on disk yet"
+		return reply
 	case errors.Is(err, ErrUnknownThread):
 		reply.Reply, reply.Detail = ReplyRefused, "the host does not know the subagent"
 		return reply
@@ -635,10 +660,13 @@ func markerTurn(th Thread, marker string) *Turn {
 // and the turn ended interrupted or failed without an error, or has not changed for LostAfter.
 // The thread is read once more before an attempt is judged lost, and a poll later before an
 // interrupted turn is taken as the host's interrupt. A read the host cannot answer
-// judges nothing and leaves the time of the last change as it is.
+// judges nothing and leaves the time of the last change as it is. On a private host, where a
+// running subagent reads notLoaded with its turn interrupted, neither is evidence: an attempt
+// is lost only when its turn, its thread and its rollout have not changed for LostAfter.
 func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttempt) {
 	tick := time.NewTicker(s.b.cfg.Poll)
 	defer tick.Stop()
+	private := s.b.cfg.PrivateHost
 	lastKey, lastChange, suspect, settled := "", time.Now(), false, false
 	for {
 		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
@@ -653,12 +681,19 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 			if turn != nil {
 				turnStatus = turn.Status
 			}
-			if key := hostStatus + "/" + turnStatus + "/" + fmt.Sprint(len(th.Turns)); key != lastKey {
+			key := hostStatus + "/" + turnStatus + "/" + fmt.Sprint(len(th.Turns))
+			if private {
+				key += "/" + fmt.Sprint(rolloutSize(th.RolloutPath)) // the subagent at work writes its rollout
+			}
+			if key != lastKey {
 				lastKey, lastChange = key, time.Now()
 			}
 			gone := hostStatus == "unknown" || hostStatus == "notLoaded" || hostStatus == "systemError"
-			stopped := turn != nil && (turn.Status == "interrupted" || turn.Status == "failed" && turn.Error == nil)
+			stopped := !private && turn != nil && (turn.Status == "interrupted" || turn.Status == "failed" && turn.Error == nil)
 			stale := time.Since(lastChange) >= s.b.cfg.LostAfter
+			if private && turn != nil && (turn.Status == "interrupted" || turn.Status == "failed") && turn.Error == nil {
+				turn = nil // it may run on in the owner's process: only LostAfter judges it
+			}
 			switch {
 			case gone && turnStatus != "completed" && (stopped || stale):
 				if suspect {
@@ -688,6 +723,18 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 		case <-tick.C:
 		}
 	}
+}
+
+// rolloutSize is the size of a subagent's rollout file (-1 when it cannot be read).
+func rolloutSize(path string) int64 {
+	if path == "" {
+		return -1
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 // closedOutcome is a step's end when its backend closed under it (its process is going away):

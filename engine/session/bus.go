@@ -34,6 +34,9 @@ type Report struct {
 	Agent   string `json:"agent"`
 	K       int    `json:"k"`
 	Attempt int    `json:"attempt"`
+	// HandedClose marks a note of crw flow next, not a report: it handed out the close step of
+	// Agent (of Attempt), for a run whose host cannot show a subagent closed. It gets no reply.
+	HandedClose bool `json:"handed_close,omitempty"`
 }
 
 // Marker is the step the report is for.
@@ -292,12 +295,31 @@ func (b Bus) Dispatch(r Report) (Report, error) {
 	if !validName(r.Call) || !validName(r.Agent) || r.K < 1 || r.Attempt < 1 {
 		return r, fmt.Errorf("a report names a call id, an agent id (letters, digits, - and _), --k and --attempt of 1 or more")
 	}
-	r.ID = fmt.Sprintf("%019d-%s", time.Now().UnixNano(), newID()) // sorts oldest first
+	return b.deliver(r)
+}
+
+// deliver writes a report into the inbox under a new id, which sorts oldest first.
+func (b Bus) deliver(r Report) (Report, error) {
+	r.ID = fmt.Sprintf("%019d-%s", time.Now().UnixNano(), newID())
 	if err := os.MkdirAll(filepath.Join(b.Dir, "inbox"), 0o700); err != nil {
 		return r, err
 	}
 	data, _ := json.Marshal(r)
 	return r, writeAtomic(filepath.Join(b.Dir, "inbox", r.ID+".json"), data)
+}
+
+// HandedOut notes in the inbox that crw flow next handed out a close step.
+func (b Bus) HandedOut(run string, st StepFile) error {
+	if !validName(st.Call) || !validName(st.AgentID) {
+		return fmt.Errorf("close step: %q/%q is not a call and agent id", st.Call, st.AgentID)
+	}
+	_, err := b.deliver(Report{Run: run, Call: st.Call, Agent: st.AgentID, Attempt: st.Attempt, HandedClose: true})
+	return err
+}
+
+// Drop takes a note out of the inbox without a reply.
+func (b Bus) Drop(r Report) {
+	_ = os.Remove(filepath.Join(b.Dir, "inbox", r.ID+".json"))
 }
 
 // Inbox reads the reports waiting, oldest name first; a file that is not a report is removed.

@@ -17,24 +17,41 @@ const HostEnv = "CRW_SESSION_HOST"
 // OwnerEnv is the thread id Codex sets in the shell of a turn: the owner of a run started there.
 const OwnerEnv = "CODEX_THREAD_ID"
 
-// Dialer connects to the owner's host at an address (unix:///abs/path.sock).
-type Dialer func(ctx context.Context, addr string) (Host, error)
+// PrivateHost is the host a run records when it was given none: an app server of crw's own on
+// the owner's CODEX_HOME, which reads the owner's subagents from disk.
+const PrivateHost = "private"
+
+// Hosts reaches the hosts a session run reads; the command line gives the real Codex ones.
+type Hosts struct {
+	// Dial connects to the owner's app server at its socket, unix:///abs/path.sock.
+	Dial func(ctx context.Context, addr string) (Host, error)
+	// Private starts an app server of crw's own, the codex binary codex on codexHome, its
+	// stderr appended to log ("" discards it).
+	Private func(ctx context.Context, codex, codexHome, log string) (Host, error)
+	// FindCodex resolves the codex binary of a private host: path, else $CRW_CODEX, else codex
+	// on PATH.
+	FindCodex func(path string) (string, error)
+}
+
+// LogFile is the private app server's stderr, in the run's folder.
+const LogFile = "app-server.log"
 
 // isThreadID is the form of a thread id: a letter or digit, then up to 127 letters, digits, -
 // and _ (a function: the regular expression's counted repetition cost every start of crw 1.5 ms).
 func isThreadID(s string) bool { return validName(s) && s[0] != '-' && s[0] != '_' }
 
 // Descriptor registers the session backend. Its options are the owner thread (--owner, else
-// $CODEX_THREAD_ID) and the owner's app server (--host, else $CRW_SESSION_HOST), both recorded
-// when the run is created, so every process of the run binds under the same owner and reads the
-// same host. dial reaches the host.
-func Descriptor(dial Dialer) backend.Descriptor {
+// $CODEX_THREAD_ID) and the owner's app server (--host, else $CRW_SESSION_HOST; without one a
+// private app server, --codex its binary), recorded with the owner's CODEX_HOME when the run is
+// created, so every process of the run binds under the same owner and reads the same host.
+func Descriptor(hosts Hosts) backend.Descriptor {
 	return backend.Descriptor{
 		Name:    Name,
 		Summary: "each call a role subagent of the owner's Codex session (run from inside Codex)",
 		Options: []backend.Option{
 			{Name: "owner", Usage: "the owner thread of --backend session (default $" + OwnerEnv + ")"},
-			{Name: "host", Usage: "the owner's app server socket of --backend session, unix:///abs/path (default $" + HostEnv + ")"},
+			{Name: "host", Usage: "the owner's app server socket of --backend session, unix:///abs/path (default $" + HostEnv + ", else a private app server)"},
+			{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"},
 			{Name: "lost-after", Usage: "how long a gone subagent's turn may stand still before its attempt is lost, --backend session (default 10m)"},
 			{Name: "poll", Usage: "how often --backend session reads its inbox and the host (default 250ms)"},
 		},
@@ -47,16 +64,28 @@ func Descriptor(dial Dialer) backend.Descriptor {
 			if !isThreadID(owner) {
 				return nil, errs.New(errs.InvalidRequest, "--owner: %q is not a thread id", owner)
 			}
-			host := firstSet(opts["host"], os.Getenv(HostEnv))
-			if host == "" {
-				return nil, errs.New(errs.CapabilityUnavailable,
-					"--backend session: no host to read the owner's subagents from: give --host unix:///abs/path.sock (the socket of `codex app-server --listen`) or set $%s", HostEnv)
+			home, err := codexHome()
+			if err != nil {
+				return nil, err
 			}
-			path := strings.TrimPrefix(host, "unix://")
-			if !filepath.IsAbs(path) {
-				return nil, errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", host)
+			out := map[string]string{"owner": owner, "codex-home": home}
+			if host := firstSet(opts["host"], os.Getenv(HostEnv)); host != "" {
+				path := strings.TrimPrefix(host, "unix://")
+				if !filepath.IsAbs(path) {
+					return nil, errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", host)
+				}
+				if opts["codex"] != "" {
+					return nil, errs.New(errs.InvalidRequest, "--codex names the binary of a private app server: with --host %s the owner's app server serves the run", host)
+				}
+				out["host"] = "unix://" + path
+			} else {
+				bin, err := hosts.FindCodex(opts["codex"])
+				if err != nil {
+					return nil, errs.New(errs.CapabilityUnavailable,
+						"--backend session: no host to read the owner's subagents from: give --host unix:///abs/path.sock (the socket of `codex app-server --listen`, or $%s), or a codex binary for a private app server (--codex, $CRW_CODEX or codex on PATH)", HostEnv).Wrap(err)
+				}
+				out["host"], out["codex"] = PrivateHost, bin
 			}
-			out := map[string]string{"owner": owner, "host": "unix://" + path}
 			for _, d := range durations {
 				if v := strings.TrimSpace(opts[d.name]); v != "" {
 					if _, err := parseDuration(d, v); err != nil {
@@ -70,11 +99,22 @@ func Descriptor(dial Dialer) backend.Descriptor {
 		Open: func(cfg backend.Config) (backend.Backend, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			h, err := dial(ctx, cfg.Options["host"])
+			var h Host
+			var err error
+			if addr := cfg.Options["host"]; addr == PrivateHost {
+				log := ""
+				if cfg.Dir != "" {
+					log = filepath.Join(cfg.Dir, LogFile)
+				}
+				h, err = hosts.Private(ctx, cfg.Options["codex"], cfg.Options["codex-home"], log)
+			} else {
+				h, err = hosts.Dial(ctx, addr)
+			}
 			if err != nil {
 				return nil, errs.New(errs.CapabilityUnavailable, "--backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
 			}
-			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn}
+			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn,
+				PrivateHost: cfg.Options["host"] == PrivateHost}
 			// The recorded durations were checked when the run was created; a run.json edited since is refused.
 			for _, d := range durations {
 				if v := cfg.Options[d.name]; v != "" {
@@ -107,6 +147,22 @@ func parseDuration(d durationOption, v string) (time.Duration, error) {
 		return 0, errs.New(errs.InvalidRequest, "--%s: %q is not a duration from %s to %s (as 90s or 10m)", d.name, v, d.min, d.max)
 	}
 	return n, nil
+}
+
+// codexHome is the owner's CODEX_HOME, absolute: $CODEX_HOME, else ~/.codex.
+func codexHome() (string, error) {
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return "", errs.New(errs.InvalidRequest, "$CODEX_HOME %q cannot be made absolute", h).Wrap(err)
+		}
+		return abs, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errs.New(errs.CapabilityUnavailable, "--backend session: neither $CODEX_HOME nor a home directory names the owner's Codex home").Wrap(err)
+	}
+	return filepath.Join(home, ".codex"), nil
 }
 
 func firstSet(vals ...string) string {

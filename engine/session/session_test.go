@@ -32,6 +32,12 @@ const owner = "owner-thread"
 // answer, and returns the run's end, its rows, the host and the owner.
 func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
+	return sessionRunWith(t, script, answer, tune, nil, roles...)
+}
+
+// sessionRunWith is sessionRun with the backend's configuration tuned by config.
+func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -51,7 +57,11 @@ func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessi
 	if tune != nil {
 		tune(o)
 	}
-	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+	cfg := session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
+	if config != nil {
+		config(&cfg)
+	}
+	b := session.New(cfg)
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	go o.Loop(ownerCtx)
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
@@ -688,4 +698,127 @@ export default async function main() { return (await agent.call({ role: "explore
 	packet, err := os.ReadFile(respawn.Packet)
 	require.NoError(t, err)
 	assert.Contains(t, string(packet), "## Task\n\ncount the files\n\n### The answer to repair\n\nabout five\n\n### What to do\n\nYour previous answer could not be accepted: ")
+}
+
+// private reads the host as a private app server does (sessiontest.Private), with LostAfter.
+func private(lostAfter time.Duration) func(*session.Config) {
+	return func(c *session.Config) {
+		c.Host = sessiontest.Private{Host: c.Host.(*sessiontest.Host)}
+		c.PrivateHost = true
+		c.LostAfter = lostAfter
+	}
+}
+
+// TestSessionPrivateHostWaitsForASubagentAtWork: on a private host a running subagent reads
+// notLoaded with its turn interrupted, and one not yet on disk reads unknown. Neither is taken
+// for a lost attempt or the host's interrupt: the report is told retry, the subagent is bound
+// once it is on disk, and a turn that runs three times LostAfter while its rollout grows is
+// harvested when it ends.
+func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
+	const lostAfter = 150 * time.Millisecond
+	var host *sessiontest.Host
+	worked := make(chan time.Duration, 1)
+	end, rows, _, o, _ := sessionRunWith(t, threeCalls, func(st session.StepFile) sessiontest.Answer {
+		if st.Call != "c1" {
+			return answerN(st)
+		}
+		go func() { // the subagent works a while, writing its rollout, then answers
+			var agent, turn string
+			require.Eventually(t, func() bool { var ok bool; agent, turn, ok = host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the report comes before its rollout is written
+			start := time.Now()
+			for time.Since(start) < 3*lostAfter {
+				host.Progress(agent)
+				time.Sleep(lostAfter / 5)
+			}
+			host.End(agent, turn, `{"n": 3}`, "")
+			worked <- time.Since(start)
+		}()
+		return sessiontest.Answer{Hold: true}
+	}, func(o *sessiontest.Owner) { host = o.Host; o.NoteCloses = true }, private(lostAfter))
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
+	assert.GreaterOrEqual(t, <-worked, 3*lostAfter)
+	assert.Empty(t, enginetest.OfType(rows, journal.TypeAttemptLost), "a subagent at work is no lost attempt")
+	assert.Len(t, enginetest.OfType(rows, journal.TypeThreadStarted), 3, "one subagent a call")
+	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
+	retry := false
+	for _, r := range o.AllReplies() {
+		if r.Marker == "c1/t1-a1" && r.Reply == session.ReplyRetry {
+			retry = true
+			assert.Contains(t, r.Detail, "does not see the subagent on disk yet")
+		}
+		assert.NotEqual(t, session.ReplyRefused, r.Reply, "%+v", r)
+	}
+	assert.True(t, retry, "the report of a subagent not yet on disk is told retry: %+v", o.AllReplies())
+}
+
+// TestSessionPrivateHostLosesAnAttemptThatStandsStill: on a private host only LostAfter
+// decides: a subagent whose turn, thread and rollout stand still that long is a lost attempt
+// (no_progress), and the next attempt answers.
+func TestSessionPrivateHostLosesAnAttemptThatStandsStill(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
+`
+	var host *sessiontest.Host
+	start := time.Now()
+	end, rows, _, o, _ := sessionRunWith(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.Attempt == 1 {
+			go func() {
+				var agent string
+				require.Eventually(t, func() bool { var ok bool; agent, _, ok = host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
+				host.Progress(agent) // on disk, then nothing more
+			}()
+			return sessiontest.Answer{Hold: true}
+		}
+		return sessiontest.Answer{Text: `"second"`}
+	}, func(o *sessiontest.Owner) { host = o.Host; o.NoteCloses = true }, private(300*time.Millisecond))
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `"\"second\""`, string(end.Result))
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, o.Spawned)
+	lost := enginetest.OfType(rows, journal.TypeAttemptLost)
+	require.Len(t, lost, 1)
+	assert.Equal(t, "no_progress", lost[0].Reason)
+	assert.Equal(t, "notLoaded", lost[0].HostStatus)
+	assert.Equal(t, "interrupted", lost[0].TurnStatus)
+}
+
+// TestSessionPrivateHostTakesACloseStepBackWhenHandedOut: a private host cannot show a
+// subagent closed, so a close step is taken back once crw flow next has handed it out (its
+// note in the inbox); on a host that can, the note alone takes nothing back.
+func TestSessionPrivateHostTakesACloseStepBackWhenHandedOut(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", prompt: "first" });
+  const b = await agent.call({ role: "explorer", prompt: "second" });
+  return [a.output, b.output];
+}
+`
+	for _, c := range []struct {
+		name    string
+		config  func(*session.Config)
+		pending int // c1's close steps left while c2 runs, its subagent still open
+	}{{"private", private(time.Minute), 0}, {"owner's app server", nil, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			var runDir string
+			var o *sessiontest.Owner
+			pending := -1
+			end, _, _, _, _ := sessionRunWith(t, script, func(st session.StepFile) sessiontest.Answer {
+				if st.Call == "c2" {
+					time.Sleep(100 * time.Millisecond) // many polls of the run
+					pending = len(closeSteps(t, runDir, "c1"))
+					o.KeepOpen = false // the owner gets to c1's subagent now
+				}
+				return sessiontest.Answer{Text: `"` + st.Call + `"`}
+			}, func(owner *sessiontest.Owner) {
+				o, runDir = owner, owner.Bus.Dir
+				o.NoteCloses, o.KeepOpen = true, true
+			}, c.config)
+			require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+			assert.Equal(t, c.pending, pending, "c1's close steps while its subagent is open and its step was handed out")
+		})
+	}
 }

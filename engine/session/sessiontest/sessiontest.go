@@ -87,6 +87,76 @@ func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
 // Close implements session.Host.
 func (h *Host) Close() error { return nil }
 
+// Progress is a subagent at work: a line appended to its rollout (RolloutDir must be set).
+func (h *Host) Progress(agent string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if th, ok := h.threads[agent]; ok && h.RolloutDir != "" {
+		if f, err := os.OpenFile(th.RolloutPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			_, _ = f.WriteString(`{"type":"response_item","payload":{}}` + "\n")
+			_ = f.Close()
+		}
+	}
+}
+
+// Private is the host as a private app server on the owner's CODEX_HOME reads it, from disk
+// (RolloutDir must be set): a subagent reads notLoaded whether it runs or was closed, its
+// in-flight turn interrupted; one whose rollout is not written yet is unknown; and no turn can be
+// interrupted.
+type Private struct{ *Host }
+
+// ReadThread implements session.Host.
+func (p Private) ReadThread(ctx context.Context, id string) (session.Thread, error) {
+	th, err := p.Host.ReadThread(ctx, id)
+	if err != nil {
+		return th, err
+	}
+	if _, err := os.Stat(th.RolloutPath); err != nil {
+		return session.Thread{}, session.ErrUnknownThread
+	}
+	return onDisk(th), nil
+}
+
+// Subagents implements session.Host.
+func (p Private) Subagents(ctx context.Context) ([]session.Thread, error) {
+	all, err := p.Host.Subagents(ctx)
+	var out []session.Thread
+	for _, th := range all {
+		if _, err := os.Stat(th.RolloutPath); err == nil {
+			out = append(out, onDisk(th))
+		}
+	}
+	return out, err
+}
+
+// InterruptTurn implements session.Host: it cannot reach the owner's turns.
+func (p Private) InterruptTurn(context.Context, string, string) error {
+	return fmt.Errorf("a private app server cannot interrupt the owner's turns")
+}
+
+func onDisk(th session.Thread) session.Thread {
+	th.Status = "notLoaded"
+	for i := range th.Turns {
+		if th.Turns[i].Status == "inProgress" {
+			th.Turns[i].Status = "interrupted"
+		}
+	}
+	return th
+}
+
+// Find is the newest subagent whose first message carries marker, with its last turn.
+func (h *Host) Find(marker string) (agent, turn string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range h.order {
+		th := h.threads[id]
+		if session.MarkerOf(th.Preview) == marker && len(th.Turns) > 0 {
+			agent, turn, ok = id, th.Turns[len(th.Turns)-1].ID, true
+		}
+	}
+	return agent, turn, ok
+}
+
 // Spawn makes a subagent of parent that runs message as its first turn, in progress.
 func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, turn string) {
 	h.mu.Lock()
@@ -208,6 +278,11 @@ type Owner struct {
 	Answer func(session.StepFile) Answer
 	// Silent leaves spawns unreported: the run must find them by their marker.
 	Silent bool
+	// NoteCloses notes each close step in the inbox as it takes it, as crw flow next does for a
+	// run on a private host.
+	NoteCloses bool
+	// KeepOpen leaves the subagents of close steps open (the owner has not got to them).
+	KeepOpen bool
 
 	mu      sync.Mutex
 	taken   map[string]bool
@@ -229,6 +304,9 @@ func (o *Owner) Pass() int {
 	shown := map[string]bool{}
 	for _, st := range steps {
 		shown[st.Marker] = true
+		if st.Action == session.ActionClose {
+			shown["close:"+st.AgentID] = true
+		}
 	}
 	for m := range o.taken {
 		if !shown[m] {
@@ -239,8 +317,12 @@ func (o *Owner) Pass() int {
 	for _, st := range steps {
 		if st.Action == session.ActionClose {
 			// As a real owner: close_agent only; the run retracts the step once it sees it.
-			if !o.Host.Closed(st.AgentID) {
+			if !o.Host.Closed(st.AgentID) && !o.KeepOpen {
 				o.Host.CloseAgent(st.AgentID)
+			}
+			if o.NoteCloses && !o.taken["close:"+st.AgentID] {
+				o.taken["close:"+st.AgentID] = true
+				_ = o.Bus.HandedOut(o.Run, st)
 			}
 			continue
 		}

@@ -15,20 +15,31 @@ import (
 	"github.com/crw-dev/crw/store/local"
 )
 
+// sessionRun is a session run as the owner's commands read it.
+type sessionRun struct {
+	bus    session.Bus
+	status *store.Status
+	spec   *store.Spec
+}
+
+// private tells whether the run reads its host through a private app server, which cannot
+// show a subagent closed.
+func (r sessionRun) private() bool { return r.spec.BackendOptions["host"] == session.PrivateHost }
+
 // sessionBus is the step bus of a session run, which must exist.
-func sessionBus(ctx context.Context, g *globals, svc *engine.Service, id string) (session.Bus, *store.Status, error) {
+func sessionBus(ctx context.Context, g *globals, svc *engine.Service, id string) (sessionRun, error) {
 	spec, err := svc.Store.Spec(ctx, id)
 	if err != nil {
-		return session.Bus{}, nil, err
+		return sessionRun{}, err
 	}
 	if spec.Backend != session.Name {
-		return session.Bus{}, nil, errs.New(errs.InvalidRequest, "run %s runs on the %s backend, not session: it has no steps for an owner", id, spec.Backend)
+		return sessionRun{}, errs.New(errs.InvalidRequest, "run %s runs on the %s backend, not session: it has no steps for an owner", id, spec.Backend)
 	}
 	st, err := svc.Status(ctx, id)
 	if err != nil {
-		return session.Bus{}, nil, err
+		return sessionRun{}, err
 	}
-	return session.Bus{Dir: g.store.(*local.Store).RunDir(id)}, st, nil
+	return sessionRun{bus: session.Bus{Dir: g.store.(*local.Store).RunDir(id)}, status: st, spec: spec}, nil
 }
 
 func newCmdNext(g *globals, streams IO) *cobra.Command {
@@ -54,17 +65,18 @@ resumed, as crw flow resume RUN --detach does.`,
 			deadline := time.Now().Add(wait)
 			resumed, first := 0, "" // first: the state it was asked in
 			for {
-				bus, st, err := sessionBus(ctx, g, svc, id)
+				sr, err := sessionBus(ctx, g, svc, id)
 				if err != nil {
 					return err
 				}
+				st := sr.status
 				if st.State == store.StateCrashed && resumed == 0 {
 					if pid, err := svc.Start(ctx, id); err == nil {
 						resumed = pid
 						continue
 					}
 				}
-				view, err := nextView(ctx, svc, bus, st)
+				view, err := nextView(sr)
 				if err != nil {
 					return err
 				}
@@ -77,6 +89,7 @@ resumed, as crw flow resume RUN --detach does.`,
 				}
 				if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || !time.Now().Before(deadline) {
 					printNext(g, streams, view)
+					handOutCloses(sr, view)
 					return nil
 				}
 				select {
@@ -91,9 +104,25 @@ resumed, as crw flow resume RUN --detach does.`,
 	return cmd
 }
 
-func nextView(ctx context.Context, svc *engine.Service, bus session.Bus, st *store.Status) (session.NextView, error) {
+// handOutCloses takes back the close steps next has handed out where nothing else will: an
+// ended run's (no process watches its subagents any more), and through the inbox a live run's
+// whose private host cannot show a subagent closed.
+func handOutCloses(sr sessionRun, v session.NextView) {
+	for _, st := range v.Steps {
+		switch {
+		case st.Action != session.ActionClose:
+		case v.State == session.StateEnded:
+			sr.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
+		case sr.private():
+			_ = sr.bus.HandedOut(v.Run, st.StepFile)
+		}
+	}
+}
+
+func nextView(sr sessionRun) (session.NextView, error) {
+	st := sr.status
 	// The bus alone: the journal is not read, so the answer costs the same at any length.
-	steps, _, agents, err := bus.Read()
+	steps, _, agents, err := sr.bus.Read()
 	if err != nil {
 		return session.NextView{}, err
 	}
@@ -106,7 +135,7 @@ func nextView(ctx context.Context, svc *engine.Service, bus session.Bus, st *sto
 	case st.State == store.StateRunning && st.LastSeq == 0:
 		state = session.StateStarting // its process has not published its start yet
 	}
-	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads("")), nil
+	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"])), nil
 }
 
 func printNext(g *globals, streams IO, v session.NextView) {
@@ -146,10 +175,11 @@ run no longer publishes, is answered close at once.`,
 				return err
 			}
 			ctx := cmd.Context()
-			bus, _, err := sessionBus(ctx, g, svc, id)
+			sr, err := sessionBus(ctx, g, svc, id)
 			if err != nil {
 				return err
 			}
+			bus := sr.bus
 			r, err := bus.Dispatch(session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt})
 			if err != nil {
 				return errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
