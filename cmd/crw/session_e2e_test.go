@@ -280,6 +280,8 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 			break
 		}
 		assert.Equal(t, 4, view.Slots.Limit, "agents.max_threads of the CODEX_HOME the mock wrote")
+		assert.Contains(t, view.SpawnFormats, session.SpawnFormat{Role: "reviewer", AgentType: "reviewer", Model: reviewerRole.Model, ReasoningEffort: "high",
+			Call: `spawn_agent(agent_type="reviewer", message, model="mock-reviewer-model", reasoning_effort="high", fork_context=false)`})
 		var calls []mockmodel.OwnerStep
 		var reports []session.NextStep
 		spawnSteps := 0

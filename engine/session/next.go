@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 // States crw flow next answers.
@@ -42,19 +44,48 @@ type NextView struct {
 	State       string     `json:"state"`
 	Status      string     `json:"status,omitempty"` // the ended run's status
 	Steps       []NextStep `json:"steps"`
-	Slots       Slots      `json:"slots"`
-	SpawnFormat string     `json:"spawn_format"`
-	Hint        string     `json:"hint"`
-	ResumedPID  int        `json:"resumed_pid,omitempty"`
+	Slots        Slots         `json:"slots"`
+	SpawnFormats []SpawnFormat `json:"spawn_formats"`
+	Hint         string        `json:"hint"`
+	ResumedPID   int           `json:"resumed_pid,omitempty"`
 }
 
-// SpawnFormat is how every spawn step is made.
-const SpawnFormat = "spawn_agent(agent_type, message, model, reasoning_effort, fork_context=false)"
+// SpawnFormat is how a role's subagents are spawned: spawn_agent with the role's agent type and
+// the decided parts of the pair the run records for it (a part left out is the host's).
+type SpawnFormat struct {
+	Role            string `json:"role"`
+	AgentType       string `json:"agent_type"`
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	Call            string `json:"call"`
+}
+
+// SpawnFormats are the spawn formats of roles under the run's role pairs, in the order given.
+func SpawnFormats(roles []string, pairs map[string]journal.Pair) []SpawnFormat {
+	out := make([]SpawnFormat, 0, len(roles))
+	for _, role := range roles {
+		p := pairs[role]
+		f := SpawnFormat{Role: role, AgentType: AgentType(role), Model: p.Model, ReasoningEffort: p.Effort}
+		args := []string{fmt.Sprintf("agent_type=%q", f.AgentType), "message"}
+		if f.Model != "" {
+			args = append(args, fmt.Sprintf("model=%q", f.Model))
+		}
+		if f.ReasoningEffort != "" {
+			args = append(args, fmt.Sprintf("reasoning_effort=%q", f.ReasoningEffort))
+		}
+		f.Call = "spawn_agent(" + strings.Join(append(args, "fork_context=false"), ", ") + ")"
+		out = append(out, f)
+	}
+	return out
+}
 
 // Next builds crw flow next's answer from the run's state and its bus: the published steps and
-// the subagents bound to open calls (Bus.Read).
-func Next(run, state, status string, steps []StepFile, agents []string, maxThreads int) NextView {
-	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormat: SpawnFormat}
+// the subagents bound to open calls (Bus.Read); formats are the roles' spawn formats.
+func Next(run, state, status string, steps []StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
+	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormats: formats}
+	if v.SpawnFormats == nil {
+		v.SpawnFormats = []SpawnFormat{}
+	}
 	v.Slots.Limit = maxThreads
 	v.Slots.Agents = append([]string{}, agents...)
 	closing := []string{}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/journal"
 )
 
 func TestNextHandsOutHostCalls(t *testing.T) {
@@ -19,7 +20,7 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 		{Call: "c0", Attempt: 1, Action: session.ActionClose, AgentID: "agent-0"},
 	}
 	agents := []string{"agent-1"} // c1's subagent; c0 has ended, its subagent waits for its close
-	v := session.Next("r1", session.StateRunning, "", steps, agents, 6)
+	v := session.Next("r1", session.StateRunning, "", steps, agents, 6, nil)
 	assert.Equal(t, session.StateWaitingSession, v.State)
 	require.Len(t, v.Steps, 3)
 	assert.Equal(t, session.HostCall{Tool: "spawn_agent", Arguments: map[string]any{
@@ -32,13 +33,13 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 	assert.Contains(t, v.Hint, "First close_agent each of agent-0.")
 	assert.Contains(t, v.Hint, "wait_agent(targets: agent-0, agent-1")
 
-	full := session.Next("r1", session.StateRunning, "", steps[:1], agents, 2)
+	full := session.Next("r1", session.StateRunning, "", steps[:1], agents, 2, nil)
 	assert.Contains(t, full.Hint, "slots are full")
 
-	idle := session.Next("r1", session.StateRunning, "", nil, agents, 6)
+	idle := session.Next("r1", session.StateRunning, "", nil, agents, 6, nil)
 	assert.Equal(t, session.StateRunning, idle.State)
 	assert.Empty(t, idle.Steps)
-	ended := session.Next("r1", session.StateEnded, "completed", nil, agents, 6)
+	ended := session.Next("r1", session.StateEnded, "completed", nil, agents, 6, nil)
 	assert.Contains(t, ended.Hint, "The run ended (completed)")
 	assert.NotContains(t, ended.Hint, "wait_agent")
 }
@@ -137,7 +138,7 @@ func BenchmarkNextAt1000Calls(b *testing.B) {
 	for b.Loop() {
 		steps, _, agents, err := bus.Read()
 		require.NoError(b, err)
-		v := session.Next("r1", session.StateRunning, "", steps, agents, 6)
+		v := session.Next("r1", session.StateRunning, "", steps, agents, 6, nil)
 		if len(v.Steps) != 2 || v.Slots.Open != 3 {
 			b.Fatalf("steps %d, open slots %d", len(v.Steps), v.Slots.Open)
 		}
@@ -181,4 +182,18 @@ func TestBusLiveIndexFollowsTheCallsInFlight(t *testing.T) {
 	steps, _, _, err = bus.Read()
 	require.NoError(t, err)
 	assert.Empty(t, steps)
+}
+
+func TestSpawnFormatsNameTheDecidedPartsOfEachRole(t *testing.T) {
+	got := session.SpawnFormats([]string{"executor-t1", "critic", "explorer"}, map[string]journal.Pair{
+		"executor-t1": {Model: "gpt-x", Effort: "high"}, "critic": {Model: "gpt-y"}})
+	assert.Equal(t, []session.SpawnFormat{
+		{Role: "executor-t1", AgentType: "executor", Model: "gpt-x", ReasoningEffort: "high",
+			Call: `spawn_agent(agent_type="executor", message, model="gpt-x", reasoning_effort="high", fork_context=false)`},
+		{Role: "critic", AgentType: "reviewer", Model: "gpt-y", Call: `spawn_agent(agent_type="reviewer", message, model="gpt-y", fork_context=false)`},
+		{Role: "explorer", AgentType: "explorer", Call: `spawn_agent(agent_type="explorer", message, fork_context=false)`},
+	}, got)
+	v := session.Next("r1", session.StateRunning, "", nil, nil, 6, got)
+	assert.Equal(t, got, v.SpawnFormats)
+	assert.Equal(t, []session.SpawnFormat{}, session.Next("r1", session.StateRunning, "", nil, nil, 6, nil).SpawnFormats)
 }

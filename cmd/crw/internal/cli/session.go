@@ -11,6 +11,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -135,7 +136,8 @@ func nextView(sr sessionRun) (session.NextView, error) {
 	case st.State == store.StateRunning && st.LastSeq == 0:
 		state = session.StateStarting // its process has not published its start yet
 	}
-	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"])), nil
+	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
+		session.SpawnFormats(agent.Roles, sr.spec.Roles)), nil
 }
 
 func printNext(g *globals, streams IO, v session.NextView) {
@@ -144,6 +146,16 @@ func printNext(g *globals, streams IO, v session.NextView) {
 		return
 	}
 	fmt.Fprintf(streams.Out, "run    %s\nstate  %s\nslots  %d of %d open\n", v.Run, v.State, v.Slots.Open, v.Slots.Limit)
+	spawns := false
+	for _, st := range v.Steps {
+		spawns = spawns || st.Action == session.ActionSpawn
+	}
+	if spawns {
+		fmt.Fprintln(streams.Out, "spawn formats")
+		for _, f := range v.SpawnFormats {
+			fmt.Fprintf(streams.Out, "  %-12s %s\n", f.Role, f.Call)
+		}
+	}
 	for _, st := range v.Steps {
 		fmt.Fprintf(streams.Out, "\nstep %s: %s %s\n", stepName(st.StepFile), st.HostCall.Tool, argsJSON(st.HostCall.Arguments))
 		if st.Then != "" {
