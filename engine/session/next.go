@@ -40,10 +40,10 @@ type Slots struct {
 
 // NextView is crw flow next's answer.
 type NextView struct {
-	Run         string     `json:"run"`
-	State       string     `json:"state"`
-	Status      string     `json:"status,omitempty"` // the ended run's status
-	Steps       []NextStep `json:"steps"`
+	Run          string        `json:"run"`
+	State        string        `json:"state"`
+	Status       string        `json:"status,omitempty"` // the ended run's status
+	Steps        []NextStep    `json:"steps"`
 	Slots        Slots         `json:"slots"`
 	SpawnFormats []SpawnFormat `json:"spawn_formats"`
 	Hint         string        `json:"hint"`
