@@ -268,9 +268,15 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.ctx))
 		r.inflight[c] = struct{}{}
 	}
+	th := c.th
 	r.mu.Unlock()
 	if gate != nil {
 		r.end(c, gate)
+		if rec != nil && th.ID != "" {
+			// The thread an earlier process interrupted is done with too (a session subagent
+			// gets its close step).
+			r.backend.Done(backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node}, th)
+		}
 		return
 	}
 	defer c.cancel()

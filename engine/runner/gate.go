@@ -64,13 +64,22 @@ func (r *runner) interruptAll(reason string) {
 
 // interruptCall journals the interrupt before it is sent, then cancels the call's turn.
 func (r *runner) interruptCall(c *call, reason string) {
+	row := &journal.Row{Type: journal.TypeInterruptRequested, Call: c.id, Reason: reason}
+	if c.running != nil {
+		// The step published last: the turn the interrupt is for (a pull backend's).
+		c.mu.Lock()
+		if c.step != nil {
+			row.Op, row.Attempt = c.step.Op, c.step.Attempt
+		}
+		c.mu.Unlock()
+	}
 	r.mu.Lock()
 	if c.ended || c.interrupt != "" {
 		r.mu.Unlock()
 		return
 	}
 	c.interrupt = reason
-	seq := r.j.Append(&journal.Row{Type: journal.TypeInterruptRequested, Call: c.id, Reason: reason})
+	seq := r.j.Append(row)
 	r.mu.Unlock()
 	if err := r.j.Sync(seq); err != nil {
 		r.stop(err)

@@ -467,6 +467,11 @@ func (r *runner) endUnmade(cancelled bool) {
 		return
 	}
 	var rows []*journal.Row
+	type ended struct {
+		call backend.Call
+		th   backend.Thread
+	}
+	var threads []ended
 	for _, id := range r.h.IDs {
 		rec := r.h.ByID[id]
 		if r.replay.Made(rec) {
@@ -489,11 +494,22 @@ func (r *runner) endUnmade(cancelled bool) {
 		rows = append(rows, row)
 		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
+		if rec.Thread != nil {
+			threads = append(threads, ended{backend.Call{ID: id, Index: rec.Index, Role: rec.Role, Node: rec.Node}, threadOf(rec.Thread)})
+		}
 	}
+	var seq uint64
 	if len(rows) > 0 {
-		r.j.Append(rows...)
+		seq = r.j.Append(rows...)
 	}
 	r.progress.flush()
+	if len(threads) > 0 && r.j.Sync(seq) == nil {
+		// Their threads are done with once their terminal rows are durable (a session
+		// subagent gets its close step).
+		for _, e := range threads {
+			r.backend.Done(e.call, e.th)
+		}
+	}
 }
 
 // flushSoon asks for the rows appended so far to be committed shortly, in case nothing else

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/session"
@@ -822,3 +823,120 @@ export default async function main() {
 		})
 	}
 }
+
+// TestSessionPauseInterruptsTheBoundSubagent: a rate limit on one call pauses the run; the
+// other call's bound subagent, still at work, has its turn interrupted on the host and read
+// until it ended. Its interrupt_requested row names the step it is for (op and attempt), the
+// call ends held, and its subagent gets a close step.
+func TestSessionPauseInterruptsTheBoundSubagent(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "explorer", node: "a", prompt: "work long" }),
+    agent.call({ role: "reviewer", node: "b", prompt: "hit the limit" }),
+  ]);
+  return [a.status, a.reason, b.status, b.reason];
+}
+`
+	var host *sessiontest.Host
+	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.Call == "c1" {
+			return sessiontest.Answer{Hold: true}
+		}
+		go func() { // c2 fails once c1 is spawned, so that the pause finds c1's turn running
+			var agent, turn string
+			require.Eventually(t, func() bool {
+				_, _, c1 := host.Find("c1/t1-a1")
+				var ok bool
+				agent, turn, ok = host.Find(st.Marker)
+				return c1 && ok
+			}, 5*time.Second, time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
+			host.End(agent, turn, "", "usageLimitExceeded")
+		}()
+		return sessiontest.Answer{Hold: true}
+	}, func(o *sessiontest.Owner) { host = o.Host })
+	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
+	assert.Equal(t, 1, host.Interrupts, "c1's running turn was interrupted on the host")
+	interrupts := enginetest.OfType(enginetest.CallRows(rows, "c1"), journal.TypeInterruptRequested)
+	require.Len(t, interrupts, 1)
+	assert.Equal(t, "c1/t1", interrupts[0].Op)
+	assert.Equal(t, 1, interrupts[0].Attempt)
+	c1 := enginetest.CallRows(rows, "c1")
+	assert.Equal(t, journal.TypeHeld, c1[len(c1)-1].Type)
+	agent, _, _ := host.Find("c1/t1-a1")
+	assert.True(t, host.Closed(agent), "c1's subagent was closed by its close step")
+}
+
+// TestSessionResumeAfterAnInterruptClosesTheSubagent: the process dies right after it
+// recorded the interrupt (a cancel) of a bound subagent's turn; the resumed process ends the
+// call held for the recorded reason and gives its subagent a close step, so no subagent of the
+// run is left open.
+func TestSessionResumeAfterAnInterruptClosesTheSubagent(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "work long" })).status; }
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	for n := uint64(1); n < 30; n++ {
+		st := mem.New()
+		svc := enginetest.Service(st)
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+		require.NoError(t, err)
+		runDir := filepath.Join(dir, fmt.Sprint("run", n))
+		host := sessiontest.NewHost(owner)
+		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(st session.StepFile) sessiontest.Answer {
+			go func() { // cancelled once its subagent is at work
+				require.Eventually(t, func() bool { _, _, ok := host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
+				time.Sleep(30 * time.Millisecond)
+				_, _ = svc.Cancel(ctx, id, 0)
+			}()
+			return sessiontest.Answer{Hold: true}
+		}}
+		ownerCtx, stopOwner := context.WithCancel(ctx)
+		go o.Loop(ownerCtx)
+		process := func(dies bool) (*store.Status, error) {
+			var b backend.Backend = session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+			defer b.Close()
+			if dies {
+				b = diesAtItsCrash{b} // a process killed at its crash does nothing more
+			}
+			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		}
+		st.CrashAfterCommit(id, n)
+		_, err = process(true)
+		require.Error(t, err, "commit %d: the run ends after more commits than this", n)
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		if last := rows[len(rows)-1]; last.Type != journal.TypeInterruptRequested {
+			stopOwner()
+			continue
+		}
+		agent, _, _ := host.Find("c1/t1-a1")
+		require.False(t, host.Closed(agent))
+		steps, _, _ := o.Bus.Steps()
+		require.Empty(t, steps, "the dead process left no close step")
+		end, err := process(false)
+		require.NoError(t, err)
+		require.Equal(t, store.RunCancelled, end.Status, "%+v", end.Error)
+		rows, err = svc.Rows(ctx, id)
+		require.NoError(t, err)
+		c1 := enginetest.CallRows(rows, "c1")
+		assert.Equal(t, journal.TypeHeld, c1[len(c1)-1].Type)
+		assert.Eventually(t, func() bool { o.Pass(); return host.Closed(agent) }, 5*time.Second, 5*time.Millisecond,
+			"the subagent of the call the dead process interrupted gets a close step")
+		stopOwner()
+		return
+	}
+	t.Fatal("no commit left the journal at the interrupt_requested row")
+}
+
+// diesAtItsCrash is a backend whose process dies at its store's crash: it closes no subagent.
+type diesAtItsCrash struct{ backend.Backend }
+
+func (diesAtItsCrash) Done(backend.Call, backend.Thread) {}
