@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crw-dev/crw/userfile"
@@ -63,37 +65,119 @@ type Bus struct{ Dir string }
 
 func (b Bus) stepsDir(call string) string { return filepath.Join(b.Dir, "steps", call) }
 
+// ErrDamaged is wrapped by the error of a bus folder crw did not make: a symlink or a file where
+// a folder should be, or a folder with more entries than crw writes there. A subagent's
+// workspace is inside the run's folder, so the bus never follows a link it did not make: one
+// could send its writes and removes anywhere.
+var ErrDamaged = errors.New("the run's step bus is damaged")
+
+// maxEntries bounds the entries of one bus folder that are read: a call's folder holds a few
+// steps, packets and marks, the inbox the reports of the steps in flight.
+const maxEntries = 4096
+
+// dir is the bus folder at rel (slash-separated) in the run's folder, each folder on its way
+// checked to be a real folder; create makes the missing ones. A missing folder is os.ErrNotExist.
+func (b Bus) dir(create bool, rel string) (string, error) {
+	p := b.Dir
+	for _, part := range strings.Split(rel, "/") {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) && create {
+			if err = os.Mkdir(p, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+				fi, err = os.Lstat(p)
+			}
+		}
+		if err != nil {
+			return "", err
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("%w: %s is not a folder but %s", ErrDamaged, p, kindOf(fi.Mode()))
+		}
+	}
+	return p, nil
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a link"
+	case m.IsRegular():
+		return "a file"
+	}
+	return "a " + m.Type().String() + " file"
+}
+
+// callDir is a call's folder on the bus; the call must be a valid name.
+func (b Bus) callDir(create bool, call string) (string, error) {
+	if !validName(call) {
+		return "", fmt.Errorf("%w: %q is not a call id", ErrDamaged, call)
+	}
+	return b.dir(create, "steps/"+call)
+}
+
+// list reads at most maxEntries entries of a bus folder, sorted by name.
+func list(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(maxEntries + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if len(entries) > maxEntries {
+		return nil, fmt.Errorf("%w: %s holds more than %d entries", ErrDamaged, dir, maxEntries)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
 // The live index, steps/.live/<call>, names every call that may have a step, a close step or
 // a bound mark on the bus, so a reader lists those calls' folders and not every call's. An
 // entry is made before such a file is written and taken away only once its folder holds none,
 // under liveMu: only the run's process writes the bus.
 var liveMu sync.Mutex
 
-func (b Bus) liveDir() string { return filepath.Join(b.Dir, "steps", ".live") }
-
-// live records that call may have files on the bus; before they are written.
-func (b Bus) live(call string) error {
-	if err := os.MkdirAll(b.liveDir(), 0o700); err != nil {
-		return err
+// live records that call may have files on the bus; before they are written. It returns the
+// call's folder.
+func (b Bus) live(call string) (string, error) {
+	dir, err := b.callDir(true, call)
+	if err != nil {
+		return "", err
 	}
-	if err := os.MkdirAll(b.stepsDir(call), 0o700); err != nil {
-		return err
+	index, err := b.dir(true, "steps/.live")
+	if err != nil {
+		return "", err
 	}
-	return os.WriteFile(filepath.Join(b.liveDir(), call), nil, 0o600)
+	// Neither truncated nor followed: an entry is an empty file, and a link there is not crw's.
+	f, err := os.OpenFile(filepath.Join(index, call), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return "", err
+	}
+	return dir, f.Close()
 }
 
 // settle takes call out of the live index when its folder holds no live file any more.
 func (b Bus) settle(call string) {
-	files, err := os.ReadDir(b.stepsDir(call))
+	dir, err := b.callDir(false, call)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	for _, f := range files {
-		if isLive(f.Name()) {
+	if err == nil {
+		files, err := list(dir)
+		if err != nil {
 			return
 		}
+		for _, f := range files {
+			if isLive(f.Name()) {
+				return
+			}
+		}
 	}
-	_ = os.Remove(filepath.Join(b.liveDir(), call))
+	if index, err := b.dir(false, "steps/.live"); err == nil {
+		_ = os.Remove(filepath.Join(index, call))
+	}
 }
 
 // isLive is a file of a call's folder that a reader of the bus takes: a step, a close step or a
@@ -107,10 +191,14 @@ func isLive(name string) bool {
 func (b Bus) Reindex() error {
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	calls, err := os.ReadDir(filepath.Join(b.Dir, "steps"))
+	steps, err := b.dir(false, "steps")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return err
+	}
+	calls, err := os.ReadDir(steps) // every call the run made: not bounded by maxEntries
 	if err != nil {
 		return err
 	}
@@ -118,10 +206,14 @@ func (b Bus) Reindex() error {
 		if !c.IsDir() || !validName(c.Name()) {
 			continue
 		}
-		files, _ := os.ReadDir(b.stepsDir(c.Name()))
+		dir, err := b.callDir(false, c.Name())
+		if err != nil {
+			continue
+		}
+		files, _ := list(dir)
 		for _, f := range files {
 			if isLive(f.Name()) {
-				if err := b.live(c.Name()); err != nil {
+				if _, err := b.live(c.Name()); err != nil {
 					return err
 				}
 				break
@@ -145,10 +237,14 @@ func (b Bus) stepPath(call string, k, attempt int) string {
 func (b Bus) Publish(st StepFile, packet string) error {
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	if err := b.live(st.Call); err != nil {
+	dir, err := b.live(st.Call)
+	if err != nil {
 		return err
 	}
 	if packet != "" {
+		if filepath.Dir(st.Packet) != dir {
+			return fmt.Errorf("step %s: its packet %s is not in %s", st.Marker, st.Packet, dir)
+		}
 		if err := writeAtomic(st.Packet, []byte(packet)); err != nil {
 			return err
 		}
@@ -161,6 +257,12 @@ func (b Bus) Publish(st StepFile, packet string) error {
 func (b Bus) Retract(call string, k, attempt int) error {
 	liveMu.Lock()
 	defer liveMu.Unlock()
+	if _, err := b.callDir(false, call); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
 	err := os.Remove(b.stepPath(call, k, attempt))
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
@@ -171,6 +273,9 @@ func (b Bus) Retract(call string, k, attempt int) error {
 
 // Published reports whether a step's file is there.
 func (b Bus) Published(call string, k, attempt int) bool {
+	if _, err := b.callDir(false, call); err != nil {
+		return false
+	}
 	_, err := os.Lstat(b.stepPath(call, k, attempt))
 	return err == nil
 }
@@ -183,7 +288,7 @@ func (b Bus) CloseAgent(call string, attempt int, agent string) error {
 	}
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	if err := b.live(call); err != nil {
+	if _, err := b.live(call); err != nil {
 		return err
 	}
 	st := StepFile{Call: call, Attempt: attempt, Action: ActionClose, AgentID: agent}
@@ -197,8 +302,14 @@ func (b Bus) closePath(call string, attempt int, agent string) string {
 
 // RetractClose takes back a close step: its subagent is closed.
 func (b Bus) RetractClose(call string, attempt int, agent string) {
+	if !validName(agent) {
+		return
+	}
 	liveMu.Lock()
 	defer liveMu.Unlock()
+	if _, err := b.callDir(false, call); err != nil {
+		return
+	}
 	_ = os.Remove(b.closePath(call, attempt, agent))
 	b.settle(call)
 }
@@ -216,7 +327,7 @@ func (b Bus) MarkBound(call string, attempt int, agent string) error {
 	}
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	if err := b.live(call); err != nil {
+	if _, err := b.live(call); err != nil {
 		return err
 	}
 	return writeAtomic(b.agentPath(call, attempt), []byte(agent))
@@ -226,14 +337,20 @@ func (b Bus) MarkBound(call string, attempt int, agent string) error {
 func (b Bus) Unbind(call string, attempt int) {
 	liveMu.Lock()
 	defer liveMu.Unlock()
+	dir, err := b.callDir(false, call)
+	if err != nil {
+		return
+	}
 	defer b.settle(call)
 	if attempt > 0 {
 		_ = os.Remove(b.agentPath(call, attempt))
 		return
 	}
-	marks, _ := filepath.Glob(filepath.Join(b.stepsDir(call), "a*.agent"))
-	for _, m := range marks {
-		_ = os.Remove(m)
+	files, _ := list(dir)
+	for _, f := range files {
+		if name := f.Name(); strings.HasPrefix(name, "a") && strings.HasSuffix(name, ".agent") {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
 	}
 }
 
@@ -244,13 +361,18 @@ func (b Bus) Steps() ([]StepFile, []string, error) {
 	return steps, paths, err
 }
 
+// maxRead bounds what one Read takes in of step files, whatever their number.
+const maxRead = 64 << 20
+
 // Read reads the bus in one pass: every published step with its path, and the subagents
 // bound to the open calls (MarkBound). It reads the folders of the calls the live index names
 // (every call's on a bus without one), so its cost follows the calls in flight, not the run's.
+// A file that is not a step (a name or member out of form) is passed over; a folder that is not
+// crw's, or steps past maxRead, are ErrDamaged.
 func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err error) {
-	calls, err := os.ReadDir(b.liveDir())
+	index, err := b.dir(false, "steps/.live")
 	if errors.Is(err, os.ErrNotExist) {
-		calls, err = os.ReadDir(filepath.Join(b.Dir, "steps"))
+		index, err = b.dir(false, "steps")
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, nil
@@ -258,29 +380,47 @@ func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	calls, err := os.ReadDir(index)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	read := int64(0)
 	for _, c := range calls {
 		if !validName(c.Name()) {
 			continue
 		}
-		files, err := os.ReadDir(b.stepsDir(c.Name()))
-		if err != nil {
+		dir, err := b.callDir(false, c.Name())
+		if errors.Is(err, os.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		files, err := list(dir)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		for _, f := range files {
 			name := f.Name()
-			if strings.HasSuffix(name, ".agent") && !strings.HasPrefix(name, ".") {
-				if data, err := userfile.Read(filepath.Join(b.stepsDir(c.Name()), name), 256); err == nil && validName(string(data)) {
+			if strings.HasPrefix(name, ".") || !f.Type().IsRegular() {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if strings.HasSuffix(name, ".agent") {
+				if data, err := userfile.Read(path, 256); err == nil && validName(string(data)) {
 					agents = append(agents, string(data))
 				}
 				continue
 			}
-			if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			if !strings.HasSuffix(name, ".json") {
 				continue
 			}
-			path := filepath.Join(b.stepsDir(c.Name()), name)
+			if read += fileSize(f); read > maxRead {
+				return nil, nil, nil, fmt.Errorf("%w: its steps hold more than %d MiB", ErrDamaged, maxRead>>20)
+			}
 			var st StepFile
 			data, err := userfile.Read(path, maxFile)
-			if err != nil || json.Unmarshal(data, &st) != nil || st.Call != c.Name() {
+			if err != nil || json.Unmarshal(data, &st) != nil || !st.wellFormed(c.Name()) {
 				continue
 			}
 			steps = append(steps, st)
@@ -290,46 +430,92 @@ func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err erro
 	return steps, paths, agents, nil
 }
 
+func fileSize(f os.DirEntry) int64 {
+	if info, err := f.Info(); err == nil {
+		return info.Size()
+	}
+	return 0
+}
+
+// wellFormed tells whether a step read back is one the run writes in call's folder: its call,
+// the names it carries safe as file names' parts, and its action one of the bus's.
+func (st StepFile) wellFormed(call string) bool {
+	if st.Call != call || st.Attempt < 1 || st.AgentID != "" && !validName(st.AgentID) {
+		return false
+	}
+	switch st.Action {
+	case ActionClose:
+		return st.AgentID != ""
+	case ActionSpawn, ActionSendInput:
+		return st.K >= 1 && st.Marker == Marker(st.Call, st.K, st.Attempt) && (st.Action == ActionSpawn || st.AgentID != "")
+	}
+	return false
+}
+
+// Check tells whether a report is one the owner can make: a call id, an agent id, k and attempt.
+func (r Report) Check() error {
+	if !validName(r.Call) || !validName(r.Agent) || r.K < 1 || r.Attempt < 1 {
+		return fmt.Errorf("a report names a call id, an agent id (letters, digits, - and _), --k and --attempt of 1 or more")
+	}
+	return nil
+}
+
 // Dispatch writes a report into the inbox and returns it with its id.
 func (b Bus) Dispatch(r Report) (Report, error) {
-	if !validName(r.Call) || !validName(r.Agent) || r.K < 1 || r.Attempt < 1 {
-		return r, fmt.Errorf("a report names a call id, an agent id (letters, digits, - and _), --k and --attempt of 1 or more")
-	}
-	return b.deliver(r)
-}
-
-// deliver writes a report into the inbox under a new id, which sorts oldest first.
-func (b Bus) deliver(r Report) (Report, error) {
-	r.ID = fmt.Sprintf("%019d-%s", time.Now().UnixNano(), newID())
-	if err := os.MkdirAll(filepath.Join(b.Dir, "inbox"), 0o700); err != nil {
+	if err := r.Check(); err != nil {
 		return r, err
 	}
-	data, _ := json.Marshal(r)
-	return r, writeAtomic(filepath.Join(b.Dir, "inbox", r.ID+".json"), data)
+	r.ID = fmt.Sprintf("%019d-%s", time.Now().UnixNano(), newID()) // sorts oldest first
+	return r, b.deliver(r)
 }
 
-// HandedOut notes in the inbox that crw flow next handed out a close step.
+// deliver writes a report into the inbox under its id.
+func (b Bus) deliver(r Report) error {
+	dir, err := b.dir(true, "inbox")
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(r)
+	return writeAtomic(filepath.Join(dir, r.ID+".json"), data)
+}
+
+// HandedOut notes in the inbox that crw flow next handed out a close step: one note a close
+// step, however often it is handed out.
 func (b Bus) HandedOut(run string, st StepFile) error {
 	if !validName(st.Call) || !validName(st.AgentID) {
 		return fmt.Errorf("close step: %q/%q is not a call and agent id", st.Call, st.AgentID)
 	}
-	_, err := b.deliver(Report{Run: run, Call: st.Call, Agent: st.AgentID, Attempt: st.Attempt, HandedClose: true})
-	return err
+	id := fmt.Sprintf("close-%s-a%d-%s", st.Call, st.Attempt, st.AgentID)
+	if !validName(id) {
+		return fmt.Errorf("close step: %s/%s: the names are too long for a note", st.Call, st.AgentID)
+	}
+	return b.deliver(Report{ID: id, Run: run, Call: st.Call, Agent: st.AgentID, Attempt: st.Attempt, HandedClose: true})
 }
 
 // Drop takes a note out of the inbox without a reply.
 func (b Bus) Drop(r Report) {
-	_ = os.Remove(filepath.Join(b.Dir, "inbox", r.ID+".json"))
+	if dir, err := b.dir(false, "inbox"); err == nil && validName(r.ID) {
+		_ = os.Remove(filepath.Join(dir, r.ID+".json"))
+	}
 }
 
-// Inbox reads the reports waiting, oldest name first; a file that is not a report is removed.
+// Inbox reads the reports waiting, oldest name first (at most maxEntries of them, the rest at
+// a later read); a regular file that is not a report is removed.
 func (b Bus) Inbox() ([]Report, error) {
-	dir := filepath.Join(b.Dir, "inbox")
-	files, err := os.ReadDir(dir)
+	dir, err := b.dir(false, "inbox")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := f.ReadDir(maxEntries)
+	f.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	var out []Report
@@ -339,10 +525,11 @@ func (b Bus) Inbox() ([]Report, error) {
 		if !ok || strings.HasPrefix(name, ".") {
 			continue
 		}
+		path := filepath.Join(dir, name)
 		var r Report
-		data, err := userfile.Read(filepath.Join(dir, name), maxFile)
+		data, err := userfile.Read(path, maxFile)
 		if err != nil || json.Unmarshal(data, &r) != nil || r.ID != id || !validName(id) {
-			_ = os.Remove(filepath.Join(dir, name))
+			_ = os.Remove(path) // a link is removed, never what it names
 			continue
 		}
 		out = append(out, r)
@@ -353,24 +540,37 @@ func (b Bus) Inbox() ([]Report, error) {
 
 // Answer writes the reply to a report and takes the report out of the inbox.
 func (b Bus) Answer(r Report, reply Reply) error {
-	if err := os.MkdirAll(filepath.Join(b.Dir, "replies"), 0o700); err != nil {
+	if !validName(r.ID) {
+		return fmt.Errorf("%w: %q is not a report id", ErrDamaged, r.ID)
+	}
+	dir, err := b.dir(true, "replies")
+	if err != nil {
 		return err
 	}
 	data, _ := json.Marshal(reply)
-	if err := writeAtomic(filepath.Join(b.Dir, "replies", r.ID+".json"), data); err != nil {
+	if err := writeAtomic(filepath.Join(dir, r.ID+".json"), data); err != nil {
 		return err
 	}
-	err := os.Remove(filepath.Join(b.Dir, "inbox", r.ID+".json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
+	b.Drop(r)
+	return nil
 }
 
-// ReplyTo reads the reply to a report, if there is one yet.
+// ReplyTo reads the reply to a report, if there is one yet, and takes it out of replies/: the
+// command that wrote the report is its one reader.
 func (b Bus) ReplyTo(id string) (Reply, bool, error) {
 	var reply Reply
-	data, err := userfile.Read(filepath.Join(b.Dir, "replies", id+".json"), maxFile)
+	if !validName(id) {
+		return reply, false, fmt.Errorf("%q is not a report id", id)
+	}
+	dir, err := b.dir(false, "replies")
+	if errors.Is(err, os.ErrNotExist) {
+		return reply, false, nil
+	}
+	if err != nil {
+		return reply, false, err
+	}
+	path := filepath.Join(dir, id+".json")
+	data, err := userfile.Read(path, maxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return reply, false, nil
 	}
@@ -380,6 +580,7 @@ func (b Bus) ReplyTo(id string) (Reply, bool, error) {
 	if err := json.Unmarshal(data, &reply); err != nil {
 		return reply, false, fmt.Errorf("reply %s: %w", id, err)
 	}
+	_ = os.Remove(path)
 	return reply, true, nil
 }
 
@@ -392,7 +593,15 @@ func newID() string {
 // writeAtomic writes data to path under a temporary name and renames it into place.
 func writeAtomic(path string, data []byte) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+newID())
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}

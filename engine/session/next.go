@@ -148,12 +148,12 @@ func hint(v NextView, closing []string) string {
 	case waiting > 0:
 		h = append(h, "For each step make its host_call, then run its then command with the agent_id the host returned.")
 	}
-	if v.State != StateEnded {
+	if v.State != StateEnded && v.State != StatePaused {
 		targets := "the open subagents"
 		if len(v.Slots.Agents) > 0 {
 			targets = strings.Join(v.Slots.Agents, ", ")
 		}
-		h = append(h, "Then alternate wait_agent(targets: "+targets+", timeout_ms: 30000) with crw flow next "+v.Run+" --wait 30 until the run ends.")
+		h = append(h, "Then alternate wait_agent(targets: "+targets+", timeout_ms: 30000) with crw flow next "+v.Run+" --wait 30s until the run ends.")
 	}
 	return strings.Join(h, " ")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,7 +32,7 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 	assert.Equal(t, session.HostCall{Tool: "close_agent", Arguments: map[string]any{"target": "agent-0"}}, v.Steps[2].HostCall)
 	assert.Equal(t, session.Slots{Limit: 6, Open: 2, Agents: []string{"agent-0", "agent-1"}}, v.Slots)
 	assert.Contains(t, v.Hint, "First close_agent each of agent-0.")
-	assert.Contains(t, v.Hint, "wait_agent(targets: agent-0, agent-1")
+	assert.Contains(t, v.Hint, "wait_agent(targets: agent-0, agent-1, timeout_ms: 30000) with crw flow next r1 --wait 30s until the run ends.")
 
 	full := session.Next("r1", session.StateRunning, "", steps[:1], agents, 2, nil)
 	assert.Contains(t, full.Hint, "slots are full")
@@ -42,6 +43,8 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 	ended := session.Next("r1", session.StateEnded, "completed", nil, agents, 6, nil)
 	assert.Contains(t, ended.Hint, "The run ended (completed)")
 	assert.NotContains(t, ended.Hint, "wait_agent")
+	paused := session.Next("r1", session.StatePaused, "", nil, agents, 6, nil)
+	assert.NotContains(t, paused.Hint, "wait_agent", "next --wait returns at once on a paused run: no loop to alternate")
 }
 
 func TestMarkers(t *testing.T) {
@@ -95,6 +98,111 @@ func TestBusReportsAndReplies(t *testing.T) {
 	assert.Equal(t, session.ReplyBound, reply.Reply)
 	got, _ = bus.Inbox()
 	assert.Len(t, got, 1, "an answered report leaves the inbox")
+	_, ok, err = bus.ReplyTo(r1.ID)
+	require.NoError(t, err)
+	assert.False(t, ok, "a reply read is taken out of replies/")
+}
+
+// TestBusFollowsNoLinkItDidNotMake: a subagent's workspace is inside the run's folder, so a
+// link planted among the bus's folders or files must not send a write, a read or a remove
+// outside: each bus folder that is a link is refused as damaged, a link file is never followed.
+func TestBusFollowsNoLinkItDidNotMake(t *testing.T) {
+	outside := t.TempDir()
+	precious := filepath.Join(outside, "precious.json")
+	write := func() { require.NoError(t, os.WriteFile(precious, []byte(`{"keep": true}`), 0o600)) }
+	kept := func(what string) {
+		t.Helper()
+		data, err := os.ReadFile(precious)
+		require.NoError(t, err, what)
+		assert.Equal(t, `{"keep": true}`, string(data), what)
+	}
+	newBus := func() session.Bus {
+		bus := session.Bus{Dir: t.TempDir()}
+		require.NoError(t, os.MkdirAll(filepath.Join(bus.Dir, "steps", ".live"), 0o700))
+		return bus
+	}
+	step := func(bus session.Bus, call string) session.StepFile {
+		return session.StepFile{Call: call, K: 1, Attempt: 1, Marker: call + "/t1-a1", Action: session.ActionSpawn, Packet: bus.PacketPath(call, 1, 1)}
+	}
+
+	t.Run("a call's folder", func(t *testing.T) {
+		write()
+		bus := newBus()
+		require.NoError(t, os.Symlink(outside, filepath.Join(bus.Dir, "steps", "c1")))
+		require.NoError(t, os.WriteFile(filepath.Join(bus.Dir, "steps", ".live", "c1"), nil, 0o600))
+		assert.ErrorIs(t, bus.Publish(step(bus, "c1"), "packet"), session.ErrDamaged)
+		assert.NoFileExists(t, filepath.Join(outside, "t1-a1.json"))
+		_, _, _, err := bus.Read()
+		assert.ErrorIs(t, err, session.ErrDamaged)
+		bus.RetractClose("c1", 1, "precious")
+		require.NoError(t, os.Rename(precious, filepath.Join(outside, "close-a1-x.json")))
+		bus.RetractClose("c1", 1, "x")
+		assert.FileExists(t, filepath.Join(outside, "close-a1-x.json"), "no remove through the link")
+		require.NoError(t, os.Rename(filepath.Join(outside, "close-a1-x.json"), precious))
+		kept("a linked call folder")
+	})
+	t.Run("a live index entry", func(t *testing.T) {
+		write()
+		bus := newBus()
+		require.NoError(t, os.Symlink(precious, filepath.Join(bus.Dir, "steps", ".live", "c1")))
+		assert.Error(t, bus.MarkBound("c1", 1, "agent-1"), "a linked index entry is not followed")
+		kept("a linked index entry is neither truncated nor written")
+	})
+	t.Run("the inbox and replies", func(t *testing.T) {
+		write()
+		bus := newBus()
+		require.NoError(t, os.Symlink(outside, filepath.Join(bus.Dir, "inbox")))
+		_, err := bus.Inbox()
+		assert.ErrorIs(t, err, session.ErrDamaged)
+		_, err = bus.Dispatch(session.Report{Run: "r", Call: "c1", Agent: "a1", K: 1, Attempt: 1})
+		assert.ErrorIs(t, err, session.ErrDamaged)
+		kept("the run does not remove what a linked inbox holds")
+		entries, _ := os.ReadDir(outside)
+		assert.Len(t, entries, 1, "no report was written through the link")
+
+		require.NoError(t, os.Symlink(outside, filepath.Join(bus.Dir, "replies")))
+		assert.ErrorIs(t, bus.Answer(session.Report{ID: "1-ab", Run: "r"}, session.Reply{Reply: session.ReplyBound}), session.ErrDamaged)
+		assert.NoFileExists(t, filepath.Join(outside, "1-ab.json"))
+	})
+}
+
+// TestBusPassesOverStepsOutOfForm: a step file whose names could lead out of its folder (an
+// agent id with a slash, a call other than its folder's) is no step; a report's or a close's
+// names are checked before any path is made of them.
+func TestBusPassesOverStepsOutOfForm(t *testing.T) {
+	bus := session.Bus{Dir: t.TempDir()}
+	require.NoError(t, bus.CloseAgent("c1", 1, "agent-1"))
+	dir := filepath.Join(bus.Dir, "steps", "c1")
+	victim := filepath.Join(t.TempDir(), "important.json")
+	require.NoError(t, os.WriteFile(victim, []byte("{}"), 0o600))
+	rel, err := filepath.Rel(dir, strings.TrimSuffix(victim, ".json"))
+	require.NoError(t, err)
+	for name, body := range map[string]string{
+		"evil.json":    `{"call": "c1", "attempt": 1, "action": "close", "agent_id": "x/` + rel + `"}`,
+		"other.json":   `{"call": "c2", "attempt": 1, "action": "close", "agent_id": "agent-2"}`,
+		"marker.json":  `{"call": "c1", "k": 1, "attempt": 1, "marker": "c9/t1-a1", "action": "spawn"}`,
+		"unknown.json": `{"call": "c1", "k": 1, "attempt": 1, "marker": "c1/t1-a1", "action": "delete"}`,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	}
+	steps, _, _, err := bus.Read()
+	require.NoError(t, err)
+	assert.Equal(t, []session.StepFile{{Call: "c1", Attempt: 1, Action: session.ActionClose, AgentID: "agent-1"}}, steps)
+	bus.RetractClose("c1", 1, "x/"+rel)
+	assert.FileExists(t, victim)
+	assert.False(t, bus.Published("../../x", 1, 1))
+}
+
+// TestBusRefusesAFolderOverItsBound: a call's folder holding more entries than crw writes is
+// damaged, not read whole.
+func TestBusRefusesAFolderOverItsBound(t *testing.T) {
+	bus := session.Bus{Dir: t.TempDir()}
+	require.NoError(t, bus.CloseAgent("c1", 1, "agent-1"))
+	for i := range 4097 {
+		require.NoError(t, os.WriteFile(filepath.Join(bus.Dir, "steps", "c1", fmt.Sprintf("packet-%d.md", i)), nil, 0o600))
+	}
+	_, _, _, err := bus.Read()
+	assert.ErrorIs(t, err, session.ErrDamaged)
 }
 
 // TestBusMarksTheBoundSubagents: a bound attempt's subagent is on the bus while its call is

@@ -116,7 +116,8 @@ func answerN(st session.StepFile) sessiontest.Answer {
 // TestSessionCallsRunOnOwnerSubagents: each call is a step the owner spawns a subagent for and
 // reports; the run binds it, harvests its answer and closes it.
 func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
-	end, rows, host, o, runDir := sessionRun(t, threeCalls, answerN, nil)
+	// No marker lookup: every subagent is bound by its report, whatever the machine's load.
+	end, rows, host, o, runDir := sessionRunWith(t, threeCalls, answerN, nil, func(c *session.Config) { c.LookupEvery = 1 << 20 })
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
 	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
@@ -809,7 +810,11 @@ export default async function main() {
 			pending := -1
 			end, _, _, _, _ := sessionRunWith(t, script, func(st session.StepFile) sessiontest.Answer {
 				if st.Call == "c2" {
-					time.Sleep(100 * time.Millisecond) // many polls of the run
+					if c.pending == 0 {
+						assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
+					} else {
+						time.Sleep(100 * time.Millisecond) // many polls of the run
+					}
 					pending = len(closeSteps(t, runDir, "c1"))
 					o.KeepOpen = false // the owner gets to c1's subagent now
 				}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,6 +59,9 @@ resumed, as crw flow resume RUN --detach does.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			g.runID = id
+			if wait < 0 {
+				return errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+			}
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -72,14 +76,18 @@ resumed, as crw flow resume RUN --detach does.`,
 				}
 				st := sr.status
 				if st.State == store.StateCrashed && resumed == 0 {
-					if pid, err := svc.Start(ctx, id); err == nil {
-						resumed = pid
-						continue
+					// Once: a resume that cannot start says why, rather than be tried again
+					// at every read.
+					pid, err := svc.Start(ctx, id)
+					if err != nil {
+						return err
 					}
+					resumed = pid
+					continue
 				}
 				view, err := nextView(sr)
 				if err != nil {
-					return err
+					return busError(id, err)
 				}
 				view.ResumedPID = resumed
 				if resumed != 0 {
@@ -118,6 +126,21 @@ func handOutCloses(sr sessionRun, v session.NextView) {
 			_ = sr.bus.HandedOut(v.Run, st.StepFile)
 		}
 	}
+}
+
+// busError is the error of a run whose step bus cannot be read or written: a folder there that
+// crw did not make (ErrDamaged), or one it cannot use.
+func busError(run string, err error) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	reason := "step_bus_unusable"
+	if errors.Is(err, session.ErrDamaged) {
+		reason = "step_bus_damaged"
+	}
+	return errs.New(errs.RunUnavailable, "run %s: its step bus cannot be used: %v", run, err).
+		Because("session", reason, "not_started", errs.Certain).Next("crw flow status " + run)
 }
 
 func nextView(sr sessionRun) (session.NextView, error) {
@@ -186,23 +209,30 @@ run no longer publishes, is answered close at once.`,
 			if err != nil {
 				return err
 			}
+			if wait < 0 {
+				return errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+			}
 			ctx := cmd.Context()
 			sr, err := sessionBus(ctx, g, svc, id)
 			if err != nil {
 				return err
 			}
 			bus := sr.bus
-			r, err := bus.Dispatch(session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt})
-			if err != nil {
+			report := session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt}
+			if err := report.Check(); err != nil {
 				return errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
+			}
+			r, err := bus.Dispatch(report)
+			if err != nil {
+				return busError(id, err)
 			}
 			reply := session.Reply{Reply: session.ReplyQueued, Marker: r.Marker(), Agent: agent,
 				Detail: "no process of the run answered in time: the report waits in the run's inbox; crw flow next shows when the run goes on"}
 			deadline := time.Now().Add(wait)
-			for time.Now().Before(deadline) {
+			for first := true; first || time.Now().Before(deadline); first = false {
 				got, ok, err := bus.ReplyTo(r.ID)
 				if err != nil {
-					return err
+					return busError(id, err)
 				}
 				if ok {
 					reply = got
@@ -220,7 +250,7 @@ run no longer publishes, is answered close at once.`,
 					}
 					if detail != "" {
 						reply = session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}
-						_ = bus.Answer(r, reply)
+						bus.Drop(r) // answered here: no process will read it
 						break
 					}
 				}
