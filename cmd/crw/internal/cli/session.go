@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,7 +111,7 @@ resumed, as crw flow resume RUN --detach does.`,
 			}
 		},
 	}
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 30s) for a step or a change of the run's state")
+	cmd.Flags().Var((*waitFlag)(&wait), "wait", "wait up to this long (30, in seconds, or 30s) for a step or a change of the run's state")
 	return cmd
 }
 
@@ -278,7 +280,8 @@ run no longer publishes, is answered close at once.`,
 	f.StringVar(&agent, "agent", "", "the subagent's id (spawn_agent's agent_id)")
 	f.IntVar(&k, "k", 1, "the step's turn: 1 the task, 2 the repair")
 	f.IntVar(&attempt, "attempt", 1, "the step's attempt")
-	f.DurationVar(&wait, "wait", 120*time.Second, "how long to wait for the run's reply")
+	wait = 120 * time.Second
+	f.Var((*waitFlag)(&wait), "wait", "how long to wait for the run's reply (120, in seconds, or 2m)")
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
 }
@@ -294,3 +297,32 @@ func argsJSON(args map[string]any) string {
 	b, _ := json.Marshal(args)
 	return string(b)
 }
+
+// waitFlag is a --wait of the owner's commands: a duration (30s, 2m), or a number of seconds
+// (30) as an owner thread may write it.
+type waitFlag time.Duration
+
+func (w *waitFlag) String() string { return time.Duration(*w).String() }
+func (w *waitFlag) Type() string   { return "duration" }
+
+func (w *waitFlag) Set(v string) error {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(secs) || math.IsInf(secs, 0) {
+			return fmt.Errorf("%q is not a number of seconds", v)
+		}
+		if secs > float64(maxWait/time.Second) {
+			return fmt.Errorf("%q seconds is more than %s", v, maxWait)
+		}
+		*w = waitFlag(time.Duration(secs * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is neither a number of seconds nor a duration (30s, 2m)", v)
+	}
+	*w = waitFlag(d)
+	return nil
+}
+
+// maxWait bounds a --wait given in seconds, where a float could pass any duration.
+const maxWait = 24 * time.Hour
