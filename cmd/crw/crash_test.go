@@ -184,7 +184,7 @@ func TestCrashAtRandomInstants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for i := 0; i < 12; i++ {
 		e.state = t.TempDir()
-		out, _, err := e.crw(nil, "flow", "start", e.wf, "--answers", e.answers, "--json")
+		out, _, err := e.crw(nil, "flow", "start", e.wf, "--backend", "fake", "--answers", e.answers, "--json")
 		require.NoError(t, err)
 		run := decodeRun(t, out).Run
 		st, err := published(e.state, run)

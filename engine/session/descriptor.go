@@ -59,7 +59,8 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			owner := firstSet(opts["owner"], os.Getenv(OwnerEnv))
 			if owner == "" {
 				return nil, errs.New(errs.CapabilityUnavailable,
-					"--backend session: no owner thread: run crw from a shell of a Codex turn (it sets $%s) or give --owner THREAD; else use --backend fake", OwnerEnv)
+					"--backend session: no owner thread: run crw from a shell of a Codex turn (it sets $%s) or give --owner THREAD; else use --backend fake", OwnerEnv).
+					Because("start", "owner_missing", "not_started", errs.Certain).Next("--backend fake (offline), or --backend app-server")
 			}
 			if !isThreadID(owner) {
 				return nil, errs.New(errs.InvalidRequest, "--owner: %q is not a thread id", owner)

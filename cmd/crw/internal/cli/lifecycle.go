@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -31,7 +32,11 @@ func newCmdStart(g *globals, streams IO) *cobra.Command {
 		Long: `Start a workflow in a detached process of its own and print the run's id.
 
 The run goes on after this command returns; watch it with crw flow follow RUN or
-crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.`,
+crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.
+
+A started run is a session run unless --backend says otherwise: its calls are taken by role
+subagents of the Codex session it is started from (CODEX_THREAD_ID, or --owner THREAD). Outside
+one, give --backend fake (offline) or --backend app-server.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.detach = true
@@ -54,7 +59,7 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 			return detached(cmd.Context(), g, streams, svc, id)
 		},
 	}
-	backendOpts = addRunFlags(cmd, g, opts)
+	backendOpts = addRunFlags(cmd, g, opts, session.Name)
 	return cmd
 }
 

@@ -64,16 +64,17 @@ returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is
 			return runRun(cmd.Context(), g, streams, opts)
 		},
 	}
-	backendOpts = addRunFlags(cmd, g, opts)
+	backendOpts = addRunFlags(cmd, g, opts, "fake")
 	return cmd
 }
 
 // addRunFlags declares the flags a run is created with (run and start): the backends' options
 // among them, as the registry lists them. The returned function gives the options that were set.
-func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions) (backendOpts func() map[string]string) {
+// defaultBackend is the backend of a run that names none.
+func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions, defaultBackend string) (backendOpts func() map[string]string) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
-	f.StringVar(&opts.Backend, "backend", "fake", "where turns run: "+strings.Join(g.backends.Names(), ", "))
+	f.StringVar(&opts.Backend, "backend", defaultBackend, "where turns run: "+strings.Join(g.backends.Names(), ", "))
 	values := map[string]*string{}
 	for _, o := range g.backends.Options() {
 		values[o.Name] = f.String(o.Name, "", o.Usage)
