@@ -148,6 +148,9 @@ func Packet(in PacketInput) string {
 	b.WriteString("## Workspace\n\n")
 	fmt.Fprintf(&b, "You work only under the absolute path %s: run every command with workdir %s and edit only by absolute paths under it. "+
 		"A role that writes nothing changes nothing. Never run git commit, add, branch, reset or checkout.\n\n", in.Workspace, in.Workspace)
+	if overlay := Overlay(in.Role); overlay != "" {
+		b.WriteString("## Your role\n\n" + overlay + "\n\n")
+	}
 	if tools := codex.ToolsSection(in.TmpDir, in.RunJSON); tools != "" {
 		b.WriteString(tools + "\n")
 	}

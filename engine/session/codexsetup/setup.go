@@ -1,0 +1,402 @@
+// Package codexsetup puts crw's roles and its spawn hook into a CODEX_HOME: crw codex setup.
+// It writes, idempotently and without touching the user's own settings:
+//   - a role file per role, <CODEX_HOME>/crw/agents/<role>.toml, with the role's overlay as its
+//     developer instructions and the pair the role table decides for it;
+//   - the spawn hook in <CODEX_HOME>/hooks.json (a PreToolUse group matching spawn_agent),
+//     merged into the user's hooks;
+//   - a block of config.toml between crw's markers: an [agents.<role>] table for each role the
+//     user does not define, and the hook's trust ([hooks.state."<key>"] trusted_hash, the hash
+//     Codex's own hooks/list gives, as Codex runs no hook it does not trust).
+package codexsetup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/session/bound"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/userfile"
+)
+
+// Block markers: crw's part of config.toml lies between them.
+const (
+	blockStart = "# >>> crw codex setup: written by crw; edit the roles with crw codex setup --roles >>>"
+	blockEnd   = "# <<< crw codex setup <<<"
+)
+
+// HookMarker is in the command of crw's hook: how setup finds its own group in hooks.json.
+const HookMarker = " codex hook"
+
+// maxConfig bounds the configuration files read.
+const maxConfig = 4 << 20
+
+// Options are what setup writes.
+type Options struct {
+	CodexHome string                  // absolute
+	Roles     map[string]journal.Pair // the role table's decided pairs (nil: every role undecided)
+	// HookCommand is what Codex runs for each spawn: crw's absolute path, its state folder and
+	// "codex hook".
+	HookCommand string
+	// Trust reads the hashes Codex gives the hooks of CodexHome (hooks/list): key → currentHash
+	// and trustStatus. nil leaves the hook untrusted (setup says so).
+	Trust func(ctx context.Context, codexHome string) (map[string]HookState, error)
+}
+
+// HookState is a hook as Codex's hooks/list reports it.
+type HookState struct {
+	Hash   string
+	Status string // trusted, untrusted, modified
+}
+
+// Report says what setup found or did, role by role and for the hook.
+type Report struct {
+	CodexHome string       `json:"codex_home"`
+	Roles     []RoleReport `json:"roles"`
+	Hook      HookReport   `json:"hook"`
+	Written   []string     `json:"written,omitempty"`
+	// Missing lists what --check finds missing or out of date; empty when all is in place.
+	Missing []string `json:"missing"`
+}
+
+// RoleReport is one role.
+type RoleReport struct {
+	Role   string       `json:"role"`
+	File   string       `json:"file"`
+	Pair   journal.Pair `json:"pair"`
+	Status string       `json:"status"` // in_place, written, missing, out_of_date, user_defined
+}
+
+// HookReport is the spawn hook.
+type HookReport struct {
+	Command string `json:"command"`
+	Key     string `json:"key,omitempty"`
+	Status  string `json:"status"` // trusted, untrusted, missing, written
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Setup writes what is missing or out of date and reports it; check only reports.
+func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
+	if !filepath.IsAbs(o.CodexHome) {
+		return nil, fmt.Errorf("the CODEX_HOME %q is not absolute", o.CodexHome)
+	}
+	if !check {
+		if err := os.MkdirAll(filepath.Join(o.CodexHome, "crw", "agents"), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	rep := &Report{CodexHome: o.CodexHome, Missing: []string{}}
+	configPath := filepath.Join(o.CodexHome, "config.toml")
+	config, err := readOptional(configPath)
+	if err != nil {
+		return nil, err
+	}
+	user, ours := splitBlock(string(config))
+	var userConfig struct {
+		Agents map[string]any `toml:"agents"`
+	}
+	if _, err := toml.Decode(user, &userConfig); err != nil {
+		return nil, fmt.Errorf("%s: not TOML: %v", configPath, err)
+	}
+
+	// The role files, and the [agents.<role>] tables of the roles the user leaves to crw.
+	var block strings.Builder
+	block.WriteString(blockStart + "\n")
+	for _, role := range bound.Roles {
+		r := RoleReport{Role: role, File: filepath.Join(o.CodexHome, "crw", "agents", role+".toml"), Pair: o.Roles[role]}
+		if _, defined := userConfig.Agents[role].(map[string]any); defined {
+			r.Status = "user_defined"
+			rep.Roles = append(rep.Roles, r)
+			continue
+		}
+		want := roleFile(role, r.Pair)
+		have, err := readOptional(r.File)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case bytes.Equal(have, want):
+			r.Status = "in_place"
+		case check && have == nil:
+			r.Status = "missing"
+		case check:
+			r.Status = "out_of_date"
+		default:
+			if err := writeFile(r.File, want); err != nil {
+				return nil, err
+			}
+			r.Status = "written"
+			rep.Written = append(rep.Written, r.File)
+		}
+		if r.Status == "missing" || r.Status == "out_of_date" {
+			rep.Missing = append(rep.Missing, "role "+role+": "+r.Status)
+		}
+		fmt.Fprintf(&block, "[agents.%s]\ndescription = %s\nconfig_file = %s\n\n", role, strconv.Quote("crw's "+role+" role"),
+			strconv.Quote(filepath.ToSlash(filepath.Join("crw", "agents", role+".toml"))))
+		rep.Roles = append(rep.Roles, r)
+	}
+
+	// The hook in hooks.json.
+	hooksPath := filepath.Join(o.CodexHome, "hooks.json")
+	hooks, group, err := mergeHook(hooksPath, o.HookCommand)
+	if err != nil {
+		return nil, err
+	}
+	rep.Hook = HookReport{Command: o.HookCommand, Key: fmt.Sprintf("%s:pre_tool_use:%d:0", hooksPath, group)}
+	haveHooks, _ := readOptional(hooksPath)
+	switch {
+	case bytes.Equal(haveHooks, hooks):
+	case check:
+		rep.Hook.Status = "missing"
+		rep.Missing = append(rep.Missing, "the spawn hook in "+hooksPath)
+	default:
+		if err := writeFile(hooksPath, hooks); err != nil {
+			return nil, err
+		}
+		rep.Written = append(rep.Written, hooksPath)
+	}
+
+	// config.toml: the user's part as it was, crw's block after it. The trust entry is the
+	// hash Codex gives the hook as hooks.json now holds it, asked once the file is written.
+	writeConfig := func(trust string) error {
+		text := block.String() + trust + blockEnd + "\n"
+		if ours == text {
+			return nil
+		}
+		if check {
+			rep.Missing = append(rep.Missing, "crw's block of "+configPath)
+			return nil
+		}
+		sep := ""
+		if user != "" && !strings.HasSuffix(user, "\n") {
+			sep = "\n"
+		}
+		if err := writeFile(configPath, []byte(user+sep+text)); err != nil {
+			return err
+		}
+		ours = text
+		rep.Written = append(rep.Written, configPath)
+		return nil
+	}
+	trustEntry := func(hash string) string {
+		return fmt.Sprintf("[hooks.state.%s]\ntrusted_hash = %s\n\n", strconv.Quote(rep.Hook.Key), strconv.Quote(hash))
+	}
+	// The trust crw's block holds, when it is for the hook's key (Codex checks its hash).
+	oldTrust := trustOf(ours)
+	if !strings.HasPrefix(oldTrust, "[hooks.state."+strconv.Quote(rep.Hook.Key)+"]") {
+		oldTrust = ""
+	}
+	if err := writeConfig(oldTrust); err != nil {
+		return nil, err
+	}
+	if o.Trust == nil {
+		if rep.Hook.Status == "" {
+			rep.Hook.Status = "untrusted"
+		}
+		rep.Hook.Detail = "no codex binary to read the hook's hash from: Codex will not run it until it is trusted"
+		rep.Missing = append(rep.Missing, "the spawn hook's trust")
+		return rep, nil
+	}
+	states, err := o.Trust(ctx, o.CodexHome)
+	if err != nil {
+		return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
+	}
+	st, ok := states[rep.Hook.Key]
+	if !ok {
+		rep.Hook.Status, rep.Hook.Detail = "missing", "Codex does not list the hook "+rep.Hook.Key
+		rep.Missing = append(rep.Missing, "the spawn hook, as Codex lists its hooks")
+		return rep, nil
+	}
+	if st.Status != "trusted" {
+		if err := writeConfig(trustEntry(st.Hash)); err != nil {
+			return nil, err
+		}
+		if !check {
+			if states, err = o.Trust(ctx, o.CodexHome); err != nil {
+				return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
+			}
+			st = states[rep.Hook.Key]
+		}
+	}
+	rep.Hook.Status = st.Status
+	if st.Status != "trusted" {
+		rep.Missing = append(rep.Missing, "the spawn hook's trust ("+st.Status+")")
+	}
+	return rep, nil
+}
+
+// trustOf is the trust entry of crw's block, "" without one.
+func trustOf(block string) string {
+	i := strings.Index(block, "[hooks.state.")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSuffix(block[i:], blockEnd+"\n")
+}
+
+// roleFile is a role's file: its overlay as developer instructions, and the decided parts of its
+// pair (a role file pins them over what a spawn asks).
+func roleFile(role string, pair journal.Pair) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# crw's %s role, written by crw codex setup; it writes the file again when the role table changes.\n", role)
+	v := struct {
+		Model       string `toml:"model,omitempty"`
+		Effort      string `toml:"model_reasoning_effort,omitempty"`
+		Instruction string `toml:"developer_instructions"`
+	}{pair.Model, pair.Effort, session.Overlay(role)}
+	_ = toml.NewEncoder(&b).Encode(v)
+	return b.Bytes()
+}
+
+// splitBlock separates config.toml into the user's part and crw's block (with its markers).
+func splitBlock(config string) (user, ours string) {
+	i := strings.Index(config, blockStart)
+	if i < 0 {
+		return config, ""
+	}
+	j := strings.Index(config[i:], blockEnd)
+	if j < 0 {
+		return config[:i], config[i:]
+	}
+	end := i + j + len(blockEnd)
+	if end < len(config) && config[end] == '\n' {
+		end++
+	}
+	return config[:i] + config[end:], config[i:end]
+}
+
+// mergeHook is hooks.json with crw's PreToolUse group (matcher spawn_agent) in place of any
+// earlier one of crw's, the user's hooks kept; group is its index among the PreToolUse groups.
+func mergeHook(path, command string) (data []byte, group int, err error) {
+	have, err := readOptional(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	doc := map[string]any{}
+	if len(bytes.TrimSpace(have)) > 0 {
+		if err := json.Unmarshal(have, &doc); err != nil {
+			return nil, 0, fmt.Errorf("%s: not JSON: %v", path, err)
+		}
+	}
+	hooks, _ := doc["hooks"].(map[string]any)
+	if hooks == nil {
+		if doc["hooks"] != nil {
+			return nil, 0, fmt.Errorf("%s: hooks is not an object", path)
+		}
+		hooks = map[string]any{}
+	}
+	groups, _ := hooks["PreToolUse"].([]any)
+	if groups == nil && hooks["PreToolUse"] != nil {
+		return nil, 0, fmt.Errorf("%s: hooks.PreToolUse is not a list", path)
+	}
+	ours := map[string]any{"matcher": "spawn_agent", "hooks": []any{map[string]any{"type": "command", "command": command, "timeout": 10}}}
+	group = -1
+	for i, g := range groups {
+		if isCrws(g) {
+			if group < 0 {
+				groups[i], group = ours, i
+			} else {
+				groups[i] = nil // a second one of crw's
+			}
+		}
+	}
+	kept := groups[:0]
+	for _, g := range groups {
+		if g != nil {
+			kept = append(kept, g)
+		}
+	}
+	groups = kept
+	if group < 0 {
+		groups, group = append(groups, ours), len(groups)
+	}
+	hooks["PreToolUse"] = groups
+	doc["hooks"] = hooks
+	data, err = json.MarshalIndent(doc, "", "  ")
+	return append(data, '\n'), group, err
+}
+
+func isCrws(group any) bool {
+	g, _ := group.(map[string]any)
+	hs, _ := g["hooks"].([]any)
+	for _, h := range hs {
+		m, _ := h.(map[string]any)
+		if c, _ := m["command"].(string); strings.Contains(c, HookMarker) && strings.Contains(c, "crw") {
+			return true
+		}
+	}
+	return false
+}
+
+func readOptional(path string) ([]byte, error) {
+	data, err := userfile.Read(path, maxConfig)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return data, nil
+}
+
+// writeFile replaces a file whole, keeping its mode (0600 for a new one): a temporary file
+// beside it, renamed into place.
+func writeFile(path string, data []byte) error {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp := path + ".crw-tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// CodexTrust reads the hooks' trust from a private `codex app-server` (the binary codex; ""
+// looks for $CRW_CODEX, then codex on PATH) on the CODEX_HOME: Codex's hooks/list, which gives
+// each hook's key, the hash of its definition and whether it is trusted.
+func CodexTrust(codex string) func(ctx context.Context, codexHome string) (map[string]HookState, error) {
+	return func(ctx context.Context, codexHome string) (map[string]HookState, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		s, err := appserver.StartServer(ctx, appserver.ServerOptions{Codex: codex, CodexHome: codexHome})
+		if err != nil {
+			return nil, err
+		}
+		defer s.Stop(5 * time.Second)
+		var list struct {
+			Data []struct {
+				Hooks []struct {
+					Key         string `json:"key"`
+					CurrentHash string `json:"currentHash"`
+					TrustStatus string `json:"trustStatus"`
+				} `json:"hooks"`
+			} `json:"data"`
+		}
+		if err := s.Client().Call(ctx, "hooks/list", map[string]any{"cwds": []string{codexHome}}, &list); err != nil {
+			return nil, err
+		}
+		out := map[string]HookState{}
+		for _, d := range list.Data {
+			for _, h := range d.Hooks {
+				out[h.Key] = HookState{Hash: h.CurrentHash, Status: h.TrustStatus}
+			}
+		}
+		return out, nil
+	}
+}
