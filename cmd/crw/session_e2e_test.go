@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -54,7 +55,11 @@ type ownerRig struct {
 	private bool
 }
 
-func newOwnerRig(t *testing.T, answers string) *ownerRig {
+func newOwnerRig(t *testing.T, answers string) *ownerRig { return newOwnerRigWith(t, answers, nil) }
+
+// newOwnerRigWith is newOwnerRig with prepare run on the owner's CODEX_HOME before its app
+// server starts (the rig's folder and the CODEX_HOME).
+func newOwnerRigWith(t *testing.T, answers string, prepare func(dir, home string)) *ownerRig {
 	codex := mockmodel.Codex(t)
 	parsed, err := fake.ParseAnswers("answers.json", []byte(answers))
 	require.NoError(t, err)
@@ -67,6 +72,9 @@ func newOwnerRig(t *testing.T, answers string) *ownerRig {
 	require.NoError(t, os.Mkdir(r.work, 0o755))
 	require.NoError(t, mock.WriteCodexHome(home, reviewerRole, explorerRole))
 	mockmodel.WriteCatalog(t, codex, home, reviewerRole.Model, explorerRole.Model)
+	if prepare != nil {
+		prepare(dir, home)
+	}
 	mockmodel.StartOwnerServer(t, codex, home, r.sock)
 	r.env = []string{"CODEX_HOME=" + home}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -630,4 +638,77 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 	for marker, n := range r.spawns {
 		assert.Equal(t, 1, n, "%s spawned once", marker)
 	}
+}
+
+// TestOwnerSpawnsGoThroughTheSpawnHook: after crw codex setup into the owner's CODEX_HOME, the
+// owner thread of a session run is bound to it, and the real Codex runs crw's spawn hook on the
+// owner's spawns: a spawn with no agent type that asks for another model runs on its role's
+// pair from the run's table, a fork of the owner's whole history is refused, and so is a spawn
+// by a subagent ([agents] max_depth = 2 lets one try); each decision is a line of the ledger.
+func TestOwnerSpawnsGoThroughTheSpawnHook(t *testing.T) {
+	t.Parallel()
+	r := newOwnerRigWith(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"fine\"}"}]}]}`, func(dir, home string) {
+		config, err := os.ReadFile(filepath.Join(home, "config.toml"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"),
+			[]byte(strings.Replace(string(config), "max_threads = 4", "max_threads = 6\nmax_depth = 2", 1)), 0o644))
+		roles := filepath.Join(dir, "setup-roles.json")
+		require.NoError(t, os.WriteFile(roles, []byte(sessionRoles), 0o600))
+		res := durableCrw(t, filepath.Join(dir, "state"), nil, "--json", "codex", "setup", "--codex-home", home, "--roles", roles, "--codex", mockmodel.Codex(t))
+		require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+		assert.Contains(t, res.stdout, `"status":"trusted"`)
+	})
+	run, _ := r.start(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "wait here" })).status; }
+`)
+	t.Cleanup(func() { r.crw("flow", "cancel", run) })
+	binding, err := os.ReadFile(filepath.Join(r.state, "flow-bound", r.ownerID+".jsonl"))
+	require.NoError(t, err, "the start binds the owner")
+	assert.Contains(t, string(binding), `"kind":"orchestrator","run_id":"`+run+`"`)
+	assert.Contains(t, string(binding), `"explorer":{"model":"mock-explorer-model","effort":"low"}`)
+
+	r.mock.OwnPrompt("LEAF-SPAWNER", mockmodel.OwnerStep{Tool: "spawn_agent", Args: map[string]any{"message": "grandchild"}},
+		mockmodel.OwnerStep{Text: "I tried."})
+	r.turn(
+		mockmodel.OwnerStep{Tool: "spawn_agent", Args: map[string]any{"message": "Look around, please.", "model": reviewerRole.Model, "reasoning_effort": "high"}},
+		mockmodel.OwnerStep{Tool: "spawn_agent", Args: map[string]any{"agent_type": "reviewer", "message": "Fork me.", "fork_context": true}},
+		mockmodel.OwnerStep{Tool: "spawn_agent", Args: map[string]any{"agent_type": "explorer", "message": "LEAF-SPAWNER: spawn one"}},
+	)
+	ledger := filepath.Join(r.state, "flow-bound", "decisions", r.ownerID+".jsonl")
+	var decisions []map[string]any
+	require.Eventually(t, func() bool {
+		data, _ := os.ReadFile(ledger)
+		decisions = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var d map[string]any
+			if json.Unmarshal([]byte(l), &d) == nil {
+				decisions = append(decisions, d)
+			}
+		}
+		return len(decisions) == 4
+	}, time.Minute, 100*time.Millisecond, "four spawns decided")
+	byDecision := map[string][]string{}
+	for _, d := range decisions {
+		assert.Equal(t, run, d["run_id"])
+		byDecision[d["decision"].(string)] = append(byDecision[d["decision"].(string)], fmt.Sprint(d["role"], " ", d["reason"]))
+	}
+	assert.ElementsMatch(t, []string{"explorer <nil>", "explorer <nil>"}, byDecision["allow"])
+	assert.ElementsMatch(t, []string{"reviewer full_history_fork_refused", "explorer leaf_spawn_refused"}, byDecision["deny"])
+
+	subs, err := r.host.Subagents(r.ctx)
+	require.NoError(t, err)
+	previews := map[string]session.Thread{}
+	for _, s := range subs {
+		previews[s.Preview] = s
+	}
+	look, ok := previews["Look around, please."]
+	require.True(t, ok, "the first spawn ran: %v", previews)
+	assert.Equal(t, explorerRole.Model, look.Model, "it runs on the explorer's pair, not the model it asked for")
+	assert.Equal(t, "low", look.Effort)
+	assert.NotContains(t, previews, "Fork me.", "the fork was refused")
+	assert.NotContains(t, previews, "grandchild", "the subagent's spawn was refused")
+	outputs := fmt.Sprint(r.mock.Requests())
+	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: full_history_fork_refused")
+	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: leaf_spawn_refused")
 }

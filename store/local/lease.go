@@ -324,3 +324,28 @@ func lockedByOther(path string) bool {
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
 }
+
+// StartLockFile is a run's start lock: crw flow start holds it from before it binds the run's
+// owner until the run's process holds the run, so the run counts as live all along.
+const StartLockFile = "start.lock"
+
+// StartLock takes a run's start lock; release lets it go.
+func (s *Store) StartLock(run string) (release func(), err error) {
+	if !store.ValidRunID(run) {
+		return nil, fmt.Errorf("%q is not a run id", run)
+	}
+	f, err := flockFile(filepath.Join(s.RunDir(run), StartLockFile))
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// Live reports whether a run of the state folder root is live: a process holds it, or its
+// start does.
+func Live(root, run string) bool {
+	if !store.ValidRunID(run) {
+		return false
+	}
+	return Held(root, run) || lockedByOther(filepath.Join(root, "flow", run, StartLockFile))
+}

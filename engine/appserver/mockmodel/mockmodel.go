@@ -72,10 +72,12 @@ type Server struct {
 	http    *httptest.Server
 	stop    chan struct{} // closed by Close: held streams end
 
-	mu      sync.Mutex
-	owners  map[string][]OwnerStep // scripted owner threads
-	threads map[string]*thread
-	unnamed int // threads seen without call headers
+	mu     sync.Mutex
+	owners map[string][]OwnerStep // scripted owner threads
+	// promptOwners are scripted owners found by a text of their last user message.
+	promptOwners map[string][]OwnerStep
+	threads      map[string]*thread
+	unnamed      int // threads seen without call headers
 	// sessionCalls are the calls of a session run by their number: a subagent is located by
 	// the marker and role lines of its first message.
 	sessionCalls map[int]*thread
@@ -231,7 +233,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if steps := s.ownerSteps(req.Thread); steps != nil {
+	if steps := s.ownerSteps(req.Thread, req.Prompt); steps != nil {
 		outputs := map[string]string{}
 		for _, in := range body.Input {
 			if in.Type == "function_call_output" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // OwnerStep is one model response of an owner thread: a call of a multi_agent_v1 tool, or
@@ -27,10 +28,29 @@ func (s *Server) Own(threadID string, steps ...OwnerStep) {
 	s.owners[threadID] = steps
 }
 
-func (s *Server) ownerSteps(threadID string) []OwnerStep {
+// OwnPrompt scripts as an owner every thread whose last user message contains text (a
+// subagent's, whose id is not known before it is spawned), as Own does a thread by its id.
+func (s *Server) OwnPrompt(text string, steps ...OwnerStep) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.owners[threadID]
+	if s.promptOwners == nil {
+		s.promptOwners = map[string][]OwnerStep{}
+	}
+	s.promptOwners[text] = steps
+}
+
+func (s *Server) ownerSteps(threadID, prompt string) []OwnerStep {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if steps, ok := s.owners[threadID]; ok {
+		return steps
+	}
+	for text, steps := range s.promptOwners {
+		if strings.Contains(prompt, text) {
+			return steps
+		}
+	}
+	return nil
 }
 
 // ownerStep answers an owner's request with the step its function call outputs have reached.

@@ -56,7 +56,29 @@ one, give --backend fake (offline) or --backend app-server.`,
 				return err
 			}
 			g.runID = id
-			return detached(cmd.Context(), g, streams, svc, id)
+			var warnings []string
+			if co.Backend == session.Name {
+				// The owner is bound before any process of the run exists, under the run's
+				// start lock: the run is live from here until its process holds it.
+				st := g.store.(*local.Store)
+				release, err := st.StartLock(id)
+				if err != nil {
+					warnings = append(warnings, fmt.Sprintf("run %s: its start lock cannot be taken: %v", id, err))
+				} else {
+					defer release()
+				}
+				spec, err := svc.Store.Spec(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if w := bindOwner(st, spec); w != "" {
+					warnings = append(warnings, w)
+				}
+				for _, w := range warnings {
+					fmt.Fprintf(streams.ErrOut, "crw: warning: %s\n", w)
+				}
+			}
+			return detachedWith(cmd.Context(), g, streams, svc, id, warnings)
 		},
 	}
 	backendOpts = addRunFlags(cmd, g, opts, session.Name)
@@ -97,12 +119,21 @@ A script that asks for another call than the journal recorded stops with a diver
 
 // detached starts a run's process and prints the run's id (with --json, {"run", "pid", "state"}).
 func detached(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
+	return detachedWith(ctx, g, streams, svc, id, nil)
+}
+
+// detachedWith is detached, its JSON answer naming the warnings of the start.
+func detachedWith(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string, warnings []string) error {
 	pid, err := svc.Start(ctx, id)
 	if err != nil {
 		return err
 	}
 	if g.json {
-		writeJSON(streams.Out, map[string]any{"run": id, "pid": pid, "state": store.StateRunning})
+		out := map[string]any{"run": id, "pid": pid, "state": store.StateRunning}
+		if len(warnings) > 0 {
+			out["warnings"] = warnings
+		}
+		writeJSON(streams.Out, out)
 	} else {
 		fmt.Fprintln(streams.Out, id)
 	}
@@ -122,7 +153,9 @@ func newCmdExec(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			end, err := execute(ctx, svc, args[0], engine.ExecOptions{Console: streams.ErrOut})
+			onStart, onEnd := ownerHooks(ctx, g, svc, args[0], streams.ErrOut)
+			end, err := execute(ctx, svc, args[0], engine.ExecOptions{Console: streams.ErrOut, OnStart: onStart})
+			onEnd(end)
 			if err != nil {
 				return err
 			}
@@ -174,9 +207,16 @@ func foreground(ctx context.Context, g *globals, streams IO, svc *engine.Service
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
+	bindStart, onEnd := ownerHooks(ctx, g, svc, id, streams.ErrOut)
 	end, err := execute(ctx, svc, id, engine.ExecOptions{
-		Console: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started,
+		Console: prog.logWriter(), OnEvent: prog.event, OnStart: func(run string) {
+			prog.started(run)
+			if bindStart != nil {
+				bindStart(run)
+			}
+		},
 	})
+	onEnd(end)
 	prog.done()
 	if err != nil {
 		return err
