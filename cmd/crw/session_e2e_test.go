@@ -712,3 +712,64 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: full_history_fork_refused")
 	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: leaf_spawn_refused")
 }
+
+// TestTwoStartsOnOneThreadBindOnce: two crw flow start of session runs on one owner thread at
+// the same moment: exactly one binds the owner, the other starts and warns; once the bound run
+// has ended, the next start binds.
+func TestTwoStartsOnOneThreadBindOnce(t *testing.T) {
+	t.Parallel()
+	r := newOwnerRig(t, `{"answers": []}`)
+	wf := filepath.Join(r.dir, "wait.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "wait here" })).status; }
+`), 0o600))
+	start := func() (run string, warnings []string) {
+		res := r.crw("--json", "flow", "start", wf, "--owner", r.ownerID, "--host", "unix://"+r.sock, "--poll", "50ms")
+		require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+		var out struct {
+			Run      string
+			Warnings []string
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+		return out.Run, out.Warnings
+	}
+	type started struct {
+		run      string
+		warnings []string
+	}
+	results := make(chan started, 2)
+	for range 2 {
+		go func() {
+			run, w := start()
+			results <- started{run, w}
+		}()
+	}
+	a, b := <-results, <-results
+	t.Cleanup(func() { r.crw("flow", "cancel", a.run); r.crw("flow", "cancel", b.run) })
+	assert.NotEqual(t, len(a.warnings) == 0, len(b.warnings) == 0, "exactly one start warns: %+v %+v", a, b)
+	bound, loser := a, b
+	if len(a.warnings) > 0 {
+		bound, loser = b, a
+	}
+	assert.Contains(t, loser.warnings[0], "serves live run "+bound.run)
+	lines := func() []string {
+		data, err := os.ReadFile(filepath.Join(r.state, "flow-bound", r.ownerID+".jsonl"))
+		require.NoError(t, err)
+		return strings.Split(strings.TrimSpace(string(data)), "\n")
+	}
+	require.Len(t, lines(), 1, "one line: the bound run's")
+	assert.Contains(t, lines()[0], `"run_id":"`+bound.run+`"`)
+
+	// The bound run ends: its line is closed, and a new start binds.
+	res := r.crw("flow", "cancel", bound.run)
+	require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+	require.Eventually(t, func() bool { return strings.Contains(lines()[len(lines())-1], `"kind":"orchestrator_closed"`) }, 30*time.Second, 50*time.Millisecond,
+		"the ended run lets the owner go: %v", lines())
+	res = r.crw("flow", "cancel", loser.run)
+	require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
+	third, warnings := start()
+	t.Cleanup(func() { r.crw("flow", "cancel", third) })
+	assert.Empty(t, warnings)
+	assert.Contains(t, lines()[len(lines())-1], `"kind":"orchestrator","run_id":"`+third+`"`)
+}
