@@ -227,11 +227,16 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s (the backend of its run.json)", run, h.Backend, spec.Backend).
 			Next("put back the spec the run was created with")
 	}
+	process := 1 // this process writes the run's process-th started row
+	if h != nil {
+		process = h.Starts + 1
+	}
 	be := x.Backend
 	warnings := &runner.Warnings{}
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
+			Flow: warnings.Flow, Process: process,
 		})
 		if err != nil {
 			return nil, err

@@ -9,10 +9,11 @@ import (
 // Row types. The words are the ones DESIGN.md uses; a trace carries them as they are.
 const (
 	// Run rows.
-	TypeStarted    = "started"
-	TypeEnded      = "ended"
-	TypeEscalation = "escalation"
-	TypeWarning    = "warning"
+	TypeStarted     = "started"
+	TypeEnded       = "ended"
+	TypeEscalation  = "escalation"
+	TypeWarning     = "warning"
+	TypeSessionWake = "session_wake" // a wake of a session run's owner thread
 
 	// Call rows: intents first, then exactly one terminal row.
 	TypePrepared           = "prepared"
@@ -59,7 +60,7 @@ func StatusOf(t string) CallStatus {
 // IsKnownType reports whether t is one of the row types above.
 func IsKnownType(t string) bool {
 	switch t {
-	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning,
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted:
 		return true
 	}
@@ -205,6 +206,19 @@ type Row struct {
 	PriorPairs []Pair `json:"prior_pairs,omitempty"`
 	HostStatus string `json:"host_status,omitempty"` // session_attempt_lost: the thread's status on the host
 	TurnStatus string `json:"turn_status,omitempty"` // and its marker turn's
+
+	// session_wake, and escalation session_unresponsive: the steps waiting for the owner (their
+	// markers, ops), the wake's logical id, how many wakes of those steps came before it, the
+	// owner's status on the host, how long the steps have waited, and whether a message was
+	// staged (reason and detail say why not).
+	Batch          string   `json:"batch,omitempty"`
+	WakeID         string   `json:"wake_id,omitempty"`
+	Renotify       int      `json:"renotify,omitempty"`
+	Ops            []string `json:"ops,omitempty"`
+	Owner          string   `json:"owner,omitempty"`
+	OwnerStatus    string   `json:"owner_status,omitempty"`
+	WaitingSeconds int64    `json:"waiting_seconds,omitempty"`
+	Staged         *bool    `json:"staged,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

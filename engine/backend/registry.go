@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 )
 
 // Descriptor is a backend as the registry knows it: its name, the options a run gives it, how
@@ -38,6 +39,11 @@ type Config struct {
 	Dir string
 	// Warn records a warning of the run that belongs to no call.
 	Warn func(reason, detail string)
+	// Flow records a row of the run that belongs to no call (a session_wake, an escalation).
+	Flow func(row *journal.Row)
+	// Process is this process's place among the run's processes: 1 for the first, n for the
+	// one that writes the run's n-th started row.
+	Process int
 }
 
 // Registry holds the backends a build of crw offers, by name. The command line builds it in
@@ -125,6 +131,12 @@ func (r *Registry) Open(name string, cfg Config) (Backend, error) {
 	}
 	if cfg.Warn == nil {
 		cfg.Warn = func(string, string) {}
+	}
+	if cfg.Flow == nil {
+		cfg.Flow = func(*journal.Row) {}
+	}
+	if cfg.Process < 1 {
+		cfg.Process = 1
 	}
 	return d.Open(cfg)
 }

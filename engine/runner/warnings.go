@@ -21,7 +21,12 @@ type Warnings struct {
 
 // Warn journals a warning, or keeps it until the run's process writes.
 func (w *Warnings) Warn(reason, detail string) {
-	row := &journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail}
+	w.Flow(&journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail})
+}
+
+// Flow journals a row of the run that belongs to no call, or keeps it until the run's
+// process writes.
+func (w *Warnings) Flow(row *journal.Row) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.j == nil {

@@ -52,6 +52,13 @@ type Config struct {
 	// taken back once crw flow next has handed it out.
 	PrivateHost bool
 	Warn        func(reason, detail string)
+	// Flow records a row of the run that belongs to no call (session_wake, escalation).
+	Flow func(row *journal.Row)
+	// Process is this process's place among the run's processes (1 for the first): the wake
+	// ids of a later process are its own.
+	Process int
+	// Wake times the owner's wakes.
+	Wake WakeConfig
 }
 
 // Backend runs turns as steps for the owner.
@@ -85,6 +92,10 @@ func New(cfg Config) *Backend {
 	if cfg.Warn == nil {
 		cfg.Warn = func(string, string) {}
 	}
+	if cfg.Flow == nil {
+		cfg.Flow = func(*journal.Row) {}
+	}
+	cfg.Wake.defaults()
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, bound: map[string]string{}, closing: map[StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	// The live index as this process writes it; a step it cannot make visible is retried
@@ -120,11 +131,13 @@ func (b *Backend) answerInbox(ctx context.Context) {
 		}
 		b.mu.Unlock()
 	}
+	var w wakes
 	for polls := 1; ; polls++ {
 		reports, _ := b.bus.Inbox()
 		for _, r := range reports {
 			b.route(r)
 		}
+		b.wakeOwner(ctx, &w)
 		if polls%b.cfg.LookupEvery == 0 {
 			b.sweepCloses(ctx)
 		}

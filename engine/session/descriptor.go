@@ -54,6 +54,9 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"},
 			{Name: "lost-after", Usage: "how long a gone subagent's turn may stand still before its attempt is lost, --backend session (default 10m)"},
 			{Name: "poll", Usage: "how often --backend session reads its inbox and the host (default 250ms)"},
+			{Name: "wake-after", Usage: "how long steps wait before --backend session wakes the owner again (default 15m; doubling)"},
+			{Name: "renotify-max", Usage: "the longest interval between wakes of the owner, --backend session (default 1h)"},
+			{Name: "unresponsive-after", Usage: "how long steps wait before the session_unresponsive escalation, --backend session (default 2h)"},
 		},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
 			owner := firstSet(opts["owner"], os.Getenv(OwnerEnv))
@@ -114,7 +117,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			if err != nil {
 				return nil, errs.New(errs.CapabilityUnavailable, "--backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
 			}
-			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn,
+			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
 				PrivateHost: cfg.Options["host"] == PrivateHost}
 			// The recorded durations were checked when the run was created; a run.json edited since is refused.
 			for _, d := range durations {
@@ -134,6 +137,9 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 var durations = []durationOption{
 	{"lost-after", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.LostAfter }},
 	{"poll", time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.Poll }},
+	{"wake-after", time.Second, 24 * time.Hour, func(c *Config) *time.Duration { return &c.Wake.After }},
+	{"renotify-max", time.Second, 7 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Wake.RenotifyMax }},
+	{"unresponsive-after", time.Second, 30 * 24 * time.Hour, func(c *Config) *time.Duration { return &c.Wake.UnresponsiveAfter }},
 }
 
 type durationOption struct {

@@ -50,7 +50,10 @@ type Host struct {
 	close   func() error
 }
 
-var _ session.Host = (*Host)(nil)
+var (
+	_ session.Host  = (*Host)(nil)
+	_ session.Waker = (*Host)(nil)
+)
 
 // Option configures Dial and Private.
 type Option func(*options)
@@ -198,4 +201,37 @@ func (h *Host) InterruptTurn(ctx context.Context, threadID, turnID string) error
 		return fmt.Errorf("codexhost: thread %s: %w (%s)", threadID, session.ErrUnknownThread, msg)
 	}
 	return err
+}
+
+// OwnerStatus implements session.Waker: thread/read without turns.
+func (h *Host) OwnerStatus(ctx context.Context, thread string) (string, error) {
+	var r struct {
+		Thread wireThread `json:"thread"`
+	}
+	if err := h.call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": false}, &r); err != nil {
+		if msg, ok := unknownThread(err); ok {
+			return "", fmt.Errorf("codexhost: thread %s: %w (%s)", thread, session.ErrUnknownThread, msg)
+		}
+		return "", err
+	}
+	return r.Thread.Status.Type, nil
+}
+
+// Wake implements session.Waker: a turn on the owner's thread, resumed first when it is not
+// loaded. A private app server never wakes the owner: the turn would run outside its process.
+func (h *Host) Wake(ctx context.Context, thread, text string) error {
+	if h.private {
+		return session.ErrNoWake
+	}
+	status, err := h.OwnerStatus(ctx, thread)
+	if err != nil {
+		return err
+	}
+	if status == "notLoaded" {
+		if err := h.call(ctx, "thread/resume", map[string]any{"threadId": thread, "excludeTurns": true}, nil); err != nil {
+			return err
+		}
+	}
+	params := map[string]any{"threadId": thread, "input": []map[string]any{{"type": "text", "text": text}}}
+	return h.call(ctx, "turn/start", params, nil)
 }

@@ -30,6 +30,50 @@ type Host struct {
 	n          int
 	Interrupts int  // turn/interrupt requests received
 	Down       bool // every read fails as an unreachable host's would
+
+	// OwnerStates is each top-level thread's status for OwnerStatus (default idle); WakeErr
+	// fails each wake; wakes are the texts of the turns Wake started.
+	OwnerStates map[string]string
+	WakeErr     error
+	wakes       []string
+}
+
+// OwnerStatus implements session.Waker.
+func (h *Host) OwnerStatus(_ context.Context, thread string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st, ok := h.OwnerStates[thread]; ok {
+		return st, nil
+	}
+	return "idle", nil
+}
+
+// SetOwnerState sets a thread's status for OwnerStatus.
+func (h *Host) SetOwnerState(thread, status string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.OwnerStates == nil {
+		h.OwnerStates = map[string]string{}
+	}
+	h.OwnerStates[thread] = status
+}
+
+// Wake implements session.Waker: it records the turn's text.
+func (h *Host) Wake(_ context.Context, thread, text string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.WakeErr != nil {
+		return h.WakeErr
+	}
+	h.wakes = append(h.wakes, thread+": "+text)
+	return nil
+}
+
+// Wakes are the wakes so far.
+func (h *Host) Wakes() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.wakes...)
 }
 
 // NewHost is a host whose owner thread is owner.

@@ -1,0 +1,172 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// Waker is a host that can wake the owner thread: the owner's own app server. A private app
+// server is none: a turn it started on the owner's thread would run outside the owner's process.
+type Waker interface {
+	// OwnerStatus is a thread's status (idle, active, notLoaded, systemError), read without
+	// its turns.
+	OwnerStatus(ctx context.Context, thread string) (string, error)
+	// Wake starts a turn with text on the thread, resumed first when it is not loaded.
+	Wake(ctx context.Context, thread, text string) error
+}
+
+// WakeConfig times the wakes of the owner while steps wait for it.
+type WakeConfig struct {
+	// After is how long steps wait without a report before the owner is woken again (default
+	// 15 minutes); each interval is twice the one before, up to RenotifyMax (default an hour).
+	After, RenotifyMax time.Duration
+	// UnresponsiveAfter is how long steps wait before the one session_unresponsive escalation
+	// (default 2 hours); the run goes on waiting.
+	UnresponsiveAfter time.Duration
+	// Now is the wakes' clock (default time.Now).
+	Now func() time.Time
+}
+
+func (w *WakeConfig) defaults() {
+	if w.After <= 0 {
+		w.After = 15 * time.Minute
+	}
+	if w.RenotifyMax <= 0 {
+		w.RenotifyMax = time.Hour
+	}
+	if w.UnresponsiveAfter <= 0 {
+		w.UnresponsiveAfter = 2 * time.Hour
+	}
+	if w.Now == nil {
+		w.Now = time.Now
+	}
+}
+
+// wakes is the owner's wake state: what waits since when, and what it was told.
+type wakes struct {
+	since     time.Time       // when the steps now waiting began to wait
+	woken     map[string]bool // the markers a wake has named
+	pending   bool            // new steps wait for the owner's busy turn to end
+	last      time.Time       // the last wake
+	interval  time.Duration   // until the next renotification
+	renotify  int
+	escalated bool
+}
+
+// waitingMarkers are the markers of the steps waiting for a report, sorted.
+func (b *Backend) waitingMarkers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.waiting))
+	for m := range b.waiting {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// wakeOwner is one look at the waiting steps: a wake when a step the owner was not told of
+// waits and the owner is idle or not loaded (after its turn when it is busy), a renotification
+// when the steps have waited an interval since the last wake, an escalation once they have
+// waited UnresponsiveAfter.
+func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
+	cfg := b.cfg.Wake
+	markers := b.waitingMarkers()
+	now := cfg.Now()
+	if len(markers) == 0 {
+		*w = wakes{}
+		return
+	}
+	if w.since.IsZero() {
+		w.since, w.woken, w.interval = now, map[string]bool{}, cfg.After
+	}
+	fresh := false
+	for _, m := range markers {
+		fresh = fresh || !w.woken[m]
+	}
+	waited := now.Sub(w.since)
+	if !w.escalated && waited >= cfg.UnresponsiveAfter {
+		w.escalated = true
+		b.cfg.Flow(&journal.Row{Type: journal.TypeEscalation, Reason: "session_unresponsive", Owner: b.cfg.Owner,
+			Ops: ops(markers), Batch: batchOf(markers), WaitingSeconds: int64(waited / time.Second),
+			Detail: fmt.Sprintf("steps have waited %s without a report from the owner; the run goes on waiting", waited.Round(time.Second))})
+	}
+	renotify := !fresh && !w.last.IsZero() && now.Sub(w.last) >= w.interval
+	if !fresh && !renotify {
+		return
+	}
+	status := ""
+	waker, canWake := b.cfg.Host.(Waker)
+	if canWake && !b.cfg.PrivateHost {
+		var err error
+		if status, err = waker.OwnerStatus(ctx, b.cfg.Owner); err != nil {
+			status = "unknown"
+		}
+		if fresh && status == "active" {
+			w.pending = true // woken after the turn it is in
+			return
+		}
+	}
+	row := &journal.Row{Type: journal.TypeSessionWake, Batch: batchOf(markers), Ops: ops(markers), Owner: b.cfg.Owner, OwnerStatus: status,
+		WaitingSeconds: int64(waited / time.Second)}
+	row.WakeID = row.Batch
+	if b.cfg.Process > 1 {
+		row.WakeID += fmt.Sprintf("/e%d", b.cfg.Process)
+	}
+	if renotify {
+		w.renotify++
+		row.Renotify = w.renotify
+		w.interval = min(2*w.interval, cfg.RenotifyMax)
+	}
+	staged := false
+	switch {
+	case !canWake || b.cfg.PrivateHost:
+		row.Reason = "no_owner_host"
+		row.Detail = "the run reads the owner's subagents through a private app server, which never starts turns on the owner's thread: the owner polls crw flow next"
+	default:
+		if err := waker.Wake(ctx, b.cfg.Owner, wakeText(b.cfg.Run, markers)); err != nil {
+			row.Reason, row.Detail = "wake_failed", err.Error()
+		} else {
+			staged = true
+		}
+	}
+	row.Staged = &staged
+	b.cfg.Flow(row)
+	for _, m := range markers {
+		w.woken[m] = true
+	}
+	w.pending, w.last = false, now
+}
+
+// wakeText is the owner's wake message: which steps wait, and the command to run.
+func wakeText(run string, markers []string) string {
+	return fmt.Sprintf("crw run %s: %d step(s) wait for you (%s). Run `crw flow next %s --json`, make each step's host_call and run its then command; "+
+		"then alternate wait_agent with `crw flow next %s --wait 30s` until the run ends.", run, len(markers), strings.Join(markers, ", "), run, run)
+}
+
+// batchOf names a set of waiting steps.
+func batchOf(markers []string) string {
+	h := sha256.Sum256([]byte(strings.Join(markers, "\n")))
+	return "b" + hex.EncodeToString(h[:8])
+}
+
+func ops(markers []string) []string {
+	out := make([]string, 0, len(markers))
+	for _, m := range markers {
+		if call, k, _, ok := ParseMarker(m); ok {
+			out = append(out, Op(call, k))
+		}
+	}
+	return out
+}
+
+// ErrNoWake: a host that cannot wake the owner.
+var ErrNoWake = errors.New("the host cannot wake the owner")

@@ -1,0 +1,173 @@
+package session_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/session/sessiontest"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/mem"
+)
+
+// clock is a wake clock the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// flowRows collects the rows a backend records that belong to no call.
+type flowRows struct {
+	mu   sync.Mutex
+	rows []journal.Row
+}
+
+func (f *flowRows) add(r *journal.Row) { f.mu.Lock(); f.rows = append(f.rows, *r); f.mu.Unlock() }
+func (f *flowRows) all() []journal.Row {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]journal.Row(nil), f.rows...)
+}
+
+// wakeRun runs a one-call session run whose owner never takes the step, with the wake clock c;
+// it returns the host, the recorded rows, and a function that waits until n rows are in.
+func wakeRun(t *testing.T, c *clock, tune func(*session.Config)) (*sessiontest.Host, *flowRows, func(n int) []journal.Row) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "wait" })).status; }
+`), 0o600))
+	svc := enginetest.Service(mem.New())
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	host := sessiontest.NewHost(owner)
+	rows := &flowRows{}
+	cfg := session.Config{Run: id, Owner: owner, Host: host, Dir: filepath.Join(dir, "run"), Poll: 2 * time.Millisecond,
+		Flow: rows.add, Wake: session.WakeConfig{Now: c.Now}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	b := session.New(cfg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	}()
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	wait := func(n int) []journal.Row {
+		t.Helper()
+		require.Eventually(t, func() bool { return len(rows.all()) >= n }, 5*time.Second, time.Millisecond, "%d rows: %+v", n, rows.all())
+		time.Sleep(20 * time.Millisecond) // no row more than that
+		got := rows.all()
+		require.Len(t, got, n, "%+v", got)
+		return got
+	}
+	return host, rows, wait
+}
+
+// TestSessionWakesTheOwner: a step published while the owner is idle wakes it at once with a
+// turn that names the step and the command; while the step waits without a report the owner is
+// woken again after 15 minutes, then after 30, then every hour; after two hours of waiting the
+// session_unresponsive escalation is written once, and the run goes on waiting.
+func TestSessionWakesTheOwner(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	host, _, wait := wakeRun(t, c, nil)
+	rows := wait(1)
+	w := rows[0]
+	assert.Equal(t, journal.TypeSessionWake, w.Type)
+	assert.Equal(t, []string{"c1/t1"}, w.Ops)
+	assert.Equal(t, owner, w.Owner)
+	assert.Equal(t, "idle", w.OwnerStatus)
+	assert.Equal(t, w.Batch, w.WakeID, "the first process's wake id is its batch")
+	assert.Regexp(t, `^b[0-9a-f]{16}$`, w.Batch)
+	require.NotNil(t, w.Staged)
+	assert.True(t, *w.Staged)
+	assert.Zero(t, w.Renotify)
+	require.Len(t, host.Wakes(), 1)
+	assert.Contains(t, host.Wakes()[0], owner+": crw run ")
+	assert.Contains(t, host.Wakes()[0], "1 step(s) wait for you (c1/t1-a1)")
+	assert.Contains(t, host.Wakes()[0], "crw flow next ")
+
+	c.add(14 * time.Minute)
+	wait(1)
+	c.add(time.Minute) // 15 min
+	rows = wait(2)
+	assert.Equal(t, 1, rows[1].Renotify)
+	assert.Equal(t, int64(900), rows[1].WaitingSeconds)
+	assert.Equal(t, w.WakeID, rows[1].WakeID, "the same steps: the same logical id")
+	c.add(29 * time.Minute) // 44 min
+	wait(2)
+	c.add(time.Minute) // 45 min: 30 after the last
+	rows = wait(3)
+	assert.Equal(t, 2, rows[2].Renotify)
+	c.add(60 * time.Minute) // 105 min: an hour after the last, the longest interval
+	rows = wait(4)
+	assert.Equal(t, 3, rows[3].Renotify)
+	c.add(15 * time.Minute) // 120 min: the escalation
+	rows = wait(5)
+	e := rows[4]
+	assert.Equal(t, journal.TypeEscalation, e.Type)
+	assert.Equal(t, "session_unresponsive", e.Reason)
+	assert.Equal(t, []string{"c1/t1"}, e.Ops)
+	assert.Equal(t, int64(7200), e.WaitingSeconds)
+	c.add(45 * time.Minute) // 165 min: the next renotification, and no second escalation
+	rows = wait(6)
+	assert.Equal(t, journal.TypeSessionWake, rows[5].Type)
+	assert.Equal(t, 4, rows[5].Renotify)
+	assert.Len(t, host.Wakes(), 5)
+}
+
+// TestSessionWakesABusyOwnerAfterItsTurn: an owner in a turn is woken once it is idle again.
+func TestSessionWakesABusyOwnerAfterItsTurn(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var host *sessiontest.Host
+	host, _, wait := wakeRun(t, c, func(cfg *session.Config) {
+		cfg.Host.(*sessiontest.Host).SetOwnerState(owner, "active")
+	})
+	wait(0)
+	assert.Empty(t, host.Wakes(), "no turn is started on an owner in a turn")
+	host.SetOwnerState(owner, "notLoaded")
+	rows := wait(1)
+	assert.Equal(t, "notLoaded", rows[0].OwnerStatus)
+	assert.True(t, *rows[0].Staged)
+	assert.Len(t, host.Wakes(), 1)
+}
+
+// TestSessionWakeIsNotStagedWithoutTheOwnersHost: through a private app server the run never
+// starts a turn on the owner's thread: its wake row says staged: false and why; a later process
+// wakes under ids of its own; a wake the host refuses says so.
+func TestSessionWakeIsNotStagedWithoutTheOwnersHost(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	host, _, wait := wakeRun(t, c, func(cfg *session.Config) { cfg.PrivateHost, cfg.Process = true, 3 })
+	rows := wait(1)
+	require.NotNil(t, rows[0].Staged)
+	assert.False(t, *rows[0].Staged)
+	assert.Equal(t, "no_owner_host", rows[0].Reason)
+	assert.Equal(t, rows[0].Batch+"/e3", rows[0].WakeID)
+	assert.Empty(t, host.Wakes())
+
+	c2 := &clock{now: c.now}
+	_, _, wait2 := wakeRun(t, c2, func(cfg *session.Config) { cfg.Host.(*sessiontest.Host).WakeErr = assert.AnError })
+	rows = wait2(1)
+	assert.False(t, *rows[0].Staged)
+	assert.Equal(t, "wake_failed", rows[0].Reason)
+}
