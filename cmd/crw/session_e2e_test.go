@@ -53,6 +53,8 @@ type ownerRig struct {
 	// private starts runs without --host: the run reads the owner's subagents through a
 	// private app server of its own on the same CODEX_HOME.
 	private bool
+	// wakes lets the runs wake the owner (the rig's starts give --wake off otherwise).
+	wakes bool
 }
 
 func newOwnerRig(t *testing.T, answers string) *ownerRig { return newOwnerRigWith(t, answers, nil) }
@@ -109,6 +111,10 @@ func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int)
 	host := []string{"--host", "unix://" + r.sock}
 	if r.private {
 		host = []string{"--codex", r.codex}
+	}
+	if !r.wakes {
+		// The rig drives the owner's turns itself: a wake's turn would run beside them.
+		flags = append([]string{"--wake", "off"}, flags...)
 	}
 	args := append(append([]string{"--json", "flow", "start", wf, "--backend", "session", "--owner", r.ownerID}, host...),
 		append([]string{"--roles", filepath.Join(r.dir, "roles.json"), "--poll", "50ms"}, flags...)...)
@@ -708,9 +714,11 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Equal(t, "low", look.Effort)
 	assert.NotContains(t, previews, "Fork me.", "the fork was refused")
 	assert.NotContains(t, previews, "grandchild", "the subagent's spawn was refused")
-	outputs := fmt.Sprint(r.mock.Requests())
-	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: full_history_fork_refused")
-	assert.Contains(t, outputs, "Tool call blocked by PreToolUse hook: crw: leaf_spawn_refused")
+	outputs := func() string { return fmt.Sprint(r.mock.Requests()) }
+	assert.Contains(t, outputs(), "Tool call blocked by PreToolUse hook: crw: full_history_fork_refused")
+	assert.Eventually(t, func() bool {
+		return strings.Contains(outputs(), "Tool call blocked by PreToolUse hook: crw: leaf_spawn_refused")
+	}, 30*time.Second, 50*time.Millisecond, "the subagent is told its spawn was refused")
 }
 
 // TestTwoStartsOnOneThreadBindOnce: two crw flow start of session runs on one owner thread at
@@ -725,7 +733,7 @@ import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "wait here" })).status; }
 `), 0o600))
 	start := func() (run string, warnings []string) {
-		res := r.crw("--json", "flow", "start", wf, "--owner", r.ownerID, "--host", "unix://"+r.sock, "--poll", "50ms")
+		res := r.crw("--json", "flow", "start", wf, "--owner", r.ownerID, "--host", "unix://"+r.sock, "--poll", "50ms", "--wake", "off")
 		require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
 		var out struct {
 			Run      string

@@ -54,6 +54,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"},
 			{Name: "lost-after", Usage: "how long a gone subagent's turn may stand still before its attempt is lost, --backend session (default 10m)"},
 			{Name: "poll", Usage: "how often --backend session reads its inbox and the host (default 250ms)"},
+			{Name: "wake", Usage: "on (default) wakes the owner when steps wait, --backend session; off for an owner that polls crw flow next"},
 			{Name: "wake-after", Usage: "how long steps wait before --backend session wakes the owner again (default 15m; doubling)"},
 			{Name: "renotify-max", Usage: "the longest interval between wakes of the owner, --backend session (default 1h)"},
 			{Name: "unresponsive-after", Usage: "how long steps wait before the session_unresponsive escalation, --backend session (default 2h)"},
@@ -90,6 +91,13 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 				}
 				out["host"], out["codex"] = PrivateHost, bin
 			}
+			switch w := strings.TrimSpace(opts["wake"]); w {
+			case "", "on":
+			case "off":
+				out["wake"] = "off"
+			default:
+				return nil, errs.New(errs.InvalidRequest, "--wake: %q is neither on nor off", w)
+			}
 			for _, d := range durations {
 				if v := strings.TrimSpace(opts[d.name]); v != "" {
 					if _, err := parseDuration(d, v); err != nil {
@@ -119,6 +127,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			}
 			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
 				PrivateHost: cfg.Options["host"] == PrivateHost}
+			c.Wake.Off = cfg.Options["wake"] == "off"
 			// The recorded durations were checked when the run was created; a run.json edited since is refused.
 			for _, d := range durations {
 				if v := cfg.Options[d.name]; v != "" {

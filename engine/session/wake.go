@@ -33,6 +33,8 @@ type WakeConfig struct {
 	UnresponsiveAfter time.Duration
 	// Now is the wakes' clock (default time.Now).
 	Now func() time.Time
+	// Off: the owner is never woken (it polls crw flow next).
+	Off bool
 }
 
 func (w *WakeConfig) defaults() {
@@ -79,6 +81,9 @@ func (b *Backend) waitingMarkers() []string {
 // waited UnresponsiveAfter.
 func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	cfg := b.cfg.Wake
+	if cfg.Off {
+		return
+	}
 	markers := b.waitingMarkers()
 	now := cfg.Now()
 	if len(markers) == 0 {
