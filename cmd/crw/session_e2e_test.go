@@ -781,3 +781,46 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Empty(t, warnings)
 	assert.Contains(t, lines()[len(lines())-1], `"kind":"orchestrator","run_id":"`+third+`"`)
 }
+
+// TestSessionRunWakesItsOwner: a run started from an idle owner on the owner's app server wakes
+// it when its step is published (a turn on the owner's thread that names the step), again after
+// --wake-after while the step waits, and the owner, woken, takes the step: the run ends.
+func TestSessionRunWakesItsOwner(t *testing.T) {
+	t.Parallel()
+	r := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"woken\"}"}]}]}`)
+	r.wakes = true
+	run, _ := r.start(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when woken." })).output; }
+`, "--wake-after", "1s")
+	v := r.next(run)
+	require.Len(t, v.Steps, 1)
+	st := v.Steps[0]
+	// From its next wake on, the owner takes the step it is woken for.
+	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
+	require.Eventually(t, func() bool { return r.next(run).State == session.StateEnded }, time.Minute, 200*time.Millisecond)
+	status := r.crw("--json", "flow", "status", run)
+	assert.Contains(t, status.stdout, `"status":"completed"`)
+	assert.Contains(t, status.stdout, `"result":"{\"verdict\": \"woken\"}"`)
+
+	var wakes []journal.Row
+	for _, row := range r.rows(run) {
+		if row.Type == journal.TypeSessionWake {
+			wakes = append(wakes, row)
+		}
+	}
+	require.NotEmpty(t, wakes)
+	for _, w := range wakes {
+		require.NotNil(t, w.Staged)
+		assert.True(t, *w.Staged, "%+v", w)
+		assert.Equal(t, r.ownerID, w.Owner)
+		assert.Equal(t, []string{"c1/t1"}, w.Ops)
+	}
+	woken := false
+	for _, req := range r.mock.Requests() {
+		if req.Thread == r.ownerID && strings.Contains(req.Prompt, "1 step(s) wait for you (c1/t1-a1)") && req.Answer == "owner:spawn_agent" {
+			woken = true
+		}
+	}
+	assert.True(t, woken, "the owner spawned the step in a turn the wake started")
+}
