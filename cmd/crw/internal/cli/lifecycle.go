@@ -26,6 +26,7 @@ const execCommand = "_exec"
 func newCmdStart(g *globals, streams IO) *cobra.Command {
 	opts := &RunOptions{}
 	var backendOpts func() map[string]string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "start WORKFLOW",
 		Short: "Start a workflow in its own process and return at once",
@@ -51,12 +52,16 @@ one, give --backend fake (offline) or --backend app-server.`,
 			if err != nil {
 				return err
 			}
+			if dryRun {
+				return startPreview(g, streams, co)
+			}
 			id, err := svc.Create(cmd.Context(), co)
 			if err != nil {
 				return err
 			}
 			g.runID = id
 			var warnings []string
+			var preview *Preview
 			if co.Backend == session.Name {
 				// The owner is bound before any process of the run exists, under the run's
 				// start lock: the run is live from here until its process holds it.
@@ -71,6 +76,11 @@ one, give --backend fake (offline) or --backend app-server.`,
 				if err != nil {
 					return err
 				}
+				p := sessionPreview(st, id, spec.BackendOptions["owner"], spec.BackendOptions["codex-home"], spec.Roles)
+				preview = &p
+				if !g.json {
+					printPreview(streams, p)
+				}
 				if w := bindOwner(st, spec); w != "" {
 					warnings = append(warnings, w)
 				}
@@ -78,10 +88,11 @@ one, give --backend fake (offline) or --backend app-server.`,
 					fmt.Fprintf(streams.ErrOut, "crw: warning: %s\n", w)
 				}
 			}
-			return detachedWith(cmd.Context(), g, streams, svc, id, warnings)
+			return detachedWith(cmd.Context(), g, streams, svc, id, warnings, preview)
 		},
 	}
 	backendOpts = addRunFlags(cmd, g, opts, session.Name)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "start nothing: check the flags and say what a session run would meet (its spawn formats and session facts)")
 	return cmd
 }
 
@@ -119,11 +130,11 @@ A script that asks for another call than the journal recorded stops with a diver
 
 // detached starts a run's process and prints the run's id (with --json, {"run", "pid", "state"}).
 func detached(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
-	return detachedWith(ctx, g, streams, svc, id, nil)
+	return detachedWith(ctx, g, streams, svc, id, nil, nil)
 }
 
-// detachedWith is detached, its JSON answer naming the warnings of the start.
-func detachedWith(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string, warnings []string) error {
+// detachedWith is detached, its JSON answer naming the start's warnings and its preview.
+func detachedWith(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string, warnings []string, preview *Preview) error {
 	pid, err := svc.Start(ctx, id)
 	if err != nil {
 		return err
@@ -132,6 +143,9 @@ func detachedWith(ctx context.Context, g *globals, streams IO, svc *engine.Servi
 		out := map[string]any{"run": id, "pid": pid, "state": store.StateRunning}
 		if len(warnings) > 0 {
 			out["warnings"] = warnings
+		}
+		if preview != nil {
+			out["preview"] = preview
 		}
 		writeJSON(streams.Out, out)
 	} else {
@@ -435,4 +449,41 @@ func newCmdDelete(g *globals, streams IO) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// startPreview is crw flow start --dry-run: the flags checked as a start checks them, and, for a
+// session run, its spawn formats and session facts; nothing is created or started.
+func startPreview(g *globals, streams IO, co engine.CreateOptions) error {
+	backendOpts, err := g.backends.Prepare(co.Backend, co.BackendOpts)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"dry_run": true, "backend": co.Backend}
+	var p Preview
+	if co.Backend == session.Name {
+		p = sessionPreview(g.store.(*local.Store), "", backendOpts["owner"], backendOpts["codex-home"], co.Roles)
+		out["preview"] = p
+	}
+	if g.json {
+		writeJSON(streams.Out, out)
+		return nil
+	}
+	fmt.Fprintf(streams.Out, "a %s run would start; nothing was started\n", co.Backend)
+	if co.Backend != session.Name {
+		return nil
+	}
+	fmt.Fprintln(streams.Out, "spawn formats")
+	for _, f := range p.SpawnFormats {
+		fmt.Fprintf(streams.Out, "  %-12s %s\n", f.Role, f.Call)
+	}
+	fmt.Fprintln(streams.Out, "session facts")
+	for _, f := range p.Facts {
+		mark := "ok  "
+		if !f.OK {
+			mark = "warn"
+		}
+		fmt.Fprintf(streams.Out, "  %s %-22s %s\n", mark, f.Name, f.Detail)
+	}
+	fmt.Fprintf(streams.Out, "the steps are taken with %s\n", p.Next)
+	return nil
 }
