@@ -768,6 +768,9 @@ export default async function main() { return (await agent.call({ role: "explore
 	}
 	require.Len(t, lines(), 1, "one line: the bound run's")
 	assert.Contains(t, lines()[0], `"run_id":"`+bound.run+`"`)
+	assert.Equal(t, []string{"the owner thread " + r.ownerID + " is bound to run " + bound.run + ", not this one: its spawns get that run's pairs"},
+		r.next(loser.run).Warnings, "crw flow next warns of an owner line that is not the run's")
+	assert.Empty(t, r.next(bound.run).Warnings)
 
 	// The bound run ends: its line is closed, and a new start binds.
 	res := r.crw("flow", "cancel", bound.run)

@@ -48,6 +48,9 @@ type NextView struct {
 	SpawnFormats []SpawnFormat `json:"spawn_formats"`
 	Hint         string        `json:"hint"`
 	ResumedPID   int           `json:"resumed_pid,omitempty"`
+	// Warnings are what next noticed and recorded nothing of: an owner line that is not the
+	// run's.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SpawnFormat is how a role's subagents are spawned: spawn_agent with the role's agent type and

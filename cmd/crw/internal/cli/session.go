@@ -13,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -92,6 +93,7 @@ resumed, as crw flow resume RUN --detach does.`,
 					return busError(id, err)
 				}
 				view.ResumedPID = resumed
+				view.Warnings = ownerWarnings(g, sr, view.State)
 				if resumed != 0 {
 					view.Hint = "No process held the run: it was resumed (pid " + fmt.Sprint(resumed) + "), as crw flow resume --detach does. " + view.Hint
 				}
@@ -128,6 +130,25 @@ func handOutCloses(sr sessionRun, v session.NextView) {
 			_ = sr.bus.HandedOut(v.Run, st.StepFile)
 		}
 	}
+}
+
+// ownerWarnings says when the owner's line in force is not the run's while the run goes on:
+// the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
+func ownerWarnings(g *globals, sr sessionRun, state string) []string {
+	if state == session.StateEnded || state == session.StatePaused {
+		return nil
+	}
+	owner := sr.spec.BackendOptions["owner"]
+	last, err := bound.New(g.store.(*local.Store).Root()).Last(owner)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("the owner's binding cannot be read (%v): its spawns get no pair from the run", err)}
+	case !last.Open():
+		return []string{"the owner thread " + owner + " is bound to no run: its spawns get no pair from this run until the run's next process binds it"}
+	case last.RunID != sr.spec.Run:
+		return []string{"the owner thread " + owner + " is bound to run " + last.RunID + ", not this one: its spawns get that run's pairs"}
+	}
+	return nil
 }
 
 // busError is the error of a run whose step bus cannot be read or written: a folder there that
@@ -188,6 +209,9 @@ func printNext(g *globals, streams IO, v session.NextView) {
 		}
 	}
 	fmt.Fprintf(streams.Out, "\n%s\n", v.Hint)
+	for _, w := range v.Warnings {
+		fmt.Fprintf(streams.Out, "warning: %s\n", w)
+	}
 }
 
 func newCmdDispatched(g *globals, streams IO) *cobra.Command {
