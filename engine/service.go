@@ -236,7 +236,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
-			Flow: warnings.Flow, Process: process,
+			Flow: warnings.Flow, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles,
 		})
 		if err != nil {
 			return nil, err
@@ -323,4 +323,12 @@ func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (
 		opts.Rows = rows
 	}
 	return shadow.Run(ctx, opts)
+}
+
+// stateOf is the state folder of a run folder <state>/flow/<run>, "" for another.
+func stateOf(runDir string) string {
+	if runDir == "" || filepath.Base(filepath.Dir(runDir)) != "flow" {
+		return ""
+	}
+	return filepath.Dir(filepath.Dir(runDir))
 }

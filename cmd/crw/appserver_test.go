@@ -104,4 +104,12 @@ export default async function main() {
 		}
 	}
 	assert.Equal(t, 1, turns, "one turn_started row for the slow call")
+	// Each call's thread was bound to the run before its turn: the spawn hook's line.
+	for _, row := range rows {
+		if row.Type == journal.TypeThreadStarted {
+			binding, err := os.ReadFile(filepath.Join(state, "flow-bound", row.ThreadID+".jsonl"))
+			require.NoError(t, err, "the binding of %s's thread", row.Call)
+			assert.Contains(t, string(binding), `"kind":"orchestrator","run_id":"`+run+`"`)
+		}
+	}
 }

@@ -454,3 +454,26 @@ func TestOutcomeOfAnInterruptedTurnWithAnError(t *testing.T) {
 		Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_unknown", Detail: "the host gave no codexErrorInfo"}},
 		outcome(&Turn{ID: "t3", Status: TurnFailed, Error: &TurnError{Message: "boom"}}, nil, TokenUsage{}))
 }
+
+// TestAThreadWhoseBindingCannotBeWrittenGetsNoTurn: the flow binding of a call's thread is
+// written before its turn is sent; a binding that cannot be written sends nothing, and the
+// call is held host_config_flow_binding.
+func TestAThreadWhoseBindingCannotBeWrittenGetsNoTurn(t *testing.T) {
+	h := newHarness(t, `{"answers":[{"match":{},"turns":[{"text":"never sent"}]}]}`)
+	var bound []string
+	h.b.o.Bind = func(thread string) error {
+		bound = append(bound, thread)
+		return errors.New("the flow-bound folder cannot be trusted")
+	}
+	c := h.call("architect", "plan", "")
+	rec := newRecorder()
+	out := h.b.Run(context.Background(), backend.Turn{Call: c, K: 1, Prompt: "Say hello."}, rec)
+	require.NotNil(t, out.Failure)
+	assert.Equal(t, backend.Failed, out.Status)
+	assert.Equal(t, backend.EndHeld, out.Failure.End)
+	assert.Equal(t, "host_config_flow_binding", out.Failure.Reason)
+	require.Len(t, bound, 1, "the thread was to be bound once")
+	assert.Contains(t, out.Failure.Detail, bound[0])
+	assert.Empty(t, h.mock.Requests(), "no turn reached the model")
+	assert.NotContains(t, rec.list(), "started")
+}

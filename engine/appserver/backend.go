@@ -56,6 +56,10 @@ type Options struct {
 	OnServerRequest func(ServerRequest)
 	// Warn records a declined request on a thread no turn of this process runs on.
 	Warn func(reason, detail string)
+	// Bind writes the flow binding of a thread before a turn is sent on it (the spawn hook's
+	// line, so that the thread's own spawns get the run's pairs); a thread whose binding cannot
+	// be written gets no turn, and its call is held host_config_flow_binding. nil binds nothing.
+	Bind func(threadID string) error
 }
 
 // Backend runs turns on one codex app-server process, started when the first call needs it
@@ -177,6 +181,12 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 			return failure(err)
 		}
 		rec.Thread(th)
+	}
+	if b.o.Bind != nil {
+		if err := b.o.Bind(th.ID); err != nil {
+			return backend.Outcome{Status: backend.Failed, Cause: err, Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_config_flow_binding",
+				Detail: "the flow binding of thread " + th.ID + " cannot be written: " + err.Error()}}
+		}
 	}
 	b.watch(th.ID, rec)
 	defer b.unwatch(th.ID)

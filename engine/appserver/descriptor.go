@@ -1,10 +1,14 @@
 package appserver
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -38,10 +42,26 @@ func Descriptor() backend.Descriptor {
 			if cfg.Dir != "" {
 				log, runJSON = filepath.Join(cfg.Dir, LogFile), filepath.Join(cfg.Dir, "run.json")
 			}
-			return New(Options{
+			o := Options{
 				Codex: bin, Log: log, Cwd: cfg.Cwd, Env: cfg.Env, RunJSON: runJSON,
 				CallHeaders: os.Getenv(CallHeadersEnv), Warn: cfg.Warn,
-			}), nil
+			}
+			if cfg.State != "" {
+				// Each thread's spawns get the run's pairs from the spawn hook, as an owner's do.
+				bindings := bound.New(cfg.State)
+				line := bound.Orchestrator(cfg.Run, inputs.RoleTable(cfg.Roles).Digest(), cfg.Roles)
+				o.Bind = func(thread string) error {
+					if !bound.ValidThread(thread) {
+						return fmt.Errorf("%q is not a thread id", thread)
+					}
+					out, err := bindings.Bind(thread, line, func(string) bool { return true })
+					if err == nil && !out.Bound {
+						err = errors.New(out.Warning)
+					}
+					return err
+				}
+			}
+			return New(o), nil
 		},
 	}
 }

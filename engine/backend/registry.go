@@ -44,6 +44,10 @@ type Config struct {
 	// Process is this process's place among the run's processes: 1 for the first, n for the
 	// one that writes the run's n-th started row.
 	Process int
+	// State is the state folder the run lives in ("" for a store without one), where the
+	// owner bindings are; Roles are the run's role pairs, which its bindings carry.
+	State string
+	Roles map[string]journal.Pair
 }
 
 // Registry holds the backends a build of crw offers, by name. The command line builds it in

@@ -42,6 +42,20 @@ type Line struct {
 	At           time.Time               `json:"at"`
 }
 
+// Orchestrator is the orchestrator line of a run: its role table's digest and the decided pairs
+// of the six roles (an undecided role has the empty pair; an effort without a model is none).
+func Orchestrator(run, policyDigest string, roles map[string]journal.Pair) Line {
+	pairs := map[string]journal.Pair{}
+	for _, role := range Roles {
+		p := roles[role]
+		if p.Model == "" {
+			p = journal.Pair{}
+		}
+		pairs[role] = p
+	}
+	return Line{Kind: KindOrchestrator, RunID: run, PolicyDigest: policyDigest, HelperPairs: pairs}
+}
+
 // Open tells whether the line binds its run.
 func (l *Line) Open() bool { return l != nil && l.Kind == KindOrchestrator }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/bound"
-	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -17,15 +16,7 @@ import (
 // ownerLine is the orchestrator line of a session run: its run, the digest of its role table
 // and the decided pairs of the six roles.
 func ownerLine(spec *store.Spec) bound.Line {
-	pairs := map[string]journal.Pair{}
-	for _, role := range bound.Roles {
-		p := spec.Roles[role]
-		if p.Model == "" {
-			p = journal.Pair{} // an effort without a model is no role's pair
-		}
-		pairs[role] = p
-	}
-	return bound.Line{Kind: bound.KindOrchestrator, RunID: spec.Run, PolicyDigest: inputs.RoleTable(spec.Roles).Digest(), HelperPairs: pairs}
+	return bound.Orchestrator(spec.Run, inputs.RoleTable(spec.Roles).Digest(), spec.Roles)
 }
 
 // bindOwner binds a session run's owner thread to the run, unless the thread serves another
