@@ -14,6 +14,8 @@ const (
 	TypeEscalation  = "escalation"
 	TypeWarning     = "warning"
 	TypeSessionWake = "session_wake" // a wake of a session run's owner thread
+	// TypeSessionHostWarning: what the marker search after a restart could not tie as it should.
+	TypeSessionHostWarning = "session_host_warning"
 
 	// Call rows: intents first, then exactly one terminal row.
 	TypePrepared           = "prepared"
@@ -60,7 +62,7 @@ func StatusOf(t string) CallStatus {
 // IsKnownType reports whether t is one of the row types above.
 func IsKnownType(t string) bool {
 	switch t {
-	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake,
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted:
 		return true
 	}
@@ -219,6 +221,8 @@ type Row struct {
 	OwnerStatus    string   `json:"owner_status,omitempty"`
 	WaitingSeconds int64    `json:"waiting_seconds,omitempty"`
 	Staged         *bool    `json:"staged,omitempty"`
+	// session_host_warning: no_ledger_line, ledger_op_differs, several_spawns, window_ended.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

@@ -69,6 +69,12 @@ type Item struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"` // userMessage
+	// collabAgentToolCall: the multi-agent tool (spawnAgent, sendInput, wait, closeAgent), its
+	// status, the threads it reached and the message it sent.
+	Tool              string   `json:"tool"`
+	Status            string   `json:"status"`
+	ReceiverThreadIDs []string `json:"receiverThreadIds"`
+	Prompt            string   `json:"prompt"`
 }
 
 // UserText is a user message's text.

@@ -59,6 +59,16 @@ type Config struct {
 	Process int
 	// Wake times the owner's wakes.
 	Wake WakeConfig
+	// Ledger reads the spawn hook's ledger of the owner (nil: none): after a restart, a step
+	// the marker search does not find is looked for by the spawn call its ledger line names.
+	Ledger func(owner string) ([]LedgerLine, error)
+}
+
+// LedgerLine is what the session backend reads of a spawn hook's ledger line: the step's
+// marker it names and the owner's tool call.
+type LedgerLine struct {
+	Op        string
+	ToolUseID string
 }
 
 // Backend runs turns as steps for the owner.
@@ -321,11 +331,15 @@ type step struct {
 	prior        []journal.Pair // the pairs earlier attempts, or the handle's subagent, ran
 	ran          journal.Pair   // the bound subagent's
 	conversation string         // what a continuation's packet says of the conversation it goes on from
+
+	recovered  bool // an earlier process published the step
+	hostWarned bool // its session_host_warning is written
 }
 
 func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
+	s.recovered = s.t.Sent != nil
 	if s.t.Conversation != nil && s.file.Action == ActionSpawn {
 		// A continuation runs on a new subagent, which cannot fork the handle's: its packet
 		// carries the journal's record of the conversation instead.
@@ -550,6 +564,64 @@ func (s *step) lookup(ctx context.Context) bool {
 			if s.judge(ctx, th.ID).Reply == ReplyBound {
 				return true
 			}
+		}
+	}
+	return s.recovered && s.joinLedger(ctx)
+}
+
+// joinLedger looks a step an earlier process published up by the owner's spawn calls: the
+// call its ledger line names, else a spawn whose message carries the marker. What it cannot
+// tie as it should is a session_host_warning row, once a step.
+func (s *step) joinLedger(ctx context.Context) bool {
+	spawner, ok := s.b.cfg.Host.(OwnerSpawner)
+	if !ok || s.b.cfg.Ledger == nil {
+		return false
+	}
+	spawns, err := spawner.OwnerSpawns(ctx, s.b.cfg.Owner)
+	if err != nil {
+		return false
+	}
+	lines, _ := s.b.cfg.Ledger(s.b.cfg.Owner)
+	calls := map[string]bool{}
+	for _, l := range lines {
+		if l.Op == s.marker && l.ToolUseID != "" {
+			calls[l.ToolUseID] = true
+		}
+	}
+	var tied []Spawn
+	var warnings []string
+	for _, sp := range spawns {
+		switch {
+		case calls[sp.CallID] && MarkerOf(sp.Prompt) != s.marker:
+			warnings = append(warnings, "ledger_op_differs")
+		case calls[sp.CallID]:
+			tied = append(tied, sp)
+		case MarkerOf(sp.Prompt) == s.marker:
+			tied = append(tied, sp)
+			warnings = append(warnings, "no_ledger_line")
+		}
+	}
+	if len(tied) > 1 {
+		warnings = append(warnings, "several_spawns")
+	}
+	shown := map[string]bool{}
+	for _, sp := range spawns {
+		shown[sp.CallID] = true
+	}
+	for call := range calls {
+		if !shown[call] {
+			warnings = append(warnings, "window_ended") // the ledger names a call the owner's turns no longer show
+		}
+	}
+	if len(warnings) > 0 && !s.hostWarned {
+		s.hostWarned = true
+		slices.Sort(warnings)
+		s.b.cfg.Flow(&journal.Row{Type: journal.TypeSessionHostWarning, Op: s.file.Op, Marker: s.marker, Warnings: slices.Compact(warnings),
+			Detail: fmt.Sprintf("the owner's spawns tied to %s: %d", s.marker, len(tied))})
+	}
+	for _, sp := range tied {
+		if s.judge(ctx, sp.Agent).Reply == ReplyBound {
+			return true
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -128,6 +129,17 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
 				PrivateHost: cfg.Options["host"] == PrivateHost}
 			c.Wake.Off = cfg.Options["wake"] == "off"
+			if cfg.State != "" {
+				ledger := bound.New(cfg.State)
+				c.Ledger = func(owner string) ([]LedgerLine, error) {
+					ds, err := ledger.Decisions(owner)
+					lines := make([]LedgerLine, 0, len(ds))
+					for _, d := range ds {
+						lines = append(lines, LedgerLine{Op: d.Op, ToolUseID: d.ToolUseID})
+					}
+					return lines, err
+				}
+			}
 			// The recorded durations were checked when the run was created; a run.json edited since is refused.
 			for _, d := range durations {
 				if v := cfg.Options[d.name]; v != "" {

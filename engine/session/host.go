@@ -25,6 +25,20 @@ type Host interface {
 	Close() error
 }
 
+// OwnerSpawner is a host that shows the owner's spawns: the spawn_agent calls of its turns
+// (collabAgentToolCall items), where a published step's subagent is found after a restart by the
+// call the spawn hook's ledger names.
+type OwnerSpawner interface {
+	OwnerSpawns(ctx context.Context, owner string) ([]Spawn, error)
+}
+
+// Spawn is one spawn_agent call of the owner that started a subagent.
+type Spawn struct {
+	CallID string // the tool call's id: the ledger's tool_use_id
+	Agent  string // the subagent it started
+	Prompt string // the message it was spawned with
+}
+
 // ErrUnknownThread is a thread id the host does not know.
 var ErrUnknownThread = errors.New("the host does not know the thread")
 

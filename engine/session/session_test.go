@@ -958,3 +958,90 @@ export default async function main() { return (await agent.call({ role: "explore
 type diesAtItsCrash struct{ backend.Backend }
 
 func (diesAtItsCrash) Done(backend.Call, backend.Thread) {}
+
+// TestSessionRestartFindsAStepBySpawnCall: after a restart, a step the owner spawned while no
+// process watched, whose subagent the host's listing does not show, is found by the owner's
+// spawn call: the one the spawn hook's ledger names for its marker. A spawn the ledger does not
+// name is bound too, with a session_host_warning (no_ledger_line); a ledger line whose call the
+// owner's turns no longer show is window_ended.
+func TestSessionRestartFindsAStepBySpawnCall(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
+`
+	for _, c := range []struct {
+		name     string
+		ledger   func(call string) []session.LedgerLine
+		warnings []string
+		binds    bool
+	}{
+		{"the ledger names the call", func(call string) []session.LedgerLine { return []session.LedgerLine{{Op: "c1/t1-a1", ToolUseID: call}} }, nil, true},
+		{"no ledger line", func(string) []session.LedgerLine { return nil }, []string{"no_ledger_line"}, true},
+		{"a call the turns no longer show", func(string) []session.LedgerLine {
+			return []session.LedgerLine{{Op: "c1/t1-a1", ToolUseID: "call-gone"}}
+		}, []string{"no_ledger_line", "window_ended"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			wf := filepath.Join(dir, "wf.js")
+			require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+			for n := uint64(1); n < 10; n++ {
+				st := mem.New()
+				svc := enginetest.Service(st)
+				id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+				require.NoError(t, err)
+				runDir := filepath.Join(dir, fmt.Sprint("run", n))
+				host := sessiontest.NewHost(owner)
+				rows := &flowRows{}
+				st.CrashAfterCommit(id, n)
+				b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 2})
+				_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: diesAtItsCrash{b}})
+				b.Close()
+				require.Error(t, err)
+				recorded, err := svc.Rows(ctx, id)
+				require.NoError(t, err)
+				if recorded[len(recorded)-1].Type != journal.TypeStepPublished {
+					continue
+				}
+				// While no process watches, the owner spawns the step (its message as the row
+				// records it: the dead process wrote no step file); the listing misses it.
+				step := recorded[len(recorded)-1]
+				var message string
+				require.NoError(t, json.Unmarshal(step.Input, &message))
+				agent, turn := host.Spawn(owner, step.AgentType, "host-model", "medium", message)
+				host.Unlist(agent)
+				host.End(agent, turn, `"found"`, "")
+				spawns, _ := host.OwnerSpawns(ctx, owner)
+				ledger := c.ledger(spawns[0].CallID)
+				b = session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 2,
+					Flow: rows.add, Ledger: func(string) ([]session.LedgerLine, error) { return ledger, nil }})
+				end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+				b.Close()
+				require.NoError(t, err)
+				require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+				all, err := svc.Rows(ctx, id)
+				require.NoError(t, err)
+				threads := enginetest.OfType(all, journal.TypeThreadStarted)
+				require.Len(t, threads, 1)
+				assert.Equal(t, agent, threads[0].ThreadID, "bound to the subagent the spawn call made")
+				var warnings []journal.Row
+				for _, r := range rows.all() {
+					if r.Type == journal.TypeSessionHostWarning {
+						warnings = append(warnings, r)
+					}
+				}
+				if c.warnings == nil {
+					assert.Empty(t, warnings)
+				} else {
+					require.Len(t, warnings, 1)
+					assert.Equal(t, c.warnings, warnings[0].Warnings)
+					assert.Equal(t, "c1/t1", warnings[0].Op)
+				}
+				return
+			}
+			t.Fatal("no commit left the journal at the step_published row")
+		})
+	}
+}

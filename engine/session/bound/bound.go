@@ -185,8 +185,9 @@ func (s Store) Last(thread string) (*Line, error) {
 	return s.last(thread)
 }
 
-func (s Store) last(thread string) (*Line, error) {
-	path := s.path(thread)
+// tail reads at most the last limit bytes of a file of this user's, from the start of a line
+// (nil for a missing file).
+func tail(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -202,16 +203,30 @@ func (s Store) last(thread string) (*Line, error) {
 	if err := trusted(path, fi, false); err != nil {
 		return nil, err
 	}
-	start := max(fi.Size()-maxTail, 0)
+	start := max(fi.Size()-limit, 0)
 	data, err := io.ReadAll(io.NewSectionReader(f, start, fi.Size()-start))
 	if err != nil {
+		return nil, err
+	}
+	if start > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("%s: its last line is longer than %d bytes", path, limit)
+		}
+		data = data[i+1:]
+	}
+	return data, nil
+}
+
+func (s Store) last(thread string) (*Line, error) {
+	path := s.path(thread)
+	data, err := tail(path, maxTail)
+	if err != nil || data == nil {
 		return nil, err
 	}
 	data = bytes.TrimRight(data, "\n")
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
 		data = data[i+1:]
-	} else if start > 0 {
-		return nil, fmt.Errorf("%s: its last line is longer than %d bytes", path, maxTail)
 	}
 	if len(data) == 0 {
 		return nil, nil

@@ -194,3 +194,33 @@ func (s Store) Record(d Decision) error {
 	}
 	return appendLine(dir.path(d.Owner), data)
 }
+
+// maxLedger bounds how much of a ledger is read back: its newest lines.
+const maxLedger = 4 << 20
+
+// Decisions reads back the owner's ledger, its newest lines first read (at most maxLedger
+// bytes of them), oldest first; a line that is not a decision is passed over.
+func (s Store) Decisions(owner string) ([]Decision, error) {
+	if !ValidThread(owner) {
+		return nil, fmt.Errorf("%q is not a thread id", owner)
+	}
+	dir := Store{Dir: s.Dir + "/decisions"}
+	if err := s.dir(false); err != nil {
+		return nil, err
+	}
+	if err := dir.dir(false); err != nil {
+		return nil, err
+	}
+	data, err := tail(dir.path(owner), maxLedger)
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	for _, line := range strings.Split(string(data), "\n") {
+		var d Decision
+		if line != "" && json.Unmarshal([]byte(line), &d) == nil {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}

@@ -51,8 +51,9 @@ type Host struct {
 }
 
 var (
-	_ session.Host  = (*Host)(nil)
-	_ session.Waker = (*Host)(nil)
+	_ session.Host         = (*Host)(nil)
+	_ session.Waker        = (*Host)(nil)
+	_ session.OwnerSpawner = (*Host)(nil)
 )
 
 // Option configures Dial and Private.
@@ -234,4 +235,24 @@ func (h *Host) Wake(ctx context.Context, thread, text string) error {
 	}
 	params := map[string]any{"threadId": thread, "input": []map[string]any{{"type": "text", "text": text}}}
 	return h.call(ctx, "turn/start", params, nil)
+}
+
+// OwnerSpawns implements session.OwnerSpawner: the owner's completed spawnAgent calls, from its
+// turns' collabAgentToolCall items.
+func (h *Host) OwnerSpawns(ctx context.Context, owner string) ([]session.Spawn, error) {
+	var r struct {
+		Thread wireThread `json:"thread"`
+	}
+	if err := h.call(ctx, "thread/read", map[string]any{"threadId": owner, "includeTurns": true}, &r); err != nil {
+		return nil, err
+	}
+	var out []session.Spawn
+	for _, turn := range r.Thread.Turns {
+		for _, it := range turn.Items {
+			if it.Type == "collabAgentToolCall" && it.Tool == "spawnAgent" && it.Status == "completed" && len(it.ReceiverThreadIDs) == 1 {
+				out = append(out, session.Spawn{CallID: it.ID, Agent: it.ReceiverThreadIDs[0], Prompt: it.Prompt})
+			}
+		}
+	}
+	return out, nil
 }

@@ -36,6 +36,33 @@ type Host struct {
 	OwnerStates map[string]string
 	WakeErr     error
 	wakes       []string
+
+	spawns   []session.Spawn
+	unlisted map[string]bool
+}
+
+// OwnerSpawns implements session.OwnerSpawner: the spawn calls that made the owner's subagents,
+// call-<n> for the n-th.
+func (h *Host) OwnerSpawns(_ context.Context, owner string) ([]session.Spawn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []session.Spawn
+	for _, sp := range h.spawns {
+		if h.threads[sp.Agent].ParentThreadID == owner {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// Unlist keeps a subagent out of Subagents, as a listing that no longer reaches it would.
+func (h *Host) Unlist(agent string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unlisted == nil {
+		h.unlisted = map[string]bool{}
+	}
+	h.unlisted[agent] = true
 }
 
 // OwnerStatus implements session.Waker.
@@ -106,6 +133,9 @@ func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
 	}
 	var out []session.Thread
 	for _, id := range h.order {
+		if h.unlisted[id] {
+			continue
+		}
 		cp := *h.threads[id]
 		cp.Turns = nil
 		out = append(out, cp)
@@ -212,6 +242,7 @@ func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, t
 		Cwd: "/owner/cwd", RolloutPath: h.rollout(agent), Status: "active", Preview: message,
 		Turns: []session.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
 	h.order = append(h.order, agent)
+	h.spawns = append(h.spawns, session.Spawn{CallID: fmt.Sprintf("call-%d", h.n), Agent: agent, Prompt: message})
 	return agent, turn
 }
 
