@@ -286,7 +286,7 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 
 	var view session.NextView
 	mismatched := map[string]string{} // marker → the subagent told pair_mismatch
-	maxSpawnSteps := 0 // spawn steps one next showed at once: at most the pool
+	maxSpawnSteps := 0                // spawn steps one next showed at once: at most the pool
 	for round := 0; ; round++ {
 		require.Less(t, round, 40, "the run did not end: %+v", view)
 		view = r.next(run)
