@@ -351,12 +351,8 @@ func crashAfterEveryCommit(t *testing.T, script string, answer func(session.Step
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 	crashed := 0
 	for n := uint64(1); n < 40; n++ {
-		st := mem.New()
-		svc := enginetest.Service(st)
-		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
-		require.NoError(t, err)
+		st, svc, id, host := freshRun(ctx, t, wf)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		host := sessiontest.NewHost(owner)
 		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
 		ownerCtx, stopOwner := context.WithCancel(ctx)
 		go o.Loop(ownerCtx)
@@ -902,12 +898,8 @@ export default async function main() { return (await agent.call({ role: "explore
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 	for n := uint64(1); n < 30; n++ {
-		st := mem.New()
-		svc := enginetest.Service(st)
-		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
-		require.NoError(t, err)
+		st, svc, id, host := freshRun(ctx, t, wf)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		host := sessiontest.NewHost(owner)
 		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(st session.StepFile) sessiontest.Answer {
 			go func() { // cancelled once its subagent is at work
 				require.Eventually(t, func() bool { _, _, ok := host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
@@ -927,7 +919,7 @@ export default async function main() { return (await agent.call({ role: "explore
 			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
 		}
 		st.CrashAfterCommit(id, n)
-		_, err = process(true)
+		_, err := process(true)
 		require.Error(t, err, "commit %d: the run ends after more commits than this", n)
 		rows, err := svc.Rows(ctx, id)
 		require.NoError(t, err)
@@ -988,16 +980,12 @@ export default async function main() { return (await agent.call({ role: "explore
 			wf := filepath.Join(dir, "wf.js")
 			require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 			for n := uint64(1); n < 10; n++ {
-				st := mem.New()
-				svc := enginetest.Service(st)
-				id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
-				require.NoError(t, err)
+				st, svc, id, host := freshRun(ctx, t, wf)
 				runDir := filepath.Join(dir, fmt.Sprint("run", n))
-				host := sessiontest.NewHost(owner)
 				rows := &flowRows{}
 				st.CrashAfterCommit(id, n)
 				b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 2})
-				_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: diesAtItsCrash{b}})
+				_, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: diesAtItsCrash{b}})
 				b.Close()
 				require.Error(t, err)
 				recorded, err := svc.Rows(ctx, id)
@@ -1044,4 +1032,14 @@ export default async function main() { return (await agent.call({ role: "explore
 			t.Fatal("no commit left the journal at the step_published row")
 		})
 	}
+}
+
+// freshRun is a new run of the workflow wf in a store of its own, and a host for its owner.
+func freshRun(ctx context.Context, t *testing.T, wf string) (*mem.Store, *engine.Service, string, *sessiontest.Host) {
+	t.Helper()
+	st := mem.New()
+	svc := enginetest.Service(st)
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	return st, svc, id, sessiontest.NewHost(owner)
 }
