@@ -102,6 +102,15 @@ var ErrUntrusted = errors.New("the flow-bound folder cannot be trusted")
 // Store is a state folder's bindings.
 type Store struct{ Dir string } // <state>/flow-bound
 
+// Check tells whether the folder can be trusted and written, as a bind needs it ("nil" for a
+// folder not made yet).
+func (s Store) Check() error {
+	if err := s.dir(false); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // New is the bindings of the state folder state.
 func New(state string) Store { return Store{Dir: filepath.Join(state, Folder)} }
 
@@ -160,12 +169,27 @@ func (s Store) lock() (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
+	// Held for an instant by whoever holds it: waited for a while, never for ever.
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("the lock %s is held by another process for more than %s", filepath.Join(s.Dir, ".lock"), lockWait)
+			}
+			return nil, err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
+
+// lockWait bounds the wait for the folder's lock.
+const lockWait = 10 * time.Second
 
 // maxTail is how much of a binding file is read for its last line.
 const maxTail = 64 << 10
@@ -210,7 +234,7 @@ func tail(path string, limit int64) ([]byte, error) {
 	}
 	if start > 0 {
 		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
+		if i < 0 || i == len(data)-1 {
 			return nil, fmt.Errorf("%s: its last line is longer than %d bytes", path, limit)
 		}
 		data = data[i+1:]

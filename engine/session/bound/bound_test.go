@@ -215,3 +215,32 @@ func TestTheLedgerRecordsEachDecision(t *testing.T) {
 	assert.Equal(t, "full_history_fork_refused", second["reason"])
 	assert.Equal(t, []any{"unrecorded_spawn"}, second["warnings"])
 }
+
+// TestALastLineTooLongIsSaid: a binding file whose last line is longer than what is read of it
+// is an error, whether or not a newline ends it: never a silent "no binding".
+func TestALastLineTooLongIsSaid(t *testing.T) {
+	for _, end := range []string{"", "\n"} {
+		s := bound.New(t.TempDir())
+		_, err := s.Bind(thread, line("r1"), func(string) bool { return false })
+		require.NoError(t, err)
+		f, err := os.OpenFile(filepath.Join(s.Dir, thread+".jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(strings.Repeat("x", 100_000) + end)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		_, err = s.Last(thread)
+		assert.ErrorContains(t, err, "its last line is longer than 65536 bytes", "ending %q", end)
+	}
+}
+
+func TestDecidePassesWhatItCannotRewrite(t *testing.T) {
+	l := line("r1")
+	for _, input := range []string{`"{\"message\":\"hello\"}"`, `[1,2]`, `null`, `7`} {
+		d := bound.Decide(event(input, ""), &l)
+		assert.Equal(t, bound.Pass, d.Decision, input)
+		assert.Nil(t, d.Output(), input)
+		assert.Contains(t, d.Warnings, "tool_input_not_an_object")
+	}
+	d := bound.Decide(event(`{"agent_type":"worker","message":"crw-flow-op: c1/t1-a1\nCRW-ROLE: executor\n\nx"}`, ""), &l)
+	assert.NotContains(t, d.Warnings, "role_agent_type_mismatch", "worker is the executor")
+}

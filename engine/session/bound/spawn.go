@@ -80,7 +80,8 @@ func Decide(ev Event, line *Line) Decision {
 	d := Decision{At: time.Now().UTC(), Owner: ev.SessionID, ToolUseID: ev.ToolUseID, TurnID: ev.TurnID, Decision: Pass}
 	var input map[string]any
 	if err := json.Unmarshal(ev.ToolInput, &input); err != nil || input == nil {
-		input = map[string]any{}
+		d.Warnings = append(d.Warnings, "tool_input_not_an_object")
+		return d // nothing crw can rewrite: the spawn passes as sent
 	}
 	message, _ := input["message"].(string)
 	agentType, _ := input["agent_type"].(string)
@@ -94,7 +95,7 @@ func Decide(ev Event, line *Line) Decision {
 		d.Role = "explorer"
 	}
 	switch {
-	case header != "" && agentType != "" && agentTypeOf(header) != agentType:
+	case header != "" && agentType != "" && agentTypeOf(header) != agentType && !(agentType == "worker" && agentTypeOf(header) == "executor"):
 		d.Warnings = append(d.Warnings, "role_agent_type_mismatch")
 	}
 	if d.Op == "" {

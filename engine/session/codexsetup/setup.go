@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	stricttoml "github.com/pelletier/go-toml/v2"
 
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/session"
@@ -86,36 +88,73 @@ type HookReport struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// Setup writes what is missing or out of date and reports it; check only reports.
+// ErrUserFile is wrapped by the error of a file of the user's that setup cannot add to
+// without breaking it or the user's settings: it writes nothing then.
+var ErrUserFile = errors.New("a file of the CODEX_HOME cannot take crw's settings")
+
+// Setup writes what is missing or out of date and reports it; check only reports. Everything is
+// worked out and checked before anything is written: a config.toml or hooks.json that would not
+// take crw's part (not TOML or JSON, a form crw's tables would clash with, a link) is an
+// ErrUserFile and nothing changes.
 func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 	if !filepath.IsAbs(o.CodexHome) {
 		return nil, fmt.Errorf("the CODEX_HOME %q is not absolute", o.CodexHome)
 	}
-	if !check {
-		if err := os.MkdirAll(filepath.Join(o.CodexHome, "crw", "agents"), 0o700); err != nil {
-			return nil, err
+	rep := &Report{CodexHome: o.CodexHome, Missing: []string{}}
+	if fi, err := os.Stat(o.CodexHome); err != nil || !fi.IsDir() {
+		if !check {
+			if err := os.MkdirAll(o.CodexHome, 0o700); err != nil {
+				return nil, err
+			}
+		} else {
+			rep.Missing = append(rep.Missing, "the CODEX_HOME "+o.CodexHome)
+			rep.Hook = HookReport{Command: o.HookCommand, Status: "missing"}
+			return rep, nil
 		}
 	}
-	rep := &Report{CodexHome: o.CodexHome, Missing: []string{}}
 	configPath := filepath.Join(o.CodexHome, "config.toml")
+	hooksPath := filepath.Join(o.CodexHome, "hooks.json")
 	config, err := readOptional(configPath)
 	if err != nil {
 		return nil, err
 	}
-	user, ours := splitBlock(string(config))
-	var userConfig struct {
-		Agents map[string]any `toml:"agents"`
+	user, ours, err := splitBlock(string(config))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
 	}
+	var userConfig map[string]any
 	if _, err := toml.Decode(user, &userConfig); err != nil {
-		return nil, fmt.Errorf("%s: not TOML: %v", configPath, err)
+		return nil, fmt.Errorf("%w: %s: not TOML: %v", ErrUserFile, configPath, err)
+	}
+	agents, err := table(userConfig, "agents")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
+	}
+	hooks, group, err := mergeHook(hooksPath, o.HookCommand)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUserFile, err)
+	}
+	rep.Hook = HookReport{Command: o.HookCommand, Key: fmt.Sprintf("%s:pre_tool_use:%d:0", hooksPath, group)}
+	userTrust := false // the user trusts the hook's key in their own part
+	if hooksTable, err := table(userConfig, "hooks"); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
+	} else if state, err := table(hooksTable, "state"); err != nil {
+		return nil, fmt.Errorf("%w: %s: hooks.%v", ErrUserFile, configPath, err)
+	} else {
+		_, userTrust = state[rep.Hook.Key]
 	}
 
 	// The role files, and the [agents.<role>] tables of the roles the user leaves to crw.
+	type write struct {
+		path string
+		data []byte
+	}
+	var writes []write
 	var block strings.Builder
 	block.WriteString(blockStart + "\n")
 	for _, role := range bound.Roles {
 		r := RoleReport{Role: role, File: filepath.Join(o.CodexHome, "crw", "agents", role+".toml"), Pair: o.Roles[role]}
-		if _, defined := userConfig.Agents[role].(map[string]any); defined {
+		if _, defined := agents[role]; defined {
 			r.Status = "user_defined"
 			rep.Roles = append(rep.Roles, r)
 			continue
@@ -133,11 +172,8 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 		case check:
 			r.Status = "out_of_date"
 		default:
-			if err := writeFile(r.File, want); err != nil {
-				return nil, err
-			}
+			writes = append(writes, write{r.File, want})
 			r.Status = "written"
-			rep.Written = append(rep.Written, r.File)
 		}
 		if r.Status == "missing" || r.Status == "out_of_date" {
 			rep.Missing = append(rep.Missing, "role "+role+": "+r.Status)
@@ -146,59 +182,68 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 			strconv.Quote(filepath.ToSlash(filepath.Join("crw", "agents", role+".toml"))))
 		rep.Roles = append(rep.Roles, r)
 	}
-
-	// The hook in hooks.json.
-	hooksPath := filepath.Join(o.CodexHome, "hooks.json")
-	hooks, group, err := mergeHook(hooksPath, o.HookCommand)
-	if err != nil {
-		return nil, err
-	}
-	rep.Hook = HookReport{Command: o.HookCommand, Key: fmt.Sprintf("%s:pre_tool_use:%d:0", hooksPath, group)}
 	haveHooks, _ := readOptional(hooksPath)
-	switch {
-	case bytes.Equal(haveHooks, hooks):
-	case check:
-		rep.Hook.Status = "missing"
-		rep.Missing = append(rep.Missing, "the spawn hook in "+hooksPath)
-	default:
-		if err := writeFile(hooksPath, hooks); err != nil {
-			return nil, err
+	if !bytes.Equal(haveHooks, hooks) {
+		if check {
+			rep.Hook.Status = "missing"
+			rep.Missing = append(rep.Missing, "the spawn hook in "+hooksPath)
+		} else {
+			writes = append(writes, write{hooksPath, hooks})
 		}
-		rep.Written = append(rep.Written, hooksPath)
 	}
 
-	// config.toml: the user's part as it was, crw's block after it. The trust entry is the
-	// hash Codex gives the hook as hooks.json now holds it, asked once the file is written.
-	writeConfig := func(trust string) error {
+	// config.toml: the user's part as it was, crw's block after it, checked to be TOML as a
+	// whole before it is written. The trust entry is the hash Codex gives the hook as hooks.json
+	// holds it, asked once that file is written; the block keeps one for the same key meanwhile.
+	configText := func(trust string) (string, error) {
 		text := block.String() + trust + blockEnd + "\n"
-		if ours == text {
-			return nil
-		}
-		if check {
-			rep.Missing = append(rep.Missing, "crw's block of "+configPath)
-			return nil
-		}
 		sep := ""
 		if user != "" && !strings.HasSuffix(user, "\n") {
 			sep = "\n"
 		}
-		if err := writeFile(configPath, []byte(user+sep+text)); err != nil {
-			return err
+		whole := user + sep + text
+		// Checked by a strict TOML 1.0 decoder, as Codex reads it: BurntSushi's lets an inline
+		// table be extended by crw's [agents.<role>], which Codex refuses.
+		var parsed map[string]any
+		if err := stricttoml.Unmarshal([]byte(whole), &parsed); err != nil {
+			return "", fmt.Errorf("%w: %s: crw's roles and trust cannot be added to your settings without breaking them (%v); define the roles yourself or move the clashing settings", ErrUserFile, configPath, err)
 		}
-		ours = text
-		rep.Written = append(rep.Written, configPath)
-		return nil
+		return whole, nil
 	}
 	trustEntry := func(hash string) string {
+		if userTrust {
+			return "" // the user's own part trusts the key
+		}
 		return fmt.Sprintf("[hooks.state.%s]\ntrusted_hash = %s\n\n", strconv.Quote(rep.Hook.Key), strconv.Quote(hash))
 	}
-	// The trust crw's block holds, when it is for the hook's key (Codex checks its hash).
 	oldTrust := trustOf(ours)
-	if !strings.HasPrefix(oldTrust, "[hooks.state."+strconv.Quote(rep.Hook.Key)+"]") {
+	if userTrust || !strings.HasPrefix(oldTrust, "[hooks.state."+strconv.Quote(rep.Hook.Key)+"]") {
 		oldTrust = ""
 	}
-	if err := writeConfig(oldTrust); err != nil {
+	whole, err := configText(oldTrust)
+	if err != nil {
 		return nil, err
+	}
+	if _, err := configText(trustEntry("sha256:" + strings.Repeat("0", 64))); err != nil {
+		return nil, err // the hook's trust, once Codex gives its hash, would not fit either
+	}
+	if whole != string(config) {
+		if check {
+			rep.Missing = append(rep.Missing, "crw's block of "+configPath)
+		} else {
+			writes = append(writes, write{configPath, []byte(whole)})
+		}
+	}
+	if !check {
+		if err := os.MkdirAll(filepath.Join(o.CodexHome, "crw", "agents"), 0o700); err != nil {
+			return nil, err
+		}
+		for _, w := range writes {
+			if err := writeFile(w.path, w.data); err != nil {
+				return nil, err
+			}
+			rep.Written = append(rep.Written, w.path)
+		}
 	}
 	if o.Trust == nil {
 		if rep.Hook.Status == "" {
@@ -208,32 +253,54 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 		rep.Missing = append(rep.Missing, "the spawn hook's trust")
 		return rep, nil
 	}
+	if check && rep.Hook.Status == "missing" {
+		return rep, nil // Codex cannot list a hook that is not written
+	}
 	states, err := o.Trust(ctx, o.CodexHome)
 	if err != nil {
 		return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
 	}
 	st, ok := states[rep.Hook.Key]
 	if !ok {
-		rep.Hook.Status, rep.Hook.Detail = "missing", "Codex does not list the hook "+rep.Hook.Key
+		rep.Hook.Status, rep.Hook.Detail = "missing", "Codex does not list the hook "+rep.Hook.Key+" (see crw codex setup --check, and hooks.json)"
 		rep.Missing = append(rep.Missing, "the spawn hook, as Codex lists its hooks")
 		return rep, nil
 	}
-	if st.Status != "trusted" {
-		if err := writeConfig(trustEntry(st.Hash)); err != nil {
+	if st.Status != "trusted" && !check && !userTrust {
+		whole, err := configText(trustEntry(st.Hash))
+		if err != nil {
 			return nil, err
 		}
-		if !check {
-			if states, err = o.Trust(ctx, o.CodexHome); err != nil {
-				return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
-			}
-			st = states[rep.Hook.Key]
+		if err := writeFile(configPath, []byte(whole)); err != nil {
+			return nil, err
 		}
+		if !slices.Contains(rep.Written, configPath) {
+			rep.Written = append(rep.Written, configPath)
+		}
+		if states, err = o.Trust(ctx, o.CodexHome); err != nil {
+			return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
+		}
+		st = states[rep.Hook.Key]
 	}
 	rep.Hook.Status = st.Status
 	if st.Status != "trusted" {
 		rep.Missing = append(rep.Missing, "the spawn hook's trust ("+st.Status+")")
 	}
 	return rep, nil
+}
+
+// table is the table under key of a decoded TOML document (nil when absent); any other value
+// there is one crw's tables would clash with.
+func table(doc map[string]any, key string) (map[string]any, error) {
+	v, ok := doc[key]
+	if !ok {
+		return nil, nil
+	}
+	t, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a table (%T)", key, v)
+	}
+	return t, nil
 }
 
 // trustOf is the trust entry of crw's block, "" without one.
@@ -259,21 +326,28 @@ func roleFile(role string, pair journal.Pair) []byte {
 	return b.Bytes()
 }
 
-// splitBlock separates config.toml into the user's part and crw's block (with its markers).
-func splitBlock(config string) (user, ours string) {
+// splitBlock separates config.toml into the user's part and crw's block (with its markers). A
+// start marker without its end, or markers more than once, is the user's to mend.
+func splitBlock(config string) (user, ours string, err error) {
 	i := strings.Index(config, blockStart)
 	if i < 0 {
-		return config, ""
+		if strings.Contains(config, blockEnd) {
+			return "", "", errors.New("crw's end marker without its start marker: mend the file by hand")
+		}
+		return config, "", nil
 	}
 	j := strings.Index(config[i:], blockEnd)
 	if j < 0 {
-		return config[:i], config[i:]
+		return "", "", errors.New("crw's start marker without its end marker: mend the file by hand")
 	}
 	end := i + j + len(blockEnd)
 	if end < len(config) && config[end] == '\n' {
 		end++
 	}
-	return config[:i] + config[end:], config[i:end]
+	if strings.Contains(config[end:], blockStart) || strings.Contains(config[:i], blockEnd) {
+		return "", "", errors.New("crw's markers are there more than once: mend the file by hand")
+	}
+	return config[:i] + config[end:], config[i:end], nil
 }
 
 // mergeHook is hooks.json with crw's PreToolUse group (matcher spawn_agent) in place of any
@@ -285,8 +359,16 @@ func mergeHook(path, command string) (data []byte, group int, err error) {
 	}
 	doc := map[string]any{}
 	if len(bytes.TrimSpace(have)) > 0 {
-		if err := json.Unmarshal(have, &doc); err != nil {
+		var v any
+		if err := json.Unmarshal(have, &v); err != nil {
 			return nil, 0, fmt.Errorf("%s: not JSON: %v", path, err)
+		}
+		switch v := v.(type) {
+		case nil: // null: no hooks yet
+		case map[string]any:
+			doc = v
+		default:
+			return nil, 0, fmt.Errorf("%s: not a JSON object", path)
 		}
 	}
 	hooks, _ := doc["hooks"].(map[string]any)
@@ -340,6 +422,9 @@ func isCrws(group any) bool {
 }
 
 func readOptional(path string) ([]byte, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%w: %s is a link: crw replaces the files it writes whole, and would replace the link; write crw's part where the link points by running setup there, or make it a file", ErrUserFile, path)
+	}
 	data, err := userfile.Read(path, maxConfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -357,14 +442,25 @@ func writeFile(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	tmp := path + ".crw-tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".crw-*") // a new name: never through a planted link
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return err
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return os.Rename(tmp, path)
+	if err == nil {
+		err = os.Chmod(tmp, mode)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 // CodexTrust reads the hooks' trust from a private `codex app-server` (the binary codex; ""

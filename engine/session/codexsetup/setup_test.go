@@ -141,3 +141,54 @@ func TestSetupWithoutCodexLeavesTheHookUntrusted(t *testing.T) {
 	_, err = codexsetup.Setup(context.Background(), codexsetup.Options{CodexHome: home, HookCommand: "/crw codex hook"}, false)
 	assert.ErrorContains(t, err, "config.toml: not TOML")
 }
+
+// TestSetupRefusesWhatItCannotAddToAndWritesNothing: a config.toml whose form crw's tables
+// would clash with, a start marker without its end, a hooks.json that is no object, or a link
+// where setup writes: an ErrUserFile naming the file, and nothing of the CODEX_HOME changes.
+func TestSetupRefusesWhatItCannotAddToAndWritesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name, config, hooks, want string
+	}{
+		{"agents as an inline table", "agents = {max_threads = 4}\n", "", "crw's roles and trust cannot be added to your settings"},
+		{"agents not a table", "agents = 5\n", "", "agents is not a table"},
+		{"hooks.state inline", "[hooks]\nstate = {}\n", "", "cannot be added to your settings"},
+		{"a start marker without its end", "# >>> crw codex setup: written by crw; edit the roles with crw codex setup --roles >>>\nmodel = \"mine\"\n", "", "start marker without its end marker"},
+		{"hooks.json a list", "", "[]", "hooks.json: not a JSON object"},
+		{"not TOML", "model = \n", "", "not TOML"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(c.config), 0o600))
+			if c.hooks != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(home, "hooks.json"), []byte(c.hooks), 0o600))
+			}
+			_, err := codexsetup.Setup(context.Background(), codexsetup.Options{CodexHome: home, HookCommand: "/crw codex hook"}, false)
+			require.ErrorIs(t, err, codexsetup.ErrUserFile)
+			assert.ErrorContains(t, err, c.want)
+			config, _ := os.ReadFile(filepath.Join(home, "config.toml"))
+			assert.Equal(t, c.config, string(config), "config.toml as it was")
+			assert.NoDirExists(t, filepath.Join(home, "crw"), "no role file was written")
+		})
+	}
+	t.Run("a hooks.json of null is no hooks yet", func(t *testing.T) {
+		home := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(home, "hooks.json"), []byte("null"), 0o600))
+		rep, err := codexsetup.Setup(context.Background(), codexsetup.Options{CodexHome: home, HookCommand: "/crw codex hook"}, false)
+		require.NoError(t, err)
+		assert.Contains(t, rep.Written, filepath.Join(home, "hooks.json"))
+	})
+	t.Run("a link where setup writes", func(t *testing.T) {
+		home, elsewhere := t.TempDir(), t.TempDir()
+		target := filepath.Join(elsewhere, "config.toml")
+		require.NoError(t, os.WriteFile(target, []byte("model = \"mine\"\n"), 0o600))
+		require.NoError(t, os.Symlink(target, filepath.Join(home, "config.toml")))
+		_, err := codexsetup.Setup(context.Background(), codexsetup.Options{CodexHome: home, HookCommand: "/crw codex hook"}, false)
+		require.ErrorIs(t, err, codexsetup.ErrUserFile)
+		assert.ErrorContains(t, err, "is a link")
+		data, _ := os.ReadFile(target)
+		assert.Equal(t, "model = \"mine\"\n", string(data))
+		fi, err := os.Lstat(filepath.Join(home, "config.toml"))
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link stays a link")
+	})
+}

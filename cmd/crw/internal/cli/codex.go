@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine/session/codexsetup"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/userfile"
 )
 
@@ -70,6 +71,9 @@ With --check nothing is written: it reports what is missing or out of date, and 
 				return errs.New(errs.InvalidRequest, "--codex %s: %v", codex, err)
 			}
 			rep, err := codexsetup.Setup(cmd.Context(), opts, check)
+			if errors.Is(err, codexsetup.ErrUserFile) {
+				return errs.New(errs.InvalidRequest, "crw codex setup: %v", err).Wrap(err)
+			}
 			if err != nil {
 				return errs.New(errs.CapabilityUnavailable, "crw codex setup: %v", err).Wrap(err)
 			}
@@ -177,16 +181,23 @@ stderr says why: the run's bind checks the pair in the end.`,
 				warn("no state folder (%v): the spawn passes", err)
 				return nil
 			}
+			if ev.ToolName != "spawn_agent" {
+				return nil // a hook crw did not install for this tool: nothing of crw's to decide
+			}
 			store := bound.New(state)
 			line, err := store.Last(ev.SessionID)
 			if err != nil {
 				warn("the owner's binding is read as none: %v", err)
 				line = nil
 			}
+			if line.Open() && !local.Live(state, line.RunID) {
+				line = nil // its run is not running: the owner's spawns are its own meanwhile
+			}
 			d := bound.Decide(ev, line)
-			if line.Open() || d.Decision != bound.Pass {
+			if line.Open() {
 				if err := store.Record(d); err != nil && !errors.Is(err, context.Canceled) {
-					warn("the ledger cannot be written (%v); the decision stands", err)
+					warn("the ledger cannot be written (%v): the spawn passes as sent", err)
+					return nil
 				}
 			}
 			if out := d.Output(); out != nil {

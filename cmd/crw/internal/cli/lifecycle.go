@@ -16,6 +16,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -88,7 +89,14 @@ one, give --backend fake (offline) or --backend app-server.`,
 					fmt.Fprintf(streams.ErrOut, "crw: warning: %s\n", w)
 				}
 			}
-			return detachedWith(cmd.Context(), g, streams, svc, id, warnings, preview)
+			err = detachedWith(cmd.Context(), g, streams, svc, id, warnings, preview)
+			if err != nil && co.Backend == session.Name {
+				// The run's process did not come up: the owner is not left bound to it.
+				if spec, serr := svc.Store.Spec(cmd.Context(), id); serr == nil {
+					_ = bound.New(g.store.(*local.Store).Root()).Close(spec.BackendOptions["owner"], id)
+				}
+			}
+			return err
 		},
 	}
 	backendOpts = addRunFlags(cmd, g, opts, session.Name)

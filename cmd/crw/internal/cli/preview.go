@@ -129,15 +129,11 @@ func writable(dir string) error {
 
 func writableBindings(state string) error {
 	dir := filepath.Join(state, bound.Folder)
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // made 0700 at the first bind
-	}
-	if err != nil {
+	if err := (bound.Store{Dir: dir}).Check(); err != nil {
 		return err
 	}
-	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s is not a folder of this user's alone (mode %s): bindings there are not trusted", dir, fi.Mode())
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil // made 0700 at the first bind
 	}
 	return writable(dir)
 }
