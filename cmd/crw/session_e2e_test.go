@@ -53,8 +53,10 @@ type ownerRig struct {
 	// private starts runs without --host: the run reads the owner's subagents through a
 	// private app server of its own on the same CODEX_HOME.
 	private bool
-	// wakes lets the runs wake the owner (the rig's starts give --wake off otherwise).
-	wakes bool
+	// noWakes starts runs that never wake the owner. Without it the runs wake an owner that does
+	// not watch them, and the rig, which reads crw flow next as it drives the owner's turns, is
+	// one that watches: it is never woken.
+	noWakes bool
 }
 
 func newOwnerRig(t *testing.T, answers string) *ownerRig { return newOwnerRigWith(t, answers, nil) }
@@ -112,8 +114,7 @@ func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int)
 	if r.private {
 		host = []string{"--codex", r.codex}
 	}
-	if !r.wakes {
-		// The rig drives the owner's turns itself: a wake's turn would run beside them.
+	if r.noWakes {
 		flags = append([]string{"--wake", "off"}, flags...)
 	}
 	args := append(append([]string{"--json", "flow", "start", wf, "--backend", "session", "--owner", r.ownerID}, host...),
@@ -804,18 +805,23 @@ export default async function main() { return (await agent.call({ role: "explore
 func TestSessionRunWakesItsOwner(t *testing.T) {
 	t.Parallel()
 	r := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"woken\"}"}]}]}`)
-	r.wakes = true
 	run, _ := r.start(`
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when woken." })).output; }
 `, "--wake-after", "1s")
-	v := r.next(run)
-	require.Len(t, v.Steps, 1)
-	st := v.Steps[0]
+	// The step, read from the run's bus (crw flow next would tell the run the owner watches it,
+	// and a watching owner is not woken).
+	bus := session.Bus{Dir: filepath.Join(r.state, "flow", run)}
+	var steps []session.StepFile
+	require.Eventually(t, func() bool { steps, _, _ = bus.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
+	st := session.Next(run, session.StateRunning, "", steps, nil, 4, nil).Steps[0]
 	// From its next wake on, the owner takes the step it is woken for.
 	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
-	require.Eventually(t, func() bool { return r.next(run).State == session.StateEnded }, time.Minute, 200*time.Millisecond)
-	status := r.crw("--json", "flow", "status", run)
+	var status durableRun
+	require.Eventually(t, func() bool {
+		status = r.crw("--json", "flow", "status", run)
+		return strings.Contains(status.stdout, `"state":"ended"`)
+	}, time.Minute, 200*time.Millisecond)
 	assert.Contains(t, status.stdout, `"status":"completed"`)
 	assert.Contains(t, status.stdout, `"result":"{\"verdict\": \"woken\"}"`)
 
@@ -839,4 +845,33 @@ export default async function main() { return (await agent.call({ role: "explore
 		}
 	}
 	assert.True(t, woken, "the owner spawned the step in a turn the wake started")
+
+	// An owner that reads crw flow next watches the run: it is not woken.
+	r2 := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"seen\"}"}]}]}`)
+	run2, _ := r2.start(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when seen." })).output; }
+`, "--wake-after", "1s")
+	wakeRows := func() int { // the wakes, in the journal and as turns on the owner's thread
+		n, turns := 0, map[string]bool{}
+		for _, row := range r2.rows(run2) {
+			if row.Type == journal.TypeSessionWake {
+				n++
+			}
+		}
+		for _, req := range r2.mock.Requests() {
+			if req.Thread == r2.ownerID && strings.Contains(req.Prompt, "step(s) wait for you") {
+				turns[req.Turn] = true
+			}
+		}
+		assert.Equal(t, n, len(turns), "each wake row is a turn on the owner's thread")
+		return n
+	}
+	v := r2.next(run2)
+	require.Len(t, v.Steps, 1)
+	time.Sleep(500 * time.Millisecond) // a wake the run staged before the owner's first read lands
+	before := wakeRows()
+	time.Sleep(3 * time.Second) // past --wake-after twice, the owner watching all along
+	r2.next(run2)
+	assert.Equal(t, before, wakeRows(), "a watching owner is not woken again")
 }

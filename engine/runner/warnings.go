@@ -21,14 +21,9 @@ type Warnings struct {
 
 // Warn journals a warning, or keeps it until the run's process writes.
 func (w *Warnings) Warn(reason, detail string) {
-	w.Flow(&journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail})
-}
-
-// Flow journals a row of the run that belongs to no call, or keeps it until the run's
-// process writes.
-func (w *Warnings) Flow(row *journal.Row) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	row := &journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail}
 	if w.j == nil {
 		if len(w.early) < maxEarlyWarnings {
 			w.early = append(w.early, row)
@@ -36,6 +31,23 @@ func (w *Warnings) Flow(row *journal.Row) {
 		return
 	}
 	w.j.Append(row)
+}
+
+// Flow journals a row of the run that belongs to no call, durably before it returns (a wake's
+// row tells of a turn started on the owner's thread), or keeps it until the run's process writes.
+func (w *Warnings) Flow(row *journal.Row) {
+	w.mu.Lock()
+	if w.j == nil {
+		if len(w.early) < maxEarlyWarnings {
+			w.early = append(w.early, row)
+		}
+		w.mu.Unlock()
+		return
+	}
+	j := w.j
+	seq := j.Append(row)
+	w.mu.Unlock()
+	_ = j.Sync(seq) // a journal that cannot be written stops the run on its own
 }
 
 // bind sends the warnings to j from now on, the ones kept so far first.

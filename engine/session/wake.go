@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +37,14 @@ type WakeConfig struct {
 	Now func() time.Time
 	// Off: the owner is never woken (it polls crw flow next).
 	Off bool
+	// Watching is how recently crw flow next must have read the run for its owner to count as
+	// watching it: a watching owner is not woken, it sees the steps itself (default 2 minutes).
+	Watching time.Duration
 }
+
+// SeenFile is the file in the run's folder crw flow next touches each time it reads the run:
+// the owner is watching.
+const SeenFile = "next.seen"
 
 func (w *WakeConfig) defaults() {
 	if w.After <= 0 {
@@ -50,6 +59,18 @@ func (w *WakeConfig) defaults() {
 	if w.Now == nil {
 		w.Now = time.Now
 	}
+	if w.Watching <= 0 {
+		w.Watching = 2 * time.Minute
+	}
+}
+
+// watching tells whether crw flow next read the run within the Watching window.
+func (b *Backend) watching(now time.Time) bool {
+	if b.cfg.Dir == "" {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(b.cfg.Dir, SeenFile))
+	return err == nil && now.Sub(fi.ModTime()) < b.cfg.Wake.Watching
 }
 
 // wakes is the owner's wake state: what waits since when, and what it was told.
@@ -107,6 +128,9 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	renotify := !fresh && !w.last.IsZero() && now.Sub(w.last) >= w.interval
 	if !fresh && !renotify {
 		return
+	}
+	if b.watching(now) {
+		return // the owner reads crw flow next: it sees the steps without a wake
 	}
 	status := ""
 	waker, canWake := b.cfg.Host.(Waker)

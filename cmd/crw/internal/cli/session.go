@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,6 +95,7 @@ resumed, as crw flow resume RUN --detach does.`,
 				if err != nil {
 					return busError(id, err)
 				}
+				touchSeen(sr.bus.Dir)
 				view.ResumedPID = resumed
 				view.Warnings = ownerWarnings(g, sr, view.State)
 				if resumed != 0 {
@@ -129,6 +133,20 @@ func handOutCloses(sr sessionRun, v session.NextView) {
 		case sr.private():
 			_ = sr.bus.HandedOut(v.Run, st.StepFile)
 		}
+	}
+}
+
+// touchSeen marks that the owner read the run (session.SeenFile), so the run does not wake an
+// owner that watches it. Not a row: next writes none.
+func touchSeen(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, session.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		tv := syscall.NsecToTimeval(time.Now().UnixNano())
+		_ = syscall.Futimes(int(f.Fd()), []syscall.Timeval{tv, tv})
 	}
 }
 
