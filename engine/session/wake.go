@@ -38,7 +38,8 @@ type WakeConfig struct {
 	// Off: the owner is never woken (it polls crw flow next).
 	Off bool
 	// Watching is how recently crw flow next must have read the run for its owner to count as
-	// watching it: a watching owner is not woken, it sees the steps itself (default 2 minutes).
+	// watching it: a watching owner is not woken, it sees the steps itself (default a minute: an
+	// owner that alternates wait_agent (30 s) with crw flow next --wait 30s reads it more often).
 	Watching time.Duration
 }
 
@@ -60,7 +61,7 @@ func (w *WakeConfig) defaults() {
 		w.Now = time.Now
 	}
 	if w.Watching <= 0 {
-		w.Watching = 2 * time.Minute
+		w.Watching = time.Minute
 	}
 }
 

@@ -171,3 +171,24 @@ func TestSessionWakeIsNotStagedWithoutTheOwnersHost(t *testing.T) {
 	assert.False(t, *rows[0].Staged)
 	assert.Equal(t, "wake_failed", rows[0].Reason)
 }
+
+// TestSessionDoesNotWakeAWatchingOwner: an owner that read crw flow next within the last
+// minute watches the run and is not woken; a minute after its last read it is.
+func TestSessionDoesNotWakeAWatchingOwner(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	host, _, wait := wakeRun(t, c, func(cfg *session.Config) {
+		require.NoError(t, os.MkdirAll(cfg.Dir, 0o700))
+		seen := filepath.Join(cfg.Dir, session.SeenFile)
+		require.NoError(t, os.WriteFile(seen, nil, 0o600))
+		require.NoError(t, os.Chtimes(seen, c.Now(), c.Now())) // read just now
+	})
+	wait(0)
+	c.add(59 * time.Second)
+	wait(0)
+	assert.Empty(t, host.Wakes())
+	c.add(2 * time.Second)
+	rows := wait(1)
+	assert.Equal(t, journal.TypeSessionWake, rows[0].Type)
+	assert.Zero(t, rows[0].Renotify, "the step's first wake, come once the owner stopped watching")
+	assert.Len(t, host.Wakes(), 1)
+}
