@@ -852,7 +852,8 @@ export default async function main() { return (await agent.call({ role: "explore
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when seen." })).output; }
 `, "--wake-after", "1s")
-	wakeRows := func() int { // the wakes, in the journal and as turns on the owner's thread
+	t.Cleanup(func() { r2.crw("flow", "cancel", run2) }) // its process gone before its folder is
+	wakeRows := func() int {                             // the wakes, in the journal and as turns on the owner's thread
 		n, turns := 0, map[string]bool{}
 		for _, row := range r2.rows(run2) {
 			if row.Type == journal.TypeSessionWake {
