@@ -726,6 +726,18 @@ export default async function main() { return (await agent.call({ role: "explore
 	require.True(t, ok, "the first spawn ran: %v", previews)
 	assert.Equal(t, explorerRole.Model, look.Model, "it runs on the explorer's pair, not the model it asked for")
 	assert.Equal(t, "low", look.Effort)
+	// The owner's spawn calls as the host shows them (where a restart looks a step up by the
+	// ledger's call): the spawn that ran, with the call id the ledger recorded for it.
+	spawner, ok := r.host.(session.OwnerSpawner)
+	require.True(t, ok)
+	spawns, err := spawner.OwnerSpawns(r.ctx, r.ownerID)
+	require.NoError(t, err)
+	calls := map[string]string{} // the agent each spawn call started
+	for _, sp := range spawns {
+		calls[sp.CallID] = sp.Agent
+	}
+	assert.Contains(t, calls, decisions[0]["tool_use_id"], "the ledger's call is one of the owner's spawns: %+v", spawns)
+	assert.Equal(t, look.ID, calls[fmt.Sprint(decisions[0]["tool_use_id"])], "it started the subagent that looks around")
 	assert.NotContains(t, previews, "Fork me.", "the fork was refused")
 	assert.NotContains(t, previews, "grandchild", "the subagent's spawn was refused")
 	outputs := func() string { return fmt.Sprint(r.mock.Requests()) }

@@ -333,6 +333,7 @@ type step struct {
 	conversation string         // what a continuation's packet says of the conversation it goes on from
 
 	recovered  bool // an earlier process published the step
+	lookups    int  // the marker lookups of a recovered step so far
 	hostWarned bool // its session_host_warning is written
 }
 
@@ -566,8 +567,18 @@ func (s *step) lookup(ctx context.Context) bool {
 			}
 		}
 	}
-	return s.recovered && s.joinLedger(ctx)
+	if !s.recovered {
+		return false
+	}
+	// The owner's turns and the ledger are read whole: at the first lookup, then every
+	// joinEvery lookups, not at each one while the step waits.
+	s.lookups++
+	return (s.lookups-1)%joinEvery == 0 && s.joinLedger(ctx)
 }
+
+// joinEvery is how many marker lookups of a recovered step go between two joins with the
+// owner's spawn calls.
+const joinEvery = 16
 
 // joinLedger looks a step an earlier process published up by the owner's spawn calls: the
 // call its ledger line names, else a spawn whose message carries the marker. What it cannot

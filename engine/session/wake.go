@@ -78,7 +78,6 @@ func (b *Backend) watching(now time.Time) bool {
 type wakes struct {
 	since     time.Time       // when the steps now waiting began to wait
 	woken     map[string]bool // the markers a wake has named
-	pending   bool            // new steps wait for the owner's busy turn to end
 	last      time.Time       // the last wake
 	interval  time.Duration   // until the next renotification
 	renotify  int
@@ -141,8 +140,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 			status = "unknown"
 		}
 		if fresh && status == "active" {
-			w.pending = true // woken after the turn it is in
-			return
+			return // woken after the turn it is in: the steps stay fresh until then
 		}
 	}
 	row := &journal.Row{Type: journal.TypeSessionWake, Batch: batchOf(markers), Ops: ops(markers), Owner: b.cfg.Owner, OwnerStatus: status,
@@ -173,7 +171,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	for _, m := range markers {
 		w.woken[m] = true
 	}
-	w.pending, w.last = false, now
+	w.last = now
 }
 
 // wakeText is the owner's wake message: which steps wait, and the command to run.
