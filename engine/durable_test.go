@@ -521,3 +521,26 @@ export default async function main() {
 		})
 	}
 }
+
+// TestACancelStoredBeforeTheProcessWins: a cancel request stored while no process held the run
+// ends it cancelled even when its script would end at once: the process honours it before the
+// script runs, whatever its watcher's timing.
+func TestACancelStoredBeforeTheProcessWins(t *testing.T) {
+	t.Parallel()
+	for name, svc := range services(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			wfPath := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wfPath, []byte(`export default async function main() { return "done"; }
+`), 0o644))
+			for i := range 20 {
+				id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
+				require.NoError(t, err)
+				require.NoError(t, svc.Store.RequestCancel(ctx, id))
+				end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+				require.NoError(t, err)
+				require.Equal(t, store.RunCancelled, end.Status, "run %d", i)
+			}
+		})
+	}
+}

@@ -168,6 +168,13 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		cfg.OnStart(r.id)
 	}
 	r.progress.event(Event{Kind: EventStarted})
+	select {
+	case <-r.lease.Cancelled():
+		// A request stored before this process began is honoured whatever the watcher's
+		// timing: a resumed script that replays to its end at once must not outrun it.
+		cancel(errCancelRequested)
+	default:
+	}
 
 	out, runErr := script.Run(runCtx)
 	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
