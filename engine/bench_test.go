@@ -37,7 +37,7 @@ export default async function main({ n, width }) {
   for (let i = 0; i < n; i += width) {
     const batch = [];
     for (let j = i; j < Math.min(n, i + width); j++) {
-      batch.push(agent.call({ role: "executor", node: "step", prompt: "Carry out step " + j, schema }));
+      batch.push(agent.call({ role: "critic", node: "step", prompt: "Carry out step " + j, schema }));
     }
     for (const r of await Promise.all(batch)) if (r.status === "completed") done++;
   }
@@ -99,7 +99,7 @@ import { buildReport } from "crw:lib/schemas";
 export default async function main({ n }) {
   let done = 0;
   for (let i = 0; i < n; i++) {
-    const r = await agent.call({ role: "executor", node: "step", prompt: "Carry out step " + i, schema: buildReport });
+    const r = await agent.call({ role: "critic", node: "step", prompt: "Carry out step " + i, schema: buildReport });
     if (r.status === "completed" && r.output.filesChanged.length > 0) done++;
   }
   return done;

@@ -59,7 +59,7 @@ func TestContractConcurrency(t *testing.T) {
 const seen = [];
 const calls = [];
 for (let i = 1; i <= 8; i++) {
-  calls.push(agent.call({ role: "executor", prompt: "task " + i, schema: S, node: "n" + i }).then((r) => { seen.push(r.callId); return r; }));
+  calls.push(agent.call({ role: "critic", prompt: "task " + i, schema: S, node: "n" + i }).then((r) => { seen.push(r.callId); return r; }));
 }
 const all = await Promise.all(calls);
 return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n), statuses: all.map((r) => r.status) };`),
@@ -125,7 +125,7 @@ return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n
 		}
 		res, rows := enginetest.Run(t, wf(`
 const calls = [];
-for (let i = 1; i <= 6; i++) calls.push(agent.call({ role: "executor", prompt: "t" + i, schema: S }));
+for (let i = 1; i <= 6; i++) calls.push(agent.call({ role: "critic", prompt: "t" + i, schema: S }));
 return (await Promise.all(calls)).length;`), answers(entries...))
 		require.Equal(t, store.RunCompleted, res.Status)
 		assert.JSONEq(t, `6`, string(res.Result))
@@ -169,9 +169,9 @@ func TestContractAnswersMatching(t *testing.T) {
 	script := wf(`
 return {
   plan: await agent.call({ role: "architect", prompt: "p", schema: S, node: "plan" }),
-  build: await agent.call({ role: "executor", prompt: "p", schema: S, node: "build" }),
+  build: await agent.call({ role: "explorer", prompt: "p", schema: S, node: "build" }),
   review: await agent.call({ role: "reviewer", prompt: "p", schema: S, node: "review" }),
-  fix: await agent.call({ role: "executor", prompt: "p", schema: S, node: "fix" }),
+  fix: await agent.call({ role: "explorer", prompt: "p", schema: S, node: "fix" }),
   note: await agent.call({ role: "critic", prompt: "p", node: "note" }),
 };`)
 	synth, err := schema.Synthesize([]byte(schemaS))
@@ -184,7 +184,7 @@ return {
 	}{
 		{"nothing scripted", "", map[string]string{"plan": syn, "build": syn, "review": syn, "fix": syn, "note": `"ok"`}},
 		{"no entries", answers(), map[string]string{"plan": syn, "build": syn, "review": syn, "fix": syn, "note": `"ok"`}},
-		{"by role", answers(`{"match": {"role": "executor"}, "turns": [{"json": {"n": 1}}]}`),
+		{"by role", answers(`{"match": {"role": "explorer"}, "turns": [{"json": {"n": 1}}]}`),
 			map[string]string{"plan": syn, "build": `{"n":1}`, "review": syn, "fix": `{"n":1}`, "note": `"ok"`}},
 		{"by node", answers(`{"match": {"node": "fix"}, "turns": [{"json": {"n": 2}}]}`),
 			map[string]string{"plan": syn, "build": syn, "review": syn, "fix": `{"n":2}`, "note": `"ok"`}},
@@ -194,9 +194,9 @@ return {
 			map[string]string{"plan": `{"n":4}`, "build": `{"n":4}`, "review": `{"n":4}`, "fix": `{"n":4}`, "note": `"{\"n\":4}"`}},
 		{"no match field", answers(`{"turns": [{"json": {"n": 5}}]}`),
 			map[string]string{"plan": `{"n":5}`, "build": `{"n":5}`, "review": `{"n":5}`, "fix": `{"n":5}`, "note": `"{\"n\":5}"`}},
-		{"every field must match", answers(`{"match": {"role": "executor", "node": "fix", "call": 4}, "turns": [{"json": {"n": 6}}]}`, `{"match": {"role": "executor", "node": "plan"}, "turns": [{"json": {"n": 7}}]}`),
+		{"every field must match", answers(`{"match": {"role": "explorer", "node": "fix", "call": 4}, "turns": [{"json": {"n": 6}}]}`, `{"match": {"role": "explorer", "node": "plan"}, "turns": [{"json": {"n": 7}}]}`),
 			map[string]string{"plan": syn, "build": syn, "review": syn, "fix": `{"n":6}`, "note": `"ok"`}},
-		{"first entry wins", answers(`{"match": {"role": "executor"}, "turns": [{"json": {"n": 8}}]}`, `{"match": {"node": "build"}, "turns": [{"json": {"n": 9}}]}`, `{"match": {}, "turns": [{"json": {"n": 10}}]}`),
+		{"first entry wins", answers(`{"match": {"role": "explorer"}, "turns": [{"json": {"n": 8}}]}`, `{"match": {"node": "build"}, "turns": [{"json": {"n": 9}}]}`, `{"match": {}, "turns": [{"json": {"n": 10}}]}`),
 			map[string]string{"plan": `{"n":10}`, "build": `{"n":8}`, "review": `{"n":10}`, "fix": `{"n":8}`, "note": `"{\"n\":10}"`}},
 		{"first entry wins even when it has no turn", answers(`{"match": {"node": "plan"}, "turns": []}`, `{"match": {}, "turns": [{"json": {"n": 11}}]}`),
 			map[string]string{"plan": syn, "build": `{"n":11}`, "review": `{"n":11}`, "fix": `{"n":11}`, "note": `"{\"n\":11}"`}},
@@ -227,7 +227,7 @@ return {
 		t.Parallel()
 		// The repair turn is not scripted: its answer is synthesized, valid and the same every run.
 		const richSchema = `{"type": "object", "additionalProperties": false, "required": ["title", "tags", "ok"], "properties": {"title": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 2}, "ok": {"type": "boolean"}}}`
-		script := wf(`return { r: await agent.call({ role: "executor", prompt: "p", schema: ` + richSchema + ` }) };`)
+		script := wf(`return { r: await agent.call({ role: "critic", prompt: "p", schema: ` + richSchema + ` }) };`)
 		want, err := schema.Synthesize([]byte(richSchema))
 		require.NoError(t, err)
 		var outputs []string
@@ -430,7 +430,7 @@ export default async function main() { fail("mine"); }
 	t.Run("calls in flight", func(t *testing.T) {
 		t.Parallel()
 		res, rows := enginetest.Run(t, wf(`
-agent.call({ role: "executor", prompt: "slow", schema: S });
+agent.call({ role: "critic", prompt: "slow", schema: S });
 await agent.call({ role: "architect", prompt: "fast", schema: S });
 throw new Error("stop here");`),
 			answers(`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 200}]}`))

@@ -283,7 +283,7 @@ func TestContractAnswerParsing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			host := fake.NewHost("")
-			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "count", schema: S }) };`),
+			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "critic", prompt: "count", schema: S }) };`),
 				answers(`{"match": {"call": 1}, "turns": `+tc.turns+`}`), enginetest.Host(host))
 			require.Equal(t, store.RunCompleted, res.Status)
 			cr := call(t, res, rows, "r")
@@ -342,7 +342,7 @@ func TestContractAnswerParsing(t *testing.T) {
 // TestContractRepairTokens: a call's tokens count both its turns, and so does the run's budget.
 func TestContractRepairTokens(t *testing.T) {
 	t.Parallel()
-	res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "count", schema: S }) };`),
+	res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "critic", prompt: "count", schema: S }) };`),
 		answers(`{"match": {}, "turns": [{"text": "soon", "tokens": {"input": 7, "output": 1}}, {"json": {"n": 1}, "tokens": {"input": 20, "output": 3}}]}`))
 	cr := call(t, res, rows, "r")
 	assert.True(t, cr.Meta.RepairUsed)
@@ -380,7 +380,7 @@ func TestContractClassification(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.info, func(t *testing.T) {
 			t.Parallel()
-			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "work", schema: S, node: "build" }) };`),
+			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "critic", prompt: "work", schema: S, node: "build" }) };`),
 				answers(`{"match": {"node": "build"}, "turns": [{"error": `+quote(tc.info)+`}, {"json": {"n": 1}}]}`))
 			cr := call(t, res, rows, "r")
 			assert.Equal(t, tc.status, string(cr.Status))
@@ -431,7 +431,7 @@ func TestContractPause(t *testing.T) {
 		t.Run(tc.info, func(t *testing.T) {
 			t.Parallel()
 			res, rows := enginetest.Run(t, wf(`
-const slow = agent.call({ role: "executor", prompt: "slow work", schema: S, node: "slow" });
+const slow = agent.call({ role: "critic", prompt: "slow work", schema: S, node: "slow" });
 const limited = await agent.call({ role: "architect", prompt: "plan", schema: S, node: "plan" });
 const after = await agent.call({ role: "reviewer", prompt: "review", schema: S, node: "review" });
 const text = await agent.call({ role: "critic", prompt: "judge" });
@@ -484,8 +484,8 @@ func TestContractPauseOnce(t *testing.T) {
 		t.Parallel()
 		res, rows := enginetest.Run(t, wf(`
 const [a, b] = await Promise.all([
-  agent.call({ role: "executor", prompt: "a", schema: S }),
-  agent.call({ role: "executor", prompt: "b", schema: S }),
+  agent.call({ role: "critic", prompt: "a", schema: S }),
+  agent.call({ role: "critic", prompt: "b", schema: S }),
 ]);
 return { a, b };`), answers(`{"match": {}, "turns": [{"error": "rateLimitExceeded", "delay_ms": 20}]}`))
 		require.Equal(t, store.RunPaused, res.Status)
@@ -501,8 +501,8 @@ return { a, b };`), answers(`{"match": {}, "turns": [{"error": "rateLimitExceede
 		t.Parallel()
 		res, rows := enginetest.Run(t, wf(`
 const [limited, queued, last] = await Promise.all([
-  agent.call({ role: "executor", prompt: "a", schema: S }),
-  agent.call({ role: "executor", prompt: "b", schema: S }),
+  agent.call({ role: "critic", prompt: "a", schema: S }),
+  agent.call({ role: "critic", prompt: "b", schema: S }),
   agent.call({ role: "critic", prompt: "c" }),
 ]);
 return { limited, queued, last };`), answers(`{"match": {"call": 1}, "turns": [{"error": "usageLimitExceeded", "delay_ms": 20}]}`), enginetest.Pool(1))
@@ -522,13 +522,13 @@ return { limited, queued, last };`), answers(`{"match": {"call": 1}, "turns": [{
 func TestContractLost(t *testing.T) {
 	t.Parallel()
 	res, rows := enginetest.Run(t, wf(`
-const lost = await agent.call({ role: "executor", prompt: "build it", schema: S, node: "build" });
-const again = await agent.call({ role: "executor", prompt: "build it again", schema: S, node: "build" });
+const lost = await agent.call({ role: "critic", prompt: "build it", schema: S, node: "build" });
+const again = await agent.call({ role: "critic", prompt: "build it again", schema: S, node: "build" });
 const resumed = await agent.call({ role: "reviewer", prompt: "go on", schema: S, node: "check", resume: lost.handle });
-const other = await agent.call({ role: "executor", prompt: "test it", schema: S, node: "test" });
+const other = await agent.call({ role: "critic", prompt: "test it", schema: S, node: "test" });
 const tier = {};
 for (const node of ["build", "test"]) {
-  try { crw.tierStep(node); tier[node] = "no throw"; } catch (e) { tier[node] = { code: e.code, reason: e.reason, message: e.message }; }
+  try { crw.tierStep(node, lost); tier[node] = "no throw"; } catch (e) { tier[node] = { code: e.code, reason: e.reason, message: e.message }; }
 }
 return { lost, again, resumed, other, tier };`),
 		answers(
@@ -569,7 +569,7 @@ func TestContractRoles(t *testing.T) {
 	t.Parallel()
 	table := inputs.RoleTable{
 		"architect": {Model: "gpt-big", Effort: "high"},
-		"executor":  {Model: "gpt-code"},
+		"critic":    {Model: "gpt-code"},
 		"reviewer":  {Effort: "low"},
 	}
 	res, rows := enginetest.Run(t, wf(`
@@ -577,10 +577,10 @@ const c = (role, extra) => agent.call(Object.assign({ role, prompt: "p", schema:
 return {
   decided: await c("architect", {}),
   agrees: await c("architect", { model: "gpt-big", effort: "high" }),
-  fills: await c("executor", { effort: "minimal" }),
-  halfOpen: await c("executor", {}),
+  fills: await c("critic", { effort: "minimal" }),
+  halfOpen: await c("critic", {}),
   effortOnly: await c("reviewer", { model: "any-model" }),
-  undecided: await c("critic", {}),
+  undecided: await c("explorer", {}),
   requestedOnly: await c("explorer", { model: "mine", effort: "xhigh" }),
   badModel: await c("architect", { model: "gpt-small" }),
   badEffort: await c("reviewer", { effort: "high" }),
@@ -630,8 +630,8 @@ func TestContractBudget(t *testing.T) {
 	t.Parallel()
 	script := wf(`
 const first = await agent.call({ role: "architect", prompt: "plan", schema: S });
-const second = await agent.call({ role: "executor", prompt: "build", schema: S });
-const third = await agent.call({ role: "executor", prompt: "build more" });
+const second = await agent.call({ role: "critic", prompt: "build", schema: S });
+const third = await agent.call({ role: "critic", prompt: "build more" });
 return { first, second, third };`)
 	spend := answers(`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "tokens": {"input": 60, "output": 40}}]}`,
 		`{"match": {}, "turns": [{"json": {"n": 2}, "tokens": {"input": 1, "output": 1}}]}`)
@@ -685,7 +685,7 @@ func TestContractSchemaNotStrict(t *testing.T) {
 	for name, schema := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "executor", prompt: "p", schema: `+schema+` }) };`),
+			res, rows := enginetest.Run(t, wf(`return { r: await agent.call({ role: "critic", prompt: "p", schema: `+schema+` }) };`),
 				answers(`{"match": {}, "turns": [{"json": {"a": "x"}}]}`))
 			require.Equal(t, store.RunCompleted, res.Status)
 			cr := call(t, res, rows, "r")
@@ -727,11 +727,11 @@ const bad = {
 };
 const first = await agent.call({ role: "architect", prompt: "plan", schema: S });
 bad.resumeNoSuchCall = attempt({ role: "architect", prompt: "p", resume: first.handle.replace(/:c1$/, ":c99") });
-const slow = agent.call({ role: "executor", prompt: "slow", schema: S });
+const slow = agent.call({ role: "critic", prompt: "slow", schema: S });
 bad.resumeNotEnded = attempt({ role: "architect", prompt: "p", resume: first.handle.replace(/:c1$/, ":c2") });
 await slow;
 const foreign = await agent.call({ role: "architect", prompt: "p", schema: S, resume: "crwh1:20200101-000000-abcdef:c1" });
-const chained = await agent.call({ role: "executor", prompt: "go on", schema: S, resume: first.handle });
+const chained = await agent.call({ role: "critic", prompt: "go on", schema: S, resume: first.handle });
 return { bad, first, foreign, chained };`), "")
 	require.Equal(t, store.RunCompleted, res.Status)
 	m := results(t, res)
@@ -788,7 +788,7 @@ return { bad, first, foreign, chained };`), "")
 func TestContractResumeThreadless(t *testing.T) {
 	t.Parallel()
 	res, rows := enginetest.Run(t, wf(`
-const first = await agent.call({ role: "executor", prompt: "p", schema: S });
+const first = await agent.call({ role: "critic", prompt: "p", schema: S });
 const refused = await agent.call({ role: "architect", prompt: "p", schema: S, model: "other" });
 const resumed = await agent.call({ role: "architect", prompt: "go on", schema: S, resume: first.handle.replace(/:c1$/, ":" + refused.callId) });
 return { first, refused, resumed };`), "", enginetest.Roles(inputs.RoleTable{"architect": {Model: "m"}}))
@@ -806,11 +806,11 @@ return { first, refused, resumed };`), "", enginetest.Roles(inputs.RoleTable{"ar
 func TestContractResumeOfAnOpenOrUnknownCall(t *testing.T) {
 	t.Parallel()
 	res, _ := enginetest.Run(t, wf(`
-const first = await agent.call({ role: "executor", prompt: "p", schema: S });
-const open = agent.call({ role: "executor", prompt: "q", schema: S, node: "slow" });
+const first = await agent.call({ role: "critic", prompt: "p", schema: S });
+const open = agent.call({ role: "critic", prompt: "q", schema: S, node: "slow" });
 const refusals = {};
 for (const id of ["c2", "c9"]) {
-  try { await agent.call({ role: "executor", prompt: "go on", schema: S, resume: first.handle.replace(/:c1$/, ":" + id) }); refusals[id] = "no throw"; }
+  try { await agent.call({ role: "critic", prompt: "go on", schema: S, resume: first.handle.replace(/:c1$/, ":" + id) }); refusals[id] = "no throw"; }
   catch (e) { refusals[id] = e.code + ": " + e.message; }
 }
 await open;

@@ -412,7 +412,7 @@ export default async function main() {
   return [before, a.status, after, b.output];
 }
 function reason(node) {
-  try { crw.tierStep(node); return "none"; } catch (e) { return e.reason; }
+  try { crw.tierStep(node, { callId: "c0" }); return "none"; } catch (e) { return e.reason || e.code; }
 }
 `), 0o644))
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
@@ -428,7 +428,7 @@ function reason(node) {
 			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
 			require.NoError(t, err)
 			assert.Equal(t, store.RunCompleted, end.Status)
-			assert.JSONEq(t, `["not_supported", "unknown", "recovery_hold", "Y"]`, string(end.Result))
+			assert.JSONEq(t, `["invalid_request", "unknown", "recovery_hold", "Y"]`, string(end.Result))
 		})
 	}
 }

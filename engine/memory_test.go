@@ -205,7 +205,7 @@ const (
 import { agent } from "crw:agent";
 export default async function main({ n }) {
   let done = 0;
-  for (let i = 0; i < n; i++) agent.call({ role: "executor", node: "step", prompt: "Carry out step " + i }).then(r => { if (r.status === "completed") done++; });
+  for (let i = 0; i < n; i++) agent.call({ role: "explorer", node: "step", prompt: "Carry out step " + i }).then(r => { if (r.status === "completed") done++; });
   return 0;
 }
 `
@@ -215,7 +215,7 @@ export default async function main({ n }) {
   let done = 0;
   const resolvers = [];
   for (let i = 0; i < n; i++) new Promise(res => resolvers.push(res)).then(r => { if (r === "Carry out step " + i) done++; });
-  await agent.call({ role: "executor", node: "step", prompt: "Carry out step" });
+  await agent.call({ role: "explorer", node: "step", prompt: "Carry out step" });
   resolvers.forEach((res, i) => res("Carry out step " + i));
   return 0;
 }

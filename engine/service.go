@@ -24,11 +24,13 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )
@@ -55,6 +57,12 @@ type CreateOptions struct {
 	// run creates its runs so).
 	OmitCallSeqs bool
 	Limits       store.Limits
+	// Repo is a directory in the run's git checkout ("": the run has no repository) and Head
+	// the ref its calls start from ("": HEAD); see docs/workspaces.md.
+	Repo, Head     string
+	KeepWorktrees  bool
+	TraceIsolation bool
+	TierSteps      string // auto (the default) or ask
 }
 
 // ExecOptions are how this process executes a run.
@@ -122,6 +130,10 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	if err != nil {
 		return "", err
 	}
+	repo, err := openRepo(ctx, opts)
+	if err != nil {
+		return "", err
+	}
 	// Load before anything is written: a workflow that does not load leaves no run behind.
 	if opts.Limits.StackDepth < 0 || opts.Limits.HeapBytes < 0 || opts.Limits.LoadTimeMS < 0 || opts.Limits.DeadlineMS < 0 {
 		return "", errs.New(errs.InvalidRequest, "limits: must not be negative")
@@ -143,11 +155,50 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs, Limits: limitsOrNil(opts.Limits),
 		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
+		KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
+	}
+	if repo != nil {
+		spec.Repo, spec.Head, spec.HeadCommit = repo.Dir, repo.head, repo.commit
 	}
 	if err := s.Store.Create(ctx, spec); err != nil {
 		return "", err
 	}
 	return spec.Run, nil
+}
+
+// repoAt is the run's repository as its spec records it.
+type repoAt struct{ Dir, head, commit string }
+
+// openRepo checks the repository and head a run is created with: a directory in a git
+// checkout, and a ref that names a commit of it, which the spec records.
+func openRepo(ctx context.Context, opts CreateOptions) (*repoAt, error) {
+	switch opts.TierSteps {
+	case "", "auto", "ask":
+	default:
+		return nil, errs.New(errs.InvalidRequest, "--tier-steps: %q is not auto or ask", opts.TierSteps)
+	}
+	if opts.Repo == "" {
+		if opts.Head != "" {
+			return nil, errs.New(errs.InvalidRequest, "--head %s: the run has no repository (--repo DIR)", opts.Head)
+		}
+		return nil, nil
+	}
+	repo, err := workspace.Open(ctx, opts.Repo)
+	if errors.Is(err, workspace.ErrNotRepository) {
+		return nil, errs.New(errs.InvalidRequest, "--repo %s: not in a git checkout", opts.Repo)
+	}
+	if err != nil {
+		return nil, errs.New(errs.InvalidRequest, "--repo %s: %v", opts.Repo, err)
+	}
+	head := opts.Head
+	if head == "" {
+		head = "HEAD"
+	}
+	commit, err := repo.Resolve(ctx, head)
+	if err != nil {
+		return nil, errs.New(errs.InvalidRequest, "--head %s: %v (a repository with no commit yet has no head to start from)", head, err)
+	}
+	return &repoAt{Dir: repo.Dir, head: head, commit: commit}, nil
 }
 
 func limitsOrNil(l store.Limits) *store.Limits {
@@ -180,9 +231,12 @@ func (loadHost) Call(agent.Request, agent.Settle) error { return errNotWhileLoad
 func (loadHost) Now() time.Time                         { return time.Unix(0, 0).UTC() }
 func (loadHost) Random() float64                        { return 0 }
 func (loadHost) Log(level, message string)              {}
-func (loadHost) TierStep(node string) error             { return errNotWhileLoading }
-func (loadHost) Commit(node, message string) error      { return errNotWhileLoading }
-func (loadHost) CheckSchema(s []byte) []loader.Problem  { return inputs.CheckSchema(s) }
+func (loadHost) TierStep(node, evidence string) (json.RawMessage, error) {
+	return nil, errNotWhileLoading
+}
+func (loadHost) Commit(node, message string) (json.RawMessage, error)    { return nil, errNotWhileLoading }
+func (loadHost) Decide(crw.Decision, func(json.RawMessage, error)) error { return errNotWhileLoading }
+func (loadHost) CheckSchema(s []byte) []loader.Problem                   { return inputs.CheckSchema(s) }
 
 // Execute runs a run in this process: it takes the run's lease, replays what its journal
 // already holds and goes on live to the end. An error means the run did not end: it could not

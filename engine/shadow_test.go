@@ -20,7 +20,7 @@ import { agent } from "crw:agent";
 export default async function main() {
   const out = [];
   for (const step of ["plan", "build", "test", "review"]) {
-    out.push((await agent.call({ role: "executor", node: step, prompt: "do " + step })).output);
+    out.push((await agent.call({ role: "critic", node: step, prompt: "do " + step })).output);
   }
   return out;
 }

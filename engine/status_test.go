@@ -36,7 +36,7 @@ func TestStatusAndListReadNoRow(t *testing.T) {
 	script := `
 import { agent } from "crw:agent";
 export default async function main() {
-  for (let i = 0; i < 3; i++) await agent.call({ role: "executor", node: "n", prompt: "p" + i });
+  for (let i = 0; i < 3; i++) await agent.call({ role: "critic", node: "n", prompt: "p" + i });
   throw new Error("after three calls");
 }`
 	answers := `{"answers": [{"match": {}, "turns": [{"text": "ok", "tokens": {"input": 10, "output": 2}}]}]}`

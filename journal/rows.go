@@ -16,6 +16,13 @@ const (
 	TypeSessionWake = "session_wake" // a wake of a session run's owner thread
 	// TypeSessionHostWarning: what the marker search after a restart could not tie as it should.
 	TypeSessionHostWarning = "session_host_warning"
+	// Workspace rows (docs/workspaces.md): a crw.commit's intent and its result, a node's step
+	// up a tier, a decision the workflow asks for and its answer.
+	TypeCommitIntent      = "commit_intent"
+	TypeCommitResult      = "commit_result"
+	TypeTierStep          = "tier_step"
+	TypeDecisionRequested = "decision_requested"
+	TypeDecisionAnswered  = "decision_answered"
 
 	// Call rows: intents first, then exactly one terminal row.
 	TypePrepared           = "prepared"
@@ -25,6 +32,7 @@ const (
 	TypeInterruptRequested = "interrupt_requested"
 	TypeAttemptLost        = "session_attempt_lost" // a session attempt whose subagent will not finish its turn
 	TypeCheckpointStarted  = "checkpoint_started"   // a continuation started from the journal's record of its conversation
+	TypeWorkspacePlaced    = "workspace_placed"     // the directory P the placer made for the call
 
 	TypeCompleted      = "completed"
 	TypeNullModel      = "null_model"
@@ -63,7 +71,9 @@ func StatusOf(t string) CallStatus {
 func IsKnownType(t string) bool {
 	switch t {
 	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning,
-		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted:
+		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered,
+		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted,
+		TypeWorkspacePlaced:
 		return true
 	}
 	return IsTerminal(t)
@@ -224,6 +234,35 @@ type Row struct {
 	// session_host_warning: no_ledger_line, ledger_op_differs, several_spawns, window_ended.
 	Warnings []string `json:"warnings,omitempty"`
 
+	// workspace_placed: how P was made (attempt, checkout, scratch or cwd), the node's
+	// allocation it belongs to, the commit it started at (Start) and, for a checkout of a node's
+	// pending work, the tree it holds. commit_intent and commit_result: the node's ref, the
+	// tree committed, the parent, the ref's value before (Old: "" none) and the worktree's HEAD
+	// as observed (Head), the message and identity, and the commit made. A terminal row of an
+	// executor call: the tree its worktree held when it ended, and the commits it made itself.
+	Placement string     `json:"placement,omitempty"`
+	Alloc     int        `json:"alloc,omitempty"`
+	Start     string     `json:"start,omitempty"`
+	Tree      string     `json:"tree,omitempty"`
+	Commit    string     `json:"commit,omitempty"`
+	Parent    string     `json:"parent,omitempty"`
+	Ref       string     `json:"ref,omitempty"`
+	Old       string     `json:"old,omitempty"`
+	Head      string     `json:"head,omitempty"`
+	Message   string     `json:"message,omitempty"`
+	Author    string     `json:"author,omitempty"`
+	Email     string     `json:"email,omitempty"`
+	HeadMoved *HeadMoved `json:"executor_head_moved,omitempty"`
+	// tier_step: the call whose null_model is its evidence, the tier reached (1: executor-t1)
+	// and the pair that tier runs; decision_requested and decision_answered: the decision's id,
+	// question and schema, the answer (Output) and who gave it.
+	Evidence   string          `json:"evidence,omitempty"`
+	Tier       int             `json:"tier,omitempty"`
+	DecisionID string          `json:"decision_id,omitempty"`
+	Question   string          `json:"question,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	By         string          `json:"by,omitempty"`
+
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`
 	Detail     string          `json:"detail,omitempty"`
@@ -238,6 +277,14 @@ type Row struct {
 	Status string          `json:"status,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *RunError       `json:"error,omitempty"`
+}
+
+// HeadMoved is an executor that committed on its own: the commit its worktree was to be at
+// (Start), the HEAD it left (Head) and the stray ref that keeps it.
+type HeadMoved struct {
+	Start string `json:"start"`
+	Head  string `json:"head"`
+	Ref   string `json:"ref"`
 }
 
 // RunError is how a run that did not complete is recorded: the error the workflow threw, or

@@ -198,9 +198,20 @@ type Spec struct {
 	// Files are the workflow's files (its entry and the modules it loaded from disk) by real
 	// path, each the digest of its content as the store keeps it (PutFile) from the run's
 	// creation on.
-	Files     map[string]string `json:"files,omitempty"`
-	Env       map[string]string `json:"env,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
+	Files map[string]string `json:"files,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
+	// The run's repository (docs/workspaces.md): its top level, the head its calls start
+	// from as given (--head) and the commit that named when the run was created. A run without
+	// one has Repo "".
+	Repo       string `json:"repo,omitempty"`
+	Head       string `json:"head,omitempty"`
+	HeadCommit string `json:"head_commit,omitempty"`
+	// KeepWorktrees leaves the run's worktrees in place when it ends; TraceIsolation takes
+	// digests around every turn (write isolation, recorded); TierSteps is auto or ask.
+	KeepWorktrees  bool      `json:"keep_worktrees,omitempty"`
+	TraceIsolation bool      `json:"trace_isolation,omitempty"`
+	TierSteps      string    `json:"tier_steps,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 	// Path is where the store keeps the spec (the local store's run.json), for errors that
 	// name it; "" where it is no file.
 	Path string `json:"-"`

@@ -28,7 +28,9 @@ func run(t *testing.T, workflow, answers string, input json.RawMessage) *store.S
 	if answers != "" {
 		opts["answers"] = answers
 	}
-	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: workflow, Input: input, BackendOpts: opts, Pool: 4}, engine.ExecOptions{})
+	// The executors work in worktrees of the run's repository.
+	repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
+	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: workflow, Input: input, BackendOpts: opts, Pool: 4, Repo: repo}, engine.ExecOptions{})
 	require.NoError(t, err)
 	journalfiletest.Check(t, enginetest.JournalPath(svc, res.Run))
 	return res

@@ -53,6 +53,7 @@ func newCrashEnv(t *testing.T) *crashEnv {
 // whether it was killed.
 func (e *crashEnv) crw(env []string, args ...string) (stdout []byte, killed bool, err error) {
 	cmd := exec.Command("crw", args...)
+	cmd.Dir = e.dir // in no git checkout: the run has no repository
 	// A race-built crw sleeps a second at exit unless told not to.
 	cmd.Env = append(append(os.Environ(), "CRW_STATE="+e.state, "GORACE=atexit_sleep_ms=0", fake.HostLogEnv+"="+e.hostLog()), env...)
 	var out, errOut bytes.Buffer

@@ -270,7 +270,11 @@ func (b *Backend) openThread(ctx context.Context, c backend.Call, from backend.T
 	if err != nil {
 		return backend.Thread{}, err
 	}
-	params := b.params(c, c.Pair.Model, c.Pair.Effort, b.o.Cwd)
+	cwd := b.o.Cwd
+	if c.Workspace != "" {
+		cwd = c.Workspace
+	}
+	params := b.params(c, c.Pair.Model, c.Pair.Effort, cwd)
 	if err := commit(); err != nil {
 		return backend.Thread{}, err
 	}
@@ -298,6 +302,9 @@ func (b *Backend) load(ctx context.Context, th backend.Thread, c backend.Call) (
 		return p, err
 	}
 	cwd := th.Cwd
+	if c.Workspace != "" {
+		cwd = c.Workspace
+	}
 	if cwd == "" {
 		cwd = b.o.Cwd
 	}

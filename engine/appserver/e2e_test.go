@@ -31,6 +31,7 @@ type e2e struct {
 	t    *testing.T
 	svc  *engine.Service
 	mock *mockmodel.Server
+	repo string // the runs' repository ("": none)
 }
 
 // newE2E starts a mock model scripted by answersFile (a path under testdata/answers, or
@@ -64,7 +65,7 @@ func (e *e2e) run(workflow string, input json.RawMessage) (*store.Status, []jour
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := e.svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Input: input, Backend: appserver.Name}, engine.ExecOptions{})
+	res, err := e.svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Input: input, Backend: appserver.Name, Repo: e.repo}, engine.ExecOptions{})
 	require.NoError(e.t, err)
 	return res, e.rows(res.Run)
 }
@@ -92,12 +93,15 @@ func TestShippedWorkflowsOnAppServer(t *testing.T) {
 		t.Run(tc.workflow, func(t *testing.T) {
 			wf := filepath.Join("..", "..", "workflows", tc.workflow)
 			svc, _ := enginetest.LocalService(t)
+			// The executors work in worktrees of the run's repository.
+			repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
 			onFake, err := svc.Run(context.Background(), engine.CreateOptions{
-				Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)},
+				Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)}, Repo: repo,
 			}, engine.ExecOptions{})
 			require.NoError(t, err)
 
 			e := newE2E(t, readAnswers(t, tc.answers))
+			e.repo = repo
 			res, rows := e.run(wf, nil)
 			require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
 			assert.JSONEq(t, string(onFake.Result), string(res.Result))
@@ -124,7 +128,7 @@ export default async function main() {
   const repaired = await agent.call({ role: "reviewer", node: "repaired", prompt: "decide", schema: decision });
   const failed = await agent.call({ role: "reviewer", node: "failed", prompt: "decide again", schema: decision });
   const window = await agent.call({ role: "explorer", node: "window", prompt: "too long" });
-  const next = await agent.call({ role: "executor", node: "next", prompt: "go on", resume: repaired.handle });
+  const next = await agent.call({ role: "critic", node: "next", prompt: "go on", resume: repaired.handle });
   return [repaired.status, repaired.meta.repairUsed, failed.status, failed.reason, window.status, window.reason, next.status, next.output];
 }
 `

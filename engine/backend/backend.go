@@ -35,6 +35,10 @@ type Call struct {
 	Pair         journal.Pair    // the configured pair; an empty part is left to the host
 	Schema       json.RawMessage // nil: a text answer
 	Resume       string          // the handle a continuation resumes; "" for any other call
+	// Workspace is the call's directory P, which the placer made (docs/workspaces.md): the
+	// thread's cwd, the subagent's workspace, where the fake writes its files. "" when the
+	// run has no repository and the call writes nothing: the run's cwd.
+	Workspace string
 }
 
 // Thread is a call's thread (its conversation on the host) as the host reports it.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
@@ -45,7 +47,15 @@ type Turn struct {
 	Lost    bool            `json:"lost,omitempty"`
 	DelayMS int64           `json:"delay_ms,omitempty"`
 	Tokens  *TokenCounts    `json:"tokens,omitempty"`
+	// Files are written into the call's directory P before the turn answers: a path relative
+	// to P and its content, or null to delete it. Commit then commits P's tree on P's HEAD, as
+	// an executor that runs git commit itself would.
+	Files  map[string]*string `json:"files,omitempty"`
+	Commit bool               `json:"commit,omitempty"`
 }
+
+// MaxFiles bounds the files one turn writes.
+const MaxFiles = 4096
 
 // FileError is a malformed answers file: which file, which field, what is wrong.
 type FileError struct {
@@ -122,7 +132,7 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 			tat := fmt.Sprintf("%s.turns[%d]", at, k)
 			var t Turn
 			if err := strictDecode(rt, &t); err != nil {
-				return nil, fail(tat, "%v (a turn takes json, text, error, lost, delay_ms, tokens)", err)
+				return nil, fail(tat, "%v (a turn takes json, text, error, lost, delay_ms, tokens, files, commit)", err)
 			}
 			kinds := 0
 			if t.JSON != nil {
@@ -152,6 +162,17 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 			if t.Tokens != nil && (t.Tokens.Input > journal.MaxTokens || t.Tokens.Output > journal.MaxTokens ||
 				t.Tokens.CachedInput > journal.MaxTokens || t.Tokens.ReasoningOutput > journal.MaxTokens) {
 				return nil, fail(tat+".tokens", "counts must be at most %d", journal.MaxTokens)
+			}
+			if len(t.Files) > MaxFiles {
+				return nil, fail(tat+".files", "writes %d files; the limit is %d", len(t.Files), MaxFiles)
+			}
+			for path := range t.Files {
+				if problem := filePathProblem(path); problem != "" {
+					return nil, fail(fmt.Sprintf("%s.files[%q]", tat, path), "%s", problem)
+				}
+			}
+			if (t.Files != nil || t.Commit) && (t.Lost || t.Error != nil) {
+				return nil, fail(tat, "files and commit go with an answer (json or text), not with error or lost")
 			}
 			a.Entries[i].Turns = append(a.Entries[i].Turns, t)
 		}
@@ -188,4 +209,29 @@ func (a *Answers) Find(index int, role, node string, k int) *Turn {
 		return &a.Entries[i].Turns[k-1]
 	}
 	return nil
+}
+
+// filePathProblem says what is wrong with a path a turn writes, "" when nothing is: it must
+// name a file inside P, relative, in clean form, and not in git's own folder.
+func filePathProblem(path string) string {
+	switch {
+	case path == "":
+		return "is empty"
+	case len(path) > 1024:
+		return "is longer than 1024 bytes"
+	case filepath.IsAbs(path) || strings.HasPrefix(path, "/"):
+		return "must be relative to the call's directory"
+	case filepath.ToSlash(filepath.Clean(path)) != path:
+		return "must be in clean form (no ., .., // or trailing /)"
+	case path == ".." || strings.HasPrefix(path, "../"):
+		return "leaves the call's directory"
+	case strings.ContainsRune(path, 0):
+		return "holds a NUL byte"
+	}
+	for _, part := range strings.Split(path, "/") {
+		if strings.EqualFold(part, ".git") {
+			return "is inside .git"
+		}
+	}
+	return ""
 }

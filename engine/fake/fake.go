@@ -164,6 +164,14 @@ func (b *Backend) answer(ctx context.Context, t backend.Turn, rec backend.Record
 		return out
 	}
 	out.Status = backend.Answered
+	if turn != nil && (turn.Files != nil || turn.Commit) {
+		if err := writeFiles(ctx, t.Call.Workspace, turn); err != nil {
+			// The host could not do what the turn says: a configuration the run cannot serve.
+			out.Status, out.Failure = backend.Failed, &backend.Failure{End: backend.EndRefused, Reason: "host_config_workspace",
+				Detail: "the fake turn's files could not be written: " + err.Error()}
+			return out
+		}
+	}
 	switch {
 	case turn == nil:
 		text, err := synthesize(t)

@@ -48,6 +48,10 @@ type Call struct {
 	EndSeq             uint64
 	// inputs identifies what a call without its rows asked (inputKey).
 	inputs [sha256.Size]byte
+	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
+	Placement string
+	Alloc     int
+	Placed    *journal.Row
 
 	// The CallResult a settled call replays, built ahead of the replay or on demand,
 	// whichever comes first (both build the same bytes).
@@ -158,6 +162,14 @@ type History struct {
 	Starts   int      // started rows: the processes that ran the run
 	IDs      []string // call ids in the order their first attempt was prepared
 
+	// The workspaces (workspaces.go): each node's, every crw.commit and tier step in the
+	// order the script made them, and the decisions asked for, by id and in order.
+	Nodes         map[string]*Node
+	Commits       []*Commit
+	TierSteps     []*journal.Row
+	Decisions     map[string]*Decision
+	DecisionOrder []string
+
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
 	src     Source
@@ -226,7 +238,8 @@ type builder struct {
 }
 
 func newBuilder(paged bool) *builder {
-	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{}}, paged: paged, names: map[string]string{}}
+	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {
@@ -262,6 +275,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 		return nil
 	case journal.TypeEscalation, journal.TypeWarning:
+		return nil
+	}
+	if b.workspaceRow(row) {
 		return nil
 	}
 	if row.Call == "" {
@@ -313,7 +329,11 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		c.StepAttempts = max(c.StepAttempts, row.Attempt)
 	case row.Type == journal.TypeInterruptRequested:
 		c.Interrupt = row
+	case row.Type == journal.TypeWorkspacePlaced:
+		c.Placed = row
+		h.placed(c, row)
 	case journal.IsTerminal(row.Type):
+		h.ended(c, row)
 		if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
 			return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
 				row.Seq, row.Type, row.Call, result.MaxOutputDepth)
@@ -344,7 +364,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			// Its rows are read again when it is delivered (Load). A row without its prompt (a
 			// hand-written trace) keeps them: only its digest can be compared.
 			c.inputs = inputKey(c.Prepared)
-			c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal = nil, nil, nil, nil, nil, nil, nil
+			c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
 		}
 	}
 	return nil

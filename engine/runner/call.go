@@ -47,6 +47,10 @@ type call struct {
 	ended    bool
 	recorded bool // its terminal row was written
 
+	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
+	// first turn.
+	placed *journal.Row
+
 	*running // nil until the call runs, ends or is replayed
 }
 
@@ -76,8 +80,9 @@ type running struct {
 // that resumes it needs. The call itself (its request, its rows, the script's promise) is let
 // go, so a run's memory does not grow with every call it has made.
 type endedCall struct {
-	id, node string
-	th       backend.Thread
+	id, node, role string
+	status         journal.CallStatus
+	th             backend.Thread
 	// Where its prepared and terminal rows are (0: none, an outcome left unrecorded), and the
 	// call it continued: a continuation of it reads its conversation from the journal.
 	preparedSeq, endSeq uint64
@@ -145,6 +150,10 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		}
 	}
 
+	if req.Role == "executor" && r.tiers[req.Node] > 0 {
+		// The node took a tier step: its executor calls run as the next tier.
+		req.Role = "executor-t1"
+	}
 	p := inputs.Prepare(req, r.roles, &r.schemas)
 	r.mu.Lock()
 	m := r.replay.Next(p.Row)
@@ -261,7 +270,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	if rec == nil {
 		gate = r.gateLocked(c)
 	} else if rec.Interrupt != nil {
-		gate = &journal.Row{Type: journal.TypeHeld, Reason: rec.Interrupt.Reason, Detail: "the engine had interrupted the turn"}
+		gate = interruptedEnd(rec.Interrupt.Reason, "the engine had interrupted the turn")
 	}
 	if gate == nil {
 		// Only interruptCall cancels a turn: it journals why first.
@@ -281,7 +290,21 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	defer c.cancel()
 
+	// The placer: the call's directory P, recorded before any turn is sent from it.
+	placed, unplaced := r.place(c, rec)
+	if unplaced != nil {
+		r.end(c, unplaced)
+		return
+	}
 	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
+	if placed != nil {
+		if rec == nil || rec.Placed == nil {
+			c.mu.Lock()
+			c.lastSeq = r.j.Append(placed)
+			c.mu.Unlock()
+		}
+		c.placed, bc.Workspace = placed, placed.Workspace
+	}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
 		// reconcile pass keeps it, as its turn may still run.
@@ -325,7 +348,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 
 		if reason := c.interruptReason(); reason != "" {
 			// An interrupt the engine asked for decides the call, whatever the turn came to.
-			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: reason})
+			r.end(c, interruptedEnd(reason, ""))
 			return
 		}
 		switch out.Status {
@@ -606,6 +629,10 @@ func (c *call) interruptReason() string {
 // end) first commits every row before it, this one included, and a crash before that leaves the
 // call with its intent as its last row, which a resume reconciles instead of sending again.
 func (r *runner) end(c *call, row *journal.Row) {
+	if c.placed != nil {
+		r.leave(c, row)
+		defer r.release(c)
+	}
 	row.Call = c.id
 	row.TurnIDs = c.turnIDs
 	row.RepairUsed = c.repairUsed
@@ -695,7 +722,7 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			if c.prepared != nil {
 				prepared = c.prepared.Seq
 			}
-			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
+			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
 			r.mu.Unlock()
 			if row.Type == journal.TypeOutcomeUnknown {
 				if _, held := r.toldHolds[c.req.Node]; !held {

@@ -85,6 +85,13 @@ type runner struct {
 	holds    map[string]string // node → the call whose unknown outcome holds it
 	spent    journal.Tokens
 
+	// ws places the calls' directories and keeps the nodes' worktrees.
+	ws *workspaces
+	// The script's crw.commit and crw.tierStep calls so far, and each node's tier: in script
+	// order, as a replay matches them with the journal's. Loop goroutine only.
+	commits, tierSteps int
+	tiers              map[string]int
+
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
 	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
 	toldHolds map[string]string
@@ -246,6 +253,11 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	r.mu.Unlock()
 	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error
+	if end.Status != store.RunPaused {
+		// Before the ended row: a process that dies in between leaves a run a resume ends
+		// again, and cleans up again.
+		r.cleanUp()
+	}
 	if _, err := r.j.Write(ended); err != nil {
 		err := r.stopError(err)
 		stopPublish()
@@ -265,9 +277,10 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{},
+		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
+	r.ws = newWorkspaces(r, cfg.Lease.Dir())
 	if r.roles == nil {
 		r.roles = inputs.RoleTable{}
 	}
@@ -433,23 +446,6 @@ func WriteConsole(w io.Writer, level, message string) {
 	}
 	fmt.Fprintf(w, "%s: %s\n", level, message)
 }
-
-// TierStep implements crw.Host.
-func (r *runner) TierStep(node string) error {
-	if holder, held := r.toldHolds[node]; held {
-		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
-	}
-	return ErrTierStepNotSupported
-}
-
-// The services a workflow cannot use yet.
-var (
-	ErrTierStepNotSupported = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.tierStep is not supported yet")
-	ErrCommitNotSupported   = errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.commit is not supported yet")
-)
-
-// Commit implements crw.Host.
-func (r *runner) Commit(node, message string) error { return ErrCommitNotSupported }
 
 // CheckSchema implements vm.Host.
 func (r *runner) CheckSchema(s []byte) []loader.Problem { return inputs.CheckSchema(s) }

@@ -451,7 +451,11 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 // stepFile is the step as the owner reads it.
 func (s *step) stepFile() StepFile {
 	c := s.t.Call
-	ws := filepath.Join(s.b.cfg.Dir, "calls", c.ID)
+	ws := c.Workspace
+	if ws == "" {
+		// A run without a repository: a call-private directory under the run's folder.
+		ws = filepath.Join(s.b.cfg.Dir, "calls", c.ID)
+	}
 	f := StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
 		AgentType: AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
 		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
@@ -498,7 +502,7 @@ func (s *step) publish(packet string) bool {
 		s.firstFailure = now
 	}
 	if isPowerOf10(s.failures) {
-		s.rec.Warn("step_unwritten", s.unwritten(now, "it is written again at each poll"))
+		s.rec.Warn("step_unwritten", s.unwritten(now, "error: "+err.Error()+"; it is written again at each poll"))
 	}
 	return false
 }
@@ -887,6 +891,6 @@ func digest(s string) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-// mkdirWorkspace makes a call's directory P: until workspaces are placed, a call-private
-// directory under the run's folder.
+// mkdirWorkspace makes sure a call's directory P is there: the placer made it when the run
+// has a repository, else it is a call-private directory under the run's folder.
 func mkdirWorkspace(dir string) error { return os.MkdirAll(dir, 0o700) }

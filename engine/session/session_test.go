@@ -45,14 +45,21 @@ func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) s
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
-	svc := enginetest.Service(mem.New())
+	st := mem.New()
+	st.Dir = filepath.Join(dir, "state")
+	svc := enginetest.Service(st)
 	co := engine.CreateOptions{Workflow: wf}
+	if strings.Contains(script, `role: "executor"`) {
+		// An executor works in a worktree of the run's repository.
+		co.Repo = enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
+	}
 	if len(roles) > 0 {
 		co.Roles = roles[0]
 	}
 	id, err := svc.Create(ctx, co)
 	require.NoError(t, err)
 	runDir := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(runDir, 0o700))
 	host := sessiontest.NewHost(owner)
 	host.RolloutDir = t.TempDir()
 	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
@@ -67,6 +74,12 @@ func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) s
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	go o.Loop(ownerCtx)
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	if err != nil {
+		rows, _ := svc.Rows(context.Background(), id)
+		for _, r := range rows {
+			t.Logf("%s %s %s %s", r.Type, r.Call, r.Reason, r.Detail)
+		}
+	}
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	// The close steps of the last calls: the owner takes them too. With no process left to
@@ -99,7 +112,7 @@ export default async function main() {
     agent.call({ role: "explorer", node: "a", prompt: "count the files", schema }),
     agent.call({ role: "reviewer", node: "b", prompt: "count the tests", schema }),
   ]);
-  const c = await agent.call({ role: "executor", node: "c", prompt: "add them", schema });
+  const c = await agent.call({ role: "critic", node: "c", prompt: "add them", schema });
   return [a.status, a.output.n, b.output.n, c.output.n];
 }
 `
@@ -124,7 +137,7 @@ func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
 	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
 	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
 
-	for _, c := range []struct{ call, role, agentType string }{{"c1", "explorer", "explorer"}, {"c2", "reviewer", "reviewer"}, {"c3", "executor", "executor"}} {
+	for _, c := range []struct{ call, role, agentType string }{{"c1", "explorer", "explorer"}, {"c2", "reviewer", "reviewer"}, {"c3", "critic", "reviewer"}} {
 		call := enginetest.CallRows(rows, c.call)
 		assert.Equal(t, []string{journal.TypePrepared, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeCompleted},
 			enginetest.Types(call), c.call)
@@ -312,7 +325,7 @@ func TestSessionLostAttemptAndRepairSurviveACrashAfterEveryCommit(t *testing.T) 
 import { agent } from "crw:agent";
 const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
 export default async function main() {
-  const r = await agent.call({ role: "executor", prompt: "count", schema });
+  const r = await agent.call({ role: "critic", prompt: "count", schema });
   return [r.status, r.output.n];
 }
 `
@@ -433,7 +446,7 @@ func TestSessionLostAttemptSpawnsTheNext(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "executor", prompt: "build it" })).output; }
 `
-	end, rows, host, o, runDir := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, host, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
 		if st.Attempt == 1 {
 			return sessiontest.Answer{Lose: true, Model: "first-model"}
 		}
@@ -442,7 +455,7 @@ export default async function main() { return (await agent.call({ role: "executo
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"built"`, string(end.Result))
 	assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, o.Spawned)
-	assert.Equal(t, []string{journal.TypePrepared, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted,
+	assert.Equal(t, []string{journal.TypePrepared, journal.TypeWorkspacePlaced, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted,
 		journal.TypeAttemptLost, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeCompleted},
 		enginetest.Types(enginetest.CallRows(rows, "c1")))
 	lost := enginetest.OfType(rows, journal.TypeAttemptLost)[0]
@@ -461,9 +474,14 @@ export default async function main() { return (await agent.call({ role: "executo
 	assert.Equal(t, 2, second.Attempt)
 	assert.Equal(t, "c1/t1-a2", second.Marker)
 	assert.Equal(t, 1, second.ReplacesTurn)
-	assert.Equal(t, filepath.Join(runDir, "calls", "c1"), second.Workspace, "the same workspace")
+	placed := enginetest.OfType(rows, journal.TypeWorkspacePlaced)
+	require.Len(t, placed, 1, "one allocation serves every attempt")
+	assert.Equal(t, "attempt", placed[0].Placement)
+	first := enginetest.OfType(rows, journal.TypeStepPublished)[0]
+	assert.Equal(t, placed[0].Workspace, first.Workspace, "the executor works in its node's worktree")
+	assert.Equal(t, placed[0].Workspace, second.Workspace, "the same workspace")
 	assert.Contains(t, second.Note, "Attempt 1 of this turn was cut off")
-	assert.Contains(t, second.Note, "git -C "+filepath.Join(runDir, "calls", "c1")+" status")
+	assert.Contains(t, second.Note, "git -C "+placed[0].Workspace+" status")
 	packet, err := os.ReadFile(second.Packet)
 	require.NoError(t, err)
 	assert.Contains(t, string(packet), "## Earlier attempts\n\nAttempt 1 of this turn was cut off")

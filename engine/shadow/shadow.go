@@ -25,6 +25,7 @@ import (
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )
@@ -86,7 +87,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Log = io.Discard
 	}
 	s := &host{
-		h: h, log: opts.Log, clock: h.ClockStart(),
+		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{},
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
 	}
@@ -147,6 +148,10 @@ type host struct {
 
 	mu     sync.Mutex
 	report *Report
+
+	// crw.commit and crw.tierStep calls so far, and each node's tier (loop goroutine only).
+	commits, tierSteps int
+	tiers              map[string]int
 }
 
 var (
@@ -157,18 +162,49 @@ var (
 
 func (s *host) Now() time.Time                        { return s.clock }
 func (s *host) Random() float64                       { return s.rng.Float64() }
-func (s *host) Commit(node, message string) error     { return runner.ErrCommitNotSupported }
 func (s *host) CheckSchema(b []byte) []loader.Problem { return inputs.CheckSchema(b) }
 func (s *host) SetWake(wake func())                   { s.wake = wake }
 func (s *host) Idle()                                 { s.replay.Idle() }
 
 func (s *host) Log(level, message string) { runner.WriteConsole(s.log, level, message) }
 
-func (s *host) TierStep(node string) error {
-	if _, held := s.h.Holds[node]; held {
-		return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
+// Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
+// shadow commits nothing.
+func (s *host) Commit(node, message string) (json.RawMessage, error) {
+	k := s.commits
+	s.commits++
+	if k >= len(s.h.Commits) || s.h.Commits[k].Intent.Node != node {
+		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing", k+1, node)
 	}
-	return runner.ErrTierStepNotSupported
+	rec := s.h.Commits[k]
+	if rec.Result == nil {
+		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run did not record its result", k+1, node)
+	}
+	return runner.CommitOutcome(rec.Intent, rec.Result)
+}
+
+// TierStep implements crw.Host: the recorded run's tier step at the same place.
+func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
+	if _, held := s.h.Holds[node]; held {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
+	}
+	k := s.tierSteps
+	if k >= len(s.h.TierSteps) || s.h.TierSteps[k].Node != node {
+		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.tierStep #%d of node %q: the recorded run has no such tier step", k+1, node)
+	}
+	s.tierSteps++
+	s.tiers[node]++
+	return runner.TierOutcome(s.h.TierSteps[k])
+}
+
+// Decide implements crw.Host: the recorded answer, or a rejection: nobody answers a shadow.
+func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
+	if rec := s.h.Decisions[d.ID]; rec != nil && rec.Answer != nil {
+		go settle(rec.Answer.Output, nil)
+		return nil
+	}
+	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: the recorded run has no answer to it, and nobody answers a shadow", d.ID))
+	return nil
 }
 
 // Call implements agent.Caller for the shadow: align with the record, resolve from it.
@@ -177,6 +213,9 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		if _, _, ok := result.ParseHandle(req.Resume); !ok {
 			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
 		}
+	}
+	if req.Role == "executor" && s.tiers[req.Node] > 0 {
+		req.Role = "executor-t1"
 	}
 	p := inputs.Prepare(req, s.roles, &s.schemas)
 	m := s.replay.Next(p.Row)

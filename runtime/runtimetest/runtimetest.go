@@ -24,6 +24,7 @@ import (
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
+	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/runtime/vm"
 )
 
@@ -189,6 +190,8 @@ type Host struct {
 	// TierStepError and CommitError are thrown by crw.tierStep and crw.commit.
 	TierStepError func(node string) error
 	CommitError   func(node, message string) error
+	// DecideAnswer answers crw.decide.
+	DecideAnswer func(crw.Decision) (json.RawMessage, error)
 	// SchemaCheck is the strictness check of crw:lib/schemas exports (default: none).
 	SchemaCheck func(schema []byte) []loader.Problem
 	// Clock is the run's time (default a fixed instant); Rand is crw.random's stream.
@@ -202,6 +205,7 @@ type Host struct {
 	logs      []LogLine
 	tiers     []string
 	commits   [][2]string
+	decisions []crw.Decision
 	issued    chan struct{}
 }
 
@@ -417,26 +421,50 @@ func (h *Host) Log(level, message string) {
 	h.logs = append(h.logs, LogLine{Level: level, Message: message})
 }
 
-// TierStep implements crw.Host.
-func (h *Host) TierStep(node string) error {
+// TierStep implements crw.Host: it answers {node, evidence}.
+func (h *Host) TierStep(node, evidence string) (json.RawMessage, error) {
 	h.mu.Lock()
 	h.tiers = append(h.tiers, node)
 	h.mu.Unlock()
 	if h.TierStepError != nil {
-		return h.TierStepError(node)
+		if err := h.TierStepError(node); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return json.Marshal(map[string]string{"node": node, "evidence": evidence})
 }
 
-// Commit implements crw.Host.
-func (h *Host) Commit(node, message string) error {
+// Commit implements crw.Host: it answers {node, message}.
+func (h *Host) Commit(node, message string) (json.RawMessage, error) {
 	h.mu.Lock()
 	h.commits = append(h.commits, [2]string{node, message})
 	h.mu.Unlock()
 	if h.CommitError != nil {
-		return h.CommitError(node, message)
+		if err := h.CommitError(node, message); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(map[string]string{"node": node, "message": message})
+}
+
+// Decide implements crw.Host: DecideAnswer answers at once; without it the decision is never
+// answered.
+func (h *Host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
+	h.mu.Lock()
+	h.decisions = append(h.decisions, d)
+	answer := h.DecideAnswer
+	h.mu.Unlock()
+	if answer != nil {
+		go settle(answer(d))
 	}
 	return nil
+}
+
+// Decisions are what crw.decide asked.
+func (h *Host) Decisions() []crw.Decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]crw.Decision(nil), h.decisions...)
 }
 
 // CheckSchema implements vm.Host.

@@ -149,7 +149,7 @@ func New(cfg Config) (*VM, error) {
 		Builtin: cfg.Builtin,
 		Native: map[string]require.ModuleLoader{
 			"crw:agent": agent.Loader(v.loop, v.in, cfg.Host),
-			"crw":       crw.Loader(cfg.Input, v.in, cfg.Host),
+			"crw":       crw.Loader(cfg.Input, v.in, v.loop, cfg.Host),
 		},
 		CheckSchema: cfg.Host.CheckSchema,
 	})

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ type Store struct {
 	records map[string]map[string][]byte // scope ("" or a run) + "/" + kind → key → value
 	logs    map[string]*bytes.Buffer
 	tokens  int
+	// Dir, when set, is a folder whose <run> subfolder a lease gives as the run's (Lease.Dir):
+	// where the runner keeps the run's worktrees. "" keeps no folder.
+	Dir string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -405,10 +409,15 @@ type lease struct {
 
 var _ store.Lease = (*lease)(nil)
 
-func (l *lease) Run() string                { return l.id }
-func (l *lease) Token() string              { return l.token }
-func (l *lease) Journal() store.Journal     { return l.j }
-func (l *lease) Dir() string                { return "" }
+func (l *lease) Run() string            { return l.id }
+func (l *lease) Token() string          { return l.token }
+func (l *lease) Journal() store.Journal { return l.j }
+func (l *lease) Dir() string {
+	if l.s.Dir == "" {
+		return ""
+	}
+	return filepath.Join(l.s.Dir, l.id)
+}
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
 func (l *lease) Lost() <-chan struct{}      { return l.lost }
 

@@ -4,11 +4,13 @@ package crw
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/dop251/goja"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
@@ -20,21 +22,48 @@ type Host interface {
 	Random() float64
 	// Log records a line from the script.
 	Log(level, message string)
-	// TierStep asks for the next tier of a node; the error is thrown at the call site.
-	TierStep(node string) error
-	// Commit records the node's work; the error is thrown at the call site.
-	Commit(node, message string) error
+	// TierStep moves a node's executor calls up one tier; evidence is the callId of the
+	// CallResult the script gave as its reason. It returns what the step recorded, as JSON;
+	// the error is thrown at the call site.
+	TierStep(node, evidence string) (json.RawMessage, error)
+	// Commit commits the pending tree of the node's worktree; it returns the commit, as JSON.
+	// The error is thrown at the call site.
+	Commit(node, message string) (json.RawMessage, error)
+	// Decide asks the run's owner a question. settle is called once, from any goroutine, with
+	// the answer (JSON) or the error the promise rejects with. An error from Decide itself is
+	// thrown at the call site.
+	Decide(d Decision, settle func(json.RawMessage, error)) error
+}
+
+// Decision is what crw.decide asks: an id unique in the run, the question, and the JSON
+// Schema its answer must satisfy.
+type Decision struct {
+	ID       string
+	Question string
+	Schema   json.RawMessage
+}
+
+// Loop is what the module needs of the event loop: a callback announced now, enqueued later.
+type Loop interface {
+	Reserve() (enqueue func(func() error))
 }
 
 // Loader returns the module loader for `crw`, bound to the run's input (JSON) and its host.
 // in are the runtime's intrinsics, taken before the script ran: a module that replaced
 // JSON.parse before crw was imported changes nothing of the input.
-func Loader(input json.RawMessage, in *jsutil.Intrinsics, host Host) func(rt *goja.Runtime, module *goja.Object) {
+func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
 		freeze := in.DeepFreeze
 		inputVal, err := in.Parse(input)
 		if err != nil {
 			panic(err)
+		}
+		frozen := func(raw json.RawMessage) goja.Value {
+			v, err := in.Parse(raw)
+			if err != nil {
+				panic(rt.NewGoError(err))
+			}
+			return freeze(v)
 		}
 		obj := rt.NewObject()
 		_ = obj.Set("input", freeze(inputVal))
@@ -44,25 +73,175 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, host Host) func(rt *go
 			host.Log("info", joinArgs(in, fc.Arguments))
 			return goja.Undefined()
 		}))
-		_ = obj.Set("tierStep", jsutil.Func(rt, "tierStep", func(node string) {
-			if err := host.TierStep(node); err != nil {
+		_ = obj.Set("tierStep", jsutil.Func(rt, "tierStep", func(fc goja.FunctionCall) goja.Value {
+			node := nodeArg(rt, "crw.tierStep", fc.Argument(0))
+			evidence := evidenceArg(rt, in, node, fc.Argument(1))
+			res, err := host.TierStep(node, evidence)
+			if err != nil {
 				throw(rt, err)
 			}
+			return frozen(res)
 		}))
 		_ = obj.Set("commit", jsutil.Func(rt, "commit", func(fc goja.FunctionCall) goja.Value {
-			node := logArg(in, fc.Argument(0))
-			msg := ""
-			if len(fc.Arguments) > 1 {
-				msg = logArg(in, fc.Argument(1))
-			}
-			if err := host.Commit(node, msg); err != nil {
+			node := nodeArg(rt, "crw.commit", fc.Argument(0))
+			msg := messageArg(rt, in, fc.Argument(1))
+			res, err := host.Commit(node, msg)
+			if err != nil {
 				throw(rt, err)
 			}
-			return goja.Undefined()
+			p, resolve, _ := rt.NewPromise()
+			_ = resolve(frozen(res))
+			return rt.ToValue(p)
+		}))
+		_ = obj.Set("decide", jsutil.Func(rt, "decide", func(fc goja.FunctionCall) goja.Value {
+			d := decisionArg(rt, in, fc.Argument(0))
+			p, resolve, reject := rt.NewPromise()
+			enqueue := loop.Reserve()
+			err := host.Decide(d, func(answer json.RawMessage, err error) {
+				enqueue(func() error {
+					if err != nil {
+						return reject(errorValue(rt, err))
+					}
+					return resolve(frozen(answer))
+				})
+			})
+			if err != nil {
+				enqueue(func() error { return nil })
+				throw(rt, err)
+			}
+			return rt.ToValue(p)
 		}))
 		// Every module of the workflow shares this object: none may replace what it holds.
 		module.Set("exports", freeze(obj))
 	}
+}
+
+// MaxMessage bounds a commit message; MaxQuestion a decision's question.
+const (
+	MaxMessage  = 64 << 10
+	MaxQuestion = 64 << 10
+	MaxSchema   = 1 << 20
+	maxNode     = 256
+)
+
+func nodeArg(rt *goja.Runtime, fn string, v goja.Value) string {
+	s, ok := v.(goja.String)
+	if !ok {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf("%s: the first argument is the node, a string; got %s", fn, jsutil.TypeName(v))))
+	}
+	if s.Length() == 0 {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", fn+": the node is empty"))
+	}
+	node := s.String()
+	if len(node) > maxNode {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf("%s: the node is %d bytes long; the limit is %d", fn, len(node), maxNode)))
+	}
+	return node
+}
+
+// messageArg reads crw.commit's options, {message}; a bare string is taken as the message.
+func messageArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) string {
+	fail := func(format string, args ...any) {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", "crw.commit: "+fmt.Sprintf(format, args...)))
+	}
+	var msg goja.Value
+	switch x := v.(type) {
+	case goja.String:
+		msg = x
+	case *goja.Object:
+		if jsutil.IsProxy(x) {
+			fail("the options must be a plain object, got a Proxy")
+		}
+		for _, k := range x.Keys() {
+			if k != "message" {
+				fail("unknown option %q (crw.commit takes {message})", k)
+			}
+		}
+		p, err := in.Data(x, "message")
+		if err != nil {
+			fail("option \"message\" cannot be read: %v", err)
+		}
+		msg = p.Value
+	default:
+		if v == nil || goja.IsUndefined(v) {
+			fail("the second argument is {message}: what the commit says")
+		}
+		fail("the second argument is {message}, got %s", jsutil.TypeName(v))
+	}
+	s, ok := msg.(goja.String)
+	if !ok || strings.TrimSpace(s.String()) == "" {
+		fail("message must be a non-empty string")
+	}
+	text := s.String()
+	if len(text) > MaxMessage {
+		fail("message is %d bytes long; the limit is %d", len(text), MaxMessage)
+	}
+	return text
+}
+
+// evidenceArg reads the CallResult a tier step gives as its evidence: its callId, which the
+// host checks against the journal (the object itself could be forged).
+func evidenceArg(rt *goja.Runtime, in *jsutil.Intrinsics, node string, v goja.Value) string {
+	o, ok := v.(*goja.Object)
+	if ok && !jsutil.IsProxy(o) {
+		if p, err := in.Data(o, "callId"); err == nil {
+			if s, ok := p.Value.(goja.String); ok && s.Length() > 0 && s.Length() <= maxNode {
+				return s.String()
+			}
+		}
+	}
+	panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf(
+		"crw.tierStep: the second argument is the evidence: the null_model CallResult of an executor call of node %q; got %s", node, jsutil.TypeName(v))))
+}
+
+// decisionArg reads crw.decide's {id, question, schema}.
+func decisionArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) Decision {
+	fail := func(format string, args ...any) {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", "crw.decide: "+fmt.Sprintf(format, args...)))
+	}
+	o, ok := v.(*goja.Object)
+	if !ok || jsutil.IsProxy(o) || o.ClassName() != "Object" {
+		fail("takes {id, question, schema}, got %s", jsutil.TypeName(v))
+	}
+	for _, k := range o.Keys() {
+		if k != "id" && k != "question" && k != "schema" {
+			fail("unknown option %q (crw.decide takes id, question, schema)", k)
+		}
+	}
+	str := func(name string, limit int) string {
+		p, err := in.Data(o, name)
+		if err != nil {
+			fail("option %q cannot be read: %v", name, err)
+		}
+		s, ok := p.Value.(goja.String)
+		if !ok || strings.TrimSpace(s.String()) == "" {
+			fail("%s must be a non-empty string", name)
+		}
+		if len(s.String()) > limit {
+			fail("%s is %d bytes long; the limit is %d", name, len(s.String()), limit)
+		}
+		return s.String()
+	}
+	d := Decision{ID: str("id", maxNode), Question: str("question", MaxQuestion)}
+	for i, r := range d.ID {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/", r)) {
+			fail("id %q holds %q at byte %d: an id is letters, digits and - _ . : /", d.ID, r, i)
+		}
+	}
+	p, err := in.Data(o, "schema")
+	if err != nil {
+		fail("option \"schema\" cannot be read: %v", err)
+	}
+	so, ok := p.Value.(*goja.Object)
+	if !ok || jsutil.IsProxy(so) || so.ClassName() != "Object" {
+		fail("schema must be a JSON Schema object, got %s", jsutil.TypeName(p.Value))
+	}
+	raw, err := in.JSON(so, jsutil.DataOnly, MaxSchema)
+	if err != nil {
+		fail("schema cannot be serialized: %v", err)
+	}
+	d.Schema = raw
+	return d
 }
 
 // Console returns a console object whose output goes to the host's log.
@@ -123,3 +302,13 @@ func logArg(in *jsutil.Intrinsics, a goja.Value) string {
 }
 
 func throw(rt *goja.Runtime, err error) { jsutil.ThrowError(rt, "", err) }
+
+// errorValue is err as the JS Error a promise rejects with: its code and reason when it has
+// them, else invalid_request.
+func errorValue(rt *goja.Runtime, err error) *goja.Object {
+	code, reason := errs.InvalidRequest, ""
+	if c, ok := err.(errs.Coded); ok {
+		code, reason = c.Code(), c.Reason()
+	}
+	return jsutil.NewError(rt, code, reason, err.Error())
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/runtime/runtimetest"
 	"github.com/crw-dev/crw/runtime/vm"
 )
@@ -120,25 +121,78 @@ func TestTierStepAndCommit(t *testing.T) {
 	out, r := run(t, runtimetest.Main(`
 	const got = [];
 	const attempt = (f) => {
-		try { f(); got.push("ok"); } catch (e) { got.push(e instanceof Error ? e.code + ": " + e.message : "not an Error"); }
+		try { const v = f(); got.push(v instanceof Promise ? "promise" : JSON.stringify(v) + (Object.isFrozen(v) ? " frozen" : "")); }
+		catch (e) { got.push(e instanceof Error ? e.code + ": " + e.message : "not an Error"); }
 	};
+	const evidence = { callId: "c1", status: "null_model" };
+	attempt(() => crw.tierStep("plan", evidence));
+	attempt(() => crw.tierStep("held", evidence));
+	attempt(() => crw.tierStep("plain", evidence));
 	attempt(() => crw.tierStep("plan"));
-	attempt(() => crw.tierStep("held"));
-	attempt(() => crw.tierStep("plain"));
-	attempt(() => crw.commit("plan", "the plan"));
+	attempt(() => crw.tierStep("", evidence));
+	attempt(() => crw.commit("plan", { message: "the plan" }));
+	attempt(() => crw.commit("solo", "a bare message"));
+	attempt(() => crw.commit("late", { message: "too late" }));
 	attempt(() => crw.commit("solo"));
-	attempt(() => crw.commit("late", "too late"));
+	attempt(() => crw.commit("solo", { message: "x", mesage: "typo" }));
+	attempt(() => crw.commit("solo", { message: "  " }));
+	attempt(() => crw.commit(7, { message: "x" }));
+	const kept = await crw.commit("plan", { message: "again" });
+	got.push(JSON.stringify(kept) + (Object.isFrozen(kept) ? " frozen" : ""));
 	return got;`), host)
-	assert.JSONEq(t, `["ok", "recovery_hold: node held is in recovery_hold", "invalid_request: no tier above",
-		"ok", "ok", "revision_conflict: commit of late conflicts"]`, string(out))
+	assert.JSONEq(t, `[
+		"{\"evidence\":\"c1\",\"node\":\"plan\"} frozen",
+		"recovery_hold: node held is in recovery_hold",
+		"invalid_request: no tier above",
+		"invalid_request: crw.tierStep: the second argument is the evidence: the null_model CallResult of an executor call of node \"plan\"; got undefined",
+		"invalid_request: crw.tierStep: the node is empty",
+		"promise", "promise",
+		"revision_conflict: commit of late conflicts",
+		"invalid_request: crw.commit: the second argument is {message}: what the commit says",
+		"invalid_request: crw.commit: unknown option \"mesage\" (crw.commit takes {message})",
+		"invalid_request: crw.commit: message must be a non-empty string",
+		"invalid_request: crw.commit: the first argument is the node, a string; got number",
+		"{\"message\":\"again\",\"node\":\"plan\"} frozen"]`, string(out))
 	assert.Equal(t, []string{"plan", "held", "plain"}, r.Host.TierSteps())
-	assert.Equal(t, [][2]string{{"plan", "the plan"}, {"solo", ""}, {"late", "too late"}}, r.Host.Commits())
+	assert.Equal(t, [][2]string{{"plan", "the plan"}, {"solo", "a bare message"}, {"late", "too late"}, {"plan", "again"}}, r.Host.Commits())
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	host := runtimetest.WithHost(func(h *runtimetest.Host) {
+		h.DecideAnswer = func(d crw.Decision) (json.RawMessage, error) {
+			if d.ID == "no" {
+				return nil, runtimetest.Errorf("run_unavailable", "nobody answers %s", d.ID)
+			}
+			return json.RawMessage(`{"keep": true}`), nil
+		}
+	})
+	out, r := run(t, runtimetest.Main(`
+	const schema = { type: "object", properties: { keep: { type: "boolean" } }, required: ["keep"], additionalProperties: false };
+	const got = [];
+	const answer = await crw.decide({ id: "keep-it", question: "Keep the change?", schema });
+	got.push(JSON.stringify(answer) + (Object.isFrozen(answer) ? " frozen" : ""));
+	try { await crw.decide({ id: "no", question: "?", schema }); } catch (e) { got.push(e.code + ": " + e.message); }
+	for (const bad of [undefined, { id: "x", question: "q" }, { id: "a b", question: "q", schema }, { id: "x", question: "q", schema, extra: 1 }]) {
+		try { crw.decide(bad); got.push("no throw"); } catch (e) { got.push(e.code + ": " + e.message); }
+	}
+	return got;`), host)
+	assert.JSONEq(t, `[
+		"{\"keep\":true} frozen",
+		"run_unavailable: nobody answers no",
+		"invalid_request: crw.decide: takes {id, question, schema}, got undefined",
+		"invalid_request: crw.decide: schema must be a JSON Schema object, got undefined",
+		"invalid_request: crw.decide: id \"a b\" holds ' ' at byte 1: an id is letters, digits and - _ . : /",
+		"invalid_request: crw.decide: unknown option \"extra\" (crw.decide takes id, question, schema)"]`, string(out))
+	require.Len(t, r.Host.Decisions(), 2)
+	assert.Equal(t, "Keep the change?", r.Host.Decisions()[0].Question)
+	assert.JSONEq(t, `{"type":"object","properties":{"keep":{"type":"boolean"}},"required":["keep"],"additionalProperties":false}`, string(r.Host.Decisions()[0].Schema))
 }
 
 func TestUncaughtHostErrorFailsRun(t *testing.T) {
 	t.Parallel()
 	r := runtimetest.New(t, runtimetest.Main(`
-	crw.tierStep("held");`), runtimetest.WithHost(func(h *runtimetest.Host) {
+	crw.tierStep("held", { callId: "c1" });`), runtimetest.WithHost(func(h *runtimetest.Host) {
 		h.TierStepError = func(node string) error { return runtimetest.Errorf("recovery_hold", "node %s is held", node) }
 	}))
 	_, err := r.Run(context.Background())
@@ -158,5 +212,5 @@ export default function main() {
   return [crw === viaRequire, now() === crw.now(), input === crw.input, Object.keys(crw).sort()];
 }
 `, runtimetest.WithInput(`{"a":1}`))
-	assert.JSONEq(t, `[true, true, true, ["commit","input","log","now","random","tierStep"]]`, string(out))
+	assert.JSONEq(t, `[true, true, true, ["commit","decide","input","log","now","random","tierStep"]]`, string(out))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
@@ -33,6 +34,13 @@ type RunOptions struct {
 	BudgetTokens int64
 	LibDirs      []string
 	Limits       LimitFlags
+	// The run's repository (docs/workspaces.md).
+	Repo           string
+	NoRepo         bool
+	Head           string
+	KeepWorktrees  bool
+	TraceIsolation bool
+	TierSteps      string
 }
 
 // LimitFlags bound what a run's workflow may take of the host; run.json records them, so every
@@ -87,6 +95,12 @@ func addRunFlags(cmd *cobra.Command, g *globals, opts *RunOptions, defaultBacken
 	f.Int64Var(&opts.Limits.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
 	f.DurationVar(&opts.Limits.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
 	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
+	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")
+	f.BoolVar(&opts.NoRepo, "no-repo", false, "run without a repository: executor calls are held worktree_failed")
+	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
+	f.BoolVar(&opts.KeepWorktrees, "keep-worktrees", false, "leave the run's worktrees in place when it ends")
+	f.BoolVar(&opts.TraceIsolation, "trace-isolation", false, "digest each call's directory, the checkout and the shared refs around every turn, and warn when a call wrote where it should not")
+	f.StringVar(&opts.TierSteps, "tier-steps", "auto", "auto: crw.tierStep moves a node up at once; ask: the step waits for the owner's decision")
 	return func() map[string]string {
 		set := map[string]string{}
 		for name, v := range values {
@@ -161,11 +175,45 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 		abs, _ := filepath.Abs(d)
 		libs = append(libs, abs)
 	}
+	repo, err := runRepo(opts)
+	if err != nil {
+		return eo, err
+	}
 	return engine.CreateOptions{
 		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds()},
+		Repo:   repo, Head: opts.Head, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}, nil
+}
+
+// runRepo is the repository a run is created with: --repo, else the git checkout around the
+// working directory, if there is one; none with --no-repo.
+func runRepo(opts *RunOptions) (string, error) {
+	switch {
+	case opts.NoRepo && (opts.Repo != "" || opts.Head != ""):
+		return "", errs.New(errs.InvalidRequest, "--no-repo: the run has no repository, so it takes no --repo or --head")
+	case opts.NoRepo:
+		return "", nil
+	case opts.Repo != "":
+		abs, err := filepath.Abs(opts.Repo)
+		if err != nil {
+			return "", errs.New(errs.InvalidRequest, "--repo %s: %v", opts.Repo, err)
+		}
+		return abs, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", nil
+	}
+	top, err := workspace.Find(context.Background(), cwd)
+	if err != nil {
+		if opts.Head != "" {
+			return "", errs.New(errs.InvalidRequest, "--head %s: the working directory is in no git checkout: name one with --repo DIR", opts.Head)
+		}
+		return "", nil // no checkout around: a run without a repository
+	}
+	return top, nil
 }
 
 // runPool is the pool a run is created with: a session run's is at most agents.max_threads − 1,

@@ -1,0 +1,122 @@
+package replay
+
+import (
+	"github.com/crw-dev/crw/journal"
+)
+
+// Node is what the journal says of a node's workspace (docs/workspaces.md): its newest
+// allocation (the attempt worktree its executor calls share), the commit the worktree is to be
+// at, the tree it last held, the value the run gave the node's ref, and its tier.
+type Node struct {
+	Name  string
+	Alloc int    // the newest allocation (0: none yet)
+	Path  string // its worktree
+	Start string // the commit it started at
+	At    string // the commit the worktree is to be at: the last crw.commit since Start, else Start
+	Tree  string // the tree it held at the end of its last executor call or commit ("": At's)
+	Ref   string // the commit the run last put on the node's ref ("": none)
+	Tier  int    // the tier steps it took
+	// NextAlloc is set by a tier step: the next executor call of the node makes that
+	// allocation, from the node's ref (or the run's head).
+	NextAlloc int
+	// Open: an executor call of the newest allocation has no terminal row, so its worktree
+	// may hold more than Tree (the call's work so far).
+	Open bool
+}
+
+// Commit is one crw.commit: its intent row and, once it is recorded, its result row.
+type Commit struct {
+	Intent, Result *journal.Row
+}
+
+// Decision is one crw.decide: its request and, once answered, the answer.
+type Decision struct {
+	Request, Answer *journal.Row
+}
+
+// Writes reports whether a role's calls change their directory: the executor's tiers.
+func Writes(role string) bool { return role == "executor" || role == "executor-t1" }
+
+// workspaceRow reads a row of the workspaces into the History; false for any other row.
+func (b *builder) workspaceRow(row *journal.Row) bool {
+	h := b.h
+	own := func() *journal.Row {
+		if b.paged {
+			cp := *row // kept to the end: not with the rest of its page
+			return &cp
+		}
+		return row
+	}
+	switch row.Type {
+	case journal.TypeCommitIntent:
+		h.Commits = append(h.Commits, &Commit{Intent: own()})
+	case journal.TypeCommitResult:
+		if n := len(h.Commits); n > 0 && h.Commits[n-1].Result == nil {
+			r := own()
+			h.Commits[n-1].Result = r
+			if r.Commit != "" {
+				nd := h.node(r.Node)
+				nd.At, nd.Ref, nd.Tree = r.Commit, r.Commit, r.Tree
+			}
+		}
+	case journal.TypeTierStep:
+		r := own()
+		h.TierSteps = append(h.TierSteps, r)
+		nd := h.node(r.Node)
+		nd.Tier, nd.NextAlloc = r.Tier, r.Alloc
+	case journal.TypeDecisionRequested:
+		r := own()
+		if _, ok := h.Decisions[r.DecisionID]; !ok {
+			h.Decisions[r.DecisionID] = &Decision{Request: r}
+			h.DecisionOrder = append(h.DecisionOrder, r.DecisionID)
+		}
+	case journal.TypeDecisionAnswered:
+		if d := h.Decisions[row.DecisionID]; d != nil && d.Answer == nil {
+			d.Answer = own()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// placed reads a call's workspace_placed row.
+func (h *History) placed(c *Call, row *journal.Row) {
+	c.Placement, c.Alloc = row.Placement, row.Alloc
+	if row.Placement != "attempt" {
+		return
+	}
+	nd := h.node(row.Node)
+	if row.Alloc > nd.Alloc {
+		nd.Alloc, nd.Path, nd.Start, nd.At, nd.Tree = row.Alloc, row.Workspace, row.Start, row.Start, ""
+		if row.Commit != "" {
+			nd.At = row.Commit
+		}
+	}
+	if row.Alloc == nd.Alloc {
+		nd.Open = true
+	}
+}
+
+// ended reads the terminal row of a call that placed a worktree: an executor's tree.
+func (h *History) ended(c *Call, row *journal.Row) {
+	if c.Placement != "attempt" {
+		return
+	}
+	nd := h.node(c.Node)
+	if c.Alloc == nd.Alloc {
+		if row.Tree != "" {
+			nd.Tree = row.Tree
+		}
+		nd.Open = false
+	}
+}
+
+func (h *History) node(name string) *Node {
+	nd := h.Nodes[name]
+	if nd == nil {
+		nd = &Node{Name: name}
+		h.Nodes[name] = nd
+	}
+	return nd
+}

@@ -1,0 +1,245 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/workspace"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/modules/crw"
+)
+
+// CommitResult is what crw.commit resolves to.
+type CommitResult struct {
+	Node    string `json:"node"`
+	Commit  string `json:"commit"`
+	Tree    string `json:"tree"`
+	Parent  string `json:"parent"`
+	Ref     string `json:"ref"`
+	Message string `json:"message"`
+}
+
+// Commit implements crw.Host: the pending tree of the node's worktree committed on the commit
+// the worktree is to be at, and put on the node's ref by compare-and-swap against the value
+// the run gave it. The intent is durable before git is touched and the result is recorded
+// after; a replay gives the recorded result and commits nothing, and an intent whose result
+// was not recorded is finished from the intent alone (its commit is the same object again).
+func (r *runner) Commit(node, message string) (json.RawMessage, error) {
+	k := r.commits
+	r.commits++
+	if err := context.Cause(r.ctx); err != nil {
+		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the run is stopping: %v", err)
+	}
+	if r.h != nil && k < len(r.h.Commits) {
+		rec := r.h.Commits[k]
+		if rec.Intent.Node != node || rec.Intent.Message != message {
+			d := fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
+				k+1, node, clip(message), k+1, rec.Intent.Node, clip(rec.Intent.Message))
+			r.stop(errs.New(errs.RevisionConflict, "run %s: %v", r.id, d).
+				Because("replay", "divergence", "stopped", errs.Certain).
+				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
+			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
+		}
+		if rec.Result != nil {
+			return CommitOutcome(rec.Intent, rec.Result)
+		}
+		return r.applyCommit(rec.Intent)
+	}
+	if !r.ws.has() {
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
+	}
+	if holder, held := r.toldHolds[node]; held {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	}
+	ctx := context.WithoutCancel(r.ctx)
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: %v", err)
+	}
+	n := r.ws.node(node)
+	n.mu.Lock()
+	if n.Alloc == 0 {
+		n.mu.Unlock()
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q has no worktree: no executor call of it has run", node)
+	}
+	for o := range n.open {
+		n.mu.Unlock()
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q has executor call %s in flight: await it before committing its work", node, o.id)
+	}
+	if why := r.restore(ctx, n, repo, false); why != "" {
+		n.mu.Unlock()
+		return nil, errs.Throw(errs.RevisionConflict, restoreReason(why), "crw.commit: %s", why)
+	}
+	tree, err := repo.PendingTree(ctx, n.Path, false)
+	var head string
+	if err == nil {
+		head, err = repo.Head(ctx, n.Path)
+	}
+	if err != nil {
+		n.mu.Unlock()
+		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: its worktree cannot be read: %v", node, err)
+	}
+	name, email := repo.Author(ctx)
+	intent := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(r.id, node), Alloc: n.Alloc, Tree: tree,
+		Parent: n.At, Old: n.Ref, Head: head, Message: message, Author: name, Email: email, At: time.Now().UTC().Truncate(time.Second)}
+	n.mu.Unlock()
+	seq := r.j.Append(intent)
+	if err := r.j.Sync(seq); err != nil {
+		r.stop(err)
+		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
+	}
+	return r.applyCommit(intent)
+}
+
+// applyCommit makes the commit an intent names and moves the refs it names, then records the
+// result. Made again from the same intent (a process died before the result was recorded), it
+// finds the commit on the ref and moves nothing twice.
+func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
+	ctx := context.WithoutCancel(r.ctx)
+	fail := func(reason, format string, args ...any) (json.RawMessage, error) {
+		msg := fmt.Sprintf(format, args...)
+		res := &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Ref: intent.Ref, Reason: reason, Detail: msg}
+		r.j.Append(res)
+		r.flushSoon()
+		return CommitOutcome(intent, res)
+	}
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: %v", err)
+	}
+	n := r.ws.node(intent.Node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	commit, err := repo.CommitTree(ctx, intent.Tree, intent.Parent, commitMessage(intent.Message),
+		workspace.Identity{Name: intent.Author, Email: intent.Email, At: intent.At})
+	if err != nil {
+		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
+	}
+	if err := repo.SwapRef(ctx, intent.Ref, commit, intent.Old); err != nil {
+		cur, _ := repo.Ref(ctx, intent.Ref)
+		if cur != commit {
+			if errors.Is(err, workspace.ErrRefMoved) {
+				return fail("revision_conflict", "%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
+					intent.Ref, orNone(cur), orNone(intent.Old))
+			}
+			return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
+		}
+	}
+	if intent.Alloc == n.Alloc && n.Path != "" {
+		// The worktree goes to the commit it holds the tree of. One that is gone is made
+		// again there by the next call's restore.
+		if cur, err := repo.Head(ctx, n.Path); err == nil && cur != commit {
+			if err := repo.SwapHead(ctx, n.Path, commit, intent.Head); err != nil {
+				r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "worktree_head_moved",
+					Detail: fmt.Sprintf("node %q: the HEAD of %s moved while it was committed: %v", intent.Node, n.Path, err)})
+			}
+		}
+		n.At, n.Tree = commit, intent.Tree
+	}
+	n.Ref = commit
+	res := &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref}
+	r.j.Append(res)
+	r.flushSoon()
+	return CommitOutcome(intent, res)
+}
+
+// commitMessage ends a message with one newline, as git commit does.
+func commitMessage(m string) string {
+	for len(m) > 0 && m[len(m)-1] == '\n' {
+		m = m[:len(m)-1]
+	}
+	return m + "\n"
+}
+
+// CommitOutcome is what crw.commit gives the script for a recorded intent and result: the
+// same on every replay.
+func CommitOutcome(intent, res *journal.Row) (json.RawMessage, error) {
+	if res.Reason != "" {
+		return nil, errs.Throw(errs.RevisionConflict, res.Reason, "crw.commit: node %q: %s", intent.Node, res.Detail)
+	}
+	out, err := json.Marshal(CommitResult{Node: intent.Node, Commit: res.Commit, Tree: res.Tree, Parent: res.Parent, Ref: res.Ref,
+		Message: intent.Message})
+	return out, err
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// TierStep implements crw.Host: the node's executor calls from now on run as the next tier
+// (executor → executor-t1, with the pair the role table gives it), in a new allocation of the
+// node from its last commit. Only the null_model of an executor call of the node is evidence.
+func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
+	k := r.tierSteps
+	if holder, held := r.toldHolds[node]; held {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	}
+	r.mu.Lock()
+	e := r.ended[evidence]
+	r.mu.Unlock()
+	switch {
+	case e == nil:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of this run", evidence)
+	case e.node != node:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.node, node)
+	case !replay.Writes(e.role):
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.role)
+	case e.status != journal.StatusNullModel:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, e.status)
+	case r.tiers[node] >= 1:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
+	}
+	r.tierSteps++
+	r.tiers[node]++
+	pair := r.roles["executor-t1"]
+	if r.h != nil && k < len(r.h.TierSteps) {
+		rec := r.h.TierSteps[k]
+		if rec.Node != node || rec.Evidence != evidence {
+			d := fmt.Errorf("crw.tierStep #%d: the script steps node %q on call %s; the journal's step #%d is of node %q on call %s",
+				k+1, node, evidence, k+1, rec.Node, rec.Evidence)
+			r.stop(errs.New(errs.RevisionConflict, "run %s: %v", r.id, d).Because("replay", "divergence", "stopped", errs.Certain).
+				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
+			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
+		}
+		return TierOutcome(rec)
+	}
+	n := r.ws.node(node)
+	n.mu.Lock()
+	row := &journal.Row{Type: journal.TypeTierStep, Node: node, Evidence: evidence, Tier: r.tiers[node], Role: "executor-t1",
+		ConfiguredPair: &pair, Alloc: n.Alloc + 1}
+	n.Tier, n.NextAlloc = row.Tier, row.Alloc
+	n.mu.Unlock()
+	r.j.Append(row)
+	r.flushSoon()
+	return TierOutcome(row)
+}
+
+// TierResult is what crw.tierStep returns.
+type TierResult struct {
+	Node     string       `json:"node"`
+	Tier     int          `json:"tier"`
+	Role     string       `json:"role"`
+	Pair     journal.Pair `json:"pair"`
+	Evidence string       `json:"evidence"`
+}
+
+func TierOutcome(row *journal.Row) (json.RawMessage, error) {
+	var pair journal.Pair
+	if row.ConfiguredPair != nil {
+		pair = *row.ConfiguredPair
+	}
+	return json.Marshal(TierResult{Node: row.Node, Tier: row.Tier, Role: row.Role, Pair: pair, Evidence: row.Evidence})
+}
+
+// Decide implements crw.Host.
+func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
+	return errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.decide is not supported yet")
+}

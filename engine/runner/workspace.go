@@ -1,0 +1,401 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/workspace"
+	"github.com/crw-dev/crw/journal"
+)
+
+// Placements: how a call's directory P was made (docs/workspaces.md).
+const (
+	PlaceAttempt  = "attempt"  // an executor's: the worktree of its node's allocation
+	PlaceCheckout = "checkout" // any other role's: a call-private worktree at the head or the node's pending work
+)
+
+// workspaces is the run's placer and the state of its nodes' worktrees. Every node has a lock
+// that is held while its worktree is made, restored, read or committed.
+type workspaces struct {
+	r    *runner
+	root string // <run folder>/worktrees; "" when the store keeps no folder for the run
+
+	openOnce sync.Once
+	repo     *workspace.Repo
+	repoErr  error
+
+	mu    sync.Mutex
+	nodes map[string]*nodeState
+}
+
+// nodeState is a node's workspace in this process: what the journal says of it (replay.Node)
+// and what this process did to it.
+type nodeState struct {
+	mu sync.Mutex
+	replay.Node
+	// restored: this process found the worktree as the journal says, or made it.
+	restored bool
+	// open are the executor calls in flight, by the allocation they run on.
+	open map[*call]int
+}
+
+func newWorkspaces(r *runner, dir string) *workspaces {
+	ws := &workspaces{r: r, nodes: map[string]*nodeState{}}
+	if dir != "" {
+		ws.root = filepath.Join(dir, "worktrees")
+	}
+	if h := r.h; h != nil {
+		for name, nd := range h.Nodes {
+			ws.nodes[name] = &nodeState{Node: *nd, open: map[*call]int{}}
+		}
+	}
+	return ws
+}
+
+// has reports whether the run has a repository.
+func (ws *workspaces) has() bool { return ws.r.spec.Repo != "" }
+
+// open opens the run's repository once.
+func (ws *workspaces) open(ctx context.Context) (*workspace.Repo, error) {
+	ws.openOnce.Do(func() {
+		if ws.root == "" {
+			ws.repoErr = errors.New("the store keeps no folder for this run, where its worktrees would be")
+			return
+		}
+		ws.repo, ws.repoErr = workspace.Open(ctx, ws.r.spec.Repo)
+		if ws.repoErr != nil {
+			ws.repoErr = fmt.Errorf("the run's repository %s: %w", ws.r.spec.Repo, ws.repoErr)
+		}
+	})
+	return ws.repo, ws.repoErr
+}
+
+func (ws *workspaces) node(name string) *nodeState {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	n := ws.nodes[name]
+	if n == nil {
+		n = &nodeState{Node: replay.Node{Name: name}, open: map[*call]int{}, restored: true}
+		ws.nodes[name] = n
+	}
+	return n
+}
+
+// NodeRef is the ref a node's commits go on.
+func NodeRef(run, node string) string {
+	return "refs/crw/flow/" + run + "/nodes/" + workspace.Escape(node)
+}
+
+// StrayRef is the ref that keeps the commits an executor call made on its own.
+func StrayRef(run, node string, alloc int, call string) string {
+	return fmt.Sprintf("refs/crw/flow/%s/stray/%s/a%d-%s", run, workspace.Escape(node), alloc, call)
+}
+
+func (ws *workspaces) attemptPath(node string, alloc int) string {
+	return filepath.Join(ws.root, "n-"+workspace.Escape(node)+"-a"+strconv.Itoa(alloc))
+}
+
+func (ws *workspaces) checkoutPath(c *call) string {
+	return filepath.Join(ws.root, c.id+"-g"+strconv.Itoa(c.attempt))
+}
+
+// held is a call that cannot run in its directory.
+func held(reason, format string, args ...any) *journal.Row {
+	return &journal.Row{Type: journal.TypeHeld, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// place makes the call's directory P and records it (workspace_placed), or says why the call
+// ends held. A call with no row placed works in the run's cwd (a run without a repository). rec
+// is the call as an earlier process left it: its directory is the one it recorded.
+func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
+	ws := r.ws
+	writes := replay.Writes(c.req.Role)
+	if !ws.has() {
+		if writes {
+			return nil, held("worktree_failed", "the run has no repository, and an %s call works in a worktree of one: "+
+				"start the run inside a git checkout or name one with --repo DIR", c.req.Role)
+		}
+		return nil, nil
+	}
+	ctx := c.ctx
+	repo, err := ws.open(ctx)
+	if err != nil {
+		return nil, held("worktree_failed", "%v", err)
+	}
+	n := ws.node(c.req.Node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.Ref != "" {
+		ref := NodeRef(r.id, n.Name)
+		cur, err := repo.Ref(ctx, ref)
+		if err != nil {
+			return nil, held("worktree_failed", "%s cannot be read: %v", ref, err)
+		}
+		if cur != n.Ref {
+			return nil, held("accepted_node_changed", "%s is at %s, but the run put it at %s: something moved the node's accepted commit under the run",
+				ref, orNone(cur), n.Ref)
+		}
+	}
+	if rec != nil && rec.Placed != nil {
+		return r.placeAgain(c, n, repo, rec)
+	}
+	if writes {
+		return r.placeAttempt(c, n, repo)
+	}
+	return r.placeCheckout(c, n, repo)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no commit (the ref is gone)"
+	}
+	return s
+}
+
+// placeAttempt gives an executor call its node's worktree, making the node's next allocation
+// when it has none yet or a tier step asked for one.
+func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
+	ctx := c.ctx
+	ws := r.ws
+	if n.Alloc == 0 || n.NextAlloc > n.Alloc {
+		next := max(n.NextAlloc, n.Alloc+1)
+		r.supersede(n, next)
+		if n.Path != "" && !r.spec.KeepWorktrees {
+			_ = repo.RemoveWorktree(ctx, n.Path)
+		}
+		start := n.Ref
+		if start == "" {
+			start = r.spec.HeadCommit
+		}
+		n.Alloc, n.Start, n.At, n.Tree, n.Path, n.restored = next, start, start, "", ws.attemptPath(n.Name, next), false
+	}
+	if why := r.restore(ctx, n, repo, false); why != "" {
+		return nil, held(restoreReason(why), "%s", why)
+	}
+	n.open[c] = n.Alloc
+	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceAttempt, Node: n.Name, Alloc: n.Alloc,
+		Start: n.Start, Commit: n.At, Workspace: n.Path}, nil
+}
+
+// restoreReason tells a directory git could not make from a tree that is not the recorded one.
+func restoreReason(why string) string {
+	if len(why) > len(worktreeFailed) && why[:len(worktreeFailed)] == worktreeFailed {
+		return "worktree_failed"
+	}
+	return "restore_snapshot_mismatch"
+}
+
+const worktreeFailed = "the worktree could not be made: "
+
+// restore makes sure the node's worktree is as the journal says: made at the commit it is to
+// be at with the tree it last held, or, when it is there already, holding that tree. drift
+// allows another tree: an executor call the journal left open was working in it. It returns
+// why not ("" when it is).
+func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo, drift bool) string {
+	if n.restored {
+		return ""
+	}
+	want := n.Tree
+	if want == "" {
+		t, err := repo.TreeOf(ctx, n.At)
+		if err != nil {
+			return fmt.Sprintf("node %q is to be at commit %s, which the repository does not hold", n.Name, n.At)
+		}
+		want = t
+	}
+	if _, err := os.Lstat(n.Path); err == nil {
+		got, err := repo.PendingTree(ctx, n.Path, true)
+		if err != nil {
+			return fmt.Sprintf("node %q: its worktree %s cannot be read: %v", n.Name, n.Path, err)
+		}
+		if got != want && !drift && !n.Open {
+			return fmt.Sprintf("node %q: its worktree %s holds tree %s, but the journal recorded tree %s: it was changed while no process of the run watched it",
+				n.Name, n.Path, got, want)
+		}
+		n.restored, n.Open = true, false
+		return ""
+	}
+	if err := repo.AddWorktree(ctx, n.Path, n.At); err != nil {
+		return worktreeFailed + err.Error()
+	}
+	if t, _ := repo.TreeOf(ctx, n.At); t != want {
+		if !repo.Has(ctx, want) {
+			return fmt.Sprintf("node %q: the tree %s its worktree last held is not in the repository", n.Name, want)
+		}
+		if err := repo.ResetTo(ctx, n.Path, n.At, want); err != nil {
+			return fmt.Sprintf("node %q: its worktree could not be restored to tree %s: %v", n.Name, want, err)
+		}
+	}
+	n.restored, n.Open = true, false
+	return ""
+}
+
+// placeCheckout gives a call of a role that writes nothing a worktree of its own: at the
+// pending work of its node when the node has a worktree, else at the run's head.
+func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
+	ctx := c.ctx
+	commit, tree := r.spec.HeadCommit, ""
+	if n.Alloc > 0 {
+		if why := r.restore(ctx, n, repo, false); why != "" {
+			return nil, held(restoreReason(why), "%s", why)
+		}
+		t, err := repo.PendingTree(ctx, n.Path, true)
+		if err != nil {
+			return nil, held("worktree_failed", "node %q: its worktree cannot be read: %v", n.Name, err)
+		}
+		commit, tree = n.At, t
+		if at, _ := repo.TreeOf(ctx, n.At); at != t {
+			// The node's pending work, as a commit no ref holds: made from the prepared row's
+			// time, so the same work gives the same commit.
+			commit, err = repo.CommitTree(ctx, t, n.At, fmt.Sprintf("crw: the pending work of node %s, for call %s\n", n.Name, c.id),
+				workspace.Identity{Name: "crw", Email: "crw@localhost", At: c.prepared.At})
+			if err != nil {
+				return nil, held("worktree_failed", "node %q: its pending work cannot be kept: %v", n.Name, err)
+			}
+		}
+	}
+	path := r.ws.checkoutPath(c)
+	_ = repo.RemoveWorktree(ctx, path) // one an earlier process made before it recorded it
+	if err := repo.AddWorktree(ctx, path, commit); err != nil {
+		return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
+	}
+	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceCheckout, Node: n.Name, Commit: commit, Tree: tree, Workspace: path}, nil
+}
+
+// placeAgain is the directory of a call an earlier process placed and left open.
+func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *replay.Call) (placed, end *journal.Row) {
+	ctx := c.ctx
+	p := rec.Placed
+	switch p.Placement {
+	case PlaceAttempt:
+		if p.Alloc < n.Alloc || (n.NextAlloc > n.Alloc && p.Alloc == n.Alloc) {
+			return nil, &journal.Row{Type: journal.TypeSuperseded, Reason: "superseded_by_attempt",
+				Detail: fmt.Sprintf("node %q has a newer attempt than allocation %d, which the call worked in", n.Name, p.Alloc)}
+		}
+		if why := r.restore(ctx, n, repo, true); why != "" {
+			return nil, held(restoreReason(why), "%s", why)
+		}
+		n.open[c] = n.Alloc
+	default:
+		if _, err := os.Lstat(p.Workspace); err != nil {
+			if err := repo.AddWorktree(ctx, p.Workspace, p.Commit); err != nil {
+				return nil, held("restore_snapshot_mismatch", "the checkout %s of call %s cannot be made again at %s: %v", p.Workspace, c.id, p.Commit, err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// supersede interrupts the calls of the node's allocations before next: a new attempt of a
+// node supersedes the open calls of the previous one.
+func (r *runner) supersede(n *nodeState, next int) {
+	for o, alloc := range n.open {
+		if alloc < next {
+			delete(n.open, o)
+			go r.interruptCall(o, reasonSupersededByAttempt)
+		}
+	}
+}
+
+const reasonSupersededByAttempt = "superseded_by_attempt"
+
+// interruptedEnd is the terminal row of a call the engine interrupted for reason.
+func interruptedEnd(reason, detail string) *journal.Row {
+	if reason == reasonSupersededByAttempt {
+		return &journal.Row{Type: journal.TypeSuperseded, Reason: reason, Detail: "a newer attempt of the call's node started"}
+	}
+	return &journal.Row{Type: journal.TypeHeld, Reason: reason, Detail: detail}
+}
+
+// leave is what a call's directory says when the call ends, before its terminal row: an
+// executor's tree and the commits it made on its own (kept on its stray ref).
+func (r *runner) leave(c *call, row *journal.Row) {
+	p := c.placed
+	if p == nil || p.Placement != PlaceAttempt {
+		return
+	}
+	n := r.ws.node(p.Node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.open, c)
+	if p.Alloc != n.Alloc {
+		return
+	}
+	ctx := context.WithoutCancel(r.ctx)
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return
+	}
+	if head, err := repo.Head(ctx, n.Path); err == nil && head != n.At {
+		ref := StrayRef(r.id, n.Name, n.Alloc, c.id)
+		if err := r.keepStray(ctx, repo, ref, head); err != nil {
+			r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: "stray_ref_failed", Detail: err.Error()})
+		}
+		row.HeadMoved = &journal.HeadMoved{Start: n.At, Head: head, Ref: ref}
+	}
+	tree, err := repo.PendingTree(ctx, n.Path, true)
+	if err != nil {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: "worktree_unreadable", Detail: err.Error()})
+		n.restored = false // the next call of the node checks it again
+		return
+	}
+	row.Tree, n.Tree = tree, tree
+}
+
+// keepStray puts head on a stray ref: made by a compare-and-swap against no ref, moved only
+// forward to a descendant (the same call's later HEAD).
+func (r *runner) keepStray(ctx context.Context, repo *workspace.Repo, ref, head string) error {
+	cur, err := repo.Ref(ctx, ref)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur == head:
+		return nil
+	case cur == "":
+		return repo.SwapRef(ctx, ref, head, "")
+	case repo.IsAncestor(ctx, cur, head):
+		return repo.SwapRef(ctx, ref, head, cur)
+	}
+	return fmt.Errorf("%s holds %s, which %s does not descend from: it is left as it is", ref, cur, head)
+}
+
+// release removes a checkout once its call has its terminal row.
+func (r *runner) release(c *call) {
+	p := c.placed
+	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees {
+		return
+	}
+	if repo, err := r.ws.open(context.WithoutCancel(r.ctx)); err == nil {
+		_ = repo.RemoveWorktree(context.WithoutCancel(r.ctx), p.Workspace)
+	}
+}
+
+// cleanUp removes every worktree of the run when it has ended, unless it is to keep them.
+func (r *runner) cleanUp() {
+	if !r.ws.has() || r.spec.KeepWorktrees || r.ws.root == "" {
+		return
+	}
+	entries, err := os.ReadDir(r.ws.root)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		_ = repo.RemoveWorktree(ctx, filepath.Join(r.ws.root, e.Name()))
+	}
+	_ = os.Remove(r.ws.root)
+	_ = repo.Prune(ctx)
+}

@@ -1,0 +1,502 @@
+// Package workspace is the run's hold on a git repository: the worktrees its calls work in,
+// snapshots of their trees, and the refs it moves, only ever by compare-and-swap. It runs the
+// git command line, so a worktree crw makes is one `git worktree list` shows and every git tool
+// understands. It knows nothing of journals: engine/runner decides what to place and records it.
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ZeroID is the object id git reads as "no such ref" in a compare-and-swap.
+const ZeroID = "0000000000000000000000000000000000000000"
+
+// ErrRefMoved is a compare-and-swap whose ref did not hold the old value.
+var ErrRefMoved = errors.New("the ref does not hold the value the run recorded")
+
+// ErrNotRepository is a directory that is in no git checkout.
+var ErrNotRepository = errors.New("not in a git checkout")
+
+// Repo is a repository a run works on: its top level and its common git directory (the one
+// every worktree shares, where the refs are).
+type Repo struct {
+	Dir    string
+	GitDir string
+	// Git is the git binary ("git" on PATH when empty).
+	Git string
+}
+
+// Find returns the top level of the git checkout around dir, or ErrNotRepository.
+func Find(ctx context.Context, dir string) (string, error) {
+	out, err := run(ctx, "", dir, nil, "rev-parse", "--show-toplevel")
+	if err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
+			return "", ErrNotRepository
+		}
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Open opens the repository whose checkout holds dir.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	top, err := Find(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	common, err := run(ctx, "", top, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{Dir: top, GitDir: strings.TrimSpace(common)}, nil
+}
+
+// Resolve returns the commit ref names.
+func (r *Repo) Resolve(ctx context.Context, ref string) (string, error) {
+	if strings.HasPrefix(ref, "-") {
+		return "", fmt.Errorf("%q is not a ref", ref)
+	}
+	out, err := r.git(ctx, r.Dir, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("%q names no commit of %s", ref, r.Dir)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Ref returns the commit a ref holds, "" when there is no such ref.
+func (r *Repo) Ref(ctx context.Context, ref string) (string, error) {
+	out, err := r.git(ctx, r.Dir, nil, "for-each-ref", "--format=%(objectname)", ref)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" {
+			return line, nil
+		}
+	}
+	return "", nil
+}
+
+// Refs lists the refs under prefix with the object each holds, for digests.
+func (r *Repo) Refs(ctx context.Context, prefix string) (string, error) {
+	return r.git(ctx, r.Dir, nil, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
+}
+
+// SwapRef moves ref to value if it holds old ("" : only if there is no such ref), atomically
+// (git update-ref's own compare-and-swap). A ref that holds anything else is ErrRefMoved.
+func (r *Repo) SwapRef(ctx context.Context, ref, value, old string) error {
+	if old == "" {
+		old = ZeroID
+	}
+	_, err := r.git(ctx, r.Dir, nil, "update-ref", "-m", "crw", ref, value, old)
+	var ge *GitError
+	if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "but expected") || strings.Contains(ge.Stderr, "already exists") ||
+		strings.Contains(ge.Stderr, "unable to resolve reference") || strings.Contains(ge.Stderr, "cannot lock ref")) {
+		return fmt.Errorf("%s: %w (%s)", ref, ErrRefMoved, strings.TrimSpace(ge.Stderr))
+	}
+	return err
+}
+
+// DeleteRef deletes ref if it holds old.
+func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
+	_, err := r.git(ctx, r.Dir, nil, "update-ref", "-d", ref, old)
+	return err
+}
+
+// AddWorktree makes a detached worktree at path checked out at commit. Git's own bookkeeping
+// of worktrees is done under the repository's worktree lock (see locked); the checkout, which
+// takes the time, is not.
+func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	err := r.locked(ctx, func() error {
+		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--detach", "--no-checkout", "--quiet", "--end-of-options", path, commit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = r.git(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD")
+	return err
+}
+
+// RemoveWorktree removes the worktree at path, whatever it holds, and what git keeps of it.
+// A path that is not there is nothing to remove. Its files go first; git forgets it under the
+// worktree lock.
+func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return os.RemoveAll(path)
+	}
+	for _, e := range entries {
+		if e.Name() != ".git" {
+			if err := os.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return r.locked(ctx, func() error {
+		if _, err := r.git(ctx, r.Dir, nil, "worktree", "remove", "--force", "--force", path); err != nil {
+			// A folder git does not know as a worktree (its admin folder is gone).
+			return os.RemoveAll(path)
+		}
+		return nil
+	})
+}
+
+// locked runs fn holding the repository's worktree lock: an flock of a file in its git
+// directory, and a mutex for this process's goroutines. Git does not guard its list of
+// worktrees against itself: a remove of the last worktree deletes the folder that list lives in
+// while another add is making its entry there.
+func (r *Repo) locked(ctx context.Context, fn func() error) error {
+	mu := repoLock(r.GitDir)
+	mu.Lock()
+	defer mu.Unlock()
+	f, err := os.OpenFile(filepath.Join(r.GitDir, "crw-worktrees.lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("the repository's worktree lock: %w", err)
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK {
+			return fmt.Errorf("the repository's worktree lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return fn()
+}
+
+var (
+	repoLocksMu sync.Mutex
+	repoLocks   = map[string]*sync.Mutex{}
+)
+
+func repoLock(gitDir string) *sync.Mutex {
+	repoLocksMu.Lock()
+	defer repoLocksMu.Unlock()
+	mu := repoLocks[gitDir]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		repoLocks[gitDir] = mu
+	}
+	return mu
+}
+
+// Prune drops what git keeps of worktrees whose folders are gone.
+func (r *Repo) Prune(ctx context.Context) error {
+	return r.locked(ctx, func() error {
+		_, err := r.git(ctx, r.Dir, nil, "worktree", "prune")
+		return err
+	})
+}
+
+// Head returns the commit a worktree's HEAD is at.
+func (r *Repo) Head(ctx context.Context, path string) (string, error) {
+	out, err := r.git(ctx, path, nil, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// SwapHead moves a worktree's own HEAD (detached) to value if it is at old.
+func (r *Repo) SwapHead(ctx context.Context, path, value, old string) error {
+	_, err := r.git(ctx, path, nil, "update-ref", "--no-deref", "-m", "crw", "HEAD", value, old)
+	var ge *GitError
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "but expected") {
+		return fmt.Errorf("HEAD of %s: %w", path, ErrRefMoved)
+	}
+	return err
+}
+
+// PendingTree stages everything in the worktree at path (new, changed and deleted files, as
+// `git add -A` does) and returns the tree it makes. With keepIndex the worktree's own index is
+// left as it was: a copy of it is staged, so a call working there sees nothing change.
+func (r *Repo) PendingTree(ctx context.Context, path string, keepIndex bool) (string, error) {
+	var env []string
+	if keepIndex {
+		index, err := r.git(ctx, path, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+		if err != nil {
+			return "", err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(strings.TrimSpace(index)), "crw-index-*")
+		if err != nil {
+			return "", err
+		}
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		if data, err := os.ReadFile(strings.TrimSpace(index)); err == nil {
+			if err := os.WriteFile(tmp.Name(), data, 0o600); err != nil {
+				return "", err
+			}
+		} else {
+			os.Remove(tmp.Name()) // git makes it
+		}
+		env = []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	}
+	if _, err := r.git(ctx, path, env, "add", "--all", "--", "."); err != nil {
+		return "", err
+	}
+	out, err := r.git(ctx, path, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// TreeOf returns the tree of a commit.
+func (r *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
+	out, err := r.git(ctx, r.Dir, nil, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Has reports whether the repository holds an object.
+func (r *Repo) Has(ctx context.Context, object string) bool {
+	_, err := r.git(ctx, r.Dir, nil, "cat-file", "-e", "--end-of-options", object)
+	return err == nil
+}
+
+// IsAncestor reports whether a is b or an ancestor of it.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) bool {
+	_, err := r.git(ctx, r.Dir, nil, "merge-base", "--is-ancestor", "--end-of-options", a, b)
+	return err == nil
+}
+
+// Identity is who a commit is by; At is its author and committer time.
+type Identity struct {
+	Name, Email string
+	At          time.Time
+}
+
+// Author is the identity the repository's config gives (user.name, user.email), or crw's.
+func (r *Repo) Author(ctx context.Context) (name, email string) {
+	name, email = "crw", "crw@localhost"
+	if out, err := r.git(ctx, r.Dir, nil, "config", "user.name"); err == nil && strings.TrimSpace(out) != "" {
+		name = strings.TrimSpace(out)
+	}
+	if out, err := r.git(ctx, r.Dir, nil, "config", "user.email"); err == nil && strings.TrimSpace(out) != "" {
+		email = strings.TrimSpace(out)
+	}
+	return name, email
+}
+
+// CommitTree makes the commit of tree on parent. It is a function of its inputs alone (no
+// clock, no config): made again from the same intent, it is the same object, so a commit whose
+// result was never recorded is found again rather than made twice.
+func (r *Repo) CommitTree(ctx context.Context, tree, parent, message string, who Identity) (string, error) {
+	date := fmt.Sprintf("@%d +0000", who.At.Unix())
+	env := []string{
+		"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email, "GIT_COMMITTER_DATE=" + date,
+	}
+	args := []string{"-c", "commit.gpgSign=false", "commit-tree", tree}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	out, err := r.gitIn(ctx, r.Dir, env, strings.NewReader(message), args...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// ResetTo puts the worktree at path to commit with tree checked out: its HEAD at commit, its
+// index and files exactly tree's (files git does not track are removed).
+func (r *Repo) ResetTo(ctx context.Context, path, commit, tree string) error {
+	if _, err := r.git(ctx, path, nil, "reset", "--quiet", "--hard", commit); err != nil {
+		return err
+	}
+	if tree != "" {
+		if _, err := r.git(ctx, path, nil, "read-tree", "--reset", "-u", tree); err != nil {
+			return err
+		}
+	}
+	_, err := r.git(ctx, path, nil, "clean", "-f", "-f", "-d", "-x", "--quiet")
+	return err
+}
+
+// Status is a worktree's `git status --porcelain` with its HEAD, for digests.
+func (r *Repo) Status(ctx context.Context, path string) (string, error) {
+	head, err := r.Head(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	out, err := r.git(ctx, path, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	if err != nil {
+		return "", err
+	}
+	return head + "\n" + out, nil
+}
+
+// Worktrees lists the paths of the repository's worktrees, the main one first.
+func (r *Repo) Worktrees(ctx context.Context) ([]string, error) {
+	out, err := r.git(ctx, r.Dir, nil, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// Escape makes a node name one safe component of a ref and of a file name: letters, digits,
+// '-' and '_' stay, every other byte is %XX, and a long name is cut and given its hash, so two
+// nodes never share a component.
+func Escape(node string) string {
+	var b strings.Builder
+	for i := 0; i < len(node); i++ {
+		c := node[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	s := b.String()
+	if s == "" {
+		return "%"
+	}
+	if len(s) > maxComponent {
+		sum := sha256.Sum256([]byte(node))
+		s = s[:maxComponent-17] + "-" + hex.EncodeToString(sum[:8])
+	}
+	return s
+}
+
+// maxComponent keeps a ref's file name, and a worktree's, well under the 255 bytes of a
+// file name.
+const maxComponent = 120
+
+// GitError is a git command that failed: its arguments and what it said.
+type GitError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *GitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if len(msg) > 2000 {
+		msg = msg[:2000] + "…"
+	}
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+func (r *Repo) git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	return r.gitIn(ctx, dir, env, nil, args...)
+}
+
+func (r *Repo) gitIn(ctx context.Context, dir string, env []string, stdin *strings.Reader, args ...string) (string, error) {
+	var in *strings.Reader
+	if stdin != nil {
+		in = stdin
+	}
+	return runIn(ctx, r.Git, dir, env, in, args...)
+}
+
+func run(ctx context.Context, git, dir string, env []string, args ...string) (string, error) {
+	return runIn(ctx, git, dir, env, nil, args...)
+}
+
+// gitTimeout bounds one git command: a repository on a hung file system must not hang a run.
+const gitTimeout = 10 * time.Minute
+
+// maxOutput bounds what one git command may print back.
+const maxOutput = 16 << 20
+
+func runIn(ctx context.Context, git, dir string, env []string, stdin *strings.Reader, args ...string) (string, error) {
+	if git == "" {
+		git = "git"
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	// Hooks run no code of the repository's in crw's worktrees, and no pager or prompt waits.
+	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	cmd := exec.CommandContext(ctx, git, full...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var stdout, stderr limited
+	stdout.max, stderr.max = maxOutput, 64<<10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	if stdout.over {
+		return "", &GitError{Args: args, Err: fmt.Errorf("printed more than %d bytes", maxOutput)}
+	}
+	return stdout.String(), nil
+}
+
+// cleanEnv is the process's environment without the variables that would point git at another
+// repository, index or work tree than the one each command names.
+func cleanEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") && name != "GIT_CONFIG_NOSYSTEM" && name != "GIT_CONFIG_GLOBAL" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+}
+
+// limited is a buffer that keeps at most max bytes.
+type limited struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.max - l.Len(); len(p) > room {
+		l.over = true
+		if room > 0 {
+			l.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
+}
