@@ -30,7 +30,7 @@ type durableRun struct {
 func durableCrw(t *testing.T, state string, env []string, args ...string) durableRun {
 	t.Helper()
 	cmd := exec.Command("crw", args...)
-	cmd.Dir = state // in no git checkout: the run has no repository
+	cmd.Dir = filepath.Dir(state) // in no git checkout: the run has no repository
 	cmd.Env = append(append(os.Environ(), "CRW_STATE="+state, "GORACE=atexit_sleep_ms=0"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
