@@ -35,6 +35,9 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 				out.Calls = pub.Calls
 			}
 		}
+		if sum, err := s.Store.Summary(ctx, run); err == nil {
+			out.Decisions = sum.Decisions
+		}
 		return out, nil
 	}
 	// The summary its journal's writer keeps: a run of any length answers without its rows.
@@ -54,9 +57,12 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		}
 	case store.RunPaused:
 		out.State = store.StatePaused
+	case store.RunWaitingDecision:
+		out.State = store.StateWaitingDecision
 	default:
 		out.State = store.StateEnded
 	}
+	out.Decisions = sum.Decisions
 	return out, nil
 }
 
@@ -96,7 +102,7 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 		switch st.State {
 		case store.StateEnded:
 			return st, nil
-		case store.StatePaused:
+		case store.StatePaused, store.StateWaitingDecision:
 			if _, held, err := s.Store.Published(ctx, run); err == nil && !held {
 				return st, nil
 			}
@@ -282,7 +288,7 @@ func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
 			pub, _, _ := s.Store.Published(ctx, run)
 			if pub != nil && pub.PID == p.Pid() {
 				switch pub.State {
-				case store.StateEnded, store.StatePaused:
+				case store.StateEnded, store.StatePaused, store.StateWaitingDecision:
 					return p.Pid(), nil // it ran to its end already
 				case store.StateStopped:
 					return 0, stoppedError(run, pub.Error, p.Log())

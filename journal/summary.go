@@ -20,6 +20,14 @@ type Summary struct {
 	// Calls counts the calls by the status of their newest attempt's last terminal row.
 	Calls  map[CallStatus]int `json:"calls"`
 	Tokens Tokens             `json:"tokens"` // every terminal row's, as the timeline adds them
+	// Decisions are the decisions the workflow asked for that have no answer yet, oldest first.
+	Decisions []PendingDecision `json:"decisions,omitempty"`
+}
+
+// PendingDecision is a decision a run waits for: crw.decide's id and question.
+type PendingDecision struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
 }
 
 // NewSummary is the summary of an empty journal.
@@ -28,6 +36,7 @@ func NewSummary() *Summary { return &Summary{Calls: map[CallStatus]int{}} }
 // Clone returns a copy that folding into does not change s.
 func (s *Summary) Clone() *Summary {
 	c := *s
+	c.Decisions = append([]PendingDecision(nil), s.Decisions...)
 	c.Calls = make(map[CallStatus]int, len(s.Calls))
 	for k, v := range s.Calls {
 		c.Calls[k] = v
@@ -64,11 +73,12 @@ func (m MapCallStates) SetCallState(call string, status CallStatus) error {
 // SummaryPart is what Summary.Add reads of a row, kept small: a writer holds one for every row
 // it buffered until the commit that folds it in.
 type SummaryPart struct {
-	Seq    uint64
-	Type   string
-	Call   string
-	Tokens *Tokens // a terminal row's
-	Ended  *Row    // an ended row's status, time, result and error
+	Seq      uint64
+	Type     string
+	Call     string
+	Tokens   *Tokens // a terminal row's
+	Ended    *Row    // an ended row's status, time, result and error
+	Decision *PendingDecision
 }
 
 // ForSummary is the part of r that Add reads.
@@ -80,6 +90,10 @@ func (r *Row) ForSummary() SummaryPart {
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
 		out.Tokens = &tokens
+	case r.Type == TypeDecisionRequested:
+		out.Decision = &PendingDecision{ID: r.DecisionID, Question: r.Question}
+	case r.Type == TypeDecisionAnswered:
+		out.Decision = &PendingDecision{ID: r.DecisionID}
 	}
 	return out
 }
@@ -96,6 +110,20 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 			e = &Row{}
 		}
 		s.Status, s.Ended, s.Result, s.Error = e.Status, e.At, e.Result, e.Error
+	case r.Type == TypeDecisionRequested && r.Decision != nil:
+		for _, d := range s.Decisions {
+			if d.ID == r.Decision.ID {
+				return nil
+			}
+		}
+		s.Decisions = append(s.Decisions, *r.Decision)
+	case r.Type == TypeDecisionAnswered && r.Decision != nil:
+		for i, d := range s.Decisions {
+			if d.ID == r.Decision.ID {
+				s.Decisions = append(s.Decisions[:i:i], s.Decisions[i+1:]...)
+				break
+			}
+		}
 	case r.Call == "" || r.Type == TypeEscalation || r.Type == TypeWarning:
 	case r.Type == TypePrepared:
 		prepared, old, err := calls.CallState(r.Call)

@@ -49,6 +49,9 @@ type Store interface {
 	// holds the run or not, read without reading the rows: its journal's writer keeps it,
 	// committed with the rows it covers, so it never differs from them.
 	Summary(ctx context.Context, run string) (*journal.Summary, error)
+	// PutAnswer leaves the answer to a decision for the process that holds the run, which
+	// journals it (TakeAnswers): only a run's process writes its journal.
+	PutAnswer(ctx context.Context, run string, a Answer) error
 	// RequestCancel stores a request to cancel a run; a process that holds it is told at
 	// once, and one that takes it later finds the request.
 	RequestCancel(ctx context.Context, run string) error
@@ -81,6 +84,8 @@ type Lease interface {
 	Cancelled() <-chan struct{}
 	// Lost is closed if the lease is lost; the journal then refuses every write.
 	Lost() <-chan struct{}
+	// TakeAnswers returns the answers PutAnswer left for the run and forgets them.
+	TakeAnswers() ([]Answer, error)
 	// Release closes the journal (what it buffered is committed, unless it was fenced) and
 	// lets the lease go.
 	Release() error
@@ -254,6 +259,8 @@ const (
 	StateRunning State = "running"
 	// StatePaused: a usage or rate limit paused the run; it resumes once the limit passed.
 	StatePaused State = "paused"
+	// StateWaitingDecision: the run waits for the answer to a decision (Status.Decisions).
+	StateWaitingDecision State = "waiting_decision"
 	// StateEnded: the run has its end (completed, failed or cancelled).
 	StateEnded State = "ended"
 	// StateCrashed: no process holds the run and it has not ended.
@@ -272,7 +279,10 @@ const (
 	RunCompleted RunStatus = "completed" // the workflow returned
 	RunFailed    RunStatus = "failed"    // the workflow threw
 	RunPaused    RunStatus = "paused"    // a usage or rate limit paused it
-	RunCancelled RunStatus = "cancelled"
+	// RunWaitingDecision: its script waits for nothing but decisions (crw.decide); its
+	// process ended, and crw flow answer resumes it.
+	RunWaitingDecision RunStatus = "waiting_decision"
+	RunCancelled       RunStatus = "cancelled"
 )
 
 // Counts are a run's calls by status.
@@ -316,4 +326,14 @@ type Status struct {
 	PID       int       `json:"pid,omitempty"`
 	LastSeq   uint64    `json:"last_seq,omitempty"`
 	Updated   time.Time `json:"updated,omitzero"`
+	// Decisions are the decisions the run waits for, oldest first.
+	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
+}
+
+// Answer is the answer to a decision of a run (crw flow answer): the decision's id, the value
+// (JSON, valid against the decision's schema) and who gave it.
+type Answer struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value"`
+	By    string          `json:"by"`
 }

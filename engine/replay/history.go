@@ -48,6 +48,8 @@ type Call struct {
 	EndSeq             uint64
 	// inputs identifies what a call without its rows asked (inputKey).
 	inputs [sha256.Size]byte
+	// Decision: this is no call but the delivery of a decision's answer (Decision.Call).
+	Decision bool
 	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
 	Placement string
 	Alloc     int
@@ -268,9 +270,10 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 		return nil
 	case journal.TypeEnded:
-		// A paused run ended its process, not its work: a resume goes on with it.
+		// A paused run, or one that waits for a decision, ended its process, not its work: a
+		// resume goes on with it.
 		h.Ended = row
-		if row.Status == "paused" {
+		if row.Status == "paused" || row.Status == "waiting_decision" {
 			h.Ended = nil
 		}
 		return nil
@@ -467,7 +470,9 @@ func (h *History) Outcomes() []*Call {
 func (h *History) BuildResults(calls []*Call) {
 	go func() {
 		for _, c := range calls {
-			c.Result(h.Run, h.OmitCallSeqs())
+			if !c.Decision {
+				c.Result(h.Run, h.OmitCallSeqs())
+			}
 		}
 	}()
 }

@@ -32,6 +32,8 @@ type Commit struct {
 // Decision is one crw.decide: its request and, once answered, the answer.
 type Decision struct {
 	Request, Answer *journal.Row
+	// Call stands for the answer's delivery in the History's Order.
+	Call *Call
 }
 
 // Writes reports whether a role's calls change their directory: the executor's tiers.
@@ -73,6 +75,10 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 	case journal.TypeDecisionAnswered:
 		if d := h.Decisions[row.DecisionID]; d != nil && d.Answer == nil {
 			d.Answer = own()
+			// The answer reaches the script at its place among the calls' results, as it
+			// did in the process that took it: it is one of the deliveries the replay orders.
+			d.Call = &Call{ID: "decision:" + row.DecisionID, EndType: row.Type, EndSeq: row.Seq, Decision: true}
+			h.Order = append(h.Order, d.Call)
 		}
 	default:
 		return false

@@ -11,7 +11,6 @@ import (
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/runtime/modules/crw"
 )
 
 // CommitResult is what crw.commit resolves to.
@@ -237,9 +236,4 @@ func TierOutcome(row *journal.Row) (json.RawMessage, error) {
 		pair = *row.ConfiguredPair
 	}
 	return json.Marshal(TierResult{Node: row.Node, Tier: row.Tier, Role: row.Role, Pair: pair, Evidence: row.Evidence})
-}
-
-// Decide implements crw.Host.
-func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
-	return errs.Throw(errs.CapabilityUnavailable, "not_supported", "crw.decide is not supported yet")
 }

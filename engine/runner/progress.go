@@ -166,6 +166,9 @@ func (p *progress) now(state store.State) *store.Status {
 	if r.paused && state == store.StateRunning {
 		st.State = store.StatePaused
 	}
+	if len(r.waiting) > 0 && len(r.inflight) == 0 && state == store.StateRunning {
+		st.State = store.StateWaitingDecision
+	}
 	r.mu.Unlock()
 	p.mu.Lock()
 	st.Calls = p.counts.Clone()
@@ -176,8 +179,11 @@ func (p *progress) now(state store.State) *store.Status {
 // publishEnded publishes the run's end and returns it.
 func (p *progress) publishEnded(end *store.Status) *store.Status {
 	state := store.StateEnded
-	if end.Status == store.RunPaused {
+	switch end.Status {
+	case store.RunPaused:
 		state = store.StatePaused // resumable: it waits for the limit to pass
+	case store.RunWaitingDecision:
+		state = store.StateWaitingDecision // resumable: it waits for an answer
 	}
 	st := p.now(state)
 	st.Status, st.Error, st.Replaying = end.Status, end.Error, false

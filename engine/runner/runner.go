@@ -92,6 +92,11 @@ type runner struct {
 	commits, tierSteps int
 	tiers              map[string]int
 
+	// The decisions the script asked (by id) and those it waits for; guarded by mu.
+	asked       map[string]bool
+	waiting     map[string]*waiting
+	answersKick chan struct{}
+
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
 	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
 	toldHolds map[string]string
@@ -153,6 +158,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	stopFlush := r.flushLoop()
 	defer stopFlush()
+	stopAnswers := r.answersLoop()
+	defer stopAnswers()
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -186,10 +193,11 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	out, runErr := script.Run(runCtx)
 	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
 	deadline := errors.Is(context.Cause(runCtx), errDeadline)
+	waitsForDecision := errors.Is(context.Cause(runCtx), errWaitingDecision)
 	stopCause := context.Cause(runCtx)
 	if !isFailure(stopCause) {
 		stopCause = nil
-		if d := r.replay.Unmade(); d != nil && !cancelled && !deadline {
+		if d := r.replay.Unmade(); d != nil && !cancelled && !deadline && !waitsForDecision {
 			// The resumed script ended without making a call its journal has: it took
 			// another path than the process that recorded it.
 			stopCause = d
@@ -224,12 +232,16 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.progress.publishStopped(err)
 		return nil, err
 	}
-	r.endUnmade(cancelled)
+	if !waitsForDecision {
+		r.endUnmade(cancelled)
+	}
 
 	end := &store.Status{}
 	ended := &journal.Row{Type: journal.TypeEnded}
 	var se *vm.ScriptError
 	switch {
+	case waitsForDecision:
+		end.Status = store.RunWaitingDecision
 	case cancelled:
 		end.Status = store.RunCancelled
 		end.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
@@ -253,7 +265,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	r.mu.Unlock()
 	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error
-	if end.Status != store.RunPaused {
+	if end.Status != store.RunPaused && end.Status != store.RunWaitingDecision {
 		// Before the ended row: a process that dies in between leaves a run a resume ends
 		// again, and cleans up again.
 		r.cleanUp()
@@ -278,6 +290,7 @@ func newRunner(cfg Config) *runner {
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
+		asked: map[string]bool{}, waiting: map[string]*waiting{}, answersKick: make(chan struct{}, 1),
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	r.ws = newWorkspaces(r, cfg.Lease.Dir())
@@ -457,6 +470,13 @@ func (r *runner) SetWake(wake func()) { r.wake = wake }
 func (r *runner) Idle() {
 	r.replay.Idle()
 	r.progress.flush()
+	if r.waitsOnlyForDecisions() {
+		// Nothing but an answer can come: take any that came, else let the process go.
+		r.takeAnswers()
+		if r.waitsOnlyForDecisions() {
+			r.fail(errWaitingDecision)
+		}
+	}
 }
 
 // endUnmade ends the calls of the journal that the resumed script did not make again and that

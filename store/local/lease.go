@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/userfile"
 )
 
 // CrashAfterCommitEnv names the variable that makes a run's process kill itself (SIGKILL)
@@ -119,6 +123,49 @@ func (l *lease) Journal() store.Journal     { return l.j }
 func (l *lease) Dir() string                { return l.dir }
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
 func (l *lease) Lost() <-chan struct{}      { return l.lost }
+
+// TakeAnswers implements store.Lease: the files of the run's answers folder, oldest first,
+// each removed once read. A file that is not an answer is removed and reported as one with no
+// id, so the run can say so.
+func (l *lease) TakeAnswers() ([]store.Answer, error) {
+	dir := filepath.Join(l.dir, AnswersDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+			continue // a temporary file being written, or something no answer
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		files = append(files, file{filepath.Join(dir, e.Name()), info.ModTime()})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
+	var out []store.Answer
+	for _, f := range files {
+		var a store.Answer
+		data, err := userfile.Read(f.path, 4<<20)
+		if err != nil || json.Unmarshal(data, &a) != nil {
+			a = store.Answer{}
+		}
+		if err := os.Remove(f.path); err != nil {
+			return out, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
 
 // Publish writes state.json. It is not fsynced: the journal is the record, and a reader that
 // finds it behind (a holder killed after its last commit) reads the journal.

@@ -223,6 +223,34 @@ func (s *Store) Published(ctx context.Context, run string) (*store.Status, bool,
 	return f.Status, held, nil
 }
 
+// AnswersDir is the folder of a run's answers that wait for its process (PutAnswer).
+const AnswersDir = "answers"
+
+// MaxAnswers bounds the answers that may wait in a run's folder.
+const MaxAnswers = 256
+
+// PutAnswer implements store.Store: the answer is a file of the run's answers folder, written
+// durably under a temporary name and renamed; the holder is told through its socket.
+func (s *Store) PutAnswer(ctx context.Context, run string, a store.Answer) error {
+	if err := s.checkRun(run); err != nil {
+		return err
+	}
+	dir := s.path(run, AnswersDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return unwritable(s.RunDir(run), err)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) >= MaxAnswers {
+		return errs.New(errs.RunUnavailable, "run %s has %d answers waiting for its process already", run, len(entries))
+	}
+	if err := writeJSON(filepath.Join(dir, randomToken()+".json"), a, true); err != nil {
+		return unwritable(s.RunDir(run), err)
+	}
+	if Held(s.root, run) {
+		_ = s.poke(ctx, run)
+	}
+	return nil
+}
+
 // RequestCancel implements store.Store: cancel.json is written (durably), then a holder is
 // told through its socket; it also looks for the file every little while.
 func (s *Store) RequestCancel(ctx context.Context, run string) error {

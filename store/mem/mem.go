@@ -44,6 +44,7 @@ func New() *Store {
 }
 
 type run struct {
+	answers    []store.Answer
 	spec       []byte // the spec as JSON: nobody can change it through a pointer
 	rows       [][]byte
 	summary    *journal.Summary      // of rows, folded by each commit
@@ -199,6 +200,18 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	if r.holder != nil {
 		r.holder.cancelOnce.Do(func() { close(r.holder.cancelled) })
 	}
+	return nil
+}
+
+// PutAnswer implements store.Store.
+func (s *Store) PutAnswer(ctx context.Context, id string, a store.Answer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	r.answers = append(r.answers, a)
 	return nil
 }
 
@@ -419,7 +432,16 @@ func (l *lease) Dir() string {
 	return filepath.Join(l.s.Dir, l.id)
 }
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
-func (l *lease) Lost() <-chan struct{}      { return l.lost }
+
+// TakeAnswers implements store.Lease.
+func (l *lease) TakeAnswers() ([]store.Answer, error) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	out := l.r.answers
+	l.r.answers = nil
+	return out, nil
+}
+func (l *lease) Lost() <-chan struct{} { return l.lost }
 
 func (l *lease) Publish(st *store.Status) {
 	l.s.mu.Lock()

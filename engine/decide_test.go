@@ -1,0 +1,140 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+const decideWorkflow = `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { keep: { type: "boolean" } }, required: ["keep"], additionalProperties: false };
+export default async function main() {
+  const look = await agent.call({ role: "explorer", node: "look", prompt: "look" });
+  const answer = await crw.decide({ id: "keep-it", question: "Keep the change?", schema });
+  const after = await agent.call({ role: "explorer", node: "after", prompt: answer.keep ? "keep" : "drop" });
+  return { look: look.status, keep: answer.keep, frozen: Object.isFrozen(answer), after: after.output };
+}
+`
+
+func newDecideRun(t *testing.T) (*engine.Service, string) {
+	t.Helper()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(decideWorkflow), 0o644))
+	id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	return svc, id
+}
+
+// TestADecisionEndsTheProcessUntilItIsAnswered: a script that waits for nothing but a
+// decision lets its process go (waiting_decision, the decision listed); a wrong answer is
+// refused and writes nothing; the answer is journaled, and the resumed run goes on with it.
+func TestADecisionEndsTheProcessUntilItIsAnswered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, id := newDecideRun(t)
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "after"}, "turns": [{"text": "kept"}]}]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err)
+	assert.Equal(t, store.RunWaitingDecision, end.Status)
+	st, err := svc.Status(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, store.StateWaitingDecision, st.State)
+	assert.Equal(t, []journal.PendingDecision{{ID: "keep-it", Question: "Keep the change?"}}, st.Decisions)
+
+	for _, bad := range []struct{ id, value, want string }{
+		{"keep-it", `{"keep": "yes"}`, "does not satisfy its schema"},
+		{"keep-it", `{"keep": true} trailing`, "does not satisfy its schema"},
+		{"other", `{"keep": true}`, `asked no decision "other": it waits for keep-it`},
+	} {
+		_, err := svc.Answer(ctx, id, bad.id, json.RawMessage(bad.value), "uid 1", false)
+		require.Error(t, err, bad.value)
+		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "%v", err)
+		assert.Contains(t, err.Error(), bad.want)
+	}
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), "a refused answer writes nothing")
+
+	got, err := svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": true}`), "uid 1", false)
+	require.NoError(t, err)
+	assert.True(t, got.Journaled)
+	_, err = svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": false}`), "uid 1", false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "answered already")
+
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `{"look": "completed", "keep": true, "frozen": true, "after": "kept"}`, string(end.Result))
+	rows, err = svc.Rows(ctx, id)
+	require.NoError(t, err)
+	asked := enginetest.OfType(rows, journal.TypeDecisionRequested)
+	require.Len(t, asked, 1, "asked once, whatever the processes")
+	answered := enginetest.OfType(rows, journal.TypeDecisionAnswered)
+	require.Len(t, answered, 1)
+	assert.Equal(t, "uid 1", answered[0].By)
+	assert.JSONEq(t, `{"keep":true}`, string(answered[0].Output))
+	enginetest.CheckJournal(t, rows)
+	st, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, st.Decisions)
+}
+
+// TestALiveRunTakesItsAnswer: while the run's process lives (a call in flight), the answer
+// is left for it: the process journals it and the script goes on, in one process.
+func TestALiveRunTakesItsAnswer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false };
+export default async function main() {
+  const slow = agent.call({ role: "explorer", node: "slow", prompt: "take your time" });
+  const answer = await crw.decide({ id: "n", question: "How many?", schema });
+  return [answer.n, (await slow).output];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 3000}]}]}`))
+	require.NoError(t, err)
+	done := make(chan *store.Status, 1)
+	go func() {
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		assert.NoError(t, err)
+		done <- end
+	}()
+	require.Eventually(t, func() bool {
+		st, err := svc.Status(ctx, id)
+		return err == nil && len(st.Decisions) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	got, err := svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
+	require.NoError(t, err)
+	assert.False(t, got.Journaled, "the live process journals it")
+	end := <-done
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), 1)
+	assert.Equal(t, 1, enginetest.Count(rows, "", journal.TypeStarted), "one process did it all")
+}

@@ -1,0 +1,180 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/modules/crw"
+	"github.com/crw-dev/crw/store"
+)
+
+// MaxDecisions bounds the decisions one run may ask.
+const MaxDecisions = 1000
+
+// errWaitingDecision is the cause of a process's end when its script waits for nothing but
+// decisions: the run is not over, and crw flow answer resumes it.
+var errWaitingDecision = errors.New("the run waits for a decision")
+
+// waiting is a decision the script waits for.
+type waiting struct {
+	settle    func(json.RawMessage, error)
+	validator *schema.Validator
+}
+
+// Decide implements crw.Host: the decision is journaled (decision_requested) and the script's
+// promise settles with its answer. An answer the journal has reaches the script at its place
+// among the recorded results; one that comes while this process runs is journaled by it
+// (decision_answered) and delivered as a call's result is. A script that waits for nothing
+// but decisions ends its process: the run waits (waiting_decision) for crw flow answer.
+func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
+	if problems := inputs.CheckSchema(d.Schema); len(problems) > 0 {
+		p := problems[0]
+		return errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema is not strict: at %q: %s", d.ID, p.Pointer, p.Message)
+	}
+	v, err := schema.Compile(d.Schema)
+	if err != nil {
+		return errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema: %v", d.ID, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.asked[d.ID] {
+		return errs.Throw(errs.InvalidRequest, "", "crw.decide: decision %q was asked already in this run: give each decision an id of its own", d.ID)
+	}
+	if len(r.asked) >= MaxDecisions {
+		return errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
+	}
+	r.asked[d.ID] = true
+	if r.h != nil {
+		if rec := r.h.Decisions[d.ID]; rec != nil {
+			if rec.Request.Question != d.Question || !sameJSON(rec.Request.Schema, d.Schema) {
+				div := fmt.Errorf("crw.decide %q: the script asks another question or schema than the journal recorded (%q)", d.ID, clip(rec.Request.Question))
+				r.fail(failure{errs.New(errs.RevisionConflict, "run %s: %v", r.id, div).Because("replay", "divergence", "stopped", errs.Certain).
+					Next("resume it with the script it was recorded with; crw flow shadow shows what changed")})
+				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+			}
+			if rec.Answer != nil {
+				answer := rec.Answer.Output
+				r.replay.Recorded(rec.Call, func() { settle(answer, nil) })
+				return nil
+			}
+			r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+			r.kickAnswers()
+			return nil
+		}
+	}
+	r.j.Append(&journal.Row{Type: journal.TypeDecisionRequested, DecisionID: d.ID, Question: d.Question, Schema: d.Schema})
+	r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+	r.flushSoon()
+	r.progress.publishSoon()
+	r.kickAnswers()
+	return nil
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y bytes.Buffer
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return false
+	}
+	return bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+// kickAnswers makes the answers loop look at once.
+func (r *runner) kickAnswers() {
+	select {
+	case r.answersKick <- struct{}{}:
+	default:
+	}
+}
+
+// answersEvery is how often a run that waits for a decision looks for answers.
+const answersEvery = 200 * time.Millisecond
+
+// answersLoop takes the answers left for the run (crw flow answer, while this process holds
+// it) for as long as the run goes on.
+func (r *runner) answersLoop() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(answersEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			case <-r.answersKick:
+			}
+			r.takeAnswers()
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// takeAnswers journals and delivers the answers waiting for this process. An answer that fits
+// no decision the script waits for, or not its schema, is a warning row and is dropped.
+func (r *runner) takeAnswers() {
+	r.mu.Lock()
+	idle := len(r.waiting) == 0
+	r.mu.Unlock()
+	if idle {
+		return
+	}
+	answers, err := r.lease.TakeAnswers()
+	if err != nil {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "answers_unreadable", Detail: err.Error()})
+		return
+	}
+	for _, a := range answers {
+		r.answer(a)
+	}
+}
+
+func (r *runner) answer(a store.Answer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.waiting[a.ID]
+	refuse := func(why string) {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)})
+		r.flushSoon()
+	}
+	if w == nil {
+		refuse("the run waits for no such decision")
+		return
+	}
+	doc, _, err := schema.ParseAnswer(string(a.Value))
+	if err == nil {
+		err = w.validator.Validate(doc)
+	}
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	if r.stopped() != nil {
+		return
+	}
+	delete(r.waiting, a.ID)
+	value := canonical(doc)
+	r.j.Append(&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: a.ID, Output: value, By: a.By})
+	r.replay.Live(func() { w.settle(value, nil) })
+	r.flushSoon()
+	r.progress.publishSoon()
+}
+
+// waitsOnlyForDecisions reports whether the script can get nothing but decisions' answers:
+// no call of it is unsettled and the record has nothing left to give.
+func (r *runner) waitsOnlyForDecisions() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiting) > 0 && len(r.calls) == 0 && !r.replay.Replaying()
+}
