@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
@@ -136,4 +137,189 @@ export default async function main() {
 	held := enginetest.Terminal(t, rows, "c2")
 	assert.Contains(t, held.Detail, "--repo")
 	assert.Empty(t, enginetest.OfType(rows, journal.TypeWorkspacePlaced))
+}
+
+const tierStepWorkflow = `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { done: { type: "boolean" } }, required: ["done"], additionalProperties: false };
+const approve = { type: "object", properties: { approve: { type: "boolean" } }, required: ["approve"], additionalProperties: false };
+const attempt = (f) => { try { f(); return "no throw"; } catch (e) { return e.code + ": " + e.message; } };
+export default async function main() {
+  let build = await agent.call({ role: "executor", node: "f", prompt: "build it", schema });
+  const look = await agent.call({ role: "explorer", node: "f", prompt: "look" });
+  const refusals = [attempt(() => crw.tierStep("f", look)), attempt(() => crw.tierStep("g", build))];
+  const step = crw.tierStep("f", build);
+  refusals.push(attempt(() => crw.tierStep("f", build)));
+  if (step.decision) await crw.decide({ id: step.decision, question: "step up?", schema: approve });
+  build = await agent.call({ role: "executor", node: "f", prompt: "build it", schema });
+  const kept = await crw.commit("f", { message: "f" });
+  return { first: "null_model", step, refusals, role: build.meta.role, status: build.status, kept };
+}
+`
+
+const tierStepAnswers = `{"answers": [
+  {"match": {"role": "executor"}, "turns": [{"text": "nope", "files": {"half.txt": "half\n"}}, {"text": "still nope"}]},
+  {"match": {"role": "executor-t1"}, "turns": [{"json": {"done": true}, "files": {"whole.txt": "whole\n"}}]}
+]}`
+
+// TestATierStepMovesTheNodeUpInANewAllocation: the null_model of an executor call of a node is
+// the evidence for its tier step; anything else is refused, and so is a second step. The next
+// executor call runs as executor-t1 with that tier's pair, in a new worktree from the node's
+// last commit (the run's head): what the lower tier left is not in it.
+func TestATierStepMovesTheNodeUpInANewAllocation(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	roles := map[string]journal.Pair{"executor": {Model: "small"}, "executor-t1": {Model: "big", Effort: "high"}}
+	_, end, rows := runIn(t, svc, repo, tierStepWorkflow, tierStepAnswers, func(o *engine.CreateOptions) { o.Roles = roles })
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var out struct {
+		Step struct {
+			Node, Role, Evidence string
+			Tier                 int
+			Pair                 journal.Pair
+			Decision             *string
+		}
+		Refusals     []string
+		Role, Status string
+		Kept         struct{ Commit string }
+	}
+	enginetest.Decode(t, end, &out)
+	assert.Equal(t, "f", out.Step.Node)
+	assert.Equal(t, 1, out.Step.Tier)
+	assert.Equal(t, "executor-t1", out.Step.Role)
+	assert.Equal(t, journal.Pair{Model: "big", Effort: "high"}, out.Step.Pair)
+	assert.Equal(t, "c1", out.Step.Evidence)
+	assert.Nil(t, out.Step.Decision)
+	assert.Equal(t, []string{
+		"invalid_request: crw.tierStep: the evidence is call c2, a explorer call: a tier step moves a node's executor calls",
+		`invalid_request: crw.tierStep: the evidence is call c1, of node "f", not of node "g"`,
+		`invalid_request: crw.tierStep: node "f" runs at the top tier already (executor-t1)`,
+	}, out.Refusals)
+	assert.Equal(t, "executor-t1", out.Role)
+	assert.Equal(t, "completed", out.Status)
+	files := git(t, repo, "ls-tree", "--name-only", out.Kept.Commit)
+	assert.Equal(t, "README\nwhole.txt", files, "the new allocation started from the head, without the lower tier's files")
+
+	placed := enginetest.OfType(rows, journal.TypeWorkspacePlaced)
+	var allocs []int
+	for _, p := range placed {
+		if p.Placement == "attempt" {
+			allocs = append(allocs, p.Alloc)
+		}
+	}
+	assert.Equal(t, []int{1, 2}, allocs)
+	steps := enginetest.OfType(rows, journal.TypeTierStep)
+	require.Len(t, steps, 1)
+	prepared := enginetest.OfType(rows, journal.TypePrepared)
+	assert.Equal(t, "executor-t1", prepared[2].Role)
+	assert.Equal(t, &journal.Pair{Model: "big", Effort: "high"}, prepared[2].ConfiguredPair)
+}
+
+// TestATierStepCanWaitForADecision: with --tier-steps ask the step asks a decision; the
+// run waits for it, and the node's next executor call runs once it is approved.
+func TestATierStepCanWaitForADecision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	id, end, _ := runIn(t, svc, repo, tierStepWorkflow, tierStepAnswers, func(o *engine.CreateOptions) { o.TierSteps = "ask" })
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	st, err := svc.Status(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, st.Decisions, 1)
+	assert.Equal(t, "tier-step/f/1", st.Decisions[0].ID)
+	assert.Contains(t, st.Decisions[0].Question, `Move node "f"'s executor calls up to executor-t1`)
+	_, err = svc.Answer(ctx, id, "tier-step/f/1", []byte(`{"approve": true}`), "uid 1", false)
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("answers.json", []byte(tierStepAnswers))
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var out struct {
+		Step struct{ Decision *string }
+		Role string
+	}
+	enginetest.Decode(t, end, &out)
+	require.NotNil(t, out.Step.Decision)
+	assert.Equal(t, "tier-step/f/1", *out.Step.Decision)
+	assert.Equal(t, "executor-t1", out.Role)
+}
+
+// TestAnExecutorThatCommitsItselfKeepsAStrayRef: the commit the executor made is kept on its
+// stray ref and recorded; crw.commit commits the worktree's tree on the commit the worktree was
+// to be at, so the node's history does not take the executor's commit.
+func TestAnExecutorThatCommitsItselfKeepsAStrayRef(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	head := git(t, repo, "rev-parse", "HEAD")
+	svc, _ := enginetest.LocalService(t)
+	id, end, rows := runIn(t, svc, repo, `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  return await crw.commit("n", { message: "kept" });
+}
+`, `{"answers": [{"turns": [{"text": "built", "files": {"a.txt": "a\n"}, "commit": true}]}]}`, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var kept struct{ Commit, Parent, Tree string }
+	enginetest.Decode(t, end, &kept)
+	done := enginetest.Terminal(t, rows, "c1")
+	require.NotNil(t, done.HeadMoved)
+	stray := "refs/crw/flow/" + id + "/stray/n/a1-c1"
+	assert.Equal(t, &journal.HeadMoved{Start: head, Head: git(t, repo, "rev-parse", stray), Ref: stray}, done.HeadMoved)
+	assert.Equal(t, "fake executor commit", git(t, repo, "log", "-1", "--format=%s", stray))
+	assert.Equal(t, head, kept.Parent, "the node's commit is on the start, not on the executor's commit")
+	assert.Equal(t, git(t, repo, "rev-parse", stray+"^{tree}"), kept.Tree)
+	intent := enginetest.OfType(rows, journal.TypeCommitIntent)[0]
+	assert.Equal(t, done.HeadMoved.Head, intent.Head, "the observed HEAD is the worktree's compare-and-swap's old value")
+}
+
+// TestARefMovedUnderTheRunIsAConflict: a node ref that moved under the run is never
+// overwritten: crw.commit throws revision_conflict and the node's next call is held.
+func TestARefMovedUnderTheRunIsAConflict(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	head := git(t, repo, "rev-parse", "HEAD")
+	svc, _ := enginetest.LocalService(t)
+	// The explorer's turn moves the node's ref, as another party could.
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  const first = await crw.commit("n", { message: "first" });
+  await agent.call({ role: "explorer", node: "mover", prompt: "move it" });
+  let conflict;
+  try { await crw.commit("n", { message: "second" }); } catch (e) { conflict = e.code + "/" + e.reason; }
+  const next = await agent.call({ role: "executor", node: "n", prompt: "more" });
+  return { conflict, next: [next.status, next.reason] };
+}
+`
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
+	ctx := context.Background()
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	mover := &refMover{Backend: fake.New(nil, nil), repo: repo, ref: "refs/crw/flow/" + id + "/nodes/n", to: head, t: t}
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: mover})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `{"conflict": "revision_conflict/revision_conflict", "next": ["held", "accepted_node_changed"]}`, string(end.Result))
+	assert.Equal(t, head, git(t, repo, "rev-parse", mover.ref), "the ref is left where the other party put it")
+}
+
+// refMover is the fake backend, but the turn of node "mover" moves a ref of the repository
+// first, as another party could while the run works.
+type refMover struct {
+	*fake.Backend
+	repo, ref, to string
+	t             testing.TB
+}
+
+func (m *refMover) Run(ctx context.Context, turn backend.Turn, rec backend.Recorder) backend.Outcome {
+	if turn.Call.Node == "mover" {
+		git(m.t, m.repo, "update-ref", m.ref, m.to)
+	}
+	return m.Backend.Run(ctx, turn, rec)
 }

@@ -216,9 +216,60 @@ func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
 		ConfiguredPair: &pair, Alloc: n.Alloc + 1}
 	n.Tier, n.NextAlloc = row.Tier, row.Alloc
 	n.mu.Unlock()
-	r.j.Append(row)
+	rows := []*journal.Row{row}
+	if r.spec.TierSteps == "ask" {
+		// The step waits for the owner: the node's next executor call runs only once the
+		// decision approves it (missing_step_decision until then).
+		row.DecisionID = TierDecisionID(node, row.Tier)
+		rows = append(rows, &journal.Row{Type: journal.TypeDecisionRequested, DecisionID: row.DecisionID, Node: node,
+			Question: fmt.Sprintf("Move node %q's executor calls up to %s (%s)? Its executor call %s ended null_model.", node, row.Role, pairText(pair), evidence),
+			Schema: json.RawMessage(approveSchema)})
+		r.mu.Lock()
+		r.stepAsks[row.DecisionID] = &stepAsk{}
+		r.mu.Unlock()
+	}
+	r.j.Append(rows...)
 	r.flushSoon()
 	return TierOutcome(row)
+}
+
+// TierDecisionID is the decision a tier step of node to tier waits for under --tier-steps ask.
+func TierDecisionID(node string, tier int) string { return fmt.Sprintf("tier-step/%s/%d", node, tier) }
+
+// approveSchema is a tier step decision's: {"approve": true} lets the step go on.
+const approveSchema = `{"type":"object","properties":{"approve":{"type":"boolean"}},"required":["approve"],"additionalProperties":false}`
+
+// stepAsk is a tier step's decision: answered, and whether it approved the step.
+type stepAsk struct{ answered, approve bool }
+
+func pairText(p journal.Pair) string {
+	switch {
+	case p.Model == "" && p.Effort == "":
+		return "the pair the host picks"
+	case p.Effort == "":
+		return p.Model
+	}
+	return p.Model + ", " + p.Effort
+}
+
+// stepDecisionGateLocked holds an executor-t1 call whose node's tier step waits for its
+// decision, and refuses one whose step the owner declined.
+func (r *runner) stepDecisionGateLocked(c *call) *journal.Row {
+	if c.req.Role != "executor-t1" || r.spec.TierSteps != "ask" {
+		return nil
+	}
+	id := TierDecisionID(c.req.Node, 1)
+	ask := r.stepAsks[id]
+	switch {
+	case ask == nil:
+		return nil
+	case !ask.answered:
+		return &journal.Row{Type: journal.TypeHeld, Reason: "missing_step_decision",
+			Detail: fmt.Sprintf("node %q's tier step waits for the decision %s: crw flow answer %s %s --value '{\"approve\": true}'", c.req.Node, id, r.id, id)}
+	case !ask.approve:
+		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("the decision %s declined node %q's tier step", id, c.req.Node)}
+	}
+	return nil
 }
 
 // TierResult is what crw.tierStep returns.
@@ -228,6 +279,8 @@ type TierResult struct {
 	Role     string       `json:"role"`
 	Pair     journal.Pair `json:"pair"`
 	Evidence string       `json:"evidence"`
+	// Decision is the decision the step waits for (--tier-steps ask), null when none.
+	Decision *string `json:"decision"`
 }
 
 func TierOutcome(row *journal.Row) (json.RawMessage, error) {
@@ -235,5 +288,10 @@ func TierOutcome(row *journal.Row) (json.RawMessage, error) {
 	if row.ConfiguredPair != nil {
 		pair = *row.ConfiguredPair
 	}
-	return json.Marshal(TierResult{Node: row.Node, Tier: row.Tier, Role: row.Role, Pair: pair, Evidence: row.Evidence})
+	out := TierResult{Node: row.Node, Tier: row.Tier, Role: row.Role, Pair: pair, Evidence: row.Evidence}
+	if row.DecisionID != "" {
+		id := row.DecisionID
+		out.Decision = &id
+	}
+	return json.Marshal(out)
 }

@@ -51,9 +51,18 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 		return errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
 	}
 	r.asked[d.ID] = true
+	if ask := r.stepAsks[d.ID]; ask != nil && (r.h == nil || r.h.Decisions[d.ID] == nil) {
+		// The decision a tier step of this process asked: the script waits for it too.
+		if ask.answered {
+			return errs.Throw(errs.InvalidRequest, "", "crw.decide %q: the tier step's decision is answered already", d.ID)
+		}
+		r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+		r.kickAnswers()
+		return nil
+	}
 	if r.h != nil {
 		if rec := r.h.Decisions[d.ID]; rec != nil {
-			if rec.Request.Question != d.Question || !sameJSON(rec.Request.Schema, d.Schema) {
+			if rec.Request.Node == "" && (rec.Request.Question != d.Question || !sameJSON(rec.Request.Schema, d.Schema)) {
 				div := fmt.Errorf("crw.decide %q: the script asks another question or schema than the journal recorded (%q)", d.ID, clip(rec.Request.Question))
 				r.fail(failure{errs.New(errs.RevisionConflict, "run %s: %v", r.id, div).Because("replay", "divergence", "stopped", errs.Certain).
 					Next("resume it with the script it was recorded with; crw flow shadow shows what changed")})
@@ -126,6 +135,9 @@ func (r *runner) answersLoop() (stop func()) {
 func (r *runner) takeAnswers() {
 	r.mu.Lock()
 	idle := len(r.waiting) == 0
+	for _, ask := range r.stepAsks {
+		idle = idle && ask.answered
+	}
 	r.mu.Unlock()
 	if idle {
 		return
@@ -148,6 +160,14 @@ func (r *runner) answer(a store.Answer) {
 		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)})
 		r.flushSoon()
 	}
+	ask := r.stepAsks[a.ID]
+	if w == nil && ask != nil && !ask.answered {
+		v, err := schema.Compile([]byte(approveSchema))
+		if err != nil {
+			return
+		}
+		w = &waiting{settle: func(json.RawMessage, error) {}, validator: v}
+	}
 	if w == nil {
 		refuse("the run waits for no such decision")
 		return
@@ -165,6 +185,9 @@ func (r *runner) answer(a store.Answer) {
 	}
 	delete(r.waiting, a.ID)
 	value := canonical(doc)
+	if ask != nil {
+		ask.answered, ask.approve = true, approves(value)
+	}
 	r.j.Append(&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: a.ID, Output: value, By: a.By})
 	r.replay.Live(func() { w.settle(value, nil) })
 	r.flushSoon()
@@ -177,4 +200,12 @@ func (r *runner) waitsOnlyForDecisions() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.waiting) > 0 && len(r.calls) == 0 && !r.replay.Replaying()
+}
+
+// approves reads a tier step decision's answer.
+func approves(v json.RawMessage) bool {
+	var a struct {
+		Approve bool `json:"approve"`
+	}
+	return json.Unmarshal(v, &a) == nil && a.Approve
 }

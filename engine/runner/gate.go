@@ -17,6 +17,9 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	if r.paused {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
 	}
+	if row := r.stepDecisionGateLocked(c); row != nil {
+		return row
+	}
 	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b)}
 	}

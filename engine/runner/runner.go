@@ -95,6 +95,7 @@ type runner struct {
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool
 	waiting     map[string]*waiting
+	stepAsks    map[string]*stepAsk // tier steps' decisions (--tier-steps ask)
 	answersKick chan struct{}
 
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
@@ -290,7 +291,7 @@ func newRunner(cfg Config) *runner {
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
-		asked: map[string]bool{}, waiting: map[string]*waiting{}, answersKick: make(chan struct{}, 1),
+		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, answersKick: make(chan struct{}, 1),
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	r.ws = newWorkspaces(r, cfg.Lease.Dir())
@@ -301,6 +302,16 @@ func newRunner(cfg Config) *runner {
 		r.console = io.Discard
 	}
 	if h := r.h; h != nil {
+		for _, ts := range h.TierSteps {
+			if ts.DecisionID == "" {
+				continue
+			}
+			ask := &stepAsk{}
+			if d := h.Decisions[ts.DecisionID]; d != nil && d.Answer != nil {
+				ask.answered, ask.approve = true, approves(d.Answer.Output)
+			}
+			r.stepAsks[ts.DecisionID] = ask
+		}
 		r.clock = h.ClockStart()
 		r.holds = h.Holds
 		r.spent = h.Spent
