@@ -223,7 +223,7 @@ func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
 		row.DecisionID = TierDecisionID(node, row.Tier)
 		rows = append(rows, &journal.Row{Type: journal.TypeDecisionRequested, DecisionID: row.DecisionID, Node: node,
 			Question: fmt.Sprintf("Move node %q's executor calls up to %s (%s)? Its executor call %s ended null_model.", node, row.Role, pairText(pair), evidence),
-			Schema: json.RawMessage(approveSchema)})
+			Schema:   json.RawMessage(approveSchema)})
 		r.mu.Lock()
 		r.stepAsks[row.DecisionID] = &stepAsk{}
 		r.mu.Unlock()
