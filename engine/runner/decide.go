@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crw-dev/crw/engine/inputs"
@@ -26,6 +28,7 @@ var errWaitingDecision = errors.New("the run waits for a decision")
 type waiting struct {
 	settle    func(json.RawMessage, error)
 	validator *schema.Validator
+	question  string
 }
 
 // Decide implements crw.Host: the decision is journaled (decision_requested) and the script's
@@ -56,7 +59,7 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 		if ask.answered {
 			return errs.Throw(errs.InvalidRequest, "", "crw.decide %q: the tier step's decision is answered already", d.ID)
 		}
-		r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+		r.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 		r.kickAnswers()
 		return nil
 	}
@@ -73,13 +76,13 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 				r.replay.Recorded(rec.Call, func() { settle(answer, nil) })
 				return nil
 			}
-			r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+			r.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 			r.kickAnswers()
 			return nil
 		}
 	}
 	r.j.Append(&journal.Row{Type: journal.TypeDecisionRequested, DecisionID: d.ID, Question: d.Question, Schema: d.Schema})
-	r.waiting[d.ID] = &waiting{settle: settle, validator: v}
+	r.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 	r.flushSoon()
 	r.progress.publishSoon()
 	r.kickAnswers()
@@ -208,4 +211,14 @@ func approves(v json.RawMessage) bool {
 		Approve bool `json:"approve"`
 	}
 	return json.Unmarshal(v, &a) == nil && a.Approve
+}
+
+// pendingLocked lists the decisions the script waits for, by id.
+func (r *runner) pendingLocked() []journal.PendingDecision {
+	out := make([]journal.PendingDecision, 0, len(r.waiting))
+	for id, w := range r.waiting {
+		out = append(out, journal.PendingDecision{ID: id, Question: w.question})
+	}
+	slices.SortFunc(out, func(a, b journal.PendingDecision) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

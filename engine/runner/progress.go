@@ -169,6 +169,9 @@ func (p *progress) now(state store.State) *store.Status {
 	if len(r.waiting) > 0 && len(r.inflight) == 0 && state == store.StateRunning {
 		st.State = store.StateWaitingDecision
 	}
+	if len(r.waiting) > 0 {
+		st.Decisions = r.pendingLocked()
+	}
 	r.mu.Unlock()
 	p.mu.Lock()
 	st.Calls = p.counts.Clone()

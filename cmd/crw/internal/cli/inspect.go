@@ -77,6 +77,9 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 				fmt.Fprintf(streams.Out, "status    %s\n", st.Status)
 			}
 			fmt.Fprintf(streams.Out, "calls     %s (%d in flight)\ntokens    %d\n", countsLine(st.Calls), st.InFlight, st.Tokens.Total)
+			for _, d := range st.Decisions {
+				fmt.Fprintf(streams.Out, "decision  %s: %s\n          answer it: crw flow answer %s %s --value JSON\n", d.ID, d.Question, st.Run, d.ID)
+			}
 			if st.Error != nil {
 				fmt.Fprintf(streams.Out, "error     %s\n", st.Error.Message)
 			} else if st.State == store.StateEnded {

@@ -277,6 +277,12 @@ func printEnd(g *globals, streams IO, end *store.Status) {
 		if end.Status == store.RunPaused {
 			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; resume it with crw flow resume %s\n", end.Run, end.Run)
 		}
+		if end.Status == store.RunWaitingDecision {
+			fmt.Fprintf(streams.ErrOut, "run %s waits for a decision; its process has ended:\n", end.Run)
+			for _, d := range end.Decisions {
+				fmt.Fprintf(streams.ErrOut, "  %s: %s\n    crw flow answer %s %s --value JSON\n", d.ID, d.Question, end.Run, d.ID)
+			}
+		}
 	}
 }
 
