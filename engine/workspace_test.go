@@ -323,3 +323,68 @@ func (m *refMover) Run(ctx context.Context, turn backend.Turn, rec backend.Recor
 	}
 	return m.Backend.Run(ctx, turn, rec)
 }
+
+// sideEffects is the fake backend, but a turn of a node named in do first does what do says.
+type sideEffects struct {
+	*fake.Backend
+	do map[string]func()
+}
+
+func (s *sideEffects) Run(ctx context.Context, turn backend.Turn, rec backend.Recorder) backend.Outcome {
+	if f := s.do[turn.Call.Node]; f != nil {
+		f()
+	}
+	return s.Backend.Run(ctx, turn, rec)
+}
+
+// TestTraceIsolationRecordsWritesWhereTheyDoNotBelong: with --trace-isolation a reviewer that
+// changes its checkout, an executor during whose turn the repository's checkout changes, and
+// another party's crw ref moving are warnings of the calls; a run without the flag takes no
+// digests and writes none.
+func TestTraceIsolationRecordsWritesWhereTheyDoNotBelong(t *testing.T) {
+	t.Parallel()
+	script := `import { agent } from "crw:agent";
+export default async function main() {
+  await agent.call({ role: "executor", node: "build", prompt: "build" });
+  await agent.call({ role: "reviewer", node: "look", prompt: "look" });
+  await agent.call({ role: "explorer", node: "quiet", prompt: "read only" });
+  return "done";
+}
+`
+	answers := `{"answers": [{"match": {"node": "look"}, "turns": [{"text": "looked", "files": {"notes.txt": "I wrote here\n"}}]}]}`
+	for _, traced := range []bool{true, false} {
+		repo := gitRepo(t, map[string]string{"README": "hello\n"})
+		head := git(t, repo, "rev-parse", "HEAD")
+		svc, _ := enginetest.LocalService(t)
+		wf := filepath.Join(t.TempDir(), "wf.js")
+		require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
+		ctx := context.Background()
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo, TraceIsolation: traced})
+		require.NoError(t, err)
+		a, err := fake.ParseAnswers("a.json", []byte(answers))
+		require.NoError(t, err)
+		b := &sideEffects{Backend: fake.New(a, nil), do: map[string]func(){
+			"build": func() {
+				require.NoError(t, os.WriteFile(filepath.Join(repo, "README"), []byte("changed in the checkout\n"), 0o644))
+				git(t, repo, "update-ref", "refs/crw/flow/another-run/nodes/x", head)
+			},
+		}}
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		got := map[string]string{}
+		for _, w := range enginetest.OfType(rows, journal.TypeWarning) {
+			got[w.Call+" "+w.Reason] = w.Detail
+		}
+		if !traced {
+			assert.Empty(t, got)
+			continue
+		}
+		assert.Len(t, got, 3, "%v", got)
+		assert.Contains(t, got["c1 executor_wrote_outside"], "changed while the executor worked")
+		assert.Contains(t, got, "c1 shared_state_changed")
+		assert.Contains(t, got["c2 read_role_wrote"], "a reviewer call changed its directory")
+	}
+}

@@ -48,8 +48,9 @@ type call struct {
 	recorded bool // its terminal row was written
 
 	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
-	// first turn.
-	placed *journal.Row
+	// first turn; isolation is what --trace-isolation took then.
+	placed    *journal.Row
+	isolation *isolation
 
 	*running // nil until the call runs, ends or is replayed
 }
@@ -304,6 +305,9 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			c.mu.Unlock()
 		}
 		c.placed, bc.Workspace = placed, placed.Workspace
+		if r.spec.TraceIsolation {
+			c.isolation = r.digests(c)
+		}
 	}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
@@ -630,6 +634,7 @@ func (c *call) interruptReason() string {
 // call with its intent as its last row, which a resume reconciles instead of sending again.
 func (r *runner) end(c *call, row *journal.Row) {
 	if c.placed != nil {
+		r.isolationWarnings(c)
 		r.leave(c, row)
 		defer r.release(c)
 	}

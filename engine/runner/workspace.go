@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -398,4 +399,60 @@ func (r *runner) cleanUp() {
 	}
 	_ = os.Remove(r.ws.root)
 	_ = repo.Prune(ctx)
+}
+
+// isolation is what --trace-isolation took when a call's turns started: digests of its
+// directory, of the run's repository's own checkout, and of the refs under refs/crw/ that are
+// not the run's.
+type isolation struct {
+	p, outside, shared string
+}
+
+// digests takes a call's isolation digests ("" for what cannot be read).
+func (r *runner) digests(c *call) *isolation {
+	ctx := context.WithoutCancel(r.ctx)
+	repo, err := r.ws.open(ctx)
+	if err != nil || c.placed == nil {
+		return nil
+	}
+	d := &isolation{}
+	d.p, _ = repo.Status(ctx, c.placed.Workspace)
+	d.outside, _ = repo.Status(ctx, repo.Dir)
+	if refs, err := repo.Refs(ctx, "refs/crw/"); err == nil {
+		own := "refs/crw/flow/" + r.id + "/"
+		var kept []string
+		for _, line := range strings.Split(refs, "\n") {
+			if line != "" && !strings.HasPrefix(line, own) {
+				kept = append(kept, line)
+			}
+		}
+		d.shared = strings.Join(kept, "\n")
+	}
+	return d
+}
+
+// isolationWarnings compares a call's digests from when its turns started with now's, and
+// writes the warnings the differences are.
+func (r *runner) isolationWarnings(c *call) {
+	before := c.isolation
+	if before == nil {
+		return
+	}
+	after := r.digests(c)
+	if after == nil {
+		return
+	}
+	warn := func(reason, detail string) {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: reason, Detail: detail})
+	}
+	writes := replay.Writes(c.req.Role)
+	if !writes && after.p != before.p {
+		warn("read_role_wrote", fmt.Sprintf("a %s call changed its directory %s (git status and HEAD differ)", c.req.Role, c.placed.Workspace))
+	}
+	if writes && after.outside != before.outside {
+		warn("executor_wrote_outside", fmt.Sprintf("the repository's checkout %s changed while the executor worked in %s", r.spec.Repo, c.placed.Workspace))
+	}
+	if after.shared != before.shared {
+		warn("shared_state_changed", "refs under refs/crw/ that are not this run's moved while the call ran")
+	}
 }
