@@ -1,0 +1,198 @@
+package workspace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine/workspace"
+)
+
+func newRepo(t *testing.T) (*workspace.Repo, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	git(t, dir, "init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644))
+	git(t, dir, "add", "-A")
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+	repo, err := workspace.Open(context.Background(), filepath.Join(dir, "."))
+	require.NoError(t, err)
+	return repo, git(t, dir, "rev-parse", "HEAD")
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func TestEscapeMakesAnyNodeOneSafeComponent(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	long := strings.Repeat("x", 300)
+	for _, node := range []string{"build", "a/b", "a%2Fb", "..", ".", "a.lock", "-rf", "@{u}", "ü", "a b", "", long, long + "y", "HEAD", "refs/heads/main"} {
+		e := workspace.Escape(node)
+		assert.NotContains(t, e, "/", node)
+		assert.NotContains(t, e, ".", node)
+		assert.LessOrEqual(t, len(e), 120, node)
+		require.NotEmpty(t, e)
+		if other, ok := seen[e]; ok {
+			t.Fatalf("%q and %q escape to the same %q", node, other, e)
+		}
+		seen[e] = node
+		// git takes it as a ref component.
+		cmd := exec.Command("git", "check-ref-format", "refs/crw/flow/r/nodes/"+e)
+		assert.NoError(t, cmd.Run(), "%q → %q is no ref", node, e)
+	}
+	assert.Equal(t, "build", workspace.Escape("build"))
+	assert.Equal(t, "a%2Fb", workspace.Escape("a/b"))
+	assert.Equal(t, "a%252Fb", workspace.Escape("a%2Fb"))
+}
+
+func TestSwapRefMovesOnlyFromTheValueGiven(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	tree, err := repo.TreeOf(ctx, head)
+	require.NoError(t, err)
+	c1, err := repo.CommitTree(ctx, tree, head, "one\n", workspace.Identity{Name: "n", Email: "e", At: time.Unix(1e9, 0)})
+	require.NoError(t, err)
+	const ref = "refs/crw/flow/r/nodes/n"
+	require.NoError(t, repo.SwapRef(ctx, ref, head, ""), "created against no ref")
+	err = repo.SwapRef(ctx, ref, c1, "")
+	assert.True(t, errors.Is(err, workspace.ErrRefMoved), "a second create: %v", err)
+	err = repo.SwapRef(ctx, ref, c1, c1)
+	assert.True(t, errors.Is(err, workspace.ErrRefMoved), "from a value it does not hold: %v", err)
+	got, err := repo.Ref(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, head, got, "a refused swap leaves it")
+	require.NoError(t, repo.SwapRef(ctx, ref, c1, head))
+	got, err = repo.Ref(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, c1, got)
+	none, err := repo.Ref(ctx, "refs/crw/flow/r/nodes/absent")
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+// TestCommitTreeIsAFunctionOfItsInputs: made twice from the same inputs, a commit is the same
+// object, whatever the clock, the environment or the repository's config say.
+func TestCommitTreeIsAFunctionOfItsInputs(t *testing.T) {
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	tree, err := repo.TreeOf(ctx, head)
+	require.NoError(t, err)
+	who := workspace.Identity{Name: "n", Email: "e@x", At: time.Unix(1.7e9, 0)}
+	a, err := repo.CommitTree(ctx, tree, head, "msg\n", who)
+	require.NoError(t, err)
+	t.Setenv("GIT_AUTHOR_DATE", "@5 +0000")
+	t.Setenv("GIT_COMMITTER_NAME", "someone else")
+	git(t, repo.Dir, "config", "user.name", "configured")
+	time.Sleep(1100 * time.Millisecond)
+	b, err := repo.CommitTree(ctx, tree, head, "msg\n", who)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	c, err := repo.CommitTree(ctx, tree, head, "other\n", who)
+	require.NoError(t, err)
+	assert.NotEqual(t, a, c)
+}
+
+// TestPendingTreeCanLeaveTheIndexAlone: a snapshot of a worktree's work stages nothing in its
+// own index; the commit's staging does.
+func TestPendingTreeCanLeaveTheIndexAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktree(ctx, wt, head))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "new.txt"), []byte("new\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(wt, "a.txt")))
+	tree, err := repo.PendingTree(ctx, wt, true)
+	require.NoError(t, err)
+	assert.Equal(t, "new.txt", git(t, wt, "ls-tree", "--name-only", tree))
+	assert.Equal(t, "D a.txt\n?? new.txt", git(t, wt, "status", "--porcelain"), "the worktree's index is as it was")
+	again, err := repo.PendingTree(ctx, wt, false)
+	require.NoError(t, err)
+	assert.Equal(t, tree, again)
+	assert.Equal(t, "D  a.txt\nA  new.txt", git(t, wt, "status", "--porcelain"))
+}
+
+// TestWorktreesComeAndGoInParallel: adds and removes of worktrees of one repository at once,
+// which git alone races on, all succeed and leave git's list clean.
+func TestWorktreesComeAndGoInParallel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	root := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 6; i++ {
+				path := filepath.Join(root, fmt.Sprintf("w%d-%d", w, i))
+				if err := repo.AddWorktree(ctx, path, head); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := os.Stat(filepath.Join(path, "a.txt")); err != nil {
+					errs <- err
+					return
+				}
+				if err := repo.RemoveWorktree(ctx, path); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	require.NoError(t, repo.Prune(ctx))
+	list, err := repo.Worktrees(ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 1)
+	require.NoError(t, repo.RemoveWorktree(ctx, filepath.Join(root, "never-made")), "a worktree that is not there is nothing to remove")
+}
+
+// TestGitSeesOnlyTheRepositoryItIsGiven: variables that would point git elsewhere (a hook's
+// GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE) change nothing.
+func TestGitSeesOnlyTheRepositoryItIsGiven(t *testing.T) {
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	other, _ := newRepo(t)
+	t.Setenv("GIT_DIR", other.GitDir)
+	t.Setenv("GIT_WORK_TREE", other.Dir)
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(t.TempDir(), "index"))
+	got, err := repo.Resolve(ctx, "HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, head, got)
+	_, err = repo.Resolve(ctx, "--output=/tmp/x")
+	assert.Error(t, err)
+	_, err = repo.Resolve(ctx, "no-such-branch")
+	assert.ErrorContains(t, err, `"no-such-branch" names no commit`)
+}
+
+func TestFindSaysWhenThereIsNoCheckout(t *testing.T) {
+	t.Parallel()
+	_, err := workspace.Find(context.Background(), t.TempDir())
+	assert.True(t, errors.Is(err, workspace.ErrNotRepository), "%v", err)
+}
