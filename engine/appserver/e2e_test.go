@@ -367,3 +367,56 @@ export default async function main() {
 	}
 	assert.Equal(t, []string{"prepared", "thread_started", "turn_started", "interrupt_requested", "held"}, slow)
 }
+
+// TestAnExecutorEditsItsWorktreeOnTheRealAppServer: the executor's thread works in its node's
+// worktree (the real Codex runs the model's shell command there), the user's checkout is left
+// alone, and crw.commit keeps the edit on the node's ref; the reviewer's thread works in a
+// checkout that holds the executor's pending work.
+func TestAnExecutorEditsItsWorktreeOnTheRealAppServer(t *testing.T) {
+	e := newE2E(t, "")
+	e.repo = enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
+	head := enginetest.Git(t, e.repo, "rev-parse", "HEAD")
+	e.mock.OwnPrompt("write the greeting",
+		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "printf 'hello from the executor\\n' > greeting.txt && pwd"}},
+		mockmodel.OwnerStep{Text: "wrote greeting.txt"})
+	e.mock.OwnPrompt("read the greeting",
+		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "cat greeting.txt"}},
+		mockmodel.OwnerStep{Text: "read it"})
+	res, rows := e.run(writeWorkflow(t, `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const build = await agent.call({ role: "executor", node: "greet", prompt: "write the greeting" });
+  const review = await agent.call({ role: "reviewer", node: "greet", prompt: "read the greeting" });
+  const kept = await crw.commit("greet", { message: "a greeting" });
+  return { build: build.output, review: review.output, ref: kept.ref, parent: kept.parent };
+}
+`), nil)
+	require.Equal(t, store.RunCompleted, res.Status, "%+v", res.Error)
+	var out struct{ Build, Review, Ref, Parent string }
+	require.NoError(t, json.Unmarshal(res.Result, &out))
+	assert.Equal(t, "wrote greeting.txt", out.Build)
+	assert.Equal(t, "read it", out.Review)
+	assert.Equal(t, head, out.Parent)
+	assert.Equal(t, "hello from the executor", enginetest.Git(t, e.repo, "show", out.Ref+":greeting.txt"))
+	_, err := os.Stat(filepath.Join(e.repo, "greeting.txt"))
+	assert.True(t, os.IsNotExist(err), "the user's checkout is left alone")
+
+	placed := enginetest.OfType(rows, journal.TypeWorkspacePlaced)
+	require.Len(t, placed, 2)
+	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
+	require.Len(t, threads, 2)
+	for i := range threads {
+		assert.Equal(t, placed[i].Workspace, threads[i].Cwd, "the host's thread works in the call's directory")
+	}
+	// The reviewer's command read the executor's file in its own checkout.
+	var saw bool
+	for _, r := range e.mock.Requests() {
+		for _, output := range r.Outputs {
+			if strings.Contains(r.Prompt, "read the greeting") && strings.Contains(output, "hello from the executor") {
+				saw = true
+			}
+		}
+	}
+	assert.True(t, saw, "the reviewer's checkout holds the executor's pending work")
+	assert.Equal(t, 1, strings.Count(enginetest.Git(t, e.repo, "worktree", "list", "--porcelain"), "worktree "))
+}

@@ -10,7 +10,7 @@ import (
 // OwnerStep is one model response of an owner thread: a call of a multi_agent_v1 tool, or
 // (without Tool) its final message.
 type OwnerStep struct {
-	Tool string         // spawn_agent, wait_agent, send_input, close_agent, ...
+	Tool string         // spawn_agent, wait_agent, send_input, close_agent, ..., or exec_command (a shell command)
 	Args map[string]any // the tool's arguments; a wait_agent without targets waits for every agent spawned so far
 	Text string         // the final message, in the final_answer phase
 }
@@ -87,8 +87,12 @@ func (s *Server) ownerStep(w http.ResponseWriter, req *Request, steps []OwnerSte
 	req.Answer = "owner:" + step.Tool
 	s.record(*req)
 	id := callID(len(outputs))
-	s.stream(w, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "namespace": "multi_agent_v1",
-		"name": step.Tool, "arguments": string(data), "status": "completed"})
+	call := map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "namespace": "multi_agent_v1",
+		"name": step.Tool, "arguments": string(data), "status": "completed"}
+	if step.Tool == "exec_command" {
+		delete(call, "namespace") // Codex's shell tool: {"cmd": ...}, run in the thread's cwd
+	}
+	s.stream(w, call)
 }
 
 func callID(step int) string { return fmt.Sprintf("call_owner_%d", step) }
