@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -17,7 +19,8 @@ import (
 type Answered struct {
 	Run      string `json:"run"`
 	Decision string `json:"decision"`
-	// Journaled: the answer is in the run's journal; else the run's live process takes it.
+	// Journaled: the answer is in the run's journal (a live process journaled it in time, or
+	// the command did); else the run's live process takes it when it can.
 	Journaled bool `json:"journaled"`
 	// PID is the process a resume started (0: none was).
 	PID int `json:"pid,omitempty"`
@@ -68,6 +71,9 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	if answered != nil {
 		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, answered.At.Format("2006-01-02 15:04:05Z"), orSomeone(answered.By))
 	}
+	if len(value) > MaxAnswer {
+		return nil, errs.New(errs.InvalidRequest, "--value: the answer is %d bytes long; the limit is %d", len(value), MaxAnswer)
+	}
 	v, err := schema.Compile(asked.Schema)
 	if err != nil {
 		return nil, errs.New(errs.IncompatibleSchema, "decision %q of run %s: its recorded schema: %v", id, run, err)
@@ -89,12 +95,12 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
 		return nil, err
 	} else if held {
-		return out, s.Store.PutAnswer(ctx, run, a)
+		return s.answerLive(ctx, out, a)
 	}
 	lease, err := s.Store.Acquire(ctx, run)
 	if errors.Is(err, store.ErrHeld) {
 		// A process took the run in the meantime: it takes the answer.
-		return out, s.Store.PutAnswer(ctx, run, a)
+		return s.answerLive(ctx, out, a)
 	}
 	if err != nil {
 		return nil, err
@@ -115,6 +121,58 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		out.PID = pid
 	}
 	return out, nil
+}
+
+// MaxAnswer bounds an answer's JSON.
+const MaxAnswer = runner.MaxAnswer
+
+// answerWait is how long an answer left for a live process waits to see it journaled.
+const answerWait = 10 * time.Second
+
+// answerLive leaves the answer for the run's live process and waits for it to be journaled:
+// it says whether this answer was the one taken (two answers at once: the process takes the
+// first, and the other is answered already).
+func (s *Service) answerLive(ctx context.Context, out *Answered, a store.Answer) (*Answered, error) {
+	if err := s.Store.PutAnswer(ctx, out.Run, a); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(answerWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return out, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+		sum, err := s.Store.Summary(ctx, out.Run)
+		if err != nil {
+			return out, nil
+		}
+		pending := false
+		for _, d := range sum.Decisions {
+			pending = pending || d.ID == out.Decision
+		}
+		if pending {
+			continue
+		}
+		var got *journal.Row
+		_ = s.Store.Rows(ctx, out.Run, 1, func(r *journal.Row) error {
+			if r.Type == journal.TypeDecisionAnswered && r.DecisionID == out.Decision && got == nil {
+				cp := *r
+				got = &cp
+			}
+			return nil
+		})
+		if got == nil {
+			continue
+		}
+		if got.By == a.By && sameJSON(got.Output, a.Value) {
+			out.Journaled = true
+			return out, nil
+		}
+		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already, by another answer (%s, by %s)",
+			out.Decision, out.Run, got.At.Format("2006-01-02 15:04:05Z"), orSomeone(got.By))
+	}
+	return out, nil // the process takes it when it can
 }
 
 func orSomeone(by string) string {

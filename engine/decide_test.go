@@ -129,7 +129,7 @@ export default async function main() {
 	}, 5*time.Second, 10*time.Millisecond)
 	got, err := svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
 	require.NoError(t, err)
-	assert.False(t, got.Journaled, "the live process journals it")
+	assert.True(t, got.Journaled, "the live process journaled it, and the command saw it")
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
@@ -137,4 +137,18 @@ export default async function main() {
 	require.NoError(t, err)
 	assert.Len(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), 1)
 	assert.Equal(t, 1, enginetest.Count(rows, "", journal.TypeStarted), "one process did it all")
+}
+
+// TestDecisionIdsOfTierStepsAreReserved: a workflow cannot ask a decision under a tier step's
+// id, which would answer (or decline) the step.
+func TestDecisionIdsOfTierStepsAreReserved(t *testing.T) {
+	t.Parallel()
+	res, _ := enginetest.Run(t, `import crw from "crw";
+const schema = { type: "object", properties: { approve: { type: "boolean" } }, required: ["approve"], additionalProperties: false };
+export default async function main() {
+  try { await crw.decide({ id: "tier-step/n/1", question: "q", schema }); return "asked"; } catch (e) { return e.code + ": " + e.message; }
+}
+`, "")
+	require.Equal(t, store.RunCompleted, res.Status)
+	assert.JSONEq(t, `"invalid_request: crw.decide: the id \"tier-step/n/1\" is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned"`, string(res.Result))
 }

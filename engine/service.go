@@ -183,6 +183,9 @@ func openRepo(ctx context.Context, opts CreateOptions) (*repoAt, error) {
 		}
 		return nil, nil
 	}
+	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
+		return nil, errs.New(errs.InvalidRequest, "--repo %s: not a folder", opts.Repo)
+	}
 	repo, err := workspace.Open(ctx, opts.Repo)
 	if errors.Is(err, workspace.ErrNotRepository) {
 		return nil, errs.New(errs.InvalidRequest, "--repo %s: not in a git checkout", opts.Repo)
@@ -196,7 +199,10 @@ func openRepo(ctx context.Context, opts CreateOptions) (*repoAt, error) {
 	}
 	commit, err := repo.Resolve(ctx, head)
 	if err != nil {
-		return nil, errs.New(errs.InvalidRequest, "--head %s: %v (a repository with no commit yet has no head to start from)", head, err)
+		if _, headErr := repo.Resolve(ctx, "HEAD"); headErr != nil {
+			return nil, errs.New(errs.InvalidRequest, "--head %s: %v: the repository has no commit yet, so no head to start from", head, err)
+		}
+		return nil, errs.New(errs.InvalidRequest, "--head %s: %v", head, err)
 	}
 	return &repoAt{Dir: repo.Dir, head: head, commit: commit}, nil
 }

@@ -388,3 +388,101 @@ export default async function main() {
 		assert.Contains(t, got["c2 read_role_wrote"], "a reviewer call changed its directory")
 	}
 }
+
+const buildDecideCommit = `import { agent } from "crw:agent";
+import crw from "crw";
+const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  await crw.decide({ id: "go", question: "commit?", schema: go });
+  return (await crw.commit("n", { message: "kept" })).tree;
+}
+`
+
+// TestAWorktreeIsMadeAgainFromTheJournal: a worktree deleted while its run waited, or one an
+// earlier process left half made before it recorded it, is made again: at the commit it is to be
+// at, with the tree the journal recorded.
+func TestAWorktreeIsMadeAgainFromTheJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	answers := `{"answers": [{"match": {"role": "executor"}, "turns": [{"text": "built", "files": {"src/a.txt": "a\n"}}]}]}`
+	for _, damage := range []string{"deleted", "half made"} {
+		repo := gitRepo(t, map[string]string{"README": "hello\n"})
+		svc, state := enginetest.LocalService(t)
+		wf := filepath.Join(t.TempDir(), "wf.js")
+		require.NoError(t, os.WriteFile(wf, []byte(buildDecideCommit), 0o644))
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+		require.NoError(t, err)
+		wt := filepath.Join(state, "flow", id, "worktrees", "n-n-a1")
+		if damage == "half made" {
+			// What a process killed between git's two steps leaves, before it recorded the row.
+			require.NoError(t, os.MkdirAll(filepath.Dir(wt), 0o700))
+			git(t, repo, "worktree", "add", "--detach", "--no-checkout", wt, "HEAD")
+		}
+		a, err := fake.ParseAnswers("a.json", []byte(answers))
+		require.NoError(t, err)
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+		require.NoError(t, err)
+		require.Equal(t, store.RunWaitingDecision, end.Status, "%s: %+v", damage, end.Error)
+		if damage == "deleted" {
+			require.NoError(t, os.RemoveAll(wt))
+		}
+		_, err = svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
+		require.NoError(t, err)
+		end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, end.Status, "%s: %+v", damage, end.Error)
+		ref := "refs/crw/flow/" + id + "/nodes/n"
+		assert.Equal(t, "README\nsrc", git(t, repo, "ls-tree", "--name-only", ref), damage)
+		assert.Equal(t, "a", show(t, repo, ref, "src/a.txt"), damage)
+		assert.Equal(t, 1, strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "), damage)
+	}
+}
+
+// TestAChangedWorktreeHoldsTheNodesNextCall: a worktree changed while no process of the run
+// watched it is not taken as the node's work: crw.commit throws restore_snapshot_mismatch and
+// the worktree is left as it is, for a person to look at.
+func TestAChangedWorktreeHoldsTheNodesNextCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, state := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(strings.Replace(buildDecideCommit,
+		`return (await crw.commit("n", { message: "kept" })).tree;`,
+		`try { await crw.commit("n", { message: "kept" }); return "committed"; } catch (e) { return e.code + "/" + e.reason; }`, 1)), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	wt := filepath.Join(state, "flow", id, "worktrees", "n-n-a1")
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "intruder.txt"), []byte("not the agent's\n"), 0o644))
+	_, err = svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `"revision_conflict/restore_snapshot_mismatch"`, string(end.Result))
+	assert.Empty(t, git(t, repo, "for-each-ref", "refs/crw/flow/"+id+"/nodes/"))
+}
+
+// TestCommitAfterATierStepIsRefused: the allocation a tier step gave up is not committed.
+func TestCommitAfterATierStepIsRefused(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	_, end, _ := runIn(t, svc, repo, `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  const build = await agent.call({ role: "executor", node: "n", prompt: "build", schema });
+  crw.tierStep("n", build);
+  try { await crw.commit("n", { message: "the lower tier's" }); return "committed"; } catch (e) { return e.code + ": " + e.message; }
+}
+`, `{"answers": [{"turns": [{"text": "no"}, {"text": "still no"}]}]}`, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var got string
+	enginetest.Decode(t, end, &got)
+	assert.Contains(t, got, `invalid_request: crw.commit: node "n" took a tier step`)
+}

@@ -110,6 +110,9 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 			e = &Row{}
 		}
 		s.Status, s.Ended, s.Result, s.Error = e.Status, e.At, e.Result, e.Error
+		if e.Status != "paused" && e.Status != "waiting_decision" {
+			s.Decisions = nil // a run that ended waits for nothing
+		}
 	case r.Type == TypeDecisionRequested && r.Decision != nil:
 		for _, d := range s.Decisions {
 			if d.ID == r.Decision.ID {

@@ -70,6 +70,10 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		n.mu.Unlock()
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q has executor call %s in flight: await it before committing its work", node, o.id)
 	}
+	if n.NextAlloc > n.Alloc {
+		n.mu.Unlock()
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q took a tier step: the work of its allocation %d is given up, and its next executor call builds anew; commit after that call", node, n.Alloc)
+	}
 	if why := r.restore(ctx, n, repo, false); why != "" {
 		n.mu.Unlock()
 		return nil, errs.Throw(errs.RevisionConflict, restoreReason(why), "crw.commit: %s", why)

@@ -17,8 +17,24 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// MaxDecisions bounds the decisions one run may ask.
-const MaxDecisions = 1000
+// MaxDecisions bounds the decisions one run may ask; MaxAnswer an answer's JSON.
+const (
+	MaxDecisions = 1000
+	MaxAnswer    = 1 << 20
+)
+
+// answered reports whether this process took an answer to id, or the journal has one.
+func (r *runner) answered(id string) bool {
+	if r.taken[id] {
+		return true
+	}
+	if r.h != nil {
+		if d := r.h.Decisions[id]; d != nil && d.Answer != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // errWaitingDecision is the cause of a process's end when its script waits for nothing but
 // decisions: the run is not over, and crw flow answer resumes it.
@@ -52,6 +68,9 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 	}
 	if len(r.asked) >= MaxDecisions {
 		return errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
+	}
+	if strings.HasPrefix(d.ID, "tier-step/") && r.stepAsks[d.ID] == nil {
+		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned", d.ID)
 	}
 	r.asked[d.ID] = true
 	if ask := r.stepAsks[d.ID]; ask != nil && (r.h == nil || r.h.Decisions[d.ID] == nil) {
@@ -172,7 +191,15 @@ func (r *runner) answer(a store.Answer) {
 		w = &waiting{settle: func(json.RawMessage, error) {}, validator: v}
 	}
 	if w == nil {
-		refuse("the run waits for no such decision")
+		if r.answered(a.ID) {
+			refuse("the decision was answered already")
+		} else {
+			refuse("the run waits for no such decision")
+		}
+		return
+	}
+	if len(a.Value) > MaxAnswer {
+		refuse(fmt.Sprintf("the answer is %d bytes long; the limit is %d", len(a.Value), MaxAnswer))
 		return
 	}
 	doc, _, err := schema.ParseAnswer(string(a.Value))
@@ -187,6 +214,7 @@ func (r *runner) answer(a store.Answer) {
 		return
 	}
 	delete(r.waiting, a.ID)
+	r.taken[a.ID] = true
 	value := canonical(doc)
 	if ask != nil {
 		ask.answered, ask.approve = true, approves(value)

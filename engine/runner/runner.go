@@ -96,6 +96,7 @@ type runner struct {
 	asked       map[string]bool
 	waiting     map[string]*waiting
 	stepAsks    map[string]*stepAsk // tier steps' decisions (--tier-steps ask)
+	taken       map[string]bool     // the decisions this process journaled an answer of
 	answersKick chan struct{}
 
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
@@ -291,7 +292,7 @@ func newRunner(cfg Config) *runner {
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
-		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, answersKick: make(chan struct{}, 1),
+		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, answersKick: make(chan struct{}, 1),
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	r.ws = newWorkspaces(r, cfg.Lease.Dir())

@@ -176,6 +176,11 @@ func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (plac
 			start = r.spec.HeadCommit
 		}
 		n.Alloc, n.Start, n.At, n.Tree, n.Path, n.restored = next, start, start, "", ws.attemptPath(n.Name, next), false
+		// No row records this allocation yet: what is at its path is an earlier process's,
+		// made before it could record it (a half-made worktree), and goes.
+		if err := repo.RemoveWorktree(ctx, n.Path); err != nil {
+			return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", n.Path, err)
+		}
 	}
 	if why := r.restore(ctx, n, repo, false); why != "" {
 		return nil, held(restoreReason(why), "%s", why)

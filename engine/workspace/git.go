@@ -36,6 +36,9 @@ type Repo struct {
 	GitDir string
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
+
+	mu     sync.Mutex
+	admins map[string]string // worktree → the admin folder git keeps for it in GitDir
 }
 
 // Find returns the top level of the git checkout around dir, or ErrNotRepository.
@@ -123,15 +126,23 @@ func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
+	r.mu.Lock()
+	delete(r.admins, path)
+	r.mu.Unlock()
 	err := r.locked(ctx, func() error {
-		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--detach", "--no-checkout", "--quiet", "--end-of-options", path, commit)
+		// --force: a worktree whose folder is gone (deleted by hand, or by a crash) is
+		// registered still, and is made again.
+		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--force", "--detach", "--no-checkout", "--quiet", "--end-of-options", path, commit)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = r.git(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD")
-	return err
+	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD"); err != nil {
+		_ = r.RemoveWorktree(ctx, path) // half made: nothing of it stays
+		return err
+	}
+	return nil
 }
 
 // RemoveWorktree removes the worktree at path, whatever it holds, and what git keeps of it.
@@ -152,6 +163,9 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 			}
 		}
 	}
+	r.mu.Lock()
+	delete(r.admins, path)
+	r.mu.Unlock()
 	return r.locked(ctx, func() error {
 		if _, err := r.git(ctx, r.Dir, nil, "worktree", "remove", "--force", "--force", path); err != nil {
 			// A folder git does not know as a worktree (its admin folder is gone).
@@ -208,6 +222,53 @@ func repoLock(gitDir string) *sync.Mutex {
 	return mu
 }
 
+// inWorktree runs git on the worktree at path through the admin folder the repository keeps
+// for it, never through path/.git: that file is in the agent's reach, and one that points at
+// another git directory would have crw's commands run that directory's config (its filters,
+// its hooks) or move the user's HEAD.
+func (r *Repo) inWorktree(ctx context.Context, path string, env []string, args ...string) (string, error) {
+	if path == r.Dir {
+		return r.git(ctx, path, env, args...)
+	}
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return "", err
+	}
+	return r.git(ctx, path, env, append([]string{"--git-dir=" + admin, "--work-tree=" + path}, args...)...)
+}
+
+// adminDir finds the admin folder of the worktree at path: the one of GitDir/worktrees whose
+// gitdir file names path/.git.
+func (r *Repo) adminDir(path string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.admins[path]; ok {
+		return a, nil
+	}
+	want := map[string]bool{filepath.Join(path, ".git"): true}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		want[filepath.Join(real, filepath.Base(path), ".git")] = true
+	}
+	root := filepath.Join(r.GitDir, "worktrees")
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(root, e.Name(), "gitdir"))
+		if err != nil || !want[strings.TrimSpace(string(data))] {
+			continue
+		}
+		if r.admins == nil {
+			r.admins = map[string]string{}
+		}
+		admin := filepath.Join(root, e.Name())
+		r.admins[path] = admin
+		return admin, nil
+	}
+	return "", fmt.Errorf("%s is no worktree of %s", path, r.Dir)
+}
+
 // Prune drops what git keeps of worktrees whose folders are gone.
 func (r *Repo) Prune(ctx context.Context) error {
 	return r.locked(ctx, func() error {
@@ -218,7 +279,7 @@ func (r *Repo) Prune(ctx context.Context) error {
 
 // Head returns the commit a worktree's HEAD is at.
 func (r *Repo) Head(ctx context.Context, path string) (string, error) {
-	out, err := r.git(ctx, path, nil, "rev-parse", "--verify", "HEAD")
+	out, err := r.inWorktree(ctx, path, nil, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return "", err
 	}
@@ -227,7 +288,7 @@ func (r *Repo) Head(ctx context.Context, path string) (string, error) {
 
 // SwapHead moves a worktree's own HEAD (detached) to value if it is at old.
 func (r *Repo) SwapHead(ctx context.Context, path, value, old string) error {
-	_, err := r.git(ctx, path, nil, "update-ref", "--no-deref", "-m", "crw", "HEAD", value, old)
+	_, err := r.inWorktree(ctx, path, nil, "update-ref", "--no-deref", "-m", "crw", "HEAD", value, old)
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "but expected") {
 		return fmt.Errorf("HEAD of %s: %w", path, ErrRefMoved)
@@ -241,17 +302,18 @@ func (r *Repo) SwapHead(ctx context.Context, path, value, old string) error {
 func (r *Repo) PendingTree(ctx context.Context, path string, keepIndex bool) (string, error) {
 	var env []string
 	if keepIndex {
-		index, err := r.git(ctx, path, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+		admin, err := r.adminDir(path)
 		if err != nil {
 			return "", err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(strings.TrimSpace(index)), "crw-index-*")
+		index := filepath.Join(admin, "index")
+		tmp, err := os.CreateTemp(admin, "crw-index-*")
 		if err != nil {
 			return "", err
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		if data, err := os.ReadFile(strings.TrimSpace(index)); err == nil {
+		if data, err := os.ReadFile(index); err == nil {
 			if err := os.WriteFile(tmp.Name(), data, 0o600); err != nil {
 				return "", err
 			}
@@ -260,10 +322,10 @@ func (r *Repo) PendingTree(ctx context.Context, path string, keepIndex bool) (st
 		}
 		env = []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	}
-	if _, err := r.git(ctx, path, env, "add", "--all", "--", "."); err != nil {
+	if _, err := r.inWorktree(ctx, path, env, "add", "--all", "--", "."); err != nil {
 		return "", err
 	}
-	out, err := r.git(ctx, path, env, "write-tree")
+	out, err := r.inWorktree(ctx, path, env, "write-tree")
 	if err != nil {
 		return "", err
 	}
@@ -332,15 +394,15 @@ func (r *Repo) CommitTree(ctx context.Context, tree, parent, message string, who
 // ResetTo puts the worktree at path to commit with tree checked out: its HEAD at commit, its
 // index and files exactly tree's (files git does not track are removed).
 func (r *Repo) ResetTo(ctx context.Context, path, commit, tree string) error {
-	if _, err := r.git(ctx, path, nil, "reset", "--quiet", "--hard", commit); err != nil {
+	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", commit); err != nil {
 		return err
 	}
 	if tree != "" {
-		if _, err := r.git(ctx, path, nil, "read-tree", "--reset", "-u", tree); err != nil {
+		if _, err := r.inWorktree(ctx, path, nil, "read-tree", "--reset", "-u", tree); err != nil {
 			return err
 		}
 	}
-	_, err := r.git(ctx, path, nil, "clean", "-f", "-f", "-d", "-x", "--quiet")
+	_, err := r.inWorktree(ctx, path, nil, "clean", "-f", "-f", "-d", "-x", "--quiet")
 	return err
 }
 
@@ -350,7 +412,7 @@ func (r *Repo) Status(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := r.git(ctx, path, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	out, err := r.inWorktree(ctx, path, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all")
 	if err != nil {
 		return "", err
 	}
@@ -373,8 +435,8 @@ func (r *Repo) Worktrees(ctx context.Context) ([]string, error) {
 }
 
 // Escape makes a node name one safe component of a ref and of a file name: letters, digits,
-// '-' and '_' stay, every other byte is %XX, and a long name is cut and given its hash, so two
-// nodes never share a component.
+// '-' and '_' stay, every other byte is %XX, and a name longer than 120 escaped bytes is cut
+// and given '+' and its hash, so two nodes share a component only if their hashes collide.
 func Escape(node string) string {
 	var b strings.Builder
 	for i := 0; i < len(node); i++ {
@@ -390,8 +452,9 @@ func Escape(node string) string {
 		return "%"
 	}
 	if len(s) > maxComponent {
+		// '+' is a byte escaping never keeps: no node's plain escape is a hashed one.
 		sum := sha256.Sum256([]byte(node))
-		s = s[:maxComponent-17] + "-" + hex.EncodeToString(sum[:8])
+		s = s[:maxComponent-17] + "+" + hex.EncodeToString(sum[:8])
 	}
 	return s
 }

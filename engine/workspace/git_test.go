@@ -196,3 +196,33 @@ func TestFindSaysWhenThereIsNoCheckout(t *testing.T) {
 	_, err := workspace.Find(context.Background(), t.TempDir())
 	assert.True(t, errors.Is(err, workspace.ErrNotRepository), "%v", err)
 }
+
+// TestAWorktreesGitFileIsNotTrusted: an agent that points its worktree's .git at a git
+// directory of its own (with a filter that runs a command) or at the user's checkout's gets
+// none of crw's commands run there: they go through the admin folder the repository keeps.
+func TestAWorktreesGitFileIsNotTrusted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktree(ctx, wt, head))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "b.txt"), []byte("b\n"), 0o644))
+	marker := filepath.Join(t.TempDir(), "pwned")
+	evil := filepath.Join(t.TempDir(), "evil")
+	git(t, t.TempDir(), "init", "-q", evil)
+	git(t, evil, "config", "filter.pwn.clean", "sh -c 'touch "+marker+"; cat'")
+	require.NoError(t, os.MkdirAll(filepath.Join(evil, ".git", "info"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(evil, ".git", "info", "attributes"), []byte("* filter=pwn\n"), 0o644))
+	for _, target := range []string{filepath.Join(evil, ".git"), repo.GitDir} {
+		require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+target+"\n"), 0o644))
+		got, err := repo.PendingTree(ctx, wt, false)
+		require.NoError(t, err)
+		_, statErr := os.Stat(marker)
+		assert.True(t, os.IsNotExist(statErr), "the agent's filter ran")
+		assert.Contains(t, git(t, wt+"/..", "--git-dir="+repo.GitDir, "ls-tree", "-r", "--name-only", got), "b.txt")
+		headNow, err := repo.Head(ctx, wt)
+		require.NoError(t, err)
+		assert.Equal(t, head, headNow)
+		assert.Equal(t, "main", git(t, repo.Dir, "rev-parse", "--abbrev-ref", "HEAD"), "the user's HEAD stays on its branch")
+	}
+}

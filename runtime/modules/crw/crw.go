@@ -176,6 +176,9 @@ func messageArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) string {
 	if len(text) > MaxMessage {
 		fail("message is %d bytes long; the limit is %d", len(text), MaxMessage)
 	}
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		fail("message holds a NUL byte at byte %d, which no commit message may", i)
+	}
 	return text
 }
 

@@ -137,6 +137,7 @@ func TestTierStepAndCommit(t *testing.T) {
 	attempt(() => crw.commit("solo", { message: "x", mesage: "typo" }));
 	attempt(() => crw.commit("solo", { message: "  " }));
 	attempt(() => crw.commit(7, { message: "x" }));
+	attempt(() => crw.commit("solo", { message: "a\u0000b" }));
 	const kept = await crw.commit("plan", { message: "again" });
 	got.push(JSON.stringify(kept) + (Object.isFrozen(kept) ? " frozen" : ""));
 	return got;`), host)
@@ -152,6 +153,7 @@ func TestTierStepAndCommit(t *testing.T) {
 		"invalid_request: crw.commit: unknown option \"mesage\" (crw.commit takes {message})",
 		"invalid_request: crw.commit: message must be a non-empty string",
 		"invalid_request: crw.commit: the first argument is the node, a string; got number",
+		"invalid_request: crw.commit: message holds a NUL byte at byte 1, which no commit message may",
 		"{\"message\":\"again\",\"node\":\"plan\"} frozen"]`, string(out))
 	assert.Equal(t, []string{"plan", "held", "plain"}, r.Host.TierSteps())
 	assert.Equal(t, [][2]string{{"plan", "the plan"}, {"solo", "a bare message"}, {"late", "too late"}, {"plan", "again"}}, r.Host.Commits())
