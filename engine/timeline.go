@@ -53,6 +53,9 @@ type Timeline struct {
 	Tokens      journal.Tokens    `json:"tokens"`
 	Escalations []journal.Row     `json:"escalations,omitempty"`
 	Warnings    []journal.Row     `json:"warnings,omitempty"`
+	// Steps are the run's workspace rows in order: commits (intent and result), tier steps and
+	// decisions asked and answered (docs/workspaces.md).
+	Steps []journal.Row `json:"steps,omitempty"`
 }
 
 // Timeline reads a run's timeline out of its journal, while a process holds it or not.
@@ -86,6 +89,8 @@ func Summarize(rows []journal.Row) Timeline {
 			s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error
 		case journal.TypeEscalation:
 			s.Escalations = append(s.Escalations, *row)
+		case journal.TypeCommitResult, journal.TypeTierStep, journal.TypeDecisionRequested, journal.TypeDecisionAnswered:
+			s.Steps = append(s.Steps, *row)
 		case journal.TypeWarning:
 			s.Warnings = append(s.Warnings, *row)
 		case journal.TypePrepared:

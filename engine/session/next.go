@@ -15,6 +15,8 @@ const (
 	StatePaused         = "paused"
 	StateEnded          = "ended"
 	StateStarting       = "starting" // no process has recorded its start yet
+	// StateWaitingDecision: the run waits for the answer to a decision (crw flow answer).
+	StateWaitingDecision = "waiting_decision"
 )
 
 // HostCall is the call the owner makes on its host for a step, with Codex's argument names.
@@ -51,6 +53,23 @@ type NextView struct {
 	// Warnings are what next noticed and recorded nothing of: an owner line that is not the
 	// run's.
 	Warnings []string `json:"warnings,omitempty"`
+	// Decisions are the decisions the run waits for (crw.decide, a tier step's).
+	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
+}
+
+// WithDecisions is v with the decisions the run waits for, and a hint that names how to
+// answer each.
+func (v NextView) WithDecisions(ds []journal.PendingDecision) NextView {
+	if len(ds) == 0 {
+		return v
+	}
+	v.Decisions = ds
+	var h []string
+	for _, d := range ds {
+		h = append(h, fmt.Sprintf("The run waits for the decision %s (%s): answer it with crw flow answer %s %s --value JSON.", d.ID, d.Question, v.Run, d.ID))
+	}
+	v.Hint = strings.TrimSpace(strings.Join(h, " ") + " " + v.Hint)
+	return v
 }
 
 // SpawnFormat is how a role's subagents are spawned: spawn_agent with the role's agent type and
@@ -151,7 +170,7 @@ func hint(v NextView, closing []string) string {
 	case waiting > 0:
 		h = append(h, "For each step make its host_call, then run its then command with the agent_id the host returned.")
 	}
-	if v.State != StateEnded && v.State != StatePaused {
+	if v.State != StateEnded && v.State != StatePaused && v.State != StateWaitingDecision {
 		targets := "the open subagents"
 		if len(v.Slots.Agents) > 0 {
 			targets = strings.Join(v.Slots.Agents, ", ")

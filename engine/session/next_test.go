@@ -305,3 +305,15 @@ func TestSpawnFormatsNameTheDecidedPartsOfEachRole(t *testing.T) {
 	assert.Equal(t, got, v.SpawnFormats)
 	assert.Equal(t, []session.SpawnFormat{}, session.Next("r1", session.StateRunning, "", nil, nil, 6, nil).SpawnFormats)
 }
+
+// TestNextNamesTheDecisionsARunWaitsFor: a run that waits for a decision says which, and how
+// to answer it, before anything else; it asks for no wait loop.
+func TestNextNamesTheDecisionsARunWaitsFor(t *testing.T) {
+	v := session.Next("r1", session.StateWaitingDecision, "", nil, nil, 6, nil).
+		WithDecisions([]journal.PendingDecision{{ID: "keep", Question: "Keep the change?"}})
+	assert.Equal(t, "waiting_decision", v.State)
+	assert.Equal(t, []journal.PendingDecision{{ID: "keep", Question: "Keep the change?"}}, v.Decisions)
+	assert.Equal(t, "The run waits for the decision keep (Keep the change?): answer it with crw flow answer r1 keep --value JSON.", v.Hint)
+	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
+	assert.Equal(t, running, running.WithDecisions(nil))
+}

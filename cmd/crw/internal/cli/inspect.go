@@ -186,6 +186,22 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 			for _, e := range s.Escalations {
 				fmt.Fprintf(w, "escalation %s by %s: %s\n", e.Reason, e.Call, e.Detail)
 			}
+			for _, st := range s.Steps {
+				switch st.Type {
+				case journal.TypeCommitResult:
+					if st.Reason != "" {
+						fmt.Fprintf(w, "commit of node %s: %s (%s)\n", st.Node, st.Reason, st.Detail)
+					} else {
+						fmt.Fprintf(w, "commit of node %s: %s on %s\n", st.Node, shortID(st.Commit), st.Ref)
+					}
+				case journal.TypeTierStep:
+					fmt.Fprintf(w, "tier step of node %s to %s on %s's null_model\n", st.Node, st.Role, st.Evidence)
+				case journal.TypeDecisionRequested:
+					fmt.Fprintf(w, "decision %s asked: %s\n", st.DecisionID, st.Question)
+				case journal.TypeDecisionAnswered:
+					fmt.Fprintf(w, "decision %s answered by %s: %s\n", st.DecisionID, dash(st.By), compact(st.Output))
+				}
+			}
 			fmt.Fprintf(w, "%d calls: %s; %d tokens", len(s.Calls), countsLine(s.Counts), s.Tokens.Total)
 			if s.Ended != nil {
 				fmt.Fprintf(w, "; %s", s.Ended.Sub(s.Started).Round(time.Millisecond))
@@ -286,4 +302,12 @@ func outsideState(g *globals, output string) error {
 		return errs.New(errs.InvalidRequest, "--output %s: inside the state folder %s, whose files only crw writes; write the trace elsewhere", output, root)
 	}
 	return nil
+}
+
+// shortID is a commit's first 12 hex digits.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

@@ -104,7 +104,7 @@ resumed, as crw flow resume RUN --detach does.`,
 				if first == "" {
 					first = view.State
 				}
-				if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || !time.Now().Before(deadline) {
+				if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline) {
 					printNext(g, streams, view)
 					handOutCloses(sr, view)
 					return nil
@@ -153,7 +153,7 @@ func touchSeen(dir string) {
 // ownerWarnings says when the owner's line in force is not the run's while the run goes on:
 // the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
 func ownerWarnings(g *globals, sr sessionRun, state string) []string {
-	if state == session.StateEnded || state == session.StatePaused {
+	if state == session.StateEnded || state == session.StatePaused || state == session.StateWaitingDecision {
 		return nil
 	}
 	owner := sr.spec.BackendOptions["owner"]
@@ -197,11 +197,13 @@ func nextView(sr sessionRun) (session.NextView, error) {
 		state = session.StateEnded
 	case st.State == store.StatePaused:
 		state = session.StatePaused
+	case st.State == store.StateWaitingDecision:
+		state = session.StateWaitingDecision
 	case st.State == store.StateRunning && st.LastSeq == 0:
 		state = session.StateStarting // its process has not published its start yet
 	}
 	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
-		session.SpawnFormats(agent.Roles, sr.spec.Roles)), nil
+		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions), nil
 }
 
 func printNext(g *globals, streams IO, v session.NextView) {
