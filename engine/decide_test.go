@@ -152,3 +152,28 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, res.Status)
 	assert.JSONEq(t, `"invalid_request: crw.decide: the id \"tier-step/n/1\" is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned"`, string(res.Result))
 }
+
+// TestAnAnswerThatCannotResumeWritesNothing: a run whose recorded TMPDIR is gone refuses an
+// answer that is to resume it (run_env_unusable): nothing is appended, and the same answer is
+// taken once the folder is made again.
+func TestAnAnswerThatCannotResumeWritesNothing(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	require.NoError(t, os.Mkdir(tmp, 0o700))
+	t.Setenv("TMPDIR", tmp)
+	ctx := context.Background()
+	svc, id := newDecideRun(t)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	require.NoError(t, os.Remove(tmp))
+	_, err = svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": true}`), "uid 1", true)
+	require.Error(t, err)
+	assert.Equal(t, errs.RunEnvUnusable, errs.CodeOf(err), "%v", err)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, enginetest.OfType(rows, journal.TypeDecisionAnswered))
+	require.NoError(t, os.Mkdir(tmp, 0o700))
+	got, err := svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": true}`), "uid 1", false)
+	require.NoError(t, err)
+	assert.True(t, got.Journaled)
+}

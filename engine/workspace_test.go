@@ -486,3 +486,61 @@ export default async function main() {
 	enginetest.Decode(t, end, &got)
 	assert.Contains(t, got, `invalid_request: crw.commit: node "n" took a tier step`)
 }
+
+// TestKeepWorktreesLeavesThemInPlace: --keep-worktrees leaves an ended run's worktrees where
+// they are, for a person to look at; without it they are gone.
+func TestKeepWorktreesLeavesThemInPlace(t *testing.T) {
+	t.Parallel()
+	script := `import { agent } from "crw:agent";
+export default async function main() {
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  return "done";
+}
+`
+	for _, keep := range []bool{true, false} {
+		repo := gitRepo(t, map[string]string{"README": "hello\n"})
+		svc, state := enginetest.LocalService(t)
+		id, end, _ := runIn(t, svc, repo, script, `{"answers": [{"turns": [{"text": "ok", "files": {"a.txt": "a\n"}}]}]}`,
+			func(o *engine.CreateOptions) { o.KeepWorktrees = keep })
+		require.Equal(t, store.RunCompleted, end.Status)
+		wt := filepath.Join(state, "flow", id, "worktrees", "n-n-a1")
+		_, err := os.Stat(filepath.Join(wt, "a.txt"))
+		if keep {
+			assert.NoError(t, err, "the worktree is kept, with the executor's file")
+			assert.Equal(t, 2, strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "))
+		} else {
+			assert.True(t, os.IsNotExist(err))
+			assert.Equal(t, 1, strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "))
+		}
+	}
+}
+
+// TestANewAllocationSupersedesTheOldOnesCalls: a tier step's new allocation interrupts the
+// calls still in flight on the node's old one: they end superseded / superseded_by_attempt.
+func TestANewAllocationSupersedesTheOldOnesCalls(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	_, end, rows := runIn(t, svc, repo, `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  const slow = agent.call({ role: "executor", node: "n", prompt: "slow", schema });
+  const failed = await agent.call({ role: "executor", node: "n", prompt: "fails", schema });
+  crw.tierStep("n", failed);
+  const stronger = await agent.call({ role: "executor", node: "n", prompt: "again", schema });
+  const old = await slow;
+  return [failed.status, stronger.status, stronger.meta.role, old.status, old.reason];
+}
+`, `{"answers": [
+  {"match": {"call": 1}, "turns": [{"json": {"ok": true}, "delay_ms": 5000}]},
+  {"match": {"call": 2}, "turns": [{"text": "no"}, {"text": "no"}]},
+  {"match": {"call": 3}, "turns": [{"json": {"ok": true}}]}
+]}`, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["null_model", "completed", "executor-t1", "superseded", "superseded_by_attempt"]`, string(end.Result))
+	interrupts := enginetest.OfType(rows, journal.TypeInterruptRequested)
+	require.Len(t, interrupts, 1)
+	assert.Equal(t, "c1", interrupts[0].Call)
+	assert.Equal(t, "superseded_by_attempt", interrupts[0].Reason)
+}
