@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -543,4 +544,76 @@ export default async function main() {
 	require.Len(t, interrupts, 1)
 	assert.Equal(t, "c1", interrupts[0].Call)
 	assert.Equal(t, "superseded_by_attempt", interrupts[0].Reason)
+}
+
+// TestAShadowReplaysCommitsAndCommitsNothing: a shadow replay of a run that committed, stepped a
+// tier and took a decision gives the script the recorded results, reports no difference, and
+// moves no ref; a changed script that commits another node is told so.
+func TestAShadowReplaysCommitsAndCommitsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	id, end, _ := runIn(t, svc, repo, tierStepWorkflow, tierStepAnswers, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	refs := git(t, repo, "for-each-ref")
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(tierStepWorkflow), 0o644))
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "%+v", rep)
+	assert.Equal(t, store.RunCompleted, rep.Status)
+	assert.JSONEq(t, string(end.Result), string(rep.Result))
+	assert.Equal(t, refs, git(t, repo, "for-each-ref"), "a shadow moves no ref")
+
+	changed := filepath.Join(t.TempDir(), "changed.js")
+	require.NoError(t, os.WriteFile(changed, []byte(strings.Replace(tierStepWorkflow, `crw.commit("f"`, `crw.commit("g"`, 1)), 0o644))
+	rep, err = svc.Shadow(ctx, id, shadow.Options{Script: changed})
+	require.NoError(t, err)
+	assert.Equal(t, store.RunFailed, rep.Status)
+	require.NotNil(t, rep.Error)
+	assert.Contains(t, rep.Error.Message, `crw.commit #1 of node "g": the recorded run has no such commit`)
+}
+
+// TestARefusedCommitReplaysRefused: a crw.commit the worktrees' state refused (no executor of
+// the node had run) is recorded, so the resumed process, whose node has a worktree by then,
+// refuses it again rather than committing, and the next commit takes its own place.
+func TestARefusedCommitReplaysRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  let early;
+  try { await crw.commit("n", { message: "too early" }); early = "committed"; } catch (e) { early = e.code; }
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  await crw.decide({ id: "go", question: "commit?", schema: go });
+  const kept = await crw.commit("n", { message: "kept" });
+  return [early, kept.message];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"turns": [{"text": "ok", "files": {"a.txt": "a\n"}}]}]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	_, err = svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["invalid_request", "kept"]`, string(end.Result))
+	assert.Equal(t, "2", git(t, repo, "rev-list", "--count", "refs/crw/flow/"+id+"/nodes/n"), "one commit on the head")
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	intents := enginetest.OfType(rows, journal.TypeCommitIntent)
+	require.Len(t, intents, 2)
+	assert.Equal(t, "invalid_request", intents[0].Status)
+	assert.Contains(t, intents[0].Detail, `node "n" has no worktree`)
 }

@@ -29,11 +29,19 @@ type CommitResult struct {
 // after; a replay gives the recorded result and commits nothing, and an intent whose result
 // was not recorded is finished from the intent alone (its commit is the same object again).
 func (r *runner) Commit(node, message string) (json.RawMessage, error) {
-	k := r.commits
-	r.commits++
+	// What the script's order alone decides is thrown without a record: a replay decides it
+	// the same way at the same place.
 	if err := context.Cause(r.ctx); err != nil {
 		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the run is stopping: %v", err)
 	}
+	if !r.ws.has() {
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
+	}
+	if holder, held := r.toldHolds[node]; held {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	}
+	k := r.commits
+	r.commits++
 	if r.h != nil && k < len(r.h.Commits) {
 		rec := r.h.Commits[k]
 		if rec.Intent.Node != node || rec.Intent.Message != message {
@@ -44,39 +52,42 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
 		}
-		if rec.Result != nil {
+		if rec.Intent.Status != "" || rec.Result != nil {
 			return CommitOutcome(rec.Intent, rec.Result)
 		}
 		return r.applyCommit(rec.Intent)
 	}
-	if !r.ws.has() {
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
-	}
-	if holder, held := r.toldHolds[node]; held {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	// What the worktrees' state decides is recorded, refusals too (an intent with the error
+	// and no result): a replay, whose worktrees are as the run left them, gives the same.
+	refuse := func(code errs.Code, reason, format string, args ...any) (json.RawMessage, error) {
+		row := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Message: message, Status: string(code), Reason: reason,
+			Detail: "crw.commit: " + fmt.Sprintf(format, args...)}
+		r.j.Append(row)
+		r.flushSoon()
+		return CommitOutcome(row, nil)
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	repo, err := r.ws.open(ctx)
 	if err != nil {
-		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: %v", err)
+		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%v", err)
 	}
 	n := r.ws.node(node)
 	n.mu.Lock()
 	if n.Alloc == 0 {
 		n.mu.Unlock()
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q has no worktree: no executor call of it has run", node)
+		return refuse(errs.InvalidRequest, "", "node %q has no worktree: no executor call of it has run", node)
 	}
 	for o := range n.open {
 		n.mu.Unlock()
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q has executor call %s in flight: await it before committing its work", node, o.id)
+		return refuse(errs.InvalidRequest, "", "node %q has executor call %s in flight: await it before committing its work", node, o.id)
 	}
 	if n.NextAlloc > n.Alloc {
 		n.mu.Unlock()
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: node %q took a tier step: the work of its allocation %d is given up, and its next executor call builds anew; commit after that call", node, n.Alloc)
+		return refuse(errs.InvalidRequest, "", "node %q took a tier step: the work of its allocation %d is given up, and its next executor call builds anew; commit after that call", node, n.Alloc)
 	}
 	if why := r.restore(ctx, n, repo, false); why != "" {
 		n.mu.Unlock()
-		return nil, errs.Throw(errs.RevisionConflict, restoreReason(why), "crw.commit: %s", why)
+		return refuse(errs.RevisionConflict, restoreReason(why), "%s", why)
 	}
 	tree, err := repo.PendingTree(ctx, n.Path, false)
 	var head string
@@ -85,7 +96,7 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	}
 	if err != nil {
 		n.mu.Unlock()
-		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: its worktree cannot be read: %v", node, err)
+		return refuse(errs.CapabilityUnavailable, "worktree_failed", "node %q: its worktree cannot be read: %v", node, err)
 	}
 	name, email := repo.Author(ctx)
 	intent := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(r.id, node), Alloc: n.Alloc, Tree: tree,
@@ -162,6 +173,10 @@ func commitMessage(m string) string {
 // CommitOutcome is what crw.commit gives the script for a recorded intent and result: the
 // same on every replay.
 func CommitOutcome(intent, res *journal.Row) (json.RawMessage, error) {
+	if intent.Status != "" {
+		// A refusal the run recorded: the same error on every replay.
+		return nil, errs.Throw(errs.Code(intent.Status), intent.Reason, "%s", intent.Detail)
+	}
 	if res.Reason != "" {
 		return nil, errs.Throw(errs.RevisionConflict, res.Reason, "crw.commit: node %q: %s", intent.Node, res.Detail)
 	}

@@ -171,13 +171,16 @@ func (s *host) Log(level, message string) { runner.WriteConsole(s.log, level, me
 // Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
 // shadow commits nothing.
 func (s *host) Commit(node, message string) (json.RawMessage, error) {
+	if _, held := s.h.Holds[node]; held {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold", node)
+	}
 	k := s.commits
 	s.commits++
 	if k >= len(s.h.Commits) || s.h.Commits[k].Intent.Node != node {
 		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing", k+1, node)
 	}
 	rec := s.h.Commits[k]
-	if rec.Result == nil {
+	if rec.Result == nil && rec.Intent.Status == "" {
 		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run did not record its result", k+1, node)
 	}
 	return runner.CommitOutcome(rec.Intent, rec.Result)
@@ -187,6 +190,20 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	if _, held := s.h.Holds[node]; held {
 		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
+	}
+	// The runner's checks, against the record: a refused step takes no place among the steps.
+	e := s.h.ByID[evidence]
+	switch {
+	case e == nil || e.EndType == "":
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of the recorded run", evidence)
+	case e.Node != node:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.Node, node)
+	case !replay.Writes(e.Role):
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.Role)
+	case e.EndType != journal.TypeNullModel:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, journal.StatusOf(e.EndType))
+	case s.tiers[node] >= 1:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
 	}
 	k := s.tierSteps
 	if k >= len(s.h.TierSteps) || s.h.TierSteps[k].Node != node {
