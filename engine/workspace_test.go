@@ -617,3 +617,48 @@ export default async function main() {
 	assert.Equal(t, "invalid_request", intents[0].Status)
 	assert.Contains(t, intents[0].Detail, `node "n" has no worktree`)
 }
+
+// TestAStepThatWaitsHoldsTheNextExecutor: under --tier-steps ask, an executor call of the
+// node made before the step's decision is answered ends held missing_step_decision, sending
+// nothing; once the owner declines, the next one is refused policy_refused.
+func TestAStepThatWaitsHoldsTheNextExecutor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+const wait = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  const build = await agent.call({ role: "executor", node: "n", prompt: "build", schema });
+  const step = crw.tierStep("n", build);
+  const early = await agent.call({ role: "executor", node: "n", prompt: "too early", schema });
+  await crw.decide({ id: "later", question: "go on?", schema: wait });
+  const late = await agent.call({ role: "executor", node: "n", prompt: "after the answer", schema });
+  return [step.decision, early.status, early.reason, late.status, late.reason];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo, TierSteps: "ask"})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"call": 1}, "turns": [{"text": "no"}, {"text": "no"}]}]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	early := enginetest.Terminal(t, rows, "c2")
+	assert.Equal(t, "missing_step_decision", early.Reason)
+	assert.Contains(t, early.Detail, "crw flow answer "+id+" tier-step/n/1")
+	assert.Equal(t, []string{"prepared", "held"}, enginetest.Types(enginetest.CallRows(rows, "c2")), "nothing was sent")
+	_, err = svc.Answer(ctx, id, "tier-step/n/1", []byte(`{"approve": false}`), "t", false)
+	require.NoError(t, err)
+	_, err = svc.Answer(ctx, id, "later", []byte(`{"go": true}`), "t", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["tier-step/n/1", "held", "missing_step_decision", "refused", "policy_refused"]`, string(end.Result))
+}

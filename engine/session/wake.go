@@ -161,6 +161,9 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 		row.Detail = "the run reads the owner's subagents through a private app server, which never starts turns on the owner's thread: the owner polls crw flow next"
 	default:
 		if err := waker.Wake(ctx, b.cfg.Owner, wakeText(b.cfg.Run, markers)); err != nil {
+			if ctx.Err() != nil {
+				return // cut short by this process's own end: nothing failed, and a resume wakes again
+			}
 			row.Reason, row.Detail = "wake_failed", err.Error()
 		} else {
 			staged = true
