@@ -82,7 +82,12 @@ type Backend struct {
 	closing map[StepFile]bool      // close steps published, until the host shows their subagent closed
 	closed  context.Context        // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
-	done    chan struct{}
+	// The calls' Run loops under way, which Close waits for.
+	runsMu     sync.Mutex
+	runs       int
+	runsClosed bool
+	drained    chan struct{}
+	done       chan struct{}
 }
 
 // New starts a session backend: it answers the inbox until Close.
@@ -122,6 +127,23 @@ func (b *Backend) Name() string { return Name }
 func (b *Backend) Close() error {
 	b.stop()
 	<-b.done
+	// The calls' loops see the backend closed at their next poll; one in the middle of writing
+	// a step finishes it first. Waited for a while, so nothing writes in the run's folder once
+	// Close returns; a loop blocked on the host is let go by the host's Close.
+	b.runsMu.Lock()
+	b.runsClosed = true
+	var drained chan struct{}
+	if b.runs > 0 {
+		drained = make(chan struct{})
+		b.drained = drained
+	}
+	b.runsMu.Unlock()
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second):
+		}
+	}
 	return b.cfg.Host.Close()
 }
 
@@ -196,6 +218,21 @@ func (b *Backend) route(r Report) {
 
 // Run implements backend.Backend: publish, bind, harvest.
 func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	b.runsMu.Lock()
+	if b.runsClosed {
+		b.runsMu.Unlock()
+		return closedOutcome()
+	}
+	b.runs++
+	b.runsMu.Unlock()
+	defer func() {
+		b.runsMu.Lock()
+		if b.runs--; b.runs == 0 && b.drained != nil {
+			close(b.drained)
+			b.drained = nil
+		}
+		b.runsMu.Unlock()
+	}()
 	// The attempt is the one the step was published under, else the bound subagent's (a
 	// repair on it), else the first above every earlier generation's (a paused call run again).
 	attempt := t.Call.StepAttempts + 1
