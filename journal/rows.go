@@ -23,6 +23,9 @@ const (
 	TypeTierStep          = "tier_step"
 	TypeDecisionRequested = "decision_requested"
 	TypeDecisionAnswered  = "decision_answered"
+	// TypeEffectReconciled: an operator's verdict on a call that ended unknown (crw flow
+	// recover): applied or not_applied. The call's own rows stay as they are.
+	TypeEffectReconciled = "effect_reconciled"
 
 	// Call rows: intents first, then exactly one terminal row.
 	TypePrepared           = "prepared"
@@ -71,7 +74,7 @@ func StatusOf(t string) CallStatus {
 func IsKnownType(t string) bool {
 	switch t {
 	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning,
-		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered,
+		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered, TypeEffectReconciled,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted,
 		TypeWorkspacePlaced:
 		return true
@@ -262,6 +265,11 @@ type Row struct {
 	Question   string          `json:"question,omitempty"`
 	Schema     json.RawMessage `json:"schema,omitempty"`
 	By         string          `json:"by,omitempty"`
+	// effect_reconciled: the call whose unknown outcome it decides, the verdict (applied,
+	// not_applied), and for applied the output seen (Output) and its digest.
+	Effect       string `json:"effect,omitempty"`
+	Verdict      string `json:"verdict,omitempty"`
+	OutputDigest string `json:"output_digest,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

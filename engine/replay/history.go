@@ -171,6 +171,8 @@ type History struct {
 	TierSteps     []*journal.Row
 	Decisions     map[string]*Decision
 	DecisionOrder []string
+	// Reconciled are the operators' verdicts on unknown outcomes, by call.
+	Reconciled map[string]*journal.Row
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
@@ -241,7 +243,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {

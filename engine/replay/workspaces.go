@@ -80,6 +80,17 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 			d.Call = &Call{ID: "decision:" + row.DecisionID, EndType: row.Type, EndSeq: row.Seq, Decision: true}
 			h.Order = append(h.Order, d.Call)
 		}
+	case journal.TypeEffectReconciled:
+		r := own()
+		if _, done := h.Reconciled[r.Effect]; !done {
+			h.Reconciled[r.Effect] = r
+			// The verdict releases the node's recovery hold for the calls after it.
+			for node, holder := range h.Holds {
+				if holder == r.Effect {
+					delete(h.Holds, node)
+				}
+			}
+		}
 	default:
 		return false
 	}

@@ -160,6 +160,7 @@ func (r *runner) takeAnswers() {
 	for _, ask := range r.stepAsks {
 		idle = idle && ask.answered
 	}
+	idle = idle && len(r.holds) == 0 // a verdict on an unknown outcome may come too
 	r.mu.Unlock()
 	if idle {
 		return
@@ -175,6 +176,10 @@ func (r *runner) takeAnswers() {
 }
 
 func (r *runner) answer(a store.Answer) {
+	if call, ok := strings.CutPrefix(a.ID, EffectPrefix); ok {
+		r.reconcile(call, a)
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.waiting[a.ID]

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/errs"
+)
+
+func newCmdRecover(g *globals, streams IO) *cobra.Command {
+	var applied, notApplied bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "recover RUN CALL (--applied [--output JSON|@FILE] | --not-applied)",
+		Short: "Give the verdict on a call whose outcome is unknown, and release its node's recovery hold",
+		Long: `A call whose turn was sent and whose answer was lost ends unknown, and its node is held: every
+later call of the node ends held recovery_hold, sending nothing. Verify in the host whether the
+turn ran (crw flow effects says what to verify and where), then give the verdict:
+
+  --not-applied   it did not run: the node's next call may send again
+  --applied       it ran: the node's next calls run too; --output records what it answered
+
+The unknown call's rows are not changed, and it stays unknown for the workflow. The verdict is
+journaled (effect_reconciled); a run whose process is live takes it itself. Resume a run no
+process holds with crw flow resume. Exit status 2, with nothing written, without a verdict or
+for a call that did not end unknown.`,
+		Example: `  crw flow effects RUN
+  crw flow recover RUN c3 --not-applied && crw flow resume RUN
+  crw flow recover RUN c3 --applied --output @answer.json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
+			v := runner.Verdict{}
+			switch {
+			case applied && notApplied:
+				return errs.New(errs.InvalidRequest, "recover: --applied and --not-applied exclude each other")
+			case applied:
+				v.Verdict = runner.VerdictApplied
+			case notApplied:
+				v.Verdict = runner.VerdictNotApplied
+			}
+			if cmd.Flags().Changed("output") {
+				data, err := readValue(output, streams)
+				if err != nil {
+					return err
+				}
+				v.Output = data
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			out, err := svc.Recover(cmd.Context(), args[0], args[1], v, answerer())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, out)
+				return nil
+			}
+			if out.Journaled {
+				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s is released for the calls after it\n", out.Call, out.Verdict, out.Node)
+			} else {
+				fmt.Fprintf(streams.Out, "call %s: the verdict %s is left for the run's live process\n", out.Call, out.Verdict)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&applied, "applied", false, "the effect happened")
+	cmd.Flags().BoolVar(&notApplied, "not-applied", false, "the effect did not happen")
+	cmd.Flags().StringVar(&output, "output", "", "with --applied: what the call answered, JSON or @FILE")
+	return cmd
+}
+
+func newCmdEffects(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "effects [RUN]",
+		Short: "List the effects whose outcome is unknown: what to verify, where, and how to reconcile each",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			effects, err := svc.Effects(cmd.Context(), args...)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, map[string]any{"effects": effects})
+				return nil
+			}
+			if len(effects) == 0 {
+				fmt.Fprintln(streams.Out, "no unresolved effect")
+				return nil
+			}
+			for _, e := range effects {
+				fmt.Fprintf(streams.Out, "run %s  %s %s  node %s  %s\n  verify %s\n  then   %s\n", e.Run, e.Kind, dash(e.Call), e.Node, dash(e.Reason), e.Verify, e.Then)
+			}
+			return nil
+		},
+	}
+}
