@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -98,6 +99,55 @@ func newCmdEffects(g *globals, streams IO) *cobra.Command {
 			}
 			for _, e := range effects {
 				fmt.Fprintf(streams.Out, "run %s  %s %s  node %s  %s\n  verify %s\n  then   %s\n", e.Run, e.Kind, dash(e.Call), e.Node, dash(e.Reason), e.Verify, e.Then)
+			}
+			return nil
+		},
+	}
+}
+
+func newCmdInspect(g *globals, streams IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect RUN",
+		Short: "A run's diagnosis: where it stands, what holds it, what it waits for, and what to do next",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runID = args[0]
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			in, err := svc.Inspect(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, in)
+				return nil
+			}
+			w := streams.Out
+			st := in.Status
+			fmt.Fprintf(w, "run       %s\nstate     %s\n", st.Run, st.State)
+			if st.Status != "" {
+				fmt.Fprintf(w, "status    %s\n", st.Status)
+			}
+			fmt.Fprintf(w, "calls     %s\n", countsLine(st.Calls))
+			if len(in.InFlight) > 0 {
+				fmt.Fprintf(w, "open      %s\n", strings.Join(in.InFlight, ", "))
+			}
+			for _, h := range in.Held {
+				fmt.Fprintf(w, "held      node %s, by call %s (unknown outcome)\n", h.Node, h.Call)
+			}
+			for _, d := range st.Decisions {
+				fmt.Fprintf(w, "decision  %s: %s\n", d.ID, d.Question)
+			}
+			if st.Error != nil {
+				fmt.Fprintf(w, "error     %s: %s\n", dash(st.Error.Code), st.Error.Message)
+			}
+			if in.Log != "" {
+				fmt.Fprintf(w, "log       %s\n", in.Log)
+			}
+			for _, n := range in.Next {
+				fmt.Fprintf(w, "next      %s\n", n)
 			}
 			return nil
 		},

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// Inspection is a run's diagnosis in one read: where it stands, what holds it, what is in
+// flight, what it waits for, its last error, and what to do next.
+type Inspection struct {
+	Status *store.Status `json:"status"`
+	// Held are the nodes a call with an unknown outcome holds (recovery_hold).
+	Held []HeldNode `json:"held"`
+	// InFlight are the calls with no outcome in their newest generation.
+	InFlight []string `json:"in_flight"`
+	Effects  []Effect `json:"effects"`
+	// Log is where the run's errors are told in full (crw.log in its folder).
+	Log string `json:"log"`
+	// Next are the commands that move the run on, most pressing first.
+	Next []string `json:"next"`
+}
+
+// HeldNode is a node in recovery hold and the call that holds it.
+type HeldNode struct {
+	Node string `json:"node"`
+	Call string `json:"call"`
+}
+
+// Inspect diagnoses a run, while a process holds it or not.
+func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) {
+	st, err := s.Status(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Rows(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: effectsOf(run, rows), Next: []string{}}
+	if in.Effects == nil {
+		in.Effects = []Effect{}
+	}
+	if l := s.Store.Log(run); l != nil {
+		in.Log = l.Name()
+	}
+	open := map[string]bool{}
+	var order []string
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.Type == journal.TypePrepared:
+			if !open[r.Call] {
+				order = append(order, r.Call)
+			}
+			open[r.Call] = true
+		case journal.IsTerminal(r.Type):
+			open[r.Call] = false
+		}
+	}
+	for _, id := range order {
+		if open[id] {
+			in.InFlight = append(in.InFlight, id)
+		}
+	}
+	for _, e := range in.Effects {
+		if e.Kind == "call" {
+			in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
+		}
+	}
+	for _, e := range in.Effects {
+		in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))
+	}
+	for _, d := range st.Decisions {
+		in.Next = append(in.Next, fmt.Sprintf("answer the decision %s (%s): crw flow answer %s %s --value JSON", d.ID, d.Question, run, d.ID))
+	}
+	switch st.State {
+	case store.StateCrashed:
+		in.Next = append(in.Next, "no process holds the run and it has not ended: crw flow resume "+run)
+	case store.StatePaused:
+		in.Next = append(in.Next, "a usage or rate limit paused it: once the limit has passed, crw flow resume "+run)
+	case store.StateRunning:
+		in.Next = append(in.Next, "its process works on it: crw flow follow "+run)
+	case store.StateEnded:
+		if len(in.Next) == 0 {
+			in.Next = append(in.Next, "the run has ended ("+string(st.Status)+"): crw flow show "+run+" tells how")
+		}
+	}
+	return in, nil
+}
