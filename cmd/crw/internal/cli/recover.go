@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -152,4 +153,41 @@ func newCmdInspect(g *globals, streams IO) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newCmdAudit(g *globals, streams IO) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "audit [RUN]",
+		Short: "The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete, dispatched): who, when, and how each ended",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			run := ""
+			if len(args) == 1 {
+				run = args[0]
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			entries, err := svc.AuditLog(cmd.Context(), run, limit)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(streams.Out, map[string]any{"audit": entries})
+				return nil
+			}
+			for _, e := range entries {
+				fmt.Fprintf(streams.Out, "%s  %-10s %-22s %-12s %s", e.At.Format(time.RFC3339), e.Op, dash(e.Run), e.Who, e.Result)
+				if e.Detail != "" && e.Result != "ok" {
+					fmt.Fprintf(streams.Out, ": %s", e.Detail)
+				}
+				fmt.Fprintln(streams.Out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "the newest N entries")
+	return cmd
 }

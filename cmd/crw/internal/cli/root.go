@@ -140,7 +140,17 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	streams.Out = out
 	root := newRoot(g, streams)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
+	if cmd != nil && engine.Audited[cmd.Name()] && cmd.Parent() != nil && cmd.Parent().Name() == "flow" && g.store != nil {
+		// The mutation is recorded, however it ended.
+		result, detail := engine.AuditResult(err)
+		var printed errPrinted
+		if errors.As(err, &printed) {
+			result, detail = "failed", fmt.Sprintf("exit %d", printed.code)
+		}
+		svc := &engine.Service{Store: g.store}
+		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: g.runID, Who: answerer(), Result: result, Detail: detail})
+	}
 	var printed errPrinted
 	if out.err != nil {
 		// What the command wrote never reached its reader: unless it failed with a coded
@@ -217,7 +227,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
 	flow.AddCommand(newCmdRun(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
-		newCmdCancel(g, streams), newCmdAnswer(g, streams), newCmdRecover(g, streams), newCmdEffects(g, streams), newCmdInspect(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
+		newCmdCancel(g, streams), newCmdAnswer(g, streams), newCmdRecover(g, streams), newCmdEffects(g, streams), newCmdInspect(g, streams), newCmdAudit(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
 		newCmdShadow(g, streams), newCmdDelete(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
