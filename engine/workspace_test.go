@@ -466,6 +466,9 @@ func TestAChangedWorktreeHoldsTheNodesNextCall(t *testing.T) {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"revision_conflict/restore_snapshot_mismatch"`, string(end.Result))
 	assert.Empty(t, git(t, repo, "for-each-ref", "refs/crw/flow/"+id+"/nodes/"))
+	data, err := os.ReadFile(filepath.Join(wt, "intruder.txt"))
+	require.NoError(t, err, "the worktree is left as it was found, for a person to look at")
+	assert.Equal(t, "not the agent's\n", string(data))
 }
 
 // TestCommitAfterATierStepIsRefused: the allocation a tier step gave up is not committed.
@@ -661,4 +664,36 @@ export default async function main() {
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["tier-step/n/1", "held", "missing_step_decision", "refused", "policy_refused"]`, string(end.Result))
+}
+
+// TestAFileRewrittenInTheIndexsSecondIsSeen: an executor that rewrites a file with one of the
+// same size in the second crw.commit last wrote the worktree's index: the reviewer's checkout
+// and the executor's recorded tree hold the new content (git's racy-index check is kept).
+func TestAFileRewrittenInTheIndexsSecondIsSeen(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	_, end, rows := runIn(t, svc, repo, `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "a", prompt: "one" });
+  await crw.commit("a", { message: "one" });
+  await agent.call({ role: "executor", node: "a", prompt: "two" });
+  await agent.call({ role: "explorer", node: "wait", prompt: "slow" });
+  await agent.call({ role: "reviewer", node: "a", prompt: "review" });
+  return (await crw.commit("a", { message: "two" })).tree;
+}
+`, `{"answers": [
+  {"match": {"call": 1}, "turns": [{"text": "one", "files": {"a.txt": "a1\n"}}]},
+  {"match": {"call": 2}, "turns": [{"text": "two", "files": {"a.txt": "a2\n"}}]},
+  {"match": {"call": 3}, "turns": [{"text": "waited", "delay_ms": 1100}]},
+  {"match": {"call": 4}, "turns": [{"text": "reviewed"}]}
+]}`, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	two := enginetest.Terminal(t, rows, "c2")
+	assert.Equal(t, "a2", git(t, repo, "show", two.Tree+":a.txt"), "the executor's recorded tree")
+	placed := enginetest.OfType(rows, journal.TypeWorkspacePlaced)
+	review := placed[len(placed)-1]
+	require.Equal(t, "c4", review.Call)
+	assert.Equal(t, "a2", git(t, repo, "show", review.Commit+":a.txt"), "the reviewer's checkout")
 }

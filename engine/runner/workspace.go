@@ -41,8 +41,9 @@ type workspaces struct {
 type nodeState struct {
 	mu sync.Mutex
 	replay.Node
-	// restored: this process found the worktree as the journal says, or made it.
-	restored bool
+	// restored: this process found the worktree as the journal says, or made it; mismatch:
+	// it found it holding another tree, and leaves it in place.
+	restored, mismatch bool
 	// open are the executor calls in flight, by the allocation they run on.
 	open map[*call]int
 }
@@ -222,6 +223,7 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 			return fmt.Sprintf("node %q: its worktree %s cannot be read: %v", n.Name, n.Path, err)
 		}
 		if got != want && !drift && !n.Open {
+			n.mismatch = true // kept when the run ends, for a person to look at
 			return fmt.Sprintf("node %q: its worktree %s holds tree %s, but the journal recorded tree %s: it was changed while no process of the run watched it",
 				n.Name, n.Path, got, want)
 		}
@@ -399,10 +401,20 @@ func (r *runner) cleanUp() {
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		_ = repo.RemoveWorktree(ctx, filepath.Join(r.ws.root, e.Name()))
+	kept := map[string]bool{}
+	r.ws.mu.Lock()
+	for _, n := range r.ws.nodes {
+		if n.mismatch {
+			kept[n.Path] = true
+		}
 	}
-	_ = os.Remove(r.ws.root)
+	r.ws.mu.Unlock()
+	for _, e := range entries {
+		if path := filepath.Join(r.ws.root, e.Name()); !kept[path] {
+			_ = repo.RemoveWorktree(ctx, path)
+		}
+	}
+	_ = os.Remove(r.ws.root) // not when a worktree is kept
 	_ = repo.Prune(ctx)
 }
 

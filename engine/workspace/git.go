@@ -317,6 +317,14 @@ func (r *Repo) PendingTree(ctx context.Context, path string, keepIndex bool) (st
 			if err := os.WriteFile(tmp.Name(), data, 0o600); err != nil {
 				return "", err
 			}
+			// The copy keeps the index's time: git trusts an entry whose file has not changed
+			// size and second only when the entry is older than its index ("racy git"), and a
+			// copy made now would make a file rewritten in the index's second look unchanged.
+			if info, err := os.Stat(index); err == nil {
+				if err := os.Chtimes(tmp.Name(), info.ModTime(), info.ModTime()); err != nil {
+					return "", err
+				}
+			}
 		} else {
 			os.Remove(tmp.Name()) // git makes it
 		}
