@@ -89,7 +89,7 @@ func AuditResult(err error) (result, detail string) {
 		return "ok", ""
 	}
 	if e, ok := errs.As(err); ok {
-		return string(e.Code), strings.TrimSpace(e.Error())
+		return string(e.Code), strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(e.Error(), string(e.Code)), ":"))
 	}
 	return "error", err.Error()
 }

@@ -23,6 +23,12 @@ type Inspection struct {
 	Next []string `json:"next"`
 }
 
+// MaxListed bounds each list of an Inspection; maxNext the effects its Next names one by one.
+const (
+	MaxListed = 1000
+	maxNext   = 10
+)
+
 // HeldNode is a node in recovery hold and the call that holds it.
 type HeldNode struct {
 	Node string `json:"node"`
@@ -35,43 +41,54 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Rows(ctx, run)
-	if err != nil {
-		return nil, err
-	}
-	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: effectsOf(run, rows), Next: []string{}}
-	if in.Effects == nil {
-		in.Effects = []Effect{}
-	}
+	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: []Effect{}, Next: []string{}}
 	if l := s.Store.Log(run); l != nil {
 		in.Log = l.Name()
 	}
+	f := newEffectFold(run)
 	open := map[string]bool{}
 	var order []string
-	for i := range rows {
-		r := &rows[i]
+	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		f.add(r)
 		switch {
 		case r.Type == journal.TypePrepared:
-			if !open[r.Call] {
+			if _, seen := open[r.Call]; !seen {
 				order = append(order, r.Call)
 			}
 			open[r.Call] = true
 		case journal.IsTerminal(r.Type):
 			open[r.Call] = false
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range order {
-		if open[id] {
+		if open[id] && len(in.InFlight) < MaxListed {
 			in.InFlight = append(in.InFlight, id)
 		}
 	}
-	for _, e := range in.Effects {
-		if e.Kind == "call" {
-			in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
+	if st.State != store.StateEnded {
+		// An ended run waits for no verdict: nothing of it is held any more.
+		effects := f.effects()
+		held := map[string]bool{}
+		for _, e := range effects {
+			if len(in.Effects) < MaxListed {
+				in.Effects = append(in.Effects, e)
+			}
+			if e.Kind == "call" && !held[e.Node] && len(in.Held) < MaxListed {
+				held[e.Node] = true
+				in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
+			}
 		}
-	}
-	for _, e := range in.Effects {
-		in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))
+		for i, e := range effects {
+			if i == maxNext {
+				in.Next = append(in.Next, fmt.Sprintf("and %d more unresolved effects: crw flow effects %s", len(effects)-maxNext, run))
+				break
+			}
+			in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))
+		}
 	}
 	for _, d := range st.Decisions {
 		in.Next = append(in.Next, fmt.Sprintf("answer the decision %s (%s): crw flow answer %s %s --value JSON", d.ID, d.Question, run, d.ID))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crw-dev/crw/engine/runner"
@@ -18,8 +19,10 @@ type Reconciled struct {
 	Run     string `json:"run"`
 	Call    string `json:"call"`
 	Verdict string `json:"verdict"`
-	// Node is the node whose recovery hold the verdict releases.
-	Node string `json:"node"`
+	// Node is the node whose recovery hold the verdict releases; HeldBy the other unknown
+	// calls of the node that still hold it, until they have verdicts too.
+	Node   string   `json:"node"`
+	HeldBy []string `json:"held_by"`
 	// Journaled: the verdict is in the run's journal; else the run's live process takes it.
 	Journaled bool `json:"journaled"`
 }
@@ -51,16 +54,30 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	}
 	var end, reconciled *journal.Row
 	node := ""
+	nodes := map[string]string{}     // call → node
+	unknown := map[string][]string{} // node → its unknown calls without a verdict
 	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
 		switch {
-		case r.Call == call && r.Type == journal.TypePrepared:
-			node, end = r.Node, nil
-		case r.Call == call && journal.IsTerminal(r.Type):
-			cp := *r
-			end = &cp
-		case r.Type == journal.TypeEffectReconciled && r.Effect == call:
-			cp := *r
-			reconciled = &cp
+		case r.Type == journal.TypePrepared:
+			nodes[r.Call] = r.Node
+			if r.Call == call {
+				node, end = r.Node, nil
+			}
+		case journal.IsTerminal(r.Type):
+			if r.Type == journal.TypeOutcomeUnknown {
+				unknown[nodes[r.Call]] = append(unknown[nodes[r.Call]], r.Call)
+			}
+			if r.Call == call {
+				cp := *r
+				end = &cp
+			}
+		case r.Type == journal.TypeEffectReconciled:
+			n := nodes[r.Effect]
+			unknown[n] = slices.DeleteFunc(unknown[n], func(c string) bool { return c == r.Effect })
+			if r.Effect == call {
+				cp := *r
+				reconciled = &cp
+			}
 		}
 		return nil
 	})
@@ -79,7 +96,11 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	case reconciled != nil:
 		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, reconciled.Verdict, orSomeone(reconciled.By))
 	}
-	out := &Reconciled{Run: run, Call: call, Verdict: v.Verdict, Node: node}
+	out := &Reconciled{Run: run, Call: call, Verdict: v.Verdict, Node: node,
+		HeldBy: slices.DeleteFunc(slices.Clone(unknown[node]), func(c string) bool { return c == call })}
+	if out.HeldBy == nil {
+		out.HeldBy = []string{}
+	}
 	value, _ := json.Marshal(v)
 	a := store.Answer{ID: runner.EffectPrefix + call, Value: value, By: by}
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
@@ -93,6 +114,18 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	}
 	if err != nil {
 		return nil, err
+	}
+	// Another verdict may have been journaled since the rows were read: one verdict a call.
+	rows, err := lease.Journal().Rows()
+	if err != nil {
+		_ = lease.Release()
+		return nil, err
+	}
+	for i := range rows {
+		if rows[i].Type == journal.TypeEffectReconciled && rows[i].Effect == call {
+			_ = lease.Release()
+			return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, rows[i].Verdict, orSomeone(rows[i].By))
+		}
 	}
 	_, werr := lease.Journal().Write(runner.ReconciledRow(call, v, by))
 	if err := lease.Release(); werr == nil {
@@ -118,15 +151,26 @@ func (s *Service) verdictLive(ctx context.Context, out *Reconciled, a store.Answ
 			return out, nil
 		case <-time.After(50 * time.Millisecond):
 		}
-		found := false
+		var got *journal.Row
 		_ = s.Store.Rows(ctx, out.Run, 1, func(r *journal.Row) error {
-			found = found || (r.Type == journal.TypeEffectReconciled && r.Effect == out.Call)
+			if r.Type == journal.TypeEffectReconciled && r.Effect == out.Call && got == nil {
+				cp := *r
+				got = &cp
+			}
 			return nil
 		})
-		if found {
-			out.Journaled = true
-			return out, nil
+		if got == nil {
+			continue
 		}
+		var mine runner.Verdict
+		_ = json.Unmarshal(a.Value, &mine)
+		theirs := runner.ReconciledRow(out.Call, mine, a.By)
+		if got.Verdict != theirs.Verdict || got.By != a.By || got.OutputDigest != theirs.OutputDigest {
+			return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already, by another verdict (%s, by %s)",
+				out.Call, out.Run, got.Verdict, orSomeone(got.By))
+		}
+		out.Journaled = true
+		return out, nil
 	}
 	return out, nil
 }
@@ -147,9 +191,18 @@ type Effect struct {
 	Then   string   `json:"then"`
 }
 
-// Effects lists the unresolved effects of the runs given (every run when none is).
-func (s *Service) Effects(ctx context.Context, runs ...string) ([]Effect, error) {
-	if len(runs) == 0 {
+// MaxEffects bounds what Effects lists.
+const MaxEffects = 10000
+
+// Effects lists the unresolved effects of the runs given (every run when none is), at most
+// limit of them. A run that has ended has none: nothing of it waits for a verdict. Each
+// journal is read a row at a time, so a run of many calls costs no more memory than a few.
+func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Effect, error) {
+	if limit < 1 || limit > MaxEffects {
+		return nil, errs.New(errs.InvalidRequest, "--limit: 1 to %d, got %d", MaxEffects, limit)
+	}
+	all := len(runs) == 0
+	if all {
 		ids, err := s.Store.List(ctx)
 		if err != nil {
 			return nil, err
@@ -158,67 +211,99 @@ func (s *Service) Effects(ctx context.Context, runs ...string) ([]Effect, error)
 	}
 	out := []Effect{}
 	for _, run := range runs {
-		rows, err := s.Rows(ctx, run)
+		st, err := s.Status(ctx, run)
 		if err != nil {
-			if len(runs) == 1 {
+			if !all {
 				return nil, err
 			}
 			continue // an unreadable run is listed unreadable by crw flow list
 		}
-		out = append(out, effectsOf(run, rows)...)
+		if st.State == store.StateEnded {
+			continue
+		}
+		f := newEffectFold(run)
+		if err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error { f.add(r); return nil }); err != nil {
+			if !all {
+				return nil, err
+			}
+			continue
+		}
+		for _, e := range f.effects() {
+			if len(out) == limit {
+				return out, nil
+			}
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
 
-func effectsOf(run string, rows []journal.Row) []Effect {
-	type callState struct {
-		node, role, thread string
-		turns              []string
-		end                *journal.Row
-	}
-	calls := map[string]*callState{}
-	var order []string
-	reconciled := map[string]bool{}
-	var commits []*journal.Row
-	for i := range rows {
-		r := &rows[i]
-		switch {
-		case r.Type == journal.TypePrepared:
-			if calls[r.Call] == nil {
-				order = append(order, r.Call)
-			}
-			calls[r.Call] = &callState{node: r.Node, role: r.Role}
-		case r.Type == journal.TypeThreadStarted && calls[r.Call] != nil:
-			calls[r.Call].thread = r.ThreadID
-		case r.Type == journal.TypeTurnStarted && calls[r.Call] != nil:
-			calls[r.Call].turns = append(calls[r.Call].turns, r.TurnID)
-		case journal.IsTerminal(r.Type) && calls[r.Call] != nil:
-			calls[r.Call].end = r
-		case r.Type == journal.TypeEffectReconciled:
-			reconciled[r.Effect] = true
-		case r.Type == journal.TypeCommitIntent:
-			commits = append(commits, r)
-		case r.Type == journal.TypeCommitResult && len(commits) > 0:
-			commits = commits[:len(commits)-1]
+// effectFold reads a journal's unresolved effects a row at a time, keeping only what an
+// effect needs of each call.
+type effectFold struct {
+	run        string
+	calls      map[string]*effectCall
+	order      []string
+	reconciled map[string]bool
+	commits    []*journal.Row
+}
+
+type effectCall struct {
+	node, role, thread string
+	turns              []string
+	unknown            string // the reason of its outcome_unknown row ("": none)
+}
+
+func newEffectFold(run string) *effectFold {
+	return &effectFold{run: run, calls: map[string]*effectCall{}, reconciled: map[string]bool{}}
+}
+
+func (f *effectFold) add(r *journal.Row) {
+	c := f.calls[r.Call]
+	switch {
+	case r.Type == journal.TypePrepared:
+		if c == nil {
+			f.order = append(f.order, r.Call)
 		}
+		f.calls[r.Call] = &effectCall{node: r.Node, role: r.Role}
+	case c == nil && r.Call != "":
+	case r.Type == journal.TypeThreadStarted:
+		c.thread = r.ThreadID
+	case r.Type == journal.TypeTurnStarted:
+		c.turns = append(c.turns, r.TurnID)
+	case r.Type == journal.TypeOutcomeUnknown:
+		c.unknown = r.Reason
+	case journal.IsTerminal(r.Type):
+		// Its outcome is known: nothing of it to keep.
+		f.calls[r.Call] = &effectCall{node: c.node}
+	case r.Type == journal.TypeEffectReconciled:
+		f.reconciled[r.Effect] = true
+	case r.Type == journal.TypeCommitIntent:
+		cp := *r
+		f.commits = append(f.commits, &cp)
+	case r.Type == journal.TypeCommitResult && len(f.commits) > 0:
+		f.commits = f.commits[:len(f.commits)-1]
 	}
+}
+
+func (f *effectFold) effects() []Effect {
 	var out []Effect
-	for _, id := range order {
-		c := calls[id]
-		if c.end == nil || c.end.Type != journal.TypeOutcomeUnknown || reconciled[id] {
+	for _, id := range f.order {
+		c := f.calls[id]
+		if c.unknown == "" || f.reconciled[id] {
 			continue
 		}
-		out = append(out, Effect{Run: run, Call: id, Kind: "call", Node: c.node, Role: c.role, Reason: c.end.Reason, Thread: c.thread, Turns: c.turns,
+		out = append(out, Effect{Run: f.run, Call: id, Kind: "call", Node: c.node, Role: c.role, Reason: c.unknown, Thread: c.thread, Turns: c.turns,
 			Verify: fmt.Sprintf("whether the host ran the turn of call %s (thread %s, turn %s) and what it answered", id, orNone(c.thread), orNone(last(c.turns))),
-			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", run, id)})
+			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", f.run, id)})
 	}
-	for _, in := range commits {
+	for _, in := range f.commits {
 		if in.Status != "" {
 			continue // a refusal: nothing was done
 		}
-		out = append(out, Effect{Run: run, Kind: "commit", Node: in.Node, Ref: in.Ref,
+		out = append(out, Effect{Run: f.run, Kind: "commit", Node: in.Node, Ref: in.Ref,
 			Verify: fmt.Sprintf("%s: the commit of tree %s on %s, which a resume finishes from its intent", in.Ref, in.Tree, in.Parent),
-			Then:   "crw flow resume " + run})
+			Then:   "crw flow resume " + f.run})
 	}
 	return out
 }

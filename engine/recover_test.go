@@ -51,7 +51,7 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
 
-		effects, err := svc.Effects(ctx, id)
+		effects, err := svc.Effects(ctx, 100, id)
 		require.NoError(t, err)
 		require.Len(t, effects, 1)
 		e := effects[0]
@@ -75,7 +75,7 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 			assert.Equal(t, "n", got.Node)
 			_, err = svc.Recover(ctx, id, "c1", v, "uid 1")
 			assert.ErrorContains(t, err, "reconciled already")
-			effects, err = svc.Effects(ctx, id)
+			effects, err = svc.Effects(ctx, 100, id)
 			require.NoError(t, err)
 			assert.Empty(t, effects)
 		}
@@ -132,7 +132,7 @@ export default async function main() {
 		done <- end
 	}()
 	require.Eventually(t, func() bool {
-		effects, err := svc.Effects(ctx, id)
+		effects, err := svc.Effects(ctx, 100, id)
 		return err == nil && len(effects) == 1
 	}, 5*time.Second, 20*time.Millisecond)
 	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "uid 1")
@@ -141,4 +141,63 @@ export default async function main() {
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["unknown", "completed"]`, string(end.Result))
+}
+
+// TestANodeStaysHeldUntilEveryUnknownCallHasAVerdict: two calls of one node ended unknown: a
+// verdict on one leaves the node held by the other, and only the second verdict releases it.
+func TestANodeStaysHeldUntilEveryUnknownCallHasAVerdict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  const both = await Promise.all([agent.call({ role: "explorer", node: "n", prompt: "one" }), agent.call({ role: "explorer", node: "n", prompt: "two" })]);
+  await crw.decide({ id: "first", question: "go on?", schema: go });
+  const middle = await agent.call({ role: "explorer", node: "n", prompt: "middle" });
+  await crw.decide({ id: "second", question: "go on?", schema: go });
+  const last = await agent.call({ role: "explorer", node: "n", prompt: "last" });
+  return [both[0].status, both[1].status, middle.reason, last.status];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"call": 1}, "turns": [{"lost": true, "delay_ms": 200}]}, {"match": {"call": 2}, "turns": [{"lost": true}]}]}`))
+	require.NoError(t, err)
+	step := func(decision string) *store.Status {
+		if decision != "" {
+			_, err := svc.Answer(ctx, id, decision, []byte(`{"go": true}`), "t", false)
+			require.NoError(t, err)
+		}
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+		require.NoError(t, err)
+		return end
+	}
+	require.Equal(t, store.RunWaitingDecision, step("").Status)
+	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c1"}, got.HeldBy)
+	require.Equal(t, store.RunWaitingDecision, step("first").Status)
+	got, err = svc.Recover(ctx, id, "c1", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t")
+	require.NoError(t, err)
+	assert.Empty(t, got.HeldBy)
+	end := step("second")
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["unknown", "unknown", "recovery_hold", "completed"]`, string(end.Result))
+}
+
+// TestVerdictIdsAreNotDecisions: a workflow cannot ask a decision an operator's verdict would
+// answer.
+func TestVerdictIdsAreNotDecisions(t *testing.T) {
+	t.Parallel()
+	res, _ := enginetest.Run(t, `import crw from "crw";
+const schema = { type: "object", properties: { verdict: { type: "string" } }, required: ["verdict"], additionalProperties: false };
+export default async function main() {
+  try { await crw.decide({ id: "effect/c1", question: "q", schema }); return "asked"; } catch (e) { return e.code; }
+}
+`, "")
+	require.Equal(t, store.RunCompleted, res.Status)
+	assert.JSONEq(t, `"invalid_request"`, string(res.Result))
 }

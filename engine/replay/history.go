@@ -171,8 +171,11 @@ type History struct {
 	TierSteps     []*journal.Row
 	Decisions     map[string]*Decision
 	DecisionOrder []string
-	// Reconciled are the operators' verdicts on unknown outcomes, by call.
+	// Reconciled are the operators' verdicts on unknown outcomes, by call; Unknown the calls
+	// of each node that ended unknown and have no verdict yet, oldest first (the first holds
+	// the node: Holds).
 	Reconciled map[string]*journal.Row
+	Unknown    map[string][]string
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
@@ -243,7 +246,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {
@@ -360,6 +363,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			if _, held := h.Holds[c.Node]; !held {
 				h.Holds[c.Node] = row.Call
 			}
+			h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
 		}
 		if c.Settled() {
 			h.Order = append(h.Order, c)

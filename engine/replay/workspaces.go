@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -84,10 +86,17 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		r := own()
 		if _, done := h.Reconciled[r.Effect]; !done {
 			h.Reconciled[r.Effect] = r
-			// The verdict releases the node's recovery hold for the calls after it.
-			for node, holder := range h.Holds {
-				if holder == r.Effect {
-					delete(h.Holds, node)
+			// The verdict releases the node's recovery hold for the calls after it, once no
+			// other call of the node waits for one.
+			for node, calls := range h.Unknown {
+				if rest := slices.DeleteFunc(slices.Clone(calls), func(c string) bool { return c == r.Effect }); len(rest) < len(calls) {
+					h.Unknown[node] = rest
+					if len(rest) == 0 {
+						delete(h.Unknown, node)
+						delete(h.Holds, node)
+					} else {
+						h.Holds[node] = rest[0]
+					}
 				}
 			}
 		}

@@ -658,6 +658,7 @@ func (r *runner) end(c *call, row *journal.Row) {
 		if _, held := r.holds[c.req.Node]; !held {
 			r.holds[c.req.Node] = c.id
 		}
+		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
 	}
 	r.j.Append(row)
 	r.replay.Live(r.delivery(c, row, nil, false))

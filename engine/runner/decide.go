@@ -69,6 +69,9 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 	if len(r.asked) >= MaxDecisions {
 		return errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
 	}
+	if strings.HasPrefix(d.ID, EffectPrefix) {
+		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is reserved: ids under %s are operators' verdicts", d.ID, EffectPrefix)
+	}
 	if strings.HasPrefix(d.ID, "tier-step/") && r.stepAsks[d.ID] == nil {
 		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned", d.ID)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/journal"
@@ -55,20 +56,26 @@ func (r *runner) reconcile(call string, a store.Answer) {
 		return
 	}
 	node := ""
-	for n, holder := range r.holds {
-		if holder == call {
+	for n, calls := range r.unknown {
+		if slices.Contains(calls, call) {
 			node = n
 		}
 	}
 	if node == "" {
-		refuse("the call holds no node of this run")
+		refuse("the call did not end unknown in this run")
 		return
 	}
 	if r.stopped() != nil {
 		return
 	}
 	r.reconciled[call] = true
-	delete(r.holds, node)
+	rest := slices.DeleteFunc(slices.Clone(r.unknown[node]), func(c string) bool { return c == call })
+	if len(rest) == 0 {
+		delete(r.unknown, node)
+		delete(r.holds, node)
+	} else {
+		r.unknown[node], r.holds[node] = rest, rest[0]
+	}
 	r.j.Append(ReconciledRow(call, v, a.By))
 	r.flushSoon()
 	r.progress.publishSoon()

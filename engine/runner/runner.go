@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,6 +99,7 @@ type runner struct {
 	stepAsks    map[string]*stepAsk // tier steps' decisions (--tier-steps ask)
 	taken       map[string]bool     // the decisions this process journaled an answer of
 	reconciled  map[string]bool     // the unknown calls a verdict decided (guarded by mu)
+	unknown     map[string][]string // node → its unknown calls without a verdict (guarded by mu)
 	answersKick chan struct{}
 
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
@@ -293,7 +295,7 @@ func newRunner(cfg Config) *runner {
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
-		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, answersKick: make(chan struct{}, 1),
+		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, unknown: map[string][]string{}, answersKick: make(chan struct{}, 1),
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	r.ws = newWorkspaces(r, cfg.Lease.Dir())
@@ -306,6 +308,9 @@ func newRunner(cfg Config) *runner {
 	if h := r.h; h != nil {
 		for call := range h.Reconciled {
 			r.reconciled[call] = true
+		}
+		for node, calls := range h.Unknown {
+			r.unknown[node] = slices.Clone(calls)
 		}
 		for _, ts := range h.TierSteps {
 			if ts.DecisionID == "" {

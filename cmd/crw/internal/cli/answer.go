@@ -67,18 +67,21 @@ environment cannot be used (run_env_unusable: nothing was written).`,
 }
 
 // readValue reads --value: JSON, @FILE or @-.
-func readValue(s string, streams IO) ([]byte, error) {
+func readValue(s string, streams IO) ([]byte, error) { return readFlagValue("--value", s, streams) }
+
+// readFlagValue reads a flag's JSON, @FILE or @-.
+func readFlagValue(flag, s string, streams IO) ([]byte, error) {
 	switch {
 	case s == "@-":
 		data, err := userfile.ReadStream(streams.In, userfile.MaxData)
 		if err != nil {
-			return nil, errs.New(errs.InvalidRequest, "--value @-: cannot read stdin: %v", err)
+			return nil, errs.New(errs.InvalidRequest, "%s @-: cannot read stdin: %v", flag, err)
 		}
 		return data, nil
 	case strings.HasPrefix(s, "@"):
 		data, err := userfile.Read(s[1:], userfile.MaxData)
 		if err != nil {
-			return nil, errs.New(errs.InvalidRequest, "--value %s: cannot read: %v", s, err)
+			return nil, errs.New(errs.InvalidRequest, "%s %s: cannot read: %v", flag, s, err)
 		}
 		return data, nil
 	}

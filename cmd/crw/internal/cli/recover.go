@@ -44,7 +44,7 @@ for a call that did not end unknown.`,
 				v.Verdict = runner.VerdictNotApplied
 			}
 			if cmd.Flags().Changed("output") {
-				data, err := readValue(output, streams)
+				data, err := readFlagValue("--output", output, streams)
 				if err != nil {
 					return err
 				}
@@ -62,9 +62,12 @@ for a call that did not end unknown.`,
 				writeJSON(streams.Out, out)
 				return nil
 			}
-			if out.Journaled {
+			switch {
+			case out.Journaled && len(out.HeldBy) > 0:
+				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s stays held by %s, whose outcome is unknown too\n", out.Call, out.Verdict, out.Node, strings.Join(out.HeldBy, ", "))
+			case out.Journaled:
 				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s is released for the calls after it\n", out.Call, out.Verdict, out.Node)
-			} else {
+			default:
 				fmt.Fprintf(streams.Out, "call %s: the verdict %s is left for the run's live process\n", out.Call, out.Verdict)
 			}
 			return nil
@@ -77,7 +80,8 @@ for a call that did not end unknown.`,
 }
 
 func newCmdEffects(g *globals, streams IO) *cobra.Command {
-	return &cobra.Command{
+	var limit int
+	cmd := &cobra.Command{
 		Use:   "effects [RUN]",
 		Short: "List the effects whose outcome is unknown: what to verify, where, and how to reconcile each",
 		Args:  cobra.MaximumNArgs(1),
@@ -86,7 +90,10 @@ func newCmdEffects(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			effects, err := svc.Effects(cmd.Context(), args...)
+			if len(args) == 1 {
+				g.runID = args[0]
+			}
+			effects, err := svc.Effects(cmd.Context(), limit, args...)
 			if err != nil {
 				return err
 			}
@@ -104,6 +111,8 @@ func newCmdEffects(g *globals, streams IO) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "list at most N effects")
+	return cmd
 }
 
 func newCmdInspect(g *globals, streams IO) *cobra.Command {

@@ -119,6 +119,17 @@ func (g *globals) stateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "crw"), nil
 }
 
+// stateExists reports whether the state folder is there: a command that failed before it
+// wrote anything leaves none, and the audit does not make one.
+func (g *globals) stateExists() bool {
+	dir, err := g.stateDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(dir)
+	return err == nil
+}
+
 // service is the run service on the state folder.
 func (g *globals) service() (*engine.Service, error) {
 	root, err := g.stateDir()
@@ -141,7 +152,7 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	root := newRoot(g, streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
-	if cmd != nil && engine.Audited[cmd.Name()] && cmd.Parent() != nil && cmd.Parent().Name() == "flow" && g.store != nil {
+	if cmd != nil && engine.Audited[cmd.Name()] && cmd.Parent() != nil && cmd.Parent().Name() == "flow" && g.store != nil && g.stateExists() {
 		// The mutation is recorded, however it ended.
 		result, detail := engine.AuditResult(err)
 		var printed errPrinted
@@ -149,7 +160,11 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 			result, detail = "failed", fmt.Sprintf("exit %d", printed.code)
 		}
 		svc := &engine.Service{Store: g.store}
-		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: g.runID, Who: answerer(), Result: result, Detail: detail})
+		run := g.runID
+		if !store.ValidRunID(run) {
+			run = ""
+		}
+		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: run, Who: answerer(), Result: result, Detail: detail})
 	}
 	var printed errPrinted
 	if out.err != nil {
