@@ -21,6 +21,20 @@ type Inspection struct {
 	Log string `json:"log"`
 	// Next are the commands that move the run on, most pressing first.
 	Next []string `json:"next"`
+	// Backend is the run's backend as its spec records it: its name and options, and what the
+	// command line adds of its host (its log, whether it answers).
+	Backend BackendState `json:"backend"`
+}
+
+// BackendState is what an Inspection says of the run's backend.
+type BackendState struct {
+	Name    string            `json:"name"`
+	Options map[string]string `json:"options,omitempty"`
+	HostLog string            `json:"host_log,omitempty"`
+	// Host is the owner's app server a session run reaches (its socket) and whether it
+	// answered: reachable, unreachable (with why), or private (the run starts its own).
+	Host      string `json:"host,omitempty"`
+	Reachable string `json:"reachable,omitempty"`
 }
 
 // MaxListed bounds each list of an Inspection; maxNext the effects its Next names one by one.
@@ -42,6 +56,9 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 		return nil, err
 	}
 	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: []Effect{}, Next: []string{}}
+	if spec, err := s.Store.Spec(ctx, run); err == nil {
+		in.Backend = BackendState{Name: spec.Backend, Options: spec.BackendOptions}
+	}
 	if l := s.Store.Log(run); l != nil {
 		in.Log = l.Name()
 	}

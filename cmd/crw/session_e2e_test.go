@@ -836,6 +836,9 @@ export default async function main() { return (await agent.call({ role: "explore
 	}, time.Minute, 200*time.Millisecond)
 	assert.Contains(t, status.stdout, `"status":"completed"`)
 	assert.Contains(t, status.stdout, `"result":"{\"verdict\": \"woken\"}"`)
+	// crw flow inspect says which owner's app server the run reaches, and that it answers.
+	insp := r.crw("flow", "inspect", run)
+	assert.Regexp(t, `(?m)^host      unix://\S+ \(reachable\)$`, insp.stdout, insp.stderr)
 
 	var wakes []journal.Row
 	for _, row := range r.rows(run) {
