@@ -47,11 +47,6 @@ type call struct {
 	ended    bool
 	recorded bool // its terminal row was written
 
-	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
-	// first turn; isolation is what --trace-isolation took then.
-	placed    *journal.Row
-	isolation *isolation
-
 	*running // nil until the call runs, ends or is replayed
 }
 
@@ -75,6 +70,12 @@ type running struct {
 	turnIDs    []string
 	tokens     journal.Tokens
 	repairUsed bool
+
+	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
+	// first turn; isolation is what --trace-isolation took then. Kept here, not in call: a
+	// call waiting for the pool has neither.
+	placed    *journal.Row
+	isolation *isolation
 }
 
 // endedCall is what the run keeps of a call once the script has its result: what a later call
@@ -633,7 +634,7 @@ func (c *call) interruptReason() string {
 // end) first commits every row before it, this one included, and a crash before that leaves the
 // call with its intent as its last row, which a resume reconciles instead of sending again.
 func (r *runner) end(c *call, row *journal.Row) {
-	if c.placed != nil {
+	if c.running != nil && c.placed != nil {
 		r.isolationWarnings(c)
 		r.leave(c, row)
 		defer r.release(c)
