@@ -97,20 +97,18 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	} else if held {
 		return s.answerLive(ctx, out, a)
 	}
-	lease, err := s.Store.Acquire(ctx, run)
+	err = s.writeUnheld(ctx, run, &journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: id, Output: doc, By: by}, func(r *journal.Row) error {
+		if r.Type == journal.TypeDecisionAnswered && r.DecisionID == id {
+			return errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, r.At.Format("2006-01-02 15:04:05Z"), orSomeone(r.By))
+		}
+		return nil
+	})
 	if errors.Is(err, store.ErrHeld) {
 		// A process took the run in the meantime: it takes the answer.
 		return s.answerLive(ctx, out, a)
 	}
 	if err != nil {
 		return nil, err
-	}
-	_, werr := lease.Journal().Write(&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: id, Output: doc, By: by})
-	if err := lease.Release(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
-		return nil, werr
 	}
 	out.Journaled = true
 	if resume {
@@ -121,6 +119,39 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		out.PID = pid
 	}
 	return out, nil
+}
+
+// writeUnheld journals row under the run's lease once check has passed every durable row: the
+// journal may have grown since the caller read it (another answer or verdict given at once).
+// The rows are read a page at a time. store.ErrHeld: a process holds the run.
+func (s *Service) writeUnheld(ctx context.Context, run string, row *journal.Row, check func(*journal.Row) error) error {
+	lease, err := s.Store.Acquire(ctx, run)
+	if err != nil {
+		return err
+	}
+	j := lease.Journal()
+	for from := uint64(1); ; {
+		page, err := j.Page(from, 1024)
+		if err != nil {
+			_ = lease.Release()
+			return err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for i := range page {
+			if err := check(&page[i]); err != nil {
+				_ = lease.Release()
+				return err
+			}
+		}
+		from += uint64(len(page))
+	}
+	_, werr := j.Write(row)
+	if err := lease.Release(); werr == nil {
+		werr = err
+	}
+	return werr
 }
 
 // MaxAnswer bounds an answer's JSON.

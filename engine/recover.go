@@ -108,31 +108,18 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	} else if held {
 		return s.verdictLive(ctx, out, a)
 	}
-	lease, err := s.Store.Acquire(ctx, run)
+	// One verdict a call, whatever was journaled since the rows were read.
+	err = s.writeUnheld(ctx, run, runner.ReconciledRow(call, v, by), func(r *journal.Row) error {
+		if r.Type == journal.TypeEffectReconciled && r.Effect == call {
+			return errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, r.Verdict, orSomeone(r.By))
+		}
+		return nil
+	})
 	if errors.Is(err, store.ErrHeld) {
 		return s.verdictLive(ctx, out, a)
 	}
 	if err != nil {
 		return nil, err
-	}
-	// Another verdict may have been journaled since the rows were read: one verdict a call.
-	rows, err := lease.Journal().Rows()
-	if err != nil {
-		_ = lease.Release()
-		return nil, err
-	}
-	for i := range rows {
-		if rows[i].Type == journal.TypeEffectReconciled && rows[i].Effect == call {
-			_ = lease.Release()
-			return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, rows[i].Verdict, orSomeone(rows[i].By))
-		}
-	}
-	_, werr := lease.Journal().Write(runner.ReconciledRow(call, v, by))
-	if err := lease.Release(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
-		return nil, werr
 	}
 	out.Journaled = true
 	return out, nil
