@@ -62,6 +62,9 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 				pending = append(pending, d.ID)
 			}
 		}
+		if call, ok := strings.CutPrefix(id, runner.EffectPrefix); ok {
+			return nil, errs.New(errs.InvalidRequest, "run %s: %q is no decision but the verdict on call %s: give it with crw flow recover %s %s --applied [--output @FILE] or --not-applied", run, id, call, run, call)
+		}
 		waits := "it waits for no decision"
 		if len(pending) > 0 {
 			waits = "it waits for " + strings.Join(pending, ", ")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crw-dev/crw/engine/inputs"
@@ -37,6 +39,11 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		}
 		if sum, err := s.Store.Summary(ctx, run); err == nil {
 			out.Decisions = sum.Decisions
+		}
+		if pub != nil {
+			// The verdicts the workflow waits for (crw.effect) have no row until the process
+			// ends: only the process knows them.
+			out.Decisions = withVerdicts(out.Decisions, pub.Decisions)
 		}
 		return out, nil
 	}
@@ -334,4 +341,14 @@ func stoppedError(run string, re *journal.RunError, log string) error {
 	e := errs.New(code, "%s", msg).Because("spawn", reason, "stopped", errs.Certain).Next("read " + log)
 	e.Diagnostic.Log = log
 	return e
+}
+
+// withVerdicts adds to the decisions a journal names the verdicts among published ones.
+func withVerdicts(decisions, published []journal.PendingDecision) []journal.PendingDecision {
+	for _, d := range published {
+		if strings.HasPrefix(d.ID, journal.VerdictPrefix) && !slices.ContainsFunc(decisions, func(x journal.PendingDecision) bool { return x.ID == d.ID }) {
+			decisions = append(decisions, d)
+		}
+	}
+	return decisions
 }

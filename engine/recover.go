@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -25,14 +26,18 @@ type Reconciled struct {
 	HeldBy []string `json:"held_by"`
 	// Journaled: the verdict is in the run's journal; else the run's live process takes it.
 	Journaled bool `json:"journaled"`
+	// PID is the process a resume started (0: none was).
+	PID int `json:"pid,omitempty"`
 }
 
 // Recover journals an operator's verdict on a call that ended unknown (reconcile_effect):
 // applied (the effect happened; its output, when given, is recorded) or not_applied (it did
 // not: the node's next call may send again). The unknown call's own rows are never rewritten,
 // and it stays unknown for the script; the verdict releases its node's recovery hold for the
-// calls after it. A live run's process is left the verdict and journals it itself.
-func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdict, by string) (*Reconciled, error) {
+// calls after it. A live run's process is left the verdict and journals it itself. An applied
+// verdict's output must satisfy the call's schema. A run no process holds whose workflow waits
+// for the verdict (crw.effect) is resumed, with resume.
+func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdict, by string, resume bool) (*Reconciled, error) {
 	if v.Verdict != runner.VerdictApplied && v.Verdict != runner.VerdictNotApplied {
 		return nil, errs.New(errs.InvalidRequest, "recover: give the verdict: --applied (the effect happened) or --not-applied (it did not)")
 	}
@@ -96,10 +101,22 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	case reconciled != nil:
 		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, reconciled.Verdict, orSomeone(reconciled.By))
 	}
+	if len(v.Output) > 0 {
+		doc, err := checkOutput(end, v.Output)
+		if err != nil {
+			return nil, err
+		}
+		v.Output = doc
+	}
 	out := &Reconciled{Run: run, Call: call, Verdict: v.Verdict, Node: node,
 		HeldBy: slices.DeleteFunc(slices.Clone(unknown[node]), func(c string) bool { return c == call })}
 	if out.HeldBy == nil {
 		out.HeldBy = []string{}
+	}
+	if resume && waitsFor(st, runner.EffectPrefix+call) {
+		if _, err := s.Env(ctx, run); err != nil {
+			return nil, err
+		}
 	}
 	value, _ := json.Marshal(v)
 	a := store.Answer{ID: runner.EffectPrefix + call, Value: value, By: by}
@@ -122,7 +139,52 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		return nil, err
 	}
 	out.Journaled = true
+	if resume && waitsFor(st, runner.EffectPrefix+call) {
+		// The workflow waits for this verdict (crw.effect): it goes on, as after an answer.
+		pid, err := s.Start(ctx, run)
+		if err != nil {
+			return out, err
+		}
+		out.PID = pid
+	}
 	return out, nil
+}
+
+// waitsFor reports whether a run's process ended waiting for decision id.
+func waitsFor(st *store.Status, id string) bool {
+	if st.State != store.StateWaitingDecision {
+		return false
+	}
+	for _, d := range st.Decisions {
+		if d.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOutput checks an applied verdict's output against the schema the lost turn answered
+// to, which its outcome_unknown row records: a call without one answers a JSON string. It
+// returns the output as the journal keeps it.
+func checkOutput(end *journal.Row, output json.RawMessage) (json.RawMessage, error) {
+	doc, _, err := schema.ParseAnswer(string(output))
+	if err != nil {
+		return nil, errs.New(errs.InvalidRequest, "--output: %v", err)
+	}
+	if len(end.Schema) == 0 {
+		if end.SchemaDigest == "" && (len(doc) == 0 || doc[0] != '"') {
+			return nil, errs.New(errs.InvalidRequest, "--output: call %s has no schema, so its answer is text: give it as one JSON string", end.Call)
+		}
+		return doc, nil // journaled before its row kept the schema: taken as given
+	}
+	v, err := schema.Compile(end.Schema)
+	if err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "call %s: its recorded schema: %v", end.Call, err)
+	}
+	if err := v.Validate(doc); err != nil {
+		return nil, errs.New(errs.InvalidRequest, "--output: it does not satisfy the schema of call %s: %v", end.Call, err)
+	}
+	return doc, nil
 }
 
 // verdictLive leaves the verdict for the run's live process and waits a while to see it

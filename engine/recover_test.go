@@ -60,20 +60,20 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 			Verify: "whether the host ran the turn of call c1 (thread fake-c1, turn fake-c1-t1) and what it answered",
 			Then:   "crw flow recover " + id + " c1 --not-applied, or --applied [--output @FILE]"}, e)
 
-		_, err = svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t")
+		_, err = svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "a held call is no unknown outcome: %v", err)
-		_, err = svc.Recover(ctx, id, "c1", runner.Verdict{}, "t")
+		_, err = svc.Recover(ctx, id, "c1", runner.Verdict{}, "t", false)
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "no verdict: %v", err)
 		if verdict != "" {
 			v := runner.Verdict{Verdict: verdict}
 			if verdict == runner.VerdictApplied {
 				v.Output = json.RawMessage(`"it ran after all"`)
 			}
-			got, err := svc.Recover(ctx, id, "c1", v, "uid 1")
+			got, err := svc.Recover(ctx, id, "c1", v, "uid 1", false)
 			require.NoError(t, err)
 			assert.True(t, got.Journaled)
 			assert.Equal(t, "n", got.Node)
-			_, err = svc.Recover(ctx, id, "c1", v, "uid 1")
+			_, err = svc.Recover(ctx, id, "c1", v, "uid 1", false)
 			assert.ErrorContains(t, err, "reconciled already")
 			effects, err = svc.Effects(ctx, 100, id)
 			require.NoError(t, err)
@@ -135,7 +135,7 @@ export default async function main() {
 		effects, err := svc.Effects(ctx, 100, id)
 		return err == nil && len(effects) == 1
 	}, 5*time.Second, 20*time.Millisecond)
-	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "uid 1")
+	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "uid 1", false)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled, "the live process journaled it")
 	end := <-done
@@ -164,7 +164,7 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"call": 1}, "turns": [{"lost": true, "delay_ms": 200}]}, {"match": {"call": 2}, "turns": [{"lost": true}]}]}`))
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"call": 1}, "turns": [{"lost": true, "delay_ms": 2000}]}, {"match": {"call": 2}, "turns": [{"lost": true, "delay_ms": 1000}]}]}`))
 	require.NoError(t, err)
 	step := func(decision string) *store.Status {
 		if decision != "" {
@@ -176,11 +176,11 @@ export default async function main() {
 		return end
 	}
 	require.Equal(t, store.RunWaitingDecision, step("").Status)
-	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t")
+	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c1"}, got.HeldBy)
 	require.Equal(t, store.RunWaitingDecision, step("first").Status)
-	got, err = svc.Recover(ctx, id, "c1", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t")
+	got, err = svc.Recover(ctx, id, "c1", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
 	require.NoError(t, err)
 	assert.Empty(t, got.HeldBy)
 	end := step("second")

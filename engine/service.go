@@ -242,6 +242,7 @@ func (loadHost) TierStep(node, evidence string) (json.RawMessage, error) {
 }
 func (loadHost) Commit(node, message string) (json.RawMessage, error)    { return nil, errNotWhileLoading }
 func (loadHost) Decide(crw.Decision, func(json.RawMessage, error)) error { return errNotWhileLoading }
+func (loadHost) Effect(string, func(json.RawMessage, error)) error       { return errNotWhileLoading }
 func (loadHost) CheckSchema(s []byte) []loader.Problem                   { return inputs.CheckSchema(s) }
 
 // Execute runs a run in this process: it takes the run's lease, replays what its journal

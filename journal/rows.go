@@ -267,9 +267,12 @@ type Row struct {
 	By         string          `json:"by,omitempty"`
 	// effect_reconciled: the call whose unknown outcome it decides, the verdict (applied,
 	// not_applied), and for applied the output seen (Output) and its digest.
-	Effect       string `json:"effect,omitempty"`
-	Verdict      string `json:"verdict,omitempty"`
-	OutputDigest string `json:"output_digest,omitempty"`
+	Effect string `json:"effect,omitempty"`
+	// ended (waiting_decision): the verdicts the workflow waits for (crw.effect), which no
+	// decision_requested row names.
+	Awaited      []PendingDecision `json:"awaited,omitempty"`
+	Verdict      string            `json:"verdict,omitempty"`
+	OutputDigest string            `json:"output_digest,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

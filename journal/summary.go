@@ -24,11 +24,15 @@ type Summary struct {
 	Decisions []PendingDecision `json:"decisions,omitempty"`
 }
 
-// PendingDecision is a decision a run waits for: crw.decide's id and question.
+// PendingDecision is a decision a run waits for: crw.decide's id and question, or an operator's
+// verdict a workflow waits for (crw.effect), its id VerdictPrefix and the call.
 type PendingDecision struct {
 	ID       string `json:"id"`
 	Question string `json:"question"`
 }
+
+// VerdictPrefix starts the id of a verdict waited for as a decision: effect/<call>.
+const VerdictPrefix = "effect/"
 
 // NewSummary is the summary of an empty journal.
 func NewSummary() *Summary { return &Summary{Calls: map[CallStatus]int{}} }
@@ -86,7 +90,7 @@ func (r *Row) ForSummary() SummaryPart {
 	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
 	switch {
 	case r.Type == TypeEnded:
-		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
+		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error, Awaited: r.Awaited}
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
 		out.Tokens = &tokens
@@ -94,8 +98,20 @@ func (r *Row) ForSummary() SummaryPart {
 		out.Decision = &PendingDecision{ID: r.DecisionID, Question: r.Question}
 	case r.Type == TypeDecisionAnswered:
 		out.Decision = &PendingDecision{ID: r.DecisionID}
+	case r.Type == TypeEffectReconciled:
+		out.Decision = &PendingDecision{ID: VerdictPrefix + r.Effect}
 	}
 	return out
+}
+
+// await adds d to the decisions waited for, once.
+func (s *Summary) await(d PendingDecision) {
+	for _, have := range s.Decisions {
+		if have.ID == d.ID {
+			return
+		}
+	}
+	s.Decisions = append(s.Decisions, d)
 }
 
 // Add folds the next row into s, counting calls as a timeline does: a new attempt of a call (a
@@ -113,14 +129,12 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 		if e.Status != "paused" && e.Status != "waiting_decision" {
 			s.Decisions = nil // a run that ended waits for nothing
 		}
-	case r.Type == TypeDecisionRequested && r.Decision != nil:
-		for _, d := range s.Decisions {
-			if d.ID == r.Decision.ID {
-				return nil
-			}
+		for _, d := range e.Awaited {
+			s.await(d)
 		}
-		s.Decisions = append(s.Decisions, *r.Decision)
-	case r.Type == TypeDecisionAnswered && r.Decision != nil:
+	case r.Type == TypeDecisionRequested && r.Decision != nil:
+		s.await(*r.Decision)
+	case (r.Type == TypeDecisionAnswered || r.Type == TypeEffectReconciled) && r.Decision != nil:
 		for i, d := range s.Decisions {
 			if d.ID == r.Decision.ID {
 				s.Decisions = append(s.Decisions[:i:i], s.Decisions[i+1:]...)

@@ -48,7 +48,8 @@ type Call struct {
 	EndSeq             uint64
 	// inputs identifies what a call without its rows asked (inputKey).
 	inputs [sha256.Size]byte
-	// Decision: this is no call but the delivery of a decision's answer (Decision.Call).
+	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
+	// an operator's verdict (VerdictCalls).
 	Decision bool
 	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
 	Placement string
@@ -176,6 +177,8 @@ type History struct {
 	// the node: Holds).
 	Reconciled map[string]*journal.Row
 	Unknown    map[string][]string
+	// VerdictCalls stand for each verdict's delivery in Order, by the call it decides.
+	VerdictCalls map[string]*Call
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
@@ -246,7 +249,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, VerdictCalls: map[string]*Call{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {

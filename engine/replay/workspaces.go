@@ -86,6 +86,11 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		r := own()
 		if _, done := h.Reconciled[r.Effect]; !done {
 			h.Reconciled[r.Effect] = r
+			// The verdict reaches the script (crw.effect) at its place among the deliveries,
+			// as it did in the process that journaled it.
+			c := &Call{ID: "effect:" + r.Effect, EndType: r.Type, EndSeq: r.Seq, Decision: true}
+			h.VerdictCalls[r.Effect] = c
+			h.Order = append(h.Order, c)
 			// The verdict releases the node's recovery hold for the calls after it, once no
 			// other call of the node waits for one.
 			for node, calls := range h.Unknown {

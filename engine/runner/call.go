@@ -656,6 +656,9 @@ func (r *runner) end(c *call, row *journal.Row) {
 		return
 	}
 	if row.Type == journal.TypeOutcomeUnknown {
+		// An operator's applied verdict is checked against the schema the lost turn answered
+		// to: the journal keeps only digests of the others.
+		row.Schema = canonical(c.req.Schema)
 		if _, held := r.holds[c.req.Node]; !held {
 			r.holds[c.req.Node] = c.id
 		}

@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
 // EffectPrefix names an operator's verdict among the answers left for a live run's process:
 // effect/<call>, its value a Verdict.
-const EffectPrefix = "effect/"
+const EffectPrefix = journal.VerdictPrefix
 
 // Verdict is an operator's word on a call whose outcome is unknown (crw flow recover).
 type Verdict struct {
@@ -76,7 +77,86 @@ func (r *runner) reconcile(call string, a store.Answer) {
 	} else {
 		r.unknown[node], r.holds[node] = rest, rest[0]
 	}
-	r.j.Append(ReconciledRow(call, v, a.By))
+	row := ReconciledRow(call, v, a.By)
+	r.j.Append(row)
+	r.replay.Live(r.verdictDelivery(call, row))
 	r.flushSoon()
 	r.progress.publishSoon()
+}
+
+// SetPost implements vm.Poster. The verdicts the journal has are handed to the script's loop in
+// their recorded turn among the deliveries.
+func (r *runner) SetPost(post func(func() error)) {
+	r.post = post
+	if r.h == nil {
+		return
+	}
+	for call, c := range r.h.VerdictCalls {
+		r.replay.Recorded(c, r.verdictDelivery(call, r.h.Reconciled[call]))
+	}
+}
+
+// verdictDelivery is a verdict's arrival at the script's loop: from then on crw.effect answers
+// with it, and the promises waiting for it settle.
+func (r *runner) verdictDelivery(call string, row *journal.Row) func() {
+	value := VerdictValue(call, row)
+	return func() {
+		if r.post == nil {
+			return
+		}
+		r.post(func() error {
+			r.mu.Lock()
+			r.verdicts[call] = value
+			waits := r.effectWaits[call]
+			delete(r.effectWaits, call)
+			delete(r.waiting, EffectPrefix+call)
+			r.mu.Unlock()
+			for _, settle := range waits {
+				settle(value, nil)
+			}
+			r.progress.publishSoon()
+			return nil
+		})
+	}
+}
+
+// VerdictValue is what crw.effect resolves to: {callId, verdict, output, by}, output null
+// unless an applied verdict recorded one.
+func VerdictValue(call string, row *journal.Row) json.RawMessage {
+	out, _ := json.Marshal(struct {
+		CallID  string          `json:"callId"`
+		Verdict string          `json:"verdict"`
+		Output  json.RawMessage `json:"output"`
+		By      string          `json:"by"`
+	}{call, row.Verdict, row.Output, row.By})
+	return out
+}
+
+// Effect implements crw.Host: the verdict on a call the script was given as unknown, once it
+// has reached the script's loop; until then the script waits for it as for a decision
+// (effect/<call>), and a process with nothing else to wait for ends waiting_decision.
+func (r *runner) Effect(call string, settle func(json.RawMessage, error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.ended[call]
+	switch {
+	case e == nil && r.calls[call] != nil:
+		return errs.Throw(errs.InvalidRequest, "", "crw.effect: call %s has not ended: await its result first", call)
+	case e == nil:
+		return errs.Throw(errs.InvalidRequest, "", "crw.effect: %q names no call of this run", call)
+	case e.status != journal.StatusUnknown:
+		return errs.Throw(errs.InvalidRequest, "", "crw.effect: call %s ended %s: only a call that ended unknown gets a verdict", call, e.status)
+	}
+	if v, ok := r.verdicts[call]; ok {
+		settle(v, nil)
+		return nil
+	}
+	r.effectWaits[call] = append(r.effectWaits[call], settle)
+	id := EffectPrefix + call
+	if r.waiting[id] == nil {
+		r.waiting[id] = &waiting{question: fmt.Sprintf("did the turn of call %s run? Give the verdict: crw flow recover %s %s --applied [--output @FILE], or --not-applied", call, r.id, call)}
+	}
+	r.progress.publishSoon()
+	r.kickAnswers()
+	return nil
 }

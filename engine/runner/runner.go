@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,15 +104,23 @@ type runner struct {
 	unknown     map[string][]string // node → its unknown calls without a verdict (guarded by mu)
 	answersKick chan struct{}
 
+	// The verdicts that reached the script's loop (crw.effect answers from them, so a replay
+	// answers as the recorded run did), and the crw.effect promises waiting for one; both
+	// guarded by mu. post hands the loop a verdict's arrival in its turn.
+	verdicts    map[string]json.RawMessage
+	effectWaits map[string][]func(json.RawMessage, error)
+	post        func(func() error)
+
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
 	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
 	toldHolds map[string]string
 }
 
 var (
-	_ vm.Host  = (*runner)(nil)
-	_ vm.Idler = (*runner)(nil)
-	_ vm.Waker = (*runner)(nil)
+	_ vm.Host   = (*runner)(nil)
+	_ vm.Idler  = (*runner)(nil)
+	_ vm.Waker  = (*runner)(nil)
+	_ vm.Poster = (*runner)(nil)
 )
 
 // Run executes a run in this process: it writes the started row, runs the script over the
@@ -247,6 +257,13 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	switch {
 	case waitsForDecision:
 		end.Status = store.RunWaitingDecision
+		r.mu.Lock()
+		for _, d := range r.pendingLocked() {
+			if strings.HasPrefix(d.ID, EffectPrefix) {
+				ended.Awaited = append(ended.Awaited, d)
+			}
+		}
+		r.mu.Unlock()
 	case cancelled:
 		end.Status = store.RunCancelled
 		end.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
@@ -296,6 +313,7 @@ func newRunner(cfg Config) *runner {
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
 		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, unknown: map[string][]string{}, answersKick: make(chan struct{}, 1),
+		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	r.ws = newWorkspaces(r, cfg.Lease.Dir())

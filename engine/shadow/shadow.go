@@ -224,6 +224,21 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 	return nil
 }
 
+// Effect implements crw.Host: the recorded run's verdict on the call, or a rejection: nobody
+// gives a shadow one.
+func (s *host) Effect(call string, settle func(json.RawMessage, error)) error {
+	c := s.h.ByID[call]
+	if c == nil || c.EndType != journal.TypeOutcomeUnknown {
+		return errs.Throw(errs.InvalidRequest, "", "crw.effect: %q names no call of the recorded run that ended unknown", call)
+	}
+	if rec := s.h.Reconciled[call]; rec != nil {
+		go settle(runner.VerdictValue(call, rec), nil)
+		return nil
+	}
+	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.effect %s: the recorded run has no verdict on it, and nobody gives a shadow one", call))
+	return nil
+}
+
 // Call implements agent.Caller for the shadow: align with the record, resolve from it.
 func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	if req.Resume != "" {

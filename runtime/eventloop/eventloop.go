@@ -47,6 +47,16 @@ func (l *Loop) Reserve() (enqueue func(func() error)) {
 	}
 }
 
+// Post enqueues fn from any goroutine without a reservation: it runs in its turn if the loop is
+// still running, and never once the loop has ended. It keeps no loop alive, so it suits what
+// only marks the order in which something reached the loop (a result nobody may wait for).
+func (l *Loop) Post(fn func() error) {
+	l.mu.Lock()
+	l.queue = append(l.queue, fn)
+	l.mu.Unlock()
+	l.signal()
+}
+
 // Wake makes a loop that waits for a reservation look again: it runs its idle function once
 // more. It may be called from any goroutine.
 func (l *Loop) Wake() { l.signal() }

@@ -275,3 +275,21 @@ func TestWakeRunsIdleAgain(t *testing.T) {
 	assert.True(t, done)
 	assert.GreaterOrEqual(t, idles, 2)
 }
+
+// TestPostRunsInOrderAndKeepsNothingAlive: a post from another goroutine runs in its turn
+// among enqueued callbacks while the loop runs, and holds no reservation.
+func TestPostRunsInOrderAndKeepsNothingAlive(t *testing.T) {
+	t.Parallel()
+	l := eventloop.New()
+	var order []string
+	err := l.Start(context.Background(), func() error {
+		enqueue := l.Reserve()
+		go func() {
+			l.Post(func() error { order = append(order, "post"); return nil })
+			enqueue(func() error { order = append(order, "reserved"); return nil })
+		}()
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"post", "reserved"}, order)
+}

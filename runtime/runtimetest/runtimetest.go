@@ -192,6 +192,9 @@ type Host struct {
 	CommitError   func(node, message string) error
 	// DecideAnswer answers crw.decide.
 	DecideAnswer func(crw.Decision) (json.RawMessage, error)
+	// EffectVerdict answers crw.effect; EffectError is thrown at its call site.
+	EffectVerdict func(call string) (json.RawMessage, error)
+	EffectError   func(call string) error
 	// SchemaCheck is the strictness check of crw:lib/schemas exports (default: none).
 	SchemaCheck func(schema []byte) []loader.Problem
 	// Clock is the run's time (default a fixed instant); Rand is crw.random's stream.
@@ -206,6 +209,7 @@ type Host struct {
 	tiers     []string
 	commits   [][2]string
 	decisions []crw.Decision
+	effects   []string
 	issued    chan struct{}
 }
 
@@ -458,6 +462,31 @@ func (h *Host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 		go settle(answer(d))
 	}
 	return nil
+}
+
+// Effect implements crw.Host: EffectError throws, EffectVerdict answers at once; without them
+// the verdict never comes.
+func (h *Host) Effect(call string, settle func(json.RawMessage, error)) error {
+	h.mu.Lock()
+	h.effects = append(h.effects, call)
+	verdict, fail := h.EffectVerdict, h.EffectError
+	h.mu.Unlock()
+	if fail != nil {
+		if err := fail(call); err != nil {
+			return err
+		}
+	}
+	if verdict != nil {
+		go settle(verdict(call))
+	}
+	return nil
+}
+
+// Effects are the calls crw.effect asked about.
+func (h *Host) Effects() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.effects...)
 }
 
 // Decisions are what crw.decide asked.

@@ -48,6 +48,12 @@ type Waker interface {
 	SetWake(wake func())
 }
 
+// Poster is a host that hands the loop work of its own from other goroutines: it is given the
+// loop's Post (see eventloop.Loop.Post).
+type Poster interface {
+	SetPost(post func(func() error))
+}
+
 // Config is one run's script and its surroundings.
 type Config struct {
 	Workflow string          // the workflow file
@@ -134,6 +140,9 @@ func New(cfg Config) (*VM, error) {
 	}
 	if waker, ok := cfg.Host.(Waker); ok {
 		waker.SetWake(v.loop.Wake)
+	}
+	if poster, ok := cfg.Host.(Poster); ok {
+		poster.SetPost(v.loop.Post)
 	}
 	_ = rt.Set("console", crw.Console(rt, v.in, cfg.Host))
 	for _, name := range []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"} {

@@ -1,5 +1,5 @@
 // Package crw is the `crw` module: the run's input and the deterministic services a workflow
-// may use (log, now, random), plus commit and tierStep.
+// may use (log, now, random), plus commit, tierStep, decide and effect.
 package crw
 
 import (
@@ -33,6 +33,10 @@ type Host interface {
 	// the answer (JSON) or the error the promise rejects with. An error from Decide itself is
 	// thrown at the call site.
 	Decide(d Decision, settle func(json.RawMessage, error)) error
+	// Effect waits for the operator's verdict on a call whose outcome is unknown (crw flow
+	// recover). settle is called once, from any goroutine, with the verdict (JSON) or the
+	// error the promise rejects with. An error from Effect itself is thrown at the call site.
+	Effect(call string, settle func(json.RawMessage, error)) error
 }
 
 // Decision is what crw.decide asks: an id unique in the run, the question, and the JSON
@@ -93,16 +97,17 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) 
 			_ = resolve(frozen(res))
 			return rt.ToValue(p)
 		}))
-		_ = obj.Set("decide", jsutil.Func(rt, "decide", func(fc goja.FunctionCall) goja.Value {
-			d := decisionArg(rt, in, fc.Argument(0))
+		// awaited is a promise of what the host settles later, from any goroutine; an error
+		// from ask itself is thrown at the call site.
+		awaited := func(ask func(settle func(json.RawMessage, error)) error) goja.Value {
 			p, resolve, reject := rt.NewPromise()
 			enqueue := loop.Reserve()
-			err := host.Decide(d, func(answer json.RawMessage, err error) {
+			err := ask(func(value json.RawMessage, err error) {
 				enqueue(func() error {
 					if err != nil {
 						return reject(errorValue(rt, err))
 					}
-					return resolve(frozen(answer))
+					return resolve(frozen(value))
 				})
 			})
 			if err != nil {
@@ -110,6 +115,14 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) 
 				throw(rt, err)
 			}
 			return rt.ToValue(p)
+		}
+		_ = obj.Set("decide", jsutil.Func(rt, "decide", func(fc goja.FunctionCall) goja.Value {
+			d := decisionArg(rt, in, fc.Argument(0))
+			return awaited(func(settle func(json.RawMessage, error)) error { return host.Decide(d, settle) })
+		}))
+		_ = obj.Set("effect", jsutil.Func(rt, "effect", func(fc goja.FunctionCall) goja.Value {
+			call := callArg(rt, in, fc.Argument(0))
+			return awaited(func(settle func(json.RawMessage, error)) error { return host.Effect(call, settle) })
 		}))
 		// Every module of the workflow shares this object: none may replace what it holds.
 		module.Set("exports", freeze(obj))
@@ -195,6 +208,21 @@ func evidenceArg(rt *goja.Runtime, in *jsutil.Intrinsics, node string, v goja.Va
 	}
 	panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf(
 		"crw.tierStep: the second argument is the evidence: the null_model CallResult of an executor call of node %q; got %s", node, jsutil.TypeName(v))))
+}
+
+// callArg reads crw.effect's argument: a CallResult, or its callId. The host checks the id
+// against the calls the script was given.
+func callArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) string {
+	if o, ok := v.(*goja.Object); ok && !jsutil.IsProxy(o) {
+		if p, err := in.Data(o, "callId"); err == nil {
+			v = p.Value
+		}
+	}
+	if s, ok := v.(goja.String); ok && s.Length() > 0 && s.Length() <= maxNode {
+		return s.String()
+	}
+	panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf(
+		"crw.effect: the argument is the CallResult of a call that ended unknown, or its callId; got %s", jsutil.TypeName(v))))
 }
 
 // decisionArg reads crw.decide's {id, question, schema}.

@@ -214,5 +214,43 @@ export default function main() {
   return [crw === viaRequire, now() === crw.now(), input === crw.input, Object.keys(crw).sort()];
 }
 `, runtimetest.WithInput(`{"a":1}`))
-	assert.JSONEq(t, `[true, true, true, ["commit","decide","input","log","now","random","tierStep"]]`, string(out))
+	assert.JSONEq(t, `[true, true, true, ["commit","decide","effect","input","log","now","random","tierStep"]]`, string(out))
+}
+
+func TestEffect(t *testing.T) {
+	t.Parallel()
+	host := runtimetest.WithHost(func(h *runtimetest.Host) {
+		h.EffectVerdict = func(call string) (json.RawMessage, error) {
+			if call == "c9" {
+				return nil, runtimetest.Errorf("run_unavailable", "no verdict on %s", call)
+			}
+			return json.RawMessage(`{"callId":"` + call + `","verdict":"applied","output":{"ok":true},"by":"uid 1"}`), nil
+		}
+		h.EffectError = func(call string) error {
+			if call == "c7" {
+				return runtimetest.Errorf("invalid_request", "call %s did not end unknown", call)
+			}
+			return nil
+		}
+	})
+	out, r := run(t, runtimetest.Main(`
+	const got = [];
+	const v = await crw.effect({ callId: "c1", status: "unknown" });
+	got.push(v.verdict + " " + v.output.ok + (Object.isFrozen(v) && Object.isFrozen(v.output) ? " frozen" : ""));
+	got.push((await crw.effect("c2")).callId);
+	try { await crw.effect("c9"); } catch (e) { got.push(e.code + ": " + e.message); }
+	for (const bad of [undefined, 3, {}, "", "c7"]) {
+		try { crw.effect(bad); got.push("no throw"); } catch (e) { got.push(e.code + ": " + e.message); }
+	}
+	return got;`), host)
+	assert.JSONEq(t, `[
+		"applied true frozen",
+		"c2",
+		"run_unavailable: no verdict on c9",
+		"invalid_request: crw.effect: the argument is the CallResult of a call that ended unknown, or its callId; got undefined",
+		"invalid_request: crw.effect: the argument is the CallResult of a call that ended unknown, or its callId; got number",
+		"invalid_request: crw.effect: the argument is the CallResult of a call that ended unknown, or its callId; got undefined",
+		"invalid_request: crw.effect: the argument is the CallResult of a call that ended unknown, or its callId; got string",
+		"invalid_request: call c7 did not end unknown"]`, string(out))
+	assert.Equal(t, []string{"c1", "c2", "c9", "c7"}, r.Host.Effects())
 }

@@ -18,7 +18,7 @@ import (
 )
 
 func newCmdRecover(g *globals, streams IO) *cobra.Command {
-	var applied, notApplied bool
+	var applied, notApplied, noResume bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "recover RUN CALL (--applied [--output JSON|@FILE] | --not-applied)",
@@ -31,8 +31,9 @@ turn ran (crw flow effects says what to verify and where), then give the verdict
   --applied       it ran: the node's next calls run too; --output records what it answered
 
 The unknown call's rows are not changed, and it stays unknown for the workflow. The verdict is
-journaled (effect_reconciled); a run whose process is live takes it itself. Resume a run no
-process holds with crw flow resume. Exit status 2, with nothing written, without a verdict or
+journaled (effect_reconciled); a run whose process is live takes it itself. A run whose workflow
+waits for the verdict (crw.effect) resumes in a process of its own, unless --no-resume; resume
+any other run no process holds with crw flow resume. Exit status 2, with nothing written, without a verdict or
 for a call that did not end unknown.`,
 		Example: `  crw flow effects RUN
   crw flow recover RUN c3 --not-applied && crw flow resume RUN
@@ -60,7 +61,7 @@ for a call that did not end unknown.`,
 			if err != nil {
 				return err
 			}
-			out, err := svc.Recover(cmd.Context(), args[0], args[1], v, answerer())
+			out, err := svc.Recover(cmd.Context(), args[0], args[1], v, answerer(), !noResume)
 			if err != nil {
 				return err
 			}
@@ -76,12 +77,16 @@ for a call that did not end unknown.`,
 			default:
 				fmt.Fprintf(streams.Out, "call %s: the verdict %s is left for the run's live process\n", out.Call, out.Verdict)
 			}
+			if out.PID != 0 {
+				fmt.Fprintf(streams.Out, "run %s resumed (pid %d): its workflow waited for the verdict\n", out.Run, out.PID)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&applied, "applied", false, "the effect happened")
 	cmd.Flags().BoolVar(&notApplied, "not-applied", false, "the effect did not happen")
 	cmd.Flags().StringVar(&output, "output", "", "with --applied: what the call answered, JSON or @FILE")
+	cmd.Flags().BoolVar(&noResume, "no-resume", false, "journal the verdict and start nothing")
 	return cmd
 }
 
