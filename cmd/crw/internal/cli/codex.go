@@ -48,6 +48,20 @@ With --check nothing is written: it reports what is missing or out of date, and 
 			if err != nil {
 				return err
 			}
+			if !check {
+				// A setup is a mutation the audit records, in the state folder its hook uses.
+				state, err := g.stateDir()
+				if err != nil {
+					return err
+				}
+				if err := os.MkdirAll(state, 0o700); err != nil {
+					return errs.New(errs.CapabilityUnavailable, "the state folder %s cannot be made", state).Wrap(err)
+				}
+				if _, err := g.service(); err != nil {
+					return err
+				}
+				g.auditDetail = "CODEX_HOME " + home
+			}
 			var pairs map[string]journal.Pair
 			if roles != "" {
 				table, err := inputs.LoadRoles(roles)

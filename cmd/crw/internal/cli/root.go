@@ -81,6 +81,8 @@ type globals struct {
 	// backends are the backends of this build.
 	backends *backend.Registry
 	store    store.Store
+	// auditDetail is what an audited command that succeeded tells its audit entry.
+	auditDetail string
 	// runID is the run the command works on, once it is known: its errors name it (with
 	// --json, their "run" member) when it exists.
 	runID string
@@ -152,7 +154,7 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	root := newRoot(g, streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
-	if cmd != nil && engine.Audited[cmd.Name()] && cmd.Parent() != nil && cmd.Parent().Name() == "flow" && g.store != nil && g.stateExists() {
+	if cmd != nil && engine.Audited[cmd.Name()] && cmd.Parent() != nil && (cmd.Parent().Name() == "flow" || cmd.Parent().Name() == "codex") && g.store != nil && g.stateExists() {
 		// The mutation is recorded, however it ended.
 		result, detail := engine.AuditResult(err)
 		var printed errPrinted
@@ -163,6 +165,9 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		run := g.runID
 		if !store.ValidRunID(run) {
 			run = ""
+		}
+		if detail == "" {
+			detail = g.auditDetail
 		}
 		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: run, Who: answerer(), Result: result, Detail: detail})
 	}
