@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -17,6 +20,8 @@ type Inspection struct {
 	// InFlight are the calls with no outcome in their newest generation.
 	InFlight []string `json:"in_flight"`
 	Effects  []Effect `json:"effects"`
+	// Verdicts are the operators' verdicts on unknown outcomes, in journal order.
+	Verdicts []GivenVerdict `json:"verdicts"`
 	// Log is where the run's errors are told in full (crw.log in its folder).
 	Log string `json:"log"`
 	// Next are the commands that move the run on, most pressing first.
@@ -43,6 +48,22 @@ const (
 	maxNext   = 10
 )
 
+// GivenVerdict is a verdict in a run's journal: on which call, which, by whom, when, and for
+// an applied one what the call answered (output, left out past maxVerdictOutput bytes: crw
+// flow show RUN tells it whole) and its digest.
+type GivenVerdict struct {
+	Call         string          `json:"call"`
+	Verdict      string          `json:"verdict"`
+	By           string          `json:"by"`
+	At           time.Time       `json:"at"`
+	Output       json.RawMessage `json:"output,omitempty"`
+	OutputDigest string          `json:"output_digest,omitempty"`
+	// Clipped: the output was too long to list.
+	Clipped bool `json:"clipped,omitempty"`
+}
+
+const maxVerdictOutput = 4096
+
 // HeldNode is a node in recovery hold and the call that holds it.
 type HeldNode struct {
 	Node string `json:"node"`
@@ -55,7 +76,7 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: []Effect{}, Next: []string{}}
+	in := &Inspection{Status: st, Held: []HeldNode{}, InFlight: []string{}, Effects: []Effect{}, Verdicts: []GivenVerdict{}, Next: []string{}}
 	if spec, err := s.Store.Spec(ctx, run); err == nil {
 		in.Backend = BackendState{Name: spec.Backend, Options: spec.BackendOptions}
 	}
@@ -75,6 +96,14 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 			open[r.Call] = true
 		case journal.IsTerminal(r.Type):
 			open[r.Call] = false
+		case r.Type == journal.TypeEffectReconciled && len(in.Verdicts) < MaxListed:
+			v := GivenVerdict{Call: r.Effect, Verdict: r.Verdict, By: r.By, At: r.At, OutputDigest: r.OutputDigest}
+			if len(r.Output) > maxVerdictOutput {
+				v.Clipped = true
+			} else if len(r.Output) > 0 {
+				v.Output = append(json.RawMessage(nil), r.Output...)
+			}
+			in.Verdicts = append(in.Verdicts, v)
 		}
 		return nil
 	})
@@ -108,6 +137,9 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 		}
 	}
 	for _, d := range st.Decisions {
+		if strings.HasPrefix(d.ID, journal.VerdictPrefix) {
+			continue // the workflow waits for a verdict: the effect above says how to give it
+		}
 		in.Next = append(in.Next, fmt.Sprintf("answer the decision %s (%s): crw flow answer %s %s --value JSON", d.ID, d.Question, run, d.ID))
 	}
 	switch st.State {

@@ -89,7 +89,7 @@ func Summarize(rows []journal.Row) Timeline {
 			s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error
 		case journal.TypeEscalation:
 			s.Escalations = append(s.Escalations, *row)
-		case journal.TypeCommitResult, journal.TypeTierStep, journal.TypeDecisionRequested, journal.TypeDecisionAnswered:
+		case journal.TypeCommitResult, journal.TypeTierStep, journal.TypeDecisionRequested, journal.TypeDecisionAnswered, journal.TypeEffectReconciled:
 			s.Steps = append(s.Steps, *row)
 		case journal.TypeWarning:
 			s.Warnings = append(s.Warnings, *row)

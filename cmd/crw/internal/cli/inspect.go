@@ -78,6 +78,10 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 			}
 			fmt.Fprintf(streams.Out, "calls     %s (%d in flight)\ntokens    %d\n", countsLine(st.Calls), st.InFlight, st.Tokens.Total)
 			for _, d := range st.Decisions {
+				if strings.HasPrefix(d.ID, journal.VerdictPrefix) {
+					fmt.Fprintf(streams.Out, "decision  %s: %s\n", d.ID, d.Question) // the question says how
+					continue
+				}
 				fmt.Fprintf(streams.Out, "decision  %s: %s\n          answer it: crw flow answer %s %s --value JSON\n", d.ID, d.Question, st.Run, d.ID)
 			}
 			if st.Error != nil {
@@ -200,6 +204,8 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 					fmt.Fprintf(w, "decision %s asked: %s\n", st.DecisionID, st.Question)
 				case journal.TypeDecisionAnswered:
 					fmt.Fprintf(w, "decision %s answered by %s: %s\n", st.DecisionID, dash(st.By), compact(st.Output))
+				case journal.TypeEffectReconciled:
+					fmt.Fprintf(w, "verdict on %s by %s: %s%s\n", st.Effect, dash(st.By), st.Verdict, verdictOutput(st.Output))
 				}
 			}
 			fmt.Fprintf(w, "%d calls: %s; %d tokens", len(s.Calls), countsLine(s.Counts), s.Tokens.Total)
@@ -310,4 +316,12 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// verdictOutput is an applied verdict's recorded output, as a verdict line ends.
+func verdictOutput(out json.RawMessage) string {
+	if len(out) == 0 {
+		return ""
+	}
+	return ", output " + compact(out)
 }

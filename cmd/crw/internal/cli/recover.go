@@ -159,6 +159,9 @@ func newCmdInspect(g *globals, streams IO) *cobra.Command {
 			for _, h := range in.Held {
 				fmt.Fprintf(w, "held      node %s, by call %s (unknown outcome)\n", h.Node, h.Call)
 			}
+			for _, v := range in.Verdicts {
+				fmt.Fprintf(w, "verdict   call %s %s, by %s%s\n", v.Call, v.Verdict, dash(v.By), verdictOutput(v.Output))
+			}
 			for _, d := range st.Decisions {
 				fmt.Fprintf(w, "decision  %s: %s\n", d.ID, d.Question)
 			}
