@@ -2,58 +2,21 @@ package lib_test
 
 import (
 	"encoding/json"
-	"io/fs"
 	"maps"
 	"slices"
 	"testing"
 
-	"github.com/dop251/goja"
-	"github.com/evanw/esbuild/pkg/api"
-
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/lib"
+	"github.com/crw-dev/crw/runtime/vm"
 )
 
-// exports evaluates an embedded ESM module as CommonJS and returns its non-function
-// exports as JSON, the way a workflow's import hands them to the strict check.
+// exports are the non-function exports of an embedded module, as a workflow's import hands
+// them to the strict check.
 func exports(t *testing.T, name string) map[string]json.RawMessage {
 	t.Helper()
-	src, err := fs.ReadFile(lib.FS, name)
+	m, err := vm.Exports(lib.FS, name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	res := api.Transform(string(src), api.TransformOptions{
-		Loader:     api.LoaderJS,
-		Format:     api.FormatCommonJS,
-		Target:     api.ES2022, // as the workflow loader transforms
-		Sourcefile: name,
-	})
-	if len(res.Errors) > 0 {
-		t.Fatalf("transform %s: %s", name, res.Errors[0].Text)
-	}
-	vm := goja.New()
-	module := vm.NewObject()
-	if err := module.Set("exports", vm.NewObject()); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Set("module", module); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vm.RunString("(function (exports) {\n" + string(res.Code) + "\n})(module.exports)"); err != nil {
-		t.Fatalf("run %s: %v", name, err)
-	}
-	out, err := vm.RunString(`(function () {
-		var e = module.exports, out = {};
-		Object.keys(e).forEach(function (k) {
-			if (typeof e[k] !== "function") out[k] = e[k];
-		});
-		return JSON.stringify(out);
-	})()`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out.String()), &m); err != nil {
 		t.Fatal(err)
 	}
 	return m

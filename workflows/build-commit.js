@@ -31,6 +31,7 @@ const approve = {
   additionalProperties: false,
 };
 
+/** @param {{ task?: string, maxRounds?: number } | null} input the run's --input */
 export default async function main(input) {
   const { task, maxRounds } = { ...defaults, ...(input ?? {}) };
   const buildPrompt = [

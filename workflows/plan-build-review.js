@@ -12,6 +12,7 @@ const defaults = {
   maxRounds: 3,
 };
 
+/** @param {{ task?: string, maxRounds?: number } | null} input the run's --input */
 export default async function main(input) {
   const { task, maxRounds } = { ...defaults, ...(input ?? {}) };
 

@@ -251,7 +251,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 		newCmdShadow(g, streams), newCmdDelete(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
-	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams))
+	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams))
 	return root
 }
 

@@ -1,0 +1,2 @@
+import { crw } from "crw";
+export default async function main() { return crw.now(); }
