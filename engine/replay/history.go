@@ -144,6 +144,13 @@ func (c *Call) LastRow() *journal.Row {
 	return last
 }
 
+// ReasonUnawaited is the reason of the warning row of an agent.call whose promise the
+// workflow never awaited nor observed; MaxUnawaited bounds the rows a run gets.
+const (
+	ReasonUnawaited = "unawaited_call"
+	MaxUnawaited    = 100
+)
+
 // History is what a replay needs of a journal.
 type History struct {
 	Run     string
@@ -179,6 +186,8 @@ type History struct {
 	Unknown    map[string][]string
 	// VerdictCalls stand for each verdict's delivery in Order, by the call it decides.
 	VerdictCalls map[string]*Call
+	// Unawaited are the calls a warning says the workflow never awaited (ReasonUnawaited).
+	Unawaited map[string]bool
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
@@ -249,7 +258,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, VerdictCalls: map[string]*Call{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {
@@ -285,7 +294,12 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			h.Ended = nil
 		}
 		return nil
-	case journal.TypeEscalation, journal.TypeWarning:
+	case journal.TypeWarning:
+		if row.Reason == ReasonUnawaited && row.Call != "" && len(h.Unawaited) < MaxUnawaited {
+			h.Unawaited[row.Call] = true
+		}
+		return nil
+	case journal.TypeEscalation:
 		return nil
 	}
 	if b.workspaceRow(row) {

@@ -19,6 +19,7 @@ const (
 	EventCallEnded   EventKind = "call_ended"
 	EventEnded       EventKind = "ended"
 	EventProgress    EventKind = "progress" // a reader's look at a run another process holds
+	EventWarning     EventKind = "warning"  // a warning row of the run: Reason, Detail
 )
 
 // Event is one step of live progress.
@@ -30,6 +31,7 @@ type Event struct {
 	Node     string
 	Status   journal.CallStatus
 	Reason   string
+	Detail   string
 	Replayed bool // the call's outcome came from the journal
 	Calls    store.Counts
 	InFlight int

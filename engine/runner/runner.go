@@ -206,6 +206,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 
 	out, runErr := script.Run(runCtx)
+	if runErr == nil {
+		r.warnUnobserved(script)
+	}
 	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
 	deadline := errors.Is(context.Cause(runCtx), errDeadline)
 	waitsForDecision := errors.Is(context.Cause(runCtx), errWaitingDecision)
@@ -665,3 +668,31 @@ type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects m
 
 // pid is this process's id, for the status it publishes.
 var pid = os.Getpid()
+
+// warnUnobserved journals a warning for each agent.call whose promise the workflow never
+// awaited nor observed (a forgotten await: the call ran, and nobody read its result), once: a
+// resume that replays the run finds the warnings it wrote before.
+func (r *runner) warnUnobserved(script *vm.VM) {
+	calls, more, _ := script.Unobserved()
+	warned := 0
+	if r.h != nil {
+		warned = len(r.h.Unawaited)
+	}
+	for _, c := range calls {
+		if c.Call == "" || (r.h != nil && r.h.Unawaited[c.Call]) {
+			continue
+		}
+		if warned >= replay.MaxUnawaited {
+			more++
+			continue
+		}
+		warned++
+		detail := fmt.Sprintf("agent.call at %s (call %s) was never awaited: the workflow ended without reading its result (a forgotten await?)", c.Site, c.Call)
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
+		r.progress.event(Event{Kind: EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
+	}
+	if more > 0 {
+		detail := fmt.Sprintf("and %d more agent.calls were never awaited", more)
+		r.progress.event(Event{Kind: EventWarning, Reason: replay.ReasonUnawaited, Detail: detail})
+	}
+}

@@ -89,6 +89,8 @@ type VM struct {
 	loop   *eventloop.Loop
 	loader *loader.Loader
 	main   goja.Callable
+	// tracker follows agent.call's promises: which ones nobody awaited (Unobserved).
+	tracker agent.Tracker
 
 	limits     Limits
 	rangeError goja.Value   // the RangeError constructor, taken before the script runs
@@ -157,7 +159,7 @@ func New(cfg Config) (*VM, error) {
 		LibDirs: cfg.LibDirs,
 		Builtin: cfg.Builtin,
 		Native: map[string]require.ModuleLoader{
-			"crw:agent": agent.Loader(v.loop, v.in, cfg.Host),
+			"crw:agent": agent.Loader(v.loop, v.in, cfg.Host, &v.tracker),
 			"crw":       crw.Loader(cfg.Input, v.in, v.loop, cfg.Host),
 		},
 		CheckSchema: cfg.Host.CheckSchema,
@@ -197,6 +199,13 @@ func (v *VM) Digest() string { return v.loader.Digest() }
 
 // Sources is the content of every file the workflow loaded from disk, by its real path.
 func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
+
+// Unobserved lists the agent.calls whose promises the workflow never awaited nor observed,
+// once Run has returned (see agent.Tracker); more counts those past what the list holds, and
+// known is false when this goja cannot tell.
+func (v *VM) Unobserved() (calls []agent.Unobserved, more int, known bool) {
+	return v.tracker.Unobserved()
+}
 
 // Run calls the entry function with the input and runs the loop until the workflow's promise
 // settles and every call it issued was delivered. It returns the workflow's result as JSON

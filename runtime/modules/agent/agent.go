@@ -64,13 +64,15 @@ type agentModule struct {
 	// same few to thousands of calls.
 	schemas map[*goja.Object]json.RawMessage
 	present []string // the own enumerable keys of the options being read (loop goroutine only)
+	tracker *Tracker
 }
 
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop; in are
-// the runtime's intrinsics, taken before the script ran, that options are read with.
-func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller) func(rt *goja.Runtime, module *goja.Object) {
+// the runtime's intrinsics, taken before the script ran, that options are read with. tracker,
+// when not nil, follows the promises the calls return.
+func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker *Tracker) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), deepFrozen: in.DeepFrozenChecker(), schemas: map[*goja.Object]json.RawMessage{}}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), deepFrozen: in.DeepFrozenChecker(), schemas: map[*goja.Object]json.RawMessage{}}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -98,6 +100,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 
 	promise, resolve, _ := rt.NewPromise()
 	enqueue := m.loop.Reserve()
+	var seen *tracked
 	settle := func(result json.RawMessage, onLoop func()) {
 		enqueue(func() error {
 			if onLoop != nil {
@@ -109,6 +112,11 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 				// left out: they quote the answer (a member's name), which no error carries.
 				return fmt.Errorf("agent.call: the result of %s could not be given to the script", req.Site)
 			}
+			if seen != nil {
+				if o, ok := v.(*goja.Object); ok {
+					seen.call = o.Get("callId").String()
+				}
+			}
 			return resolve(v)
 		})
 	}
@@ -116,6 +124,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 		enqueue(func() error { return nil }) // a refused request is never settled: release its reservation
 		jsutil.ThrowError(rt, "agent.call: ", err)
 	}
+	seen = m.tracker.add(promise, req.Site)
 	return rt.ToValue(promise)
 }
 

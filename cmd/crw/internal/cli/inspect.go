@@ -190,6 +190,13 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 			for _, e := range s.Escalations {
 				fmt.Fprintf(w, "escalation %s by %s: %s\n", e.Reason, e.Call, e.Detail)
 			}
+			for i, x := range s.Warnings {
+				if i == maxShownWarnings {
+					fmt.Fprintf(w, "and %d more warnings: crw flow trace %s\n", len(s.Warnings)-i, s.Run)
+					break
+				}
+				fmt.Fprintf(w, "warning %s: %s\n", x.Reason, x.Detail)
+			}
 			for _, st := range s.Steps {
 				switch st.Type {
 				case journal.TypeCommitResult:
@@ -325,3 +332,6 @@ func verdictOutput(out json.RawMessage) string {
 	}
 	return ", output " + compact(out)
 }
+
+// maxShownWarnings bounds the warnings show prints; the trace has them all.
+const maxShownWarnings = 20

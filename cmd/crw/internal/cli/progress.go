@@ -66,6 +66,11 @@ func (p *progress) event(e runner.Event) {
 	if p.quiet || p.closed {
 		return
 	}
+	if e.Kind == runner.EventWarning {
+		p.clear()
+		fmt.Fprintf(p.w, "warning: %s\n", e.Detail)
+		return
+	}
 	p.last = e
 	if p.tty {
 		// Redraw at most 20 times a second; the final state is drawn by done.

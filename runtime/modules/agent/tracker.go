@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"github.com/dop251/goja"
+
+	"github.com/crw-dev/crw/runtime/jsutil"
+)
+
+// Unobserved is an agent.call whose promise the workflow never awaited, nor observed any other
+// way (then, Promise.all, …), by the time its loop ended: a forgotten await, whose call ran and
+// whose result nobody read.
+type Unobserved struct {
+	Call string // the call's id, once its result was given ("" before)
+	Site string // file:line:col of the agent.call
+}
+
+// Tracker follows the promises agent.call returns, on the loop goroutine only. It holds at most
+// maxTracked of them at once, dropping those observed as it goes, so a run of any length costs
+// no more than a few.
+type Tracker struct {
+	calls   []*tracked
+	dropped int // unobserved calls past maxTracked, not listed
+	unknown bool
+}
+
+type tracked struct {
+	p          *goja.Promise
+	call, site string
+}
+
+const maxTracked = 10000
+
+func (t *Tracker) add(p *goja.Promise, site string) *tracked {
+	if t == nil {
+		return nil
+	}
+	if len(t.calls) >= maxTracked {
+		t.prune()
+		if len(t.calls) >= maxTracked {
+			t.dropped++
+			return nil
+		}
+	}
+	c := &tracked{p: p, site: site}
+	t.calls = append(t.calls, c)
+	return c
+}
+
+// prune drops the calls observed so far: a promise once handled stays handled.
+func (t *Tracker) prune() {
+	kept := t.calls[:0]
+	for _, c := range t.calls {
+		handled, known := jsutil.PromiseHandled(c.p)
+		if !known {
+			t.unknown = true
+		}
+		if known && !handled {
+			kept = append(kept, c)
+		}
+	}
+	clear(t.calls[len(kept):])
+	t.calls = kept
+}
+
+// Unobserved lists the calls no one observed, in issue order, and how many more there were past
+// what the Tracker holds. known is false when this goja cannot say.
+func (t *Tracker) Unobserved() (calls []Unobserved, more int, known bool) {
+	if t == nil {
+		return nil, 0, false
+	}
+	t.prune()
+	for _, c := range t.calls {
+		calls = append(calls, Unobserved{Call: c.call, Site: c.site})
+	}
+	return calls, t.dropped, !t.unknown
+}
