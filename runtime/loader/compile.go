@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/evanw/esbuild/pkg/api"
 )
@@ -70,7 +71,7 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 		if p, ok := builtinPrograms.Load(key); ok {
 			return p.(*goja.Program), nil
 		}
-		prg, err := compile(t.file, t.name, t.kind, src)
+		prg, err := compile(t.file, t.name, t.kind, src, nil)
 		if err == nil {
 			builtinPrograms.Store(key, prg)
 		}
@@ -83,7 +84,7 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 	if prg != nil {
 		return prg, nil
 	}
-	prg, err := compile(t.file, t.name, t.kind, src)
+	prg, err := compile(t.file, t.name, t.kind, src, l.onParse)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +96,8 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 
 // compile transforms one JS or TS file to a CommonJS function expression and
 // compiles it. name is the source name shown in errors and stacks; module is
-// the module name for LoadError.Module.
-func compile(name, module string, kind sourceKind, src []byte) (*goja.Program, error) {
+// the module name for LoadError.Module. onParse, when not nil, is shown the module's AST.
+func compile(name, module string, kind sourceKind, src []byte, onParse func(*ast.Program)) (*goja.Program, error) {
 	if le := checkNesting(name, module, src); le != nil {
 		return nil, le
 	}
@@ -106,11 +107,14 @@ func compile(name, module string, kind sourceKind, src []byte) (*goja.Program, e
 	}
 	// The map is inline; refusing every other location keeps a stray
 	// sourceMappingURL from reading the host file system.
-	ast, err := parser.ParseFile(nil, name, code, 0, parser.WithSourceMapLoader(noSourceMaps))
+	tree, err := parser.ParseFile(nil, name, code, 0, parser.WithSourceMapLoader(noSourceMaps))
 	if err != nil {
 		return nil, gojaSyntaxError(name, module, err)
 	}
-	prg, err := goja.CompileAST(ast, isModuleCode(name, kind, code))
+	if onParse != nil {
+		onParse(tree)
+	}
+	prg, err := goja.CompileAST(tree, isModuleCode(name, kind, code))
 	if err != nil {
 		return nil, gojaSyntaxError(name, module, err)
 	}

@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja_nodejs/require"
 
 	"github.com/crw-dev/crw/runtime/jsutil"
@@ -50,6 +51,9 @@ type Config struct {
 	// CheckSchema is the strict check applied to every export of a
 	// crw:lib/schemas module. Nil skips the check.
 	CheckSchema func(schema []byte) []Problem
+	// OnParse, when not nil, is shown the AST of every module of the workflow's own as it is
+	// parsed (a static pass: runtime/lint); the built-ins are not.
+	OnParse func(*ast.Program)
 }
 
 // Loader loads one workflow. It may serve several runtimes, one Main each,
@@ -67,6 +71,7 @@ type Loader struct {
 	builtin fs.FS
 	native  map[string]require.ModuleLoader
 	check   func([]byte) []Problem
+	onParse func(*ast.Program)
 
 	mu       sync.Mutex
 	sources  map[string]*source // real path -> content read from disk
@@ -111,6 +116,7 @@ func New(cfg Config) (*Loader, error) {
 		builtin:  cfg.Builtin,
 		native:   cfg.Native,
 		check:    cfg.CheckSchema,
+		onParse:  cfg.OnParse,
 		sources:  make(map[string]*source),
 		programs: make(map[string]*goja.Program),
 		resolved: make(map[string]*target),

@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja_nodejs/require"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/eventloop"
 	"github.com/crw-dev/crw/runtime/jsutil"
+	"github.com/crw-dev/crw/runtime/lint"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/modules/crw"
@@ -48,6 +50,14 @@ type Waker interface {
 	SetWake(wake func())
 }
 
+// onParse is the loader's hook for a static pass, when one is asked for.
+func onParse(c *lint.Collector) func(*ast.Program) {
+	if c == nil {
+		return nil
+	}
+	return c.Module
+}
+
 // Poster is a host that hands the loop work of its own from other goroutines: it is given the
 // loop's Post (see eventloop.Loop.Post).
 type Poster interface {
@@ -65,6 +75,9 @@ type Config struct {
 	Limits   Limits // zero fields take their defaults
 	// Context, when it ends, interrupts the loading of the modules (a signal, a cancel).
 	Context context.Context
+	// Lint, when not nil, is given every module of the workflow's own as it is parsed: a static
+	// pass over them (crw flow check).
+	Lint *lint.Collector
 }
 
 // ReasonNondeterministic is the reason of an error thrown for something a replay could not
@@ -163,6 +176,7 @@ func New(cfg Config) (*VM, error) {
 			"crw":       crw.Loader(cfg.Input, v.in, v.loop, cfg.Host),
 		},
 		CheckSchema: cfg.Host.CheckSchema,
+		OnParse:     onParse(cfg.Lint),
 	})
 	if err != nil {
 		return nil, err

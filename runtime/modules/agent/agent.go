@@ -91,7 +91,16 @@ func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker 
 	}
 }
 
-var allowed = map[string]bool{"role": true, "prompt": true, "schema": true, "node": true, "model": true, "effort": true, "resume": true}
+// Options are the options agent.call takes.
+var Options = []string{"role", "prompt", "schema", "node", "model", "effort", "resume"}
+
+var allowed = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range Options {
+		m[o] = true
+	}
+	return m
+}()
 
 func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	rt := m.rt
