@@ -28,6 +28,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
+	"github.com/crw-dev/crw/runtime/lint"
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/modules/crw"
@@ -63,6 +64,9 @@ type CreateOptions struct {
 	KeepWorktrees  bool
 	TraceIsolation bool
 	TierSteps      string // auto (the default) or ask
+	// Lint, when not nil, is given the workflow's modules as the check before the run loads
+	// them (crw flow check's static pass).
+	Lint *lint.Collector
 }
 
 // ExecOptions are how this process executes a run.
@@ -73,8 +77,10 @@ type ExecOptions struct {
 	OnEvent func(runner.Event)
 	// OnStart is called once the process holds the run and its started row is durable.
 	OnStart func(run string)
-	// Backend replaces the backend the spec names (tests).
+	// Backend replaces the backend the spec names (tests, a dry run).
 	Backend backend.Backend
+	// DryRun runs it as a rehearsal (runner.Config.DryRun): crw flow check.
+	DryRun bool
 }
 
 // Run creates a run and executes it in this process.
@@ -138,7 +144,7 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	if opts.Limits.StackDepth < 0 || opts.Limits.HeapBytes < 0 || opts.Limits.LoadTimeMS < 0 || opts.Limits.DeadlineMS < 0 {
 		return "", errs.New(errs.InvalidRequest, "limits: must not be negative")
 	}
-	script, err := loadOnly(ctx, wf, opts.LibDirs, opts.Input, opts.Limits)
+	script, err := loadOnly(ctx, wf, opts.LibDirs, opts.Input, opts.Limits, opts.Lint)
 	if err != nil {
 		return "", err
 	}
@@ -215,9 +221,9 @@ func limitsOrNil(l store.Limits) *store.Limits {
 }
 
 // loadOnly loads a workflow in a throwaway VM to report load errors, its digest and its files.
-func loadOnly(ctx context.Context, wf string, libs []string, input json.RawMessage, limits store.Limits) (*vm.VM, error) {
+func loadOnly(ctx context.Context, wf string, libs []string, input json.RawMessage, limits store.Limits, c *lint.Collector) (*vm.VM, error) {
 	script, err := vm.New(vm.Config{Workflow: wf, LibDirs: libs, Builtin: lib.FS, Input: input, Host: loadHost{},
-		Limits: runner.VMLimits(&limits), Context: ctx})
+		Limits: runner.VMLimits(&limits), Context: ctx, Lint: c})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.New(errs.RunUnavailable, "the workflow was not loaded: this process was stopped").Wrap(err).
@@ -309,7 +315,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	}
 	return runner.Run(ctx, runner.Config{
 		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
-		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart,
+		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart, DryRun: x.DryRun,
 	})
 }
 

@@ -34,6 +34,10 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	if err := context.Cause(r.ctx); err != nil {
 		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the run is stopping: %v", err)
 	}
+	if r.dryRun {
+		// A rehearsal commits nothing: the stand-in says so in place of each hash.
+		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: NodeRef(r.id, node), Message: message})
+	}
 	if !r.ws.has() {
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
 	}

@@ -76,6 +76,15 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned", d.ID)
 	}
 	r.asked[d.ID] = true
+	if r.dryRun {
+		// A rehearsal asks nobody: an answer its schema admits comes at once.
+		answer, err := schema.Synthesize(d.Schema)
+		if err != nil {
+			return errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: no answer can be made for its schema: %v", d.ID, err)
+		}
+		r.replay.Live(func() { settle(answer, nil) })
+		return nil
+	}
 	if ask := r.stepAsks[d.ID]; ask != nil && (r.h == nil || r.h.Decisions[d.ID] == nil) {
 		// The decision a tier step of this process asked: the script waits for it too.
 		if ask.answered {

@@ -53,10 +53,15 @@ type Config struct {
 	// Warnings, when not nil, is where the backend's warnings that belong to no call go: the
 	// runner journals them from its started row on.
 	Warnings *Warnings
+	// DryRun is a rehearsal (crw flow check): every call works in the run's cwd (no worktree),
+	// crw.commit commits nothing and answers a stand-in, and crw.decide is answered at once
+	// with an answer synthesized from its schema.
+	DryRun bool
 }
 
 // runner is one process's execution of a run: the host of its script.
 type runner struct {
+	dryRun   bool
 	id       string
 	spec     *store.Spec
 	lease    store.Lease
@@ -310,7 +315,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 func newRunner(cfg Config) *runner {
 	spec := cfg.Spec
 	r := &runner{
-		id: spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
+		dryRun: cfg.DryRun,
+		id:     spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),

@@ -119,6 +119,9 @@ func held(reason, format string, args ...any) *journal.Row {
 func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 	ws := r.ws
 	writes := replay.Writes(c.req.Role)
+	if r.dryRun {
+		return nil, nil
+	}
 	if !ws.has() {
 		if writes {
 			return nil, held("worktree_failed", "the run has no repository, and an %s call works in a worktree of one: "+

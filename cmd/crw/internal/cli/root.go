@@ -246,7 +246,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	})
 
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
-	flow.AddCommand(newCmdRun(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
+	flow.AddCommand(newCmdRun(g, streams), newCmdCheck(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
 		newCmdCancel(g, streams), newCmdAnswer(g, streams), newCmdRecover(g, streams), newCmdEffects(g, streams), newCmdInspect(g, streams), newCmdAudit(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
 		newCmdShadow(g, streams), newCmdDelete(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}

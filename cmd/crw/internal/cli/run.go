@@ -166,14 +166,9 @@ func createOptions(opts *RunOptions) (engine.CreateOptions, error) {
 			return eo, err
 		}
 	}
-	var libs []string
-	for _, d := range opts.LibDirs {
-		st, err := os.Stat(d)
-		if err != nil || !st.IsDir() {
-			return eo, errs.New(errs.InvalidRequest, "--lib %s: not a folder", d)
-		}
-		abs, _ := filepath.Abs(d)
-		libs = append(libs, abs)
+	libs, err := libFolders(opts.LibDirs)
+	if err != nil {
+		return eo, err
 	}
 	repo, err := runRepo(opts)
 	if err != nil {
@@ -223,6 +218,20 @@ func runPool(opts *RunOptions) int {
 		return max(1, min(opts.Pool, session.MaxThreads("")-1))
 	}
 	return opts.Pool
+}
+
+// libFolders are the --lib folders, made absolute; each must be a folder.
+func libFolders(dirs []string) ([]string, error) {
+	var libs []string
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() {
+			return nil, errs.New(errs.InvalidRequest, "--lib %s: not a folder", d)
+		}
+		abs, _ := filepath.Abs(d)
+		libs = append(libs, abs)
+	}
+	return libs, nil
 }
 
 // readInput reads --input: inline JSON, @FILE or @- (stdin, a pipe included); absent is null.

@@ -1,0 +1,231 @@
+// Package check is crw flow check: a workflow's mistakes found before any token is spent. It
+// loads the workflow with a static pass over its modules (runtime/lint), then rehearses it on
+// the fake backend with synthesized answers, in memory (no journal, no run folder), and
+// reports what either found with its file, line and column: agent.call options it does not
+// take, schemas that are not strict, calls whose promise was never awaited, timers and the
+// other things a replay could not repeat, and what the rehearsal threw.
+package check
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/lint"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/mem"
+)
+
+// Options are what to check and how far to rehearse it.
+type Options struct {
+	Workflow string
+	Input    json.RawMessage
+	LibDirs  []string
+	Roles    inputs.RoleTable
+	// MaxCalls bounds the rehearsal's calls (default 1000); Timeout its time (default 60 s).
+	MaxCalls int
+	Timeout  time.Duration
+	Limits   store.Limits
+}
+
+// Finding is one mistake, where it is, and which pass found it: static (the pass over the
+// modules) or run (the rehearsal).
+type Finding struct {
+	lint.Finding
+	Source string `json:"source"`
+}
+
+// Rules the rehearsal adds to lint's.
+const (
+	RuleUnawaited = "unawaited_call"
+	RuleThrown    = "thrown"
+	RuleRefused   = "call_refused"
+)
+
+// Report is what Check found, and how the rehearsal went.
+type Report struct {
+	Workflow string    `json:"workflow"`
+	Findings []Finding `json:"findings"`
+	// More counts the findings past what the report lists.
+	More int `json:"more"`
+	// Calls are the calls the rehearsal made; Status how it ended (completed, failed, …), and
+	// Stopped why it stopped short of the workflow's end ("" when it did not).
+	Calls   int    `json:"calls"`
+	Status  string `json:"status"`
+	Stopped string `json:"stopped"`
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxCalls = 1000
+	DefaultTimeout  = time.Minute
+)
+
+// Check checks a workflow. A workflow that does not load, or input that is not JSON, is an
+// error (bad input); what it finds otherwise is in the Report.
+func Check(ctx context.Context, opts Options) (*Report, error) {
+	if opts.MaxCalls <= 0 {
+		opts.MaxCalls = DefaultMaxCalls
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	st := mem.New()
+	svc := &engine.Service{Store: st, Backends: backend.NewRegistry(fake.Descriptor())}
+	c := lint.New(inputs.CheckSchema)
+	limits := opts.Limits
+	limits.DeadlineMS = opts.Timeout.Milliseconds()
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: opts.Workflow, Input: opts.Input, LibDirs: opts.LibDirs,
+		Roles: opts.Roles, Limits: limits, OmitCallSeqs: true, Lint: c})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Workflow: opts.Workflow, Findings: []Finding{}}
+	found, more := c.Findings()
+	for _, f := range found {
+		rep.add(Finding{Finding: f, Source: "static"})
+	}
+	rep.More += more
+
+	var calls atomic.Int64
+	capped := &cappedBackend{Backend: fake.New(nil, nil), calls: &calls, max: int64(opts.MaxCalls), stop: func() { _ = st.RequestCancel(ctx, id) }}
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: capped, DryRun: true})
+	if err != nil {
+		return nil, err
+	}
+	rep.Calls, rep.Status = int(calls.Load()), string(end.Status)
+	switch {
+	case calls.Load() > int64(opts.MaxCalls):
+		rep.Calls = opts.MaxCalls
+		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %d calls (--max-calls)", opts.MaxCalls)
+	case end.Error != nil && end.Error.Reason == "deadline":
+		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %s (--timeout)", opts.Timeout)
+	}
+	rows, err := svc.Rows(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rep.fromRows(rows)
+	if end.Error != nil && rep.Stopped == "" {
+		rep.thrown(end.Error)
+	}
+	slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+	return rep, nil
+}
+
+// refusals are the reasons a call ends with that say the workflow asked for it wrongly.
+var refusals = map[string]bool{"schema_not_strict": true, "pair_refused": true, "foreign_handle": true}
+
+func (r *Report) fromRows(rows []journal.Row) {
+	sites := map[string]string{}
+	for i := range rows {
+		row := &rows[i]
+		switch {
+		case row.Type == journal.TypePrepared:
+			sites[row.Call] = row.Site
+		case row.Type == journal.TypeRefused && refusals[row.Reason]:
+			r.at(sites[row.Call], RuleRefused, fmt.Sprintf("agent.call (call %s) was refused: %s: %s", row.Call, row.Reason, row.Detail))
+		case row.Type == journal.TypeWarning && row.Reason == replay.ReasonUnawaited:
+			r.at(sites[row.Call], RuleUnawaited, fmt.Sprintf("agent.call (call %s) was never awaited: the workflow ended without reading its result (a forgotten await?)", row.Call))
+		}
+	}
+}
+
+var (
+	frame  = regexp.MustCompile(`\((.+):(\d+):(\d+)\)$`)
+	siteRE = regexp.MustCompile(`^(.+):(\d+):(\d+)$`)
+)
+
+// thrown is what the rehearsal threw, at the workflow's frame nearest the throw.
+func (r *Report) thrown(e *journal.RunError) {
+	msg := e.Message
+	if e.Code != "" {
+		msg = e.Code + ": " + msg
+	}
+	rule := RuleThrown
+	if e.Reason == "nondeterministic" {
+		rule = lint.RuleNondeterminism
+	}
+	for _, line := range splitLines(e.Stack) {
+		if m := frame.FindStringSubmatch(line); m != nil {
+			ln, _ := strconv.Atoi(m[2])
+			col, _ := strconv.Atoi(m[3])
+			r.add(Finding{Finding: lint.Finding{File: m[1], Line: ln, Col: col, Rule: rule, Message: msg}, Source: "run"})
+			return
+		}
+	}
+	r.add(Finding{Finding: lint.Finding{Rule: rule, Message: msg}, Source: "run"})
+}
+
+// at adds a finding at a call's site, file:line:col.
+func (r *Report) at(site, rule, msg string) {
+	f := Finding{Finding: lint.Finding{Rule: rule, Message: msg}, Source: "run"}
+	if m := siteRE.FindStringSubmatch(site); m != nil {
+		f.File = m[1]
+		f.Line, _ = strconv.Atoi(m[2])
+		f.Col, _ = strconv.Atoi(m[3])
+	}
+	r.add(f)
+}
+
+// add lists a finding once: the rehearsal often meets, at the same line, what the static pass
+// found there.
+func (r *Report) add(f Finding) {
+	if f.Source == "run" && slices.ContainsFunc(r.Findings, func(g Finding) bool { return g.File == f.File && g.Line == f.Line }) {
+		return
+	}
+	if len(r.Findings) >= lint.MaxFindings {
+		r.More++
+		return
+	}
+	r.Findings = append(r.Findings, f)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}
+
+// cappedBackend is the fake backend, stopping the rehearsal once it has made max calls.
+type cappedBackend struct {
+	backend.Backend
+	calls *atomic.Int64
+	max   int64
+	stop  func()
+}
+
+// Run counts the calls by their task turns; past the cap the run is cancelled (its calls end
+// held cancelled).
+func (b *cappedBackend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	if t.K == 1 && b.calls.Add(1) > b.max {
+		b.stop()
+		return backend.Outcome{Status: backend.Unavailable, Cause: errors.New("the rehearsal's call cap was reached")}
+	}
+	return b.Backend.Run(ctx, t, rec)
+}
