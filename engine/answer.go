@@ -143,6 +143,9 @@ func (s *Service) writeUnheld(ctx context.Context, run string, row *journal.Row,
 			break
 		}
 		for i := range page {
+			if check == nil {
+				break
+			}
 			if err := check(&page[i]); err != nil {
 				_ = lease.Release()
 				return err

@@ -289,6 +289,9 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if err := checkSpec(run, spec, started); err != nil {
 		return nil, err
 	}
+	if h != nil {
+		spec = withChanges(spec, h.Changes)
+	}
 	if h != nil && h.Backend != "" && x.Backend == nil && h.Backend != spec.Backend {
 		// A mixed resume: refused before the backend is opened, as before any row.
 		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s (the backend of its run.json)", run, h.Backend, spec.Backend).

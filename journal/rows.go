@@ -26,6 +26,9 @@ const (
 	// TypeEffectReconciled: an operator's verdict on a call that ended unknown (crw flow
 	// recover): applied or not_applied. The call's own rows stay as they are.
 	TypeEffectReconciled = "effect_reconciled"
+	// TypeResumeChanged: a resume goes on with an edited script or other backend options (crw
+	// flow resume RUN --script F, --answers F); run.json stays as the run was created.
+	TypeResumeChanged = "resume_changed"
 
 	// Call rows: intents first, then exactly one terminal row.
 	TypePrepared           = "prepared"
@@ -160,6 +163,9 @@ type Row struct {
 	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq (a run
 	// created by crw flow run).
 	OmitCallSeqs bool `json:"omit_call_seqs,omitempty"`
+	// resume_changed: what a resume goes on with instead of what run.json names (Workflow, an
+	// edited script; BackendOptions, e.g. another answers file), and By who asked.
+	BackendOptions map[string]string `json:"backend_options,omitempty"`
 
 	// prepared: the call's inputs, kept whole enough to name what changed on a divergence.
 	Index          int    `json:"index,omitempty"` // 1-based issue order

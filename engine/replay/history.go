@@ -188,6 +188,9 @@ type History struct {
 	VerdictCalls map[string]*Call
 	// Unawaited are the calls a warning says the workflow never awaited (ReasonUnawaited).
 	Unawaited map[string]bool
+	// Changes are the resume_changed rows, oldest first: what resumes go on with instead of
+	// what the run's spec names.
+	Changes []*journal.Row
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
 	// loaded yet.
@@ -300,6 +303,13 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 		return nil
 	case journal.TypeEscalation:
+		return nil
+	case journal.TypeResumeChanged:
+		if b.paged {
+			cp := *row
+			row = &cp
+		}
+		h.Changes = append(h.Changes, row)
 		return nil
 	}
 	if b.workspaceRow(row) {

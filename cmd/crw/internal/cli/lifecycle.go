@@ -17,6 +17,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/bound"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -106,16 +108,26 @@ one, give --backend fake (offline) or --backend app-server.`,
 
 func newCmdResume(g *globals, streams IO) *cobra.Command {
 	var detach bool
+	var script, answers string
 	cmd := &cobra.Command{
-		Use:   "resume RUN",
+		Use:   "resume RUN [SCRIPT]",
 		Short: "Go on with a run that stopped: replay its journal and finish it",
 		Long: `Resume a run whose process died or that a usage or rate limit paused.
 
 The script runs again from the top over the run's journal: every call the journal answered
 resolves from it without touching the backend, in the order it was recorded; a call that was
 under way is reconciled with the backend, never sent twice; calls held by a pause run again.
-A script that asks for another call than the journal recorded stops with a divergence.`,
-		Args: cobra.ExactArgs(1),
+A script that asks for another call than the journal recorded stops with a divergence.
+
+With SCRIPT (or --script FILE) the run goes on with an edited workflow: it must replay the
+journal as recorded (where crw flow shadow reports a divergence the resume is refused, exit 1,
+nothing written), and may take new paths from where the record ends. With --answers FILE a run
+on the fake backend goes on with another answers file. Either change is journaled
+(resume_changed) and holds for every later process of the run; run.json is not rewritten.`,
+		Example: `  crw flow resume RUN
+  crw flow resume RUN --answers more-answers.json
+  crw flow resume RUN edited-workflow.js --detach`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, err := g.service()
 			if err != nil {
@@ -123,16 +135,31 @@ A script that asks for another call than the journal recorded stops with a diver
 			}
 			id := args[0]
 			g.runOutput, g.detach, g.runID = !detach, detach, id
+			if len(args) == 2 {
+				if script != "" && script != args[1] {
+					return errs.New(errs.InvalidRequest, "resume: the script is named twice (%s and --script %s)", args[1], script)
+				}
+				script = args[1]
+			}
+			change := engine.ResumeChange{Script: script, Answers: answers}
 			if detach {
 				if err := svc.CheckResumable(cmd.Context(), id); err != nil {
 					return err
 				}
+				if err := svc.ChangeResume(cmd.Context(), id, change, answerer()); err != nil {
+					return err
+				}
 				return detached(cmd.Context(), g, streams, svc, id)
+			}
+			if err := svc.ChangeResume(cmd.Context(), id, change, answerer()); err != nil {
+				return err
 			}
 			return foreground(cmd.Context(), g, streams, svc, id)
 		},
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "resume in a process of its own and return at once")
+	cmd.Flags().StringVar(&script, "script", "", "go on with this edited workflow (it must replay the journal as recorded)")
+	cmd.Flags().StringVar(&answers, "answers", "", "a run on the fake backend: go on with this answers file")
 	return cmd
 }
 
@@ -272,23 +299,33 @@ func printEnd(g *globals, streams IO, end *store.Status) {
 		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", end.Run, end.Run)
 	case store.RunCancelled:
 		fmt.Fprintf(streams.ErrOut, "run %s was cancelled\n", end.Run)
+	case store.RunPaused:
+		// Not over: there is no result to print yet.
+		fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; once it has passed, resume it with crw flow resume %s\n", end.Run, end.Run)
+	case store.RunWaitingDecision:
+		fmt.Fprintf(streams.ErrOut, "run %s waits for a decision; its process has ended:\n", end.Run)
+		for _, d := range end.Decisions {
+			if strings.HasPrefix(d.ID, journal.VerdictPrefix) {
+				fmt.Fprintf(streams.ErrOut, "  %s: %s\n", d.ID, d.Question)
+				continue
+			}
+			fmt.Fprintf(streams.ErrOut, "  %s: %s\n    crw flow answer %s %s --value JSON\n", d.ID, d.Question, end.Run, d.ID)
+		}
 	default:
 		fmt.Fprintln(streams.Out, string(end.Result))
-		if end.Status == store.RunPaused {
-			fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; resume it with crw flow resume %s\n", end.Run, end.Run)
-		}
-		if end.Status == store.RunWaitingDecision {
-			fmt.Fprintf(streams.ErrOut, "run %s waits for a decision; its process has ended:\n", end.Run)
-			for _, d := range end.Decisions {
-				fmt.Fprintf(streams.ErrOut, "  %s: %s\n    crw flow answer %s %s --value JSON\n", d.ID, d.Question, end.Run, d.ID)
-			}
-		}
 	}
 }
 
+// exitFor is the exit code of a run's end: 0 completed, 1 failed or cancelled, 3 paused, 4
+// waiting for a decision (neither is over: a resume or an answer goes on).
 func exitFor(end *store.Status) error {
-	if end.Status == store.RunFailed || end.Status == store.RunCancelled {
+	switch end.Status {
+	case store.RunFailed, store.RunCancelled:
 		return errPrinted{code: exitFailed}
+	case store.RunPaused:
+		return errPrinted{code: exitPaused}
+	case store.RunWaitingDecision:
+		return errPrinted{code: exitWaiting}
 	}
 	return nil
 }

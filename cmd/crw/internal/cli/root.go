@@ -44,11 +44,14 @@ func Main(backends *backend.Registry) int {
 	return Run(os.Args[1:], streams, backends)
 }
 
-// Exit codes: 0 success, 1 the operation failed, 2 bad input.
+// Exit codes: 0 success, 1 the operation failed, 2 bad input; a run that is not over when its
+// process ends: 3 paused (a usage or rate limit), 4 waiting for a decision.
 const (
 	exitOK       = 0
 	exitFailed   = 1
 	exitBadInput = 2
+	exitPaused   = 3
+	exitWaiting  = 4
 )
 
 // exitCode is the exit code of an error a command returned: bad input for a malformed request,
@@ -160,6 +163,9 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		var printed errPrinted
 		if errors.As(err, &printed) {
 			result, detail = "failed", fmt.Sprintf("exit %d", printed.code)
+			if printed.code == exitPaused || printed.code == exitWaiting {
+				result = "ok" // the run goes on: it is not over
+			}
 		}
 		svc := &engine.Service{Store: g.store}
 		run := g.runID

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// ResumeChange is what a resume goes on with instead of what the run's spec names.
+type ResumeChange struct {
+	// Script is an edited workflow ("": the run's own). It must replay the run's journal as it
+	// was recorded: where a shadow replay reports a divergence, the change is refused.
+	Script string
+	// Answers is another answers file for a run on the fake backend ("": the run's own).
+	Answers string
+}
+
+// ChangeResume journals a change for the run's next process (a resume_changed row): run.json
+// stays as the run was created, and every later process goes on with the change. The run must
+// be one no process holds and that has not ended.
+func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, by string) error {
+	if c.Script == "" && c.Answers == "" {
+		return nil
+	}
+	st, err := s.Status(ctx, run)
+	if err != nil {
+		return err
+	}
+	switch st.State {
+	case store.StateEnded:
+		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status)
+	case store.StateRunning:
+		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run).
+			Next("wait for its process to end, or cancel it, then resume it with the change")
+	}
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return err
+	}
+	row := &journal.Row{Type: journal.TypeResumeChanged, By: by}
+	if c.Answers != "" {
+		if spec.Backend != "fake" {
+			return errs.New(errs.InvalidRequest, "--answers: run %s runs on the %s backend; an answers file is the fake backend's", run, spec.Backend)
+		}
+		opts, err := s.Backends.Prepare(spec.Backend, map[string]string{"answers": c.Answers})
+		if err != nil {
+			return err
+		}
+		row.BackendOptions = map[string]string{"answers": opts["answers"]}
+	}
+	if c.Script != "" {
+		wf, err := filepath.Abs(c.Script)
+		if err != nil {
+			return errs.New(errs.InvalidRequest, "--script %s: %v", c.Script, err)
+		}
+		var limits store.Limits
+		if spec.Limits != nil {
+			limits = *spec.Limits
+		}
+		script, err := loadOnly(ctx, wf, spec.LibDirs, spec.Input, limits, nil)
+		if err != nil {
+			return err
+		}
+		if err := s.replaysAsRecorded(ctx, run, wf, spec.LibDirs); err != nil {
+			return err
+		}
+		row.Workflow, row.ScriptDigest = wf, script.Digest()
+	}
+	err = s.writeUnheld(ctx, run, row, nil)
+	if errors.Is(err, store.ErrHeld) {
+		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run)
+	}
+	return err
+}
+
+// replaysAsRecorded refuses an edited script that takes another path over the run's journal
+// than the run did: a call asked otherwise, or a call the journal has that it no longer makes
+// (one a pause held excepted: a resume runs those again, or lets them go).
+func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, libs []string) error {
+	rows, err := s.Rows(ctx, run)
+	if err != nil {
+		return err
+	}
+	rep, err := shadow.Run(ctx, shadow.Options{Script: script, Rows: rows, LibDirs: libs})
+	if err != nil {
+		return err
+	}
+	reasons := map[string]string{}
+	for i := range rows {
+		if journal.IsTerminal(rows[i].Type) {
+			reasons[rows[i].Call] = rows[i].Reason
+		}
+	}
+	var why []string
+	for _, d := range rep.Divergences {
+		var fields []string
+		for _, f := range d.Fields {
+			fields = append(fields, f.Field)
+		}
+		why = append(why, fmt.Sprintf("call %s (#%d, node %s) asks another %s", d.Call, d.Position, d.Node, strings.Join(fields, ", ")))
+	}
+	for _, u := range rep.Unmade {
+		if !replay.PauseReasons[reasons[u.Call]] {
+			why = append(why, "it no longer makes call "+u.Call+" ("+u.Role+"/"+u.Node+")")
+		}
+	}
+	if len(why) > 0 {
+		return errs.New(errs.RevisionConflict, "--script %s takes another path than run %s recorded: %s", script, run, strings.Join(why, "; ")).
+			Because("replay", "divergence", "refused", errs.Certain).
+			Next("crw flow shadow " + script + " --run " + run + " shows every difference; resume with a script that replays the journal")
+	}
+	return nil
+}
+
+// withChanges is the spec a process goes on with: the run's, with the changes its journal
+// records applied in order (run.json itself is never rewritten).
+func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
+	if len(changes) == 0 {
+		return spec
+	}
+	out := *spec
+	out.BackendOptions = maps.Clone(spec.BackendOptions)
+	for _, c := range changes {
+		if c.Workflow != "" {
+			out.Workflow = c.Workflow
+		}
+		for k, v := range c.BackendOptions {
+			if out.BackendOptions == nil {
+				out.BackendOptions = map[string]string{}
+			}
+			out.BackendOptions[k] = v
+		}
+	}
+	return &out
+}
