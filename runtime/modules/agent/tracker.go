@@ -19,6 +19,7 @@ type Unobserved struct {
 // no more than a few.
 type Tracker struct {
 	calls   []*tracked
+	kept    int // len(calls) after the last prune
 	dropped int // unobserved calls past maxTracked, not listed
 	unknown bool
 }
@@ -28,18 +29,23 @@ type tracked struct {
 	call, site string
 }
 
-const maxTracked = 10000
+const (
+	maxTracked = 10000
+	minPrune   = 64
+)
 
 func (t *Tracker) add(p *goja.Promise, site string) *tracked {
 	if t == nil {
 		return nil
 	}
-	if len(t.calls) >= maxTracked {
+	// Pruned as the list doubles: an awaited call's promise, and the CallResult it holds, is let
+	// go soon after it was made, and the cost is amortized over the calls.
+	if len(t.calls) >= max(minPrune, 2*t.kept) {
 		t.prune()
-		if len(t.calls) >= maxTracked {
-			t.dropped++
-			return nil
-		}
+	}
+	if len(t.calls) >= maxTracked {
+		t.dropped++
+		return nil
 	}
 	c := &tracked{p: p, site: site}
 	t.calls = append(t.calls, c)
@@ -59,7 +65,7 @@ func (t *Tracker) prune() {
 		}
 	}
 	clear(t.calls[len(kept):])
-	t.calls = kept
+	t.calls, t.kept = kept, len(kept)
 }
 
 // Unobserved lists the calls no one observed, in issue order, and how many more there were past

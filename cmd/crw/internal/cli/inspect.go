@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +16,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/htmlview"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/userfile"
 )
 
 func newCmdList(g *globals, streams IO) *cobra.Command {
@@ -148,11 +151,35 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 }
 
 func newCmdShow(g *globals, streams IO) *cobra.Command {
-	return &cobra.Command{
+	var html, follow bool
+	var out, trace string
+	cmd := &cobra.Command{
 		Use:   "show RUN [CALL]",
 		Short: "Show a run's timeline of calls, or one call, while it runs too",
-		Args:  cobra.RangeArgs(1, 2),
+		Long: `Show a run's timeline of calls (role, node, status, reason, turns, tokens, time), its commits,
+tier steps, decisions, verdicts and warnings; or one call's rows in detail.
+
+With --html it writes one self-contained HTML page of the run instead (to -o FILE, else to
+standard output): a lane per node, each call a bar from its start to its end coloured by its
+status, its turns and repair inside it, continuations as links, held and unknown calls and the
+pause marked, times and tokens on hover, and the call's rows, prompt and answer on click. The
+page loads nothing from the network. --trace FILE draws a trace instead of a run; --follow
+rewrites FILE every two seconds until the run ends (the page reloads itself meanwhile).`,
+		Example: `  crw flow show RUN
+  crw flow show RUN c3
+  crw flow show RUN --html -o run.html
+  crw flow show --trace run.jsonl --html -o run.html`,
+		Args: cobra.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if html {
+				return showHTML(cmd.Context(), g, streams, args, trace, out, follow)
+			}
+			if trace != "" || out != "" || follow {
+				return errs.New(errs.InvalidRequest, "--trace, -o and --follow go with --html")
+			}
+			if len(args) == 0 {
+				return errs.New(errs.InvalidRequest, "show: name the run")
+			}
 			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
@@ -226,6 +253,12 @@ func newCmdShow(g *globals, streams IO) *cobra.Command {
 			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&html, "html", false, "write the run as one self-contained HTML page")
+	f.StringVarP(&out, "output", "o", "", "with --html: the file to write (default: standard output)")
+	f.StringVar(&trace, "trace", "", "with --html: draw this trace file (crw flow trace) instead of a run")
+	f.BoolVar(&follow, "follow", false, "with --html -o FILE: rewrite FILE until the run ends")
+	return cmd
 }
 
 func showCall(g *globals, streams IO, s *engine.Timeline, id string) error {
@@ -335,3 +368,69 @@ func verdictOutput(out json.RawMessage) string {
 
 // maxShownWarnings bounds the warnings show prints; the trace has them all.
 const maxShownWarnings = 20
+
+// showHTML writes the HTML page of a run (or a trace), once or, with follow, until it ends.
+func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace, out string, follow bool) error {
+	switch {
+	case trace != "" && len(args) > 0:
+		return errs.New(errs.InvalidRequest, "--trace draws a trace: name no run with it")
+	case trace == "" && len(args) != 1:
+		return errs.New(errs.InvalidRequest, "show --html: name one run (or --trace FILE)")
+	case follow && (out == "" || trace != ""):
+		return errs.New(errs.InvalidRequest, "--follow rewrites a file: give -o FILE and a run")
+	}
+	if trace != "" {
+		f, err := userfile.Open(trace)
+		if err != nil {
+			return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
+		}
+		rows, err := journal.Import(f)
+		f.Close()
+		if err != nil {
+			return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
+		}
+		return writePage(streams, out, rows, htmlview.Options{})
+	}
+	g.runID = args[0]
+	svc, err := g.service()
+	if err != nil {
+		return err
+	}
+	for {
+		st, err := svc.Status(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		rows, err := svc.Rows(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		live := st.State == store.StateRunning
+		if err := writePage(streams, out, rows, htmlview.Options{Live: live && follow, Now: time.Now()}); err != nil {
+			return err
+		}
+		if !follow || !live {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func writePage(streams IO, out string, rows []journal.Row, opts htmlview.Options) error {
+	var b bytes.Buffer
+	if err := htmlview.Render(&b, rows, opts); err != nil {
+		return err
+	}
+	if out == "" {
+		_, err := streams.Out.Write(b.Bytes())
+		return err
+	}
+	if err := writeWhole(out, b.Bytes()); err != nil {
+		return errs.New(errs.CapabilityUnavailable, "-o %s: cannot write: %v", out, err)
+	}
+	return nil
+}
