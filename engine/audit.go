@@ -81,7 +81,7 @@ func (s *Service) AuditLog(ctx context.Context, run string, limit int) ([]AuditE
 
 // Audited lists the commands whose runs are mutations the audit records.
 var Audited = map[string]bool{"run": true, "start": true, "resume": true, "cancel": true, "answer": true, "recover": true,
-	"delete": true, "dispatched": true, "setup": true}
+	"delete": true, "prune": true, "dispatched": true, "setup": true}
 
 // AuditResult is how a mutation ended, for its entry.
 func AuditResult(err error) (result, detail string) {

@@ -46,7 +46,7 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 		{name: "a run whose failure its output was to report", args: []string{"flow", "run", throws, "--json"},
 			code: 1, stderr: "crw: capability_unavailable: run " + runID + ": cannot write to standard output"},
 		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
-			code: 1, stderr: "crw: run_unavailable: "},
+			code: 2, stderr: "crw: invalid_request: no run "},
 		{name: "a command line that does not parse", args: []string{"flow", "status", "--json", "--nope"},
 			code: 2, stderr: "crw: invalid_request: unknown flag: --nope"},
 	}

@@ -21,8 +21,12 @@ var ErrCodexMissing = errors.New("appserver: the codex binary is not installed")
 // reached it.
 var ErrUnavailable = errors.New("appserver: the app server is unavailable")
 
-// InstallCommand installs the Codex CLI this backend is built and tested against.
-const InstallCommand = "npm install @openai/codex@0.169.0"
+// CodexVersion is the Codex CLI whose App Server protocol this backend is built and tested
+// against; InstallCommand installs it.
+const (
+	CodexVersion   = "0.169.0"
+	InstallCommand = "npm install @openai/codex@" + CodexVersion
+)
 
 // FindCodex finds the codex binary: path when given (--codex), else $CRW_CODEX, else codex on
 // PATH. A binary that is not there is ErrCodexMissing.

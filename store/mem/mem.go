@@ -61,7 +61,7 @@ func (s *Store) get(id string) (*run, error) {
 	}
 	r := s.runs[id]
 	if r == nil {
-		return nil, errs.New(errs.RunUnavailable, "run %s does not exist", id).Wrap(store.ErrNotFound)
+		return nil, errs.New(errs.InvalidRequest, "no run %s in the store", id).Wrap(store.ErrNotFound)
 	}
 	return r, nil
 }

@@ -137,7 +137,7 @@ func testCreateSpecList(t *testing.T, h Harness) {
 
 	code(t, s.Create(ctx, Spec(a)), errs.InvalidRequest, store.ErrExists)
 	_, err = s.Spec(ctx, ID(3))
-	code(t, err, errs.RunUnavailable, store.ErrNotFound)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
 	_, err = s.Spec(ctx, "../../etc")
 	code(t, err, errs.InvalidRequest, nil)
 	code(t, s.Create(ctx, Spec("../x")), errs.InvalidRequest, nil)
@@ -201,7 +201,7 @@ func testLeaseIsExclusive(t *testing.T, h Harness) {
 	assert.False(t, all[0].At.IsZero(), "At is set")
 
 	_, err = s.Acquire(ctx, ID(9))
-	code(t, err, errs.RunUnavailable, store.ErrNotFound)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
 }
 
 // testRowsWhileHeld: another process reads a held run's durable rows at once, however many.
@@ -266,7 +266,7 @@ func testSummary(t *testing.T, h Harness) {
 	id := create(t, s, 1)
 	assert.Equal(t, journal.NewSummary(), summary(t, other, id, time.Time{}), "a new run's")
 	_, err := other.Summary(ctx, ID(9))
-	code(t, err, errs.RunUnavailable, store.ErrNotFound)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
 
 	tk := func(n int64) *journal.Tokens { return &journal.Tokens{Input: n, Total: n} }
 	l := acquire(t, s, id)
@@ -377,7 +377,7 @@ func testCancelIsStored(t *testing.T, h Harness) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a later holder does not find the stored request")
 	}
-	code(t, s.RequestCancel(ctx, ID(9)), errs.RunUnavailable, store.ErrNotFound)
+	code(t, s.RequestCancel(ctx, ID(9)), errs.InvalidRequest, store.ErrNotFound)
 }
 
 func testLostLeaseIsFenced(t *testing.T, h Harness) {
@@ -420,11 +420,11 @@ func testDelete(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{keep}, ids)
 	_, err = s.Spec(ctx, id)
-	code(t, err, errs.RunUnavailable, store.ErrNotFound)
-	code(t, s.Rows(ctx, id, 1, func(*journal.Row) error { return nil }), errs.RunUnavailable, store.ErrNotFound)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
+	code(t, s.Rows(ctx, id, 1, func(*journal.Row) error { return nil }), errs.InvalidRequest, store.ErrNotFound)
 	_, err = s.Records(id, store.KindInbox).Get(ctx, "r1")
-	code(t, err, errs.RunUnavailable, store.ErrNotFound)
-	code(t, s.Delete(ctx, id), errs.RunUnavailable, store.ErrNotFound)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
+	code(t, s.Delete(ctx, id), errs.InvalidRequest, store.ErrNotFound)
 	// The id can be used again.
 	require.NoError(t, s.Create(ctx, Spec(id)))
 	assert.Empty(t, rows(t, s, id, 1))
@@ -494,7 +494,7 @@ func testRecords(t *testing.T, h Harness) {
 	got, err := s.Records(id, store.KindDecisions).List(ctx, "")
 	require.NoError(t, err)
 	assert.Len(t, got, 3)
-	code(t, s.Records(ID(9), store.KindInbox).Put(ctx, "k", []byte(`{}`)), errs.RunUnavailable, store.ErrNotFound)
+	code(t, s.Records(ID(9), store.KindInbox).Put(ctx, "k", []byte(`{}`)), errs.InvalidRequest, store.ErrNotFound)
 }
 
 func testLog(t *testing.T, h Harness) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -148,6 +149,46 @@ func TestTheDocsCommandsParse(t *testing.T) {
 		}
 	}
 	assert.NotZero(t, n)
+}
+
+// TestTheHelpExamplesParse: every example of every command's --help parses as a command line.
+func TestTheHelpExamplesParse(t *testing.T) {
+	t.Parallel()
+	newRootForTest := func() *cobra.Command {
+		root := newRoot(&globals{backends: backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))}, IO{})
+		root.InitDefaultVersionFlag()
+		return root
+	}
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.Example, "\n") {
+			part := strings.TrimSpace(line)
+			if i := strings.Index(part, " <"); i >= 0 {
+				part = part[:i]
+			}
+			if i := strings.Index(part, " &&"); i >= 0 {
+				part = part[:i]
+			}
+			args, ok := strings.CutPrefix(part, "crw ")
+			if !ok {
+				continue
+			}
+			n++
+			words, err := shellWords(args)
+			require.NoError(t, err, line)
+			root := newRootForTest()
+			cmd, rest, err := root.Find(words)
+			require.NoError(t, err, line)
+			require.NoError(t, cmd.ParseFlags(rest), "%s: %s", c.CommandPath(), line)
+			assert.NoError(t, cmd.ValidateArgs(cmd.Flags().Args()), "%s: %s", c.CommandPath(), line)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootForTest())
+	assert.Greater(t, n, 40)
 }
 
 // shellWords splits a command line as sh does for the quoting the docs use.

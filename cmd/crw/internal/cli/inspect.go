@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,35 +26,75 @@ import (
 )
 
 func newCmdList(g *globals, streams IO) *cobra.Command {
-	return &cobra.Command{
+	var states []string
+	var limit int
+	var since time.Duration
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the runs in the state folder",
-		Args:  cobra.NoArgs,
+		Long: `List the runs in the state folder, oldest first: each with its state, its status once it has
+ended, its calls, when it started and its workflow. --status keeps the runs in the states named
+(running, paused, waiting_decision, ended, crashed; repeatable or comma-separated), --since those
+started within the last D, and --limit the newest N of what is left.`,
+		Example: `  crw flow list
+  crw flow list --status running,paused --since 24h
+  crw flow list --limit 5 --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, s := range states {
+				if !slices.Contains(listStates, s) && s != string(store.StateUnreadable) {
+					return errs.New(errs.InvalidRequest, "--status %q: one of %s", s, strings.Join(listStates, ", "))
+				}
+			}
+			if limit < 0 || since < 0 {
+				return errs.New(errs.InvalidRequest, "--limit and --since must not be negative")
+			}
 			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			runs, err := svc.List(cmd.Context())
+			all, err := svc.List(cmd.Context())
 			if err != nil {
 				return err
+			}
+			runs := []store.Status{}
+			for _, r := range all {
+				if len(states) > 0 && !slices.Contains(states, string(r.State)) {
+					continue
+				}
+				if since > 0 && (r.Started.IsZero() || time.Since(r.Started) > since) {
+					continue
+				}
+				runs = append(runs, r)
+			}
+			if limit > 0 && len(runs) > limit {
+				runs = runs[len(runs)-limit:]
 			}
 			if g.json {
 				writeJSON(streams.Out, map[string]any{"runs": runs})
 				return nil
 			}
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATE\tSTATUS\tCALLS\tWORKFLOW")
+			fmt.Fprintln(tw, "RUN\tSTATE\tSTATUS\tCALLS\tSTARTED\tWORKFLOW")
 			for _, r := range runs {
 				status := string(r.Status)
 				if r.State == store.StateUnreadable && r.Error != nil {
 					status = r.Error.Code
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Run, r.State, dash(status), r.Calls.Total(), r.Workflow)
+				started := "-"
+				if !r.Started.IsZero() {
+					started = r.Started.Local().Format("2006-01-02 15:04:05")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Run, r.State, dash(status), r.Calls.Total(), started, r.Workflow)
 			}
 			return tw.Flush()
 		},
 	}
+	f := cmd.Flags()
+	f.StringSliceVar(&states, "status", nil, "keep the runs in these states: "+strings.Join(listStates, ", "))
+	f.IntVar(&limit, "limit", 0, "the newest N runs only (0: all)")
+	f.DurationVar(&since, "since", 0, "the runs started within this long only (24h, 30m)")
+	return cmd
 }
 
 func newCmdStatus(g *globals, streams IO) *cobra.Command {

@@ -422,7 +422,7 @@ func follow(ctx context.Context, g *globals, streams IO, svc *engine.Service, id
 	var last string
 	end, err := svc.Follow(ctx, id, func(st *store.Status) {
 		ev := progressEvent(st)
-		if line := summary(id, ev, 0); line != last && !prog.quiet {
+		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {
 			last = line
 			if prog.tty {
 				prog.event(ev)

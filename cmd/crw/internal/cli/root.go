@@ -242,6 +242,8 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 		Short:         "Run agent workflows written in JavaScript or TypeScript",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// A run named by "last" or a unique prefix is its id by the time a command runs.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return resolveRunArgs(g, cmd, args) },
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
@@ -254,10 +256,14 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
 	flow.AddCommand(newCmdRun(g, streams), newCmdCheck(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
 		newCmdCancel(g, streams), newCmdAnswer(g, streams), newCmdRecover(g, streams), newCmdEffects(g, streams), newCmdInspect(g, streams), newCmdAudit(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
-		newCmdShadow(g, streams), newCmdDelete(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
+		newCmdShadow(g, streams), withAlias(newCmdDelete(g, streams), "rm"), newCmdPrune(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
-	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams))
+	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams))
+	root.Version = buildVersion().Version
+	root.SetVersionTemplate(buildVersion().String())
+	complete(g, root)
+	withExamples(root)
 	return root
 }
 
