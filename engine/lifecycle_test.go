@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +224,8 @@ func TestALostLeaseIsNotLoggedInTheRunsFolder(t *testing.T) {
 	st.CrashAfterCommit(id, 2)
 	_, err = svc.Execute(context.Background(), id, engine.ExecOptions{})
 	require.ErrorIs(t, err, store.ErrLeaseLost)
-	assert.Empty(t, st.LogText(id))
+	for _, line := range strings.Split(strings.TrimSpace(st.LogText(id)), "\n") {
+		// The workflow's lines from before the loss may be there; no account of the error.
+		assert.True(t, line == "" || strings.Contains(line, `"kind":"console"`), "a line of the lost process: %s", line)
+	}
 }

@@ -318,7 +318,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	}
 	return runner.Run(ctx, runner.Config{
 		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
-		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart, DryRun: x.DryRun,
+		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart, DryRun: x.DryRun, Log: s.Store.Log(run),
 	})
 }
 

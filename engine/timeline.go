@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -36,6 +37,11 @@ type TimelineCall struct {
 	EndSeq     uint64             `json:"end_seq,omitempty"`
 	LastRow    string             `json:"last_row"`
 	Attempts   int                `json:"attempts"`
+	// Handle is the call's own handle, once it has a thread (what a continuation of it names);
+	// Continues the handle it continues; Repair what its repair turn named as wrong.
+	Handle    string `json:"handle,omitempty"`
+	Continues string `json:"continues,omitempty"`
+	Repair    string `json:"repair,omitempty"`
 }
 
 // Timeline is a run's calls, in the order the script made them, as its journal tells them.
@@ -96,7 +102,7 @@ func Summarize(rows []journal.Row) Timeline {
 		case journal.TypePrepared:
 			tc := TimelineCall{
 				Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
-				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1,
+				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1, Continues: row.Handle,
 			}
 			if i, ok := byCall[row.Call]; ok {
 				// A resume ran the call again (it was held by a pause): the new attempt is the call.
@@ -120,8 +126,12 @@ func Summarize(rows []journal.Row) Timeline {
 			switch row.Type {
 			case journal.TypeThreadStarted:
 				c.ThreadID, c.Model, c.Effort = row.ThreadID, row.Model, row.Effort
+				c.Handle = result.Handle(s.Run, row.Call)
 			case journal.TypeTurnStarted:
 				c.Turns++
+				if row.K > 1 {
+					c.Repair = row.Repair
+				}
 			}
 			if journal.IsTerminal(row.Type) {
 				if c.Status != "" {

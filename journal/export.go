@@ -25,8 +25,9 @@ type traceHeader struct {
 // holds them, so that Import takes back what Export writes.
 func Export(w io.Writer, runID string, rows []Row) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	// Prompts and outputs stay readable and diffable in golden files.
+	enc := json.NewEncoder(unescaping{bw})
+	// Prompts and outputs stay readable and diffable in golden files, also where the journal
+	// kept them escaped.
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(traceHeader{Format: TraceFormat, Run: runID}); err != nil {
 		return fmt.Errorf("journal: export header: %w", err)
@@ -131,4 +132,14 @@ func decodeStrict(line []byte, v any) error {
 		return err
 	}
 	return errors.New("invalid JSON: more after the object")
+}
+
+// unescaping writes JSON text with UnescapeHTML applied: each Encode is one Write.
+type unescaping struct{ w io.Writer }
+
+func (u unescaping) Write(b []byte) (int, error) {
+	if _, err := u.w.Write(UnescapeHTML(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/crw-dev/crw/errs"
@@ -32,5 +36,60 @@ func LogError(l Log, e *errs.Error) {
 	}
 	if l.Append(line) == nil {
 		e.Diagnostic.Log = l.Name()
+	}
+}
+
+// WholeLines reads whole lines from offset on, at most about max bytes (a line longer than max
+// is returned whole, up to MaxLogLine), and the offset after them.
+func WholeLines(r io.ReaderAt, offset int64, max int) ([]byte, int64, error) {
+	if max <= 0 || max > MaxLogRead {
+		max = MaxLogRead
+	}
+	buf := make([]byte, max+MaxLogLine)
+	n, err := r.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, offset, err
+	}
+	buf = buf[:n]
+	end := bytes.LastIndexByte(buf[:min(len(buf), max)], '\n')
+	if end < 0 {
+		end = bytes.IndexByte(buf, '\n')
+	}
+	if end < 0 {
+		if len(buf) >= MaxLogLine {
+			// A line past the bound (written by something else): skipped, not read for ever.
+			return nil, offset + int64(len(buf)), nil
+		}
+		return nil, offset, nil
+	}
+	return buf[:end+1], offset + int64(end+1), nil
+}
+
+// Bounds of a log read: what one read returns, and the longest line it returns whole.
+const (
+	MaxLogRead = 1 << 20
+	MaxLogLine = 256 << 10
+)
+
+// Console is a line a workflow wrote (console.*, crw.log), as a run's log keeps it.
+type Console struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"` // "console"
+	Level   string    `json:"level"`
+	Message string    `json:"message"`
+}
+
+// LogConsole appends a workflow's line to its run's log. Failing, the line is let go: the run
+// goes on.
+func LogConsole(l Log, level, message string) {
+	if l == nil {
+		return
+	}
+	if len(message) > MaxLogLine/2 {
+		message = strings.ToValidUTF8(message[:MaxLogLine/2], "") + "…"
+	}
+	line, err := json.Marshal(Console{At: time.Now().UTC(), Kind: "console", Level: level, Message: message})
+	if err == nil {
+		_ = l.Append(line)
 	}
 }

@@ -154,6 +154,9 @@ type Log interface {
 	Append(line []byte) error
 	// Name says where the log is, for a diagnostic to name.
 	Name() string
+	// Read returns whole lines of the log from byte offset on, at most about max bytes of
+	// them, and the offset after the last: nothing (and offset) when there is no more yet.
+	Read(offset int64, max int) (lines []byte, next int64, err error)
 }
 
 // Conditions callers branch on, wrapped in the errors a store returns; test with errors.Is.

@@ -53,6 +53,9 @@ type Config struct {
 	// Warnings, when not nil, is where the backend's warnings that belong to no call go: the
 	// runner journals them from its started row on.
 	Warnings *Warnings
+	// Log, when not nil, is the run's log: the script's console and crw.log lines are kept
+	// there too (crw flow logs, follow).
+	Log store.Log
 	// DryRun is a rehearsal (crw flow check): every call works in the run's cwd (no worktree),
 	// crw.commit commits nothing and answers a stand-in, and crw.decide is answered at once
 	// with an answer synthesized from its schema.
@@ -62,6 +65,7 @@ type Config struct {
 // runner is one process's execution of a run: the host of its script.
 type runner struct {
 	dryRun   bool
+	log      store.Log // the run's log, where the script's lines are kept (nil: nowhere)
 	id       string
 	spec     *store.Spec
 	lease    store.Lease
@@ -315,8 +319,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 func newRunner(cfg Config) *runner {
 	spec := cfg.Spec
 	r := &runner{
-		dryRun: cfg.DryRun,
-		id:     spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
+		dryRun: cfg.DryRun, log: cfg.Log,
+		id: spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
@@ -496,6 +500,10 @@ func (r *runner) Log(level, message string) {
 		return
 	}
 	WriteConsole(r.console, level, message)
+	if r.stopped() == nil {
+		// A process that stopped (its lease lost, say) writes nothing of the run's any more.
+		store.LogConsole(r.log, level, message)
+	}
 }
 
 // WriteConsole writes a line of a script's console: log and info lines as they are, the others

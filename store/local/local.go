@@ -370,6 +370,19 @@ func (l fileLog) Append(line []byte) error {
 	return err
 }
 
+// Read implements store.Log: whole lines only, so a line being written is read once it is.
+func (l fileLog) Read(offset int64, max int) ([]byte, int64, error) {
+	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, offset, nil
+	}
+	if err != nil {
+		return nil, offset, err
+	}
+	defer f.Close()
+	return store.WholeLines(f, offset, max)
+}
+
 // records is a folder of record files.
 type records struct {
 	s   *Store

@@ -259,6 +259,17 @@ func (l *memLog) Append(line []byte) error {
 	return nil
 }
 
+// Read implements store.Log.
+func (l *memLog) Read(offset int64, max int) ([]byte, int64, error) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	b := l.s.logs[l.run]
+	if b == nil {
+		return nil, offset, nil
+	}
+	return store.WholeLines(bytes.NewReader(b.Bytes()), offset, max)
+}
+
 // LogText is what a run's log holds ("" for the store's own).
 func (s *Store) LogText(id string) string {
 	s.mu.Lock()

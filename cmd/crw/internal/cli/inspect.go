@@ -184,6 +184,9 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return errs.New(errs.CapabilityUnavailable, "--output %s: the trace could not be written", output).Wrap(err)
 			}
+			if g.json {
+				writeJSON(streams.Out, map[string]any{"run": args[0], "file": output, "rows": len(rows)})
+			}
 			return nil
 		},
 	}
@@ -324,9 +327,20 @@ func showCall(g *globals, streams IO, s *engine.Timeline, id string) error {
 		if c.Detail != "" {
 			fmt.Fprintf(w, "detail   %s\n", c.Detail)
 		}
-		fmt.Fprintf(w, "thread   %s (%s, %s)\nturns    %d (repair used: %v)\ntokens   %d in, %d out\nprompt   %s\n", dash(c.ThreadID), dash(c.Model), dash(c.Effort), c.Turns, c.RepairUsed, c.Tokens.Input, c.Tokens.Output, indentAfterFirst(c.Prompt))
+		fmt.Fprintf(w, "thread   %s (%s, %s)\n", dash(c.ThreadID), dash(c.Model), dash(c.Effort))
+		if c.Handle != "" {
+			fmt.Fprintf(w, "handle   %s\n", c.Handle)
+		}
+		if c.Continues != "" {
+			fmt.Fprintf(w, "resumes  %s\n", c.Continues)
+		}
+		fmt.Fprintf(w, "turns    %d (repair used: %v)\n", c.Turns, c.RepairUsed)
+		if c.Repair != "" {
+			fmt.Fprintf(w, "repair   %s\n", indentAfterFirst(c.Repair))
+		}
+		fmt.Fprintf(w, "tokens   %d in, %d out\nprompt   %s\n", c.Tokens.Input, c.Tokens.Output, indentAfterFirst(c.Prompt))
 		if c.Output != nil {
-			fmt.Fprintf(w, "output   %s\n", c.Output)
+			fmt.Fprintf(w, "output   %s\n", compact(c.Output))
 		}
 		return nil
 	}
@@ -338,7 +352,7 @@ func compact(raw json.RawMessage) string {
 	if err := json.Compact(&b, raw); err != nil {
 		return string(raw)
 	}
-	return b.String()
+	return string(journal.UnescapeHTML(b.Bytes()))
 }
 
 func indentAfterFirst(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }

@@ -420,7 +420,10 @@ func follow(ctx context.Context, g *globals, streams IO, svc *engine.Service, id
 	prog := newProgress(streams.ErrOut, streams.ErrIsTTY, g.json && !streams.ErrIsTTY)
 	prog.started(id)
 	var last string
+	// The workflow's lines, as its log keeps them, above the progress.
+	runLog, logAt := svc.Store.Log(id), int64(0)
 	end, err := svc.Follow(ctx, id, func(st *store.Status) {
+		logAt = consoleLines(prog.logWriter(), runLog, logAt)
 		ev := progressEvent(st)
 		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {
 			last = line
@@ -431,6 +434,7 @@ func follow(ctx context.Context, g *globals, streams IO, svc *engine.Service, id
 			}
 		}
 	})
+	consoleLines(prog.logWriter(), runLog, logAt)
 	prog.done()
 	if err != nil {
 		return err

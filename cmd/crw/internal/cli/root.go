@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -201,6 +203,9 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		for _, a := range args {
 			g.json = g.json || a == "--json" || a == "--json=true"
 		}
+		if cmd != nil && (cmd.Name() == "run" || cmd.Name() == "follow") && cmd.Parent() != nil && cmd.Parent().Name() == "flow" {
+			g.runOutput = true // its errors take the shape of its output, a run's end
+		}
 	}
 	if errors.As(err, &printed) {
 		return printed.code
@@ -256,7 +261,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	flow := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: group}
 	flow.AddCommand(newCmdRun(g, streams), newCmdCheck(g, streams), newCmdStart(g, streams), newCmdResume(g, streams), newCmdFollow(g, streams),
 		newCmdCancel(g, streams), newCmdAnswer(g, streams), newCmdRecover(g, streams), newCmdEffects(g, streams), newCmdInspect(g, streams), newCmdAudit(g, streams), newCmdList(g, streams), newCmdStatus(g, streams), newCmdTrace(g, streams), newCmdShow(g, streams),
-		newCmdShadow(g, streams), withAlias(newCmdDelete(g, streams), "rm"), newCmdPrune(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
+		newCmdShadow(g, streams), withAlias(newCmdDelete(g, streams), "rm"), newCmdPrune(g, streams), newCmdLogs(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
 	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams))
@@ -292,8 +297,14 @@ func (t *writeTracker) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// writeJSON prints v as one JSON object on a line, escaped as every command escapes: <, > and &
+// as they are, also inside what the journal kept escaped.
 func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return
+	}
+	_, _ = w.Write(journal.UnescapeHTML(b.Bytes()))
 }
