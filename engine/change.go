@@ -22,14 +22,19 @@ type ResumeChange struct {
 	Script string
 	// Answers is another answers file for a run on the fake backend ("": the run's own).
 	Answers string
+	// BudgetTokens, when not nil, is the run's token budget from now on (0: none).
+	BudgetTokens *int64
 }
 
 // ChangeResume journals a change for the run's next process (a resume_changed row): run.json
 // stays as the run was created, and every later process goes on with the change. The run must
 // be one no process holds and that has not ended.
 func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, by string) error {
-	if c.Script == "" && c.Answers == "" {
+	if c.Script == "" && c.Answers == "" && c.BudgetTokens == nil {
 		return nil
+	}
+	if c.BudgetTokens != nil && *c.BudgetTokens < 0 {
+		return errs.New(errs.InvalidRequest, "--budget-tokens: must not be negative, got %d", *c.BudgetTokens)
 	}
 	st, err := s.Status(ctx, run)
 	if err != nil {
@@ -47,6 +52,10 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 		return err
 	}
 	row := &journal.Row{Type: journal.TypeResumeChanged, By: by}
+	if c.BudgetTokens != nil {
+		b := *c.BudgetTokens
+		row.Budget = &b
+	}
 	if c.Answers != "" {
 		if spec.Backend != "fake" {
 			return errs.New(errs.InvalidRequest, "--answers: run %s runs on the %s backend; an answers file is the fake backend's", run, spec.Backend)
@@ -132,6 +141,9 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 	for _, c := range changes {
 		if c.Workflow != "" {
 			out.Workflow = c.Workflow
+		}
+		if c.Budget != nil {
+			out.BudgetTokens = *c.Budget
 		}
 		for k, v := range c.BackendOptions {
 			if out.BackendOptions == nil {

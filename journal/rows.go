@@ -166,6 +166,7 @@ type Row struct {
 	// resume_changed: what a resume goes on with instead of what run.json names (Workflow, an
 	// edited script; BackendOptions, e.g. another answers file), and By who asked.
 	BackendOptions map[string]string `json:"backend_options,omitempty"`
+	Budget         *int64            `json:"budget,omitempty"` // the token budget from now on (0: none)
 
 	// prepared: the call's inputs, kept whole enough to name what changed on a divergence.
 	Index          int    `json:"index,omitempty"` // 1-based issue order

@@ -108,8 +108,10 @@ func inputKey(p *journal.Row) [sha256.Size]byte {
 	return k
 }
 
-// PauseReasons are the held reasons a pause gives; a resume runs those calls again.
-var PauseReasons = map[string]bool{"host_infra_quota": true, "host_infra_rate": true, "engine_paused": true}
+// PauseReasons are the held reasons a pause gives; a resume runs those calls again. A call held
+// because the run's token budget was spent is one: the run ends paused, and a resume with a
+// larger budget runs it.
+var PauseReasons = map[string]bool{"host_infra_quota": true, "host_infra_rate": true, "engine_paused": true, "budget_exhausted": true}
 
 // Settled reports whether the call has an outcome a replay gives the script again.
 func (c *Call) Settled() bool {

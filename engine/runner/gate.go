@@ -21,6 +21,8 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 		return row
 	}
 	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
+		// Not over: a resume with a larger budget (--budget-tokens) runs the call again.
+		r.budgetHeld = true
 		return &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b)}
 	}
 	if c.resumeOf != nil && c.resumeOf.th.ID == "" {

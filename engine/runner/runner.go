@@ -94,8 +94,10 @@ type runner struct {
 	nextID   int                   // the last numeric call id given
 	inflight map[*call]struct{}
 	paused   bool
-	holds    map[string]string // node → the call whose unknown outcome holds it
-	spent    journal.Tokens
+	// budgetHeld: a call was held because the run's tokens are spent: the run ends paused.
+	budgetHeld bool
+	holds      map[string]string // node → the call whose unknown outcome holds it
+	spent      journal.Tokens
 
 	// ws places the calls' directories and keeps the nodes' worktrees.
 	ws *workspaces
@@ -294,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return nil, err
 	}
 	r.mu.Lock()
-	if r.paused && end.Status == store.RunCompleted {
+	if (r.paused || r.budgetHeld) && end.Status == store.RunCompleted {
 		end.Status = store.RunPaused
 	}
 	r.mu.Unlock()

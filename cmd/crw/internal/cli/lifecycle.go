@@ -109,6 +109,7 @@ one, give --backend fake (offline) or --backend app-server.`,
 func newCmdResume(g *globals, streams IO) *cobra.Command {
 	var detach bool
 	var script, answers string
+	var budget int64
 	cmd := &cobra.Command{
 		Use:   "resume RUN [SCRIPT]",
 		Short: "Go on with a run that stopped: replay its journal and finish it",
@@ -122,7 +123,8 @@ A script that asks for another call than the journal recorded stops with a diver
 With SCRIPT (or --script FILE) the run goes on with an edited workflow: it must replay the
 journal as recorded (where crw flow shadow reports a divergence the resume is refused, exit 1,
 nothing written), and may take new paths from where the record ends. With --answers FILE a run
-on the fake backend goes on with another answers file. Either change is journaled
+on the fake backend goes on with another answers file, and with --budget-tokens N a run paused
+by its token budget goes on with a larger one (its held calls run again). A change is journaled
 (resume_changed) and holds for every later process of the run; run.json is not rewritten.`,
 		Example: `  crw flow resume RUN
   crw flow resume RUN --answers more-answers.json
@@ -142,6 +144,9 @@ on the fake backend goes on with another answers file. Either change is journale
 				script = args[1]
 			}
 			change := engine.ResumeChange{Script: script, Answers: answers}
+			if cmd.Flags().Changed("budget-tokens") {
+				change.BudgetTokens = &budget
+			}
 			if detach {
 				if err := svc.CheckResumable(cmd.Context(), id); err != nil {
 					return err
@@ -160,6 +165,7 @@ on the fake backend goes on with another answers file. Either change is journale
 	cmd.Flags().BoolVar(&detach, "detach", false, "resume in a process of its own and return at once")
 	cmd.Flags().StringVar(&script, "script", "", "go on with this edited workflow (it must replay the journal as recorded)")
 	cmd.Flags().StringVar(&answers, "answers", "", "a run on the fake backend: go on with this answers file")
+	cmd.Flags().Int64Var(&budget, "budget-tokens", 0, "go on with this token budget (0: none): a run paused by its budget runs its held calls again")
 	return cmd
 }
 
@@ -301,7 +307,7 @@ func printEnd(g *globals, streams IO, end *store.Status) {
 		fmt.Fprintf(streams.ErrOut, "run %s was cancelled\n", end.Run)
 	case store.RunPaused:
 		// Not over: there is no result to print yet.
-		fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit; once it has passed, resume it with crw flow resume %s\n", end.Run, end.Run)
+		fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit, or its token budget; resume it with crw flow resume %s once the limit has passed (with --budget-tokens N for a larger budget)\n", end.Run, end.Run)
 	case store.RunWaitingDecision:
 		fmt.Fprintf(streams.ErrOut, "run %s waits for a decision; its process has ended:\n", end.Run)
 		for _, d := range end.Decisions {
