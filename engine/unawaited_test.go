@@ -31,10 +31,11 @@ export default async function main() {
   const later = agent.call({ role: "explorer", node: "b", prompt: "later" });
   const now = await agent.call({ role: "explorer", node: "c", prompt: "now" });
   await later;
-  agent.call({ role: "explorer", node: "d", prompt: "then" }).then(() => {});
+  const thened = agent.call({ role: "explorer", node: "d", prompt: "then" }).then(() => {});
   const both = Promise.all([agent.call({ role: "explorer", node: "e", prompt: "joined" })]);
   const paused = await agent.call({ role: "explorer", node: "f", prompt: "paused" });
   await both;
+  await thened;
   return [now.status, paused.status];
 }
 `), 0o644))
@@ -66,4 +67,41 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", "completed"]`, string(end.Result))
 	assert.Len(t, warnings(), 1, "the resume does not warn again")
+}
+
+// TestACallOutlivingTheWorkflowIsAWarning: calls awaited only inside async callbacks that main
+// never awaited (forEach's) are still under way when main returns: each is warned of.
+func TestACallOutlivingTheWorkflowIsAWarning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const seen = [];
+  ["a", "b"].forEach(async (n) => { seen.push((await agent.call({ role: "explorer", node: n, prompt: n })).status); });
+  const waited = await agent.call({ role: "explorer", node: "w", prompt: "waited" });
+  return [waited.status, seen.length];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"text": "x", "delay_ms": 2000}]}, {"match": {"node": "b"}, "turns": [{"text": "x", "delay_ms": 2000}]}]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", 0]`, string(end.Result))
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	var got []string
+	for _, r := range enginetest.OfType(rows, journal.TypeWarning) {
+		if r.Reason == replay.ReasonUnawaited {
+			got = append(got, r.Call+": "+r.Detail)
+		}
+	}
+	assert.Equal(t, []string{
+		"c1: agent.call at " + wf + ":4:60 (call c1) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)",
+		"c2: agent.call at " + wf + ":4:60 (call c2) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)",
+	}, got)
 }

@@ -141,7 +141,7 @@ func (r *Report) fromRows(rows []journal.Row) {
 		case row.Type == journal.TypeRefused && refusals[row.Reason]:
 			r.at(sites[row.Call], RuleRefused, fmt.Sprintf("agent.call (call %s) was refused: %s: %s", row.Call, row.Reason, row.Detail))
 		case row.Type == journal.TypeWarning && row.Reason == replay.ReasonUnawaited:
-			r.at(sites[row.Call], RuleUnawaited, fmt.Sprintf("agent.call (call %s) was never awaited: the workflow ended without reading its result (a forgotten await?)", row.Call))
+			r.at(sites[row.Call], RuleUnawaited, row.Detail)
 		}
 	}
 }

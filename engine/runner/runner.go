@@ -31,6 +31,7 @@ import (
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )
@@ -694,7 +695,21 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 	if r.h != nil {
 		warned = len(r.h.Unawaited)
 	}
+	type warning struct {
+		agent.Unobserved
+		late bool
+	}
+	var all []warning
+	seen := map[string]bool{}
 	for _, c := range calls {
+		all, seen[c.Call] = append(all, warning{c, false}), true
+	}
+	for _, c := range script.Late() {
+		if !seen[c.Call] {
+			all, seen[c.Call] = append(all, warning{c, true}), true
+		}
+	}
+	for _, c := range all {
 		if c.Call == "" || (r.h != nil && r.h.Unawaited[c.Call]) {
 			continue
 		}
@@ -704,6 +719,9 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 		}
 		warned++
 		detail := fmt.Sprintf("agent.call at %s (call %s) was never awaited: the workflow ended without reading its result (a forgotten await?)", c.Site, c.Call)
+		if c.late {
+			detail = fmt.Sprintf("agent.call at %s (call %s) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)", c.Site, c.Call)
+		}
 		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
 		r.progress.event(Event{Kind: EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
 	}

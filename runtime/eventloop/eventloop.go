@@ -17,6 +17,7 @@ var ErrStopped = errors.New("event loop stopped")
 // Loop is a queue of callbacks run in order on the goroutine that called Start.
 type Loop struct {
 	idle     func()
+	after    func()
 	mu       sync.Mutex
 	queue    []func() error
 	reserved int
@@ -73,11 +74,18 @@ func (l *Loop) signal() {
 // deliver them in a recorded order) can release one there instead of waiting forever.
 func (l *Loop) SetIdle(fn func()) { l.idle = fn }
 
+// SetAfter registers fn to run on the loop goroutine after first and after each callback: a
+// host that watches the script's state (has its entry function's promise settled?) looks there.
+func (l *Loop) SetAfter(fn func()) { l.after = fn }
+
 // Start runs first and then every enqueued callback until the queue is empty and no reservation
 // is open, a callback returns an error, or ctx ends. It returns the first error.
 func (l *Loop) Start(ctx context.Context, first func() error) error {
 	if err := first(); err != nil {
 		return err
+	}
+	if l.after != nil {
+		l.after()
 	}
 	for {
 		l.mu.Lock()
@@ -112,6 +120,9 @@ func (l *Loop) Start(ctx context.Context, first func() error) error {
 				l.queue = append(batch[i+1:], l.queue...)
 				l.mu.Unlock()
 				return err
+			}
+			if l.after != nil {
+				l.after()
 			}
 		}
 	}

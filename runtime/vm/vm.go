@@ -214,6 +214,10 @@ func (v *VM) Digest() string { return v.loader.Digest() }
 // Sources is the content of every file the workflow loaded from disk, by its real path.
 func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
 
+// Late lists the agent.calls that were still under way when the workflow's entry function
+// returned, once Run has returned (see agent.Tracker.Late).
+func (v *VM) Late() []agent.Unobserved { return v.tracker.Late() }
+
 // Unobserved lists the agent.calls whose promises the workflow never awaited nor observed,
 // once Run has returned (see agent.Tracker); more counts those past what the list holds, and
 // known is false when this goja cannot tell.
@@ -234,6 +238,19 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	defer g.release()
 
 	var result goja.Value
+	called, returned := false, false
+	v.loop.SetAfter(func() {
+		// The calls still under way when the entry function's promise settles are late: their
+		// results reach no one. Seen after each callback, as the script saw it.
+		if !called || returned {
+			return
+		}
+		if p, ok := asPromise(result); ok && p.State() == goja.PromiseStatePending {
+			return
+		}
+		returned = true
+		v.tracker.Returned()
+	})
 	err := v.loop.Start(g.ctx, func() error {
 		in, err := v.in.Parse(v.cfg.Input)
 		if err != nil {
@@ -243,7 +260,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 		if err != nil {
 			return err
 		}
-		result = out
+		result, called = out, true
 		if p, ok := asPromise(out); ok {
 			v.mu.Lock()
 			v.result = p

@@ -121,10 +121,8 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 				// left out: they quote the answer (a member's name), which no error carries.
 				return fmt.Errorf("agent.call: the result of %s could not be given to the script", req.Site)
 			}
-			if seen != nil {
-				if o, ok := v.(*goja.Object); ok {
-					seen.call = o.Get("callId").String()
-				}
+			if o, ok := v.(*goja.Object); ok {
+				m.tracker.settled(seen, o.Get("callId").String())
 			}
 			return resolve(v)
 		})

@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/dop251/goja"
 
 	"github.com/crw-dev/crw/runtime/jsutil"
@@ -22,6 +26,11 @@ type Tracker struct {
 	kept    int // len(calls) after the last prune
 	dropped int // unobserved calls past maxTracked, not listed
 	unknown bool
+	// inflight are the calls not settled yet; late those under way when the workflow's entry
+	// function returned (Returned), whose results reached it no more.
+	inflight map[*tracked]struct{}
+	late     []*tracked
+	returned bool
 }
 
 type tracked struct {
@@ -38,6 +47,11 @@ func (t *Tracker) add(p *goja.Promise, site string) *tracked {
 	if t == nil {
 		return nil
 	}
+	c := &tracked{p: p, site: site}
+	if t.inflight == nil {
+		t.inflight = map[*tracked]struct{}{}
+	}
+	t.inflight[c] = struct{}{}
 	// Pruned as the list doubles: an awaited call's promise, and the CallResult it holds, is let
 	// go soon after it was made, and the cost is amortized over the calls.
 	if len(t.calls) >= max(minPrune, 2*t.kept) {
@@ -45,11 +59,54 @@ func (t *Tracker) add(p *goja.Promise, site string) *tracked {
 	}
 	if len(t.calls) >= maxTracked {
 		t.dropped++
-		return nil
+		return c
 	}
-	c := &tracked{p: p, site: site}
 	t.calls = append(t.calls, c)
 	return c
+}
+
+// settled notes that a call's result reached the script.
+func (t *Tracker) settled(c *tracked, call string) {
+	if t == nil || c == nil {
+		return
+	}
+	c.call = call
+	delete(t.inflight, c)
+}
+
+// Returned notes that the workflow's entry function has returned (its promise settled): the
+// calls still under way then are late. Only the first call counts.
+func (t *Tracker) Returned() {
+	if t == nil || t.returned {
+		return
+	}
+	t.returned = true
+	for c := range t.inflight {
+		if len(t.late) < maxTracked {
+			t.late = append(t.late, c)
+		}
+	}
+}
+
+// Late lists the calls that were under way when the workflow returned, handled or not: their
+// results reached no one (an async callback nobody awaited, as forEach's). They are in the
+// order their calls were made.
+func (t *Tracker) Late() []Unobserved {
+	if t == nil {
+		return nil
+	}
+	out := make([]Unobserved, 0, len(t.late))
+	for _, c := range t.late {
+		out = append(out, Unobserved{Call: c.call, Site: c.site})
+	}
+	slices.SortStableFunc(out, func(a, b Unobserved) int { return callOrder(a.Call) - callOrder(b.Call) })
+	return out
+}
+
+// callOrder is a call id's number (c12: 12), for ordering.
+func callOrder(id string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "c"))
+	return n
 }
 
 // prune drops the calls observed so far: a promise once handled stays handled.
