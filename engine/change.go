@@ -84,6 +84,32 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 		}
 		row.Workflow, row.ScriptDigest = wf, script.Digest()
 	}
+	// What the run goes on with already is no change: nothing is written for it.
+	var changes []*journal.Row
+	if err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		if r.Type == journal.TypeResumeChanged {
+			cp := *r
+			changes = append(changes, &cp)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	now := withChanges(spec, changes)
+	if row.BackendOptions["answers"] == now.BackendOptions["answers"] {
+		row.BackendOptions = nil
+	}
+	if row.Budget != nil && *row.Budget == now.BudgetTokens {
+		row.Budget = nil
+	}
+	if row.Workflow == now.Workflow && row.Workflow != "" {
+		if d, _ := s.scriptDigest(ctx, run); d == row.ScriptDigest {
+			row.Workflow, row.ScriptDigest = "", ""
+		}
+	}
+	if row.Workflow == "" && row.BackendOptions == nil && row.Budget == nil {
+		return nil
+	}
 	err = s.writeUnheld(ctx, run, row, nil)
 	if errors.Is(err, store.ErrHeld) {
 		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run)
@@ -153,4 +179,16 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 		}
 	}
 	return &out
+}
+
+// scriptDigest is the script digest of the run's newest started row ("" before any).
+func (s *Service) scriptDigest(ctx context.Context, run string) (string, error) {
+	digest := ""
+	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		if r.Type == journal.TypeStarted {
+			digest = r.ScriptDigest
+		}
+		return nil
+	})
+	return digest, err
 }

@@ -88,6 +88,9 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	c := lint.New(inputs.CheckSchema)
 	limits := opts.Limits
 	limits.DeadlineMS = opts.Timeout.Milliseconds()
+	if limits.LoadTimeMS == 0 {
+		limits.LoadTimeMS = opts.Timeout.Milliseconds() // loading is bounded by it too
+	}
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: opts.Workflow, Input: opts.Input, LibDirs: opts.LibDirs,
 		Roles: opts.Roles, Limits: limits, OmitCallSeqs: true, Lint: c})
 	if err != nil {
@@ -106,19 +109,19 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Calls, rep.Status = int(calls.Load()), string(end.Status)
-	switch {
-	case calls.Load() > int64(opts.MaxCalls):
-		rep.Calls = opts.MaxCalls
-		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %d calls (--max-calls)", opts.MaxCalls)
-	case end.Error != nil && end.Error.Reason == "deadline":
-		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %s (--timeout)", opts.Timeout)
-	}
+	rep.Status = string(end.Status)
 	rows, err := svc.Rows(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	rep.fromRows(rows)
+	rep.Calls = rep.fromRows(rows)
+	switch {
+	case calls.Load() > int64(opts.MaxCalls):
+		rep.Calls = min(rep.Calls, opts.MaxCalls) // those past the cap were never sent
+		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %d calls (--max-calls)", opts.MaxCalls)
+	case end.Error != nil && end.Error.Reason == "deadline":
+		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %s (--timeout)", opts.Timeout)
+	}
 	if end.Error != nil && rep.Stopped == "" {
 		rep.thrown(end.Error)
 	}
@@ -131,7 +134,8 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 // refusals are the reasons a call ends with that say the workflow asked for it wrongly.
 var refusals = map[string]bool{"schema_not_strict": true, "pair_refused": true, "foreign_handle": true}
 
-func (r *Report) fromRows(rows []journal.Row) {
+// fromRows adds what the rehearsal's journal shows, and counts its calls.
+func (r *Report) fromRows(rows []journal.Row) int {
 	sites := map[string]string{}
 	for i := range rows {
 		row := &rows[i]
@@ -144,6 +148,7 @@ func (r *Report) fromRows(rows []journal.Row) {
 			r.at(sites[row.Call], RuleUnawaited, row.Detail)
 		}
 	}
+	return len(sites)
 }
 
 var (

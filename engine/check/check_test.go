@@ -36,7 +36,7 @@ func TestTheRehearsalFindsWhatOnlyRunningFinds(t *testing.T) {
 		"rehearsal.js:9:20 static nondeterministic",
 	}, findings(rep))
 	assert.Equal(t, "completed", rep.Status)
-	assert.Equal(t, 1, rep.Calls)
+	assert.Equal(t, 2, rep.Calls, "the refused call is a call made")
 	assert.Empty(t, rep.Stopped)
 }
 

@@ -218,7 +218,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 
 	out, runErr := script.Run(runCtx)
-	if runErr == nil {
+	if thrown := new(vm.ScriptError); runErr == nil || errors.As(runErr, &thrown) {
+		// However the workflow ended, returned or threw.
 		r.warnUnobserved(script)
 	}
 	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)

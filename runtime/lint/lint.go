@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
+	"github.com/dop251/goja/token"
 
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
@@ -75,11 +77,65 @@ func (c *Collector) add(f Finding) {
 	c.findings = append(c.findings, f)
 }
 
-// Module passes over one parsed module.
-func (c *Collector) Module(prog *ast.Program) {
-	m := &module{c: c, file: prog.File, consts: map[string]ast.Expression{}, twice: map[string]bool{}, imports: map[string]string{}}
+// Module passes over one parsed module; src is its source as written.
+func (c *Collector) Module(prog *ast.Program, src []byte) {
+	m := &module{c: c, file: prog.File, consts: map[string]ast.Expression{}, twice: map[string]bool{}, imports: map[string]string{},
+		bound: map[string]int{}, agents: map[string]bool{}, seen: map[*ast.Binding]bool{}, reported: map[string]bool{}}
+	m.namedImports(prog.File.Name(), src)
 	walk(reflect.ValueOf(prog), m.collect)
 	walk(reflect.ValueOf(prog), m.check)
+}
+
+// importRE finds the named imports of crw's native modules in a module's source.
+var importRE = regexp.MustCompile(`(?m)\bimport\s*(?:[A-Za-z_$][\w$]*\s*,\s*)?\{([^}]*)\}\s*from\s*["'](crw|crw:agent)["']`)
+
+// namedImports reports the names imported from crw or crw:agent that they do not export, at
+// the import, used or not.
+func (m *module) namedImports(file string, src []byte) {
+	for _, loc := range importRE.FindAllSubmatchIndex(src, -1) {
+		spec := string(src[loc[4]:loc[5]])
+		list := string(src[loc[2]:loc[3]])
+		off := loc[2]
+		for _, part := range strings.Split(list, ",") {
+			lead := len(part) - len(strings.TrimLeft(part, " \t\r\n"))
+			name := strings.Fields(part)
+			if len(name) == 0 {
+				off += len(part) + 1
+				continue
+			}
+			if strings.HasPrefix(name[0], "type") && len(name) > 1 {
+				name = name[1:] // TypeScript: import { type X } names a type
+			}
+			if !slices.Contains(exported[spec], name[0]) {
+				hint := ""
+				if spec == "crw" {
+					hint = `: import crw from "crw"`
+				}
+				line, col := lineCol(src, off+lead)
+				m.c.add(Finding{File: file, Line: line, Col: col, Rule: RuleNoSuchExport, Message: fmt.Sprintf("the module %s has no export %q%s", spec, name[0], hint)})
+				m.reported[spec+"\x00"+name[0]] = true
+			}
+			off += len(part) + 1
+		}
+	}
+}
+
+// lineCol is the 1-based line and column (in UTF-16 units, as goja counts) of byte off.
+func lineCol(src []byte, off int) (int, int) {
+	line, start := 1, 0
+	for i := 0; i < off && i < len(src); i++ {
+		if src[i] == '\n' {
+			line, start = line+1, i+1
+		}
+	}
+	col := 1
+	for _, r := range string(src[start:min(off, len(src))]) {
+		col++
+		if r > 0xFFFF {
+			col++
+		}
+	}
+	return line, col
 }
 
 // timers are the globals a workflow cannot use: their timing cannot be replayed.
@@ -95,8 +151,40 @@ type module struct {
 	// often, which the pass leaves alone.
 	consts map[string]ast.Expression
 	twice  map[string]bool
-	// imports are the names bound to require("crw") or require("crw:agent"), by name.
+	// imports are the names bound to require("crw") or require("crw:agent"), by name; agents
+	// the names crw:agent's agent is destructured into (const { agent } = require(...)).
 	imports map[string]string
+	agents  map[string]bool
+	// bound counts each name's bindings anywhere in the module (parameters, declarations,
+	// functions, classes): the pass resolves by name only one bound once and never assigned
+	// again (twice), so a parameter or a local of another function is never taken for it.
+	bound map[string]int
+	seen  map[*ast.Binding]bool
+	// reported are the named imports found at their import statement (spec NUL name).
+	reported map[string]bool
+}
+
+func (m *module) bind(name string) {
+	m.bound[name]++
+	if m.bound[name] > 1 {
+		m.twice[name] = true
+	}
+}
+
+// root is the name an assignment target starts from (x, x.y, x[0].z).
+func root(e ast.Expression) string {
+	for {
+		switch x := e.(type) {
+		case *ast.Identifier:
+			return x.Name.String()
+		case *ast.DotExpression:
+			e = x.Left
+		case *ast.BracketExpression:
+			e = x.Left
+		default:
+			return ""
+		}
+	}
 }
 
 func (m *module) at(idx file.Idx, rule, format string, args ...any) {
@@ -106,21 +194,60 @@ func (m *module) at(idx file.Idx, rule, format string, args ...any) {
 
 // collect records the module's bindings the pass resolves names by.
 func (m *module) collect(n any) {
-	b, ok := n.(*ast.Binding)
-	if !ok {
-		return
-	}
-	id, ok := b.Target.(*ast.Identifier)
-	if !ok || b.Initializer == nil {
-		return
-	}
-	name := id.Name.String()
-	if _, seen := m.consts[name]; seen {
-		m.twice[name] = true
-	}
-	m.consts[name] = b.Initializer
-	if spec, ok := requireOf(b.Initializer); ok && exported[spec] != nil {
-		m.imports[name] = spec
+	switch x := n.(type) {
+	case *ast.FunctionLiteral:
+		if x.Name != nil {
+			m.bind(x.Name.Name.String())
+		}
+	case *ast.ClassLiteral:
+		if x.Name != nil {
+			m.bind(x.Name.Name.String())
+		}
+	case *ast.AssignExpression:
+		if name := root(x.Left); name != "" {
+			m.twice[name] = true // assigned again, or one of its members is
+		}
+	case *ast.UnaryExpression:
+		if x.Operator == token.INCREMENT || x.Operator == token.DECREMENT {
+			if name := root(x.Operand); name != "" {
+				m.twice[name] = true
+			}
+		}
+	case *ast.Binding:
+		if m.seen[x] {
+			return // a var declaration is listed twice: where it is, and hoisted
+		}
+		m.seen[x] = true
+		switch t := x.Target.(type) {
+		case *ast.Identifier:
+			name := t.Name.String()
+			m.bind(name)
+			if x.Initializer == nil {
+				return
+			}
+			m.consts[name] = x.Initializer
+			if spec, ok := requireOf(x.Initializer); ok && exported[spec] != nil {
+				m.imports[name] = spec
+			}
+		case *ast.ObjectPattern:
+			spec, _ := requireOf(x.Initializer)
+			for _, p := range t.Properties {
+				switch p := p.(type) {
+				case *ast.PropertyShort:
+					m.bind(p.Name.Name.String())
+					if spec == "crw:agent" && p.Name.Name.String() == "agent" {
+						m.agents["agent"] = true
+					}
+				case *ast.PropertyKeyed:
+					if id, ok := p.Value.(*ast.Identifier); ok {
+						m.bind(id.Name.String())
+						if k, ok := p.Key.(*ast.StringLiteral); ok && spec == "crw:agent" && k.Value.String() == "agent" {
+							m.agents[id.Name.String()] = true
+						}
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -146,12 +273,12 @@ func requireOf(e ast.Expression) (string, bool) {
 func (m *module) check(n any) {
 	switch x := n.(type) {
 	case *ast.Identifier:
-		if slices.Contains(timers, x.Name.String()) {
+		if slices.Contains(timers, x.Name.String()) && m.bound[x.Name.String()] == 0 {
 			m.at(x.Idx, RuleNondeterminism, "%s is not available in a workflow: its timing cannot be replayed", x.Name)
 		}
 	case *ast.DotExpression:
 		if id, ok := x.Left.(*ast.Identifier); ok {
-			if spec := m.imports[id.Name.String()]; spec != "" && !slices.Contains(exported[spec], x.Identifier.Name.String()) {
+			if spec := m.imports[id.Name.String()]; spec != "" && !slices.Contains(exported[spec], x.Identifier.Name.String()) && !m.reported[spec+"\x00"+x.Identifier.Name.String()] {
 				hint := ""
 				if spec == "crw" {
 					hint = `: import crw from "crw"`
@@ -176,13 +303,12 @@ func (m *module) isAgentCall(callee ast.Expression) bool {
 	}
 	switch l := d.Left.(type) {
 	case *ast.Identifier:
-		return l.Name.String() == "agent"
+		return m.agents[l.Name.String()] && !m.twice[l.Name.String()]
 	case *ast.DotExpression:
 		name := l.Identifier.Name.String()
 		if id, ok := l.Left.(*ast.Identifier); ok && m.imports[id.Name.String()] == "crw:agent" {
 			return name == "agent" || name == "default"
 		}
-		return name == "agent"
 	}
 	return false
 }

@@ -97,7 +97,7 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 // compile transforms one JS or TS file to a CommonJS function expression and
 // compiles it. name is the source name shown in errors and stacks; module is
 // the module name for LoadError.Module. onParse, when not nil, is shown the module's AST.
-func compile(name, module string, kind sourceKind, src []byte, onParse func(*ast.Program)) (*goja.Program, error) {
+func compile(name, module string, kind sourceKind, src []byte, onParse func(*ast.Program, []byte)) (*goja.Program, error) {
 	if le := checkNesting(name, module, src); le != nil {
 		return nil, le
 	}
@@ -112,7 +112,7 @@ func compile(name, module string, kind sourceKind, src []byte, onParse func(*ast
 		return nil, gojaSyntaxError(name, module, err)
 	}
 	if onParse != nil {
-		onParse(tree)
+		onParse(tree, src)
 	}
 	prg, err := goja.CompileAST(tree, isModuleCode(name, kind, code))
 	if err != nil {

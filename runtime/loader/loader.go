@@ -53,7 +53,7 @@ type Config struct {
 	CheckSchema func(schema []byte) []Problem
 	// OnParse, when not nil, is shown the AST of every module of the workflow's own as it is
 	// parsed (a static pass: runtime/lint); the built-ins are not.
-	OnParse func(*ast.Program)
+	OnParse func(prog *ast.Program, src []byte)
 }
 
 // Loader loads one workflow. It may serve several runtimes, one Main each,
@@ -71,7 +71,7 @@ type Loader struct {
 	builtin fs.FS
 	native  map[string]require.ModuleLoader
 	check   func([]byte) []Problem
-	onParse func(*ast.Program)
+	onParse func(*ast.Program, []byte)
 
 	mu       sync.Mutex
 	sources  map[string]*source // real path -> content read from disk

@@ -51,7 +51,7 @@ type Waker interface {
 }
 
 // onParse is the loader's hook for a static pass, when one is asked for.
-func onParse(c *lint.Collector) func(*ast.Program) {
+func onParse(c *lint.Collector) func(*ast.Program, []byte) {
 	if c == nil {
 		return nil
 	}

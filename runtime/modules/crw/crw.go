@@ -62,12 +62,15 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) 
 		if err != nil {
 			panic(err)
 		}
+		// What the run recorded reaches the script deeply frozen, read as an agent.call's output
+		// is: a number past float64's range reads Infinity, never a Go error.
+		parse := jsutil.FrozenParser(in)
 		frozen := func(raw json.RawMessage) goja.Value {
-			v, err := in.Parse(raw)
+			v, err := parse(raw)
 			if err != nil {
-				panic(rt.NewGoError(err))
+				panic(jsutil.NewError(rt, errs.IncompatibleSchema, "", "crw: the recorded value cannot be given to the workflow: "+err.Error()))
 			}
-			return freeze(v)
+			return v
 		}
 		obj := rt.NewObject()
 		_ = obj.Set("input", freeze(inputVal))
@@ -107,7 +110,11 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) 
 					if err != nil {
 						return reject(errorValue(rt, err))
 					}
-					return resolve(frozen(value))
+					v, perr := parse(value)
+					if perr != nil {
+						return reject(errorValue(rt, errs.New(errs.IncompatibleSchema, "crw: the recorded value cannot be given to the workflow: %v", perr)))
+					}
+					return resolve(v)
 				})
 			})
 			if err != nil {

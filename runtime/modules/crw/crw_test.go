@@ -254,3 +254,21 @@ func TestEffect(t *testing.T) {
 		"invalid_request: call c7 did not end unknown"]`, string(out))
 	assert.Equal(t, []string{"c1", "c2", "c9", "c7"}, r.Host.Effects())
 }
+
+// TestARecordedNumberPastFloat64ReadsInfinity: a verdict's or answer's number beyond float64's
+// range reaches the script as an agent.call's output would (Infinity), never as a Go error.
+func TestARecordedNumberPastFloat64ReadsInfinity(t *testing.T) {
+	t.Parallel()
+	host := runtimetest.WithHost(func(h *runtimetest.Host) {
+		h.EffectVerdict = func(call string) (json.RawMessage, error) {
+			return json.RawMessage(`{"callId":"c1","verdict":"applied","output":{"n":1e400,"m":-1e400},"by":"t"}`), nil
+		}
+		h.DecideAnswer = func(crw.Decision) (json.RawMessage, error) { return json.RawMessage(`{"n":1e400}`), nil }
+	})
+	out, _ := run(t, runtimetest.Main(`
+	const schema = { type: "object", properties: { n: { type: "number" } }, required: ["n"], additionalProperties: false };
+	const v = await crw.effect("c1");
+	const d = await crw.decide({ id: "big", question: "?", schema });
+	return [v.output.n === Infinity, v.output.m === -Infinity, d.n === Infinity, Object.isFrozen(v.output)];`), host)
+	assert.JSONEq(t, `[true, true, true, true]`, string(out))
+}

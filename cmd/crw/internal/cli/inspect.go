@@ -434,6 +434,11 @@ func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace,
 	case follow && (out == "" || trace != ""):
 		return errs.New(errs.InvalidRequest, "--follow rewrites a file: give -o FILE and a run")
 	}
+	if out != "" {
+		if err := outsideState(g, out); err != nil {
+			return err
+		}
+	}
 	if trace != "" {
 		f, err := userfile.Open(trace)
 		if err != nil {

@@ -1,4 +1,5 @@
+import { agent } from "crw:agent";
 export const looseSchema = { type: "object", properties: {} , required: [] };
-export function later(agent) {
+export function later() {
   return agent.call({ role: "critic", prompt: "hi", modle: "x" });
 }

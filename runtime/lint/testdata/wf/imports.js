@@ -1,0 +1,6 @@
+import { crw } from "crw";
+import {
+  agent,
+  nope as other,
+} from "crw:agent";
+export default async function main() { return 1; }
