@@ -121,9 +121,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 				// left out: they quote the answer (a member's name), which no error carries.
 				return fmt.Errorf("agent.call: the result of %s could not be given to the script", req.Site)
 			}
-			if o, ok := v.(*goja.Object); ok {
-				m.tracker.settled(seen, o.Get("callId").String())
-			}
+			m.tracker.settled(seen)
 			return resolve(v)
 		})
 	}

@@ -26,16 +26,19 @@ type Tracker struct {
 	kept    int // len(calls) after the last prune
 	dropped int // unobserved calls past maxTracked, not listed
 	unknown bool
-	// inflight are the calls not settled yet; late those under way when the workflow's entry
-	// function returned (Returned), whose results reached it no more.
-	inflight map[*tracked]struct{}
+	// inflight are the calls not settled yet (each knows its slot); late those under way when
+	// the workflow's entry function returned (Returned), whose results reached it no more.
+	inflight []*tracked
 	late     []*tracked
 	returned bool
 }
 
+// tracked is one call, kept small: a run may have thousands waiting at once. Its id is read off
+// its result when it is listed.
 type tracked struct {
-	p          *goja.Promise
-	call, site string
+	p    *goja.Promise
+	site string
+	slot int // its place in inflight, -1 once settled
 }
 
 const (
@@ -47,11 +50,8 @@ func (t *Tracker) add(p *goja.Promise, site string) *tracked {
 	if t == nil {
 		return nil
 	}
-	c := &tracked{p: p, site: site}
-	if t.inflight == nil {
-		t.inflight = map[*tracked]struct{}{}
-	}
-	t.inflight[c] = struct{}{}
+	c := &tracked{p: p, site: site, slot: len(t.inflight)}
+	t.inflight = append(t.inflight, c)
 	// Pruned as the list doubles: an awaited call's promise, and the CallResult it holds, is let
 	// go soon after it was made, and the cost is amortized over the calls.
 	if len(t.calls) >= max(minPrune, 2*t.kept) {
@@ -66,12 +66,28 @@ func (t *Tracker) add(p *goja.Promise, site string) *tracked {
 }
 
 // settled notes that a call's result reached the script.
-func (t *Tracker) settled(c *tracked, call string) {
-	if t == nil || c == nil {
+func (t *Tracker) settled(c *tracked) {
+	if t == nil || c == nil || c.slot < 0 {
 		return
 	}
-	c.call = call
-	delete(t.inflight, c)
+	last := t.inflight[len(t.inflight)-1]
+	t.inflight[c.slot], last.slot = last, c.slot
+	t.inflight[len(t.inflight)-1] = nil
+	t.inflight = t.inflight[:len(t.inflight)-1]
+	c.slot = -1
+}
+
+// callID is a tracked call's id, read off its CallResult once it has one.
+func (c *tracked) callID() string {
+	if c.p.State() != goja.PromiseStateFulfilled {
+		return ""
+	}
+	if o, ok := c.p.Result().(*goja.Object); ok {
+		if id, ok := o.Get("callId").Export().(string); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // Returned notes that the workflow's entry function has returned (its promise settled): the
@@ -81,7 +97,7 @@ func (t *Tracker) Returned() {
 		return
 	}
 	t.returned = true
-	for c := range t.inflight {
+	for _, c := range t.inflight {
 		if len(t.late) < maxTracked {
 			t.late = append(t.late, c)
 		}
@@ -97,7 +113,7 @@ func (t *Tracker) Late() []Unobserved {
 	}
 	out := make([]Unobserved, 0, len(t.late))
 	for _, c := range t.late {
-		out = append(out, Unobserved{Call: c.call, Site: c.site})
+		out = append(out, Unobserved{Call: c.callID(), Site: c.site})
 	}
 	slices.SortStableFunc(out, func(a, b Unobserved) int { return callOrder(a.Call) - callOrder(b.Call) })
 	return out
@@ -133,7 +149,7 @@ func (t *Tracker) Unobserved() (calls []Unobserved, more int, known bool) {
 	}
 	t.prune()
 	for _, c := range t.calls {
-		calls = append(calls, Unobserved{Call: c.call, Site: c.site})
+		calls = append(calls, Unobserved{Call: c.callID(), Site: c.site})
 	}
 	return calls, t.dropped, !t.unknown
 }
