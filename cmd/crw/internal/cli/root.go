@@ -248,7 +248,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 		newCmdShadow(g, streams), withAlias(newCmdDelete(g, streams), "rm"), newCmdPrune(g, streams), newCmdLogs(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
-	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams))
+	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams), newCmdMCP(g, streams))
 	root.Version = buildVersion().Version
 	root.SetVersionTemplate(buildVersion().String())
 	complete(g, root)
