@@ -113,7 +113,8 @@ func serveHTTP(ctx context.Context, streams IO, addr string, h http.Handler) err
 		return errs.New(errs.CapabilityUnavailable, "--listen %s: cannot listen", addr).Wrap(err).
 			Because("listen", "listen_failed", "not_started", errs.Certain).Next("choose another address or free this one")
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Requests live in ctx: a signal ends the streams a client keeps open, so the server can stop.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(streams.ErrOut, "crw mcp: serving on http://%s/\n", l.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
@@ -122,7 +123,6 @@ func serveHTTP(ctx context.Context, streams IO, addr string, h http.Handler) err
 		return errs.New(errs.CapabilityUnavailable, "--listen %s: the server stopped", addr).Wrap(err).
 			Because("listen", "serve_failed", "stopped", errs.Certain)
 	case <-ctx.Done():
-		// Streams a client keeps open do not end by themselves: a while, then they are cut.
 		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if srv.Shutdown(shut) != nil {

@@ -52,7 +52,7 @@ func newRig(t *testing.T) *rig {
 }
 
 // newRigOn connects a client named name to a new server on the state folder state.
-func newRigOn(t *testing.T, state, name string) *rig {
+func newRigOn(t testing.TB, state, name string) *rig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
