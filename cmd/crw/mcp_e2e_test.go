@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,10 +44,27 @@ type codexRig struct {
 	outputs []string // what Codex sent the model back for each tool call, in order
 }
 
-func newCodexRig(t *testing.T) *codexRig {
-	codex := mockmodel.Codex(t) // skips without a codex binary, as every real-Codex test does
+// stdioServer is the [mcp_servers.crw] entry that runs crw mcp on the state folder.
+func stdioServer(t *testing.T, state string) string {
 	crw, err := exec.LookPath("crw")
 	require.NoError(t, err, "the test binary doubles as crw on PATH")
+	// Codex starts the server with an environment of its own choosing: what crw needs of the
+	// test's (the PATH its run processes are found on) is given.
+	return fmt.Sprintf(`
+[mcp_servers.crw]
+command = %q
+args = ["mcp", "--state", %q]
+env = { PATH = %q, GORACE = "atexit_sleep_ms=0" }
+default_tools_approval_mode = "approve"
+startup_timeout_sec = 60
+tool_timeout_sec = 120
+`, crw, state, os.Getenv("PATH"))
+}
+
+// newCodexRig starts the app server with the [mcp_servers.crw] entry server gives for the
+// state folder.
+func newCodexRig(t *testing.T, server func(t *testing.T, state string) string) *codexRig {
+	codex := mockmodel.Codex(t) // skips without a codex binary, as every real-Codex test does
 	dir := t.TempDir()
 	r := &codexRig{t: t, mock: mockmodel.New(nil), state: filepath.Join(dir, "state")}
 	t.Cleanup(r.mock.Close)
@@ -55,18 +74,7 @@ func newCodexRig(t *testing.T) *codexRig {
 	config := filepath.Join(home, "config.toml")
 	base, err := os.ReadFile(config)
 	require.NoError(t, err)
-	// Codex starts the server with an environment of its own choosing: what crw needs of the
-	// test's (the PATH its run processes are found on) is given.
-	entry := fmt.Sprintf(`
-[mcp_servers.crw]
-command = %q
-args = ["mcp", "--state", %q]
-env = { PATH = %q, GORACE = "atexit_sleep_ms=0" }
-default_tools_approval_mode = "approve"
-startup_timeout_sec = 60
-tool_timeout_sec = 120
-`, crw, r.state, os.Getenv("PATH"))
-	require.NoError(t, os.WriteFile(config, append(base, entry...), 0o644))
+	require.NoError(t, os.WriteFile(config, append(base, server(t, r.state)...), 0o644))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
@@ -144,7 +152,7 @@ func (r *codexRig) waitStatus(run string, done func(*store.Status) bool) *store.
 // with a malformed run id comes back a tool error with its code.
 func TestMCPUnderTheRealCodex(t *testing.T) {
 	t.Parallel()
-	r := newCodexRig(t)
+	r := newCodexRig(t, stdioServer)
 	repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
 	answers := filepath.Join(t.TempDir(), "answers.json")
 	require.NoError(t, os.WriteFile(answers, mcptest.RateLimited(t), 0o600))
@@ -214,4 +222,34 @@ func TestMCPUnderTheRealCodex(t *testing.T) {
 		assert.True(t, strings.HasPrefix(audit[i].Who, "mcp client "), audit[i].Who)
 	}
 	t.Logf("Codex introduces itself to crw mcp as %q", audit[0].Who)
+}
+
+// TestMCPOverHTTPUnderTheRealCodex: Codex reaches crw mcp --listen at its url with the bearer
+// token an environment variable holds (bearer_token_env_var), and its model's calls are served.
+func TestMCPOverHTTPUnderTheRealCodex(t *testing.T) {
+	const token = "codex-http-token-0123456789"
+	t.Setenv("CRW_E2E_MCP_TOKEN", token) // the app server's, for bearer_token_env_var
+	var url string
+	r := newCodexRig(t, func(t *testing.T, state string) string {
+		cmd := mcpCommand(t, state, "--listen", "127.0.0.1:0")
+		cmd.Env = append(cmd.Env, "CRW_MCP_TOKEN="+token)
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+		line, err := bufio.NewReader(stderr).ReadString('\n')
+		require.NoError(t, err)
+		url = strings.TrimPrefix(strings.TrimSpace(line), "crw mcp: serving on ")
+		return fmt.Sprintf(`
+[mcp_servers.crw]
+url = %q
+bearer_token_env_var = "CRW_E2E_MCP_TOKEN"
+default_tools_approval_mode = "approve"
+`, url)
+	})
+	out := r.turn(mockmodel.OwnerStep{Tool: "effects", Args: map[string]any{}},
+		mockmodel.OwnerStep{Tool: "status", Args: map[string]any{"run": "20260101-000000-abcdef"}})
+	assert.Equal(t, map[string]any{"effects": []any{}, "error": nil}, answer(t, out[0]))
+	assert.Equal(t, "run_unavailable", answer(t, out[1])["error"].(map[string]any)["code"], out[1])
+	t.Logf("served at %s", url)
 }
