@@ -190,14 +190,15 @@ func TestMCPUnderTheRealCodex(t *testing.T) {
 	assert.Contains(t, out[2], `"code":"invalid_request"`, "a tool error reaches the model with its code")
 	assert.Contains(t, out[2], `"safe_response"`)
 
-	// The limit has passed: the answers let every call through now.
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": []}`), 0o600))
-	out = r.turn(mockmodel.OwnerStep{Tool: "resume", Args: map[string]any{"request_key": "codex-resume", "run": run}})
+	// The limit has passed: other answers let every call through.
+	through := filepath.Join(t.TempDir(), "through.json")
+	require.NoError(t, os.WriteFile(through, []byte(`{"answers": []}`), 0o600))
+	out = r.turn(mockmodel.OwnerStep{Tool: "resume", Args: map[string]any{"request_key": "codex-resume", "run": run, "answers": through}})
 	assert.Equal(t, run, answer(t, out[0])["run"].(map[string]any)["run"], out[0])
 	r.waitStatus(run, func(st *store.Status) bool { return st.State == store.StateEnded })
 
 	out = r.turn(mockmodel.OwnerStep{Tool: "status", Args: map[string]any{"run": run}},
-		mockmodel.OwnerStep{Tool: "resume", Args: map[string]any{"request_key": "codex-resume", "run": run}})
+		mockmodel.OwnerStep{Tool: "resume", Args: map[string]any{"request_key": "codex-resume", "run": run, "answers": through}})
 	st = answer(t, out[0])["status"].(map[string]any)
 	assert.Equal(t, "completed", st["status"], out[0])
 	assert.Equal(t, "approved", st["result"].(map[string]any)["outcome"])

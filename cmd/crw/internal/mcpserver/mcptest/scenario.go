@@ -27,9 +27,8 @@ func RateLimited(t testing.TB) []byte {
 
 // PauseAndResume drives a fake-backend run of workflows/plan-build-review.js in the git
 // checkout repo through the tools: start it with answers that pause it at its review (a rate
-// limit), find it paused (status), inspect it, give it answers that let it through (the file
-// the run records, rewritten), resume it and read its result. dir takes the answers file. It
-// returns the run's id.
+// limit), find it paused (status), inspect it, resume it with other answers that let it
+// through, and read its result. dir takes the answers files. It returns the run's id.
 func (c *Client) PauseAndResume(ctx context.Context, dir, repo string) string {
 	t := c.t
 	t.Helper()
@@ -65,9 +64,10 @@ func (c *Client) PauseAndResume(ctx context.Context, dir, repo string) string {
 	require.NotEmpty(t, next, in.Text)
 	assert.Contains(t, next[len(next)-1], "crw flow resume "+run)
 
-	// The limit passed: the same answers file now lets every call through.
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": []}`), 0o600))
-	resumed := c.Call(ctx, "resume", map[string]any{"request_key": "resume-" + filepath.Base(dir), "run": run})
+	// The limit passed: other answers let every call through.
+	through := filepath.Join(dir, "through.json")
+	require.NoError(t, os.WriteFile(through, []byte(`{"answers": []}`), 0o600))
+	resumed := c.Call(ctx, "resume", map[string]any{"request_key": "resume-" + filepath.Base(dir), "run": run, "answers": through})
 	require.False(t, resumed.IsError, resumed.Text)
 	assert.Equal(t, run, resumed.Get("run.run"))
 
