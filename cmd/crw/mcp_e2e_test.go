@@ -251,6 +251,6 @@ default_tools_approval_mode = "approve"
 	out := r.turn(mockmodel.OwnerStep{Tool: "effects", Args: map[string]any{}},
 		mockmodel.OwnerStep{Tool: "status", Args: map[string]any{"run": "20260101-000000-abcdef"}})
 	assert.Equal(t, map[string]any{"effects": []any{}, "error": nil}, answer(t, out[0]))
-	assert.Equal(t, "run_unavailable", answer(t, out[1])["error"].(map[string]any)["code"], out[1])
+	assert.Equal(t, "invalid_request", answer(t, out[1])["error"].(map[string]any)["code"], out[1])
 	t.Logf("served at %s", url)
 }

@@ -118,7 +118,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	c := mcptest.Connect(t, ctx, "http-test", &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1})
 	assert.Equal(t, mcptest.Tools, c.Listed)
 	a := c.Call(ctx, "status", map[string]any{"run": "20260101-000000-abcdef"})
-	assert.Equal(t, "run_unavailable", a.Code(), a.Text)
+	assert.Equal(t, "invalid_request", a.Code(), a.Text)
 	require.NoError(t, c.Session.Close())
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

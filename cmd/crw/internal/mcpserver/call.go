@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -36,8 +37,11 @@ type tool struct {
 // keyed is the input of a mutation: its request key.
 type keyed interface{ key() string }
 
-// aboutRun is an input that names the run its errors are about.
-type aboutRun interface{ runID() string }
+// aboutRun is an input that names a run: its errors are about it.
+type aboutRun interface {
+	runID() string
+	setRunID(string)
+}
 
 // call is one tool call: who made it, and the run its error is about.
 type call struct {
@@ -84,14 +88,20 @@ func add[In any, Out any](s *Server, t tool, run func(ctx context.Context, c *ca
 		if r, ok := any(&v).(aboutRun); ok {
 			c.run = r.runID()
 		}
+		// The request as the client sent it is what its key is for: a run it names by a
+		// prefix or as last is the run it names when it is done.
+		dig := digest(t.name, &v)
 		do := func() *mcp.CallToolResult {
+			if err := s.resolveRun(ctx, c, &v); err != nil {
+				return s.answer(t, c, nil, err)
+			}
 			out, err := run(ctx, c, &v)
 			return s.answer(t, c, out, err)
 		}
 		if !t.mutation {
 			return do(), nil
 		}
-		res, replayed, err := s.keys.do(ctx, t.name, any(&v).(keyed).key(), digest(t.name, &v), do)
+		res, replayed, err := s.keys.do(ctx, t.name, any(&v).(keyed).key(), dig, do)
 		if err != nil {
 			res = s.answer(t, c, nil, err)
 		}
@@ -105,6 +115,23 @@ func add[In any, Out any](s *Server, t tool, run func(ctx context.Context, c *ca
 		}
 		return res, nil
 	})
+}
+
+// resolveRun puts in the input the id of the run it names, as the command line does with a
+// RUN argument: an id, a unique prefix of one or of its random part, or last.
+func (s *Server) resolveRun(ctx context.Context, c *call, in any) error {
+	r, ok := in.(aboutRun)
+	if !ok || r.runID() == "" {
+		return nil
+	}
+	c.run = r.runID()
+	id, err := ops.ResolveRun(ctx, s.svc.Store, s.st.Root(), r.runID())
+	if err != nil {
+		return err
+	}
+	r.setRunID(id)
+	c.run = id
+	return nil
 }
 
 // decode checks arguments against the tool's input schema and decodes them.

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +45,38 @@ func TestDocsDescribeEveryTool(t *testing.T) {
 			if member != "error" {
 				assert.Contains(t, section, "Output `"+member+"`", "docs/mcp.md, %s: the answer's member", name)
 			}
+		}
+	}
+}
+
+// TestDocsCodexEntriesParse: each config.toml example of docs/mcp.md is TOML with an
+// [mcp_servers.crw] entry that runs crw mcp, or reaches it at a url with a token's variable.
+func TestDocsCodexEntriesParse(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(mcptest.Repo(t), "docs", "mcp.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?ms)^```toml\n(.*?)^```\n").FindAllStringSubmatch(string(data), -1)
+	require.Len(t, blocks, 2)
+	for _, b := range blocks {
+		var cfg struct {
+			MCPServers map[string]struct {
+				Command                  string   `toml:"command"`
+				Args                     []string `toml:"args"`
+				URL                      string   `toml:"url"`
+				BearerTokenEnvVar        string   `toml:"bearer_token_env_var"`
+				DefaultToolsApprovalMode string   `toml:"default_tools_approval_mode"`
+			} `toml:"mcp_servers"`
+		}
+		_, err := toml.Decode(b[1], &cfg)
+		require.NoError(t, err, b[1])
+		crw, ok := cfg.MCPServers["crw"]
+		require.True(t, ok, b[1])
+		assert.Equal(t, "approve", crw.DefaultToolsApprovalMode)
+		if crw.URL == "" {
+			require.NotEmpty(t, crw.Args, b[1])
+			assert.Equal(t, "mcp", crw.Args[0])
+		} else {
+			assert.Equal(t, "CRW_MCP_TOKEN", crw.BearerTokenEnvVar)
 		}
 	}
 }

@@ -10,10 +10,11 @@ import (
 // The tools' inputs. An optional member is omitted to take its default, the command line's.
 
 type runArg struct {
-	Run string `json:"run" jsonschema:"the run's id, as start answered it (e.g. 20261130-052301-a1b2c3)"`
+	Run string `json:"run" jsonschema:"the run: its id as start answered it (20261130-052301-a1b2c3), a unique prefix of the id or of its random part, or last (the newest run)"`
 }
 
-func (r *runArg) runID() string { return r.Run }
+func (r *runArg) runID() string      { return r.Run }
+func (r *runArg) setRunID(id string) { r.Run = id }
 
 type keyArg struct {
 	RequestKey string `json:"request_key" jsonschema:"a key of yours for this request, 1 to 256 bytes: the same key with the same arguments answers the first result again and does nothing twice; the same key with other arguments is idempotency_conflict"`
@@ -115,11 +116,12 @@ type ResumeIn struct {
 
 // ListIn is what effects and audit take.
 type ListIn struct {
-	Run   string `json:"run,omitempty" jsonschema:"one run's (default every run's)"`
+	Run   string `json:"run,omitempty" jsonschema:"one run's, named as the run of status is (default every run's)"`
 	Limit *int   `json:"limit,omitempty" jsonschema:"at most this many, the newest (default: effects 100, audit 50)"`
 }
 
-func (l *ListIn) runID() string { return l.Run }
+func (l *ListIn) runID() string      { return l.Run }
+func (l *ListIn) setRunID(id string) { l.Run = id }
 
 // RecoverIn is what recover takes.
 type RecoverIn struct {
@@ -134,12 +136,13 @@ type RecoverIn struct {
 // ShadowIn is what shadow takes.
 type ShadowIn struct {
 	Script string   `json:"script" jsonschema:"the workflow file to replay, changed or not"`
-	Run    string   `json:"run,omitempty" jsonschema:"a recorded run of the state folder (give run or trace)"`
+	Run    string   `json:"run,omitempty" jsonschema:"a recorded run of the state folder, named as the run of status is (give run or trace)"`
 	Trace  string   `json:"trace,omitempty" jsonschema:"a trace file written by crw flow trace (give run or trace)"`
 	Lib    []string `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
 }
 
-func (s *ShadowIn) runID() string { return s.Run }
+func (s *ShadowIn) runID() string      { return s.Run }
+func (s *ShadowIn) setRunID(id string) { s.Run = id }
 
 // seconds is a wait given in seconds, its default when absent.
 func seconds(v *float64, def time.Duration) time.Duration {

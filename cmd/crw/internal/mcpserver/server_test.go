@@ -74,6 +74,12 @@ func TestAPausedRunResumedThroughTheTools(t *testing.T) {
 	assert.Equal(t, "paused", ends[0].Status)
 	assert.Equal(t, "completed", ends[1].Status)
 
+	// A run is named as the command line names it: last, or a prefix of its id or random part.
+	for _, ref := range []string{"last", run[:13], run[strings.LastIndexByte(run, '-')+1:]} {
+		st := r.Call(r.ctx, "status", map[string]any{"run": ref})
+		assert.Equal(t, run, st.Get("status.run"), ref)
+	}
+
 	audit := r.Call(r.ctx, "audit", map[string]any{"run": run})
 	require.False(t, audit.IsError, audit.Text)
 	entries := audit.Get("audit").([]any)
@@ -178,8 +184,11 @@ func TestErrorsCarryTheContract(t *testing.T) {
 		code       errs.Code
 		detail     string
 	}{
-		{"unknown run id", "status", map[string]any{"run": "no-such-run"}, errs.InvalidRequest, `"no-such-run" is not a run id`},
-		{"run that does not exist", "inspect", map[string]any{"run": "20260101-000000-abcdef"}, errs.RunUnavailable, "does not exist"},
+		{"unknown run", "status", map[string]any{"run": "no-such-run"}, errs.InvalidRequest, "no run no-such-run in the state folder"},
+		{"not a run id", "status", map[string]any{"run": "../x"}, errs.InvalidRequest, `"../x" is not a run id`},
+		{"run that does not exist", "inspect", map[string]any{"run": "20260101-000000-abcdef"}, errs.InvalidRequest, "no run 20260101-000000-abcdef in the state folder"},
+		{"prefix of no run", "status", map[string]any{"run": "2026"}, errs.InvalidRequest, "no run 2026 in the state folder"},
+		{"last of no run", "audit", map[string]any{"run": "last"}, errs.InvalidRequest, "there is no run in the state folder"},
 		{"missing member", "status", map[string]any{}, errs.InvalidRequest, "input schema"},
 		{"unknown member", "status", map[string]any{"run": "x", "extra": 1}, errs.InvalidRequest, "input schema"},
 		{"wrong type", "effects", map[string]any{"limit": "ten"}, errs.InvalidRequest, "input schema"},
@@ -189,7 +198,7 @@ func TestErrorsCarryTheContract(t *testing.T) {
 		{"empty request key", "cancel", map[string]any{"request_key": "", "run": "20260101-000000-abcdef"}, errs.InvalidRequest, "request_key"},
 		{"a bad duration", "start", map[string]any{"request_key": "d", "workflow": "x.js", "deadline": "soon"}, errs.InvalidRequest, "deadline"},
 		{"shadow without a record", "shadow", map[string]any{"script": "x.js"}, errs.InvalidRequest, "exactly one of"},
-		{"next of a run that is not a session run's", "next", map[string]any{"run": "no-such-run"}, errs.InvalidRequest, "not a run id"},
+		{"next of no run", "next", map[string]any{"run": "../x"}, errs.InvalidRequest, "not a run id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

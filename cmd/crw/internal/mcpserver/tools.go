@@ -22,8 +22,9 @@ const (
 		`result again and does nothing twice, across server restarts (the state folder keeps the newest 10,000 keys); ` +
 		`the same key with other arguments is idempotency_conflict: send the original request, or a new key for new ` +
 		`intent. A first call that ended invalid_request keeps no key.`
-	onRun = ` run_unavailable: the run does not exist, or cannot take this now (held by a live process, ended): read ` +
-		`status or inspect and act on its state.`
+	onRun = ` invalid_request also for a run the state folder does not have (or that a prefix names more than one ` +
+		`of). run_unavailable: the run cannot take this now (held by a live process, ended): read status or ` +
+		`inspect and act on its state.`
 )
 
 func (s *Server) addTools(backends *backend.Registry) {
@@ -81,7 +82,7 @@ func (s *Server) addTools(backends *backend.Registry) {
 		description: `End a run cancelled, as crw flow cancel does: a live run's process is asked to (its calls in ` +
 			`flight end held cancelled) and waited for up to wait_seconds; a crashed or paused run is ended at once. ` +
 			`Answers where the run stands then: state ended means it is cancelled; any other state means it had not ended ` +
-			`within wait_seconds: read status later.` + onError + ` run_unavailable: it has ended already, or does not exist.` + onKey,
+			`within wait_seconds: read status later.` + onError + onRun + onKey,
 		input: waitBounds}, s.cancel)
 	add(s, tool{name: "resume", title: "Resume a run", payload: "run", mutation: true,
 		description: `Go on with a run whose process died, or that a usage or rate limit paused, in a process of its ` +
@@ -90,7 +91,7 @@ func (s *Server) addTools(backends *backend.Registry) {
 			`script goes on with an edited workflow, which must replay the journal as recorded (else it is refused ` +
 			`and nothing is written: shadow shows where it diverges); answers, for a fake-backend run, with another ` +
 			`answers file; either is journaled and holds for the run's later processes.` +
-			onError + ` run_unavailable: held by a live process, or ended (nothing to resume). revision_conflict ` +
+			onError + onRun + ` revision_conflict ` +
 			`(divergence): the workflow asks for other calls than the journal recorded: resume with the script it ` +
 			`was recorded with; shadow shows what changed. run_env_unusable: make the run's recorded TMPDIR again.` + onKey}, s.resume)
 	add(s, tool{name: "inspect", title: "A run's diagnosis", payload: "inspection",

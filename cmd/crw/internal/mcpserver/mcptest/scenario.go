@@ -56,6 +56,9 @@ func (c *Client) PauseAndResume(ctx context.Context, dir, repo string) string {
 	assert.Equal(t, "review_failed", paused.Get("status.result.outcome"))
 	assert.Equal(t, "host_infra_rate", paused.Get("status.result.reason"))
 
+	nx := c.Call(ctx, "next", map[string]any{"run": run})
+	assert.Equal(t, "invalid_request", nx.Code(), "a fake run has no steps for an owner: %s", nx.Text)
+
 	in := c.Call(ctx, "inspect", map[string]any{"run": run})
 	require.False(t, in.IsError, in.Text)
 	assert.Equal(t, "paused", in.Get("inspection.status.state"))
