@@ -62,6 +62,30 @@ var messages = map[Code]string{
 	RunEnvUnusable:        "The environment the Run recorded cannot be used by this process.",
 }
 
+// safeResponses are what a caller does on each code, as the contract says it.
+var safeResponses = map[Code]string{
+	InvalidRequest:        "Correct the request from the current tool schema. Do not add unadvertised fields.",
+	InvalidAuthority:      "Reauthorize the client; do not reuse or forward the rejected token.",
+	OwnerMismatch:         "Stop and verify the installation and GitHub identity.",
+	InsufficientScope:     "Reauthorize at the required access level only if the broader authority is intended.",
+	IncompatibleSchema:    "Stop admission and use the supported upgrade or recovery path.",
+	RevisionConflict:      "Reread the exact resource, review the new revision, and decide again.",
+	IdempotencyConflict:   "Use the original exact request, or a new key for genuinely new intent.",
+	AgentUnavailable:      "Inspect the exact Agent and its current revision.",
+	BriefUnavailable:      "Inspect the Brief reference and bind an available exact revision.",
+	RunUnavailable:        "Inspect the Run timeline and terminal or waiting state.",
+	SessionBusy:           "Inspect the Session and retry only after the current operation settles.",
+	WorkflowBusy:          "Inspect it and retry the lifecycle action against its current revision.",
+	ScheduleBusy:          "Inspect the Schedule and recent Run before retrying the lifecycle change.",
+	EventTriggerBusy:      "Inspect occurrence history and wait for that exact occurrence to settle.",
+	ConnectionUnavailable: "Inspect its exact lifecycle and returned next action.",
+	CapabilityUnavailable: "Inspect the capability descriptor and its missing prerequisite or setup command.",
+	BudgetExhausted:       "Inspect usage; start new work only after an explicit owner decision.",
+	ApprovalExpired:       "Inspect the Run; do not treat the old approval as authority.",
+	UnreconciledEffect:    "Verify the existing effect independently before reconciliation or retry.",
+	RunEnvUnusable:        "Make the environment the Run recorded usable again (its TMPDIR), then retry the same request.",
+}
+
 // Codes lists every code, in the order of the contract.
 var Codes = []Code{
 	InvalidRequest, InvalidAuthority, OwnerMismatch, InsufficientScope, IncompatibleSchema,
@@ -72,6 +96,9 @@ var Codes = []Code{
 
 // Message is the code's fixed message ("" for a code the contract does not have).
 func (c Code) Message() string { return messages[c] }
+
+// SafeResponse is what a caller does on the code ("" for a code the contract does not have).
+func (c Code) SafeResponse() string { return safeResponses[c] }
 
 // Known reports whether c is one of Codes.
 func (c Code) Known() bool { _, ok := messages[c]; return ok }

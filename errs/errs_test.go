@@ -29,12 +29,15 @@ func TestCodesAreTheContracts(t *testing.T) {
 	for i, c := range errs.Codes {
 		got[i] = string(c)
 		assert.NotEmpty(t, c.Message(), c)
+		assert.NotEmpty(t, c.SafeResponse(), c)
 		assert.True(t, c.Known(), c)
 	}
 	assert.Equal(t, want, got)
 	assert.Equal(t, "The Run cannot accept the requested operation.", errs.RunUnavailable.Message())
 	assert.Equal(t, "An equivalent provider effect has an unknown outcome.", errs.UnreconciledEffect.Message())
+	assert.Equal(t, "Use the original exact request, or a new key for genuinely new intent.", errs.IdempotencyConflict.SafeResponse())
 	assert.False(t, errs.Code("divergence").Known())
+	assert.Empty(t, errs.Code("divergence").SafeResponse())
 }
 
 func TestBoundCutsAtOneKiBAndSaysHowMuch(t *testing.T) {

@@ -174,7 +174,7 @@ func TestTextTurn(t *testing.T) {
 	tmp := h.opts.Env["TMPDIR"]
 	assert.Equal(t, mockmodel.Request{Thread: th.ID, Turn: out.TurnID, Call: 1, Role: "architect", Node: "plan", K: 1,
 		Prompt: "Say hello.\n\n## Tools\n\n- The run's temporary directory is " + tmp + " (recorded in the run's run.json). Put TMPDIR=" + tmp + " in front of every command you run.\n",
-		Answer: "text", Items: reqs[0].Items}, reqs[0], "the turn's text ends with the tools section")
+		Answer: "text", Items: reqs[0].Items, Tools: reqs[0].Tools}, reqs[0], "the turn's text ends with the tools section")
 }
 
 func TestSchemaTurnAndRepair(t *testing.T) {

@@ -64,6 +64,15 @@ type Request struct {
 	Items  int             // the request's input items: its history
 	// Outputs are an owner's function call outputs so far, by call id (call_owner_<step>).
 	Outputs map[string]string
+	// Tools are the function tools the request offers the model.
+	Tools []Tool
+}
+
+// Tool is a function tool a request offers: its name, and the namespace it is in ("" for a
+// tool of its own), as the model calls it.
+type Tool struct {
+	Namespace, Name, Description string
+	Parameters                   json.RawMessage
 }
 
 // Server is a running mock model.
@@ -204,6 +213,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				Schema json.RawMessage `json:"schema"`
 			} `json:"format"`
 		} `json:"text"`
+		Tools []tool `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -214,7 +224,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		RequestKind string `json:"request_kind"`
 	}
 	json.Unmarshal([]byte(r.Header.Get("x-codex-turn-metadata")), &meta)
-	req := Request{Thread: r.Header.Get("thread-id"), Turn: meta.TurnID, Items: len(body.Input)}
+	req := Request{Thread: r.Header.Get("thread-id"), Turn: meta.TurnID, Items: len(body.Input), Tools: toolsOf(body.Tools, "")}
 	for i := len(body.Input) - 1; i >= 0; i-- {
 		if body.Input[i].Role == "user" {
 			for _, c := range body.Input[i].Content {
@@ -237,9 +247,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		outputs := map[string]string{}
 		for _, in := range body.Input {
 			if in.Type == "function_call_output" {
-				var text string
-				json.Unmarshal(in.Output, &text)
-				outputs[in.CallID] = text
+				outputs[in.CallID] = outputText(in.Output)
 			}
 		}
 		req.Outputs = outputs
@@ -286,6 +294,46 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		s.message(w, r, text, tokens, delay)
 	}
+}
+
+// tool is a tool of a request's body: a function, or a namespace of functions.
+type tool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Tools       []tool          `json:"tools"`
+}
+
+func toolsOf(ts []tool, namespace string) []Tool {
+	var out []Tool
+	for _, t := range ts {
+		switch t.Type {
+		case "function":
+			out = append(out, Tool{Namespace: namespace, Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		case "namespace":
+			out = append(out, toolsOf(t.Tools, t.Name)...)
+		}
+	}
+	return out
+}
+
+// outputText is a function call output's text: the output itself, or its input_text items'
+// texts one a line (as Codex sends the output of a failed MCP tool call).
+func outputText(raw json.RawMessage) string {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text
+	}
+	var items []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &items)
+	var lines []string
+	for _, it := range items {
+		lines = append(lines, it.Text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sessionStep is the start of a session step's spawn message: its marker and role lines.

@@ -7,12 +7,15 @@ import (
 	"strings"
 )
 
-// OwnerStep is one model response of an owner thread: a call of a multi_agent_v1 tool, or
-// (without Tool) its final message.
+// OwnerStep is one model response of an owner thread: a call of a multi_agent_v1 tool, of a
+// tool in another namespace (an MCP server's: Namespace mcp__<server>), or (without Tool) its
+// final message.
 type OwnerStep struct {
 	Tool string         // spawn_agent, wait_agent, send_input, close_agent, ..., or exec_command (a shell command)
 	Args map[string]any // the tool's arguments; a wait_agent without targets waits for every agent spawned so far
 	Text string         // the final message, in the final_answer phase
+	// Namespace is the namespace of Tool: "" for multi_agent_v1 (none for exec_command).
+	Namespace string
 }
 
 // Own scripts the thread threadID as an owner: its model request that carries n function call
@@ -89,7 +92,10 @@ func (s *Server) ownerStep(w http.ResponseWriter, req *Request, steps []OwnerSte
 	id := callID(len(outputs))
 	call := map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "namespace": "multi_agent_v1",
 		"name": step.Tool, "arguments": string(data), "status": "completed"}
-	if step.Tool == "exec_command" {
+	switch {
+	case step.Namespace != "":
+		call["namespace"] = step.Namespace
+	case step.Tool == "exec_command":
 		delete(call, "namespace") // Codex's shell tool: {"cmd": ...}, run in the thread's cwd
 	}
 	s.stream(w, call)

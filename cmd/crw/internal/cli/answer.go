@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/userfile"
 )
@@ -42,7 +42,7 @@ environment cannot be used (run_env_unusable: nothing was written).`,
 			if err != nil {
 				return err
 			}
-			out, err := svc.Answer(cmd.Context(), args[0], args[1], v, answerer(), !noResume)
+			out, err := svc.Answer(cmd.Context(), args[0], args[1], v, ops.Who(), !noResume)
 			if err != nil {
 				return err
 			}
@@ -86,12 +86,4 @@ func readFlagValue(flag, s string, streams IO) ([]byte, error) {
 		return data, nil
 	}
 	return []byte(s), nil
-}
-
-// answerer is who gives an answer: the Codex thread the command runs in, else the user.
-func answerer() string {
-	if t := os.Getenv("CODEX_THREAD_ID"); t != "" {
-		return "thread " + t
-	}
-	return fmt.Sprintf("uid %d", os.Getuid())
 }

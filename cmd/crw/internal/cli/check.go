@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine/check"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
@@ -37,7 +38,7 @@ something was, 2 when the workflow does not load or an option is wrong.`,
 			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
 				return errs.New(errs.InvalidRequest, "workflow %s: not a readable file", args[0])
 			}
-			in, err := readInput(input, streams.In)
+			in, err := ops.ReadInput(input, streams.In)
 			if err != nil {
 				return err
 			}
@@ -47,7 +48,7 @@ something was, 2 when the workflow does not load or an option is wrong.`,
 					return err
 				}
 			}
-			if opts.LibDirs, err = libFolders(libs); err != nil {
+			if opts.LibDirs, err = ops.LibFolders(libs); err != nil {
 				return err
 			}
 			if maxCalls < 0 || timeout < 0 {

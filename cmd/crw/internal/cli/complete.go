@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/store"
 )
@@ -113,7 +114,7 @@ func callIDs(g *globals, ref string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	root, _ := g.stateDir()
-	run, err := resolveRun(ctx, svc.Store, root, ref)
+	run, err := ops.ResolveRun(ctx, svc.Store, root, ref)
 	if err != nil {
 		return nil
 	}

@@ -4,16 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/bound"
@@ -23,11 +23,8 @@ import (
 	"github.com/crw-dev/crw/store/local"
 )
 
-// execCommand is the hidden command a detached run's process runs.
-const execCommand = "_exec"
-
 func newCmdStart(g *globals, streams IO) *cobra.Command {
-	opts := &RunOptions{}
+	opts := &ops.RunOptions{}
 	var backendOpts func() map[string]string
 	var dryRun bool
 	cmd := &cobra.Command{
@@ -47,7 +44,7 @@ one, give --backend fake (offline) or --backend app-server.`,
 			opts.Workflow = args[0]
 			opts.BackendOpts = backendOpts()
 			opts.Stdin = streams.In
-			co, err := createOptions(opts)
+			co, err := ops.CreateOptions(opts)
 			if err != nil {
 				return err
 			}
@@ -58,47 +55,23 @@ one, give --backend fake (offline) or --backend app-server.`,
 			if dryRun {
 				return startPreview(g, streams, co)
 			}
-			id, err := svc.Create(cmd.Context(), co)
+			started, err := ops.Start(cmd.Context(), svc, g.store.(*local.Store), co, func(s *ops.Started) {
+				g.runID = s.Run
+				if s.Preview != nil && !g.json {
+					printPreview(streams, *s.Preview)
+				}
+				for _, w := range s.Warnings {
+					fmt.Fprintf(streams.ErrOut, "crw: warning: %s\n", w)
+				}
+			})
+			if started != nil {
+				g.runID = started.Run
+			}
 			if err != nil {
 				return err
 			}
-			g.runID = id
-			var warnings []string
-			var preview *Preview
-			if co.Backend == session.Name {
-				// The owner is bound before any process of the run exists, under the run's
-				// start lock: the run is live from here until its process holds it.
-				st := g.store.(*local.Store)
-				release, err := st.StartLock(id)
-				if err != nil {
-					warnings = append(warnings, fmt.Sprintf("run %s: its start lock cannot be taken: %v", id, err))
-				} else {
-					defer release()
-				}
-				spec, err := svc.Store.Spec(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				p := sessionPreview(st, id, spec.BackendOptions["owner"], spec.BackendOptions["codex-home"], spec.Roles)
-				preview = &p
-				if !g.json {
-					printPreview(streams, p)
-				}
-				if w := bindOwner(st, spec); w != "" {
-					warnings = append(warnings, w)
-				}
-				for _, w := range warnings {
-					fmt.Fprintf(streams.ErrOut, "crw: warning: %s\n", w)
-				}
-			}
-			err = detachedWith(cmd.Context(), g, streams, svc, id, warnings, preview)
-			if err != nil && co.Backend == session.Name {
-				// The run's process did not come up: the owner is not left bound to it.
-				if spec, serr := svc.Store.Spec(cmd.Context(), id); serr == nil {
-					_ = bound.New(g.store.(*local.Store).Root()).Close(spec.BackendOptions["owner"], id)
-				}
-			}
-			return err
+			printDetached(g, streams, started.Run, started.PID, started.Warnings, started.Preview)
+			return nil
 		},
 	}
 	backendOpts = addRunFlags(cmd, g, opts, session.Name)
@@ -148,15 +121,14 @@ by its token budget goes on with a larger one (its held calls run again). A chan
 				change.BudgetTokens = &budget
 			}
 			if detach {
-				if err := svc.CheckResumable(cmd.Context(), id); err != nil {
+				pid, err := ops.ResumeDetached(cmd.Context(), svc, id, change, ops.Who())
+				if err != nil {
 					return err
 				}
-				if err := svc.ChangeResume(cmd.Context(), id, change, answerer()); err != nil {
-					return err
-				}
-				return detached(cmd.Context(), g, streams, svc, id)
+				printDetached(g, streams, id, pid, nil, nil)
+				return nil
 			}
-			if err := svc.ChangeResume(cmd.Context(), id, change, answerer()); err != nil {
+			if err := svc.ChangeResume(cmd.Context(), id, change, ops.Who()); err != nil {
 				return err
 			}
 			return foreground(cmd.Context(), g, streams, svc, id)
@@ -169,36 +141,27 @@ by its token budget goes on with a larger one (its held calls run again). A chan
 	return cmd
 }
 
-// detached starts a run's process and prints the run's id (with --json, {"run", "pid", "state"}).
-func detached(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string) error {
-	return detachedWith(ctx, g, streams, svc, id, nil, nil)
-}
-
-// detachedWith is detached, its JSON answer naming the start's warnings and its preview.
-func detachedWith(ctx context.Context, g *globals, streams IO, svc *engine.Service, id string, warnings []string, preview *Preview) error {
-	pid, err := svc.Start(ctx, id)
-	if err != nil {
-		return err
-	}
-	if g.json {
-		out := map[string]any{"run": id, "pid": pid, "state": store.StateRunning}
-		if len(warnings) > 0 {
-			out["warnings"] = warnings
-		}
-		if preview != nil {
-			out["preview"] = preview
-		}
-		writeJSON(streams.Out, out)
-	} else {
+// printDetached prints the run a detached process runs: its id (with --json, {"run", "pid",
+// "state"}, with the start's warnings and its preview).
+func printDetached(g *globals, streams IO, id string, pid int, warnings []string, preview *ops.Preview) {
+	if !g.json {
 		fmt.Fprintln(streams.Out, id)
+		return
 	}
-	return nil
+	out := map[string]any{"run": id, "pid": pid, "state": store.StateRunning}
+	if len(warnings) > 0 {
+		out["warnings"] = warnings
+	}
+	if preview != nil {
+		out["preview"] = preview
+	}
+	writeJSON(streams.Out, out)
 }
 
 // newCmdExec is the process of a detached run.
 func newCmdExec(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
-		Use:    execCommand + " RUN",
+		Use:    ops.ExecCommand + " RUN",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -336,76 +299,6 @@ func exitFor(end *store.Status) error {
 	return nil
 }
 
-// processLauncher starts run processes as crw itself (crw flow _exec RUN), in a session of
-// their own, their output appended to process.log in the run's folder.
-type processLauncher struct{ store *local.Store }
-
-// ProcessLog is a detached run process's output, in its run's folder.
-const ProcessLog = "process.log"
-
-func (l *processLauncher) Launch(run string, env map[string]string) (engine.Process, error) {
-	self, err := selfPath()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(l.store.RunDir(run), ProcessLog)
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(self, "flow", execCommand, run, "--state", l.store.Root())
-	cmd.Args[0] = self
-	cmd.Env = withEnv(os.Environ(), env)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &process{pid: cmd.Process.Pid, exited: make(chan struct{}), log: logPath}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-type process struct {
-	pid    int
-	exited chan struct{}
-	log    string
-}
-
-func (p *process) Pid() int                { return p.pid }
-func (p *process) Exited() <-chan struct{} { return p.exited }
-func (p *process) Log() string             { return p.log }
-
-// selfPath is how to start crw again: the path it was started by, which keeps the name it was
-// called under.
-func selfPath() (string, error) {
-	self := os.Args[0]
-	if !strings.Contains(self, string(filepath.Separator)) {
-		return exec.LookPath(self)
-	}
-	return filepath.Abs(self)
-}
-
-// withEnv replaces or adds the given variables, one entry each.
-func withEnv(env []string, set map[string]string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[name]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
 func newCmdFollow(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "follow RUN",
@@ -520,9 +413,9 @@ func startPreview(g *globals, streams IO, co engine.CreateOptions) error {
 		return err
 	}
 	out := map[string]any{"dry_run": true, "backend": co.Backend}
-	var p Preview
+	var p ops.Preview
 	if co.Backend == session.Name {
-		p = sessionPreview(g.store.(*local.Store), "", backendOpts["owner"], backendOpts["codex-home"], co.Roles)
+		p = ops.SessionPreview(g.store.(*local.Store), "", backendOpts["owner"], backendOpts["codex-home"], co.Roles)
 		out["preview"] = p
 	}
 	if g.json {
@@ -547,4 +440,38 @@ func startPreview(g *globals, streams IO, co engine.CreateOptions) error {
 	}
 	fmt.Fprintf(streams.Out, "the steps are taken with %s\n", p.Next)
 	return nil
+}
+
+// printPreview says the preview's warnings on stderr.
+func printPreview(streams IO, p ops.Preview) {
+	for _, f := range p.Facts {
+		if !f.OK {
+			fmt.Fprintf(streams.ErrOut, "crw: warning: %s: %s\n", f.Name, f.Detail)
+		}
+	}
+}
+
+// ownerHooks are what a process of a session run does with its owner's binding: bind it again
+// once the run's started row is durable, when its line is not the one in force, and close it
+// when the run ends. Warnings go to w.
+func ownerHooks(ctx context.Context, g *globals, svc *engine.Service, id string, w io.Writer) (onStart func(string), onEnd func(*store.Status)) {
+	st, ok := g.store.(*local.Store)
+	spec, err := svc.Store.Spec(ctx, id)
+	if !ok || err != nil || spec.Backend != session.Name {
+		return nil, func(*store.Status) {}
+	}
+	onStart = func(string) {
+		if warning := ops.BindOwner(st, spec); warning != "" {
+			fmt.Fprintf(w, "crw: warning: %s\n", warning)
+		}
+	}
+	onEnd = func(end *store.Status) {
+		if end == nil || end.State != store.StateEnded {
+			return // a paused run keeps its owner: its line is closed by the next bind once it is not live
+		}
+		if err := bound.New(st.Root()).Close(spec.BackendOptions["owner"], id); err != nil {
+			fmt.Fprintf(w, "crw: warning: the owner's binding cannot be closed: %v\n", err)
+		}
+	}
+	return onStart, onEnd
 }

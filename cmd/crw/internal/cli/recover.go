@@ -2,17 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine/runner"
-	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -61,7 +57,7 @@ for a call that did not end unknown.`,
 			if err != nil {
 				return err
 			}
-			out, err := svc.Recover(cmd.Context(), args[0], args[1], v, answerer(), !noResume)
+			out, err := svc.Recover(cmd.Context(), args[0], args[1], v, ops.Who(), !noResume)
 			if err != nil {
 				return err
 			}
@@ -141,7 +137,9 @@ func newCmdInspect(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hostState(g, in)
+			if st, ok := g.store.(*local.Store); ok {
+				ops.HostState(st, in)
+			}
 			if g.json {
 				writeJSON(streams.Out, in)
 				return nil
@@ -221,36 +219,4 @@ func newCmdAudit(g *globals, streams IO) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "the newest N entries")
 	return cmd
-}
-
-// hostState adds what the command line can see of the run's host: the app server's log in the
-// run's folder, and whether the owner's app server a session run reaches answers on its socket.
-func hostState(g *globals, in *engine.Inspection) {
-	st, ok := g.store.(*local.Store)
-	if !ok {
-		return
-	}
-	if log := filepath.Join(st.RunDir(in.Status.Run), session.LogFile); fileExists(log) {
-		in.Backend.HostLog = log
-	}
-	host := in.Backend.Options["host"]
-	switch {
-	case in.Backend.Name != session.Name:
-	case host == session.PrivateHost || host == "":
-		in.Backend.Host, in.Backend.Reachable = "private", "the run starts its own app server"
-	default:
-		in.Backend.Host = host
-		conn, err := net.DialTimeout("unix", strings.TrimPrefix(host, "unix://"), time.Second)
-		if err != nil {
-			in.Backend.Reachable = "unreachable: " + err.Error()
-			return
-		}
-		conn.Close()
-		in.Backend.Reachable = "reachable"
-	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

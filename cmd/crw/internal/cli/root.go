@@ -13,18 +13,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // IO is the process's streams, injected so tests can capture them.
@@ -109,22 +108,7 @@ func (g *globals) errorRun(err error) *string {
 
 // stateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
 // ~/.local/state/crw.
-func (g *globals) stateDir() (string, error) {
-	if g.state != "" {
-		return filepath.Abs(g.state)
-	}
-	if d := os.Getenv("CRW_STATE"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "crw"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", errs.New(errs.CapabilityUnavailable, "no state folder: set CRW_STATE or --state").Wrap(err)
-	}
-	return filepath.Join(home, ".local", "state", "crw"), nil
-}
+func (g *globals) stateDir() (string, error) { return ops.StateDir(g.state) }
 
 // stateExists reports whether the state folder is there: a command that failed before it
 // wrote anything leaves none, and the audit does not make one.
@@ -143,12 +127,12 @@ func (g *globals) service() (*engine.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := local.New(root)
+	svc, st, err := ops.Open(root, g.backends)
 	if err != nil {
 		return nil, err
 	}
 	g.store = st
-	return &engine.Service{Store: st, Backends: g.backends, Launcher: &processLauncher{store: st}}, nil
+	return svc, nil
 }
 
 // Run runs crw with args and returns the exit code.
@@ -177,7 +161,7 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		if detail == "" {
 			detail = g.auditDetail
 		}
-		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: run, Who: answerer(), Result: result, Detail: detail})
+		svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: run, Who: ops.Who(), Result: result, Detail: detail})
 	}
 	var printed errPrinted
 	if out.err != nil {
@@ -264,7 +248,7 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 		newCmdShadow(g, streams), withAlias(newCmdDelete(g, streams), "rm"), newCmdPrune(g, streams), newCmdLogs(g, streams), newCmdExec(g, streams), newCmdNext(g, streams), newCmdDispatched(g, streams))
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
-	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams))
+	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams), newCmdMCP(g, streams))
 	root.Version = buildVersion().Version
 	root.SetVersionTemplate(buildVersion().String())
 	complete(g, root)

@@ -1,64 +1,15 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 )
-
-// LastRun is the name that stands for the newest run of the state folder wherever a run id is
-// taken.
-const LastRun = "last"
-
-// resolveRun is the run an argument names: a run id, "last" (the newest run), or a unique
-// prefix of a run id or of its random part (20261202-0113 or 3a9707).
-func resolveRun(ctx context.Context, st store.Store, root, ref string) (string, error) {
-	if store.ValidRunID(ref) {
-		return ref, nil
-	}
-	ids, err := st.List(ctx)
-	if err != nil {
-		return "", err
-	}
-	if ref == LastRun {
-		if len(ids) == 0 {
-			return "", errs.New(errs.InvalidRequest, "last: there is no run in the state folder %s", root)
-		}
-		return slices.Max(ids), nil
-	}
-	if ref == "" || strings.ContainsAny(ref, "/\\\x00") || len(ref) > 64 {
-		return "", errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3), a prefix of one, or %s", ref, LastRun)
-	}
-	var found []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, ref) || strings.HasPrefix(id[strings.LastIndexByte(id, '-')+1:], ref) {
-			found = append(found, id)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", errs.New(errs.InvalidRequest, "no run %s in the state folder %s", ref, root).
-			Next("crw flow list names the runs there")
-	case 1:
-		return found[0], nil
-	}
-	shown := found
-	if len(shown) > 5 {
-		shown = shown[:5]
-	}
-	more := ""
-	if len(found) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(found)-len(shown))
-	}
-	return "", errs.New(errs.InvalidRequest, "%q names %d runs: %s%s; give more of the id", ref, len(found), strings.Join(shown, ", "), more)
-}
 
 // runArg reports where a command takes a run: its first argument (RUN in its use line), else
 // its --run flag.
@@ -90,7 +41,7 @@ func resolveRunArgs(g *globals, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	root, _ := g.stateDir()
-	id, err := resolveRun(cmd.Context(), g.store, root, ref)
+	id, err := ops.ResolveRun(cmd.Context(), g.store, root, ref)
 	if err != nil {
 		var coded *errs.Error
 		if errors.As(err, &coded) {

@@ -1,54 +1,19 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
-	"github.com/crw-dev/crw/runtime/modules/agent"
-	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
-
-// sessionRun is a session run as the owner's commands read it.
-type sessionRun struct {
-	bus    session.Bus
-	status *store.Status
-	spec   *store.Spec
-}
-
-// private tells whether the run reads its host through a private app server, which cannot
-// show a subagent closed.
-func (r sessionRun) private() bool { return r.spec.BackendOptions["host"] == session.PrivateHost }
-
-// sessionBus is the step bus of a session run, which must exist.
-func sessionBus(ctx context.Context, g *globals, svc *engine.Service, id string) (sessionRun, error) {
-	spec, err := svc.Store.Spec(ctx, id)
-	if err != nil {
-		return sessionRun{}, err
-	}
-	if spec.Backend != session.Name {
-		return sessionRun{}, errs.New(errs.InvalidRequest, "run %s runs on the %s backend, not session: it has no steps for an owner", id, spec.Backend)
-	}
-	st, err := svc.Status(ctx, id)
-	if err != nil {
-		return sessionRun{}, err
-	}
-	return sessionRun{bus: session.Bus{Dir: g.store.(*local.Store).RunDir(id)}, status: st, spec: spec}, nil
-}
 
 func newCmdNext(g *globals, streams IO) *cobra.Command {
 	var wait time.Duration
@@ -72,138 +37,16 @@ resumed, as crw flow resume RUN --detach does.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			deadline := time.Now().Add(wait)
-			resumed, first := 0, "" // first: the state it was asked in
-			for {
-				sr, err := sessionBus(ctx, g, svc, id)
-				if err != nil {
-					return err
-				}
-				st := sr.status
-				if st.State == store.StateCrashed && resumed == 0 {
-					// Once: a resume that cannot start says why, rather than be tried again
-					// at every read.
-					pid, err := svc.Start(ctx, id)
-					if err != nil {
-						return err
-					}
-					resumed = pid
-					continue
-				}
-				view, err := nextView(sr)
-				if err != nil {
-					return busError(id, err)
-				}
-				touchSeen(sr.bus.Dir)
-				view.ResumedPID = resumed
-				view.Warnings = ownerWarnings(g, sr, view.State)
-				if resumed != 0 {
-					view.Hint = "No process held the run: it was resumed (pid " + fmt.Sprint(resumed) + "), as crw flow resume --detach does. " + view.Hint
-				}
-				if first == "" {
-					first = view.State
-				}
-				if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline) {
-					printNext(g, streams, view)
-					handOutCloses(sr, view)
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(100 * time.Millisecond):
-				}
+			view, err := ops.Next(cmd.Context(), svc, g.store.(*local.Store), id, wait)
+			if err != nil {
+				return err
 			}
+			printNext(g, streams, view)
+			return nil
 		},
 	}
 	cmd.Flags().Var((*waitFlag)(&wait), "wait", "wait up to this long (30, in seconds, or 30s) for a step or a change of the run's state")
 	return cmd
-}
-
-// handOutCloses takes back the close steps next has handed out where nothing else will: an
-// ended run's (no process watches its subagents any more), and through the inbox a live run's
-// whose private host cannot show a subagent closed.
-func handOutCloses(sr sessionRun, v session.NextView) {
-	for _, st := range v.Steps {
-		switch {
-		case st.Action != session.ActionClose:
-		case v.State == session.StateEnded:
-			sr.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
-		case sr.private():
-			_ = sr.bus.HandedOut(v.Run, st.StepFile)
-		}
-	}
-}
-
-// touchSeen marks that the owner read the run (session.SeenFile), so the run does not wake an
-// owner that watches it. Not a row: next writes none.
-func touchSeen(dir string) {
-	f, err := os.OpenFile(filepath.Join(dir, session.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		tv := syscall.NsecToTimeval(time.Now().UnixNano())
-		_ = syscall.Futimes(int(f.Fd()), []syscall.Timeval{tv, tv})
-	}
-}
-
-// ownerWarnings says when the owner's line in force is not the run's while the run goes on:
-// the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
-func ownerWarnings(g *globals, sr sessionRun, state string) []string {
-	if state == session.StateEnded || state == session.StatePaused || state == session.StateWaitingDecision {
-		return nil
-	}
-	owner := sr.spec.BackendOptions["owner"]
-	last, err := bound.New(g.store.(*local.Store).Root()).Last(owner)
-	switch {
-	case err != nil:
-		return []string{fmt.Sprintf("the owner's binding cannot be read (%v): its spawns get no pair from the run", err)}
-	case !last.Open():
-		return []string{"the owner thread " + owner + " is bound to no run: its spawns get no pair from this run until the run's next process binds it"}
-	case last.RunID != sr.spec.Run:
-		return []string{"the owner thread " + owner + " is bound to run " + last.RunID + ", not this one: its spawns get that run's pairs"}
-	}
-	return nil
-}
-
-// busError is the error of a run whose step bus cannot be read or written: a folder there that
-// crw did not make (ErrDamaged), or one it cannot use.
-func busError(run string, err error) error {
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	reason := "step_bus_unusable"
-	if errors.Is(err, session.ErrDamaged) {
-		reason = "step_bus_damaged"
-	}
-	return errs.New(errs.RunUnavailable, "run %s: its step bus cannot be used: %v", run, err).
-		Because("session", reason, "not_started", errs.Certain).Next("crw flow status " + run)
-}
-
-func nextView(sr sessionRun) (session.NextView, error) {
-	st := sr.status
-	// The bus alone: the journal is not read, so the answer costs the same at any length.
-	steps, _, agents, err := sr.bus.Read()
-	if err != nil {
-		return session.NextView{}, err
-	}
-	state := session.StateRunning
-	switch {
-	case st.State == store.StateEnded:
-		state = session.StateEnded
-	case st.State == store.StatePaused:
-		state = session.StatePaused
-	case st.State == store.StateWaitingDecision:
-		state = session.StateWaitingDecision
-	case st.State == store.StateRunning && st.LastSeq == 0:
-		state = session.StateStarting // its process has not published its start yet
-	}
-	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
-		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions), nil
 }
 
 func printNext(g *globals, streams IO, v session.NextView) {
@@ -258,53 +101,10 @@ run no longer publishes, is answered close at once.`,
 			if wait < 0 {
 				return errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 			}
-			ctx := cmd.Context()
-			sr, err := sessionBus(ctx, g, svc, id)
+			report := session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt}
+			reply, err := ops.Dispatched(cmd.Context(), svc, g.store.(*local.Store), report, wait)
 			if err != nil {
 				return err
-			}
-			bus := sr.bus
-			report := session.Report{Run: id, Call: args[1], Agent: agent, K: k, Attempt: attempt}
-			if err := report.Check(); err != nil {
-				return errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
-			}
-			r, err := bus.Dispatch(report)
-			if err != nil {
-				return busError(id, err)
-			}
-			reply := session.Reply{Reply: session.ReplyQueued, Marker: r.Marker(), Agent: agent,
-				Detail: "no process of the run answered in time: the report waits in the run's inbox; crw flow next shows when the run goes on"}
-			deadline := time.Now().Add(wait)
-			for first := true; first || time.Now().Before(deadline); first = false {
-				got, ok, err := bus.ReplyTo(r.ID)
-				if err != nil {
-					return busError(id, err)
-				}
-				if ok {
-					reply = got
-					break
-				}
-				if st, err := svc.Status(ctx, id); err == nil {
-					// No process will answer soon: a run that ended is done with every subagent,
-					// and a paused one with every step it no longer publishes.
-					detail := ""
-					switch {
-					case st.State == store.StateEnded:
-						detail = "the run ended (" + string(st.Status) + "): its attempts ended; close the subagent"
-					case st.State == store.StatePaused && !bus.Published(r.Call, r.K, r.Attempt):
-						detail = "the run is paused and no step waits under this marker (its attempt ended): close the subagent"
-					}
-					if detail != "" {
-						reply = session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}
-						bus.Drop(r) // answered here: no process will read it
-						break
-					}
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
 			}
 			if g.json {
 				writeJSON(streams.Out, reply)

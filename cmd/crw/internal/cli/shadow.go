@@ -2,17 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
-	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/userfile"
 )
 
 func newCmdShadow(g *globals, streams IO) *cobra.Command {
@@ -35,31 +32,11 @@ differs or the script throws, 2 on bad input.`,
 			if (runID == "") == (trace == "") {
 				return errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
 			}
-			if st, err := os.Stat(args[0]); err != nil || st.IsDir() {
-				return errs.New(errs.InvalidRequest, "script %s: not a readable file", args[0])
-			}
 			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			var rows []journal.Row
-			if runID == "" {
-				f, err := userfile.Open(trace)
-				if err != nil {
-					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
-				}
-				rows, err = journal.Import(f)
-				f.Close()
-				if err != nil {
-					return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
-				}
-			}
-			var libDirs []string
-			for _, d := range libs {
-				abs, _ := filepath.Abs(d)
-				libDirs = append(libDirs, abs)
-			}
-			report, err := svc.Shadow(cmd.Context(), runID, shadow.Options{Script: args[0], Rows: rows, LibDirs: libDirs, Log: streams.ErrOut})
+			report, err := ops.Shadow(cmd.Context(), svc, ops.ShadowOptions{Script: args[0], Run: runID, Trace: trace, LibDirs: libs, Log: streams.ErrOut})
 			if err != nil {
 				return err
 			}

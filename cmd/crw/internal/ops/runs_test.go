@@ -1,4 +1,4 @@
-package cli
+package ops
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestARunIsNamedByItsIDAPrefixOrLast(t *testing.T) {
 		"fed":                    "20261202-091500-fedcba",
 		"20261202-0915":          "20261202-091500-fedcba",
 	} {
-		got, err := resolveRun(ctx, st, "/state", ref)
+		got, err := ResolveRun(ctx, st, "/state", ref)
 		require.NoError(t, err, ref)
 		assert.Equal(t, want, got, ref)
 	}
@@ -37,10 +37,10 @@ func TestARunIsNamedByItsIDAPrefixOrLast(t *testing.T) {
 		"zzz":      "no run zzz in the state folder /state",
 		"../x":     `"../x" is not a run id`,
 	} {
-		_, err := resolveRun(ctx, st, "/state", ref)
+		_, err := ResolveRun(ctx, st, "/state", ref)
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), ref)
 		assert.ErrorContains(t, err, msg, ref)
 	}
-	_, err := resolveRun(ctx, mem.New(), "/state", "last")
+	_, err := ResolveRun(ctx, mem.New(), "/state", "last")
 	assert.ErrorContains(t, err, "there is no run in the state folder /state")
 }

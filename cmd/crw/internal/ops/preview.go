@@ -1,4 +1,4 @@
-package cli
+package ops
 
 import (
 	"errors"
@@ -32,9 +32,9 @@ type Preview struct {
 	Next         string                `json:"next"` // the command the steps are taken with
 }
 
-// sessionPreview judges the session facts of a run about to start: its owner, the recorded
+// SessionPreview judges the session facts of a run about to start: its owner, the recorded
 // CODEX_HOME and the role table.
-func sessionPreview(st *local.Store, run, owner, codexHome string, roles map[string]journal.Pair) Preview {
+func SessionPreview(st *local.Store, run, owner, codexHome string, roles map[string]journal.Pair) Preview {
 	p := Preview{SpawnFormats: session.SpawnFormats(agent.Roles, roles), Next: "crw flow next " + orRun(run) + " --json"}
 	fact := func(name string, ok bool, format string, a ...any) {
 		p.Facts = append(p.Facts, Fact{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
@@ -136,13 +136,4 @@ func writableBindings(state string) error {
 		return nil // made 0700 at the first bind
 	}
 	return writable(dir)
-}
-
-// printPreview says the preview's warnings on stderr.
-func printPreview(streams IO, p Preview) {
-	for _, f := range p.Facts {
-		if !f.OK {
-			fmt.Fprintf(streams.ErrOut, "crw: warning: %s: %s\n", f.Name, f.Detail)
-		}
-	}
 }

@@ -1,0 +1,181 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/crw-dev/crw/errs"
+)
+
+// The tools' inputs. An optional member is omitted to take its default, the command line's.
+
+type runArg struct {
+	Run string `json:"run" jsonschema:"the run: its id as start answered it (20261130-052301-a1b2c3), a unique prefix of the id or of its random part, or last (the newest run)"`
+}
+
+func (r *runArg) runID() string      { return r.Run }
+func (r *runArg) setRunID(id string) { r.Run = id }
+
+type keyArg struct {
+	RequestKey string `json:"request_key" jsonschema:"a key of yours for this request, 1 to 256 bytes: the same key with the same arguments answers the first result again and does nothing twice; the same key with other arguments is idempotency_conflict"`
+}
+
+func (k *keyArg) key() string { return k.RequestKey }
+
+// StartIn is what start takes: crw flow start's flags.
+type StartIn struct {
+	keyArg
+	Workflow          string          `json:"workflow" jsonschema:"the workflow file (.js or .ts); a relative path is from the server's working directory"`
+	Input             json.RawMessage `json:"input,omitempty" jsonschema:"the workflow's input, any JSON value (default null)"`
+	Backend           string          `json:"backend,omitempty" jsonschema:"where turns run: session (the default, as crw flow start), fake (offline, scripted by answers) or app-server (real Codex turns)"`
+	Answers           string          `json:"answers,omitempty" jsonschema:"the fake backend's answers file"`
+	Codex             string          `json:"codex,omitempty" jsonschema:"the codex binary of the app-server backend and of a session run's private app server (default $CRW_CODEX, else codex on PATH)"`
+	Owner             string          `json:"owner,omitempty" jsonschema:"a session run's owner thread (default the server's $CODEX_THREAD_ID)"`
+	Host              string          `json:"host,omitempty" jsonschema:"a session run's owner app server socket, unix:///abs/path (default a private app server)"`
+	LostAfter         string          `json:"lost_after,omitempty" jsonschema:"session: how long a gone subagent's turn may stand still before its attempt is lost (default 10m)"`
+	Poll              string          `json:"poll,omitempty" jsonschema:"session: how often the run reads its inbox and the host (default 250ms)"`
+	Wake              string          `json:"wake,omitempty" jsonschema:"session: on (default) wakes the owner when steps wait; off for an owner that polls next"`
+	WakeAfter         string          `json:"wake_after,omitempty" jsonschema:"session: how long steps wait before the owner is woken again (default 15m, doubling)"`
+	RenotifyMax       string          `json:"renotify_max,omitempty" jsonschema:"session: the longest interval between wakes (default 1h)"`
+	UnresponsiveAfter string          `json:"unresponsive_after,omitempty" jsonschema:"session: how long steps wait before the session_unresponsive escalation (default 2h)"`
+	Roles             string          `json:"roles,omitempty" jsonschema:"a role table file: each role's model and effort"`
+	Pool              *int            `json:"pool,omitempty" jsonschema:"at most this many calls in flight (default 4)"`
+	BudgetTokens      int64           `json:"budget_tokens,omitempty" jsonschema:"calls that would start once the run has spent this many tokens end held budget_exhausted (default 0: none)"`
+	Lib               []string        `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
+	MaxStackDepth     *int            `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
+	MaxHeapMiB        *int64          `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
+	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
+	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none)"`
+	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory)"`
+	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
+	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
+	KeepWorktrees     bool            `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
+	TraceIsolation    bool            `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
+	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision"`
+}
+
+// backendOptions are the backends' options start was given, by their flag names.
+func (in *StartIn) backendOptions() map[string]string {
+	all := map[string]string{"answers": in.Answers, "codex": in.Codex, "owner": in.Owner, "host": in.Host,
+		"lost-after": in.LostAfter, "poll": in.Poll, "wake": in.Wake, "wake-after": in.WakeAfter,
+		"renotify-max": in.RenotifyMax, "unresponsive-after": in.UnresponsiveAfter}
+	set := map[string]string{}
+	for k, v := range all {
+		if v != "" {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// RunIn names a run: status and inspect.
+type RunIn struct {
+	runArg
+}
+
+// NextIn is what next takes.
+type NextIn struct {
+	runArg
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to this long for a step or a change of the run's state (default 0)"`
+}
+
+// DispatchedIn is what dispatched takes.
+type DispatchedIn struct {
+	keyArg
+	runArg
+	Call        string   `json:"call" jsonschema:"the step's call (e.g. c3)"`
+	Agent       string   `json:"agent" jsonschema:"the subagent's id: the agent_id spawn_agent returned, or the target of a send_input"`
+	K           *int     `json:"k,omitempty" jsonschema:"the step's turn: 1 the task (default), 2 the repair"`
+	Attempt     *int     `json:"attempt,omitempty" jsonschema:"the step's attempt (default 1)"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run's reply (default 120)"`
+}
+
+// AnswerIn is what answer takes.
+type AnswerIn struct {
+	keyArg
+	runArg
+	Decision string          `json:"decision" jsonschema:"the decision's id, as status lists it"`
+	Value    json.RawMessage `json:"value" jsonschema:"the answer, any JSON value that satisfies the decision's schema"`
+	NoResume bool            `json:"no_resume,omitempty" jsonschema:"journal the answer and start nothing (default false: the run resumes in a process of its own)"`
+}
+
+// CancelIn is what cancel takes.
+type CancelIn struct {
+	keyArg
+	runArg
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"how long to wait for a live run to end (default 30)"`
+}
+
+// ResumeIn is what resume takes.
+type ResumeIn struct {
+	keyArg
+	runArg
+	Script  string `json:"script,omitempty" jsonschema:"go on with this edited workflow: it must replay the journal as recorded (default the run's own)"`
+	Answers string `json:"answers,omitempty" jsonschema:"a run on the fake backend: go on with this answers file (default the run's own)"`
+}
+
+// ListIn is what effects and audit take.
+type ListIn struct {
+	Run   string `json:"run,omitempty" jsonschema:"one run's, named as the run of status is (default every run's)"`
+	Limit *int   `json:"limit,omitempty" jsonschema:"at most this many, the newest (default: effects 100, audit 50)"`
+}
+
+func (l *ListIn) runID() string      { return l.Run }
+func (l *ListIn) setRunID(id string) { l.Run = id }
+
+// RecoverIn is what recover takes.
+type RecoverIn struct {
+	keyArg
+	runArg
+	Call     string          `json:"call" jsonschema:"the call whose outcome is unknown (effects lists them)"`
+	Verdict  string          `json:"verdict" jsonschema:"applied: the effect happened; not_applied: it did not (only a proven not_applied lets the node's next call send again)"`
+	Output   json.RawMessage `json:"output,omitempty" jsonschema:"with applied: what the call answered, any JSON value"`
+	NoResume bool            `json:"no_resume,omitempty" jsonschema:"journal the verdict and start nothing (default false: a run whose workflow waits for the verdict resumes in a process of its own)"`
+}
+
+// ShadowIn is what shadow takes.
+type ShadowIn struct {
+	Script string   `json:"script" jsonschema:"the workflow file to replay, changed or not"`
+	Run    string   `json:"run,omitempty" jsonschema:"a recorded run of the state folder, named as the run of status is (give run or trace)"`
+	Trace  string   `json:"trace,omitempty" jsonschema:"a trace file written by crw flow trace (give run or trace)"`
+	Lib    []string `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
+}
+
+func (s *ShadowIn) runID() string      { return s.Run }
+func (s *ShadowIn) setRunID(id string) { s.Run = id }
+
+// seconds is a wait given in seconds, its default when absent.
+func seconds(v *float64, def time.Duration) time.Duration {
+	if v == nil {
+		return def
+	}
+	return time.Duration(*v * float64(time.Second))
+}
+
+// duration reads a Go duration member; "" is def.
+func duration(name, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errs.New(errs.InvalidRequest, "%s: %q is not a duration (30s, 2m)", name, v)
+	}
+	return d, nil
+}
+
+func intOr(v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// maxWaitSeconds bounds a wait_seconds, as the command line bounds a --wait in seconds.
+const maxWaitSeconds = 24 * 60 * 60
+
+// waitBounds gives a wait_seconds member its bounds.
+func waitBounds(s map[string]any) {
+	p := property(s, "wait_seconds")
+	p["minimum"], p["maximum"] = 0, maxWaitSeconds
+}

@@ -1,0 +1,296 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crw-dev/crw/errs"
+)
+
+// maxLine bounds a message on stdio, as the SDK's transport does.
+const maxLine = mcp.DefaultMaxLineLength
+
+// maxDepth is how deep the SDK lets a message nest; a deeper one would end its session.
+const maxDepth = 1000
+
+// Stdio is the transport on the server's standard input and output, newline-delimited JSON as
+// the SDK's. Two things are its own. A message the SDK would end the session on (not JSON,
+// longer than 16 MiB, nested deeper than 1,000 levels) is answered here and passed over: a tool
+// call with a tool error (invalid_request), another request with a JSON-RPC error. And the
+// end of the input is held back until every request read before it has been answered (or ctx
+// ends): the SDK closes the session as soon as its input ends, dropping the answers still
+// being worked out, so a client that writes its requests and closes its end would get none,
+// and a mutation under way would be cut short.
+func (s *Server) Stdio(ctx context.Context, in io.Reader, out io.Writer) mcp.Transport {
+	p := &pending{ids: map[string]bool{}, changed: make(chan struct{})}
+	w := &answerWriter{w: out, p: p}
+	payloads := map[string]string{}
+	for _, t := range s.tools {
+		payloads[t.name] = t.payload
+	}
+	return &mcp.IOTransport{Reader: &stdinReader{ctx: ctx, r: in, p: p, w: w, payloads: payloads}, Writer: w, MaxLineLength: -1}
+}
+
+// pending are the ids of requests read and not answered yet.
+type pending struct {
+	mu      sync.Mutex
+	ids     map[string]bool
+	changed chan struct{} // closed and made anew at each change
+}
+
+func (p *pending) update(fn func(map[string]bool)) {
+	p.mu.Lock()
+	fn(p.ids)
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// wait waits until no request is pending, or ctx ends.
+func (p *pending) wait(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n, changed := len(p.ids), p.changed
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// message is what a JSON-RPC message says of the request it opens or closes.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string          `json:"name"`
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+func messages(line []byte) []message {
+	var batch []message
+	if len(line) > 0 && line[0] == '[' {
+		_ = json.Unmarshal(line, &batch)
+		return batch
+	}
+	var m message
+	if json.Unmarshal(line, &m) != nil {
+		return nil
+	}
+	return []message{m}
+}
+
+// stdinReader gives the SDK the input a whole line at a time, each one checked.
+type stdinReader struct {
+	ctx      context.Context
+	r        io.Reader
+	p        *pending
+	w        *answerWriter
+	payloads map[string]string // tool → its answer's member
+
+	line  []byte // the line read so far
+	over  bool   // it is too long: passed over up to its end
+	ready []byte // checked lines for the SDK
+	eof   bool
+	chunk [64 << 10]byte
+}
+
+func (d *stdinReader) Read(b []byte) (int, error) {
+	for len(d.ready) == 0 {
+		if d.eof {
+			d.p.wait(d.ctx)
+			return 0, io.EOF
+		}
+		n, err := d.r.Read(d.chunk[:])
+		d.feed(d.chunk[:n])
+		if err == io.EOF {
+			d.eof = true
+			if len(d.line) > 0 || d.over {
+				d.end()
+			}
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	n := copy(b, d.ready)
+	d.ready = d.ready[n:]
+	return n, nil
+}
+
+func (d *stdinReader) feed(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			d.add(p)
+			return
+		}
+		d.add(p[:i])
+		d.end()
+		p = p[i+1:]
+	}
+}
+
+func (d *stdinReader) add(p []byte) {
+	if d.over {
+		return
+	}
+	if len(d.line)+len(p) > maxLine {
+		d.over, d.line = true, nil
+		return
+	}
+	d.line = append(d.line, p...)
+}
+
+// end checks a whole line: it goes to the SDK, or is answered here.
+func (d *stdinReader) end() {
+	line := bytes.TrimSpace(d.line)
+	over := d.over
+	d.line, d.over = d.line[:0], false
+	switch {
+	case over:
+		d.w.inject(rpcError(nil, -32600, "Invalid Request: a message longer than 16 MiB"))
+	case len(line) == 0:
+	case !json.Valid(line):
+		d.w.inject(rpcError(nil, -32700, "Parse error: the message is not JSON"))
+	case tooDeep(line):
+		for _, m := range messages(line) {
+			d.refuseDeep(m)
+		}
+		if line[0] == '[' || len(messages(line)) == 0 {
+			d.w.inject(rpcError(nil, -32600, "Invalid Request: nested deeper than 1000 levels"))
+		}
+	default:
+		for _, m := range messages(line) {
+			switch {
+			case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
+				d.p.update(func(ids map[string]bool) { delete(ids, idKey(m.Params.RequestID)) })
+			case m.Method != "" && len(m.ID) > 0:
+				d.p.update(func(ids map[string]bool) { ids[idKey(m.ID)] = true })
+			}
+		}
+		d.ready = append(append(d.ready, line...), '\n')
+	}
+}
+
+// refuseDeep answers a request nested too deep for the SDK: a tool call with a tool error.
+func (d *stdinReader) refuseDeep(m message) {
+	if len(m.ID) == 0 || m.Method == "" {
+		return // a notification: nothing to answer
+	}
+	payload, isTool := d.payloads[m.Params.Name]
+	if m.Method != "tools/call" || !isTool {
+		d.w.inject(rpcError(m.ID, -32600, "Invalid Request: nested deeper than 1000 levels"))
+		return
+	}
+	e := errs.New(errs.InvalidRequest, "arguments: nested deeper than %d levels", maxDepth)
+	content, _ := json.Marshal(map[string]any{payload: nil, "error": toolError(e, nil)})
+	res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": string(content)}},
+		"structuredContent": json.RawMessage(content), "isError": true})
+	d.w.inject(rpcResult(m.ID, res))
+}
+
+func (d *stdinReader) Close() error {
+	if c, ok := d.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// tooDeep tells whether JSON nests deeper than maxDepth.
+func tooDeep(data []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			if depth++; depth > maxDepth {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
+func rpcError(id json.RawMessage, code int, msg string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	return data
+}
+
+func rpcResult(id json.RawMessage, result json.RawMessage) []byte {
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	return data
+}
+
+// answerWriter writes the SDK's messages, and the ones the reader answers itself, one whole
+// message a write, and notes the requests answered.
+type answerWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	p     *pending
+	line  []byte
+	stuck bool // a write failed: nothing more reaches the client
+}
+
+func (a *answerWriter) Write(b []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, err := a.w.Write(b)
+	a.line = append(a.line, b[:n]...)
+	for {
+		i := bytes.IndexByte(a.line, '\n')
+		if i < 0 {
+			break
+		}
+		for _, m := range messages(bytes.TrimSpace(a.line[:i])) {
+			if m.Method == "" && len(m.ID) > 0 {
+				a.p.update(func(ids map[string]bool) { delete(ids, idKey(m.ID)) })
+			}
+		}
+		a.line = a.line[i+1:]
+	}
+	if err != nil && !a.stuck {
+		a.stuck = true
+		a.p.update(func(ids map[string]bool) { clear(ids) }) // wait for no answer
+	}
+	return n, err
+}
+
+// inject writes a message of the reader's own.
+func (a *answerWriter) inject(msg []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _ = a.w.Write(append(msg, '\n'))
+}
+
+func (a *answerWriter) Close() error { return nil }
+
+// idKey is a request id as a map key: its compact JSON.
+func idKey(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

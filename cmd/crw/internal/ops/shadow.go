@@ -1,0 +1,50 @@
+package ops
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/userfile"
+)
+
+// ShadowOptions are crw flow shadow's: the script, the recorded run (a run of the state folder,
+// or a trace file), the lib folders and where the script's console goes.
+type ShadowOptions struct {
+	Script, Run, Trace string
+	LibDirs            []string
+	Log                io.Writer
+}
+
+// Shadow replays a script against a recorded run with no backend (crw flow shadow).
+func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.Report, error) {
+	if (o.Run == "") == (o.Trace == "") {
+		return nil, errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
+	}
+	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
+		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)
+	}
+	var rows []journal.Row
+	if o.Run == "" {
+		f, err := userfile.Open(o.Trace)
+		if err != nil {
+			return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", o.Trace, err)
+		}
+		rows, err = journal.Import(f)
+		f.Close()
+		if err != nil {
+			return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", o.Trace, err)
+		}
+	}
+	var libDirs []string
+	for _, d := range o.LibDirs {
+		abs, _ := filepath.Abs(d)
+		libDirs = append(libDirs, abs)
+	}
+	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Log: o.Log})
+}
