@@ -51,7 +51,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if err != nil {
 		return err
 	}
-	row := &journal.Row{Type: journal.TypeResumeChanged, By: by}
+	row := &journal.Row{Type: journal.TypeResumeChanged, By: by, Rare: &journal.Rare{}}
 	if c.BudgetTokens != nil {
 		b := *c.BudgetTokens
 		row.Budget = &b
@@ -168,10 +168,11 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 		if c.Workflow != "" {
 			out.Workflow = c.Workflow
 		}
-		if c.Budget != nil {
-			out.BudgetTokens = *c.Budget
+		rare := c.Rares()
+		if rare.Budget != nil {
+			out.BudgetTokens = *rare.Budget
 		}
-		for k, v := range c.BackendOptions {
+		for k, v := range rare.BackendOptions {
 			if out.BackendOptions == nil {
 				out.BackendOptions = map[string]string{}
 			}

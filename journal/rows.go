@@ -141,6 +141,26 @@ func (t Tokens) Add(u Tokens) Tokens {
 // IsZero reports whether no part is counted.
 func (t Tokens) IsZero() bool { return t == Tokens{} }
 
+// Rare are the members few rows carry, kept out of every Row's size (a run buffers thousands).
+type Rare struct {
+	// resume_changed: what a resume goes on with instead of what run.json names (Workflow, an
+	// edited script; BackendOptions, e.g. another answers file; Budget, the token budget from
+	// now on, 0: none), and By who asked.
+	BackendOptions map[string]string `json:"backend_options,omitempty"`
+	Budget         *int64            `json:"budget,omitempty"`
+	// ended (waiting_decision): the verdicts the workflow waits for (crw.effect), which no
+	// decision_requested row names.
+	Awaited []PendingDecision `json:"awaited,omitempty"`
+}
+
+// Rares are r's rare members: the zero Rare when it has none.
+func (r *Row) Rares() Rare {
+	if r.Rare == nil {
+		return Rare{}
+	}
+	return *r.Rare
+}
+
 // Row is one journal row. Every row carries seq, type and at, and call where it belongs to a call;
 // the other members are set only by the row types named beside them.
 type Row struct {
@@ -163,10 +183,8 @@ type Row struct {
 	// OmitCallSeqs: the run's CallResults have no meta.startSeq and meta.endSeq (a run
 	// created by crw flow run).
 	OmitCallSeqs bool `json:"omit_call_seqs,omitempty"`
-	// resume_changed: what a resume goes on with instead of what run.json names (Workflow, an
-	// edited script; BackendOptions, e.g. another answers file), and By who asked.
-	BackendOptions map[string]string `json:"backend_options,omitempty"`
-	Budget         *int64            `json:"budget,omitempty"` // the token budget from now on (0: none)
+	// resume_changed and ended rows: what only those carry, one pointer on every other row.
+	*Rare
 
 	// prepared: the call's inputs, kept whole enough to name what changed on a divergence.
 	Index          int    `json:"index,omitempty"` // 1-based issue order
@@ -274,12 +292,9 @@ type Row struct {
 	By         string          `json:"by,omitempty"`
 	// effect_reconciled: the call whose unknown outcome it decides, the verdict (applied,
 	// not_applied), and for applied the output seen (Output) and its digest.
-	Effect string `json:"effect,omitempty"`
-	// ended (waiting_decision): the verdicts the workflow waits for (crw.effect), which no
-	// decision_requested row names.
-	Awaited      []PendingDecision `json:"awaited,omitempty"`
-	Verdict      string            `json:"verdict,omitempty"`
-	OutputDigest string            `json:"output_digest,omitempty"`
+	Effect       string `json:"effect,omitempty"`
+	Verdict      string `json:"verdict,omitempty"`
+	OutputDigest string `json:"output_digest,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
 	Reason     string          `json:"reason,omitempty"`

@@ -90,7 +90,10 @@ func (r *Row) ForSummary() SummaryPart {
 	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
 	switch {
 	case r.Type == TypeEnded:
-		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error, Awaited: r.Awaited}
+		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
+		if aw := r.Rares().Awaited; len(aw) > 0 {
+			out.Ended.Rare = &Rare{Awaited: aw}
+		}
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
 		out.Tokens = &tokens
@@ -129,7 +132,7 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 		if e.Status != "paused" && e.Status != "waiting_decision" {
 			s.Decisions = nil // a run that ended waits for nothing
 		}
-		for _, d := range e.Awaited {
+		for _, d := range e.Rares().Awaited {
 			s.await(d)
 		}
 	case r.Type == TypeDecisionRequested && r.Decision != nil:

@@ -122,6 +122,8 @@ type runner struct {
 	verdicts    map[string]json.RawMessage
 	effectWaits map[string][]func(json.RawMessage, error)
 	post        func(func() error)
+	// late are the calls under way when the workflow returned (Returned; loop goroutine).
+	late []agent.Unobserved
 
 	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
 	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
@@ -129,10 +131,11 @@ type runner struct {
 }
 
 var (
-	_ vm.Host   = (*runner)(nil)
-	_ vm.Idler  = (*runner)(nil)
-	_ vm.Waker  = (*runner)(nil)
-	_ vm.Poster = (*runner)(nil)
+	_ vm.Host     = (*runner)(nil)
+	_ vm.Idler    = (*runner)(nil)
+	_ vm.Waker    = (*runner)(nil)
+	_ vm.Poster   = (*runner)(nil)
+	_ vm.Returner = (*runner)(nil)
 )
 
 // Run executes a run in this process: it writes the started row, runs the script over the
@@ -276,6 +279,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.mu.Lock()
 		for _, d := range r.pendingLocked() {
 			if strings.HasPrefix(d.ID, EffectPrefix) {
+				if ended.Rare == nil {
+					ended.Rare = &journal.Rare{}
+				}
 				ended.Awaited = append(ended.Awaited, d)
 			}
 		}
@@ -687,6 +693,24 @@ type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects m
 // pid is this process's id, for the status it publishes.
 var pid = os.Getpid()
 
+// Returned implements vm.Returner: the calls still under way when the workflow's entry
+// function returned reach no one; they are warned of at the end (warnUnobserved).
+func (r *runner) Returned() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	calls := make([]*call, 0, len(r.calls))
+	for _, c := range r.calls {
+		calls = append(calls, c)
+	}
+	slices.SortFunc(calls, func(a, b *call) int { return a.index - b.index })
+	for _, c := range calls {
+		if len(r.late) == replay.MaxUnawaited {
+			break
+		}
+		r.late = append(r.late, agent.Unobserved{Call: c.id, Site: c.req.Site})
+	}
+}
+
 // warnUnobserved journals a warning for each agent.call whose promise the workflow never
 // awaited nor observed (a forgotten await: the call ran, and nobody read its result), once: a
 // resume that replays the run finds the warnings it wrote before.
@@ -705,7 +729,7 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 	for _, c := range calls {
 		all, seen[c.Call] = append(all, warning{c, false}), true
 	}
-	for _, c := range script.Late() {
+	for _, c := range r.late {
 		if !seen[c.Call] {
 			all, seen[c.Call] = append(all, warning{c, true}), true
 		}

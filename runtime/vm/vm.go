@@ -58,6 +58,13 @@ func onParse(c *lint.Collector) func(*ast.Program, []byte) {
 	return c.Module
 }
 
+// Returner is a host told when the workflow's entry function has returned (its promise
+// settled), on the loop goroutine, after the callback in which it did: what is still under way
+// then reaches no one.
+type Returner interface {
+	Returned()
+}
+
 // Poster is a host that hands the loop work of its own from other goroutines: it is given the
 // loop's Post (see eventloop.Loop.Post).
 type Poster interface {
@@ -214,10 +221,6 @@ func (v *VM) Digest() string { return v.loader.Digest() }
 // Sources is the content of every file the workflow loaded from disk, by its real path.
 func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
 
-// Late lists the agent.calls that were still under way when the workflow's entry function
-// returned, once Run has returned (see agent.Tracker.Late).
-func (v *VM) Late() []agent.Unobserved { return v.tracker.Late() }
-
 // Unobserved lists the agent.calls whose promises the workflow never awaited nor observed,
 // once Run has returned (see agent.Tracker); more counts those past what the list holds, and
 // known is false when this goja cannot tell.
@@ -249,7 +252,9 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 			return
 		}
 		returned = true
-		v.tracker.Returned()
+		if r, ok := v.cfg.Host.(Returner); ok {
+			r.Returned()
+		}
 	})
 	err := v.loop.Start(g.ctx, func() error {
 		in, err := v.in.Parse(v.cfg.Input)

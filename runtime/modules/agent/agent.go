@@ -109,7 +109,6 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 
 	promise, resolve, _ := rt.NewPromise()
 	enqueue := m.loop.Reserve()
-	var seen *tracked
 	settle := func(result json.RawMessage, onLoop func()) {
 		enqueue(func() error {
 			if onLoop != nil {
@@ -121,7 +120,6 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 				// left out: they quote the answer (a member's name), which no error carries.
 				return fmt.Errorf("agent.call: the result of %s could not be given to the script", req.Site)
 			}
-			m.tracker.settled(seen)
 			return resolve(v)
 		})
 	}
@@ -129,7 +127,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 		enqueue(func() error { return nil }) // a refused request is never settled: release its reservation
 		jsutil.ThrowError(rt, "agent.call: ", err)
 	}
-	seen = m.tracker.add(promise, req.Site)
+	m.tracker.add(promise, req.Site)
 	return rt.ToValue(promise)
 }
 
