@@ -170,46 +170,54 @@ const answerWait = 10 * time.Second
 // it says whether this answer was the one taken (two answers at once: the process takes the
 // first, and the other is answered already).
 func (s *Service) answerLive(ctx context.Context, out *Answered, a store.Answer) (*Answered, error) {
-	if err := s.Store.PutAnswer(ctx, out.Run, a); err != nil {
+	got, err := s.awaitTaken(ctx, out.Run, a, func(r *journal.Row) bool {
+		return r.Type == journal.TypeDecisionAnswered && r.DecisionID == out.Decision
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case got == nil:
+		return out, nil // the process takes it when it can
+	case got.By == a.By && sameJSON(got.Output, a.Value):
+		out.Journaled = true
+		return out, nil
+	}
+	return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already, by another answer (%s, by %s)",
+		out.Decision, out.Run, got.At.Format("2006-01-02 15:04:05Z"), orSomeone(got.By))
+}
+
+// awaitTaken leaves a for the run's live process and waits up to answerWait for the row it
+// journals for it (the first that match takes): nil when none came in time, or ctx ended. Each
+// look reads only the rows journaled since the one before, so a long journal is read once.
+func (s *Service) awaitTaken(ctx context.Context, run string, a store.Answer, match func(*journal.Row) bool) (*journal.Row, error) {
+	from := uint64(1)
+	if sum, err := s.Store.Summary(ctx, run); err == nil {
+		from = sum.LastSeq + 1 // the rows before were read already: none is this answer's
+	}
+	if err := s.Store.PutAnswer(ctx, run, a); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(answerWait)
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return out, nil
+			return nil, nil
 		case <-time.After(50 * time.Millisecond):
 		}
-		sum, err := s.Store.Summary(ctx, out.Run)
-		if err != nil {
-			return out, nil
-		}
-		pending := false
-		for _, d := range sum.Decisions {
-			pending = pending || d.ID == out.Decision
-		}
-		if pending {
-			continue
-		}
 		var got *journal.Row
-		_ = s.Store.Rows(ctx, out.Run, 1, func(r *journal.Row) error {
-			if r.Type == journal.TypeDecisionAnswered && r.DecisionID == out.Decision && got == nil {
+		_ = s.Store.Rows(ctx, run, from, func(r *journal.Row) error {
+			from = r.Seq + 1
+			if got == nil && match(r) {
 				cp := *r
 				got = &cp
 			}
 			return nil
 		})
-		if got == nil {
-			continue
+		if got != nil {
+			return got, nil
 		}
-		if got.By == a.By && sameJSON(got.Output, a.Value) {
-			out.Journaled = true
-			return out, nil
-		}
-		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already, by another answer (%s, by %s)",
-			out.Decision, out.Run, got.At.Format("2006-01-02 15:04:05Z"), orSomeone(got.By))
 	}
-	return out, nil // the process takes it when it can
+	return nil, nil
 }
 
 func orSomeone(by string) string {

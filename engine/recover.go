@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/schema"
@@ -190,37 +189,20 @@ func checkOutput(end *journal.Row, output json.RawMessage) (json.RawMessage, err
 // verdictLive leaves the verdict for the run's live process and waits a while to see it
 // journaled.
 func (s *Service) verdictLive(ctx context.Context, out *Reconciled, a store.Answer) (*Reconciled, error) {
-	if err := s.Store.PutAnswer(ctx, out.Run, a); err != nil {
-		return nil, err
+	got, err := s.awaitTaken(ctx, out.Run, a, func(r *journal.Row) bool {
+		return r.Type == journal.TypeEffectReconciled && r.Effect == out.Call
+	})
+	if err != nil || got == nil {
+		return out, err
 	}
-	deadline := time.Now().Add(answerWait)
-	for time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return out, nil
-		case <-time.After(50 * time.Millisecond):
-		}
-		var got *journal.Row
-		_ = s.Store.Rows(ctx, out.Run, 1, func(r *journal.Row) error {
-			if r.Type == journal.TypeEffectReconciled && r.Effect == out.Call && got == nil {
-				cp := *r
-				got = &cp
-			}
-			return nil
-		})
-		if got == nil {
-			continue
-		}
-		var mine runner.Verdict
-		_ = json.Unmarshal(a.Value, &mine)
-		theirs := runner.ReconciledRow(out.Call, mine, a.By)
-		if got.Verdict != theirs.Verdict || got.By != a.By || got.OutputDigest != theirs.OutputDigest {
-			return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already, by another verdict (%s, by %s)",
-				out.Call, out.Run, got.Verdict, orSomeone(got.By))
-		}
-		out.Journaled = true
-		return out, nil
+	var mine runner.Verdict
+	_ = json.Unmarshal(a.Value, &mine)
+	theirs := runner.ReconciledRow(out.Call, mine, a.By)
+	if got.Verdict != theirs.Verdict || got.By != a.By || got.OutputDigest != theirs.OutputDigest {
+		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already, by another verdict (%s, by %s)",
+			out.Call, out.Run, got.Verdict, orSomeone(got.By))
 	}
+	out.Journaled = true
 	return out, nil
 }
 
