@@ -36,8 +36,13 @@ type Options struct {
 
 // Limits of a page: the calls it draws, and what each call's details carry.
 const (
-	MaxCalls      = 5000
-	maxRowsBytes  = 64 << 10
+	MaxCalls     = 5000
+	maxRowsBytes = 64 << 10
+	// maxPageDetail bounds all the calls' details together: past it a call's rows are left to
+	// crw flow show RUN CALL and its prompt and answer are cut short, so a page of thousands of
+	// calls stays a page.
+	maxPageDetail = 16 << 20
+	shortText     = 256
 	maxTextBytes  = 16 << 10
 	minBarPercent = 0.15
 	rowHeight     = 20
@@ -134,6 +139,7 @@ type generation struct {
 // Render writes the page of a run's rows.
 func Render(w io.Writer, rows []journal.Row, opts Options) error {
 	v := &view{Status: "running", Live: opts.Live}
+	budget := maxPageDetail
 	var start, last time.Time
 	var order []*call
 	byID := map[string]*call{}
@@ -178,13 +184,13 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 				gens = append(gens, generation{status: c.status, reason: c.reason, start: c.start, end: c.end})
 			}
 			*c = call{id: r.Call, role: r.Role, node: r.Node, start: r.At, prompt: r.Prompt, handle: r.Handle, gens: gens}
-			c.addRow(r)
+			c.addRow(r, &budget)
 		default:
 			c := byID[r.Call]
 			if c == nil {
 				continue
 			}
-			c.addRow(r)
+			c.addRow(r, &budget)
 			switch {
 			case r.Type == journal.TypeTurnStarted:
 				c.turns = append(c.turns, turn{k: r.K, at: r.At})
@@ -270,9 +276,9 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 		}
 		l.Bars = append(l.Bars, b)
 		d := detail{Call: c.id, Role: c.role, Node: c.node, Status: status, Reason: c.reason, Detail: c.text,
-			Continues: b.Continues, Prompt: clip(c.prompt), Rows: c.rows, Clipped: c.clipped}
+			Continues: b.Continues, Prompt: text(c.prompt, &budget), Rows: c.rows, Clipped: c.clipped}
 		if len(c.output) > 0 {
-			d.Answer = clip(string(c.output))
+			d.Answer = text(string(c.output), &budget)
 		}
 		if d.Rows == nil {
 			d.Rows = []json.RawMessage{}
@@ -300,7 +306,7 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 	return page.Execute(w, v)
 }
 
-func (c *call) addRow(r *journal.Row) {
+func (c *call) addRow(r *journal.Row, budget *int) {
 	if c.clipped {
 		return
 	}
@@ -308,12 +314,24 @@ func (c *call) addRow(r *journal.Row) {
 	if err != nil {
 		return
 	}
-	if c.rowBytes+len(b) > maxRowsBytes {
+	if c.rowBytes+len(b) > maxRowsBytes || len(b) > *budget {
 		c.clipped = true
 		return
 	}
 	c.rowBytes += len(b)
+	*budget -= len(b)
 	c.rows = append(c.rows, b)
+}
+
+// text is a prompt or answer for a call's details: clipped, and shorter still once the page's
+// budget is spent.
+func text(s string, budget *int) string {
+	s = clip(s)
+	if len(s) > *budget {
+		s = strings.ToValidUTF8(s[:min(len(s), shortText)], "") + "…"
+	}
+	*budget -= min(len(s), *budget)
+	return s
 }
 
 func clamp(f float64) float64 { return min(max(f, 0), 100) }

@@ -3,10 +3,12 @@ package htmlview_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,4 +120,23 @@ func TestChromiumShowsThePage(t *testing.T) {
 		assert.NotContains(t, line, "CONSOLE", "the console: %s", line)
 		assert.NotContains(t, line, "Uncaught")
 	}
+}
+
+// TestAPageOfManyLongCallsStaysBounded: 5,000 calls whose prompts and answers are 16 KiB each
+// make a page within the details' budget (16 MiB) and the bars, not gigabytes.
+func TestAPageOfManyLongCallsStaysBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 16<<10)
+	rows := []journal.Row{{Seq: 1, Type: journal.TypeStarted, Run: "r"}}
+	for i := 1; i <= htmlview.MaxCalls; i++ {
+		id := "c" + strconv.Itoa(i)
+		out := json.RawMessage(strconv.Quote(long))
+		rows = append(rows,
+			journal.Row{Seq: uint64(len(rows) + 1), Type: journal.TypePrepared, Call: id, Index: i, Role: "explorer", Node: "n", Prompt: long},
+			journal.Row{Seq: uint64(len(rows) + 2), Type: journal.TypeCompleted, Call: id, Output: out})
+	}
+	var b bytes.Buffer
+	require.NoError(t, htmlview.Render(&b, rows, htmlview.Options{}))
+	assert.Less(t, b.Len(), 24<<20, "the page's size")
+	assert.Len(t, barRE.FindAllString(b.String(), -1), htmlview.MaxCalls, "every call still has its bar")
 }
