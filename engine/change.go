@@ -86,10 +86,14 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	}
 	// What the run goes on with already is no change: nothing is written for it.
 	var changes []*journal.Row
+	digest := "" // the script digest of the newest started row
 	if err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		if r.Type == journal.TypeResumeChanged {
+		switch r.Type {
+		case journal.TypeResumeChanged:
 			cp := *r
 			changes = append(changes, &cp)
+		case journal.TypeStarted:
+			digest = r.ScriptDigest
 		}
 		return nil
 	}); err != nil {
@@ -102,10 +106,8 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if row.Budget != nil && *row.Budget == now.BudgetTokens {
 		row.Budget = nil
 	}
-	if row.Workflow == now.Workflow && row.Workflow != "" {
-		if d, _ := s.scriptDigest(ctx, run); d == row.ScriptDigest {
-			row.Workflow, row.ScriptDigest = "", ""
-		}
+	if row.Workflow == now.Workflow && row.Workflow != "" && digest == row.ScriptDigest {
+		row.Workflow, row.ScriptDigest = "", ""
 	}
 	if row.Workflow == "" && row.BackendOptions == nil && row.Budget == nil {
 		return nil
@@ -180,16 +182,4 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 		}
 	}
 	return &out
-}
-
-// scriptDigest is the script digest of the run's newest started row ("" before any).
-func (s *Service) scriptDigest(ctx context.Context, run string) (string, error) {
-	digest := ""
-	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		if r.Type == journal.TypeStarted {
-			digest = r.ScriptDigest
-		}
-		return nil
-	})
-	return digest, err
 }
