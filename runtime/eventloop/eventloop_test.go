@@ -276,9 +276,9 @@ func TestWakeRunsIdleAgain(t *testing.T) {
 	assert.GreaterOrEqual(t, idles, 2)
 }
 
-// TestPostRunsInOrderAndKeepsNothingAlive: a post from another goroutine runs in its turn
-// among enqueued callbacks while the loop runs, and holds no reservation.
-func TestPostRunsInOrderAndKeepsNothingAlive(t *testing.T) {
+// TestPostRunsInOrder: a post from another goroutine runs in its turn among the enqueued
+// callbacks while the loop runs.
+func TestPostRunsInOrder(t *testing.T) {
 	t.Parallel()
 	l := eventloop.New()
 	var order []string
