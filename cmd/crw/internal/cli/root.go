@@ -249,8 +249,9 @@ func newRoot(g *globals, streams IO) *cobra.Command {
 	schemaCmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: group}
 	schemaCmd.AddCommand(newCmdSchemaCheck(g, streams))
 	root.AddCommand(flow, schemaCmd, newCmdCodex(g, streams), newCmdTypes(g, streams), newCmdVersion(g, streams), newCmdMCP(g, streams))
-	root.Version = buildVersion().Version
-	root.SetVersionTemplate(buildVersion().String())
+	version := buildVersion()
+	root.Version = version.Version
+	root.SetVersionTemplate(version.String())
 	complete(g, root)
 	withExamples(root)
 	return root
