@@ -39,13 +39,17 @@ func LogError(l Log, e *errs.Error) {
 	}
 }
 
-// WholeLines reads whole lines from offset on, at most about max bytes (a line longer than max
-// is returned whole, up to MaxLogLine), and the offset after them.
-func WholeLines(r io.ReaderAt, offset int64, max int) ([]byte, int64, error) {
+// WholeLines reads whole lines from offset on of size bytes, at most about max bytes (a line
+// longer than max is returned whole, up to MaxLogLine), and the offset after them. Nothing
+// past offset costs nothing: a follower's look at a log that has not grown reads nothing.
+func WholeLines(r io.ReaderAt, size, offset int64, max int) ([]byte, int64, error) {
 	if max <= 0 || max > MaxLogRead {
 		max = MaxLogRead
 	}
-	buf := make([]byte, max+MaxLogLine)
+	if offset >= size {
+		return nil, offset, nil
+	}
+	buf := make([]byte, min(int64(max+MaxLogLine), size-offset))
 	n, err := r.ReadAt(buf, offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, offset, err

@@ -380,7 +380,11 @@ func (l fileLog) Read(offset int64, max int) ([]byte, int64, error) {
 		return nil, offset, err
 	}
 	defer f.Close()
-	return store.WholeLines(f, offset, max)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, offset, err
+	}
+	return store.WholeLines(f, fi.Size(), offset, max)
 }
 
 // records is a folder of record files.

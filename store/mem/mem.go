@@ -267,7 +267,7 @@ func (l *memLog) Read(offset int64, max int) ([]byte, int64, error) {
 	if b == nil {
 		return nil, offset, nil
 	}
-	return store.WholeLines(bytes.NewReader(b.Bytes()), offset, max)
+	return store.WholeLines(bytes.NewReader(b.Bytes()), int64(b.Len()), offset, max)
 }
 
 // LogText is what a run's log holds ("" for the store's own).
