@@ -266,10 +266,13 @@ func TestWaitingCallsCostLittle(t *testing.T) {
 	cost := waitingCallCost(t, 20000)
 	t.Logf("a waiting call costs %.0f B beyond the script's own promise", cost)
 	// Measured: 250-695 B, and 1,000-1,180 B under the race detector; 1,470 B (and more under
-	// the race detector) when a waiting call kept its prepared row and turn state.
+	// the race detector) when a waiting call kept its prepared row and turn state. Now 276 B,
+	// and under the race detector 1,269 B alone but 1,410-1,433 B in a full parallel run (and
+	// at 9e49490 alone): the race detector's figure swings by 150 B with the machine's load, so
+	// its bound leaves room for that; the plain bound is the one a regression trips first.
 	bound := 1000.0
 	if raceDetector {
-		bound = 1400
+		bound = 1600
 	}
 	assert.Less(t, cost, bound, "bytes a waiting call costs the run")
 }

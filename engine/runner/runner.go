@@ -693,6 +693,25 @@ type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects m
 // pid is this process's id, for the status it publishes.
 var pid = os.Getpid()
 
+// siteOf is where a call the script was given was made: its prepared row's site, read back
+// from the journal (a warning's few calls only; nothing keeps it for every call).
+func (r *runner) siteOf(call string) string {
+	r.mu.Lock()
+	e := r.ended[call]
+	r.mu.Unlock()
+	if e != nil && e.preparedSeq > 0 && r.j.Sync(e.preparedSeq) == nil {
+		if page, err := r.j.Page(e.preparedSeq, 1); err == nil && len(page) == 1 && page[0].Call == call {
+			return page[0].Site
+		}
+	}
+	if r.h != nil {
+		if rec := r.h.ByID[call]; rec != nil {
+			return r.h.PreparedRow(rec).Site
+		}
+	}
+	return ""
+}
+
 // Returned implements vm.Returner: the calls still under way when the workflow's entry
 // function returned reach no one; they are warned of at the end (warnUnobserved).
 func (r *runner) Returned() {
@@ -727,6 +746,7 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 	var all []warning
 	seen := map[string]bool{}
 	for _, c := range calls {
+		c.Site = r.siteOf(c.Call)
 		all, seen[c.Call] = append(all, warning{c, false}), true
 	}
 	for _, c := range r.late {

@@ -127,7 +127,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 		enqueue(func() error { return nil }) // a refused request is never settled: release its reservation
 		jsutil.ThrowError(rt, "agent.call: ", err)
 	}
-	m.tracker.add(promise, req.Site)
+	m.tracker.add(promise)
 	return rt.ToValue(promise)
 }
 

@@ -11,22 +11,18 @@ import (
 // whose result nobody read.
 type Unobserved struct {
 	Call string // the call's id, once its result was given ("" before)
-	Site string // file:line:col of the agent.call
+	Site string // file:line:col of the agent.call, where the host knows it
 }
 
 // Tracker follows the promises agent.call returns, on the loop goroutine only. It holds at most
 // maxTracked of them at once, dropping those observed as it goes, so a run of any length costs
-// no more than a few; each costs a pointer and a string header, with no allocation of its own.
+// no more than a few; each costs a pointer (the call's id is read off its result, and its site
+// is the host's to know: its prepared row has it).
 type Tracker struct {
-	calls   []tracked
+	calls   []*goja.Promise
 	kept    int // len(calls) after the last prune
 	dropped int // unobserved calls past maxTracked, not listed
 	unknown bool
-}
-
-type tracked struct {
-	p    *goja.Promise
-	site string
 }
 
 const (
@@ -34,7 +30,7 @@ const (
 	minPrune   = 64
 )
 
-func (t *Tracker) add(p *goja.Promise, site string) {
+func (t *Tracker) add(p *goja.Promise) {
 	if t == nil {
 		return
 	}
@@ -47,19 +43,19 @@ func (t *Tracker) add(p *goja.Promise, site string) {
 		t.dropped++
 		return
 	}
-	t.calls = append(t.calls, tracked{p: p, site: site})
+	t.calls = append(t.calls, p)
 }
 
 // prune drops the calls observed so far: a promise once handled stays handled.
 func (t *Tracker) prune() {
 	kept := t.calls[:0]
-	for _, c := range t.calls {
-		handled, known := jsutil.PromiseHandled(c.p)
+	for _, p := range t.calls {
+		handled, known := jsutil.PromiseHandled(p)
 		if !known {
 			t.unknown = true
 		}
 		if known && !handled {
-			kept = append(kept, c)
+			kept = append(kept, p)
 		}
 	}
 	clear(t.calls[len(kept):])
@@ -73,8 +69,8 @@ func (t *Tracker) Unobserved() (calls []Unobserved, more int, known bool) {
 		return nil, 0, false
 	}
 	t.prune()
-	for _, c := range t.calls {
-		calls = append(calls, Unobserved{Call: callID(c.p), Site: c.site})
+	for _, p := range t.calls {
+		calls = append(calls, Unobserved{Call: callID(p)})
 	}
 	return calls, t.dropped, !t.unknown
 }
