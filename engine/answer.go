@@ -42,7 +42,9 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	var asked, answered *journal.Row
 	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
 		switch {
-		case r.Type == journal.TypeDecisionRequested && r.DecisionID == id && asked == nil:
+		case r.Type == journal.TypeDecisionRequested && r.DecisionID == id:
+			// The newest: a decision asked again after a resume shows its question as it reads
+			// now (its schema is the same).
 			cp := *r
 			asked = &cp
 		case r.Type == journal.TypeDecisionAnswered && r.DecisionID == id:

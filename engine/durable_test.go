@@ -280,16 +280,23 @@ export default async function main() {
 }
 
 // stopWhenSent runs the run in this process and stops the process once the host has received
-// n turns: it returns what Execute returned.
+// n turns and their turn_started rows are durable (the row, not only the send: a test that
+// reads the turn ids back must not depend on when the row was committed before the stop). It
+// returns what Execute returned.
 func stopWhenSent(t *testing.T, svc *engine.Service, id string, b *fake.Backend, host *fake.Host, n int) error {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
-		for len(host.Received()) < n {
+		defer stop()
+		for ctx.Err() == nil {
+			if len(host.Received()) >= n {
+				if rows, err := svc.Rows(ctx, id); err == nil && enginetest.Count(rows, "", journal.TypeTurnStarted) >= n {
+					return
+				}
+			}
 			time.Sleep(time.Millisecond)
 		}
-		stop()
 	}()
 	_, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
 	return err

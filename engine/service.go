@@ -379,8 +379,55 @@ func (s *Service) Rows(ctx context.Context, run string) ([]journal.Row, error) {
 	return rows, err
 }
 
-// Delete removes a run that no process holds.
-func (s *Service) Delete(ctx context.Context, run string) error { return s.Store.Delete(ctx, run) }
+// DeleteOptions are how Delete removes a run.
+type DeleteOptions struct {
+	// KeepRefs keeps the run's refs (refs/crw/flow/<run>/: its nodes' commits) in its
+	// repository.
+	KeepRefs bool
+}
+
+// Delete removes a run that no process holds: first what it left in its repository (every
+// worktree under its folder, registered, locked or half made, and its refs unless
+// opts.KeepRefs), then the run itself. A repository that is gone has nothing of it left to
+// remove.
+func (s *Service) Delete(ctx context.Context, run string, opts DeleteOptions) error {
+	spec, err := s.Store.Spec(ctx, run)
+	var cleanup func(dir string) error
+	if err == nil && spec.Repo != "" {
+		cleanup = func(dir string) error { return removeFromRepo(ctx, run, spec.Repo, dir, opts.KeepRefs) }
+	}
+	return s.Store.Delete(ctx, run, cleanup)
+}
+
+// removeFromRepo removes a run's worktrees (under its folder dir) and, unless keepRefs, its
+// refs from the repository at repoDir.
+func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool) error {
+	if _, err := os.Stat(repoDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	repo, err := workspace.Open(ctx, repoDir)
+	if errors.Is(err, workspace.ErrNotRepository) {
+		return nil
+	}
+	if err != nil {
+		return errs.New(errs.CapabilityUnavailable, "run %s: its repository %s cannot be opened to remove its worktrees and refs", run, repoDir).Wrap(err).
+			Because("delete", "worktree_failed", "not_started", errs.Certain).Next("fix the repository, or crw flow delete " + run + " once it opens")
+	}
+	if dir != "" {
+		root := filepath.Join(dir, "worktrees")
+		if err := repo.RemoveWorktreesUnder(ctx, root, nil); err != nil {
+			return errs.New(errs.CapabilityUnavailable, "run %s: its worktrees under %s cannot be removed from %s", run, root, repo.Dir).Wrap(err).
+				Because("delete", "worktree_failed", "not_started", errs.Certain).Next("git -C " + repo.Dir + " worktree list, then crw flow delete " + run)
+		}
+	}
+	if !keepRefs {
+		if err := repo.DeleteRefsUnder(ctx, runner.RunRefs(run)); err != nil {
+			return errs.New(errs.CapabilityUnavailable, "run %s: its refs %s cannot be deleted from %s", run, runner.RunRefs(run), repo.Dir).Wrap(err).
+				Because("delete", "worktree_failed", "not_started", errs.Certain).Next("crw flow delete --keep-refs " + run + " keeps them")
+		}
+	}
+	return nil
+}
 
 // Shadow replays a script against a recorded run with no backend: the run's journal when run is
 // not "", else opts.Rows (a trace).

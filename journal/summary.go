@@ -107,10 +107,14 @@ func (r *Row) ForSummary() SummaryPart {
 	return out
 }
 
-// await adds d to the decisions waited for, once.
+// await adds d to the decisions waited for, once; a decision asked again (its question reads
+// otherwise after a resume) keeps its place with the newest question.
 func (s *Summary) await(d PendingDecision) {
-	for _, have := range s.Decisions {
+	for i, have := range s.Decisions {
 		if have.ID == d.ID {
+			if d.Question != "" {
+				s.Decisions[i].Question = d.Question
+			}
 			return
 		}
 	}

@@ -32,8 +32,11 @@ type Store interface {
 	// Acquire takes a run's lease for this process, its journal open for writing. A run that
 	// another process holds is run_unavailable (wrapping ErrHeld).
 	Acquire(ctx context.Context, run string) (Lease, error)
-	// Delete removes a run that no process holds, all of it.
-	Delete(ctx context.Context, run string) error
+	// Delete removes a run that no process holds, all of it. cleanup, when not nil, is called
+	// first with the run's folder ("" when the store keeps none), while no process can take
+	// the run: what the run left outside the store (its worktrees in a repository) goes then.
+	// An error from cleanup stops the delete with nothing of the run removed.
+	Delete(ctx context.Context, run string, cleanup func(dir string) error) error
 	// List lists the ids of the runs, oldest first.
 	List(ctx context.Context) ([]string, error)
 	// Spec reads what a run was created with. A run that does not exist is run_unavailable

@@ -186,6 +186,11 @@ type History struct {
 	// the node: Holds).
 	Reconciled map[string]*journal.Row
 	Unknown    map[string][]string
+	// Applied are the effects an applied verdict proved happened, by their key: a call that
+	// asks for the same is not sent again. UnknownKeys are the keys of the calls that ended
+	// unknown.
+	Applied     map[EffectKey]string
+	UnknownKeys map[string]EffectKey
 	// VerdictCalls stand for each verdict's delivery in Order, by the call it decides.
 	VerdictCalls map[string]*Call
 	// Unawaited are the calls a warning says the workflow never awaited (ReasonUnawaited).
@@ -263,7 +268,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}}
 }
 
 func (b *builder) name(s string) string {
@@ -393,6 +398,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 				h.Holds[c.Node] = row.Call
 			}
 			h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
+			if c.Prepared != nil {
+				h.UnknownKeys[row.Call] = EffectKeyOf(c.Prepared)
+			}
 		}
 		if c.Settled() {
 			h.Order = append(h.Order, c)

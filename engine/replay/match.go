@@ -46,6 +46,29 @@ func WithDigests(row *journal.Row) *journal.Row {
 
 var emptyPromptDigest = Digest("")
 
+// EffectKey identifies the effect a call asks for: its role, node, prompt and schema. Two calls
+// with one key ask for an equivalent mutation, which only a proven not_applied verdict on the
+// first permits to be sent again (seed 002); after an applied verdict it is not sent.
+type EffectKey [sha256.Size]byte
+
+// EffectKeyOf is the EffectKey of a call's prepared row.
+func EffectKeyOf(p *journal.Row) EffectKey {
+	prompt := p.PromptDigest
+	if prompt == "" || p.Prompt != "" {
+		prompt = Digest(p.Prompt)
+	}
+	h := sha256.New()
+	for _, f := range [...]string{p.Role, p.Node, prompt, p.SchemaDigest} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var k EffectKey
+	h.Sum(k[:0])
+	return k
+}
+
 // SameInputs reports whether a call asks for what a recorded call asked: every input its
 // digest covers, compared directly.
 func SameInputs(recorded, got *journal.Row) bool {

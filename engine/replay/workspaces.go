@@ -70,9 +70,13 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		nd.Tier, nd.NextAlloc = r.Tier, r.Alloc
 	case journal.TypeDecisionRequested:
 		r := own()
-		if _, ok := h.Decisions[r.DecisionID]; !ok {
+		switch d := h.Decisions[r.DecisionID]; {
+		case d == nil:
 			h.Decisions[r.DecisionID] = &Decision{Request: r}
 			h.DecisionOrder = append(h.DecisionOrder, r.DecisionID)
+		case d.Answer == nil:
+			// Asked again, its question reading otherwise (a resume): the newest is shown.
+			d.Request = r
 		}
 	case journal.TypeDecisionAnswered:
 		if d := h.Decisions[row.DecisionID]; d != nil && d.Answer == nil {
@@ -86,6 +90,11 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		r := own()
 		if _, done := h.Reconciled[r.Effect]; !done {
 			h.Reconciled[r.Effect] = r
+			if key, ok := h.UnknownKeys[r.Effect]; ok && r.Verdict == "applied" {
+				if _, had := h.Applied[key]; !had {
+					h.Applied[key] = r.Effect
+				}
+			}
 			// The verdict reaches the script (crw.effect) at its place among the deliveries,
 			// as it did in the process that journaled it.
 			c := &Call{ID: "effect:" + r.Effect, EndType: r.Type, EndSeq: r.Seq, Decision: true}

@@ -294,10 +294,6 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 
 	// The placer: the call's directory P, recorded before any turn is sent from it.
 	placed, unplaced := r.place(c, rec)
-	if unplaced != nil {
-		r.end(c, unplaced)
-		return
-	}
 	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	if placed != nil {
 		if rec == nil || rec.Placed == nil {
@@ -306,9 +302,19 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			c.mu.Unlock()
 		}
 		c.placed, bc.Workspace = placed, placed.Workspace
-		if r.spec.TraceIsolation {
-			c.isolation = r.digests(c)
-		}
+	}
+	if reason := c.interruptReason(); reason != "" {
+		// The engine interrupted the call while its directory was made (a pause, a cancel, a
+		// deadline): that decides it, whatever the placement came to, and no turn is sent.
+		r.end(c, interruptedEnd(reason, "the engine interrupted the call before its first turn"))
+		return
+	}
+	if unplaced != nil {
+		r.end(c, unplaced)
+		return
+	}
+	if placed != nil && r.spec.TraceIsolation {
+		c.isolation = r.digests(c)
 	}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
@@ -659,6 +665,9 @@ func (r *runner) end(c *call, row *journal.Row) {
 		// An operator's applied verdict is checked against the schema the lost turn answered
 		// to: the journal keeps only digests of the others.
 		row.Schema = canonical(c.req.Schema)
+		if c.prepared != nil {
+			r.unknownKeys[c.id] = replay.EffectKeyOf(c.prepared)
+		}
 		if _, held := r.holds[c.req.Node]; !held {
 			r.holds[c.req.Node] = c.id
 		}
@@ -735,9 +744,7 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
 			r.mu.Unlock()
 			if row.Type == journal.TypeOutcomeUnknown {
-				if _, held := r.toldHolds[c.req.Node]; !held {
-					r.toldHolds[c.req.Node] = c.id
-				}
+				r.toldHolds[c.req.Node] = append(r.toldHolds[c.req.Node], c.id)
 			}
 		})
 	}

@@ -41,8 +41,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	if !r.ws.has() {
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
 	}
-	if holder, held := r.toldHolds[node]; held {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	if told := r.toldHolds[node]; len(told) > 0 {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], r.id, told[0])
 	}
 	k := r.commits
 	r.commits++
@@ -201,8 +201,8 @@ func clip(s string) string {
 // node from its last commit. Only the null_model of an executor call of the node is evidence.
 func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
 	k := r.tierSteps
-	if holder, held := r.toldHolds[node]; held {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome", node, holder)
+	if told := r.toldHolds[node]; len(told) > 0 {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], r.id, told[0])
 	}
 	r.mu.Lock()
 	e := r.ended[evidence]

@@ -36,6 +36,10 @@ func (r *runner) answered(id string) bool {
 	return false
 }
 
+// ReasonQuestionChanged is the reason of the warning row of a decision whose recorded answer
+// was given to another question than the script asks now.
+const ReasonQuestionChanged = "decision_question_changed"
+
 // errWaitingDecision is the cause of a process's end when its script waits for nothing but
 // decisions: the run is not over, and crw flow answer resumes it.
 var errWaitingDecision = errors.New("the run waits for a decision")
@@ -96,16 +100,32 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 	}
 	if r.h != nil {
 		if rec := r.h.Decisions[d.ID]; rec != nil {
-			if rec.Request.Node == "" && (rec.Request.Question != d.Question || !sameJSON(rec.Request.Schema, d.Schema)) {
-				div := fmt.Errorf("crw.decide %q: the script asks another question or schema than the journal recorded (%q)", d.ID, clip(rec.Request.Question))
+			// A decision is its id and its schema: the answer is checked against the schema,
+			// and the question is only what the owner is shown. A question built from a
+			// result that a resume got anew (a call a pause held, run again) may read
+			// otherwise; it is shown, not taken for another path.
+			if rec.Request.Node == "" && !sameJSON(rec.Request.Schema, d.Schema) {
+				div := fmt.Errorf("crw.decide %q: the script asks with another schema than the journal recorded", d.ID)
 				r.fail(failure{errs.New(errs.RevisionConflict, "run %s: %v", r.id, div).Because("replay", "divergence", "stopped", errs.Certain).
 					Next("resume it with the script it was recorded with; crw flow shadow shows what changed")})
 				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
 			}
+			changed := rec.Request.Node == "" && rec.Request.Question != d.Question
 			if rec.Answer != nil {
+				if changed {
+					r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
+						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, clip(d.Question), clip(rec.Request.Question))})
+					r.flushSoon()
+				}
 				answer := rec.Answer.Output
 				r.replay.Recorded(rec.Call, func() { settle(answer, nil) })
 				return nil
+			}
+			if changed {
+				// Asked again with the question as it reads now: status shows that one.
+				r.j.Append(&journal.Row{Type: journal.TypeDecisionRequested, DecisionID: d.ID, Question: d.Question, Schema: d.Schema})
+				r.flushSoon()
+				r.progress.publishSoon()
 			}
 			r.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 			r.kickAnswers()

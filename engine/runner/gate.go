@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -13,6 +14,14 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	}
 	if c.resumeOf != nil && r.holds[c.resumeOf.node] != "" {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node)}
+	}
+	if c.prepared != nil {
+		if by, done := r.applied[replay.EffectKeyOf(c.prepared)]; done {
+			// Seed 002: only a proven not_applied permits an equivalent mutation to be retried.
+			return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf(
+				"call %s asked for the same (role, node, prompt, schema) and an operator's verdict says its effect was applied: "+
+					"it is not sent again; crw.effect(%q) gives the applied output", by, by)}
+		}
 	}
 	if r.paused {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}

@@ -70,6 +70,11 @@ func (r *runner) reconcile(call string, a store.Answer) {
 		return
 	}
 	r.reconciled[call] = true
+	if key, ok := r.unknownKeys[call]; ok && v.Verdict == VerdictApplied {
+		if _, had := r.applied[key]; !had {
+			r.applied[key] = call
+		}
+	}
 	rest := slices.DeleteFunc(slices.Clone(r.unknown[node]), func(c string) bool { return c == call })
 	if len(rest) == 0 {
 		delete(r.unknown, node)
@@ -108,6 +113,18 @@ func (r *runner) verdictDelivery(call string, row *journal.Row) func() {
 			r.mu.Lock()
 			r.verdicts[call] = value
 			waits := r.effectWaits[call]
+			// The script's recovery hold of the node is released with the verdict's arrival,
+			// at its place among the deliveries: crw.commit and crw.tierStep answer the same on
+			// every replay.
+			for node, told := range r.toldHolds {
+				if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) < len(told) {
+					if len(rest) == 0 {
+						delete(r.toldHolds, node)
+					} else {
+						r.toldHolds[node] = rest
+					}
+				}
+			}
 			delete(r.effectWaits, call)
 			delete(r.waiting, EffectPrefix+call)
 			r.mu.Unlock()

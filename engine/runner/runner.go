@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -83,8 +84,11 @@ type runner struct {
 	clock    time.Time // the script's clock; touched on the loop goroutine only
 	wake     func()    // makes a waiting script look again; set once, before the script runs
 
-	ctx       context.Context
-	fail      context.CancelCauseFunc
+	ctx  context.Context
+	fail context.CancelCauseFunc
+	// stopCtx ends only when the process stops (r.stop): what must not be cut short by a
+	// pause, a cancel or a deadline (git making a worktree) runs under it.
+	stopCtx   context.Context
 	wg        sync.WaitGroup
 	flushKick chan struct{}
 
@@ -125,9 +129,16 @@ type runner struct {
 	// late are the calls under way when the workflow returned (Returned; loop goroutine).
 	late []agent.Unobserved
 
-	// toldHolds are the holds of the calls whose unknown outcome the script has received: what
-	// crw.tierStep answers from, so a replay answers as the recorded run did. Loop goroutine only.
-	toldHolds map[string]string
+	// toldHolds are, by node, the calls whose unknown outcome the script has received and whose
+	// verdict has not reached it: what crw.tierStep and crw.commit answer from, so a replay
+	// answers as the recorded run did. Loop goroutine only.
+	toldHolds map[string][]string
+
+	// applied are the effects an applied verdict proved happened, by key, and unknownKeys the
+	// keys of the calls that ended unknown: a call asking for an applied effect again is not
+	// sent (gateLocked). Guarded by mu.
+	applied     map[replay.EffectKey]string
+	unknownKeys map[string]replay.EffectKey
 }
 
 var (
@@ -162,6 +173,14 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	r.ctx, r.fail = runCtx, cancel
+	stopCtx, stopCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCancel()
+	context.AfterFunc(runCtx, func() {
+		if isFailure(context.Cause(runCtx)) {
+			stopCancel()
+		}
+	})
+	r.stopCtx = stopCtx
 
 	// A first process's clock starts at its started row: a resume's starts there too.
 	startedAt := time.Now().UTC()
@@ -304,7 +323,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return nil, err
 	}
 	r.mu.Lock()
-	if (r.paused || r.budgetHeld) && end.Status == store.RunCompleted {
+	if (r.paused || r.budgetHeld) && (end.Status == store.RunCompleted || end.Status == store.RunWaitingDecision) {
+		// Calls a pause held run again on a resume: the run is paused, whatever decisions
+		// it waits for besides (they stay listed, and the answer resumes it).
 		end.Status = store.RunPaused
 	}
 	r.mu.Unlock()
@@ -334,7 +355,7 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string]string{}, tiers: map[string]int{},
+		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string][]string{}, applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{}, tiers: map[string]int{},
 		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, unknown: map[string][]string{}, answersKick: make(chan struct{}, 1),
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
 	}
@@ -353,6 +374,8 @@ func newRunner(cfg Config) *runner {
 		for node, calls := range h.Unknown {
 			r.unknown[node] = slices.Clone(calls)
 		}
+		maps.Copy(r.applied, h.Applied)
+		maps.Copy(r.unknownKeys, h.UnknownKeys)
 		for _, ts := range h.TierSteps {
 			if ts.DecisionID == "" {
 				continue

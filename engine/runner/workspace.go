@@ -90,6 +90,9 @@ func (ws *workspaces) node(name string) *nodeState {
 	return n
 }
 
+// RunRefs is the prefix of every ref a run makes in its repository.
+func RunRefs(run string) string { return "refs/crw/flow/" + run + "/" }
+
 // NodeRef is the ref a node's commits go on.
 func NodeRef(run, node string) string {
 	return "refs/crw/flow/" + run + "/nodes/" + workspace.Escape(node)
@@ -129,7 +132,11 @@ func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 		}
 		return nil, nil
 	}
-	ctx := c.ctx
+	// Not the call's context: a pause, a cancel or a deadline that interrupts the call must not
+	// kill git halfway through a worktree (it would be left half made, and the call would end
+	// worktree_failed for what was no failure of its directory). Only a process that stops
+	// cuts git short.
+	ctx := r.stopCtx
 	repo, err := ws.open(ctx)
 	if err != nil {
 		return nil, held("worktree_failed", "%v", err)
@@ -167,7 +174,7 @@ func orNone(s string) string {
 // placeAttempt gives an executor call its node's worktree, making the node's next allocation
 // when it has none yet or a tier step asked for one.
 func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
-	ctx := c.ctx
+	ctx := r.stopCtx
 	ws := r.ws
 	if n.Alloc == 0 || n.NextAlloc > n.Alloc {
 		next := max(n.NextAlloc, n.Alloc+1)
@@ -220,6 +227,13 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 		}
 		want = t
 	}
+	if _, err := os.Lstat(n.Path); err == nil && repo.HalfMade(n.Path) {
+		// A process was making it when it was killed: what it holds is no one's work, and it
+		// is made again below.
+		if err := repo.RemoveWorktree(ctx, n.Path); err != nil {
+			return fmt.Sprintf("%snode %q: %s was left half made and cannot be removed: %v", worktreeFailed, n.Name, n.Path, err)
+		}
+	}
 	if _, err := os.Lstat(n.Path); err == nil {
 		got, err := repo.PendingTree(ctx, n.Path, true)
 		if err != nil {
@@ -251,7 +265,7 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 // placeCheckout gives a call of a role that writes nothing a worktree of its own: at the
 // pending work of its node when the node has a worktree, else at the run's head.
 func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
-	ctx := c.ctx
+	ctx := r.stopCtx
 	commit, tree := r.spec.HeadCommit, ""
 	if n.Alloc > 0 {
 		if why := r.restore(ctx, n, repo, false); why != "" {
@@ -273,7 +287,10 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 		}
 	}
 	path := r.ws.checkoutPath(c)
-	_ = repo.RemoveWorktree(ctx, path) // one an earlier process made before it recorded it
+	// One an earlier process made, or was making, before it could record it.
+	if err := repo.RemoveWorktree(ctx, path); err != nil {
+		return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", path, err)
+	}
 	if err := repo.AddWorktree(ctx, path, commit); err != nil {
 		return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
 	}
@@ -282,7 +299,7 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 
 // placeAgain is the directory of a call an earlier process placed and left open.
 func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *replay.Call) (placed, end *journal.Row) {
-	ctx := c.ctx
+	ctx := r.stopCtx
 	p := rec.Placed
 	switch p.Placement {
 	case PlaceAttempt:
@@ -295,7 +312,15 @@ func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *re
 		}
 		n.open[c] = n.Alloc
 	default:
-		if _, err := os.Lstat(p.Workspace); err != nil {
+		_, err := os.Lstat(p.Workspace)
+		if err == nil && repo.HalfMade(p.Workspace) {
+			// A process was making it again when it was killed: it is made anew.
+			if err := repo.RemoveWorktree(ctx, p.Workspace); err != nil {
+				return nil, held("worktree_failed", "the checkout %s of call %s was left half made and cannot be removed: %v", p.Workspace, c.id, err)
+			}
+			err = os.ErrNotExist
+		}
+		if err != nil {
 			if err := repo.AddWorktree(ctx, p.Workspace, p.Commit); err != nil {
 				return nil, held("restore_snapshot_mismatch", "the checkout %s of call %s cannot be made again at %s: %v", p.Workspace, c.id, p.Commit, err)
 			}
@@ -389,13 +414,11 @@ func (r *runner) release(c *call) {
 	}
 }
 
-// cleanUp removes every worktree of the run when it has ended, unless it is to keep them.
+// cleanUp removes every worktree of the run when it has ended, unless it is to keep them: those
+// git has registered (locked and half made ones too) and any folder under the run's worktrees.
+// A worktree a restore found changed is kept for a person to look at.
 func (r *runner) cleanUp() {
 	if !r.ws.has() || r.spec.KeepWorktrees || r.ws.root == "" {
-		return
-	}
-	entries, err := os.ReadDir(r.ws.root)
-	if err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -412,13 +435,10 @@ func (r *runner) cleanUp() {
 		}
 	}
 	r.ws.mu.Unlock()
-	for _, e := range entries {
-		if path := filepath.Join(r.ws.root, e.Name()); !kept[path] {
-			_ = repo.RemoveWorktree(ctx, path)
-		}
+	if err := repo.RemoveWorktreesUnder(ctx, r.ws.root, func(p string) bool { return kept[p] }); err != nil {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: fmt.Sprintf("the run's worktrees under %s: %v", r.ws.root, err)})
 	}
 	_ = os.Remove(r.ws.root) // not when a worktree is kept
-	_ = repo.Prune(ctx)
 }
 
 // isolation is what --trace-isolation took when a call's turns started: digests of its

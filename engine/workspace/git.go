@@ -121,7 +121,9 @@ func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
 
 // AddWorktree makes a detached worktree at path checked out at commit. Git's own bookkeeping
 // of worktrees is done under the repository's worktree lock (see locked); the checkout, which
-// takes the time, is not.
+// takes the time, is not. The worktree stays locked (git worktree lock, reason MakingReason)
+// until its checkout is complete, so one that a killed process left half made is known as such
+// (HalfMade) and is made again rather than taken for a worktree that was changed.
 func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
@@ -130,31 +132,55 @@ func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	delete(r.admins, path)
 	r.mu.Unlock()
 	err := r.locked(ctx, func() error {
-		// --force: a worktree whose folder is gone (deleted by hand, or by a crash) is
-		// registered still, and is made again.
-		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--force", "--detach", "--no-checkout", "--quiet", "--end-of-options", path, commit)
+		// --force twice: a worktree whose folder is gone (deleted by hand, or by a crash) is
+		// registered still, locked too when a killed process was making it, and is made again.
+		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--force", "--force", "--detach", "--no-checkout",
+			"--lock", "--reason", MakingReason, "--quiet", "--end-of-options", path, commit)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD"); err != nil {
-		_ = r.RemoveWorktree(ctx, path) // half made: nothing of it stays
+		_ = r.RemoveWorktree(context.WithoutCancel(ctx), path) // half made: nothing of it stays
 		return err
 	}
-	return nil
+	return r.locked(ctx, func() error {
+		_, err := r.git(ctx, r.Dir, nil, "worktree", "unlock", path)
+		return err
+	})
 }
 
-// RemoveWorktree removes the worktree at path, whatever it holds, and what git keeps of it.
-// A path that is not there is nothing to remove. Its files go first; git forgets it under the
-// worktree lock.
+// MakingReason is the reason of the lock a worktree holds while AddWorktree makes it.
+const MakingReason = "crw: being made"
+
+// HalfMade reports whether the worktree at path is one AddWorktree had not finished: its
+// checkout was cut short (the process that made it was killed), and what it holds is not what
+// it was to hold.
+func (r *Repo) HalfMade(path string) bool {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		// A folder git does not know as a worktree is no worktree crw finished either.
+		_, statErr := os.Lstat(path)
+		return statErr == nil
+	}
+	data, err := os.ReadFile(filepath.Join(admin, "locked"))
+	return err == nil && strings.TrimSpace(string(data)) == MakingReason
+}
+
+// RemoveWorktree removes the worktree at path, whatever it holds, and what git keeps of it,
+// locked or not. A path that is not there has nothing to remove but what git keeps of it. Its
+// files go first; git forgets it under the worktree lock.
 func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return r.forget(ctx, path)
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return os.RemoveAll(path)
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		return r.forget(ctx, path)
 	}
 	for _, e := range entries {
 		if e.Name() != ".git" {
@@ -169,10 +195,88 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 	return r.locked(ctx, func() error {
 		if _, err := r.git(ctx, r.Dir, nil, "worktree", "remove", "--force", "--force", path); err != nil {
 			// A folder git does not know as a worktree (its admin folder is gone).
-			return os.RemoveAll(path)
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+}
+
+// forget drops what git keeps of a worktree whose folder is gone, locked or not: git worktree
+// prune leaves a locked one registered for ever.
+func (r *Repo) forget(ctx context.Context, path string) error {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return nil // git keeps nothing of it
+	}
+	r.mu.Lock()
+	delete(r.admins, path)
+	r.mu.Unlock()
+	return r.locked(ctx, func() error { return os.RemoveAll(admin) })
+}
+
+// RemoveWorktreesUnder removes every worktree of the repository whose folder is under root
+// (registered, locked or half made, its folder there or not) except those keep names, and
+// every other folder under root, then drops what git keeps of worktrees whose folders are
+// gone. It returns the first error and goes on past it.
+func (r *Repo) RemoveWorktreesUnder(ctx context.Context, root string, keep func(path string) bool) error {
+	if keep == nil {
+		keep = func(string) bool { return false }
+	}
+	var first error
+	note := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	roots := []string{filepath.Clean(root)}
+	if real, err := filepath.EvalSymlinks(root); err == nil && real != roots[0] {
+		roots = append(roots, real)
+	}
+	under := func(p string) bool {
+		for _, r := range roots {
+			if strings.HasPrefix(p, r+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
+	registered, err := r.Worktrees(ctx)
+	note(err)
+	for _, p := range registered {
+		if under(p) && !keep(p) {
+			note(r.RemoveWorktree(ctx, p))
+		}
+	}
+	if entries, err := os.ReadDir(root); err == nil {
+		for _, e := range entries {
+			if p := filepath.Join(root, e.Name()); !keep(p) {
+				note(r.RemoveWorktree(ctx, p))
+			}
+		}
+	}
+	note(r.Prune(ctx))
+	return first
+}
+
+// DeleteRefsUnder deletes every ref under prefix (which ends with /), in one transaction.
+func (r *Repo) DeleteRefsUnder(ctx context.Context, prefix string) error {
+	out, err := r.git(ctx, r.Dir, nil, "for-each-ref", "--format=%(refname)", prefix)
+	if err != nil {
+		return err
+	}
+	var cmds strings.Builder
+	for _, ref := range strings.Fields(out) {
+		if strings.HasPrefix(ref, prefix) {
+			fmt.Fprintf(&cmds, "delete %s\n", ref)
+		}
+	}
+	if cmds.Len() == 0 {
+		return nil
+	}
+	_, err = r.gitIn(ctx, r.Dir, nil, strings.NewReader(cmds.String()), "update-ref", "--stdin")
+	return err
 }
 
 // locked runs fn holding the repository's worktree lock: an flock of a file in its git
@@ -523,6 +627,7 @@ func runIn(ctx context.Context, git, dir string, env []string, stdin *strings.Re
 	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
 	cmd := exec.CommandContext(ctx, git, full...)
 	cmd.Dir = dir
+	cmd.SysProcAttr = childAttr()
 	cmd.Env = append(cleanEnv(), env...)
 	if stdin != nil {
 		cmd.Stdin = stdin

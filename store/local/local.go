@@ -270,7 +270,7 @@ func (s *Store) RequestCancel(ctx context.Context, run string) error {
 
 // Delete implements store.Store: the run's lock is taken first, so a held run is refused; the
 // folder is renamed away at once and then removed.
-func (s *Store) Delete(ctx context.Context, run string) error {
+func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string) error) error {
 	if err := s.checkRun(run); err != nil {
 		return err
 	}
@@ -282,6 +282,11 @@ func (s *Store) Delete(ctx context.Context, run string) error {
 		return unwritable(s.RunDir(run), err)
 	}
 	defer lock.Close()
+	if cleanup != nil {
+		if err := cleanup(s.RunDir(run)); err != nil {
+			return err
+		}
+	}
 	gone := filepath.Join(s.root, "flow", ".deleted-"+run+"-"+randomToken())
 	if err := os.Rename(s.RunDir(run), gone); err != nil {
 		return unwritable(s.RunDir(run), err)

@@ -116,16 +116,35 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 }
 
 // Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, id string) error {
+func (s *Store) Delete(ctx context.Context, id string, cleanup func(dir string) error) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, err := s.get(id)
 	if err != nil {
+		s.mu.Unlock()
 		return err
 	}
 	if r.holder != nil {
+		s.mu.Unlock()
 		return errs.New(errs.RunUnavailable, "run %s is held by a live process: cancel it first", id).Wrap(store.ErrHeld)
 	}
+	if cleanup != nil {
+		// The run is held against every process while cleanup runs, outside the store's lock.
+		deleting := &lease{s: s, id: id}
+		r.holder = deleting
+		s.mu.Unlock()
+		dir := ""
+		if s.Dir != "" {
+			dir = filepath.Join(s.Dir, id)
+		}
+		err := cleanup(dir)
+		s.mu.Lock()
+		r.holder = nil
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	defer s.mu.Unlock()
 	delete(s.runs, id)
 	prefix := id + "/"
 	for scope := range s.records {

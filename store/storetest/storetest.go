@@ -413,9 +413,30 @@ func testDelete(t *testing.T, h Harness) {
 	id, keep := create(t, s, 1), create(t, s, 2)
 	l := acquire(t, s, id)
 	require.NoError(t, s.Records(id, store.KindInbox).Put(ctx, "r1", []byte(`{}`)))
-	code(t, other.Delete(ctx, id), errs.RunUnavailable, store.ErrHeld)
+	called := false
+	code(t, other.Delete(ctx, id, func(string) error { called = true; return nil }), errs.RunUnavailable, store.ErrHeld)
+	assert.False(t, called, "a held run's cleanup is not called")
 	require.NoError(t, l.Release())
-	require.NoError(t, other.Delete(ctx, id))
+
+	// A cleanup that fails stops the delete, nothing removed; while it runs, no process can
+	// take the run.
+	failed := errors.New("the worktrees could not be removed")
+	err := other.Delete(ctx, id, func(dir string) error {
+		_, err := s.Acquire(ctx, id)
+		code(t, err, errs.RunUnavailable, store.ErrHeld)
+		return failed
+	})
+	require.ErrorIs(t, err, failed)
+	_, err = s.Spec(ctx, id)
+	require.NoError(t, err, "the run is still there")
+	require.NoError(t, s.Records(id, store.KindInbox).Put(ctx, "r2", []byte(`{}`)))
+
+	var cleaned []string
+	require.NoError(t, other.Delete(ctx, id, func(dir string) error { cleaned = append(cleaned, dir); return nil }))
+	require.Len(t, cleaned, 1, "cleanup runs once")
+	l2 := acquire(t, s, keep)
+	assert.Equal(t, l2.Dir() != "", cleaned[0] != "", "cleanup gets the run's folder when the store keeps one")
+	require.NoError(t, l2.Release())
 	ids, err := s.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{keep}, ids)
@@ -424,7 +445,7 @@ func testDelete(t *testing.T, h Harness) {
 	code(t, s.Rows(ctx, id, 1, func(*journal.Row) error { return nil }), errs.InvalidRequest, store.ErrNotFound)
 	_, err = s.Records(id, store.KindInbox).Get(ctx, "r1")
 	code(t, err, errs.InvalidRequest, store.ErrNotFound)
-	code(t, s.Delete(ctx, id), errs.InvalidRequest, store.ErrNotFound)
+	code(t, s.Delete(ctx, id, nil), errs.InvalidRequest, store.ErrNotFound)
 	// The id can be used again.
 	require.NoError(t, s.Create(ctx, Spec(id)))
 	assert.Empty(t, rows(t, s, id, 1))

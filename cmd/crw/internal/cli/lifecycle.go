@@ -382,17 +382,21 @@ ends cancelled. Exit status 1 when the run has not ended within --wait.`,
 }
 
 func newCmdDelete(g *globals, streams IO) *cobra.Command {
-	return &cobra.Command{
+	var opts engine.DeleteOptions
+	cmd := &cobra.Command{
 		Use:   "delete RUN",
 		Short: "Remove a run that no process holds, its journal and every file of it",
-		Args:  cobra.ExactArgs(1),
+		Long: `Remove a run that no process holds: its journal and every file of it, every worktree it left in
+its repository (registered, locked or half made), and its refs (refs/crw/flow/RUN/) unless
+--keep-refs.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runID = args[0]
 			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			if err := svc.Delete(cmd.Context(), args[0]); err != nil {
+			if err := svc.Delete(cmd.Context(), args[0], opts); err != nil {
 				return err
 			}
 			if g.json {
@@ -403,6 +407,8 @@ func newCmdDelete(g *globals, streams IO) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&opts.KeepRefs, "keep-refs", false, "keep the run's refs (refs/crw/flow/RUN/) in its repository")
+	return cmd
 }
 
 // startPreview is crw flow start --dry-run: the flags checked as a start checks them, and, for a

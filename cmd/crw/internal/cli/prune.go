@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 )
@@ -23,11 +24,13 @@ type pruned struct {
 func newCmdPrune(g *globals, streams IO) *cobra.Command {
 	var olderThan time.Duration
 	var unfinished, dryRun bool
+	var opts engine.DeleteOptions
 	cmd := &cobra.Command{
 		Use:   "prune --older-than D",
 		Short: "Remove the runs that ended longer ago than D",
 		Long: `Remove the runs of the state folder that started longer ago than D and have ended, with their
-journals and every file of them. A run a process holds is never removed. A run that can still go
+journals and every file of them, their worktrees and, unless --keep-refs, their refs in their
+repositories. A run a process holds is never removed. A run that can still go
 on (paused, waiting for a decision, crashed) is kept unless --unfinished. --dry-run lists what
 would go and removes nothing.`,
 		Example: `  crw flow prune --older-than 720h
@@ -58,7 +61,7 @@ would go and removes nothing.`,
 					p.Kept = "unfinished"
 				case dryRun:
 				default:
-					if err := svc.Delete(cmd.Context(), r.Run); err != nil {
+					if err := svc.Delete(cmd.Context(), r.Run, opts); err != nil {
 						p.Kept = err.Error()
 					} else {
 						p.Deleted = true
@@ -97,6 +100,7 @@ would go and removes nothing.`,
 	f.DurationVar(&olderThan, "older-than", 0, "remove the runs started longer ago than this (720h)")
 	f.BoolVar(&unfinished, "unfinished", false, "remove runs that could still go on too (paused, waiting, crashed)")
 	f.BoolVar(&dryRun, "dry-run", false, "list what would go; remove nothing")
+	f.BoolVar(&opts.KeepRefs, "keep-refs", false, "keep the runs' refs (refs/crw/flow/RUN/) in their repositories")
 	return cmd
 }
 

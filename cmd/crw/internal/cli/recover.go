@@ -68,8 +68,10 @@ for a call that did not end unknown.`,
 			switch {
 			case out.Journaled && len(out.HeldBy) > 0:
 				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s stays held by %s, whose outcome is unknown too\n", out.Call, out.Verdict, out.Node, strings.Join(out.HeldBy, ", "))
+			case out.Journaled && out.Verdict == runner.VerdictApplied:
+				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s is released for the calls after it; the same call is never sent again\n", out.Call, out.Verdict, out.Node)
 			case out.Journaled:
-				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s is released for the calls after it\n", out.Call, out.Verdict, out.Node)
+				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s is released for the calls after it, the same call included\n", out.Call, out.Verdict, out.Node)
 			default:
 				fmt.Fprintf(streams.Out, "call %s: the verdict %s is left for the run's live process\n", out.Call, out.Verdict)
 			}

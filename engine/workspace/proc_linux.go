@@ -1,0 +1,10 @@
+package workspace
+
+import "syscall"
+
+// childAttr makes a git child die with crw's process: a git command crw's process started must
+// not go on writing a worktree after that process was killed (SIGKILL included), while the next
+// process of the run makes or removes the same folder.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
