@@ -411,7 +411,13 @@ func TestContractClassification(t *testing.T) {
 				assert.Equal(t, cid, esc[0].Call)
 				assert.Less(t, esc[0].Seq, term.Seq, "the escalation comes before the call's terminal row")
 			} else {
-				assert.Equal(t, store.RunCompleted, res.Status)
+				// The host's session budget held the call: as with the run's own token budget,
+				// the run ends paused (a resume runs the call again), with no escalation.
+				want := store.RunCompleted
+				if tc.reason == "budget_exhausted" {
+					want = store.RunPaused
+				}
+				assert.Equal(t, want, res.Status)
 				assert.Empty(t, esc)
 			}
 			assert.Equal(t, res.Status, store.RunStatus(rows[len(rows)-1].Status))

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,8 +13,8 @@ import (
 // rows it covers, a crash included.
 type Summary struct {
 	LastSeq uint64 `json:"last_seq"` // the last row folded in; 0 for an empty journal
-	// From the last ended row: "" before any (a paused run that was resumed keeps its paused
-	// row's until it ends again).
+	// From the last ended row: "" before any, and again once a process took a run that had
+	// ended paused or waiting (it is under way, or crashed).
 	Status string          `json:"status,omitempty"`
 	Ended  time.Time       `json:"ended,omitzero"`
 	Result json.RawMessage `json:"result,omitempty"`
@@ -138,6 +140,13 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 		}
 		for _, d := range e.Rares().Awaited {
 			s.await(d)
+		}
+	case r.Type == TypeStarted:
+		// A process took the run after it ended paused or waiting: it is under way again (or
+		// crashed, when that process died), whatever the earlier process ended with.
+		if s.Status == "paused" || s.Status == "waiting_decision" {
+			s.Status, s.Ended, s.Result, s.Error = "", time.Time{}, nil, nil
+			s.Decisions = slices.DeleteFunc(s.Decisions, func(d PendingDecision) bool { return strings.HasPrefix(d.ID, VerdictPrefix) })
 		}
 	case r.Type == TypeDecisionRequested && r.Decision != nil:
 		s.await(*r.Decision)

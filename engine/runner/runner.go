@@ -99,7 +99,8 @@ type runner struct {
 	nextID   int                   // the last numeric call id given
 	inflight map[*call]struct{}
 	paused   bool
-	// budgetHeld: a call was held because the run's tokens are spent: the run ends paused.
+	// budgetHeld: a call was held because the run's tokens, or the host's session budget, are
+	// spent: the run ends paused, and a resume runs the call again.
 	budgetHeld bool
 	holds      map[string]string // node → the call whose unknown outcome holds it
 	spent      journal.Tokens

@@ -1,0 +1,425 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/mem"
+)
+
+// Violation is an invariant a run of a case broke.
+type Violation struct {
+	Invariant string `json:"invariant"`
+	Detail    string `json:"detail"`
+}
+
+func (v Violation) String() string { return v.Invariant + ": " + v.Detail }
+
+// Outcome is what one run of a case came to.
+type Outcome struct {
+	Run string
+	// End is how the run ended (nil when it did not).
+	End        *store.Status
+	Rows       []journal.Row
+	Processes  int
+	Crashes    int
+	Actions    []string
+	Violations []Violation
+}
+
+// Report is a case's two runs and what they broke.
+type Report struct {
+	Case       *Case
+	Reference  *Outcome
+	Faulty     *Outcome
+	Violations []Violation
+}
+
+// Failed reports whether the case broke an invariant.
+func (r *Report) Failed() bool { return len(r.Violations) > 0 }
+
+// maxProcesses bounds the processes one run of a case may take: a run that has not ended by
+// then is stuck.
+const maxProcesses = 40
+
+// runTimeout bounds one process of a run.
+const runTimeout = 60 * time.Second
+
+// RunCase runs a case with its faults and without, under dir (a folder of its own), and checks
+// the invariants.
+func RunCase(ctx context.Context, c *Case, dir string) *Report {
+	rep := &Report{Case: c}
+	rep.Reference = execCase(ctx, c, filepath.Join(dir, "reference"), false)
+	rep.Faulty = execCase(ctx, c, filepath.Join(dir, "faulty"), true)
+	for _, v := range rep.Reference.Violations {
+		rep.Violations = append(rep.Violations, Violation{"reference:" + v.Invariant, v.Detail})
+	}
+	rep.Violations = append(rep.Violations, rep.Faulty.Violations...)
+	if v := sameEnd(c, rep.Reference, rep.Faulty); v != nil {
+		rep.Violations = append(rep.Violations, *v)
+	}
+	return rep
+}
+
+// execution is one run of a case in progress.
+type execution struct {
+	c      *Case
+	faulty bool
+	dir    string
+	wf     string
+	repo   string
+	st     *mem.Store
+	svc    *engine.Service
+	host   *fake.Host
+	out    *Outcome
+	// answers is the file the run's processes answer from now: the case's, then its healed
+	// ones once a pause was resumed.
+	answers string
+	healed  bool
+}
+
+func (x *execution) violate(invariant, format string, args ...any) {
+	x.out.Violations = append(x.out.Violations, Violation{invariant, fmt.Sprintf(format, args...)})
+}
+
+func execCase(ctx context.Context, c *Case, dir string, faulty bool) *Outcome {
+	x := &execution{c: c, faulty: faulty, dir: dir, out: &Outcome{}, host: fake.NewHost("")}
+	if err := x.prepare(); err != nil {
+		x.violate("setup", "%v", err)
+		return x.out
+	}
+	opts := engine.CreateOptions{Workflow: x.wf, Pool: c.Pool, Repo: x.repo}
+	if faulty {
+		opts.BudgetTokens = c.Faults.Budget
+	}
+	if c.TierAsk {
+		opts.TierSteps = "ask"
+	}
+	opts.BackendOpts = map[string]string{"answers": x.answers}
+	id, err := x.svc.Create(ctx, opts)
+	if err != nil {
+		x.violate("setup", "create: %v", err)
+		return x.out
+	}
+	x.out.Run = id
+	x.drive(ctx, id)
+	return x.out
+}
+
+// prepare writes the workflow, the answers files and the repository.
+func (x *execution) prepare() error {
+	if err := os.MkdirAll(x.dir, 0o700); err != nil {
+		return err
+	}
+	x.wf = filepath.Join(x.dir, "workflow.js")
+	if err := os.WriteFile(x.wf, []byte(x.c.Program.JS()), 0o600); err != nil {
+		return err
+	}
+	x.answers = filepath.Join(x.dir, "answers.json")
+	if !x.faulty {
+		// The reference never pauses: its answers are the healed ones from the start.
+		if err := os.WriteFile(x.answers, AnswersFile(x.c.Healed()), 0o600); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(x.answers, AnswersFile(x.c.Answers), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(x.dir, "healed.json"), AnswersFile(x.c.Healed()), 0o600); err != nil {
+		return err
+	}
+	if x.c.Repo {
+		x.repo = filepath.Join(x.dir, "repo")
+		if err := makeRepo(x.repo); err != nil {
+			return err
+		}
+	}
+	x.st = mem.New()
+	x.st.Dir = filepath.Join(x.dir, "state")
+	x.svc = &engine.Service{Store: x.st, Backends: backend.NewRegistry(fake.Descriptor())}
+	return nil
+}
+
+// makeRepo makes a scratch repository of one commit.
+func makeRepo(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		return err
+	}
+	for name, content := range map[string]string{"README.md": "# scratch\n", "src/main.txt": "main\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=sim", "-c", "user.email=sim@localhost", "commit", "-q", "-m", "first"}} {
+		if _, err := gitOut(dir, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func gitOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// drive runs the run's processes, one after another, acting between them as the run's
+// inspection says, until it ends or is stuck.
+func (x *execution) drive(ctx context.Context, id string) {
+	var last string // what the previous look at the run said, to see it move on
+	for p := 0; p < maxProcesses; p++ {
+		x.out.Processes++
+		end, err := x.process(ctx, id, p)
+		x.checkJournal(ctx, id)
+		st, serr := x.svc.Status(ctx, id)
+		if serr != nil {
+			x.violate("status_reads", "%v", serr)
+			return
+		}
+		x.checkEnd(ctx, id, end, err, st)
+		if st.State == store.StateEnded {
+			x.out.End = st
+			x.finished(ctx, id)
+			return
+		}
+		if x.faulty && x.c.Faults.CancelAfter > 0 && x.out.Processes >= x.c.Faults.CancelAfter {
+			x.out.Actions = append(x.out.Actions, "cancel")
+			end, err := x.svc.Cancel(ctx, id, 0)
+			if err != nil {
+				x.violate("cancel_ends", "crw flow cancel of a %s run: %v", st.State, err)
+				return
+			}
+			if end.State != store.StateEnded || end.Status != store.RunCancelled {
+				x.violate("cancel_ends", "crw flow cancel left the run %s/%s", end.State, end.Status)
+			}
+			x.checkJournal(ctx, id)
+			x.out.End = end
+			x.finished(ctx, id)
+			return
+		}
+		if x.faulty && x.c.Faults.Abandon && st.State == store.StateCrashed {
+			x.abandon(ctx, id)
+			return
+		}
+		look := x.act(ctx, id, st)
+		if look == "" {
+			return
+		}
+		if look == last && st.State != store.StateCrashed {
+			x.violate("moves_on", "the run is %s again after the action its inspection named (%s): no command leads on", st.State, look)
+			return
+		}
+		last = look
+	}
+	x.violate("ends", "the run did not end after %d processes", maxProcesses)
+}
+
+// process executes one process of the run: with its fault, in the faulty run.
+func (x *execution) process(ctx context.Context, id string, p int) (*store.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	stopAt := 0
+	if x.faulty {
+		if p < len(x.c.Faults.Crashes) && x.c.Faults.Crashes[p] > 0 {
+			x.st.CrashAfterCommit(id, x.c.Faults.Crashes[p])
+		}
+		if p < len(x.c.Faults.Stops) {
+			stopAt = x.c.Faults.Stops[p]
+		}
+	}
+	answers, err := fake.LoadAnswers(x.answers)
+	if err != nil {
+		return nil, err
+	}
+	var events atomic.Int64
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var once sync.Once
+	opts := engine.ExecOptions{Backend: fake.New(answers, x.host), OnEvent: func(runner.Event) {
+		if stopAt > 0 && events.Add(1) >= int64(stopAt) {
+			once.Do(stop)
+		}
+	}}
+	return x.svc.Execute(stopCtx, id, opts)
+}
+
+// act does what the run's inspection says to do next, as an operator would; it returns what it
+// saw (the state and what it acted on), "" when it could not act.
+func (x *execution) act(ctx context.Context, id string, st *store.Status) string {
+	in, err := x.svc.Inspect(ctx, id)
+	if err != nil {
+		x.violate("inspect_reads", "%v", err)
+		return ""
+	}
+	look := string(st.State)
+	switch st.State {
+	case store.StateCrashed:
+		x.out.Crashes++
+		if !mentions(in.Next, "crw flow resume "+id) {
+			x.violate("next_action", "a crashed run's inspection does not say to resume it: %q", in.Next)
+			return ""
+		}
+		x.out.Actions = append(x.out.Actions, "resume (crashed)")
+		return look
+	case store.StatePaused, store.StateWaitingDecision:
+	default:
+		x.violate("state", "no process holds the run, yet it is %s", st.State)
+		return ""
+	}
+	acted := false
+	for _, d := range st.Decisions {
+		look += " " + d.ID
+		if call, ok := strings.CutPrefix(d.ID, runner.EffectPrefix); ok {
+			if !mentions(in.Next, "crw flow recover "+id+" "+call) {
+				x.violate("next_action", "the run waits for the verdict on %s, and its inspection does not say how to give it: %q", call, in.Next)
+				return ""
+			}
+			if !x.verdict(ctx, id, call) {
+				return ""
+			}
+			acted = true
+			continue
+		}
+		if !mentions(in.Next, "crw flow answer "+id+" "+d.ID) {
+			x.violate("next_action", "the run waits for decision %s, and its inspection does not say how to answer it: %q", d.ID, in.Next)
+			return ""
+		}
+		value := fmt.Sprintf(`{"go": %v, "note": null}`, x.c.Decisions[d.ID])
+		if strings.HasPrefix(d.ID, "tier-step/") {
+			value = `{"approve": true}`
+		}
+		x.out.Actions = append(x.out.Actions, "answer "+d.ID)
+		if _, err := x.svc.Answer(ctx, id, d.ID, json.RawMessage(value), "sim", false); err != nil {
+			x.violate("answer_taken", "crw flow answer %s %s: %v", id, d.ID, err)
+			return ""
+		}
+		acted = true
+	}
+	if st.State == store.StatePaused {
+		if !mentions(in.Next, "crw flow resume "+id) {
+			x.violate("next_action", "a paused run's inspection does not say to resume it: %q", in.Next)
+			return ""
+		}
+		change := engine.ResumeChange{}
+		if !x.healed {
+			// The limits have passed: the turns a pause held are answered now.
+			x.healed, x.answers = true, filepath.Join(x.dir, "healed.json")
+			change.Answers = x.answers
+		}
+		if x.c.Faults.Budget > 0 && x.faulty {
+			none := int64(0)
+			change.BudgetTokens = &none
+		}
+		x.out.Actions = append(x.out.Actions, "resume (paused)")
+		if err := x.svc.ChangeResume(ctx, id, change, "sim"); err != nil {
+			x.violate("resume_change", "crw flow resume %s with %+v: %v", id, change, err)
+			return ""
+		}
+		return look + fmt.Sprintf(" healed=%v", x.healed)
+	}
+	if !acted {
+		x.violate("next_action", "the run waits for a decision and lists none: %+v", st)
+		return ""
+	}
+	return look
+}
+
+func mentions(next []string, command string) bool {
+	for _, n := range next {
+		if strings.Contains(n, command) {
+			return true
+		}
+	}
+	return false
+}
+
+// verdict gives the case's verdict on an unknown call: applied with an output its schema
+// admits, or not_applied.
+func (x *execution) verdict(ctx context.Context, id, call string) bool {
+	rows, err := x.svc.Rows(ctx, id)
+	if err != nil {
+		x.violate("rows_read", "%v", err)
+		return false
+	}
+	var prepared, end *journal.Row
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.Call == call && r.Type == journal.TypePrepared:
+			prepared = r
+		case r.Call == call && r.Type == journal.TypeOutcomeUnknown:
+			end = r
+		}
+	}
+	if prepared == nil || end == nil {
+		x.violate("effect_listed", "the run waits for a verdict on %s, which did not end unknown", call)
+		return false
+	}
+	v := runner.Verdict{Verdict: runner.VerdictNotApplied}
+	if x.c.Verdicts[prepared.Index] {
+		v.Verdict = runner.VerdictApplied
+		v.Output = json.RawMessage(`"applied"`)
+		if len(end.Schema) > 0 {
+			if doc, err := schema.Synthesize(end.Schema); err == nil {
+				v.Output = doc
+			}
+		}
+	}
+	x.out.Actions = append(x.out.Actions, "recover "+call+" "+v.Verdict)
+	if _, err := x.svc.Recover(ctx, id, call, v, "sim", false); err != nil {
+		x.violate("verdict_taken", "crw flow recover %s %s --%s: %v", id, call, v.Verdict, err)
+		return false
+	}
+	return true
+}
+
+// abandon deletes a run that crashed and was never resumed.
+func (x *execution) abandon(ctx context.Context, id string) {
+	x.out.Actions = append(x.out.Actions, "delete (crashed)")
+	if err := x.svc.Delete(ctx, id, engine.DeleteOptions{}); err != nil {
+		x.violate("delete_removes", "crw flow delete of a crashed run: %v", err)
+		return
+	}
+	x.checkRepo(id, true)
+}
+
+// errOf is the error code and reason of a process's error.
+func errOf(err error) (errs.Code, string) {
+	e, ok := errs.As(err)
+	if !ok {
+		return "", err.Error()
+	}
+	return e.Code, e.Reason()
+}
+
+// expectedStop reports whether a process's error is one its fault explains: a crash (the lease
+// lost) or a stop.
+func expectedStop(err error) bool {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return true
+	}
+	_, reason := errOf(err)
+	return reason == "process_stopped" || reason == "lease_lost"
+}
