@@ -89,6 +89,8 @@ type runner struct {
 	// stopCtx ends only when the process stops (r.stop): what must not be cut short by a
 	// pause, a cancel or a deadline (git making a worktree) runs under it.
 	stopCtx   context.Context
+	gitMu     sync.RWMutex // the git gate (gitWork)
+	gitClosed bool
 	wg        sync.WaitGroup
 	flushKick chan struct{}
 
@@ -265,6 +267,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		// for them: stopping means now.
 		cancel(failure{stopCause})
 		<-watched
+		r.stopGit()
 		err := r.stopError(stopCause)
 		stopPublish()
 		r.progress.publishStopped(err)

@@ -111,6 +111,27 @@ func (ws *workspaces) checkoutPath(c *call) string {
 	return filepath.Join(ws.root, c.id+"-g"+strconv.Itoa(c.attempt))
 }
 
+// gitWork is the calls' git work (placing, leaving, releasing a directory): each holds the
+// gate for reading while it runs, and a process that stops closes it (stopGit), waiting until
+// no git command of its calls runs and letting none start after. A stopped process's calls are
+// left as a crash leaves them, but nothing of it goes on making or removing a worktree that the
+// next process of the run, or a delete, works on. It returns false once the gate is closed.
+func (r *runner) gitWork() (done func(), ok bool) {
+	r.gitMu.RLock()
+	if r.gitClosed {
+		r.gitMu.RUnlock()
+		return nil, false
+	}
+	return r.gitMu.RUnlock, true
+}
+
+// stopGit closes the git gate and waits for the git work under way to end.
+func (r *runner) stopGit() {
+	r.gitMu.Lock()
+	r.gitClosed = true
+	r.gitMu.Unlock()
+}
+
 // held is a call that cannot run in its directory.
 func held(reason, format string, args ...any) *journal.Row {
 	return &journal.Row{Type: journal.TypeHeld, Reason: reason, Detail: fmt.Sprintf(format, args...)}
@@ -132,6 +153,11 @@ func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 		}
 		return nil, nil
 	}
+	done, ok := r.gitWork()
+	if !ok {
+		return nil, held("worktree_failed", "the process is stopping")
+	}
+	defer done()
 	// Not the call's context: a pause, a cancel or a deadline that interrupts the call must not
 	// kill git halfway through a worktree (it would be left half made, and the call would end
 	// worktree_failed for what was no failure of its directory). Only a process that stops
@@ -357,6 +383,11 @@ func (r *runner) leave(c *call, row *journal.Row) {
 	if p == nil || p.Placement != PlaceAttempt {
 		return
 	}
+	done, ok := r.gitWork()
+	if !ok {
+		return
+	}
+	defer done()
 	n := r.ws.node(p.Node)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -409,6 +440,11 @@ func (r *runner) release(c *call) {
 	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees {
 		return
 	}
+	done, ok := r.gitWork()
+	if !ok {
+		return
+	}
+	defer done()
 	if repo, err := r.ws.open(context.WithoutCancel(r.ctx)); err == nil {
 		_ = repo.RemoveWorktree(context.WithoutCancel(r.ctx), p.Workspace)
 	}

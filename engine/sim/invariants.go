@@ -318,7 +318,7 @@ func sameJSON(a, b json.RawMessage) bool {
 
 func clip(s string) string {
 	if len(s) > 600 {
-		return s[:600] + "…"
+		return s[:3000] + "…"
 	}
 	return s
 }

@@ -132,6 +132,7 @@ func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	delete(r.admins, path)
 	r.mu.Unlock()
 	err := r.locked(ctx, func() error {
+		r.repairAdmins()
 		// --force twice: a worktree whose folder is gone (deleted by hand, or by a crash) is
 		// registered still, locked too when a killed process was making it, and is made again.
 		_, err := r.git(ctx, r.Dir, nil, "worktree", "add", "--force", "--force", "--detach", "--no-checkout",
@@ -203,6 +204,30 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 	})
 }
 
+// repairAdmins removes the admin folders a killed git worktree add left broken (its HEAD,
+// commondir or gitdir file missing or empty): with one of them there, every git worktree
+// command of the repository fails. Run under the worktree lock, which every git worktree add
+// of crw's holds: an add that completed never leaves such a folder.
+func (r *Repo) repairAdmins() {
+	root := filepath.Join(r.GitDir, "worktrees")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		for _, f := range []string{"HEAD", "commondir", "gitdir"} {
+			if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+				_ = os.RemoveAll(dir)
+				break
+			}
+		}
+	}
+	r.mu.Lock()
+	r.admins = nil
+	r.mu.Unlock()
+}
+
 // forget drops what git keeps of a worktree whose folder is gone, locked or not: git worktree
 // prune leaves a locked one registered for ever.
 func (r *Repo) forget(ctx context.Context, path string) error {
@@ -242,6 +267,7 @@ func (r *Repo) RemoveWorktreesUnder(ctx context.Context, root string, keep func(
 		}
 		return false
 	}
+	note(r.locked(ctx, func() error { r.repairAdmins(); return nil }))
 	registered, err := r.Worktrees(ctx)
 	note(err)
 	for _, p := range registered {

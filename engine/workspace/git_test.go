@@ -226,3 +226,42 @@ func TestAWorktreesGitFileIsNotTrusted(t *testing.T) {
 		assert.Equal(t, "main", git(t, repo.Dir, "rev-parse", "--abbrev-ref", "HEAD"), "the user's HEAD stays on its branch")
 	}
 }
+
+// TestWhatAKilledGitLeavesIsCleared: git worktree add killed at its worst instants leaves an
+// admin folder with an empty commondir (every git worktree command of the repository then
+// fails), or a worktree registered and locked with crw's reason whose folder is half made or
+// gone. The next add works, a half-made worktree is known as such, and RemoveWorktreesUnder
+// leaves nothing of any of them.
+func TestWhatAKilledGitLeavesIsCleared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	root := filepath.Join(t.TempDir(), "worktrees")
+	admins := filepath.Join(repo.GitDir, "worktrees")
+
+	// A worktree registered and locked while being made, its folder gone; and one half made.
+	gone, half := filepath.Join(root, "n-a-a1"), filepath.Join(root, "n-b-a1")
+	git(t, repo.Dir, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", workspace.MakingReason, gone, head)
+	require.NoError(t, os.RemoveAll(gone))
+	git(t, repo.Dir, "worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", workspace.MakingReason, half, head)
+	// A broken admin folder: git worktree list fails on it.
+	broken := filepath.Join(admins, "c1-g1")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	for name, content := range map[string]string{"locked": workspace.MakingReason, "HEAD": head + "\n", "gitdir": filepath.Join(root, "c1-g1", ".git") + "\n", "commondir": ""} {
+		require.NoError(t, os.WriteFile(filepath.Join(broken, name), []byte(content), 0o644))
+	}
+	err := exec.Command("git", "-C", repo.Dir, "worktree", "list").Run()
+	require.Error(t, err, "git itself fails on the broken folder")
+
+	require.NoError(t, repo.AddWorktree(ctx, filepath.Join(root, "c2-g1"), head), "an add after the broken folder works")
+	assert.True(t, repo.HalfMade(half))
+	assert.False(t, repo.HalfMade(filepath.Join(root, "c2-g1")), "a worktree AddWorktree finished is not half made")
+
+	require.NoError(t, repo.RemoveWorktreesUnder(ctx, root, nil))
+	list := git(t, repo.Dir, "worktree", "list", "--porcelain")
+	assert.Equal(t, 1, strings.Count(list, "worktree "), list)
+	entries, _ := os.ReadDir(admins)
+	assert.Empty(t, entries, "no admin folder is left")
+	left, _ := os.ReadDir(root)
+	assert.Empty(t, left, "no folder is left under the root")
+}
