@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/crw-dev/crw/engine/workspace"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -210,6 +213,9 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 			out = append(out, row)
 		}
 	}
+	if w := s.removeWorktrees(ctx, run, lease.Dir()); w != nil {
+		out = append(out, w)
+	}
 	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled),
 		Error: &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}})
 	if _, err := j.Write(out...); err != nil {
@@ -351,4 +357,23 @@ func withVerdicts(decisions, published []journal.PendingDecision) []journal.Pend
 		}
 	}
 	return decisions
+}
+
+// removeWorktrees removes the worktrees a run no process holds has in its repository (under its
+// folder dir), as its process would at the run's end, before its ended row is written: a
+// process that dies in between leaves a run whose next end removes them again. It returns a
+// warning row when they could not all be removed.
+func (s *Service) removeWorktrees(ctx context.Context, run, dir string) *journal.Row {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil || spec.Repo == "" || spec.KeepWorktrees || dir == "" {
+		return nil
+	}
+	repo, err := workspace.Open(ctx, spec.Repo)
+	if err == nil {
+		err = repo.RemoveWorktreesUnder(ctx, filepath.Join(dir, "worktrees"), nil)
+	}
+	if err != nil {
+		return &journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: fmt.Sprintf("the run's worktrees under %s: %v", filepath.Join(dir, "worktrees"), err)}
+	}
+	return nil
 }
