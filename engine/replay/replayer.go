@@ -66,6 +66,9 @@ type Replayer struct {
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
 	diverged  bool           // Strict: the script asked for another call than the record has
 	cursor    int            // Align: the next recorded position a call may stand for
+	// needed is the highest issue order of a recorded call the script must make again to
+	// catch up: one a pause held is run again when the script comes to it, not replayed.
+	needed int
 
 	order    []*Call          // recorded completions, in the order the script received them
 	next     int              // the next of order to deliver
@@ -82,6 +85,12 @@ type Replayer struct {
 func New(h *History, mode Mode, wake func()) *Replayer {
 	r := &Replayer{h: h, mode: mode, wake: wake, made: map[*Call]bool{}, ready: map[*Call]func(){}, passed: map[*Call]bool{}, cursor: 1}
 	if h != nil {
+		for i := h.MaxIndex; i > 0; i-- {
+			if c := h.ByIndex[i]; c != nil && !c.Reopened() {
+				r.needed = i
+				break
+			}
+		}
 		r.order = h.Order
 		if mode == Align {
 			r.order = h.Outcomes()
@@ -196,7 +205,7 @@ func (r *Replayer) Unmade() *Divergence {
 		return nil
 	}
 	for i := r.issued + 1; i <= r.h.MaxIndex; i++ {
-		if rec := r.h.ByIndex[i]; rec != nil && !r.made[rec] {
+		if rec := r.h.ByIndex[i]; rec != nil && !r.made[rec] && !rec.Reopened() {
 			return NotMade(i, r.h.PreparedRow(rec))
 		}
 	}
@@ -272,7 +281,7 @@ func (r *Replayer) caughtUpLocked() bool {
 	if r.diverged {
 		return false
 	}
-	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.h.MaxIndex)
+	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.needed)
 }
 
 // checkCaughtUpLocked calls the caughtUp function the first time the script has caught up.

@@ -317,7 +317,7 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 func clip(s string) string {
-	if len(s) > 600 {
+	if len(s) > 3000 {
 		return s[:3000] + "…"
 	}
 	return s

@@ -60,7 +60,7 @@ func (r *Report) Failed() bool { return len(r.Violations) > 0 }
 const maxProcesses = 40
 
 // runTimeout bounds one process of a run.
-const runTimeout = 60 * time.Second
+const runTimeout = 20 * time.Second
 
 // RunCase runs a case with its faults and without, under dir (a folder of its own), and checks
 // the invariants.
@@ -191,8 +191,12 @@ func (x *execution) drive(ctx context.Context, id string) {
 	var last string // what the previous look at the run said, to see it move on
 	for p := 0; p < maxProcesses; p++ {
 		x.out.Processes++
-		end, err := x.process(ctx, id, p)
+		end, err, hung := x.process(ctx, id, p)
 		x.checkJournal(ctx, id)
+		if hung {
+			x.violate("ends", "process %d of the run did not end within %v", p+1, runTimeout)
+			return
+		}
 		st, serr := x.svc.Status(ctx, id)
 		if serr != nil {
 			x.violate("status_reads", "%v", serr)
@@ -237,7 +241,7 @@ func (x *execution) drive(ctx context.Context, id string) {
 }
 
 // process executes one process of the run: with its fault, in the faulty run.
-func (x *execution) process(ctx context.Context, id string, p int) (*store.Status, error) {
+func (x *execution) process(ctx context.Context, id string, p int) (end *store.Status, err error, hung bool) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	stopAt := 0
@@ -251,7 +255,7 @@ func (x *execution) process(ctx context.Context, id string, p int) (*store.Statu
 	}
 	answers, err := fake.LoadAnswers(x.answers)
 	if err != nil {
-		return nil, err
+		return nil, err, false
 	}
 	var events atomic.Int64
 	stopCtx, stop := context.WithCancel(ctx)
@@ -262,7 +266,8 @@ func (x *execution) process(ctx context.Context, id string, p int) (*store.Statu
 			once.Do(stop)
 		}
 	}}
-	return x.svc.Execute(stopCtx, id, opts)
+	end, err = x.svc.Execute(stopCtx, id, opts)
+	return end, err, ctx.Err() != nil
 }
 
 // act does what the run's inspection says to do next, as an operator would; it returns what it

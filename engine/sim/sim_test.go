@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/crw-dev/crw/engine/sim"
@@ -27,8 +28,48 @@ func TestSeeds(t *testing.T) {
 			for _, v := range rep.Violations {
 				t.Errorf("seed %d: %s", s, v)
 			}
+			if rep.Failed() && *keep != "" {
+				v := rep.Violations[0].Invariant
+				small := sim.Shrink(context.Background(), c, v, t.TempDir(), 3, 300)
+				dir := filepath.Join(*keep, fmt.Sprintf("seed-%d-%s", s, v))
+				if err := sim.Save(dir, small, sim.RunCase(context.Background(), small, t.TempDir())); err != nil {
+					t.Error(err)
+				}
+				t.Logf("kept the shrunk case in %s", dir)
+			}
 			if rep.Failed() || testing.Verbose() {
 				t.Logf("workflow:\n%s\nanswers: %s\nfaults: %+v\nactions: %v / %v\nfaulty rows:\n%s", c.Program.JS(), sim.AnswersFile(c.Answers), c.Faults, rep.Reference.Actions, rep.Faulty.Actions, sim.RowsText(rep.Faulty.Rows))
+			}
+		})
+	}
+}
+
+var keep = flag.String("sim.keep", "", "shrink the failing seeds and keep each minimal case in this folder (testdata/sim)")
+
+// TestKeptCases replays every minimal case the simulator found and kept in testdata/sim: each
+// broke an invariant once, and must never again.
+func TestKeptCases(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "sim", "*", "case.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no kept case in testdata/sim")
+	}
+	for _, f := range dirs {
+		dir := filepath.Dir(f)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			c, err := sim.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A case that broke an invariant by timing is run a few times.
+			for i := 0; i < 3; i++ {
+				rep := sim.RunCase(context.Background(), c, t.TempDir())
+				for _, v := range rep.Violations {
+					t.Errorf("%s: %s", filepath.Base(dir), v)
+				}
 			}
 		})
 	}
