@@ -4,8 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crw-dev/crw/engine/sim"
 )
@@ -13,34 +18,67 @@ import (
 var (
 	seeds = flag.Int("sim.seeds", 0, "run this many seeds from -sim.from (0: the fixed set)")
 	from  = flag.Uint64("sim.from", 1, "the first seed -sim.seeds runs")
+	limit = flag.Duration("sim.time", 0, "with -sim.seeds: start no seed after this long (0: run them all)")
 )
 
+// TestSeeds runs the fixed seeds, or -sim.seeds from -sim.from (for -sim.time at most), a few
+// at a time (-parallel), each case with its faults and without.
 func TestSeeds(t *testing.T) {
-	first, n := uint64(1), 40
+	first, n := uint64(1), 60
 	if *seeds > 0 {
 		first, n = *from, *seeds
 	}
+	began := time.Now()
+	next := make(chan uint64)
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0) * 3
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				ran.Add(1)
+				runSeed(t, s)
+			}
+		}()
+	}
 	for s := first; s < first+uint64(n); s++ {
-		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			t.Parallel()
-			c := sim.Generate(s)
-			rep := sim.RunCase(context.Background(), c, t.TempDir())
-			for _, v := range rep.Violations {
-				t.Errorf("seed %d: %s", s, v)
-			}
-			if rep.Failed() && *keep != "" {
-				v := rep.Violations[0].Invariant
-				small := sim.Shrink(context.Background(), c, v, t.TempDir(), 3, 300)
-				dir := filepath.Join(*keep, fmt.Sprintf("seed-%d-%s", s, v))
-				if err := sim.Save(dir, small, sim.RunCase(context.Background(), small, t.TempDir())); err != nil {
-					t.Error(err)
-				}
-				t.Logf("kept the shrunk case in %s", dir)
-			}
-			if rep.Failed() || testing.Verbose() {
-				t.Logf("workflow:\n%s\nanswers: %s\nfaults: %+v\nactions: %v / %v\nfaulty rows:\n%s", c.Program.JS(), sim.AnswersFile(c.Answers), c.Faults, rep.Reference.Actions, rep.Faulty.Actions, sim.RowsText(rep.Faulty.Rows))
-			}
-		})
+		if *limit > 0 && time.Since(began) > *limit {
+			break
+		}
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	t.Logf("seeds from %d: %d run in %v", first, ran.Load(), time.Since(began).Round(time.Second))
+}
+
+func runSeed(t *testing.T, s uint64) {
+	c := sim.Generate(s)
+	dir, err := os.MkdirTemp("", "sim-")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	rep := sim.RunCase(context.Background(), c, dir)
+	for _, v := range rep.Violations {
+		t.Errorf("seed %d: %s", s, v)
+	}
+	if !rep.Failed() {
+		return
+	}
+	t.Logf("seed %d: workflow:\n%s\nanswers: %s\nfaults: %+v\nactions: %v / %v\nfaulty rows:\n%s", s, c.Program.JS(), sim.AnswersFile(c.Answers), c.Faults,
+		rep.Reference.Actions, rep.Faulty.Actions, sim.RowsText(rep.Faulty.Rows))
+	if *keep != "" {
+		v := rep.Violations[0].Invariant
+		small := sim.Shrink(context.Background(), c, v, dir, 3, 200)
+		kept := filepath.Join(*keep, fmt.Sprintf("seed-%d-%s", s, v))
+		if err := sim.Save(kept, small, sim.RunCase(context.Background(), small, filepath.Join(dir, "kept"))); err != nil {
+			t.Error(err)
+		}
+		t.Logf("seed %d: kept the shrunk case in %s", s, kept)
 	}
 }
 
