@@ -27,6 +27,22 @@ function caught(what, e) {
 export default async function main() {
   const r1 = note(await agent.call({ role: "architect", node: "n1", prompt: "task 1 of n1", schema: inline_flag }));
   await settle(r1);
-  out.push("unsafe/" + JSON.stringify(r1.output).length + "/" + r1.output.constructor.name);
+  const [r2, r3, r4] = await Promise.all([
+    agent.call({ role: "reviewer", node: "n2", prompt: "task 2 of n2", schema: inline_flag }),
+    agent.call({ role: "explorer", node: "n3", prompt: "task 3 of n3" }),
+    agent.call({ role: "executor", node: "n4", prompt: "task 4 of n4", schema: inline_flag }),
+  ]);
+  note(r2);
+  note(r3);
+  note(r4);
+  await settle(r2);
+  await settle(r3);
+  await settle(r4);
+  try {
+    const k = await crw.commit("n4", { message: "work of n4" });
+    out.push("commit/" + k.node + "/" + k.tree);
+  } catch (e) {
+    caught("commit", e);
+  }
   return out;
 }
