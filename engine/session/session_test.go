@@ -877,23 +877,26 @@ export default async function main() {
 }
 `
 	var host *sessiontest.Host
+	var ow *sessiontest.Owner
 	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
 		if st.Call == "c1" {
 			return sessiontest.Answer{Hold: true}
 		}
-		go func() { // c2 fails once c1 is spawned, so that the pause finds c1's turn running
+		go func() { // c2 fails once the run has bound c1, so that the pause finds c1's turn running
 			var agent, turn string
-			require.Eventually(t, func() bool {
-				_, _, c1 := host.Find("c1/t1-a1")
+			assert.Eventually(t, func() bool {
+				bound := false
+				for _, r := range ow.AllReplies() {
+					bound = bound || (r.Marker == "c1/t1-a1" && r.Reply == session.ReplyBound)
+				}
 				var ok bool
 				agent, turn, ok = host.Find(st.Marker)
-				return c1 && ok
-			}, 5*time.Second, time.Millisecond)
-			time.Sleep(50 * time.Millisecond)
+				return bound && ok
+			}, 20*time.Second, time.Millisecond, "c1 bound and c2 spawned")
 			host.End(agent, turn, "", "usageLimitExceeded")
 		}()
 		return sessiontest.Answer{Hold: true}
-	}, func(o *sessiontest.Owner) { host = o.Host })
+	}, func(o *sessiontest.Owner) { host, ow = o.Host, o })
 	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
 	assert.Equal(t, 1, host.Interrupts, "c1's running turn was interrupted on the host")
 	interrupts := enginetest.OfType(enginetest.CallRows(rows, "c1"), journal.TypeInterruptRequested)
