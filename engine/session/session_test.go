@@ -418,14 +418,21 @@ func TestSessionStepUnwrittenIsRetriedAndWarnedSparingly(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
 `
-	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+	// The run looks the step's marker up every 4 polls (LookupEvery), each poll after a write
+	// of the step that fails: at its 8th lookup the step failed to be written 32 times.
+	var lookups atomic.Int64
+	end, rows, _, _, _ := sessionRunWith(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
 		// steps/ is a file for about 30 polls, then the disk is "freed".
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600))
 		go func() {
-			time.Sleep(150 * time.Millisecond)
+			for deadline := time.Now().Add(20 * time.Second); lookups.Load() < 8 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			_ = os.Remove(filepath.Join(o.Bus.Dir, "steps"))
 		}()
+	}, func(c *session.Config) {
+		c.Host = countingLookups{Host: c.Host.(*sessiontest.Host), n: &lookups}
 	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"seen"`, string(end.Result))
@@ -441,6 +448,17 @@ export default async function main() { return (await agent.call({ role: "explore
 	last := details[len(details)-1]
 	assert.Contains(t, last, "written: true")
 	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
+}
+
+// countingLookups is a host that counts the run's lookups of markers (Subagents).
+type countingLookups struct {
+	*sessiontest.Host
+	n *atomic.Int64
+}
+
+func (h countingLookups) Subagents(ctx context.Context) ([]session.Thread, error) {
+	h.n.Add(1)
+	return h.Host.Subagents(ctx)
 }
 
 // TestSessionLostAttemptSpawnsTheNext: a subagent the host drops mid-turn loses its attempt
