@@ -767,8 +767,10 @@ func private(lostAfter time.Duration) func(*session.Config) {
 // once it is on disk, and a turn that runs three times LostAfter while its rollout grows is
 // harvested when it ends.
 func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
-	const lostAfter = 150 * time.Millisecond
+	// The subagent's rollout grows every lostAfter/5: a wide margin for a loaded machine.
+	const lostAfter = 500 * time.Millisecond
 	var host *sessiontest.Host
+	var ow *sessiontest.Owner
 	worked := make(chan time.Duration, 1)
 	end, rows, _, o, _ := sessionRunWith(t, threeCalls, func(st session.StepFile) sessiontest.Answer {
 		if st.Call != "c1" {
@@ -776,8 +778,17 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 		}
 		go func() { // the subagent works a while, writing its rollout, then answers
 			var agent, turn string
-			require.Eventually(t, func() bool { var ok bool; agent, turn, ok = host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
-			time.Sleep(50 * time.Millisecond) // the report comes before its rollout is written
+			assert.Eventually(t, func() bool { var ok bool; agent, turn, ok = host.Find(st.Marker); return ok }, 20*time.Second, time.Millisecond)
+			// The report comes before its rollout is written: the rollout is written once the
+			// run has told the report retry.
+			assert.Eventually(t, func() bool {
+				for _, r := range ow.AllReplies() {
+					if r.Marker == st.Marker && r.Reply == session.ReplyRetry {
+						return true
+					}
+				}
+				return false
+			}, 20*time.Second, time.Millisecond, "the report of %s told retry", st.Marker)
 			start := time.Now()
 			for time.Since(start) < 3*lostAfter {
 				host.Progress(agent)
@@ -787,7 +798,7 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 			worked <- time.Since(start)
 		}()
 		return sessiontest.Answer{Hold: true}
-	}, func(o *sessiontest.Owner) { host = o.Host; o.NoteCloses = true }, private(lostAfter))
+	}, func(o *sessiontest.Owner) { host, ow = o.Host, o; o.NoteCloses = true }, private(lostAfter))
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
 	assert.GreaterOrEqual(t, <-worked, 3*lostAfter)
