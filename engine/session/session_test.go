@@ -418,14 +418,21 @@ func TestSessionStepUnwrittenIsRetriedAndWarnedSparingly(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
 `
-	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+	// The run looks the step's marker up every 4 polls (LookupEvery), each poll after a write
+	// of the step that fails: at its 8th lookup the step failed to be written 32 times.
+	var lookups atomic.Int64
+	end, rows, _, _, _ := sessionRunWith(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
 		// steps/ is a file for about 30 polls, then the disk is "freed".
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600))
 		go func() {
-			time.Sleep(150 * time.Millisecond)
+			for deadline := time.Now().Add(20 * time.Second); lookups.Load() < 8 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			_ = os.Remove(filepath.Join(o.Bus.Dir, "steps"))
 		}()
+	}, func(c *session.Config) {
+		c.Host = countingLookups{Host: c.Host.(*sessiontest.Host), n: &lookups}
 	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"seen"`, string(end.Result))
@@ -441,6 +448,17 @@ export default async function main() { return (await agent.call({ role: "explore
 	last := details[len(details)-1]
 	assert.Contains(t, last, "written: true")
 	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
+}
+
+// countingLookups is a host that counts the run's lookups of markers (Subagents).
+type countingLookups struct {
+	*sessiontest.Host
+	n *atomic.Int64
+}
+
+func (h countingLookups) Subagents(ctx context.Context) ([]session.Thread, error) {
+	h.n.Add(1)
+	return h.Host.Subagents(ctx)
 }
 
 // TestSessionLostAttemptSpawnsTheNext: a subagent the host drops mid-turn loses its attempt
@@ -749,8 +767,10 @@ func private(lostAfter time.Duration) func(*session.Config) {
 // once it is on disk, and a turn that runs three times LostAfter while its rollout grows is
 // harvested when it ends.
 func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
-	const lostAfter = 150 * time.Millisecond
+	// The subagent's rollout grows every lostAfter/5: a wide margin for a loaded machine.
+	const lostAfter = 500 * time.Millisecond
 	var host *sessiontest.Host
+	var ow *sessiontest.Owner
 	worked := make(chan time.Duration, 1)
 	end, rows, _, o, _ := sessionRunWith(t, threeCalls, func(st session.StepFile) sessiontest.Answer {
 		if st.Call != "c1" {
@@ -758,8 +778,17 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 		}
 		go func() { // the subagent works a while, writing its rollout, then answers
 			var agent, turn string
-			require.Eventually(t, func() bool { var ok bool; agent, turn, ok = host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
-			time.Sleep(50 * time.Millisecond) // the report comes before its rollout is written
+			assert.Eventually(t, func() bool { var ok bool; agent, turn, ok = host.Find(st.Marker); return ok }, 20*time.Second, time.Millisecond)
+			// The report comes before its rollout is written: the rollout is written once the
+			// run has told the report retry.
+			assert.Eventually(t, func() bool {
+				for _, r := range ow.AllReplies() {
+					if r.Marker == st.Marker && r.Reply == session.ReplyRetry {
+						return true
+					}
+				}
+				return false
+			}, 20*time.Second, time.Millisecond, "the report of %s told retry", st.Marker)
 			start := time.Now()
 			for time.Since(start) < 3*lostAfter {
 				host.Progress(agent)
@@ -769,7 +798,7 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 			worked <- time.Since(start)
 		}()
 		return sessiontest.Answer{Hold: true}
-	}, func(o *sessiontest.Owner) { host = o.Host; o.NoteCloses = true }, private(lostAfter))
+	}, func(o *sessiontest.Owner) { host, ow = o.Host, o; o.NoteCloses = true }, private(lostAfter))
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
 	assert.GreaterOrEqual(t, <-worked, 3*lostAfter)
@@ -877,23 +906,26 @@ export default async function main() {
 }
 `
 	var host *sessiontest.Host
+	var ow *sessiontest.Owner
 	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
 		if st.Call == "c1" {
 			return sessiontest.Answer{Hold: true}
 		}
-		go func() { // c2 fails once c1 is spawned, so that the pause finds c1's turn running
+		go func() { // c2 fails once the run has bound c1, so that the pause finds c1's turn running
 			var agent, turn string
-			require.Eventually(t, func() bool {
-				_, _, c1 := host.Find("c1/t1-a1")
+			assert.Eventually(t, func() bool {
+				bound := false
+				for _, r := range ow.AllReplies() {
+					bound = bound || (r.Marker == "c1/t1-a1" && r.Reply == session.ReplyBound)
+				}
 				var ok bool
 				agent, turn, ok = host.Find(st.Marker)
-				return c1 && ok
-			}, 5*time.Second, time.Millisecond)
-			time.Sleep(50 * time.Millisecond)
+				return bound && ok
+			}, 20*time.Second, time.Millisecond, "c1 bound and c2 spawned")
 			host.End(agent, turn, "", "usageLimitExceeded")
 		}()
 		return sessiontest.Answer{Hold: true}
-	}, func(o *sessiontest.Owner) { host = o.Host })
+	}, func(o *sessiontest.Owner) { host, ow = o.Host, o })
 	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
 	assert.Equal(t, 1, host.Interrupts, "c1's running turn was interrupted on the host")
 	interrupts := enginetest.OfType(enginetest.CallRows(rows, "c1"), journal.TypeInterruptRequested)
