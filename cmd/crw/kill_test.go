@@ -44,7 +44,7 @@ var (
 )
 
 const (
-	killSeedsFixed = 3
+	killSeedsFixed = 6
 	bigRepoFiles   = 10_000
 )
 
@@ -180,6 +180,7 @@ type killRig struct {
 	maxKill int
 
 	run                      string
+	drawn                    int // kills drawn (a process may end before its instant)
 	kills, resumes, answered int
 	restarts                 int // starts killed before the run was created
 }
@@ -222,12 +223,22 @@ func (r *killRig) crw(codes []int, args ...string) []byte {
 	return nil
 }
 
-// wantKill draws whether the next process is killed, and when.
+// wantKill draws whether the next process is killed, and when: the first process of a run
+// always, at an instant within the uninterrupted run's span, and every other one with odds of
+// one half, within half of it, until the rig's number of kills is reached.
 func (r *killRig) wantKill() (time.Duration, bool) {
-	if r.rng == nil || r.kills >= r.maxKill || r.rng.IntN(5) == 0 {
+	if r.rng == nil || r.kills >= r.maxKill {
 		return 0, false
 	}
-	return time.Duration(r.rng.Int64N(int64(r.span) + 1)), true
+	span := r.span
+	if r.drawn > 0 {
+		span /= 2
+		if r.rng.IntN(2) == 0 {
+			return 0, false
+		}
+	}
+	r.drawn++
+	return time.Duration(r.rng.Int64N(int64(span) + 1)), true
 }
 
 // foreground runs a crw command that runs the workflow in its own process, killed after d when
@@ -530,8 +541,8 @@ func TestKillOnBigRepo(t *testing.T) {
 			assert.Equal(t, b.result, r.normalize(end.result), "seed %d (%s): the result", s, wf.name)
 			assert.Equal(t, b.end.refs, end.refs, "seed %d (%s): the run's refs (tree and commits)", s, wf.name)
 			assert.Equal(t, b.end.turns, end.turns, "seed %d (%s): the turns the host received", s, wf.name)
-			t.Logf("seed %d: %s, %d kills (%d before the run was made), %d resumes, %d answers, %v (uninterrupted %v)",
-				s, wf.name, r.kills, r.restarts, r.resumes, r.answered, took.Round(time.Millisecond), b.span.Round(time.Millisecond))
+			t.Logf("seed %d: %s, %d kills of %d drawn (%d before the run was made), %d resumes, %d answers, %v (uninterrupted %v)",
+				s, wf.name, r.kills, r.drawn, r.restarts, r.resumes, r.answered, took.Round(time.Millisecond), b.span.Round(time.Millisecond))
 		})
 	}
 }
