@@ -131,6 +131,28 @@ func TestPendingTreeCanLeaveTheIndexAlone(t *testing.T) {
 	assert.Equal(t, "D  a.txt\nA  new.txt", git(t, wt, "status", "--porcelain"))
 }
 
+// TestPendingTreeTakesNoIndexLock: the commit's staging goes into a copy of the worktree's
+// index, so the index.lock a git killed with an earlier process of the run left behind does not
+// stop it, and it leaves none of its own.
+func TestPendingTreeTakesNoIndexLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktree(ctx, wt, head))
+	admin := strings.TrimSpace(git(t, wt, "rev-parse", "--absolute-git-dir"))
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "index.lock"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "new.txt"), []byte("new\n"), 0o644))
+	tree, err := repo.PendingTree(ctx, wt, false)
+	require.NoError(t, err)
+	assert.Equal(t, "a.txt\nnew.txt", git(t, wt, "ls-tree", "--name-only", tree))
+	require.NoError(t, os.Remove(filepath.Join(admin, "index.lock")))
+	assert.Equal(t, "A  new.txt", git(t, wt, "status", "--porcelain"), "the worktree's index has the staging")
+	left, err := filepath.Glob(filepath.Join(admin, "*index*"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(admin, "index")}, left)
+}
+
 // TestWorktreesComeAndGoInParallel: adds and removes of worktrees of one repository at once,
 // which git alone races on, all succeed and leave git's list clean.
 func TestWorktreesComeAndGoInParallel(t *testing.T) {
