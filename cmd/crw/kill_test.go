@@ -268,12 +268,13 @@ func (r *killRig) foreground(d time.Duration, kill bool, args ...string) ([]byte
 	return out.Bytes(), false
 }
 
-// detached waits for (or kills after d) the detached process pid that holds the run.
-func (r *killRig) detached(pid int, d time.Duration, kill bool) bool {
+// detached waits for the detached process pid that holds the run, or kills it d after began
+// (when the command that started it was run).
+func (r *killRig) detached(pid int, began time.Time, d time.Duration, kill bool) bool {
 	r.t.Helper()
 	killed := false
 	if kill {
-		time.Sleep(d)
+		time.Sleep(time.Until(began.Add(d)))
 		if st, err := published(r.state, r.run); err == nil && st.PID == pid && local.Held(r.state, r.run) {
 			killed = syscall.Kill(pid, syscall.SIGKILL) == nil
 		}
@@ -304,6 +305,7 @@ func (r *killRig) drive() *store.Status {
 	for r.run == "" {
 		d, kill := r.wantKill()
 		if r.rng != nil && r.rng.IntN(2) == 0 {
+			began := time.Now()
 			out := r.crw([]int{0}, append([]string{"flow", "start"}, r.startArgs()...)...)
 			var s struct {
 				Run string `json:"run"`
@@ -311,7 +313,7 @@ func (r *killRig) drive() *store.Status {
 			}
 			require.NoError(t, json.Unmarshal(out, &s), "%s", out)
 			r.run = s.Run
-			if r.detached(s.PID, d, kill) {
+			if r.detached(s.PID, began, d, kill) {
 				r.kills++
 			}
 			break
@@ -351,6 +353,7 @@ func (r *killRig) drive() *store.Status {
 				d, kill := r.wantKill()
 				if r.rng != nil && r.rng.IntN(2) == 0 {
 					// The answer resumes the run in a process of its own.
+					began := time.Now()
 					out := r.crw([]int{0}, "flow", "answer", r.run, dec.ID, "--value", value, "--json")
 					var a struct {
 						PID int `json:"pid"`
@@ -359,7 +362,7 @@ func (r *killRig) drive() *store.Status {
 					r.answered++
 					if a.PID != 0 {
 						r.resumes++
-						if r.detached(a.PID, d, kill) {
+						if r.detached(a.PID, began, d, kill) {
 							r.kills++
 						}
 					}
@@ -383,12 +386,13 @@ func (r *killRig) resume() {
 	d, kill := r.wantKill()
 	r.resumes++
 	if r.rng != nil && r.rng.IntN(2) == 0 {
+		began := time.Now()
 		out := r.crw([]int{0}, "flow", "resume", r.run, "--detach", "--json")
 		var s struct {
 			PID int `json:"pid"`
 		}
 		require.NoError(t, json.Unmarshal(out, &s), "%s", out)
-		if r.detached(s.PID, d, kill) {
+		if r.detached(s.PID, began, d, kill) {
 			r.kills++
 		}
 		return
