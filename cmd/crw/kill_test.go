@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ var (
 )
 
 const (
-	killSeedsFixed = 6
+	killSeedsFixed = 9
 	bigRepoFiles   = 10_000
 )
 
@@ -223,37 +224,75 @@ func (r *killRig) crw(codes []int, args ...string) []byte {
 	return nil
 }
 
+// killPlan is when a process is killed: at an instant after the command that started it was
+// run, or, whileMaking, a moment after git starts making a worktree of the repository.
+type killPlan struct {
+	kill        bool
+	at          time.Duration
+	whileMaking bool
+}
+
 // wantKill draws whether the next process is killed, and when: the first process of a run
-// always, at an instant within the uninterrupted run's span, and every other one with odds of
-// one half, within half of it, until the rig's number of kills is reached.
-func (r *killRig) wantKill() (time.Duration, bool) {
+// always, every other one with odds of one half, until the rig's number of kills is reached;
+// half of the kills at an instant within two thirds of the uninterrupted run's span (a third
+// after the first), half within 200 ms of the moment git starts making a worktree.
+func (r *killRig) wantKill() killPlan {
 	if r.rng == nil || r.kills >= r.maxKill {
-		return 0, false
+		return killPlan{}
 	}
-	span := r.span
+	span := r.span * 2 / 3
 	if r.drawn > 0 {
 		span /= 2
 		if r.rng.IntN(2) == 0 {
-			return 0, false
+			return killPlan{}
 		}
 	}
 	r.drawn++
-	return time.Duration(r.rng.Int64N(int64(span) + 1)), true
+	if r.rng.IntN(2) == 0 {
+		return killPlan{kill: true, whileMaking: true, at: time.Duration(r.rng.Int64N(int64(200*time.Millisecond) + 1))}
+	}
+	return killPlan{kill: true, at: time.Duration(r.rng.Int64N(int64(span) + 1))}
 }
 
-// foreground runs a crw command that runs the workflow in its own process, killed after d when
-// kill says so. It returns its stdout and whether it was killed.
-func (r *killRig) foreground(d time.Duration, kill bool, args ...string) ([]byte, bool) {
+// killAt calls kill at p's instant unless done says the process ended first, and returns
+// whether kill did kill it.
+func (r *killRig) killAt(began time.Time, p killPlan, done func() bool, kill func() bool) bool {
+	if !p.kill {
+		return false
+	}
+	gitDir := filepath.Join(r.repo, ".git")
+	for !done() {
+		if p.whileMaking {
+			if beingMade(gitDir) {
+				time.Sleep(p.at)
+				return kill()
+			}
+		} else if !time.Now().Before(began.Add(p.at)) {
+			return kill()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// foreground runs a crw command that runs the workflow in its own process, killed as p says.
+// It returns its stdout and whether it was killed.
+func (r *killRig) foreground(p killPlan, args ...string) ([]byte, bool) {
 	r.t.Helper()
 	cmd := r.command(args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	began := time.Now()
 	require.NoError(r.t, cmd.Start())
-	if kill {
-		timer := time.AfterFunc(d, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		defer timer.Stop()
-	}
+	var exited atomic.Bool
+	killer := make(chan struct{})
+	go func() {
+		defer close(killer)
+		r.killAt(began, p, exited.Load, func() bool { return cmd.Process.Signal(syscall.SIGKILL) == nil })
+	}()
 	err := cmd.Wait()
+	exited.Store(true)
+	<-killer
 	if ee, ok := err.(*exec.ExitError); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			return out.Bytes(), true
@@ -268,17 +307,14 @@ func (r *killRig) foreground(d time.Duration, kill bool, args ...string) ([]byte
 	return out.Bytes(), false
 }
 
-// detached waits for the detached process pid that holds the run, or kills it d after began
-// (when the command that started it was run).
-func (r *killRig) detached(pid int, began time.Time, d time.Duration, kill bool) bool {
+// detached waits for the detached process pid that holds the run, killed as p says (its
+// instant counted from began, when the command that started it was run).
+func (r *killRig) detached(pid int, began time.Time, p killPlan) bool {
 	r.t.Helper()
-	killed := false
-	if kill {
-		time.Sleep(time.Until(began.Add(d)))
-		if st, err := published(r.state, r.run); err == nil && st.PID == pid && local.Held(r.state, r.run) {
-			killed = syscall.Kill(pid, syscall.SIGKILL) == nil
-		}
-	}
+	killed := r.killAt(began, p, func() bool { return !local.Held(r.state, r.run) }, func() bool {
+		st, err := published(r.state, r.run)
+		return err == nil && st.PID == pid && local.Held(r.state, r.run) && syscall.Kill(pid, syscall.SIGKILL) == nil
+	})
 	r.waitFree()
 	return killed
 }
@@ -303,7 +339,7 @@ func (r *killRig) drive() *store.Status {
 	t := r.t
 	t.Helper()
 	for r.run == "" {
-		d, kill := r.wantKill()
+		plan := r.wantKill()
 		if r.rng != nil && r.rng.IntN(2) == 0 {
 			began := time.Now()
 			out := r.crw([]int{0}, append([]string{"flow", "start"}, r.startArgs()...)...)
@@ -313,12 +349,12 @@ func (r *killRig) drive() *store.Status {
 			}
 			require.NoError(t, json.Unmarshal(out, &s), "%s", out)
 			r.run = s.Run
-			if r.detached(s.PID, began, d, kill) {
+			if r.detached(s.PID, began, plan) {
 				r.kills++
 			}
 			break
 		}
-		out, killed := r.foreground(d, kill, append([]string{"flow", "run"}, r.startArgs()...)...)
+		out, killed := r.foreground(plan, append([]string{"flow", "run"}, r.startArgs()...)...)
 		if !killed {
 			r.run = decodeRun(t, out).Run
 			break
@@ -350,7 +386,7 @@ func (r *killRig) drive() *store.Status {
 			for _, dec := range st.Decisions {
 				value, ok := r.wf.decisions[dec.ID]
 				require.True(t, ok, "run %s asks decision %q", r.run, dec.ID)
-				d, kill := r.wantKill()
+				plan := r.wantKill()
 				if r.rng != nil && r.rng.IntN(2) == 0 {
 					// The answer resumes the run in a process of its own.
 					began := time.Now()
@@ -362,7 +398,7 @@ func (r *killRig) drive() *store.Status {
 					r.answered++
 					if a.PID != 0 {
 						r.resumes++
-						if r.detached(a.PID, began, d, kill) {
+						if r.detached(a.PID, began, plan) {
 							r.kills++
 						}
 					}
@@ -383,7 +419,7 @@ func (r *killRig) drive() *store.Status {
 func (r *killRig) resume() {
 	t := r.t
 	t.Helper()
-	d, kill := r.wantKill()
+	plan := r.wantKill()
 	r.resumes++
 	if r.rng != nil && r.rng.IntN(2) == 0 {
 		began := time.Now()
@@ -392,12 +428,12 @@ func (r *killRig) resume() {
 			PID int `json:"pid"`
 		}
 		require.NoError(t, json.Unmarshal(out, &s), "%s", out)
-		if r.detached(s.PID, began, d, kill) {
+		if r.detached(s.PID, began, plan) {
 			r.kills++
 		}
 		return
 	}
-	if _, killed := r.foreground(d, kill, "flow", "resume", r.run, "--json"); killed {
+	if _, killed := r.foreground(plan, "flow", "resume", r.run, "--json"); killed {
 		r.kills++
 	}
 	r.waitFree()
