@@ -184,6 +184,7 @@ type killRig struct {
 	drawn                    int // kills drawn (a process may end before its instant)
 	kills, resumes, answered int
 	restarts                 int // starts killed before the run was created
+	vanished                 int // worktrees removed while no process held the run
 }
 
 func newKillRig(t *testing.T, wf *killWorkflow) *killRig {
@@ -414,11 +415,26 @@ func (r *killRig) drive() *store.Status {
 	}
 }
 
+// vanish removes the folder of one of the run's worktrees, as a person might while no process
+// holds the run: git still has it registered, and the resume makes it again.
+func (r *killRig) vanish() {
+	entries, err := os.ReadDir(filepath.Join(runDir(r.state, r.run), "worktrees"))
+	if err != nil || len(entries) == 0 {
+		return
+	}
+	e := entries[r.rng.IntN(len(entries))]
+	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())))
+	r.vanished++
+}
+
 // resume resumes the run, detached or in the foreground, killed as the rig draws, and waits
 // until no process holds it.
 func (r *killRig) resume() {
 	t := r.t
 	t.Helper()
+	if r.rng != nil && r.rng.IntN(3) == 0 {
+		r.vanish()
+	}
 	plan := r.wantKill()
 	r.resumes++
 	if r.rng != nil && r.rng.IntN(2) == 0 {
@@ -581,8 +597,8 @@ func TestKillOnBigRepo(t *testing.T) {
 			assert.Equal(t, b.result, r.normalize(end.result), "seed %d (%s): the result", s, wf.name)
 			assert.Equal(t, b.end.refs, end.refs, "seed %d (%s): the run's refs (tree and commits)", s, wf.name)
 			assert.Equal(t, b.end.turns, end.turns, "seed %d (%s): the turns the host received", s, wf.name)
-			t.Logf("seed %d: %s, %d kills of %d drawn (%d before the run was made), %d resumes, %d answers, %v (uninterrupted %v)",
-				s, wf.name, r.kills, r.drawn, r.restarts, r.resumes, r.answered, took.Round(time.Millisecond), b.span.Round(time.Millisecond))
+			t.Logf("seed %d: %s, %d kills of %d drawn (%d before the run was made), %d resumes, %d answers, %d worktrees removed, %v (uninterrupted %v)",
+				s, wf.name, r.kills, r.drawn, r.restarts, r.resumes, r.answered, r.vanished, took.Round(time.Millisecond), b.span.Round(time.Millisecond))
 		})
 	}
 }
