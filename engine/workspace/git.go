@@ -125,6 +125,13 @@ func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
 // until its checkout is complete, so one that a killed process left half made is known as such
 // (HalfMade) and is made again rather than taken for a worktree that was changed.
 func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
+	return r.AddWorktreeHolding(ctx, path, commit, "")
+}
+
+// AddWorktreeHolding is AddWorktree, and then, when tree is not "", the worktree's index and
+// files are made tree's (its HEAD stays at commit), before its lock is let go: a worktree
+// restored to the tree a call left is half made until it holds that tree.
+func (r *Repo) AddWorktreeHolding(ctx context.Context, path, commit, tree string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -141,7 +148,11 @@ func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD"); err != nil {
+	_, err = r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD")
+	if err == nil && tree != "" {
+		_, err = r.inWorktree(ctx, path, nil, "read-tree", "--reset", "-u", "--end-of-options", tree)
+	}
+	if err != nil {
 		_ = r.RemoveWorktree(context.WithoutCancel(ctx), path) // half made: nothing of it stays
 		return err
 	}
@@ -514,21 +525,6 @@ func (r *Repo) CommitTree(ctx context.Context, tree, parent, message string, who
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
-}
-
-// ResetTo puts the worktree at path to commit with tree checked out: its HEAD at commit, its
-// index and files exactly tree's (files git does not track are removed).
-func (r *Repo) ResetTo(ctx context.Context, path, commit, tree string) error {
-	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", commit); err != nil {
-		return err
-	}
-	if tree != "" {
-		if _, err := r.inWorktree(ctx, path, nil, "read-tree", "--reset", "-u", tree); err != nil {
-			return err
-		}
-	}
-	_, err := r.inWorktree(ctx, path, nil, "clean", "-f", "-f", "-d", "-x", "--quiet")
-	return err
 }
 
 // Status is a worktree's `git status --porcelain` with its HEAD, for digests.

@@ -153,6 +153,32 @@ func TestPendingTreeTakesNoIndexLock(t *testing.T) {
 	assert.Equal(t, []string{filepath.Join(admin, "index")}, left)
 }
 
+// TestAddWorktreeHolding: a worktree made again to hold a call's tree has its HEAD at the
+// commit and that tree in its index and files, and is unlocked only then.
+func TestAddWorktreeHolding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	work := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, repo.AddWorktree(ctx, work, head))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "new.txt"), []byte("new\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(work, "a.txt")))
+	tree, err := repo.PendingTree(ctx, work, true)
+	require.NoError(t, err)
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktreeHolding(ctx, wt, head, tree))
+	assert.Equal(t, head, git(t, wt, "rev-parse", "HEAD"))
+	assert.Equal(t, "D  a.txt\nA  new.txt", git(t, wt, "status", "--porcelain"))
+	_, err = os.Stat(filepath.Join(wt, "a.txt"))
+	assert.True(t, os.IsNotExist(err), "a.txt is not in the tree")
+	got, err := repo.PendingTree(ctx, wt, true)
+	require.NoError(t, err)
+	assert.Equal(t, tree, got)
+	assert.False(t, repo.HalfMade(wt))
+	assert.NotContains(t, git(t, repo.Dir, "worktree", "list", "--porcelain"), "locked")
+}
+
 // TestWorktreesComeAndGoInParallel: adds and removes of worktrees of one repository at once,
 // which git alone races on, all succeed and leave git's list clean.
 func TestWorktreesComeAndGoInParallel(t *testing.T) {
