@@ -234,22 +234,24 @@ type killPlan struct {
 }
 
 // wantKill draws whether the next process is killed, and when: the first process of a run
-// always, every other one with odds of one half, until the rig's number of kills is reached;
-// half of the kills at an instant within two thirds of the uninterrupted run's span (a third
-// after the first), half within 200 ms of the moment git starts making a worktree.
-func (r *killRig) wantKill() killPlan {
+// always, every other one with odds of one half (three quarters after a worktree was removed),
+// until the rig's number of kills is reached; half of the kills (all, after a worktree was
+// removed: the resume makes it again) within 200 ms of the moment git starts making a worktree,
+// the others at an instant within half of the uninterrupted run's span (a quarter after the
+// first).
+func (r *killRig) wantKill(vanished bool) killPlan {
 	if r.rng == nil || r.kills >= r.maxKill {
 		return killPlan{}
 	}
-	span := r.span * 2 / 3
+	span := r.span / 2
 	if r.drawn > 0 {
 		span /= 2
-		if r.rng.IntN(2) == 0 {
+		if odds := map[bool]int{false: 2, true: 4}[vanished]; r.rng.IntN(odds) == 0 {
 			return killPlan{}
 		}
 	}
 	r.drawn++
-	if r.rng.IntN(2) == 0 {
+	if vanished || r.rng.IntN(2) == 0 {
 		return killPlan{kill: true, whileMaking: true, at: time.Duration(r.rng.Int64N(int64(200*time.Millisecond) + 1))}
 	}
 	return killPlan{kill: true, at: time.Duration(r.rng.Int64N(int64(span) + 1))}
@@ -340,7 +342,7 @@ func (r *killRig) drive() *store.Status {
 	t := r.t
 	t.Helper()
 	for r.run == "" {
-		plan := r.wantKill()
+		plan := r.wantKill(false)
 		if r.rng != nil && r.rng.IntN(2) == 0 {
 			began := time.Now()
 			out := r.crw([]int{0}, append([]string{"flow", "start"}, r.startArgs()...)...)
@@ -387,7 +389,7 @@ func (r *killRig) drive() *store.Status {
 			for _, dec := range st.Decisions {
 				value, ok := r.wf.decisions[dec.ID]
 				require.True(t, ok, "run %s asks decision %q", r.run, dec.ID)
-				plan := r.wantKill()
+				plan := r.wantKill(false)
 				if r.rng != nil && r.rng.IntN(2) == 0 {
 					// The answer resumes the run in a process of its own.
 					began := time.Now()
@@ -417,14 +419,15 @@ func (r *killRig) drive() *store.Status {
 
 // vanish removes the folder of one of the run's worktrees, as a person might while no process
 // holds the run: git still has it registered, and the resume makes it again.
-func (r *killRig) vanish() {
+func (r *killRig) vanish() bool {
 	entries, err := os.ReadDir(filepath.Join(runDir(r.state, r.run), "worktrees"))
 	if err != nil || len(entries) == 0 {
-		return
+		return false
 	}
 	e := entries[r.rng.IntN(len(entries))]
 	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())))
 	r.vanished++
+	return true
 }
 
 // resume resumes the run, detached or in the foreground, killed as the rig draws, and waits
@@ -432,10 +435,8 @@ func (r *killRig) vanish() {
 func (r *killRig) resume() {
 	t := r.t
 	t.Helper()
-	if r.rng != nil && r.rng.IntN(3) == 0 {
-		r.vanish()
-	}
-	plan := r.wantKill()
+	vanished := r.rng != nil && r.rng.IntN(2) == 0 && r.vanish()
+	plan := r.wantKill(vanished)
 	r.resumes++
 	if r.rng != nil && r.rng.IntN(2) == 0 {
 		began := time.Now()
