@@ -273,16 +273,18 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 		n.restored, n.Open = true, false
 		return ""
 	}
-	if err := repo.AddWorktree(ctx, n.Path, n.At); err != nil {
-		return worktreeFailed + err.Error()
-	}
+	// Made at the commit it is to be at, holding the tree it last held: half made (locked)
+	// until it holds that tree, so a process killed on the way leaves one the next process
+	// makes again, not one it takes for changed.
+	hold := ""
 	if t, _ := repo.TreeOf(ctx, n.At); t != want {
 		if !repo.Has(ctx, want) {
 			return fmt.Sprintf("node %q: the tree %s its worktree last held is not in the repository", n.Name, want)
 		}
-		if err := repo.ResetTo(ctx, n.Path, n.At, want); err != nil {
-			return fmt.Sprintf("node %q: its worktree could not be restored to tree %s: %v", n.Name, want, err)
-		}
+		hold = want
+	}
+	if err := repo.AddWorktreeHolding(ctx, n.Path, n.At, hold); err != nil {
+		return worktreeFailed + err.Error()
 	}
 	n.restored, n.Open = true, false
 	return ""

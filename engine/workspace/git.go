@@ -125,6 +125,13 @@ func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
 // until its checkout is complete, so one that a killed process left half made is known as such
 // (HalfMade) and is made again rather than taken for a worktree that was changed.
 func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
+	return r.AddWorktreeHolding(ctx, path, commit, "")
+}
+
+// AddWorktreeHolding is AddWorktree, and then, when tree is not "", the worktree's index and
+// files are made tree's (its HEAD stays at commit), before its lock is let go: a worktree
+// restored to the tree a call left is half made until it holds that tree.
+func (r *Repo) AddWorktreeHolding(ctx context.Context, path, commit, tree string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -142,7 +149,11 @@ func (r *Repo) AddWorktree(ctx context.Context, path, commit string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD"); err != nil {
+	_, err = r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", "HEAD")
+	if err == nil && tree != "" {
+		_, err = r.inWorktree(ctx, path, nil, "read-tree", "--reset", "-u", "--end-of-options", tree)
+	}
+	if err != nil {
 		_ = r.RemoveWorktree(context.WithoutCancel(ctx), path) // half made: nothing of it stays
 		return err
 	}
@@ -427,45 +438,58 @@ func (r *Repo) SwapHead(ctx context.Context, path, value, old string) error {
 }
 
 // PendingTree stages everything in the worktree at path (new, changed and deleted files, as
-// `git add -A` does) and returns the tree it makes. With keepIndex the worktree's own index is
-// left as it was: a copy of it is staged, so a call working there sees nothing change.
+// `git add -A` does) and returns the tree it makes. Git stages into a copy of the worktree's
+// index, never into the index itself: a git killed with crw's process leaves no index.lock in
+// the worktree for the next process of the run to trip on. With keepIndex the worktree's own
+// index is left as it was, so a call working there sees nothing change; without, the copy
+// replaces it once the tree is made (a rename: whole or not at all).
 func (r *Repo) PendingTree(ctx context.Context, path string, keepIndex bool) (string, error) {
-	var env []string
-	if keepIndex {
-		admin, err := r.adminDir(path)
-		if err != nil {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		if path != r.Dir {
 			return "", err
 		}
-		index := filepath.Join(admin, "index")
-		tmp, err := os.CreateTemp(admin, "crw-index-*")
-		if err != nil {
+		admin = r.GitDir // the main worktree's index is the repository's
+	}
+	index := filepath.Join(admin, "index")
+	mode := os.FileMode(0o644)
+	tmp, err := os.CreateTemp(admin, "crw-index-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if data, err := os.ReadFile(index); err == nil {
+		if err := os.WriteFile(tmp.Name(), data, 0o600); err != nil {
 			return "", err
 		}
-		tmp.Close()
-		defer os.Remove(tmp.Name())
-		if data, err := os.ReadFile(index); err == nil {
-			if err := os.WriteFile(tmp.Name(), data, 0o600); err != nil {
+		// The copy keeps the index's time: git trusts an entry whose file has not changed
+		// size and second only when the entry is older than its index ("racy git"), and a
+		// copy made now would make a file rewritten in the index's second look unchanged.
+		if info, err := os.Stat(index); err == nil {
+			mode = info.Mode().Perm()
+			if err := os.Chtimes(tmp.Name(), info.ModTime(), info.ModTime()); err != nil {
 				return "", err
 			}
-			// The copy keeps the index's time: git trusts an entry whose file has not changed
-			// size and second only when the entry is older than its index ("racy git"), and a
-			// copy made now would make a file rewritten in the index's second look unchanged.
-			if info, err := os.Stat(index); err == nil {
-				if err := os.Chtimes(tmp.Name(), info.ModTime(), info.ModTime()); err != nil {
-					return "", err
-				}
-			}
-		} else {
-			os.Remove(tmp.Name()) // git makes it
 		}
-		env = []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	} else {
+		os.Remove(tmp.Name()) // git makes it
 	}
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	if _, err := r.inWorktree(ctx, path, env, "add", "--all", "--", "."); err != nil {
 		return "", err
 	}
 	out, err := r.inWorktree(ctx, path, env, "write-tree")
 	if err != nil {
 		return "", err
+	}
+	if !keepIndex {
+		if err := os.Chmod(tmp.Name(), mode); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp.Name(), index); err != nil {
+			return "", err
+		}
 	}
 	return strings.TrimSpace(out), nil
 }
@@ -527,21 +551,6 @@ func (r *Repo) CommitTree(ctx context.Context, tree, parent, message string, who
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
-}
-
-// ResetTo puts the worktree at path to commit with tree checked out: its HEAD at commit, its
-// index and files exactly tree's (files git does not track are removed).
-func (r *Repo) ResetTo(ctx context.Context, path, commit, tree string) error {
-	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", commit); err != nil {
-		return err
-	}
-	if tree != "" {
-		if _, err := r.inWorktree(ctx, path, nil, "read-tree", "--reset", "-u", tree); err != nil {
-			return err
-		}
-	}
-	_, err := r.inWorktree(ctx, path, nil, "clean", "-f", "-f", "-d", "-x", "--quiet")
-	return err
 }
 
 // Status is a worktree's `git status --porcelain` with its HEAD, for digests.

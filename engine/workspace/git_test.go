@@ -131,6 +131,54 @@ func TestPendingTreeCanLeaveTheIndexAlone(t *testing.T) {
 	assert.Equal(t, "D  a.txt\nA  new.txt", git(t, wt, "status", "--porcelain"))
 }
 
+// TestPendingTreeTakesNoIndexLock: the commit's staging goes into a copy of the worktree's
+// index, so the index.lock a git killed with an earlier process of the run left behind does not
+// stop it, and it leaves none of its own.
+func TestPendingTreeTakesNoIndexLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktree(ctx, wt, head))
+	admin := strings.TrimSpace(git(t, wt, "rev-parse", "--absolute-git-dir"))
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "index.lock"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "new.txt"), []byte("new\n"), 0o644))
+	tree, err := repo.PendingTree(ctx, wt, false)
+	require.NoError(t, err)
+	assert.Equal(t, "a.txt\nnew.txt", git(t, wt, "ls-tree", "--name-only", tree))
+	require.NoError(t, os.Remove(filepath.Join(admin, "index.lock")))
+	assert.Equal(t, "A  new.txt", git(t, wt, "status", "--porcelain"), "the worktree's index has the staging")
+	left, err := filepath.Glob(filepath.Join(admin, "*index*"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(admin, "index")}, left)
+}
+
+// TestAddWorktreeHolding: a worktree made again to hold a call's tree has its HEAD at the
+// commit and that tree in its index and files, and is unlocked only then.
+func TestAddWorktreeHolding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	work := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, repo.AddWorktree(ctx, work, head))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "new.txt"), []byte("new\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(work, "a.txt")))
+	tree, err := repo.PendingTree(ctx, work, true)
+	require.NoError(t, err)
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	require.NoError(t, repo.AddWorktreeHolding(ctx, wt, head, tree))
+	assert.Equal(t, head, git(t, wt, "rev-parse", "HEAD"))
+	assert.Equal(t, "D  a.txt\nA  new.txt", git(t, wt, "status", "--porcelain"))
+	_, err = os.Stat(filepath.Join(wt, "a.txt"))
+	assert.True(t, os.IsNotExist(err), "a.txt is not in the tree")
+	got, err := repo.PendingTree(ctx, wt, true)
+	require.NoError(t, err)
+	assert.Equal(t, tree, got)
+	assert.False(t, repo.HalfMade(wt))
+	assert.NotContains(t, git(t, repo.Dir, "worktree", "list", "--porcelain"), "locked")
+}
+
 // TestWorktreesComeAndGoInParallel: adds and removes of worktrees of one repository at once,
 // which git alone races on, all succeed and leave git's list clean.
 func TestWorktreesComeAndGoInParallel(t *testing.T) {
