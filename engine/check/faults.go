@@ -1,0 +1,325 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/runtime/lint"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/mem"
+)
+
+// Rules the fault schedules add.
+const (
+	RuleNeverReturned  = "never_returned"
+	RuleCrashDependent = "crash_dependent"
+)
+
+// ScheduleOf is the schedule a finding of the faults pass appeared under: its seed (--seed
+// reproduces it), the faults it injected, and the commit after which its process crashed.
+type ScheduleOf struct {
+	Seed             uint64     `json:"seed"`
+	Faults           []Injected `json:"faults"`
+	CrashAfterCommit uint64     `json:"crash_after_commit,omitempty"`
+}
+
+// FaultsReport is how the workflow fared under its fault schedules.
+type FaultsReport struct {
+	Schedules int    `json:"schedules"`
+	Seed      uint64 `json:"seed"` // the first schedule's; schedule i has seed Seed+i
+	// Misbehaved are the seeds of the schedules under which something was found.
+	Misbehaved []uint64 `json:"misbehaved"`
+}
+
+// maxProcesses bounds the processes one rehearsal runs the workflow in: its first, the
+// resumes after a crash, a pause and each verdict. A workflow that has not returned by then
+// never returns.
+const maxProcesses = 64
+
+// verdictBy is who the journal says gave the rehearsal's verdicts.
+const verdictBy = "crw flow check"
+
+// faultCheck rehearses a created run again and again, each time in a store of its own holding
+// the run as it was created: the same run id, so crw.random() reads the same in every one.
+type faultCheck struct {
+	from     *mem.Store
+	id       string
+	maxCalls int64
+}
+
+// rehearsal is one run of the workflow under a schedule.
+type rehearsal struct {
+	st    *mem.Store
+	svc   *engine.Service
+	id    string
+	seen  injections
+	calls atomic.Int64
+}
+
+// outcome is how a rehearsal ended.
+type outcome struct {
+	end     *store.Status
+	err     error  // what ended it that is no run status (a resume that diverged)
+	stuck   string // why it never returned ("" when it did)
+	capped  bool   // it stopped at the call cap, which is no finding
+	faults  []Injected
+	commits uint64
+}
+
+// fresh is a store holding the run as it was created, and nothing of its journal.
+func (c *faultCheck) fresh(ctx context.Context) (*rehearsal, error) {
+	spec, err := c.from.Spec(ctx, c.id)
+	if err != nil {
+		return nil, err
+	}
+	st := mem.New()
+	for _, digest := range spec.Files {
+		data, err := c.from.File(ctx, digest)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := st.PutFile(ctx, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.Create(ctx, spec); err != nil {
+		return nil, err
+	}
+	return &rehearsal{st: st, svc: &engine.Service{Store: st, Backends: backend.NewRegistry(fake.Descriptor())}, id: c.id}, nil
+}
+
+// rehearse runs the workflow under sched to its end, resuming it as an operator would: after
+// a crash (after commit crashAt; 0 none), after a pause (the limit has passed), and when it
+// waits for a verdict on a lost call (the schedule gives it).
+func (c *faultCheck) rehearse(ctx context.Context, sched Schedule, crashAt uint64) (*outcome, error) {
+	r, err := c.fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &outcome{}
+	for process := 1; out.end == nil && out.err == nil && out.stuck == ""; process++ {
+		if process > maxProcesses {
+			out.stuck = fmt.Sprintf("it had not returned after %d resumes", maxProcesses-1)
+			break
+		}
+		if done := r.st.Commits(r.id); crashAt > done {
+			r.st.CrashAfterCommit(r.id, crashAt-done)
+		}
+		end, err := r.svc.Execute(ctx, r.id, engine.ExecOptions{Backend: r.backend(sched, c.maxCalls), DryRun: true})
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			continue // the crash: the next process resumes it
+		case err != nil:
+			out.err = err
+		case end.Status == store.RunPaused:
+			continue // the limit has passed: the held calls run again
+		case end.Status == store.RunWaitingDecision:
+			out.stuck, err = r.giveVerdicts(ctx, sched, end)
+			if err != nil {
+				return nil, err
+			}
+		default:
+			out.end = end
+		}
+	}
+	out.capped = r.calls.Load() > c.maxCalls
+	out.faults = r.seen.list()
+	out.commits = r.st.Commits(r.id)
+	return out, nil
+}
+
+func (r *rehearsal) backend(sched Schedule, maxCalls int64) backend.Backend {
+	faulty := &faultBackend{Backend: fake.New(nil, nil), sched: sched, seen: &r.seen}
+	return &cappedBackend{Backend: faulty, calls: &r.calls, max: maxCalls, stop: func() { _ = r.st.RequestCancel(context.Background(), r.id) }}
+}
+
+// giveVerdicts answers the verdicts the run waits for, as the schedule says; what it cannot
+// answer (a decision a rehearsal does not answer) is why the run never returns.
+func (r *rehearsal) giveVerdicts(ctx context.Context, sched Schedule, end *store.Status) (string, error) {
+	rows, err := r.svc.Rows(ctx, r.id)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range end.Decisions {
+		call, ok := strings.CutPrefix(d.ID, journal.VerdictPrefix)
+		if !ok {
+			return fmt.Sprintf("it waits for decision %q, which nobody answers", d.ID), nil
+		}
+		v, err := verdictOn(rows, call, sched)
+		if err != nil {
+			return "", err
+		}
+		if _, err := r.svc.Recover(ctx, r.id, call, v, verdictBy, false); err != nil {
+			return "", err
+		}
+	}
+	if len(end.Decisions) == 0 {
+		return "it waits for a decision nobody can give", nil
+	}
+	return "", nil
+}
+
+// verdictOn is the schedule's verdict on a lost call: applied, with an output synthesized
+// from its schema, or not_applied.
+func verdictOn(rows []journal.Row, call string, sched Schedule) (runner.Verdict, error) {
+	index, schemaOf, seen := 0, json.RawMessage(nil), map[string]bool{}
+	for i := range rows {
+		if rows[i].Type == journal.TypePrepared && !seen[rows[i].Call] {
+			seen[rows[i].Call] = true
+			index++
+			if rows[i].Call == call {
+				schemaOf = rows[i].Schema
+				break
+			}
+		}
+	}
+	if !sched.Applied(index) {
+		return runner.Verdict{Verdict: runner.VerdictNotApplied}, nil
+	}
+	if schemaOf == nil {
+		return runner.Verdict{Verdict: runner.VerdictApplied, Output: json.RawMessage(`"ok"`)}, nil
+	}
+	doc, err := schema.Synthesize(schemaOf)
+	if err != nil {
+		return runner.Verdict{Verdict: runner.VerdictNotApplied}, nil // no output can be made: it did not happen
+	}
+	return runner.Verdict{Verdict: runner.VerdictApplied, Output: doc}, nil
+}
+
+// scheduleFindings rehearses the workflow under one schedule, then, when the schedule
+// crashes, again with the crash: what differs from the run without it depends on the crash.
+func (c *faultCheck) scheduleFindings(ctx context.Context, sched Schedule) ([]Finding, error) {
+	base, err := c.rehearse(ctx, sched, 0)
+	if err != nil {
+		return nil, err
+	}
+	found := c.misbehaved(base, sched, 0)
+	crashAt := sched.CrashAt(base.commits)
+	if len(found) > 0 || crashAt == 0 || base.capped || stoppedShort(base) {
+		return found, nil
+	}
+	crashed, err := c.rehearse(ctx, sched, crashAt)
+	if err != nil {
+		return nil, err
+	}
+	if found := c.misbehaved(crashed, sched, crashAt); len(found) > 0 {
+		return found, nil
+	}
+	if crashed.capped || stoppedShort(crashed) || sameEnd(base.end, crashed.end) {
+		return nil, nil
+	}
+	// A result that differs between two runs without a crash too (one that reads the clock)
+	// depends on time, not on the crash.
+	again, err := c.rehearse(ctx, sched, 0)
+	if err != nil {
+		return nil, err
+	}
+	if again.end == nil || !sameEnd(base.end, again.end) {
+		return nil, nil
+	}
+	msg := fmt.Sprintf("the workflow ended %s after the crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))
+	return []Finding{c.finding(lint.Finding{Rule: RuleCrashDependent, Message: msg}, sched, crashed, crashAt)}, nil
+}
+
+// misbehaved is what a rehearsal's end shows: a throw, a resume that diverged, a run that
+// never returned.
+func (c *faultCheck) misbehaved(o *outcome, sched Schedule, crashAt uint64) []Finding {
+	switch {
+	case o.capped:
+		return nil
+	case o.err != nil:
+		rule := RuleThrown
+		if errs.CodeOf(o.err) == errs.RevisionConflict {
+			rule = lint.RuleNondeterminism
+		}
+		return []Finding{c.finding(lint.Finding{Rule: rule, Message: o.err.Error()}, sched, o, crashAt)}
+	case o.stuck != "":
+		return []Finding{c.finding(lint.Finding{Rule: RuleNeverReturned, Message: o.stuck}, sched, o, crashAt)}
+	case o.end.Error != nil && !stoppedShort(o):
+		return []Finding{c.finding(thrownAt(o.end.Error), sched, o, crashAt)}
+	}
+	return nil
+}
+
+func (c *faultCheck) finding(f lint.Finding, sched Schedule, o *outcome, crashAt uint64) Finding {
+	return Finding{Finding: f, Source: "faults", Schedule: &ScheduleOf{Seed: sched.Seed, Faults: o.faults, CrashAfterCommit: crashAt}}
+}
+
+// stoppedShort: the rehearsal's deadline stopped it, which is no finding.
+func stoppedShort(o *outcome) bool {
+	return o.end != nil && o.end.Error != nil && o.end.Error.Reason == "deadline"
+}
+
+// sameEnd: both ended with the same status, result and error.
+func sameEnd(a, b *store.Status) bool {
+	if a.Status != b.Status || (a.Error == nil) != (b.Error == nil) {
+		return false
+	}
+	if a.Error != nil && a.Error.Message != b.Error.Message {
+		return false
+	}
+	var ra, rb any
+	_ = json.Unmarshal(a.Result, &ra)
+	_ = json.Unmarshal(b.Result, &rb)
+	return reflect.DeepEqual(ra, rb)
+}
+
+// endOf is a run's end in a few words: its status and result, or its error.
+func endOf(st *store.Status) string {
+	if st.Error != nil {
+		return fmt.Sprintf("%s (%s)", st.Status, clip(st.Error.Message))
+	}
+	return fmt.Sprintf("%s with %s", st.Status, clip(string(st.Result)))
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// faults rehearses the workflow under n schedules from seed on, several at once, and adds
+// what each found to the report in the schedules' order.
+func (r *Report) faults(ctx context.Context, c *faultCheck, n int, seed uint64) error {
+	found := make([][]Finding, n)
+	errsOf := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			found[i], errsOf[i] = c.scheduleFindings(ctx, Schedule{Seed: seed + uint64(i)})
+		}()
+	}
+	wg.Wait()
+	r.Faults = &FaultsReport{Schedules: n, Seed: seed, Misbehaved: []uint64{}}
+	for i := range n {
+		if errsOf[i] != nil {
+			return errsOf[i]
+		}
+		if len(found[i]) > 0 {
+			r.Faults.Misbehaved = append(r.Faults.Misbehaved, seed+uint64(i))
+		}
+		for _, f := range found[i] {
+			r.add(f)
+		}
+	}
+	return nil
+}
