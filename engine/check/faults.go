@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/lint"
+	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
 )
@@ -75,6 +77,8 @@ type outcome struct {
 	end     *store.Status
 	err     error  // what ended it that is no run status (a resume that diverged)
 	stuck   string // why it never returned ("" when it did)
+	last    string // the site of the last call that ended, and how, when it never returned
+	caught  string // the site of the call a crash caught under way ("" when none)
 	capped  bool   // it stopped at the call cap, which is no finding
 	faults  []Injected
 	commits uint64
@@ -96,6 +100,9 @@ func (c *faultCheck) fresh(ctx context.Context) (*rehearsal, error) {
 			return nil, err
 		}
 	}
+	// One call at a time: the calls end in the order they were issued, in every rehearsal of a
+	// schedule alike, so a result that differs after a crash differs because of the crash.
+	spec.Pool = 1
 	if err := st.Create(ctx, spec); err != nil {
 		return nil, err
 	}
@@ -139,7 +146,51 @@ func (c *faultCheck) rehearse(ctx context.Context, sched Schedule, crashAt uint6
 	out.capped = r.calls.Load() > c.maxCalls
 	out.faults = r.seen.list()
 	out.commits = r.st.Commits(r.id)
+	if out.stuck != "" || neverSettled(out.end) || crashAt > 0 {
+		rows, err := r.svc.Rows(ctx, r.id)
+		if err != nil {
+			return nil, err
+		}
+		out.last, out.caught = lastEnded(rows), caughtByCrash(rows)
+	}
 	return out, nil
+}
+
+// caughtByCrash is the site of the first call a crash caught under way: prepared before the
+// resume's started row, ended after it ("" when the crash came between calls).
+func caughtByCrash(rows []journal.Row) string {
+	sites, starts := map[string]string{}, 0
+	for i := range rows {
+		switch row := &rows[i]; {
+		case row.Type == journal.TypeStarted:
+			starts++
+		case row.Type == journal.TypePrepared && starts == 1:
+			sites[row.Call] = row.Site
+		case journal.IsTerminal(row.Type) && starts == 1:
+			delete(sites, row.Call)
+		case journal.IsTerminal(row.Type) && sites[row.Call] != "":
+			return sites[row.Call]
+		}
+	}
+	return ""
+}
+
+func neverSettled(end *store.Status) bool {
+	return end != nil && end.Error != nil && end.Error.Message == vm.NeverSettled
+}
+
+// lastEnded is the last call that ended in rows: its site and status ("" when none did).
+func lastEnded(rows []journal.Row) string {
+	sites, last := map[string]string{}, ""
+	for i := range rows {
+		switch row := &rows[i]; {
+		case row.Type == journal.TypePrepared:
+			sites[row.Call] = row.Site
+		case journal.IsTerminal(row.Type):
+			last = fmt.Sprintf("%s %s", sites[row.Call], journal.StatusOf(row.Type))
+		}
+	}
+	return last
 }
 
 func (r *rehearsal) backend(sched Schedule, maxCalls int64) backend.Backend {
@@ -178,13 +229,15 @@ func (r *rehearsal) giveVerdicts(ctx context.Context, sched Schedule, end *store
 func verdictOn(rows []journal.Row, call string, sched Schedule) (runner.Verdict, error) {
 	index, schemaOf, seen := 0, json.RawMessage(nil), map[string]bool{}
 	for i := range rows {
-		if rows[i].Type == journal.TypePrepared && !seen[rows[i].Call] {
-			seen[rows[i].Call] = true
-			index++
-			if rows[i].Call == call {
-				schemaOf = rows[i].Schema
-				break
+		row := &rows[i]
+		switch {
+		case row.Type == journal.TypePrepared && !seen[row.Call]:
+			seen[row.Call] = true
+			if row.Call == call {
+				index = len(seen)
 			}
+		case row.Type == journal.TypeOutcomeUnknown && row.Call == call:
+			schemaOf = row.Schema // the unknown outcome keeps the schema its output is checked against
 		}
 	}
 	if !sched.Applied(index) {
@@ -231,8 +284,12 @@ func (c *faultCheck) scheduleFindings(ctx context.Context, sched Schedule) ([]Fi
 	if again.end == nil || !sameEnd(base.end, again.end) {
 		return nil, nil
 	}
-	msg := fmt.Sprintf("the workflow ended %s after the crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))
-	return []Finding{c.finding(lint.Finding{Rule: RuleCrashDependent, Message: msg}, sched, crashed, crashAt)}, nil
+	f := lint.Finding{Rule: RuleCrashDependent, Message: fmt.Sprintf("the workflow ended %s after a crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))}
+	if file, line, col, ok := siteOf(crashed.caught); ok {
+		f.File, f.Line, f.Col = file, line, col
+		f.Message += "; the crash came while this call was under way"
+	}
+	return []Finding{c.finding(f, sched, crashed, crashAt)}, nil
 }
 
 // misbehaved is what a rehearsal's end shows: a throw, a resume that diverged, a run that
@@ -247,12 +304,39 @@ func (c *faultCheck) misbehaved(o *outcome, sched Schedule, crashAt uint64) []Fi
 			rule = lint.RuleNondeterminism
 		}
 		return []Finding{c.finding(lint.Finding{Rule: rule, Message: o.err.Error()}, sched, o, crashAt)}
-	case o.stuck != "":
-		return []Finding{c.finding(lint.Finding{Rule: RuleNeverReturned, Message: o.stuck}, sched, o, crashAt)}
+	case o.stuck != "" || neverSettled(o.end):
+		return []Finding{c.finding(neverReturned(o), sched, o, crashAt)}
 	case o.end.Error != nil && !stoppedShort(o):
 		return []Finding{c.finding(thrownAt(o.end.Error), sched, o, crashAt)}
 	}
 	return nil
+}
+
+// neverReturned is a run that did not return, at the last call that ended before it stopped:
+// what the workflow waits for comes after that call.
+func neverReturned(o *outcome) lint.Finding {
+	why := o.stuck
+	if why == "" {
+		why = "its promise never settled: it awaits something no call, decision or verdict settles"
+	}
+	f := lint.Finding{Rule: RuleNeverReturned, Message: "the workflow never returned: " + why}
+	site, status, _ := strings.Cut(o.last, " ")
+	if file, line, col, ok := siteOf(site); ok {
+		f.File, f.Line, f.Col = file, line, col
+		f.Message += fmt.Sprintf(" (after this call ended %s)", status)
+	}
+	return f
+}
+
+// siteOf reads a call's site, file:line:col.
+func siteOf(site string) (file string, line, col int, ok bool) {
+	m := siteRE.FindStringSubmatch(site)
+	if m == nil {
+		return "", 0, 0, false
+	}
+	line, _ = strconv.Atoi(m[2])
+	col, _ = strconv.Atoi(m[3])
+	return m[1], line, col, true
 }
 
 func (c *faultCheck) finding(f lint.Finding, sched Schedule, o *outcome, crashAt uint64) Finding {

@@ -121,9 +121,9 @@ func (in *injections) list() []Injected {
 	return out
 }
 
-// describe says what a schedule did in a few words: "call 1 null_model, call 3 lost; crash
+// Describe says what a schedule did in a few words: "call 1 null_model, call 3 lost; crash
 // after commit 4".
-func describe(faults []Injected, crashAt uint64) string {
+func Describe(faults []Injected, crashAt uint64) string {
 	parts := make([]string, 0, len(faults))
 	for _, f := range faults {
 		parts = append(parts, fmt.Sprintf("call %d %s", f.Call, f.Fault))
