@@ -113,7 +113,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	rep.More += more
 
 	// The schedules rehearse the run as it was created, before this rehearsal writes to it.
-	faults := &faultCheck{from: st, id: id, maxCalls: int64(opts.MaxCalls)}
+	faults := &faultCheck{workflow: opts.Workflow, from: st, id: id, maxCalls: int64(opts.MaxCalls)}
 	var calls atomic.Int64
 	capped := &cappedBackend{Backend: fake.New(nil, nil), calls: &calls, max: int64(opts.MaxCalls), stop: func() { _ = st.RequestCancel(ctx, id) }}
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: capped, DryRun: true})

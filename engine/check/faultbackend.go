@@ -26,9 +26,7 @@ type faultBackend struct {
 // Run implements backend.Backend.
 func (b *faultBackend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
 	f := b.sched.FaultOf(t.Call.Index, t.Call.Schema != nil)
-	if t.Call.Attempt == 1 {
-		b.seen.note(t.Call.Index, f)
-	}
+	b.seen.note(t.Call.Index, f) // a call a pause held before it was sent meets its fault on its next attempt
 	out := b.Backend.Run(ctx, t, rec)
 	if out.Status != backend.Answered || !faulted(f, t) {
 		return out

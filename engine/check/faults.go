@@ -58,6 +58,7 @@ const verdictBy = "crw flow check"
 // faultCheck rehearses a created run again and again, each time in a store of its own holding
 // the run as it was created: the same run id, so crw.random() reads the same in every one.
 type faultCheck struct {
+	workflow string // where a finding no call locates is
 	from     *mem.Store
 	id       string
 	maxCalls int64
@@ -275,21 +276,30 @@ func (c *faultCheck) scheduleFindings(ctx context.Context, sched Schedule) ([]Fi
 	if crashed.capped || stoppedShort(crashed) || sameEnd(base.end, crashed.end) {
 		return nil, nil
 	}
-	// A result that differs between two runs without a crash too (one that reads the clock)
-	// depends on time, not on the crash.
-	again, err := c.rehearse(ctx, sched, 0)
-	if err != nil {
+	// A result that differs between two runs of the same kind too (one that reads the clock
+	// on a busy machine) depends on time, not on the crash: each is run again.
+	if same, err := c.endsAlike(ctx, sched, 0, base.end); err != nil || !same {
 		return nil, err
 	}
-	if again.end == nil || !sameEnd(base.end, again.end) {
-		return nil, nil
+	if same, err := c.endsAlike(ctx, sched, crashAt, crashed.end); err != nil || !same {
+		return nil, err
 	}
 	f := lint.Finding{Rule: RuleCrashDependent, Message: fmt.Sprintf("the workflow ended %s after a crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))}
+	f.File = c.workflow
 	if file, line, col, ok := siteOf(crashed.caught); ok {
 		f.File, f.Line, f.Col = file, line, col
 		f.Message += "; the crash came while this call was under way"
 	}
 	return []Finding{c.finding(f, sched, crashed, crashAt)}, nil
+}
+
+// endsAlike rehearses sched again and says whether it ends as end did.
+func (c *faultCheck) endsAlike(ctx context.Context, sched Schedule, crashAt uint64, end *store.Status) (bool, error) {
+	again, err := c.rehearse(ctx, sched, crashAt)
+	if err != nil {
+		return false, err
+	}
+	return again.end != nil && sameEnd(end, again.end), nil
 }
 
 // misbehaved is what a rehearsal's end shows: a throw, a resume that diverged, a run that
@@ -303,9 +313,9 @@ func (c *faultCheck) misbehaved(o *outcome, sched Schedule, crashAt uint64) []Fi
 		if errs.CodeOf(o.err) == errs.RevisionConflict {
 			rule = lint.RuleNondeterminism
 		}
-		return []Finding{c.finding(lint.Finding{Rule: rule, Message: o.err.Error()}, sched, o, crashAt)}
+		return []Finding{c.finding(lint.Finding{File: c.workflow, Rule: rule, Message: o.err.Error()}, sched, o, crashAt)}
 	case o.stuck != "" || neverSettled(o.end):
-		return []Finding{c.finding(neverReturned(o), sched, o, crashAt)}
+		return []Finding{c.finding(neverReturned(o, c.workflow), sched, o, crashAt)}
 	case o.end.Error != nil && !stoppedShort(o):
 		return []Finding{c.finding(thrownAt(o.end.Error), sched, o, crashAt)}
 	}
@@ -314,12 +324,12 @@ func (c *faultCheck) misbehaved(o *outcome, sched Schedule, crashAt uint64) []Fi
 
 // neverReturned is a run that did not return, at the last call that ended before it stopped:
 // what the workflow waits for comes after that call.
-func neverReturned(o *outcome) lint.Finding {
+func neverReturned(o *outcome, workflow string) lint.Finding {
 	why := o.stuck
 	if why == "" {
 		why = "its promise never settled: it awaits something no call, decision or verdict settles"
 	}
-	f := lint.Finding{Rule: RuleNeverReturned, Message: "the workflow never returned: " + why}
+	f := lint.Finding{File: workflow, Rule: RuleNeverReturned, Message: "the workflow never returned: " + why}
 	site, status, _ := strings.Cut(o.last, " ")
 	if file, line, col, ok := siteOf(site); ok {
 		f.File, f.Line, f.Col = file, line, col
