@@ -136,7 +136,12 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	if end.Error != nil && rep.Stopped == "" {
 		rep.add(Finding{Finding: thrownAt(end.Error), Source: "run"})
 	}
-	if opts.Faults > 0 {
+	switch {
+	case opts.Faults > 0 && rep.Stopped != "":
+		// A workflow the plain rehearsal could not finish would stop each schedule as late.
+		rep.Faults = &FaultsReport{Seed: opts.Seed, Misbehaved: []uint64{}}
+		rep.Stopped += "; no fault schedule was rehearsed"
+	case opts.Faults > 0:
 		if err := rep.faults(ctx, faults, opts.Faults, opts.Seed); err != nil {
 			return nil, err
 		}

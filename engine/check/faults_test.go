@@ -3,6 +3,7 @@ package check_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -124,5 +125,20 @@ func TestAResultThatDependsOnACrashIsFound(t *testing.T) {
 func TestACrashAloneChangesNothingElse(t *testing.T) {
 	t.Parallel()
 	rep := checkFaults(t, "recorded.js", 40, check.DefaultSeed)
+	assert.Empty(t, rep.Findings)
+}
+
+// TestNoScheduleRunsAfterTheRehearsalStoppedShort: a workflow the plain rehearsal stopped at
+// its call cap would stop each schedule there too: none is rehearsed, and the report says so.
+func TestNoScheduleRunsAfterTheRehearsalStoppedShort(t *testing.T) {
+	t.Parallel()
+	forever := filepath.Join(t.TempDir(), "forever.js")
+	require.NoError(t, os.WriteFile(forever, []byte(`import { agent } from "crw:agent";
+export default async function main() { for (;;) await agent.call({ role: "explorer", prompt: "again" }); }
+`), 0o644))
+	rep, err := check.Check(context.Background(), check.Options{Workflow: forever, MaxCalls: 10, Faults: 20})
+	require.NoError(t, err)
+	assert.Equal(t, "the rehearsal stopped after 10 calls (--max-calls); no fault schedule was rehearsed", rep.Stopped)
+	assert.Equal(t, 0, rep.Faults.Schedules)
 	assert.Empty(t, rep.Findings)
 }

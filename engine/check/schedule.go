@@ -78,12 +78,13 @@ func (s Schedule) FaultOf(index int, hasSchema bool) Fault {
 func (s Schedule) Applied(index int) bool { return s.draw(drawVerdict, uint64(index))%2 == 0 }
 
 // CrashAt is the commit after which the schedule's process crashes, in a run that makes
-// commits commits in all (0: it does not crash). Half the schedules crash.
+// commits commits in all (0: it does not crash). Half the schedules crash, never after the
+// last commit (the run's end), where a crash changes nothing.
 func (s Schedule) CrashAt(commits uint64) uint64 {
-	if commits == 0 || s.draw(drawCrash, 0)%2 != 0 {
+	if commits < 2 || s.draw(drawCrash, 0)%2 != 0 {
 		return 0
 	}
-	return 1 + s.draw(drawCrashAt, 0)%commits
+	return 1 + s.draw(drawCrashAt, 0)%(commits-1)
 }
 
 // Injected is a fault a schedule injected: which call (its 1-based issue order) got what.
