@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
@@ -45,6 +46,8 @@ type FaultsReport struct {
 	Seed      uint64 `json:"seed"` // the first schedule's; schedule i has seed Seed+i
 	// Misbehaved are the seeds of the schedules under which something was found.
 	Misbehaved []uint64 `json:"misbehaved"`
+	// Crashed counts the schedules rehearsed with a crash and a resume too.
+	Crashed int `json:"crashed"`
 }
 
 // maxProcesses bounds the processes one rehearsal runs the workflow in: its first, the
@@ -255,17 +258,25 @@ func verdictOn(rows []journal.Row, call string, sched Schedule) (runner.Verdict,
 }
 
 // scheduleFindings rehearses the workflow under one schedule, then, when the schedule
-// crashes, again with the crash: what differs from the run without it depends on the crash.
-func (c *faultCheck) scheduleFindings(ctx context.Context, sched Schedule) ([]Finding, error) {
+// crashes, again with the crash (crashed says it did): what differs from the run without it
+// depends on the crash.
+func (c *faultCheck) scheduleFindings(ctx context.Context, sched Schedule) (found []Finding, crashed bool, err error) {
 	base, err := c.rehearse(ctx, sched, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	found := c.misbehaved(base, sched, 0)
+	found = c.misbehaved(base, sched, 0)
 	crashAt := sched.CrashAt(base.commits)
 	if len(found) > 0 || crashAt == 0 || base.capped || stoppedShort(base) {
-		return found, nil
+		return found, false, nil
 	}
+	found, err = c.crashFindings(ctx, sched, base, crashAt)
+	return found, err == nil, err
+}
+
+// crashFindings rehearses sched with a crash after commit crashAt: what it shows, or how its
+// end differs from base's.
+func (c *faultCheck) crashFindings(ctx context.Context, sched Schedule, base *outcome, crashAt uint64) ([]Finding, error) {
 	crashed, err := c.rehearse(ctx, sched, crashAt)
 	if err != nil {
 		return nil, err
@@ -381,16 +392,21 @@ func endOf(st *store.Status) string {
 }
 
 func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
+	if len(s) <= 200 {
+		return s
 	}
-	return s
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // never in the middle of a character
+	}
+	return s[:cut] + "…"
 }
 
 // faults rehearses the workflow under n schedules from seed on, several at once, and adds
 // what each found to the report in the schedules' order.
 func (r *Report) faults(ctx context.Context, c *faultCheck, n int, seed uint64) error {
 	found := make([][]Finding, n)
+	crashed := make([]bool, n)
 	errsOf := make([]error, n)
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -399,7 +415,7 @@ func (r *Report) faults(ctx context.Context, c *faultCheck, n int, seed uint64) 
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			found[i], errsOf[i] = c.scheduleFindings(ctx, Schedule{Seed: seed + uint64(i)})
+			found[i], crashed[i], errsOf[i] = c.scheduleFindings(ctx, Schedule{Seed: seed + uint64(i)})
 		}()
 	}
 	wg.Wait()
@@ -407,6 +423,9 @@ func (r *Report) faults(ctx context.Context, c *faultCheck, n int, seed uint64) 
 	for i := range n {
 		if errsOf[i] != nil {
 			return errsOf[i]
+		}
+		if crashed[i] {
+			r.Faults.Crashed++
 		}
 		if len(found[i]) > 0 {
 			r.Faults.Misbehaved = append(r.Faults.Misbehaved, seed+uint64(i))

@@ -79,6 +79,7 @@ func TestAWorkflowThatGuardsEveryStatusIsClean(t *testing.T) {
 	assert.Empty(t, rep.Findings)
 	assert.Empty(t, rep.Faults.Misbehaved)
 	assert.Equal(t, 3, rep.Calls)
+	assert.Greater(t, rep.Faults.Crashed, 15, "about half the schedules crash and resume")
 }
 
 func TestTheShippedWorkflowsPassTwentyFaultSchedules(t *testing.T) {
@@ -112,7 +113,13 @@ func TestAWorkflowThatNeverReturnsIsNamedAtItsLastCall(t *testing.T) {
 // spent by a crash while the second call is under way (the resumed process finds the turn on
 // the host and waits for it), and not without the crash. Schedule 9 crashes there.
 func TestAResultThatDependsOnACrashIsFound(t *testing.T) {
+	// The budget is 20 ms, the least the resume waits for the turn it finds on the host; on a
+	// machine so busy that a call without the crash takes as long, the check rightly finds
+	// nothing, so it is given three tries.
 	rep := checkFaults(t, "clock.js", 1, 9)
+	for try := 1; try < 3 && len(rep.Findings) == 0; try++ {
+		rep = checkFaults(t, "clock.js", 1, 9)
+	}
 	assert.Equal(t, []string{"clock.js:9:30 crash_dependent seed 9: no fault; crash after commit 3"}, faultFindings(rep))
 	require.NotEmpty(t, rep.Findings)
 	assert.Contains(t, rep.Findings[0].Message, `{"closer":"completed","overBudget":true} after a crash and a resume`)
@@ -126,6 +133,7 @@ func TestACrashAloneChangesNothingElse(t *testing.T) {
 	t.Parallel()
 	rep := checkFaults(t, "recorded.js", 40, check.DefaultSeed)
 	assert.Empty(t, rep.Findings)
+	assert.Greater(t, rep.Faults.Crashed, 10)
 }
 
 // TestNoScheduleRunsAfterTheRehearsalStoppedShort: a workflow the plain rehearsal stopped at

@@ -124,7 +124,7 @@ func printCheck(w io.Writer, rep *check.Report) {
 		fmt.Fprintf(w, ": %s", rep.Stopped)
 	}
 	if fr := rep.Faults; fr != nil {
-		fmt.Fprintf(w, "; %s from seed %d: %s", count(fr.Schedules, "fault schedule"), fr.Seed, misbehaved(fr.Misbehaved))
+		fmt.Fprintf(w, "; %s from seed %d (%d crashed and resumed): %s", count(fr.Schedules, "fault schedule"), fr.Seed, fr.Crashed, misbehaved(fr.Misbehaved))
 	}
 	fmt.Fprintln(w)
 }
