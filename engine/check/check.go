@@ -39,6 +39,10 @@ type Options struct {
 	MaxCalls int
 	Timeout  time.Duration
 	Limits   store.Limits
+	// Faults is how many fault schedules to rehearse the workflow under after the plain
+	// rehearsal (0: none); schedule i has seed Seed+i.
+	Faults int
+	Seed   uint64
 }
 
 // Finding is one mistake, where it is, and which pass found it: static (the pass over the
@@ -46,6 +50,9 @@ type Options struct {
 type Finding struct {
 	lint.Finding
 	Source string `json:"source"`
+	// Schedule is the fault schedule a finding of the faults pass (source faults) appeared
+	// under.
+	Schedule *ScheduleOf `json:"schedule,omitempty"`
 }
 
 // Rules the rehearsal adds to lint's.
@@ -66,6 +73,8 @@ type Report struct {
 	Calls   int    `json:"calls"`
 	Status  string `json:"status"`
 	Stopped string `json:"stopped"`
+	// Faults is how the fault schedules went (nil without --faults).
+	Faults *FaultsReport `json:"faults,omitempty"`
 }
 
 // Defaults of Options.
@@ -103,6 +112,8 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.More += more
 
+	// The schedules rehearse the run as it was created, before this rehearsal writes to it.
+	faults := &faultCheck{workflow: opts.Workflow, from: st, id: id, maxCalls: int64(opts.MaxCalls)}
 	var calls atomic.Int64
 	capped := &cappedBackend{Backend: fake.New(nil, nil), calls: &calls, max: int64(opts.MaxCalls), stop: func() { _ = st.RequestCancel(ctx, id) }}
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: capped, DryRun: true})
@@ -123,7 +134,17 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		rep.Stopped = fmt.Sprintf("the rehearsal stopped after %s (--timeout)", opts.Timeout)
 	}
 	if end.Error != nil && rep.Stopped == "" {
-		rep.thrown(end.Error)
+		rep.add(Finding{Finding: thrownAt(end.Error), Source: "run"})
+	}
+	switch {
+	case opts.Faults > 0 && rep.Stopped != "":
+		// A workflow the plain rehearsal could not finish would stop each schedule as late.
+		rep.Faults = &FaultsReport{Seed: opts.Seed, Misbehaved: []uint64{}}
+		rep.Stopped += "; no fault schedule was rehearsed"
+	case opts.Faults > 0:
+		if err := rep.faults(ctx, faults, opts.Faults, opts.Seed); err != nil {
+			return nil, err
+		}
 	}
 	slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
@@ -156,8 +177,8 @@ var (
 	siteRE = regexp.MustCompile(`^(.+):(\d+):(\d+)$`)
 )
 
-// thrown is what the rehearsal threw, at the workflow's frame nearest the throw.
-func (r *Report) thrown(e *journal.RunError) {
+// thrownAt is what a rehearsal threw, at the workflow's frame nearest the throw.
+func thrownAt(e *journal.RunError) lint.Finding {
 	msg := e.Message
 	if e.Code != "" {
 		msg = e.Code + ": " + msg
@@ -170,11 +191,10 @@ func (r *Report) thrown(e *journal.RunError) {
 		if m := frame.FindStringSubmatch(line); m != nil {
 			ln, _ := strconv.Atoi(m[2])
 			col, _ := strconv.Atoi(m[3])
-			r.add(Finding{Finding: lint.Finding{File: m[1], Line: ln, Col: col, Rule: rule, Message: msg}, Source: "run"})
-			return
+			return lint.Finding{File: m[1], Line: ln, Col: col, Rule: rule, Message: msg}
 		}
 	}
-	r.add(Finding{Finding: lint.Finding{Rule: rule, Message: msg}, Source: "run"})
+	return lint.Finding{Rule: rule, Message: msg}
 }
 
 // at adds a finding at a call's site, file:line:col.
@@ -189,9 +209,14 @@ func (r *Report) at(site, rule, msg string) {
 }
 
 // add lists a finding once: the rehearsal often meets, at the same line, what the static pass
-// found there.
+// found there, and a fault schedule what the plain rehearsal found without faults.
 func (r *Report) add(f Finding) {
 	if f.Source == "run" && slices.ContainsFunc(r.Findings, func(g Finding) bool { return g.File == f.File && g.Line == f.Line }) {
+		return
+	}
+	if f.Source == "faults" && slices.ContainsFunc(r.Findings, func(g Finding) bool {
+		return g.Source != "faults" && g.File == f.File && g.Line == f.Line && g.Rule == f.Rule
+	}) {
 		return
 	}
 	if len(r.Findings) >= lint.MaxFindings {

@@ -91,6 +91,10 @@ type Config struct {
 // repeat (a timer), and of a workflow whose promise never settles.
 const ReasonNondeterministic = "nondeterministic"
 
+// NeverSettled is the error of a workflow whose promise is pending with nothing left that could
+// settle it.
+const NeverSettled = "the workflow's promise never settled: it awaits something that is not an agent call"
+
 // ScriptError is a workflow that threw (or rejected): its message and source-mapped stack.
 type ScriptError struct {
 	Message string
@@ -289,7 +293,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 		case goja.PromiseStateRejected:
 			return nil, v.thrown(p.Result())
 		default:
-			return nil, &ScriptError{Message: "the workflow's promise never settled: it awaits something that is not an agent call", Code: string(errs.InvalidRequest), Reason: ReasonNondeterministic}
+			return nil, &ScriptError{Message: NeverSettled, Code: string(errs.InvalidRequest), Reason: ReasonNondeterministic}
 		}
 	}
 	if result == nil || goja.IsUndefined(result) {

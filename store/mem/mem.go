@@ -53,6 +53,7 @@ type run struct {
 	cancel     bool
 	holder     *lease
 	crashAfter uint64 // the next holder's journal ends it after this many commits (0: never)
+	commits    uint64 // the commits every holder of the run made
 }
 
 func (s *Store) get(id string) (*run, error) {
@@ -425,6 +426,17 @@ func (s *Store) CrashAfterCommit(id string, n uint64) {
 	}
 }
 
+// Commits is how many journal commits the holders of a run have made: where a test may end
+// a holder (CrashAfterCommit) to have it end within the run.
+func (s *Store) Commits(id string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runs[id]; r != nil {
+		return r.commits
+	}
+	return 0
+}
+
 // Revoke takes a run's lease from its holder, as an expired lease would.
 func (s *Store) Revoke(id string) {
 	s.mu.Lock()
@@ -585,6 +597,7 @@ func (j *memJournal) commit(batch [][]byte, parts []journal.SummaryPart) error {
 		_ = j.l.r.summary.Add(parts[i], j.l.r.calls) // in memory, it cannot fail
 	}
 	stored := uint64(len(j.l.r.rows))
+	j.l.r.commits++
 	j.l.s.mu.Unlock()
 
 	j.mu.Lock()

@@ -224,3 +224,32 @@ func shellWords(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// TestTheDocsCheckOutputsAreWhatCheckPrints: a `crw flow check` example followed by a text
+// block is run on the JavaScript example before it, written where the command names it, and
+// prints what the text block shows (its folder read as /home/me/flows).
+func TestTheDocsCheckOutputsAreWhatCheckPrints(t *testing.T) {
+	t.Parallel()
+	blocks := docBlocks(t)
+	n := 0
+	for i := 2; i < len(blocks); i++ {
+		wf, cmdBlock, want := blocks[i-2], blocks[i-1], blocks[i]
+		line := strings.TrimSpace(cmdBlock.text)
+		if want.lang != "text" || cmdBlock.lang != "sh" || !strings.HasPrefix(line, "crw flow check ") || wf.lang != "js" {
+			continue
+		}
+		n++
+		where := fmt.Sprintf("%s:%d", cmdBlock.file, cmdBlock.line)
+		words, err := shellWords(strings.TrimPrefix(line, "crw "))
+		require.NoError(t, err, where)
+		dir, err := filepath.EvalSymlinks(t.TempDir())
+		require.NoError(t, err)
+		path := filepath.Join(dir, words[2])
+		require.NoError(t, os.WriteFile(path, []byte(wf.text), 0o644), where)
+		words[2] = path
+		var out, errOut strings.Builder
+		Run(append(words, "--state", filepath.Join(dir, "state")), IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, backend.NewRegistry(fake.Descriptor()))
+		assert.Equal(t, want.text, strings.ReplaceAll(out.String(), dir+string(filepath.Separator), "/home/me/flows/"), "%s: %s", where, errOut.String())
+	}
+	assert.NotZero(t, n)
+}
