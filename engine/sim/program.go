@@ -87,16 +87,6 @@ func (p *Program) Vars() []Call {
 	return out
 }
 
-// call finds the call that defines variable v.
-func (p *Program) call(v int) (Call, bool) {
-	for _, c := range p.Vars() {
-		if c.Var == v {
-			return c, true
-		}
-	}
-	return Call{}, false
-}
-
 // JS renders the program as a workflow.
 func (p *Program) JS() string {
 	var b strings.Builder
