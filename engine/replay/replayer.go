@@ -66,9 +66,6 @@ type Replayer struct {
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
 	diverged  bool           // Strict: the script asked for another call than the record has
 	cursor    int            // Align: the next recorded position a call may stand for
-	// needed is the highest issue order of a recorded call the script must make again to
-	// catch up: one a pause held is run again when the script comes to it, not replayed.
-	needed int
 
 	order    []*Call          // recorded completions, in the order the script received them
 	next     int              // the next of order to deliver
@@ -85,12 +82,6 @@ type Replayer struct {
 func New(h *History, mode Mode, wake func()) *Replayer {
 	r := &Replayer{h: h, mode: mode, wake: wake, made: map[*Call]bool{}, ready: map[*Call]func(){}, passed: map[*Call]bool{}, cursor: 1}
 	if h != nil {
-		for i := h.MaxIndex; i > 0; i-- {
-			if c := h.ByIndex[i]; c != nil && !c.Reopened() {
-				r.needed = i
-				break
-			}
-		}
 		r.order = h.Order
 		if mode == Align {
 			r.order = h.Outcomes()
@@ -265,6 +256,15 @@ func (r *Replayer) Idle() {
 	r.drainLocked()
 }
 
+// Due reports whether recorded completions are still to be delivered: results the script will
+// be given whatever it does next. Calls of the record it has not made yet are not: a script
+// that waits on something else (a decision) before it comes to them has nothing else coming.
+func (r *Replayer) Due() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pendingLocked()
+}
+
 // Replaying reports whether the script is still going over the record: recorded completions
 // are still to be delivered, or (Strict) calls the journal has are still to be made again. A
 // script that diverged replays for good: it never caught up.
@@ -281,7 +281,7 @@ func (r *Replayer) caughtUpLocked() bool {
 	if r.diverged {
 		return false
 	}
-	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.needed)
+	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.h.MaxIndex)
 }
 
 // checkCaughtUpLocked calls the caughtUp function the first time the script has caught up.

@@ -267,7 +267,7 @@ func (r *runner) answer(a store.Answer) {
 func (r *runner) waitsOnlyForDecisions() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.waiting) > 0 && len(r.calls) == 0 && !r.replay.Replaying()
+	return len(r.waiting) > 0 && len(r.calls) == 0 && !r.replay.Due()
 }
 
 // approves reads a tier step decision's answer.
