@@ -425,7 +425,8 @@ func (r *killRig) vanish() bool {
 		return false
 	}
 	e := entries[r.rng.IntN(len(entries))]
-	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())))
+	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())),
+		"run %s: a worktree cannot be removed while no process holds the run (does a git of a killed process still write in it?)", r.run)
 	r.vanished++
 	return true
 }
