@@ -534,7 +534,8 @@ type killBaseline struct {
 }
 
 // TestKillOnBigRepo drives seeded runs on a big repository to their ends through SIGKILLs at
-// random instants and holds each to an uninterrupted run of its workflow: the same result, the
+// random instants (and worktree folders removed while no process holds the run, which the
+// resumes make again) and holds each to an uninterrupted run of its workflow: the same result, the
 // same refs with the same trees and as many commits, every turn sent once, clean journals, no
 // call ended worktree_failed or restore_snapshot_mismatch, no worktree of the run left
 // registered or locked, and no ref outside the run's.
