@@ -425,7 +425,8 @@ func (r *killRig) vanish() bool {
 		return false
 	}
 	e := entries[r.rng.IntN(len(entries))]
-	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())))
+	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())),
+		"run %s: a worktree cannot be removed while no process holds the run (does a git of a killed process still write in it?)", r.run)
 	r.vanished++
 	return true
 }
@@ -533,7 +534,8 @@ type killBaseline struct {
 }
 
 // TestKillOnBigRepo drives seeded runs on a big repository to their ends through SIGKILLs at
-// random instants and holds each to an uninterrupted run of its workflow: the same result, the
+// random instants (and worktree folders removed while no process holds the run, which the
+// resumes make again) and holds each to an uninterrupted run of its workflow: the same result, the
 // same refs with the same trees and as many commits, every turn sent once, clean journals, no
 // call ended worktree_failed or restore_snapshot_mismatch, no worktree of the run left
 // registered or locked, and no ref outside the run's.
