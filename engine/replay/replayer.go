@@ -140,6 +140,13 @@ func (r *Replayer) Next(p *journal.Row) Match {
 		if rec.Settled() {
 			m.Kind = Replay
 		}
+		if m.Kind == Continue && rec.Attempt > 1 && !r.offRecord {
+			// A call a pause held that an earlier resume ran again, still under way: that
+			// resume left the record here, and so does this one (the calls the pause held
+			// after it are no longer owed to the record).
+			r.offRecord = true
+			r.drainLocked()
+		}
 		r.checkCaughtUpLocked()
 		return m
 	}

@@ -242,6 +242,24 @@ func TestStrictGoesOnWithAnOpenCall(t *testing.T) {
 	assert.Equal(t, replay.Fresh, r.Next(ask("b", "b")).Kind, "past the record")
 }
 
+// TestStrictLeavesTheRecordAtARerunStillUnderWay: a pause held c1 and c2; a resume ran c1
+// again (its second prepared row) and its process died while it was under way. The next
+// resume goes on with c1 and is off the record from there, as the resume that ran it again
+// was: nothing waits for c2, so a script that then waits for a verdict is seen to wait.
+func TestStrictLeavesTheRecordAtARerunStillUnderWay(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a"), held("c1", "host_infra_rate"),
+		prepared("c2", 2, "b", "b"), held("c2", "engine_paused"),
+		journal.Row{Type: journal.TypeStarted, Run: "20261201-000000-abcdef", Backend: "fake"},
+		prepared("c1", 1, "a", "a"))
+	r := replay.New(h, replay.Strict, nil)
+	m := r.Next(ask("a", "a"))
+	assert.Equal(t, replay.Continue, m.Kind)
+	assert.False(t, r.Replaying(), "the held c2 is no longer owed to the record")
+	m = r.Next(ask("c", "another path"))
+	assert.Nil(t, m.Divergence)
+}
+
 // TestAlignLooksAheadSixteen: a shadow of a script that dropped calls finds the calls it still
 // makes up to 16 positions further on; further than that is a divergence.
 func TestAlignLooksAheadSixteen(t *testing.T) {
