@@ -381,3 +381,39 @@ export default async function main() {
 		})
 	}
 }
+
+// TestACancelOfARunNoProcessHoldsRemovesItsWorktrees: a paused run's worktrees are kept for its
+// resume; cancelled while no process holds it, the run ends and they go, as at any run's end,
+// while its refs stay.
+func TestACancelOfARunNoProcessHoldsRemovesItsWorktrees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "a", prompt: "one" });
+  await crw.commit("a", { message: "one" });
+  return (await agent.call({ role: "executor", node: "b", prompt: "two" })).status;
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
+  {"match": {"node": "a"}, "turns": [{"text": "done", "files": {"a.txt": "a\n"}}]},
+  {"match": {"node": "b"}, "turns": [{"error": "rateLimitExceeded"}]}
+]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunPaused, end.Status)
+	require.Len(t, worktrees(t, repo), 3, "a paused run keeps its worktrees for its resume")
+
+	st, err := svc.Cancel(ctx, id, 0)
+	require.NoError(t, err)
+	assert.Equal(t, store.RunCancelled, st.Status)
+	assert.Equal(t, []string{repo}, worktrees(t, repo))
+	assert.Equal(t, "refs/crw/flow/"+id+"/nodes/a", git(t, repo, "for-each-ref", "--format=%(refname)", "refs/crw/"))
+}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/crw-dev/crw/engine/workspace"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -361,19 +358,15 @@ func withVerdicts(decisions, published []journal.PendingDecision) []journal.Pend
 
 // removeWorktrees removes the worktrees a run no process holds has in its repository (under its
 // folder dir), as its process would at the run's end, before its ended row is written: a
-// process that dies in between leaves a run whose next end removes them again. It returns a
-// warning row when they could not all be removed.
+// process that dies in between leaves a run whose next end removes them again. Its refs stay.
+// It returns a warning row when they could not all be removed.
 func (s *Service) removeWorktrees(ctx context.Context, run, dir string) *journal.Row {
 	spec, err := s.Store.Spec(ctx, run)
-	if err != nil || spec.Repo == "" || spec.KeepWorktrees || dir == "" {
+	if err != nil || spec.Repo == "" || spec.KeepWorktrees {
 		return nil
 	}
-	repo, err := workspace.Open(ctx, spec.Repo)
-	if err == nil {
-		err = repo.RemoveWorktreesUnder(ctx, filepath.Join(dir, "worktrees"), nil)
-	}
-	if err != nil {
-		return &journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: fmt.Sprintf("the run's worktrees under %s: %v", filepath.Join(dir, "worktrees"), err)}
+	if err := removeFromRepo(ctx, run, spec.Repo, dir, true); err != nil {
+		return &journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: err.Error()}
 	}
 	return nil
 }

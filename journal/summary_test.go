@@ -84,3 +84,29 @@ func TestSummaryCloneIsApart(t *testing.T) {
 	c.Calls["completed"] = 5
 	assert.Equal(t, 1, s.Calls["completed"])
 }
+
+// TestSummaryOfARunTakenAgain: a run whose process ended waiting for a decision and a verdict,
+// then taken by a process that died, is under way (crashed), not waiting: its status is gone,
+// the decision it asked still waits, and the verdict the ended row listed is for the process
+// that takes it next to list again.
+func TestSummaryOfARunTakenAgain(t *testing.T) {
+	t.Parallel()
+	rows := []journal.Row{
+		{Type: journal.TypeStarted},
+		{Type: journal.TypeDecisionRequested, DecisionID: "keep", Question: "keep?"},
+		{Type: journal.TypeEnded, Status: "waiting_decision", Rare: &journal.Rare{Awaited: []journal.PendingDecision{{ID: journal.VerdictPrefix + "c1"}}}},
+		{Type: journal.TypeStarted},
+	}
+	s := journal.NewSummary()
+	calls := journal.MapCallStates{}
+	for i := range rows {
+		rows[i].Seq = uint64(i + 1)
+		require.NoError(t, s.Add(rows[i].ForSummary(), calls))
+		if i == 2 {
+			assert.Equal(t, "waiting_decision", s.Status)
+			assert.Len(t, s.Decisions, 2)
+		}
+	}
+	assert.Equal(t, "", s.Status)
+	assert.Equal(t, []journal.PendingDecision{{ID: "keep", Question: "keep?"}}, s.Decisions)
+}

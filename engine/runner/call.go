@@ -382,7 +382,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			if out.Failure.Pause {
 				r.pause(c, out.Failure.Detail)
 			}
-			if out.Failure.End == backend.EndHeld && out.Failure.Reason == ReasonDeadline {
+			if out.Failure.End == backend.EndHeld && out.Failure.Reason == "budget_exhausted" {
 				// The host's session budget is spent: as with the run's own token budget, a
 				// resume (once it is raised) runs the call again, so the run ends paused.
 				r.mu.Lock()

@@ -15,7 +15,8 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	if c.resumeOf != nil && r.holds[c.resumeOf.node] != "" {
 		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node)}
 	}
-	if c.prepared != nil {
+	if c.prepared != nil && len(r.applied) > 0 {
+		// Only a run with an applied verdict hashes the call's inputs for it.
 		if by, done := r.applied[replay.EffectKeyOf(c.prepared)]; done {
 			// Seed 002: only a proven not_applied permits an equivalent mutation to be retried.
 			return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf(

@@ -95,12 +95,12 @@ func RunRefs(run string) string { return "refs/crw/flow/" + run + "/" }
 
 // NodeRef is the ref a node's commits go on.
 func NodeRef(run, node string) string {
-	return "refs/crw/flow/" + run + "/nodes/" + workspace.Escape(node)
+	return RunRefs(run) + "nodes/" + workspace.Escape(node)
 }
 
 // StrayRef is the ref that keeps the commits an executor call made on its own.
 func StrayRef(run, node string, alloc int, call string) string {
-	return fmt.Sprintf("refs/crw/flow/%s/stray/%s/a%d-%s", run, workspace.Escape(node), alloc, call)
+	return fmt.Sprintf("%sstray/%s/a%d-%s", RunRefs(run), workspace.Escape(node), alloc, call)
 }
 
 func (ws *workspaces) attemptPath(node string, alloc int) string {
@@ -497,7 +497,7 @@ func (r *runner) digests(c *call) *isolation {
 	d.p, _ = repo.Status(ctx, c.placed.Workspace)
 	d.outside, _ = repo.Status(ctx, repo.Dir)
 	if refs, err := repo.Refs(ctx, "refs/crw/"); err == nil {
-		own := "refs/crw/flow/" + r.id + "/"
+		own := RunRefs(r.id)
 		var kept []string
 		for _, line := range strings.Split(refs, "\n") {
 			if line != "" && !strings.HasPrefix(line, own) {
