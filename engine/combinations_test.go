@@ -417,3 +417,96 @@ export default async function main() {
 	assert.Equal(t, []string{repo}, worktrees(t, repo))
 	assert.Equal(t, "refs/crw/flow/"+id+"/nodes/a", git(t, repo, "for-each-ref", "--format=%(refname)", "refs/crw/"))
 }
+
+// commitsAfterAPause commits two nodes after their executor calls, the second of which a rate
+// limit holds.
+const commitsAfterAPause = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const b = await agent.call({ role: "executor", node: "b", prompt: "B" });
+  const a = await agent.call({ role: "executor", node: "a", prompt: "A" });
+  const out = [b.status, a.status];
+  for (const node of ["b", "a"]) {
+    try {
+      const k = await crw.commit(node, { message: "work of " + node });
+      out.push(node + " " + k.tree);
+    } catch (e) {
+      out.push(node + " " + e.code);
+    }
+  }
+  return out;
+}
+`
+
+// TestACommitMadeWhileAPauseHeldACallIsMadeAgain: a rate limit holds node a's executor call,
+// and the script goes on with the held result: it commits node b (made) and node a (refused:
+// the call that would have made its worktree did not run). A resume runs a's call again; the
+// commits the first process made after the held row are not given again from the record but
+// made again from the worktrees as they are: b's commit, the same tree on the same parent, is
+// the one already made (no second commit on b's ref), and a's commits a's work. The result is
+// the uninterrupted run's, and a later resume and a shadow replay it.
+func TestACommitMadeWhileAPauseHeldACallIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(commitsAfterAPause), 0o644))
+	answers := func(aTurns string) *fake.Answers {
+		a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
+  {"match": {"node": "b"}, "turns": [{"text": "done", "files": {"b.txt": "b\n"}}]},
+  {"match": {"node": "a"}, "turns": [`+aTurns+`]}
+]}`))
+		require.NoError(t, err)
+		return a
+	}
+	ok := `{"text": "done", "files": {"a.txt": "a\n"}}`
+
+	// The uninterrupted run, in a repository of its own with the same files.
+	plainRepo := gitRepo(t, map[string]string{"README": "hello\n"})
+	plain, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: plainRepo})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, plain, engine.ExecOptions{Backend: fake.New(answers(ok), nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var want []string
+	require.NoError(t, json.Unmarshal(end.Result, &want))
+	require.Len(t, want, 4)
+	assert.Equal(t, []string{"completed", "completed"}, want[:2])
+	assert.Equal(t, "b", git(t, plainRepo, "show", want[2][2:]+":b.txt"))
+	assert.Equal(t, "a", git(t, plainRepo, "show", want[3][2:]+":a.txt"))
+
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(`{"error": "rateLimitExceeded"}`), nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", "held", "b `+want[2][2:]+`", "a `+git(t, repo, "rev-parse", "HEAD^{tree}")+`"]`, string(end.Result),
+		"the first process committed b's work, and a's worktree as it started")
+	bRef := "refs/crw/flow/" + id + "/nodes/b"
+	madeB := git(t, repo, "rev-parse", bRef)
+
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(ok), nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, mustJSON(t, want), string(end.Result), "the uninterrupted run's result")
+	assert.Equal(t, madeB, git(t, repo, "rev-parse", bRef), "b's commit is the one the first process made")
+	assert.Equal(t, "1", git(t, repo, "rev-list", "--count", bRef+"^.."+bRef), "no second commit on b's ref")
+	assert.Equal(t, "a", git(t, repo, "show", "refs/crw/flow/"+id+"/nodes/a:a.txt"))
+
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, enginetest.OfType(rows, journal.TypeCommitIntent), 4, "two intents of the first process, two of the resume")
+
+	// The record as it now reads replays to the same result.
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "%+v", rep)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

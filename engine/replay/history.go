@@ -172,12 +172,17 @@ type History struct {
 	Spent    journal.Tokens
 	LastSeq  uint64
 	Starts   int      // started rows: the processes that ran the run
+	// StartSeqs are the started rows' seqs: each process wrote the rows from its own on.
+	StartSeqs []uint64
 	IDs      []string // call ids in the order their first attempt was prepared
 
 	// The workspaces (workspaces.go): each node's, every crw.commit and tier step in the
 	// order the script made them, and the decisions asked for, by id and in order.
 	Nodes         map[string]*Node
 	Commits       []*Commit
+	// Superseded are the commits a resume made again instead of replaying them (see
+	// builder.leave), in the order they were recorded.
+	Superseded []*Commit
 	TierSteps     []*journal.Row
 	Decisions     map[string]*Decision
 	DecisionOrder []string
@@ -263,6 +268,8 @@ func ReadPages(src Source) (*History, error) {
 type builder struct {
 	h     *History
 	paged bool
+	// left: the process whose rows are being read left the record at a call a pause held.
+	left bool
 	names map[string]string // roles and nodes, one string each however many calls name them
 }
 
@@ -288,6 +295,8 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	switch row.Type {
 	case journal.TypeStarted:
 		h.Starts++
+		h.StartSeqs = append(h.StartSeqs, row.Seq)
+		b.left = false
 		if h.Started == nil {
 			if b.paged {
 				cp := *row // kept to the end: not with the rest of its page
@@ -333,6 +342,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		if row.Index < 1 || uint64(row.Index) > row.Seq {
 			return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
 				row.Seq, row.Call, row.Index, row.Seq)
+		}
+		if prev := h.ByIndex[row.Index]; prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
+			b.leave(prev.EndSeq)
 		}
 		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 		fresh := &Call{Prepared: row, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq}
@@ -414,6 +426,40 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 	}
 	return nil
+}
+
+// leave is a process taking the call at the issue index of a call a pause held (held row at
+// seq held) again: its script left the record there (Replayer.LeftAt). The commits the process
+// that held the call recorded after the held row were made with the held result in hand, and
+// this process made them again (SupersededBy): they are superseded, and the commits it made
+// take their places.
+func (b *builder) leave(held uint64) {
+	b.left = true
+	h := b.h
+	keep := h.Commits[:0:0]
+	for _, c := range h.Commits {
+		if h.SupersededBy(c.Intent.Seq, held) {
+			h.Superseded = append(h.Superseded, c)
+			continue
+		}
+		keep = append(keep, c)
+	}
+	h.Commits = keep
+}
+
+// SupersededBy reports whether the row at seq was written by the process that wrote the held
+// row at seq held, after it: with the held result in the script's hands. A resume that runs the
+// held call again makes such a row's effect again rather than replay it.
+func (h *History) SupersededBy(seq, held uint64) bool {
+	if seq <= held {
+		return false
+	}
+	for _, start := range h.StartSeqs {
+		if start > held {
+			return seq < start
+		}
+	}
+	return true
 }
 
 func (b *builder) finish() (*History, error) {

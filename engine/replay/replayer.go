@@ -64,6 +64,7 @@ type Replayer struct {
 	issued    int
 	made      map[*Call]bool // recorded calls the script made again
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
+	leftAt    uint64         // Strict: the held row of the call whose rerun left the record (0: none)
 	diverged  bool           // Strict: the script asked for another call than the record has
 	cursor    int            // Align: the next recorded position a call may stand for
 
@@ -154,6 +155,9 @@ func (r *Replayer) Next(p *journal.Row) Match {
 		// A call held by a pause: from here the script may take another path, and nothing
 		// waits for the recorded completions any more.
 		r.offRecord = true
+		if rec.EndType != "" {
+			r.leftAt = rec.EndSeq
+		}
 		r.drainLocked()
 	}
 	if rec.Reopened() && !r.made[rec] && same {
@@ -183,6 +187,17 @@ func (r *Replayer) alignLocked(p *journal.Row) (rec *Call, same bool) {
 		return c, false
 	}
 	return nil, false
+}
+
+// LeftAt is the seq of the held row of the call whose rerun made the script leave the record in
+// this process, false when it has not (or left at a rerun an earlier process made). What the
+// process that held the call recorded after that row it did with the held result in hand
+// (History.SupersededBy): a crw.commit recorded there committed the worktree as the pause left
+// it, and is made again, not replayed.
+func (r *Replayer) LeftAt() (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leftAt, r.leftAt != 0
 }
 
 // Made reports whether the script made the recorded call again.

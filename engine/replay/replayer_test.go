@@ -364,3 +364,65 @@ func TestIssueIndexesAreBoundedByTheRows(t *testing.T) {
 	_, err := replay.Read(rows(prepared("c1", 1, "a", "p"), completed("c1"), prepared("c2", 2, "b", "q")))
 	require.NoError(t, err)
 }
+
+func commitRows(node, commit string) []journal.Row {
+	return []journal.Row{{Type: journal.TypeCommitIntent, Node: node, Message: node, Tree: "t-" + commit},
+		{Type: journal.TypeCommitResult, Node: node, Commit: commit, Tree: "t-" + commit}}
+}
+
+// TestARerunSupersedesTheCommitsMadeAfterTheHeldRow: a pause held c2 after commit k1; the
+// process went on and made k2 with the held result. A resume ran c2 again (its second prepared
+// row) and made k3 in k2's place. The History holds k1 and k3 where the script commits, k2 as
+// superseded; the Replayer of the resume that leaves the record says where (LeftAt), and one
+// that goes on with a rerun an earlier process made says it left nothing.
+func TestARerunSupersedesTheCommitsMadeAfterTheHeldRow(t *testing.T) {
+	t.Parallel()
+	var rs []journal.Row
+	rs = append(rs, prepared("c1", 1, "a", "a"), completed("c1"))
+	rs = append(rs, commitRows("a", "k1")...)
+	rs = append(rs, prepared("c2", 2, "b", "b"), held("c2", "host_infra_rate"))
+	rs = append(rs, commitRows("b", "k2")...)
+	paused := history(t, rs...)
+	require.Len(t, paused.Commits, 2, "before a resume every commit is where it was made")
+	r := replay.New(paused, replay.Strict, nil)
+	r.Next(ask("a", "a"))
+	_, left := r.LeftAt()
+	assert.False(t, left, "c1 is replayed: the record is not left")
+	assert.Equal(t, replay.Rerun, r.Next(ask("b", "b")).Kind)
+	at, left := r.LeftAt()
+	require.True(t, left)
+	assert.Equal(t, paused.ByID["c2"].EndSeq, at, "left at c2's held row")
+	assert.Less(t, paused.Commits[0].Intent.Seq, at, "k1 came before it")
+	assert.Greater(t, paused.Commits[1].Intent.Seq, at, "k2 after it")
+
+	rs = append(rs, journal.Row{Type: journal.TypeStarted, Run: "20261201-000000-abcdef", Backend: "fake"},
+		prepared("c2", 2, "b", "b"), completed("c2"))
+	rs = append(rs, commitRows("b", "k3")...)
+	h := history(t, rs...)
+	require.Len(t, h.Commits, 2)
+	assert.Equal(t, "k1", h.Commits[0].Result.Commit)
+	assert.Equal(t, "k3", h.Commits[1].Result.Commit, "the commit the resume made takes k2's place")
+	require.Len(t, h.Superseded, 1)
+	assert.Equal(t, "k2", h.Superseded[0].Result.Commit)
+	assert.Equal(t, "k3", h.Nodes["b"].Ref, "the node is where git has it")
+
+	// A pause also held c4 in the first process; the resume's process died before it came to
+	// c4, and the next one runs c4 again: k3, which a process that never had c4's held
+	// result made, stays where it is.
+	withC4 := append([]journal.Row{}, rs[:8]...) // up to k2's rows
+	withC4 = append(withC4, prepared("c4", 3, "c", "c"), held("c4", "engine_paused"))
+	withC4 = append(withC4, rs[8:]...)
+	withC4 = append(withC4, journal.Row{Type: journal.TypeStarted, Run: "20261201-000000-abcdef", Backend: "fake"},
+		prepared("c4", 3, "c", "c"), completed("c4"))
+	h4 := history(t, withC4...)
+	require.Len(t, h4.Commits, 2)
+	assert.Equal(t, "k3", h4.Commits[1].Result.Commit, "the commit of a process that never had c4's held result")
+	require.Len(t, h4.Superseded, 1)
+	assert.Equal(t, "k2", h4.Superseded[0].Result.Commit)
+
+	r = replay.New(h, replay.Strict, nil)
+	r.Next(ask("a", "a"))
+	assert.Equal(t, replay.Replay, r.Next(ask("b", "b")).Kind)
+	_, left = r.LeftAt()
+	assert.False(t, left, "the rerun is the record now")
+}

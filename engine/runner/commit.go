@@ -47,6 +47,14 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	k := r.commits
 	r.commits++
 	if r.h != nil && k < len(r.h.Commits) {
+		if at, left := r.replay.LeftAt(); left && r.h.SupersededBy(r.h.Commits[k].Intent.Seq, at) {
+			// The process that recorded this commit and every later one had the result of
+			// a call a pause held; this one has the rerun's: they are made again.
+			r.superseded = r.h.Commits[k:]
+			k, r.commits = len(r.h.Commits), len(r.h.Commits)+1
+		}
+	}
+	if r.h != nil && k < len(r.h.Commits) {
 		rec := r.h.Commits[k]
 		if rec.Intent.Node != node || rec.Intent.Message != message {
 			d := fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
@@ -106,12 +114,38 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	intent := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(r.id, node), Alloc: n.Alloc, Tree: tree,
 		Parent: n.At, Old: n.Ref, Head: head, Message: message, Author: name, Email: email, At: time.Now().UTC().Truncate(time.Second)}
 	n.mu.Unlock()
+	if res := r.adopt(intent); res != nil {
+		r.j.Append(intent, res)
+		r.flushSoon()
+		return CommitOutcome(intent, res)
+	}
 	seq := r.j.Append(intent)
 	if err := r.j.Sync(seq); err != nil {
 		r.stop(err)
 		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
 	}
 	return r.applyCommit(intent)
+}
+
+// adopt is the result of a superseded commit that the intent would make again: the same node
+// and message, the node's ref and worktree still at that commit, and the same tree pending. The
+// intent then stands for it (its parent, old value and identity become the record's), and
+// nothing is committed twice. nil when no superseded commit is one.
+func (r *runner) adopt(intent *journal.Row) *journal.Row {
+	for i, c := range r.superseded {
+		res := c.Result
+		if c.Intent.Node != intent.Node || c.Intent.Message != intent.Message || res == nil || res.Commit == "" {
+			continue
+		}
+		if res.Commit != intent.Parent || res.Commit != intent.Old || res.Tree != intent.Tree {
+			return nil
+		}
+		r.superseded = r.superseded[i+1:]
+		intent.Parent, intent.Old, intent.Head = c.Intent.Parent, c.Intent.Old, c.Intent.Head
+		intent.Author, intent.Email, intent.At = c.Intent.Author, c.Intent.Email, c.Intent.At
+		return &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: res.Commit, Tree: res.Tree, Parent: res.Parent, Ref: res.Ref}
+	}
+	return nil
 }
 
 // applyCommit makes the commit an intent names and moves the refs it names, then records the

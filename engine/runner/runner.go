@@ -112,6 +112,9 @@ type runner struct {
 	// The script's crw.commit and crw.tierStep calls so far, and each node's tier: in script
 	// order, as a replay matches them with the journal's. Loop goroutine only.
 	commits, tierSteps int
+	// superseded are the recorded commits this process makes again: those after the held row
+	// of the call whose rerun left the record (Replayer.LeftAt). Loop goroutine only.
+	superseded []*replay.Commit
 	tiers              map[string]int
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
