@@ -171,18 +171,18 @@ type History struct {
 	Holds    map[string]string // node → the call whose unknown outcome holds it
 	Spent    journal.Tokens
 	LastSeq  uint64
-	Starts   int      // started rows: the processes that ran the run
+	Starts   int // started rows: the processes that ran the run
 	// StartSeqs are the started rows' seqs: each process wrote the rows from its own on.
 	StartSeqs []uint64
-	IDs      []string // call ids in the order their first attempt was prepared
+	IDs       []string // call ids in the order their first attempt was prepared
 
 	// The workspaces (workspaces.go): each node's, every crw.commit and tier step in the
 	// order the script made them, and the decisions asked for, by id and in order.
-	Nodes         map[string]*Node
-	Commits       []*Commit
+	Nodes   map[string]*Node
+	Commits []*Commit
 	// Superseded are the commits a resume made again instead of replaying them (see
 	// builder.leave), in the order they were recorded.
-	Superseded []*Commit
+	Superseded    []*Commit
 	TierSteps     []*journal.Row
 	Decisions     map[string]*Decision
 	DecisionOrder []string
@@ -269,7 +269,7 @@ type builder struct {
 	h     *History
 	paged bool
 	// left: the process whose rows are being read left the record at a call a pause held.
-	left bool
+	left  bool
 	names map[string]string // roles and nodes, one string each however many calls name them
 }
 

@@ -115,7 +115,7 @@ type runner struct {
 	// superseded are the recorded commits this process makes again: those after the held row
 	// of the call whose rerun left the record (Replayer.LeftAt). Loop goroutine only.
 	superseded []*replay.Commit
-	tiers              map[string]int
+	tiers      map[string]int
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool
