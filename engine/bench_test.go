@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
-	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -20,53 +18,15 @@ import (
 	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
-// benchScript issues input.n calls, input.width at a time, each answered at once by the fake
-// backend with a ~200-byte object, as go-workflows' peer benchmark's activities answer.
-const benchScript = `
-import { agent } from "crw:agent";
-const schema = {
-  type: "object", additionalProperties: false, required: ["status", "summary", "files"],
-  properties: {
-    status: { type: "string", enum: ["done", "partial"] },
-    summary: { type: "string" },
-    files: { type: "array", items: { type: "string" } },
-  },
-};
-export default async function main({ n, width }) {
-  let done = 0;
-  for (let i = 0; i < n; i += width) {
-    const batch = [];
-    for (let j = i; j < Math.min(n, i + width); j++) {
-      batch.push(agent.call({ role: "critic", node: "step", prompt: "Carry out step " + j, schema }));
-    }
-    for (const r of await Promise.all(batch)) if (r.status === "completed") done++;
-  }
-  return done;
-}
-`
-
-const benchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "done",
-  "summary": "Carried out the step as planned; the tests that cover it pass.",
-  "files": ["internal/runner/runner.go", "internal/runner/runner_test.go", "cmd/tool/main.go"]},
-  "tokens": {"input": 100, "output": 50}}]}]}`
-
-// gcAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
-func gcAsCrw(b *testing.B) {
-	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(runner.ProcessGCPercent)
-		b.Cleanup(func() { debug.SetGCPercent(old) })
-	}
-}
-
 func benchmarkCalls(b *testing.B, width int) {
-	gcAsCrw(b)
+	enginetest.TuneGCAsCrw(b)
 	dir := b.TempDir()
 	wf := filepath.Join(dir, "bench.js")
-	if err := os.WriteFile(wf, []byte(benchScript), 0o600); err != nil {
+	if err := os.WriteFile(wf, []byte(enginetest.BenchScript), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	answers := filepath.Join(dir, "answers.json")
-	if err := os.WriteFile(answers, []byte(benchAnswers), 0o600); err != nil {
+	if err := os.WriteFile(answers, []byte(enginetest.BenchAnswers), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	input, _ := json.Marshal(map[string]int{"n": b.N, "width": width})
@@ -153,7 +113,7 @@ func recordedRun(b *testing.B, n int) (svc *engine.Service, run string, rows []j
 func BenchmarkResume(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
-			gcAsCrw(b)
+			enginetest.TuneGCAsCrw(b)
 			svc, run, rows, _ := recordedRun(b, n)
 			dir := svc.Store.(*local.Store).RunDir(run)
 			spec, err := os.ReadFile(filepath.Join(dir, local.SpecFile))
@@ -208,7 +168,7 @@ func BenchmarkResume(b *testing.B) {
 func BenchmarkShadow(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
-			gcAsCrw(b)
+			enginetest.TuneGCAsCrw(b)
 			_, run, rows, wf := recordedRun(b, n)
 			var trace bytes.Buffer
 			if err := journal.Export(&trace, run, rows); err != nil {

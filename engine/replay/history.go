@@ -17,6 +17,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/plant"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -115,6 +116,9 @@ var PauseReasons = map[string]bool{"host_infra_quota": true, "host_infra_rate": 
 
 // Settled reports whether the call has an outcome a replay gives the script again.
 func (c *Call) Settled() bool {
+	if plant.On(plant.ResumeSkipsPause) {
+		return c.EndType != ""
+	}
 	return c.EndType != "" && !(c.EndType == journal.TypeHeld && PauseReasons[c.EndReason])
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/plant"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/store"
@@ -111,6 +112,12 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
 			}
 			changed := rec.Request.Node == "" && rec.Request.Question != d.Question
+			if changed && plant.On(plant.DecisionByQuestion) {
+				div := fmt.Errorf("crw.decide %q: the script asks another question than the journal recorded", d.ID)
+				r.fail(failure{errs.New(errs.RevisionConflict, "run %s: %v", r.id, div).Because("replay", "divergence", "stopped", errs.Certain).
+					Next("resume it with the script it was recorded with; crw flow shadow shows what changed")})
+				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+			}
 			if rec.Answer != nil {
 				if changed {
 					r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/plant"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -117,6 +118,9 @@ func (r *runner) verdictDelivery(call string, row *journal.Row) func() {
 			// at its place among the deliveries: crw.commit and crw.tierStep answer the same on
 			// every replay.
 			for node, told := range r.toldHolds {
+				if plant.On(plant.VerdictKeepsHolds) {
+					break
+				}
 				if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) < len(told) {
 					if len(rest) == 0 {
 						delete(r.toldHolds, node)

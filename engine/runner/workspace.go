@@ -13,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/workspace"
+	"github.com/crw-dev/crw/internal/plant"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -162,7 +163,7 @@ func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 	// kill git halfway through a worktree (it would be left half made, and the call would end
 	// worktree_failed for what was no failure of its directory). Only a process that stops
 	// cuts git short.
-	ctx := r.stopCtx
+	ctx := r.placeCtx(c)
 	repo, err := ws.open(ctx)
 	if err != nil {
 		return nil, held("worktree_failed", "%v", err)
@@ -190,6 +191,15 @@ func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 	return r.placeCheckout(c, n, repo)
 }
 
+// placeCtx is what a call's placement runs git under: the process's stop, not the call's own
+// context (see place).
+func (r *runner) placeCtx(c *call) context.Context {
+	if plant.On(plant.PlaceUnderCall) {
+		return c.ctx
+	}
+	return r.stopCtx
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "no commit (the ref is gone)"
@@ -200,7 +210,7 @@ func orNone(s string) string {
 // placeAttempt gives an executor call its node's worktree, making the node's next allocation
 // when it has none yet or a tier step asked for one.
 func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
-	ctx := r.stopCtx
+	ctx := r.placeCtx(c)
 	ws := r.ws
 	if n.Alloc == 0 || n.NextAlloc > n.Alloc {
 		next := max(n.NextAlloc, n.Alloc+1)
@@ -293,7 +303,7 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 // placeCheckout gives a call of a role that writes nothing a worktree of its own: at the
 // pending work of its node when the node has a worktree, else at the run's head.
 func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (placed, end *journal.Row) {
-	ctx := r.stopCtx
+	ctx := r.placeCtx(c)
 	commit, tree := r.spec.HeadCommit, ""
 	if n.Alloc > 0 {
 		if why := r.restore(ctx, n, repo, false); why != "" {
@@ -327,7 +337,7 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 
 // placeAgain is the directory of a call an earlier process placed and left open.
 func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *replay.Call) (placed, end *journal.Row) {
-	ctx := r.stopCtx
+	ctx := r.placeCtx(c)
 	p := rec.Placed
 	switch p.Placement {
 	case PlaceAttempt:

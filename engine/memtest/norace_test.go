@@ -1,6 +1,6 @@
 //go:build !race
 
-package engine_test
+package memtest_test
 
 // raceDetector: the race detector is on; memory figures run higher under it.
 const raceDetector = false

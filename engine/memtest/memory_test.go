@@ -1,4 +1,4 @@
-package engine_test
+package memtest_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -21,14 +22,14 @@ import (
 	"github.com/crw-dev/crw/store/local/journalfile"
 )
 
-// peakLiveHeap runs benchScript for n calls, 16 at a time, on the on-disk journal, and returns
+// peakLiveHeap runs enginetest.BenchScript for n calls, 16 at a time, on the on-disk journal, and returns
 // the largest live heap seen after a collection while it ran.
 func peakLiveHeap(t testing.TB, n int) uint64 {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "bench.js")
-	require.NoError(t, os.WriteFile(wf, []byte(benchScript), 0o600))
+	require.NoError(t, os.WriteFile(wf, []byte(enginetest.BenchScript), 0o600))
 	answers := filepath.Join(dir, "answers.json")
-	require.NoError(t, os.WriteFile(answers, []byte(benchAnswers), 0o600))
+	require.NoError(t, os.WriteFile(answers, []byte(enginetest.BenchAnswers), 0o600))
 	input, _ := json.Marshal(map[string]int{"n": n, "width": 16})
 	svc := localService(t, filepath.Join(dir, "state"))
 
@@ -97,16 +98,16 @@ func BenchmarkLiveHeapPerCall(b *testing.B) {
 	}
 }
 
-// resumeHeap records benchScript's n calls, 16 at a time, on the on-disk journal, leaves the
+// resumeHeap records enginetest.BenchScript's n calls, 16 at a time, on the on-disk journal, leaves the
 // run as a process that died right before its ended row would, resumes it and returns the
 // resume's peak live heap, its live heap once half the calls were replayed (a measure that
 // does not depend on timing), and what was live before it.
 func resumeHeap(t testing.TB, n int) (peak, mid, before uint64) {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "bench.js")
-	require.NoError(t, os.WriteFile(wf, []byte(benchScript), 0o600))
+	require.NoError(t, os.WriteFile(wf, []byte(enginetest.BenchScript), 0o600))
 	answers := filepath.Join(dir, "answers.json")
-	require.NoError(t, os.WriteFile(answers, []byte(benchAnswers), 0o600))
+	require.NoError(t, os.WriteFile(answers, []byte(enginetest.BenchAnswers), 0o600))
 	input, _ := json.Marshal(map[string]int{"n": n, "width": 16})
 	svc := localService(t, filepath.Join(dir, "state"))
 	res, err := svc.Run(context.Background(), engine.CreateOptions{
@@ -187,7 +188,7 @@ func BenchmarkResumeHeap(b *testing.B) {
 	if v := os.Getenv("CRW_BENCH_RESUME"); v != "" {
 		fmt.Sscan(v, &n)
 	}
-	gcAsCrw(b)
+	enginetest.TuneGCAsCrw(b)
 	for b.Loop() {
 		peak, mid, before := resumeHeap(b, n)
 		b.ReportMetric(float64(peak)/(1<<20), "MiB-peak-live")
@@ -287,4 +288,12 @@ func BenchmarkWaitingCall(b *testing.B) {
 	for b.Loop() {
 		b.ReportMetric(waitingCallCost(b, n), "B-live/waiting-call")
 	}
+}
+
+func localService(t testing.TB, root string) *engine.Service {
+	st, err := local.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enginetest.Service(st)
 }

@@ -1,0 +1,48 @@
+package enginetest
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+
+	"github.com/crw-dev/crw/engine/runner"
+)
+
+// BenchScript issues input.n calls, input.width at a time, each answered at once by the fake
+// backend with a ~200-byte object, as go-workflows' peer benchmark's activities answer.
+const BenchScript = `
+import { agent } from "crw:agent";
+const schema = {
+  type: "object", additionalProperties: false, required: ["status", "summary", "files"],
+  properties: {
+    status: { type: "string", enum: ["done", "partial"] },
+    summary: { type: "string" },
+    files: { type: "array", items: { type: "string" } },
+  },
+};
+export default async function main({ n, width }) {
+  let done = 0;
+  for (let i = 0; i < n; i += width) {
+    const batch = [];
+    for (let j = i; j < Math.min(n, i + width); j++) {
+      batch.push(agent.call({ role: "critic", node: "step", prompt: "Carry out step " + j, schema }));
+    }
+    for (const r of await Promise.all(batch)) if (r.status === "completed") done++;
+  }
+  return done;
+}
+`
+
+// BenchAnswers answers every call of BenchScript.
+const BenchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "done",
+  "summary": "Carried out the step as planned; the tests that cover it pass.",
+  "files": ["internal/runner/runner.go", "internal/runner/runner_test.go", "cmd/tool/main.go"]},
+  "tokens": {"input": 100, "output": 50}}]}]}`
+
+// TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
+func TuneGCAsCrw(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(runner.ProcessGCPercent)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
+}
