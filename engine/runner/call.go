@@ -749,8 +749,11 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 				prepared = c.prepared.Seq
 			}
 			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
+			// The node is held for the script until the verdict reaches it; off the record
+			// (a resume that ran a call a pause held again), the verdict may have come first.
+			_, decided := r.verdicts[c.id]
 			r.mu.Unlock()
-			if row.Type == journal.TypeOutcomeUnknown {
+			if row.Type == journal.TypeOutcomeUnknown && !decided {
 				r.toldHolds[c.req.Node] = append(r.toldHolds[c.req.Node], c.id)
 			}
 		})
