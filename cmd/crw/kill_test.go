@@ -131,25 +131,7 @@ func bigRepoPath(i int) string {
 }
 
 // killTmp is a folder of the test's for repositories and state folders, removed at its end.
-func killTmp(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("CRW_KILL_TMP")
-	if base == "" {
-		var fs syscall.Statfs_t
-		const tmpfsMagic = 0x01021994
-		if syscall.Statfs("/dev/shm", &fs) == nil && fs.Type == tmpfsMagic && fs.Bavail*uint64(fs.Bsize) > 4<<30 &&
-			syscall.Access("/dev/shm", 2 /* W_OK */) == nil {
-			base = "/dev/shm"
-		}
-	}
-	if base == "" {
-		return t.TempDir()
-	}
-	dir, err := os.MkdirTemp(base, "crw-kill-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
+func killTmp(t *testing.T) string { return enginetest.FastTmp(t, "CRW_KILL_TMP", "crw-kill-") }
 
 // newBigRepo makes a repository of bigRepoFiles files (and a README) on branch main in dir/repo.
 // Its own checkout holds no files: no call works in it, and writing 10,000 files for each test

@@ -22,7 +22,11 @@ type Case struct {
 	Faults  Faults              `json:"faults"`
 	// Repo: the run works on a scratch git repository (executors, commits).
 	Repo bool `json:"repo"`
-	Pool int  `json:"pool"`
+	// RepoFiles are the files the scratch repository holds besides its two: a repository of
+	// some size, whose checkouts take git long enough for a pause or a stop to come while a
+	// call's worktree is being made.
+	RepoFiles int `json:"repo_files,omitempty"`
+	Pool      int `json:"pool"`
 	// TierAsk runs with --tier-steps ask.
 	TierAsk bool `json:"tier_ask,omitempty"`
 	// Verdicts says, by the issue order of a call that ended unknown, whether its effect is
@@ -121,6 +125,10 @@ func Generate(seed uint64) *Case {
 		g.statement()
 	}
 	g.faults()
+	// Drawn apart from the rest, so the cases of the seeds from before it are the same.
+	if size := rand.New(rand.NewPCG(seed, 0x7265706f)); c.Repo && size.Float64() < 0.15 {
+		c.RepoFiles = 800
+	}
 	return c
 }
 

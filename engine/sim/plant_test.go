@@ -34,7 +34,7 @@ func TestPlantedBugsAreFound(t *testing.T) {
 		for _, s := range want.seeds {
 			c := sim.Generate(s)
 			plant.Set(name)
-			rep := sim.RunCase(context.Background(), c, t.TempDir())
+			rep := sim.RunCase(context.Background(), c, simTmp(t))
 			plant.Set()
 			var found []string
 			for _, v := range rep.Violations {
@@ -43,7 +43,7 @@ func TestPlantedBugsAreFound(t *testing.T) {
 			if !strings.Contains(strings.Join(found, " "), want.invariant) {
 				t.Errorf("%s, seed %d: the simulator found %v, not %s", name, s, found, want.invariant)
 			}
-			if clean := sim.RunCase(context.Background(), c, t.TempDir()); clean.Failed() {
+			if clean := sim.RunCase(context.Background(), c, simTmp(t)); clean.Failed() {
 				t.Errorf("seed %d fails without %s planted: %v", s, name, clean.Violations)
 			}
 		}

@@ -146,7 +146,7 @@ func (x *execution) prepare() error {
 	}
 	if x.c.Repo {
 		x.repo = filepath.Join(x.dir, "repo")
-		if err := makeRepo(x.repo); err != nil {
+		if err := makeRepo(x.repo, x.c.RepoFiles); err != nil {
 			return err
 		}
 	}
@@ -156,12 +156,16 @@ func (x *execution) prepare() error {
 	return nil
 }
 
-// makeRepo makes a scratch repository of one commit.
-func makeRepo(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
-		return err
+// makeRepo makes a scratch repository of one commit, with extra files besides its two.
+func makeRepo(dir string, extra int) error {
+	files := map[string]string{"README.md": "# scratch\n", "src/main.txt": "main\n"}
+	for i := 0; i < extra; i++ {
+		files[fmt.Sprintf("lib/d%02d/f%04d.txt", i%30, i)] = fmt.Sprintf("file %d of the scratch repository\n", i)
 	}
-	for name, content := range map[string]string{"README.md": "# scratch\n", "src/main.txt": "main\n"} {
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return err
 		}

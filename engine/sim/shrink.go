@@ -93,6 +93,11 @@ func (c *Case) candidates() []*Case {
 			out = append(out, cand)
 		}
 	}
+	if c.RepoFiles > 0 {
+		cand := c.clone()
+		cand.RepoFiles = 0
+		out = append(out, cand)
+	}
 	for i := range f.Stops {
 		cand := c.clone()
 		cand.Faults.Stops = slices.Delete(cand.Faults.Stops, i, i+1)
@@ -178,13 +183,17 @@ func Save(dir string, c *Case, rep *Report) error {
 	if c.Repo {
 		note.WriteString(" --repo REPO")
 	}
+	repo := ""
+	if c.RepoFiles > 0 {
+		repo = fmt.Sprintf("REPO holds %d files besides README.md and src/main.txt (lib/dNN/fNNNN.txt).\n\n", c.RepoFiles)
+	}
 	if c.TierAsk {
 		note.WriteString(" --tier-steps ask")
 	}
 	if c.Faults.Budget > 0 {
 		fmt.Fprintf(&note, " --budget-tokens %d", c.Faults.Budget)
 	}
-	note.WriteString("\n\nA paused run is resumed with `crw flow resume RUN --answers healed.json`.\n\n")
+	note.WriteString("\n\n" + repo + "A paused run is resumed with `crw flow resume RUN --answers healed.json`.\n\n")
 	fmt.Fprintf(&note, "Faults: %s\n", faultsText(c.Faults))
 	if rep != nil {
 		fmt.Fprintf(&note, "\nThe run with its faults did: %s\n", strings.Join(rep.Faulty.Actions, "; "))

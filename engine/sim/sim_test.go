@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/sim"
 )
 
@@ -31,6 +32,7 @@ func TestSeeds(t *testing.T) {
 	began := time.Now()
 	next := make(chan uint64)
 	var ran atomic.Int64
+	tmp := simTmp(t)
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0) * 3
 	for w := 0; w < workers; w++ {
@@ -39,7 +41,7 @@ func TestSeeds(t *testing.T) {
 			defer wg.Done()
 			for s := range next {
 				ran.Add(1)
-				runSeed(t, s)
+				runSeed(t, tmp, s)
 			}
 		}()
 	}
@@ -54,9 +56,13 @@ func TestSeeds(t *testing.T) {
 	t.Logf("seeds from %d: %d run in %v", first, ran.Load(), time.Since(began).Round(time.Second))
 }
 
-func runSeed(t *testing.T, s uint64) {
+// simTmp is where a test's cases run: in memory when the machine has room (see FastTmp), as
+// git's checkouts of a scratch repository of some size take seconds on a slow disk.
+func simTmp(t *testing.T) string { return enginetest.FastTmp(t, "CRW_SIM_TMP", "crw-sim-") }
+
+func runSeed(t *testing.T, tmp string, s uint64) {
 	c := sim.Generate(s)
-	dir, err := os.MkdirTemp("", "sim-")
+	dir, err := os.MkdirTemp(tmp, "sim-")
 	if err != nil {
 		t.Error(err)
 		return
@@ -104,7 +110,7 @@ func TestKeptCases(t *testing.T) {
 			}
 			// A case that broke an invariant by timing is run a few times.
 			for i := 0; i < 3; i++ {
-				rep := sim.RunCase(context.Background(), c, t.TempDir())
+				rep := sim.RunCase(context.Background(), c, simTmp(t))
 				for _, v := range rep.Violations {
 					t.Errorf("%s: %s", filepath.Base(dir), v)
 				}
