@@ -143,16 +143,61 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 		in.Next = append(in.Next, fmt.Sprintf("answer the decision %s (%s): crw flow answer %s %s --value JSON", d.ID, d.Question, run, d.ID))
 	}
 	switch st.State {
-	case store.StateCrashed:
-		in.Next = append(in.Next, "no process holds the run and it has not ended: crw flow resume "+run)
-	case store.StatePaused:
-		in.Next = append(in.Next, "a usage or rate limit paused it: once the limit has passed, crw flow resume "+run)
-	case store.StateRunning:
-		in.Next = append(in.Next, "its process works on it: crw flow follow "+run)
 	case store.StateEnded:
 		if len(in.Next) == 0 {
 			in.Next = append(in.Next, "the run has ended ("+string(st.Status)+"): crw flow show "+run+" tells how")
 		}
+	default:
+		if n := StateNext(st); n != "" {
+			in.Next = append(in.Next, n)
+		}
 	}
 	return in, nil
+}
+
+// StateNext is what a run's state says to do next: resume a run no process holds that has not
+// ended (paused: how, for what paused it), follow a running one; "" for a run that has ended
+// or waits for decisions (each says how it is answered).
+func StateNext(st *store.Status) string {
+	run := st.Run
+	switch st.State {
+	case store.StateCrashed:
+		return "no process holds the run and it has not ended: crw flow resume " + run
+	case store.StatePaused:
+		why, how := PausedBy(st)
+		return why + " paused it: " + how
+	case store.StateRunning:
+		return "its process works on it: crw flow follow " + run
+	}
+	return ""
+}
+
+// PausedBy tells what paused a run and how it goes on: once a limit has passed, and with a
+// budget above what it has spent when its own token budget held its calls. A status that does
+// not say what paused it (a run paused by an earlier crw) names both.
+func PausedBy(st *store.Status) (why, how string) {
+	resume := "crw flow resume " + st.Run
+	budget := func(spent int64) string {
+		return fmt.Sprintf("%s --budget-tokens N with N above the %d tokens it has spent (0: no budget)", resume, spent)
+	}
+	p := st.Paused
+	if p == nil || (!p.Limit && !p.HostBudget && p.Budget == 0) {
+		return "a usage or rate limit, or its token budget", "once the limit has passed, " + resume + "; for its budget, " + budget(st.Tokens.Total)
+	}
+	var causes, once []string
+	if p.Limit {
+		causes, once = append(causes, "a usage or rate limit"), append(once, "the limit has passed")
+	}
+	if p.HostBudget {
+		causes, once = append(causes, "the host's session budget"), append(once, "the host has raised it")
+	}
+	if p.Budget > 0 {
+		causes = append(causes, fmt.Sprintf("its token budget of %d", p.Budget))
+		resume = budget(p.Spent)
+	}
+	how = resume
+	if len(once) > 0 {
+		how = "once " + strings.Join(once, " and ") + ", " + resume
+	}
+	return strings.Join(causes, " and "), how
 }

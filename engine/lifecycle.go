@@ -32,7 +32,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		out.State = store.StateRunning
 		if pub != nil && pub.State != store.StateStopped && pub.State != store.StateEnded {
 			out.State, out.Status, out.Error, out.InFlight, out.Tokens = pub.State, pub.Status, pub.Error, pub.InFlight, pub.Tokens
-			out.Replaying, out.PID, out.LastSeq, out.Updated = pub.Replaying, pub.PID, pub.LastSeq, pub.Updated
+			out.Replaying, out.PID, out.LastSeq, out.Updated, out.Paused = pub.Replaying, pub.PID, pub.LastSeq, pub.Updated, pub.Paused
 			if pub.Calls != nil {
 				out.Calls = pub.Calls
 			}
@@ -63,7 +63,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 			out.Error = pub.Error // why its last process stopped (a divergence, a failed journal)
 		}
 	case store.RunPaused:
-		out.State = store.StatePaused
+		out.State, out.Paused = store.StatePaused, sum.Paused
 	case store.RunWaitingDecision:
 		out.State = store.StateWaitingDecision
 	default:

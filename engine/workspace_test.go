@@ -440,6 +440,77 @@ func TestAWorktreeIsMadeAgainFromTheJournal(t *testing.T) {
 	}
 }
 
+// TestAResumeRemovesTheLocksAKilledProcessLeft: a process killed while git moved the node's
+// ref or the worktree's HEAD leaves git's lock file, after which every update of that ref or
+// HEAD fails. The resumed process holds the run, so it removes them, and crw.commit moves both;
+// a lock of another run's refs (one whose id the run's starts), of the user's branch or of a
+// worktree outside the run's folder is no lock of the run's and stays.
+func TestAResumeRemovesTheLocksAKilledProcessLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	head := git(t, repo, "rev-parse", "HEAD")
+	gitDir := git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	svc, state := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(buildDecideCommit), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	answers := `{"answers": [{"match": {"role": "executor"}, "turns": [{"text": "built", "files": {"src/a.txt": "a\n"}}]}]}`
+	a, err := fake.ParseAnswers("a.json", []byte(answers))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+
+	// What git leaves when it is killed holding a lock: the file, with the value it was
+	// about to write.
+	lock := func(path string) string {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(head+"\n"), 0o644))
+		return path
+	}
+	wt := filepath.Join(state, "flow", id, "worktrees", "n-n-a1")
+	admin := git(t, wt, "rev-parse", "--path-format=absolute", "--git-dir")
+	require.True(t, strings.HasPrefix(admin, filepath.Join(gitDir, "worktrees")+string(filepath.Separator)), admin)
+	own := []string{
+		lock(filepath.Join(gitDir, "refs", "crw", "flow", id, "nodes", "n.lock")),
+		lock(filepath.Join(admin, "HEAD.lock")),
+	}
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	git(t, repo, "worktree", "add", "--detach", elsewhere, "HEAD")
+	others := []string{
+		lock(filepath.Join(gitDir, "refs", "crw", "flow", id+"x", "nodes", "n.lock")),
+		lock(filepath.Join(gitDir, "refs", "heads", "topic.lock")),
+		lock(filepath.Join(git(t, elsewhere, "rev-parse", "--path-format=absolute", "--git-dir"), "HEAD.lock")),
+	}
+
+	_, err = svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	ref := "refs/crw/flow/" + id + "/nodes/n"
+	assert.Equal(t, "a", show(t, repo, ref, "src/a.txt"), "the node's ref moved")
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	var removed []string
+	for _, w := range enginetest.OfType(rows, journal.TypeWarning) {
+		assert.NotEqual(t, "worktree_head_moved", w.Reason, "the worktree's HEAD moved: %s", w.Detail)
+		if w.Reason == "stale_lock_removed" {
+			removed = append(removed, w.Detail)
+		}
+	}
+	require.Len(t, removed, 1, "one warning names the locks removed")
+	for _, p := range own {
+		assert.NoFileExists(t, p)
+		assert.Contains(t, removed[0], p)
+	}
+	for _, p := range others {
+		assert.FileExists(t, p, "not the run's lock")
+	}
+}
+
 // TestAChangedWorktreeHoldsTheNodesNextCall: a worktree changed while no process of the run
 // watched it is not taken as the node's work: crw.commit throws restore_snapshot_mismatch and
 // the worktree is left as it is, for a person to look at.

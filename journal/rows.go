@@ -151,6 +151,23 @@ type Rare struct {
 	// ended (waiting_decision): the verdicts the workflow waits for (crw.effect), which no
 	// decision_requested row names.
 	Awaited []PendingDecision `json:"awaited,omitempty"`
+	// ended (paused): what paused the run, and so what a resume needs to go on.
+	Paused *Paused `json:"paused,omitempty"`
+}
+
+// Paused is what paused a run, as the ended row of its process records it.
+type Paused struct {
+	// Limit: a usage or rate limit held calls (its escalation row); a resume goes on once the
+	// limit has passed.
+	Limit bool `json:"limit,omitempty"`
+	// Budget is the run's token budget that held calls (budget_exhausted), and Spent the
+	// tokens the run had spent then: a resume goes on with a budget above Spent
+	// (crw flow resume --budget-tokens N), or none (0).
+	Budget int64 `json:"budget,omitempty"`
+	Spent  int64 `json:"spent,omitempty"`
+	// HostBudget: the host's session budget held calls (budget_exhausted); a resume goes on
+	// once the host has raised it.
+	HostBudget bool `json:"host_budget,omitempty"`
 }
 
 // Rares are r's rare members: the zero Rare when it has none.

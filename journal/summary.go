@@ -24,6 +24,9 @@ type Summary struct {
 	Tokens Tokens             `json:"tokens"` // every terminal row's, as the timeline adds them
 	// Decisions are the decisions the workflow asked for that have no answer yet, oldest first.
 	Decisions []PendingDecision `json:"decisions,omitempty"`
+	// Paused is what paused a run whose last ended row is paused (nil when that row does not
+	// say: a journal of an earlier crw).
+	Paused *Paused `json:"paused,omitempty"`
 }
 
 // PendingDecision is a decision a run waits for: crw.decide's id and question, or an operator's
@@ -43,6 +46,10 @@ func NewSummary() *Summary { return &Summary{Calls: map[CallStatus]int{}} }
 func (s *Summary) Clone() *Summary {
 	c := *s
 	c.Decisions = append([]PendingDecision(nil), s.Decisions...)
+	if s.Paused != nil {
+		p := *s.Paused
+		c.Paused = &p
+	}
 	c.Calls = make(map[CallStatus]int, len(s.Calls))
 	for k, v := range s.Calls {
 		c.Calls[k] = v
@@ -93,8 +100,8 @@ func (r *Row) ForSummary() SummaryPart {
 	switch {
 	case r.Type == TypeEnded:
 		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
-		if aw := r.Rares().Awaited; len(aw) > 0 {
-			out.Ended.Rare = &Rare{Awaited: aw}
+		if rare := r.Rares(); len(rare.Awaited) > 0 || rare.Paused != nil {
+			out.Ended.Rare = &Rare{Awaited: rare.Awaited, Paused: rare.Paused}
 		}
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
@@ -134,7 +141,11 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 		if e == nil {
 			e = &Row{}
 		}
-		s.Status, s.Ended, s.Result, s.Error = e.Status, e.At, e.Result, e.Error
+		s.Status, s.Ended, s.Result, s.Error, s.Paused = e.Status, e.At, e.Result, e.Error, nil
+		if p := e.Rares().Paused; p != nil && e.Status == "paused" {
+			cp := *p
+			s.Paused = &cp
+		}
 		if e.Status != "paused" && e.Status != "waiting_decision" {
 			s.Decisions = nil // a run that ended waits for nothing
 		}
@@ -145,7 +156,7 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 		// A process took the run after it ended paused or waiting: it is under way again (or
 		// crashed, when that process died), whatever the earlier process ended with.
 		if s.Status == "paused" || s.Status == "waiting_decision" {
-			s.Status, s.Ended, s.Result, s.Error = "", time.Time{}, nil, nil
+			s.Status, s.Ended, s.Result, s.Error, s.Paused = "", time.Time{}, nil, nil, nil
 			s.Decisions = slices.DeleteFunc(s.Decisions, func(d PendingDecision) bool { return strings.HasPrefix(d.ID, VerdictPrefix) })
 		}
 	case r.Type == TypeDecisionRequested && r.Decision != nil:

@@ -263,7 +263,9 @@ type State string
 const (
 	// StateRunning: a process holds the run and works on it.
 	StateRunning State = "running"
-	// StatePaused: a usage or rate limit paused the run; it resumes once the limit passed.
+	// StatePaused: a usage or rate limit, or a token budget, paused the run (Status.Paused
+	// says which); a resume goes on once the limit has passed, with a larger budget for its
+	// own.
 	StatePaused State = "paused"
 	// StateWaitingDecision: the run waits for the answer to a decision (Status.Decisions).
 	StateWaitingDecision State = "waiting_decision"
@@ -284,7 +286,7 @@ type RunStatus string
 const (
 	RunCompleted RunStatus = "completed" // the workflow returned
 	RunFailed    RunStatus = "failed"    // the workflow threw
-	RunPaused    RunStatus = "paused"    // a usage or rate limit paused it
+	RunPaused    RunStatus = "paused"    // a usage or rate limit, or a token budget, paused it
 	// RunWaitingDecision: its script waits for nothing but decisions (crw.decide); its
 	// process ended, and crw flow answer resumes it.
 	RunWaitingDecision RunStatus = "waiting_decision"
@@ -334,6 +336,8 @@ type Status struct {
 	Updated   time.Time `json:"updated,omitzero"`
 	// Decisions are the decisions the run waits for, oldest first.
 	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
+	// Paused is what paused a run whose process ended paused, when its ended row says.
+	Paused *journal.Paused `json:"paused,omitempty"`
 }
 
 // Answer is the answer to a decision of a run (crw flow answer): the decision's id, the value

@@ -386,7 +386,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 				// The host's session budget is spent: as with the run's own token budget, a
 				// resume (once it is raised) runs the call again, so the run ends paused.
 				r.mu.Lock()
-				r.budgetHeld = true
+				r.hostBudgetHeld = true
 				r.mu.Unlock()
 			}
 			r.end(c, &journal.Row{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail})

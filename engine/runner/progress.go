@@ -166,7 +166,7 @@ func (p *progress) now(state store.State) *store.Status {
 	r.mu.Lock()
 	st.InFlight, st.Tokens = len(r.inflight), r.spent
 	if r.paused && state == store.StateRunning {
-		st.State = store.StatePaused
+		st.State, st.Paused = store.StatePaused, &journal.Paused{Limit: true}
 	}
 	if len(r.waiting) > 0 && len(r.inflight) == 0 && state == store.StateRunning {
 		st.State = store.StateWaitingDecision
@@ -191,7 +191,7 @@ func (p *progress) publishEnded(end *store.Status) *store.Status {
 		state = store.StateWaitingDecision // resumable: it waits for an answer
 	}
 	st := p.now(state)
-	st.Status, st.Error, st.Replaying = end.Status, end.Error, false
+	st.Status, st.Error, st.Replaying, st.Paused = end.Status, end.Error, false, end.Paused
 	if end.Result != nil {
 		st.Result = end.Result
 	}

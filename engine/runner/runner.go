@@ -101,11 +101,13 @@ type runner struct {
 	nextID   int                   // the last numeric call id given
 	inflight map[*call]struct{}
 	paused   bool
-	// budgetHeld: a call was held because the run's tokens, or the host's session budget, are
-	// spent: the run ends paused, and a resume runs the call again.
-	budgetHeld bool
-	holds      map[string]string // node → the call whose unknown outcome holds it
-	spent      journal.Tokens
+	// budgetHeld: a call was held because the run's tokens are spent (its budget), and
+	// hostBudgetHeld because the host's session budget is: the run ends paused, and a resume
+	// runs the call again.
+	budgetHeld     bool
+	hostBudgetHeld bool
+	holds          map[string]string // node → the call whose unknown outcome holds it
+	spent          journal.Tokens
 
 	// ws places the calls' directories and keeps the nodes' worktrees.
 	ws *workspaces
@@ -330,10 +332,18 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return nil, err
 	}
 	r.mu.Lock()
-	if (r.paused || r.budgetHeld) && (end.Status == store.RunCompleted || end.Status == store.RunWaitingDecision) {
+	if (r.paused || r.budgetHeld || r.hostBudgetHeld) && (end.Status == store.RunCompleted || end.Status == store.RunWaitingDecision) {
 		// Calls a pause held run again on a resume: the run is paused, whatever decisions
 		// it waits for besides (they stay listed, and the answer resumes it).
 		end.Status = store.RunPaused
+		end.Paused = &journal.Paused{Limit: r.paused, HostBudget: r.hostBudgetHeld}
+		if r.budgetHeld {
+			end.Paused.Budget, end.Paused.Spent = r.spec.BudgetTokens, r.spent.Total
+		}
+		if ended.Rare == nil {
+			ended.Rare = &journal.Rare{}
+		}
+		ended.Paused = end.Paused
 	}
 	r.mu.Unlock()
 	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error

@@ -75,9 +75,30 @@ func (ws *workspaces) open(ctx context.Context) (*workspace.Repo, error) {
 		ws.repo, ws.repoErr = workspace.Open(ctx, ws.r.spec.Repo)
 		if ws.repoErr != nil {
 			ws.repoErr = fmt.Errorf("the run's repository %s: %w", ws.r.spec.Repo, ws.repoErr)
+			return
+		}
+		if ws.r.h != nil {
+			ws.removeStaleLocks()
 		}
 	})
 	return ws.repo, ws.repoErr
+}
+
+// removeStaleLocks removes the locks an earlier process of the run left when it was killed
+// while git moved one of the run's refs or a worktree's HEAD: this process holds the run, so no
+// git of crw's works on them, and with a lock left there every later update of that ref or HEAD
+// would fail. Only the run's own refs and worktrees are looked at. What was removed is a
+// warning row of the run.
+func (ws *workspaces) removeStaleLocks() {
+	removed, err := ws.repo.RemoveStaleLocks(RunRefs(ws.r.id), ws.root)
+	if len(removed) > 0 {
+		ws.r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "stale_lock_removed",
+			Detail: fmt.Sprintf("an earlier process of the run left git's locks, removed: %s", strings.Join(removed, ", "))})
+	}
+	if err != nil {
+		ws.r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "stale_lock_left",
+			Detail: fmt.Sprintf("the locks an earlier process of the run left in %s: %v", ws.repo.GitDir, err)})
+	}
 }
 
 func (ws *workspaces) node(name string) *nodeState {

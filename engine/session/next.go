@@ -72,6 +72,19 @@ func (v NextView) WithDecisions(ds []journal.PendingDecision) NextView {
 	return v
 }
 
+// WithPause is v with the hint of a paused run saying what paused it (a limit, its token
+// budget) and how it goes on, in place of the hint of a limit alone.
+func (v NextView) WithPause(why, how string) NextView {
+	if v.State == StatePaused && why != "" && how != "" {
+		v.Hint = strings.Replace(v.Hint, pausedHint(v.Run), "The run is paused by "+why+": "+how+".", 1)
+	}
+	return v
+}
+
+func pausedHint(run string) string {
+	return "The run is paused: crw flow resume " + run + " goes on with it when the limit has passed."
+}
+
 // SpawnFormat is how a role's subagents are spawned: spawn_agent with the role's agent type and
 // the decided parts of the pair the run records for it (a part left out is the host's).
 type SpawnFormat struct {
@@ -153,7 +166,7 @@ func hint(v NextView, closing []string) string {
 	case StateEnded:
 		h = append(h, "The run ended ("+v.Status+"): nothing more to do.")
 	case StatePaused:
-		h = append(h, "The run is paused: crw flow resume "+v.Run+" goes on with it when the limit has passed.")
+		h = append(h, pausedHint(v.Run))
 	case StateStarting:
 		h = append(h, "The run is starting: ask again.")
 	}

@@ -317,3 +317,14 @@ func TestNextNamesTheDecisionsARunWaitsFor(t *testing.T) {
 	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
 	assert.Equal(t, running, running.WithDecisions(nil))
 }
+
+// TestNextSaysWhatPausedTheRun: a paused run's hint says what paused it and how it goes on, as
+// its status says (its token budget: a resume with a larger one); a run that is not paused
+// keeps its hint.
+func TestNextSaysWhatPausedTheRun(t *testing.T) {
+	why, how := "its token budget of 10", "crw flow resume r1 --budget-tokens N with N above the 12 tokens it has spent (0: no budget)"
+	v := session.Next("r1", session.StatePaused, "", nil, nil, 6, nil).WithPause(why, how)
+	assert.Equal(t, "The run is paused by its token budget of 10: crw flow resume r1 --budget-tokens N with N above the 12 tokens it has spent (0: no budget).", v.Hint)
+	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
+	assert.Equal(t, running, running.WithPause(why, how))
+}

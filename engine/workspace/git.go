@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -237,6 +238,76 @@ func (r *Repo) repairAdmins() {
 	r.mu.Lock()
 	r.admins = nil
 	r.mu.Unlock()
+}
+
+// RemoveStaleLocks removes the lock files a git killed with crw's process left behind, after
+// which every later update of what they lock fails: the ref locks (<ref>.lock) under prefix, a
+// folder of refs that ends with "/", and the HEAD.lock of each worktree whose folder is under
+// root. Only the holder of the run those refs and worktrees are of may call it: no git of crw's
+// works on them then, so a lock there is one nobody holds. No other lock of the repository
+// (another prefix's, a worktree elsewhere, packed-refs.lock) is touched. It returns the files
+// it removed, and goes on past an error, returning the first.
+func (r *Repo) RemoveStaleLocks(prefix, root string) ([]string, error) {
+	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") || slices.Contains(strings.Split(prefix, "/"), "..") {
+		return nil, fmt.Errorf("%q is no folder of refs", prefix)
+	}
+	var removed []string
+	var first error
+	remove := func(p string) {
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+			return
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if first == nil {
+				first = err
+			}
+			return
+		}
+		removed = append(removed, p)
+	}
+	refs := filepath.Join(r.GitDir, filepath.FromSlash(prefix))
+	err := filepath.WalkDir(refs, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && first == nil {
+				first = err
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".lock") {
+			remove(p) // no ref's name ends with .lock: git refuses one
+		}
+		return nil
+	})
+	if err != nil && first == nil {
+		first = err
+	}
+	roots := []string{filepath.Clean(root)}
+	if real, err := filepath.EvalSymlinks(root); err == nil && real != roots[0] {
+		roots = append(roots, real)
+	}
+	admins := filepath.Join(r.GitDir, "worktrees")
+	entries, err := os.ReadDir(admins)
+	if err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+		first = err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(admins, e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		gitdir := strings.TrimSpace(string(data)) // <worktree>/.git
+		if !filepath.IsAbs(gitdir) {
+			gitdir = filepath.Join(admins, e.Name(), gitdir)
+		}
+		wt := filepath.Dir(gitdir)
+		for _, top := range roots {
+			if strings.HasPrefix(wt, top+string(filepath.Separator)) {
+				remove(filepath.Join(admins, e.Name(), "HEAD.lock"))
+				break
+			}
+		}
+	}
+	return removed, first
 }
 
 // forget drops what git keeps of a worktree whose folder is gone, locked or not: git worktree

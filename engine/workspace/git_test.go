@@ -313,3 +313,23 @@ func TestWhatAKilledGitLeavesIsCleared(t *testing.T) {
 	left, _ := os.ReadDir(root)
 	assert.Empty(t, left, "no folder is left under the root")
 }
+
+// TestRemoveStaleLocksTakesOnlyAFolderOfRefs: a prefix that is no folder of refs (no trailing
+// slash, outside refs/, climbing out) is refused and nothing is removed.
+func TestRemoveStaleLocksTakesOnlyAFolderOfRefs(t *testing.T) {
+	t.Parallel()
+	repo, head := newRepo(t)
+	lock := filepath.Join(repo.GitDir, "refs", "crw", "flow", "r", "nodes", "n.lock")
+	require.NoError(t, os.MkdirAll(filepath.Dir(lock), 0o755))
+	require.NoError(t, os.WriteFile(lock, []byte(head+"\n"), 0o644))
+	for _, prefix := range []string{"refs/crw/flow/r", "crw/flow/r/", "refs/crw/../crw/flow/r/", ""} {
+		removed, err := repo.RemoveStaleLocks(prefix, t.TempDir())
+		assert.Error(t, err, prefix)
+		assert.Empty(t, removed, prefix)
+		assert.FileExists(t, lock, prefix)
+	}
+	removed, err := repo.RemoveStaleLocks("refs/crw/flow/r/", t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, []string{lock}, removed)
+	assert.NoFileExists(t, lock)
+}

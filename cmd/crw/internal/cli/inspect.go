@@ -133,6 +133,9 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 			} else if st.State == store.StateEnded {
 				fmt.Fprintf(streams.Out, "result    %s\n", compact(st.Result))
 			}
+			if n := engine.StateNext(st); n != "" {
+				fmt.Fprintf(streams.Out, "next      %s\n", n)
+			}
 			return nil
 		},
 	}

@@ -270,7 +270,8 @@ func printEnd(g *globals, streams IO, end *store.Status) {
 		fmt.Fprintf(streams.ErrOut, "run %s was cancelled\n", end.Run)
 	case store.RunPaused:
 		// Not over: there is no result to print yet.
-		fmt.Fprintf(streams.ErrOut, "run %s is paused by a usage or rate limit, or its token budget; resume it with crw flow resume %s once the limit has passed (with --budget-tokens N for a larger budget)\n", end.Run, end.Run)
+		why, how := engine.PausedBy(end)
+		fmt.Fprintf(streams.ErrOut, "run %s is paused by %s; %s\n", end.Run, why, how)
 	case store.RunWaitingDecision:
 		fmt.Fprintf(streams.ErrOut, "run %s waits for a decision; its process has ended:\n", end.Run)
 		for _, d := range end.Decisions {

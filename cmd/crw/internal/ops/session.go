@@ -177,8 +177,12 @@ func nextView(sr sessionRun) (session.NextView, error) {
 	case st.State == store.StateRunning && st.LastSeq == 0:
 		state = session.StateStarting // its process has not published its start yet
 	}
-	return session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
-		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions), nil
+	v := session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
+		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
+	if state == session.StatePaused {
+		v = v.WithPause(engine.PausedBy(st))
+	}
+	return v, nil
 }
 
 // Dispatched is crw flow dispatched: it reports the subagent the owner started for a step of a
