@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -176,4 +177,71 @@ func TestAnAnswerThatCannotResumeWritesNothing(t *testing.T) {
 	got, err := svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": true}`), "uid 1", false)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled)
+}
+
+// TestAnAnsweredRunWaitsForItsResume: once every decision a run's process ended waiting for is
+// answered without a resume (--no-resume), the run waits for nothing but a resume: its state
+// says so (waiting_resume, no decision listed), and status and inspect say that a resume goes
+// on; the resume does, to the next decision or the run's end.
+func TestAnAnsweredRunWaitsForItsResume(t *testing.T) {
+	t.Parallel()
+	const twice = `import crw from "crw";
+const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  const first = await crw.decide({ id: "first", question: "First?", schema });
+  const second = await crw.decide({ id: "second", question: "Second?", schema });
+  return [first.ok, second.ok];
+}`
+	const once = `import crw from "crw";
+const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  return [(await crw.decide({ id: "first", question: "First?", schema })).ok];
+}`
+	for name, tc := range map[string]struct {
+		script string
+		ids    []string
+		result string
+	}{"twice": {twice, []string{"first", "second"}, `[true, false]`}, "once": {once, []string{"first"}, `[true]`}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			svc, _ := enginetest.LocalService(t)
+			wf := filepath.Join(t.TempDir(), "wf.js")
+			require.NoError(t, os.WriteFile(wf, []byte(tc.script), 0o644))
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+			require.NoError(t, err)
+			for i, d := range tc.ids {
+				end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+				require.NoError(t, err)
+				require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+				st, err := svc.Status(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, store.StateWaitingDecision, st.State)
+				require.Len(t, st.Decisions, 1)
+				assert.Equal(t, d, st.Decisions[0].ID)
+
+				_, err = svc.Answer(ctx, id, d, json.RawMessage(fmt.Sprintf(`{"ok": %v}`, i == 0)), "uid 1", false)
+				require.NoError(t, err)
+				st, err = svc.Status(ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, store.StateWaitingResume, st.State, "the answered decision is no longer waited for")
+				assert.Equal(t, store.RunWaitingDecision, st.Status, "how its process ended")
+				assert.Empty(t, st.Decisions)
+				assert.Equal(t, "the decisions it waited for are answered and no process holds it: crw flow resume "+id+" goes on", engine.StateNext(st))
+				in, err := svc.Inspect(ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, []string{engine.StateNext(st)}, in.Next)
+				_, err = svc.Follow(ctx, id, nil)
+				assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err), "no process will move it on: %v", err)
+				list, err := svc.List(ctx)
+				require.NoError(t, err)
+				require.Len(t, list, 1)
+				assert.Equal(t, store.StateWaitingResume, list[0].State)
+			}
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+			require.NoError(t, err)
+			require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+			assert.JSONEq(t, tc.result, string(end.Result))
+		})
+	}
 }

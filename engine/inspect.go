@@ -163,6 +163,8 @@ func StateNext(st *store.Status) string {
 	switch st.State {
 	case store.StateCrashed:
 		return "no process holds the run and it has not ended: crw flow resume " + run
+	case store.StateWaitingResume:
+		return "the decisions it waited for are answered and no process holds it: crw flow resume " + run + " goes on"
 	case store.StatePaused:
 		why, how := PausedBy(st)
 		return why + " paused it: " + how

@@ -66,6 +66,11 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		out.State, out.Paused = store.StatePaused, sum.Paused
 	case store.RunWaitingDecision:
 		out.State = store.StateWaitingDecision
+		if len(sum.Decisions) == 0 {
+			// Every decision it waited for has been answered since (or its verdict given),
+			// and no process took it: it waits for a resume.
+			out.State = store.StateWaitingResume
+		}
 	default:
 		out.State = store.StateEnded
 	}
@@ -113,7 +118,7 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 			if _, held, err := s.Store.Published(ctx, run); err == nil && !held {
 				return st, nil
 			}
-		case store.StateCrashed:
+		case store.StateCrashed, store.StateWaitingResume:
 			return nil, errs.New(errs.RunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", run, run)
 		}
 		select {

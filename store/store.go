@@ -269,6 +269,10 @@ const (
 	StatePaused State = "paused"
 	// StateWaitingDecision: the run waits for the answer to a decision (Status.Decisions).
 	StateWaitingDecision State = "waiting_decision"
+	// StateWaitingResume: the run's process ended waiting for decisions, and every one has
+	// been answered since with no process started (crw flow answer --no-resume): a resume goes
+	// on with it.
+	StateWaitingResume State = "waiting_resume"
 	// StateEnded: the run has its end (completed, failed or cancelled).
 	StateEnded State = "ended"
 	// StateCrashed: no process holds the run and it has not ended.

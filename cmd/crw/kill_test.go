@@ -362,12 +362,12 @@ func (r *killRig) drive() *store.Status {
 		switch st.State {
 		case store.StateEnded:
 			return st
+		case store.StateWaitingResume:
+			// Its decisions are answered (--no-resume): it waits for a resume.
+			require.Empty(t, st.Decisions, "run %s: %+v", r.run, st)
+			r.resume()
 		case store.StateWaitingDecision:
-			if len(st.Decisions) == 0 {
-				// Its decisions are answered (--no-resume): it waits for a resume.
-				r.resume()
-				continue
-			}
+			require.NotEmpty(t, st.Decisions, "run %s waits for a decision and lists none: %+v", r.run, st)
 			for _, dec := range st.Decisions {
 				value, ok := r.wf.decisions[dec.ID]
 				require.True(t, ok, "run %s asks decision %q", r.run, dec.ID)

@@ -140,4 +140,4 @@ func statusOr(c engine.TimelineCall) string {
 }
 
 // listStates are the states list --status takes.
-var listStates = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateEnded), string(store.StateCrashed)}
+var listStates = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed)}

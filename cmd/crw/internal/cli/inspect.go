@@ -34,7 +34,7 @@ func newCmdList(g *globals, streams IO) *cobra.Command {
 		Short: "List the runs in the state folder",
 		Long: `List the runs in the state folder, oldest first: each with its state, its status once it has
 ended, its calls, when it started and its workflow. --status keeps the runs in the states named
-(running, paused, waiting_decision, ended, crashed; repeatable or comma-separated), --since those
+(running, paused, waiting_decision, waiting_resume, ended, crashed; repeatable or comma-separated), --since those
 started within the last D, and --limit the newest N of what is left.`,
 		Example: `  crw flow list
   crw flow list --status running,paused --since 24h
@@ -100,7 +100,7 @@ started within the last D, and --limit the newest N of what is left.`,
 func newCmdStatus(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status RUN",
-		Short: "Show a run's state: running, paused, ended or crashed",
+		Short: "Show a run's state: running, paused, waiting_decision, waiting_resume, ended or crashed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runID = args[0]

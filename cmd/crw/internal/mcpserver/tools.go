@@ -51,7 +51,8 @@ func (s *Server) addTools(backends *backend.Registry) {
 		description: `Where a run stands, as crw flow status says: its state (running; paused: a usage or rate ` +
 			`limit paused it, resume it once the limit passed, or its token budget did: inspect says how it goes on; ` +
 			`waiting_decision: answer the decisions listed, but ` +
-			`one whose id starts effect/ is a verdict the workflow waits for (crw.effect): give it with recover; ended, ` +
+			`one whose id starts effect/ is a verdict the workflow waits for (crw.effect): give it with recover; ` +
+			`waiting_resume: the decisions it waited for are answered, resume it; ended, ` +
 			`with its result or error; crashed: no process holds it and it has not ended, resume it), its calls by ` +
 			`status, tokens, and the decisions it waits for. Reads only, and answers at once while a process holds the run.` +
 			onError + onRun}, s.status)

@@ -47,9 +47,9 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 
 // Next is crw flow next: what a session run asks of its owner thread, waiting up to wait for a
 // step or a change of the run's state. It writes no row. A run no process holds that is
-// neither paused nor over is resumed once, as crw flow resume --detach does. The close steps it
-// hands out where nothing else will are taken back (an ended run's) or noted (a private
-// host's).
+// neither paused nor over, nor waits for a decision, is resumed once, as crw flow resume
+// --detach does. The close steps it hands out where nothing else will are taken back (an
+// ended run's) or noted (a private host's).
 func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (session.NextView, error) {
 	if wait < 0 {
 		return session.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
@@ -61,7 +61,7 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		if err != nil {
 			return session.NextView{}, err
 		}
-		if sr.status.State == store.StateCrashed && resumed == 0 {
+		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateWaitingResume) && resumed == 0 {
 			// Once: a resume that cannot start says why, rather than be tried again at every
 			// read.
 			pid, err := svc.Start(ctx, id)
