@@ -478,7 +478,7 @@ func TestACommitMadeWhileAPauseHeldACallIsMadeAgain(t *testing.T) {
 	repo := gitRepo(t, map[string]string{"README": "hello\n"})
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
 	require.NoError(t, err)
-	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(`{"error": "rateLimitExceeded"}`), nil)})
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(`{"error": "sessionBudgetExceeded"}`), nil)})
 	require.NoError(t, err)
 	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", "held", "b `+want[2][2:]+`", "a `+git(t, repo, "rev-parse", "HEAD^{tree}")+`"]`, string(end.Result),
@@ -509,4 +509,73 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+const laterWorkAfterAPause = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "executor", node: "a", prompt: "A" }),
+    agent.call({ role: "executor", node: "b", prompt: "B" }),
+  ]);
+  const out = [a.status, b.status];
+  out.push((await crw.commit("b", { message: "first of b" })).tree);
+  out.push((await agent.call({ role: "executor", node: "b", prompt: "B again" })).status);
+  out.push((await crw.commit("b", { message: "second of b" })).tree);
+  return out;
+}
+`
+
+// TestACommitOfANodeTheRerunDidNotTouchKeepsItsTree: the host's session budget holds node a's
+// call (the run will end paused, but calls after it still run); the process commits node b,
+// then a later executor call of b writes another file. The resume runs a's call again, which
+// never works in b's worktree: b's first commit is the one recorded, not a commit of b's
+// worktree as it is now (which holds the later call's file too).
+func TestACommitOfANodeTheRerunDidNotTouchKeepsItsTree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(laterWorkAfterAPause), 0o644))
+	answers := func(aTurns string) *fake.Answers {
+		a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
+  {"match": {"call": 1}, "turns": [`+aTurns+`]},
+  {"match": {"call": 2}, "turns": [{"text": "done", "files": {"b.txt": "b\n"}}]},
+  {"match": {"call": 3}, "turns": [{"text": "done", "files": {"later.txt": "later\n"}}]}
+]}`))
+		require.NoError(t, err)
+		return a
+	}
+	ok := `{"text": "done", "files": {"a.txt": "a\n"}}`
+	files := func(repo, tree string) string {
+		return strings.Join(strings.Fields(git(t, repo, "ls-tree", "--name-only", tree)), " ")
+	}
+
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(`{"error": "sessionBudgetExceeded"}`), nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
+	var paused []string
+	require.NoError(t, json.Unmarshal(end.Result, &paused))
+	require.Len(t, paused, 5)
+	assert.Equal(t, []string{"held", "completed"}, paused[:2])
+	assert.Equal(t, "README b.txt", files(repo, paused[2]))
+	assert.Equal(t, "README b.txt later.txt", files(repo, paused[4]))
+
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers(ok), nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var got []string
+	require.NoError(t, json.Unmarshal(end.Result, &got))
+	require.Len(t, got, 5)
+	assert.Equal(t, []string{"completed", "completed"}, got[:2])
+	assert.Equal(t, "README b.txt", files(repo, got[2]), "b's first commit has not the later call's file")
+	assert.Equal(t, "README b.txt later.txt", files(repo, got[4]))
+	assert.Equal(t, "3", git(t, repo, "rev-list", "--count", "refs/crw/flow/"+id+"/nodes/b"), "b's ref: the repository's commit, b's first and its second, no more")
+
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "%+v", rep)
 }

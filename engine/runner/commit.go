@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crw-dev/crw/engine/replay"
@@ -69,6 +70,9 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		}
 		return r.applyCommit(rec.Intent)
 	}
+	if out, kept, err := r.keepSuperseded(node, message); kept {
+		return out, err
+	}
 	// What the worktrees' state decides is recorded, refusals too (an intent with the error
 	// and no result): a replay, whose worktrees are as the run left them, gives the same.
 	refuse := func(code errs.Code, reason, format string, args ...any) (json.RawMessage, error) {
@@ -125,6 +129,51 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
 	}
 	return r.applyCommit(intent)
+}
+
+// keepSuperseded gives the next superseded commit of the node with this message again when no executor call of this process
+// worked in its node's worktree: the rerun changed nothing it committed, and its worktree now
+// also holds what later calls of the paused process wrote there, which the commit did not
+// have. Its rows are written again, so later resumes and shadows replay them in its place.
+func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, error) {
+	k := slices.IndexFunc(r.superseded, func(c *replay.Commit) bool {
+		return c.Intent.Node == node && c.Intent.Message == message
+	})
+	if k < 0 {
+		return nil, false, nil
+	}
+	n := r.ws.node(node)
+	n.mu.Lock()
+	worked := n.worked
+	n.mu.Unlock()
+	if worked {
+		return nil, false, nil
+	}
+	c := r.superseded[k]
+	r.superseded = r.superseded[k+1:]
+	intent := *c.Intent
+	intent.Seq = 0
+	if intent.Status != "" || c.Result != nil {
+		rows := []*journal.Row{&intent}
+		var res *journal.Row
+		if c.Result != nil {
+			cp := *c.Result
+			cp.Seq = 0
+			res = &cp
+			rows = append(rows, res)
+		}
+		r.j.Append(rows...)
+		r.flushSoon()
+		out, err := CommitOutcome(&intent, res)
+		return out, true, err
+	}
+	seq := r.j.Append(&intent)
+	if err := r.j.Sync(seq); err != nil {
+		r.stop(err)
+		return nil, true, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
+	}
+	out, err := r.applyCommit(&intent)
+	return out, true, err
 }
 
 // adopt is the result of a superseded commit that the intent would make again: the same node

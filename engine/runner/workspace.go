@@ -47,6 +47,9 @@ type nodeState struct {
 	restored, mismatch bool
 	// open are the executor calls in flight, by the allocation they run on.
 	open map[*call]int
+	// worked: an executor call of this process worked in the worktree, so its tree may differ
+	// from what the journal's commits recorded.
+	worked bool
 }
 
 func newWorkspaces(r *runner, dir string) *workspaces {
@@ -253,7 +256,7 @@ func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (plac
 	if why := r.restore(ctx, n, repo, false); why != "" {
 		return nil, held(restoreReason(why), "%s", why)
 	}
-	n.open[c] = n.Alloc
+	n.open[c], n.worked = n.Alloc, true
 	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceAttempt, Node: n.Name, Alloc: n.Alloc,
 		Start: n.Start, Commit: n.At, Workspace: n.Path}, nil
 }
@@ -369,7 +372,7 @@ func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *re
 		if why := r.restore(ctx, n, repo, true); why != "" {
 			return nil, held(restoreReason(why), "%s", why)
 		}
-		n.open[c] = n.Alloc
+		n.open[c], n.worked = n.Alloc, true
 	default:
 		_, err := os.Lstat(p.Workspace)
 		if err == nil && repo.HalfMade(p.Workspace) {
