@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,7 @@ func TestSeeds(t *testing.T) {
 	began := time.Now()
 	next := make(chan uint64)
 	var ran atomic.Int64
+	var fig figures
 	tmp := simTmp(t)
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0) * 3
@@ -41,7 +43,7 @@ func TestSeeds(t *testing.T) {
 			defer wg.Done()
 			for s := range next {
 				ran.Add(1)
-				runSeed(t, tmp, s)
+				fig.add(runSeed(t, tmp, s))
 			}
 		}()
 	}
@@ -53,19 +55,60 @@ func TestSeeds(t *testing.T) {
 	}
 	close(next)
 	wg.Wait()
-	t.Logf("seeds from %d: %d run in %v", first, ran.Load(), time.Since(began).Round(time.Second))
+	t.Logf("seeds from %d: %d run in %v; %s", first, ran.Load(), time.Since(began).Round(time.Second), fig.String())
+}
+
+// figures add up what the seeds' runs did, for the long runs' reports.
+type figures struct {
+	mu                               sync.Mutex
+	runs, processes, crashes, failed int
+	actions                          map[string]int
+	violations                       map[string]int
+}
+
+func (f *figures) add(rep *sim.Report) {
+	if rep == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.actions == nil {
+		f.actions, f.violations = map[string]int{}, map[string]int{}
+	}
+	for _, o := range []*sim.Outcome{rep.Reference, rep.Faulty} {
+		f.runs++
+		f.processes += o.Processes
+		f.crashes += o.Crashes
+		for _, a := range o.Actions {
+			kind, _, _ := strings.Cut(a, " ")
+			f.actions[kind]++
+		}
+	}
+	if rep.Failed() {
+		f.failed++
+	}
+	for _, v := range rep.Violations {
+		f.violations[v.Invariant]++
+	}
+}
+
+func (f *figures) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprintf("%d runs, %d processes, %d crashed, actions %v, %d seeds failed %v",
+		f.runs, f.processes, f.crashes, f.actions, f.failed, f.violations)
 }
 
 // simTmp is where a test's cases run: in memory when the machine has room (see FastTmp), as
 // git's checkouts of a scratch repository of some size take seconds on a slow disk.
 func simTmp(t *testing.T) string { return enginetest.FastTmp(t, "CRW_SIM_TMP", "crw-sim-") }
 
-func runSeed(t *testing.T, tmp string, s uint64) {
+func runSeed(t *testing.T, tmp string, s uint64) *sim.Report {
 	c := sim.Generate(s)
 	dir, err := os.MkdirTemp(tmp, "sim-")
 	if err != nil {
 		t.Error(err)
-		return
+		return nil
 	}
 	defer os.RemoveAll(dir)
 	rep := sim.RunCase(context.Background(), c, dir)
@@ -73,7 +116,7 @@ func runSeed(t *testing.T, tmp string, s uint64) {
 		t.Errorf("seed %d: %s", s, v)
 	}
 	if !rep.Failed() {
-		return
+		return rep
 	}
 	t.Logf("seed %d: workflow:\n%s\nanswers: %s\nfaults: %+v\nactions: %v / %v\nfaulty rows:\n%s", s, c.Program.JS(), sim.AnswersFile(c.Answers), c.Faults,
 		rep.Reference.Actions, rep.Faulty.Actions, sim.RowsText(rep.Faulty.Rows))
@@ -86,6 +129,7 @@ func runSeed(t *testing.T, tmp string, s uint64) {
 		}
 		t.Logf("seed %d: kept the shrunk case in %s", s, kept)
 	}
+	return rep
 }
 
 var keep = flag.String("sim.keep", "", "shrink the failing seeds and keep each minimal case in this folder (testdata/sim)")
