@@ -167,6 +167,10 @@ type killRig struct {
 	kills, resumes, answered int
 	restarts                 int // starts killed before the run was created
 	vanished                 int // worktrees removed while no process held the run
+	// orphans are the children of killed processes that went on after them; with untilOrphan,
+	// drive stops at the first.
+	orphans     []string
+	untilOrphan bool
 }
 
 func newKillRig(t *testing.T, wf *killWorkflow) *killRig {
@@ -271,15 +275,20 @@ func (r *killRig) foreground(p killPlan, args ...string) ([]byte, bool) {
 	require.NoError(r.t, cmd.Start())
 	var exited atomic.Bool
 	killer := make(chan struct{})
+	var kids []child
 	go func() {
 		defer close(killer)
-		r.killAt(began, p, exited.Load, func() bool { return cmd.Process.Signal(syscall.SIGKILL) == nil })
+		r.killAt(began, p, exited.Load, func() bool {
+			kids = childrenOf(cmd.Process.Pid)
+			return cmd.Process.Signal(syscall.SIGKILL) == nil
+		})
 	}()
 	err := cmd.Wait()
 	exited.Store(true)
 	<-killer
 	if ee, ok := err.(*exec.ExitError); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			r.orphans = append(r.orphans, survivors(kids)...)
 			return out.Bytes(), true
 		}
 		// 3 paused, 4 waiting for a decision: the loop looks at the run's state.
@@ -296,10 +305,20 @@ func (r *killRig) foreground(p killPlan, args ...string) ([]byte, bool) {
 // instant counted from began, when the command that started it was run).
 func (r *killRig) detached(pid int, began time.Time, p killPlan) bool {
 	r.t.Helper()
+	var kids []child
 	killed := r.killAt(began, p, func() bool { return !local.Held(r.state, r.run) }, func() bool {
 		st, err := published(r.state, r.run)
-		return err == nil && st.PID == pid && local.Held(r.state, r.run) && syscall.Kill(pid, syscall.SIGKILL) == nil
+		if err != nil || st.PID != pid || !local.Held(r.state, r.run) {
+			return false
+		}
+		kids = childrenOf(pid)
+		return syscall.Kill(pid, syscall.SIGKILL) == nil
 	})
+	if killed {
+		// Its lock goes with its files, before its children are sent their parent-death signal.
+		waitDead(r.t, pid)
+		r.orphans = append(r.orphans, survivors(kids)...)
+	}
 	r.waitFree()
 	return killed
 }
@@ -319,11 +338,14 @@ func (r *killRig) startArgs() []string {
 }
 
 // drive runs the workflow to its end, killing its processes as the rig draws, and returns the
-// end's status.
+// end's status (nil: it stopped at an orphan, untilOrphan).
 func (r *killRig) drive() *store.Status {
 	t := r.t
 	t.Helper()
 	for r.run == "" {
+		if r.untilOrphan && len(r.orphans) > 0 {
+			return nil
+		}
 		plan := r.wantKill(false)
 		if r.rng != nil && r.rng.IntN(2) == 0 {
 			began := time.Now()
@@ -356,6 +378,9 @@ func (r *killRig) drive() *store.Status {
 		r.waitFree()
 	}
 	for step := 0; ; step++ {
+		if r.untilOrphan && len(r.orphans) > 0 {
+			return nil
+		}
 		require.Less(t, step, 40, "run %s did not end", r.run)
 		st, err := runStatus(r.state, r.run)
 		require.NoError(t, err)
@@ -451,6 +476,7 @@ func (r *killRig) finish(st *store.Status) killEnd {
 	t := r.t
 	t.Helper()
 	require.Equal(t, store.RunCompleted, st.Status, "run %s: %+v", r.run, st.Error)
+	assert.Empty(t, r.orphans, "run %s: children of killed processes went on after them (a git goes on writing a worktree the next process makes or removes)", r.run)
 	journalfiletest.Check(t, journalPath(r.state, r.run))
 	rows, err := readRows(r.state, r.run)
 	require.NoError(t, err)
