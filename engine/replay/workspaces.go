@@ -55,9 +55,11 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 	case journal.TypeCommitIntent:
 		h.Commits = append(h.Commits, &Commit{Intent: own()})
 	case journal.TypeCommitResult:
-		if n := len(h.Commits); n > 0 && h.Commits[n-1].Result == nil {
+		// A result follows its intent, or it is the result of a superseded intent whose
+		// process died before it: the resume that superseded it recorded what git did.
+		if c := h.unfinishedCommit(); c != nil {
 			r := own()
-			h.Commits[n-1].Result = r
+			c.Result = r
 			if r.Commit != "" {
 				nd := h.node(r.Node)
 				nd.At, nd.Ref, nd.Tree = r.Commit, r.Commit, r.Tree
@@ -118,6 +120,21 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		return false
 	}
 	return true
+}
+
+// unfinishedCommit is the newest commit intent, superseded or not, when it has no result yet
+// and was no refusal.
+func (h *History) unfinishedCommit() *Commit {
+	var newest *Commit
+	for _, list := range [][]*Commit{h.Commits, h.Superseded} {
+		if n := len(list); n > 0 && (newest == nil || list[n-1].Intent.Seq > newest.Intent.Seq) {
+			newest = list[n-1]
+		}
+	}
+	if newest == nil || newest.Result != nil || newest.Intent.Status != "" {
+		return nil
+	}
+	return newest
 }
 
 // placed reads a call's workspace_placed row.

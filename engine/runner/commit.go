@@ -53,6 +53,15 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 			// a call a pause held; this one has the rerun's: they are made again.
 			r.superseded = r.h.Commits[k:]
 			k, r.commits = len(r.h.Commits), len(r.h.Commits)+1
+			if last := r.superseded[len(r.superseded)-1]; last.Intent.Status == "" && last.Result == nil {
+				// Its process died between the intent and the result, perhaps after git
+				// moved the ref: what it did is recorded before anything is made again.
+				res, err := r.commitRows(last.Intent, false)
+				if err != nil {
+					return nil, err
+				}
+				last.Result = res
+			}
 		}
 	}
 	if r.h != nil && k < len(r.h.Commits) {
@@ -201,13 +210,22 @@ func (r *runner) adopt(intent *journal.Row) *journal.Row {
 // result. Made again from the same intent (a process died before the result was recorded), it
 // finds the commit on the ref and moves nothing twice.
 func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
+	res, err := r.commitRows(intent, true)
+	if err != nil {
+		return nil, err
+	}
+	return CommitOutcome(intent, res)
+}
+
+// commitRows makes an intent's commit and records its result row, which it returns. Without
+// move it only records what a dead process did: the result when the node's ref is at the
+// intent's commit (the worktree's HEAD is moved there too), nothing (nil) when it is not.
+func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error) {
 	ctx := context.WithoutCancel(r.ctx)
-	fail := func(reason, format string, args ...any) (json.RawMessage, error) {
-		msg := fmt.Sprintf(format, args...)
-		res := &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Ref: intent.Ref, Reason: reason, Detail: msg}
+	record := func(res *journal.Row) (*journal.Row, error) {
 		r.j.Append(res)
 		r.flushSoon()
-		return CommitOutcome(intent, res)
+		return res, nil
 	}
 	repo, err := r.ws.open(ctx)
 	if err != nil {
@@ -221,12 +239,17 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 	if err != nil {
 		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
 	}
-	if err := repo.SwapRef(ctx, intent.Ref, commit, intent.Old); err != nil {
+	if !move {
+		if cur, err := repo.Ref(ctx, intent.Ref); err != nil || cur != commit {
+			return nil, nil
+		}
+	} else if err := repo.SwapRef(ctx, intent.Ref, commit, intent.Old); err != nil {
 		cur, _ := repo.Ref(ctx, intent.Ref)
 		if cur != commit {
 			if errors.Is(err, workspace.ErrRefMoved) {
-				return fail("revision_conflict", "%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
-					intent.Ref, orNone(cur), orNone(intent.Old))
+				return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Ref: intent.Ref, Reason: "revision_conflict",
+					Detail: fmt.Sprintf("%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
+						intent.Ref, orNone(cur), orNone(intent.Old))})
 			}
 			return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
 		}
@@ -243,10 +266,7 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 		n.At, n.Tree = commit, intent.Tree
 	}
 	n.Ref = commit
-	res := &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref}
-	r.j.Append(res)
-	r.flushSoon()
-	return CommitOutcome(intent, res)
+	return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref})
 }
 
 // commitMessage ends a message with one newline, as git commit does.
