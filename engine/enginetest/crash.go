@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -70,6 +71,9 @@ func JournalProblems(rows []journal.Row) []string {
 		case journal.IsTerminal(r.Type):
 			if ended[r.Call] {
 				out = append(out, fmt.Sprintf("call %s ended twice in one generation (row %d)", r.Call, r.Seq))
+			}
+			if r.Reason != "" && !result.IsReason(r.Reason) {
+				out = append(out, fmt.Sprintf("call %s ended %s with reason %q, outside the closed set (row %d)", r.Call, r.Type, r.Reason, r.Seq))
 			}
 			ended[r.Call] = true
 		}

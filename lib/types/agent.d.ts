@@ -26,6 +26,7 @@ export type Reason =
   | "host_config_unauthorized"
   | "host_config_sandbox_error"
   | "host_config_flow_binding"
+  | "host_config_workspace"
   | "host_policy_cyber"
   | "host_policy_misalignment"
   | "host_interrupted_external"
