@@ -610,8 +610,9 @@ return {
 		{"effortOnly", pair(str("any-model"), nil), pair(str("any-model"), str("low")), "any-model", "low"},
 		{"undecided", pair(nil, nil), pair(nil, nil), "fake-model", "medium"},
 		{"requestedOnly", pair(str("mine"), str("xhigh")), pair(str("mine"), str("xhigh")), "mine", "xhigh"},
-		{"badModel", pair(str("gpt-small"), nil), pair(nil, nil), "", ""},
-		{"badEffort", pair(nil, str("high")), pair(nil, nil), "", ""},
+		// A refused call's configured pair is the role table's: what it contradicted.
+		{"badModel", pair(str("gpt-small"), nil), pair(str("gpt-big"), str("high")), "", ""},
+		{"badEffort", pair(nil, str("high")), pair(nil, str("low")), "", ""},
 	}
 	for _, tc := range tests {
 		cr := call(t, res, rows, tc.key)

@@ -9,7 +9,7 @@ import (
 // inputs.
 type Prepared struct {
 	Row        *journal.Row
-	Configured journal.Pair // the pair the call runs with
+	Configured journal.Pair // the pair the call runs with; with PairErr, the role table's
 	PairErr    error        // the requested pair contradicts the role table
 	Schema     *Schema      // nil for a call without a schema
 }
@@ -30,8 +30,9 @@ func Prepare(req agent.Request, roles RoleTable, schemas *Schemas) Prepared {
 	if requested != (journal.Pair{}) {
 		p.Row.RequestedPair = &requested
 	}
+	// A refused pair records the role table's (what the request contradicted) as configured.
 	p.Configured, p.PairErr = roles.Decide(req.Role, requested)
-	if p.PairErr == nil && p.Configured != (journal.Pair{}) {
+	if p.Configured != (journal.Pair{}) {
 		c := p.Configured
 		p.Row.ConfiguredPair = &c
 	}

@@ -88,13 +88,13 @@ func (t RoleTable) Decide(role string, requested journal.Pair) (journal.Pair, er
 	out := requested
 	if decided.Model != "" {
 		if requested.Model != "" && requested.Model != decided.Model {
-			return journal.Pair{}, fmt.Errorf("role %s runs model %q; the call asked for %q", role, decided.Model, requested.Model)
+			return decided, fmt.Errorf("role %s runs model %q; the call asked for %q", role, decided.Model, requested.Model)
 		}
 		out.Model = decided.Model
 	}
 	if decided.Effort != "" {
 		if requested.Effort != "" && requested.Effort != decided.Effort {
-			return journal.Pair{}, fmt.Errorf("role %s runs effort %q; the call asked for %q", role, decided.Effort, requested.Effort)
+			return decided, fmt.Errorf("role %s runs effort %q; the call asked for %q", role, decided.Effort, requested.Effort)
 		}
 		out.Effort = decided.Effort
 	}
