@@ -18,7 +18,7 @@ type child struct {
 }
 
 // procStat reads /proc/PID/stat's fields after the command's name: state is [0], ppid [1],
-// starttime [19].
+// session [3], starttime [19].
 func procStat(pid int) ([]string, error) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
@@ -36,7 +36,7 @@ func procStat(pid int) ([]string, error) {
 	return f, nil
 }
 
-// childrenOf lists the processes whose parent is pid.
+// childrenOf lists the processes whose parent is pid, but those it detached.
 func childrenOf(pid int) []child {
 	entries, _ := os.ReadDir("/proc")
 	var out []child
@@ -46,7 +46,9 @@ func childrenOf(pid int) []child {
 			continue
 		}
 		f, err := procStat(p)
-		if err != nil || f[1] != strconv.Itoa(pid) {
+		if err != nil || f[1] != strconv.Itoa(pid) || f[3] == e.Name() {
+			// Not its child, or one in a session of its own: a run process crw detached on
+			// purpose (crw flow _exec), which outlives the command that started it.
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
