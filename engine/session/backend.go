@@ -355,6 +355,8 @@ type step struct {
 	rec     backend.Recorder
 	marker  string
 	attempt int
+	// rerun: this step runs its turn again, the attempt before it lost.
+	rerun   bool
 	reports chan Report
 
 	file   StepFile
@@ -442,7 +444,9 @@ func (s *step) dispatch() (backend.Outcome, bool) {
 	if st.Action == ActionSendInput {
 		st.TokensSeen = s.t.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
 	}
-	if s.attempt > 1 {
+	if s.rerun {
+		// The next attempt of a lost turn: a turn run again, at the place of the one it
+		// replaces. A later turn of the same attempt (its repair) replaces nothing.
 		st.ReplacesTurn = s.t.K
 	}
 	s.rec.Dispatched(st)
@@ -476,6 +480,7 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 	}
 	s.register(Marker(s.t.Call.ID, s.t.K, s.attempt+1))
 	s.attempt++
+	s.rerun = true
 	if s.agent != "" {
 		s.prior = append(s.prior, s.ran)
 	}

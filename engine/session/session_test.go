@@ -450,6 +450,40 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
 }
 
+// TestSessionRepairAfterALostAttemptReplacesNothing: seed 003's replaces_turn names the turn a
+// step runs again. The task turn's second attempt (the first was lost) replaces turn 1; the
+// repair turn on that attempt's subagent is the call's first turn 2, and replaces nothing.
+func TestSessionRepairAfterALostAttemptReplacesNothing(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const S = {type: "object", properties: {ok: {type: "boolean"}}, required: ["ok"], additionalProperties: false};
+export default async function main() { return (await agent.call({ role: "critic", prompt: "judge it", schema: S })).output; }
+`
+	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		switch {
+		case st.Attempt == 1:
+			return sessiontest.Answer{Lose: true}
+		case st.K == 1:
+			return sessiontest.Answer{Text: "not what was asked"}
+		}
+		return sessiontest.Answer{Text: `{"ok": true}`}
+	}, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `{"ok": true}`, string(end.Result))
+	steps := enginetest.OfType(rows, journal.TypeStepPublished)
+	require.Len(t, steps, 3)
+	var got [][3]int // k, attempt, replaces_turn
+	for _, st := range steps {
+		got = append(got, [3]int{st.K, st.Attempt, st.ReplacesTurn})
+	}
+	assert.Equal(t, [][3]int{{1, 1, 0}, {1, 2, 1}, {2, 2, 0}}, got)
+	var turns [][2]int // conversation_turn, replaces_turn
+	for _, ts := range enginetest.OfType(rows, journal.TypeTurnStarted) {
+		turns = append(turns, [2]int{ts.ConversationTurn, ts.ReplacesTurn})
+	}
+	assert.Equal(t, [][2]int{{1, 0}, {1, 1}, {2, 0}}, turns)
+}
+
 // countingLookups is a host that counts the run's lookups of markers (Subagents).
 type countingLookups struct {
 	*sessiontest.Host
