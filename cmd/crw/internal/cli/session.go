@@ -87,8 +87,9 @@ func newCmdDispatched(g *globals, streams IO) *cobra.Command {
 		Long: `Report the subagent (the agent_id spawn_agent returned, or the target of a send_input)
 that the owner started for step CALL/t<K>-a<N> of a session run, and wait for the run's reply:
 bound (exit 0), or pair_mismatch, retry, refused or close (exit 1), each with what to do. A
-report that no process of the run answers in time is queued (exit 1): it stays in the run's
-inbox and the run answers it when it reaches the step. A report for a run that has ended, or for a step a paused
+report of a run no process holds is queued at once, and one that no process of the run answers
+in time is queued then (exit 1): it stays in the run's inbox and the run answers it when it
+reaches the step (crw flow next resumes a run no process holds). A report for a run that has ended, or for a step a paused
 run no longer publishes, is answered close at once.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -187,8 +187,8 @@ func nextView(sr sessionRun) (session.NextView, error) {
 
 // Dispatched is crw flow dispatched: it reports the subagent the owner started for a step of a
 // session run and waits up to wait for the run's reply (bound, pair_mismatch, retry, refused,
-// close). A report no process of the run answers in time is queued: it stays in the run's
-// inbox. A report for a run that has ended, or for a step a paused run no longer publishes, is
+// close). A report of a run no process holds is queued at once, and one no process of the
+// run answers in time is queued then: it stays in the run's inbox. A report for a run that has ended, or for a step a paused run no longer publishes, is
 // answered close at once.
 func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report session.Report, wait time.Duration) (session.Reply, error) {
 	id := report.Run
@@ -233,6 +233,12 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 				bus.Drop(r) // answered here: no process will read it
 				return session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
 			}
+		}
+		if !local.Held(st.Root(), id) {
+			// No process holds the run to answer it (seed 003): queued at once. The process
+			// the owner's next crw flow next resumes reads it from the inbox.
+			reply.Detail = "no process holds the run: the report waits in the run's inbox; crw flow next " + id + " resumes the run, which answers it"
+			return reply, nil
 		}
 		select {
 		case <-ctx.Done():
