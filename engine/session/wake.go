@@ -84,13 +84,16 @@ type wakes struct {
 	escalated bool
 }
 
-// waitingMarkers are the markers of the steps waiting for a report, sorted.
+// waitingMarkers are the markers of the steps waiting for the owner, sorted: a step whose
+// subagent is bound waits for that subagent's answer, not for the owner, and wakes no one.
 func (b *Backend) waitingMarkers() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]string, 0, len(b.waiting))
 	for m := range b.waiting {
-		out = append(out, m)
+		if _, bound := b.bound[m]; !bound {
+			out = append(out, m)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/sessiontest"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
 )
 
@@ -191,4 +193,87 @@ func TestSessionDoesNotWakeAWatchingOwner(t *testing.T) {
 	assert.Equal(t, journal.TypeSessionWake, rows[0].Type)
 	assert.Zero(t, rows[0].Renotify, "the step's first wake, come once the owner stopped watching")
 	assert.Len(t, host.Wakes(), 1)
+}
+
+// countingClock is a wake clock the test moves and whose reads it counts: each poll of the run
+// reads it once, so a test can wait for polls, not for time.
+type countingClock struct {
+	clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.clock.Now() }
+
+// waitReads waits until the clock has been read n more times than when it was called.
+func (c *countingClock) waitReads(t *testing.T, n int64) {
+	t.Helper()
+	from := c.reads.Load()
+	require.Eventually(t, func() bool { return c.reads.Load() >= from+n }, time.Minute, time.Millisecond)
+}
+
+// TestSessionDoesNotWakeForABoundStep: once the owner's subagent is bound to the step, the step
+// waits for that subagent, not for the owner: hours of its turn wake no one and write no
+// session_unresponsive escalation; the run completes when the turn does.
+func TestSessionDoesNotWakeForABoundStep(t *testing.T) {
+	c := &countingClock{clock: clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "a long look" })).output; }
+`), 0o600))
+	svc := enginetest.Service(mem.New())
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	host := sessiontest.NewHost(owner)
+	host.RolloutDir = t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(runDir, 0o700))
+	flow := &flowRows{}
+	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 4,
+		Flow: flow.add, Wake: session.WakeConfig{Now: c.Now}})
+	defer b.Close()
+	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id,
+		Answer: func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}
+	ownerCtx, stopOwner := context.WithCancel(ctx)
+	defer stopOwner()
+	go o.Loop(ownerCtx)
+	type ended struct {
+		st  *store.Status
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		st, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		done <- ended{st, err}
+	}()
+
+	var thread, turn string
+	require.Eventually(t, func() bool {
+		rows, _ := svc.Rows(ctx, id)
+		for _, r := range rows {
+			switch r.Type {
+			case journal.TypeThreadStarted:
+				thread = r.ThreadID
+			case journal.TypeTurnStarted:
+				turn = r.TurnID
+			}
+		}
+		return thread != "" && turn != ""
+	}, time.Minute, time.Millisecond, "the owner's subagent is bound")
+	c.waitReads(t, 3)
+	before := len(flow.all())
+	c.add(3 * time.Hour) // past every renotification interval and the escalation's two hours
+	c.waitReads(t, 5)
+	for _, r := range flow.all()[before:] {
+		t.Errorf("a bound step wrote %s %s (renotify %d): %s", r.Type, r.Reason, r.Renotify, r.Detail)
+	}
+
+	host.End(thread, turn, "seen", "")
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, store.RunCompleted, got.st.Status, "%+v", got.st.Error)
+	assert.JSONEq(t, `"seen"`, string(got.st.Result))
 }
