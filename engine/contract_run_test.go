@@ -50,7 +50,9 @@ func TestContractConcurrency(t *testing.T) {
 
 	t.Run("pool", func(t *testing.T) {
 		t.Parallel()
-		delays := []int{90, 40, 60, 10, 70, 30, 40, 10}
+		// Hundreds of milliseconds apart, so that the order of completions is the delays'
+		// even on a loaded machine, where sending a turn can take tens of milliseconds.
+		delays := []int{900, 400, 600, 100, 700, 300, 400, 100}
 		var entries []string
 		for i, d := range delays {
 			entries = append(entries, fmt.Sprintf(`{"match": {"call": %d}, "turns": [{"json": {"n": %d}, "delay_ms": %d}]}`, i+1, i+1, d))
@@ -121,7 +123,7 @@ return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n
 		t.Parallel()
 		var entries []string
 		for i := 1; i <= 6; i++ {
-			entries = append(entries, fmt.Sprintf(`{"match": {"call": %d}, "turns": [{"json": {"n": %d}, "delay_ms": 30}]}`, i, i))
+			entries = append(entries, fmt.Sprintf(`{"match": {"call": %d}, "turns": [{"json": {"n": %d}, "delay_ms": 1000}]}`, i, i))
 		}
 		res, rows := enginetest.Run(t, wf(`
 const calls = [];
@@ -145,9 +147,11 @@ const winner = await Promise.race([
 const seenAtWin = order.slice();
 return { winner, seenAtWin };`),
 			answers(
-				`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 150}]}`,
-				`{"match": {"call": 2}, "turns": [{"json": {"n": 2}, "delay_ms": 10}]}`,
-				`{"match": {"call": 3}, "turns": [{"json": {"n": 3}, "delay_ms": 70}]}`,
+				// Seconds apart: under load the three are sent at slightly different times, and
+				// the fast one must still be the first to complete.
+				`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 3000}]}`,
+				`{"match": {"call": 2}, "turns": [{"json": {"n": 2}}]}`,
+				`{"match": {"call": 3}, "turns": [{"json": {"n": 3}, "delay_ms": 1500}]}`,
 			))
 		require.Equal(t, store.RunCompleted, res.Status)
 		winner := call(t, res, rows, "winner")

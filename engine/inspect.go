@@ -115,15 +115,17 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 			in.InFlight = append(in.InFlight, id)
 		}
 	}
-	if st.State != store.StateEnded {
-		// An ended run waits for no verdict: nothing of it is held any more.
+	f.ended = st.State == store.StateEnded
+	{
+		// An ended run's effects are listed, marked: they stay unverified, though nothing of
+		// the run is held any more.
 		effects := f.effects()
 		held := map[string]bool{}
 		for _, e := range effects {
 			if len(in.Effects) < MaxListed {
 				in.Effects = append(in.Effects, e)
 			}
-			if e.Kind == "call" && !held[e.Node] && len(in.Held) < MaxListed {
+			if e.Kind == "call" && !f.ended && !held[e.Node] && len(in.Held) < MaxListed {
 				held[e.Node] = true
 				in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
 			}

@@ -27,6 +27,8 @@ type Reconciled struct {
 	Journaled bool `json:"journaled"`
 	// PID is the process a resume started (0: none was).
 	PID int `json:"pid,omitempty"`
+	// RunEnded: the run had ended; the verdict is recorded and nothing resumes.
+	RunEnded bool `json:"run_ended,omitempty"`
 }
 
 // Recover journals an operator's verdict on a call that ended unknown (reconcile_effect):
@@ -35,7 +37,8 @@ type Reconciled struct {
 // and it stays unknown for the script; the verdict releases its node's recovery hold for the
 // calls after it. A live run's process is left the verdict and journals it itself. An applied
 // verdict's output must satisfy the call's schema. A run no process holds whose workflow waits
-// for the verdict (crw.effect) is resumed, with resume.
+// for the verdict (crw.effect) is resumed, with resume. A run that has ended takes the verdict
+// too (the effect stays unresolved until someone verifies it) and is never resumed.
 func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdict, by string, resume bool) (*Reconciled, error) {
 	if v.Verdict != runner.VerdictApplied && v.Verdict != runner.VerdictNotApplied {
 		return nil, errs.New(errs.InvalidRequest, "recover: give the verdict: --applied (the effect happened) or --not-applied (it did not)")
@@ -52,9 +55,6 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	st, err := s.Status(ctx, run)
 	if err != nil {
 		return nil, err
-	}
-	if st.State == store.StateEnded {
-		return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): nothing of it waits for a verdict", run, st.Status)
 	}
 	var end, reconciled *journal.Row
 	node := ""
@@ -107,7 +107,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		}
 		v.Output = doc
 	}
-	out := &Reconciled{Run: run, Call: call, Verdict: v.Verdict, Node: node,
+	out := &Reconciled{Run: run, Call: call, Verdict: v.Verdict, Node: node, RunEnded: st.State == store.StateEnded,
 		HeldBy: slices.DeleteFunc(slices.Clone(unknown[node]), func(c string) bool { return c == call })}
 	if out.HeldBy == nil {
 		out.HeldBy = []string{}
@@ -220,14 +220,18 @@ type Effect struct {
 	Ref    string   `json:"ref,omitempty"`
 	Verify string   `json:"verify"`
 	Then   string   `json:"then"`
+	// RunEnded: the effect is of a run that has ended. Its verdict is recorded for the record
+	// (crw flow recover takes it) and resumes nothing.
+	RunEnded bool `json:"run_ended,omitempty"`
 }
 
 // MaxEffects bounds what Effects lists.
 const MaxEffects = 10000
 
 // Effects lists the unresolved effects of the runs given (every run when none is), at most
-// limit of them. A run that has ended has none: nothing of it waits for a verdict. Each
-// journal is read a row at a time, so a run of many calls costs no more memory than a few.
+// limit of them, those of runs that have ended too (marked: a verdict on one resumes
+// nothing). Each journal is read a row at a time, so a run of many calls costs no more memory
+// than a few.
 func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Effect, error) {
 	if limit < 1 || limit > MaxEffects {
 		return nil, errs.New(errs.InvalidRequest, "--limit: 1 to %d, got %d", MaxEffects, limit)
@@ -249,10 +253,8 @@ func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Eff
 			}
 			continue // an unreadable run is listed unreadable by crw flow list
 		}
-		if st.State == store.StateEnded {
-			continue
-		}
 		f := newEffectFold(run)
+		f.ended = st.State == store.StateEnded
 		if err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error { f.add(r); return nil }); err != nil {
 			if !all {
 				return nil, err
@@ -273,6 +275,7 @@ func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Eff
 // effect needs of each call.
 type effectFold struct {
 	run        string
+	ended      bool // the run has ended
 	calls      map[string]*effectCall
 	order      []string
 	reconciled map[string]bool
@@ -324,9 +327,17 @@ func (f *effectFold) effects() []Effect {
 		if c.unknown == "" || f.reconciled[id] {
 			continue
 		}
-		out = append(out, Effect{Run: f.run, Call: id, Kind: "call", Node: c.node, Role: c.role, Reason: c.unknown, Thread: c.thread, Turns: c.turns,
+		e := Effect{Run: f.run, Call: id, Kind: "call", Node: c.node, Role: c.role, Reason: c.unknown, Thread: c.thread, Turns: c.turns,
 			Verify: fmt.Sprintf("whether the host ran the turn of call %s (thread %s, turn %s) and what it answered", id, orNone(c.thread), orNone(last(c.turns))),
-			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", f.run, id)})
+			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", f.run, id), RunEnded: f.ended}
+		if f.ended {
+			e.Then += " (the run has ended: the verdict is recorded and resumes nothing)"
+		}
+		out = append(out, e)
+	}
+	if f.ended {
+		// No process will take an ended run again to finish a commit from its intent.
+		return out
 	}
 	for _, in := range f.commits {
 		if in.Status != "" {

@@ -29,8 +29,9 @@ turn ran (crw flow effects says what to verify and where), then give the verdict
 The unknown call's rows are not changed, and it stays unknown for the workflow. The verdict is
 journaled (effect_reconciled); a run whose process is live takes it itself. A run whose workflow
 waits for the verdict (crw.effect) resumes in a process of its own, unless --no-resume; resume
-any other run no process holds with crw flow resume. Exit status 2, with nothing written, without a verdict or
-for a call that did not end unknown.`,
+any other run no process holds with crw flow resume. A run that has ended takes the verdict
+too, for the record, and resumes nothing: its unresolved effects stay listed until then. Exit
+status 2, with nothing written, without a verdict or for a call that did not end unknown.`,
 		Example: `  crw flow effects RUN
   crw flow recover RUN c3 --not-applied && crw flow resume RUN
   crw flow recover RUN c3 --applied --output @answer.json`,
@@ -66,6 +67,8 @@ for a call that did not end unknown.`,
 				return nil
 			}
 			switch {
+			case out.RunEnded:
+				fmt.Fprintf(streams.Out, "call %s reconciled %s: the run has ended; the verdict is recorded and resumes nothing\n", out.Call, out.Verdict)
 			case out.Journaled && len(out.HeldBy) > 0:
 				fmt.Fprintf(streams.Out, "call %s reconciled %s: node %s stays held by %s, whose outcome is unknown too\n", out.Call, out.Verdict, out.Node, strings.Join(out.HeldBy, ", "))
 			case out.Journaled && out.Verdict == runner.VerdictApplied:
@@ -115,7 +118,11 @@ func newCmdEffects(g *globals, streams IO) *cobra.Command {
 				return nil
 			}
 			for _, e := range effects {
-				fmt.Fprintf(streams.Out, "run %s  %s %s  node %s  %s\n  verify %s\n  then   %s\n", e.Run, e.Kind, dash(e.Call), e.Node, dash(e.Reason), e.Verify, e.Then)
+				ended := ""
+				if e.RunEnded {
+					ended = "  (run ended)"
+				}
+				fmt.Fprintf(streams.Out, "run %s  %s %s  node %s  %s%s\n  verify %s\n  then   %s\n", e.Run, e.Kind, dash(e.Call), e.Node, dash(e.Reason), ended, e.Verify, e.Then)
 			}
 			return nil
 		},
