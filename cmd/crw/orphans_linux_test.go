@@ -18,7 +18,7 @@ type child struct {
 }
 
 // procStat reads /proc/PID/stat's fields after the command's name: state is [0], ppid [1],
-// session [3], starttime [19].
+// session [3], flags [6], starttime [19].
 func procStat(pid int) ([]string, error) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
@@ -79,7 +79,7 @@ func waitDead(t *testing.T, pid int) {
 }
 
 // survivors are the children of a killed process that go on as if nothing happened: still
-// there, not a zombie, and no SIGKILL pending. A git child that outlives crw's process writes a
+// there, not a zombie, not exiting, and no SIGKILL pending. A git child that outlives crw's process writes a
 // worktree while the next process of the run makes or removes the same folder.
 func survivors(children []child) []string {
 	var out []string
@@ -88,12 +88,19 @@ func survivors(children []child) []string {
 		if err != nil || f[19] != c.start || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
-		if killPending(c.pid) {
+		if exiting(f) || killPending(c.pid) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d (%s)", c.pid, c.cmd))
 	}
 	return out
+}
+
+// exiting reports whether a process is on its way out (PF_EXITING in the flags of its stat):
+// its pending signals may be gone already, and so may its command line.
+func exiting(stat []string) bool {
+	flags, err := strconv.ParseUint(stat[6], 10, 64)
+	return err == nil && flags&0x4 != 0
 }
 
 // killPending reports whether SIGKILL is pending for process pid (it is dying).
