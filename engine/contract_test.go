@@ -212,6 +212,8 @@ return { r, threw, frozen, keys: Object.keys(r), metaKeys: Object.keys(r.meta) }
 		done := enginetest.Terminal(t, rows, "c1")
 		assert.False(t, done.Extracted)
 		assert.Nil(t, done.RawText)
+		assert.JSONEq(t, `{"n": 7}`, string(done.Output))
+		assert.Equal(t, "sha256:1dd42de9287c1b6a96c617376c0df6b8304485783ed0b4803f1aac0f119471a5", done.ResultDigest, "the digest of the canonical output, {\"n\":7}")
 		assert.Equal(t, &journal.Tokens{Input: 10, Output: 5, Total: 15}, done.Tokens)
 		assert.Equal(t, []string{"started"}, enginetest.Types(rows[:1]))
 		assert.Equal(t, journal.TypeEnded, rows[len(rows)-1].Type)

@@ -314,14 +314,16 @@ type Row struct {
 	OutputDigest string `json:"output_digest,omitempty"`
 
 	// terminal rows, interrupt_requested, escalation, warning, ended
-	Reason     string          `json:"reason,omitempty"`
-	Detail     string          `json:"detail,omitempty"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	RawText    *string         `json:"raw_text,omitempty"`
-	Extracted  bool            `json:"extracted,omitempty"`
-	RepairUsed bool            `json:"repair_used,omitempty"`
-	TurnIDs    []string        `json:"turn_ids,omitempty"`
-	Tokens     *Tokens         `json:"tokens,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+	Detail string          `json:"detail,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	// ResultDigest is a completed row's digest of its output as kept (sha256:<hex>).
+	ResultDigest string   `json:"result_digest,omitempty"`
+	RawText      *string  `json:"raw_text,omitempty"`
+	Extracted    bool     `json:"extracted,omitempty"`
+	RepairUsed   bool     `json:"repair_used,omitempty"`
+	TurnIDs      []string `json:"turn_ids,omitempty"`
+	Tokens       *Tokens  `json:"tokens,omitempty"`
 
 	// ended
 	Status string          `json:"status,omitempty"`

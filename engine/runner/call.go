@@ -655,6 +655,9 @@ func (r *runner) end(c *call, row *journal.Row) {
 	row.Call = c.id
 	row.TurnIDs = c.turnIDs
 	row.RepairUsed = c.repairUsed
+	if row.Type == journal.TypeCompleted {
+		row.ResultDigest = replay.Digest(string(row.Output))
+	}
 	if !c.tokens.IsZero() {
 		t := c.tokens
 		row.Tokens = &t
