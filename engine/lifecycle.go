@@ -28,6 +28,11 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 	}
 	out := &store.Status{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt,
 		Result: json.RawMessage("null"), Calls: store.Counts{}}
+	if held && pub != nil && pub.State == store.StateEnded {
+		// Its process wrote the ended row and is letting the run go: the journal says how it
+		// ended (never "running", nor "starting" to crw flow next, for a run that is over).
+		held = false
+	}
 	if held {
 		out.State = store.StateRunning
 		if pub != nil && pub.State != store.StateStopped && pub.State != store.StateEnded {
