@@ -12,6 +12,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -44,4 +46,41 @@ func TestStatusOfARunWhoseProcessIsLettingItGo(t *testing.T) {
 	st, err = svc.Status(ctx, id)
 	require.NoError(t, err)
 	assert.Equal(t, store.StateRunning, st.State, "a process that publishes it runs holds it")
+}
+
+// TestAStartedRowWithoutBackendIsAnAppServerRun: seed 003, a run whose started row records no
+// backend is an App Server run: a resume on the fake backend is refused before any row.
+func TestAStartedRowWithoutBackendIsAnAppServerRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`export default async function main() { return "done"; }`), 0o644))
+	// The started row of a run of the same spec, its backend taken out.
+	first, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	_, err = svc.Execute(ctx, first, engine.ExecOptions{})
+	require.NoError(t, err)
+	rows, err := svc.Rows(ctx, first)
+	require.NoError(t, err)
+	started := rows[0]
+	require.Equal(t, journal.TypeStarted, started.Type)
+	require.Equal(t, "fake", started.Backend)
+
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	started.Seq, started.Run, started.Backend = 0, id, ""
+	lease, err := svc.Store.Acquire(ctx, id)
+	require.NoError(t, err)
+	_, err = lease.Journal().Write(&started)
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+
+	_, err = svc.Execute(ctx, id, engine.ExecOptions{})
+	require.Error(t, err)
+	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
+	assert.Contains(t, err.Error(), "ran on backend app-server; it cannot resume on fake")
+	rows, err = svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, rows, 1, "nothing written")
 }

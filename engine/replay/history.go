@@ -290,6 +290,10 @@ func (b *builder) name(s string) string {
 	return s
 }
 
+// RecordedNoBackend is the backend of a run whose started row names none (seed 003): the App
+// Server's, whose journals came first.
+const RecordedNoBackend = "app-server"
+
 func (b *builder) add(row *journal.Row, seq uint64) error {
 	h := b.h
 	if row.Seq != seq {
@@ -307,6 +311,10 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 				row = &cp
 			}
 			h.Started, h.Run, h.Backend = row, row.Run, row.Backend
+			if h.Backend == "" {
+				// Seed 003: a run whose started row records no backend is an App Server run.
+				h.Backend = RecordedNoBackend
+			}
 		}
 		return nil
 	case journal.TypeEnded:
