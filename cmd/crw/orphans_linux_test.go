@@ -36,7 +36,9 @@ func procStat(pid int) ([]string, error) {
 	return f, nil
 }
 
-// childrenOf lists the processes whose parent is pid, but those it detached.
+// childrenOf lists the git processes whose parent is pid, but those it detached. Only git:
+// the invariant is that no git child writes on after its process; crw's own run processes are
+// detached on purpose.
 func childrenOf(pid int) []child {
 	entries, _ := os.ReadDir("/proc")
 	var out []child
@@ -49,6 +51,9 @@ func childrenOf(pid int) []child {
 		if err != nil || f[1] != strconv.Itoa(pid) || f[3] == e.Name() {
 			// Not its child, or one in a session of its own: a run process crw detached on
 			// purpose (crw flow _exec), which outlives the command that started it.
+			continue
+		}
+		if comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); strings.TrimSpace(string(comm)) != "git" {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -85,7 +90,9 @@ func survivors(children []child) []string {
 	var out []string
 	for _, c := range children {
 		f, err := procStat(c.pid)
-		if err != nil || f[19] != c.start || f[0] == "Z" || f[0] == "X" {
+		if err != nil || f[19] != c.start || f[0] == "Z" || f[0] == "X" || f[3] == strconv.Itoa(c.pid) {
+			// Gone, another process, a zombie, or one that has made a session of its own since
+			// the snapshot: a run process crw detached, seen between its fork and its setsid.
 			continue
 		}
 		if exiting(f) || killPending(c.pid) {
