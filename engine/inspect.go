@@ -116,27 +116,25 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 		}
 	}
 	f.ended = st.State == store.StateEnded
-	{
-		// An ended run's effects are listed, marked: they stay unverified, though nothing of
-		// the run is held any more.
-		effects := f.effects()
-		held := map[string]bool{}
-		for _, e := range effects {
-			if len(in.Effects) < MaxListed {
-				in.Effects = append(in.Effects, e)
-			}
-			if e.Kind == "call" && !f.ended && !held[e.Node] && len(in.Held) < MaxListed {
-				held[e.Node] = true
-				in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
-			}
+	// An ended run's effects are listed, marked: they stay unverified, though nothing of
+	// the run is held any more.
+	effects := f.effects()
+	held := map[string]bool{}
+	for _, e := range effects {
+		if len(in.Effects) < MaxListed {
+			in.Effects = append(in.Effects, e)
 		}
-		for i, e := range effects {
-			if i == maxNext {
-				in.Next = append(in.Next, fmt.Sprintf("and %d more unresolved effects: crw flow effects %s", len(effects)-maxNext, run))
-				break
-			}
-			in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))
+		if e.Kind == "call" && !f.ended && !held[e.Node] && len(in.Held) < MaxListed {
+			held[e.Node] = true
+			in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
 		}
+	}
+	for i, e := range effects {
+		if i == maxNext {
+			in.Next = append(in.Next, fmt.Sprintf("and %d more unresolved effects: crw flow effects %s", len(effects)-maxNext, run))
+			break
+		}
+		in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))
 	}
 	for _, d := range st.Decisions {
 		if strings.HasPrefix(d.ID, journal.VerdictPrefix) {

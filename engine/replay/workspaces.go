@@ -126,10 +126,11 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 // and was no refusal.
 func (h *History) unfinishedCommit() *Commit {
 	var newest *Commit
-	for _, list := range [][]*Commit{h.Commits, h.Superseded} {
-		if n := len(list); n > 0 && (newest == nil || list[n-1].Intent.Seq > newest.Intent.Seq) {
-			newest = list[n-1]
-		}
+	if n := len(h.Commits); n > 0 {
+		newest = h.Commits[n-1]
+	}
+	if n := len(h.Superseded); n > 0 && (newest == nil || h.Superseded[n-1].Intent.Seq > newest.Intent.Seq) {
+		newest = h.Superseded[n-1]
 	}
 	if newest == nil || newest.Result != nil || newest.Intent.Status != "" {
 		return nil

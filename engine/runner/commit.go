@@ -132,6 +132,11 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		r.flushSoon()
 		return CommitOutcome(intent, res)
 	}
+	return r.intendAndApply(intent)
+}
+
+// intendAndApply makes the intent durable before git is touched, then makes its commit.
+func (r *runner) intendAndApply(intent *journal.Row) (json.RawMessage, error) {
 	seq := r.j.Append(intent)
 	if err := r.j.Sync(seq); err != nil {
 		r.stop(err)
@@ -140,8 +145,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	return r.applyCommit(intent)
 }
 
-// keepSuperseded gives the next superseded commit of the node with this message again when no executor call of this process
-// worked in its node's worktree: the rerun changed nothing it committed, and its worktree now
+// keepSuperseded gives the next superseded commit of the node with this message again when no
+// executor call of this process worked in its node's worktree: the rerun changed nothing it committed, and its worktree now
 // also holds what later calls of the paused process wrote there, which the commit did not
 // have. Its rows are written again, so later resumes and shadows replay them in its place.
 func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, error) {
@@ -176,12 +181,7 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 		out, err := CommitOutcome(&intent, res)
 		return out, true, err
 	}
-	seq := r.j.Append(&intent)
-	if err := r.j.Sync(seq); err != nil {
-		r.stop(err)
-		return nil, true, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
-	}
-	out, err := r.applyCommit(&intent)
+	out, err := r.intendAndApply(&intent)
 	return out, true, err
 }
 
