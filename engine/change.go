@@ -152,7 +152,7 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 	}
 	if len(why) > 0 {
 		return errs.New(errs.RevisionConflict, "--script %s takes another path than run %s recorded: %s", script, run, strings.Join(why, "; ")).
-			Because("replay", "divergence", "refused", errs.Certain).
+			Because("replay", "divergence", errs.NotStarted, errs.Certain).
 			Next("crw flow shadow " + script + " --run " + run + " shows every difference; resume with a script that replays the journal")
 	}
 	return nil

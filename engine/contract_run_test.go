@@ -347,7 +347,6 @@ func TestContractWorkflowThrows(t *testing.T) {
 		opts    []enginetest.Option
 		script  string
 		message string
-		code    string
 		at      string // file:line the stack must name
 	}{
 		{
@@ -399,7 +398,7 @@ export function fail(code) {
 			script: `import { fail } from "./steps/helper.js";
 export default async function main() { fail("mine"); }
 `,
-			message: "helper failed", code: "mine", at: "steps/helper.js:3",
+			message: "helper failed (its code: mine)", at: "steps/helper.js:3",
 		},
 		{
 			name:    "rejected call result use",
@@ -418,8 +417,14 @@ export default async function main() { fail("mine"); }
 			res, rows := enginetest.Run(t, tc.script, "", tc.opts...)
 			require.Equal(t, store.RunFailed, res.Status, "result %s", res.Result)
 			require.NotNil(t, res.Error)
-			assert.Contains(t, res.Error.Message, tc.message)
-			assert.Equal(t, tc.code, res.Error.Code)
+			// An error of the workflow's own: crw's code and its fixed message, what was
+			// thrown in the detail, and a diagnostic with a next action.
+			assert.Contains(t, res.Error.Detail, tc.message)
+			assert.Equal(t, "workflow_failed", res.Error.Code)
+			assert.Equal(t, "The Workflow threw an error and the Run did not complete.", res.Error.Message)
+			require.NotNil(t, res.Error.Diagnostic)
+			assert.Equal(t, "workflow/threw/stopped", res.Error.Diagnostic.Phase+"/"+res.Error.Diagnostic.Reason+"/"+res.Error.Diagnostic.Disposition)
+			assert.Contains(t, res.Error.Diagnostic.NextAction, "fix the workflow or its input")
 			if tc.at != "" {
 				assert.Contains(t, res.Error.Stack, filepath.FromSlash(tc.at)+":", "the stack names the original file and line")
 			}
@@ -439,7 +444,7 @@ await agent.call({ role: "architect", prompt: "fast", schema: S });
 throw new Error("stop here");`),
 			answers(`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 200}]}`))
 		require.Equal(t, store.RunFailed, res.Status)
-		assert.Contains(t, res.Error.Message, "stop here")
+		assert.Contains(t, res.Error.Detail, "stop here")
 		// Every call the run started has its terminal row before the run's ended row.
 		assert.Len(t, enginetest.Terminals(rows), 2)
 		assert.Equal(t, journal.TypeEnded, rows[len(rows)-1].Type)

@@ -88,8 +88,8 @@ export default async function main() {
 	// The run's error: the workflow's message, with both CallResults in it.
 	require.Equal(t, store.RunFailed, res.Status)
 	require.NotNil(t, res.Error)
-	assert.Contains(t, res.Error.Message, `"status":"null_model","output":null,"reason":"schema_invalid_after_repair"`)
-	assert.Contains(t, res.Error.Message, `"status":"held","output":null,"reason":"host_infra_unknown"`)
+	assert.Contains(t, res.Error.Detail, `"status":"null_model","output":null,"reason":"schema_invalid_after_repair"`)
+	assert.Contains(t, res.Error.Detail, `"status":"held","output":null,"reason":"host_infra_unknown"`)
 	end, _ := json.Marshal(res)
 	noSecret(t, "the run's end", end, secretValue, secretInfo)
 	st, err := svc.Status(ctx, id)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -95,7 +96,7 @@ func (s *Service) List(ctx context.Context) ([]store.Status, error) {
 		st, err := s.Status(ctx, id)
 		if err != nil {
 			st = &store.Status{Run: id, State: store.StateUnreadable, Calls: store.Counts{}, Result: json.RawMessage("null"),
-				Error: &journal.RunError{Message: err.Error(), Code: string(errs.CodeOf(err))}}
+				Error: unreadableError(err)}
 		}
 		out = append(out, *st)
 	}
@@ -224,7 +225,7 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 		out = append(out, w)
 	}
 	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled),
-		Error: &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}})
+		Error: runner.CancelledError(run)})
 	if _, err := j.Write(out...); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", run).Wrap(err).
 			Because("journal", "journal_write_failed", "not_started", errs.Certain).
@@ -339,11 +340,23 @@ func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
 	}
 }
 
+// unreadableError is how a run whose files cannot be read is listed.
+func unreadableError(err error) *journal.RunError {
+	e, ok := errs.As(err)
+	if !ok {
+		e = errs.New(errs.IncompatibleSchema, "%s", err.Error())
+	}
+	if e.Diagnostic == nil {
+		e.Because("load", "unreadable", errs.NotStarted, errs.Certain)
+	}
+	return journal.RunErrorOf(e, "")
+}
+
 // stoppedError is the error a run's process published when it stopped without ending the run.
 func stoppedError(run string, re *journal.RunError, log string) error {
 	code, reason, msg := errs.RunUnavailable, "process_stopped", "its process stopped"
 	if re != nil {
-		msg = re.Message
+		msg = re.Text()
 		if c := errs.Code(re.Code); c.Known() {
 			code = c
 		}

@@ -51,7 +51,7 @@ export default async function main() {
 			require.NoError(t, err)
 			assert.Equal(t, store.StateEnded, st.State)
 			assert.Equal(t, store.RunFailed, st.Status)
-			assert.Equal(t, "after three calls", st.Error.Message)
+			assert.Equal(t, "after three calls", st.Error.Detail)
 			assert.Equal(t, store.Counts{journal.StatusCompleted: 3}, st.Calls)
 			assert.Equal(t, journal.Tokens{Input: 30, Output: 6, Total: 36}, st.Tokens)
 			assert.Equal(t, json.RawMessage("null"), st.Result)

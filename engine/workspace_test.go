@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -646,7 +648,7 @@ func TestAShadowReplaysCommitsAndCommitsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.RunFailed, rep.Status)
 	require.NotNil(t, rep.Error)
-	assert.Contains(t, rep.Error.Message, `crw.commit #1 of node "g": the recorded run has no such commit`)
+	assert.Contains(t, rep.Error.Detail, `crw.commit #1 of node "g": the recorded run has no such commit`)
 }
 
 // TestARefusedCommitReplaysRefused: a crw.commit the worktrees' state refused (no executor of
@@ -657,30 +659,14 @@ func TestARefusedCommitReplaysRefused(t *testing.T) {
 	ctx := context.Background()
 	repo := gitRepo(t, map[string]string{"README": "hello\n"})
 	svc, _ := enginetest.LocalService(t)
-	wf := filepath.Join(t.TempDir(), "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
-import crw from "crw";
-const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
-export default async function main() {
+	id := buildThenDecide(t, svc, repo, `
   let early;
   try { await crw.commit("n", { message: "too early" }); early = "committed"; } catch (e) { early = e.code; }
   await agent.call({ role: "executor", node: "n", prompt: "build" });
   await crw.decide({ id: "go", question: "commit?", schema: go });
   const kept = await crw.commit("n", { message: "kept" });
-  return [early, kept.message];
-}
-`), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
-	require.NoError(t, err)
-	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"turns": [{"text": "ok", "files": {"a.txt": "a\n"}}]}]}`))
-	require.NoError(t, err)
-	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
-	require.NoError(t, err)
-	require.Equal(t, store.RunWaitingDecision, end.Status)
-	_, err = svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
-	require.NoError(t, err)
-	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
-	require.NoError(t, err)
+  return [early, kept.message];`)
+	end := answerGo(t, svc, id)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["invalid_request", "kept"]`, string(end.Result))
 	assert.Equal(t, "2", git(t, repo, "rev-list", "--count", "refs/crw/flow/"+id+"/nodes/n"), "one commit on the head")
@@ -767,4 +753,101 @@ export default async function main() {
 	review := placed[len(placed)-1]
 	require.Equal(t, "c4", review.Call)
 	assert.Equal(t, "a2", git(t, repo, "show", review.Commit+":a.txt"), "the reviewer's checkout")
+}
+
+// TestACommitErrorNamesItsLogLineNotGitsWords: an error crw.commit throws because git failed
+// carries crw's words, its code and reason and the log line that has git's; the run's log has
+// them on that line.
+func TestACommitErrorNamesItsLogLineNotGitsWords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, state := enginetest.LocalService(t)
+	id := buildThenDecide(t, svc, repo, `
+  await agent.call({ role: "executor", node: "n", prompt: "build" });
+  await crw.decide({ id: "go", question: "commit?", schema: go });
+  try { await crw.commit("n", { message: "kept" }); return "committed"; } catch (e) { return [e.code, e.reason, e.message]; }`)
+
+	// While no process holds the run, the index of the node's worktree is damaged: git cannot
+	// read the worktree.
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	placed := enginetest.OfType(rows, journal.TypeWorkspacePlaced)
+	require.Len(t, placed, 1)
+	dotGit, err := os.ReadFile(filepath.Join(placed[0].Workspace, ".git"))
+	require.NoError(t, err)
+	admin := strings.TrimSpace(strings.TrimPrefix(string(dotGit), "gitdir:"))
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "index"), []byte("DIRC not an index"), 0o644))
+
+	end := answerGo(t, svc, id)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var got []string
+	require.NoError(t, json.Unmarshal(end.Result, &got))
+	require.Len(t, got, 3)
+	assert.Equal(t, "revision_conflict", got[0])
+	assert.Equal(t, "restore_snapshot_mismatch", got[1])
+	msg := got[2]
+	assert.Contains(t, msg, `crw.commit: node "n": its worktree `+placed[0].Workspace+` cannot be read (revision_conflict, restore_snapshot_mismatch; its account is in `)
+	for _, raw := range []string{"fatal", "index file", "DIRC"} {
+		assert.NotContains(t, msg, raw, "git's words are in the log, not in the error")
+	}
+	m := regexp.MustCompile(`its account is in (\S+), on the line with correlationId (crw-[0-9a-f]{16})\)$`).FindStringSubmatch(msg)
+	require.NotNil(t, m, msg)
+	assert.Equal(t, filepath.Join(state, "flow", id, "crw.log"), m[1])
+	log, err := os.ReadFile(m[1])
+	require.NoError(t, err)
+	var line map[string]any
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, m[2]) {
+			require.NoError(t, json.Unmarshal([]byte(l), &line))
+		}
+	}
+	require.NotNil(t, line, "the log has the line with the correlation id:\n%s", log)
+	assert.Equal(t, "revision_conflict", line["code"])
+	assert.Contains(t, line["cause"], "index file", "the log line has git's words")
+
+	// The refusal is recorded with the same words: a replay throws the same error.
+	rows, err = svc.Rows(ctx, id)
+	require.NoError(t, err)
+	intents := enginetest.OfType(rows, journal.TypeCommitIntent)
+	require.Len(t, intents, 1)
+	assert.Equal(t, msg, intents[0].Detail)
+}
+
+// oneBuild is the answers of a run whose one executor call writes a.txt.
+const oneBuild = `{"answers": [{"turns": [{"text": "ok", "files": {"a.txt": "a\n"}}]}]}`
+
+// buildThenDecide runs a workflow whose main has body (crw, agent and a decision schema go in
+// scope) on repo until it waits for its decision "go".
+func buildThenDecide(t *testing.T, svc *engine.Service, repo, body string) string {
+	t.Helper()
+	ctx := context.Background()
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {`+body+`
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(oneBuild))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	return id
+}
+
+// answerGo answers the decision "go" and resumes the run to its end.
+func answerGo(t *testing.T, svc *engine.Service, id string) *store.Status {
+	t.Helper()
+	ctx := context.Background()
+	_, err := svc.Answer(ctx, id, "go", []byte(`{"go": true}`), "t", false)
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("a.json", []byte(oneBuild))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	require.NoError(t, err)
+	return end
 }

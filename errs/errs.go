@@ -37,6 +37,9 @@ const (
 	ApprovalExpired       Code = "approval_expired"
 	UnreconciledEffect    Code = "unreconciled_effect"
 	RunEnvUnusable        Code = "run_env_unusable"
+	// WorkflowFailed is a run whose workflow threw an error crw did not give a code of its own
+	// (the workflow's own throw, a TypeError, a result that is not JSON).
+	WorkflowFailed Code = "workflow_failed"
 )
 
 var messages = map[Code]string{
@@ -60,6 +63,7 @@ var messages = map[Code]string{
 	ApprovalExpired:       "The pending approval passed its validity window.",
 	UnreconciledEffect:    "An equivalent provider effect has an unknown outcome.",
 	RunEnvUnusable:        "The environment the Run recorded cannot be used by this process.",
+	WorkflowFailed:        "The Workflow threw an error and the Run did not complete.",
 }
 
 // safeResponses are what a caller does on each code, as the contract says it.
@@ -84,6 +88,7 @@ var safeResponses = map[Code]string{
 	ApprovalExpired:       "Inspect the Run; do not treat the old approval as authority.",
 	UnreconciledEffect:    "Verify the existing effect independently before reconciliation or retry.",
 	RunEnvUnusable:        "Make the environment the Run recorded usable again (its TMPDIR), then retry the same request.",
+	WorkflowFailed:        "Read the error's detail and the Workflow's stack, fix the Workflow or its input, then start a new Run.",
 }
 
 // Codes lists every code, in the order of the contract.
@@ -92,6 +97,7 @@ var Codes = []Code{
 	RevisionConflict, IdempotencyConflict, AgentUnavailable, BriefUnavailable, RunUnavailable,
 	SessionBusy, WorkflowBusy, ScheduleBusy, EventTriggerBusy, ConnectionUnavailable,
 	CapabilityUnavailable, BudgetExhausted, ApprovalExpired, UnreconciledEffect, RunEnvUnusable,
+	WorkflowFailed,
 }
 
 // Message is the code's fixed message ("" for a code the contract does not have).
@@ -113,6 +119,34 @@ const (
 	Uncertain Certainty = "uncertain"
 )
 
+// Disposition is what became of the operation that failed: one of Dispositions.
+type Disposition = string
+
+// The dispositions a diagnostic may have.
+const (
+	// NotStarted: crw refused or failed before the operation began; nothing of it happened.
+	NotStarted Disposition = "not_started"
+	// Stopped: the operation began and stopped; what it did is in the journal.
+	Stopped Disposition = "stopped"
+	// Held: the operation waits, held, for what its next action names.
+	Held Disposition = "held"
+	// UnknownOutcome: whether the operation took effect is not known.
+	UnknownOutcome Disposition = "unknown"
+)
+
+// Dispositions lists every disposition, as the contract's docs give them.
+var Dispositions = []Disposition{NotStarted, Stopped, Held, UnknownOutcome}
+
+// KnownDisposition reports whether d is one of Dispositions.
+func KnownDisposition(d string) bool {
+	for _, k := range Dispositions {
+		if d == k {
+			return true
+		}
+	}
+	return false
+}
+
 // Diagnostic is the bounded account of a failed dependency. It never carries raw exceptions,
 // provider text, payloads, credentials or user content: the full account is in the log it
 // names, on the line that carries its correlation id.
@@ -123,8 +157,8 @@ type Diagnostic struct {
 	Phase string `json:"phase"`
 	// Reason is the finer cause, a lower_snake word: divergence, lease_lost, codex_missing, ...
 	Reason string `json:"reason"`
-	// Disposition is what became of the operation: not_started, stopped, held, unknown.
-	Disposition string `json:"disposition"`
+	// Disposition is what became of the operation: one of Dispositions.
+	Disposition Disposition `json:"disposition"`
 	// NextAction is what to do about it.
 	NextAction string `json:"nextAction,omitempty"`
 	// Log is where the full account is ("" until it was logged).
@@ -145,7 +179,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := string(e.Code)
-	if e.Diagnostic != nil && e.Diagnostic.Reason != "" {
+	if e.Diagnostic != nil && e.Diagnostic.Reason != "" && e.Diagnostic.Reason != s {
 		s += " (" + e.Diagnostic.Reason + ")"
 	}
 	if e.Detail != "" {
@@ -174,16 +208,28 @@ func New(code Code, format string, args ...any) *Error {
 }
 
 // Because gives e a finer cause: a diagnostic with a correlation id, which the log line of its
-// full account will carry.
-func (e *Error) Because(phase, reason, disposition string, certainty Certainty) *Error {
+// full account will carry. A diagnostic never has an empty phase, reason or disposition: an
+// empty phase is "request", an empty reason the code itself, and a disposition that is not one
+// of Dispositions is "unknown" (crw does not claim to know what it did not say).
+func (e *Error) Because(phase, reason string, disposition Disposition, certainty Certainty) *Error {
+	if phase == "" {
+		phase = "request"
+	}
+	if reason == "" {
+		reason = string(e.Code)
+	}
+	if !KnownDisposition(disposition) {
+		disposition, certainty = UnknownOutcome, Uncertain
+	}
 	e.Diagnostic = &Diagnostic{CorrelationID: NewCorrelationID(), Certainty: certainty, Phase: phase, Reason: reason, Disposition: disposition}
 	return e
 }
 
-// Next sets the diagnostic's next action (a diagnostic is made when e has none).
+// Next sets the diagnostic's next action. An error without a diagnostic is given one: a
+// refusal of the request before anything was done.
 func (e *Error) Next(action string) *Error {
 	if e.Diagnostic == nil {
-		e.Because("", "", "", Certain)
+		e.Because("request", string(e.Code), NotStarted, Certain)
 	}
 	e.Diagnostic.NextAction = Bound(action)
 	return e

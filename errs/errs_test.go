@@ -16,7 +16,7 @@ import (
 )
 
 // TestCodesAreTheContracts: the codes users see are exactly seed 002's, plus seed 003's
-// run_env_unusable, each with its fixed message.
+// run_env_unusable and crw's workflow_failed, each with its fixed message.
 func TestCodesAreTheContracts(t *testing.T) {
 	t.Parallel()
 	want := []string{
@@ -24,6 +24,7 @@ func TestCodesAreTheContracts(t *testing.T) {
 		"revision_conflict", "idempotency_conflict", "agent_unavailable", "brief_unavailable", "run_unavailable",
 		"session_busy", "workflow_busy", "schedule_busy", "event_trigger_busy", "connection_unavailable",
 		"capability_unavailable", "budget_exhausted", "approval_expired", "unreconciled_effect", "run_env_unusable",
+		"workflow_failed",
 	}
 	got := make([]string, len(errs.Codes))
 	for i, c := range errs.Codes {
@@ -38,6 +39,27 @@ func TestCodesAreTheContracts(t *testing.T) {
 	assert.Equal(t, "Use the original exact request, or a new key for genuinely new intent.", errs.IdempotencyConflict.SafeResponse())
 	assert.False(t, errs.Code("divergence").Known())
 	assert.Empty(t, errs.Code("divergence").SafeResponse())
+}
+
+// TestADiagnosticIsNeverHalfEmpty: a diagnostic has a phase, a reason and one of the documented
+// dispositions, whoever made it.
+func TestADiagnosticIsNeverHalfEmpty(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, []string{"not_started", "stopped", "held", "unknown"}, errs.Dispositions)
+
+	e := errs.New(errs.RunUnavailable, "run r is over").Next("crw flow show r")
+	assert.Equal(t, errs.Diagnostic{CorrelationID: e.Diagnostic.CorrelationID, Certainty: "certain", Phase: "request",
+		Reason: "run_unavailable", Disposition: "not_started", NextAction: "crw flow show r"}, *e.Diagnostic)
+
+	e = errs.New(errs.RevisionConflict, "x").Because("", "", "refused", errs.Certain)
+	assert.Equal(t, "request", e.Diagnostic.Phase)
+	assert.Equal(t, "revision_conflict", e.Diagnostic.Reason)
+	assert.Equal(t, "unknown", e.Diagnostic.Disposition, "a disposition outside the documented ones says unknown")
+	assert.Equal(t, errs.Uncertain, e.Diagnostic.Certainty)
+
+	e = errs.New(errs.RunUnavailable, "x").Because("lease", "lease_lost", "stopped", errs.Uncertain)
+	assert.Equal(t, "lease/lease_lost/stopped/uncertain",
+		e.Diagnostic.Phase+"/"+e.Diagnostic.Reason+"/"+e.Diagnostic.Disposition+"/"+string(e.Diagnostic.Certainty))
 }
 
 func TestBoundCutsAtOneKiBAndSaysHowMuch(t *testing.T) {

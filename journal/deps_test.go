@@ -10,8 +10,8 @@ import (
 )
 
 // TestDeps keeps the journal a leaf every store and the engine can share: its
-// rows and traces need the standard library and a JSON decoder, nothing else
-// (no bbolt: that is one store's).
+// rows and traces need the standard library, a JSON decoder and errs (a run's
+// error carries its diagnostic), nothing else (no bbolt: that is one store's).
 func TestDeps(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -23,7 +23,7 @@ func TestDeps(t *testing.T) {
 	}
 	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/crw-dev/crw/journal").Output()
 	require.NoError(t, err)
-	allowed := []string{"github.com/crw-dev/crw/journal", "github.com/goccy/go-json"}
+	allowed := []string{"github.com/crw-dev/crw/journal", "github.com/crw-dev/crw/errs", "github.com/goccy/go-json"}
 	for _, dep := range strings.Fields(string(out)) {
 		ok := false
 		for _, a := range allowed {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"time"
+
+	"github.com/crw-dev/crw/errs"
 )
 
 // Row types. The words are the ones DESIGN.md uses; a trace carries them as they are.
@@ -340,10 +342,31 @@ type HeadMoved struct {
 }
 
 // RunError is how a run that did not complete is recorded: the error the workflow threw, or
-// why the run was stopped.
+// why the run was stopped. Message is the code's fixed message; Detail is the error's own text
+// (what the workflow threw, or crw's account naming the call, file or limit), and Diagnostic the
+// bounded account whose correlation id the run's log line carries. Rows recorded before the
+// code was always set carry only Message (the error's own text) and maybe Code.
 type RunError struct {
-	Message string `json:"message"`
-	Stack   string `json:"stack,omitempty"`
-	Code    string `json:"code,omitempty"`   // the thrown error's code property
-	Reason  string `json:"reason,omitempty"` // its reason property: the finer cause
+	Message    string           `json:"message"`
+	Detail     string           `json:"detail,omitempty"`
+	Stack      string           `json:"stack,omitempty"`
+	Code       string           `json:"code,omitempty"`   // a stable code: the thrown error's code property, or crw's
+	Reason     string           `json:"reason,omitempty"` // the finer cause: the thrown error's reason property, or crw's
+	Diagnostic *errs.Diagnostic `json:"diagnostic,omitempty"`
+}
+
+// Text is the error's own account: its detail, or its message when it has none.
+func (e *RunError) Text() string {
+	if e == nil {
+		return ""
+	}
+	if e.Detail != "" {
+		return e.Detail
+	}
+	return e.Message
+}
+
+// RunErrorOf records e as a run's error, with the stack of the workflow when it threw.
+func RunErrorOf(e *errs.Error, stack string) *RunError {
+	return &RunError{Message: e.Message, Detail: e.Detail, Stack: stack, Code: string(e.Code), Reason: e.Reason(), Diagnostic: e.Diagnostic}
 }

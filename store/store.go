@@ -70,6 +70,12 @@ type Store interface {
 	Close() error
 }
 
+// ProcessLockWarner is a Lease that may hold its run without a process lock of its own (one
+// that could not be taken): the run goes on, and says so in a warning row.
+type ProcessLockWarner interface {
+	ProcessLockError() error
+}
+
 // Lease is a run held by this process.
 type Lease interface {
 	Run() string

@@ -480,7 +480,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 			}
 			if v.State == session.StateEnded {
 				for _, row := range r.rows(run) {
-					t.Logf("%s %s %s %s %s %s", row.Type, row.Call, row.Marker, row.Reason, row.Detail, row.Error)
+					t.Logf("%s %s %s %s %s %s", row.Type, row.Call, row.Marker, row.Reason, row.Detail, row.Error.Text())
 				}
 				t.Fatalf("the run ended before %s: %+v", what, v)
 			}

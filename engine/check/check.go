@@ -23,6 +23,7 @@ import (
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/lint"
 	"github.com/crw-dev/crw/store"
@@ -179,8 +180,8 @@ var (
 
 // thrownAt is what a rehearsal threw, at the workflow's frame nearest the throw.
 func thrownAt(e *journal.RunError) lint.Finding {
-	msg := e.Message
-	if e.Code != "" {
+	msg := e.Text()
+	if e.Code != "" && e.Code != string(errs.WorkflowFailed) {
 		msg = e.Code + ": " + msg
 	}
 	rule := RuleThrown

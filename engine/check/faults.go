@@ -180,7 +180,7 @@ func caughtByCrash(rows []journal.Row) string {
 }
 
 func neverSettled(end *store.Status) bool {
-	return end != nil && end.Error != nil && end.Error.Message == vm.NeverSettled
+	return end != nil && end.Error != nil && end.Error.Text() == vm.NeverSettled
 }
 
 // lastEnded is the last call that ended in rows: its site and status ("" when none did).
@@ -374,7 +374,7 @@ func sameEnd(a, b *store.Status) bool {
 	if a.Status != b.Status || (a.Error == nil) != (b.Error == nil) {
 		return false
 	}
-	if a.Error != nil && a.Error.Message != b.Error.Message {
+	if a.Error != nil && a.Error.Text() != b.Error.Text() {
 		return false
 	}
 	var ra, rb any
@@ -386,7 +386,7 @@ func sameEnd(a, b *store.Status) bool {
 // endOf is a run's end in a few words: its status and result, or its error.
 func endOf(st *store.Status) string {
 	if st.Error != nil {
-		return fmt.Sprintf("%s (%s)", st.Status, clip(st.Error.Message))
+		return fmt.Sprintf("%s (%s)", st.Status, clip(st.Error.Text()))
 	}
 	return fmt.Sprintf("%s with %s", st.Status, clip(string(st.Result)))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 // CommitResult is what crw.commit resolves to.
@@ -33,7 +34,7 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	// What the script's order alone decides is thrown without a record: a replay decides it
 	// the same way at the same place.
 	if err := context.Cause(r.ctx); err != nil {
-		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the run is stopping: %v", err)
+		return nil, r.loggedThrow(errs.RunUnavailable, "run_stopping", err, "crw.commit: the run is stopping")
 	}
 	if r.dryRun {
 		// A rehearsal commits nothing: the stand-in says so in place of each hash.
@@ -45,6 +46,9 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	if told := r.toldHolds[node]; len(told) > 0 {
 		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], r.id, told[0])
 	}
+	if err := r.seedSuperseded(); err != nil {
+		return nil, err
+	}
 	k := r.commits
 	r.commits++
 	if r.h != nil && k < len(r.h.Commits) {
@@ -53,14 +57,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 			// a call a pause held; this one has the rerun's: they are made again.
 			r.superseded = r.h.Commits[k:]
 			k, r.commits = len(r.h.Commits), len(r.h.Commits)+1
-			if last := r.superseded[len(r.superseded)-1]; last.Intent.Status == "" && last.Result == nil {
-				// Its process died between the intent and the result, perhaps after git
-				// moved the ref: what it did is recorded before anything is made again.
-				res, err := r.commitRows(last.Intent, false)
-				if err != nil {
-					return nil, err
-				}
-				last.Result = res
+			if err := r.finishSuperseded(); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -94,7 +92,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	ctx := context.WithoutCancel(r.ctx)
 	repo, err := r.ws.open(ctx)
 	if err != nil {
-		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%v", err)
+		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%s", r.logged(errs.New(errs.CapabilityUnavailable,
+			"the repository cannot be opened").Wrap(err).Because("commit", "worktree_failed", errs.NotStarted, errs.Certain)))
 	}
 	n := r.ws.node(node)
 	n.mu.Lock()
@@ -110,8 +109,11 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		n.mu.Unlock()
 		return refuse(errs.InvalidRequest, "", "node %q took a tier step: the work of its allocation %d is given up, and its next executor call builds anew; commit after that call", node, n.Alloc)
 	}
-	if why := r.restore(ctx, n, repo, false); why != "" {
+	if why, cause := r.restore(ctx, n, repo, false); why != "" {
 		n.mu.Unlock()
+		if cause != nil {
+			why = r.logged(errs.New(errs.RevisionConflict, "%s", why).Wrap(cause).Because("commit", restoreReason(why), errs.NotStarted, errs.Certain))
+		}
 		return refuse(errs.RevisionConflict, restoreReason(why), "%s", why)
 	}
 	tree, err := repo.PendingTree(ctx, n.Path, false)
@@ -121,7 +123,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	}
 	if err != nil {
 		n.mu.Unlock()
-		return refuse(errs.CapabilityUnavailable, "worktree_failed", "node %q: its worktree cannot be read: %v", node, err)
+		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%s", r.logged(errs.New(errs.CapabilityUnavailable,
+			"node %q: its worktree cannot be read", node).Wrap(err).Because("commit", "worktree_failed", errs.NotStarted, errs.Certain)))
 	}
 	name, email := repo.Author(ctx)
 	intent := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(r.id, node), Alloc: n.Alloc, Tree: tree,
@@ -140,9 +143,77 @@ func (r *runner) intendAndApply(intent *journal.Row) (json.RawMessage, error) {
 	seq := r.j.Append(intent)
 	if err := r.j.Sync(seq); err != nil {
 		r.stop(err)
-		return nil, errs.Throw(errs.RunUnavailable, "run_stopping", "crw.commit: the journal could not be written: %v", err)
+		return nil, r.loggedThrow(errs.RunUnavailable, "run_stopping", err, "crw.commit: the journal could not be written")
 	}
 	return r.applyCommit(intent)
+}
+
+// loggedThrow is an error thrown into the workflow for a failure whose cause is raw text (git's
+// stderr, an I/O error): the cause goes to the run's log, and the error names its code, reason
+// and log line instead.
+func (r *runner) loggedThrow(code errs.Code, reason string, cause error, format string, args ...any) error {
+	e := errs.New(code, format, args...).Wrap(cause).Because("commit", reason, errs.Stopped, errs.Certain)
+	return errs.Throw(code, reason, "%s", r.logged(e))
+}
+
+// logged writes e's full account to the run's log and is e's detail naming that line.
+func (r *runner) logged(e *errs.Error) string {
+	if r.log != nil {
+		store.LogError(r.log, e)
+	}
+	if e.Diagnostic.Log == "" {
+		return fmt.Sprintf("%s (%s, %s; this process has no log to keep its account)", e.Detail, e.Code, e.Reason())
+	}
+	return fmt.Sprintf("%s (%s, %s; its account is in %s, on the line with correlationId %s)",
+		e.Detail, e.Code, e.Reason(), e.Diagnostic.Log, e.Diagnostic.CorrelationID)
+}
+
+// seedSuperseded takes, at this process's first commit, the commits an earlier process's rerun
+// superseded (History.Superseded) and did not give again before it died: the pool keepSuperseded
+// and adopt draw from, as they would have in that process.
+func (r *runner) seedSuperseded() error {
+	if r.supersededSeeded || r.h == nil {
+		return nil
+	}
+	r.supersededSeeded = true
+	pool := r.h.Superseded
+	if len(pool) == 0 {
+		return nil
+	}
+	for _, c := range r.h.Commits {
+		if c.Intent.Seq < pool[0].Intent.Seq {
+			continue
+		}
+		// A later commit that stands for a superseded one (given again, or adopted) used it
+		// and every one before it up, as keepSuperseded and adopt do.
+		if i := slices.IndexFunc(pool, func(s *replay.Commit) bool {
+			return s.Intent.Node == c.Intent.Node && s.Intent.Message == c.Intent.Message &&
+				s.Intent.Parent == c.Intent.Parent && s.Intent.Tree == c.Intent.Tree
+		}); i >= 0 {
+			pool = pool[i+1:]
+		}
+	}
+	r.superseded = slices.Clone(pool)
+	return r.finishSuperseded()
+}
+
+// finishSuperseded records what git did for the last superseded commit when its process died
+// between the intent and the result, perhaps after git moved the ref: before anything is made
+// again, so that a commit made again swaps the ref from where it is.
+func (r *runner) finishSuperseded() error {
+	if len(r.superseded) == 0 {
+		return nil
+	}
+	last := r.superseded[len(r.superseded)-1]
+	if last.Intent.Status != "" || last.Result != nil {
+		return nil
+	}
+	res, err := r.commitRows(last.Intent, false)
+	if err != nil {
+		return err
+	}
+	last.Result = res
+	return nil
 }
 
 // keepSuperseded gives the next superseded commit of the node with this message again when no
@@ -229,7 +300,7 @@ func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error
 	}
 	repo, err := r.ws.open(ctx)
 	if err != nil {
-		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: %v", err)
+		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: the repository cannot be opened")
 	}
 	n := r.ws.node(intent.Node)
 	n.mu.Lock()
@@ -237,7 +308,7 @@ func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error
 	commit, err := repo.CommitTree(ctx, intent.Tree, intent.Parent, commitMessage(intent.Message),
 		workspace.Identity{Name: intent.Author, Email: intent.Email, At: intent.At})
 	if err != nil {
-		return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
+		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: node %q: git could not make its commit", intent.Node)
 	}
 	if !move {
 		if cur, err := repo.Ref(ctx, intent.Ref); err != nil || cur != commit {
@@ -251,7 +322,7 @@ func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error
 					Detail: fmt.Sprintf("%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
 						intent.Ref, orNone(cur), orNone(intent.Old))})
 			}
-			return nil, errs.Throw(errs.CapabilityUnavailable, "worktree_failed", "crw.commit: node %q: %v", intent.Node, err)
+			return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: node %q: git could not move its ref", intent.Node)
 		}
 	}
 	if intent.Alloc == n.Alloc && n.Path != "" {

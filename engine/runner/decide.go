@@ -41,6 +41,10 @@ func (r *runner) answered(id string) bool {
 // was given to another question than the script asks now.
 const ReasonQuestionChanged = "decision_question_changed"
 
+// ReasonProcessLockUnavailable is the reason of the warning row of a process that holds its run
+// without a process lock of its own.
+const ReasonProcessLockUnavailable = "process_lock_unavailable"
+
 // errWaitingDecision is the cause of a process's end when its script waits for nothing but
 // decisions: the run is not over, and crw flow answer resumes it.
 var errWaitingDecision = errors.New("the run waits for a decision")

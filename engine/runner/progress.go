@@ -202,12 +202,10 @@ func (p *progress) publishEnded(end *store.Status) *store.Status {
 // publishStopped says why the process stopped without ending the run, for status to show.
 func (p *progress) publishStopped(err error) {
 	st := p.now(store.StateStopped)
-	st.Error = &journal.RunError{Message: err.Error()}
-	if e, ok := errs.As(err); ok {
-		st.Error.Message, st.Error.Code, st.Error.Reason = e.Detail, string(e.Code), e.Reason()
-		if e.Detail == "" {
-			st.Error.Message = e.Message
-		}
+	e, ok := errs.As(err)
+	if !ok {
+		e = errs.New(errs.CapabilityUnavailable, "%s", err.Error()).Because("lifecycle", "process_stopped", errs.Stopped, errs.Uncertain)
 	}
+	st.Error = journal.RunErrorOf(e, "")
 	p.r.lease.Publish(st)
 }

@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -115,9 +116,12 @@ type runner struct {
 	// order, as a replay matches them with the journal's. Loop goroutine only.
 	commits, tierSteps int
 	// superseded are the recorded commits this process makes again: those after the held row
-	// of the call whose rerun left the record (Replayer.LeftAt). Loop goroutine only.
-	superseded []*replay.Commit
-	tiers      map[string]int
+	// of the call whose rerun left the record (Replayer.LeftAt), or those an earlier process's
+	// rerun left and did not make again before it died (seeded at the first commit). Loop
+	// goroutine only.
+	superseded       []*replay.Commit
+	supersededSeeded bool
+	tiers            map[string]int
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool
@@ -209,6 +213,12 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		stopPublish()
 		r.progress.publishStopped(err)
 		return nil, err
+	}
+	if w, ok := r.lease.(store.ProcessLockWarner); ok && w.ProcessLockError() != nil {
+		// Seed 003: warned about, and the run goes on with a started row that names no process.
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonProcessLockUnavailable,
+			Detail: "this process could not take a process lock of its own, and holds the run without one (its started row names no process): " +
+				w.ProcessLockError().Error()})
 	}
 	if cfg.Warnings != nil {
 		cfg.Warnings.bind(r.j)
@@ -316,11 +326,14 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.mu.Unlock()
 	case cancelled:
 		end.Status = store.RunCancelled
-		end.Error = &journal.RunError{Message: "the run was cancelled", Code: string(errs.RunUnavailable), Reason: "cancelled"}
+		end.Error = CancelledError(r.id)
 	case deadline:
 		end.Status = store.RunFailed
-		end.Error = &journal.RunError{Message: fmt.Sprintf("the run passed its deadline of %s (--deadline): the calls in flight were interrupted",
-			time.Duration(r.spec.Limits.DeadlineMS)*time.Millisecond), Code: string(errs.BudgetExhausted), Reason: "deadline"}
+		e := errs.New(errs.BudgetExhausted, "the run passed its deadline of %s (--deadline): the calls in flight were interrupted",
+			time.Duration(r.spec.Limits.DeadlineMS)*time.Millisecond).
+			Because("deadline", "deadline", errs.Stopped, errs.Certain).
+			Next("crw flow show " + r.id + " shows the interrupted calls; run it again with a longer --deadline")
+		end.Error = journal.RunErrorOf(e, "")
 	case runErr == nil:
 		end.Status, end.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
@@ -514,9 +527,52 @@ func (r *runner) stopError(cause error) error {
 	return e
 }
 
-// ThrownError is how a run records what its workflow threw.
+// ThrownError is how a run records what its workflow threw: the code crw gave the error (a
+// host method's refusal, a limit), else workflow_failed; its fixed message; the thrown text as
+// the detail, with the stack; and a diagnostic whose next action names where it threw. The
+// journal's ended row is its full account: what a workflow throws is its own and may quote its
+// calls' answers, so it is not written to the run's log.
 func ThrownError(se *vm.ScriptError) *journal.RunError {
-	return &journal.RunError{Message: se.Message, Stack: se.Stack, Code: se.Code, Reason: se.Reason}
+	code, reason, detail := errs.Code(se.Code), se.Reason, se.Message
+	next := code.SafeResponse()
+	if !code.Known() {
+		if se.Code != "" {
+			detail += " (its code: " + se.Code + ")"
+		}
+		code = errs.WorkflowFailed
+		next = "fix the workflow or its input"
+		if at := topFrame(se.Stack); at != "" {
+			next += " (it threw at " + at + ")"
+		}
+		next += ", then run it again"
+	}
+	if reason == "" {
+		reason = "threw"
+	}
+	// The detail is what was thrown, whole: the runtime read at most 4 KiB of it already.
+	e := (&errs.Error{Code: code, Message: code.Message(), Detail: detail}).
+		Because("workflow", reason, errs.Stopped, errs.Certain).Next(next)
+	return journal.RunErrorOf(e, se.Stack)
+}
+
+// topFrame is the place of a stack's first frame in a file: "file:line:col".
+func topFrame(stack string) string {
+	for _, line := range strings.Split(stack, "\n") {
+		if m := framePlace.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// framePlace is the place of a stack frame: "at fn (file:line:col)" or "at file:line:col".
+var framePlace = regexp.MustCompile(`^at (?:.* \()?([^()]+:\d+:\d+)\)?$`)
+
+// CancelledError is how a cancelled run's end records why it ended.
+func CancelledError(run string) *journal.RunError {
+	e := errs.New(errs.RunUnavailable, "the run was cancelled").
+		Because("lifecycle", "cancelled", errs.Stopped, errs.Certain).Next("crw flow show " + run + " shows what it did")
+	return journal.RunErrorOf(e, "")
 }
 
 // LoadError turns a workflow that does not load into invalid input naming the place.

@@ -253,8 +253,8 @@ func (r *runner) placeAttempt(c *call, n *nodeState, repo *workspace.Repo) (plac
 			return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", n.Path, err)
 		}
 	}
-	if why := r.restore(ctx, n, repo, false); why != "" {
-		return nil, held(restoreReason(why), "%s", why)
+	if why, cause := r.restore(ctx, n, repo, false); why != "" {
+		return nil, held(restoreReason(why), "%s", withCause(why, cause))
 	}
 	n.open[c], n.worked = n.Alloc, true
 	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceAttempt, Node: n.Name, Alloc: n.Alloc,
@@ -274,16 +274,16 @@ const worktreeFailed = "the worktree could not be made: "
 // restore makes sure the node's worktree is as the journal says: made at the commit it is to
 // be at with the tree it last held, or, when it is there already, holding that tree. drift
 // allows another tree: an executor call the journal left open was working in it. It returns
-// why not ("" when it is).
-func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo, drift bool) string {
+// why not ("" when it is), in crw's words, and git's error when git failed.
+func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo, drift bool) (string, error) {
 	if n.restored {
-		return ""
+		return "", nil
 	}
 	want := n.Tree
 	if want == "" {
 		t, err := repo.TreeOf(ctx, n.At)
 		if err != nil {
-			return fmt.Sprintf("node %q is to be at commit %s, which the repository does not hold", n.Name, n.At)
+			return fmt.Sprintf("node %q is to be at commit %s, which the repository does not hold", n.Name, n.At), nil
 		}
 		want = t
 	}
@@ -291,21 +291,21 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 		// A process was making it when it was killed: what it holds is no one's work, and it
 		// is made again below.
 		if err := repo.RemoveWorktree(ctx, n.Path); err != nil {
-			return fmt.Sprintf("%snode %q: %s was left half made and cannot be removed: %v", worktreeFailed, n.Name, n.Path, err)
+			return fmt.Sprintf("%snode %q: %s was left half made and cannot be removed", worktreeFailed, n.Name, n.Path), err
 		}
 	}
 	if _, err := os.Lstat(n.Path); err == nil {
 		got, err := repo.PendingTree(ctx, n.Path, true)
 		if err != nil {
-			return fmt.Sprintf("node %q: its worktree %s cannot be read: %v", n.Name, n.Path, err)
+			return fmt.Sprintf("node %q: its worktree %s cannot be read", n.Name, n.Path), err
 		}
 		if got != want && !drift && !n.Open {
 			n.mismatch = true // kept when the run ends, for a person to look at
 			return fmt.Sprintf("node %q: its worktree %s holds tree %s, but the journal recorded tree %s: it was changed while no process of the run watched it",
-				n.Name, n.Path, got, want)
+				n.Name, n.Path, got, want), nil
 		}
 		n.restored, n.Open = true, false
-		return ""
+		return "", nil
 	}
 	// Made at the commit it is to be at, holding the tree it last held: half made (locked)
 	// until it holds that tree, so a process killed on the way leaves one the next process
@@ -313,15 +313,23 @@ func (r *runner) restore(ctx context.Context, n *nodeState, repo *workspace.Repo
 	hold := ""
 	if t, _ := repo.TreeOf(ctx, n.At); t != want {
 		if !repo.Has(ctx, want) {
-			return fmt.Sprintf("node %q: the tree %s its worktree last held is not in the repository", n.Name, want)
+			return fmt.Sprintf("node %q: the tree %s its worktree last held is not in the repository", n.Name, want), nil
 		}
 		hold = want
 	}
 	if err := repo.AddWorktreeHolding(ctx, n.Path, n.At, hold); err != nil {
-		return worktreeFailed + err.Error()
+		return fmt.Sprintf("%snode %q: %s", worktreeFailed, n.Name, n.Path), err
 	}
 	n.restored, n.Open = true, false
-	return ""
+	return "", nil
+}
+
+// withCause is why with git's error, for a row's detail: the journal keeps the whole account.
+func withCause(why string, cause error) string {
+	if cause == nil {
+		return why
+	}
+	return why + ": " + cause.Error()
 }
 
 // placeCheckout gives a call of a role that writes nothing a worktree of its own: at the
@@ -330,8 +338,8 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 	ctx := r.placeCtx(c)
 	commit, tree := r.spec.HeadCommit, ""
 	if n.Alloc > 0 {
-		if why := r.restore(ctx, n, repo, false); why != "" {
-			return nil, held(restoreReason(why), "%s", why)
+		if why, cause := r.restore(ctx, n, repo, false); why != "" {
+			return nil, held(restoreReason(why), "%s", withCause(why, cause))
 		}
 		t, err := repo.PendingTree(ctx, n.Path, true)
 		if err != nil {
@@ -369,8 +377,8 @@ func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *re
 			return nil, &journal.Row{Type: journal.TypeSuperseded, Reason: "superseded_by_attempt",
 				Detail: fmt.Sprintf("node %q has a newer attempt than allocation %d, which the call worked in", n.Name, p.Alloc)}
 		}
-		if why := r.restore(ctx, n, repo, true); why != "" {
-			return nil, held(restoreReason(why), "%s", why)
+		if why, cause := r.restore(ctx, n, repo, true); why != "" {
+			return nil, held(restoreReason(why), "%s", withCause(why, cause))
 		}
 		n.open[c], n.worked = n.Alloc, true
 	default:

@@ -205,16 +205,19 @@ func (b *Backend) route(r Report) {
 		// Bound already, by its marker on the host or an earlier report.
 		_ = b.bus.Answer(r, Reply{Reply: ReplyBound, Marker: marker, Agent: r.Agent, Detail: "bound already"})
 	case bound:
-		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "the attempt has its subagent already: close this one"})
+		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: secondSubagent})
 	case waiting:
 		select {
 		case ch <- r:
 		default: // the step is busy with another report: this one waits for the next poll
 		}
 	case !b.bus.Published(r.Call, r.K, r.Attempt):
-		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: "no step of the run waits under this marker (its attempt ended, or it was never published): close the subagent"})
+		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: b.bus.CloseDetail(r)})
 	}
 }
+
+// secondSubagent is the detail of a close reply to a report of a second subagent for an attempt.
+const secondSubagent = "the attempt has its subagent already (a second subagent for it): close this one"
 
 // Run implements backend.Backend: publish, bind, harvest.
 func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
@@ -710,7 +713,7 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 	}
 	if s.file.Action == ActionSpawn && s.t.Thread.ID != "" && th.ID != s.t.Thread.ID {
 		// An earlier process bound another subagent to this attempt.
-		reply.Reply, reply.Detail = ReplyClose, "the attempt has its subagent already: close this one"
+		reply.Reply, reply.Detail = ReplyClose, secondSubagent
 		return reply
 	}
 	if s.file.Action == ActionSpawn && s.t.Thread.ID == "" {

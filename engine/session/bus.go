@@ -280,6 +280,25 @@ func (b Bus) Published(call string, k, attempt int) bool {
 	return err == nil
 }
 
+// PacketWritten reports whether a step of the marker was ever published: its packet, which a
+// retraction leaves for the record, is there.
+func (b Bus) PacketWritten(call string, k, attempt int) bool {
+	if _, err := b.callDir(false, call); err != nil {
+		return false
+	}
+	_, err := os.Lstat(b.PacketPath(call, k, attempt))
+	return err == nil
+}
+
+// CloseDetail is the detail of a close reply to a report whose marker no step waits under:
+// whether the marker's attempt ended or no step was ever published under it.
+func (b Bus) CloseDetail(r Report) string {
+	if b.PacketWritten(r.Call, r.K, r.Attempt) {
+		return "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent"
+	}
+	return "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent"
+}
+
 // CloseAgent publishes a close step for a subagent: one file per subagent, so two closes of
 // one attempt never overwrite each other.
 func (b Bus) CloseAgent(call string, attempt int, agent string) error {

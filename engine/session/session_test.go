@@ -1132,3 +1132,42 @@ func freshRun(ctx context.Context, t *testing.T, wf string) (*mem.Store, *engine
 	require.NoError(t, err)
 	return st, svc, id, sessiontest.NewHost(owner)
 }
+
+// TestSessionCloseRepliesSayWhichCaseItIs: a report whose marker no step waits under is
+// answered close, and its detail says whether the marker's attempt ended or no step was ever
+// published under it.
+func TestSessionCloseRepliesSayWhichCaseItIs(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "reviewer", prompt: "first" });
+  const b = await agent.call({ role: "reviewer", prompt: "second" });
+  return [a.status, b.status];
+}
+`
+	var o *sessiontest.Owner
+	details := map[string]string{}
+	ask := func(r session.Report) {
+		sent, err := o.Bus.Dispatch(r)
+		require.NoError(t, err)
+		for {
+			if reply, ok, _ := o.Bus.ReplyTo(sent.ID); ok {
+				require.Equal(t, session.ReplyClose, reply.Reply, "%+v", reply)
+				details[r.Marker()] = reply.Detail
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // the run answers at its next poll
+		}
+	}
+	end, _, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+		if st.Call == "c2" {
+			// c1's attempt ended; c2 has no second attempt.
+			ask(session.Report{Run: o.Run, Call: "c1", Agent: "late-agent", K: 1, Attempt: 1})
+			ask(session.Report{Run: o.Run, Call: "c2", Agent: "early-agent", K: 1, Attempt: 2})
+		}
+		return sessiontest.Answer{Text: "ok"}
+	}, func(owner *sessiontest.Owner) { o = owner })
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
+	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
+}

@@ -299,7 +299,7 @@ func sameEnd(c *Case, ref, faulty *Outcome) *Violation {
 	case r.Status != f.Status:
 	case r.Status == store.RunCompleted && !sameJSON(r.Result, f.Result):
 	case r.Status == store.RunFailed && (r.Error == nil) != (f.Error == nil):
-	case r.Status == store.RunFailed && r.Error != nil && r.Error.Message != f.Error.Message:
+	case r.Status == store.RunFailed && r.Error != nil && r.Error.Text() != f.Error.Text():
 	default:
 		return nil
 	}
@@ -311,7 +311,7 @@ func errText(e *journal.RunError) string {
 	if e == nil {
 		return ""
 	}
-	return "(" + e.Message + ")"
+	return "(" + e.Text() + ")"
 }
 
 func sameJSON(a, b json.RawMessage) bool {

@@ -119,6 +119,9 @@ var _ store.Lease = (*lease)(nil)
 
 func (l *lease) Run() string                { return l.run }
 func (l *lease) Token() string              { return l.locks.token }
+
+// ProcessLockError implements store.ProcessLockWarner: why the process lock could not be taken.
+func (l *lease) ProcessLockError() error { return l.locks.processErr }
 func (l *lease) Journal() store.Journal     { return l.j }
 func (l *lease) Dir() string                { return l.dir }
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
@@ -252,20 +255,25 @@ func (l *lease) loseLease() {
 // runLocks are the locks a process holds while it executes a run: its own process lock,
 // taken first and let go last, and the run lock.
 type runLocks struct {
-	token   string // names the process lock: process.<token>.lock
+	token   string // names the process lock: process.<token>.lock ("": none was taken)
 	process *os.File
 	run     *os.File
+	// processErr is why the process lock could not be taken: the run goes on without one,
+	// and its started row names no process (seed 003).
+	processErr error
 }
 
 // lockRun takes a run's process lock and then its run lock; a run another process holds is
-// run_unavailable.
+// run_unavailable. A process lock that cannot be taken is no reason to refuse the run: it goes
+// on without one (processErr says why, for the run's warning).
 func lockRun(dir, id string) (*runLocks, error) {
 	l := &runLocks{token: randomToken()}
 	var err error
-	if l.process, err = flockFile(filepath.Join(dir, "process."+l.token+".lock")); err != nil {
-		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take a process lock", id).Wrap(err)
+	if l.process, err = lockProcess(filepath.Join(dir, "process."+l.token+".lock")); err != nil {
+		l.token, l.process, l.processErr = "", nil, err
+	} else {
+		fmt.Fprintf(l.process, "%d\n", os.Getpid())
 	}
-	fmt.Fprintf(l.process, "%d\n", os.Getpid())
 	if l.run, err = flockFile(filepath.Join(dir, RunLockFile)); err != nil {
 		l.releaseProcess()
 		if isWouldBlock(err) {
@@ -285,6 +293,9 @@ func (l *runLocks) release() {
 }
 
 func (l *runLocks) releaseProcess() {
+	if l.process == nil {
+		return
+	}
 	name := l.process.Name()
 	st, _ := l.process.Stat()
 	_ = syscall.Flock(int(l.process.Fd()), syscall.LOCK_UN)
@@ -303,6 +314,9 @@ func sameFile(path string, was os.FileInfo) bool {
 // flockFile opens (creating) a lock file and locks it exclusively. A reader that checks
 // whether the run is held takes a shared lock for an instant, so a lock found taken is tried
 // again for a short while before it counts as held by a holder.
+// lockProcess takes a process lock (a variable: a test makes it fail).
+var lockProcess = flockFile
+
 func flockFile(path string) (*os.File, error) {
 	// O_NOFOLLOW: a run.lock replaced by a symlink must not make crw create a file elsewhere;
 	// O_NONBLOCK: nor may a FIFO in its place hang the open.

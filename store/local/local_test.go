@@ -120,3 +120,28 @@ func TestCreateIsWholeOrNothing(t *testing.T) {
 	err = s.Create(ctx, storetest.Spec(run))
 	assert.ErrorIs(t, err, store.ErrExists)
 }
+
+// TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun (seed 003): the process holds the run
+// without one; its token is empty, so its started row names no process, and it says why.
+func TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun(t *testing.T) {
+	ctx := context.Background()
+	s, err := local.New(t.TempDir())
+	require.NoError(t, err)
+	run := storetest.ID(1)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	local.FailProcessLocks(t)
+
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err, "the run is held without a process lock")
+	assert.Empty(t, lease.Token(), "no process lock: the started row names no process")
+	w, ok := lease.(store.ProcessLockWarner)
+	require.True(t, ok)
+	require.Error(t, w.ProcessLockError())
+	assert.Contains(t, w.ProcessLockError().Error(), "no room for a process lock")
+	assert.Empty(t, local.ProcessLocks(s.Root(), run))
+	assert.True(t, local.Held(s.Root(), run), "the run lock is held")
+	_, err = s.Acquire(ctx, run)
+	assert.ErrorIs(t, err, store.ErrHeld, "a second process is still refused by the run lock")
+	require.NoError(t, lease.Release())
+	assert.False(t, local.Held(s.Root(), run))
+}

@@ -129,7 +129,7 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 				fmt.Fprintf(streams.Out, "decision  %s: %s\n          answer it: crw flow answer %s %s --value JSON\n", d.ID, d.Question, st.Run, d.ID)
 			}
 			if st.Error != nil {
-				fmt.Fprintf(streams.Out, "error     %s\n", st.Error.Message)
+				fmt.Fprintf(streams.Out, "error     %s\n", failureLine(st.Error))
 			} else if st.State == store.StateEnded {
 				fmt.Fprintf(streams.Out, "result    %s\n", compact(st.Result))
 			}
@@ -295,7 +295,7 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 			}
 			fmt.Fprintln(w)
 			if s.Error != nil {
-				fmt.Fprintf(w, "error: %s\n", s.Error.Message)
+				fmt.Fprintf(w, "error: %s\n", failureLine(s.Error))
 			}
 			return nil
 		},

@@ -243,6 +243,21 @@ func foreground(ctx context.Context, g *globals, streams IO, svc *engine.Service
 	return exitFor(end)
 }
 
+// failureLine is a run's error in one line: what the workflow threw, or crw's code, finer
+// reason and account.
+func failureLine(e *journal.RunError) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.Code == string(errs.WorkflowFailed) || e.Code == "":
+		return "the workflow threw: " + e.Text()
+	case e.Reason != "":
+		return e.Code + " (" + e.Reason + "): " + e.Text()
+	default:
+		return e.Code + ": " + e.Text()
+	}
+}
+
 // printEnd prints a run's end as crw flow run does.
 func printEnd(g *globals, streams IO, end *store.Status) {
 	if g.json {
@@ -261,9 +276,12 @@ func printEnd(g *globals, streams IO, end *store.Status) {
 	}
 	switch end.Status {
 	case store.RunFailed:
-		fmt.Fprintf(streams.ErrOut, "crw: the workflow threw: %s\n", end.Error.Message)
+		fmt.Fprintf(streams.ErrOut, "crw: %s\n", failureLine(end.Error))
 		if end.Error.Stack != "" {
 			fmt.Fprintln(streams.ErrOut, indent(end.Error.Stack))
+		}
+		if d := end.Error.Diagnostic; d != nil && d.NextAction != "" {
+			fmt.Fprintf(streams.ErrOut, "next: %s\n", d.NextAction)
 		}
 		fmt.Fprintf(streams.ErrOut, "run %s failed; see crw flow show %s\n", end.Run, end.Run)
 	case store.RunCancelled:

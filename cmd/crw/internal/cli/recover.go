@@ -173,7 +173,7 @@ func newCmdInspect(g *globals, streams IO) *cobra.Command {
 				fmt.Fprintf(w, "decision  %s: %s\n", d.ID, d.Question)
 			}
 			if st.Error != nil {
-				fmt.Fprintf(w, "error     %s: %s\n", dash(st.Error.Code), st.Error.Message)
+				fmt.Fprintf(w, "error     %s\n", failureLine(st.Error))
 			}
 			if in.Log != "" {
 				fmt.Fprintf(w, "log       %s\n", in.Log)

@@ -82,6 +82,6 @@ func printShadow(streams IO, r *shadow.Report) {
 	case store.RunCompleted:
 		fmt.Fprintf(w, "\nresult: %s\n", r.Result)
 	case store.RunFailed:
-		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Message)
+		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Text())
 	}
 }

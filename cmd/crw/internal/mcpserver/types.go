@@ -43,11 +43,16 @@ type Diagnostic struct {
 
 func toolError(e *errs.Error, run *string) *ToolError {
 	out := &ToolError{Code: string(e.Code), Message: e.Message, Detail: e.Detail, SafeResponse: e.Code.SafeResponse(), Run: run}
-	if d := e.Diagnostic; d != nil {
-		out.Diagnostic = &Diagnostic{CorrelationID: d.CorrelationID, Certainty: string(d.Certainty), Phase: d.Phase,
-			Reason: d.Reason, Disposition: d.Disposition, NextAction: orNull(d.NextAction), Log: orNull(d.Log)}
-	}
+	out.Diagnostic = diagnosticOf(e.Diagnostic)
 	return out
+}
+
+func diagnosticOf(d *errs.Diagnostic) *Diagnostic {
+	if d == nil {
+		return nil
+	}
+	return &Diagnostic{CorrelationID: d.CorrelationID, Certainty: string(d.Certainty), Phase: d.Phase,
+		Reason: d.Reason, Disposition: d.Disposition, NextAction: orNull(d.NextAction), Log: orNull(d.Log)}
 }
 
 // Status is store.Status: where a run stands.
@@ -72,10 +77,12 @@ type Status struct {
 
 // RunError is journal.RunError: a run's error.
 type RunError struct {
-	Message string `json:"message"`
-	Stack   string `json:"stack"`
-	Code    string `json:"code"`
-	Reason  string `json:"reason"`
+	Code       string      `json:"code" jsonschema:"the stable error code (workflow_failed: the workflow threw an error of its own)"`
+	Message    string      `json:"message" jsonschema:"the code's fixed message"`
+	Detail     string      `json:"detail" jsonschema:"the error's own account: what the workflow threw, or what crw stopped it for (at most 1 KiB)"`
+	Stack      string      `json:"stack" jsonschema:"the workflow's stack where it threw"`
+	Reason     string      `json:"reason" jsonschema:"the finer cause, a lower_snake word"`
+	Diagnostic *Diagnostic `json:"diagnostic" jsonschema:"the bounded account, its next action and the log line with the full one"`
 }
 
 // Counts are a run's calls by status.
@@ -122,7 +129,7 @@ func runErrorOf(e *journal.RunError) *RunError {
 	if e == nil {
 		return nil
 	}
-	return &RunError{Message: e.Message, Stack: e.Stack, Code: e.Code, Reason: e.Reason}
+	return &RunError{Code: e.Code, Message: e.Message, Detail: e.Detail, Stack: e.Stack, Reason: e.Reason, Diagnostic: diagnosticOf(e.Diagnostic)}
 }
 
 func countsOf(c store.Counts) Counts {

@@ -224,10 +224,12 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 			// a paused one with every step it no longer publishes.
 			detail := ""
 			switch {
+			case status.State == store.StateEnded && bus.PacketWritten(r.Call, r.K, r.Attempt):
+				detail = "the run ended (" + string(status.Status) + "): the attempt of this marker ended; close the subagent"
 			case status.State == store.StateEnded:
-				detail = "the run ended (" + string(status.Status) + "): its attempts ended; close the subagent"
+				detail = "the run ended (" + string(status.Status) + ") and never published a step under this marker; close the subagent"
 			case status.State == store.StatePaused && !bus.Published(r.Call, r.K, r.Attempt):
-				detail = "the run is paused and no step waits under this marker (its attempt ended): close the subagent"
+				detail = "the run is paused: " + bus.CloseDetail(r)
 			}
 			if detail != "" {
 				bus.Drop(r) // answered here: no process will read it
