@@ -117,11 +117,11 @@ type lease struct {
 
 var _ store.Lease = (*lease)(nil)
 
-func (l *lease) Run() string                { return l.run }
-func (l *lease) Token() string              { return l.locks.token }
+func (l *lease) Run() string   { return l.run }
+func (l *lease) Token() string { return l.locks.token }
 
 // ProcessLockError implements store.ProcessLockWarner: why the process lock could not be taken.
-func (l *lease) ProcessLockError() error { return l.locks.processErr }
+func (l *lease) ProcessLockError() error    { return l.locks.processErr }
 func (l *lease) Journal() store.Journal     { return l.j }
 func (l *lease) Dir() string                { return l.dir }
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
