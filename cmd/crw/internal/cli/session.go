@@ -25,7 +25,8 @@ paused, ended, starting), each waiting step with the host call to make (spawn_ag
 send_input or close_agent, with Codex's argument names) and the crw flow dispatched command
 that reports it, the subagent slots (agents.max_threads of <CODEX_HOME>/config.toml, default
 6) and a hint. It writes no row. A run no process holds that is neither paused nor over is
-resumed, as crw flow resume RUN --detach does.`,
+resumed, as crw flow resume RUN --detach does; a resume that cannot start is a warning, with
+why and what to do. A starting run is read again for up to 15 s, whatever --wait says.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]

@@ -54,19 +54,22 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 	if wait < 0 {
 		return session.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
-	deadline := time.Now().Add(wait)
+	began := time.Now()
+	deadline := began.Add(wait)
 	resumed, first := 0, "" // first: the state it was asked in
+	var notStarted error    // the resume next tried and could not start
 	for {
 		sr, err := sessionBus(ctx, svc, st, id)
 		if err != nil {
 			return session.NextView{}, err
 		}
-		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateWaitingResume) && resumed == 0 {
-			// Once: a resume that cannot start says why, rather than be tried again at every
-			// read.
+		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateWaitingResume) && resumed == 0 && notStarted == nil {
+			// Once: a resume that cannot start is said in a warning, with why, rather than
+			// tried again at every read; the run's state is answered as it is.
 			pid, err := svc.Start(ctx, id)
 			if err != nil {
-				return session.NextView{}, err
+				notStarted = err
+				continue
 			}
 			resumed = pid
 			continue
@@ -78,13 +81,20 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		touchSeen(sr.bus.Dir)
 		view.ResumedPID = resumed
 		view.Warnings = ownerWarnings(st, sr, view.State)
+		if notStarted != nil {
+			view.Warnings = append(view.Warnings, resumeWarning(notStarted))
+			view.Hint = "No process holds the run and its resume did not start (the warning says why): follow the warning's next action, then crw flow next " + id + " again. " + view.Hint
+		}
 		if resumed != 0 {
 			view.Hint = "No process held the run: it was resumed (pid " + fmt.Sprint(resumed) + "), as crw flow resume --detach does. " + view.Hint
 		}
 		if first == "" {
 			first = view.State
 		}
-		if len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline) {
+		// A run that is starting is read again for up to StartingReread whatever --wait says:
+		// its holder is coming up, or a command holds the run lock for a moment (seed 003).
+		rereadStart := view.State == session.StateStarting && time.Since(began) < StartingReread
+		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline)) {
 			handOutCloses(sr, view)
 			return view, nil
 		}
@@ -94,6 +104,25 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// StartingReread is how long next reads a starting run again before it answers starting.
+const StartingReread = 15 * time.Second
+
+// resumeWarning says that the resume next tried did not start, and why.
+func resumeWarning(err error) string {
+	if e, ok := errs.As(err); ok {
+		w := "its resume did not start: " + string(e.Code)
+		if r := e.Reason(); r != "" && r != string(e.Code) {
+			w += " (" + r + ")"
+		}
+		w += ": " + e.Detail
+		if e.Diagnostic != nil && e.Diagnostic.NextAction != "" {
+			w += "; next: " + e.Diagnostic.NextAction
+		}
+		return w
+	}
+	return "its resume did not start: " + err.Error()
 }
 
 // handOutCloses takes back the close steps next has handed out where nothing else will: an
