@@ -181,6 +181,9 @@ func (r *runner) seedSuperseded() error {
 		return nil
 	}
 	for _, c := range r.h.Commits {
+		if len(pool) == 0 {
+			break
+		}
 		if c.Intent.Seq < pool[0].Intent.Seq {
 			continue
 		}
