@@ -18,6 +18,9 @@ const (
 	TypeSessionWake = "session_wake" // a wake of a session run's owner thread
 	// TypeSessionHostWarning: what the marker search after a restart could not tie as it should.
 	TypeSessionHostWarning = "session_host_warning"
+	// TypeStepUnwritten: a session step that could not be written (its packet or step file),
+	// at its 1st, 10th, 100th, ... failure, and a closing row once it is written or its turn ends.
+	TypeStepUnwritten = "step_unwritten"
 	// Workspace rows (docs/workspaces.md): a crw.commit's intent and its result, a node's step
 	// up a tier, a decision the workflow asks for and its answer.
 	TypeCommitIntent      = "commit_intent"
@@ -78,7 +81,7 @@ func StatusOf(t string) CallStatus {
 // IsKnownType reports whether t is one of the row types above.
 func IsKnownType(t string) bool {
 	switch t {
-	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning,
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning, TypeStepUnwritten,
 		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered, TypeEffectReconciled,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted,
 		TypeWorkspacePlaced:
@@ -155,6 +158,20 @@ type Rare struct {
 	Awaited []PendingDecision `json:"awaited,omitempty"`
 	// ended (paused): what paused the run, and so what a resume needs to go on.
 	Paused *Paused `json:"paused,omitempty"`
+	// step_unwritten: how writing the step fails, and on the closing row whether it was written.
+	Unwritten *Unwritten `json:"unwritten,omitempty"`
+}
+
+// Unwritten is what a step_unwritten row records of a step that could not be written: it was
+// delivered to nobody (InputState not_delivered). Written is set on the closing row only: true
+// once the step was written, false when its turn ended unwritten.
+type Unwritten struct {
+	InputState string    `json:"input_state"`
+	Error      string    `json:"error,omitempty"`
+	Failures   int       `json:"failures"`
+	FirstAt    time.Time `json:"first_at"`
+	LastAt     time.Time `json:"last_at"`
+	Written    *bool     `json:"written,omitempty"`
 }
 
 // Paused is what paused a run, as the ended row of its process records it.

@@ -57,7 +57,7 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 	case journal.TypeCommitResult:
 		// A result follows its intent, or it is the result of a superseded intent whose
 		// process died before it: the resume that superseded it recorded what git did.
-		if c := h.unfinishedCommit(); c != nil {
+		if c := h.UnfinishedCommit(); c != nil {
 			r := own()
 			c.Result = r
 			if r.Commit != "" {
@@ -122,9 +122,9 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 	return true
 }
 
-// unfinishedCommit is the newest commit intent, superseded or not, when it has no result yet
-// and was no refusal.
-func (h *History) unfinishedCommit() *Commit {
+// UnfinishedCommit is the newest commit intent, superseded or not, when it has no result yet
+// and was no refusal: its process died between the two.
+func (h *History) UnfinishedCommit() *Commit {
 	var newest *Commit
 	if n := len(h.Commits); n > 0 {
 		newest = h.Commits[n-1]

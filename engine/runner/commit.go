@@ -72,8 +72,8 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
 		}
-		if rec.Intent.Status != "" || rec.Result != nil {
-			return CommitOutcome(rec.Intent, rec.Result)
+		if res := r.resultOf(rec); rec.Intent.Status != "" || res != nil {
+			return CommitOutcome(rec.Intent, res)
 		}
 		return r.applyCommit(rec.Intent)
 	}
@@ -208,14 +208,14 @@ func (r *runner) finishSuperseded() error {
 		return nil
 	}
 	last := r.superseded[len(r.superseded)-1]
-	if last.Intent.Status != "" || last.Result != nil {
+	if last.Intent.Status != "" || r.resultOf(last) != nil {
 		return nil
 	}
 	res, err := r.commitRows(last.Intent, false)
 	if err != nil {
 		return err
 	}
-	last.Result = res
+	r.setResult(last, res)
 	return nil
 }
 
@@ -241,11 +241,11 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 	r.superseded = r.superseded[k+1:]
 	intent := *c.Intent
 	intent.Seq = 0
-	if intent.Status != "" || c.Result != nil {
+	if result := r.resultOf(c); intent.Status != "" || result != nil {
 		rows := []*journal.Row{&intent}
 		var res *journal.Row
-		if c.Result != nil {
-			cp := *c.Result
+		if result != nil {
+			cp := *result
 			cp.Seq = 0
 			res = &cp
 			rows = append(rows, res)
@@ -265,7 +265,7 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 // nothing is committed twice. nil when no superseded commit is one.
 func (r *runner) adopt(intent *journal.Row) *journal.Row {
 	for i, c := range r.superseded {
-		res := c.Result
+		res := r.resultOf(c)
 		if c.Intent.Node != intent.Node || c.Intent.Message != intent.Message || res == nil || res.Commit == "" {
 			continue
 		}
@@ -296,11 +296,6 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 // intent's commit (the worktree's HEAD is moved there too), nothing (nil) when it is not.
 func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error) {
 	ctx := context.WithoutCancel(r.ctx)
-	record := func(res *journal.Row) (*journal.Row, error) {
-		r.j.Append(res)
-		r.flushSoon()
-		return res, nil
-	}
 	repo, err := r.ws.open(ctx)
 	if err != nil {
 		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: the repository cannot be opened")
@@ -308,6 +303,16 @@ func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error
 	n := r.ws.node(intent.Node)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return r.commitRowsLocked(ctx, repo, n, intent, move)
+}
+
+// commitRowsLocked is commitRows with the repository open and the node's lock held.
+func (r *runner) commitRowsLocked(ctx context.Context, repo *workspace.Repo, n *nodeState, intent *journal.Row, move bool) (*journal.Row, error) {
+	record := func(res *journal.Row) (*journal.Row, error) {
+		r.j.Append(res)
+		r.flushSoon()
+		return res, nil
+	}
 	commit, err := repo.CommitTree(ctx, intent.Tree, intent.Parent, commitMessage(intent.Message),
 		workspace.Identity{Name: intent.Author, Email: intent.Email, At: intent.At})
 	if err != nil {
@@ -341,6 +346,41 @@ func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error
 	}
 	n.Ref = commit
 	return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref})
+}
+
+// finishDeadCommit records what git did for the node's commit intent whose process died before
+// its result, when git moved the node's ref to that commit: the ref then moved under the
+// journal, not under the run. A resume that reruns a held call places it before the script
+// reaches the commit (a paused process made the commit after the held row). It reports whether
+// the node's ref is now the run's again. The node's lock is held.
+func (r *runner) finishDeadCommit(ctx context.Context, repo *workspace.Repo, n *nodeState) bool {
+	if r.h == nil {
+		return false
+	}
+	c := r.h.UnfinishedCommit()
+	if c == nil || c.Intent.Node != n.Name || c.Intent.Old != n.Ref {
+		return false
+	}
+	res, err := r.commitRowsLocked(ctx, repo, n, c.Intent, false)
+	if err != nil || res == nil {
+		return false
+	}
+	r.setResult(c, res)
+	return true
+}
+
+// resultOf is a recorded commit's result, which a placement may record for a dead process
+// (finishDeadCommit) while the script's loop reads it.
+func (r *runner) resultOf(c *replay.Commit) *journal.Row {
+	r.resultsMu.Lock()
+	defer r.resultsMu.Unlock()
+	return c.Result
+}
+
+func (r *runner) setResult(c *replay.Commit, res *journal.Row) {
+	r.resultsMu.Lock()
+	c.Result = res
+	r.resultsMu.Unlock()
 }
 
 // commitMessage ends a message with one newline, as git commit does.

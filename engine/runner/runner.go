@@ -121,7 +121,10 @@ type runner struct {
 	// goroutine only.
 	superseded       []*replay.Commit
 	supersededSeeded bool
-	tiers            map[string]int
+	// resultsMu guards the Result of the History's commits, which finishDeadCommit may set
+	// from a call's placement.
+	resultsMu sync.Mutex
+	tiers     map[string]int
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool

@@ -201,6 +201,9 @@ func (r *runner) place(c *call, rec *replay.Call) (placed, end *journal.Row) {
 		if err != nil {
 			return nil, held("worktree_failed", "%s cannot be read: %v", ref, err)
 		}
+		if cur != n.Ref && r.finishDeadCommit(ctx, repo, n) {
+			cur = n.Ref
+		}
 		if cur != n.Ref {
 			return nil, held("accepted_node_changed", "%s is at %s, but the run put it at %s: something moved the node's accepted commit under the run",
 				ref, orNone(cur), n.Ref)

@@ -368,6 +368,8 @@ type step struct {
 
 	failures     int // writes of the step that failed since it was last written
 	firstFailure time.Time
+	lastFailure  time.Time
+	lastError    string // the last failure's error
 
 	note         string         // what the packet says of earlier attempts
 	prior        []journal.Pair // the pairs earlier attempts, or the handle's subagent, ran
@@ -536,26 +538,35 @@ func (s *step) publish(packet string) bool {
 	}
 	now := time.Now().UTC()
 	if err == nil {
-		if s.failures > 0 {
-			s.rec.Warn("step_unwritten", s.unwritten(now, "written: true"))
-			s.failures = 0
-		}
+		s.closeUnwritten(true)
 		return true
 	}
 	s.failures++
 	if s.failures == 1 {
 		s.firstFailure = now
 	}
+	s.lastFailure, s.lastError = now, err.Error()
 	if isPowerOf10(s.failures) {
-		s.rec.Warn("step_unwritten", s.unwritten(now, "error: "+err.Error()+"; it is written again at each poll"))
+		s.unwritten(nil)
 	}
 	return false
 }
 
-// unwritten is a step_unwritten warning's detail.
-func (s *step) unwritten(now time.Time, state string) string {
-	return fmt.Sprintf("marker %s, k %d, attempt %d, action %s, input_state not_delivered: %d failures from %s to %s; %s",
-		s.marker, s.t.K, s.attempt, s.file.Action, s.failures, s.firstFailure.Format(time.RFC3339), now.Format(time.RFC3339), state)
+// closeUnwritten writes the closing step_unwritten row of a step that failed to be written:
+// written once it is, not written when its turn ended first. Nothing when it never failed.
+func (s *step) closeUnwritten(written bool) {
+	if s.failures == 0 {
+		return
+	}
+	s.unwritten(&written)
+	s.failures = 0
+}
+
+// unwritten writes a step_unwritten flow row of the step.
+func (s *step) unwritten(written *bool) {
+	s.b.cfg.Flow(&journal.Row{Type: journal.TypeStepUnwritten, Call: s.t.Call.ID, Marker: s.marker, K: s.t.K, Attempt: s.attempt,
+		Action: s.file.Action, Rare: &journal.Rare{Unwritten: &journal.Unwritten{InputState: "not_delivered", Error: s.lastError,
+			Failures: s.failures, FirstAt: s.firstFailure, LastAt: s.lastFailure, Written: written}}})
 }
 
 func isPowerOf10(n int) bool {
@@ -576,11 +587,10 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 		select {
 		case <-ctx.Done():
 			_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
-			if s.failures > 0 {
-				s.rec.Warn("step_unwritten", s.unwritten(time.Now().UTC(), "written: false"))
-			}
+			s.closeUnwritten(false)
 			return backend.Outcome{Status: backend.Interrupted}, false
 		case <-b.closed.Done():
+			s.closeUnwritten(false)
 			return closedOutcome(), false
 		case r := <-s.reports:
 			reply := s.judge(ctx, r.Agent)

@@ -41,6 +41,12 @@ func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessi
 // sessionRunWith is sessionRun with the backend's configuration tuned by config.
 func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
+	return sessionRunCreated(t, script, answer, tune, config, nil, roles...)
+}
+
+// sessionRunCreated is sessionRunWith with the run's options tuned by create.
+func sessionRunCreated(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), create func(*engine.CreateOptions), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -56,6 +62,9 @@ func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) s
 	}
 	if len(roles) > 0 {
 		co.Roles = roles[0]
+	}
+	if create != nil {
+		create(&co)
 	}
 	id, err := svc.Create(ctx, co)
 	require.NoError(t, err)
@@ -419,35 +428,72 @@ import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).output; }
 `
 	// The run looks the step's marker up every 4 polls (LookupEvery), each poll after a write
-	// of the step that fails: at its 8th lookup the step failed to be written 32 times.
+	// of the step that fails: at its 26th lookup the step failed to be written 104 times.
 	var lookups atomic.Int64
+	var flows flowRows
 	end, rows, _, _, _ := sessionRunWith(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
 		// steps/ is a file for about 30 polls, then the disk is "freed".
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600))
 		go func() {
-			for deadline := time.Now().Add(20 * time.Second); lookups.Load() < 8 && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(20 * time.Second); lookups.Load() < 26 && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
 			}
 			_ = os.Remove(filepath.Join(o.Bus.Dir, "steps"))
 		}()
 	}, func(c *session.Config) {
 		c.Host = countingLookups{Host: c.Host.(*sessiontest.Host), n: &lookups}
+		c.Flow = flows.add
 	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"seen"`, string(end.Result))
-	var details []string
-	for _, r := range enginetest.OfType(rows, journal.TypeWarning) {
-		if r.Reason == "step_unwritten" {
-			details = append(details, r.Detail)
-		}
+	unwritten := enginetest.OfType(flows.all(), journal.TypeStepUnwritten)
+	require.Len(t, unwritten, 4, "the 1st, 10th and 100th failures, and the closing row: not one a poll")
+	for i, want := range []int{1, 10, 100} {
+		r := unwritten[i]
+		u := r.Rares().Unwritten
+		require.NotNil(t, u)
+		assert.Equal(t, "c1/t1-a1 1 1 spawn", fmt.Sprintf("%s %d %d %s", r.Marker, r.K, r.Attempt, r.Action))
+		assert.Equal(t, "not_delivered", u.InputState)
+		assert.Equal(t, want, u.Failures)
+		assert.NotEmpty(t, u.Error)
+		assert.Nil(t, u.Written, "only the closing row says whether it was written")
+		assert.False(t, u.LastAt.Before(u.FirstAt))
 	}
-	require.GreaterOrEqual(t, len(details), 3, "%q", details)
-	assert.Contains(t, details[0], "marker c1/t1-a1, k 1, attempt 1, action spawn, input_state not_delivered: 1 failures")
-	assert.Contains(t, details[1], ": 10 failures")
-	last := details[len(details)-1]
-	assert.Contains(t, last, "written: true")
-	assert.Less(t, len(details), 6, "one warning a poll would be dozens: %q", details)
+	closing := unwritten[3].Rares().Unwritten
+	require.NotNil(t, closing.Written)
+	assert.True(t, *closing.Written)
+	assert.GreaterOrEqual(t, closing.Failures, 100)
+	assert.Empty(t, enginetest.OfType(rows, journal.TypeWarning), "step_unwritten is a row of its own")
+}
+
+// TestSessionStepNeverWrittenSaysSo: a step that is never written before its turn ends (here
+// the run's deadline interrupts it) has its closing step_unwritten row, written: false.
+func TestSessionStepNeverWrittenSaysSo(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).status; }
+`
+	var flows flowRows
+	end, _, _, _, _ := sessionRunCreated(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600)) // until the turn ends
+	}, func(c *session.Config) {
+		c.Flow = func(r *journal.Row) {
+			flows.add(r)
+			if u := r.Rares().Unwritten; u != nil && u.Written != nil {
+				_ = os.Remove(filepath.Join(c.Dir, "steps")) // the helper reads the bus when the run ends
+			}
+		}
+	}, func(co *engine.CreateOptions) { co.Limits.DeadlineMS = 500 })
+	require.Equal(t, store.RunFailed, end.Status)
+	unwritten := enginetest.OfType(flows.all(), journal.TypeStepUnwritten)
+	require.NotEmpty(t, unwritten)
+	closing := unwritten[len(unwritten)-1].Rares().Unwritten
+	require.NotNil(t, closing)
+	require.NotNil(t, closing.Written, "the closing row")
+	assert.False(t, *closing.Written)
+	assert.Equal(t, "not_delivered", closing.InputState)
 }
 
 // TestSessionRepairAfterALostAttemptReplacesNothing: seed 003's replaces_turn names the turn a
@@ -1171,3 +1217,4 @@ export default async function main() {
 	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
 	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
 }
+
