@@ -1217,4 +1217,3 @@ export default async function main() {
 	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
 	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
 }
-
