@@ -24,6 +24,8 @@ type Node struct {
 	// Open: an executor call of the newest allocation has no terminal row, so its worktree
 	// may hold more than Tree (the call's work so far).
 	Open bool
+	// PlacedSeq is the seq of the newest row that placed an executor call in its worktree.
+	PlacedSeq uint64
 }
 
 // Commit is one crw.commit: its intent row and, once it is recorded, its result row.
@@ -145,6 +147,7 @@ func (h *History) placed(c *Call, row *journal.Row) {
 		return
 	}
 	nd := h.node(row.Node)
+	nd.PlacedSeq = max(nd.PlacedSeq, row.Seq)
 	if row.Alloc > nd.Alloc {
 		nd.Alloc, nd.Path, nd.Start, nd.At, nd.Tree = row.Alloc, row.Workspace, row.Start, row.Start, ""
 		if row.Commit != "" {
