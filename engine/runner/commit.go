@@ -197,9 +197,10 @@ func (r *runner) seedSuperseded() error {
 		}
 	}
 	r.superseded = slices.Clone(pool)
-	// A node an executor call worked in since the rerun that superseded the pool began (in
-	// any process since) holds that work: its commits are made again, not given as recorded.
-	if i := slices.IndexFunc(r.h.StartSeqs, func(s uint64) bool { return s > pool[0].Intent.Seq }); i >= 0 {
+	// A node an executor call worked in since the rerun that superseded the newest of them
+	// began (in any process since) holds that work: its commits are made again, not given as recorded.
+	newest := r.h.Superseded[len(r.h.Superseded)-1].Intent.Seq
+	if i := slices.IndexFunc(r.h.StartSeqs, func(s uint64) bool { return s > newest }); i >= 0 {
 		for name, nd := range r.h.Nodes {
 			if nd.PlacedSeq > r.h.StartSeqs[i] {
 				n := r.ws.node(name)
