@@ -13,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/appserver/mockmodel"
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
@@ -61,7 +62,7 @@ export default async function main() {
 		}
 		return false
 	}, time.Minute, 10*time.Millisecond)
-	st, err := published(state, run)
+	st, err := enginetest.State(state).Published(run)
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return !local.Held(state, run) }, time.Minute, 10*time.Millisecond)
@@ -95,7 +96,7 @@ export default async function main() {
 	}
 	assert.Equal(t, 1, slow, "the slow turn reached the model once")
 
-	rows, err := readRows(state, run)
+	rows, err := enginetest.State(state).Rows(run)
 	require.NoError(t, err)
 	turns := 0
 	for _, row := range rows {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -80,7 +81,7 @@ export default async function main() {
 	require.NoError(t, os.WriteFile(wf, []byte(original), 0o600))
 	r := durableCrw(t, state, []string{local.CrashAfterCommitEnv + "=" + commit}, "flow", "run", wf)
 	require.True(t, r.killed, "the run was to be killed after commit %s: %+v", commit, r)
-	ids, err := listRuns(state)
+	ids, err := enginetest.State(state).Runs()
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	run := ids[0]
@@ -94,7 +95,7 @@ export default async function main() {
 		}
 		// Whatever it said, its process is gone and left the run as it was.
 		require.Eventually(t, func() bool { return !local.Held(state, run) }, pollTimeout, 10*time.Millisecond)
-		st, err := runStatus(state, run)
+		st, err := enginetest.State(state).Status(run)
 		require.NoError(t, err)
 		require.Equal(t, store.StateCrashed, st.State)
 	}

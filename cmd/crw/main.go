@@ -4,11 +4,12 @@ package main
 import (
 	"os"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 	"github.com/crw-dev/crw/engine/runner"
 )
 
 func main() {
 	runner.TuneGC()
-	os.Exit(cli.Main(backends()))
+	os.Exit(cli.Main(backends.Registry()))
 }

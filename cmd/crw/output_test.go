@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 )
 
@@ -53,7 +54,7 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
-			code := cli.Run(append(tt.args, "--state", state), cli.IO{In: strings.NewReader(""), Out: brokenOut{}, ErrOut: &errOut}, backends())
+			code := cli.Run(append(tt.args, "--state", state), cli.IO{In: strings.NewReader(""), Out: brokenOut{}, ErrOut: &errOut}, backends.Registry())
 			assert.Equal(t, tt.code, code, "stderr: %s", errOut.String())
 			assert.Regexp(t, "(?m)^"+tt.stderr, errOut.String())
 		})

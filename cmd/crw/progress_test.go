@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 )
 
@@ -30,7 +31,7 @@ export default async function main() {
 	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 1500}]}]}`), 0o644))
 	var out, errOut bytes.Buffer
 	code := cli.Run([]string{"flow", "run", wf, "--answers", answers, "--no-repo", "--state", filepath.Join(dir, "state")},
-		cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrIsTTY: true}, backends())
+		cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrIsTTY: true}, backends.Registry())
 	require.Equal(t, 0, code, errOut.String())
 	assert.Regexp(t, `\r\x1b\[Krun \S+  1 in flight \(c1 explorer/slow \d+(\.\d)?(ms|s)\)  0 done`, errOut.String())
 	assert.Contains(t, errOut.String(), "\r\x1b[Kcall c1 explorer/slow completed\n")

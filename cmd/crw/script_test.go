@@ -20,6 +20,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
@@ -31,7 +32,7 @@ import (
 // subprocess with `exec crw …`.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"crw": func() { os.Exit(cli.Main(backends())) },
+		"crw": func() { os.Exit(cli.Main(backends.Registry())) },
 	})
 }
 
@@ -430,7 +431,7 @@ func liveRun(ts *testscript.TestScript, run string) int {
 	if !local.Held(state, run) {
 		ts.Fatalf("run %s has no live process", run)
 	}
-	st, err := published(state, run)
+	st, err := enginetest.State(state).Published(run)
 	ts.Check(err)
 	if st.PID <= 0 {
 		ts.Fatalf("run %s: state.json names no pid", run)
@@ -469,7 +470,7 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(pollTimeout)
 	last := ""
 	for {
-		st, err := runStatus(ts.Getenv("CRW_STATE"), args[0])
+		st, err := enginetest.State(ts.Getenv("CRW_STATE")).Status(args[0])
 		if err == nil {
 			data, _ := json.Marshal(st)
 			dec := json.NewDecoder(bytes.NewReader(data))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/sessiontest"
@@ -29,7 +30,7 @@ func BenchmarkFlowNextAt1000Calls(b *testing.B) {
 	state := filepath.Join(dir, "state")
 	st, err := local.New(state)
 	require.NoError(b, err)
-	svc := &engine.Service{Store: st, Backends: backends()}
+	svc := &engine.Service{Store: st, Backends: backends.Registry()}
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(b, os.WriteFile(wf, []byte(`
 import { agent } from "crw:agent";

@@ -29,7 +29,7 @@ import (
 //     durable_tmpdir_resume (hosttmp: the fake host logs the TMPDIR of the process that sent
 //     each turn);
 //   - a turn that may have been sent is sent again on resume: the crash tests, which count
-//     sends per turn on the fake host (cmd/crw's TestCrashBetweenEveryCommit, engine's
+//     sends per turn on the fake host (cmd/crw/killtest's TestCrashBetweenEveryCommit, engine's
 //     TestCrashAfterEveryCommit);
 //   - TestErrorKindsOnAppServer took its expected values from the production table: they are
 //     written out.

@@ -14,7 +14,7 @@ import (
 // planted are the seeds that find each bug planted in the engine (internal/plant), and the
 // invariant each breaks first; docs/simulation.md shows each case shrunk. A bug found by no seed
 // of its list means the simulator lost the power to find it. Two are not held here:
-// GitOutlivesProcess needs real processes killed (cmd/crw's kill tier), and PlaceUnderCall a
+// GitOutlivesProcess needs real processes killed (cmd/crw/killtest's kill tier), and PlaceUnderCall a
 // pause within git's checkout, which seeds 44 and 1002 hit about one run in two (engine's
 // TestAPauseHoldsTheCallsWhoseWorktreesAreBeingMade makes it certain with a git held back).
 var planted = map[string]struct {

@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ type killWorkflow struct {
 }
 
 func killWorkflows(t *testing.T) []*killWorkflow {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	return []*killWorkflow{
 		{name: "fanout", path: filepath.Join(root, "testdata", "kill", "fanout.js"), answers: filepath.Join(root, "testdata", "kill", "answers.json")},
@@ -307,7 +307,7 @@ func (r *killRig) detached(pid int, began time.Time, p killPlan) bool {
 	r.t.Helper()
 	var kids []child
 	killed := r.killAt(began, p, func() bool { return !local.Held(r.state, r.run) }, func() bool {
-		st, err := published(r.state, r.run)
+		st, err := enginetest.State(r.state).Published(r.run)
 		if err != nil || st.PID != pid || !local.Held(r.state, r.run) {
 			return false
 		}
@@ -367,7 +367,7 @@ func (r *killRig) drive() *store.Status {
 			break
 		}
 		r.kills++
-		ids, err := listRuns(r.state)
+		ids, err := enginetest.State(r.state).Runs()
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(ids), 1)
 		if len(ids) == 0 {
@@ -382,7 +382,7 @@ func (r *killRig) drive() *store.Status {
 			return nil
 		}
 		require.Less(t, step, 40, "run %s did not end", r.run)
-		st, err := runStatus(r.state, r.run)
+		st, err := enginetest.State(r.state).Status(r.run)
 		require.NoError(t, err)
 		switch st.State {
 		case store.StateEnded:
@@ -427,12 +427,12 @@ func (r *killRig) drive() *store.Status {
 // vanish removes the folder of one of the run's worktrees, as a person might while no process
 // holds the run: git still has it registered, and the resume makes it again.
 func (r *killRig) vanish() bool {
-	entries, err := os.ReadDir(filepath.Join(runDir(r.state, r.run), "worktrees"))
+	entries, err := os.ReadDir(filepath.Join(enginetest.State(r.state).RunDir(r.run), "worktrees"))
 	if err != nil || len(entries) == 0 {
 		return false
 	}
 	e := entries[r.rng.IntN(len(entries))]
-	require.NoError(r.t, os.RemoveAll(filepath.Join(runDir(r.state, r.run), "worktrees", e.Name())),
+	require.NoError(r.t, os.RemoveAll(filepath.Join(enginetest.State(r.state).RunDir(r.run), "worktrees", e.Name())),
 		"run %s: a worktree cannot be removed while no process holds the run (does a git of a killed process still write in it?)", r.run)
 	r.vanished++
 	return true
@@ -477,8 +477,8 @@ func (r *killRig) finish(st *store.Status) killEnd {
 	t.Helper()
 	require.Equal(t, store.RunCompleted, st.Status, "run %s: %+v", r.run, st.Error)
 	assert.Empty(t, r.orphans, "run %s: children of killed processes went on after them (a git goes on writing a worktree the next process makes or removes)", r.run)
-	journalfiletest.Check(t, journalPath(r.state, r.run))
-	rows, err := readRows(r.state, r.run)
+	journalfiletest.Check(t, enginetest.State(r.state).JournalPath(r.run))
+	rows, err := enginetest.State(r.state).Rows(r.run)
 	require.NoError(t, err)
 	enginetest.CheckJournal(t, rows)
 	for _, row := range rows {
@@ -501,7 +501,7 @@ func (r *killRig) finish(st *store.Status) killEnd {
 	list := enginetest.Git(t, r.repo, "worktree", "list", "--porcelain")
 	assert.Equal(t, 1, strings.Count(list, "worktree "), "run %s: a worktree of the run is left:\n%s", r.run, list)
 	assert.NotContains(t, list, "locked", "run %s: a worktree is locked:\n%s", r.run, list)
-	_, err = os.Stat(filepath.Join(runDir(r.state, r.run), "worktrees"))
+	_, err = os.Stat(filepath.Join(enginetest.State(r.state).RunDir(r.run), "worktrees"))
 	assert.True(t, os.IsNotExist(err), "run %s: the run's worktrees folder is left (%v)", r.run, err)
 	prefix := "refs/crw/flow/" + r.run + "/"
 	for _, ref := range strings.Fields(enginetest.Git(t, r.repo, "for-each-ref", "--format=%(refname)")) {
@@ -673,7 +673,7 @@ func TestKillThenDelete(t *testing.T) {
 			list = enginetest.Git(t, r.repo, "worktree", "list", "--porcelain")
 			assert.Equal(t, 1, strings.Count(list, "worktree "), "a worktree of the run is left:\n%s", list)
 			assert.NotContains(t, list, "locked", "a worktree is locked:\n%s", list)
-			_, err := os.Stat(runDir(r.state, r.run))
+			_, err := os.Stat(enginetest.State(r.state).RunDir(r.run))
 			assert.True(t, os.IsNotExist(err), "the run's folder is left (%v)", err)
 			after := enginetest.Git(t, r.repo, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
 			if keepRefs {

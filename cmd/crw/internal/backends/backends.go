@@ -1,4 +1,5 @@
-package main
+// Package backends registers the backends this build of crw offers.
+package backends
 
 import (
 	"context"
@@ -10,8 +11,8 @@ import (
 	"github.com/crw-dev/crw/engine/session/codexhost"
 )
 
-// backends are the backends this build offers: the one place they are registered by name.
-func backends() *backend.Registry {
+// Registry holds the backends this build offers: the one place they are registered by name.
+func Registry() *backend.Registry {
 	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(codexHosts))
 }
 

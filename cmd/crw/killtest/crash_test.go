@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"bytes"
@@ -92,7 +92,7 @@ func decodeRun(t *testing.T, out []byte) runJSON {
 // resumeToEnd resumes a run until it ends (a resume may itself be killed by env).
 func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 	for i := 0; i < 5; i++ {
-		if st, err := runStatus(e.state, run); err == nil && st.State == "ended" {
+		if st, err := enginetest.State(e.state).Status(run); err == nil && st.State == "ended" {
 			// Killed after its last commit: the journal has its end.
 			return runJSON{Run: run, Status: string(st.Status), Result: st.Result}
 		}
@@ -110,8 +110,8 @@ func (e *crashEnv) resumeToEnd(run string, env []string) runJSON {
 // checkJournal: the journal opens cleanly, no turn was started twice in a generation of a
 // call, and the fake host received no turn twice.
 func (e *crashEnv) checkJournal(run string) []journal.Row {
-	journalfiletest.Check(e.t, journalPath(e.state, run))
-	rows, err := readRows(e.state, run)
+	journalfiletest.Check(e.t, enginetest.State(e.state).JournalPath(run))
+	rows, err := enginetest.State(e.state).Rows(run)
 	require.NoError(e.t, err)
 	enginetest.CheckJournal(e.t, rows)
 	received, _ := enginetest.HostLog(e.t, e.hostLog())
@@ -188,14 +188,14 @@ func TestCrashAtRandomInstants(t *testing.T) {
 		out, _, err := e.crw(nil, "flow", "start", e.wf, "--backend", "fake", "--answers", e.answers, "--json")
 		require.NoError(t, err)
 		run := decodeRun(t, out).Run
-		st, err := published(e.state, run)
+		st, err := enginetest.State(e.state).Published(run)
 		require.NoError(t, err)
 		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
 		_ = syscall.Kill(st.PID, syscall.SIGKILL)
 		for local.Held(e.state, run) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if s, err := published(e.state, run); err == nil && s.State == "ended" {
+		if s, err := enginetest.State(e.state).Published(run); err == nil && s.State == "ended" {
 			continue // it had finished already
 		}
 		got := e.resumeToEnd(run, nil)

@@ -1,6 +1,6 @@
 //go:build crwplant
 
-package main
+package killtest
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package main
+package killtest
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -29,7 +30,7 @@ func newCommitEnv(t *testing.T) *commitEnv {
 	dir := t.TempDir()
 	e := &commitEnv{crashEnv: &crashEnv{t: t, dir: dir, wf: filepath.Join(dir, "wf.js"), answers: filepath.Join(dir, "answers.json")}}
 	for _, name := range []string{"wf.js", "answers.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "commit", name))
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "commit", name))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
@@ -78,7 +79,7 @@ func (e *commitEnv) check(run string, got json.RawMessage, want commitResult, ms
 	assert.Equal(t, 1, strings.Count(e.git("worktree", "list", "--porcelain"), "worktree "), "%s: a worktree of the run is left", msg)
 	_, err := os.Stat(filepath.Join(e.state, "flow", run, "worktrees"))
 	assert.True(t, os.IsNotExist(err), "%s: the run's worktrees folder is left", msg)
-	rows, err := readRows(e.state, run)
+	rows, err := enginetest.State(e.state).Rows(run)
 	require.NoError(t, err)
 	intents, results := 0, 0
 	for _, r := range rows {
