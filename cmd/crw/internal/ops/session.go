@@ -91,9 +91,9 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		if first == "" {
 			first = view.State
 		}
-		// A run that is starting is read again for up to StartingReread whatever --wait says:
+		// A run that is starting is read again for up to startingReread whatever --wait says:
 		// its holder is coming up, or a command holds the run lock for a moment (seed 003).
-		rereadStart := view.State == session.StateStarting && time.Since(began) < StartingReread
+		rereadStart := view.State == session.StateStarting && time.Since(began) < startingReread
 		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline)) {
 			handOutCloses(sr, view)
 			return view, nil
@@ -106,8 +106,9 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 	}
 }
 
-// StartingReread is how long next reads a starting run again before it answers starting.
-const StartingReread = 15 * time.Second
+// startingReread is how long next reads a starting run again before it answers starting
+// (seed 003: 15 seconds). A variable for tests.
+var startingReread = 15 * time.Second
 
 // resumeWarning says that the resume next tried did not start, and why.
 func resumeWarning(err error) string {
