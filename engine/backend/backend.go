@@ -112,6 +112,10 @@ type Turn struct {
 	// its intent is durable, whether it reached the host is unknown. The backend finds it on
 	// its host and takes its outcome, and reports Lost when the host does not know it.
 	Sent *Sent
+	// Counted, when not nil, is what an earlier process counted for this turn (the call_tokens
+	// of the step it published for the turn after it): the backend reports it as the turn's
+	// tokens instead of measuring the turn again, which a rollout gone since could not do.
+	Counted *journal.Tokens
 }
 
 // Exchange is one call of a continuation's conversation as the journal records it: its task

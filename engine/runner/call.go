@@ -348,7 +348,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		}
 		c.mu.Unlock()
 		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Spent: c.tokens,
-			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil}
+			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil, Counted: countedBefore(rec, k)}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
 			from := c.resumeOf
@@ -458,6 +458,24 @@ func sentBefore(rec *replay.Call, k int) *backend.Sent {
 		return &backend.Sent{At: last.At}
 	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
 		return &backend.Sent{At: last.At}
+	}
+	return nil
+}
+
+// countedBefore is what an earlier process counted for the call's turn k, when it published a
+// step for the turn after it: that step's call_tokens (seed 003). nil when it did not.
+func countedBefore(rec *replay.Call, k int) *journal.Tokens {
+	if rec == nil || k != 1 {
+		return nil
+	}
+	for _, st := range rec.Steps {
+		if st.K == 2 {
+			var t journal.Tokens
+			if st.CallTokens != nil {
+				t = *st.CallTokens
+			}
+			return &t
+		}
 	}
 	return nil
 }

@@ -912,7 +912,10 @@ func (s *step) outcome(th Thread, turn *Turn) backend.Outcome {
 	default:
 		out.Status = backend.Interrupted
 	}
-	if tokens, ok := codex.RolloutTokens(th.RolloutPath, turn.ID); ok {
+	if s.t.Counted != nil && s.t.Sent != nil && turn.ID == s.t.Sent.TurnID {
+		// An earlier process measured this turn and recorded it in the next turn's step.
+		out.Tokens = *s.t.Counted
+	} else if tokens, ok := codex.RolloutTokens(th.RolloutPath, turn.ID); ok {
 		out.Tokens = tokens
 	} else {
 		s.rec.Warn("tokens_unmeasured", "the turn "+turn.ID+" of "+s.marker+" has no usage in the subagent's rollout; pauses: false")

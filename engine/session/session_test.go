@@ -1217,3 +1217,83 @@ export default async function main() {
 	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
 	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
 }
+
+// TestSessionRecoveredRepairCountsTheTaskTurnFromItsStep: seed 003, a process loses its run
+// once it has published the repair's send_input step, and the task turn's rollout is gone
+// (here: emptied) before the next process reads it. That process takes the task turn's tokens
+// from the step's call_tokens, as the dead process counted them, rather than leaving the turn
+// unmeasured: the call's terminal row and the run's figure carry both turns, once.
+func TestSessionRecoveredRepairCountsTheTaskTurnFromItsStep(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const r = await agent.call({ role: "critic", prompt: "count", schema });
+  return [r.status, r.output.n];
+}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	st, svc, id, host := freshRun(ctx, t, wf)
+	host.RolloutDir = t.TempDir()
+	revoked := false
+	answer := func(sf session.StepFile) sessiontest.Answer {
+		if sf.K == 1 {
+			return sessiontest.Answer{Text: "about five"} // input 10, output 10
+		}
+		if !revoked {
+			// The repair's step is published: the task turn's rollout goes, and so does the
+			// process's hold on the run, before the repair's turn ends.
+			revoked = true
+			entries, err := os.ReadDir(host.RolloutDir)
+			assert.NoError(t, err)
+			for _, e := range entries {
+				assert.NoError(t, os.Truncate(filepath.Join(host.RolloutDir, e.Name()), 0))
+			}
+			st.Revoke(id)
+		}
+		return sessiontest.Answer{Text: `{"n": 5}`} // input 10, output 8
+	}
+	runDir := filepath.Join(dir, "run")
+	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
+	go o.Loop(ctx)
+	process := func() (*store.Status, error) {
+		b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+		defer b.Close()
+		return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	}
+	_, err := process()
+	require.ErrorIs(t, err, store.ErrLeaseLost)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	require.Empty(t, enginetest.Terminals(rows), "the call ended before its process lost the run")
+	steps := enginetest.OfType(rows, journal.TypeStepPublished)
+	require.Len(t, steps, 2)
+	require.NotNil(t, steps[1].CallTokens)
+	assert.Equal(t, journal.Tokens{Input: 10, Output: 10, Total: 20}, *steps[1].CallTokens, "the repair's step records the task turn's tokens")
+
+	end, err := process()
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status)
+	rows, err = svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.Terminal(t, rows, "c1")
+	require.NotNil(t, c1.Tokens, "the call counted nothing")
+	assert.Equal(t, journal.Tokens{Input: 20, Output: 18, Total: 38}, *c1.Tokens, "the task turn (10+10) and the repair (10+8)")
+	assert.Zero(t, countWarnings(rows, "tokens_unmeasured"), "a turn was left unmeasured")
+	assert.Equal(t, journal.Tokens{Input: 20, Output: 18, Total: 38}, end.Tokens, "the run's figure counts both turns once")
+}
+
+// countWarnings counts the warning rows of a reason.
+func countWarnings(rows []journal.Row, reason string) int {
+	n := 0
+	for _, r := range enginetest.OfType(rows, journal.TypeWarning) {
+		if r.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
