@@ -16,6 +16,8 @@ const (
 	TypeEscalation  = "escalation"
 	TypeWarning     = "warning"
 	TypeSessionWake = "session_wake" // a wake of a session run's owner thread
+	// TypeSessionWakeEnded: the turn a wake started on the owner's thread ended (its status).
+	TypeSessionWakeEnded = "session_wake_ended"
 	// TypeSessionHostWarning: what the marker search after a restart could not tie as it should.
 	TypeSessionHostWarning = "session_host_warning"
 	// TypeStepUnwritten: a session step that could not be written (its packet or step file),
@@ -81,7 +83,7 @@ func StatusOf(t string) CallStatus {
 // IsKnownType reports whether t is one of the row types above.
 func IsKnownType(t string) bool {
 	switch t {
-	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionHostWarning, TypeStepUnwritten,
+	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionWakeEnded, TypeSessionHostWarning, TypeStepUnwritten,
 		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered, TypeEffectReconciled,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted,
 		TypeWorkspacePlaced:

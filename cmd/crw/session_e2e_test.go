@@ -853,13 +853,23 @@ export default async function main() { return (await agent.call({ role: "explore
 		assert.Equal(t, r.ownerID, w.Owner)
 		assert.Equal(t, []string{"c1/t1"}, w.Ops)
 	}
-	woken := false
+	woken, wakeTurns := false, map[string]bool{}
 	for _, req := range r.mock.Requests() {
-		if req.Thread == r.ownerID && strings.Contains(req.Prompt, "1 step(s) wait for you (c1/t1-a1)") && req.Answer == "owner:spawn_agent" {
-			woken = true
+		if req.Thread == r.ownerID && strings.Contains(req.Prompt, "1 step(s) wait for you (c1/t1-a1)") {
+			wakeTurns[req.Turn] = true
+			woken = woken || req.Answer == "owner:spawn_agent"
 		}
 	}
 	assert.True(t, woken, "the owner spawned the step in a turn the wake started")
+	for _, w := range wakes {
+		assert.True(t, wakeTurns[w.TurnID], "the wake names the turn it started on the owner's thread: %q of %v", w.TurnID, wakeTurns)
+	}
+	for _, row := range r.rows(run) {
+		if row.Type == journal.TypeSessionWakeEnded { // the run may end before it sees its wakes end
+			assert.True(t, wakeTurns[row.TurnID], "%+v", row)
+			assert.Contains(t, []string{"completed", "interrupted", "failed"}, row.TurnStatus)
+		}
+	}
 
 	// An owner that reads crw flow next watches the run: it is not woken.
 	r2 := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"seen\"}"}]}]}`)

@@ -172,6 +172,7 @@ func (b *Backend) answerInbox(ctx context.Context) {
 		b.wakeOwner(ctx, &w)
 		if polls%b.cfg.LookupEvery == 0 {
 			b.sweepCloses(ctx)
+			b.followWakes(ctx, &w)
 		}
 		select {
 		case <-ctx.Done():

@@ -21,8 +21,12 @@ type Waker interface {
 	// OwnerStatus is a thread's status (idle, active, notLoaded, systemError), read without
 	// its turns.
 	OwnerStatus(ctx context.Context, thread string) (string, error)
-	// Wake starts a turn with text on the thread, resumed first when it is not loaded.
-	Wake(ctx context.Context, thread, text string) error
+	// Wake starts a turn with text on the thread, resumed first when it is not loaded, and
+	// returns the turn's id.
+	Wake(ctx context.Context, thread, text string) (turnID string, err error)
+	// WakeTurn is the status of a turn Wake started (inProgress, completed, interrupted,
+	// failed), "" when the thread shows no such turn.
+	WakeTurn(ctx context.Context, thread, turnID string) (string, error)
 }
 
 // WakeConfig times the wakes of the owner while steps wait for it.
@@ -82,7 +86,17 @@ type wakes struct {
 	interval  time.Duration   // until the next renotification
 	renotify  int
 	escalated bool
+	// delivering are the wakes whose turns on the owner's thread have not been seen to end,
+	// oldest first; they outlive the waiting steps that caused them.
+	delivering []wakeTurn
 }
+
+// wakeTurn is a turn a wake started on the owner's thread.
+type wakeTurn struct{ wakeID, turnID string }
+
+// maxDelivering bounds the wake turns followed at once: an owner that never ends its turns
+// must not grow a process's memory.
+const maxDelivering = 16
 
 // waitingMarkers are the markers of the steps waiting for the owner, sorted: a step whose
 // subagent is bound waits for that subagent's answer, not for the owner, and wakes no one.
@@ -111,7 +125,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	markers := b.waitingMarkers()
 	now := cfg.Now()
 	if len(markers) == 0 {
-		*w = wakes{}
+		*w = wakes{delivering: w.delivering}
 		return
 	}
 	if w.since.IsZero() {
@@ -163,13 +177,20 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 		row.Reason = "no_owner_host"
 		row.Detail = "the run reads the owner's subagents through a private app server, which never starts turns on the owner's thread: the owner polls crw flow next"
 	default:
-		if err := waker.Wake(ctx, b.cfg.Owner, wakeText(b.cfg.Run, markers)); err != nil {
+		turn, err := waker.Wake(ctx, b.cfg.Owner, wakeText(b.cfg.Run, markers))
+		if err != nil {
 			if ctx.Err() != nil {
 				return // cut short by this process's own end: nothing failed, and a resume wakes again
 			}
 			row.Reason, row.Detail = "wake_failed", err.Error()
 		} else {
-			staged = true
+			staged, row.TurnID = true, turn
+			if turn != "" {
+				if len(w.delivering) == maxDelivering {
+					w.delivering = w.delivering[1:]
+				}
+				w.delivering = append(w.delivering, wakeTurn{wakeID: row.WakeID, turnID: turn})
+			}
 		}
 	}
 	row.Staged = &staged
@@ -178,6 +199,27 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 		w.woken[m] = true
 	}
 	w.last = now
+}
+
+// followWakes reads the turns wakes started on the owner's thread and writes a
+// session_wake_ended row for each that ended, so a user sees whether a wake reached the owner.
+// A turn the host cannot be asked about yet is asked again at the next look.
+func (b *Backend) followWakes(ctx context.Context, w *wakes) {
+	waker, ok := b.cfg.Host.(Waker)
+	if !ok || len(w.delivering) == 0 {
+		return
+	}
+	left := w.delivering[:0]
+	for _, d := range w.delivering {
+		status, err := waker.WakeTurn(ctx, b.cfg.Owner, d.turnID)
+		switch {
+		case err != nil || status == "" || status == "inProgress":
+			left = append(left, d)
+		default:
+			b.cfg.Flow(&journal.Row{Type: journal.TypeSessionWakeEnded, WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: b.cfg.Owner})
+		}
+	}
+	w.delivering = left
 }
 
 // wakeText is the owner's wake message: which steps wait, and the command to run.

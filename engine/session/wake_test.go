@@ -138,6 +138,35 @@ func TestSessionWakesTheOwner(t *testing.T) {
 	assert.Len(t, host.Wakes(), 5)
 }
 
+// TestSessionWakeRecordsItsTurnAndItsEnd: a wake names the turn it started on the owner's
+// thread, and once that turn ends a session_wake_ended row says how, so a user sees whether the
+// wake reached the owner; a turn still running writes nothing.
+func TestSessionWakeRecordsItsTurnAndItsEnd(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	host, _, wait := wakeRun(t, c, nil)
+	rows := wait(1)
+	first := rows[0]
+	assert.Equal(t, "wake-1", first.TurnID)
+	host.EndWakes("completed")
+	rows = wait(2)
+	ended := rows[1]
+	assert.Equal(t, journal.TypeSessionWakeEnded, ended.Type)
+	assert.Equal(t, first.WakeID, ended.WakeID)
+	assert.Equal(t, "wake-1", ended.TurnID)
+	assert.Equal(t, "completed", ended.TurnStatus)
+	assert.Equal(t, owner, ended.Owner)
+
+	c.add(15 * time.Minute) // the renotification: a turn of its own
+	rows = wait(3)
+	assert.Equal(t, 1, rows[2].Renotify)
+	assert.Equal(t, "wake-2", rows[2].TurnID)
+	host.EndWakes("interrupted")
+	rows = wait(4)
+	assert.Equal(t, journal.TypeSessionWakeEnded, rows[3].Type)
+	assert.Equal(t, "wake-2", rows[3].TurnID)
+	assert.Equal(t, "interrupted", rows[3].TurnStatus)
+}
+
 // TestSessionWakesABusyOwnerAfterItsTurn: an owner in a turn is woken once it is idle again.
 func TestSessionWakesABusyOwnerAfterItsTurn(t *testing.T) {
 	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -220,21 +220,44 @@ func (h *Host) OwnerStatus(ctx context.Context, thread string) (string, error) {
 
 // Wake implements session.Waker: a turn on the owner's thread, resumed first when it is not
 // loaded. A private app server never wakes the owner: the turn would run outside its process.
-func (h *Host) Wake(ctx context.Context, thread, text string) error {
+func (h *Host) Wake(ctx context.Context, thread, text string) (string, error) {
 	if h.private {
-		return session.ErrNoWake
+		return "", session.ErrNoWake
 	}
 	status, err := h.OwnerStatus(ctx, thread)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if status == "notLoaded" {
 		if err := h.call(ctx, "thread/resume", map[string]any{"threadId": thread, "excludeTurns": true}, nil); err != nil {
-			return err
+			return "", err
 		}
 	}
 	params := map[string]any{"threadId": thread, "input": []map[string]any{{"type": "text", "text": text}}}
-	return h.call(ctx, "turn/start", params, nil)
+	var r struct {
+		Turn appserver.Turn `json:"turn"`
+	}
+	if err := h.call(ctx, "turn/start", params, &r); err != nil {
+		return "", err
+	}
+	return r.Turn.ID, nil
+}
+
+// WakeTurn implements session.Waker: the status of a wake's turn on the owner's thread, from
+// the thread's turns ("" when the thread shows no such turn).
+func (h *Host) WakeTurn(ctx context.Context, thread, turnID string) (string, error) {
+	var r struct {
+		Thread wireThread `json:"thread"`
+	}
+	if err := h.call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": true}, &r); err != nil {
+		return "", err
+	}
+	for _, t := range r.Thread.Turns {
+		if t.ID == turnID {
+			return t.Status, nil
+		}
+	}
+	return "", nil
 }
 
 // OwnerSpawns implements session.OwnerSpawner: the owner's completed spawnAgent calls, from its

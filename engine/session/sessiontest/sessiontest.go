@@ -36,6 +36,7 @@ type Host struct {
 	OwnerStates map[string]string
 	WakeErr     error
 	wakes       []string
+	wakeTurns   map[string]string // each wake's turn (wake-<n>) and its status
 
 	spawns   []session.Spawn
 	unlisted map[string]bool
@@ -85,15 +86,39 @@ func (h *Host) SetOwnerState(thread, status string) {
 	h.OwnerStates[thread] = status
 }
 
-// Wake implements session.Waker: it records the turn's text.
-func (h *Host) Wake(_ context.Context, thread, text string) error {
+// Wake implements session.Waker: it records the turn's text and starts its turn, wake-<n>,
+// in progress until EndWakes.
+func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.WakeErr != nil {
-		return h.WakeErr
+		return "", h.WakeErr
 	}
 	h.wakes = append(h.wakes, thread+": "+text)
-	return nil
+	if h.wakeTurns == nil {
+		h.wakeTurns = map[string]string{}
+	}
+	id := fmt.Sprintf("wake-%d", len(h.wakes))
+	h.wakeTurns[id] = "inProgress"
+	return id, nil
+}
+
+// WakeTurn implements session.Waker.
+func (h *Host) WakeTurn(_ context.Context, _, turnID string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wakeTurns[turnID], nil
+}
+
+// EndWakes ends the wake turns in progress with status (completed, interrupted, failed).
+func (h *Host) EndWakes(status string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, s := range h.wakeTurns {
+		if s == "inProgress" {
+			h.wakeTurns[id] = status
+		}
+	}
 }
 
 // Wakes are the wakes so far.
