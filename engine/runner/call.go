@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -196,6 +197,9 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	r.calls[c.id] = c
 	c.preparedSeq = r.j.Append(replay.WithDigests(p.Row))
 	c.preparedAt = p.Row.At
+	if detail := sameThreadReview(req.Role, resumeOf); detail != "" {
+		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: ReasonSameThreadReview, Detail: detail})
+	}
 	r.mu.Unlock()
 	r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
 
@@ -214,6 +218,21 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		r.launch(c, nil)
 	}
 	return nil
+}
+
+// ReasonSameThreadReview is the reason of the warning row of a review that continues the
+// thread of the work it reviews.
+const ReasonSameThreadReview = "same_thread_review"
+
+// sameThreadReview says why a call is a review on the thread of the work it reviews: a
+// reviewer or critic that continues (resume:) a call of a role that does the work. The review
+// then reads that conversation, reasoning included; it is warned about, not refused (seed 003).
+func sameThreadReview(role string, of *endedCall) string {
+	review := func(role string) bool { return role == "reviewer" || role == "critic" }
+	if of == nil || !review(role) || review(of.role) {
+		return ""
+	}
+	return fmt.Sprintf("a %s continues the thread of call %s (%s): the review reads the conversation of the work it reviews", role, of.id, of.role)
 }
 
 // admit gives a call what it runs with: its prepared row, from p or, when p is nil, worked out

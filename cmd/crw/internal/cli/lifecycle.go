@@ -440,7 +440,8 @@ func startPreview(g *globals, streams IO, co engine.CreateOptions) error {
 	out := map[string]any{"dry_run": true, "backend": co.Backend}
 	var p ops.Preview
 	if co.Backend == session.Name {
-		p = ops.SessionPreview(g.store.(*local.Store), "", backendOpts["owner"], backendOpts["codex-home"], co.Roles)
+		p = ops.SessionPreview(g.store.(*local.Store), ops.PreviewOf{Owner: backendOpts["owner"], Host: backendOpts["host"],
+			CodexHome: backendOpts["codex-home"], Repo: co.Repo, Roles: co.Roles})
 		out["preview"] = p
 	}
 	if g.json {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -32,9 +34,17 @@ type Preview struct {
 	Next         string                `json:"next"` // the command the steps are taken with
 }
 
-// SessionPreview judges the session facts of a run about to start: its owner, the recorded
-// CODEX_HOME and the role table.
-func SessionPreview(st *local.Store, run, owner, codexHome string, roles map[string]journal.Pair) Preview {
+// PreviewOf is what a session run's preview judges: the run ("" before it is created), its
+// owner thread, the owner's app server socket ("" for a private app server), the recorded
+// CODEX_HOME, the repository ("" for none) and the role table.
+type PreviewOf struct {
+	Run, Owner, Host, CodexHome, Repo string
+	Roles                             map[string]journal.Pair
+}
+
+// SessionPreview judges the session facts of a run about to start.
+func SessionPreview(st *local.Store, of PreviewOf) Preview {
+	run, owner, codexHome, roles := of.Run, of.Owner, of.CodexHome, of.Roles
 	p := Preview{SpawnFormats: session.SpawnFormats(agent.Roles, roles), Next: "crw flow next " + orRun(run) + " --json"}
 	fact := func(name string, ok bool, format string, a ...any) {
 		p.Facts = append(p.Facts, Fact{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
@@ -62,19 +72,43 @@ func SessionPreview(st *local.Store, run, owner, codexHome string, roles map[str
 			open = append(open, role+" (no effort)")
 		}
 	}
+	// Same-thread review (a reviewer or critic that continues the thread of the work it
+	// reviews) can only be seen as the run goes: a warning row then (same_thread_review).
 	if len(open) > 0 {
 		fact("role_models", false, "the role table leaves to the host: %s", strings.Join(open, ", "))
 	} else {
 		fact("role_models", true, "every role has a model and an effort")
 	}
 
-	// owner_state_writable: the state folder and the bindings' folder.
-	if err := writable(st.Root()); err != nil {
-		fact("owner_state_writable", false, "the state folder %s: %v", st.Root(), err)
-	} else if err := writableBindings(st.Root()); err != nil {
-		fact("owner_state_writable", false, "%v", err)
+	// owner_state_writable: the run's folder, the bindings' folder, the owner's app server
+	// socket and the repository, each as the run's process will write it.
+	var unwritable, checked []string
+	check := func(what string, err error) {
+		checked = append(checked, what)
+		if err != nil {
+			unwritable = append(unwritable, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	if run != "" {
+		check("the run folder "+st.RunDir(run), writable(st.RunDir(run)))
 	} else {
-		fact("owner_state_writable", true, "the state folder and %s are writable", filepath.Join(st.Root(), bound.Folder))
+		check("the state folder "+st.Root(), writable(st.Root()))
+	}
+	check(filepath.Join(st.Root(), bound.Folder), writableBindings(st.Root()))
+	if path, ok := strings.CutPrefix(of.Host, "unix://"); ok {
+		check("the owner's app server socket "+path, writableSocket(path))
+	}
+	if of.Repo != "" {
+		dir, err := gitCommonDir(of.Repo)
+		if err == nil {
+			err = writable(dir)
+		}
+		check("the repository's git folder "+dir, err)
+	}
+	if len(unwritable) > 0 {
+		fact("owner_state_writable", false, "%s", strings.Join(unwritable, "; "))
+	} else {
+		fact("owner_state_writable", true, "writable: %s", strings.Join(checked, ", "))
 	}
 
 	// subagent_slots and multi_agent_v1, from the owner's config.toml.
@@ -125,6 +159,31 @@ func writable(dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// writableSocket tells whether a process of this user can connect to a unix socket: it is one,
+// and it can be written.
+func writableSocket(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("not a socket (%s)", fi.Mode().Type())
+	}
+	if err := syscall.Access(path, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("cannot be written: %w", err)
+	}
+	return nil
+}
+
+// gitCommonDir is the git folder a repository's worktrees and refs are written in.
+func gitCommonDir(repo string) (string, error) {
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--path-format=absolute", "--git-common-dir").Output()
+	if err != nil {
+		return repo, fmt.Errorf("not a git checkout: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func writableBindings(state string) error {

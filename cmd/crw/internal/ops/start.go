@@ -42,7 +42,8 @@ func Start(ctx context.Context, svc *engine.Service, st *local.Store, co engine.
 		if err != nil {
 			return out, err
 		}
-		p := SessionPreview(st, id, spec.BackendOptions["owner"], spec.BackendOptions["codex-home"], spec.Roles)
+		p := SessionPreview(st, PreviewOf{Run: id, Owner: spec.BackendOptions["owner"], Host: spec.BackendOptions["host"],
+			CodexHome: spec.BackendOptions["codex-home"], Repo: spec.Repo, Roles: spec.Roles})
 		out.Preview = &p
 		if w := BindOwner(st, spec); w != "" {
 			out.Warnings = append(out.Warnings, w)
