@@ -255,3 +255,14 @@ type Backend interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// Isolated is a backend whose calls' write isolation is judged against more than the run's
+// repository (docs/workspaces.md, trace isolation): the checkout outside a call's directory
+// that its host works from, and state of the backend's own that runs share.
+type Isolated interface {
+	// OutsideCheckout is the checkout whose changes while a call in p ran count as written
+	// outside it ("": the run's repository checkout).
+	OutsideCheckout(ctx context.Context, p string) string
+	// SharedDigest is a digest of the backend's state that other runs share.
+	SharedDigest() string
+}

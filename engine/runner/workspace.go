@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/internal/plant"
@@ -529,6 +530,7 @@ func (r *runner) cleanUp() {
 // not the run's.
 type isolation struct {
 	p, outside, shared string
+	outsideDir         string // the checkout outside is of
 }
 
 // digests takes a call's isolation digests ("" for what cannot be read).
@@ -538,9 +540,23 @@ func (r *runner) digests(c *call) *isolation {
 	if err != nil || c.placed == nil {
 		return nil
 	}
-	d := &isolation{}
+	d := &isolation{outsideDir: repo.Dir}
+	iso, isolated := r.backend.(backend.Isolated)
+	if isolated {
+		// A session run's owner works from a checkout of its own (seed 003).
+		if dir := iso.OutsideCheckout(ctx, c.placed.Workspace); dir != "" {
+			d.outsideDir = dir
+		}
+	}
 	d.p, _ = repo.Status(ctx, c.placed.Workspace)
-	d.outside, _ = repo.Status(ctx, repo.Dir)
+	if d.outsideDir == repo.Dir {
+		d.outside, _ = repo.Status(ctx, d.outsideDir)
+	} else if other, err := workspace.Open(ctx, d.outsideDir); err == nil {
+		d.outside, _ = other.Status(ctx, other.Dir)
+	}
+	if isolated {
+		d.shared = iso.SharedDigest() + "\n"
+	}
 	if refs, err := repo.Refs(ctx, "refs/crw/"); err == nil {
 		own := RunRefs(r.id)
 		var kept []string
@@ -549,7 +565,7 @@ func (r *runner) digests(c *call) *isolation {
 				kept = append(kept, line)
 			}
 		}
-		d.shared = strings.Join(kept, "\n")
+		d.shared += strings.Join(kept, "\n")
 	}
 	return d
 }
@@ -573,9 +589,9 @@ func (r *runner) isolationWarnings(c *call) {
 		warn("read_role_wrote", fmt.Sprintf("a %s call changed its directory %s (git status and HEAD differ)", c.req.Role, c.placed.Workspace))
 	}
 	if writes && after.outside != before.outside {
-		warn("executor_wrote_outside", fmt.Sprintf("the repository's checkout %s changed while the executor worked in %s", r.spec.Repo, c.placed.Workspace))
+		warn("executor_wrote_outside", fmt.Sprintf("the checkout %s changed while the executor worked in %s", before.outsideDir, c.placed.Workspace))
 	}
 	if after.shared != before.shared {
-		warn("shared_state_changed", "refs under refs/crw/ that are not this run's moved while the call ran")
+		warn("shared_state_changed", "state other runs share (refs under refs/crw/ that are not this run's, owner bindings) changed while the call ran")
 	}
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// Ledger reads the spawn hook's ledger of the owner (nil: none): after a restart, a step
 	// the marker search does not find is looked for by the spawn call its ledger line names.
 	Ledger func(owner string) ([]LedgerLine, error)
+	// Bindings is the state folder's flow-bound folder ("": none), whose owner bindings are
+	// shared state for the trace isolation digests.
+	Bindings string
 }
 
 // LedgerLine is what the session backend reads of a spawn hook's ledger line: the step's
@@ -88,6 +91,9 @@ type Backend struct {
 	runsClosed bool
 	drained    chan struct{}
 	done       chan struct{}
+	// The owner's checkout, read once (OutsideCheckout).
+	ownerTop    sync.Once
+	ownerTopDir string
 }
 
 // New starts a session backend: it answers the inbox until Close.

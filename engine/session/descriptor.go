@@ -131,6 +131,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			c.Wake.Off = cfg.Options["wake"] == "off"
 			if cfg.State != "" {
 				ledger := bound.New(cfg.State)
+				c.Bindings = ledger.Dir
 				c.Ledger = func(owner string) ([]LedgerLine, error) {
 					ds, err := ledger.Decisions(owner)
 					lines := make([]LedgerLine, 0, len(ds))

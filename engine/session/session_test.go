@@ -1297,3 +1297,52 @@ func countWarnings(rows []journal.Row, reason string) int {
 	}
 	return n
 }
+
+// TestSessionTraceIsolationJudgesTheOwnersCheckoutAndBindings: seed 003, with trace isolation a
+// session run's outside checkout is the owner's working directory's checkout when it is a git
+// checkout other than P, and its shared state includes the owner bindings of the flow-bound
+// folder; an owner working from no checkout leaves the run's repository as the outside one.
+func TestSessionTraceIsolationJudgesTheOwnersCheckoutAndBindings(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  return (await agent.call({ role: "executor", node: "build", prompt: "build" })).status;
+}
+`
+	for _, ownerInCheckout := range []bool{true, false} {
+		ownerDir := enginetest.GitRepo(t, map[string]string{"OWNER.md": "the owner's own checkout\n"})
+		if !ownerInCheckout {
+			ownerDir = t.TempDir()
+		}
+		bindings := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(bindings, "019b0000-0000-7000-8000-0000000000ff.jsonl"), []byte("{}\n"), 0o600))
+		var runRepo string
+		answer := func(st session.StepFile) sessiontest.Answer {
+			// While the executor works: the owner's folder changes, the run's repository's
+			// checkout changes, and another owner's binding gets a line.
+			assert.NoError(t, os.WriteFile(filepath.Join(ownerDir, "OWNER.md"), []byte("changed by the subagent\n"), 0o644))
+			assert.NoError(t, os.WriteFile(filepath.Join(runRepo, "README.md"), []byte("changed too\n"), 0o644))
+			f, err := os.OpenFile(filepath.Join(bindings, "019b0000-0000-7000-8000-0000000000ff.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+			if assert.NoError(t, err) {
+				_, _ = f.WriteString("{}\n")
+				f.Close()
+			}
+			return sessiontest.Answer{Text: "built"}
+		}
+		end, rows, _, _, _ := sessionRunCreated(t, script, answer,
+			func(o *sessiontest.Owner) { o.Host.OwnerCwd = filepath.Join(ownerDir) },
+			func(c *session.Config) { c.Bindings = bindings },
+			func(co *engine.CreateOptions) { co.TraceIsolation = true; runRepo = co.Repo })
+		require.Equal(t, store.RunCompleted, end.Status)
+		got := map[string]string{}
+		for _, w := range enginetest.OfType(rows, journal.TypeWarning) {
+			got[w.Reason] = w.Detail
+		}
+		outside := runRepo
+		if ownerInCheckout {
+			outside = ownerDir
+		}
+		assert.Contains(t, got["executor_wrote_outside"], "the checkout "+outside+" changed while the executor worked in ", "owner in a checkout: %t", ownerInCheckout)
+		assert.Contains(t, got, "shared_state_changed", "owner in a checkout: %t", ownerInCheckout)
+	}
+}

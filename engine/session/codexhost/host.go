@@ -218,6 +218,17 @@ func (h *Host) OwnerStatus(ctx context.Context, thread string) (string, error) {
 	return r.Thread.Status.Type, nil
 }
 
+// ThreadCwd implements session.CwdReader: a thread's working directory, read without its turns.
+func (h *Host) ThreadCwd(ctx context.Context, thread string) (string, error) {
+	var r struct {
+		Thread wireThread `json:"thread"`
+	}
+	if err := h.call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": false}, &r); err != nil {
+		return "", err
+	}
+	return r.Thread.Cwd, nil
+}
+
 // Wake implements session.Waker: a turn on the owner's thread, resumed first when it is not
 // loaded. A private app server never wakes the owner: the turn would run outside its process.
 func (h *Host) Wake(ctx context.Context, thread, text string) (string, error) {

@@ -34,9 +34,11 @@ type Host struct {
 	// OwnerStates is each top-level thread's status for OwnerStatus (default idle); WakeErr
 	// fails each wake; wakes are the texts of the turns Wake started.
 	OwnerStates map[string]string
-	WakeErr     error
-	wakes       []string
-	wakeTurns   map[string]string // each wake's turn (wake-<n>) and its status
+	// OwnerCwd is the owner thread's working directory (ThreadCwd).
+	OwnerCwd  string
+	WakeErr   error
+	wakes     []string
+	wakeTurns map[string]string // each wake's turn (wake-<n>) and its status
 
 	spawns   []session.Spawn
 	unlisted map[string]bool
@@ -101,6 +103,19 @@ func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	id := fmt.Sprintf("wake-%d", len(h.wakes))
 	h.wakeTurns[id] = "inProgress"
 	return id, nil
+}
+
+// ThreadCwd implements session.CwdReader: OwnerCwd for the owner, a subagent's own otherwise.
+func (h *Host) ThreadCwd(_ context.Context, thread string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if thread == h.Owner {
+		return h.OwnerCwd, nil
+	}
+	if th, ok := h.threads[thread]; ok {
+		return th.Cwd, nil
+	}
+	return "", session.ErrUnknownThread
 }
 
 // WakeTurn implements session.Waker.
