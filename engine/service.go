@@ -63,7 +63,12 @@ type CreateOptions struct {
 	Repo, Head     string
 	KeepWorktrees  bool
 	TraceIsolation bool
-	TierSteps      string // auto (the default) or ask
+	// ToolEnv and ToolPath are the run's tool environment (--tool-env NAME=VALUE, --tool-path
+	// DIR): recorded in run.json's env, named in every turn's tools section, set in every
+	// process of the run and in an App Server thread's shell.
+	ToolEnv   map[string]string
+	ToolPath  []string
+	TierSteps string // auto (the default) or ask
 	// Lint, when not nil, is given the workflow's modules as the check before the run loads
 	// them (crw flow check's static pass).
 	Lint *lint.Collector
@@ -136,6 +141,11 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 	if err != nil {
 		return "", err
 	}
+	env, err := toolEnv(opts.ToolEnv, opts.ToolPath)
+	if err != nil {
+		return "", err
+	}
+	env["TMPDIR"] = tmp
 	repo, err := openRepo(ctx, opts)
 	if err != nil {
 		return "", err
@@ -160,7 +170,7 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error
 		Schema: store.SpecSchema, Run: NewRunID(now), Workflow: wf, ScriptDigest: script.Digest(), Files: files,
 		Backend: opts.Backend, BackendOptions: backendOpts, Cwd: cwd, Input: opts.Input, Pool: opts.Pool,
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: opts.LibDirs, OmitCallSeqs: opts.OmitCallSeqs, Limits: limitsOrNil(opts.Limits),
-		Env: map[string]string{"TMPDIR": tmp}, CreatedAt: now,
+		Env: env, CreatedAt: now,
 		KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}
 	if repo != nil {
@@ -360,13 +370,17 @@ func (s *Service) Env(ctx context.Context, run string) (map[string]string, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRecordedEnv(spec.Env); err != nil {
+		return nil, errs.New(errs.RunEnvUnusable, "run %s: its run.json's env is not one crw records: %v", run, err).
+			Because("start", "env_unusable", "not_started", errs.Certain).Next("crw flow delete " + run)
+	}
 	if tmp, ok := spec.Env["TMPDIR"]; ok {
 		if err := checkTempDir(tmp); err != nil {
 			return nil, errs.New(errs.RunEnvUnusable, "run %s recorded %v; make the directory again to resume it", run, err).
 				Because("start", "tmpdir_unusable", "not_started", errs.Certain).Next("make the directory " + tmp + " again")
 		}
 	}
-	return spec.Env, nil
+	return backend.ProcessEnv(spec.Env), nil
 }
 
 // Rows reads a run's journal, while a process holds it or not.

@@ -48,7 +48,7 @@ func newHarness(t testing.TB, answers string) *harness {
 	require.NoError(t, h.mock.WriteCodexHome(home))
 	h.opts = Options{
 		Codex: bin, CodexHome: home, Log: filepath.Join(home, "app-server.log"), Cwd: t.TempDir(),
-		Env:         map[string]string{"TMPDIR": t.TempDir(), "CRW_RUN": "test-run"},
+		Env:         map[string]string{"TMPDIR": t.TempDir()},
 		CallHeaders: mockmodel.Provider, RequestTimeout: 30 * time.Second,
 	}
 	h.b = New(h.opts)
@@ -175,6 +175,24 @@ func TestTextTurn(t *testing.T) {
 	assert.Equal(t, mockmodel.Request{Thread: th.ID, Turn: out.TurnID, Call: 1, Role: "architect", Node: "plan", K: 1,
 		Prompt: "Say hello.\n\n## Tools\n\n- The run's temporary directory is " + tmp + " (recorded in the run's run.json). Put TMPDIR=" + tmp + " in front of every command you run.\n",
 		Answer: "text", Items: reqs[0].Items, Tools: reqs[0].Tools}, reqs[0], "the turn's text ends with the tools section")
+}
+
+// TestTurnTextCarriesTheToolEnvironment: a run with a tool environment sends, on the real app
+// server, a turn text that ends with a fact per entry and the prefix every command takes.
+func TestTurnTextCarriesTheToolEnvironment(t *testing.T) {
+	h := newHarness(t, `{"answers":[{"match":{"role":"executor","node":"n"},"turns":[{"text":"done"}]}]}`)
+	tmp := h.opts.Env["TMPDIR"]
+	h.b.o.Env = map[string]string{"TMPDIR": tmp, "GOTOOLCHAIN": "local", "PATH": "/opt/go/bin" + backend.PathTail}
+	c := h.call("executor", "n", "")
+	th := h.open(c, backend.Thread{})
+	out := h.run(th, c, 1, "Build it.")
+	require.Equal(t, backend.Answered, out.Status)
+	reqs := h.mock.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "Build it.\n\n## Tools\n\n- The run's temporary directory is "+tmp+" (recorded in the run's run.json).\n"+
+		"- The run's tools are in /opt/go/bin, before the shell's PATH (recorded in the run's run.json).\n"+
+		"- GOTOOLCHAIN is local (recorded in the run's run.json).\n\n"+
+		"Put this prefix in front of every command you run:\n\n    TMPDIR="+tmp+` PATH=/opt/go/bin:"$PATH" GOTOOLCHAIN=local`+"\n", reqs[0].Prompt)
 }
 
 func TestSchemaTurnAndRepair(t *testing.T) {

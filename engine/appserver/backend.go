@@ -141,7 +141,7 @@ func (b *Backend) current() *process {
 // a sandbox and approval policy that never prompt, the run's environment. The thread is
 // unloaded as soon as crw lets go of it (see release).
 func (b *Backend) params(c backend.Call, model, effort, cwd string) ThreadParams {
-	cfg := append(EnvConfig(b.o.Env), Setting{"thread_unload_delay_secs", 0})
+	cfg := append(EnvConfig(backend.ProcessEnv(b.o.Env)), Setting{"thread_unload_delay_secs", 0})
 	if effort != "" {
 		cfg = append(cfg, Setting{"model_reasoning_effort", effort})
 	}
@@ -347,7 +347,7 @@ func (b *Backend) send(ctx context.Context, th backend.Thread, c backend.Call, p
 // It depends only on what run.json records, so every process of the run sends, and looks for,
 // the same text.
 func (b *Backend) turnText(prompt string) string {
-	if tools := codex.ToolsSection(b.o.Env["TMPDIR"], b.o.RunJSON); tools != "" {
+	if tools := codex.ToolsSection(b.o.Env, b.o.RunJSON); tools != "" {
 		return prompt + "\n\n" + tools
 	}
 	return prompt

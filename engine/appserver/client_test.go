@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine/backend"
 )
 
 // pipeServer is the server end of a Client: what the client wrote, line by line, and a writer
@@ -161,4 +163,17 @@ func TestEnvConfigPutsTMPDIRFirst(t *testing.T) {
 	data, err := json.Marshal(EnvConfig(map[string]string{"A": "1", "TMPDIR": "/t", "Z": "2"}))
 	require.NoError(t, err)
 	assert.Equal(t, `{"shell_environment_policy.set.TMPDIR":"/t","shell_environment_policy.set.A":"1","shell_environment_policy.set.Z":"2"}`, string(data))
+}
+
+// TestThreadShellGetsTheToolPathBeforeItsPATH: a run's recorded PATH (its tool directories
+// before $PATH) reaches a thread's shell as a literal PATH, the tool directories before the
+// process's own, never doubled when the process put them there already.
+func TestThreadShellGetsTheToolPathBeforeItsPATH(t *testing.T) {
+	recorded := map[string]string{"TMPDIR": "/t", "PATH": "/opt/go/bin" + backend.PathTail, "GOTOOLCHAIN": "local"}
+	t.Setenv("PATH", "/usr/bin:/bin")
+	data, err := json.Marshal(EnvConfig(backend.ProcessEnv(recorded)))
+	require.NoError(t, err)
+	assert.Equal(t, `{"shell_environment_policy.set.TMPDIR":"/t","shell_environment_policy.set.GOTOOLCHAIN":"local","shell_environment_policy.set.PATH":"/opt/go/bin:/usr/bin:/bin"}`, string(data))
+	t.Setenv("PATH", "/opt/go/bin:/usr/bin:/bin") // a run process: its recorded env is in its own
+	assert.Equal(t, "/opt/go/bin:/usr/bin:/bin", backend.ProcessEnv(recorded)["PATH"])
 }

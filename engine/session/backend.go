@@ -29,11 +29,11 @@ const Name = "session"
 
 // Config is one process's session backend.
 type Config struct {
-	Run    string
-	Owner  string // the owner thread
-	Host   Host
-	Dir    string // the run's folder: the step bus and the calls' directories
-	TmpDir string // the run's recorded TMPDIR, for the packets' tools section
+	Run   string
+	Owner string // the owner thread
+	Host  Host
+	Dir   string            // the run's folder: the step bus and the calls' directories
+	Env   map[string]string // the run's recorded environment (TMPDIR, tool entries), for the packets' tools section
 	// Poll is how often a waiting step looks at the inbox and a bound turn at the host
 	// (default 250 ms); every LookupEvery polls a waiting step looks its marker up on the host
 	// (default 8).
@@ -530,7 +530,7 @@ func (s *step) packet() string {
 		// the instruction, as the subagent has no conversation to repair in.
 		task = s.t.Task + "\n\n### The answer to repair\n\n" + s.t.PreviousAnswer + "\n\n### What to do\n\n" + s.t.Prompt
 	}
-	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, TmpDir: s.b.cfg.TmpDir,
+	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, Env: s.b.cfg.Env,
 		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: task, Schema: string(s.t.Call.Schema)})
 }
 

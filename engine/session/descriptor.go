@@ -126,7 +126,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 			if err != nil {
 				return nil, errs.New(errs.CapabilityUnavailable, "--backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
 			}
-			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, TmpDir: cfg.Env["TMPDIR"], Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
+			c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, Env: cfg.Env, Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
 				PrivateHost: cfg.Options["host"] == PrivateHost}
 			c.Wake.Off = cfg.Options["wake"] == "off"
 			if cfg.State != "" {

@@ -328,3 +328,15 @@ func TestNextSaysWhatPausedTheRun(t *testing.T) {
 	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
 	assert.Equal(t, running, running.WithPause(why, how))
 }
+
+// TestPacketCarriesTheRunsToolEnvironment: seed 003, the subagent's shell is the owner's and
+// spawn_agent takes no environment, so the packet carries the run's recorded environment: a
+// fact per entry, TMPDIR first, and the prefix every command takes.
+func TestPacketCarriesTheRunsToolEnvironment(t *testing.T) {
+	p := session.Packet(session.PacketInput{Marker: "c1/t1-a1", Role: "executor", Workspace: "/w", Task: "build",
+		RunJSON: "/s/flow/R/run.json", Env: map[string]string{"GOTOOLCHAIN": "local", "TMPDIR": "/t", "PATH": "/opt/go/bin:$PATH"}})
+	assert.Contains(t, p, "## Tools\n\n- The run's temporary directory is /t (recorded in /s/flow/R/run.json).\n"+
+		"- The run's tools are in /opt/go/bin, before the shell's PATH (recorded in /s/flow/R/run.json).\n"+
+		"- GOTOOLCHAIN is local (recorded in /s/flow/R/run.json).\n\n"+
+		"Put this prefix in front of every command you run:\n\n    TMPDIR=/t PATH=/opt/go/bin:\"$PATH\" GOTOOLCHAIN=local\n")
+}

@@ -112,9 +112,9 @@ type PacketInput struct {
 	Marker    string
 	Role      string
 	Workspace string
-	TmpDir    string // the run's recorded TMPDIR; "" when it records none
-	RunJSON   string // the run.json that records it
-	Note      string // what happened to earlier attempts
+	Env       map[string]string // the run's recorded environment: TMPDIR, tool entries
+	RunJSON   string            // the run.json that records it
+	Note      string            // what happened to earlier attempts
 	// Conversation is what a continuation goes on from (ConversationSection).
 	Conversation string
 	Task         string // the call's prompt (a repair's packet: the task, the answer and the instruction)
@@ -151,7 +151,7 @@ func Packet(in PacketInput) string {
 	if overlay := Overlay(in.Role); overlay != "" {
 		b.WriteString("## Your role\n\n" + overlay + "\n\n")
 	}
-	if tools := codex.ToolsSection(in.TmpDir, in.RunJSON); tools != "" {
+	if tools := codex.ToolsSection(in.Env, in.RunJSON); tools != "" {
 		b.WriteString(tools + "\n")
 	}
 	if in.Note != "" {

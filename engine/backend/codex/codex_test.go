@@ -43,3 +43,22 @@ func TestClassify(t *testing.T) {
 	}
 	assert.Equal(t, &backend.Failure{End: held, Reason: "host_infra_unknown", Detail: "the host gave no codexErrorInfo"}, codex.Classify(""))
 }
+
+// TestToolsSection: a run with no tool environment gets the TMPDIR sentence runs have always
+// been sent; a tool environment makes each entry a fact, TMPDIR first, then PATH, then the
+// rest by name, and one prefix with every value quoted for the shell where it needs it.
+func TestToolsSection(t *testing.T) {
+	assert.Equal(t, "", codex.ToolsSection(nil, ""))
+	assert.Equal(t, "## Tools\n\n- The run's temporary directory is /tmp/r (recorded in /s/flow/R/run.json). Put TMPDIR=/tmp/r in front of every command you run.\n",
+		codex.ToolsSection(map[string]string{"TMPDIR": "/tmp/r"}, "/s/flow/R/run.json"))
+	got := codex.ToolsSection(map[string]string{"TMPDIR": "/tmp/r", "PATH": "/opt/go/bin:/opt/x" + backend.PathTail,
+		"GOROOT": "/opt/go", "GOTOOLCHAIN": "local", "NOTE": "it's two words"}, "/s/flow/R/run.json")
+	assert.Equal(t, "## Tools\n\n"+
+		"- The run's temporary directory is /tmp/r (recorded in /s/flow/R/run.json).\n"+
+		"- The run's tools are in /opt/go/bin:/opt/x, before the shell's PATH (recorded in /s/flow/R/run.json).\n"+
+		"- GOROOT is /opt/go (recorded in /s/flow/R/run.json).\n"+
+		"- GOTOOLCHAIN is local (recorded in /s/flow/R/run.json).\n"+
+		"- NOTE is it's two words (recorded in /s/flow/R/run.json).\n"+
+		"\nPut this prefix in front of every command you run:\n\n"+
+		`    TMPDIR=/tmp/r PATH=/opt/go/bin:/opt/x:"$PATH" GOROOT=/opt/go GOTOOLCHAIN=local NOTE='it'\''s two words'`+"\n", got)
+}

@@ -60,6 +60,8 @@ func addRunFlags(cmd *cobra.Command, g *globals, opts *ops.RunOptions, defaultBa
 	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
 	f.BoolVar(&opts.KeepWorktrees, "keep-worktrees", false, "leave the run's worktrees in place when it ends")
 	f.BoolVar(&opts.TraceIsolation, "trace-isolation", false, "digest each call's directory, the checkout and the shared refs around every turn, and warn when a call wrote where it should not")
+	f.StringArrayVar(&opts.ToolEnv, "tool-env", nil, "NAME=VALUE: a variable every command of the run's agents takes, named in each turn's tools section (repeatable)")
+	f.StringArrayVar(&opts.ToolPath, "tool-path", nil, "a directory of tools the run's agents' commands find before the shell's PATH (repeatable)")
 	f.StringVar(&opts.TierSteps, "tier-steps", "auto", "auto: crw.tierStep moves a node up at once; ask: the step waits for the owner's decision")
 	return func() map[string]string {
 		set := map[string]string{}

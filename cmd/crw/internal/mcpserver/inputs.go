@@ -52,6 +52,8 @@ type StartIn struct {
 	KeepWorktrees     bool            `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
 	TraceIsolation    bool            `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
 	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision"`
+	ToolEnv           []string        `json:"tool_env,omitempty" jsonschema:"entries NAME=VALUE: variables every command of the run's agents takes, named in each turn's tools section"`
+	ToolPath          []string        `json:"tool_path,omitempty" jsonschema:"directories of tools the run's agents' commands find before the shell's PATH"`
 }
 
 // backendOptions are the backends' options start was given, by their flag names.

@@ -171,7 +171,8 @@ func (s *Server) start(ctx context.Context, c *call, in *StartIn) (*Started, err
 	opts := &ops.RunOptions{Workflow: in.Workflow, Input: string(in.Input), Backend: backendName, BackendOpts: in.backendOptions(),
 		Roles: in.Roles, Pool: intOr(in.Pool, 4), BudgetTokens: in.BudgetTokens, LibDirs: in.Lib,
 		Limits: ops.LimitFlags{StackDepth: intOr(in.MaxStackDepth, vm.DefaultStackDepth), HeapMiB: heap, LoadTime: load, Deadline: deadline},
-		Repo:   in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps}
+		Repo:   in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
+		ToolEnv: in.ToolEnv, ToolPath: in.ToolPath}
 	co, err := ops.CreateOptions(opts)
 	if err != nil {
 		return nil, err

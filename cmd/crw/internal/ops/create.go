@@ -37,6 +37,9 @@ type RunOptions struct {
 	KeepWorktrees  bool
 	TraceIsolation bool
 	TierSteps      string
+	// The run's tool environment: NAME=VALUE entries and directories before $PATH.
+	ToolEnv  []string
+	ToolPath []string
 }
 
 // LimitFlags bound what a run's workflow may take of the host; run.json records them, so every
@@ -82,12 +85,34 @@ func CreateOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	if err != nil {
 		return eo, err
 	}
+	toolEnv, err := ToolEnv(opts.ToolEnv)
+	if err != nil {
+		return eo, err
+	}
 	return engine.CreateOptions{
+		ToolEnv: toolEnv, ToolPath: opts.ToolPath,
 		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: libs,
 		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds()},
 		Repo:   repo, Head: opts.Head, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}, nil
+}
+
+// ToolEnv reads --tool-env NAME=VALUE entries; a name given twice is refused. The engine checks
+// the names and values.
+func ToolEnv(entries []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, e := range entries {
+		name, value, ok := strings.Cut(e, "=")
+		if !ok || name == "" {
+			return nil, errs.New(errs.InvalidRequest, "--tool-env %q: not NAME=VALUE", e)
+		}
+		if _, dup := out[name]; dup {
+			return nil, errs.New(errs.InvalidRequest, "--tool-env: %s is given twice", name)
+		}
+		out[name] = value
+	}
+	return out, nil
 }
 
 // runRepo is the repository a run is created with: --repo, else the git checkout around the
