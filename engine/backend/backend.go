@@ -266,3 +266,11 @@ type Isolated interface {
 	// SharedDigest is a digest of the backend's state that other runs share.
 	SharedDigest() string
 }
+
+// Stopper is a backend whose host outlives a process (a session owner's subagents): a call an
+// earlier process interrupted, or that a resume supersedes, may still have a turn running there.
+type Stopper interface {
+	// StopTurns interrupts the turns of a call that still run on its thread and reads the
+	// thread until none does (bounded by the backend's own wait). It writes no row.
+	StopTurns(ctx context.Context, call Call, th Thread, turnIDs []string)
+}

@@ -37,6 +37,7 @@ type call struct {
 	req          agent.Request
 	settle       agent.Settle
 	resumeOf     *endedCall
+	stale        *replay.Call // an earlier generation without an end, whose turns are stopped first
 
 	// The prepared row: nil while the call waits for the pool, which keeps only what Append
 	// gave the row (its seq and time).
@@ -187,6 +188,11 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
 		c.id, c.attempt, c.stepAttempts = m.Rec.ID, m.Rec.Attempt+1, m.Rec.StepAttempts
+		if m.Rec.Terminal == nil {
+			// Its earlier generation has no end: its process died (after it asked for an
+			// interrupt, say) with a turn that may still run where hosts outlive processes.
+			c.stale = m.Rec
+		}
 	default:
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
@@ -278,6 +284,10 @@ func (r *runner) goEnd(c *call, row *journal.Row) {
 // sent again.
 func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	r := c.r
+	if c.stale != nil {
+		// The earlier generation's turns run nothing before this one starts or ends.
+		r.stopTurns(c.stale)
+	}
 	if admitErr != nil {
 		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: r.heldReason()})
 		return
@@ -301,6 +311,11 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	th := c.th
 	r.mu.Unlock()
 	if gate != nil {
+		if rec != nil && rec.Interrupt != nil {
+			// An earlier process asked for the interrupt and died: the turn it interrupted may
+			// still run on a host that outlives processes. It runs nothing before the call ends.
+			r.stopTurns(rec)
+		}
 		r.end(c, gate)
 		if rec != nil && th.ID != "" {
 			// The thread an earlier process interrupted is done with too (a session subagent

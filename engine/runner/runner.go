@@ -644,6 +644,20 @@ func (r *runner) Idle() {
 	}
 }
 
+// stopTurns stops on the host the turns an earlier process left of a call, when the backend's
+// host outlives processes (backend.Stopper).
+func (r *runner) stopTurns(rec *replay.Call) {
+	stopper, ok := r.backend.(backend.Stopper)
+	if !ok || rec.Thread == nil {
+		return
+	}
+	var turns []string
+	for _, t := range rec.Turns {
+		turns = append(turns, t.TurnID)
+	}
+	stopper.StopTurns(context.WithoutCancel(r.ctx), backend.Call{ID: rec.ID, Index: rec.Index, Role: rec.Role, Node: rec.Node}, threadOf(rec.Thread), turns)
+}
+
 // endUnmade ends the calls of the journal that the resumed script did not make again and that
 // have no terminal row in their newest generation (the rows from its newest prepared row on):
 // they are superseded when the script took another path (a paused run's resume), or held
@@ -672,6 +686,8 @@ func (r *runner) endUnmade(cancelled bool) {
 				Status: journal.StatusOf(rec.EndType), Reason: rec.EndReason, Replayed: true})
 			continue
 		}
+		// A turn an earlier process left running runs nothing once the call ends without it.
+		r.stopTurns(rec)
 		row := &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}
 		if cancelled {
 			row = &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled before the resumed script made this call again"}

@@ -593,6 +593,15 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 	for polls := 1; ; polls++ {
 		select {
 		case <-ctx.Done():
+			// A pause, a cancel or a deadline. A subagent that took the step without a report
+			// (the send_input's subagent, or a spawn found by its marker) has a turn running:
+			// it is bound, then interrupted, rather than left at work (seed 003).
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.InterruptWait)
+			found := written && s.lookup(lctx)
+			cancel()
+			if found {
+				return s.interrupt(), false
+			}
 			_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
 			s.closeUnwritten(false)
 			return backend.Outcome{Status: backend.Interrupted}, false
@@ -929,6 +938,45 @@ func (s *step) outcome(th Thread, turn *Turn) backend.Outcome {
 	}
 	return out
 }
+
+// StopTurns implements backend.Stopper: an earlier process's turns of the call, interrupted on
+// the host and read until none runs, before the call ends without them (seed 003).
+func (b *Backend) StopTurns(ctx context.Context, call backend.Call, th backend.Thread, turnIDs []string) {
+	if th.ID == "" || len(turnIDs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.InterruptWait)
+	defer cancel()
+	for _, turn := range turnIDs {
+		_ = b.cfg.Host.InterruptTurn(ctx, th.ID, turn)
+	}
+	for {
+		t, err := b.cfg.Host.ReadThread(ctx, th.ID)
+		if errors.Is(err, ErrUnknownThread) {
+			return
+		}
+		if err == nil && !runsAny(t, turnIDs) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.cfg.Poll):
+		}
+	}
+}
+
+// runsAny tells whether one of the turns is still in progress on the thread.
+func runsAny(th Thread, turnIDs []string) bool {
+	for _, t := range th.Turns {
+		if t.Status == "inProgress" && slices.Contains(turnIDs, t.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ backend.Stopper = (*Backend)(nil)
 
 // interrupt stops the bound turn on the host and reads it until it ends.
 func (s *step) interrupt() backend.Outcome {

@@ -1045,8 +1045,23 @@ export default async function main() { return (await agent.call({ role: "explore
 		}}
 		ownerCtx, stopOwner := context.WithCancel(ctx)
 		go o.Loop(ownerCtx)
+		// What the journal holds of the call when the host is asked to interrupt its turn.
+		var heldAtInterrupt []bool
+		watched := &interruptWatch{Host: host, before: func() {
+			rows, _ := svc.Rows(context.Background(), id)
+			held := false
+			for _, r := range enginetest.CallRows(rows, "c1") {
+				held = held || r.Type == journal.TypeHeld
+			}
+			heldAtInterrupt = append(heldAtInterrupt, held)
+		}}
 		process := func(dies bool) (*store.Status, error) {
-			var b backend.Backend = session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+			cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
+			if dies {
+				// Killed at its commit, it interrupts nothing (and does not wait for the turn).
+				cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
+			}
+			var b backend.Backend = session.New(cfg)
 			defer b.Close()
 			if dies {
 				b = diesAtItsCrash{b} // a process killed at its crash does nothing more
@@ -1075,6 +1090,12 @@ export default async function main() { return (await agent.call({ role: "explore
 		assert.Equal(t, journal.TypeHeld, c1[len(c1)-1].Type)
 		assert.Eventually(t, func() bool { o.Pass(); return host.Closed(agent) }, 5*time.Second, 5*time.Millisecond,
 			"the subagent of the call the dead process interrupted gets a close step")
+		// Seed 003: the resumed process interrupts the turn the dead one left running, and reads
+		// it until it runs no more, before the call ends held.
+		assert.Equal(t, []bool{false}, heldAtInterrupt, "one interrupt, before the call's held row")
+		th, err := host.ReadThread(ctx, agent)
+		require.NoError(t, err)
+		assert.Equal(t, "interrupted", th.Turns[0].Status)
 		stopOwner()
 		return
 	}
@@ -1345,4 +1366,173 @@ export default async function main() {
 		assert.Contains(t, got["executor_wrote_outside"], "the checkout "+outside+" changed while the executor worked in ", "owner in a checkout: %t", ownerInCheckout)
 		assert.Contains(t, got, "shared_state_changed", "owner in a checkout: %t", ownerInCheckout)
 	}
+}
+
+// TestSessionInterruptBindsATakenStepFirst: seed 003, a cancel while the repair's send_input
+// step waits for its report, its subagent already at work on it: the step's turn is bound
+// (turn_started) and interrupted on the host, not left running while the step is retracted.
+func TestSessionInterruptBindsATakenStepFirst(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const r = await agent.call({ role: "critic", prompt: "count", schema });
+  return [r.status, r.reason];
+}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	_, svc, id, host := freshRun(ctx, t, wf)
+	runDir := filepath.Join(dir, "run")
+	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(st session.StepFile) sessiontest.Answer {
+		if st.K == 1 {
+			return sessiontest.Answer{Text: "about five"}
+		}
+		go func() { // cancelled once the repair runs on the subagent, unreported
+			for {
+				if th, err := host.ReadThread(ctx, st.AgentID); err == nil && len(th.Turns) == 2 || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			_, _ = svc.Cancel(ctx, id, 0)
+		}()
+		return sessiontest.Answer{Hold: true, Unreported: true}
+	}}
+	go o.Loop(ctx)
+	// No marker lookup while the step waits: the repair's turn is found by the interrupt alone.
+	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 1 << 20})
+	defer b.Close()
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCancelled, end.Status)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.CallRows(rows, "c1")
+	var repair *journal.Row
+	for i := range c1 {
+		if c1[i].Type == journal.TypeTurnStarted && c1[i].K == 2 {
+			repair = &c1[i]
+		}
+	}
+	require.NotNil(t, repair, "the repair's turn was bound before the call ended")
+	agent, turn, _ := host.Find("c1/t1-a1") // the subagent of the task, its last turn the repair's
+	assert.Equal(t, turn, repair.TurnID)
+	term := c1[len(c1)-1]
+	assert.Equal(t, journal.TypeHeld, term.Type)
+	assert.Equal(t, "cancelled", term.Reason)
+	assert.Contains(t, term.TurnIDs, turn)
+	th, err := host.ReadThread(ctx, agent)
+	require.NoError(t, err)
+	assert.Equal(t, "interrupted", th.Turns[len(th.Turns)-1].Status, "the repair's turn does not run on")
+}
+
+// interruptWatch is a host that runs before at each turn/interrupt it is asked for, or, with
+// drop, passes none on.
+type interruptWatch struct {
+	*sessiontest.Host
+	before func()
+	drop   bool
+}
+
+func (w *interruptWatch) InterruptTurn(ctx context.Context, thread, turn string) error {
+	if w.drop {
+		return nil
+	}
+	w.before()
+	return w.Host.InterruptTurn(ctx, thread, turn)
+}
+
+// TestSessionResumeAfterAPauseInterruptStopsTheTurnFirst: seed 003, the process dies right
+// after it recorded the pause's interrupt of c1's bound turn, before it reached the host; the
+// resumed process, making c1 again, interrupts that turn on the host and reads it until it runs
+// no more before it ends the call held.
+func TestSessionResumeAfterAPauseInterruptStopsTheTurnFirst(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "explorer", node: "a", prompt: "work long" }),
+    agent.call({ role: "reviewer", node: "b", prompt: "hit the limit" }),
+  ]);
+  return [a.status, b.status];
+}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	for n := uint64(1); n < 40; n++ {
+		st, svc, id, host := freshRun(ctx, t, wf)
+		runDir := filepath.Join(dir, fmt.Sprint("run", n))
+		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id}
+		o.Answer = func(sf session.StepFile) sessiontest.Answer {
+			if sf.Call == "c2" {
+				go func() { // c2 fails once c1 is bound, so that the pause finds c1's turn running
+					for ctx.Err() == nil {
+						bound := false
+						for _, r := range o.AllReplies() {
+							bound = bound || r.Marker == "c1/t1-a1" && r.Reply == session.ReplyBound
+						}
+						if agent, turn, ok := host.Find(sf.Marker); bound && ok {
+							host.End(agent, turn, "", "usageLimitExceeded")
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+			}
+			return sessiontest.Answer{Hold: true}
+		}
+		ownerCtx, stopOwner := context.WithCancel(ctx)
+		go o.Loop(ownerCtx)
+		var heldAtInterrupt []bool
+		watched := &interruptWatch{Host: host, before: func() {
+			rows, _ := svc.Rows(context.Background(), id)
+			held := false
+			for _, r := range enginetest.CallRows(rows, "c1") {
+				held = held || r.Type == journal.TypeHeld
+			}
+			heldAtInterrupt = append(heldAtInterrupt, held)
+		}}
+		process := func(dies bool) (*store.Status, error) {
+			cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
+			if dies {
+				cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
+			}
+			var b backend.Backend = session.New(cfg)
+			defer b.Close()
+			if dies {
+				b = diesAtItsCrash{b}
+			}
+			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		}
+		st.CrashAfterCommit(id, n)
+		if _, err := process(true); err == nil {
+			stopOwner()
+			break
+		}
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		c1 := enginetest.CallRows(rows, "c1")
+		if len(c1) == 0 || c1[len(c1)-1].Type != journal.TypeInterruptRequested || c1[len(c1)-1].Reason != "engine_paused" {
+			stopOwner()
+			continue
+		}
+		agent, _, _ := host.Find("c1/t1-a1")
+		_, err = process(false)
+		require.NoError(t, err)
+		stopOwner()
+		require.NotEmpty(t, heldAtInterrupt, "the resumed process interrupted nothing")
+		assert.False(t, heldAtInterrupt[0], "the turn was interrupted before the call's held row")
+		th, err := host.ReadThread(ctx, agent)
+		require.NoError(t, err)
+		assert.Equal(t, "interrupted", th.Turns[0].Status)
+		return
+	}
+	t.Fatal("no commit left the journal at c1's interrupt_requested row")
 }

@@ -383,6 +383,8 @@ type Answer struct {
 	// Lose has the host drop the subagent mid-turn (as a restarted app server does): its thread
 	// reads notLoaded and its turn interrupted.
 	Lose bool
+	// Unreported leaves this step's report unsent, as Owner.Silent does for every step.
+	Unreported bool
 }
 
 // Owner plays the owner thread of a run.
@@ -469,7 +471,7 @@ func (o *Owner) Pass() int {
 		case !ans.Hold:
 			o.Host.End(agent, turn, ans.Text, ans.Info)
 		}
-		if !o.Silent {
+		if !o.Silent && !ans.Unreported {
 			if r, err := o.Bus.Dispatch(session.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
 				go o.await(r.ID, st.Marker, agent)
 			}
