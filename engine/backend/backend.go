@@ -119,11 +119,23 @@ type Turn struct {
 }
 
 // Exchange is one call of a continuation's conversation as the journal records it: its task
-// and how it ended (the answer as the model gave it, for a completed call).
+// and how it ended (the answer as the model gave it, for a completed call), turn by turn.
 type Exchange struct {
 	Call   string
 	Prompt string
 	Status string // completed, null_model, held, refused, unknown or superseded
+	Answer string
+	// Turns are the call's conversation turns, each once (a turn run again in place of the
+	// one it replaces): the task (K 1) and its repair (K 2), each with the answer it got ("" for
+	// none). Packet is the packet file of the call's last step (a pull backend's), "" for none.
+	Turns  []ExchangeTurn
+	Packet string
+}
+
+// ExchangeTurn is one conversation turn of a call: what it was asked and what it answered.
+type ExchangeTurn struct {
+	K      int
+	Prompt string
 	Answer string
 }
 

@@ -62,12 +62,13 @@ type running struct {
 	interrupt string // the reason the engine interrupted the call; guarded by r.mu
 
 	// What the call's backend reports, guarded by mu: it may report from other goroutines.
-	mu      sync.Mutex
-	thread  *journal.Row
-	lastSeq uint64
-	k       int          // the turn the backend runs
-	repair  string       // what that turn, a repair, names as wrong
-	step    *journal.Row // the newest step published, whose place its turn_started repeats
+	mu       sync.Mutex
+	thread   *journal.Row
+	lastSeq  uint64
+	k        int          // the turn the backend runs
+	repair   string       // what that turn, a repair, names as wrong
+	previous string       // and the answer it repairs
+	step     *journal.Row // the newest step published, whose place its turn_started repeats
 
 	turnIDs    []string
 	tokens     journal.Tokens
@@ -374,7 +375,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		th := c.th
 		r.mu.Unlock()
 		c.mu.Lock()
-		c.k, c.repair = k, problem
+		c.k, c.repair, c.previous = k, problem, previous
 		if c.lastSeq != recordSeq {
 			// This process has written rows of the call since: the record no longer tells
 			// what an earlier process may have sent.
@@ -597,7 +598,7 @@ func (c *call) Started(turnID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.turnIDs = append(c.turnIDs, turnID)
-	row := &journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair}
+	row := &journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair, PreviousAnswer: c.previous}
 	if st := c.step; st != nil && st.K == c.k {
 		row.Op, row.Marker, row.Attempt = st.Op, st.Marker, st.Attempt
 		row.ConversationTurn, row.ReplacesTurn = st.ConversationTurn, st.ReplacesTurn
@@ -665,9 +666,75 @@ func (r *runner) conversation(e *endedCall) ([]backend.Exchange, error) {
 				ex.Answer = string(t.Output)
 			}
 		}
+		rows, err := r.generationRows(x)
+		if err != nil {
+			return nil, err
+		}
+		ex.Turns, ex.Packet = conversationTurns(p.Prompt, ex.Answer, rows)
 		out = append(out, ex)
 	}
 	return out, nil
+}
+
+// generationRows reads a call's rows of its ended generation: from its prepared row to its
+// terminal row, a page at a time.
+func (r *runner) generationRows(x *endedCall) ([]journal.Row, error) {
+	end := x.endSeq
+	if end == 0 {
+		end = r.j.LastSeq()
+	}
+	var out []journal.Row
+	for seq := x.preparedSeq; seq <= end; {
+		rows, err := r.j.Page(seq, int(min(end-seq+1, 512)))
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, row := range rows {
+			if row.Call == x.id && row.Seq <= end {
+				out = append(out, row)
+			}
+		}
+		seq = rows[len(rows)-1].Seq + 1
+	}
+	return out, nil
+}
+
+// conversationTurns are a call's conversation turns as its turn_started rows give them, each
+// turn once (a turn run again replaces the one it names), repairs included, each with its
+// answer: a repair's row names the answer it repairs, and the call's final answer is its last
+// turn's. It returns the packet of the call's last step too.
+func conversationTurns(task, final string, rows []journal.Row) ([]backend.ExchangeTurn, string) {
+	byK := map[int]*backend.ExchangeTurn{}
+	packet := ""
+	for _, row := range rows {
+		switch row.Type {
+		case journal.TypeStepPublished:
+			packet = row.Packet
+		case journal.TypeTurnStarted:
+			k := max(row.K, row.ConversationTurn, 1)
+			t := &backend.ExchangeTurn{K: k, Prompt: task}
+			if k == 2 {
+				t.Prompt = RepairPrompt(row.Repair)
+				if prev := byK[1]; prev != nil && row.PreviousAnswer != "" {
+					prev.Answer = row.PreviousAnswer
+				}
+			}
+			byK[k] = t
+		}
+	}
+	turns := make([]backend.ExchangeTurn, 0, len(byK))
+	for k := 1; k <= 2; k++ {
+		if t := byK[k]; t != nil {
+			turns = append(turns, *t)
+		}
+	}
+	if n := len(turns); n > 0 {
+		turns[n-1].Answer = final
+	}
+	return turns, packet
 }
 
 // AttemptLost implements backend.Recorder: a session_attempt_lost row of the call.

@@ -407,6 +407,16 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 			}
 			s.rec.CheckpointStarted(backend.Checkpoint{Handle: s.t.Call.Resume, Calls: calls, Digest: digest(s.conversation)})
 		}
+		if n := len(ex); n > 0 {
+			// The call it continues: its packet, and its answer in a file beside this call's
+			// steps (the checkpoint's digest is of the conversation alone).
+			from := ex[n-1]
+			answerFile := ""
+			if from.Answer != "" {
+				answerFile, _ = b.bus.Attach(s.t.Call.ID, "continues-"+from.Call+"-answer.md", []byte(from.Answer))
+			}
+			s.conversation += ContinuesSection(from.Call, from.Packet, answerFile)
+		}
 	}
 	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
 		// The journal has the attempt lost already: on to the next one, without judging it again.

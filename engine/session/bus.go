@@ -253,6 +253,22 @@ func (b Bus) Publish(st StepFile, packet string) error {
 	return writeAtomic(b.stepPath(st.Call, st.K, st.Attempt), append(data, '\n'))
 }
 
+// Attach writes a file beside a call's steps (a continuation's copy of the answer it goes on
+// from) and returns its path. name is one plain file name.
+func (b Bus) Attach(call, name string, data []byte) (string, error) {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("attachment %q: not a plain file name", name)
+	}
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	dir, err := b.live(call)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	return path, writeAtomic(path, data)
+}
+
 // Retract takes a step back: the owner no longer sees it. Its packet stays, for the record.
 func (b Bus) Retract(call string, k, attempt int) error {
 	liveMu.Lock()

@@ -21,6 +21,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/sessiontest"
 	"github.com/crw-dev/crw/errs"
@@ -661,17 +662,27 @@ export default async function main() {
 `
 
 // continuationConversation is what c2's packet must carry of c1, as the journal records it.
-const continuationConversation = "## Conversation so far\n\nYou continue this conversation: the earlier tasks and their answers, oldest first. Build on them; do not redo them.\n\n" +
-	"### c1: task\n\ncount the files\n\n### c1: answer (completed)\n\n{\"n\":3}\n\n"
+const continuationConversation = "## Conversation so far\n\nYou continue this conversation: the earlier turns and their answers, oldest first. Build on them; do not redo them.\n\n" +
+	"### c1, turn 1: task\n\ncount the files\n\n### c1, turn 1: answer (completed)\n\n{\"n\":3}\n\n"
+
+// continuesSection is what c2's packet says of the call it continues, c1, in the run folder
+// runDir: c1's packet and the file with its answer.
+func continuesSection(runDir string) string {
+	return "## The call you continue\n\nYou go on from call c1: its task packet is " + filepath.Join(runDir, "steps", "c1", "packet-t1-a1.md") +
+		", and its answer is in " + filepath.Join(runDir, "steps", "c2", "continues-c1-answer.md") + ".\n\n"
+}
 
 // TestSessionContinuationRunsOnANewSubagentWithItsConversation: a continuation (resume:
 // handle) spawns a subagent of its own, chained to the handle's, whose packet carries the
 // journal's record of the conversation it goes on from.
 func TestSessionContinuationRunsOnANewSubagentWithItsConversation(t *testing.T) {
-	end, rows, _, o, _ := sessionRun(t, continuation, answerN, nil)
+	end, rows, _, o, runDir := sessionRun(t, continuation, answerN, nil)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[3, 3]`, string(end.Result))
 	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1"}, o.Spawned, "the continuation spawns a subagent of its own")
+	answer, err := os.ReadFile(filepath.Join(runDir, "steps", "c2", "continues-c1-answer.md"))
+	require.NoError(t, err)
+	assert.Equal(t, `{"n":3}`, string(answer), "the continued call's answer, in a file")
 	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
 	require.Len(t, threads, 2)
 	assert.NotEqual(t, threads[0].ThreadID, threads[1].ThreadID)
@@ -681,7 +692,7 @@ func TestSessionContinuationRunsOnANewSubagentWithItsConversation(t *testing.T) 
 	require.Equal(t, journal.TypeStepPublished, step.Type)
 	packet, err := os.ReadFile(step.Packet)
 	require.NoError(t, err)
-	assert.Contains(t, string(packet), continuationConversation+"## Task\n\nnow count the tests\n")
+	assert.Contains(t, string(packet), continuationConversation+continuesSection(runDir)+"## Task\n\nnow count the tests\n")
 	assert.Empty(t, enginetest.OfType(rows, journal.TypeCheckpointStarted), "a run's first process forks nothing either, but writes no checkpoint row")
 }
 
@@ -702,7 +713,8 @@ func TestSessionContinuationInAResumesSuffixStartsFromACheckpoint(t *testing.T) 
 		require.NotEmpty(t, step.Packet, msg)
 		packet, err := os.ReadFile(step.Packet)
 		require.NoError(t, err, msg)
-		assert.Contains(t, string(packet), continuationConversation, msg)
+		runDir := filepath.Dir(filepath.Dir(filepath.Dir(step.Packet)))
+		assert.Contains(t, string(packet), continuationConversation+continuesSection(runDir), msg)
 		starts := 0
 		for _, r := range rows {
 			if r.Type == journal.TypeStarted {
@@ -1535,4 +1547,37 @@ export default async function main() {
 		return
 	}
 	t.Fatal("no commit left the journal at c1's interrupt_requested row")
+}
+
+// TestSessionContinuationCarriesEachConversationTurn: seed 003, a continuation's packet carries
+// the conversation turn by turn, as the turn_started rows give it: the task and its answer, the
+// repair and its answer, each once, the task run again on a new subagent (its first attempt
+// lost) in place of the one it replaces.
+func TestSessionContinuationCarriesEachConversationTurn(t *testing.T) {
+	answer := func(st session.StepFile) sessiontest.Answer {
+		switch {
+		case st.Call == "c1" && st.Attempt == 1:
+			return sessiontest.Answer{Lose: true}
+		case st.Call == "c1" && st.K == 1:
+			return sessiontest.Answer{Text: "about three"}
+		}
+		return sessiontest.Answer{Text: `{"n": 3}`}
+	}
+	end, rows, _, _, runDir := sessionRun(t, continuation, answer, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	var step journal.Row
+	for _, r := range enginetest.CallRows(rows, "c2") {
+		if r.Type == journal.TypeStepPublished {
+			step = r
+		}
+	}
+	packet, err := os.ReadFile(step.Packet)
+	require.NoError(t, err)
+	assert.Contains(t, string(packet), "## Conversation so far\n\nYou continue this conversation: the earlier turns and their answers, oldest first. Build on them; do not redo them.\n\n"+
+		"### c1, turn 1: task\n\ncount the files\n\n"+
+		"### c1, turn 1: answer\n\nabout three\n\n"+
+		"### c1, turn 2: repair\n\n"+runner.RepairPrompt("no JSON document")+"\n\n"+
+		"### c1, turn 2: answer (completed)\n\n{\"n\":3}\n\n"+
+		"## The call you continue\n\nYou go on from call c1: its task packet is "+filepath.Join(runDir, "steps", "c1", "packet-t2-a2.md")+
+		", and its answer is in "+filepath.Join(runDir, "steps", "c2", "continues-c1-answer.md")+".\n\n")
 }

@@ -129,16 +129,47 @@ func ConversationSection(ex []backend.Exchange) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("## Conversation so far\n\nYou continue this conversation: the earlier tasks and their answers, oldest first. Build on them; do not redo them.\n\n")
+	b.WriteString("## Conversation so far\n\nYou continue this conversation: the earlier turns and their answers, oldest first. Build on them; do not redo them.\n\n")
 	for _, e := range ex {
-		fmt.Fprintf(&b, "### %s: task\n\n%s\n\n", e.Call, e.Prompt)
-		if e.Answer == "" {
-			fmt.Fprintf(&b, "### %s: no answer (%s)\n\n", e.Call, e.Status)
-		} else {
-			fmt.Fprintf(&b, "### %s: answer (%s)\n\n%s\n\n", e.Call, e.Status, e.Answer)
+		if len(e.Turns) == 0 {
+			// A call that ended before any turn: its task, and how it ended.
+			fmt.Fprintf(&b, "### %s: task\n\n%s\n\n### %s: no answer (%s)\n\n", e.Call, e.Prompt, e.Call, e.Status)
+			continue
+		}
+		for i, t := range e.Turns {
+			what := "task"
+			if t.K > 1 {
+				what = "repair"
+			}
+			fmt.Fprintf(&b, "### %s, turn %d: %s\n\n%s\n\n", e.Call, t.K, what, t.Prompt)
+			status := ""
+			if i == len(e.Turns)-1 {
+				status = " (" + e.Status + ")"
+			}
+			if t.Answer == "" {
+				fmt.Fprintf(&b, "### %s, turn %d: no answer%s\n\n", e.Call, t.K, status)
+			} else {
+				fmt.Fprintf(&b, "### %s, turn %d: answer%s\n\n%s\n\n", e.Call, t.K, status, t.Answer)
+			}
 		}
 	}
 	return b.String()
+}
+
+// ContinuesSection names, for a continuation, the call it goes on from: the packet that call
+// was given and the file that holds its answer ("" for either when there is none).
+func ContinuesSection(call, packet, answerFile string) string {
+	var parts []string
+	if packet != "" {
+		parts = append(parts, "its task packet is "+packet)
+	}
+	if answerFile != "" {
+		parts = append(parts, "its answer is in "+answerFile)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "## The call you continue\n\nYou go on from call " + call + ": " + strings.Join(parts, ", and ") + ".\n\n"
 }
 
 // Packet is the self-contained task packet of a step, in Markdown.
