@@ -75,7 +75,7 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 		if res := r.resultOf(rec); rec.Intent.Status != "" || res != nil {
 			return CommitOutcome(rec.Intent, res)
 		}
-		return r.applyCommit(rec.Intent)
+		return r.applyRecorded(rec)
 	}
 	if out, kept, err := r.keepSuperseded(node, message); kept {
 		return out, err
@@ -304,6 +304,29 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 	return CommitOutcome(intent, res)
 }
 
+// applyRecorded makes a recorded intent's commit, whose process died before its result. Under
+// the node's lock it looks again: a placement of the node may have recorded that result since
+// (finishDeadCommit), and an intent has one result.
+func (r *runner) applyRecorded(c *replay.Commit) (json.RawMessage, error) {
+	ctx := context.WithoutCancel(r.ctx)
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: the repository cannot be opened")
+	}
+	n := r.ws.node(c.Intent.Node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if res := r.resultOf(c); res != nil {
+		return CommitOutcome(c.Intent, res)
+	}
+	res, err := r.commitRowsLocked(ctx, repo, n, c.Intent, true)
+	if err != nil {
+		return nil, err
+	}
+	r.setResult(c, res)
+	return CommitOutcome(c.Intent, res)
+}
+
 // commitRows makes an intent's commit and records its result row, which it returns. Without
 // move it only records what a dead process did: the result when the node's ref is at the
 // intent's commit (the worktree's HEAD is moved there too), nothing (nil) when it is not.
@@ -370,7 +393,9 @@ func (r *runner) finishDeadCommit(ctx context.Context, repo *workspace.Repo, n *
 	if r.h == nil {
 		return false
 	}
-	c := r.h.UnfinishedCommit()
+	r.resultsMu.Lock()
+	c := r.h.UnfinishedCommit() // its Result is read under resultsMu, as setResult writes it
+	r.resultsMu.Unlock()
 	if c == nil || c.Intent.Node != n.Name || c.Intent.Old != n.Ref {
 		return false
 	}
