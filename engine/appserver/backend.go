@@ -166,6 +166,9 @@ func (b *Backend) params(c backend.Call, model, effort, cwd string) ThreadParams
 // host may still run it, so a later resume's reconcile pass decides it.
 func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
 	th := t.Thread
+	if t.OpensWithRepair {
+		t.Prompt = t.RepairOnItsOwn() // its thread never had the task
+	}
 	if t.Sent != nil {
 		b.watch(th.ID, rec)
 		defer b.unwatch(th.ID)

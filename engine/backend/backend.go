@@ -112,10 +112,23 @@ type Turn struct {
 	// its intent is durable, whether it reached the host is unknown. The backend finds it on
 	// its host and takes its outcome, and reports Lost when the host does not know it.
 	Sent *Sent
+	// OpensWithRepair: the call's generation starts with this repair (its held generation was
+	// in it), so the thread it runs on never had the task: the turn's text is RepairOnItsOwn.
+	OpensWithRepair bool
+	// Note says why an earlier generation of the call stopped (a held call going on): a pull
+	// backend's packet gives it with the earlier attempts. "" for none.
+	Note string
 	// Counted, when not nil, is what an earlier process counted for this turn (the call_tokens
 	// of the step it published for the turn after it): the backend reports it as the turn's
 	// tokens instead of measuring the turn again, which a rollout gone since could not do.
 	Counted *journal.Tokens
+}
+
+// RepairOnItsOwn is a repair turn's text for a thread that never had the task (a new subagent,
+// or a held call's generation that goes on with its repair): the task once, the answer
+// repaired and the instruction.
+func (t Turn) RepairOnItsOwn() string {
+	return t.Task + "\n\n### The answer to repair\n\n" + t.PreviousAnswer + "\n\n### What to do\n\n" + t.Prompt
 }
 
 // Exchange is one call of a continuation's conversation as the journal records it: its task

@@ -38,6 +38,7 @@ type call struct {
 	settle       agent.Settle
 	resumeOf     *endedCall
 	stale        *replay.Call // an earlier generation without an end, whose turns are stopped first
+	goesOn       *journal.Row // where a held call's generation goes on from (goOnFrom), nil for none
 
 	// The prepared row: nil while the call waits for the pool, which keeps only what Append
 	// gave the row (its seq and time).
@@ -189,11 +190,14 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
 		c.id, c.attempt, c.stepAttempts = m.Rec.ID, m.Rec.Attempt+1, m.Rec.StepAttempts
-		if m.Rec.Terminal == nil {
+		if m.Rec.EndType == "" {
 			// Its earlier generation has no end: its process died (after it asked for an
 			// interrupt, say) with a turn that may still run where hosts outlive processes.
 			c.stale = m.Rec
 		}
+		// It goes on where the held generation stopped (seed 003): its prepared row says so.
+		r.goOnFrom(p.Row, m.Rec)
+		c.goesOn = &journal.Row{K: p.Row.K, Repair: p.Row.Repair, PreviousAnswer: p.Row.PreviousAnswer, Note: p.Row.Note}
 	default:
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
@@ -252,6 +256,9 @@ func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
 	if c.prepared == nil {
 		row := p.Row
 		row.Index, row.Call, row.Seq, row.At = c.index, c.id, c.preparedSeq, c.preparedAt
+		if g := c.goesOn; g != nil {
+			row.K, row.Repair, row.PreviousAnswer, row.Note = g.K, g.Repair, g.PreviousAnswer, g.Note
+		}
 		c.prepared = replay.WithDigests(row)
 	}
 	if c.running == nil {
@@ -370,7 +377,14 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	recordSeq := c.lastSeq
 	c.mu.Unlock()
 	previous := "" // the answer the repair turn repairs
-	for k := 1; k <= 2; k++ {
+	first := 1
+	if c.prepared.K == 2 {
+		// A generation that goes on with the repair its held one was in: no task turn, and
+		// no second repair.
+		first, problem, previous, prompt = 2, c.prepared.Repair, c.prepared.PreviousAnswer, RepairPrompt(c.prepared.Repair)
+		c.repairUsed = true
+	}
+	for k := first; k <= 2; k++ {
 		r.mu.Lock()
 		th := c.th
 		r.mu.Unlock()
@@ -383,7 +397,8 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		}
 		c.mu.Unlock()
 		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Spent: c.tokens,
-			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil, Counted: countedBefore(rec, k)}
+			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil, Counted: countedBefore(rec, k), Note: c.prepared.Note,
+			OpensWithRepair: first == 2}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
 			from := c.resumeOf
@@ -495,6 +510,38 @@ func sentBefore(rec *replay.Call, k int) *backend.Sent {
 		return &backend.Sent{At: last.At}
 	}
 	return nil
+}
+
+// goOnFrom marks the prepared row of a held call's next generation with where the held one
+// stopped: the repair it was in (k 2, the problem and the answer repaired), so the new
+// generation goes on with that repair and has no second one, and a note of why the earlier
+// attempt stopped, which a pull backend's packet gives. A held generation that never reached
+// its repair, or whose journal does not name the answer it repaired, starts from its task.
+func (r *runner) goOnFrom(row *journal.Row, held *replay.Call) {
+	if held.EndType != journal.TypeHeld {
+		return
+	}
+	// The history keeps an ended call's summary, not its rows: they are read again.
+	rows, err := r.rowsOf(held.ID, held.PreparedSeq, held.EndSeq)
+	if err != nil {
+		return // it starts from its task, as a generation whose rows say nothing would
+	}
+	turn, previous := "task", ""
+	for _, t := range rows {
+		if t.Type == journal.TypeStepPublished && t.K == 2 && previous == "" {
+			previous = t.PreviousAnswer
+		}
+		if t.Type != journal.TypeTurnStarted || t.K != 2 {
+			continue
+		}
+		if t.PreviousAnswer != "" {
+			previous = t.PreviousAnswer
+		}
+		if previous != "" {
+			row.K, row.Repair, row.PreviousAnswer, turn = 2, t.Repair, previous, "repair"
+		}
+	}
+	row.Note = fmt.Sprintf("Generation %d of this call stopped in its %s turn: it was held (%s). This one takes that turn again.", held.Attempt, turn, held.EndReason)
 }
 
 // countedBefore is what an earlier process counted for the call's turn k, when it published a
@@ -679,12 +726,17 @@ func (r *runner) conversation(e *endedCall) ([]backend.Exchange, error) {
 // generationRows reads a call's rows of its ended generation: from its prepared row to its
 // terminal row, a page at a time.
 func (r *runner) generationRows(x *endedCall) ([]journal.Row, error) {
-	end := x.endSeq
+	return r.rowsOf(x.id, x.preparedSeq, x.endSeq)
+}
+
+// rowsOf reads a call's rows from seq from to seq to (0: the journal's last), a page at a time.
+func (r *runner) rowsOf(id string, from, to uint64) ([]journal.Row, error) {
+	end := to
 	if end == 0 {
 		end = r.j.LastSeq()
 	}
 	var out []journal.Row
-	for seq := x.preparedSeq; seq <= end; {
+	for seq := from; seq <= end; {
 		rows, err := r.j.Page(seq, int(min(end-seq+1, 512)))
 		if err != nil {
 			return nil, err
@@ -693,7 +745,7 @@ func (r *runner) generationRows(x *endedCall) ([]journal.Row, error) {
 			break
 		}
 		for _, row := range rows {
-			if row.Call == x.id && row.Seq <= end {
+			if row.Call == id && row.Seq <= end {
 				out = append(out, row)
 			}
 		}

@@ -274,7 +274,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 		}
 		prior = append(prior, from)
 	}
-	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}}
+	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: t.Note}
 	s.register(Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
 	return s.run(ctx)
@@ -538,7 +538,7 @@ func (s *step) packet() string {
 	if s.t.K > 1 && s.file.Action == ActionSpawn && s.t.Task != "" {
 		// A repair on a new subagent (its own was lost): the task once, the answer repaired and
 		// the instruction, as the subagent has no conversation to repair in.
-		task = s.t.Task + "\n\n### The answer to repair\n\n" + s.t.PreviousAnswer + "\n\n### What to do\n\n" + s.t.Prompt
+		task = s.t.RepairOnItsOwn()
 	}
 	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, Env: s.b.cfg.Env,
 		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: task, Schema: string(s.t.Call.Schema)})

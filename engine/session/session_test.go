@@ -1581,3 +1581,99 @@ func TestSessionContinuationCarriesEachConversationTurn(t *testing.T) {
 		"## The call you continue\n\nYou go on from call c1: its task packet is "+filepath.Join(runDir, "steps", "c1", "packet-t2-a2.md")+
 		", and its answer is in "+filepath.Join(runDir, "steps", "c2", "continues-c1-answer.md")+".\n\n")
 }
+
+// TestSessionHeldInItsRepairGoesOnWithThatRepair: seed 003, a call a pause holds in its repair
+// turn goes on, in the resume, with that repair: its next generation's prepared row says so,
+// its one step is the repair on a new subagent whose packet names the task once, the answer
+// repaired, the instruction and why the earlier attempt stopped; no task turn is sent again and
+// the call has no second repair.
+func TestSessionHeldInItsRepairGoesOnWithThatRepair(t *testing.T) {
+	script := `
+import { agent } from "crw:agent";
+const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
+export default async function main() {
+  const [a, b] = await Promise.all([
+    agent.call({ role: "critic", node: "a", prompt: "count", schema }),
+    agent.call({ role: "reviewer", node: "b", prompt: "hit the limit", schema }),
+  ]);
+  return [a.status, a.output && a.output.n, b.status];
+}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
+	_, svc, id, host := freshRun(ctx, t, wf)
+	runDir := filepath.Join(dir, "run")
+	var packets []session.StepFile
+	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id}
+	o.Answer = func(sf session.StepFile) sessiontest.Answer {
+		if sf.Call == "c1" {
+			packets = append(packets, sf)
+		}
+		switch {
+		case sf.Call == "c1" && sf.K == 1:
+			return sessiontest.Answer{Text: "about five"}
+		case sf.Call == "c1" && sf.Attempt == 1:
+			return sessiontest.Answer{Hold: true} // the repair runs when the pause comes
+		case sf.Call == "c1":
+			return sessiontest.Answer{Text: `{"n": 5}`}
+		case sf.Attempt == 1:
+			go func() { // c2 fails once c1's repair is bound
+				for ctx.Err() == nil {
+					bound := false
+					for _, r := range o.AllReplies() {
+						bound = bound || r.Marker == "c1/t2-a1" && r.Reply == session.ReplyBound
+					}
+					if agent, turn, ok := host.Find(sf.Marker); bound && ok {
+						host.End(agent, turn, "", "usageLimitExceeded")
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			return sessiontest.Answer{Hold: true}
+		}
+		return sessiontest.Answer{Text: `{"n": 1}`}
+	}
+	go o.Loop(ctx)
+	process := func() *store.Status {
+		b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
+		defer b.Close()
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+		require.NoError(t, err)
+		return end
+	}
+	require.Equal(t, store.RunPaused, process().Status)
+	end := process()
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", 5, "completed"]`, string(end.Result))
+
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.CallRows(rows, "c1")
+	prepared := enginetest.OfType(c1, journal.TypePrepared)
+	require.Len(t, prepared, 2)
+	assert.Equal(t, 2, prepared[1].K, "the next generation goes on with the repair")
+	assert.Equal(t, "about five", prepared[1].PreviousAnswer)
+	assert.Equal(t, "Generation 1 of this call stopped in its repair turn: it was held (engine_paused). This one takes that turn again.", prepared[1].Note)
+	var after []journal.Row // the second generation's rows
+	for _, r := range c1 {
+		if r.Seq > prepared[1].Seq {
+			after = append(after, r)
+		}
+	}
+	steps := enginetest.OfType(after, journal.TypeStepPublished)
+	require.Len(t, steps, 1, "one step: the repair, and no task turn again")
+	assert.Equal(t, 2, steps[0].K)
+	assert.Equal(t, session.ActionSpawn, steps[0].Action)
+	packet, err := os.ReadFile(steps[0].Packet)
+	require.NoError(t, err)
+	assert.Contains(t, string(packet), "## Earlier attempts\n\nGeneration 1 of this call stopped in its repair turn: it was held (engine_paused). This one takes that turn again.\n\n")
+	assert.Contains(t, string(packet), "## Task\n\ncount\n\n### The answer to repair\n\nabout five\n\n### What to do\n\n"+runner.RepairPrompt("no JSON document")+"\n\n")
+	term := after[len(after)-1]
+	assert.Equal(t, journal.TypeCompleted, term.Type)
+	assert.True(t, term.RepairUsed)
+	assert.Equal(t, 3, len(packets), "c1's steps: the task, the held repair, the repair again")
+}
