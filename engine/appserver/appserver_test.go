@@ -495,3 +495,19 @@ func TestAThreadWhoseBindingCannotBeWrittenGetsNoTurn(t *testing.T) {
 	assert.Empty(t, h.mock.Requests(), "no turn reached the model")
 	assert.NotContains(t, rec.list(), "started")
 }
+
+// TestARepairOnANewThreadCarriesTheTask: a held call's generation that goes on with its repair
+// opens a thread that never had the task: the turn's text gives the task once, the answer
+// repaired and the instruction.
+func TestARepairOnANewThreadCarriesTheTask(t *testing.T) {
+	h := newHarness(t, `{"answers":[{"match":{"role":"critic","node":"n"},"turns":[{"text":"about five"},{"text":"{\"n\":5}"}]}]}`)
+	c := h.call("critic", "n", "")
+	rec := newRecorder()
+	out := h.b.Run(context.Background(), backend.Turn{Call: c, K: 2, Prompt: "Fix it.", Task: "count", PreviousAnswer: "about five", OpensWithRepair: true}, rec)
+	require.Equal(t, backend.Answered, out.Status, "%+v", out)
+	reqs := h.mock.Requests()
+	require.Len(t, reqs, 1)
+	tmp := h.opts.Env["TMPDIR"]
+	assert.Equal(t, "count\n\n### The answer to repair\n\nabout five\n\n### What to do\n\nFix it.\n\n## Tools\n\n- The run's temporary directory is "+tmp+
+		" (recorded in the run's run.json). Put TMPDIR="+tmp+" in front of every command you run.\n", reqs[0].Prompt)
+}
