@@ -114,10 +114,16 @@ func inputKey(p *journal.Row) [sha256.Size]byte {
 // larger budget runs it.
 var PauseReasons = map[string]bool{"host_infra_quota": true, "host_infra_rate": true, "engine_paused": true, "budget_exhausted": true}
 
-// Settled reports whether the call has an outcome a replay gives the script again.
+// Settled reports whether the call has an outcome a replay gives the script again. A call a
+// resume ran again (a pause had held it) that a recovery hold then held is not: the hold came
+// from an unknown outcome of the run's, not from the call, and a resume after the verdict runs
+// it again, as an operator who gave the verdict before the resume would have had it run.
 func (c *Call) Settled() bool {
 	if plant.On(plant.ResumeSkipsPause) {
 		return c.EndType != ""
+	}
+	if c.EndType == journal.TypeHeld && c.EndReason == "recovery_hold" && c.Attempt > 1 {
+		return false
 	}
 	return c.EndType != "" && !(c.EndType == journal.TypeHeld && PauseReasons[c.EndReason])
 }
