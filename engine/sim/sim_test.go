@@ -42,8 +42,12 @@ func TestSeeds(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range next {
-				ran.Add(1)
+				done := ran.Add(1)
 				fig.add(runSeed(t, tmp, s))
+				if *seeds > 0 && done%1000 == 0 {
+					// A long run says how far it got, so one stopped early still has figures.
+					t.Logf("progress: %d seeds started by %v (the newest %d); %s", done, time.Since(began).Round(time.Second), s, fig.String())
+				}
 			}
 		}()
 	}
