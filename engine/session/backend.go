@@ -844,11 +844,17 @@ func markerTurn(th Thread, marker string) *Turn {
 // judges nothing and leaves the time of the last change as it is. On a private host, where a
 // running subagent reads notLoaded with its turn interrupted, neither is evidence: an attempt
 // is lost only when its turn, its thread and its rollout have not changed for LostAfter.
+// interruptSettle is how long a marker turn the host shows interrupted, its thread still
+// loaded, is read again before it is taken as the host's interrupt rather than a subagent the
+// owner closed.
+const interruptSettle = 10 * time.Second
+
 func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttempt) {
 	tick := time.NewTicker(s.b.cfg.Poll)
 	defer tick.Stop()
 	private := s.b.cfg.PrivateHost
-	lastKey, lastChange, suspect, settled := "", time.Now(), false, false
+	lastKey, lastChange, suspect := "", time.Now(), false
+	var interruptedAt time.Time // when the marker turn was first seen interrupted, its thread loaded
 	for {
 		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
 		unknown := errors.Is(err, ErrUnknownThread)
@@ -887,10 +893,13 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 				}
 				suspect = true // read once more before judging
 				continue
-			case turn != nil && turn.Status == "interrupted" && !settled:
+			case turn != nil && turn.Status == "interrupted" && (interruptedAt.IsZero() || time.Since(interruptedAt) < interruptSettle):
 				// A subagent the owner closes mid-turn shows its turn interrupted a moment
-				// before its thread is gone: the turn is read again after a poll.
-				settled = true
+				// before its thread is gone (longer on a loaded host): the turn is read again
+				// until its thread goes or interruptSettle has passed, then it is the host's.
+				if interruptedAt.IsZero() {
+					interruptedAt = time.Now()
+				}
 			case turn != nil && turn.Status != "inProgress":
 				return s.outcome(th, turn), nil
 			}
