@@ -579,3 +579,44 @@ func TestACommitOfANodeTheRerunDidNotTouchKeepsItsTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, rep.Differs(), "%+v", rep)
 }
+
+// TestACallQueuedForThePoolMeetsAPauseAfterACrash: with a pool of one, call b waits for the
+// slot call a holds; a's turn is rate limited. Whichever commit the process dies after, the
+// resume (which finds a's turn on the host) pauses the run and holds b engine_paused before it
+// sends anything, as the process that did not die does: b, only prepared before the crash,
+// meets the gate like any call that has not started.
+func TestACallQueuedForThePoolMeetsAPauseAfterACrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const rs = await Promise.all(["a", "b"].map((n) => agent.call({ role: "reviewer", node: n, prompt: "review " + n })));
+  return rs.map((r) => r.status + "/" + r.reason);
+}
+`), 0o644))
+	limited, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"error": "rateLimitExceeded"}]}]}`))
+	require.NoError(t, err)
+	crashes := 0
+	for n := uint64(1); n < 50; n++ {
+		st := mem.New()
+		svc := enginetest.Service(st)
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Pool: 1})
+		require.NoError(t, err)
+		st.CrashAfterCommit(id, n)
+		host := fake.NewHost("")
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(limited, host)})
+		if err == nil {
+			require.Equal(t, store.RunPaused, end.Status, "no crash: the run pauses")
+			break
+		}
+		require.ErrorIs(t, err, store.ErrLeaseLost, "commit %d", n)
+		crashes++
+		end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(limited, host)})
+		require.NoError(t, err, "commit %d", n)
+		require.Equal(t, store.RunPaused, end.Status, "crash after commit %d", n)
+		assert.JSONEq(t, `["held/host_infra_rate", "held/engine_paused"]`, string(end.Result), "crash after commit %d", n)
+		assert.Zero(t, host.Sends("fake-c2-t1"), "crash after commit %d: b sent no turn", n)
+	}
+	assert.GreaterOrEqual(t, crashes, 2, "the process dies before a's turn is sent and after")
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,7 +297,11 @@ func (c *faultCheck) crashFindings(ctx context.Context, sched Schedule, base *ou
 	if same, err := c.endsAlike(ctx, sched, crashAt, crashed.end); err != nil || !same {
 		return nil, err
 	}
-	f := lint.Finding{Rule: RuleCrashDependent, Message: fmt.Sprintf("the workflow ended %s after a crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))}
+	msg := fmt.Sprintf("the workflow ended %s after a crash and a resume, %s without the crash", endOf(crashed.end), endOf(base.end))
+	if at, after, without, ok := resultDifference(crashed.end, base.end); ok {
+		msg = fmt.Sprintf("the workflow's result differs at %s: %s after a crash and a resume, %s without the crash", at, after, without)
+	}
+	f := lint.Finding{Rule: RuleCrashDependent, Message: msg}
 	f.File = c.workflow
 	if file, line, col, ok := siteOf(crashed.caught); ok {
 		f.File, f.Line, f.Col = file, line, col
@@ -381,6 +387,104 @@ func sameEnd(a, b *store.Status) bool {
 	_ = json.Unmarshal(a.Result, &ra)
 	_ = json.Unmarshal(b.Result, &rb)
 	return reflect.DeepEqual(ra, rb)
+}
+
+// resultDifference is where two completed runs' results first differ (a JS path such as
+// .review.meta.turnId, or (the result) at the top), with each side's value there, clipped: a
+// long result cut at 200 characters hides what differs deep inside it.
+func resultDifference(crashed, base *store.Status) (at, after, without string, ok bool) {
+	if crashed.Error != nil || base.Error != nil || crashed.Status != base.Status {
+		return "", "", "", false
+	}
+	var a, b any
+	if json.Unmarshal(crashed.Result, &a) != nil || json.Unmarshal(base.Result, &b) != nil {
+		return "", "", "", false
+	}
+	at, va, vb, ok := firstDifference(a, b, "")
+	if !ok {
+		return "", "", "", false
+	}
+	if at == "" {
+		at = "(the result)"
+	}
+	return at, clip(jsonText(va)), clip(jsonText(vb)), true
+}
+
+// firstDifference walks a and b together, object members in sorted order, and returns the
+// path of the first place they differ with the value on each side.
+func firstDifference(a, b any, path string) (string, any, any, bool) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, isObj := b.(map[string]any)
+		if !isObj {
+			break
+		}
+		keys := make([]string, 0, len(av)+len(bv))
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			if _, both := av[k]; !both {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			x, inA := av[k]
+			y, inB := bv[k]
+			if !inA || !inB {
+				return path + memberPath(k), orAbsent(x, inA), orAbsent(y, inB), true
+			}
+			if p, da, db, ok := firstDifference(x, y, path+memberPath(k)); ok {
+				return p, da, db, true
+			}
+		}
+		return "", nil, nil, false
+	case []any:
+		bv, isArr := b.([]any)
+		if !isArr || len(av) != len(bv) {
+			break
+		}
+		for i := range av {
+			if p, da, db, ok := firstDifference(av[i], bv[i], fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, da, db, true
+			}
+		}
+		return "", nil, nil, false
+	}
+	if reflect.DeepEqual(a, b) {
+		return "", nil, nil, false
+	}
+	return path, a, b, true
+}
+
+// memberPath is k as a JS member access: .name, or ["odd key"].
+func memberPath(k string) string {
+	if identRE.MatchString(k) {
+		return "." + k
+	}
+	return "[" + strconv.Quote(k) + "]"
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+// absent stands for a member one side lacks.
+type absent struct{}
+
+func orAbsent(v any, present bool) any {
+	if !present {
+		return absent{}
+	}
+	return v
+}
+
+// jsonText is v as JSON, or (absent).
+func jsonText(v any) string {
+	if _, ok := v.(absent); ok {
+		return "(absent)"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // endOf is a run's end in a few words: its status and result, or its error.

@@ -79,6 +79,13 @@ func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
 	return res
 }
 
+// Began reports whether the call went past its gate in an earlier process: it has a row after
+// its prepared one (a directory placed, a thread, a turn, a step, an interrupt). A call with
+// its prepared row alone waited for the pool or died at its gate, and nothing of it was sent.
+func (c *Call) Began() bool {
+	return c.Placed != nil || c.Thread != nil || len(c.Turns) > 0 || len(c.Steps) > 0 || len(c.Lost) > 0 || c.Interrupt != nil
+}
+
 // Paged reports whether the call's rows were let go (see ReadPages).
 func (c *Call) Paged() bool { return c.Prepared == nil }
 

@@ -303,13 +303,15 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	defer r.pool.release()
 
 	// The gate: what the run's state decides when the call would start. A call an earlier
-	// process had already started is past it.
+	// process had already started is past it; one it had only prepared (it waited for the pool)
+	// meets it now, as it would have there: a pause or a hold a resume finds holds it too.
 	r.mu.Lock()
 	var gate *journal.Row
-	if rec == nil {
-		gate = r.gateLocked(c)
-	} else if rec.Interrupt != nil {
+	switch {
+	case rec != nil && rec.Interrupt != nil:
 		gate = interruptedEnd(rec.Interrupt.Reason, "the engine had interrupted the turn")
+	case rec == nil || !rec.Began():
+		gate = r.gateLocked(c)
 	}
 	if gate == nil {
 		// Only interruptCall cancels a turn: it journals why first.
