@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/crw-dev/crw/errs"
@@ -170,17 +172,68 @@ func (d *stdinReader) end() {
 		if line[0] == '[' || len(messages(line)) == 0 {
 			d.w.inject(rpcError(nil, -32600, "Invalid Request: nested deeper than 1000 levels"))
 		}
+	case line[0] == '[':
+		d.refuseBatch(line)
+	case d.undecodable(line):
 	default:
 		for _, m := range messages(line) {
 			switch {
 			case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
-				d.p.update(func(ids map[string]bool) { delete(ids, idKey(m.Params.RequestID)) })
-			case m.Method != "" && len(m.ID) > 0:
-				d.p.update(func(ids map[string]bool) { ids[idKey(m.ID)] = true })
+				if key, ok := idKey(m.Params.RequestID); ok {
+					d.p.update(func(ids map[string]bool) { delete(ids, key) })
+				}
+			case m.Method != "":
+				if key, ok := idKey(m.ID); ok {
+					d.p.update(func(ids map[string]bool) { ids[key] = true })
+				}
 			}
 		}
 		d.ready = append(append(d.ready, line...), '\n')
 	}
+}
+
+// refuseBatch answers each request of a JSON-RPC batch with an error: the protocol versions
+// crw serves have no batches, and the SDK would end the session on one, leaving the requests
+// read before it unanswered.
+func (d *stdinReader) refuseBatch(line []byte) {
+	const why = "Invalid Request: JSON-RPC batches are not supported; send one message a line"
+	answered := false
+	for _, m := range messages(line) {
+		if _, ok := idKey(m.ID); ok && m.Method != "" {
+			d.w.inject(rpcError(m.ID, -32600, why))
+			answered = true
+		}
+	}
+	if !answered {
+			d.w.inject(rpcError(nil, -32600, why))
+	}
+}
+
+// undecodable answers a line the SDK cannot decode as a JSON-RPC message (no "jsonrpc":
+// "2.0", an id that is neither a number nor a string, a message that is neither a request nor
+// a response), which would end its session, and says whether it did.
+func (d *stdinReader) undecodable(line []byte) bool {
+	_, err := jsonrpc.DecodeMessage(line)
+	if err == nil {
+		return false
+	}
+	var id json.RawMessage
+	if ms := messages(line); len(ms) == 1 && ms[0].Method != "" {
+		if _, ok := idKey(ms[0].ID); ok {
+			id = ms[0].ID
+		}
+	}
+	d.w.inject(rpcError(id, -32600, "Invalid Request: "+clean(err.Error(), 300)))
+	return true
+}
+
+// idValue is a raw id as the SDK decodes it.
+func idValue(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return struct{}{}
+	}
+	return v
 }
 
 // refuseDeep answers a request nested too deep for the SDK: a tool call with a tool error.
@@ -264,8 +317,8 @@ func (a *answerWriter) Write(b []byte) (int, error) {
 			break
 		}
 		for _, m := range messages(bytes.TrimSpace(a.line[:i])) {
-			if m.Method == "" && len(m.ID) > 0 {
-				a.p.update(func(ids map[string]bool) { delete(ids, idKey(m.ID)) })
+			if key, ok := idKey(m.ID); ok && m.Method == "" {
+				a.p.update(func(ids map[string]bool) { delete(ids, key) })
 			}
 		}
 		a.line = a.line[i+1:]
@@ -286,11 +339,15 @@ func (a *answerWriter) inject(msg []byte) {
 
 func (a *answerWriter) Close() error { return nil }
 
-// idKey is a request id as a map key: its compact JSON.
-func idKey(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
+// idKey is a request id as a map key, as the SDK reads it (1.5 is 1, "1" a string): false
+// for a message without one (null, absent: a notification) or with one it cannot read.
+func idKey(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
 	}
-	return b.String()
+	id, err := jsonrpc.MakeID(idValue(raw))
+	if err != nil || !id.IsValid() {
+		return "", false
+	}
+	return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()), true
 }
