@@ -205,7 +205,7 @@ func (d *stdinReader) refuseBatch(line []byte) {
 		}
 	}
 	if !answered {
-			d.w.inject(rpcError(nil, -32600, why))
+		d.w.inject(rpcError(nil, -32600, why))
 	}
 }
 
