@@ -83,6 +83,9 @@ func TestMCPCommandLine(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(t.TempDir(), "absent")}, nil, "cannot read"},
 		{[]string{"--token-file", token}, nil, "go with --listen"},
 		{[]string{"--allow-remote"}, nil, "go with --listen"},
+		{[]string{"--max-sessions", "3"}, nil, "go with --listen"},
+		{[]string{"--listen", "127.0.0.1:0", "--token-file", token, "--max-connections", "0"}, nil, "must be 1 or more"},
+		{[]string{"--listen", "127.0.0.1:0", "--token-file", token, "--session-idle", "10ms"}, nil, "--session-idle 1s or more"},
 	} {
 		res := durableCrw(t, state, tt.env, append([]string{"mcp", "--state", state}, tt.args...)...)
 		assert.Equal(t, 2, res.exit, "%v: %s", tt.args, res.stderr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +28,7 @@ func newCmdMCP(g *globals, streams IO) *cobra.Command {
 	var listen, tokenFile string
 	var remote bool
 	var origins []string
+	var limits mcpserver.HTTPOptions
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve crw's run lifecycle and recovery reads as a Model Context Protocol server",
@@ -45,8 +45,15 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
   CRW_MCP_TOKEN=$(cat ~/.crw-token) crw mcp --listen 127.0.0.1:8765`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if listen == "" && (tokenFile != "" || remote || len(origins) > 0) {
-				return errs.New(errs.InvalidRequest, "--token-file, --allow-remote and --allow-origin go with --listen")
+			httpOnly := false
+			for _, name := range []string{"token-file", "allow-remote", "allow-origin", "max-connections", "max-client-connections", "max-sessions", "session-idle"} {
+				httpOnly = httpOnly || cmd.Flags().Changed(name)
+			}
+			if listen == "" && httpOnly {
+				return errs.New(errs.InvalidRequest, "--token-file, --allow-remote, --allow-origin, --max-connections, --max-client-connections, --max-sessions and --session-idle go with --listen")
+			}
+			if limits.MaxConnections < 1 || limits.MaxClientConnections < 1 || limits.MaxSessions < 1 || limits.SessionIdle < time.Second {
+				return errs.New(errs.InvalidRequest, "--max-connections, --max-client-connections and --max-sessions must be 1 or more, --session-idle 1s or more")
 			}
 			var token string
 			if listen != "" {
@@ -75,7 +82,8 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
 				}
 				return nil
 			}
-			return serveHTTP(ctx, streams, listen, mcpserver.Guard(srv.HTTPHandler(), mcpserver.HTTPOptions{Token: token, Origins: origins}))
+			limits.Token, limits.Origins = token, origins
+			return serveHTTP(ctx, streams, listen, srv.HTTP(limits))
 		},
 	}
 	f := cmd.Flags()
@@ -83,6 +91,10 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
 	f.BoolVar(&remote, "allow-remote", false, "with --listen: allow an address that is not loopback")
 	f.StringArrayVar(&origins, "allow-origin", nil, "with --listen: an Origin (scheme://host[:port]) allowed besides loopback ones (repeatable)")
 	f.StringVar(&tokenFile, "token-file", "", "with --listen: the file that holds the bearer token (default $"+TokenEnv+")")
+	f.IntVar(&limits.MaxConnections, "max-connections", mcpserver.DefaultMaxConnections, "with --listen: the most connections open at once")
+	f.IntVar(&limits.MaxClientConnections, "max-client-connections", mcpserver.DefaultMaxClientConnections, "with --listen: the most connections open at once from one address")
+	f.IntVar(&limits.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --listen: the most MCP sessions open at once")
+	f.DurationVar(&limits.SessionIdle, "session-idle", mcpserver.DefaultSessionIdle, "with --listen: end an MCP session no request came for in this long")
 	return cmd
 }
 
@@ -107,27 +119,16 @@ func readToken(file string) (string, error) {
 }
 
 // serveHTTP serves h on addr until ctx ends, saying where on stderr.
-func serveHTTP(ctx context.Context, streams IO, addr string, h http.Handler) error {
+func serveHTTP(ctx context.Context, streams IO, addr string, h *mcpserver.HTTPServer) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return errs.New(errs.CapabilityUnavailable, "--listen %s: cannot listen", addr).Wrap(err).
 			Because("listen", "listen_failed", "not_started", errs.Certain).Next("choose another address or free this one")
 	}
-	// Requests live in ctx: a signal ends the streams a client keeps open, so the server can stop.
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(streams.ErrOut, "crw mcp: serving on http://%s/\n", l.Addr())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	select {
-	case err := <-done:
+	if err := h.Serve(ctx, l); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "--listen %s: the server stopped", addr).Wrap(err).
 			Because("listen", "serve_failed", "stopped", errs.Certain)
-	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if srv.Shutdown(shut) != nil {
-			srv.Close()
-		}
-		return nil
 	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/crw-dev/crw/errs"
 )
@@ -19,6 +20,16 @@ type HTTPOptions struct {
 	Token string
 	// Origins are the non-loopback Origin values allowed besides loopback ones (scheme://host[:port]).
 	Origins []string
+
+	// MaxConnections bounds the open connections (DefaultMaxConnections; never more than three
+	// quarters of the descriptors the process may open), MaxClientConnections those of one
+	// remote address (DefaultMaxClientConnections). A connection over a bound takes the place of
+	// the oldest one that has not shown the token, or is closed when all have.
+	MaxConnections, MaxClientConnections int
+	// MaxSessions bounds the MCP sessions open at once (DefaultMaxSessions); SessionIdle ends a
+	// session no request came for in that long (DefaultSessionIdle).
+	MaxSessions int
+	SessionIdle time.Duration
 }
 
 // Guard wraps h: a request whose Origin header names a host that is not loopback and not one of
@@ -33,6 +44,7 @@ func Guard(h http.Handler, o HTTPOptions) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !loopbackOrigin(origin) {
+			w.Header().Set("Connection", "close")
 			refuse(w, http.StatusForbidden, errs.New(errs.InvalidAuthority, "the request's Origin %q is not loopback and not allowed (--allow-origin)", clean(origin, 200)).
 				Because("http", "origin_refused", "not_started", errs.Certain).Next("send requests from a loopback origin, or start crw mcp with --allow-origin"))
 			return
@@ -41,10 +53,12 @@ func Guard(h http.Handler, o HTTPOptions) http.Handler {
 		got := sha256.Sum256([]byte(token))
 		if !ok || o.Token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="crw"`)
+			w.Header().Set("Connection", "close") // a client without the token keeps no connection
 			refuse(w, http.StatusUnauthorized, errs.New(errs.InvalidAuthority, "a bearer token is required, and the one presented (if any) is not the server's").
 				Because("http", "bearer_token_refused", "not_started", errs.Certain).Next("send Authorization: Bearer with the server's token (--token-file or $CRW_MCP_TOKEN)"))
 			return
 		}
+		trusted(w, r)
 		h.ServeHTTP(w, r)
 	})
 }

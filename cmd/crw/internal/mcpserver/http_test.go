@@ -40,7 +40,8 @@ func httpServer(t *testing.T) (*httptest.Server, string) {
 	state := filepath.Join(t.TempDir(), "state")
 	srv, err := mcpserver.New(mcpserver.Options{State: state, Backends: backends()})
 	require.NoError(t, err)
-	hs := httptest.NewServer(mcpserver.Guard(srv.HTTPHandler(), mcpserver.HTTPOptions{Token: token, Origins: []string{"https://app.example"}}))
+	opts := mcpserver.HTTPOptions{Token: token, Origins: []string{"https://app.example"}}
+	hs := httptest.NewServer(mcpserver.Guard(srv.HTTPHandler(opts), opts))
 	t.Cleanup(hs.Close)
 	return hs, state
 }

@@ -10,6 +10,7 @@ package mcpserver
 import (
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -40,6 +41,8 @@ type Server struct {
 	st    *local.Store
 	keys  *keys
 	tools []tool
+	// peakSessions is the most sessions open since the HTTP server last gave memory back.
+	peakSessions atomic.Int64
 }
 
 // New builds the server and its tools on the state folder.
@@ -67,10 +70,16 @@ func New(o Options) (*Server, error) {
 // MCP is the SDK's server, to run on a transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// HTTPHandler serves the streamable HTTP transport, one session per client.
-func (s *Server) HTTPHandler() http.Handler {
+// HTTPHandler serves the streamable HTTP transport, one session per client, a session idle
+// for o.SessionIdle closed (DefaultSessionIdle), with no guard: HTTP puts it behind one.
+func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
+	idle := o.SessionIdle
+	if idle <= 0 {
+		idle = DefaultSessionIdle
+	}
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxArguments + 1<<20,
+		SessionTimeout:      idle,
 	})
 }
 

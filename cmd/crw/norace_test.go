@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// raceDetector: the race detector is on; a process's memory never comes back under it.
+const raceDetector = false
