@@ -89,11 +89,27 @@ func LogConsole(l Log, level, message string) {
 	if l == nil {
 		return
 	}
+	_ = l.Append(ConsoleLine(level, message))
+}
+
+// ConsoleLine is a workflow's line as a run's log keeps it (a message over half a log line's
+// bound is cut).
+func ConsoleLine(level, message string) []byte {
 	if len(message) > MaxLogLine/2 {
 		message = strings.ToValidUTF8(message[:MaxLogLine/2], "") + "…"
 	}
-	line, err := json.Marshal(Console{At: time.Now().UTC(), Kind: "console", Level: level, Message: message})
-	if err == nil {
-		_ = l.Append(line)
-	}
+	line, _ := json.Marshal(Console{At: time.Now().UTC(), Kind: "console", Level: level, Message: message})
+	return line
+}
+
+// Dropped is the line a run's log gets where it reached its bound (Lines 0), and the one that
+// says how many of the workflow's lines were dropped since, at the end of each process that
+// dropped some. These two lines are written past the bound.
+type Dropped struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"` // "dropped"
+	Lines   int64     `json:"lines"`
+	Bytes   int64     `json:"bytes"`
+	Since   time.Time `json:"since"`
+	Message string    `json:"message"`
 }

@@ -166,6 +166,8 @@ type Log interface {
 	// Read returns whole lines of the log from byte offset on, at most about max bytes of
 	// them, and the offset after the last: nothing (and offset) when there is no more yet.
 	Read(offset int64, max int) (lines []byte, next int64, err error)
+	// Size is how many bytes the log holds (0 when it does not exist yet).
+	Size() (int64, error)
 }
 
 // Conditions callers branch on, wrapped in the errors a store returns; test with errors.Is.
@@ -243,6 +245,36 @@ type Limits struct {
 	// DeadlineMS is how long each process that executes the run may take, from when it holds
 	// the run; when it passes, the calls in flight are interrupted and the run ends failed.
 	DeadlineMS int64 `json:"deadline_ms,omitempty"`
+	// PromptBytes bounds one call's prompt (DefaultPromptBytes; at most MaxPromptBytes).
+	PromptBytes int64 `json:"prompt_bytes,omitempty"`
+	// LogBytes bounds the run's log: past it the workflow's lines are dropped and counted
+	// (DefaultLogBytes; at most MaxLogBytes).
+	LogBytes int64 `json:"log_bytes,omitempty"`
+}
+
+// The bounds of what a workflow can make crw keep: a prompt is journaled whole, and a run's
+// log lives in the state folder every other run shares.
+const (
+	DefaultPromptBytes = 4 << 20
+	MaxPromptBytes     = 64 << 20
+	DefaultLogBytes    = 64 << 20
+	MaxLogBytes        = 1 << 30
+)
+
+// Prompt is the bound of a call's prompt.
+func (l *Limits) Prompt() int64 {
+	if l == nil || l.PromptBytes <= 0 {
+		return DefaultPromptBytes
+	}
+	return min(l.PromptBytes, MaxPromptBytes)
+}
+
+// Log is the bound of the run's log.
+func (l *Limits) Log() int64 {
+	if l == nil || l.LogBytes <= 0 {
+		return DefaultLogBytes
+	}
+	return min(l.LogBytes, MaxLogBytes)
 }
 
 // Upgrade moves what older specs kept elsewhere to where it is kept now, and gives the input

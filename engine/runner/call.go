@@ -156,6 +156,10 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		}
 	}
 
+	if max := r.spec.Limits.Prompt(); int64(len(req.Prompt)) > max {
+		// A prompt is journaled whole: the bound keeps a script from filling the disk with one.
+		return errs.Throw(errs.InvalidRequest, "prompt_too_large", "prompt is %d bytes; the run's limit is %d (--max-prompt %d KiB)", len(req.Prompt), max, max>>10)
+	}
 	if req.Role == "executor" && r.tiers[req.Node] > 0 {
 		// The node took a tier step: its executor calls run as the next tier.
 		req.Role = "executor-t1"

@@ -158,8 +158,8 @@ func (r *runner) loggedThrow(code errs.Code, reason string, cause error, format 
 
 // logged writes e's full account to the run's log and is e's detail naming that line.
 func (r *runner) logged(e *errs.Error) string {
-	if r.log != nil {
-		store.LogError(r.log, e)
+	if l := r.scriptLog.log; l != nil {
+		store.LogError(l, e) // crw's own lines are few and small: they are kept past the bound
 	}
 	if e.Diagnostic.Log == "" {
 		return fmt.Sprintf("%s (%s, %s; this process has no log to keep its account)", e.Detail, e.Code, e.Reason())

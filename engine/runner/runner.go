@@ -68,7 +68,7 @@ type Config struct {
 // runner is one process's execution of a run: the host of its script.
 type runner struct {
 	dryRun   bool
-	log      store.Log // the run's log, where the script's lines are kept (nil: nowhere)
+	scriptLog *scriptLog // the script's lines: the console and the run's log, within its bound
 	id       string
 	spec     *store.Spec
 	lease    store.Lease
@@ -171,6 +171,7 @@ var (
 // it.
 func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r := newRunner(cfg)
+	defer func() { r.scriptLog.close(r.stopped() == nil) }()
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
 		Seed: Seed(r.id, "Math.random"), Host: r, Limits: VMLimits(r.spec.Limits), Context: ctx,
@@ -383,7 +384,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 func newRunner(cfg Config) *runner {
 	spec := cfg.Spec
 	r := &runner{
-		dryRun: cfg.DryRun, log: cfg.Log,
+		dryRun: cfg.DryRun,
 		id: spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
@@ -400,6 +401,7 @@ func newRunner(cfg Config) *runner {
 	if r.console == nil {
 		r.console = io.Discard
 	}
+	r.scriptLog = newScriptLog(r.console, cfg.Log, spec.Limits.Log())
 	if h := r.h; h != nil {
 		for call := range h.Reconciled {
 			r.reconciled[call] = true
@@ -608,11 +610,8 @@ func (r *runner) Log(level, message string) {
 	if r.replay.Replaying() {
 		return
 	}
-	WriteConsole(r.console, level, message)
-	if r.stopped() == nil {
-		// A process that stopped (its lease lost, say) writes nothing of the run's any more.
-		store.LogConsole(r.log, level, message)
-	}
+	// A process that stopped (its lease lost, say) writes nothing of the run's any more.
+	r.scriptLog.write(level, message, r.stopped() == nil)
 }
 
 // WriteConsole writes a line of a script's console: log and info lines as they are, the others

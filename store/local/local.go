@@ -375,6 +375,18 @@ func (l fileLog) Append(line []byte) error {
 	return err
 }
 
+// Size implements store.Log.
+func (l fileLog) Size() (int64, error) {
+	fi, err := os.Lstat(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 // Read implements store.Log: whole lines only, so a line being written is read once it is.
 func (l fileLog) Read(offset int64, max int) ([]byte, int64, error) {
 	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)

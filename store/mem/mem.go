@@ -279,6 +279,16 @@ func (l *memLog) Append(line []byte) error {
 	return nil
 }
 
+// Size implements store.Log.
+func (l *memLog) Size() (int64, error) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if b := l.s.logs[l.run]; b != nil {
+		return int64(b.Len()), nil
+	}
+	return 0, nil
+}
+
 // Read implements store.Log.
 func (l *memLog) Read(offset int64, max int) ([]byte, int64, error) {
 	l.s.mu.Lock()

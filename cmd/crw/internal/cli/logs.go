@@ -114,8 +114,12 @@ func writeLogLine(w io.Writer, raw []byte, asJSON bool) {
 		return
 	}
 	at := l.At.Local().Format("15:04:05")
-	if l.Kind == "console" {
+	switch l.Kind {
+	case "console":
 		fmt.Fprintf(w, "%s %s: %s\n", at, l.Level, l.Message)
+		return
+	case "dropped":
+		fmt.Fprintf(w, "%s crw: %s\n", at, l.Message)
 		return
 	}
 	line := fmt.Sprintf("%s error %s", at, l.Code)
@@ -134,8 +138,12 @@ func writeLogLine(w io.Writer, raw []byte, asJSON bool) {
 func consoleLines(w io.Writer, l store.Log, offset int64) int64 {
 	next, _ := tailLog(l, offset, func(raw []byte) {
 		var line logLine
-		if json.Unmarshal(raw, &line) == nil && line.Kind == "console" {
+		switch {
+		case json.Unmarshal(raw, &line) != nil:
+		case line.Kind == "console":
 			fmt.Fprintf(w, "%s: %s\n", line.Level, line.Message)
+		case line.Kind == "dropped":
+			fmt.Fprintf(w, "crw: %s\n", line.Message)
 		}
 	})
 	return next

@@ -53,6 +53,8 @@ func addRunFlags(cmd *cobra.Command, g *globals, opts *ops.RunOptions, defaultBa
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
 	f.IntVar(&opts.Limits.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
 	f.Int64Var(&opts.Limits.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
+	f.Int64Var(&opts.Limits.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
+	f.Int64Var(&opts.Limits.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
 	f.DurationVar(&opts.Limits.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
 	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
 	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")

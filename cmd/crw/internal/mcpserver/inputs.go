@@ -44,6 +44,8 @@ type StartIn struct {
 	Lib               []string        `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
 	MaxStackDepth     *int            `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
 	MaxHeapMiB        *int64          `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
+	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536)"`
+	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024)"`
 	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
 	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none)"`
 	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory)"`

@@ -11,6 +11,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/store"
 )
 
 // Every description ends with how failures answer, and each names what to do on its own.
@@ -46,6 +47,10 @@ func (s *Server) addTools(backends *backend.Registry) {
 			property(in, "max_stack_depth")["minimum"] = 1
 			p := property(in, "max_heap_mib")
 			p["minimum"], p["maximum"] = 1, 1<<30
+			p = property(in, "max_prompt_kib")
+			p["minimum"], p["maximum"] = 1, store.MaxPromptBytes>>10
+			p = property(in, "max_log_mib")
+			p["minimum"], p["maximum"] = 1, store.MaxLogBytes>>20
 		}}, s.start)
 	add(s, tool{name: "status", title: "Where a run stands", payload: "status",
 		description: `Where a run stands, as crw flow status says: its state (running; paused: a usage or rate ` +
@@ -147,6 +152,13 @@ func toAny(ss []string) []any {
 	return out
 }
 
+func int64Or(v *int64, def int64) int64 {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
 func (s *Server) start(ctx context.Context, c *call, in *StartIn) (*Started, error) {
 	load, err := duration("max_load_time", in.MaxLoadTime, vm.DefaultLoadTime)
 	if err != nil {
@@ -170,8 +182,9 @@ func (s *Server) start(ctx context.Context, c *call, in *StartIn) (*Started, err
 	}
 	opts := &ops.RunOptions{Workflow: in.Workflow, Input: string(in.Input), Backend: backendName, BackendOpts: in.backendOptions(),
 		Roles: in.Roles, Pool: intOr(in.Pool, 4), BudgetTokens: in.BudgetTokens, LibDirs: in.Lib,
-		Limits: ops.LimitFlags{StackDepth: intOr(in.MaxStackDepth, vm.DefaultStackDepth), HeapMiB: heap, LoadTime: load, Deadline: deadline},
-		Repo:   in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
+		Limits: ops.LimitFlags{StackDepth: intOr(in.MaxStackDepth, vm.DefaultStackDepth), HeapMiB: heap, LoadTime: load, Deadline: deadline,
+			PromptKiB: int64Or(in.MaxPromptKiB, store.DefaultPromptBytes>>10), LogMiB: int64Or(in.MaxLogMiB, store.DefaultLogBytes>>20)},
+		Repo: in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
 		ToolEnv: in.ToolEnv, ToolPath: in.ToolPath}
 	co, err := ops.CreateOptions(opts)
 	if err != nil {

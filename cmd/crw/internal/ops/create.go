@@ -49,6 +49,8 @@ type LimitFlags struct {
 	HeapMiB    int64
 	LoadTime   time.Duration
 	Deadline   time.Duration
+	PromptKiB  int64
+	LogMiB     int64
 }
 
 // CreateOptions checks the options a run is created with and reads its input and role table.
@@ -63,6 +65,12 @@ func CreateOptions(opts *RunOptions) (engine.CreateOptions, error) {
 	l := opts.Limits
 	if l.StackDepth < 1 || l.HeapMiB < 1 || l.HeapMiB > 1<<30 || l.LoadTime <= 0 || l.Deadline < 0 {
 		return eo, errs.New(errs.InvalidRequest, "--max-stack-depth, --max-heap and --max-load-time must be positive, --deadline not negative")
+	}
+	if l.PromptKiB < 1 || l.PromptKiB > store.MaxPromptBytes>>10 {
+		return eo, errs.New(errs.InvalidRequest, "--max-prompt: %d KiB; it must be 1 to %d KiB", l.PromptKiB, store.MaxPromptBytes>>10)
+	}
+	if l.LogMiB < 1 || l.LogMiB > store.MaxLogBytes>>20 {
+		return eo, errs.New(errs.InvalidRequest, "--max-log: %d MiB; it must be 1 to %d MiB", l.LogMiB, store.MaxLogBytes>>20)
 	}
 	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
 		return eo, errs.New(errs.InvalidRequest, "workflow %s: not a readable file", opts.Workflow)
@@ -93,7 +101,8 @@ func CreateOptions(opts *RunOptions) (engine.CreateOptions, error) {
 		ToolEnv: toolEnv, ToolPath: opts.ToolPath,
 		Workflow: opts.Workflow, Input: input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: libs,
-		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds()},
+		Limits: store.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapMiB << 20, LoadTimeMS: l.LoadTime.Milliseconds(), DeadlineMS: l.Deadline.Milliseconds(),
+			PromptBytes: l.PromptKiB << 10, LogBytes: l.LogMiB << 20},
 		Repo:   repo, Head: opts.Head, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}, nil
 }
