@@ -67,23 +67,23 @@ type Config struct {
 
 // runner is one process's execution of a run: the host of its script.
 type runner struct {
-	dryRun   bool
+	dryRun    bool
 	scriptLog *scriptLog // the script's lines: the console and the run's log, within its bound
-	id       string
-	spec     *store.Spec
-	lease    store.Lease
-	j        store.Journal
-	backend  backend.Backend
-	roles    inputs.RoleTable
-	schemas  inputs.Schemas
-	h        *replay.History // nil for the run's first process
-	replay   *replay.Replayer
-	console  io.Writer
-	progress *progress
-	pool     *pool
-	rng      *rand.Rand
-	clock    time.Time // the script's clock; touched on the loop goroutine only
-	wake     func()    // makes a waiting script look again; set once, before the script runs
+	id        string
+	spec      *store.Spec
+	lease     store.Lease
+	j         store.Journal
+	backend   backend.Backend
+	roles     inputs.RoleTable
+	schemas   inputs.Schemas
+	h         *replay.History // nil for the run's first process
+	replay    *replay.Replayer
+	console   io.Writer
+	progress  *progress
+	pool      *pool
+	rng       *rand.Rand
+	clock     time.Time // the script's clock; touched on the loop goroutine only
+	wake      func()    // makes a waiting script look again; set once, before the script runs
 
 	ctx  context.Context
 	fail context.CancelCauseFunc
@@ -385,7 +385,7 @@ func newRunner(cfg Config) *runner {
 	spec := cfg.Spec
 	r := &runner{
 		dryRun: cfg.DryRun,
-		id: spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
+		id:     spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
