@@ -81,6 +81,7 @@ func TestScript(t *testing.T) {
 			"eq":         cmdEq,
 			"jsonset":    cmdJSONSet,
 			"hosttmp":    cmdHostTmp,
+			"filemode":   cmdFileMode,
 		},
 	})
 }
@@ -646,5 +647,19 @@ func cmdHostTmp(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if want, err := strconv.Atoi(args[1]); err != nil || n < want {
 		ts.Fatalf("hosttmp: %d turns sent, want at least %s", n, args[1])
+	}
+}
+
+// cmdFileMode is `filemode FILE MODE`: FILE's permission bits must be MODE (octal).
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: filemode FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	if got := fi.Mode().Perm(); (got == os.FileMode(want)) == neg {
+		ts.Fatalf("%s has mode %#o, want %s%#o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
 	}
 }

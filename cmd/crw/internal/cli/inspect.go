@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -147,7 +148,7 @@ func progressEvent(st *store.Status) runner.Event {
 }
 
 func newCmdTrace(g *globals, streams IO) *cobra.Command {
-	var output string
+	var output, mode string
 	cmd := &cobra.Command{
 		Use:   "trace RUN",
 		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",
@@ -172,9 +173,17 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			if err := outsideState(g, output); err != nil {
 				return err
 			}
-			f, err := os.Create(output)
+			perm, err := exportMode(mode)
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 			if err != nil {
 				return errs.New(errs.InvalidRequest, "--output %s: %v", output, errors.Unwrap(err))
+			}
+			if err := f.Chmod(perm); err != nil { // an existing file keeps its mode otherwise
+				f.Close()
+				return errs.New(errs.CapabilityUnavailable, "--output %s: %v", output, errors.Unwrap(err))
 			}
 			w := bufio.NewWriter(f)
 			err = journal.Export(w, args[0], rows)
@@ -194,12 +203,13 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the trace to this file instead of stdout")
+	cmd.Flags().StringVar(&mode, "mode", "0600", "with --output: the file's mode, in octal (it holds prompts and answers)")
 	return cmd
 }
 
 func newCmdShow(g *globals, streams IO) *cobra.Command {
 	var html, follow bool
-	var out, trace string
+	var out, trace, modeText string
 	cmd := &cobra.Command{
 		Use:   "show RUN [CALL]",
 		Short: "Show a run's timeline of calls, or one call, while it runs too",
@@ -219,7 +229,7 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 		Args: cobra.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if html {
-				return showHTML(cmd.Context(), g, streams, args, trace, out, follow)
+				return showHTML(cmd.Context(), g, streams, args, trace, out, modeText, follow)
 			}
 			if trace != "" || out != "" || follow {
 				return errs.New(errs.InvalidRequest, "--trace, -o and --follow go with --html")
@@ -303,6 +313,7 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 	f := cmd.Flags()
 	f.BoolVar(&html, "html", false, "write the run as one self-contained HTML page")
 	f.StringVarP(&out, "output", "o", "", "with --html: the file to write (default: standard output)")
+	f.StringVar(&modeText, "mode", "0600", "with --html -o: the file's mode, in octal (it holds prompts and answers)")
 	f.StringVar(&trace, "trace", "", "with --html: draw this trace file (crw flow trace) instead of a run")
 	f.BoolVar(&follow, "follow", false, "with --html -o FILE: rewrite FILE until the run ends")
 	return cmd
@@ -428,7 +439,11 @@ func verdictOutput(out json.RawMessage) string {
 const maxShownWarnings = 20
 
 // showHTML writes the HTML page of a run (or a trace), once or, with follow, until it ends.
-func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace, out string, follow bool) error {
+func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace, out, modeText string, follow bool) error {
+	mode, err := exportMode(modeText)
+	if err != nil {
+		return err
+	}
 	switch {
 	case trace != "" && len(args) > 0:
 		return errs.New(errs.InvalidRequest, "--trace draws a trace: name no run with it")
@@ -452,7 +467,7 @@ func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace,
 		if err != nil {
 			return errs.New(errs.InvalidRequest, "--trace %s: %v", trace, err)
 		}
-		return writePage(streams, out, rows, htmlview.Options{})
+		return writePage(streams, out, mode, rows, htmlview.Options{})
 	}
 	g.runID = args[0]
 	svc, err := g.service()
@@ -469,7 +484,7 @@ func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace,
 			return err
 		}
 		live := st.State == store.StateRunning
-		if err := writePage(streams, out, rows, htmlview.Options{Live: live && follow, Now: time.Now()}); err != nil {
+		if err := writePage(streams, out, mode, rows, htmlview.Options{Live: live && follow, Now: time.Now()}); err != nil {
 			return err
 		}
 		if !follow || !live {
@@ -483,7 +498,7 @@ func showHTML(ctx context.Context, g *globals, streams IO, args []string, trace,
 	}
 }
 
-func writePage(streams IO, out string, rows []journal.Row, opts htmlview.Options) error {
+func writePage(streams IO, out string, mode os.FileMode, rows []journal.Row, opts htmlview.Options) error {
 	var b bytes.Buffer
 	if err := htmlview.Render(&b, rows, opts); err != nil {
 		return err
@@ -492,8 +507,18 @@ func writePage(streams IO, out string, rows []journal.Row, opts htmlview.Options
 		_, err := streams.Out.Write(b.Bytes())
 		return err
 	}
-	if err := writeWhole(out, b.Bytes()); err != nil {
+	if err := writeWhole(out, b.Bytes(), mode); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "-o %s: cannot write: %v", out, err)
 	}
 	return nil
+}
+
+// exportMode reads --mode: an octal file mode, 0600 by default, as crw keeps a run's own
+// files (a trace and a page hold prompts and answers).
+func exportMode(text string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(text, 8, 32)
+	if err != nil || m > 0o777 || m&0o600 != 0o600 {
+		return 0, errs.New(errs.InvalidRequest, "--mode %s: an octal mode such as 0600 or 0644 that lets its owner read and write it", text)
+	}
+	return os.FileMode(m), nil
 }

@@ -87,7 +87,7 @@ func writeTypes(dir string) (*typesOutput, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		path := filepath.Join(dir, filepath.FromSlash(name))
-		if err := writeWhole(path, files[name]); err != nil {
+		if err := writeWhole(path, files[name], 0o644); err != nil {
 			return nil, errs.New(errs.CapabilityUnavailable, "crw types: cannot write %s: %v", path, err)
 		}
 		out.Files = append(out.Files, name)
@@ -95,7 +95,9 @@ func writeTypes(dir string) (*typesOutput, error) {
 	return out, nil
 }
 
-func writeWhole(path string, data []byte) error {
+// writeWhole writes data to path through a temporary file renamed over it, with mode
+// whatever the umask.
+func writeWhole(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func writeWhole(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
