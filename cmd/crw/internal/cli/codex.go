@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +20,6 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
-	"github.com/crw-dev/crw/userfile"
 )
 
 func newCmdCodex(g *globals, streams IO) *cobra.Command {
@@ -164,8 +165,38 @@ func printSetup(streams IO, rep *codexsetup.Report, check bool) {
 	}
 }
 
-// maxHookInput bounds what the spawn hook reads of its event.
-const maxHookInput = 4 << 20
+// maxHookInput bounds what the spawn hook reads of its event; hookEventWait how long it waits
+// for the whole event. Codex writes it at once, and the owner's spawn_agent waits on the hook.
+const (
+	maxHookInput  = 4 << 20
+	hookEventWait = 10 * time.Second
+)
+
+// readHookEvent reads one JSON document from r: the hook decides once the event is whole,
+// not when its input ends (a host may leave it open), and within wait, or not at all.
+func readHookEvent(r io.Reader, limit int64, wait time.Duration) (json.RawMessage, error) {
+	type read struct {
+		doc json.RawMessage
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		var doc json.RawMessage
+		err := json.NewDecoder(io.LimitReader(r, limit)).Decode(&doc)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the input ended (or passed %d bytes) before one whole JSON document", limit)
+		}
+		done <- read{doc, err}
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case got := <-done:
+		return got.doc, got.err
+	case <-timer.C:
+		return nil, fmt.Errorf("no whole JSON document came in %s", wait)
+	}
+}
 
 func newCmdCodexHook(g *globals, streams IO) *cobra.Command {
 	return &cobra.Command{
@@ -180,14 +211,19 @@ stderr says why: the run's bind checks the pair in the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warn := func(format string, a ...any) { fmt.Fprintf(streams.ErrOut, "crw codex hook: "+format+"\n", a...) }
-			data, err := userfile.ReadStream(streams.In, maxHookInput)
-			if err != nil {
+			data, err := readHookEvent(streams.In, maxHookInput, hookEventWait)
+			var syntax *json.SyntaxError
+			switch {
+			case errors.As(err, &syntax):
+				warn("the event is not JSON (%v): the spawn passes", err)
+				return nil
+			case err != nil:
 				warn("the event cannot be read (%v): the spawn passes", err)
 				return nil
 			}
 			var ev bound.Event
 			if err := json.Unmarshal(data, &ev); err != nil {
-				warn("the event is not JSON (%v): the spawn passes", err)
+				warn("the event is not a JSON object (%v): the spawn passes", err)
 				return nil
 			}
 			state, err := g.stateDir()
