@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +44,14 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 				out.Calls = pub.Calls
 			}
 		}
-		if sum, err := s.Store.Summary(ctx, run); err == nil {
+		sum, err := s.Store.Summary(ctx, run)
+		switch {
+		case err == nil:
 			out.Decisions = sum.Decisions
+		case holderUnreachable(err):
+			var e *errs.Error
+			errors.As(err, &e)
+			out.Holder = strings.TrimPrefix(e.Detail, "run "+run+": ")
 		}
 		if pub != nil {
 			// The verdicts the workflow waits for (crw.effect) have no row until the process
@@ -142,10 +149,13 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 // then; a run that has ended already is refused.
 func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*store.Status, error) {
 	st, err := s.Status(ctx, run)
-	if err != nil {
+	switch {
+	case holderUnreachable(err):
+		// A holder that is stopped or stuck holds a run that has not ended: the request is
+		// stored all the same, and obeyed once it runs again.
+	case err != nil:
 		return nil, err
-	}
-	if st.State == store.StateEnded {
+	case st.State == store.StateEnded:
 		return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", run, st.Status)
 	}
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
@@ -164,8 +174,12 @@ func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*
 		return nil, err
 	}
 	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if _, held, err := s.Store.Published(ctx, run); err != nil || !held {
+	held := true
+	for held && time.Now().Before(deadline) {
+		if _, held, err = s.Store.Published(ctx, run); err != nil {
+			break
+		}
+		if !held {
 			break
 		}
 		select {
@@ -174,7 +188,24 @@ func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return s.Status(ctx, run)
+	st, err = s.Status(ctx, run)
+	if err == nil && st.State == store.StateEnded {
+		return st, nil
+	}
+	why := fmt.Sprintf("the process that holds it did not end it within %s", wait)
+	if e := (*errs.Error)(nil); errors.As(err, &e) && e.Reason() == "holder_stopped" {
+		why = strings.TrimPrefix(e.Detail, "run "+run+": ")
+	}
+	return st, errs.New(errs.RunUnavailable, "run %s: the cancel is stored but not confirmed: %s", run, why).
+		Because("cancel", "cancel_unconfirmed", "unknown", errs.Uncertain).
+		Next(fmt.Sprintf("the process obeys the stored request once it runs again (a stopped one: kill -CONT it); crw flow status %s says when the run has ended", run))
+}
+
+// holderUnreachable says whether err is a holder that holds the run and does not answer:
+// stopped, or stuck.
+func holderUnreachable(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && (e.Reason() == "holder_stopped" || e.Reason() == "holder_unresponsive")
 }
 
 // cancelUnheld ends a run no process holds: it takes the run's lease, ends its open calls held

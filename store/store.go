@@ -376,6 +376,9 @@ type Status struct {
 	PID       int       `json:"pid,omitempty"`
 	LastSeq   uint64    `json:"last_seq,omitempty"`
 	Updated   time.Time `json:"updated,omitzero"`
+	// Holder says why the process that holds the run does not answer (it is stopped, or
+	// stuck), when it does not: what it published last is all there is.
+	Holder string `json:"holder,omitempty"`
 	// Decisions are the decisions the run waits for, oldest first.
 	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
 	// Paused is what paused a run whose process ended paused, when its ended row says.

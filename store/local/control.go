@@ -211,6 +211,9 @@ func (s *Store) poke(ctx context.Context, run string) error {
 	if _, err := conn.Write([]byte(`{"op":"cancel"}` + "\n")); err != nil {
 		return err
 	}
+	if pid, stopped := StoppedHolder(s.root, run); stopped {
+		return fmt.Errorf("the process that holds the run (pid %d) is stopped", pid)
+	}
 	_, err = bufio.NewReader(conn).ReadBytes('\n')
 	return err
 }
@@ -315,11 +318,10 @@ func (s *Store) summaryFromHolder(ctx context.Context, run string) (*journal.Sum
 	if _, err := conn.Write([]byte(`{"op":"summary"}` + "\n")); err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
 	}
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-		return nil, errs.New(errs.RunUnavailable, "run %s: the process that holds it does not answer", run).Wrap(err).
-			Because("store", "holder_unresponsive", "unknown", errs.Uncertain).Next("see whether the process that holds the run is stopped: crw flow status " + run)
+	line, err := s.holderLine(ctx, conn, bufio.NewReader(conn), run)
+	var e *errs.Error
+	if errors.As(err, &e) && ctx.Err() == nil {
+		return nil, err // stopped, or not answering
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
@@ -358,14 +360,12 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 	br := bufio.NewReaderSize(conn, 1<<16)
 	want := from
 	for {
-		conn.SetReadDeadline(time.Now().Add(readerTimeout))
-		line, err := br.ReadBytes('\n')
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		line, err := s.holderLine(ctx, conn, br, run)
+		var e *errs.Error
+		if errors.As(err, &e) && ctx.Err() == nil {
 			// A holder that is stopped (SIGSTOP, a suspended terminal) or stuck: say so rather
 			// than wait for it.
-			return &rowsError{err: errs.New(errs.RunUnavailable, "run %s: the process that holds it does not answer", run).Wrap(err).
-				Because("store", "holder_unresponsive", "unknown", errs.Uncertain).Next("see whether the process that holds the run is stopped: crw flow status " + run)}
+			return &rowsError{err: err}
 		}
 		if err != nil {
 			// The holder went before its last line: what is missing is in the file now.

@@ -121,6 +121,9 @@ func newCmdStatus(g *globals, streams IO) *cobra.Command {
 			if st.Status != "" {
 				fmt.Fprintf(streams.Out, "status    %s\n", st.Status)
 			}
+			if st.Holder != "" {
+				fmt.Fprintf(streams.Out, "holder    %s\n", st.Holder)
+			}
 			fmt.Fprintf(streams.Out, "calls     %s (%d in flight)\ntokens    %d\n", countsLine(st.Calls), st.InFlight, st.Tokens.Total)
 			for _, d := range st.Decisions {
 				if strings.HasPrefix(d.ID, journal.VerdictPrefix) {
