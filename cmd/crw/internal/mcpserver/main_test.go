@@ -19,6 +19,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // TestMain makes the test binary double as crw for the run processes start and resume launch
@@ -65,5 +66,25 @@ func newRigOn(t testing.TB, state, name string) *rig {
 	require.NoError(t, err)
 	t.Cleanup(func() { ss.Close() })
 	c := mcptest.Connect(t, ctx, name, &mcp.IOTransport{Reader: outR, Writer: inW})
+	// The runs the test started go on in processes of their own: the state folder is removed
+	// once none of them holds its run any more.
+	t.Cleanup(func() { waitRunsLetGo(t, state) })
 	return &rig{Client: c, ctx: ctx, state: state, srv: srv}
+}
+
+// waitRunsLetGo waits until no process holds or starts a run of the state folder (a minute
+// at most: a test that leaves one running is told so by the folder's removal).
+func waitRunsLetGo(t testing.TB, state string) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		entries, _ := os.ReadDir(filepath.Join(state, "flow"))
+		live := false
+		for _, e := range entries {
+			live = live || local.Live(state, e.Name())
+		}
+		if !live {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
