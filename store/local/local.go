@@ -195,6 +195,11 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), deletedPrefix) {
+			// A delete (or a prune) that died after it renamed the run away: finish it.
+			_ = os.RemoveAll(filepath.Join(s.root, "flow", e.Name()))
+			continue
+		}
 		if e.IsDir() && store.ValidRunID(e.Name()) {
 			if _, err := os.Stat(s.path(e.Name(), SpecFile)); err == nil {
 				ids = append(ids, e.Name())
@@ -287,12 +292,33 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 			return err
 		}
 	}
-	gone := filepath.Join(s.root, "flow", ".deleted-"+run+"-"+randomToken())
+	gone := filepath.Join(s.root, "flow", deletedPrefix+run+"-"+randomToken())
 	if err := os.Rename(s.RunDir(run), gone); err != nil {
 		return unwritable(s.RunDir(run), err)
 	}
 	if err := os.RemoveAll(gone); err != nil {
 		return unwritable(gone, err)
+	}
+	return s.sweepDeleted()
+}
+
+// deletedPrefix names a run's folder renamed away by a delete, to be removed.
+const deletedPrefix = ".deleted-"
+
+// sweepDeleted removes what deletes that died part-way left: a folder renamed away and not
+// yet removed is no run any more, and nothing else would ever remove it.
+func (s *Store) sweepDeleted() error {
+	entries, err := os.ReadDir(filepath.Join(s.root, "flow"))
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), deletedPrefix) {
+			path := filepath.Join(s.root, "flow", e.Name())
+			if err := os.RemoveAll(path); err != nil {
+				return unwritable(path, err)
+			}
+		}
 	}
 	return nil
 }

@@ -145,3 +145,40 @@ func TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun(t *testing.T) {
 	require.NoError(t, lease.Release())
 	assert.False(t, local.Held(s.Root(), run))
 }
+
+// TestADeleteThatDiedPartWayIsFinished: a delete (or prune) killed after it renamed a run's
+// folder away leaves .deleted-<run>-<token> in flow/, which no run owns; the next list
+// removes it, and so does the next delete.
+func TestADeleteThatDiedPartWayIsFinished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	left := func(name string) string {
+		dir := filepath.Join(root, "flow", name)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "worktrees", "c1-g1"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "journal.db"), []byte("x"), 0o600))
+		return dir
+	}
+	a, b := "20260101-000000-aaaaaa", "20260101-000000-bbbbbb"
+	require.NoError(t, s.Create(ctx, storetest.Spec(a)))
+	require.NoError(t, s.Create(ctx, storetest.Spec(b)))
+
+	dead := left(".deleted-20251231-000000-cccccc-0123456789ab")
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{a, b}, ids)
+	assert.NoDirExists(t, dead, "the list finished the dead delete")
+
+	dead = left(".deleted-20251231-000000-dddddd-0123456789ab")
+	require.NoError(t, s.Delete(ctx, a, nil))
+	assert.NoDirExists(t, dead, "the next delete finished it")
+	entries, err := os.ReadDir(filepath.Join(root, "flow"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{b}, names)
+}
