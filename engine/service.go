@@ -413,6 +413,16 @@ func (s *Service) Delete(ctx context.Context, run string, opts DeleteOptions) er
 	return s.Store.Delete(ctx, run, cleanup)
 }
 
+// CollectFiles removes the workflow files no run names any more (after a delete or a prune):
+// those put in the last ten minutes are spared, as a run being created puts its files first.
+func (s *Service) CollectFiles(ctx context.Context) (int, error) {
+	c, ok := s.Store.(store.FileCollector)
+	if !ok {
+		return 0, nil
+	}
+	return c.CollectFiles(ctx, 10*time.Minute)
+}
+
 // removeFromRepo removes a run's worktrees (under its folder dir) and, unless keepRefs, its
 // refs from the repository at repoDir.
 func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool) error {

@@ -385,6 +385,12 @@ type Status struct {
 	Paused *journal.Paused `json:"paused,omitempty"`
 }
 
+// FileCollector is a store that keeps a run's workflow files apart from the run (by digest,
+// shared between runs): CollectFiles removes those no run names, put longer than grace ago.
+type FileCollector interface {
+	CollectFiles(ctx context.Context, grace time.Duration) (removed int, err error)
+}
+
 // Answer is the answer to a decision of a run (crw flow answer): the decision's id, the value
 // (JSON, valid against the decision's schema) and who gave it.
 type Answer struct {

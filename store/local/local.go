@@ -333,12 +333,59 @@ func (s *Store) PutFile(ctx context.Context, data []byte) (string, error) {
 	}
 	path := filepath.Join(dir, "sha256-"+hex.EncodeToString(sum[:]))
 	if _, err := os.Stat(path); err == nil {
-		return digest, nil
+		// Touched: a collection (CollectFiles) spares what a run being created has just put.
+		now := time.Now()
+		_ = os.Chtimes(path, now, now)
+		if _, err := os.Stat(path); err == nil {
+			return digest, nil
+		}
 	}
 	if err := writeFile(path, data, true); err != nil {
 		return "", unwritable(dir, err)
 	}
 	return digest, nil
+}
+
+// CollectFiles implements store.FileCollector: it removes the files (workflow sources by
+// digest) no run's spec names any more, put longer than grace ago (a run being created puts
+// its files before its spec). It returns how many it removed.
+func (s *Store) CollectFiles(ctx context.Context, grace time.Duration) (int, error) {
+	ids, err := s.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	named := map[string]bool{}
+	for _, id := range ids {
+		spec, err := s.Spec(ctx, id)
+		if err != nil {
+			return 0, nil // a spec that cannot be read may name any file: keep them all
+		}
+		for _, digest := range spec.Files {
+			named["sha256-"+strings.TrimPrefix(digest, "sha256:")] = true
+		}
+	}
+	dir := filepath.Join(s.root, "files")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unwritable(dir, err)
+	}
+	removed := 0
+	for _, e := range entries {
+		if named[e.Name()] || !strings.HasPrefix(e.Name(), "sha256-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < grace {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+			removed++
+		}
+	}
+	return removed, nil
 }
 
 // File implements store.Store.

@@ -182,3 +182,39 @@ func TestADeleteThatDiedPartWayIsFinished(t *testing.T) {
 	}
 	assert.Equal(t, []string{b}, names)
 }
+
+// TestFilesNoRunNamesAreCollected: the workflow files (by digest) a deleted run named are
+// removed once no run names them and they were put over the grace ago; a file a live run
+// names stays, and so does one put just now (a run being created puts its files first), or
+// put long ago and put again just now.
+func TestFilesNoRunNamesAreCollected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	put := func(text string, age time.Duration) string {
+		digest, err := s.PutFile(ctx, []byte(text))
+		require.NoError(t, err)
+		old := time.Now().Add(-age)
+		require.NoError(t, os.Chtimes(filepath.Join(root, "files", "sha256-"+strings.TrimPrefix(digest, "sha256:")), old, old))
+		return digest
+	}
+	kept := put("export default () => 1", time.Hour)
+	orphan := put("export default () => 2", time.Hour)
+	fresh := put("export default () => 3", 0)
+	again := put("export default () => 4", time.Hour)
+	_, err = s.PutFile(ctx, []byte("export default () => 4"))
+	require.NoError(t, err)
+	spec := storetest.Spec("20260101-000000-aaaaaa")
+	spec.Files = map[string]string{"/w/wf.js": kept}
+	require.NoError(t, s.Create(ctx, spec))
+
+	removed, err := s.CollectFiles(ctx, 10*time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 1, removed)
+	for digest, want := range map[string]bool{kept: true, orphan: false, fresh: true, again: true} {
+		_, err := s.File(ctx, digest)
+		assert.Equal(t, want, err == nil, "%s: %v", digest, err)
+	}
+}

@@ -418,6 +418,7 @@ its repository (registered, locked or half made), and its refs (refs/crw/flow/RU
 			if err := svc.Delete(cmd.Context(), args[0], opts); err != nil {
 				return err
 			}
+			_, _ = svc.CollectFiles(cmd.Context()) // what is left is collected by the next
 			if g.json {
 				writeJSON(streams.Out, map[string]any{"run": args[0], "deleted": true})
 			} else {

@@ -75,6 +75,9 @@ would go and removes nothing.`,
 					gone = append(gone, p.Run)
 				}
 			}
+			if len(gone) > 0 {
+				_, _ = svc.CollectFiles(cmd.Context()) // what is left is collected by the next
+			}
 			g.auditDetail = fmt.Sprintf("%d runs deleted: %v", len(gone), gone)
 			if g.json {
 				writeJSON(streams.Out, map[string]any{"runs": out, "dry_run": dryRun})
