@@ -280,12 +280,12 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	}
 	lease, err := s.Store.Acquire(ctx, run)
 	if err != nil {
-		return nil, err
+		return nil, s.whyNotResumed(ctx, run, err)
 	}
 	defer lease.Release()
 	h, err := readJournal(run, lease.Journal())
 	if err != nil {
-		return nil, err
+		return nil, s.whyNotResumed(ctx, run, err)
 	}
 	if h != nil {
 		if h.Ended != nil {
@@ -334,6 +334,23 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 
 // readJournal reads a held run's journal a page at a time into a History that keeps no rows
 // of the calls that ended (replay.ReadPages): nil when the journal is empty.
+// whyNotResumed says what kept a run from being taken, when err (taking its lease, reading
+// its journal) hides it: the run was deleted meanwhile (not a damaged journal), or it has
+// ended (not a lock a read-only state folder cannot give). Otherwise err stands.
+func (s *Service) whyNotResumed(ctx context.Context, run string, err error) error {
+	if errors.Is(err, store.ErrHeld) {
+		return err
+	}
+	if _, serr := s.Store.Spec(ctx, run); errors.Is(serr, store.ErrNotFound) {
+		return errs.New(errs.RunUnavailable, "run %s was deleted while it was being taken", run).Wrap(err).
+			Because("resume", "run_deleted", "not_started", errs.Certain)
+	}
+	if st, serr := s.Status(ctx, run); serr == nil && st.State == store.StateEnded {
+		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status).Wrap(err)
+	}
+	return err
+}
+
 func readJournal(run string, j store.Journal) (*replay.History, error) {
 	var readErr error
 	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
