@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -206,6 +207,15 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	if g.json && g.runOutput {
 		// The commands that run a workflow answer in one shape, failed or not.
 		ro := runOutput{Run: g.errorRun(err), Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}}
+		if ro.Run != nil && g.store != nil {
+			// What the journal holds of the run's calls: a process that stopped on an error
+			// (a full disk, say) had completed calls too.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if sum, serr := g.store.Summary(ctx, *ro.Run); serr == nil && sum.Calls != nil {
+				ro.Calls = store.Counts(sum.Calls)
+			}
+			cancel()
+		}
 		writeJSON(streams.Out, ro)
 	} else if g.json {
 		var out struct {
