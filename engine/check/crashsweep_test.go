@@ -19,8 +19,9 @@ import (
 // TestACrashAfterAnyCommitChangesNothing: a schedule crashes after one commit, drawn from how
 // many commits its run made, and how many that is depends on how the journal's writes were
 // grouped; so each of these schedules is rehearsed with a crash after every commit of its run
-// instead. Every one ends as the run without the crash does (schedules 14, 16, 22 and 23 rate
-// limit call 2 while call 3 waits for the pool: the resume must hold call 3 as the pause did).
+// instead. Every one ends as the run without the crash does, the generation in the fake ids
+// aside (schedules 14, 16, 22 and 23 rate limit call 2 while call 3 waits for the pool: a crash
+// that loses call 3's held row makes the resume run it as its first generation).
 func TestACrashAfterAnyCommitChangesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -33,6 +33,15 @@ func TestResultDifferenceNamesTheFirstPathThatDiffers(t *testing.T) {
 	}
 	_, _, _, ok := resultDifference(end(`{"a":[1,{"b":2}]}`), end(`{"a":[1,{"b":2}]}`))
 	assert.False(t, ok, "equal results")
+	_, _, _, ok = resultDifference(
+		end(`{"plan":{"callId":"c3","meta":{"threadId":"fake-c3","turnIds":["fake-c3-t1"]}}}`),
+		end(`{"plan":{"callId":"c3","meta":{"threadId":"fake-c3-a2","turnIds":["fake-c3-a2-t1"]}}}`))
+	assert.False(t, ok, "the generation in a fake id is the engine's")
+	at, _, _, ok := resultDifference(
+		end(`{"plan":{"callId":"c3","meta":{"threadId":"fake-c3"}},"note":"fake-c3-a2"}`),
+		end(`{"plan":{"callId":"c3","meta":{"threadId":"fake-c4-a2"}},"note":"fake-c3-a2"}`))
+	assert.True(t, ok)
+	assert.Equal(t, ".plan.meta.threadId", at, "another call's thread differs")
 	_, _, _, ok = resultDifference(&store.Status{Status: "failed"}, end(`1`))
 	assert.False(t, ok, "a failed run has no result to compare")
 }

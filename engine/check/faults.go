@@ -386,8 +386,47 @@ func sameEnd(a, b *store.Status) bool {
 	var ra, rb any
 	_ = json.Unmarshal(a.Result, &ra)
 	_ = json.Unmarshal(b.Result, &rb)
-	return reflect.DeepEqual(ra, rb)
+	return reflect.DeepEqual(withoutGenerations(ra), withoutGenerations(rb))
 }
+
+// withoutGenerations is a result with the generation taken out of the fake backend's thread
+// and turn ids in every CallResult in it (fake-c3-a2 is fake-c3, fake-c3-a2-t1 fake-c3-t1).
+// Which generation of a call ran is the engine's, not the workflow's: a crash that loses the
+// held row a pause was writing for a call waiting for the pool (or the call's prepared row)
+// makes the resume run the call as its first generation where the run without the crash ran
+// it as its second, which no workflow can depend on (a real host's ids differ on every run).
+func withoutGenerations(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = withoutGenerations(e)
+		}
+		if meta, ok := out["meta"].(map[string]any); ok && out["callId"] != nil {
+			if id, ok := meta["threadId"].(string); ok {
+				meta["threadId"] = generationRE.ReplaceAllString(id, "$1")
+			}
+			if ids, ok := meta["turnIds"].([]any); ok {
+				for i, id := range ids {
+					if s, ok := id.(string); ok {
+						ids[i] = generationRE.ReplaceAllString(s, "$1")
+					}
+				}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutGenerations(e)
+		}
+		return out
+	}
+	return v
+}
+
+// generationRE finds the generation in a fake thread or turn id.
+var generationRE = regexp.MustCompile(`^(fake-c\d+)-a\d+`)
 
 // resultDifference is where two completed runs' results first differ (a JS path such as
 // .review.meta.turnId, or (the result) at the top), with each side's value there, clipped: a
@@ -400,7 +439,7 @@ func resultDifference(crashed, base *store.Status) (at, after, without string, o
 	if json.Unmarshal(crashed.Result, &a) != nil || json.Unmarshal(base.Result, &b) != nil {
 		return "", "", "", false
 	}
-	at, va, vb, ok := firstDifference(a, b, "")
+	at, va, vb, ok := firstDifference(withoutGenerations(a), withoutGenerations(b), "")
 	if !ok {
 		return "", "", "", false
 	}
