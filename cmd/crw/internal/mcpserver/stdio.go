@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -175,6 +176,7 @@ func (d *stdinReader) end() {
 	case line[0] == '[':
 		d.refuseBatch(line)
 	case d.undecodable(line):
+	case d.unanswerableID(line):
 	default:
 		for _, m := range messages(line) {
 			switch {
@@ -190,6 +192,44 @@ func (d *stdinReader) end() {
 		}
 		d.ready = append(append(d.ready, line...), '\n')
 	}
+}
+
+// unanswerableID answers a request whose id could not be matched to its answer, and says
+// whether it did: a number with a fraction or past 2^53 (the SDK reads ids as 64-bit integers,
+// so 1.5 would be answered as 1), or an id a request read before it and not answered yet uses
+// (the SDK would drop it: its client would wait for ever).
+func (d *stdinReader) unanswerableID(line []byte) bool {
+	ms := messages(line)
+	if len(ms) != 1 || ms[0].Method == "" {
+		return false
+	}
+	raw := ms[0].ID
+	key, ok := idKey(raw)
+	if !ok {
+		return false // a notification
+	}
+	var why string
+	if raw[0] != '"' && !safeInteger(raw) {
+		why = "Invalid Request: a numeric id must be an integer of at most 2^53 (as JSON-RPC asks, it has no fraction)"
+	} else {
+		d.p.mu.Lock()
+		busy := d.p.ids[key]
+		d.p.mu.Unlock()
+		if busy {
+			why = "Invalid Request: the id is that of a request not answered yet; give each request in flight an id of its own"
+		}
+	}
+	if why == "" {
+		return false
+	}
+	d.w.inject(rpcError(raw, -32600, why))
+	return true
+}
+
+// safeInteger says whether a JSON number is an integer a float64 holds exactly.
+func safeInteger(raw json.RawMessage) bool {
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && n <= 1<<53 && n >= -(1<<53)
 }
 
 // refuseBatch answers each request of a JSON-RPC batch with an error: the protocol versions

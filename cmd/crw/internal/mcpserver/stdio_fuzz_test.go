@@ -97,6 +97,9 @@ func FuzzStdioFraming(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"effects","arguments":{}}}` + "\n" +
 			`[{"jsonrpc":"2.0","id":"t2","method":"tools/call","params":{"name":"effects","arguments":{}}}]`,
 		`{"jsonrpc":"2.0","id":"u","method":"nosuch"}` + "\n" + `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":7.0,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"effects","arguments":{}}}` + "\n" + `{"jsonrpc":"2.0","id":"d","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":1.7,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`,
 	} {
 		f.Add([]byte(seed), []byte{0, 7, 255})
 	}
