@@ -169,6 +169,9 @@ func StateNext(st *store.Status) string {
 		why, how := PausedBy(st)
 		return why + " paused it: " + how
 	case store.StateRunning:
+		if st.Holder != "" {
+			return st.Holder + ": continue it (kill -CONT, or fg in its terminal), or end it and crw flow resume " + run
+		}
 		return "its process works on it: crw flow follow " + run
 	}
 	return ""

@@ -182,6 +182,9 @@ func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*
 		if !held {
 			break
 		}
+		if stopped, ok := s.Store.(interface{ HolderStopped(run string) bool }); ok && stopped.HolderStopped(run) {
+			break // a stopped process ends nothing: waiting out --wait tells nothing more
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -195,6 +198,8 @@ func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*
 	why := fmt.Sprintf("the process that holds it did not end it within %s", wait)
 	if e := (*errs.Error)(nil); errors.As(err, &e) && e.Reason() == "holder_stopped" {
 		why = strings.TrimPrefix(e.Detail, "run "+run+": ")
+	} else if err == nil && st.Holder != "" {
+		why = st.Holder
 	}
 	return st, errs.New(errs.RunUnavailable, "run %s: the cancel is stored but not confirmed: %s", run, why).
 		Because("cancel", "cancel_unconfirmed", "unknown", errs.Uncertain).

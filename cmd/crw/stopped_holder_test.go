@@ -69,6 +69,7 @@ export default async function main() {
 	assert.Contains(t, st.Holder, "the process that holds it (pid "+strconv.Itoa(started.PID)+") is stopped")
 	res = durableCrw(t, state, nil, "flow", "status", started.Run)
 	assert.Contains(t, res.stdout, "holder    the process that holds it (pid ")
+	assert.Contains(t, res.stdout, "next      the process that holds it (pid "+strconv.Itoa(started.PID)+") is stopped", "the next step is to continue it")
 	// show needs the rows, which only the holder can give: it says why it has none.
 	began = time.Now()
 	res = durableCrw(t, state, nil, "flow", "show", started.Run, "--json")
@@ -77,8 +78,11 @@ export default async function main() {
 	assert.Contains(t, res.stdout+res.stderr, "holder_stopped")
 	assert.Contains(t, res.stdout+res.stderr, "kill -CONT "+strconv.Itoa(started.PID))
 
-	res = durableCrw(t, state, nil, "flow", "cancel", started.Run, "--wait", "2s", "--json")
+	began = time.Now()
+	res = durableCrw(t, state, nil, "flow", "cancel", started.Run, "--json")
+	t.Logf("cancel: %s", time.Since(began).Round(time.Millisecond))
 	assert.Equal(t, 1, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout+res.stderr, "(pid "+strconv.Itoa(started.PID)+") is stopped", "it does not wait out --wait (30 s): a stopped process ends nothing")
 	assert.Contains(t, res.stdout+res.stderr, "cancel_unconfirmed")
 	assert.Contains(t, res.stdout+res.stderr, "the cancel is stored but not confirmed")
 

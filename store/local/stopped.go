@@ -39,6 +39,12 @@ func StoppedHolder(root, run string) (int, bool) {
 	return 0, false
 }
 
+// HolderStopped says whether the process that holds run is stopped (see StoppedHolder).
+func (s *Store) HolderStopped(run string) bool {
+	_, stopped := StoppedHolder(s.root, run)
+	return stopped
+}
+
 // processStopped reads a process's state from /proc: T (stopped) or t (stopped by a tracer).
 func processStopped(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -184,9 +184,13 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return errs.New(errs.InvalidRequest, "--output %s: %v", output, errors.Unwrap(err))
 			}
-			if err := f.Chmod(perm); err != nil { // an existing file keeps its mode otherwise
-				f.Close()
-				return errs.New(errs.CapabilityUnavailable, "--output %s: %v", output, errors.Unwrap(err))
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				// An existing file keeps its mode otherwise; a device or a pipe (/dev/stdout)
+				// is written to as it is.
+				if err := f.Chmod(perm); err != nil {
+					f.Close()
+					return errs.New(errs.CapabilityUnavailable, "--output %s: %v", output, errors.Unwrap(err))
+				}
 			}
 			w := bufio.NewWriter(f)
 			err = journal.Export(w, args[0], rows)

@@ -75,8 +75,9 @@ would go and removes nothing.`,
 					gone = append(gone, p.Run)
 				}
 			}
-			if len(gone) > 0 {
-				_, _ = svc.CollectFiles(cmd.Context()) // what is left is collected by the next
+			if !dryRun {
+				// Also what an earlier prune or delete, killed part-way, left.
+				_, _ = svc.CollectFiles(cmd.Context())
 			}
 			g.auditDetail = fmt.Sprintf("%d runs deleted: %v", len(gone), gone)
 			if g.json {
