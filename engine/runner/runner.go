@@ -30,6 +30,7 @@ import (
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -617,6 +618,9 @@ func (r *runner) Log(level, message string) {
 // WriteConsole writes a line of a script's console: log and info lines as they are, the others
 // after their level.
 func WriteConsole(w io.Writer, level, message string) {
+	// Escape sequences and line breaks a workflow prints cannot restyle the terminal or
+	// pass for crw's own lines.
+	message = termtext.Safe(message, "    ")
 	if level == "log" || level == "info" {
 		fmt.Fprintln(w, message)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -106,7 +107,7 @@ func writeLogLine(w io.Writer, raw []byte, asJSON bool) {
 		if asJSON {
 			return // not a line crw wrote: JSON Lines holds only objects
 		}
-		fmt.Fprintf(w, "%s\n", raw)
+		fmt.Fprintf(w, "%s\n", termtext.Safe(string(raw), "    "))
 		return
 	}
 	if asJSON {
@@ -114,14 +115,17 @@ func writeLogLine(w io.Writer, raw []byte, asJSON bool) {
 		return
 	}
 	at := l.At.Local().Format("15:04:05")
+	// A workflow's line (or an error's cause quoting a model's text) reaches a terminal: what
+	// could restyle it or pass for crw's own line is escaped.
 	switch l.Kind {
 	case "console":
-		fmt.Fprintf(w, "%s %s: %s\n", at, l.Level, l.Message)
+		fmt.Fprintf(w, "%s %s: %s\n", at, termtext.Safe(l.Level, ""), termtext.Safe(l.Message, "    "))
 		return
 	case "dropped":
-		fmt.Fprintf(w, "%s crw: %s\n", at, l.Message)
+		fmt.Fprintf(w, "%s crw: %s\n", at, termtext.Safe(l.Message, "    "))
 		return
 	}
+	l.Detail, l.Cause = termtext.Safe(l.Detail, "    "), termtext.Safe(l.Cause, "    ")
 	line := fmt.Sprintf("%s error %s", at, l.Code)
 	if l.Reason != "" {
 		line += " (" + l.Reason + ")"
@@ -141,9 +145,9 @@ func consoleLines(w io.Writer, l store.Log, offset int64) int64 {
 		switch {
 		case json.Unmarshal(raw, &line) != nil:
 		case line.Kind == "console":
-			fmt.Fprintf(w, "%s: %s\n", line.Level, line.Message)
+			fmt.Fprintf(w, "%s: %s\n", termtext.Safe(line.Level, ""), termtext.Safe(line.Message, "    "))
 		case line.Kind == "dropped":
-			fmt.Fprintf(w, "crw: %s\n", line.Message)
+			fmt.Fprintf(w, "crw: %s\n", termtext.Safe(line.Message, "    "))
 		}
 	})
 	return next
