@@ -49,7 +49,7 @@ func Guard(h http.Handler, o HTTPOptions) http.Handler {
 				Because("http", "origin_refused", "not_started", errs.Certain).Next("send requests from a loopback origin, or start crw mcp with --allow-origin"))
 			return
 		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, ok := bearerToken(r.Header.Get("Authorization"))
 		got := sha256.Sum256([]byte(token))
 		if !ok || o.Token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="crw"`)
@@ -61,6 +61,16 @@ func Guard(h http.Handler, o HTTPOptions) http.Handler {
 		trusted(w, r)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken reads an Authorization header's bearer token; the scheme's name is
+// case-insensitive (RFC 9110).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return token, true
 }
 
 func refuse(w http.ResponseWriter, status int, e *errs.Error) {

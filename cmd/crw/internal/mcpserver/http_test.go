@@ -95,6 +95,8 @@ func TestHTTPNeedsTheToken(t *testing.T) {
 	}
 	status, _, body := post(t, hs.URL, map[string]string{"Authorization": "Bearer " + token})
 	assert.Equal(t, http.StatusOK, status, "%v", body)
+	status, _, body = post(t, hs.URL, map[string]string{"Authorization": "bearer " + token})
+	assert.Equal(t, http.StatusOK, status, "the scheme's name is case-insensitive: %v", body)
 }
 
 // TestHTTPRefusesForeignOrigins: a request from a page of another origin is refused 403 even
