@@ -167,6 +167,9 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 				return err
 			}
 			if output == "" || output == "-" {
+				if cmd.Flags().Changed("mode") {
+					return errs.New(errs.InvalidRequest, "--mode goes with --output FILE")
+				}
 				w := bufio.NewWriter(streams.Out)
 				if err := journal.Export(w, args[0], rows); err != nil {
 					return err
@@ -235,6 +238,9 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
   crw flow show --trace run.jsonl --html -o run.html`,
 		Args: cobra.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("mode") && (!html || out == "") {
+				return errs.New(errs.InvalidRequest, "--mode goes with --html -o FILE")
+			}
 			if html {
 				return showHTML(cmd.Context(), g, streams, args, trace, out, modeText, follow)
 			}
