@@ -25,7 +25,8 @@ func TestTheSpawnHookDecidesOnceTheEventIsWhole(t *testing.T) {
 		name, input, stderr string
 	}{
 		{"a whole event", `{"session_id":"019b0000-0000-7000-8000-00000000abcd","turn_id":"t","hook_event_name":"PreToolUse","tool_name":"spawn_agent","tool_use_id":"call_1","tool_input":{"agent_type":"reviewer","message":"Review.","fork_context":false}}` + "\n", ""},
-		{"no JSON", "garbage {\n", "crw codex hook: the event is not JSON"},
+		{"no JSON", "garbage {\n", "crw codex hook: the event is not a JSON object: it starts with 'g', not {"},
+		{"a number the input does not end", "12345", "crw codex hook: the event is not a JSON object"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "crw", "codex", "hook")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,6 +173,9 @@ const (
 	hookEventWait = 10 * time.Second
 )
 
+// errNotObject is an event that is no JSON object.
+var errNotObject = errors.New("the event is not a JSON object")
+
 // readHookEvent reads one JSON document from r: the hook decides once the event is whole,
 // not when its input ends (a host may leave it open), and within wait, or not at all.
 func readHookEvent(r io.Reader, limit int64, wait time.Duration) (json.RawMessage, error) {
@@ -181,8 +185,27 @@ func readHookEvent(r io.Reader, limit int64, wait time.Duration) (json.RawMessag
 	}
 	done := make(chan read, 1)
 	go func() {
+		in := bufio.NewReader(io.LimitReader(r, limit))
+		// The event is an object: anything else is refused at its first byte (a number the
+		// input does not end would keep the decoder waiting for its last digit).
+		for {
+			b, err := in.ReadByte()
+			if err != nil {
+				done <- read{nil, fmt.Errorf("the input ended before a JSON object")}
+				return
+			}
+			if b == ' ' || b == '\t' || b == '\n' || b == '\r' {
+				continue
+			}
+			_ = in.UnreadByte()
+			if b != '{' {
+				done <- read{nil, fmt.Errorf("%w: it starts with %q, not {", errNotObject, b)}
+				return
+			}
+			break
+		}
 		var doc json.RawMessage
-		err := json.NewDecoder(io.LimitReader(r, limit)).Decode(&doc)
+		err := json.NewDecoder(in).Decode(&doc)
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("the input ended (or passed %d bytes) before one whole JSON document", limit)
 		}
@@ -214,6 +237,9 @@ stderr says why: the run's bind checks the pair in the end.`,
 			data, err := readHookEvent(streams.In, maxHookInput, hookEventWait)
 			var syntax *json.SyntaxError
 			switch {
+			case errors.Is(err, errNotObject):
+				warn("%v: the spawn passes", err)
+				return nil
 			case errors.As(err, &syntax):
 				warn("the event is not JSON (%v): the spawn passes", err)
 				return nil
