@@ -151,6 +151,11 @@ func decode(args json.RawMessage, v *schema.Validator, into any) error {
 		return errs.New(errs.InvalidRequest, "arguments: %v", err)
 	}
 	if err := json.Unmarshal(args, into); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Type != nil && strings.Contains(te.Type.Kind().String(), "int") {
+			// The schema's "integer" takes 1.0 as JSON Schema says; Go's integers do not.
+			return errs.New(errs.InvalidRequest, "arguments: %s must be written as a whole number, without a fraction (got %s)", te.Field, te.Value)
+		}
 		return errs.New(errs.InvalidRequest, "arguments: %v", err)
 	}
 	return nil

@@ -64,6 +64,11 @@ func TestHostileArgumentsEndInAToolError(t *testing.T) {
 			assert.LessOrEqual(t, len(a.Get("error.detail").(string)), 1100, "%s %s: a bounded detail", tool, name)
 		}
 	}
+	// JSON Schema's integer takes 1.0: the answer says the number must be written whole.
+	a := r.Call(r.ctx, "start", json.RawMessage(`{"request_key": "k", "workflow": "wf.js", "max_log_mib": 1.0}`))
+	require.True(t, a.IsError)
+	assert.Equal(t, "invalid_request", a.Code())
+	assert.Contains(t, a.Get("error.detail"), "max_log_mib must be written as a whole number, without a fraction (got number 1.0)")
 	assert.False(t, r.Call(r.ctx, "audit", map[string]any{}).IsError, "still serving")
 }
 
