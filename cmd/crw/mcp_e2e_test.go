@@ -87,7 +87,29 @@ func newCodexRig(t *testing.T, server func(t *testing.T, state string) string) *
 	th, err := r.client.StartThread(ctx, appserver.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
 	require.NoError(t, err)
 	r.thread = th.Thread.ID
+	r.waitTools()
 	return r
+}
+
+// waitTools runs turns in which the model only answers until one offers crw's tools: Codex
+// does not hold a turn back for its MCP servers' start, and on a loaded machine the first
+// turns come before crw mcp has listed its tools (a call of one then is "unsupported").
+func (r *codexRig) waitTools() {
+	r.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		r.mock.Own(r.thread, mockmodel.OwnerStep{Text: "Ready."})
+		turnID, err := r.client.StartTurn(r.ctx, r.thread, "Say ready.", nil)
+		require.NoError(r.t, err)
+		_, err = r.client.WaitTurn(r.ctx, turnID)
+		require.NoError(r.t, err)
+		reqs := r.mock.Requests()
+		for _, tool := range reqs[len(reqs)-1].Tools {
+			if tool.Namespace == mcpNamespace {
+				return
+			}
+		}
+		require.True(r.t, time.Now().Before(deadline), "Codex never offered crw's tools")
+	}
 }
 
 // turn runs one turn of the thread in which the model calls crw's tools, one after the other,

@@ -879,19 +879,25 @@ export default async function main() { return (await agent.call({ role: "explore
 `, "--wake-after", "1s")
 	t.Cleanup(func() { r2.crw("flow", "cancel", run2) }) // its process gone before its folder is
 	wakeRows := func() int {                             // the wakes, in the journal and as turns on the owner's thread
-		n, turns := 0, map[string]bool{}
-		for _, row := range r2.rows(run2) {
-			if row.Type == journal.TypeSessionWake {
-				n++
+		// A wake row is written as its turn starts; the turn's request reaches the model a
+		// little later (much later on a loaded machine): each row's request is waited for.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			n, turns := 0, map[string]bool{}
+			for _, row := range r2.rows(run2) {
+				if row.Type == journal.TypeSessionWake {
+					n++
+				}
+			}
+			for _, req := range r2.mock.Requests() {
+				if req.Thread == r2.ownerID && strings.Contains(req.Prompt, "step(s) wait for you") {
+					turns[req.Turn] = true
+				}
+			}
+			if len(turns) >= n || time.Now().After(deadline) {
+				assert.Equal(t, n, len(turns), "each wake row is a turn on the owner's thread")
+				return n
 			}
 		}
-		for _, req := range r2.mock.Requests() {
-			if req.Thread == r2.ownerID && strings.Contains(req.Prompt, "step(s) wait for you") {
-				turns[req.Turn] = true
-			}
-		}
-		assert.Equal(t, n, len(turns), "each wake row is a turn on the owner's thread")
-		return n
 	}
 	v := r2.next(run2)
 	require.Len(t, v.Steps, 1)
