@@ -40,8 +40,14 @@ func newScriptLog(console io.Writer, log store.Log, max int64) *scriptLog {
 func (s *scriptLog) write(level, message string, toLog bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dropped > 0 {
+		// Past the bound: a runaway loop's lines cost a count, not a JSON line each.
+		s.dropped++
+		s.droppedBytes += int64(len(message))
+		return
+	}
 	line := store.ConsoleLine(level, message)
-	if s.dropped > 0 || s.used+int64(len(line))+1 > s.max {
+	if s.used+int64(len(line))+1 > s.max {
 		if s.dropped == 0 {
 			s.since = time.Now().UTC()
 			text := fmt.Sprintf("the run's log reached its bound of %s (--max-log): the workflow's lines are dropped from here on", sizeText(s.max))
