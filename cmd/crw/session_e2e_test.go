@@ -871,39 +871,37 @@ export default async function main() { return (await agent.call({ role: "explore
 		}
 	}
 
-	// An owner that reads crw flow next watches the run: it is not woken.
+	// An owner that reads crw flow next watches the run: it is not woken. The owner reads the
+	// run while it waits for a decision, before its step exists, so no wake can be under way
+	// when it starts watching: the step is published, and woken for, only after the answer.
 	r2 := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"seen\"}"}]}]}`)
 	run2, _ := r2.start(`
 import { agent } from "crw:agent";
-export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when seen." })).output; }
+import crw from "crw";
+export default async function main() {
+  await crw.decide({ id: "go", question: "Explore now?",
+    schema: { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false } });
+  return (await agent.call({ role: "explorer", prompt: "Explore when seen." })).output;
+}
 `, "--wake-after", "1s")
 	t.Cleanup(func() { r2.crw("flow", "cancel", run2) }) // its process gone before its folder is
-	wakeRows := func() int {                             // the wakes, in the journal and as turns on the owner's thread
-		// A wake row is written as its turn starts; the turn's request reaches the model a
-		// little later (much later on a loaded machine): each row's request is waited for.
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-			n, turns := 0, map[string]bool{}
-			for _, row := range r2.rows(run2) {
-				if row.Type == journal.TypeSessionWake {
-					n++
-				}
-			}
-			for _, req := range r2.mock.Requests() {
-				if req.Thread == r2.ownerID && strings.Contains(req.Prompt, "step(s) wait for you") {
-					turns[req.Turn] = true
-				}
-			}
-			if len(turns) >= n || time.Now().After(deadline) {
-				assert.Equal(t, n, len(turns), "each wake row is a turn on the owner's thread")
-				return n
-			}
+	for {
+		st2 := r2.crw("--json", "flow", "status", run2)
+		require.NotContains(t, st2.stdout, `"state":"ended"`)
+		if strings.Contains(st2.stdout, `"waiting_decision"`) {
+			break
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	v := r2.next(run2)
-	require.Len(t, v.Steps, 1)
-	time.Sleep(500 * time.Millisecond) // a wake the run staged before the owner's first read lands
-	before := wakeRows()
+	seen := r2.crw("--json", "flow", "next", run2)
+	require.Equal(t, 0, seen.exit, "%s%s", seen.stdout, seen.stderr)
+	answered := r2.crw("flow", "answer", run2, "go", "--value", `{"go": true}`)
+	require.Equal(t, 0, answered.exit, "%s%s", answered.stdout, answered.stderr)
+	bus2 := session.Bus{Dir: filepath.Join(r2.state, "flow", run2)}
+	require.Eventually(t, func() bool { steps, _, _ := bus2.Steps(); return len(steps) == 1 }, time.Minute, 50*time.Millisecond)
 	time.Sleep(3 * time.Second) // past --wake-after twice, the owner watching all along
-	r2.next(run2)
-	assert.Equal(t, before, wakeRows(), "a watching owner is not woken again")
+	for _, row := range r2.rows(run2) {
+		assert.NotEqual(t, journal.TypeSessionWake, row.Type, "a watching owner is not woken: row %d, wake %s", row.Seq, row.WakeID)
+	}
+	assert.Len(t, r2.next(run2).Steps, 1, "the owner sees the step itself")
 }
