@@ -123,19 +123,16 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 // than the run did: a call asked otherwise, or a call the journal has that it no longer makes
 // (one a pause held excepted: a resume runs those again, or lets them go).
 func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, libs []string) error {
-	rows, err := s.Rows(ctx, run)
+	h, err := replay.ReadPages(s.rowSource(ctx, run))
 	if err != nil {
 		return err
 	}
-	rep, err := shadow.Run(ctx, shadow.Options{Script: script, Rows: rows, LibDirs: libs})
+	if h == nil {
+		return errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
+	}
+	rep, err := shadow.Run(ctx, shadow.Options{Script: script, History: h, LibDirs: libs})
 	if err != nil {
 		return err
-	}
-	reasons := map[string]string{}
-	for i := range rows {
-		if journal.IsTerminal(rows[i].Type) {
-			reasons[rows[i].Call] = rows[i].Reason
-		}
 	}
 	var why []string
 	for _, d := range rep.Divergences {
@@ -146,7 +143,7 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		why = append(why, fmt.Sprintf("call %s (#%d, node %s) asks another %s", d.Call, d.Position, d.Node, strings.Join(fields, ", ")))
 	}
 	for _, u := range rep.Unmade {
-		if !replay.PauseReasons[reasons[u.Call]] {
+		if c := h.ByID[u.Call]; c == nil || !replay.PauseReasons[c.EndReason] {
 			why = append(why, "it no longer makes call "+u.Call+" ("+u.Role+"/"+u.Node+")")
 		}
 	}

@@ -353,12 +353,16 @@ func (s *Service) whyNotResumed(ctx context.Context, run string, err error) erro
 
 func readJournal(run string, j store.Journal) (*replay.History, error) {
 	var readErr error
-	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
-		rows, err := j.Page(from, limit)
-		if err != nil {
+	h, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
+		var fnErr error
+		err := j.Each(from, limit, func(row *journal.Row) error {
+			fnErr = fn(row)
+			return fnErr
+		})
+		if err != nil && fnErr == nil {
 			readErr = err
 		}
-		return rows, err
+		return err
 	})
 	if readErr != nil {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(readErr)
@@ -474,13 +478,38 @@ func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool
 // not "", else opts.Rows (a trace).
 func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (*shadow.Report, error) {
 	if run != "" {
-		rows, err := s.Rows(ctx, run)
+		h, err := replay.ReadPages(s.rowSource(ctx, run))
 		if err != nil {
 			return nil, err
 		}
-		opts.Rows = rows
+		if h == nil {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
+		}
+		opts.History = h
 	}
 	return shadow.Run(ctx, opts)
+}
+
+// errEnoughRows stops a read of rows that has read as many as it was asked for.
+var errEnoughRows = errors.New("enough rows")
+
+// rowSource reads a run's rows through the store, whether a process holds the run or not: a
+// replay.Source for a History of a run this process does not hold.
+func (s *Service) rowSource(ctx context.Context, run string) replay.Source {
+	return func(from uint64, limit int, fn func(*journal.Row) error) error {
+		n := 0
+		err := s.Store.Rows(ctx, run, from, func(r *journal.Row) error {
+			if limit > 0 && n == limit {
+				return errEnoughRows
+			}
+			n++
+			return fn(r)
+		})
+		if errors.Is(err, errEnoughRows) {
+			return nil
+		}
+		return err
+	}
 }
 
 // stateOf is the state folder of a run folder <state>/flow/<run>, "" for another.

@@ -80,7 +80,8 @@ var errFirstRow = errors.New("first row read")
 func (s *Service) startedRow(ctx context.Context, run string) (*journal.Row, error) {
 	var first *journal.Row
 	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		first = r
+		cp := *r
+		first = &cp
 		return errFirstRow
 	})
 	if err != nil && !errors.Is(err, errFirstRow) {

@@ -32,6 +32,19 @@ func DecodeRowsFrom(raw [][]byte, first uint64) ([]Row, error) {
 	return rows, nil
 }
 
+// DecodeInto decodes the stored row value of seq into r, which it clears first: a reader that
+// passes over many rows decodes them all into one Row rather than allocate each.
+func DecodeInto(data []byte, r *Row, seq uint64) error {
+	*r = Row{}
+	if err := fastjson.Unmarshal(data, r); err != nil {
+		return fmt.Errorf("row %d: %v", seq, err)
+	}
+	if r.Seq != seq {
+		return fmt.Errorf("row %d says seq %d", seq, r.Seq)
+	}
+	return nil
+}
+
 // parallel calls fn(i) for every i below n, in contiguous chunks on every core.
 func parallel(n int, fn func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))

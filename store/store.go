@@ -47,6 +47,7 @@ type Store interface {
 	Published(ctx context.Context, run string) (st *Status, held bool, err error)
 	// Rows calls fn with each durable row of the run's journal from seq from on, in order,
 	// whether a process holds the run or not. It stops at fn's first error and returns it.
+	// Each row may be decoded into the same Row: fn copies what it keeps.
 	Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error
 	// Summary is the summary of the run's durable rows (journal.Summary), whether a process
 	// holds the run or not, read without reading the rows: its journal's writer keeps it,
@@ -118,6 +119,10 @@ type Journal interface {
 	// Page returns up to limit durable rows from seq from on, in order: a resume reads its
 	// journal a page at a time, so its memory does not grow with the journal.
 	Page(from uint64, limit int) ([]journal.Row, error)
+	// Each calls fn with up to limit durable rows from seq from on (0: every one), in order, and
+	// stops at fn's first error, which it returns. Each row is decoded into the same Row, which
+	// fn must not keep: a pass over a whole journal allocates no row per row.
+	Each(from uint64, limit int, fn func(*journal.Row) error) error
 }
 
 // Kind names a collection of records.

@@ -47,8 +47,17 @@ type Call struct {
 	PreparedSeq        uint64
 	EndType, EndReason string
 	EndSeq             uint64
-	// inputs identifies what a call without its rows asked (inputKey).
-	inputs [sha256.Size]byte
+	// inputs identifies what the call asked (inputKey), effect the effect it asks for
+	// (EffectKeyOf), both taken from its prepared row; promptless: that row has no prompt, only
+	// its digest (a hand-written trace), so its rows are kept to compare.
+	inputs     [sha256.Size]byte
+	effect     EffectKey
+	promptless bool
+	// paged: its rows were let go once its terminal row was read (see ReadPages); loaded: Load
+	// gave them back (once), under the History's loadMu.
+	paged, loaded bool
+	// interrupted is the reason of its interrupt_requested row ("" without one).
+	interrupted string
 	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
 	// an operator's verdict (VerdictCalls).
 	Decision bool
@@ -87,11 +96,11 @@ func (c *Call) Began() bool {
 }
 
 // Paged reports whether the call's rows were let go (see ReadPages).
-func (c *Call) Paged() bool { return c.Prepared == nil }
+func (c *Call) Paged() bool { return c.paged }
 
 // SameInputs reports whether a script's call p asks what the recorded call asked.
 func (c *Call) SameInputs(p *journal.Row) bool {
-	if c.Prepared != nil {
+	if c.promptless {
 		return SameInputs(c.Prepared, p)
 	}
 	return inputKey(p) == c.inputs
@@ -140,7 +149,7 @@ func (c *Call) Reopened() bool {
 	if c.EndType != "" {
 		return !c.Settled()
 	}
-	return c.Interrupt != nil && PauseReasons[c.Interrupt.Reason]
+	return c.interrupted != "" && PauseReasons[c.interrupted]
 }
 
 // LastRow is the call's latest row of its latest attempt.
@@ -227,6 +236,12 @@ type History struct {
 	loadMu  sync.Mutex
 	cursor  uint64
 	pending map[*Call]*Call
+
+	// What Prefetch loaded ahead of the deliveries, the room it has left, and how it is stopped.
+	prefetched map[*Call]*Call
+	room       chan struct{}
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // Read reads a journal's rows into a History. Rows out of place, a call's row with no prepared
@@ -242,42 +257,42 @@ func Read(rows []journal.Row) (*History, error) {
 	return b.finish()
 }
 
-// Source reads up to limit rows of a journal from seq from on (store.Journal.Page).
-type Source func(from uint64, limit int) ([]journal.Row, error)
+// Source calls fn with up to limit rows of a journal from seq from on (limit 0: every one), in
+// order, and stops at fn's first error (store.Journal.Each). The row may be the same Row for
+// every call: what is kept of it is copied.
+type Source func(from uint64, limit int, fn func(*journal.Row) error) error
 
-// PageRows is how many rows a paged History reads at a time.
+// PageRows is how many rows Load reads at a time.
 const PageRows = 1024
 
-// ReadPages reads a journal into a History a page at a time, as Read does, and keeps no rows of
-// a call once its terminal row is read (Call.Paged): a resume's memory does not grow with the
+// ReadPages reads a journal into a History in one pass, as Read does, and keeps no rows of a
+// call once its terminal row is read (Call.Paged): a resume's memory does not grow with the
 // rows its journal holds. Load reads a call's rows again from src when the call is delivered.
 // An empty journal is a nil History.
 func ReadPages(src Source) (*History, error) {
 	b := newBuilder(true)
-	from := uint64(1)
-	for {
-		page, err := src(from, PageRows)
-		if err != nil {
-			return nil, err
+	next := uint64(1)
+	err := src(1, 0, func(row *journal.Row) error {
+		if err := b.add(row, next); err != nil {
+			return err
 		}
-		if len(page) == 0 {
-			break
-		}
-		for i := range page {
-			if err := b.add(&page[i], from+uint64(i)); err != nil {
-				return nil, err
-			}
-		}
-		from += uint64(len(page))
+		next++
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if from == 1 {
+	if next == 1 {
 		return nil, nil
 	}
 	h, err := b.finish()
 	if err != nil {
 		return nil, err
 	}
-	h.src, h.cursor, h.pending = src, 1, map[*Call]*Call{}
+	if err := h.hydrate(src); err != nil {
+		return nil, err
+	}
+	h.src, h.cursor, h.pending, h.prefetched = src, 1, map[*Call]*Call{}, map[*Call]*Call{}
 	return h, nil
 }
 
@@ -293,6 +308,15 @@ type builder struct {
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
 		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}}
+}
+
+// own is a row the History keeps: a copy when the rows read are transient (ReadPages).
+func (b *builder) own(row *journal.Row) *journal.Row {
+	if b.paged {
+		cp := *row
+		return &cp
+	}
+	return row
 }
 
 func (b *builder) name(s string) string {
@@ -319,10 +343,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		h.StartSeqs = append(h.StartSeqs, row.Seq)
 		b.left = false
 		if h.Started == nil {
-			if b.paged {
-				cp := *row // kept to the end: not with the rest of its page
-				row = &cp
-			}
+			row = b.own(row)
 			h.Started, h.Run, h.Backend = row, row.Run, row.Backend
 			if h.Backend == "" {
 				// Seed 003: a run whose started row records no backend is an App Server run.
@@ -333,7 +354,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	case journal.TypeEnded:
 		// A paused run, or one that waits for a decision, ended its process, not its work: a
 		// resume goes on with it.
-		h.Ended = row
+		h.Ended = b.own(row)
 		if row.Status == "paused" || row.Status == "waiting_decision" {
 			h.Ended = nil
 		}
@@ -346,11 +367,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	case journal.TypeEscalation:
 		return nil
 	case journal.TypeResumeChanged:
-		if b.paged {
-			cp := *row
-			row = &cp
-		}
-		h.Changes = append(h.Changes, row)
+		h.Changes = append(h.Changes, b.own(row))
 		return nil
 	}
 	if b.workspaceRow(row) {
@@ -360,6 +377,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		return nil
 	}
 	c := h.ByID[row.Call]
+	if c != nil && c.paged && !journal.IsTerminal(row.Type) && row.Type != journal.TypePrepared {
+		return nil // past its terminal row; only a second terminal row or a new attempt count
+	}
 	if row.Type == journal.TypePrepared {
 		// Issue indexes count the calls from 1, and each issued call has a prepared row of its
 		// own, so none exceeds its row's seq; a larger one (a trace written to hurt) would make
@@ -372,12 +392,14 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			b.leave(prev.EndSeq)
 		}
 		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-		fresh := &Call{Prepared: row, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq}
+		fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
+			inputs: inputKey(row), effect: EffectKeyOf(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
 		if c != nil {
 			fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
 		} else {
 			h.IDs = append(h.IDs, row.Call)
 		}
+		b.attach(fresh, row)
 		h.ByID[row.Call] = fresh
 		h.ByIndex[row.Index] = fresh
 		h.MaxIndex = max(h.MaxIndex, row.Index)
@@ -390,26 +412,15 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	if c == nil {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
 	}
-	if c.Paged() {
-		// Past its terminal row; only a second terminal row (below) changes what is kept.
-		if !journal.IsTerminal(row.Type) {
-			return nil
-		}
+	if !c.paged {
+		b.attach(c, row)
 	}
 	switch {
-	case row.Type == journal.TypeThreadStarted:
-		c.Thread = row
-	case row.Type == journal.TypeTurnStarted:
-		c.Turns = append(c.Turns, row)
-	case row.Type == journal.TypeAttemptLost:
-		c.Lost = append(c.Lost, row)
 	case row.Type == journal.TypeStepPublished:
-		c.Steps = append(c.Steps, row)
 		c.StepAttempts = max(c.StepAttempts, row.Attempt)
 	case row.Type == journal.TypeInterruptRequested:
-		c.Interrupt = row
+		c.interrupted = b.name(row.Reason)
 	case row.Type == journal.TypeWorkspacePlaced:
-		c.Placed = row
 		h.placed(c, row)
 	case journal.IsTerminal(row.Type):
 		h.ended(c, row)
@@ -423,9 +434,6 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 			h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
 			h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
 		}
-		if !c.Paged() {
-			c.Terminal = row
-		}
 		c.EndType, c.EndReason, c.EndSeq = b.name(row.Type), b.name(row.Reason), row.Seq
 		if row.Tokens != nil {
 			h.Spent = h.Spent.Add(*row.Tokens)
@@ -435,22 +443,74 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 				h.Holds[c.Node] = row.Call
 			}
 			h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
-			if c.Prepared != nil {
-				h.UnknownKeys[row.Call] = EffectKeyOf(c.Prepared)
-			}
+			h.UnknownKeys[row.Call] = c.effect
 		}
 		if c.Settled() {
 			h.Order = append(h.Order, c)
 		}
 		h.Finished = append(h.Finished, c)
-		if b.paged && !c.Paged() && !(c.Prepared.Prompt == "" && c.Prepared.PromptDigest != emptyPromptDigest) {
+		if b.paged && !c.promptless {
 			// Its rows are read again when it is delivered (Load). A row without its prompt (a
 			// hand-written trace) keeps them: only its digest can be compared.
-			c.inputs = inputKey(c.Prepared)
+			c.paged = true
 			c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
 		}
 	}
 	return nil
+}
+
+// attach keeps a row of a call's newest generation in its Call. A paged History keeps none
+// while it reads (hydrate gives the calls that need them their rows at the end).
+func (b *builder) attach(c *Call, row *journal.Row) {
+	if b.paged {
+		return
+	}
+	c.attach(row)
+}
+
+func (c *Call) attach(row *journal.Row) {
+	switch {
+	case row.Type == journal.TypePrepared:
+		c.Prepared = row
+	case row.Type == journal.TypeThreadStarted:
+		c.Thread = row
+	case row.Type == journal.TypeTurnStarted:
+		c.Turns = append(c.Turns, row)
+	case row.Type == journal.TypeAttemptLost:
+		c.Lost = append(c.Lost, row)
+	case row.Type == journal.TypeStepPublished:
+		c.Steps = append(c.Steps, row)
+	case row.Type == journal.TypeInterruptRequested:
+		c.Interrupt = row
+	case row.Type == journal.TypeWorkspacePlaced:
+		c.Placed = row
+	case journal.IsTerminal(row.Type):
+		c.Terminal = row
+	}
+}
+
+// hydrate reads again the rows of the calls whose rows a paged History keeps (their newest
+// generation has no terminal row, or its prepared row no prompt): from the earliest of their
+// prepared rows on, which is mostly the journal's last few rows.
+func (h *History) hydrate(src Source) error {
+	var from uint64
+	for _, id := range h.IDs {
+		if c := h.ByID[id]; !c.paged && (from == 0 || c.PreparedSeq < from) {
+			from = c.PreparedSeq
+		}
+	}
+	if from == 0 {
+		return nil
+	}
+	return src(from, int(h.LastSeq-from+1), func(row *journal.Row) error {
+		c := h.ByID[row.Call]
+		if row.Call == "" || c == nil || c.paged || row.Seq < c.PreparedSeq {
+			return nil
+		}
+		cp := *row // its own copy: the row read is reused
+		c.attach(&cp)
+		return nil
+	})
 }
 
 // leave is a process taking the call at the issue index of a call a pause held (held row at
@@ -504,26 +564,92 @@ func (h *History) Load(c *Call) (*Call, error) {
 		return c, nil
 	}
 	h.loadMu.Lock()
+	if got, ok := h.prefetched[c]; ok {
+		delete(h.prefetched, c)
+		h.loadMu.Unlock()
+		<-h.room
+		return got, nil
+	}
 	defer h.loadMu.Unlock()
+	return h.loadLocked(c)
+}
+
+func (h *History) loadLocked(c *Call) (*Call, error) {
+	if c.loaded {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s were read again already", h.Run, c.ID)
+	}
 	for h.cursor <= c.EndSeq {
-		page, err := h.src(h.cursor, min(PageRows, int(h.LastSeq-h.cursor+1)))
+		from := h.cursor
+		err := h.src(from, min(PageRows, int(h.LastSeq-from+1)), func(row *journal.Row) error {
+			h.keep(row)
+			h.cursor++
+			return nil
+		})
 		if err != nil {
 			return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", h.Run).Wrap(err)
 		}
-		if len(page) == 0 {
+		if h.cursor == from {
 			return nil, errs.New(errs.IncompatibleSchema, "run %s: journal row %d is gone", h.Run, h.cursor)
 		}
-		for i := range page {
-			h.keep(&page[i])
-		}
-		h.cursor += uint64(len(page))
 	}
 	got := h.pending[c]
 	delete(h.pending, c)
 	if got == nil || got.Prepared == nil || got.Terminal == nil {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s (seq %d to %d) cannot be read again", h.Run, c.ID, c.PreparedSeq, c.EndSeq)
 	}
+	c.loaded = true
 	return got, nil
+}
+
+// prefetchAhead bounds the calls Prefetch loads ahead of the deliveries: their rows are in memory
+// until they are delivered.
+const prefetchAhead = 512
+
+// Prefetch loads the paged calls given, in that order (the order a replay delivers them), on a
+// goroutine of its own, at most prefetchAhead ahead of the deliveries, and builds their results:
+// a replay mostly finds a call's rows read and its result built when its turn comes, the
+// journal's second reading done beside the script rather than in its way. It stops at the
+// first call it cannot load (Load then says why), or at StopPrefetch.
+func (h *History) Prefetch(calls []*Call) {
+	if h.src == nil || h.room != nil {
+		return
+	}
+	h.room, h.stop = make(chan struct{}, prefetchAhead), make(chan struct{})
+	omit := h.OmitCallSeqs()
+	go func() {
+		for _, c := range calls {
+			if c.Decision || !c.Paged() {
+				continue
+			}
+			select {
+			case h.room <- struct{}{}:
+			case <-h.stop:
+				return
+			}
+			h.loadMu.Lock()
+			if c.loaded {
+				h.loadMu.Unlock()
+				<-h.room
+				continue
+			}
+			got, err := h.loadLocked(c)
+			if err != nil {
+				h.loadMu.Unlock()
+				<-h.room
+				return
+			}
+			h.prefetched[c] = got
+			h.loadMu.Unlock()
+			got.Result(h.Run, omit)
+		}
+	}()
+}
+
+// StopPrefetch ends Prefetch's goroutine.
+func (h *History) StopPrefetch() {
+	if h.stop != nil {
+		h.stopOnce.Do(func() { close(h.stop) })
+	}
 }
 
 // keep keeps a row Load will need: one of a Paged call's rows a CallResult is built from.
@@ -543,7 +669,7 @@ func (h *History) keep(p *journal.Row) {
 			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
 		h.pending[c] = got
 	}
-	row := *p // its own copy: the page it came in is let go
+	row := *p // its own copy: the row read is reused
 	switch {
 	case row.Type == journal.TypePrepared:
 		got.Prepared = &row
@@ -560,9 +686,16 @@ func (h *History) PreparedRow(c *Call) *journal.Row {
 	if !c.Paged() {
 		return c.Prepared
 	}
-	if page, err := h.src(c.PreparedSeq, 1); err == nil && len(page) == 1 && page[0].Call == c.ID {
-		row := page[0]
-		return &row
+	var got *journal.Row
+	err := h.src(c.PreparedSeq, 1, func(row *journal.Row) error {
+		if row.Call == c.ID {
+			cp := *row
+			got = &cp
+		}
+		return nil
+	})
+	if err == nil && got != nil {
+		return got
 	}
 	return &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: c.Index, Role: c.Role, Node: c.Node}
 }

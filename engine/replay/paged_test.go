@@ -1,7 +1,9 @@
 package replay_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,14 +12,20 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
-// source serves a journal's rows a page at a time, as store.Journal.Page does.
+// source serves a journal's rows as store.Journal.Each does: each in the same Row, which is
+// scribbled over once fn returns, so a row the History kept without copying it reads wrong.
 func source(all []journal.Row) replay.Source {
-	return func(from uint64, limit int) ([]journal.Row, error) {
-		if from > uint64(len(all)) {
-			return nil, nil
+	var row journal.Row
+	return func(from uint64, limit int, fn func(*journal.Row) error) error {
+		for seq := from; seq <= uint64(len(all)) && (limit <= 0 || seq < from+uint64(limit)); seq++ {
+			row = all[seq-1]
+			err := fn(&row)
+			row = journal.Row{Seq: 999, Type: journal.TypeWarning, Call: "scribbled", Prompt: "scribbled", Output: []byte(`"scribbled"`)}
+			if err != nil {
+				return err
+			}
 		}
-		page := all[from-1 : min(uint64(len(all)), from-1+uint64(limit))]
-		return append([]journal.Row(nil), page...), nil
+		return nil
 	}
 }
 
@@ -47,6 +55,9 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 		journal.Row{Type: journal.TypePrepared, Call: "c5", Index: 5, Role: "explorer", Node: "e", Prompt: "fifth"},
 		journal.Row{Type: journal.TypeTurnStarted, Call: "c5", K: 1, TurnID: "t5"},
 		journal.Row{Type: journal.TypeOutcomeUnknown, Call: "c3", Reason: "dispatch_unknown"}, // a second terminal row
+		journal.Row{Type: journal.TypeStarted, Run: "20261201-000000-abcdef"},                 // a resume runs c4 again
+		journal.Row{Type: journal.TypePrepared, Call: "c4", Index: 4, Role: "explorer", Node: "d", Prompt: "fourth"},
+		journal.Row{Type: journal.TypeTurnStarted, Call: "c4", K: 1, TurnID: "t4"},
 	)
 	for i := range all {
 		all[i].Seq = uint64(i + 1)
@@ -76,6 +87,10 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 			assert.Equal(t, []string{f.Terminal.Type, f.Terminal.Reason}, []string{p.EndType, p.EndReason}, id)
 		}
 	}
+	rerun := paged.ByID["c4"]
+	require.Equal(t, 2, rerun.Attempt, "a new attempt of a call whose rows were let go is read")
+	require.False(t, rerun.Paged())
+	assert.Equal(t, "t4", rerun.Turns[0].TurnID)
 	open := paged.ByID["c5"]
 	require.False(t, open.Paged(), "an open call keeps its rows: it goes on from its last row")
 	assert.Equal(t, "t5", open.Turns[0].TurnID)
@@ -105,15 +120,69 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 	all := rows(prepared("c1", 1, "a", "first"), completed("c1"))
 	broken := false
 	read := source(all)
-	h, err := replay.ReadPages(func(from uint64, limit int) ([]journal.Row, error) {
+	h, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		if broken {
-			return nil, assert.AnError
+			return assert.AnError
 		}
-		return read(from, limit)
+		return read(from, limit, fn)
 	})
 	require.NoError(t, err)
 	broken = true
 	_, err = h.Load(h.ByID["c1"])
 	require.ErrorIs(t, err, assert.AnError)
 	assert.Equal(t, "c1", h.PreparedRow(h.ByID["c1"]).Call, "a divergence still names the call")
+}
+
+// Prefetch loads calls ahead of their deliveries and builds their results: each delivery gets
+// what Load alone gives, in order or not, and a replay that stops early stops it.
+func TestPrefetchGivesWhatLoadGives(t *testing.T) {
+	t.Parallel()
+	const n = 2000 // several times the calls Prefetch loads ahead
+	var all []journal.Row
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		all = append(all, prepared(id, i, "n", fmt.Sprintf("prompt %d", i)),
+			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id}, completed(id))
+	}
+	all = rows(all...)
+	full, err := replay.Read(all)
+	require.NoError(t, err)
+
+	paged, err := replay.ReadPages(source(all))
+	require.NoError(t, err)
+	paged.Prefetch(paged.Order)
+	require.Eventually(t, func() bool { return replay.Prefetched(paged) == replay.PrefetchAhead }, time.Minute, time.Millisecond,
+		"the prefetch loads as far ahead as it may")
+	// The 1,500th first (out of the prefetch's reach), then every call in order.
+	late := paged.Order[1499]
+	got, err := paged.Load(late)
+	require.NoError(t, err)
+	assert.Equal(t, string(full.ByID[late.ID].Result(full.Run, false)), string(got.Result(paged.Run, false)))
+	for i, c := range paged.Order {
+		if i == 1600 {
+			require.Eventually(t, func() bool { return replay.Prefetched(paged) == n-1600 }, time.Minute, time.Millisecond,
+				"the prefetch went on past the call delivered out of turn")
+		}
+		if c == late {
+			_, err := paged.Load(c)
+			assert.Error(t, err, "a call is loaded once")
+			continue
+		}
+		got, err := paged.Load(c)
+		require.NoError(t, err, c.ID)
+		require.Equal(t, string(full.ByID[c.ID].Result(full.Run, false)), string(got.Result(paged.Run, false)), c.ID)
+		require.Equal(t, "th-"+c.ID, got.Thread.ThreadID)
+	}
+	paged.StopPrefetch()
+
+	// A replay that delivers a few calls and stops: the prefetch stops with it.
+	stopped, err := replay.ReadPages(source(all))
+	require.NoError(t, err)
+	stopped.Prefetch(stopped.Order)
+	for _, c := range stopped.Order[:3] {
+		_, err := stopped.Load(c)
+		require.NoError(t, err)
+	}
+	stopped.StopPrefetch()
+	stopped.StopPrefetch() // twice is once
 }

@@ -88,12 +88,21 @@ func New(h *History, mode Mode, wake func()) *Replayer {
 			r.order = h.Outcomes()
 		}
 		if h.src == nil {
-			// A paged History builds each result as it is delivered (Load), so it holds none
-			// ahead.
 			h.BuildResults(r.order)
+		} else {
+			// A paged History reads each call's rows again for its delivery (Load), a bounded
+			// number of calls ahead.
+			h.Prefetch(r.order)
 		}
 	}
 	return r
+}
+
+// Stop lets go of what the Replayer does beside the script (History.Prefetch).
+func (r *Replayer) Stop() {
+	if r.h != nil {
+		r.h.StopPrefetch()
+	}
 }
 
 // OnCaughtUp registers fn, called once when the script has caught up with the record (see
@@ -119,7 +128,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 		if m.Rec != nil {
 			r.made[m.Rec] = true
 			m.Kind = Replay
-			if m.Rec.Terminal == nil {
+			if m.Rec.EndType == "" {
 				m.Kind = Continue
 			}
 		}

@@ -172,6 +172,7 @@ var (
 // it.
 func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r := newRunner(cfg)
+	defer r.replay.Stop()
 	defer func() { r.scriptLog.close(r.stopped() == nil) }()
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,

@@ -32,8 +32,10 @@ import (
 
 // Options is a shadow replay: a script run against a recorded run.
 type Options struct {
-	Script  string
-	Rows    []journal.Row // the recorded run (a journal or a trace)
+	Script string
+	Rows   []journal.Row // the recorded run (a trace), when History is nil
+	// History is the recorded run read from its journal (replay.ReadPages).
+	History *replay.History
 	LibDirs []string
 	Log     io.Writer // the script's console
 }
@@ -79,9 +81,12 @@ type Call struct {
 // aligned with, whatever it asked (so the script goes on and every divergence is found); a
 // call the record does not have resolves held. Nothing is written anywhere.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	h, err := replay.Read(opts.Rows)
-	if err != nil {
-		return nil, err
+	h := opts.History
+	if h == nil {
+		var err error
+		if h, err = replay.Read(opts.Rows); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -99,6 +104,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			s.wake()
 		}
 	})
+	defer s.replay.Stop()
 	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: len(h.ByIndex),
 		Divergences: []Divergence{}, Unmade: []Call{}, New: []Call{}}
 	s.report = report
@@ -124,12 +130,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	default:
 		return nil, errs.New(errs.CapabilityUnavailable, "the shadow replay could not run the script").Wrap(runErr)
 	}
+	s.errMu.Lock()
+	loadErr := s.loadErr
+	s.errMu.Unlock()
+	if loadErr != nil {
+		return nil, loadErr
+	}
 	for i := 1; i <= h.MaxIndex; i++ {
 		rec := h.ByIndex[i]
 		if rec == nil || s.replay.Made(rec) {
 			continue
 		}
-		p := rec.Prepared
+		p := h.PreparedRow(rec)
 		report.Unmade = append(report.Unmade, Call{Position: i, Call: p.Call, Role: p.Role, Node: p.Node, Prompt: short(p.Prompt), Site: p.Site})
 	}
 	return report, nil
@@ -148,6 +160,9 @@ type host struct {
 
 	mu     sync.Mutex
 	report *Report
+
+	errMu   sync.Mutex // deliveries run under the replay's lock, and may under mu
+	loadErr error      // the first recorded call whose rows could not be read again
 
 	// crw.commit and crw.tierStep calls so far, and each node's tier (loop goroutine only).
 	commits, tierSteps int
@@ -264,15 +279,28 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	if m.Same {
 		s.report.Matched++
 	} else {
-		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, m.Rec.Prepared, replay.WithDigests(p.Row)))
+		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, s.h.PreparedRow(m.Rec), replay.WithDigests(p.Row)))
 	}
 	if m.Kind == replay.Continue {
 		s.replay.Live(s.held(m.Rec.Prepared, settle, "the recorded call has no outcome to replay", 0))
 		return nil
 	}
-	res := m.Rec.Result(s.h.Run, s.h.OmitCallSeqs())
-	at := m.Rec.Terminal.At
-	s.replay.Recorded(m.Rec, func() { settle(res, func() { s.clock = at }) })
+	rec := m.Rec
+	s.replay.Recorded(rec, func() {
+		// A paged History reads the call's rows again now, as a resume delivers it.
+		full, err := s.h.Load(rec)
+		if err != nil {
+			s.errMu.Lock()
+			if s.loadErr == nil {
+				s.loadErr = err
+			}
+			s.errMu.Unlock()
+			s.held(p.Row, settle, "the recorded call's rows cannot be read again", 0)()
+			return
+		}
+		res, at := full.Result(s.h.Run, s.h.OmitCallSeqs()), full.Terminal.At
+		settle(res, func() { s.clock = at })
+	})
 	return nil
 }
 

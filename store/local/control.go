@@ -359,6 +359,7 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 	}
 	br := bufio.NewReaderSize(conn, 1<<16)
 	want := from
+	var r journal.Row // every row is decoded into it: fn keeps none
 	for {
 		line, err := s.holderLine(ctx, conn, br, run)
 		var e *errs.Error
@@ -379,8 +380,7 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 			_ = json.Unmarshal(line, &d)
 			return &rowsError{err: damaged(run, s.path(run, JournalFile), fmt.Errorf("%w: %s", journalfile.ErrCorrupt, d.Damaged))}
 		}
-		var r journal.Row
-		if err := json.Unmarshal(line, &r); err != nil || r.Seq != want {
+		if err := journal.DecodeInto(line, &r, want); err != nil {
 			return &rowsError{err: errs.New(errs.IncompatibleSchema, "run %s: its holder sent row %d that does not read", run, want)}
 		}
 		if err := fn(&r); err != nil {
@@ -392,7 +392,7 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 
 func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) error) error {
 	path := s.path(run, JournalFile)
-	j, err := journalfile.OpenReadOnly(path)
+	j, err := journalfile.OpenReader(path)
 	if err == nil && j.RunID() != run {
 		j.Close()
 		err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, j.RunID())
@@ -409,7 +409,7 @@ func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) erro
 	}
 	defer j.Close()
 	var fnErr error
-	err = j.Scan(from, func(r *journal.Row) error {
+	err = j.Each(from, 0, func(r *journal.Row) error {
 		fnErr = fn(r)
 		return fnErr
 	})

@@ -185,12 +185,16 @@ func (s *Store) Rows(ctx context.Context, id string, from uint64, fn func(*journ
 	if err != nil {
 		return err
 	}
+	var row journal.Row
 	for i, b := range raw {
-		var row journal.Row
-		if err := json.Unmarshal(b, &row); err != nil {
+		if err := journal.DecodeInto(b, &row, max(from, 1)+uint64(i)); err != nil {
 			return errs.New(errs.IncompatibleSchema, "run %s: row %d does not read", id, int(max(from, 1))+i).Wrap(err)
 		}
-		if err := fn(&row); err != nil {
+		err := fn(&row)
+		// Every row is read into the same Row, as the contract allows: one that fn kept without
+		// copying it reads as this, not as the row it was.
+		row = journal.Row{Type: "reused", Call: "reused"}
+		if err != nil {
 			return err
 		}
 	}
@@ -669,6 +673,32 @@ func (j *memJournal) Page(from uint64, limit int) ([]journal.Row, error) {
 	}
 	j.l.s.mu.Unlock()
 	return journal.DecodeRowsFrom(raw, from)
+}
+
+func (j *memJournal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
+	from = max(from, 1)
+	j.l.s.mu.Lock()
+	var raw [][]byte
+	if n := uint64(len(j.l.r.rows)); from <= n {
+		to := n
+		if limit > 0 {
+			to = min(n, from-1+uint64(limit))
+		}
+		raw = append(raw, j.l.r.rows[from-1:to]...)
+	}
+	j.l.s.mu.Unlock()
+	var row journal.Row
+	for i, data := range raw {
+		if err := journal.DecodeInto(data, &row, from+uint64(i)); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		err := fn(&row)
+		row = journal.Row{Type: "reused", Call: "reused"} // as Rows does
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (j *memJournal) fence(err error) {

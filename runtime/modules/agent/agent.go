@@ -65,7 +65,14 @@ type agentModule struct {
 	schemas map[*goja.Object]json.RawMessage
 	present []string // the own enumerable keys of the options being read (loop goroutine only)
 	tracker *Tracker
+	// sites caches each call site's text by its stack frame (a program and a place in it): a
+	// loop of calls asks for the same few, and a frame's position costs a source map lookup.
+	sites map[goja.StackFrame]string
+	stack []goja.StackFrame // reused by callSite
 }
+
+// maxSites bounds the call sites kept: a script has as many as it has agent.call expressions.
+const maxSites = 4096
 
 // Loader returns the module loader for `crw:agent` bound to one runtime and its loop; in are
 // the runtime's intrinsics, taken before the script ran, that options are read with. tracker,
@@ -105,7 +112,7 @@ var allowed = func() map[string]bool {
 func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	rt := m.rt
 	req := m.parse(fc.Argument(0))
-	req.Site = callSite(rt)
+	req.Site = m.callSite()
 
 	promise, resolve, _ := rt.NewPromise()
 	enqueue := m.loop.Reserve()
@@ -255,13 +262,22 @@ func contains(list []string, s string) bool {
 }
 
 // callSite is the script position of the innermost JS frame: the agent.call's caller.
-func callSite(rt *goja.Runtime) string {
-	for _, f := range rt.CaptureCallStack(3, nil) {
+func (m *agentModule) callSite() string {
+	m.stack = m.rt.CaptureCallStack(3, m.stack[:0])
+	for _, f := range m.stack {
+		if site, ok := m.sites[f]; ok {
+			return site
+		}
 		p := f.Position()
 		if p.Filename == "" || p.Line == 0 {
 			continue
 		}
-		return fmt.Sprintf("%s:%d:%d", jsutil.FileName(p.Filename), p.Line, p.Column)
+		site := fmt.Sprintf("%s:%d:%d", jsutil.FileName(p.Filename), p.Line, p.Column)
+		if m.sites == nil || len(m.sites) >= maxSites {
+			m.sites = map[goja.StackFrame]string{}
+		}
+		m.sites[f] = site
+		return site
 	}
 	return ""
 }

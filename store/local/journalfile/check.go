@@ -2,6 +2,7 @@ package journalfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,38 +49,50 @@ type fileState struct {
 // read-write (it formats an empty one), so a damaged file must never get
 // that far. The returned db is read-only; info identifies the file checked.
 func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err error) {
-	// A zero-length file would be formatted by a read-write open and is
-	// refused by a read-only one with an unhelpful error: name it here.
-	pre, err := os.Stat(path)
+	db, info, err = openFile(path)
 	if err != nil {
+		return nil, st, nil, err
+	}
+	if st, err = checkDB(db, info.Size()); err != nil {
+		_ = db.Close()
 		return nil, st, nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
+	return db, st, info, nil
+}
+
+// openFile opens path read-only with bbolt, once the file is one a journal can be: regular,
+// not empty (a read-write open would format an empty file, and a read-only one refuses it
+// with an unhelpful error), with both meta pages (metaPages). info is the file bbolt opened.
+func openFile(path string) (*bbolt.DB, os.FileInfo, error) {
+	pre, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
 	if !pre.Mode().IsRegular() {
-		return nil, st, nil, fmt.Errorf("journal: open %s: not a regular file", path)
+		return nil, nil, fmt.Errorf("journal: open %s: not a regular file", path)
 	}
 	if pre.Size() == 0 {
-		return nil, st, nil, fmt.Errorf("journal: open %s: %w: empty file", path, ErrCorrupt)
+		return nil, nil, fmt.Errorf("journal: open %s: %w: empty file", path, ErrCorrupt)
 	}
-
 	var f *os.File
 	capture := func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		var err error
 		f, err = os.OpenFile(name, flag, perm)
 		return f, err
 	}
-	db, err = bbolt.Open(path, 0o600, boltOptions(true, capture))
+	db, err := bbolt.Open(path, 0o600, boltOptions(true, capture))
 	if err != nil {
-		return nil, st, nil, openError(path, err)
+		return nil, nil, openError(path, err)
 	}
-	info, err = f.Stat()
+	info, err := f.Stat()
 	if err == nil {
-		st, err = checkDB(db, info.Size())
+		err = metaPages(f, db.Info().PageSize)
 	}
 	if err != nil {
 		_ = db.Close()
-		return nil, st, nil, fmt.Errorf("journal: open %s: %w", path, err)
+		return nil, nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	return db, st, info, nil
+	return db, info, nil
 }
 
 // openError classifies an error from bbolt.Open. Failing to open or lock the
@@ -225,6 +238,100 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		st.summary = sum
 	}
 	return st, nil
+}
+
+// openLight opens path read-only and checks only what a reader needs before it reads: the file
+// holds the pages its meta names, and the meta bucket says it is a journal of ours. Each read
+// then checks what it reads (guarded, eachRow, rowJSON).
+func openLight(path string) (db *bbolt.DB, st fileState, err error) {
+	db, info, err := openFile(path)
+	if err != nil {
+		return nil, st, err
+	}
+	err = guarded(func() error {
+		return db.View(func(tx *bbolt.Tx) error {
+			if info.Size() < tx.Size() {
+				return fmt.Errorf("%w: file has %d bytes but its pages need %d (truncated)", ErrCorrupt, info.Size(), tx.Size())
+			}
+			meta := tx.Bucket(bucketMeta)
+			if meta == nil {
+				return fmt.Errorf("%w: no %q bucket, not a crw journal", ErrSchema, bucketMeta)
+			}
+			if got := string(meta.Get(keySchema)); got != Schema {
+				return fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
+			}
+			if st.runID = string(meta.Get(keyRun)); st.runID == "" {
+				return fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
+			}
+			switch f := meta.Get(keyFormat); {
+			case f == nil:
+			case string(f) == formatSummed:
+				st.summed = true
+			default:
+				return fmt.Errorf("%w: row format %q, want %q", ErrSchema, f, formatSummed)
+			}
+			var err error
+			if st.last, err = lastSeq(tx); err != nil {
+				return err
+			}
+			sum, err := summaryOf(tx, st.last)
+			switch {
+			case errors.Is(err, errNoSummary):
+			case err != nil:
+				return err
+			default:
+				st.summary = sum
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, st, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	return db, st, nil
+}
+
+// metaPages checks both of the file's meta pages as the whole-file check does: each names its
+// own page, is a meta page, and holds bbolt's magic and version. bbolt opens a file one of whose
+// metas is garbage on the other, an older commit, so an open alone would not say the newest rows
+// may be lost. A meta whose checksum alone fails is what a crash tearing bbolt's last write
+// leaves, of a commit that never returned: bbolt opens the other, and so does a reader.
+func metaPages(f *os.File, pageSize int) error {
+	const (
+		headerSize = 16         // page id, flags, count, overflow
+		metaFlag   = 0x04       // a meta page
+		magic      = 0xED0CDAED // bbolt's
+		version    = 2
+	)
+	page := make([]byte, headerSize+8)
+	for id := 0; id < 2; id++ {
+		if _, err := f.ReadAt(page, int64(id*pageSize)); err != nil {
+			return fmt.Errorf("%w: meta page %d does not read: %v", ErrCorrupt, id, err)
+		}
+		ne := binary.NativeEndian
+		meta := page[headerSize:]
+		switch {
+		case ne.Uint64(page[0:8]) != uint64(id) || ne.Uint16(page[8:10]) != metaFlag:
+			return fmt.Errorf("%w: page %d is no meta page", ErrCorrupt, id)
+		case ne.Uint32(meta[0:4]) != magic || ne.Uint32(meta[4:8]) != version:
+			return fmt.Errorf("%w: meta page %d has no bbolt magic and version", ErrCorrupt, id)
+		}
+	}
+	return nil
+}
+
+// guarded runs a read of the file's pages: a damaged page that faults (a truncated mapping)
+// or trips one of bbolt's assertions is ErrCorrupt, not a crash. bbolt's View rolls its
+// transaction back when fn panics.
+func guarded(read func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	return read()
 }
 
 // lastSeq reads the highest seq without walking the rows: a cheap re-check

@@ -193,6 +193,21 @@ func OpenReadOnly(path string) (*Journal, error) {
 	return j, nil
 }
 
+// OpenReader opens a journal for reading under a shared lock, as OpenReadOnly does, but checks
+// only what it reads: the file's size against its pages and its meta bucket at once, then each
+// row as it is read (its key, its checksum, its JSON), a page that does not read being
+// ErrCorrupt rather than a crash. A reader that passes over the rows once (a replay, a trace)
+// would otherwise read the whole file twice, and a reader of a few rows all of it.
+func OpenReader(path string) (*Journal, error) {
+	db, st, err := openLight(path)
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
+	j.work.L, j.done.L = &j.mu, &j.mu
+	return j, nil
+}
+
 // newWriter starts the committer of a journal opened for writing.
 func newWriter(db *bbolt.DB, path string, st fileState) *Journal {
 	last := st.last
@@ -235,25 +250,27 @@ func (j *Journal) Rows() ([]journal.Row, error) {
 	// Copy the values out in one read transaction, then decode them on every core: a resume
 	// reads its whole journal before it can go on, and decoding is most of that time.
 	var raw [][]byte
-	err := j.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketRows)
-		if b == nil {
-			return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
-		}
-		raw = make([][]byte, 0, b.Stats().KeyN)
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			seq, ok := parseSeqKey(k)
-			if !ok || seq != uint64(len(raw)+1) {
-				return fmt.Errorf("%w: rows key %x after seq %d", ErrCorrupt, k, len(raw))
+	err := guarded(func() error {
+		return j.db.View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketRows)
+			if b == nil {
+				return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
 			}
-			data, err := rowJSON(j.summed, seq, v)
-			if err != nil {
-				return err
+			raw = make([][]byte, 0, b.Stats().KeyN)
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				seq, ok := parseSeqKey(k)
+				if !ok || seq != uint64(len(raw)+1) {
+					return fmt.Errorf("%w: rows key %x after seq %d", ErrCorrupt, k, len(raw))
+				}
+				data, err := rowJSON(j.summed, seq, v)
+				if err != nil {
+					return err
+				}
+				raw = append(raw, append([]byte(nil), data...))
 			}
-			raw = append(raw, append([]byte(nil), data...))
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: rows of %s: %w", j.path, err)
@@ -269,29 +286,62 @@ func (j *Journal) Rows() ([]journal.Row, error) {
 // checked: what a reader in another process is sent while this one holds the journal. The read transaction
 // lasts only while they are copied, so a slow reader never holds off a commit.
 func (j *Journal) Raw(from uint64, limit int) ([][]byte, error) {
-	from = max(from, 1)
-	var out [][]byte
-	if limit <= 0 {
-		return nil, nil
+	var c chunk
+	if err := j.readChunk(from, limit, &c); err != nil {
+		return nil, err
 	}
-	err := j.db.View(func(tx *bbolt.Tx) error {
-		return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
-			data, err := rowJSON(j.summed, seq, v)
-			if err != nil {
-				return false, err
-			}
-			out = append(out, append([]byte(nil), data...))
-			return len(out) < limit, nil
+	return c.rows(), nil
+}
+
+// chunk is rows copied out of the file in one read transaction: their JSON end to end in one
+// buffer, and where each ends. Each reuses one for every chunk it reads.
+type chunk struct {
+	buf  []byte
+	ends []int
+}
+
+// rows slices the chunk into its rows, each capped so that no append runs into the next.
+func (c *chunk) rows() [][]byte {
+	if len(c.ends) == 0 {
+		return nil
+	}
+	out := make([][]byte, len(c.ends))
+	start := 0
+	for i, end := range c.ends {
+		out[i] = c.buf[start:end:end]
+		start = end
+	}
+	return out
+}
+
+// readChunk copies up to limit durable rows from seq from on into c, which it empties first.
+func (j *Journal) readChunk(from uint64, limit int, c *chunk) error {
+	from = max(from, 1)
+	c.buf, c.ends = c.buf[:0], c.ends[:0]
+	if limit <= 0 {
+		return nil
+	}
+	err := guarded(func() error {
+		return j.db.View(func(tx *bbolt.Tx) error {
+			return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
+				data, err := rowJSON(j.summed, seq, v)
+				if err != nil {
+					return false, err
+				}
+				c.buf = append(c.buf, data...)
+				c.ends = append(c.ends, len(c.buf))
+				return len(c.ends) < limit, nil
+			})
 		})
 	})
-	j.noteRead(out)
+	j.noteRead(len(c.buf))
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return nil, fmt.Errorf("journal: raw: %w", ErrClosed)
+		return fmt.Errorf("journal: raw: %w", ErrClosed)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("journal: raw %s from %d: %w", j.path, from, err)
+		return fmt.Errorf("journal: raw %s from %d: %w", j.path, from, err)
 	}
-	return out, nil
+	return nil
 }
 
 // Page returns up to limit durable rows from seq from on, in order, decoded on every core.
@@ -308,6 +358,45 @@ func (j *Journal) Page(from uint64, limit int) ([]journal.Row, error) {
 	return rows, nil
 }
 
+// eachChunk is how many rows Each copies out of the file in one read transaction.
+const eachChunk = 1024
+
+// Each calls fn with up to limit durable rows from seq from on (limit 0: every one), in order,
+// stopping at fn's first error, which it returns as is. Every row is decoded into one
+// journal.Row, which fn must not keep: a reader that passes over a whole journal (a resume, a
+// shadow replay) allocates no row of its own for the rows it only looks at. The rows are copied
+// out a chunk at a time in short read transactions, so fn may do anything, Sync included.
+func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
+	from = max(from, 1)
+	var row journal.Row
+	var c chunk
+	for done := 0; limit <= 0 || done < limit; {
+		n := eachChunk
+		if limit > 0 {
+			n = min(n, limit-done)
+		}
+		if err := j.readChunk(from, n, &c); err != nil {
+			return err
+		}
+		raw := c.rows()
+		for i, data := range raw {
+			seq := from + uint64(i)
+			if err := journal.DecodeInto(data, &row, seq); err != nil {
+				return fmt.Errorf("journal: rows of %s: %w: %w", j.path, ErrCorrupt, err)
+			}
+			if err := fn(&row); err != nil {
+				return err
+			}
+		}
+		if len(raw) < n {
+			return nil
+		}
+		from += uint64(len(raw))
+		done += len(raw)
+	}
+	return nil
+}
+
 // Scan calls fn with each durable row from seq from on, in order, stopping at
 // fn's first error, which it returns as is. Rows are decoded inside a read
 // transaction, so fn may keep the journal.Row but must not call Sync, Write or Close:
@@ -321,24 +410,26 @@ func (j *Journal) Scan(from uint64, fn func(*journal.Row) error) error {
 	}
 	from = max(from, 1)
 	var fnErr error
-	err := j.db.View(func(tx *bbolt.Tx) error {
-		return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
-			data, err := rowJSON(j.summed, seq, v)
-			if err != nil {
-				return false, err
-			}
-			var r journal.Row
-			if err := json.Unmarshal(data, &r); err != nil {
-				return false, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
-			}
-			if r.Seq != seq {
-				return false, fmt.Errorf("%w: row under key %d says seq %d", ErrCorrupt, seq, r.Seq)
-			}
-			if err := fn(&r); err != nil {
-				fnErr = err
-				return false, err
-			}
-			return true, nil
+	err := guarded(func() error {
+		return j.db.View(func(tx *bbolt.Tx) error {
+			return eachRow(tx, from, func(seq uint64, v []byte) (bool, error) {
+				data, err := rowJSON(j.summed, seq, v)
+				if err != nil {
+					return false, err
+				}
+				var r journal.Row
+				if err := json.Unmarshal(data, &r); err != nil {
+					return false, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
+				}
+				if r.Seq != seq {
+					return false, fmt.Errorf("%w: row under key %d says seq %d", ErrCorrupt, seq, r.Seq)
+				}
+				if err := fn(&r); err != nil {
+					fnErr = err
+					return false, err
+				}
+				return true, nil
+			})
 		})
 	})
 	switch {

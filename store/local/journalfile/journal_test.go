@@ -113,7 +113,7 @@ func TestCreateErrors(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	for name, open := range map[string]func(string) (*journalfile.Journal, error){"Open": journalfile.Open, "OpenReadOnly": journalfile.OpenReadOnly} {
+	for name, open := range map[string]func(string) (*journalfile.Journal, error){"Open": journalfile.Open, "OpenReadOnly": journalfile.OpenReadOnly, "OpenReader": journalfile.OpenReader} {
 		_, err := open(path)
 		assert.ErrorIs(t, err, fs.ErrNotExist, name)
 		assert.NoFileExists(t, path, "%s must not create a journal", name)
@@ -176,6 +176,8 @@ func TestOpenSchema(t *testing.T) {
 			assert.ErrorIs(t, err, journalfile.ErrSchema)
 			_, err = journalfile.OpenReadOnly(path)
 			assert.ErrorIs(t, err, journalfile.ErrSchema)
+			_, err = journalfile.OpenReader(path)
+			assert.ErrorIs(t, err, journalfile.ErrSchema)
 			assert.Equal(t, before, digest(t, path), "file changed")
 		})
 	}
@@ -235,6 +237,7 @@ func TestOpenCorrupt(t *testing.T) {
 		{name: "truncated to half", bytes: goodBytes[:hwm/2]},
 		{name: "truncated one page short", bytes: goodBytes[:hwm-int64(pageSize)]},
 		{name: "meta pages zeroed", bytes: withBytes(0, make([]byte, 2*pageSize))},
+		{name: "first meta page garbled", bytes: withBytes(0, garbage[:64])},
 		{name: "rows root page id garbled", bytes: withBytes(rootOff, []byte{0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef})},
 		{name: "rows root page type garbled", bytes: withBytes(rootOff+8, []byte{0xff, 0xff})},
 		// The first branch element's child pgid (page header 16 bytes, then
@@ -280,7 +283,41 @@ func TestOpenCorrupt(t *testing.T) {
 			}
 			require.ErrorIs(t, err, journalfile.ErrCorrupt)
 			assert.Equal(t, before, digest(t, path), "OpenReadOnly changed a damaged file")
+
+			// A reader checks what it reads: the damage shows at the open or when the rows
+			// are read, as an error, never a crash.
+			j, err = journalfile.OpenReader(path)
+			if err == nil {
+				err = j.Each(1, 0, func(*journal.Row) error { return nil })
+				_ = j.Close()
+			}
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			assert.Equal(t, before, digest(t, path), "OpenReader changed a damaged file")
 		})
+	}
+}
+
+// A meta page whose checksum alone fails is what a crash tearing bbolt's last write of a commit
+// leaves: every open reads the journal as of the other meta page, the commit before.
+func TestOpenTornMeta(t *testing.T) {
+	t.Parallel()
+	good := goodJournal(t, 40)
+	data, err := os.ReadFile(good)
+	require.NoError(t, err)
+	pageSize, _, _, _ := pageFacts(t, good)
+	for page := 0; page < 2; page++ {
+		torn := append([]byte(nil), data...)
+		torn[page*pageSize+16+56] ^= 0xff // the first byte of the meta's checksum
+		path := filepath.Join(t.TempDir(), "journal.db")
+		require.NoError(t, os.WriteFile(path, torn, 0o600))
+		for name, open := range map[string]func(string) (*journalfile.Journal, error){"OpenReadOnly": journalfile.OpenReadOnly, "OpenReader": journalfile.OpenReader} {
+			j, err := open(path)
+			require.NoError(t, err, "%s, meta page %d torn", name, page)
+			n := 0
+			require.NoError(t, j.Each(1, 0, func(*journal.Row) error { n++; return nil }))
+			assert.GreaterOrEqual(t, n, 39, "%s, meta page %d torn: the rows of every commit but the last", name, page)
+			require.NoError(t, j.Close())
+		}
 	}
 }
 

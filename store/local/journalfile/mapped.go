@@ -24,11 +24,7 @@ func (j *Journal) noteCommitted(batch []entry) {
 // noteRead counts the bytes of rows read and releases the mapped pages once releaseEvery bytes
 // were read since the last release: a resume pages through the whole journal, and each page it
 // reads would stay mapped in.
-func (j *Journal) noteRead(rows [][]byte) {
-	n := 0
-	for _, r := range rows {
-		n += len(r)
-	}
+func (j *Journal) noteRead(n int) {
 	if j.readSince.Add(int64(n)) >= int64(releaseEvery) {
 		j.readSince.Store(0)
 		j.releaseMapped()

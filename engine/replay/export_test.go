@@ -1,0 +1,11 @@
+package replay
+
+// Prefetched is how many calls Prefetch has loaded that no delivery has taken yet.
+func Prefetched(h *History) int {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	return len(h.prefetched)
+}
+
+// PrefetchAhead is prefetchAhead, for the tests.
+const PrefetchAhead = prefetchAhead
