@@ -66,93 +66,106 @@ type Timeline struct {
 
 // Timeline reads a run's timeline out of its journal, while a process holds it or not.
 func (s *Service) Timeline(ctx context.Context, run string) (*Timeline, error) {
-	rows, err := s.Rows(ctx, run)
-	if err != nil {
+	// The rows stream into the timeline: it keeps what it shows of each call, not the journal.
+	f := newTimelineFold()
+	if err := s.Store.Rows(ctx, run, 1, func(row *journal.Row) error { f.add(row); return nil }); err != nil {
 		return nil, err
 	}
-	t := Summarize(rows)
-	return &t, nil
+	return &f.t, nil
 }
 
 // Summarize reads a timeline out of a journal's rows.
 func Summarize(rows []journal.Row) Timeline {
-	s := Timeline{Counts: store.Counts{}, Calls: []TimelineCall{}}
-	byCall := map[string]int{}
+	f := newTimelineFold()
+	for i := range rows {
+		f.add(&rows[i])
+	}
+	return f.t
+}
+
+// timelineFold builds a Timeline a row at a time, keeping nothing of a row but what it shows.
+type timelineFold struct {
+	t      Timeline
+	byCall map[string]int
+}
+
+func newTimelineFold() *timelineFold {
+	return &timelineFold{t: Timeline{Counts: store.Counts{}, Calls: []TimelineCall{}}, byCall: map[string]int{}}
+}
+
+func (f *timelineFold) add(row *journal.Row) {
+	s, byCall := &f.t, f.byCall
 	uncount := func(status journal.CallStatus) {
 		if s.Counts[status]--; s.Counts[status] == 0 {
 			delete(s.Counts, status)
 		}
 	}
-	for i := range rows {
-		row := &rows[i]
+	switch row.Type {
+	case journal.TypeStarted:
+		if s.Run == "" {
+			s.Run, s.Workflow, s.Backend, s.Started = row.Run, row.Workflow, row.Backend, row.At
+		}
+	case journal.TypeEnded:
+		at := row.At
+		s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error
+	case journal.TypeEscalation:
+		s.Escalations = append(s.Escalations, *row)
+	case journal.TypeCommitResult, journal.TypeTierStep, journal.TypeDecisionRequested, journal.TypeDecisionAnswered, journal.TypeEffectReconciled:
+		s.Steps = append(s.Steps, *row)
+	case journal.TypeWarning:
+		s.Warnings = append(s.Warnings, *row)
+	case journal.TypePrepared:
+		tc := TimelineCall{
+			Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
+			Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1, Continues: row.Handle,
+		}
+		if i, ok := byCall[row.Call]; ok {
+			// A resume ran the call again (it was held by a pause): the new attempt is the call.
+			old := s.Calls[i]
+			if old.Status != "" {
+				uncount(old.Status)
+			}
+			tc.Attempts = old.Attempts + 1
+			s.Calls[i] = tc
+			return
+		}
+		byCall[row.Call] = len(s.Calls)
+		s.Calls = append(s.Calls, tc)
+	default:
+		i, ok := byCall[row.Call]
+		if !ok {
+			return
+		}
+		c := &s.Calls[i]
+		c.LastRow = row.Type
 		switch row.Type {
-		case journal.TypeStarted:
-			if s.Run == "" {
-				s.Run, s.Workflow, s.Backend, s.Started = row.Run, row.Workflow, row.Backend, row.At
-			}
-		case journal.TypeEnded:
-			at := row.At
-			s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error
-		case journal.TypeEscalation:
-			s.Escalations = append(s.Escalations, *row)
-		case journal.TypeCommitResult, journal.TypeTierStep, journal.TypeDecisionRequested, journal.TypeDecisionAnswered, journal.TypeEffectReconciled:
-			s.Steps = append(s.Steps, *row)
-		case journal.TypeWarning:
-			s.Warnings = append(s.Warnings, *row)
-		case journal.TypePrepared:
-			tc := TimelineCall{
-				Call: row.Call, Index: row.Index, Role: row.Role, Node: row.Node, Site: row.Site,
-				Started: row.At, Prompt: row.Prompt, StartSeq: row.Seq, LastRow: row.Type, Attempts: 1, Continues: row.Handle,
-			}
-			if i, ok := byCall[row.Call]; ok {
-				// A resume ran the call again (it was held by a pause): the new attempt is the call.
-				old := s.Calls[i]
-				if old.Status != "" {
-					uncount(old.Status)
-				}
-				tc.Attempts = old.Attempts + 1
-				s.Calls[i] = tc
-				continue
-			}
-			byCall[row.Call] = len(s.Calls)
-			s.Calls = append(s.Calls, tc)
-		default:
-			i, ok := byCall[row.Call]
-			if !ok {
-				continue
-			}
-			c := &s.Calls[i]
-			c.LastRow = row.Type
-			switch row.Type {
-			case journal.TypeThreadStarted:
-				c.ThreadID, c.Model, c.Effort = row.ThreadID, row.Model, row.Effort
-				c.Handle = result.Handle(s.Run, row.Call)
-			case journal.TypeTurnStarted:
-				c.Turns++
-				if row.K > 1 {
-					c.Repair = row.Repair
-				}
-			}
-			if journal.IsTerminal(row.Type) {
-				if c.Status != "" {
-					// A generation has one terminal row; a journal of an earlier crw may hold a
-					// second one (a held call later superseded), which is then the outcome.
-					uncount(c.Status)
-				}
-				at := row.At
-				c.Status, c.Reason, c.Detail, c.Ended, c.EndSeq = journal.StatusOf(row.Type), row.Reason, row.Detail, &at, row.Seq
-				c.RepairUsed = row.RepairUsed
-				c.DurationMS = at.Sub(c.Started).Milliseconds()
-				if row.Tokens != nil {
-					c.Tokens = c.Tokens.Add(*row.Tokens)
-					s.Tokens = s.Tokens.Add(*row.Tokens)
-				}
-				if row.Type == journal.TypeCompleted {
-					c.Output = row.Output
-				}
-				s.Counts[c.Status]++
+		case journal.TypeThreadStarted:
+			c.ThreadID, c.Model, c.Effort = row.ThreadID, row.Model, row.Effort
+			c.Handle = result.Handle(s.Run, row.Call)
+		case journal.TypeTurnStarted:
+			c.Turns++
+			if row.K > 1 {
+				c.Repair = row.Repair
 			}
 		}
+		if journal.IsTerminal(row.Type) {
+			if c.Status != "" {
+				// A generation has one terminal row; a journal of an earlier crw may hold a
+				// second one (a held call later superseded), which is then the outcome.
+				uncount(c.Status)
+			}
+			at := row.At
+			c.Status, c.Reason, c.Detail, c.Ended, c.EndSeq = journal.StatusOf(row.Type), row.Reason, row.Detail, &at, row.Seq
+			c.RepairUsed = row.RepairUsed
+			c.DurationMS = at.Sub(c.Started).Milliseconds()
+			if row.Tokens != nil {
+				c.Tokens = c.Tokens.Add(*row.Tokens)
+				s.Tokens = s.Tokens.Add(*row.Tokens)
+			}
+			if row.Type == journal.TypeCompleted {
+				c.Output = row.Output
+			}
+			s.Counts[c.Status]++
+		}
 	}
-	return s
 }

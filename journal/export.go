@@ -24,23 +24,57 @@ type traceHeader struct {
 // run first, then one row per line. Rows must be seq 1, 2, … as a journal
 // holds them, so that Import takes back what Export writes.
 func Export(w io.Writer, runID string, rows []Row) error {
+	tw, err := NewTraceWriter(w, runID)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := tw.Row(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// TraceWriter writes a trace a row at a time, as Export does: a reader that streams a journal
+// keeps none of its rows.
+type TraceWriter struct {
+	bw   *bufio.Writer
+	enc  *json.Encoder
+	rows uint64
+}
+
+// NewTraceWriter writes a trace's header to w and returns the writer of its rows.
+func NewTraceWriter(w io.Writer, runID string) (*TraceWriter, error) {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(unescaping{bw})
 	// Prompts and outputs stay readable and diffable in golden files, also where the journal
 	// kept them escaped.
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(traceHeader{Format: TraceFormat, Run: runID}); err != nil {
-		return fmt.Errorf("journal: export header: %w", err)
+		return nil, fmt.Errorf("journal: export header: %w", err)
 	}
-	for i := range rows {
-		if want := uint64(i) + 1; rows[i].Seq != want {
-			return fmt.Errorf("journal: export: row %d has seq %d, want %d", i+1, rows[i].Seq, want)
-		}
-		if err := enc.Encode(&rows[i]); err != nil {
-			return fmt.Errorf("journal: export row %d: %w", rows[i].Seq, err)
-		}
+	return &TraceWriter{bw: bw, enc: enc}, nil
+}
+
+// Row writes the next row, which must have the next seq (1 first).
+func (t *TraceWriter) Row(r *Row) error {
+	if want := t.rows + 1; r.Seq != want {
+		return fmt.Errorf("journal: export: row %d has seq %d, want %d", want, r.Seq, want)
 	}
-	if err := bw.Flush(); err != nil {
+	if err := t.enc.Encode(r); err != nil {
+		return fmt.Errorf("journal: export row %d: %w", r.Seq, err)
+	}
+	t.rows++
+	return nil
+}
+
+// Rows is how many rows were written.
+func (t *TraceWriter) Rows() uint64 { return t.rows }
+
+// Flush writes what is buffered.
+func (t *TraceWriter) Flush() error {
+	if err := t.bw.Flush(); err != nil {
 		return fmt.Errorf("journal: export: %w", err)
 	}
 	return nil

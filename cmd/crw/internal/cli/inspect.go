@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,19 +162,26 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, err := svc.Rows(cmd.Context(), args[0])
-			if err != nil {
+			// The rows stream from the journal to the trace: memory stays flat in the run's size.
+			if _, err := svc.Store.Spec(cmd.Context(), args[0]); err != nil {
 				return err
+			}
+			export := func(w io.Writer) (uint64, error) {
+				tw, err := journal.NewTraceWriter(w, args[0])
+				if err != nil {
+					return 0, err
+				}
+				if err := svc.Store.Rows(cmd.Context(), args[0], 1, tw.Row); err != nil {
+					return tw.Rows(), err
+				}
+				return tw.Rows(), tw.Flush()
 			}
 			if output == "" || output == "-" {
 				if cmd.Flags().Changed("mode") {
 					return errs.New(errs.InvalidRequest, "--mode goes with --output FILE")
 				}
-				w := bufio.NewWriter(streams.Out)
-				if err := journal.Export(w, args[0], rows); err != nil {
-					return err
-				}
-				return w.Flush()
+				_, err := export(streams.Out)
+				return err
 			}
 			if err := outsideState(g, output); err != nil {
 				return err
@@ -187,27 +194,31 @@ func newCmdTrace(g *globals, streams IO) *cobra.Command {
 			if err != nil {
 				return errs.New(errs.InvalidRequest, "--output %s: %v", output, errors.Unwrap(err))
 			}
+			regular := false
 			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 				// An existing file keeps its mode otherwise; a device or a pipe (/dev/stdout)
 				// is written to as it is.
+				regular = true
 				if err := f.Chmod(perm); err != nil {
 					f.Close()
 					return errs.New(errs.CapabilityUnavailable, "--output %s: %v", output, errors.Unwrap(err))
 				}
 			}
-			w := bufio.NewWriter(f)
-			err = journal.Export(w, args[0], rows)
-			if err == nil {
-				err = w.Flush()
-			}
+			rows, err := export(f)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
+				if regular {
+					os.Remove(output) // no half of a trace is left for a whole one
+				}
+				if _, ok := errs.As(err); ok {
+					return err // the journal's: it says what is wrong with the run
+				}
 				return errs.New(errs.CapabilityUnavailable, "--output %s: the trace could not be written", output).Wrap(err)
 			}
 			if g.json {
-				writeJSON(streams.Out, map[string]any{"run": args[0], "file": output, "rows": len(rows)})
+				writeJSON(streams.Out, map[string]any{"run": args[0], "file": output, "rows": rows})
 			}
 			return nil
 		},
