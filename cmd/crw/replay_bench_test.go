@@ -134,8 +134,13 @@ func BenchmarkReplayProcess(b *testing.B) {
 				_, r := timedProcess(b, bin, fmt.Sprintf(`"matched":%d`, n), "--json", "--state", rec.state, "flow", "shadow", rec.wf, "--run", rec.run)
 				rss = max(rss, r)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+			perRun := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(perRun/float64(n), "ns/call")
 			b.ReportMetric(float64(rss)/1e6, "MB-rss")
+			if ms, ok := temporalReplay(b, n); ok {
+				b.ReportMetric(ms, "temporal-ms")
+				b.ReportMetric(ms*1e6/perRun, "x-temporal")
+			}
 		})
 		b.Run(fmt.Sprintf("resume/calls=%d", n), func(b *testing.B) {
 			var rss int64
@@ -154,4 +159,27 @@ func BenchmarkReplayProcess(b *testing.B) {
 			b.ReportMetric(float64(rss)/1e6, "MB-rss")
 		})
 	}
+}
+
+// temporalReplay is the median time, in ms, of the Temporal Go SDK's replayer on a history of n
+// sequential activities, measured now by the peers' binary that CRW_PEER_TEMPORAL names
+// (../shared/peers: go build ./cmd/temporal): only a ratio measured in one run means anything.
+func temporalReplay(b *testing.B, n int) (float64, bool) {
+	bin := os.Getenv("CRW_PEER_TEMPORAL")
+	if bin == "" {
+		return 0, false
+	}
+	out, err := exec.Command(bin, "-n", strconv.Itoa(n), "-json", "", "-reps", "5").Output()
+	if err != nil {
+		b.Fatalf("%s: %v", bin, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) == 7 && strings.HasPrefix(f[0], "temporal/replay(") {
+			ms, err := strconv.ParseFloat(f[3], 64)
+			return ms, err == nil
+		}
+	}
+	b.Fatalf("%s printed no replay figure:\n%s", bin, out)
+	return 0, false
 }
