@@ -120,7 +120,7 @@ func replayCounts(b *testing.B) []int {
 // BenchmarkReplayProcess is the replay of a recorded run of n calls as whole crw processes,
 // from exec to exit: a shadow replay of its journal (crw flow shadow), and a resume that
 // replays every call and then returns (crw flow resume, each from a fresh copy of the run).
-// Reported: ns/call, and the peak RSS. The targets (docs/architecture.md#performance): under
+// Reported: ns/call, and the peak RSS (docs/architecture.md#performance). The targets: under
 // 0.15 s at 10,000 calls, the per-call cost at 100,000 within 1.3× of that at 100, peak RSS
 // under 100 MB at 100,000.
 func BenchmarkReplayProcess(b *testing.B) {
