@@ -47,11 +47,10 @@ type Call struct {
 	PreparedSeq        uint64
 	EndType, EndReason string
 	EndSeq             uint64
-	// inputs identifies what the call asked (inputKey), effect the effect it asks for
-	// (EffectKeyOf), both taken from its prepared row; promptless: that row has no prompt, only
-	// its digest (a hand-written trace), so its rows are kept to compare.
+	// inputs identifies what the call asked (inputKey), taken from its prepared row;
+	// promptless: that row has no prompt, only its digest (a hand-written trace), so its rows
+	// are kept to compare.
 	inputs     [sha256.Size]byte
-	effect     EffectKey
 	promptless bool
 	// paged: its rows were let go once its terminal row was read (see ReadPages); loaded: Load
 	// gave them back (once), under the History's loadMu.
@@ -303,11 +302,14 @@ type builder struct {
 	// left: the process whose rows are being read left the record at a call a pause held.
 	left  bool
 	names map[string]string // roles and nodes, one string each however many calls name them
+	// effects are the EffectKeys of the calls' newest attempts, while the journal is read: a
+	// History keeps them only of the calls that ended unknown (UnknownKeys).
+	effects map[*Call]EffectKey
 }
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, effects: map[*Call]EffectKey{}}
 }
 
 // own is a row the History keeps: a copy when the rows read are transient (ReadPages).
@@ -393,7 +395,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 		fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
-			inputs: inputKey(row), effect: EffectKeyOf(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
+			inputs: inputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
+		delete(b.effects, c)
+		b.effects[fresh] = EffectKeyOf(row)
 		if c != nil {
 			fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
 		} else {
@@ -443,7 +447,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 				h.Holds[c.Node] = row.Call
 			}
 			h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
-			h.UnknownKeys[row.Call] = c.effect
+			h.UnknownKeys[row.Call] = b.effects[c]
 		}
 		if c.Settled() {
 			h.Order = append(h.Order, c)
@@ -603,7 +607,7 @@ func (h *History) loadLocked(c *Call) (*Call, error) {
 
 // prefetchAhead bounds the calls Prefetch loads ahead of the deliveries: their rows are in memory
 // until they are delivered.
-const prefetchAhead = 512
+const prefetchAhead = 128
 
 // Prefetch loads the paged calls given, in that order (the order a replay delivers them), on a
 // goroutine of its own, at most prefetchAhead ahead of the deliveries, and builds their results:
