@@ -3,7 +3,6 @@ package jsutil
 import (
 	"errors"
 	"reflect"
-	"slices"
 
 	"github.com/dop251/goja"
 )
@@ -72,10 +71,15 @@ func (in *Intrinsics) Own(o *goja.Object, name string) (Prop, error) {
 		return p, nil
 	}
 	p.Found = true
-	// desc is a fresh ordinary object: its own members are read without any prototype.
-	if slices.Contains(desc.GetOwnPropertyNames(), "get") {
+	// desc is a fresh ordinary object, crw's alone: without its prototype, a read of it sees
+	// only its own members (an accessor's get and set, a data property's value), never what a
+	// script put on Object.prototype. An accessor's descriptor always has its own get.
+	if err := desc.SetPrototype(nil); err != nil {
+		return p, err
+	}
+	if g := desc.Get("get"); g != nil {
 		p.Accessor = true
-		if g := desc.Get("get"); g != nil && !goja.IsUndefined(g) {
+		if !goja.IsUndefined(g) {
 			p.Getter = g
 		}
 		return p, nil

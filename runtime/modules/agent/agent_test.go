@@ -149,8 +149,9 @@ export default async function main() {
 }
 
 // TestOptionsIgnoreTamperedGlobals: options are own data properties read by crw, and the schema
-// is serialized by crw's own walk: what the script did to Object.prototype, JSON, Object.keys or
-// Array.prototype changes no request.
+// is serialized by crw's own walk: what the script did to Object.prototype (a get that a property
+// descriptor would inherit included), JSON, Object.keys or Array.prototype changes no
+// request.
 func TestOptionsIgnoreTamperedGlobals(t *testing.T) {
 	t.Parallel()
 	script := runtimetest.Main(`
@@ -161,6 +162,7 @@ func TestOptionsIgnoreTamperedGlobals(t *testing.T) {
 	Object.keys = () => [];
 	Array.prototype.map = Array.prototype.join = Array.prototype.forEach = () => { throw new Error("tampered"); };
 	Object.defineProperty(Array.prototype, "0", { get() { return "tampered"; }, configurable: true });
+	Object.prototype.get = function () { return "tampered"; }; // what a descriptor read could inherit
 	await agent.call({ role: "explorer", prompt: "text answer" });
 	await agent.call({ role: "explorer", prompt: "with schema", schema: { type: "object", properties: { a: { type: "array", items: { enum: ["x", "y"] } } }, required: ["a"], additionalProperties: false } });
 	return 1;`)
