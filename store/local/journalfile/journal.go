@@ -44,6 +44,9 @@ type Journal struct {
 	err     error            // the first failed commit (or unencodable row): the journal is poisoned
 	closed  bool
 	stopped chan struct{} // closed when the committer returns
+	// pendingBytes is the size of pending's rows: past maxPendingBytes, an append asks for a
+	// commit itself, so rows nobody syncs (a fan-out waiting for the pool) do not pile up.
+	pendingBytes int
 
 	sinceRelease int          // bytes committed since the mapped pages were last released; committer only
 	readSince    atomic.Int64 // bytes of rows read since the mapped pages were last released

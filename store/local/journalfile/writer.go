@@ -122,16 +122,22 @@ func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 			data = seal(data)
 		}
 		j.pending = append(j.pending, entry{seq: r.Seq, data: data, part: r.ForSummary()})
+		j.pendingBytes += len(data)
 	}
 	j.next += uint64(len(rows))
 	if after != nil {
 		// The hook waits on durability, so this row needs a commit now.
 		j.pending[len(j.pending)-1].after = after
+	}
+	if after != nil || j.pendingBytes >= maxPendingBytes {
 		j.want = j.next
 		j.work.Signal()
 	}
 	return j.next, nil
 }
+
+// maxPendingBytes bounds the rows Append buffers before it asks for a commit of its own.
+const maxPendingBytes = 1 << 20
 
 // poison records the first failure and drops the buffered rows; every later
 // Append, Sync and Write returns err. Called with j.mu held.
@@ -140,7 +146,7 @@ func (j *Journal) poison(err error) {
 		j.err = err
 	}
 	clear(j.pending)
-	j.pending = j.pending[:0]
+	j.pending, j.pendingBytes = j.pending[:0], 0
 	j.done.Broadcast()
 }
 
@@ -159,7 +165,7 @@ func (j *Journal) run() {
 			return // closed, and nothing left to write
 		}
 		batch, hook, sum := j.pending, j.commitHook, j.summary.Clone()
-		j.pending, j.spare = j.spare[:0], nil
+		j.pending, j.spare, j.pendingBytes = j.spare[:0], nil, 0
 
 		j.mu.Unlock()
 		err := j.commit(batch, hook, sum)

@@ -3,6 +3,7 @@ package journalfile_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +122,34 @@ func TestAppendThenCommitsWithoutSync(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("hook never ran")
 	}
+}
+
+// TestAppendsNobodySyncsAreCommittedPastAMegabyte: rows appended and never synced (a fan-out
+// whose calls wait for the pool writes a prepared row each and syncs none) are committed once
+// a megabyte of them is buffered, not kept in memory until someone syncs.
+func TestAppendsNobodySyncsAreCommittedPastAMegabyte(t *testing.T) {
+	t.Parallel()
+	j, _ := journalfiletest.Create(t)
+	committed := make(chan struct{}, 1)
+	j.OnCommit(func(uint64) {
+		select {
+		case committed <- struct{}{}:
+		default:
+		}
+	})
+	big := strings.Repeat("x", 64<<10)
+	for i := 0; i < 15; i++ {
+		j.Append(&journal.Row{Type: journal.TypeWarning, Detail: big})
+	}
+	assert.Equal(t, uint64(0), journalfile.CommitCount(j), "under a megabyte stays buffered")
+	j.Append(&journal.Row{Type: journal.TypeWarning, Detail: big}, &journal.Row{Type: journal.TypeWarning, Detail: big})
+	select {
+	case <-committed:
+	case <-time.After(time.Minute):
+		t.Fatal("no commit came")
+	}
+	require.NoError(t, j.Sync(j.LastSeq()))
+	assert.Equal(t, uint64(17), j.DurableSeq())
 }
 
 // TestAppendThenOrder checks the engine's contract: hooks run in seq order,
