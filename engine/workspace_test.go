@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,6 +18,7 @@ import (
 	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -850,4 +852,129 @@ func answerGo(t *testing.T, svc *engine.Service, id string) *store.Status {
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
 	require.NoError(t, err)
 	return end
+}
+
+// seeingBackend is the fake backend that notes, for each turn, the call's directory and what
+// its file feature.txt held then ("-" when there was none).
+type seeingBackend struct {
+	*fake.Backend
+	mu   sync.Mutex
+	seen map[string][2]string // prompt → directory, feature.txt
+}
+
+func (b *seeingBackend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	data, err := os.ReadFile(filepath.Join(t.Call.Workspace, "feature.txt"))
+	text := string(data)
+	if err != nil {
+		text = "-"
+	}
+	b.mu.Lock()
+	b.seen[t.Task] = [2]string{t.Call.Workspace, text}
+	b.mu.Unlock()
+	return b.Backend.Run(ctx, t, rec)
+}
+
+// TestReadCallsReuseOneCheckout: the calls of roles that write nothing, one after the other,
+// work in one checkout, moved to the commit each is to see (the head, or a node's pending
+// work); one a call changed is never handed on, and a new one is made instead. None is left
+// when the run ends.
+func TestReadCallsReuseOneCheckout(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	head := git(t, repo, "rev-parse", "HEAD")
+	svc, _ := enginetest.LocalService(t)
+	script := `import { agent } from "crw:agent";
+export default async function main() {
+  for (let i = 0; i < 3; i++) await agent.call({ role: "reviewer", node: "look", prompt: "look " + i });
+  await agent.call({ role: "executor", node: "feature", prompt: "build" });
+  await agent.call({ role: "reviewer", node: "feature", prompt: "review the build" });
+  await agent.call({ role: "reviewer", node: "look", prompt: "look again" });
+  await agent.call({ role: "explorer", node: "look", prompt: "scribble" });
+  await agent.call({ role: "reviewer", node: "look", prompt: "after the scribble" });
+  return "done";
+}
+`
+	answers := `{"answers": [
+  {"match": {"role": "executor"}, "turns": [{"text": "built", "files": {"feature.txt": "v1\n"}}]},
+  {"match": {"role": "explorer"}, "turns": [{"text": "wrote where it should not", "files": {"scratch.txt": "x\n"}}]}
+]}`
+	a, err := fake.ParseAnswers("answers.json", []byte(answers))
+	require.NoError(t, err)
+	seeing := &seeingBackend{Backend: fake.New(a, fake.NewHost("")), seen: map[string][2]string{}}
+	ctx := context.Background()
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: seeing})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+
+	placed := map[string]*journal.Row{}
+	for _, p := range enginetest.OfType(rows, journal.TypeWorkspacePlaced) {
+		placed[p.Call] = &p
+	}
+	byPrompt := map[string]*journal.Row{}
+	for _, p := range enginetest.OfType(rows, journal.TypePrepared) {
+		byPrompt[p.Prompt] = placed[p.Call]
+	}
+	first := byPrompt["look 0"].Workspace
+	for _, prompt := range []string{"look 1", "look 2", "review the build", "look again", "scribble"} {
+		assert.Equal(t, first, byPrompt[prompt].Workspace, "%s works in the first call's checkout", prompt)
+	}
+	assert.Equal(t, head, byPrompt["look 2"].Commit)
+	assert.NotEqual(t, head, byPrompt["review the build"].Commit, "the review sees the build's pending work")
+	assert.Equal(t, head, byPrompt["look again"].Commit)
+	assert.Equal(t, [2]string{first, "v1\n"}, seeing.seen["review the build"], "the checkout was moved to the pending work")
+	assert.Equal(t, [2]string{first, "-"}, seeing.seen["look again"], "and back to the head")
+	assert.NotEqual(t, first, byPrompt["after the scribble"].Workspace, "a checkout a call wrote in is not handed on")
+	assert.Equal(t, []string{repo}, worktrees(t, repo), "no checkout is left")
+}
+
+// TestAResumeTakesTheCheckoutsAKilledProcessLeft: checkouts an earlier process of the run left
+// idle (it was killed before it let them go) serve the resume's calls once found pristine; one
+// that was changed or left half made is removed, never handed to a call.
+func TestAResumeTakesTheCheckoutsAKilledProcessLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	head := git(t, repo, "rev-parse", "HEAD")
+	svc, state := enginetest.LocalService(t)
+	id, end, _ := runIn(t, svc, repo, `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "reviewer", node: "look", prompt: "before" });
+  await crw.decide({ id: "go", question: "Go on?", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  await agent.call({ role: "reviewer", node: "look", prompt: "after" });
+  return "done";
+}
+`, "", nil)
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	assert.Equal(t, []string{repo}, worktrees(t, repo), "a run that waits keeps no idle checkout")
+
+	// What a killed process leaves: a pristine checkout, a changed one, a half-made one.
+	r, err := workspace.Open(ctx, repo)
+	require.NoError(t, err)
+	root := filepath.Join(state, "flow", id, "worktrees")
+	for _, name := range []string{"c7-g1", "c8-g1", "c9-g1"} {
+		p := filepath.Join(root, name)
+		require.NoError(t, r.AddWorktree(ctx, p, head))
+		require.NoError(t, r.MarkPristine(p))
+	}
+	git(t, repo, "worktree", "lock", "--reason", workspace.MakingReason, filepath.Join(root, "c7-g1"))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "c9-g1", "README"), []byte("changed\n"), 0o644))
+
+	_, err = svc.Answer(ctx, id, "go", []byte(`{"ok": true}`), "uid 1", false)
+	require.NoError(t, err)
+	seeing := &seeingBackend{Backend: fake.New(nil, fake.NewHost("")), seen: map[string][2]string{}}
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: seeing})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	// The changed one, taken first (the last found at the head's commit), is removed; the
+	// pristine one serves the call.
+	assert.Equal(t, filepath.Join(root, "c8-g1"), seeing.seen["after"][0])
+	assert.Equal(t, []string{repo}, worktrees(t, repo))
+	assert.NoDirExists(t, root)
 }

@@ -370,6 +370,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		// Before the ended row: a process that dies in between leaves a run a resume ends
 		// again, and cleans up again.
 		r.cleanUp()
+	} else {
+		r.dropIdle()
 	}
 	if _, err := r.j.Write(ended); err != nil {
 		err := r.stopError(err)

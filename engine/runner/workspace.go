@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,17 @@ type workspaces struct {
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
+	// idle are the checkouts whose calls ended, kept for the next call of a role that writes
+	// nothing (at most maxIdle of them); claimed are the checkouts the journal's open calls
+	// were placed in, which no other call is given.
+	idle    []idleCheckout
+	maxIdle int
+	claimed map[string]bool
+}
+
+// idleCheckout is a checkout no call works in, and the commit it was made or switched to.
+type idleCheckout struct {
+	path, commit string
 }
 
 // nodeState is a node's workspace in this process: what the journal says of it (replay.Node)
@@ -54,13 +67,18 @@ type nodeState struct {
 }
 
 func newWorkspaces(r *runner, dir string) *workspaces {
-	ws := &workspaces{r: r, nodes: map[string]*nodeState{}}
+	ws := &workspaces{r: r, nodes: map[string]*nodeState{}, maxIdle: max(r.spec.Pool, 1), claimed: map[string]bool{}}
 	if dir != "" {
 		ws.root = filepath.Join(dir, "worktrees")
 	}
 	if h := r.h; h != nil {
 		for name, nd := range h.Nodes {
 			ws.nodes[name] = &nodeState{Node: *nd, open: map[*call]int{}}
+		}
+		for _, c := range h.ByID {
+			if c.EndType == "" && c.Placed != nil && c.Placed.Placement == PlaceCheckout {
+				ws.claimed[filepath.Clean(c.Placed.Workspace)] = true
+			}
 		}
 	}
 	return ws
@@ -83,6 +101,9 @@ func (ws *workspaces) open(ctx context.Context) (*workspace.Repo, error) {
 		}
 		if ws.r.h != nil {
 			ws.removeStaleLocks()
+			if !ws.r.spec.KeepWorktrees {
+				ws.adopt(ctx)
+			}
 		}
 	})
 	return ws.repo, ws.repoErr
@@ -360,15 +381,123 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 			}
 		}
 	}
-	path := r.ws.checkoutPath(c)
-	// One an earlier process made, or was making, before it could record it.
-	if err := repo.RemoveWorktree(ctx, path); err != nil {
-		return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", path, err)
-	}
-	if err := repo.AddWorktree(ctx, path, commit); err != nil {
-		return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
+	path := r.ws.reuse(ctx, repo, commit)
+	if path == "" {
+		path = r.ws.checkoutPath(c)
+		// One an earlier process made, or was making, before it could record it.
+		if err := repo.RemoveWorktree(ctx, path); err != nil {
+			return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", path, err)
+		}
+		if err := repo.AddWorktree(ctx, path, commit); err != nil {
+			return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
+		}
+		if err := repo.MarkPristine(path); err != nil {
+			_ = repo.RemoveWorktree(ctx, path)
+			return nil, held("worktree_failed", "%s%s: its index cannot be kept: %v", worktreeFailed, path, err)
+		}
 	}
 	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceCheckout, Node: n.Name, Commit: commit, Tree: tree, Workspace: path}, nil
+}
+
+// reuse gives a call an idle checkout moved to commit, "" when there is none that is as its
+// last call found it. The one at commit is taken first (nothing to move), else the one that
+// went idle last. A checkout that is not pristine (its call changed it: a file, the index, its
+// HEAD, its .git) is removed, never handed on.
+func (ws *workspaces) reuse(ctx context.Context, repo *workspace.Repo, commit string) string {
+	for {
+		ws.mu.Lock()
+		if len(ws.idle) == 0 {
+			ws.mu.Unlock()
+			return ""
+		}
+		i := len(ws.idle) - 1
+		for j, e := range ws.idle {
+			if e.commit == commit {
+				i = j
+			}
+		}
+		e := ws.idle[i]
+		ws.idle = slices.Delete(ws.idle, i, i+1)
+		ws.mu.Unlock()
+		if why, err := repo.Pristine(ctx, e.path, e.commit); err == nil && why == "" {
+			if err := repo.Switch(ctx, e.path, e.commit, commit); err == nil {
+				return e.path
+			}
+		}
+		_ = repo.RemoveWorktree(ctx, e.path)
+	}
+}
+
+// park keeps a checkout whose call ended for the next call, or removes it when maxIdle are
+// kept already: the run's checkouts are never more than the calls it ran at once.
+func (ws *workspaces) park(ctx context.Context, repo *workspace.Repo, path, commit string) {
+	ws.mu.Lock()
+	if len(ws.idle) < ws.maxIdle && commit != "" {
+		ws.idle = append(ws.idle, idleCheckout{path: path, commit: commit})
+		ws.mu.Unlock()
+		return
+	}
+	ws.mu.Unlock()
+	_ = repo.RemoveWorktree(ctx, path)
+}
+
+// dropIdle removes the idle checkouts when the process leaves a run that waits (paused, or for
+// a decision): while nothing of the run runs, it holds no checkout but its nodes' worktrees.
+func (r *runner) dropIdle() {
+	r.ws.mu.Lock()
+	idle := r.ws.idle
+	r.ws.idle = nil
+	r.ws.mu.Unlock()
+	if len(idle) == 0 {
+		return
+	}
+	done, ok := r.gitWork()
+	if !ok {
+		return
+	}
+	defer done()
+	ctx := context.WithoutCancel(r.ctx)
+	repo, err := r.ws.open(ctx)
+	if err != nil {
+		return
+	}
+	for _, e := range idle {
+		_ = repo.RemoveWorktree(ctx, e.path)
+	}
+}
+
+// adopt takes in the checkouts an earlier process of the run left under its worktrees folder
+// that no open call of the journal holds: idle ones, or ones whose calls ended before they were
+// let go. Each is checked when it is handed on, as any idle one is; one left half made goes. It
+// runs when the process opens the repository, before any call of the process is placed: what
+// it finds is no checkout of this process's.
+func (ws *workspaces) adopt(ctx context.Context) {
+	repo := ws.repo
+	ws.mu.Lock()
+	claimed := maps.Clone(ws.claimed)
+	for _, n := range ws.nodes {
+		if n.Path != "" {
+			claimed[filepath.Clean(n.Path)] = true
+		}
+	}
+	ws.mu.Unlock()
+	entries, err := os.ReadDir(ws.root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(ws.root, e.Name())
+		if !e.IsDir() || strings.HasPrefix(e.Name(), "n-") || claimed[path] {
+			continue
+		}
+		if repo.HalfMade(path) {
+			_ = repo.RemoveWorktree(ctx, path)
+			continue
+		}
+		if head := repo.HeadOf(path); head != "" {
+			ws.park(ctx, repo, path, head)
+		}
+	}
 }
 
 // placeAgain is the directory of a call an earlier process placed and left open.
@@ -482,7 +611,8 @@ func (r *runner) keepStray(ctx context.Context, repo *workspace.Repo, ref, head 
 	return fmt.Errorf("%s holds %s, which %s does not descend from: it is left as it is", ref, cur, head)
 }
 
-// release removes a checkout once its call has its terminal row.
+// release lets a checkout go once its call has its terminal row: it is kept for the next call
+// (park), unless the run keeps every call's worktree.
 func (r *runner) release(c *call) {
 	p := c.placed
 	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees {
@@ -494,7 +624,7 @@ func (r *runner) release(c *call) {
 	}
 	defer done()
 	if repo, err := r.ws.open(context.WithoutCancel(r.ctx)); err == nil {
-		_ = repo.RemoveWorktree(context.WithoutCancel(r.ctx), p.Workspace)
+		r.ws.park(context.WithoutCancel(r.ctx), repo, p.Workspace, p.Commit)
 	}
 }
 

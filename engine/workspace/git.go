@@ -489,8 +489,14 @@ func (r *Repo) Prune(ctx context.Context) error {
 	})
 }
 
-// Head returns the commit a worktree's HEAD is at.
+// Head returns the commit a worktree's HEAD is at: read from its admin folder when it is
+// detached (git writes it whole, by a rename), from git when it names a branch.
 func (r *Repo) Head(ctx context.Context, path string) (string, error) {
+	if path != r.Dir {
+		if head := r.HeadOf(path); head != "" {
+			return head, nil
+		}
+	}
 	out, err := r.inWorktree(ctx, path, nil, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return "", err

@@ -1,0 +1,190 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A checkout a call was given and left as it found it can serve the next call: a fresh one
+// costs a whole `git worktree add` (and its removal), the size of the tree, where a reused one
+// costs git's look at what changed. The functions here decide whether one is as it was made
+// (Pristine) and move it to another commit (Switch); engine/runner keeps the ones that are idle.
+
+// pristineIndex is the copy of a checkout's index that Switch (and MarkPristine) keep in its
+// admin folder, as git left it after the checkout: Pristine puts it back before it looks, so
+// what a call did to the index (staged files, assume-unchanged or skip-worktree bits that
+// would hide a change from git status) is undone, and a file the call changed no longer
+// matches the stat data git kept of it.
+const pristineIndex = "crw-pristine-index"
+
+// MarkPristine keeps a copy of the checkout's index as it is now, right after it was made:
+// Pristine compares the checkout against that later.
+func (r *Repo) MarkPristine(path string) error {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return err
+	}
+	return copyKeepingTime(filepath.Join(admin, "index"), filepath.Join(admin, pristineIndex))
+}
+
+// Pristine reports whether the checkout at path is exactly as it was made at commit head:
+// its .git file names its own admin folder, its HEAD is head, its index is the one kept when
+// it was made, and git finds no file that differs from head's tree, none that head does not
+// have (ignored ones included) and no empty folder. When it is not, why says what differs;
+// err is a checkout git could not read at all.
+func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err error) {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return "", err
+	}
+	if why := r.gitFileIsOwn(path, admin); why != "" {
+		return why, nil
+	}
+	data, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+	if err != nil {
+		return "", err
+	}
+	if got := strings.TrimSpace(string(data)); got != head {
+		return fmt.Sprintf("its HEAD is %s, not %s", got, head), nil
+	}
+	if err := copyKeepingTime(filepath.Join(admin, pristineIndex), filepath.Join(admin, "index")); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "no copy of its index was kept when it was made", nil
+		}
+		return "", err
+	}
+	changed, err := r.inWorktree(ctx, path, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching")
+	if err != nil {
+		return "", err
+	}
+	if changed != "" {
+		return "git status lists " + firstEntry(changed), nil
+	}
+	// git status lists no folder that holds no file; git clean does.
+	extra, err := r.inWorktree(ctx, path, nil, "clean", "-n", "-d", "-x")
+	if err != nil {
+		return "", err
+	}
+	if extra != "" {
+		return "git clean lists " + firstEntry(extra), nil
+	}
+	return "", nil
+}
+
+// gitFileIsOwn says what is wrong with the checkout's .git file, "" when it names admin: one
+// that points anywhere else would send the next call's git to another repository.
+func (r *Repo) gitFileIsOwn(path, admin string) string {
+	gitFile := filepath.Join(path, ".git")
+	st, err := os.Lstat(gitFile)
+	if err != nil || !st.Mode().IsRegular() {
+		return "its .git is not the file git made"
+	}
+	data, err := os.ReadFile(gitFile)
+	if err != nil {
+		return "its .git cannot be read"
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok || strings.ContainsAny(target, "\n") {
+		return "its .git is not the file git made"
+	}
+	a, errA := os.Stat(target)
+	b, errB := os.Stat(admin)
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		return fmt.Sprintf("its .git names %s, not its own %s", target, admin)
+	}
+	return ""
+}
+
+// firstEntry is the first of the entries git printed, to say what differs.
+func firstEntry(out string) string {
+	first, _, _ := strings.Cut(strings.TrimLeft(out, "\x00\n"), "\x00")
+	first, _, _ = strings.Cut(first, "\n")
+	if len(first) > 300 {
+		first = first[:300] + "…"
+	}
+	return fmt.Sprintf("%q", first)
+}
+
+// Switch moves a pristine checkout at path from commit from to commit to: its HEAD, its index
+// and those of its files that differ (git reset --hard on a clean checkout rewrites no other).
+// The checkout is locked as being made while it switches: one a killed process left half
+// switched is HalfMade, never handed to a call. A checkout Switch fails on is to be removed.
+func (r *Repo) Switch(ctx context.Context, path, from, to string) error {
+	if from == to {
+		return nil
+	}
+	if !isObjectID(to) {
+		// git reset takes no --end-of-options (git 2.39): only an object id reaches it.
+		return fmt.Errorf("%q is no commit id", to)
+	}
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return err
+	}
+	locked := filepath.Join(admin, "locked")
+	if err := os.WriteFile(locked, []byte(MakingReason), 0o600); err != nil {
+		return err
+	}
+	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", to); err != nil {
+		return err
+	}
+	if err := r.MarkPristine(path); err != nil {
+		return err
+	}
+	return os.Remove(locked)
+}
+
+// HeadOf reads the commit a detached worktree's HEAD holds from its admin folder, without
+// git; "" when the HEAD is not a plain object id (a branch, or nothing).
+func (r *Repo) HeadOf(path string) string {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	head := strings.TrimSpace(string(data))
+	if !isObjectID(head) {
+		return ""
+	}
+	return head
+}
+
+// isObjectID reports whether s is a full SHA-1 or SHA-256 object id in lower-case hex.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// copyKeepingTime copies a file, keeping its mode and time: git trusts an index entry whose
+// file has not changed size and second only when the entry is older than its index ("racy
+// git"), so a copy stamped now would make a file rewritten in the index's second look
+// unchanged. A copy a killed process cut short is an index git refuses: the checkout is then
+// removed, never handed on.
+func copyKeepingTime(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, data, info.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, info.ModTime(), info.ModTime())
+}
