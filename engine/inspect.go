@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -48,21 +46,10 @@ const (
 	maxNext   = 10
 )
 
-// GivenVerdict is a verdict in a run's journal: on which call, which, by whom, when, and for
-// an applied one what the call answered (output, left out past maxVerdictOutput bytes: crw
-// flow show RUN tells it whole) and its digest.
-type GivenVerdict struct {
-	Call         string          `json:"call"`
-	Verdict      string          `json:"verdict"`
-	By           string          `json:"by"`
-	At           time.Time       `json:"at"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	OutputDigest string          `json:"output_digest,omitempty"`
-	// Clipped: the output was too long to list.
-	Clipped bool `json:"clipped,omitempty"`
-}
-
-const maxVerdictOutput = 4096
+// GivenVerdict is a verdict in a run's journal (journal.Verdict): on which call, which, by
+// whom, when, and for an applied one what the call answered (left out past
+// journal.MaxVerdictOutput bytes: crw flow show RUN tells it whole) and its digest.
+type GivenVerdict = journal.Verdict
 
 // HeldNode is a node in recovery hold and the call that holds it.
 type HeldNode struct {
@@ -83,55 +70,31 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 	if l := s.Store.Log(run); l != nil {
 		in.Log = l.Name()
 	}
-	f := newEffectFold(run)
-	open := map[string]bool{}
-	var order []string
-	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		f.add(r)
-		switch {
-		case r.Type == journal.TypePrepared:
-			if _, seen := open[r.Call]; !seen {
-				order = append(order, r.Call)
-			}
-			open[r.Call] = true
-		case journal.IsTerminal(r.Type):
-			open[r.Call] = false
-		case r.Type == journal.TypeEffectReconciled && len(in.Verdicts) < MaxListed:
-			v := GivenVerdict{Call: r.Effect, Verdict: r.Verdict, By: r.By, At: r.At, OutputDigest: r.OutputDigest}
-			if len(r.Output) > maxVerdictOutput {
-				v.Clipped = true
-			} else if len(r.Output) > 0 {
-				v.Output = append(json.RawMessage(nil), r.Output...)
-			}
-			in.Verdicts = append(in.Verdicts, v)
-		}
-		return nil
-	})
+	idx, err := s.Store.Outstanding(ctx, run, MaxListed)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range order {
-		if open[id] && len(in.InFlight) < MaxListed {
-			in.InFlight = append(in.InFlight, id)
-		}
+	for _, o := range idx.Open {
+		in.InFlight = append(in.InFlight, o.Call)
 	}
-	f.ended = st.State == store.StateEnded
+	in.Verdicts = idx.Verdicts
 	// An ended run's effects are listed, marked: they stay unverified, though nothing of
 	// the run is held any more.
-	effects := f.effects()
+	effects, total, err := s.effects(ctx, st, MaxListed)
+	if err != nil {
+		return nil, err
+	}
+	in.Effects = effects
 	held := map[string]bool{}
 	for _, e := range effects {
-		if len(in.Effects) < MaxListed {
-			in.Effects = append(in.Effects, e)
-		}
-		if e.Kind == "call" && !f.ended && !held[e.Node] && len(in.Held) < MaxListed {
+		if e.Kind == "call" && st.State != store.StateEnded && !held[e.Node] && len(in.Held) < MaxListed {
 			held[e.Node] = true
 			in.Held = append(in.Held, HeldNode{Node: e.Node, Call: e.Call})
 		}
 	}
 	for i, e := range effects {
 		if i == maxNext {
-			in.Next = append(in.Next, fmt.Sprintf("and %d more unresolved effects: crw flow effects %s", len(effects)-maxNext, run))
+			in.Next = append(in.Next, fmt.Sprintf("and %d more unresolved effects: crw flow effects %s", total-maxNext, run))
 			break
 		}
 		in.Next = append(in.Next, fmt.Sprintf("verify %s, then %s", e.Verify, e.Then))

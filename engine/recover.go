@@ -230,8 +230,8 @@ const MaxEffects = 10000
 
 // Effects lists the unresolved effects of the runs given (every run when none is), at most
 // limit of them, those of runs that have ended too (marked: a verdict on one resumes
-// nothing). Each journal is read a row at a time, so a run of many calls costs no more memory
-// than a few.
+// nothing). Each run's are read from the index its journal keeps beside its summary, not from
+// its rows.
 func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Effect, error) {
 	if limit < 1 || limit > MaxEffects {
 		return nil, errs.New(errs.InvalidRequest, "--limit: 1 to %d, got %d", MaxEffects, limit)
@@ -253,101 +253,58 @@ func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Eff
 			}
 			continue // an unreadable run is listed unreadable by crw flow list
 		}
-		f := newEffectFold(run)
-		f.ended = st.State == store.StateEnded
-		if err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error { f.add(r); return nil }); err != nil {
+		effects, _, err := s.effects(ctx, st, limit-len(out))
+		if err != nil {
 			if !all {
 				return nil, err
 			}
 			continue
 		}
-		for _, e := range f.effects() {
-			if len(out) == limit {
-				return out, nil
-			}
-			out = append(out, e)
+		out = append(out, effects...)
+		if len(out) == limit {
+			return out, nil
 		}
 	}
 	return out, nil
 }
 
-// effectFold reads a journal's unresolved effects a row at a time, keeping only what an
-// effect needs of each call.
-type effectFold struct {
-	run        string
-	ended      bool // the run has ended
-	calls      map[string]*effectCall
-	order      []string
-	reconciled map[string]bool
-	commits    []*journal.Row
-}
-
-type effectCall struct {
-	node, role, thread string
-	turns              []string
-	unknown            string // the reason of its outcome_unknown row ("": none)
-}
-
-func newEffectFold(run string) *effectFold {
-	return &effectFold{run: run, calls: map[string]*effectCall{}, reconciled: map[string]bool{}}
-}
-
-func (f *effectFold) add(r *journal.Row) {
-	c := f.calls[r.Call]
-	switch {
-	case r.Type == journal.TypePrepared:
-		if c == nil {
-			f.order = append(f.order, r.Call)
-		}
-		f.calls[r.Call] = &effectCall{node: r.Node, role: r.Role}
-	case c == nil && r.Call != "":
-	case r.Type == journal.TypeThreadStarted:
-		c.thread = r.ThreadID
-	case r.Type == journal.TypeTurnStarted:
-		c.turns = append(c.turns, r.TurnID)
-	case r.Type == journal.TypeOutcomeUnknown:
-		c.unknown = r.Reason
-	case journal.IsTerminal(r.Type):
-		// Its outcome is known: nothing of it to keep.
-		f.calls[r.Call] = &effectCall{node: c.node}
-	case r.Type == journal.TypeEffectReconciled:
-		f.reconciled[r.Effect] = true
-	case r.Type == journal.TypeCommitIntent:
-		cp := *r
-		f.commits = append(f.commits, &cp)
-	case r.Type == journal.TypeCommitResult && len(f.commits) > 0:
-		f.commits = f.commits[:len(f.commits)-1]
+// effects are a run's unresolved effects, at most limit of them (and how many there are in
+// all), with what the index its journal keeps lists: the calls whose outcome is unknown and
+// has no verdict, in the order they were issued, then (unless the run has ended: no process
+// takes it again to finish one) the commits whose results were not recorded.
+func (s *Service) effects(ctx context.Context, st *store.Status, limit int) (effects []Effect, total int, err error) {
+	run, ended := st.Run, st.State == store.StateEnded
+	idx, err := s.Store.Outstanding(ctx, run, limit)
+	if err != nil {
+		return nil, 0, err
 	}
-}
-
-func (f *effectFold) effects() []Effect {
-	var out []Effect
-	for _, id := range f.order {
-		c := f.calls[id]
-		if c.unknown == "" || f.reconciled[id] {
-			continue
+	var commits []journal.CommitIntent
+	if !ended {
+		sum, err := s.Store.Summary(ctx, run)
+		if err != nil {
+			return nil, 0, err
 		}
-		e := Effect{Run: f.run, Call: id, Kind: "call", Node: c.node, Role: c.role, Reason: c.unknown, Thread: c.thread, Turns: c.turns,
-			Verify: fmt.Sprintf("whether the host ran the turn of call %s (thread %s, turn %s) and what it answered", id, orNone(c.thread), orNone(last(c.turns))),
-			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", f.run, id), RunEnded: f.ended}
-		if f.ended {
+		commits = sum.Commits
+	}
+	effects = []Effect{}
+	for _, c := range idx.Unknown {
+		e := Effect{Run: run, Call: c.Call, Kind: "call", Node: c.Node, Role: c.Role, Reason: c.Reason, Thread: c.Thread, Turns: c.Turns,
+			Verify: fmt.Sprintf("whether the host ran the turn of call %s (thread %s, turn %s) and what it answered", c.Call, orNone(c.Thread), orNone(last(c.Turns))),
+			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", run, c.Call), RunEnded: ended}
+		if ended {
 			e.Then += " (the run has ended: the verdict is recorded and resumes nothing)"
 		}
-		out = append(out, e)
+		effects = append(effects, e)
 	}
-	if f.ended {
-		// No process will take an ended run again to finish a commit from its intent.
-		return out
-	}
-	for _, in := range f.commits {
-		if in.Status != "" {
-			continue // a refusal: nothing was done
+	for _, in := range commits {
+		if len(effects) == limit {
+			break
 		}
-		out = append(out, Effect{Run: f.run, Kind: "commit", Node: in.Node, Ref: in.Ref,
+		effects = append(effects, Effect{Run: run, Kind: "commit", Node: in.Node, Ref: in.Ref,
 			Verify: fmt.Sprintf("%s: the commit of tree %s on %s, which a resume finishes from its intent", in.Ref, in.Tree, in.Parent),
-			Then:   "crw flow resume " + f.run})
+			Then:   "crw flow resume " + run})
 	}
-	return out
+	return effects, idx.TotalUnknown + len(commits), nil
 }
 
 func orNone(s string) string {

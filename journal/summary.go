@@ -27,6 +27,9 @@ type Summary struct {
 	// Paused is what paused a run whose last ended row is paused (nil when that row does not
 	// say: a journal of an earlier crw).
 	Paused *Paused `json:"paused,omitempty"`
+	// Commits are the commit intents no commit_result followed, oldest first: what a resume
+	// finishes (refusals, which do nothing, are not kept).
+	Commits []CommitIntent `json:"commits,omitempty"`
 }
 
 // PendingDecision is a decision a run waits for: crw.decide's id and question, or an operator's
@@ -46,6 +49,7 @@ func NewSummary() *Summary { return &Summary{Calls: map[CallStatus]int{}} }
 func (s *Summary) Clone() *Summary {
 	c := *s
 	c.Decisions = append([]PendingDecision(nil), s.Decisions...)
+	c.Commits = slices.Clone(s.Commits)
 	if s.Paused != nil {
 		p := *s.Paused
 		c.Paused = &p
@@ -92,6 +96,16 @@ type SummaryPart struct {
 	Tokens   *Tokens // a terminal row's
 	Ended    *Row    // an ended row's status, time, result and error
 	Decision *PendingDecision
+	Index    *IndexPart // what the Index keeps of a call's rows, a verdict, a commit
+}
+
+// IndexPart is what the Index's fold reads of a prepared row (Node, Role), a thread_started
+// (Thread), a turn_started (Turn), an outcome_unknown (Reason), an effect_reconciled
+// (Verdict) and a commit_intent that is no refusal (Commit).
+type IndexPart struct {
+	Node, Role, Thread, Turn, Reason string
+	Verdict                          *Verdict
+	Commit                           *CommitIntent
 }
 
 // ForSummary is the part of r that Add reads.
@@ -112,6 +126,26 @@ func (r *Row) ForSummary() SummaryPart {
 		out.Decision = &PendingDecision{ID: r.DecisionID}
 	case r.Type == TypeEffectReconciled:
 		out.Decision = &PendingDecision{ID: VerdictPrefix + r.Effect}
+		v := &Verdict{Seq: r.Seq, Call: r.Effect, Verdict: r.Verdict, By: r.By, At: r.At, OutputDigest: r.OutputDigest}
+		if len(r.Output) > MaxVerdictOutput {
+			v.Clipped = true
+		} else if len(r.Output) > 0 {
+			// As the row's own encoding has it (compact, HTML-escaped), so the index reads as
+			// a fold of the rows read back does.
+			v.Output, _ = json.Marshal(r.Output)
+		}
+		out.Index = &IndexPart{Verdict: v}
+	case r.Type == TypePrepared:
+		out.Index = &IndexPart{Node: r.Node, Role: r.Role}
+	case r.Type == TypeThreadStarted:
+		out.Index = &IndexPart{Thread: r.ThreadID}
+	case r.Type == TypeTurnStarted:
+		out.Index = &IndexPart{Turn: r.TurnID}
+	case r.Type == TypeCommitIntent && r.Status == "":
+		out.Index = &IndexPart{Commit: &CommitIntent{Node: r.Node, Ref: r.Ref, Tree: r.Tree, Parent: r.Parent}}
+	}
+	if r.Type == TypeOutcomeUnknown {
+		out.Index = &IndexPart{Reason: r.Reason}
 	}
 	return out
 }
@@ -133,8 +167,11 @@ func (s *Summary) await(d PendingDecision) {
 // Add folds the next row into s, counting calls as a timeline does: a new attempt of a call (a
 // prepared row again) takes back its earlier outcome, and a later terminal row of an attempt
 // (superseded) replaces the earlier one. Rows of calls never prepared count for nothing.
-func (s *Summary) Add(r SummaryPart, calls CallStates) error {
+func (s *Summary) Add(r SummaryPart, calls Index) error {
 	s.LastSeq = r.Seq
+	if err := s.index(r, calls); err != nil {
+		return err
+	}
 	switch {
 	case r.Type == TypeEnded:
 		e := r.Ended
@@ -198,6 +235,90 @@ func (s *Summary) Add(r SummaryPart, calls CallStates) error {
 	return nil
 }
 
+// index folds r into what the Index keeps, as crw flow inspect's fold over the rows has it: a
+// call's record from its prepared row until its terminal row, an unknown outcome until a new
+// attempt, another outcome or a verdict (which stays: the call needs no other), every verdict,
+// and the commit intents until a commit_result (the newest intent's).
+func (s *Summary) index(r SummaryPart, idx Index) error {
+	part := r.Index
+	if part == nil {
+		part = &IndexPart{}
+	}
+	switch {
+	case r.Type == TypeEffectReconciled && part.Verdict != nil:
+		u, err := idx.Unknown(part.Verdict.Call)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			u = &UnknownCall{OpenCall: OpenCall{Call: part.Verdict.Call}}
+		}
+		u.Reconciled = true
+		if err := idx.SetUnknown(part.Verdict.Call, u); err != nil {
+			return err
+		}
+		return idx.AddVerdict(*part.Verdict)
+	case r.Type == TypeCommitIntent && part.Commit != nil:
+		s.Commits = append(s.Commits, *part.Commit)
+	case r.Type == TypeCommitResult && len(s.Commits) > 0:
+		s.Commits = s.Commits[:len(s.Commits)-1]
+	case r.Call == "":
+	case r.Type == TypePrepared:
+		if err := clearUnknown(idx, r.Call); err != nil {
+			return err
+		}
+		return idx.SetOpen(r.Call, &OpenCall{Call: r.Call, Seq: r.Seq, Node: part.Node, Role: part.Role})
+	case r.Type == TypeThreadStarted, r.Type == TypeTurnStarted:
+		o, err := idx.Open(r.Call)
+		if err != nil || o == nil {
+			return err
+		}
+		if part.Thread != "" {
+			o.Thread = part.Thread
+		}
+		if part.Turn != "" {
+			o.Turns = append(o.Turns, part.Turn)
+		}
+		return idx.SetOpen(r.Call, o)
+	case IsTerminal(r.Type):
+		o, err := idx.Open(r.Call)
+		if err != nil {
+			return err
+		}
+		if o == nil {
+			prepared, _, err := idx.CallState(r.Call)
+			if err != nil || !prepared {
+				return err // a call never prepared counts for nothing
+			}
+			o = &OpenCall{Call: r.Call} // a later terminal row of an attempt: its record is gone
+		}
+		if err := idx.SetOpen(r.Call, nil); err != nil {
+			return err
+		}
+		if r.Type != TypeOutcomeUnknown {
+			return clearUnknown(idx, r.Call)
+		}
+		u, err := idx.Unknown(r.Call)
+		if err != nil || (u != nil && u.Reconciled) {
+			return err
+		}
+		if u != nil && o.Node == "" {
+			o = &u.OpenCall // a second terminal row of the attempt: what the first knew
+		}
+		return idx.SetUnknown(r.Call, &UnknownCall{OpenCall: *o, Reason: part.Reason})
+	}
+	return nil
+}
+
+// clearUnknown forgets a call's unknown outcome, unless it has a verdict.
+func clearUnknown(idx Index, call string) error {
+	u, err := idx.Unknown(call)
+	if err != nil || u == nil || u.Reconciled {
+		return err
+	}
+	return idx.SetUnknown(call, nil)
+}
+
 func (s *Summary) uncount(status CallStatus) {
 	if s.Calls[status]--; s.Calls[status] <= 0 {
 		delete(s.Calls, status)
@@ -207,10 +328,16 @@ func (s *Summary) uncount(status CallStatus) {
 // Summarize folds rows, seq 1 first, into a summary, keeping call states in memory: what a
 // store does for a journal written before it kept summaries.
 func Summarize(rows func(fn func(*Row) error) error) (*Summary, error) {
-	s, calls := NewSummary(), MapCallStates{}
-	err := rows(func(r *Row) error { return s.Add(r.ForSummary(), calls) })
+	s, _, err := SummarizeIndexed(rows)
+	return s, err
+}
+
+// SummarizeIndexed is Summarize, with the Index the fold made.
+func SummarizeIndexed(rows func(fn func(*Row) error) error) (*Summary, *MemIndex, error) {
+	s, idx := NewSummary(), NewMemIndex()
+	err := rows(func(r *Row) error { return s.Add(r.ForSummary(), idx) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, idx, nil
 }

@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestSummaryFoldsRowsAsTheTimelineCounts(t *testing.T) {
 	t.Parallel()
 	rows := summaryRows()
 	s := journal.NewSummary()
-	calls := journal.MapCallStates{}
+	calls := journal.NewMemIndex()
 	for i := range rows {
 		require.NoError(t, s.Add(rows[i].ForSummary(), calls))
 	}
@@ -59,7 +60,7 @@ func TestSummaryFoldsRowsAsTheTimelineCounts(t *testing.T) {
 		Calls:  map[journal.CallStatus]int{"completed": 2, "superseded": 1, "unknown": 1},
 		Tokens: journal.Tokens{Input: 111, Total: 111},
 	}, s)
-	assert.Equal(t, journal.MapCallStates{"c1": "completed", "c2": "completed", "c3": "superseded", "c4": "unknown", "c5": ""}, calls)
+	assert.Equal(t, journal.MapCallStates{"c1": "completed", "c2": "completed", "c3": "superseded", "c4": "unknown", "c5": ""}, calls.Calls)
 
 	// After the paused end, before the resume: the paused row's status, c2 held.
 	s2, err := journal.Summarize(func(fn func(*journal.Row) error) error {
@@ -98,7 +99,7 @@ func TestSummaryOfARunTakenAgain(t *testing.T) {
 		{Type: journal.TypeStarted},
 	}
 	s := journal.NewSummary()
-	calls := journal.MapCallStates{}
+	calls := journal.NewMemIndex()
 	for i := range rows {
 		rows[i].Seq = uint64(i + 1)
 		require.NoError(t, s.Add(rows[i].ForSummary(), calls))
@@ -109,4 +110,76 @@ func TestSummaryOfARunTakenAgain(t *testing.T) {
 	}
 	assert.Equal(t, "", s.Status)
 	assert.Equal(t, []journal.PendingDecision{{ID: "keep", Question: "keep?"}}, s.Decisions)
+}
+
+// outstandingRows exercise every rule of the index: a call open, one whose outcome is unknown,
+// one whose unknown outcome got a verdict and then a new attempt that ended unknown again (the
+// verdict stands), one unknown and then run again to completion, a commit finished, a refused
+// one (no result follows it) and one whose result never came.
+func outstandingRows() []journal.Row {
+	at := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
+	rows := []journal.Row{
+		{Type: journal.TypeStarted, Run: "r"},
+		{Type: journal.TypePrepared, Call: "c1", Node: "a", Role: "explorer"},
+		{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "th1"},
+		{Type: journal.TypeTurnStarted, Call: "c1", TurnID: "tu1"},
+		{Type: journal.TypeCompleted, Call: "c1"},
+		{Type: journal.TypePrepared, Call: "c2", Node: "b", Role: "executor"},
+		{Type: journal.TypeThreadStarted, Call: "c2", ThreadID: "th2"},
+		{Type: journal.TypeTurnStarted, Call: "c2", TurnID: "tu2"},
+		{Type: journal.TypeTurnStarted, Call: "c2", TurnID: "tu2b"},
+		{Type: journal.TypeOutcomeUnknown, Call: "c2", Reason: "dispatch_unknown"},
+		{Type: journal.TypePrepared, Call: "c10", Node: "c", Role: "reviewer"},
+		{Type: journal.TypeOutcomeUnknown, Call: "c10", Reason: "dispatch_unknown"},
+		{Type: journal.TypeEffectReconciled, Effect: "c10", Verdict: "applied", By: "ann", Output: json.RawMessage(`{"a": "<b>"}`), OutputDigest: "sha256:x"},
+		{Type: journal.TypePrepared, Call: "c10", Node: "c", Role: "reviewer"},
+		{Type: journal.TypeOutcomeUnknown, Call: "c10", Reason: "dispatch_unknown"},
+		{Type: journal.TypePrepared, Call: "c3", Node: "d", Role: "critic"},
+		{Type: journal.TypeOutcomeUnknown, Call: "c3", Reason: "dispatch_unknown"},
+		{Type: journal.TypePrepared, Call: "c3", Node: "d", Role: "critic"},
+		{Type: journal.TypeCompleted, Call: "c3"},
+		{Type: journal.TypeCommitIntent, Node: "b", Ref: "refs/x/b", Tree: "t1", Parent: "p1"},
+		{Type: journal.TypeCommitIntent, Node: "e", Status: "no_pending_changes"},
+		{Type: journal.TypeCommitResult, Node: "b", Ref: "refs/x/b", Commit: "k1"},
+		{Type: journal.TypeCommitIntent, Node: "b", Ref: "refs/x/b", Tree: "t2", Parent: "k1"},
+		{Type: journal.TypePrepared, Call: "c4", Node: "a", Role: "explorer"},
+		{Type: journal.TypeThreadStarted, Call: "c4", ThreadID: "th4"},
+	}
+	for i := range rows {
+		rows[i].Seq, rows[i].At = uint64(i+1), at.Add(time.Duration(i)*time.Second)
+	}
+	return rows
+}
+
+func TestTheIndexListsWhatIsOutstanding(t *testing.T) {
+	t.Parallel()
+	rows := outstandingRows()
+	sum, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error {
+		for i := range rows {
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []journal.CommitIntent{{Node: "b", Ref: "refs/x/b", Tree: "t2", Parent: "k1"}}, sum.Commits)
+	assert.Equal(t, &journal.Outstanding{
+		Open: []journal.OpenCall{{Call: "c4", Seq: 24, Node: "a", Role: "explorer", Thread: "th4"}},
+		Unknown: []journal.UnknownCall{{OpenCall: journal.OpenCall{Call: "c2", Seq: 6, Node: "b", Role: "executor", Thread: "th2", Turns: []string{"tu2", "tu2b"}},
+			Reason: "dispatch_unknown"}},
+		Verdicts: []journal.Verdict{{Seq: 13, Call: "c10", Verdict: "applied", By: "ann", At: rows[12].At,
+			Output: json.RawMessage(`{"a":"\u003cb\u003e"}`), OutputDigest: "sha256:x"}},
+		TotalOpen: 1, TotalUnknown: 1, TotalVerdicts: 1,
+	}, idx.Outstanding(10))
+	cut := idx.Outstanding(0)
+	assert.Empty(t, cut.Open)
+	assert.Equal(t, 1, cut.TotalOpen, "a cut list still counts")
+}
+
+func TestCallsSortByIssue(t *testing.T) {
+	t.Parallel()
+	ids := []string{"c10", "x", "c2", "c01", "c1", "c", "b"}
+	slices.SortFunc(ids, journal.ByIssue)
+	assert.Equal(t, []string{"c1", "c2", "c10", "b", "c", "c01", "x"}, ids)
 }

@@ -53,6 +53,11 @@ type Store interface {
 	// holds the run or not, read without reading the rows: its journal's writer keeps it,
 	// committed with the rows it covers, so it never differs from them.
 	Summary(ctx context.Context, run string) (*journal.Summary, error)
+	// Outstanding lists what the run has outstanding (journal.Outstanding: its open calls,
+	// its unknown outcomes without a verdict, its verdicts), each list cut at limit, whether a
+	// process holds the run or not, from the index its journal's writer keeps beside the
+	// summary: never the rows (but those of a journal written before the index was kept).
+	Outstanding(ctx context.Context, run string, limit int) (*journal.Outstanding, error)
 	// PutAnswer leaves the answer to a decision for the process that holds the run, which
 	// journals it (TakeAnswers): only a run's process writes its journal.
 	PutAnswer(ctx context.Context, run string, a Answer) error

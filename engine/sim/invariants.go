@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/crw-dev/crw/engine/enginetest"
@@ -50,7 +52,7 @@ func (x *execution) checkJournal(ctx context.Context, id string) {
 			x.violate("sends_once", "the host received turn %s %d times", turn, n)
 		}
 	}
-	want, err := journal.Summarize(func(fn func(*journal.Row) error) error {
+	want, wantIdx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error {
 		for i := range rows {
 			if err := fn(&rows[i]); err != nil {
 				return err
@@ -67,9 +69,84 @@ func (x *execution) checkJournal(ctx context.Context, id string) {
 		x.violate("summary", "the store's summary cannot be read: %v", err)
 		return
 	}
-	if !maps.Equal(want.Calls, got.Calls) || want.Tokens != got.Tokens || want.Status != got.Status {
-		x.violate("summary", "the store says %v, %+v, %q; the rows say %v, %+v, %q", got.Calls, got.Tokens, got.Status, want.Calls, want.Tokens, want.Status)
+	if !maps.Equal(want.Calls, got.Calls) || want.Tokens != got.Tokens || want.Status != got.Status || !reflect.DeepEqual(want.Commits, got.Commits) {
+		x.violate("summary", "the store says %v, %+v, %q, commits %v; the rows say %v, %+v, %q, commits %v",
+			got.Calls, got.Tokens, got.Status, got.Commits, want.Calls, want.Tokens, want.Status, want.Commits)
 	}
+	gotIdx, err := x.st.Outstanding(ctx, id, 1<<30)
+	if err != nil {
+		x.violate("summary", "the store's index cannot be read: %v", err)
+		return
+	}
+	if wantOut := wantIdx.Outstanding(1 << 30); !sameOutstanding(wantOut, gotIdx) {
+		x.violate("summary", "the store's index says %+v; the rows say %+v", gotIdx, wantOut)
+	}
+	open, unknown := outstandingOf(rows)
+	var gotOpen, gotUnknown []string
+	for _, o := range gotIdx.Open {
+		gotOpen = append(gotOpen, o.Call)
+	}
+	for _, u := range gotIdx.Unknown {
+		gotUnknown = append(gotUnknown, u.Call)
+	}
+	if !slices.Equal(open, gotOpen) || !slices.Equal(unknown, gotUnknown) {
+		x.violate("summary", "the store's index lists open %v and unknown %v; the rows have open %v and unknown %v", gotOpen, gotUnknown, open, unknown)
+	}
+}
+
+// sameOutstanding compares two indexes, an empty list as none.
+func sameOutstanding(a, b *journal.Outstanding) bool {
+	norm := func(o *journal.Outstanding) journal.Outstanding {
+		c := *o
+		if len(c.Open) == 0 {
+			c.Open = nil
+		}
+		if len(c.Unknown) == 0 {
+			c.Unknown = nil
+		}
+		if len(c.Verdicts) == 0 {
+			c.Verdicts = nil
+		}
+		for i := range c.Verdicts {
+			c.Verdicts[i].At = c.Verdicts[i].At.UTC()
+		}
+		return c
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// outstandingOf is what the journal has outstanding, read from its rows as plainly as can be:
+// the calls whose newest row of their own is not terminal, and those whose newest terminal
+// row is outcome_unknown with no verdict ever given, each in the order of first issue.
+func outstandingOf(rows []journal.Row) (open, unknown []string) {
+	var order []string
+	last := map[string]string{} // call → the type of its newest prepared or terminal row
+	verdict := map[string]bool{}
+	for _, r := range rows {
+		switch {
+		case r.Type == journal.TypeEffectReconciled:
+			verdict[r.Effect] = true
+		case r.Type == journal.TypePrepared:
+			if _, seen := last[r.Call]; !seen {
+				order = append(order, r.Call)
+			}
+			last[r.Call] = r.Type
+		case journal.IsTerminal(r.Type) && last[r.Call] != "":
+			last[r.Call] = r.Type
+		}
+	}
+	slices.SortFunc(order, journal.ByIssue)
+	for _, c := range order {
+		switch last[c] {
+		case journal.TypePrepared:
+			open = append(open, c)
+		case journal.TypeOutcomeUnknown:
+			if !verdict[c] {
+				unknown = append(unknown, c)
+			}
+		}
+	}
+	return open, unknown
 }
 
 // checkEnd checks how a process ended against the run's status.

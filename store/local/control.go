@@ -28,14 +28,17 @@ import (
 //	{"op": "rows", "from": N}  the durable rows from seq N on, one JSON line each, then {"eof": true},
 //	                           or {"damaged": WHAT} where a row fails its checksum
 //	{"op": "summary"}          the summary of the durable rows, one JSON line
+//	{"op": "outstanding", "limit": N}
+//	                           the index kept beside it (journal.Outstanding), one JSON line
 //	{"op": "cancel"}           look for a stored cancel request now; answers {"ok": true}
 //
 // Rows are copied out of the journal a chunk at a time, so a slow reader never holds a read
 // transaction that a commit would wait for.
 
 type controlRequest struct {
-	Op   string `json:"op"`
-	From uint64 `json:"from,omitempty"`
+	Op    string `json:"op"`
+	From  uint64 `json:"from,omitempty"`
+	Limit int    `json:"limit,omitempty"`
 }
 
 // rowsChunk is how many rows a read transaction copies for a reader.
@@ -151,6 +154,13 @@ func (l *lease) answer(conn net.Conn) {
 		}
 		data, _ := json.Marshal(sum)
 		w.Write(append(data, '\n'))
+	case "outstanding":
+		out, err := l.j.Outstanding(max(req.Limit, 0))
+		if err != nil {
+			return // closed: the reader goes to the file
+		}
+		data, _ := json.Marshal(out)
+		w.Write(append(data, '\n'))
 	case "rows":
 		from := max(req.From, 1)
 		for {
@@ -265,48 +275,99 @@ func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*jour
 // a run nobody holds has it read from its file without the rows. A journal written before
 // summaries were kept is summarized from its rows.
 func (s *Store) Summary(ctx context.Context, run string) (*journal.Summary, error) {
+	return readKept(s, ctx, run, "summary", s.summaryFromHolder,
+		func(path string) (*journal.Summary, string, error) { return journalfile.ReadSummary(path) },
+		journalfile.ErrNoSummary,
+		func() (*journal.Summary, error) {
+			return journal.Summarize(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
+		})
+}
+
+// Outstanding implements store.Store, as Summary does: from the holder, or from the index kept
+// in the journal's file; a journal written before the index was kept is folded from its rows.
+func (s *Store) Outstanding(ctx context.Context, run string, limit int) (*journal.Outstanding, error) {
+	return readKept(s, ctx, run, "index",
+		func(ctx context.Context, run string) (*journal.Outstanding, error) {
+			return s.outstandingFromHolder(ctx, run, limit)
+		},
+		func(path string) (*journal.Outstanding, string, error) {
+			return journalfile.ReadOutstanding(path, limit)
+		},
+		journalfile.ErrNoIndex,
+		func() (*journal.Outstanding, error) {
+			_, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
+			if err != nil {
+				return nil, err
+			}
+			return idx.Outstanding(limit), nil
+		})
+}
+
+// readKept reads what a journal's writer keeps beside its rows (its summary, its index): from
+// the run's holder over the socket (holder), or from the file when nobody holds it (file); a
+// journal that does not keep it (notKept) has it made from its rows (fromRows).
+func readKept[T any](s *Store, ctx context.Context, run, what string, holder func(context.Context, string) (T, error),
+	file func(path string) (T, string, error), notKept error, fromRows func() (T, error)) (T, error) {
+	var zero T
 	if err := s.checkRun(run); err != nil {
-		return nil, err
+		return zero, err
 	}
 	path := s.path(run, JournalFile)
 	var last error
 	for attempt := 0; attempt < 20; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return zero, err
 		}
 		if Held(s.root, run) {
-			sum, err := s.summaryFromHolder(ctx, run)
+			v, err := holder(ctx, run)
 			if err == nil || !errors.Is(err, errNoHolder) {
-				return sum, err
+				return v, err
 			}
 			last = err
 		} else {
-			sum, id, err := journalfile.ReadSummary(path)
+			v, id, err := file(path)
 			if err == nil && id != run {
 				err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, id)
 			}
 			switch {
 			case err == nil:
-				return sum, nil
-			case errors.Is(err, journalfile.ErrNoSummary):
-				return journal.Summarize(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
+				return v, nil
+			case errors.Is(err, notKept):
+				return fromRows()
 			case errors.Is(err, journalfile.ErrLocked):
 				last = err // a holder has just taken it: ask it
 			case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
-				return nil, damaged(run, path, err)
+				return zero, damaged(run, path, err)
 			case errors.Is(err, os.ErrNotExist):
-				return nil, noJournal(run, path)
+				return zero, noJournal(run, path)
 			default:
-				return nil, errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)
+				return zero, errs.New(errs.RunUnavailable, "run %s: cannot open the journal %s", run, path).Wrap(err)
 			}
 		}
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
-	return nil, errs.New(errs.RunUnavailable, "run %s: its summary could not be read while its holder came and went", run).Wrap(last).
+	return zero, errs.New(errs.RunUnavailable, "run %s: its %s could not be read while its holder came and went", run, what).Wrap(last).
 		Because("store", "holder_unreachable", "unknown", errs.Uncertain).Next("crw flow status " + run)
 }
 
 func (s *Store) summaryFromHolder(ctx context.Context, run string) (*journal.Summary, error) {
+	line, err := s.askHolder(ctx, run, controlRequest{Op: "summary"})
+	if err != nil {
+		return nil, err
+	}
+	sum := journal.NewSummary()
+	if err := json.Unmarshal(line, sum); err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its holder sent a summary that does not read", run).Wrap(err)
+	}
+	if sum.Calls == nil {
+		sum.Calls = map[journal.CallStatus]int{}
+	}
+	return sum, nil
+}
+
+// askHolder sends the run's holder one request and returns its one line of answer; errNoHolder
+// when nobody answered (the holder has just gone: the file is read instead).
+func (s *Store) askHolder(ctx context.Context, run string, req controlRequest) ([]byte, error) {
 	conn, err := s.dial(ctx, run)
 	if err != nil {
 		return nil, err
@@ -315,7 +376,8 @@ func (s *Store) summaryFromHolder(ctx context.Context, run string) (*journal.Sum
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	conn.SetDeadline(time.Now().Add(readerTimeout))
-	if _, err := conn.Write([]byte(`{"op":"summary"}` + "\n")); err != nil {
+	data, _ := json.Marshal(req)
+	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
 	}
 	line, err := s.holderLine(ctx, conn, bufio.NewReader(conn), run)
@@ -326,14 +388,19 @@ func (s *Store) summaryFromHolder(ctx context.Context, run string) (*journal.Sum
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoHolder, err)
 	}
-	sum := journal.NewSummary()
-	if err := json.Unmarshal(line, sum); err != nil {
-		return nil, errs.New(errs.IncompatibleSchema, "run %s: its holder sent a summary that does not read", run).Wrap(err)
+	return line, nil
+}
+
+func (s *Store) outstandingFromHolder(ctx context.Context, run string, limit int) (*journal.Outstanding, error) {
+	line, err := s.askHolder(ctx, run, controlRequest{Op: "outstanding", Limit: limit})
+	if err != nil {
+		return nil, err
 	}
-	if sum.Calls == nil {
-		sum.Calls = map[journal.CallStatus]int{}
+	out := &journal.Outstanding{}
+	if err := json.Unmarshal(line, out); err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s: its holder sent an index that does not read", run).Wrap(err)
 	}
-	return sum, nil
+	return out, nil
 }
 
 // rowsError is a failure of the store itself while reading rows, as opposed to fn's error;

@@ -47,8 +47,8 @@ type run struct {
 	answers    []store.Answer
 	spec       []byte // the spec as JSON: nobody can change it through a pointer
 	rows       [][]byte
-	summary    *journal.Summary      // of rows, folded by each commit
-	calls      journal.MapCallStates // the summary's call states
+	summary    *journal.Summary  // of rows, folded by each commit
+	calls      *journal.MemIndex // the summary's call states and what is outstanding
 	published  *store.Status
 	cancel     bool
 	holder     *lease
@@ -84,7 +84,7 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 	if s.runs[spec.Run] != nil {
 		return errs.New(errs.InvalidRequest, "run %s exists already", spec.Run).Wrap(store.ErrExists)
 	}
-	s.runs[spec.Run] = &run{spec: data, summary: journal.NewSummary(), calls: journal.MapCallStates{}}
+	s.runs[spec.Run] = &run{spec: data, summary: journal.NewSummary(), calls: journal.NewMemIndex()}
 	return nil
 }
 
@@ -199,6 +199,17 @@ func (s *Store) Rows(ctx context.Context, id string, from uint64, fn func(*journ
 		}
 	}
 	return nil
+}
+
+// Outstanding implements store.Store.
+func (s *Store) Outstanding(ctx context.Context, id string, limit int) (*journal.Outstanding, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return r.calls.Outstanding(limit), nil
 }
 
 // Summary implements store.Store.

@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		"RowsWhileHeld":       testRowsWhileHeld,
 		"Summary":             testSummary,
 		"SummaryWhenFenced":   testSummaryWhenFenced,
+		"Outstanding":         testOutstanding,
 		"Published":           testPublished,
 		"CancelIsStored":      testCancelIsStored,
 		"LostLeaseIsFenced":   testLostLeaseIsFenced,
@@ -307,6 +308,51 @@ func testSummary(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	folded.Ended = time.Time{}
 	assert.Equal(t, want, folded, "the summary is the fold of the rows")
+}
+
+// testOutstanding: what a run has outstanding (its open calls, unknown outcomes, verdicts) is
+// read by another process while the run is held and after, without its rows, and is what the
+// fold of its rows makes.
+func testOutstanding(t *testing.T, h Harness) {
+	s, other := h.New(t)
+	id := create(t, s, 1)
+	empty := &journal.Outstanding{Open: []journal.OpenCall{}, Unknown: []journal.UnknownCall{}, Verdicts: []journal.Verdict{}}
+	got, err := other.Outstanding(ctx, id, 10)
+	require.NoError(t, err)
+	assert.Equal(t, empty, got, "a new run's")
+	_, err = other.Outstanding(ctx, ID(9), 10)
+	code(t, err, errs.InvalidRequest, store.ErrNotFound)
+
+	l := acquire(t, s, id)
+	_, err = l.Journal().Write(
+		&journal.Row{Type: journal.TypeStarted, Run: id},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1, Node: "n", Role: "executor"},
+		&journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "th"},
+		&journal.Row{Type: journal.TypeOutcomeUnknown, Call: "c1", Reason: "dispatch_unknown"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2, Node: "m", Role: "reviewer"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c3", Index: 3, Node: "m", Role: "reviewer"},
+	)
+	require.NoError(t, err)
+	l.Journal().Append(&journal.Row{Type: journal.TypeCompleted, Call: "c2"}) // not durable
+	want := &journal.Outstanding{
+		Open:      []journal.OpenCall{{Call: "c2", Seq: 5, Node: "m", Role: "reviewer"}},
+		Unknown:   []journal.UnknownCall{{OpenCall: journal.OpenCall{Call: "c1", Seq: 2, Node: "n", Role: "executor", Thread: "th"}, Reason: "dispatch_unknown"}},
+		Verdicts:  []journal.Verdict{},
+		TotalOpen: 2, TotalUnknown: 1,
+	}
+	got, err = other.Outstanding(ctx, id, 1)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "held: the durable rows', each list cut at 1")
+	require.NoError(t, l.Release())
+	got, err = other.Outstanding(ctx, id, 10)
+	require.NoError(t, err)
+	want.Open[0] = journal.OpenCall{Call: "c3", Seq: 6, Node: "m", Role: "reviewer"}
+	want.TotalOpen = 1
+	assert.Equal(t, want, got, "released, the rest was committed")
+
+	_, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error { return s.Rows(ctx, id, 1, fn) })
+	require.NoError(t, err)
+	assert.Equal(t, want, idx.Outstanding(10), "the index is the fold of the rows")
 }
 
 // testSummaryWhenFenced: rows a holder buffered when it lost its lease are in neither the

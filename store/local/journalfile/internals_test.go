@@ -61,6 +61,19 @@ func dropSummary(tx *bbolt.Tx) error {
 	return tx.DeleteBucket(bucketCalls)
 }
 
+// DropIndex removes the index kept beside the summary, as a journal written before it was kept
+// has none (but has its summary).
+func DropIndex(path string) error {
+	return updateFile(path, func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketOpen, bucketUnknown, bucketVerdicts} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // PutSummaryJSON replaces the stored summary with data.
 func PutSummaryJSON(path string, data []byte) error {
 	return updateFile(path, func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySummary, data) })

@@ -105,7 +105,7 @@ func Create(path, runID string) (*Journal, error) {
 		if err := putSummary(meta, journal.NewSummary()); err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucket(bucketCalls); err != nil {
+		if _, err := createIndex(tx); err != nil {
 			return err
 		}
 		_, err = tx.CreateBucket(bucketRows)
@@ -165,11 +165,14 @@ func Open(path string) (*Journal, error) {
 		if st.last, err = lastSeq(tx); err != nil {
 			return err
 		}
-		sum, err = summaryOf(tx, st.last)
+		if sum, err = summaryOf(tx, st.last); err != nil {
+			return err
+		}
+		_, err = indexOf(tx)
 		return err
 	})
-	if errors.Is(err, errNoSummary) {
-		// A journal written before summaries were kept gets its summary now, once.
+	if errors.Is(err, errNoSummary) || errors.Is(err, ErrNoIndex) {
+		// A journal written before summaries (or their index) were kept gets them now, once.
 		err = db.Update(func(tx *bbolt.Tx) error {
 			var err error
 			sum, err = rebuildSummary(tx)

@@ -21,6 +21,15 @@ var (
 	// newest attempt has no terminal row, else that row's status.
 	bucketCalls = []byte("calls")
 
+	// The Index beside the summary (journal.Index): bucketOpen maps an open call's id to its
+	// journal.OpenCall, bucketUnknown a call's id to its journal.UnknownCall, bucketVerdicts
+	// seqKey(seq) of an effect_reconciled row to its journal.Verdict, all as JSON. A journal
+	// written before they were kept has none: its index is made when it is next opened for
+	// writing (with its summary), and until then only by reading its rows.
+	bucketOpen     = []byte("open")
+	bucketUnknown  = []byte("unknown")
+	bucketVerdicts = []byte("verdicts")
+
 	// bucketRows maps seqKey(seq) to the row's JSON (and its checksum, by keyFormat); seq
 	// starts at 1 and has no gaps.
 	bucketRows = []byte("rows")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -29,8 +28,136 @@ var errNoSummary = ErrNoSummary
 // callOpen is a call's state while its newest attempt has no terminal row.
 const callOpen = "open"
 
-// callStates keeps the fold's call states in the calls bucket.
-type callStates struct{ b *bbolt.Bucket }
+// callStates keeps the fold's call states in the calls bucket, and the rest of its index in
+// the open, unknown and verdicts buckets.
+type callStates struct{ b, open, unknown, verdicts *bbolt.Bucket }
+
+// indexOf is the index of tx's journal; ErrNoIndex when it has no index buckets (a journal
+// written before they were kept).
+func indexOf(tx *bbolt.Tx) (callStates, error) {
+	c := callStates{tx.Bucket(bucketCalls), tx.Bucket(bucketOpen), tx.Bucket(bucketUnknown), tx.Bucket(bucketVerdicts)}
+	if c.b == nil || c.open == nil || c.unknown == nil || c.verdicts == nil {
+		return c, ErrNoIndex
+	}
+	return c, nil
+}
+
+// createIndex makes the index buckets of a new journal, or of one whose index is made again.
+func createIndex(tx *bbolt.Tx) (callStates, error) {
+	for _, name := range [][]byte{bucketCalls, bucketOpen, bucketUnknown, bucketVerdicts} {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return callStates{}, err
+			}
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return callStates{}, err
+		}
+	}
+	return indexOf(tx)
+}
+
+func (c callStates) Open(call string) (*journal.OpenCall, error) {
+	v := c.open.Get([]byte(call))
+	if v == nil {
+		return nil, nil
+	}
+	var o journal.OpenCall
+	if err := json.Unmarshal(v, &o); err != nil {
+		return nil, fmt.Errorf("%w: index: open call %.64q: %v", ErrCorrupt, call, err)
+	}
+	return &o, nil
+}
+
+func (c callStates) SetOpen(call string, o *journal.OpenCall) error {
+	return putJSON(c.open, []byte(call), o)
+}
+
+func (c callStates) Unknown(call string) (*journal.UnknownCall, error) {
+	v := c.unknown.Get([]byte(call))
+	if v == nil {
+		return nil, nil
+	}
+	var u journal.UnknownCall
+	if err := json.Unmarshal(v, &u); err != nil {
+		return nil, fmt.Errorf("%w: index: unknown call %.64q: %v", ErrCorrupt, call, err)
+	}
+	return &u, nil
+}
+
+func (c callStates) SetUnknown(call string, u *journal.UnknownCall) error {
+	return putJSON(c.unknown, []byte(call), u)
+}
+
+func (c callStates) AddVerdict(v journal.Verdict) error {
+	return putJSON(c.verdicts, seqKey(v.Seq), &v)
+}
+
+// putJSON puts v's JSON under key, or deletes key when v is nil.
+func putJSON[T any](b *bbolt.Bucket, key []byte, v *T) error {
+	if v == nil {
+		return b.Delete(key)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if err := b.Put(key, data); err != nil {
+		return fmt.Errorf("index: %.64q: %w", key, err)
+	}
+	return nil
+}
+
+// outstanding lists tx's index, each list cut at limit.
+func outstanding(tx *bbolt.Tx, limit int) (*journal.Outstanding, error) {
+	c, err := indexOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	out := &journal.Outstanding{Open: []journal.OpenCall{}, Unknown: []journal.UnknownCall{}, Verdicts: []journal.Verdict{}}
+	err = c.open.ForEach(func(k, v []byte) error {
+		var o journal.OpenCall
+		if err := json.Unmarshal(v, &o); err != nil {
+			return fmt.Errorf("%w: index: open call %.64q: %v", ErrCorrupt, k, err)
+		}
+		out.Open = append(out.Open, o)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.unknown.ForEach(func(k, v []byte) error {
+		var u journal.UnknownCall
+		if err := json.Unmarshal(v, &u); err != nil {
+			return fmt.Errorf("%w: index: unknown call %.64q: %v", ErrCorrupt, k, err)
+		}
+		if !u.Reconciled {
+			out.Unknown = append(out.Unknown, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	err = c.verdicts.ForEach(func(k, v []byte) error {
+		if n++; len(out.Verdicts) >= limit {
+			return nil
+		}
+		var d journal.Verdict
+		if err := json.Unmarshal(v, &d); err != nil {
+			return fmt.Errorf("%w: index: verdict %x: %v", ErrCorrupt, k, err)
+		}
+		out.Verdicts = append(out.Verdicts, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = out.Sorted(limit)
+	out.TotalVerdicts = n
+	return out, nil
+}
 
 func (c callStates) CallState(call string) (bool, journal.CallStatus, error) {
 	v := c.b.Get([]byte(call))
@@ -64,12 +191,13 @@ func putSummary(meta *bbolt.Bucket, sum *journal.Summary) error {
 
 // foldSummary folds a batch into sum and stores it, within the batch's transaction.
 func foldSummary(tx *bbolt.Tx, sum *journal.Summary, batch []entry) error {
-	meta, calls := tx.Bucket(bucketMeta), tx.Bucket(bucketCalls)
-	if meta == nil || calls == nil {
-		return fmt.Errorf("%w: no %q or %q bucket", ErrCorrupt, bucketMeta, bucketCalls)
+	meta := tx.Bucket(bucketMeta)
+	idx, err := indexOf(tx)
+	if meta == nil || err != nil {
+		return fmt.Errorf("%w: no %q bucket or no index", ErrCorrupt, bucketMeta)
 	}
 	for i := range batch {
-		if err := sum.Add(batch[i].part, callStates{calls}); err != nil {
+		if err := sum.Add(batch[i].part, idx); err != nil {
 			return err
 		}
 	}
@@ -102,15 +230,15 @@ func summaryOf(tx *bbolt.Tx, last uint64) (*journal.Summary, error) {
 	return sum, nil
 }
 
+// ErrNoIndex: a journal written before its index was kept (journal.Index beside the summary);
+// the index is made when the journal is next opened for writing, and until then only by
+// reading its rows.
+var ErrNoIndex = errors.New("journal has no index of what is outstanding")
+
 // rebuildSummary folds every row again into a new summary and its call states, and stores
 // both, within tx (a write transaction).
 func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
-	if tx.Bucket(bucketCalls) != nil {
-		if err := tx.DeleteBucket(bucketCalls); err != nil {
-			return nil, err
-		}
-	}
-	calls, err := tx.CreateBucket(bucketCalls)
+	calls, err := createIndex(tx)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +255,7 @@ func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
 		}
 		part := r.ForSummary()
 		part.Seq = seq
-		return true, sum.Add(part, callStates{calls})
+		return true, sum.Add(part, calls)
 	})
 	if err != nil {
 		return nil, err
@@ -161,28 +289,72 @@ const readerLockWait = 50 * time.Millisecond
 // what status and list show. A file whose pages, meta bucket or summary do not read is
 // ErrCorrupt; a journal without a summary ErrNoSummary; one another handle holds ErrLocked.
 func ReadSummary(path string) (sum *journal.Summary, runID string, err error) {
+	err = readFew(path, "summary", func(tx *bbolt.Tx) error {
+		runID = string(tx.Bucket(bucketMeta).Get(keyRun))
+		last, err := lastSeq(tx)
+		if err != nil {
+			return err
+		}
+		sum, err = summaryOf(tx, last)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return sum, runID, nil
+}
+
+// ReadOutstanding reads the index kept beside a journal's summary, each list cut at limit, as
+// ReadSummary reads the summary: a few pages, never the rows. A journal written before its
+// index was kept gives ErrNoIndex.
+func ReadOutstanding(path string, limit int) (out *journal.Outstanding, runID string, err error) {
+	err = readFew(path, "index", func(tx *bbolt.Tx) error {
+		runID = string(tx.Bucket(bucketMeta).Get(keyRun))
+		out, err = outstanding(tx, limit)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, runID, nil
+}
+
+// Outstanding is ReadOutstanding of the journal this handle holds, as of its last commit.
+func (j *Journal) Outstanding(limit int) (out *journal.Outstanding, err error) {
+	err = guarded(func() error {
+		return j.db.View(func(tx *bbolt.Tx) error {
+			out, err = outstanding(tx, limit)
+			return err
+		})
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		err = ErrClosed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: index of %s: %w", j.path, err)
+	}
+	return out, nil
+}
+
+// readFew opens path read-only under a shared lock and runs fn in a read transaction of a
+// journal of ours, for what takes a few pages (the summary, the index): a damaged file that
+// faults on them is ErrCorrupt, not a crash.
+func readFew(path, what string, fn func(tx *bbolt.Tx) error) error {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("journal: summary %s: %w", path, err)
+		return fmt.Errorf("journal: %s %s: %w", what, path, err)
 	}
 	if !info.Mode().IsRegular() || info.Size() == 0 {
-		return nil, "", fmt.Errorf("journal: summary %s: %w: empty or not a regular file", path, ErrCorrupt)
+		return fmt.Errorf("journal: %s %s: %w: empty or not a regular file", what, path, ErrCorrupt)
 	}
 	opts := boltOptions(true, nil)
 	opts.Timeout = readerLockWait
 	db, err := bbolt.Open(path, 0o600, opts)
 	if err != nil {
-		return nil, "", openError(path, err)
+		return openError(path, err)
 	}
 	defer db.Close()
-	err = func() (err error) {
-		// Only a few pages are read, but a damaged file may fault on them: say so, not crash.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%w: %v", ErrCorrupt, r)
-			}
-		}()
+	err = guarded(func() error {
 		return db.View(func(tx *bbolt.Tx) error {
 			if info.Size() < tx.Size() {
 				return fmt.Errorf("%w: file has %d bytes but its pages need %d (truncated)", ErrCorrupt, info.Size(), tx.Size())
@@ -191,20 +363,14 @@ func ReadSummary(path string) (sum *journal.Summary, runID string, err error) {
 			if meta == nil || string(meta.Get(keySchema)) != Schema {
 				return fmt.Errorf("%w: not a %s journal", ErrSchema, Schema)
 			}
-			runID = string(meta.Get(keyRun))
-			last, err := lastSeq(tx)
-			if err != nil {
-				return err
-			}
-			sum, err = summaryOf(tx, last)
-			return err
+			return fn(tx)
 		})
-	}()
+	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		err = ErrClosed
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("journal: summary %s: %w", path, err)
+		return fmt.Errorf("journal: %s %s: %w", what, path, err)
 	}
-	return sum, runID, nil
+	return nil
 }

@@ -216,3 +216,55 @@ func TestReadSummaryOfAHeldJournal(t *testing.T) {
 	require.ErrorIs(t, err, journalfile.ErrLocked)
 	assert.Less(t, time.Since(start), 2*time.Second, "not the writer's own lock wait")
 }
+
+// TestTheIndexIsKeptWithTheRows: the index beside the summary reads from the file without the
+// rows, from a handle that holds the journal too; a journal written before it was kept reads
+// as ErrNoIndex (its summary still reads) and gets it when it is next opened for writing.
+func TestTheIndexIsKeptWithTheRows(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	_, err := j.Write(
+		&journal.Row{Type: journal.TypeStarted, Run: "r"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Node: "n", Role: "executor"},
+		&journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "th1"},
+		&journal.Row{Type: journal.TypeTurnStarted, Call: "c1", TurnID: "tu1"},
+		&journal.Row{Type: journal.TypeOutcomeUnknown, Call: "c1", Reason: "dispatch_unknown"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c2", Node: "m", Role: "reviewer"},
+		&journal.Row{Type: journal.TypePrepared, Call: "c3", Node: "m", Role: "reviewer"},
+		&journal.Row{Type: journal.TypeOutcomeUnknown, Call: "c3", Reason: "dispatch_unknown"},
+		&journal.Row{Type: journal.TypeEffectReconciled, Effect: "c3", Verdict: "not_applied", By: "op"},
+	)
+	require.NoError(t, err)
+	held, err := j.Outstanding(100)
+	require.NoError(t, err)
+	want := &journal.Outstanding{
+		Open: []journal.OpenCall{{Call: "c2", Seq: 6, Node: "m", Role: "reviewer"}},
+		Unknown: []journal.UnknownCall{{OpenCall: journal.OpenCall{Call: "c1", Seq: 2, Node: "n", Role: "executor", Thread: "th1", Turns: []string{"tu1"}},
+			Reason: "dispatch_unknown"}},
+		Verdicts:  []journal.Verdict{{Seq: 9, Call: "c3", Verdict: "not_applied", By: "op", At: held.Verdicts[0].At}},
+		TotalOpen: 1, TotalUnknown: 1, TotalVerdicts: 1,
+	}
+	assert.Equal(t, want, held, "from the handle that holds it")
+	require.NoError(t, j.Close())
+	got, run, err := journalfile.ReadOutstanding(path, 100)
+	require.NoError(t, err)
+	assert.Equal(t, journalfiletest.RunID, run)
+	got.Verdicts[0].At = want.Verdicts[0].At // read back in UTC
+	assert.Equal(t, want, got, "from the file")
+
+	require.NoError(t, journalfile.DropIndex(path))
+	_, _, err = journalfile.ReadOutstanding(path, 100)
+	require.ErrorIs(t, err, journalfile.ErrNoIndex)
+	_, _, err = journalfile.ReadSummary(path)
+	require.NoError(t, err, "the summary reads without the index")
+
+	j = journalfiletest.Reopen(t, path)
+	_, err = j.Write(&journal.Row{Type: journal.TypeCompleted, Call: "c2"})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	got, _, err = journalfile.ReadOutstanding(path, 100)
+	require.NoError(t, err)
+	got.Verdicts[0].At = want.Verdicts[0].At
+	want.Open, want.TotalOpen = []journal.OpenCall{}, 0
+	assert.Equal(t, want, got, "made again when the journal was opened for writing")
+}

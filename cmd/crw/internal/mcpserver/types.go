@@ -290,6 +290,7 @@ type Inspection struct {
 
 // Verdict is engine.GivenVerdict: a verdict in the run's journal.
 type Verdict struct {
+	Seq          uint64          `json:"seq" jsonschema:"the journal row the verdict is (crw flow show RUN --json has it whole)"`
 	Call         string          `json:"call"`
 	Verdict      string          `json:"verdict"`
 	By           string          `json:"by"`
@@ -344,7 +345,7 @@ func inspectionOf(in *engine.Inspection) *Inspection {
 	}
 	out.Verdicts = []Verdict{}
 	for _, v := range in.Verdicts {
-		out.Verdicts = append(out.Verdicts, Verdict{Call: v.Call, Verdict: v.Verdict, By: v.By, At: timeText(v.At),
+		out.Verdicts = append(out.Verdicts, Verdict{Seq: v.Seq, Call: v.Call, Verdict: v.Verdict, By: v.By, At: timeText(v.At),
 			Output: rawOrNull(v.Output), OutputDigest: v.OutputDigest, Clipped: v.Clipped})
 	}
 	names := make([]string, 0, len(in.Backend.Options))
