@@ -44,6 +44,8 @@ type call struct {
 	// gave the row (its seq and time).
 	prepared    *journal.Row
 	preparedSeq uint64
+	endSeq      uint64 // its terminal row's, once written
+	parked      bool   // its checkout was kept idle for the next call when it ended
 	preparedAt  time.Time
 
 	// guarded by r.mu
@@ -860,7 +862,8 @@ func (r *runner) end(c *call, row *journal.Row) {
 		}
 		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
 	}
-	r.j.Append(row)
+	c.endSeq = r.j.Append(row)
+	r.parkOnEnd(c)
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
 	r.progress.flush()

@@ -39,16 +39,21 @@ type workspaces struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeState
 	// idle are the checkouts whose calls ended, kept for the next call of a role that writes
-	// nothing (at most maxIdle of them); claimed are the checkouts the journal's open calls
-	// were placed in, which no other call is given.
+	// nothing (at most maxIdle of them); busy are the checkouts calls hold: those this process
+	// placed calls in, and those the journal's open calls were placed in. A checkout is in one
+	// of the two at most, and no call is given a busy one.
 	idle    []idleCheckout
 	maxIdle int
-	claimed map[string]bool
+	busy    map[string]bool
 }
 
 // idleCheckout is a checkout no call works in, and the commit it was made or switched to.
 type idleCheckout struct {
 	path, commit string
+	// endSeq is the terminal row of the call that left it: it is handed on once that row is
+	// durable, for a crash that lost the row leaves the call open, and a resume goes on with it
+	// in this checkout, which must not have been moved for another call meanwhile.
+	endSeq uint64
 }
 
 // nodeState is a node's workspace in this process: what the journal says of it (replay.Node)
@@ -67,7 +72,7 @@ type nodeState struct {
 }
 
 func newWorkspaces(r *runner, dir string) *workspaces {
-	ws := &workspaces{r: r, nodes: map[string]*nodeState{}, maxIdle: max(r.spec.Pool, 1), claimed: map[string]bool{}}
+	ws := &workspaces{r: r, nodes: map[string]*nodeState{}, maxIdle: max(r.spec.Pool, 1), busy: map[string]bool{}}
 	if dir != "" {
 		ws.root = filepath.Join(dir, "worktrees")
 	}
@@ -77,7 +82,7 @@ func newWorkspaces(r *runner, dir string) *workspaces {
 		}
 		for _, c := range h.ByID {
 			if c.EndType == "" && c.Placed != nil && c.Placed.Placement == PlaceCheckout {
-				ws.claimed[filepath.Clean(c.Placed.Workspace)] = true
+				ws.busy[filepath.Clean(c.Placed.Workspace)] = true
 			}
 		}
 	}
@@ -383,16 +388,19 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 	}
 	path := r.ws.reuse(ctx, repo, commit)
 	if path == "" {
-		path = r.ws.checkoutPath(c)
+		path = r.ws.freshPath(c)
 		// One an earlier process made, or was making, before it could record it.
 		if err := repo.RemoveWorktree(ctx, path); err != nil {
+			r.ws.letGo(path)
 			return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", path, err)
 		}
 		if err := repo.AddWorktree(ctx, path, commit); err != nil {
+			r.ws.letGo(path)
 			return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
 		}
 		if err := repo.MarkPristine(path); err != nil {
 			_ = repo.RemoveWorktree(ctx, path)
+			r.ws.letGo(path)
 			return nil, held("worktree_failed", "%s%s: its index cannot be kept: %v", worktreeFailed, path, err)
 		}
 	}
@@ -418,27 +426,59 @@ func (ws *workspaces) reuse(ctx context.Context, repo *workspace.Repo, commit st
 		}
 		e := ws.idle[i]
 		ws.idle = slices.Delete(ws.idle, i, i+1)
+		ws.busy[e.path] = true
 		ws.mu.Unlock()
+		if err := ws.r.j.Sync(e.endSeq); err != nil {
+			ws.letGo(e.path) // the journal failed: the process stops, and leaves it as it is
+			return ""
+		}
 		if why, err := repo.Pristine(ctx, e.path, e.commit); err == nil && why == "" {
 			if err := repo.Switch(ctx, e.path, e.commit, commit); err == nil {
 				return e.path
 			}
 		}
 		_ = repo.RemoveWorktree(ctx, e.path)
+		ws.letGo(e.path)
 	}
 }
 
-// park keeps a checkout whose call ended for the next call, or removes it when maxIdle are
-// kept already: the run's checkouts are never more than the calls it ran at once.
-func (ws *workspaces) park(ctx context.Context, repo *workspace.Repo, path, commit string) {
+// freshPath is the folder of a new checkout for c, held busy: the call's own name
+// (<call>-g<attempt>), or that name with a number when a checkout idle or in use has it (one
+// an earlier process made for the call and a resume handed to another).
+func (ws *workspaces) freshPath(c *call) string {
 	ws.mu.Lock()
-	if len(ws.idle) < ws.maxIdle && commit != "" {
-		ws.idle = append(ws.idle, idleCheckout{path: path, commit: commit})
-		ws.mu.Unlock()
-		return
+	defer ws.mu.Unlock()
+	base := ws.checkoutPath(c)
+	path := base
+	for n := 2; ws.busy[path] || slices.ContainsFunc(ws.idle, func(e idleCheckout) bool { return e.path == path }); n++ {
+		path = base + "-" + strconv.Itoa(n)
 	}
+	ws.busy[path] = true
+	return path
+}
+
+// letGo forgets a checkout no call holds any more (removed, or parked).
+func (ws *workspaces) letGo(path string) {
+	ws.mu.Lock()
+	delete(ws.busy, path)
 	ws.mu.Unlock()
-	_ = repo.RemoveWorktree(ctx, path)
+}
+
+// park keeps a checkout whose call ended for the next call; false when maxIdle are kept
+// already (the caller removes it): the run's checkouts are never more than the calls it ran at
+// once. endSeq is the row after which it may be handed on (0: at once).
+func (ws *workspaces) park(path, commit string, endSeq uint64) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	delete(ws.busy, path)
+	if slices.ContainsFunc(ws.idle, func(e idleCheckout) bool { return e.path == path }) {
+		return true
+	}
+	if len(ws.idle) < ws.maxIdle && commit != "" {
+		ws.idle = append(ws.idle, idleCheckout{path: path, commit: commit, endSeq: endSeq})
+		return true
+	}
+	return false
 }
 
 // dropIdle removes the idle checkouts when the process leaves a run that waits (paused, or for
@@ -474,7 +514,7 @@ func (r *runner) dropIdle() {
 func (ws *workspaces) adopt(ctx context.Context) {
 	repo := ws.repo
 	ws.mu.Lock()
-	claimed := maps.Clone(ws.claimed)
+	claimed := maps.Clone(ws.busy)
 	for _, n := range ws.nodes {
 		if n.Path != "" {
 			claimed[filepath.Clean(n.Path)] = true
@@ -494,8 +534,8 @@ func (ws *workspaces) adopt(ctx context.Context) {
 			_ = repo.RemoveWorktree(ctx, path)
 			continue
 		}
-		if head := repo.HeadOf(path); head != "" {
-			ws.park(ctx, repo, path, head)
+		if head := repo.HeadOf(path); head == "" || !ws.park(path, head, 0) {
+			_ = repo.RemoveWorktree(ctx, path)
 		}
 	}
 }
@@ -527,6 +567,7 @@ func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *re
 			if err := repo.AddWorktree(ctx, p.Workspace, p.Commit); err != nil {
 				return nil, held("restore_snapshot_mismatch", "the checkout %s of call %s cannot be made again at %s: %v", p.Workspace, c.id, p.Commit, err)
 			}
+			_ = repo.MarkPristine(p.Workspace) // without it, the checkout is not handed on
 		}
 	}
 	return p, nil
@@ -611,11 +652,22 @@ func (r *runner) keepStray(ctx context.Context, repo *workspace.Repo, ref, head 
 	return fmt.Errorf("%s holds %s, which %s does not descend from: it is left as it is", ref, cur, head)
 }
 
-// release lets a checkout go once its call has its terminal row: it is kept for the next call
-// (park), unless the run keeps every call's worktree.
+// parkOnEnd keeps the checkout of a call whose terminal row was just appended idle for the next
+// call, before the script hears of the call's end: the script's next call finds it. Called
+// with r.mu held. One it cannot keep (maxIdle are kept already) release removes; a run that
+// keeps every call's worktree for a person keeps it as it is.
+func (r *runner) parkOnEnd(c *call) {
+	p := c.placed
+	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees || c.endSeq == 0 {
+		return
+	}
+	c.parked = r.ws.park(p.Workspace, p.Commit, c.endSeq)
+}
+
+// release removes the checkout of a call that ended when parkOnEnd could not keep it.
 func (r *runner) release(c *call) {
 	p := c.placed
-	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees {
+	if p == nil || p.Placement != PlaceCheckout || r.spec.KeepWorktrees || c.endSeq == 0 || c.parked {
 		return
 	}
 	done, ok := r.gitWork()
@@ -624,7 +676,7 @@ func (r *runner) release(c *call) {
 	}
 	defer done()
 	if repo, err := r.ws.open(context.WithoutCancel(r.ctx)); err == nil {
-		r.ws.park(context.WithoutCancel(r.ctx), repo, p.Workspace, p.Commit)
+		_ = repo.RemoveWorktree(context.WithoutCancel(r.ctx), p.Workspace)
 	}
 }
 

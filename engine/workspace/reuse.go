@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // A checkout a call was given and left as it found it can serve the next call: a fresh one
@@ -57,12 +59,24 @@ func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err
 		}
 		return "", err
 	}
+	if why := ownState(admin); why != "" {
+		return why, nil
+	}
+	// What git does not look at, walked beside git's own look: a file that is a hard link (a
+	// write to it would land elsewhere too), a .git below the top (a submodule made, or a
+	// repository), a folder that cannot be read.
+	walked := make(chan string, 1)
+	go func() { walked <- oddEntries(path) }()
 	changed, err := r.inWorktree(ctx, path, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching")
+	odd := <-walked
 	if err != nil {
 		return "", err
 	}
 	if changed != "" {
 		return "git status lists " + firstEntry(changed), nil
+	}
+	if odd != "" {
+		return odd, nil
 	}
 	// git status lists no folder that holds no file; git clean does.
 	extra, err := r.inWorktree(ctx, path, nil, "clean", "-n", "-d", "-x")
@@ -73,6 +87,60 @@ func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err
 		return "git clean lists " + firstEntry(extra), nil
 	}
 	return "", nil
+}
+
+// adminEntries are what git and crw keep in a checkout's admin folder; anything else there is
+// state a call left for the next one (refs/worktree, refs/bisect, config.worktree).
+var adminEntries = map[string]bool{"HEAD": true, "ORIG_HEAD": true, "commondir": true, "gitdir": true, "index": true,
+	"logs": true, pristineIndex: true}
+
+// ownState says what a call left in the checkout's admin folder, "" when nothing.
+func ownState(admin string) string {
+	entries, err := os.ReadDir(admin)
+	if err != nil {
+		return "its admin folder cannot be read"
+	}
+	for _, e := range entries {
+		if !adminEntries[e.Name()] {
+			return fmt.Sprintf("its admin folder %s holds %s", admin, e.Name())
+		}
+	}
+	return ""
+}
+
+// oddEntries walks a checkout for what git status does not report: a regular file with more
+// than one link, a .git below the top, an entry that cannot be read. "" when there is none.
+func oddEntries(top string) string {
+	var odd string
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			odd = fmt.Sprintf("%s cannot be read", p)
+			return filepath.SkipAll
+		}
+		if d.Name() == ".git" {
+			if p == filepath.Join(top, ".git") {
+				return nil // its own, checked apart
+			}
+			odd = fmt.Sprintf("it holds %s: a submodule or a repository was made", p)
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				odd = fmt.Sprintf("%s cannot be read", p)
+				return filepath.SkipAll
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				odd = fmt.Sprintf("%s is a hard link: a write to it lands in another file too", p)
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	if err != nil && odd == "" {
+		odd = fmt.Sprintf("it cannot be walked: %v", err)
+	}
+	return odd
 }
 
 // gitFileIsOwn says what is wrong with the checkout's .git file, "" when it names admin: one
@@ -129,7 +197,8 @@ func (r *Repo) Switch(ctx context.Context, path, from, to string) error {
 	if err := os.WriteFile(locked, []byte(MakingReason), 0o600); err != nil {
 		return err
 	}
-	if _, err := r.inWorktree(ctx, path, nil, "reset", "--quiet", "--hard", to); err != nil {
+	// No reflog: a checkout moved for call after call would keep every commit it held.
+	if _, err := r.inWorktree(ctx, path, nil, "-c", "core.logAllRefUpdates=false", "reset", "--quiet", "--hard", to); err != nil {
 		return err
 	}
 	if err := r.MarkPristine(path); err != nil {

@@ -83,6 +83,13 @@ func TestPristineFindsWhatACallChanged(t *testing.T) {
 			git(t, p, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "mine")
 		}, "its HEAD is"},
 		{"a nested repository", func(t *testing.T, p string) { git(t, p, "init", "-q", "inner") }, "git status lists"},
+		{"a file made a hard link to the repository's own", func(t *testing.T, p string) {
+			require.NoError(t, os.Remove(filepath.Join(p, "a.txt")))
+			require.NoError(t, os.Link(filepath.Join(repo.Dir, "a.txt"), filepath.Join(p, "a.txt")))
+			assert.Empty(t, git(t, p, "status", "--porcelain"), "git status does not see it")
+		}, "is a hard link"},
+		{"a .git in a folder, as a submodule's", write("sub/inner/.git", "gitdir: /elsewhere\n"), "a submodule or a repository"},
+		{"a ref of its own", func(t *testing.T, p string) { git(t, p, "update-ref", "refs/bisect/bad", "HEAD") }, "its admin folder"},
 		{"its .git pointing at another repository", write(".git", "gitdir: "+filepath.Join(other, ".git")+"\n"), "its .git names"},
 		{"its .git made a folder", func(t *testing.T, p string) {
 			require.NoError(t, os.Remove(filepath.Join(p, ".git")))

@@ -1,0 +1,29 @@
+package runner
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestAFreshCheckoutNeverTakesAHeldFolder: a call's own checkout name may already be taken, by
+// a checkout an earlier process made for it and a resume handed to another call, or one idle:
+// the new checkout gets a name of its own then, and a folder in use is never removed under
+// the call working in it.
+func TestAFreshCheckoutNeverTakesAHeldFolder(t *testing.T) {
+	root := t.TempDir()
+	ws := &workspaces{root: root, busy: map[string]bool{}, maxIdle: 2}
+	c4 := &call{id: "c4", attempt: 1}
+	own := filepath.Join(root, "c4-g1")
+	assert.Equal(t, own, ws.freshPath(c4), "free: the call's own name")
+	ws.letGo(own)
+
+	ws.busy[own] = true // another call works in it
+	got := ws.freshPath(c4)
+	assert.Equal(t, own+"-2", got)
+	ws.idle = append(ws.idle, idleCheckout{path: got, commit: "x"}) // and that one went idle
+	delete(ws.busy, got)
+	assert.Equal(t, own+"-3", ws.freshPath(c4))
+	assert.True(t, ws.busy[own+"-3"], "held from the moment it is named")
+}
