@@ -183,3 +183,31 @@ func temporalReplay(b *testing.B, n int) (float64, bool) {
 	b.Fatalf("%s printed no replay figure:\n%s", bin, out)
 	return 0, false
 }
+
+// BenchmarkReadProcess is what reading a run of n calls costs as a whole crw process, from
+// exec to exit: crw flow status, list and inspect, which answer from what the journal's writer
+// keeps beside the rows (the summary and its index), never from the rows. Reported: ns/op (one
+// process) and the peak RSS. The target: under 20 ms and 30 MB at 100,000 calls.
+func BenchmarkReadProcess(b *testing.B) {
+	bin := crwBinary(b)
+	for _, n := range replayCounts(b) {
+		rec := recordForReplay(b, bin, b.TempDir(), n)
+		for _, c := range []struct {
+			name, want string
+			args       []string
+		}{
+			{"status", `"state"`, []string{"flow", "status", rec.run}},
+			{"list", rec.run, []string{"flow", "list"}},
+			{"inspect", `"in_flight"`, []string{"flow", "inspect", rec.run}},
+		} {
+			b.Run(fmt.Sprintf("%s/calls=%d", c.name, n), func(b *testing.B) {
+				var rss int64
+				for b.Loop() {
+					_, r := timedProcess(b, bin, c.want, append([]string{"--json", "--state", rec.state}, c.args...)...)
+					rss = max(rss, r)
+				}
+				b.ReportMetric(float64(rss)/1e6, "MB-rss")
+			})
+		}
+	}
+}
