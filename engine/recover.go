@@ -280,11 +280,7 @@ func (s *Service) effects(ctx context.Context, st *store.Status, limit int) (eff
 	}
 	var commits []journal.CommitIntent
 	if !ended {
-		sum, err := s.Store.Summary(ctx, run)
-		if err != nil {
-			return nil, 0, err
-		}
-		commits = sum.Commits
+		commits = idx.Commits
 	}
 	effects = []Effect{}
 	for _, c := range idx.Unknown {

@@ -76,14 +76,17 @@ type Index interface {
 
 // Outstanding is what an Index lists for crw flow inspect: the open calls in the order they
 // were first issued, the unknown outcomes with no verdict in the same order, every verdict in
-// journal order. Each list is cut at a limit; Total* say how many there were.
+// journal order, and the summary's pending commits. Each list but the commits is cut at a
+// limit; Total* say how many there were.
 type Outstanding struct {
-	Open          []OpenCall    `json:"open"`
-	Unknown       []UnknownCall `json:"unknown"`
-	Verdicts      []Verdict     `json:"verdicts"`
-	TotalOpen     int           `json:"total_open"`
-	TotalUnknown  int           `json:"total_unknown"`
-	TotalVerdicts int           `json:"total_verdicts"`
+	Open     []OpenCall    `json:"open"`
+	Unknown  []UnknownCall `json:"unknown"`
+	Verdicts []Verdict     `json:"verdicts"`
+	// Commits are the summary's (Summary.Commits), whole: read with the rest.
+	Commits       []CommitIntent `json:"commits,omitempty"`
+	TotalOpen     int            `json:"total_open"`
+	TotalUnknown  int            `json:"total_unknown"`
+	TotalVerdicts int            `json:"total_verdicts"`
 }
 
 // ByIssue sorts call ids in the order crw issues them: c1, c2, … c10 by number, any other id

@@ -295,11 +295,13 @@ func (s *Store) Outstanding(ctx context.Context, run string, limit int) (*journa
 		},
 		journalfile.ErrNoIndex,
 		func() (*journal.Outstanding, error) {
-			_, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
+			sum, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error { return s.Rows(ctx, run, 1, fn) })
 			if err != nil {
 				return nil, err
 			}
-			return idx.Outstanding(limit), nil
+			out := idx.Outstanding(limit)
+			out.Commits = sum.Commits
+			return out, nil
 		})
 }
 

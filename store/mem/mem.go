@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -209,7 +210,9 @@ func (s *Store) Outstanding(ctx context.Context, id string, limit int) (*journal
 	if err != nil {
 		return nil, err
 	}
-	return r.calls.Outstanding(limit), nil
+	out := r.calls.Outstanding(limit)
+	out.Commits = slices.Clone(r.summary.Commits)
+	return out, nil
 }
 
 // Summary implements store.Store.

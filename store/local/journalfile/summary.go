@@ -156,6 +156,15 @@ func outstanding(tx *bbolt.Tx, limit int) (*journal.Outstanding, error) {
 	}
 	out = out.Sorted(limit)
 	out.TotalVerdicts = n
+	last, err := lastSeq(tx)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := summaryOf(tx, last)
+	if err != nil {
+		return nil, err
+	}
+	out.Commits = sum.Commits
 	return out, nil
 }
 
