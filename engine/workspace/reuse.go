@@ -109,7 +109,8 @@ func ownState(admin string) string {
 }
 
 // oddEntries walks a checkout for what git status does not report: a regular file with more
-// than one link, a .git below the top, an entry that cannot be read. "" when there is none.
+// than one link, a FIFO, socket or device, a .git below the top, an entry that cannot be read.
+// "" when there is none.
 func oddEntries(top string) string {
 	var odd string
 	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
@@ -122,6 +123,12 @@ func oddEntries(top string) string {
 				return nil // its own, checked apart
 			}
 			odd = fmt.Sprintf("it holds %s: a submodule or a repository was made", p)
+			return filepath.SkipAll
+		}
+		if t := d.Type(); !t.IsRegular() && !t.IsDir() && t&fs.ModeSymlink == 0 {
+			// A FIFO, a socket, a device: git neither tracks nor reports it, and a reader of
+			// the folder could block on it.
+			odd = fmt.Sprintf("it holds %s, which is no file, folder or link (%s)", p, t)
 			return filepath.SkipAll
 		}
 		if d.Type().IsRegular() {

@@ -89,6 +89,10 @@ func TestPristineFindsWhatACallChanged(t *testing.T) {
 			assert.Empty(t, git(t, p, "status", "--porcelain"), "git status does not see it")
 		}, "is a hard link"},
 		{"a .git in a folder, as a submodule's", write("sub/inner/.git", "gitdir: /elsewhere\n"), "a submodule or a repository"},
+		{"a FIFO", func(t *testing.T, p string) {
+			require.NoError(t, syscall.Mkfifo(filepath.Join(p, "sub", "pipe"), 0o644))
+			assert.Empty(t, git(t, p, "status", "--porcelain", "--ignored"), "git status does not see it")
+		}, "no file, folder or link"},
 		{"a ref of its own", func(t *testing.T, p string) { git(t, p, "update-ref", "refs/bisect/bad", "HEAD") }, "its admin folder"},
 		{"its .git pointing at another repository", write(".git", "gitdir: "+filepath.Join(other, ".git")+"\n"), "its .git names"},
 		{"its .git made a folder", func(t *testing.T, p string) {
