@@ -933,10 +933,11 @@ export default async function main() {
 	assert.Equal(t, []string{repo}, worktrees(t, repo), "no checkout is left")
 }
 
-// TestAResumeTakesTheCheckoutsAKilledProcessLeft: checkouts an earlier process of the run left
-// idle (it was killed before it let them go) serve the resume's calls once found pristine; one
-// that was changed or left half made is removed, never handed to a call.
-func TestAResumeTakesTheCheckoutsAKilledProcessLeft(t *testing.T) {
+// TestAResumeRemovesTheCheckoutsAKilledProcessLeft: checkouts an earlier process of the run
+// left (it was killed before it let them go: a pristine one, a changed one, a half-made one)
+// are removed when the next process opens the repository, never handed to a call: crw holds no
+// seal of them, and a call could have rewritten what they keep.
+func TestAResumeRemovesTheCheckoutsAKilledProcessLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := gitRepo(t, map[string]string{"README": "hello\n"})
@@ -954,16 +955,18 @@ export default async function main() {
 	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
 	assert.Equal(t, []string{repo}, worktrees(t, repo), "a run that waits keeps no idle checkout")
 
-	// What a killed process leaves: a pristine checkout, a changed one, a half-made one.
 	r, err := workspace.Open(ctx, repo)
 	require.NoError(t, err)
 	root := filepath.Join(state, "flow", id, "worktrees")
-	for _, name := range []string{"c7-g1", "c8-g1", "c9-g1"} {
+	left := map[string]bool{}
+	for _, name := range []string{"c2-g1", "c8-g1", "c9-g1"} {
 		p := filepath.Join(root, name)
+		left[p] = true
 		require.NoError(t, r.AddWorktree(ctx, p, head))
-		require.NoError(t, r.MarkPristine(p))
+		_, err := r.MarkPristine(p)
+		require.NoError(t, err)
 	}
-	git(t, repo, "worktree", "lock", "--reason", workspace.MakingReason, filepath.Join(root, "c7-g1"))
+	git(t, repo, "worktree", "lock", "--reason", workspace.MakingReason, filepath.Join(root, "c8-g1"))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "c9-g1", "README"), []byte("changed\n"), 0o644))
 
 	_, err = svc.Answer(ctx, id, "go", []byte(`{"ok": true}`), "uid 1", false)
@@ -972,9 +975,9 @@ export default async function main() {
 	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: seeing})
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
-	// The changed one, taken first (the last found at the head's commit), is removed; the
-	// pristine one serves the call.
-	assert.Equal(t, filepath.Join(root, "c8-g1"), seeing.seen["after"][0])
+	got := seeing.seen["after"][0]
+	assert.Equal(t, filepath.Join(root, "c2-g1"), got, "the call's own name, the leftover there removed first")
+	assert.Equal(t, [2]string{got, "-"}, seeing.seen["after"], "a fresh checkout of the head")
 	assert.Equal(t, []string{repo}, worktrees(t, repo))
 	assert.NoDirExists(t, root)
 }

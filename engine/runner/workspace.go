@@ -45,6 +45,9 @@ type workspaces struct {
 	idle    []idleCheckout
 	maxIdle int
 	busy    map[string]bool
+	// seals are the seals of the checkouts this process made or moved (workspace.Seal), by
+	// folder: only a checkout with one is handed on.
+	seals map[string]workspace.Seal
 }
 
 // idleCheckout is a checkout no call works in, and the commit it was made or switched to.
@@ -72,7 +75,7 @@ type nodeState struct {
 }
 
 func newWorkspaces(r *runner, dir string) *workspaces {
-	ws := &workspaces{r: r, nodes: map[string]*nodeState{}, maxIdle: max(r.spec.Pool, 1), busy: map[string]bool{}}
+	ws := &workspaces{r: r, nodes: map[string]*nodeState{}, maxIdle: max(r.spec.Pool, 1), busy: map[string]bool{}, seals: map[string]workspace.Seal{}}
 	if dir != "" {
 		ws.root = filepath.Join(dir, "worktrees")
 	}
@@ -107,7 +110,7 @@ func (ws *workspaces) open(ctx context.Context) (*workspace.Repo, error) {
 		if ws.r.h != nil {
 			ws.removeStaleLocks()
 			if !ws.r.spec.KeepWorktrees {
-				ws.adopt(ctx)
+				ws.removeLeftovers(ctx)
 			}
 		}
 	})
@@ -398,11 +401,13 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 			r.ws.letGo(path)
 			return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
 		}
-		if err := repo.MarkPristine(path); err != nil {
+		seal, err := repo.MarkPristine(path)
+		if err != nil {
 			_ = repo.RemoveWorktree(ctx, path)
 			r.ws.letGo(path)
 			return nil, held("worktree_failed", "%s%s: its index cannot be kept: %v", worktreeFailed, path, err)
 		}
+		r.ws.setSeal(path, seal)
 	}
 	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.id, Placement: PlaceCheckout, Node: n.Name, Commit: commit, Tree: tree, Workspace: path}, nil
 }
@@ -432,8 +437,11 @@ func (ws *workspaces) reuse(ctx context.Context, repo *workspace.Repo, commit st
 			ws.letGo(e.path) // the journal failed: the process stops, and leaves it as it is
 			return ""
 		}
-		if why, err := repo.Pristine(ctx, e.path, e.commit); err == nil && why == "" {
-			if err := repo.Switch(ctx, e.path, e.commit, commit); err == nil {
+		if why, err := repo.Pristine(ctx, e.path, e.commit, ws.sealOf(e.path)); err == nil && why == "" {
+			if seal, err := repo.Switch(ctx, e.path, e.commit, commit); err == nil {
+				if seal != "" {
+					ws.setSeal(e.path, seal)
+				}
 				return e.path
 			}
 		}
@@ -464,6 +472,18 @@ func (ws *workspaces) letGo(path string) {
 	ws.mu.Unlock()
 }
 
+func (ws *workspaces) setSeal(path string, seal workspace.Seal) {
+	ws.mu.Lock()
+	ws.seals[path] = seal
+	ws.mu.Unlock()
+}
+
+func (ws *workspaces) sealOf(path string) workspace.Seal {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.seals[path]
+}
+
 // park keeps a checkout whose call ended for the next call; false when maxIdle are kept
 // already (the caller removes it): the run's checkouts are never more than the calls it ran at
 // once. endSeq is the row after which it may be handed on (0: at once).
@@ -474,7 +494,7 @@ func (ws *workspaces) park(path, commit string, endSeq uint64) bool {
 	if slices.ContainsFunc(ws.idle, func(e idleCheckout) bool { return e.path == path }) {
 		return true
 	}
-	if len(ws.idle) < ws.maxIdle && commit != "" {
+	if len(ws.idle) < ws.maxIdle && commit != "" && ws.seals[path] != "" {
 		ws.idle = append(ws.idle, idleCheckout{path: path, commit: commit, endSeq: endSeq})
 		return true
 	}
@@ -506,12 +526,12 @@ func (r *runner) dropIdle() {
 	}
 }
 
-// adopt takes in the checkouts an earlier process of the run left under its worktrees folder
-// that no open call of the journal holds: idle ones, or ones whose calls ended before they were
-// let go. Each is checked when it is handed on, as any idle one is; one left half made goes. It
-// runs when the process opens the repository, before any call of the process is placed: what
-// it finds is no checkout of this process's.
-func (ws *workspaces) adopt(ctx context.Context) {
+// removeLeftovers removes the checkouts an earlier process of the run left under its worktrees folder
+// that no open call of the journal holds (idle ones, ones whose calls ended before they were
+// let go, half-made ones): crw holds no seal of them, so none is handed on. It runs when the
+// process opens the repository, before any call of the process is placed: what it finds is no
+// checkout of this process's.
+func (ws *workspaces) removeLeftovers(ctx context.Context) {
 	repo := ws.repo
 	ws.mu.Lock()
 	claimed := maps.Clone(ws.busy)
@@ -527,14 +547,7 @@ func (ws *workspaces) adopt(ctx context.Context) {
 	}
 	for _, e := range entries {
 		path := filepath.Join(ws.root, e.Name())
-		if !e.IsDir() || strings.HasPrefix(e.Name(), "n-") || claimed[path] {
-			continue
-		}
-		if repo.HalfMade(path) {
-			_ = repo.RemoveWorktree(ctx, path)
-			continue
-		}
-		if head := repo.HeadOf(path); head == "" || !ws.park(path, head, 0) {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), "n-") && !claimed[path] {
 			_ = repo.RemoveWorktree(ctx, path)
 		}
 	}
@@ -567,7 +580,9 @@ func (r *runner) placeAgain(c *call, n *nodeState, repo *workspace.Repo, rec *re
 			if err := repo.AddWorktree(ctx, p.Workspace, p.Commit); err != nil {
 				return nil, held("restore_snapshot_mismatch", "the checkout %s of call %s cannot be made again at %s: %v", p.Workspace, c.id, p.Commit, err)
 			}
-			_ = repo.MarkPristine(p.Workspace) // without it, the checkout is not handed on
+			if seal, err := repo.MarkPristine(p.Workspace); err == nil { // without it, the checkout is not handed on
+				r.ws.setSeal(p.Workspace, seal)
+			}
 		}
 	}
 	return p, nil

@@ -140,7 +140,7 @@ func BenchmarkCheckout(b *testing.B) {
 				if err := repo.AddWorktree(ctx, path, first); err != nil {
 					b.Fatal(err)
 				}
-				if err := repo.MarkPristine(path); err != nil {
+				if _, err := repo.MarkPristine(path); err != nil {
 					b.Fatal(err)
 				}
 				if err := repo.RemoveWorktree(ctx, path); err != nil {
@@ -152,12 +152,13 @@ func BenchmarkCheckout(b *testing.B) {
 		if err := repo.AddWorktree(ctx, path, first); err != nil {
 			b.Fatal(err)
 		}
-		if err := repo.MarkPristine(path); err != nil {
+		seal, err := repo.MarkPristine(path)
+		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("files=%d/reused", files), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if why, err := repo.Pristine(ctx, path, first); err != nil || why != "" {
+				if why, err := repo.Pristine(ctx, path, first, seal); err != nil || why != "" {
 					b.Fatal(why, err)
 				}
 			}
@@ -169,12 +170,14 @@ func BenchmarkCheckout(b *testing.B) {
 				if at == second {
 					to = first
 				}
-				if why, err := repo.Pristine(ctx, path, at); err != nil || why != "" {
+				if why, err := repo.Pristine(ctx, path, at, seal); err != nil || why != "" {
 					b.Fatal(why, err)
 				}
-				if err := repo.Switch(ctx, path, at, to); err != nil {
+				s, err := repo.Switch(ctx, path, at, to)
+				if err != nil {
 					b.Fatal(err)
 				}
+				seal = s
 				at = to
 			}
 		})

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,25 +25,71 @@ import (
 // matches the stat data git kept of it.
 const pristineIndex = "crw-pristine-index"
 
-// MarkPristine keeps a copy of the checkout's index as it is now, right after it was made:
-// Pristine compares the checkout against that later.
-func (r *Repo) MarkPristine(path string) error {
-	admin, err := r.adminDir(path)
-	if err != nil {
-		return err
-	}
-	return copyKeepingTime(filepath.Join(admin, "index"), filepath.Join(admin, pristineIndex))
-}
+// Seal is what crw holds, in its own memory, of a checkout's admin folder as it was made: a
+// digest of the index it kept and of the settings git gave the checkout (config.worktree, info/:
+// a sparse checkout's). The folder is in a call's reach (its .git names it); the seal is not, so
+// a call that rewrote the kept index to hide a change is found out. A checkout crw has no seal
+// of (one a killed process left) is not handed on.
+type Seal string
 
-// Pristine reports whether the checkout at path is exactly as it was made at commit head:
-// its .git file names its own admin folder, its HEAD is head, its index is the one kept when
-// it was made, and git finds no file that differs from head's tree, none that head does not
-// have (ignored ones included) and no empty folder. When it is not, why says what differs;
-// err is a checkout git could not read at all.
-func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err error) {
+// MarkPristine keeps a copy of the checkout's index as it is now, right after it was made or
+// moved, and returns its seal: Pristine compares the checkout against both later.
+func (r *Repo) MarkPristine(path string) (Seal, error) {
 	admin, err := r.adminDir(path)
 	if err != nil {
 		return "", err
+	}
+	if err := copyKeepingTime(filepath.Join(admin, "index"), filepath.Join(admin, pristineIndex)); err != nil {
+		return "", err
+	}
+	return sealOf(admin)
+}
+
+// sealOf digests what a seal covers in an admin folder.
+func sealOf(admin string) (Seal, error) {
+	h := sha256.New()
+	for _, name := range []string{pristineIndex, "config.worktree", "info"} {
+		err := filepath.WalkDir(filepath.Join(admin, name), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(admin, name) {
+					fmt.Fprintf(h, "%s: none\n", name)
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s %d\n", p[len(admin):], len(data))
+			h.Write(data)
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	return Seal(hex.EncodeToString(h.Sum(nil))), nil
+}
+
+// Pristine reports whether the checkout at path is exactly as it was made at commit head:
+// its admin folder is as seal has it, its .git file names that folder, its HEAD is head, its
+// index is the one kept when it was made, and git finds no file that differs from head's tree, none that head does not
+// have (ignored ones included) and no empty folder. When it is not, why says what differs;
+// err is a checkout git could not read at all.
+func (r *Repo) Pristine(ctx context.Context, path, head string, seal Seal) (why string, err error) {
+	admin, err := r.adminDir(path)
+	if err != nil {
+		return "", err
+	}
+	if seal == "" {
+		return "crw holds no seal of it (an earlier process made it)", nil
+	}
+	if got, err := sealOf(admin); err != nil || got != seal {
+		return "the index crw kept of it, or its config.worktree or info/, changed", nil
 	}
 	if why := r.gitFileIsOwn(path, admin); why != "" {
 		return why, nil
@@ -54,9 +102,6 @@ func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err
 		return fmt.Sprintf("its HEAD is %s, not %s", got, head), nil
 	}
 	if err := copyKeepingTime(filepath.Join(admin, pristineIndex), filepath.Join(admin, "index")); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "no copy of its index was kept when it was made", nil
-		}
 		return "", err
 	}
 	if why := ownState(admin); why != "" {
@@ -92,7 +137,7 @@ func (r *Repo) Pristine(ctx context.Context, path, head string) (why string, err
 // adminEntries are what git and crw keep in a checkout's admin folder; anything else there is
 // state a call left for the next one (refs/worktree, refs/bisect, config.worktree).
 var adminEntries = map[string]bool{"HEAD": true, "ORIG_HEAD": true, "commondir": true, "gitdir": true, "index": true,
-	"logs": true, pristineIndex: true}
+	"logs": true, pristineIndex: true, "config.worktree": true, "info": true} // the last two under the seal
 
 // ownState says what a call left in the checkout's admin folder, "" when nothing.
 func ownState(admin string) string {
@@ -185,33 +230,35 @@ func firstEntry(out string) string {
 }
 
 // Switch moves a pristine checkout at path from commit from to commit to: its HEAD, its index
-// and those of its files that differ (git reset --hard on a clean checkout rewrites no other).
+// and those of its files that differ (git reset --hard on a clean checkout rewrites no other),
+// and returns its new seal ("" when from is to: nothing moved, the seal stands).
 // The checkout is locked as being made while it switches: one a killed process left half
 // switched is HalfMade, never handed to a call. A checkout Switch fails on is to be removed.
-func (r *Repo) Switch(ctx context.Context, path, from, to string) error {
+func (r *Repo) Switch(ctx context.Context, path, from, to string) (Seal, error) {
 	if from == to {
-		return nil
+		return "", nil
 	}
 	if !isObjectID(to) {
 		// git reset takes no --end-of-options (git 2.39): only an object id reaches it.
-		return fmt.Errorf("%q is no commit id", to)
+		return "", fmt.Errorf("%q is no commit id", to)
 	}
 	admin, err := r.adminDir(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	locked := filepath.Join(admin, "locked")
 	if err := os.WriteFile(locked, []byte(MakingReason), 0o600); err != nil {
-		return err
+		return "", err
 	}
 	// No reflog: a checkout moved for call after call would keep every commit it held.
 	if _, err := r.inWorktree(ctx, path, nil, "-c", "core.logAllRefUpdates=false", "reset", "--quiet", "--hard", to); err != nil {
-		return err
+		return "", err
 	}
-	if err := r.MarkPristine(path); err != nil {
-		return err
+	seal, err := r.MarkPristine(path)
+	if err != nil {
+		return "", err
 	}
-	return os.Remove(locked)
+	return seal, os.Remove(locked)
 }
 
 // HeadOf reads the commit a detached worktree's HEAD holds from its admin folder, without

@@ -14,13 +14,23 @@ import (
 	"github.com/crw-dev/crw/engine/workspace"
 )
 
-// pristineCheckout makes a checkout of head under a new folder, as the runner makes one.
-func pristineCheckout(t *testing.T, repo *workspace.Repo, head string) string {
+// pristineCheckout makes a checkout of head under a new folder, as the runner makes one, and
+// returns it with its seal.
+func pristineCheckout(t *testing.T, repo *workspace.Repo, head string) (string, workspace.Seal) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "c1-g1")
 	require.NoError(t, repo.AddWorktree(context.Background(), path, head))
-	require.NoError(t, repo.MarkPristine(path))
-	return path
+	seal, err := repo.MarkPristine(path)
+	require.NoError(t, err)
+	require.NotEmpty(t, seal)
+	return path, seal
+}
+
+// adminOf is the admin folder a checkout's .git names.
+func adminOf(t *testing.T, p string) string {
+	data, err := os.ReadFile(filepath.Join(p, ".git"))
+	require.NoError(t, err)
+	return strings.TrimSpace(strings.TrimPrefix(string(data), "gitdir: "))
 }
 
 // TestPristineFindsWhatACallChanged: a checkout is handed to the next call only as it was
@@ -39,11 +49,11 @@ func TestPristineFindsWhatACallChanged(t *testing.T) {
 	other := t.TempDir()
 	git(t, other, "init", "-q")
 
-	clean := pristineCheckout(t, repo, head)
-	why, err := repo.Pristine(ctx, clean, head)
+	clean, seal := pristineCheckout(t, repo, head)
+	why, err := repo.Pristine(ctx, clean, head, seal)
 	require.NoError(t, err)
 	assert.Empty(t, why, "a checkout nobody touched")
-	why, err = repo.Pristine(ctx, clean, head)
+	why, err = repo.Pristine(ctx, clean, head, seal)
 	require.NoError(t, err)
 	assert.Empty(t, why, "looking changes nothing")
 
@@ -93,6 +103,17 @@ func TestPristineFindsWhatACallChanged(t *testing.T) {
 			require.NoError(t, syscall.Mkfifo(filepath.Join(p, "sub", "pipe"), 0o644))
 			assert.Empty(t, git(t, p, "status", "--porcelain", "--ignored"), "git status does not see it")
 		}, "no file, folder or link"},
+		{"the kept index rewritten to hide a change", func(t *testing.T, p string) {
+			write("a.txt", "EVIL\n")(t, p)
+			git(t, p, "update-index", "--skip-worktree", "a.txt")
+			admin := adminOf(t, p)
+			data, err := os.ReadFile(filepath.Join(admin, "index"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(admin, "crw-pristine-index"), data, 0o644))
+		}, "the index crw kept"},
+		{"its worktree config changed", func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(filepath.Join(adminOf(t, p), "config.worktree"), []byte("[core]\n\tsparseCheckout = true\n"), 0o644))
+		}, "config.worktree"},
 		{"a ref of its own", func(t *testing.T, p string) { git(t, p, "update-ref", "refs/bisect/bad", "HEAD") }, "its admin folder"},
 		{"its .git pointing at another repository", write(".git", "gitdir: "+filepath.Join(other, ".git")+"\n"), "its .git names"},
 		{"its .git made a folder", func(t *testing.T, p string) {
@@ -111,9 +132,9 @@ func TestPristineFindsWhatACallChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := pristineCheckout(t, repo, head)
+			p, seal := pristineCheckout(t, repo, head)
 			tc.change(t, p)
-			why, err := repo.Pristine(ctx, p, head)
+			why, err := repo.Pristine(ctx, p, head, seal)
 			require.NoError(t, err)
 			if tc.want == "" {
 				assert.Empty(t, why)
@@ -140,14 +161,19 @@ func TestSwitchRewritesOnlyWhatDiffers(t *testing.T) {
 	git(t, repo.Dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "second")
 	to := git(t, repo.Dir, "rev-parse", "HEAD")
 
-	p := pristineCheckout(t, repo, from)
+	p, made := pristineCheckout(t, repo, from)
+	why, err := repo.Pristine(ctx, p, from, made)
+	require.NoError(t, err)
+	require.Empty(t, why)
 	inode := func(name string) uint64 {
 		st, err := os.Stat(filepath.Join(p, name))
 		require.NoError(t, err)
 		return st.Sys().(*syscall.Stat_t).Ino
 	}
 	kept := inode("kept.txt")
-	require.NoError(t, repo.Switch(ctx, p, from, to))
+	seal, err := repo.Switch(ctx, p, from, to)
+	require.NoError(t, err)
+	assert.NotEqual(t, made, seal, "a new seal for the moved checkout")
 	assert.Equal(t, to, repo.HeadOf(p))
 	for name, want := range map[string]string{"a.txt": "second\n", "new.txt": "new\n", "kept.txt": "kept\n"} {
 		data, err := os.ReadFile(filepath.Join(p, name))
@@ -155,15 +181,16 @@ func TestSwitchRewritesOnlyWhatDiffers(t *testing.T) {
 		assert.Equal(t, want, string(data), name)
 	}
 	assert.Equal(t, kept, inode("kept.txt"), "a file both commits hold is left alone")
-	why, err := repo.Pristine(ctx, p, to)
+	why, err = repo.Pristine(ctx, p, to, seal)
 	require.NoError(t, err)
 	assert.Empty(t, why, "a switched checkout is pristine at its new commit")
 	assert.False(t, repo.HalfMade(p))
 
 	// Back to the first commit: kept.txt goes.
-	require.NoError(t, repo.Switch(ctx, p, to, first))
+	seal, err = repo.Switch(ctx, p, to, first)
+	require.NoError(t, err)
 	assert.NoFileExists(t, filepath.Join(p, "kept.txt"))
-	why, err = repo.Pristine(ctx, p, first)
+	why, err = repo.Pristine(ctx, p, first, seal)
 	require.NoError(t, err)
 	assert.Empty(t, why)
 }
@@ -174,25 +201,44 @@ func TestASwitchThatFailsLeavesAHalfMadeCheckout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo, head := newRepo(t)
-	p := pristineCheckout(t, repo, head)
-	err := repo.Switch(ctx, p, head, strings.Repeat("1", 40))
+	p, _ := pristineCheckout(t, repo, head)
+	_, err := repo.Switch(ctx, p, head, strings.Repeat("1", 40))
 	require.Error(t, err)
 	assert.True(t, repo.HalfMade(p))
 	require.NoError(t, repo.RemoveWorktree(ctx, p))
 	assert.NoDirExists(t, p)
 }
 
-// TestPristineWithoutItsKeptIndex: a checkout made without MarkPristine (by an earlier crw)
-// is not taken for pristine.
-func TestPristineWithoutItsKeptIndex(t *testing.T) {
+// TestPristineWithoutASeal: a checkout crw holds no seal of (one an earlier process made) is
+// not taken for pristine.
+func TestPristineWithoutASeal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	p, _ := pristineCheckout(t, repo, head)
+	why, err := repo.Pristine(ctx, p, head, "")
+	require.NoError(t, err)
+	assert.Contains(t, why, "no seal")
+}
+
+// TestASparseCheckoutIsHandedOn: the settings git gives a checkout of a sparse repository
+// (config.worktree, info/sparse-checkout) are under the seal, not a change.
+func TestASparseCheckoutIsHandedOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo, head := newRepo(t)
 	p := filepath.Join(t.TempDir(), "c1-g1")
 	require.NoError(t, repo.AddWorktree(ctx, p, head))
-	why, err := repo.Pristine(ctx, p, head)
+	git(t, p, "sparse-checkout", "set", "--no-cone", "/a.txt")
+	seal, err := repo.MarkPristine(p)
 	require.NoError(t, err)
-	assert.Contains(t, why, "no copy of its index")
+	why, err := repo.Pristine(ctx, p, head, seal)
+	require.NoError(t, err)
+	assert.Empty(t, why)
+	require.NoError(t, os.WriteFile(filepath.Join(adminOf(t, p), "info", "sparse-checkout"), []byte("/*\n"), 0o644))
+	why, err = repo.Pristine(ctx, p, head, seal)
+	require.NoError(t, err)
+	assert.Contains(t, why, "changed")
 }
 
 // TestHeadOfADetachedOrABranchWorktree: a worktree's HEAD is read from its admin folder while
@@ -201,7 +247,7 @@ func TestHeadOfADetachedOrABranchWorktree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo, head := newRepo(t)
-	p := pristineCheckout(t, repo, head)
+	p, _ := pristineCheckout(t, repo, head)
 	got, err := repo.Head(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, head, got)
