@@ -394,17 +394,17 @@ func (r *runner) placeCheckout(c *call, n *nodeState, repo *workspace.Repo) (pla
 		path = r.ws.freshPath(c)
 		// One an earlier process made, or was making, before it could record it.
 		if err := repo.RemoveWorktree(ctx, path); err != nil {
-			r.ws.letGo(path)
+			r.ws.forget(path)
 			return nil, held("worktree_failed", "%s is there from an earlier process and cannot be removed: %v", path, err)
 		}
 		if err := repo.AddWorktree(ctx, path, commit); err != nil {
-			r.ws.letGo(path)
+			r.ws.forget(path)
 			return nil, held("worktree_failed", "%s%v", worktreeFailed, err)
 		}
 		seal, err := repo.MarkPristine(path)
 		if err != nil {
 			_ = repo.RemoveWorktree(ctx, path)
-			r.ws.letGo(path)
+			r.ws.forget(path)
 			return nil, held("worktree_failed", "%s%s: its index cannot be kept: %v", worktreeFailed, path, err)
 		}
 		r.ws.setSeal(path, seal)
@@ -434,7 +434,7 @@ func (ws *workspaces) reuse(ctx context.Context, repo *workspace.Repo, commit st
 		ws.busy[e.path] = true
 		ws.mu.Unlock()
 		if err := ws.r.j.Sync(e.endSeq); err != nil {
-			ws.letGo(e.path) // the journal failed: the process stops, and leaves it as it is
+			ws.forget(e.path) // the journal failed: the process stops, and leaves it as it is
 			return ""
 		}
 		if why, err := repo.Pristine(ctx, e.path, e.commit, ws.sealOf(e.path)); err == nil && why == "" {
@@ -446,7 +446,7 @@ func (ws *workspaces) reuse(ctx context.Context, repo *workspace.Repo, commit st
 			}
 		}
 		_ = repo.RemoveWorktree(ctx, e.path)
-		ws.letGo(e.path)
+		ws.forget(e.path)
 	}
 }
 
@@ -465,10 +465,12 @@ func (ws *workspaces) freshPath(c *call) string {
 	return path
 }
 
-// letGo forgets a checkout no call holds any more (removed, or parked).
-func (ws *workspaces) letGo(path string) {
+// forget drops what the process knows of a checkout it removed (or left, the journal failing):
+// that a call holds it, and its seal.
+func (ws *workspaces) forget(path string) {
 	ws.mu.Lock()
 	delete(ws.busy, path)
+	delete(ws.seals, path)
 	ws.mu.Unlock()
 }
 
@@ -523,6 +525,7 @@ func (r *runner) dropIdle() {
 	}
 	for _, e := range idle {
 		_ = repo.RemoveWorktree(ctx, e.path)
+		r.ws.forget(e.path)
 	}
 }
 
@@ -692,6 +695,7 @@ func (r *runner) release(c *call) {
 	defer done()
 	if repo, err := r.ws.open(context.WithoutCancel(r.ctx)); err == nil {
 		_ = repo.RemoveWorktree(context.WithoutCancel(r.ctx), p.Workspace)
+		r.ws.forget(p.Workspace)
 	}
 }
 

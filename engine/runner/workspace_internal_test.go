@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -13,11 +14,11 @@ import (
 // the call working in it.
 func TestAFreshCheckoutNeverTakesAHeldFolder(t *testing.T) {
 	root := t.TempDir()
-	ws := &workspaces{root: root, busy: map[string]bool{}, maxIdle: 2}
+	ws := &workspaces{root: root, busy: map[string]bool{}, seals: map[string]workspace.Seal{}, maxIdle: 2}
 	c4 := &call{id: "c4", attempt: 1}
 	own := filepath.Join(root, "c4-g1")
 	assert.Equal(t, own, ws.freshPath(c4), "free: the call's own name")
-	ws.letGo(own)
+	ws.forget(own)
 
 	ws.busy[own] = true // another call works in it
 	got := ws.freshPath(c4)
@@ -26,4 +27,9 @@ func TestAFreshCheckoutNeverTakesAHeldFolder(t *testing.T) {
 	delete(ws.busy, got)
 	assert.Equal(t, own+"-3", ws.freshPath(c4))
 	assert.True(t, ws.busy[own+"-3"], "held from the moment it is named")
+
+	ws.setSeal(own+"-3", "sealed")
+	ws.forget(own + "-3")
+	assert.False(t, ws.busy[own+"-3"])
+	assert.Empty(t, ws.sealOf(own+"-3"), "a removed checkout's seal goes with it")
 }
