@@ -18,6 +18,7 @@ type Intrinsics struct {
 	preventEx  goja.Callable // Object.preventExtensions
 	isFrozen   goja.Callable // Object.isFrozen
 	deepFreeze goja.Callable
+	strValueOf goja.Callable // String.prototype.valueOf: a String object's string
 }
 
 // Capture takes rt's intrinsics; call it before any script code runs in rt.
@@ -33,6 +34,7 @@ func Capture(rt *goja.Runtime) *Intrinsics {
 		panic(err)
 	}
 	in.deepFreeze, _ = goja.AssertFunction(fn)
+	in.strValueOf, _ = goja.AssertFunction(rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt).Get("valueOf"))
 	json := rt.Get("JSON").ToObject(rt)
 	in.parse, _ = goja.AssertFunction(json.Get("parse"))
 	return in

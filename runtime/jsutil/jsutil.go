@@ -91,33 +91,6 @@ func (in *Intrinsics) DeepFreeze(x goja.Value) goja.Value {
 	return out
 }
 
-// DeepFrozenChecker returns a function telling whether a value and everything reachable from
-// it is frozen: such a value can never change again.
-func (in *Intrinsics) DeepFrozenChecker() func(goja.Value) bool {
-	isFrozen := in.isFrozen
-	var check func(v goja.Value, depth int) bool
-	check = func(v goja.Value, depth int) bool {
-		o, ok := v.(*goja.Object)
-		if !ok {
-			return true
-		}
-		if depth > 64 {
-			return false
-		}
-		f, err := isFrozen(goja.Undefined(), o)
-		if err != nil || !f.ToBoolean() {
-			return false
-		}
-		for _, k := range o.Keys() {
-			if !check(o.Get(k), depth+1) {
-				return false
-			}
-		}
-		return true
-	}
-	return func(v goja.Value) bool { return check(v, 0) }
-}
-
 // TypeName names the kind of a JS value for messages: undefined, null, function, array, object,
 // string, number, boolean, bigint, symbol or Proxy.
 func TypeName(v goja.Value) string {

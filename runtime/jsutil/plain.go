@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dop251/goja"
 )
@@ -47,13 +49,14 @@ func (in *Intrinsics) JSON(v goja.Value, mode Mode, maxBytes int) (json.RawMessa
 	if maxBytes <= 0 {
 		maxBytes = MaxJSONBytes
 	}
-	w := &walker{in: in, mode: mode, max: maxBytes, open: map[*goja.Object]bool{}}
-	ok, err := w.value(v, "$", "", 0)
-	if err != nil {
+	w := &walker{in: in, mode: mode, max: maxBytes}
+	return w.result(w.value(v, "", 0))
+}
+
+// result is what was written, given what value returned.
+func (w *walker) result(ok bool, err error) (json.RawMessage, error) {
+	if err != nil || !ok {
 		return nil, err
-	}
-	if !ok {
-		return nil, nil
 	}
 	return json.RawMessage(w.buf.Bytes()), nil
 }
@@ -63,28 +66,74 @@ type walker struct {
 	mode Mode
 	max  int
 	buf  bytes.Buffer
-	open map[*goja.Object]bool // the objects being written: a cycle
+	open []*goja.Object // the objects being written, outermost first: a cycle
+	// at is where the walk is: the member names and array indexes from the root, of which a
+	// failure's path is made (only then: most walks never fail).
+	at []pathStep
+	// record: keep in nodes what is read of each object and array (Memo).
+	record bool
+	nodes  []memoNode
+	kept   int // the members in nodes
 }
 
-func (w *walker) fail(path, format string, args ...any) error {
-	return &JSONError{Path: path, Why: fmt.Sprintf(format, args...)}
+// maxMemoMembers bounds what a walk keeps for a Memo: a larger value is walked every time.
+const maxMemoMembers = 4096
+
+// keep records that member k of nodes[node] was read as v.
+func (w *walker) keep(node int, k string, v goja.Value) {
+	if !w.record || node < 0 {
+		return
+	}
+	if w.kept++; w.kept > maxMemoMembers {
+		w.record, w.nodes = false, nil
+		return
+	}
+	n := &w.nodes[node]
+	if n.array {
+		n.keys = append(n.keys, k)
+	}
+	n.vals = append(n.vals, v)
 }
 
-func (w *walker) room(path string) error {
+// pathStep is one step of a path: a member's name or an array's index.
+type pathStep struct {
+	key   string
+	index bool
+}
+
+func (w *walker) path() string {
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, s := range w.at {
+		if s.index {
+			b.WriteString("[" + s.key + "]")
+		} else {
+			b.WriteString("." + s.key)
+		}
+	}
+	return b.String()
+}
+
+func (w *walker) fail(format string, args ...any) error {
+	return &JSONError{Path: w.path(), Why: fmt.Sprintf(format, args...)}
+}
+
+func (w *walker) room() error {
 	if w.buf.Len() > w.max {
-		return w.fail(path, "larger than %d bytes", w.max)
+		return w.fail("larger than %d bytes", w.max)
 	}
 	return nil
 }
 
-// value writes v; false when v is not serialized (undefined, a function, a symbol).
-func (w *walker) value(v goja.Value, path, key string, depth int) (bool, error) {
+// value writes v; false when v is not serialized (undefined, a function, a symbol). key is its
+// member name or index, which toJSON is given.
+func (w *walker) value(v goja.Value, key string, depth int) (bool, error) {
 	if depth > MaxJSONDepth {
-		return false, w.fail(path, "nested deeper than %d levels", MaxJSONDepth)
+		return false, w.fail("nested deeper than %d levels", MaxJSONDepth)
 	}
 	if o, ok := v.(*goja.Object); ok && w.mode == CallsScript {
 		var err error
-		if v, err = w.toJSON(o, path, key); err != nil {
+		if v, err = w.toJSON(o, key); err != nil {
 			return false, err
 		}
 	}
@@ -97,36 +146,46 @@ func (w *walker) value(v goja.Value, path, key string, depth int) (bool, error) 
 	}
 	o, ok := v.(*goja.Object)
 	if !ok {
-		return w.primitive(v, path)
+		return w.primitive(v)
 	}
 	if IsProxy(o) {
-		return false, w.fail(path, "a Proxy")
+		return false, w.fail("a Proxy")
 	}
 	if _, fn := goja.AssertFunction(o); fn {
 		return false, nil
 	}
-	switch o.ClassName() {
-	case "String", "Number", "Boolean", "BigInt":
-		// A boxed primitive is written as its value, as JSON.stringify does.
-		return w.primitive(w.in.rt.ToValue(o.Export()), path)
+	class := o.ClassName()
+	switch class {
+	case "String":
+		// A boxed primitive is written as its value, as JSON.stringify does (read as it is
+		// held: a toString or valueOf of the script's is not called).
+		s, err := w.in.strValueOf(o)
+		if err != nil {
+			return false, w.fail("%v", err)
+		}
+		return w.primitive(s)
+	case "Number", "Boolean":
+		return w.primitive(w.in.rt.ToValue(o.Export()))
 	}
-	if w.open[o] {
-		return false, w.fail(path, "a circular structure: the value contains itself")
+	if slices.Contains(w.open, o) {
+		return false, w.fail("a circular structure: the value contains itself")
 	}
-	w.open[o] = true
-	defer delete(w.open, o)
-	if o.ClassName() == "Array" {
-		return true, w.array(o, path, depth)
+	w.open = append(w.open, o)
+	defer func() { w.open = w.open[:len(w.open)-1] }()
+	if class == "Array" {
+		return true, w.array(o, depth)
 	}
-	return true, w.object(o, path, depth)
+	return true, w.object(o, depth)
 }
 
-func (w *walker) primitive(v goja.Value, path string) (bool, error) {
-	if _, sym := v.(*goja.Symbol); sym {
+func (w *walker) primitive(v goja.Value) (bool, error) {
+	switch x := v.(type) {
+	case *goja.Symbol:
 		return false, nil
-	}
-	if s, ok := v.(goja.String); ok && s.Length() > w.max {
-		return false, w.fail(path, "a string longer than %d", w.max)
+	case goja.String:
+		if x.Length() > w.max {
+			return false, w.fail("a string longer than %d", w.max)
+		}
 	}
 	switch x := v.Export().(type) {
 	case bool:
@@ -142,29 +201,48 @@ func (w *walker) primitive(v goja.Value, path string) (bool, error) {
 	case string:
 		w.quote(x)
 	case *big.Int:
-		return false, w.fail(path, "a BigInt, which JSON cannot hold")
+		return false, w.fail("a BigInt, which JSON cannot hold")
 	default:
 		return false, nil // a symbol
 	}
-	return true, w.room(path)
+	return true, w.room()
 }
 
+// quote writes s as a JSON string, as JSON.stringify does: <, > and & as they are.
 func (w *walker) quote(s string) {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		w.buf.WriteByte('"')
+		w.buf.WriteString(s)
+		w.buf.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(&w.buf)
-	enc.SetEscapeHTML(false) // JSON.stringify writes <, > and & as they are
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
 }
 
-func (w *walker) array(o *goja.Object, path string, depth int) error {
+func (w *walker) array(o *goja.Object, depth int) error {
 	lp, err := w.in.Own(o, "length")
 	if err != nil || !lp.Found || lp.Value == nil {
-		return w.fail(path, "an array without a length")
+		return w.fail("an array without a length")
 	}
 	n := lp.Value.ToInteger()
 	// Every element takes a byte at least: refuse before walking a huge (or sparse) one.
 	if n < 0 || n > int64(w.max-w.buf.Len()) {
-		return w.fail(path, "an array of %d elements, larger than %d bytes", n, w.max)
+		return w.fail("an array of %d elements, larger than %d bytes", n, w.max)
+	}
+	node := -1
+	if w.record {
+		node = len(w.nodes)
+		w.nodes = append(w.nodes, memoNode{obj: o, array: true})
 	}
 	w.buf.WriteByte('[')
 	for i := int64(0); i < n; i++ {
@@ -172,53 +250,64 @@ func (w *walker) array(o *goja.Object, path string, depth int) error {
 			w.buf.WriteByte(',')
 		}
 		k := strconv.FormatInt(i, 10)
-		p := path + "[" + k + "]"
-		ev, err := w.member(o, k, p)
+		w.at = append(w.at, pathStep{key: k, index: true})
+		ev, err := w.member(o, k)
 		if err != nil {
 			return err
 		}
-		ok, err := w.value(ev, p, k, depth+1)
+		w.keep(node, k, ev)
+		ok, err := w.value(ev, k, depth+1)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			w.buf.WriteString("null")
 		}
-		if err := w.room(p); err != nil {
+		if err := w.room(); err != nil {
 			return err
 		}
+		w.at = w.at[:len(w.at)-1]
 	}
 	w.buf.WriteByte(']')
 	return nil
 }
 
-func (w *walker) object(o *goja.Object, path string, depth int) error {
+func (w *walker) object(o *goja.Object, depth int) error {
 	w.buf.WriteByte('{')
 	first := true
-	for _, k := range o.Keys() {
-		p := path + "." + k
-		mv, err := w.member(o, k, p)
+	keys := o.Keys()
+	node := -1
+	if w.record {
+		node = len(w.nodes)
+		w.nodes = append(w.nodes, memoNode{obj: o, keys: keys, vals: make([]goja.Value, 0, len(keys))})
+	}
+	for _, k := range keys {
+		w.at = append(w.at, pathStep{key: k})
+		mv, err := w.member(o, k)
 		if err != nil {
 			return err
 		}
+		w.keep(node, k, mv)
 		mark := w.buf.Len()
 		if !first {
 			w.buf.WriteByte(',')
 		}
 		w.quote(k)
 		w.buf.WriteByte(':')
-		ok, err := w.value(mv, p, k, depth+1)
+		ok, err := w.value(mv, k, depth+1)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			w.buf.Truncate(mark) // JSON.stringify leaves such a member out
+			w.at = w.at[:len(w.at)-1]
 			continue
 		}
 		first = false
-		if err := w.room(p); err != nil {
+		if err := w.room(); err != nil {
 			return err
 		}
+		w.at = w.at[:len(w.at)-1]
 	}
 	w.buf.WriteByte('}')
 	return nil
@@ -226,16 +315,16 @@ func (w *walker) object(o *goja.Object, path string, depth int) error {
 
 // member reads o[k]: an own data property as it is; a getter is called once in CallsScript
 // mode and refused in DataOnly mode.
-func (w *walker) member(o *goja.Object, k, path string) (goja.Value, error) {
+func (w *walker) member(o *goja.Object, k string) (goja.Value, error) {
 	p, err := w.in.Own(o, k)
 	if err != nil {
-		return nil, w.fail(path, "%v", err)
+		return nil, w.fail("%v", err)
 	}
 	if !p.Accessor {
 		return p.Value, nil
 	}
 	if w.mode == DataOnly {
-		return nil, w.fail(path, "a getter, which crw does not call: give the value itself")
+		return nil, w.fail("a getter, which crw does not call: give the value itself")
 	}
 	get, ok := goja.AssertFunction(p.Getter)
 	if !ok {
@@ -243,19 +332,19 @@ func (w *walker) member(o *goja.Object, k, path string) (goja.Value, error) {
 	}
 	v, err := get(o)
 	if err != nil {
-		return nil, w.scriptFailed(path, "its getter", err)
+		return nil, w.scriptFailed("its getter", err)
 	}
 	return v, nil
 }
 
 // toJSON applies the value's toJSON method, as JSON.stringify does.
-func (w *walker) toJSON(o *goja.Object, path, key string) (goja.Value, error) {
+func (w *walker) toJSON(o *goja.Object, key string) (goja.Value, error) {
 	if IsProxy(o) {
-		return nil, w.fail(path, "a Proxy")
+		return nil, w.fail("a Proxy")
 	}
 	p, err := w.in.Data(o, "toJSON")
 	if err != nil {
-		return nil, w.fail(path, "%v", err)
+		return nil, w.fail("%v", err)
 	}
 	fnv := p.Value
 	if p.Accessor {
@@ -264,7 +353,7 @@ func (w *walker) toJSON(o *goja.Object, path, key string) (goja.Value, error) {
 			return o, nil
 		}
 		if fnv, err = get(o); err != nil {
-			return nil, w.scriptFailed(path, "its toJSON getter", err)
+			return nil, w.scriptFailed("its toJSON getter", err)
 		}
 	}
 	fn, ok := goja.AssertFunction(fnv)
@@ -273,16 +362,16 @@ func (w *walker) toJSON(o *goja.Object, path, key string) (goja.Value, error) {
 	}
 	v, err := fn(o, w.in.rt.ToValue(key))
 	if err != nil {
-		return nil, w.scriptFailed(path, "its toJSON", err)
+		return nil, w.scriptFailed("its toJSON", err)
 	}
 	return v, nil
 }
 
 // scriptFailed is a getter or toJSON that threw, or the run was interrupted while it ran: an
 // interrupt stays an interrupt.
-func (w *walker) scriptFailed(path, what string, err error) error {
+func (w *walker) scriptFailed(what string, err error) error {
 	if ex, ok := err.(*goja.Exception); ok {
-		return w.fail(path, "%s threw: %s", what, w.in.Thrown(ex.Value()).Message)
+		return w.fail("%s threw: %s", what, w.in.Thrown(ex.Value()).Message)
 	}
 	return err
 }

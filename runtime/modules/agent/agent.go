@@ -58,11 +58,10 @@ type agentModule struct {
 	caller      Caller
 	freeze      func(goja.Value) goja.Value
 	parseResult func([]byte) (goja.Value, error) // JSON to a deeply frozen value
-	deepFrozen  func(goja.Value) bool
-	// schemas caches the JSON of deeply frozen schema objects, which can never change: the
-	// exports of crw:lib/schemas modules are frozen once checked, and a workflow passes the
-	// same few to thousands of calls.
-	schemas map[*goja.Object]json.RawMessage
+	// schemas keeps the JSON of the schema objects calls were given: a workflow passes the same
+	// few to thousands of calls (the exports of crw:lib/schemas modules, frozen once checked,
+	// or its own constants).
+	schemas *jsutil.Memo
 	present []string // the own enumerable keys of the options being read (loop goroutine only)
 	tracker *Tracker
 	// sites caches each call site's text by its stack frame (a program and a place in it): a
@@ -79,7 +78,7 @@ const maxSites = 4096
 // when not nil, follows the promises the calls return.
 func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker *Tracker) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), deepFrozen: in.DeepFrozenChecker(), schemas: map[*goja.Object]json.RawMessage{}}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), schemas: in.NewMemo(maxSchemas, MaxSchemaBytes)}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -202,18 +201,16 @@ func (m *agentModule) parse(arg goja.Value) Request {
 // MaxSchemaBytes bounds a schema's JSON.
 const MaxSchemaBytes = 4 << 20
 
-// schemaJSON serializes a schema object, once for an object that is deeply frozen. crw's own
-// walk reads it: the script's JSON.stringify, Object.keys, toJSON and getters play no part.
+// maxSchemas bounds the schema objects whose JSON is kept.
+const maxSchemas = 256
+
+// schemaJSON serializes a schema object with crw's own walk: the script's JSON.stringify,
+// Object.keys, toJSON and getters play no part. A schema object given before is read again
+// only as far as it takes to see it has not changed (jsutil.Memo).
 func (m *agentModule) schemaJSON(so *goja.Object) json.RawMessage {
-	if raw, ok := m.schemas[so]; ok {
-		return raw
-	}
-	raw, err := m.in.JSON(so, jsutil.DataOnly, MaxSchemaBytes)
+	raw, err := m.schemas.JSON(so)
 	if err != nil {
 		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: schema cannot be serialized: %s", strings.Replace(err.Error(), "$", "schema", 1))
-	}
-	if m.deepFrozen(so) {
-		m.schemas[so] = raw
 	}
 	return raw
 }

@@ -1,0 +1,56 @@
+package jsutil
+
+import (
+	"testing"
+
+	"github.com/dop251/goja"
+)
+
+// A value JSON cannot serialize is refused with the path to the part that is wrong.
+func TestJSONErrorsNameWhere(t *testing.T) {
+	cases := []struct{ value, want string }{
+		{`({ a: [1, { get b() { return 1; } }] })`, `$.a[1].b: a getter, which crw does not call: give the value itself`},
+		{`(() => { const o = { x: { y: [] } }; o.x.y.push(o); return o; })()`, `$.x.y[0]: a circular structure: the value contains itself`},
+		{`({ list: [1, 2, new Proxy({}, {})] })`, `$.list[2]: a Proxy`},
+		{`({ n: { "odd key": 10n } })`, `$.n.odd key: a BigInt, which JSON cannot hold`},
+		{`({ s: "x".repeat(40) })`, `$.s: a string longer than 32`},
+		{`({ a: "0123456789", b: "0123456789", c: "0123456789" })`, `$.b: larger than 32 bytes`},
+		{`({ a: [[], new Array(40)] })`, `$.a[1]: an array of 40 elements, larger than 32 bytes`},
+	}
+	for _, c := range cases {
+		rt := goja.New()
+		in := Capture(rt)
+		v, err := rt.RunString(c.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.JSON(v, DataOnly, 32); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %s", c.value, err, c.want)
+		}
+	}
+}
+
+// The walk writes what JSON.stringify writes, escapes included.
+func TestJSONIsJSONStringify(t *testing.T) {
+	rt := goja.New()
+	in := Capture(rt)
+	for _, src := range []string{
+		`({ a: "plain", b: "quote \" back \\ nl \n tab \t <&> é 😀 \u0001", c: [1, -0, 1.5, 1e21, NaN, Infinity, true, null, undefined, () => 1], d: undefined, e: new String("boxed"), f: {}, g: new Number(2.5), h: new Boolean(false) })`,
+		`[, 1, , 2]`,
+		`"top"`,
+	} {
+		v, err := rt.RunString(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := in.JSON(v, DataOnly, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.Set("v", v)
+		want, _ := rt.RunString(`JSON.stringify(v)`)
+		if string(got) != want.String() {
+			t.Errorf("%s:\n got %s\nwant %s", src, got, want)
+		}
+	}
+}
