@@ -2,8 +2,8 @@ package replay
 
 // Prefetched is how many calls Prefetch has loaded that no delivery has taken yet.
 func Prefetched(h *History) int {
-	h.loadMu.Lock()
-	defer h.loadMu.Unlock()
+	h.prefetchMu.Lock()
+	defer h.prefetchMu.Unlock()
 	return len(h.prefetched)
 }
 

@@ -236,7 +236,9 @@ type History struct {
 	cursor  uint64
 	pending map[*Call]*Call
 
-	// What Prefetch loaded ahead of the deliveries, the room it has left, and how it is stopped.
+	// What Prefetch loaded ahead of the deliveries (under prefetchMu, not loadMu, which
+	// Prefetch holds while it reads a page), the room it has left, and how it is stopped.
+	prefetchMu sync.Mutex
 	prefetched map[*Call]*Call
 	room       chan struct{}
 	stop       chan struct{}
@@ -567,15 +569,29 @@ func (h *History) Load(c *Call) (*Call, error) {
 	if !c.Paged() {
 		return c, nil
 	}
-	h.loadMu.Lock()
-	if got, ok := h.prefetched[c]; ok {
-		delete(h.prefetched, c)
-		h.loadMu.Unlock()
-		<-h.room
+	if got := h.takePrefetched(c); got != nil {
 		return got, nil
 	}
+	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
+	if got := h.takePrefetched(c); got != nil {
+		return got, nil // Prefetch was loading it
+	}
 	return h.loadLocked(c)
+}
+
+// takePrefetched is what Prefetch loaded of c, if it has: a delivery takes it without waiting
+// for the page Prefetch may be reading meanwhile.
+func (h *History) takePrefetched(c *Call) *Call {
+	h.prefetchMu.Lock()
+	got, ok := h.prefetched[c]
+	delete(h.prefetched, c)
+	h.prefetchMu.Unlock()
+	if !ok {
+		return nil
+	}
+	<-h.room
+	return got
 }
 
 func (h *History) loadLocked(c *Call) (*Call, error) {
@@ -642,7 +658,9 @@ func (h *History) Prefetch(calls []*Call) {
 				<-h.room
 				return
 			}
+			h.prefetchMu.Lock()
 			h.prefetched[c] = got
+			h.prefetchMu.Unlock()
 			h.loadMu.Unlock()
 			got.Result(h.Run, omit)
 		}

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,4 +186,57 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	}
 	stopped.StopPrefetch()
 	stopped.StopPrefetch() // twice is once
+}
+
+// A delivery takes what Prefetch loaded without waiting for the page Prefetch is reading
+// meanwhile: a replay's script does not stall on the journal's second reading.
+func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	var all []journal.Row
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		all = append(all, prepared(id, i, "n", fmt.Sprintf("prompt %d", i)),
+			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id}, completed(id))
+	}
+	all = rows(all...)
+	// The first page holds the rows of the calls up to lastOnPage; the next one's are read
+	// only once the test lets the source go on.
+	lastOnPage := replay.PageRows / 3
+	read := source(all)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var enteredOnce sync.Once
+	timedOut := false
+	paged, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
+		if from > replay.PageRows && release != nil {
+			enteredOnce.Do(func() { close(entered) })
+			select {
+			case <-release:
+			case <-time.After(time.Minute): // a safeguard, not a measure: the test fails
+				timedOut = true
+			}
+		}
+		return read(from, limit, fn)
+	})
+	require.NoError(t, err)
+	paged.Prefetch(paged.Order)
+	defer paged.StopPrefetch()
+	// Delivered until Prefetch, PrefetchAhead calls ahead, needs the second page.
+	next := 0
+	for ; next < lastOnPage-replay.PrefetchAhead+1; next++ {
+		_, err := paged.Load(paged.Order[next])
+		require.NoError(t, err)
+	}
+	<-entered
+	for ; next < lastOnPage; next++ {
+		got, err := paged.Load(paged.Order[next])
+		require.NoError(t, err)
+		require.Equal(t, "th-"+paged.Order[next].ID, got.Thread.ThreadID)
+	}
+	close(release)
+	for ; next < n; next++ {
+		_, err := paged.Load(paged.Order[next])
+		require.NoError(t, err)
+	}
+	assert.False(t, timedOut, "the deliveries of prefetched calls waited for the page being read")
 }
