@@ -139,13 +139,7 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	t.Parallel()
 	const n = 2000 // several times the calls Prefetch loads ahead
-	var all []journal.Row
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("c%d", i)
-		all = append(all, prepared(id, i, "n", fmt.Sprintf("prompt %d", i)),
-			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id}, completed(id))
-	}
-	all = rows(all...)
+	all := completedCalls(n)
 	full, err := replay.Read(all)
 	require.NoError(t, err)
 
@@ -193,13 +187,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
 	t.Parallel()
 	const n = 1000
-	var all []journal.Row
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("c%d", i)
-		all = append(all, prepared(id, i, "n", fmt.Sprintf("prompt %d", i)),
-			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id}, completed(id))
-	}
-	all = rows(all...)
+	all := completedCalls(n)
 	// The first page holds the rows of the calls up to lastOnPage; the next one's are read
 	// only once the test lets the source go on.
 	lastOnPage := replay.PageRows / 3
@@ -239,4 +227,16 @@ func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.False(t, timedOut, "the deliveries of prefetched calls waited for the page being read")
+}
+
+// completedCalls is the journal of n calls that completed one after the other, each with a
+// thread: three rows a call.
+func completedCalls(n int) []journal.Row {
+	var all []journal.Row
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		all = append(all, prepared(id, i, "n", fmt.Sprintf("prompt %d", i)),
+			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id}, completed(id))
+	}
+	return rows(all...)
 }
