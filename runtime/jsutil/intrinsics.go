@@ -29,7 +29,7 @@ func Capture(rt *goja.Runtime) *Intrinsics {
 	in.freeze, _ = goja.AssertFunction(object.Get("freeze"))
 	in.preventEx, _ = goja.AssertFunction(object.Get("preventExtensions"))
 	in.isFrozen, _ = goja.AssertFunction(object.Get("isFrozen"))
-	fn, err := rt.RunProgram(deepFreezeProgram)
+	fn, err := rt.RunProgram(deepFreezeProgram())
 	if err != nil {
 		panic(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
+	"sync"
 
 	"github.com/dop251/goja"
 
@@ -80,7 +81,8 @@ const deepFreezeSrc = `(function () {
 	};
 })()`
 
-var deepFreezeProgram = goja.MustCompile("deepFreeze.js", deepFreezeSrc, true)
+// deepFreezeProgram is compiled when a first runtime needs it, not when a process starts.
+var deepFreezeProgram = sync.OnceValue(func() *goja.Program { return goja.MustCompile("deepFreeze.js", deepFreezeSrc, true) })
 
 // DeepFreeze freezes a value and everything reachable from it.
 func (in *Intrinsics) DeepFreeze(x goja.Value) goja.Value {

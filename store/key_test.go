@@ -1,0 +1,18 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"a": true, "A-b_c.d": true, "-x": true, "_": true, "9.9": true, "x.": true,
+		strings.Repeat("k", 128): true, strings.Repeat("k", 129): false,
+		"": false, ".x": false, "..": false, "a/b": false, "a b": false, "é": false, "a\x00": false, "a:b": false,
+	} {
+		if got := ValidKey(key); got != want {
+			t.Errorf("ValidKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
