@@ -218,13 +218,14 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		if !ok || seq != st.last+1 {
 			return st, fmt.Errorf("%w: rows key %x follows seq %d", ErrCorrupt, k, st.last)
 		}
-		// bbolt keeps no checksum of values: a row's own checksum finds damage inside it,
-		// and in a journal written before rows had one, only JSON that no longer parses does.
+		// bbolt keeps no checksum of values: a row's own checksum finds damage inside it
+		// (a row whose checksum holds is the JSON its writer encoded), and in a journal
+		// written before rows had one, only JSON that no longer parses does.
 		data, err := rowJSON(st.summed, seq, v)
 		if err != nil {
 			return st, err
 		}
-		if !fastjson.Valid(data) {
+		if !st.summed && !fastjson.Valid(data) {
 			return st, fmt.Errorf("%w: row %d is not valid JSON", ErrCorrupt, seq)
 		}
 		st.last = seq

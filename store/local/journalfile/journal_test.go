@@ -297,6 +297,24 @@ func TestOpenCorrupt(t *testing.T) {
 	}
 }
 
+// A row whose checksum holds is taken at open as the JSON its writer encoded (the open does not
+// parse every row again); if it is not JSON after all, reading it says so and names it.
+func TestARowNotJSONUnderItsChecksum(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	good, err := os.ReadFile(goodJournal(t, 40))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, good, 0o600))
+	require.NoError(t, journalfile.PutSealed(path, 9, []byte(`{"seq":9,"ty`)))
+
+	j, err := journalfile.Open(path)
+	require.NoError(t, err)
+	err = j.Each(1, 0, func(*journal.Row) error { return nil })
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	assert.Contains(t, err.Error(), "row 9")
+	require.NoError(t, j.Close())
+}
+
 // A meta page whose checksum alone fails is what a crash tearing bbolt's last write of a commit
 // leaves: every open reads the journal as of the other meta page, the commit before.
 func TestOpenTornMeta(t *testing.T) {
