@@ -9,3 +9,6 @@ func Prefetched(h *History) int {
 
 // PrefetchAhead is prefetchAhead, for the tests.
 const PrefetchAhead = prefetchAhead
+
+// CallNumber is callNumber, for the tests.
+var CallNumber = callNumber

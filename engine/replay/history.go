@@ -9,8 +9,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -409,8 +410,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		h.ByID[row.Call] = fresh
 		h.ByIndex[row.Index] = fresh
 		h.MaxIndex = max(h.MaxIndex, row.Index)
-		var n int
-		if _, err := fmt.Sscanf(row.Call, "c%d", &n); err == nil && n > h.MaxCall {
+		if n, ok := callNumber(row.Call); ok && n > h.MaxCall {
 			h.MaxCall = n
 		}
 		return nil
@@ -463,6 +463,22 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		}
 	}
 	return nil
+}
+
+// callNumber is the number of a call id crw gives ("c" and a number; a sign and text after the
+// digits are let be, as the ids of an earlier crw read), false for any other id.
+func callNumber(id string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, "c")
+	if !ok {
+		return 0, false
+	}
+	digits := strings.TrimPrefix(rest, "+")
+	end := 0
+	for end < len(digits) && '0' <= digits[end] && digits[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(digits[:end])
+	return n, err == nil
 }
 
 // attach keeps a row of a call's newest generation in its Call. A paged History keeps none

@@ -240,3 +240,15 @@ func completedCalls(n int) []journal.Row {
 	}
 	return rows(all...)
 }
+
+// The highest call number a journal names is read from ids as crw writes them, and as far as
+// an id of another shape allows.
+func TestCallNumber(t *testing.T) {
+	for id, want := range map[string]int{"c1": 1, "c10000": 10000, "c+7": 7, "c12x": 12, "c007": 7, "c-5": -1, "c": -1, "x5": -1, "": -1, "C5": -1, "c99999999999999999999": -1} {
+		n, ok := replay.CallNumber(id)
+		if !ok {
+			n = -1
+		}
+		assert.Equal(t, want, n, id)
+	}
+}
