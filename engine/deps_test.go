@@ -20,7 +20,7 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command")
 	}
-	core := []string{"engine", "engine/runner", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
+	core := []string{"engine", "engine/runner", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
 	forbidden := []string{
 		"github.com/crw-dev/crw/engine/fake", "github.com/crw-dev/crw/engine/appserver",
 		"github.com/crw-dev/crw/engine/backend/pulltest", "github.com/crw-dev/crw/engine/backend/codex",

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
@@ -77,6 +78,9 @@ func JournalProblems(rows []journal.Row) []string {
 			}
 			ended[r.Call] = true
 		}
+	}
+	if err := callstate.Check(rows); err != nil {
+		out = append(out, err.Error())
 	}
 	return out
 }

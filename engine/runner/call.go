@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
@@ -77,6 +79,11 @@ type running struct {
 	tokens     journal.Tokens
 	repairUsed bool
 
+	// sm is where the call's generation is (callstate): every row of the call is a
+	// transition of its table, taken under smMu before the row is appended.
+	smMu sync.Mutex
+	sm   *callstate.Machine
+
 	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
 	// first turn; isolation is what --trace-isolation took then. Kept here, not in call: a
 	// call waiting for the pool has neither.
@@ -101,7 +108,7 @@ type endedCall struct {
 // it: a call that goes on from its last row reports them in its CallResult as a live one would.
 func (c *call) fromRecord(rec *replay.Call) {
 	if c.running == nil {
-		c.running = &running{}
+		c.running = &running{sm: machineOf(rec)}
 	}
 	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt, rec.StepAttempts
 	if rec.Thread != nil {
@@ -113,6 +120,36 @@ func (c *call) fromRecord(rec *replay.Call) {
 	if n := len(rec.Steps); n > 0 {
 		c.step = rec.Steps[n-1]
 	}
+}
+
+// machineOf is where a call an earlier process left is: its generation's rows taken through
+// the table in the order they were written (a paged call, already ended, has none kept).
+func machineOf(rec *replay.Call) *callstate.Machine {
+	m := callstate.New(rec.ID)
+	rows := slices.Concat(rec.Steps, rec.Lost, rec.Turns)
+	for _, r := range []*journal.Row{rec.Placed, rec.Thread, rec.Interrupt, rec.Terminal} {
+		if r != nil {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, func(a, b *journal.Row) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, r := range rows {
+		_ = m.Apply(r) // a journal the History read; what it holds is the call's way so far
+	}
+	return m
+}
+
+// take asks the call's state machine for row, one of its rows about to be appended: a row its
+// table does not allow stops the run, and is not written.
+func (c *call) take(row *journal.Row) bool {
+	c.smMu.Lock()
+	err := c.sm.Apply(row)
+	c.smMu.Unlock()
+	if err != nil {
+		c.r.stop(err)
+		return false
+	}
+	return true
 }
 
 func threadOf(row *journal.Row) backend.Thread {
@@ -268,7 +305,7 @@ func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
 		c.prepared = replay.WithDigests(row)
 	}
 	if c.running == nil {
-		c.running = &running{lastSeq: c.prepared.Seq}
+		c.running = &running{lastSeq: c.prepared.Seq, sm: callstate.New(c.id)}
 	}
 	return *p
 }
@@ -346,7 +383,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	placed, unplaced := r.place(c, rec)
 	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	if placed != nil {
-		if rec == nil || rec.Placed == nil {
+		if (rec == nil || rec.Placed == nil) && c.take(placed) {
 			c.mu.Lock()
 			c.lastSeq = r.j.Append(placed)
 			c.mu.Unlock()
@@ -623,6 +660,9 @@ func (c *call) Dispatched(st backend.Step) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	row.K = c.k
+	if !c.take(row) {
+		return
+	}
 	c.step = row
 	c.lastSeq = c.r.j.Append(row)
 }
@@ -644,6 +684,9 @@ func (c *call) Thread(th backend.Thread) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.take(row) {
+		return
+	}
 	c.thread = row
 	c.lastSeq = c.r.j.Append(row)
 }
@@ -652,12 +695,15 @@ func (c *call) Thread(th backend.Thread) {
 func (c *call) Started(turnID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.turnIDs = append(c.turnIDs, turnID)
 	row := &journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair, PreviousAnswer: c.previous}
 	if st := c.step; st != nil && st.K == c.k {
 		row.Op, row.Marker, row.Attempt = st.Op, st.Marker, st.Attempt
 		row.ConversationTurn, row.ReplacesTurn = st.ConversationTurn, st.ReplacesTurn
 	}
+	if !c.take(row) {
+		return
+	}
+	c.turnIDs = append(c.turnIDs, turnID)
 	c.lastSeq = c.r.j.Append(row)
 	// Readers of a live run see the turn soon, not only at its call's end.
 	c.r.flushSoon()
@@ -673,8 +719,12 @@ func (c *call) Warn(reason, detail string) {
 func (c *call) CheckpointStarted(cp backend.Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeCheckpointStarted, Call: c.id, ChainedFrom: cp.Handle,
-		ConversationCalls: cp.Calls, ConversationDigest: cp.Digest})
+	row := &journal.Row{Type: journal.TypeCheckpointStarted, Call: c.id, ChainedFrom: cp.Handle,
+		ConversationCalls: cp.Calls, ConversationDigest: cp.Digest}
+	if !c.take(row) {
+		return
+	}
+	c.lastSeq = c.r.j.Append(row)
 	c.r.flushSoon()
 }
 
@@ -801,8 +851,12 @@ func conversationTurns(task, final string, rows []journal.Row) ([]backend.Exchan
 func (c *call) AttemptLost(l backend.LostAttempt) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastSeq = c.r.j.Append(&journal.Row{Type: journal.TypeAttemptLost, Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,
-		TurnID: l.TurnID, Reason: l.Reason, HostStatus: l.HostStatus, TurnStatus: l.TurnStatus})
+	row := &journal.Row{Type: journal.TypeAttemptLost, Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,
+		TurnID: l.TurnID, Reason: l.Reason, HostStatus: l.HostStatus, TurnStatus: l.TurnStatus}
+	if !c.take(row) {
+		return
+	}
+	c.lastSeq = c.r.j.Append(row)
 	c.r.flushSoon()
 }
 
@@ -861,6 +915,10 @@ func (r *runner) end(c *call, row *journal.Row) {
 			r.holds[c.req.Node] = c.id
 		}
 		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
+	}
+	if !c.take(row) {
+		r.mu.Unlock()
+		return
 	}
 	c.endSeq = r.j.Append(row)
 	r.parkOnEnd(c)

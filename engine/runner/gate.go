@@ -93,6 +93,10 @@ func (r *runner) interruptCall(c *call, reason string) {
 		r.mu.Unlock()
 		return
 	}
+	if c.running != nil && !c.take(row) {
+		r.mu.Unlock()
+		return
+	}
 	c.interrupt = reason
 	seq := r.j.Append(row)
 	r.mu.Unlock()

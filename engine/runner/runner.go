@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
@@ -514,6 +515,7 @@ func (r *runner) stopped() error {
 func (r *runner) stopError(cause error) error {
 	var d *replay.Divergence
 	var e *errs.Error
+	var t *callstate.ErrTransition
 	switch {
 	case errors.As(cause, &d):
 		e = errs.New(errs.RevisionConflict, "run %s: %s", r.id, d.Summary()).Wrap(d).
@@ -528,6 +530,10 @@ func (r *runner) stopError(cause error) error {
 			Next("see whether another process holds the run (crw flow status); resume it if none does")
 	case errors.As(cause, &e):
 		return e
+	case errors.As(cause, &t):
+		e = errs.New(errs.CapabilityUnavailable, "run %s: %s", r.id, t.Error()).Wrap(cause).
+			Because("call_state", "row_out_of_place", "stopped", errs.Certain).
+			Next("the row was not written: crw flow resume " + r.id + " goes on from the call's last row; report the backend that recorded it")
 	default:
 		e = errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", r.id).Wrap(cause).
 			Because("journal", "journal_write_failed", "stopped", errs.Certain).
