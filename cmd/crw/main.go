@@ -6,10 +6,10 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/internal/gctune"
 )
 
 func main() {
-	runner.TuneGC()
+	gctune.Tune()
 	os.Exit(cli.Main(backends.Registry()))
 }

@@ -5,7 +5,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/internal/gctune"
 )
 
 // BenchScript issues input.n calls, input.width at a time, each answered at once by the fake
@@ -42,7 +42,7 @@ const BenchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
 // TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
 func TuneGCAsCrw(b *testing.B) {
 	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(runner.ProcessGCPercent)
+		old := debug.SetGCPercent(gctune.ProcessPercent)
 		b.Cleanup(func() { debug.SetGCPercent(old) })
 	}
 }

@@ -18,9 +18,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -771,51 +768,6 @@ func (r *runner) flushLoop() (stop func()) {
 		<-finished
 	}
 }
-
-// ProcessGCPercent is the garbage collector's target in crw's process while its live heap is
-// small. A run's live heap is small and nearly all it allocates (parsed rows, call results) dies
-// young, so collecting at 100% growth spends a quarter of a replay in the collector; memory
-// stays bounded by the small live heap all the same.
-const ProcessGCPercent = 300
-
-// gcHeadroom is how much garbage TuneGC lets the heap gather between collections once the live
-// heap is large: a resume of 100,000 recorded calls has ~70 MB live, which at 300% would let
-// the process grow to 280 MB.
-const gcHeadroom = 96 << 20
-
-// GCPercentFor is the collector's target for a live heap of live bytes: ProcessGCPercent while
-// the garbage it allows stays under gcHeadroom, less as the heap grows, never under 100.
-func GCPercentFor(live uint64) int {
-	if live == 0 {
-		return ProcessGCPercent
-	}
-	return int(min(max(100*gcHeadroom/live, 100), ProcessGCPercent))
-}
-
-// TuneGC sets the process's GC target after every collection from the live heap it left
-// (GCPercentFor), for as long as the process runs. A GOGC of the user's is left as it is.
-// Calls after the first do nothing.
-func TuneGC() { tuneGC.Do(tuneGCOnce) }
-
-var tuneGC sync.Once
-
-func tuneGCOnce() {
-	if os.Getenv("GOGC") != "" {
-		return
-	}
-	debug.SetGCPercent(ProcessGCPercent)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var watch func(*gcSentinel)
-	watch = func(s *gcSentinel) {
-		metrics.Read(sample)
-		debug.SetGCPercent(GCPercentFor(sample[0].Value.Uint64()))
-		runtime.SetFinalizer(s, watch) // again after the next collection
-	}
-	runtime.SetFinalizer(&gcSentinel{}, watch)
-}
-
-// gcSentinel is an object nothing refers to: its finalizer runs after each collection.
-type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects may never be finalized
 
 // pid is this process's id, for the status it publishes.
 var pid = os.Getpid()

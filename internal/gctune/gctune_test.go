@@ -1,4 +1,4 @@
-package runner
+package gctune
 
 import (
 	"runtime"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestGCPercentFor(t *testing.T) {
+func TestPercentFor(t *testing.T) {
 	for _, c := range []struct {
 		live uint64
 		want int
@@ -21,20 +21,20 @@ func TestGCPercentFor(t *testing.T) {
 		{96 << 20, 100},
 		{1 << 30, 100},
 	} {
-		assert.Equal(t, c.want, GCPercentFor(c.live), "live %d MiB", c.live>>20)
+		assert.Equal(t, c.want, PercentFor(c.live), "live %d MiB", c.live>>20)
 	}
 }
 
-// TestTuneGCFollowsTheLiveHeap: with 200 MiB live the target drops to 100%, and goes back to
+// TestTuneFollowsTheLiveHeap: with 200 MiB live the target drops to 100%, and goes back to
 // 300% once the heap is small again.
-func TestTuneGCFollowsTheLiveHeap(t *testing.T) {
+func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 200 MiB")
 	}
 	t.Setenv("GOGC", "")
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	TuneGC()
+	Tune()
 	// The finalizer runs in the background after a collection: look again until it has.
 	becomes := func(want int) bool {
 		return assert.Eventually(t, func() bool {

@@ -1,0 +1,58 @@
+// Package gctune is how a crw process tunes Go's garbage collector: a run's live heap is small
+// and nearly all it allocates dies young, so the collector's target is raised while the live heap
+// is small and brought down as it grows. The command sets it once at start; benchmarks that
+// stand for crw's process set it too.
+package gctune
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// ProcessPercent is the garbage collector's target in crw's process while its live heap is
+// small. A run's live heap is small and nearly all it allocates (parsed rows, call results) dies
+// young, so collecting at 100% growth spends a quarter of a replay in the collector; memory
+// stays bounded by the small live heap all the same.
+const ProcessPercent = 300
+
+// headroom is how much garbage Tune lets the heap gather between collections once the live
+// heap is large: a resume of 100,000 recorded calls has ~70 MB live, which at 300% would let
+// the process grow to 280 MB.
+const headroom = 96 << 20
+
+// PercentFor is the collector's target for a live heap of live bytes: ProcessPercent while
+// the garbage it allows stays under headroom, less as the heap grows, never under 100.
+func PercentFor(live uint64) int {
+	if live == 0 {
+		return ProcessPercent
+	}
+	return int(min(max(100*headroom/live, 100), ProcessPercent))
+}
+
+// Tune sets the process's GC target after every collection from the live heap it left
+// (PercentFor), for as long as the process runs. A GOGC of the user's is left as it is.
+// Calls after the first do nothing.
+func Tune() { tune.Do(tuneOnce) }
+
+var tune sync.Once
+
+func tuneOnce() {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	debug.SetGCPercent(ProcessPercent)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var watch func(*gcSentinel)
+	watch = func(s *gcSentinel) {
+		metrics.Read(sample)
+		debug.SetGCPercent(PercentFor(sample[0].Value.Uint64()))
+		runtime.SetFinalizer(s, watch) // again after the next collection
+	}
+	runtime.SetFinalizer(&gcSentinel{}, watch)
+}
+
+// gcSentinel is an object nothing refers to: its finalizer runs after each collection.
+type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects may never be finalized
