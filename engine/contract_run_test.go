@@ -569,7 +569,7 @@ func TestRunIDsSortByCreation(t *testing.T) {
 	var prev string
 	for _, ms := range []int{0, 1, 9, 10, 99, 100, 500, 999} {
 		id := engine.NewRunID(base.Add(time.Duration(ms) * time.Millisecond))
-		assert.True(t, store.ValidRunID(id), id)
+		assert.True(t, journal.ValidRunID(id), id)
 		assert.Equal(t, "20261201-020304-", id[:16])
 		assert.Equal(t, fmt.Sprintf("%03x", ms), id[16:19])
 		assert.Less(t, prev, id)

@@ -3,6 +3,7 @@ package journal
 import (
 	"encoding/json"
 	"math"
+	"regexp"
 	"time"
 
 	"github.com/crw-dev/crw/errs"
@@ -389,3 +390,8 @@ func (e *RunError) Text() string {
 func RunErrorOf(e *errs.Error, stack string) *RunError {
 	return &RunError{Message: e.Message, Detail: e.Detail, Stack: stack, Code: string(e.Code), Reason: e.Reason(), Diagnostic: e.Diagnostic}
 }
+
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
+
+// ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
+func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }

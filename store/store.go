@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"time"
 
 	"github.com/crw-dev/crw/journal"
@@ -204,11 +203,6 @@ func ValidKey(key string) bool {
 	}
 	return true
 }
-
-var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
-
-// ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
-func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
 
 // SpecSchema is the schema of a run's spec.
 const SpecSchema = "crw-flow-run/1"

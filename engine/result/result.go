@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/store"
 )
 
 // HandlePrefix starts every handle: crwh1:<run>:<call_id>.
@@ -24,7 +23,7 @@ func ParseHandle(h string) (run, call string, ok bool) {
 		return "", "", false
 	}
 	run, call, found = strings.Cut(rest, ":")
-	if !found || !store.ValidRunID(run) || !ValidCallID(call) {
+	if !found || !journal.ValidRunID(run) || !ValidCallID(call) {
 		return "", "", false
 	}
 	return run, call, true

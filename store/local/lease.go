@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile"
 	"github.com/crw-dev/crw/userfile"
@@ -392,7 +393,7 @@ const StartLockFile = "start.lock"
 
 // StartLock takes a run's start lock; release lets it go.
 func (s *Store) StartLock(run string) (release func(), err error) {
-	if !store.ValidRunID(run) {
+	if !journal.ValidRunID(run) {
 		return nil, fmt.Errorf("%q is not a run id", run)
 	}
 	f, err := flockFile(filepath.Join(s.RunDir(run), StartLockFile))
@@ -405,7 +406,7 @@ func (s *Store) StartLock(run string) (release func(), err error) {
 // Live reports whether a run of the state folder root is live: a process holds it, or its
 // start does.
 func Live(root, run string) bool {
-	if !store.ValidRunID(run) {
+	if !journal.ValidRunID(run) {
 		return false
 	}
 	return Held(root, run) || lockedByOther(filepath.Join(root, "flow", run, StartLockFile))

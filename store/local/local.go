@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile"
 	"github.com/crw-dev/crw/userfile"
@@ -81,7 +82,7 @@ func (s *Store) path(run, name string) string { return filepath.Join(s.RunDir(ru
 // checkRun refuses an id that is not a run id (it would name a path) and a run that does not
 // exist.
 func (s *Store) checkRun(run string) error {
-	if !store.ValidRunID(run) {
+	if !journal.ValidRunID(run) {
 		return errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", run)
 	}
 	if _, err := os.Stat(s.path(run, SpecFile)); err != nil {
@@ -102,7 +103,7 @@ func (s *Store) Close() error { return nil }
 // Create implements store.Store: the folder and an empty journal first, run.json last, so a
 // folder without run.json is no run (and List skips it).
 func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
-	if !store.ValidRunID(spec.Run) {
+	if !journal.ValidRunID(spec.Run) {
 		return errs.New(errs.InvalidRequest, "%q is not a run id", spec.Run)
 	}
 	if err := os.MkdirAll(filepath.Join(s.root, "flow"), 0o700); err != nil {
@@ -200,7 +201,7 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 			_ = os.RemoveAll(filepath.Join(s.root, "flow", e.Name()))
 			continue
 		}
-		if e.IsDir() && store.ValidRunID(e.Name()) {
+		if e.IsDir() && journal.ValidRunID(e.Name()) {
 			if _, err := os.Stat(s.path(e.Name(), SpecFile)); err == nil {
 				ids = append(ids, e.Name())
 			}
@@ -415,7 +416,7 @@ func (s *Store) Records(run string, kind store.Kind) store.Records {
 
 // Log implements store.Store.
 func (s *Store) Log(run string) store.Log {
-	if run == "" || !store.ValidRunID(run) {
+	if run == "" || !journal.ValidRunID(run) {
 		return fileLog{path: filepath.Join(s.root, LogFile), mkdir: true}
 	}
 	return fileLog{path: s.path(run, LogFile)}

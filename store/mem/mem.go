@@ -58,7 +58,7 @@ type run struct {
 }
 
 func (s *Store) get(id string) (*run, error) {
-	if !store.ValidRunID(id) {
+	if !journal.ValidRunID(id) {
 		return nil, errs.New(errs.InvalidRequest, "%q is not a run id (like 20261130-052301-a1b2c3)", id)
 	}
 	r := s.runs[id]
@@ -73,7 +73,7 @@ func (s *Store) Close() error { return nil }
 
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
-	if !store.ValidRunID(spec.Run) {
+	if !journal.ValidRunID(spec.Run) {
 		return errs.New(errs.InvalidRequest, "%q is not a run id", spec.Run)
 	}
 	data, err := json.Marshal(spec)

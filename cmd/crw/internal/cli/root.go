@@ -96,7 +96,7 @@ type globals struct {
 // errorRun is the run an error of the command belongs to: the run it works on, when that run
 // exists; nil when there is none.
 func (g *globals) errorRun(err error) *string {
-	if g.runID == "" || !store.ValidRunID(g.runID) || errors.Is(err, store.ErrNotFound) {
+	if g.runID == "" || !journal.ValidRunID(g.runID) || errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if g.store != nil {
@@ -156,7 +156,7 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		}
 		svc := &engine.Service{Store: g.store}
 		run := g.runID
-		if !store.ValidRunID(run) {
+		if !journal.ValidRunID(run) {
 			run = ""
 		}
 		if detail == "" {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/errs"
-	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/journal"
 )
 
 // runArg reports where a command takes a run: its first argument (RUN in its use line), else
@@ -34,7 +34,7 @@ func resolveRunArgs(g *globals, cmd *cobra.Command, args []string) error {
 	case flag:
 		ref, _ = cmd.Flags().GetString("run")
 	}
-	if ref == "" || store.ValidRunID(ref) {
+	if ref == "" || journal.ValidRunID(ref) {
 		return nil
 	}
 	if _, err := g.service(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -220,7 +221,7 @@ func (s *Server) coded(c *call, err error) *errs.Error {
 }
 
 func (c *call) about() string {
-	if c.run != "" && store.ValidRunID(c.run) {
+	if c.run != "" && journal.ValidRunID(c.run) {
 		return "run " + c.run
 	}
 	return "the request"
@@ -228,7 +229,7 @@ func (c *call) about() string {
 
 // errorRun is the run an error is about, when that run exists.
 func (s *Server) errorRun(run string) *string {
-	if run == "" || !store.ValidRunID(run) {
+	if run == "" || !journal.ValidRunID(run) {
 		return nil
 	}
 	if _, err := s.svc.Store.Spec(context.Background(), run); err != nil {
@@ -241,7 +242,7 @@ func (s *Server) errorRun(run string) *string {
 // commands', by the MCP client.
 func (s *Server) audit(ctx context.Context, op string, c *call, result, detail string) {
 	run := c.run
-	if !store.ValidRunID(run) {
+	if !journal.ValidRunID(run) {
 		run = ""
 	}
 	s.svc.Audit(context.WithoutCancel(ctx), engine.AuditEntry{Op: op, Run: run, Who: c.who, Result: result, Detail: detail})

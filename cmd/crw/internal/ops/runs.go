@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -17,7 +18,7 @@ const LastRun = "last"
 // ResolveRun is the run an argument names: a run id, "last" (the newest run), or a unique
 // prefix of a run id or of its random part (20261202-0113 or 3a9707).
 func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, error) {
-	if store.ValidRunID(ref) {
+	if journal.ValidRunID(ref) {
 		return ref, nil
 	}
 	ids, err := st.List(ctx)
