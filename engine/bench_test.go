@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/backend/pulltest"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/internal/pulltest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"

@@ -13,6 +13,36 @@ import (
 // engine/backend and stores only through store; the command line builds the concrete ones.
 func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	t.Parallel()
+	core := []string{"engine", "engine/runner", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
+	forbidden := []string{
+		"github.com/crw-dev/crw/engine/fake", "github.com/crw-dev/crw/engine/appserver",
+		"github.com/crw-dev/crw/internal/pulltest", "github.com/crw-dev/crw/engine/backend/codex",
+		"github.com/crw-dev/crw/store/local", "github.com/crw-dev/crw/store/mem", "go.etcd.io/bbolt",
+		"github.com/crw-dev/crw/cmd",
+	}
+	for _, pkg := range core {
+		for _, dep := range deps(t, pkg) {
+			for _, f := range forbidden {
+				assert.False(t, dep == f || strings.HasPrefix(dep, f+"/"), "%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestTestKitsStayInTests: the test kits (internal/enginetest, internal/pulltest,
+// internal/mockmodel) are imported by tests alone, never by what crw is built from.
+func TestTestKitsStayInTests(t *testing.T) {
+	t.Parallel()
+	for _, dep := range deps(t, "cmd/crw") {
+		for _, kit := range []string{"internal/enginetest", "internal/pulltest", "internal/mockmodel"} {
+			assert.NotEqual(t, "github.com/crw-dev/crw/"+kit, dep, "crw is built with a test kit")
+		}
+	}
+}
+
+// deps is what crw's package pkg is built from (go list -deps), its tests left out.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
@@ -20,22 +50,9 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command")
 	}
-	core := []string{"engine", "engine/runner", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
-	forbidden := []string{
-		"github.com/crw-dev/crw/engine/fake", "github.com/crw-dev/crw/engine/appserver",
-		"github.com/crw-dev/crw/engine/backend/pulltest", "github.com/crw-dev/crw/engine/backend/codex",
-		"github.com/crw-dev/crw/store/local", "github.com/crw-dev/crw/store/mem", "go.etcd.io/bbolt",
-		"github.com/crw-dev/crw/cmd",
-	}
-	for _, pkg := range core {
-		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/crw-dev/crw/"+pkg).Output()
-		require.NoError(t, err, pkg)
-		deps := strings.Fields(string(out))
-		require.NotEmpty(t, deps)
-		for _, dep := range deps {
-			for _, f := range forbidden {
-				assert.False(t, dep == f || strings.HasPrefix(dep, f+"/"), "%s imports %s", pkg, dep)
-			}
-		}
-	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/crw-dev/crw/"+pkg).Output()
+	require.NoError(t, err, pkg)
+	list := strings.Fields(string(out))
+	require.NotEmpty(t, list)
+	return list
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
 )

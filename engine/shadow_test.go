@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/store"
 )
 

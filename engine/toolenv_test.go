@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/store/local"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
-	"github.com/crw-dev/crw/engine/enginetest"
+	"github.com/crw-dev/crw/internal/enginetest"
 )
 
 // mcpCommand is `crw mcp ARGS` on a state folder of its own, in a folder that is no git checkout.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
 )

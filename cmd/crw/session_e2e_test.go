@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/appserver/mockmodel"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/session/codexhost"
+	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
 

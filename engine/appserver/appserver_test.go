@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/appserver/mockmodel"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
 

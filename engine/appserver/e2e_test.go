@@ -16,9 +16,9 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/appserver/mockmodel"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"

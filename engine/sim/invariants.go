@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/sim"
+	"github.com/crw-dev/crw/internal/enginetest"
 )
 
 var (

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/appserver/mockmodel"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/internal/mockmodel"
 )
 
 // The subagents' answers: the first answers at once, the second never (until interrupted).

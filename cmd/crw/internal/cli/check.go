@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/check"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine/check"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
 )

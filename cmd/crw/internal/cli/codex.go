@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/codexsetup"
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/session/bound"
-	"github.com/crw-dev/crw/engine/session/codexsetup"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/check"
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/check"
 	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/session"

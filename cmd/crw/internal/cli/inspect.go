@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/htmlview"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/htmlview"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
 )

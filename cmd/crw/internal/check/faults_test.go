@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/check"
+	"github.com/crw-dev/crw/cmd/crw/internal/check"
 )
 
 // faultFindings are a report's findings of the faults pass: where, what, and under which
@@ -86,7 +86,7 @@ func TestTheShippedWorkflowsPassTwentyFaultSchedules(t *testing.T) {
 	t.Parallel()
 	for _, wf := range []string{"plan-build-review.js", "triage.ts", "build-commit.js"} {
 		start := time.Now()
-		rep, err := check.Check(context.Background(), check.Options{Workflow: filepath.Join("../../workflows", wf), Faults: 20, Seed: check.DefaultSeed})
+		rep, err := check.Check(context.Background(), check.Options{Workflow: filepath.Join("../../../../workflows", wf), Faults: 20, Seed: check.DefaultSeed})
 		require.NoError(t, err, wf)
 		assert.Empty(t, rep.Findings, wf)
 		assert.Empty(t, rep.Faults.Misbehaved, wf)

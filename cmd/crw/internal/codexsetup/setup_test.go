@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/appserver/mockmodel"
-	"github.com/crw-dev/crw/engine/session/codexsetup"
+	"github.com/crw-dev/crw/cmd/crw/internal/codexsetup"
+	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
 

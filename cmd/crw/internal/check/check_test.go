@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/check"
+	"github.com/crw-dev/crw/cmd/crw/internal/check"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -43,7 +43,7 @@ func TestTheRehearsalFindsWhatOnlyRunningFinds(t *testing.T) {
 func TestTheShippedWorkflowsHaveNoMistakes(t *testing.T) {
 	t.Parallel()
 	for _, wf := range []string{"plan-build-review.js", "triage.ts", "build-commit.js"} {
-		rep, err := check.Check(context.Background(), check.Options{Workflow: filepath.Join("../../workflows", wf)})
+		rep, err := check.Check(context.Background(), check.Options{Workflow: filepath.Join("../../../../workflows", wf)})
 		require.NoError(t, err, wf)
 		assert.Empty(t, rep.Findings, wf)
 		assert.Equal(t, "completed", rep.Status, wf)

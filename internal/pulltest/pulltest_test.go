@@ -13,9 +13,9 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/backend/pulltest"
-	"github.com/crw-dev/crw/engine/enginetest"
 	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/internal/pulltest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -43,7 +43,7 @@ func run(t *testing.T, s *pulltest.Session, ctx context.Context, workflow string
 
 func answersFile(t *testing.T, name string) (*fake.Answers, string) {
 	t.Helper()
-	path := filepath.Join("..", "..", "..", "testdata", "answers", name)
+	path := filepath.Join("..", "..", "testdata", "answers", name)
 	a, err := fake.LoadAnswers(path)
 	require.NoError(t, err)
 	return a, path
@@ -61,7 +61,7 @@ func TestShippedWorkflowsThroughAPullBackend(t *testing.T) {
 	} {
 		t.Run(tc.workflow, func(t *testing.T) {
 			t.Parallel()
-			wf := filepath.Join("..", "..", "..", "workflows", tc.workflow)
+			wf := filepath.Join("..", "..", "workflows", tc.workflow)
 			a, path := answersFile(t, tc.answers)
 			svc, _ := enginetest.LocalService(t)
 			repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
