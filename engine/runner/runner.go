@@ -704,6 +704,10 @@ func (r *runner) endUnmade(cancelled bool) {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}
 		}
+		if err := machineOf(rec).Apply(row); err != nil {
+			r.stop(err)
+			return
+		}
 		rows = append(rows, row)
 		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
