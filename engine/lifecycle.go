@@ -254,6 +254,9 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 			for _, t := range c.Turns {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}
+			if err := c.Machine().Apply(row); err != nil {
+				return errs.New(errs.IncompatibleSchema, "run %s: %v", run, err)
+			}
 			out = append(out, row)
 		}
 	}

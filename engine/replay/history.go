@@ -6,6 +6,7 @@
 package replay
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/plant"
@@ -93,6 +95,26 @@ func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
 // its prepared row alone waited for the pool or died at its gate, and nothing of it was sent.
 func (c *Call) Began() bool {
 	return c.Placed != nil || c.Thread != nil || len(c.Turns) > 0 || len(c.Steps) > 0 || len(c.Lost) > 0 || c.Interrupt != nil
+}
+
+// Machine is where the call's generation is (engine/callstate): its rows taken through the
+// table in the order they were written. A Paged call, which has ended, is at its end.
+func (c *Call) Machine() *callstate.Machine {
+	m := callstate.New(c.ID)
+	rows := slices.Concat(c.Steps, c.Lost, c.Turns)
+	for _, r := range []*journal.Row{c.Placed, c.Thread, c.Interrupt, c.Terminal} {
+		if r != nil {
+			rows = append(rows, r)
+		}
+	}
+	if c.paged {
+		rows = append(rows, &journal.Row{Type: c.EndType, Seq: c.EndSeq})
+	}
+	slices.SortFunc(rows, func(a, b *journal.Row) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, r := range rows {
+		_ = m.Apply(r) // what a History holds of a call is the way it went so far
+	}
+	return m
 }
 
 // Paged reports whether the call's rows were let go (see ReadPages).

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -108,7 +107,7 @@ type endedCall struct {
 // it: a call that goes on from its last row reports them in its CallResult as a live one would.
 func (c *call) fromRecord(rec *replay.Call) {
 	if c.running == nil {
-		c.running = &running{sm: machineOf(rec)}
+		c.running = &running{sm: rec.Machine()}
 	}
 	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt, rec.StepAttempts
 	if rec.Thread != nil {
@@ -120,23 +119,6 @@ func (c *call) fromRecord(rec *replay.Call) {
 	if n := len(rec.Steps); n > 0 {
 		c.step = rec.Steps[n-1]
 	}
-}
-
-// machineOf is where a call an earlier process left is: its generation's rows taken through
-// the table in the order they were written (a paged call, already ended, has none kept).
-func machineOf(rec *replay.Call) *callstate.Machine {
-	m := callstate.New(rec.ID)
-	rows := slices.Concat(rec.Steps, rec.Lost, rec.Turns)
-	for _, r := range []*journal.Row{rec.Placed, rec.Thread, rec.Interrupt, rec.Terminal} {
-		if r != nil {
-			rows = append(rows, r)
-		}
-	}
-	slices.SortFunc(rows, func(a, b *journal.Row) int { return cmp.Compare(a.Seq, b.Seq) })
-	for _, r := range rows {
-		_ = m.Apply(r) // a journal the History read; what it holds is the call's way so far
-	}
-	return m
 }
 
 // take asks the call's state machine for row, one of its rows about to be appended: a row its

@@ -704,7 +704,7 @@ func (r *runner) endUnmade(cancelled bool) {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}
 		}
-		if err := machineOf(rec).Apply(row); err != nil {
+		if err := rec.Machine().Apply(row); err != nil {
 			r.stop(err)
 			return
 		}
