@@ -27,7 +27,8 @@ import (
 //	pause_not_hidden   a run whose calls a pause held ends its process paused, not waiting
 //	process_error      a process stops only for what its fault explains (a crash, a stop)
 //	resume_diverges    a resume with the run's own script never diverges
-//	journal            one terminal row per call per generation, each turn started once
+//	journal            one terminal row per call per generation, each turn started once, every
+//	                   row of a call a transition of its state machine (callstate.Check)
 //	sends_once         the host receives no turn twice
 //	summary            the journal's summary equals a recomputation from its rows
 //	same_result        an interrupted run ends as the uninterrupted one (no race)
