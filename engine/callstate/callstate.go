@@ -154,9 +154,6 @@ func New(call string) *Machine {
 // State is where the generation is.
 func (m *Machine) State() State { return m.state }
 
-// Interrupted reports whether an interrupt was asked for.
-func (m *Machine) Interrupted() bool { return m.interrupted }
-
 // ErrTransition is what a row the table does not allow gives (errors.As).
 type ErrTransition struct {
 	Call    string
@@ -208,12 +205,15 @@ func (m *Machine) next(ev Event) (State, bool) {
 	return next, ok
 }
 
+// rowName names a row as an error shows it: its event's name where that says more than its
+// type (a step's or a turn's k), no string made for it.
 func rowName(row *journal.Row) string {
-	switch row.Type {
-	case journal.TypeStepPublished, journal.TypeTurnStarted:
-		return fmt.Sprintf("%s k %d", row.Type, row.K)
+	switch ev := EventOf(row); ev {
+	case EventEnd, EventNone:
+		return row.Type
+	default:
+		return ev.String()
 	}
-	return row.Type
 }
 
 // Check follows every call of a journal's rows through the table, a generation per prepared

@@ -886,6 +886,12 @@ func (r *runner) end(c *call, row *journal.Row) {
 		r.mu.Unlock()
 		return
 	}
+	if !c.take(row) {
+		// Not written: the call is left as a crash would leave it, its thread included.
+		c.recorded = false
+		r.mu.Unlock()
+		return
+	}
 	if row.Type == journal.TypeOutcomeUnknown {
 		// An operator's applied verdict is checked against the schema the lost turn answered
 		// to: the journal keeps only digests of the others.
@@ -897,10 +903,6 @@ func (r *runner) end(c *call, row *journal.Row) {
 			r.holds[c.req.Node] = c.id
 		}
 		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
-	}
-	if !c.take(row) {
-		r.mu.Unlock()
-		return
 	}
 	c.endSeq = r.j.Append(row)
 	r.parkOnEnd(c)
