@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"

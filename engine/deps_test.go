@@ -15,8 +15,9 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	t.Parallel()
 	core := []string{"engine", "engine/runner", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
 	forbidden := []string{
-		"github.com/crw-dev/crw/engine/fake", "github.com/crw-dev/crw/engine/appserver",
+		"github.com/crw-dev/crw/engine/backend/fake", "github.com/crw-dev/crw/engine/backend/appserver",
 		"github.com/crw-dev/crw/internal/pulltest", "github.com/crw-dev/crw/engine/backend/codex",
+		"github.com/crw-dev/crw/engine/backend/session",
 		"github.com/crw-dev/crw/store/local", "github.com/crw-dev/crw/store/mem", "go.etcd.io/bbolt",
 		"github.com/crw-dev/crw/cmd",
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/internal/enginetest"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend/appserver"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"

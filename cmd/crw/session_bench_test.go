@@ -13,8 +13,8 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/engine/session/sessiontest"
+	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
 )

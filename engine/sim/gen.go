@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/schema"
 )
 

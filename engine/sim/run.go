@@ -15,7 +15,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/callstate"
-	"github.com/crw-dev/crw/engine/fake"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
 )

@@ -40,7 +40,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/schema"
 )
 

@@ -23,7 +23,7 @@ import (
 	"sync"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 )
 
 // Name is the backend's name in the journal.

@@ -4,11 +4,11 @@ package backends
 import (
 	"context"
 
-	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
-	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/engine/session/codexhost"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/codexhost"
 )
 
 // Registry holds the backends this build offers: the one place they are registered by name.

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/codexsetup"
-	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"

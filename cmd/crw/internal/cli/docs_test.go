@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/check"
-	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/session"
 )
 
 // The docs' examples: every fenced block of README.md, docs/ and lib/README.md is run, each the

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver"
-	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend/appserver"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/userfile"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store/local"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend/appserver"
 )
 
 // versionInfo is `crw version --json`.

@@ -25,9 +25,9 @@ import (
 	"github.com/BurntSushi/toml"
 	stricttoml "github.com/pelletier/go-toml/v2"
 
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/engine/session/bound"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/htmlview"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"

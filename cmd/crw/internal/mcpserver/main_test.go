@@ -15,10 +15,10 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver"
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
-	"github.com/crw-dev/crw/engine/appserver"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/store/local"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/schema"
-	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"

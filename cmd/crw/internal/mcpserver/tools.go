@@ -8,8 +8,8 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/runner"
-	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/session"
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"

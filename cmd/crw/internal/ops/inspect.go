@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/store/local"
 )
 

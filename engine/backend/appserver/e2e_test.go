@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
@@ -56,7 +56,7 @@ func newE2E(t *testing.T, answers string) *e2e {
 }
 
 func readAnswers(t *testing.T, name string) string {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "answers", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "answers", name))
 	require.NoError(t, err)
 	return string(data)
 }
@@ -91,12 +91,12 @@ func TestShippedWorkflowsOnAppServer(t *testing.T) {
 		{"triage.ts", "triage.json"},
 	} {
 		t.Run(tc.workflow, func(t *testing.T) {
-			wf := filepath.Join("..", "..", "workflows", tc.workflow)
+			wf := filepath.Join("..", "..", "..", "workflows", tc.workflow)
 			svc, _ := enginetest.LocalService(t)
 			// The executors work in worktrees of the run's repository.
 			repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
 			onFake, err := svc.Run(context.Background(), engine.CreateOptions{
-				Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "testdata", "answers", tc.answers)}, Repo: repo,
+				Workflow: wf, BackendOpts: map[string]string{"answers": filepath.Join("..", "..", "..", "testdata", "answers", tc.answers)}, Repo: repo,
 			}, engine.ExecOptions{})
 			require.NoError(t, err)
 

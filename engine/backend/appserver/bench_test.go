@@ -17,7 +17,7 @@ import (
 func BenchmarkAppServerStart(b *testing.B) {
 	h := newHarness(b, "")
 	bins := map[string]string{"npm": h.opts.Codex}
-	native, _ := filepath.Abs("../../.tools/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	native, _ := filepath.Abs("../../../.tools/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
 	if _, err := os.Stat(native); err == nil {
 		bins["native"] = native
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/session"
 )
 
 // Host is an in-memory host: the owner's subagents and their turns.

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/session/bound"
 	"github.com/crw-dev/crw/errs"
 )
 

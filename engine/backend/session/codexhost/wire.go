@@ -3,8 +3,8 @@ package codexhost
 import (
 	"encoding/json"
 
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/session"
 )
 
 // wireThread is a Thread as thread/read and thread/list send it (Codex 0.169.0); null fields

@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/crw-dev/crw/engine/appserver"
+	"github.com/crw-dev/crw/engine/backend/appserver"
 )
 
 // maxSendHeader is where Codex's upgrade answer names the largest message it takes; past it the

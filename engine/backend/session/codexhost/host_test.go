@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/session"
-	"github.com/crw-dev/crw/engine/session/codexhost"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/codexhost"
 )
 
 func dial(t *testing.T, f *fakeHost, opts ...codexhost.Option) *codexhost.Host {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/journal"
 )
 

@@ -32,8 +32,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/session"
 )
 
 // ErrClosed: the connection to the host has ended (the host closed it, it broke, a message

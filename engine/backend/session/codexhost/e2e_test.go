@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/appserver"
-	"github.com/crw-dev/crw/engine/fake"
-	"github.com/crw-dev/crw/engine/session"
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/internal/mockmodel"
 )
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/crw-dev/crw/engine/fake"
+	"github.com/crw-dev/crw/engine/backend/fake"
 )
 
 // FuzzParseAnswers: any content ends in answers or in a FileError naming the file; answers
