@@ -30,6 +30,24 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	}
 }
 
+// TestNoBackendImportsAnother: each concrete backend is built from the contract and the shared
+// packages beneath it (engine/backend/codex, engine/backend/bound), never from another backend.
+func TestNoBackendImportsAnother(t *testing.T) {
+	t.Parallel()
+	backends := []string{"engine/backend/fake", "engine/backend/appserver", "engine/backend/session"}
+	for _, pkg := range backends {
+		for _, dep := range deps(t, pkg) {
+			for _, other := range backends {
+				if other == pkg {
+					continue
+				}
+				f := "github.com/crw-dev/crw/" + other
+				assert.False(t, dep == f || strings.HasPrefix(dep, f+"/"), "%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
 // TestTestKitsStayInTests: the test kits (internal/enginetest, internal/pulltest,
 // internal/mockmodel) are imported by tests alone, never by what crw is built from.
 func TestTestKitsStayInTests(t *testing.T) {

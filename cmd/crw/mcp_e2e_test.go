@@ -18,7 +18,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
@@ -37,7 +37,7 @@ type codexRig struct {
 	t       *testing.T
 	ctx     context.Context
 	mock    *mockmodel.Server
-	client  *appserver.Client
+	client  *codex.Client
 	thread  string
 	state   string
 	script  []mockmodel.OwnerStep
@@ -64,7 +64,7 @@ tool_timeout_sec = 120
 // newCodexRig starts the app server with the [mcp_servers.crw] entry server gives for the
 // state folder.
 func newCodexRig(t *testing.T, server func(t *testing.T, state string) string) *codexRig {
-	codex := mockmodel.Codex(t) // skips without a codex binary, as every real-Codex test does
+	codexBin := mockmodel.Codex(t) // skips without a codex binary, as every real-Codex test does
 	dir := t.TempDir()
 	r := &codexRig{t: t, mock: mockmodel.New(nil), state: filepath.Join(dir, "state")}
 	t.Cleanup(r.mock.Close)
@@ -79,12 +79,12 @@ func newCodexRig(t *testing.T, server func(t *testing.T, state string) string) *
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	r.ctx = ctx
-	srv, err := appserver.StartServer(ctx, appserver.ServerOptions{Codex: codex, CodexHome: home, Log: filepath.Join(dir, "app-server.log"),
-		Client: appserver.ClientOptions{Timeout: 2 * time.Minute}})
+	srv, err := codex.StartServer(ctx, codex.ServerOptions{Codex: codexBin, CodexHome: home, Log: filepath.Join(dir, "app-server.log"),
+		Client: codex.ClientOptions{Timeout: 2 * time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Stop(5 * time.Second) })
 	r.client = srv.Client()
-	th, err := r.client.StartThread(ctx, appserver.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
+	th, err := r.client.StartThread(ctx, codex.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
 	require.NoError(t, err)
 	r.thread = th.Thread.ID
 	r.waitTools()
@@ -125,7 +125,7 @@ func (r *codexRig) turn(calls ...mockmodel.OwnerStep) []string {
 	require.NoError(r.t, err)
 	res, err := r.client.WaitTurn(r.ctx, turnID)
 	require.NoError(r.t, err)
-	require.Equal(r.t, appserver.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
+	require.Equal(r.t, codex.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
 	reqs := r.mock.Requests()
 	outputs := reqs[len(reqs)-1].Outputs
 	var got []string

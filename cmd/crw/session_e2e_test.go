@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
@@ -40,7 +40,7 @@ type ownerRig struct {
 	mock              *mockmodel.Server
 	dir, state, sock  string
 	env               []string
-	owner             *appserver.Client
+	owner             *codex.Client
 	ownerID           string
 	host              session.Host
 	script            []mockmodel.OwnerStep // the owner's tool calls so far, across its turns
@@ -64,22 +64,22 @@ func newOwnerRig(t *testing.T, answers string) *ownerRig { return newOwnerRigWit
 // newOwnerRigWith is newOwnerRig with prepare run on the owner's CODEX_HOME before its app
 // server starts (the rig's folder and the CODEX_HOME).
 func newOwnerRigWith(t *testing.T, answers string, prepare func(dir, home string)) *ownerRig {
-	codex := mockmodel.Codex(t)
+	codexBin := mockmodel.Codex(t)
 	parsed, err := fake.ParseAnswers("answers.json", []byte(answers))
 	require.NoError(t, err)
 	mock := mockmodel.New(parsed)
 	t.Cleanup(mock.Close)
 	dir := t.TempDir()
 	r := &ownerRig{t: t, mock: mock, dir: dir, state: filepath.Join(dir, "state"), sock: filepath.Join(dir, "app.sock"),
-		work: filepath.Join(dir, "work"), reported: map[string]bool{}, late: map[string]string{}, spawns: map[string]int{}, codex: codex}
+		work: filepath.Join(dir, "work"), reported: map[string]bool{}, late: map[string]string{}, spawns: map[string]int{}, codex: codexBin}
 	home := filepath.Join(dir, "home")
 	require.NoError(t, os.Mkdir(r.work, 0o755))
 	require.NoError(t, mock.WriteCodexHome(home, reviewerRole, explorerRole))
-	mockmodel.WriteCatalog(t, codex, home, reviewerRole.Model, explorerRole.Model)
+	mockmodel.WriteCatalog(t, codexBin, home, reviewerRole.Model, explorerRole.Model)
 	if prepare != nil {
 		prepare(dir, home)
 	}
-	mockmodel.StartOwnerServer(t, codex, home, r.sock)
+	mockmodel.StartOwnerServer(t, codexBin, home, r.sock)
 	r.env = []string{"CODEX_HOME=" + home}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -87,7 +87,7 @@ func newOwnerRigWith(t *testing.T, answers string, prepare func(dir, home string
 	owner, closeOwner, err := codexhost.Client(ctx, "unix://"+r.sock, "owner")
 	require.NoError(t, err)
 	t.Cleanup(closeOwner)
-	th, err := owner.StartThread(ctx, appserver.ThreadParams{Cwd: r.work, ApprovalPolicy: "never", Sandbox: "read-only"})
+	th, err := owner.StartThread(ctx, codex.ThreadParams{Cwd: r.work, ApprovalPolicy: "never", Sandbox: "read-only"})
 	require.NoError(t, err)
 	r.owner, r.ownerID = owner, th.Thread.ID
 	host, err := codexhost.Dial(ctx, "unix://"+r.sock)
@@ -153,7 +153,7 @@ func (r *ownerRig) turn(calls ...mockmodel.OwnerStep) {
 	require.NoError(r.t, err)
 	res, err := r.owner.WaitTurn(r.ctx, turnID)
 	require.NoError(r.t, err)
-	require.Equal(r.t, appserver.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
+	require.Equal(r.t, codex.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
 }
 
 // agentFor is the newest subagent of the owner that carries marker and was not reported yet.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
@@ -166,7 +167,7 @@ func TestTextTurn(t *testing.T) {
 		Tokens: journal.Tokens{Input: 100, CachedInput: 40, Output: 20, ReasoningOutput: 5, Total: 120}}, out)
 	assert.Equal(t, 2, h.commits, "a commit before the thread and one before the turn")
 	var loaded struct{ Data []string }
-	require.NoError(t, h.b.current().client.Call(context.Background(), "thread/loaded/list", map[string]any{}, &loaded))
+	require.NoError(t, h.b.current().Client().Call(context.Background(), "thread/loaded/list", map[string]any{}, &loaded))
 	assert.Empty(t, loaded.Data, "the thread was unloaded once its turn ended")
 
 	reqs := h.mock.Requests()
@@ -308,7 +309,7 @@ func TestKillMidTurnThenReconcile(t *testing.T) {
 	h.requested(1)
 
 	dead := h.b.current()
-	require.NoError(t, syscall.Kill(dead.cmd.Process.Pid, syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(dead.Pid(), syscall.SIGKILL))
 	out := plain(h.b.wait(context.Background(), th, turnID))
 	assert.Equal(t, backend.Outcome{TurnID: turnID, Status: backend.Lost}, out, "the answer can never come")
 
@@ -393,8 +394,8 @@ func TestStartFailures(t *testing.T) {
 	b := New(Options{Codex: filepath.Join(t.TempDir(), "codex")})
 	defer b.Close()
 	_, err := b.openThread(ctx, backend.Call{}, backend.Thread{}, commit)
-	assert.True(t, errors.Is(err, ErrCodexMissing), "%v", err)
-	assert.Contains(t, err.Error(), InstallCommand)
+	assert.True(t, errors.Is(err, codex.ErrCodexMissing), "%v", err)
+	assert.Contains(t, err.Error(), codex.InstallCommand)
 	rec := newRecorder()
 	out := b.Run(ctx, backend.Turn{Call: backend.Call{ID: "c1"}, K: 1, Prompt: "x"}, rec)
 	assert.Equal(t, backend.Unavailable, out.Status, "no codex: nothing was sent")
@@ -404,8 +405,8 @@ func TestStartFailures(t *testing.T) {
 	b = New(Options{Codex: "false"})
 	defer b.Close()
 	_, err = b.openThread(ctx, backend.Call{}, backend.Thread{}, commit)
-	assert.True(t, errors.Is(err, ErrUnavailable), "%v", err)
-	assert.False(t, errors.Is(err, ErrLost), "%v", err)
+	assert.True(t, errors.Is(err, codex.ErrUnavailable), "%v", err)
+	assert.False(t, errors.Is(err, codex.ErrLost), "%v", err)
 	assert.Equal(t, backend.Unavailable, b.Run(ctx, backend.Turn{Call: backend.Call{ID: "c1"}, K: 1, Prompt: "x"}, rec).Status)
 }
 
@@ -414,16 +415,16 @@ func TestStartFailures(t *testing.T) {
 func TestRequestFailures(t *testing.T) {
 	t.Parallel()
 	rpc := func(data string) error {
-		return fmt.Errorf("turn/start: %w", &RPCError{Code: -32600, Message: "refused", Data: json.RawMessage(data)})
+		return fmt.Errorf("turn/start: %w", &codex.RPCError{Code: -32600, Message: "refused", Data: json.RawMessage(data)})
 	}
 	tests := []struct {
 		name string
 		err  error
 		want backend.Outcome
 	}{
-		{"lost", fmt.Errorf("thread/start: %w", ErrLost), backend.Outcome{Status: backend.Lost, Open: true}},
-		{"no codex", ErrCodexMissing, backend.Outcome{Status: backend.Unavailable}},
-		{"no app server", ErrUnavailable, backend.Outcome{Status: backend.Unavailable}},
+		{"lost", fmt.Errorf("thread/start: %w", codex.ErrLost), backend.Outcome{Status: backend.Lost, Open: true}},
+		{"no codex", codex.ErrCodexMissing, backend.Outcome{Status: backend.Unavailable}},
+		{"no app server", codex.ErrUnavailable, backend.Outcome{Status: backend.Unavailable}},
 		{"closed", errClosed, backend.Outcome{Status: backend.Unavailable}},
 		{"cancelled", context.Canceled, backend.Outcome{Status: backend.Interrupted}},
 		{"rpc with a kind", rpc(`{"codexErrorInfo":"unauthorized"}`), backend.Outcome{Status: backend.Failed,
@@ -453,24 +454,24 @@ func TestProviderMessageStaysOut(t *testing.T) {
 	t.Parallel()
 	const secret = "key sk-live-PROVIDER-3d8e rejected"
 	want := &backend.Failure{End: backend.EndRefused, Reason: "host_config_bad_request", Detail: "codexErrorInfo badRequest"}
-	rpc := fmt.Errorf("turn/start: %w", &RPCError{Code: -32600, Message: secret, Data: json.RawMessage(`{"codexErrorInfo":"badRequest"}`)})
+	rpc := fmt.Errorf("turn/start: %w", &codex.RPCError{Code: -32600, Message: secret, Data: json.RawMessage(`{"codexErrorInfo":"badRequest"}`)})
 	assert.Equal(t, want, failure(rpc).Failure)
-	turn := &Turn{ID: "t1", Status: TurnFailed, Error: &TurnError{Message: secret, CodexErrorInfo: json.RawMessage(`"badRequest"`)}}
-	assert.Equal(t, want, outcome(turn, nil, TokenUsage{}).Failure)
+	turn := &codex.Turn{ID: "t1", Status: codex.TurnFailed, Error: &codex.TurnError{Message: secret, CodexErrorInfo: json.RawMessage(`"badRequest"`)}}
+	assert.Equal(t, want, outcome(turn, nil, codex.TokenUsage{}).Failure)
 }
 
 // TestOutcomeOfAnInterruptedTurnWithAnError: an interrupted turn that carries an error is
 // classified by it; one without is an interrupt.
 func TestOutcomeOfAnInterruptedTurnWithAnError(t *testing.T) {
 	t.Parallel()
-	withErr := &Turn{ID: "t1", Status: TurnInterrupted, Error: &TurnError{CodexErrorInfo: json.RawMessage(`"serverOverloaded"`)}}
+	withErr := &codex.Turn{ID: "t1", Status: codex.TurnInterrupted, Error: &codex.TurnError{CodexErrorInfo: json.RawMessage(`"serverOverloaded"`)}}
 	assert.Equal(t, backend.Outcome{TurnID: "t1", Status: backend.Failed,
 		Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_overload", Detail: "codexErrorInfo serverOverloaded"}},
-		outcome(withErr, nil, TokenUsage{}))
-	assert.Equal(t, backend.Outcome{TurnID: "t2", Status: backend.Interrupted}, outcome(&Turn{ID: "t2", Status: TurnInterrupted}, nil, TokenUsage{}))
+		outcome(withErr, nil, codex.TokenUsage{}))
+	assert.Equal(t, backend.Outcome{TurnID: "t2", Status: backend.Interrupted}, outcome(&codex.Turn{ID: "t2", Status: codex.TurnInterrupted}, nil, codex.TokenUsage{}))
 	assert.Equal(t, backend.Outcome{TurnID: "t3", Status: backend.Failed,
 		Failure: &backend.Failure{End: backend.EndHeld, Reason: "host_infra_unknown", Detail: "the host gave no codexErrorInfo"}},
-		outcome(&Turn{ID: "t3", Status: TurnFailed, Error: &TurnError{Message: "boom"}}, nil, TokenUsage{}))
+		outcome(&codex.Turn{ID: "t3", Status: codex.TurnFailed, Error: &codex.TurnError{Message: "boom"}}, nil, codex.TokenUsage{}))
 }
 
 // TestAThreadWhoseBindingCannotBeWrittenGetsNoTurn: the flow binding of a call's thread is

@@ -53,7 +53,7 @@ type Options struct {
 	// OnServerRequest is told of every request of the app server, each already declined and
 	// recorded as a warning of the call whose turn runs on its thread. It runs on the
 	// goroutine that reads the app server and must not block.
-	OnServerRequest func(ServerRequest)
+	OnServerRequest func(codex.ServerRequest)
 	// Warn records a declined request on a thread no turn of this process runs on.
 	Warn func(reason, detail string)
 	// Bind writes the flow binding of a thread before a turn is sent on it (the spawn hook's
@@ -71,7 +71,7 @@ type Backend struct {
 	proc      *process
 	closed    bool
 	recorders map[string]backend.Recorder // thread id → the recorder of the turn running on it
-	onRequest func(ServerRequest)         // Options.OnServerRequest as given
+	onRequest func(codex.ServerRequest)   // Options.OnServerRequest as given
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -140,22 +140,22 @@ func (b *Backend) current() *process {
 // params are the thread settings of a call: its pair (empty parts left to the host), cwd,
 // a sandbox and approval policy that never prompt, the run's environment. The thread is
 // unloaded as soon as crw lets go of it (see release).
-func (b *Backend) params(c backend.Call, model, effort, cwd string) ThreadParams {
-	cfg := append(EnvConfig(backend.ProcessEnv(b.o.Env)), Setting{"thread_unload_delay_secs", 0})
+func (b *Backend) params(c backend.Call, model, effort, cwd string) codex.ThreadParams {
+	cfg := append(codex.EnvConfig(backend.ProcessEnv(b.o.Env)), codex.Setting{Key: "thread_unload_delay_secs", Value: 0})
 	if effort != "" {
-		cfg = append(cfg, Setting{"model_reasoning_effort", effort})
+		cfg = append(cfg, codex.Setting{Key: "model_reasoning_effort", Value: effort})
 	}
 	if p := b.o.CallHeaders; p != "" {
 		h := "model_providers." + p + ".http_headers."
-		cfg = append(cfg, Setting{h + HeaderCall, strconv.Itoa(c.Index)})
+		cfg = append(cfg, codex.Setting{Key: h + HeaderCall, Value: strconv.Itoa(c.Index)})
 		if c.Role != "" {
-			cfg = append(cfg, Setting{h + HeaderRole, c.Role})
+			cfg = append(cfg, codex.Setting{Key: h + HeaderRole, Value: c.Role})
 		}
 		if c.Node != "" {
-			cfg = append(cfg, Setting{h + HeaderNode, c.Node})
+			cfg = append(cfg, codex.Setting{Key: h + HeaderNode, Value: c.Node})
 		}
 	}
-	return ThreadParams{Model: model, Cwd: cwd, ApprovalPolicy: "never", Sandbox: b.o.Sandbox, Config: cfg}
+	return codex.ThreadParams{Model: model, Cwd: cwd, ApprovalPolicy: "never", Sandbox: b.o.Sandbox, Config: cfg}
 }
 
 // Run implements backend.Backend. A turn an earlier process sent is reconciled: its thread is
@@ -221,11 +221,11 @@ func (b *Backend) Done(backend.Call, backend.Thread) {}
 // by its codexErrorInfo, a request with no answer is lost, and an app server that could not
 // be had was never sent anything.
 func failure(err error) backend.Outcome {
-	var rpc *RPCError
+	var rpc *codex.RPCError
 	switch {
-	case errors.Is(err, ErrLost):
+	case errors.Is(err, codex.ErrLost):
 		return backend.Outcome{Status: backend.Lost, Open: true, Cause: err}
-	case errors.Is(err, ErrCodexMissing), errors.Is(err, ErrUnavailable), errors.Is(err, errClosed):
+	case errors.Is(err, codex.ErrCodexMissing), errors.Is(err, codex.ErrUnavailable), errors.Is(err, errClosed):
 		return backend.Outcome{Status: backend.Unavailable, Cause: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return backend.Outcome{Status: backend.Interrupted, Cause: err}
@@ -251,7 +251,7 @@ func (b *Backend) unwatch(threadID string) {
 
 // serverRequest records a request of the app server that crw declined (an approval, an
 // elicitation, user input): nothing in a run waits for a person.
-func (b *Backend) serverRequest(req ServerRequest) {
+func (b *Backend) serverRequest(req codex.ServerRequest) {
 	detail := fmt.Sprintf("%s on thread %s answered %s", req.Method, req.ThreadID, req.Answer)
 	b.mu.Lock()
 	rec := b.recorders[req.ThreadID]
@@ -281,14 +281,14 @@ func (b *Backend) openThread(ctx context.Context, c backend.Call, from backend.T
 	if err := commit(); err != nil {
 		return backend.Thread{}, err
 	}
-	var r *ThreadResponse
+	var r *codex.ThreadResponse
 	if from.ID != "" {
 		var last string
-		if _, err = p.client.Turns(ctx, from.ID, func(t *Turn) bool { last = t.ID; return true }); err == nil {
-			r, err = p.client.ForkThread(ctx, from.ID, last, params)
+		if _, err = p.Client().Turns(ctx, from.ID, func(t *codex.Turn) bool { last = t.ID; return true }); err == nil {
+			r, err = p.Client().ForkThread(ctx, from.ID, last, params)
 		}
 	} else {
-		r, err = p.client.StartThread(ctx, params)
+		r, err = p.Client().StartThread(ctx, params)
 	}
 	if err != nil {
 		return backend.Thread{}, err
@@ -312,8 +312,8 @@ func (b *Backend) load(ctx context.Context, th backend.Thread, c backend.Call) (
 		cwd = b.o.Cwd
 	}
 	for {
-		_, err = p.client.ResumeThread(ctx, th.ID, b.params(c, th.Model, th.Effort, cwd))
-		var rpc *RPCError
+		_, err = p.Client().ResumeThread(ctx, th.ID, b.params(c, th.Model, th.Effort, cwd))
+		var rpc *codex.RPCError
 		if err == nil || !errors.As(err, &rpc) || !strings.Contains(rpc.Message, "is closing") {
 			break
 		}
@@ -342,7 +342,7 @@ func (b *Backend) send(ctx context.Context, th backend.Thread, c backend.Call, p
 		return "", err
 	}
 	// Once sent, the turn runs whatever ctx does: its id is needed to interrupt it.
-	return p.client.StartTurn(context.WithoutCancel(ctx), th.ID, b.turnText(prompt), c.Schema)
+	return p.Client().StartTurn(context.WithoutCancel(ctx), th.ID, b.turnText(prompt), c.Schema)
 }
 
 // turnText is a turn's text as sent: the prompt, then the tools section that names the run's
@@ -377,24 +377,24 @@ func (b *Backend) wait(ctx context.Context, th backend.Thread, turnID string) ba
 func (b *Backend) release(p *process, threadID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p.client.Unsubscribe(ctx, threadID)
+	p.Client().Unsubscribe(ctx, threadID)
 	p.setLoaded(threadID, false) // unsubscribed, it sends nothing more: resume it before a turn
 }
 
 // waitTurn waits for a tracked turn; when ctx ends first it sends turn/interrupt and waits
 // until the turn has ended, which an interrupted turn does within milliseconds.
-func (b *Backend) waitTurn(ctx context.Context, p *process, threadID, turnID string) (TurnResult, error) {
-	res, err := p.client.WaitTurn(ctx, turnID)
+func (b *Backend) waitTurn(ctx context.Context, p *process, threadID, turnID string) (codex.TurnResult, error) {
+	res, err := p.Client().WaitTurn(ctx, turnID)
 	if err == nil || ctx.Err() == nil {
 		return res, err
 	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.RequestTimeout)
 	defer cancel()
 	// An error here means the turn has just ended on its own; it is waited for all the same.
-	p.client.InterruptTurn(ictx, threadID, turnID)
-	if res, err = p.client.WaitTurn(ictx, turnID); err != nil {
+	p.Client().InterruptTurn(ictx, threadID, turnID)
+	if res, err = p.Client().WaitTurn(ictx, turnID); err != nil {
 		// The process died or stalled; the turn is no longer running for crw either way.
-		return TurnResult{Turn: Turn{ID: turnID, Status: TurnInterrupted}}, nil
+		return codex.TurnResult{Turn: codex.Turn{ID: turnID, Status: codex.TurnInterrupted}}, nil
 	}
 	return res, nil
 }
@@ -410,17 +410,17 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 		lost.Cause = err
 		return lost
 	}
-	if turnID != "" && p.client.Tracks(turnID) {
+	if turnID != "" && p.Client().Tracks(turnID) {
 		// Sent on this connection and not waited for yet: its live account is the whole one,
 		// while a listing can lag behind a turn that has just started.
 		return b.wait(ctx, th, turnID)
 	}
 	defer b.release(p, th.ID)
 	text := b.turnText(prompt)
-	find := func(id string) *Turn {
-		var found *Turn
+	find := func(id string) *codex.Turn {
+		var found *codex.Turn
 		since := sentAt.Add(-2 * time.Second).Unix()
-		_, err := p.client.Turns(ctx, th.ID, func(t *Turn) bool {
+		_, err := p.Client().Turns(ctx, th.ID, func(t *codex.Turn) bool {
 			if id != "" {
 				if t.ID == id {
 					found = t
@@ -441,11 +441,11 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 		return found
 	}
 	t := find(turnID)
-	if t != nil && t.Status == TurnInProgress {
+	if t != nil && t.Status == codex.TurnInProgress {
 		// Running in this app server for no waiter of ours: track it, look again in case it
 		// ended in between, and wait.
-		p.client.Track(t.ID)
-		if t = find(t.ID); t != nil && t.Status == TurnInProgress {
+		p.Client().Track(t.ID)
+		if t = find(t.ID); t != nil && t.Status == codex.TurnInProgress {
 			if _, err := b.waitTurn(ctx, p, th.ID, t.ID); err != nil {
 				lost.Cause = err
 				return lost
@@ -453,7 +453,7 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 			t = find(t.ID)
 		}
 		if t != nil {
-			p.client.Untrack(t.ID)
+			p.Client().Untrack(t.ID)
 		}
 	}
 	if t == nil {
@@ -464,14 +464,14 @@ func (b *Backend) reconcile(ctx context.Context, th backend.Thread, c backend.Ca
 
 // outcome is how a turn ended: a failed turn, or an interrupted one that carries an error, is
 // classified by its codexErrorInfo.
-func outcome(t *Turn, msgs []Item, tokens TokenUsage) backend.Outcome {
+func outcome(t *codex.Turn, msgs []codex.Item, tokens codex.TokenUsage) backend.Outcome {
 	out := backend.Outcome{TurnID: t.ID, Tokens: tokens.Journal()}
 	switch {
-	case t.Status == TurnCompleted:
-		out.Status, out.Text = backend.Answered, FinalAnswer(msgs)
-	case t.Status == TurnFailed, t.Status == TurnInterrupted && t.Error != nil:
+	case t.Status == codex.TurnCompleted:
+		out.Status, out.Text = backend.Answered, codex.FinalAnswer(msgs)
+	case t.Status == codex.TurnFailed, t.Status == codex.TurnInterrupted && t.Error != nil:
 		out.Status, out.Failure = backend.Failed, codex.Classify(t.Error.Kind())
-	case t.Status == TurnInterrupted:
+	case t.Status == codex.TurnInterrupted:
 		out.Status = backend.Interrupted
 	default:
 		out.Status = backend.Lost
@@ -480,6 +480,6 @@ func outcome(t *Turn, msgs []Item, tokens TokenUsage) backend.Outcome {
 }
 
 // usageOf is a turn's usage from its rollout, as the protocol would have given it.
-func usageOf(t journal.Tokens, _ bool) TokenUsage {
-	return TokenUsage{TotalTokens: t.Total, InputTokens: t.Input, CachedInputTokens: t.CachedInput, OutputTokens: t.Output, ReasoningOutputTokens: t.ReasoningOutput}
+func usageOf(t journal.Tokens, _ bool) codex.TokenUsage {
+	return codex.TokenUsage{TotalTokens: t.Total, InputTokens: t.Input, CachedInputTokens: t.CachedInput, OutputTokens: t.Output, ReasoningOutputTokens: t.ReasoningOutput}
 }

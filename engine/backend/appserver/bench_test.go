@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // BenchmarkAppServerStart measures the start of an app server until it has answered
@@ -47,13 +48,13 @@ func BenchmarkTurn(b *testing.B) {
 	var client, through time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		r, err := p.client.StartThread(ctx, ThreadParams{Cwd: h.opts.Cwd, ApprovalPolicy: "never", Sandbox: "workspace-write"})
+		r, err := p.Client().StartThread(ctx, codex.ThreadParams{Cwd: h.opts.Cwd, ApprovalPolicy: "never", Sandbox: "workspace-write"})
 		require.NoError(b, err)
-		id, err := p.client.StartTurn(ctx, r.Thread.ID, "Say ok.", nil)
+		id, err := p.Client().StartTurn(ctx, r.Thread.ID, "Say ok.", nil)
 		require.NoError(b, err)
-		res, err := p.client.WaitTurn(ctx, id)
+		res, err := p.Client().WaitTurn(ctx, id)
 		require.NoError(b, err)
-		require.Equal(b, "ok", FinalAnswer(res.Messages))
+		require.Equal(b, "ok", codex.FinalAnswer(res.Messages))
 		client += time.Since(start)
 
 		start = time.Now()

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
+	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
 )
@@ -27,14 +28,14 @@ func Descriptor() backend.Descriptor {
 		Summary: "real Codex turns on `codex app-server`",
 		Options: []backend.Option{{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"}},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
-			bin, err := FindCodex(opts["codex"])
+			bin, err := codex.FindCodex(opts["codex"])
 			if err != nil {
 				return nil, codexMissing(opts["codex"], err)
 			}
 			return map[string]string{"codex": bin}, nil
 		},
 		Open: func(cfg backend.Config) (backend.Backend, error) {
-			bin, err := FindCodex(cfg.Options["codex"])
+			bin, err := codex.FindCodex(cfg.Options["codex"])
 			if err != nil {
 				return nil, codexMissing(cfg.Options["codex"], err)
 			}
@@ -76,6 +77,6 @@ func codexMissing(tried string, err error) error {
 	if tried != "" {
 		where = tried + " is not an executable"
 	}
-	return errs.New(errs.CapabilityUnavailable, "no codex binary: %s; install it with %s, or name it with --codex or CRW_CODEX", where, InstallCommand).
-		Wrap(err).Because("start", "codex_missing", "not_started", errs.Certain).Next(InstallCommand)
+	return errs.New(errs.CapabilityUnavailable, "no codex binary: %s; install it with %s, or name it with --codex or CRW_CODEX", where, codex.InstallCommand).
+		Wrap(err).Because("start", "codex_missing", "not_started", errs.Certain).Next(codex.InstallCommand)
 }

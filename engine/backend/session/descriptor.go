@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
+	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/errs"
 )
 

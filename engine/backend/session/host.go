@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
@@ -67,20 +66,5 @@ type Turn struct {
 	Answer    string
 	HasAnswer bool
 	// Error is the turn's error when it failed (or was interrupted with one).
-	Error *TurnError
-}
-
-// TurnError is a failed turn's error: the host's message and its codexErrorInfo, as sent.
-type TurnError struct {
-	Message        string
-	CodexErrorInfo json.RawMessage
-}
-
-// Kind is the codexErrorInfo's name: the string itself, or the one key of an object such as
-// {"httpConnectionFailed":{"httpStatusCode":502}}; "" when the host gave none.
-func (e *TurnError) Kind() string {
-	if e == nil {
-		return ""
-	}
-	return codex.InfoKind(e.CodexErrorInfo)
+	Error *codex.TurnError
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
@@ -23,5 +24,5 @@ var codexHosts = session.Hosts{
 	Private: func(ctx context.Context, codex, codexHome, log string) (session.Host, error) {
 		return codexhost.Private(ctx, codex, codexHome, codexhost.WithLog(log))
 	},
-	FindCodex: appserver.FindCodex,
+	FindCodex: codex.FindCodex,
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/codexsetup"
-	"github.com/crw-dev/crw/engine/backend/appserver"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
+	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -30,7 +30,7 @@ func newCmdCodex(g *globals, streams IO) *cobra.Command {
 }
 
 func newCmdCodexSetup(g *globals, streams IO) *cobra.Command {
-	var home, roles, codex string
+	var home, roles, codexBin string
 	var check bool
 	cmd := &cobra.Command{
 		Use:   "setup",
@@ -81,10 +81,10 @@ With --check nothing is written: it reports what is missing or out of date, and 
 				return errs.New(errs.CapabilityUnavailable, "crw cannot find its own binary for the hook's command").Wrap(err)
 			}
 			opts := codexsetup.Options{CodexHome: home, Roles: pairs, HookCommand: hookCommand(self, state)}
-			if bin, err := appserver.FindCodex(codex); err == nil {
+			if bin, err := codex.FindCodex(codexBin); err == nil {
 				opts.Trust = codexsetup.CodexTrust(bin)
-			} else if codex != "" {
-				return errs.New(errs.InvalidRequest, "--codex %s: %v", codex, err)
+			} else if codexBin != "" {
+				return errs.New(errs.InvalidRequest, "--codex %s: %v", codexBin, err)
 			}
 			rep, err := codexsetup.Setup(cmd.Context(), opts, check)
 			if errors.Is(err, codexsetup.ErrUserFile) {
@@ -107,7 +107,7 @@ With --check nothing is written: it reports what is missing or out of date, and 
 	f := cmd.Flags()
 	f.StringVar(&home, "codex-home", "", "the CODEX_HOME to set up (default $CODEX_HOME, else ~/.codex)")
 	f.StringVar(&roles, "roles", "", "a role table file: the pairs the role files pin")
-	f.StringVar(&codex, "codex", "", "the codex binary that tells the hook's hash (default $CRW_CODEX, else codex on PATH)")
+	f.StringVar(&codexBin, "codex", "", "the codex binary that tells the hook's hash (default $CRW_CODEX, else codex on PATH)")
 	f.BoolVar(&check, "check", false, "write nothing: report what is missing or untrusted (exit 1 then)")
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver"
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/userfile"
 )
@@ -69,7 +69,7 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
 			if err != nil {
 				return err
 			}
-			srv, err := mcpserver.New(mcpserver.Options{State: root, Backends: g.backends, Version: appserver.Version()})
+			srv, err := mcpserver.New(mcpserver.Options{State: root, Backends: g.backends, Version: codex.Version()})
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // versionInfo is `crw version --json`.
@@ -22,7 +22,7 @@ type versionInfo struct {
 }
 
 func buildVersion() versionInfo {
-	v := versionInfo{Version: "(devel)", Go: runtime.Version(), Goja: "unknown", Codex: appserver.CodexVersion}
+	v := versionInfo{Version: "(devel)", Go: runtime.Version(), Goja: "unknown", Codex: codex.CodexVersion}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v

@@ -25,9 +25,9 @@ import (
 	"github.com/BurntSushi/toml"
 	stricttoml "github.com/pelletier/go-toml/v2"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
 )
@@ -466,11 +466,11 @@ func writeFile(path string, data []byte) error {
 // CodexTrust reads the hooks' trust from a private `codex app-server` (the binary codex; ""
 // looks for $CRW_CODEX, then codex on PATH) on the CODEX_HOME: Codex's hooks/list, which gives
 // each hook's key, the hash of its definition and whether it is trusted.
-func CodexTrust(codex string) func(ctx context.Context, codexHome string) (map[string]HookState, error) {
+func CodexTrust(codexBin string) func(ctx context.Context, codexHome string) (map[string]HookState, error) {
 	return func(ctx context.Context, codexHome string) (map[string]HookState, error) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		s, err := appserver.StartServer(ctx, appserver.ServerOptions{Codex: codex, CodexHome: codexHome})
+		s, err := codex.StartServer(ctx, codex.ServerOptions{Codex: codexBin, CodexHome: codexHome})
 		if err != nil {
 			return nil, err
 		}

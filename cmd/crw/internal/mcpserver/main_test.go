@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/store/local"
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 func backends() *backend.Registry {
-	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{FindCodex: appserver.FindCodex}))
+	return backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{FindCodex: codex.FindCodex}))
 }
 
 // rig is a server on a state folder of its own and the SDK's client on it, in memory.

@@ -3,8 +3,8 @@ package ops
 import (
 	"fmt"
 
+	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
-	"github.com/crw-dev/crw/engine/backend/session/bound"
 	"github.com/crw-dev/crw/store/local"
 )
 

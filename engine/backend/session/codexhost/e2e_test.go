@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/internal/mockmodel"
@@ -47,7 +47,7 @@ func eventually[T any](t *testing.T, what string, read func() (T, error), ok fun
 // second client, binds and harvests them, sees the running one, and interrupts it. A private
 // app server on the same CODEX_HOME reads them from disk.
 func TestSubagentsOfARealOwner(t *testing.T) {
-	codex := mockmodel.Codex(t)
+	codexBin := mockmodel.Codex(t)
 	answers, err := fake.ParseAnswers("answers.json", []byte(e2eAnswers))
 	require.NoError(t, err)
 	mock := mockmodel.New(answers)
@@ -57,7 +57,7 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	require.NoError(t, os.Mkdir(work, 0o755))
 	require.NoError(t, mock.WriteCodexHome(home, mockmodel.Role{Name: "reviewer",
 		Description: "Reviews a step and answers with JSON.", Model: "mock-reviewer-model", Effort: "high"}))
-	mockmodel.StartOwnerServer(t, codex, home, sock)
+	mockmodel.StartOwnerServer(t, codexBin, home, sock)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -65,9 +65,9 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	conn, err := dialWS(ctx, sock, config(nil))
 	require.NoError(t, err)
 	defer conn.close()
-	owner := appserver.NewConnClient(conn, appserver.ClientOptions{Timeout: 10 * time.Second})
+	owner := codex.NewConnClient(conn, codex.ClientOptions{Timeout: 10 * time.Second})
 	require.NoError(t, owner.Initialize(ctx, "owner-host", "0"))
-	th, err := owner.StartThread(ctx, appserver.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
+	th, err := owner.StartThread(ctx, codex.ThreadParams{Cwd: work, ApprovalPolicy: "never", Sandbox: "read-only"})
 	require.NoError(t, err)
 	ownerID := th.Thread.ID
 	mock.Own(ownerID,
@@ -79,8 +79,8 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	require.NoError(t, err)
 	res, err := owner.WaitTurn(ctx, turnID)
 	require.NoError(t, err)
-	require.Equal(t, appserver.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
-	assert.Equal(t, "Both reviewers are spawned.", appserver.FinalAnswer(res.Messages))
+	require.Equal(t, codex.TurnCompleted, res.Turn.Status, "%+v", res.Turn.Error)
+	assert.Equal(t, "Both reviewers are spawned.", codex.FinalAnswer(res.Messages))
 
 	// crw binds both by their markers.
 	h, err := Dial(ctx, "unix://"+sock)
@@ -109,7 +109,7 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	assert.True(t, strings.HasSuffix(subA.RolloutPath, a+".jsonl"), subA.RolloutPath)
 	assert.FileExists(t, subA.RolloutPath)
 	err = h.InterruptTurn(ctx, a, subA.Turns[0].ID)
-	var rpc *appserver.RPCError
+	var rpc *codex.RPCError
 	require.ErrorAs(t, err, &rpc, "a turn that has ended is not interrupted")
 	assert.Equal(t, -32600, rpc.Code)
 	t.Logf("turn/interrupt of an ended turn: %v", err)
@@ -122,7 +122,7 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 
 	// A private app server reads the same threads from disk: the running one as notLoaded, its
 	// turn interrupted.
-	p, err := Private(ctx, codex, home)
+	p, err := Private(ctx, codexBin, home)
 	require.NoError(t, err)
 	defer p.Close()
 	privA, err := p.ReadThread(ctx, a)

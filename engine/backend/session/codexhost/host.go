@@ -17,7 +17,7 @@
 //   - it cannot interrupt a turn of the owner's process: InterruptTurn is ErrNoInterrupt.
 //
 // Every request is bounded by its ctx and by the request timeout (WithTimeout, default one
-// minute), every message read by a size limit (WithReadLimit, default appserver.MaxMessage): a
+// minute), every message read by a size limit (WithReadLimit, default codex.MaxMessage): a
 // dead or hostile host makes a request fail, never hang. Once the connection has ended, every
 // request fails with ErrClosed. The 16 MiB Codex advertises on the WebSocket
 // (x-codex-websocket-max-unfragmented-message-bytes) is what it takes in: a larger request is
@@ -32,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
@@ -45,7 +45,7 @@ var ErrNoInterrupt = errors.New("codexhost: a private app server cannot interrup
 
 // Host is a session.Host on a Codex app server.
 type Host struct {
-	client  *appserver.Client
+	client  *codex.Client
 	private bool
 	close   func() error
 }
@@ -68,7 +68,7 @@ type options struct {
 // WithTimeout bounds the wait for each answer, besides the ctx of the call (default one minute).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
-// WithReadLimit bounds the size of one message from the host (default appserver.MaxMessage);
+// WithReadLimit bounds the size of one message from the host (default codex.MaxMessage);
 // a larger one ends the connection. A thread/read of a long thread is the largest message.
 func WithReadLimit(n int64) Option { return func(o *options) { o.readLimit = n } }
 
@@ -76,7 +76,7 @@ func WithReadLimit(n int64) Option { return func(o *options) { o.readLimit = n }
 func WithLog(path string) Option { return func(o *options) { o.log = path } }
 
 func config(opts []Option) options {
-	o := options{timeout: time.Minute, readLimit: appserver.MaxMessage}
+	o := options{timeout: time.Minute, readLimit: codex.MaxMessage}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -92,8 +92,8 @@ var observed = []string{
 	"hook/started", "hook/completed", "serverRequest/resolved", "model/rerouted",
 }
 
-func clientOptions(o options) appserver.ClientOptions {
-	return appserver.ClientOptions{Timeout: o.timeout, Observer: true, OptOut: observed}
+func clientOptions(o options) codex.ClientOptions {
+	return codex.ClientOptions{Timeout: o.timeout, Observer: true, OptOut: observed}
 }
 
 // Private starts a private `codex app-server` (codexBinary; "" looks for $CRW_CODEX, then codex
@@ -101,7 +101,7 @@ func clientOptions(o options) appserver.ClientOptions {
 // through it. See the package doc for what it cannot see. Close stops it.
 func Private(ctx context.Context, codexBinary, codexHome string, opts ...Option) (*Host, error) {
 	o := config(opts)
-	s, err := appserver.StartServer(ctx, appserver.ServerOptions{Codex: codexBinary, CodexHome: codexHome, Log: o.log,
+	s, err := codex.StartServer(ctx, codex.ServerOptions{Codex: codexBinary, CodexHome: codexHome, Log: o.log,
 		Client: clientOptions(o)})
 	if err != nil {
 		return nil, fmt.Errorf("codexhost: %w", err)
@@ -128,7 +128,7 @@ func (h *Host) call(ctx context.Context, method string, params, result any) erro
 // "thread not loaded: ID" (thread/read of an id neither loaded nor on disk), "thread not found:
 // ID" (turn/interrupt), or "invalid thread id: ..." (an id that is not a UUID).
 func unknownThread(err error) (string, bool) {
-	var rpc *appserver.RPCError
+	var rpc *codex.RPCError
 	if !errors.As(err, &rpc) || rpc.Code != -32600 {
 		return "", false
 	}
@@ -192,7 +192,7 @@ func (h *Host) Subagents(ctx context.Context) ([]session.Thread, error) {
 
 // InterruptTurn implements session.Host: turn/interrupt. The turn ends soon after, interrupted.
 // When the thread runs no turn Codex answers -32600 "no active turn to interrupt", when it runs
-// another "expected active turn id X but found Y": an *appserver.RPCError either way.
+// another "expected active turn id X but found Y": an *codex.RPCError either way.
 func (h *Host) InterruptTurn(ctx context.Context, threadID, turnID string) error {
 	if h.private {
 		return ErrNoInterrupt
@@ -246,7 +246,7 @@ func (h *Host) Wake(ctx context.Context, thread, text string) (string, error) {
 	}
 	params := map[string]any{"threadId": thread, "input": []map[string]any{{"type": "text", "text": text}}}
 	var r struct {
-		Turn appserver.Turn `json:"turn"`
+		Turn codex.Turn `json:"turn"`
 	}
 	if err := h.call(ctx, "turn/start", params, &r); err != nil {
 		return "", err

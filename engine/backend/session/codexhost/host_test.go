@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
 )
@@ -71,7 +71,7 @@ func TestReadThreadMapsASubagent(t *testing.T) {
 			{ID: "turn-1", Status: "completed", FirstUserMessage: "crw-flow-op: c1/t1-a1\nReview the diff.",
 				Answer: `{"verdict":"ok"}`, HasAnswer: true},
 			{ID: "turn-2", Status: "failed", FirstUserMessage: "Again, please.",
-				Error: &session.TurnError{Message: "unexpected status 502 Bad Gateway: Bad gateway.",
+				Error: &codex.TurnError{Message: "unexpected status 502 Bad Gateway: Bad gateway.",
 					CodexErrorInfo: json.RawMessage(`{"httpConnectionFailed":{"httpStatusCode":502}}`)}},
 			{ID: "turn-3", Status: "inProgress", FirstUserMessage: "Once more."},
 		},
@@ -143,10 +143,10 @@ func TestTurnErrors(t *testing.T) {
 	th, err := dial(t, f).ReadThread(context.Background(), "t")
 	require.NoError(t, err)
 	assert.Equal(t, []session.Turn{
-		{ID: "a", Status: "failed", Error: &session.TurnError{Message: "Codex ran out of room in the model's context window.",
+		{ID: "a", Status: "failed", Error: &codex.TurnError{Message: "Codex ran out of room in the model's context window.",
 			CodexErrorInfo: json.RawMessage(`"contextWindowExceeded"`)}},
-		{ID: "b", Status: "interrupted", Error: &session.TurnError{Message: "aborted"}},
-		{ID: "c", Status: "failed", Error: &session.TurnError{Message: "stream disconnected"}},
+		{ID: "b", Status: "interrupted", Error: &codex.TurnError{Message: "aborted"}},
+		{ID: "c", Status: "failed", Error: &codex.TurnError{Message: "stream disconnected"}},
 	}, th.Turns)
 	assert.Equal(t, "systemError", th.Status)
 }
@@ -178,9 +178,9 @@ func TestReadThreadUnknown(t *testing.T) {
 
 	_, err = h.ReadThread(ctx, "ephemeral")
 	assert.NotErrorIs(t, err, session.ErrUnknownThread)
-	var rpc *appserver.RPCError
+	var rpc *codex.RPCError
 	require.ErrorAs(t, err, &rpc)
-	assert.Equal(t, appserver.RPCError{Code: -32600, Message: "ephemeral threads do not support includeTurns"}, *rpc)
+	assert.Equal(t, codex.RPCError{Code: -32600, Message: "ephemeral threads do not support includeTurns"}, *rpc)
 	_, err = h.ReadThread(ctx, "odd")
 	assert.NotErrorIs(t, err, session.ErrUnknownThread, "only -32600 is Codex's unknown thread")
 }
@@ -245,7 +245,7 @@ func TestInterruptTurn(t *testing.T) {
 	require.NoError(t, h.InterruptTurn(ctx, "sub", "u1"))
 	assert.ErrorIs(t, h.InterruptTurn(ctx, "gone", "u1"), session.ErrUnknownThread)
 	err := h.InterruptTurn(ctx, "sub", "u0")
-	var rpc *appserver.RPCError
+	var rpc *codex.RPCError
 	require.ErrorAs(t, err, &rpc)
 	assert.Equal(t, "expected active turn id u0 but found u1", rpc.Message)
 	assert.Equal(t, [][2]string{
@@ -319,7 +319,7 @@ func TestHostThatNeverAnswers(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second)
 
 	_, err = h.Subagents(context.Background())
-	assert.ErrorIs(t, err, appserver.ErrLost, "the request timeout")
+	assert.ErrorIs(t, err, codex.ErrLost, "the request timeout")
 	assert.NotErrorIs(t, err, codexhost.ErrClosed)
 
 	th, err := h.ReadThread(context.Background(), "answered")
@@ -385,5 +385,5 @@ func TestDialBoundedByItsContext(t *testing.T) {
 
 func TestPrivateWithoutCodex(t *testing.T) {
 	_, err := codexhost.Private(context.Background(), filepath.Join(t.TempDir(), "codex"), t.TempDir())
-	assert.True(t, errors.Is(err, appserver.ErrCodexMissing), "%v", err)
+	assert.True(t, errors.Is(err, codex.ErrCodexMissing), "%v", err)
 }

@@ -3,7 +3,7 @@ package codexhost
 import (
 	"encoding/json"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
@@ -21,7 +21,7 @@ type wireThread struct {
 	Status          struct {
 		Type string `json:"type"`
 	} `json:"status"`
-	Turns []appserver.Turn `json:"turns"`
+	Turns []codex.Turn `json:"turns"`
 }
 
 // session is the thread as the session backend reads it; withTurns keeps its turns (an empty
@@ -38,7 +38,7 @@ func (w *wireThread) session(withTurns bool) session.Thread {
 	return t
 }
 
-func turn(w *appserver.Turn) session.Turn {
+func turn(w *codex.Turn) session.Turn {
 	t := session.Turn{ID: w.ID, Status: w.Status}
 	for i := range w.Items {
 		if w.Items[i].Type == "userMessage" {
@@ -46,9 +46,9 @@ func turn(w *appserver.Turn) session.Turn {
 			break
 		}
 	}
-	t.Answer, t.HasAnswer = appserver.Answer(w.Items)
+	t.Answer, t.HasAnswer = codex.Answer(w.Items)
 	if e := w.Error; e != nil {
-		t.Error = &session.TurnError{Message: e.Message}
+		t.Error = &codex.TurnError{Message: e.Message}
 		if info := e.CodexErrorInfo; len(info) > 0 && string(info) != "null" {
 			t.Error.CodexErrorInfo = append(json.RawMessage(nil), info...)
 		}

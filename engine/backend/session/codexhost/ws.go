@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
 )
 
 // maxSendHeader is where Codex's upgrade answer names the largest message it takes; past it the
@@ -36,13 +36,13 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := appserver.NewConnClient(conn, clientOptions(o))
+	client := codex.NewConnClient(conn, clientOptions(o))
 	h := &Host{client: client, close: func() error {
 		conn.close()
 		<-client.Done() // the read under way ends at once: later requests are ErrClosed
 		return nil
 	}}
-	if err := client.Initialize(ctx, "crw", appserver.Version()); err != nil {
+	if err := client.Initialize(ctx, "crw", codex.Version()); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("codexhost: %s: initialize: %w", addr, err)
 	}
@@ -51,18 +51,18 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Host, error) {
 
 // Client connects to an app server's socket as a client of its own (the owner's side, in tests
 // that play a user's Codex), initialized under name. close ends the connection.
-func Client(ctx context.Context, addr, name string, opts ...Option) (client *appserver.Client, close func(), err error) {
+func Client(ctx context.Context, addr, name string, opts ...Option) (client *codex.Client, close func(), err error) {
 	o := config(opts)
 	conn, err := dialWS(ctx, addr, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	client = appserver.NewConnClient(conn, appserver.ClientOptions{Timeout: o.timeout})
+	client = codex.NewConnClient(conn, codex.ClientOptions{Timeout: o.timeout})
 	close = func() {
 		conn.close()
 		<-client.Done()
 	}
-	if err := client.Initialize(ctx, name, appserver.Version()); err != nil {
+	if err := client.Initialize(ctx, name, codex.Version()); err != nil {
 		close()
 		return nil, nil, fmt.Errorf("codexhost: %s: initialize: %w", addr, err)
 	}
@@ -107,7 +107,7 @@ func dialWS(ctx context.Context, addr string, o options) (*wsConn, error) {
 	return w, nil
 }
 
-// wsConn is an appserver.Conn over a WebSocket: one JSON-RPC message per text frame.
+// wsConn is an codex.Conn over a WebSocket: one JSON-RPC message per text frame.
 type wsConn struct {
 	c         *websocket.Conn
 	maxSend   int

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
@@ -317,7 +318,7 @@ func (h *Host) End(agent, turn, answer, info string) {
 		if th.Turns[i].ID == turn && th.Turns[i].Status == "inProgress" {
 			if info != "" {
 				th.Turns[i].Status = "failed"
-				th.Turns[i].Error = &session.TurnError{Message: "turn failed", CodexErrorInfo: []byte(`"` + info + `"`)}
+				th.Turns[i].Error = &codex.TurnError{Message: "turn failed", CodexErrorInfo: []byte(`"` + info + `"`)}
 			} else {
 				th.Turns[i].Status = "completed"
 				th.Turns[i].Answer, th.Turns[i].HasAnswer = answer, true

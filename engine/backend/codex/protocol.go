@@ -1,4 +1,4 @@
-package appserver
+package codex
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -56,7 +55,7 @@ func (e *TurnError) Kind() string {
 	if e == nil {
 		return ""
 	}
-	return codex.InfoKind(e.CodexErrorInfo)
+	return InfoKind(e.CodexErrorInfo)
 }
 
 // Item is a thread item; only user and agent messages matter to crw.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/backend/session/bound"
+	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/journal"
 )
 

@@ -1,4 +1,5 @@
-// Package bound keeps the owner bindings of session runs and decides the owner's spawns by
+// Package bound keeps the owner bindings of session runs (shared by the backends that bind to an
+// owner: the session backend and the App Server backend) and decides the owner's spawns by
 // them. A binding is the orchestrator line of <state>/flow-bound/<thread>.jsonl: the run the
 // owner thread serves, the digest of its role table and the pairs of the six roles. The file is
 // append-only, one JSON line per bind or close, the last line in force; the spawn hook reads it
