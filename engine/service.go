@@ -21,6 +21,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/shadow"
@@ -466,8 +467,8 @@ func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool
 		}
 	}
 	if !keepRefs {
-		if err := repo.DeleteRefsUnder(ctx, runner.RunRefs(run)); err != nil {
-			return errs.New(errs.CapabilityUnavailable, "run %s: its refs %s cannot be deleted from %s", run, runner.RunRefs(run), repo.Dir).Wrap(err).
+		if err := repo.DeleteRefsUnder(ctx, placer.RunRefs(run)); err != nil {
+			return errs.New(errs.CapabilityUnavailable, "run %s: its refs %s cannot be deleted from %s", run, placer.RunRefs(run), repo.Dir).Wrap(err).
 				Because("delete", "worktree_failed", "not_started", errs.Certain).Next("crw flow delete --keep-refs " + run + " keeps them")
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/engine/schema"
@@ -45,8 +46,6 @@ type call struct {
 	// gave the row (its seq and time).
 	prepared    *journal.Row
 	preparedSeq uint64
-	endSeq      uint64 // its terminal row's, once written
-	parked      bool   // its checkout was kept idle for the next call when it ended
 	preparedAt  time.Time
 
 	// guarded by r.mu
@@ -83,11 +82,9 @@ type running struct {
 	smMu sync.Mutex
 	sm   *callstate.Machine
 
-	// placed is its workspace_placed row (nil: it works in the run's cwd), set before its
-	// first turn; isolation is what --trace-isolation took then. Kept here, not in call: a
-	// call waiting for the pool has neither.
-	placed    *journal.Row
-	isolation *isolation
+	// placement is its directory (nil: it works in the run's cwd), set before its first
+	// turn. Kept here, not in call: a call waiting for the pool has none.
+	placement *placer.Placement
 }
 
 // endedCall is what the run keeps of a call once the script has its result: what a later call
@@ -119,6 +116,14 @@ func (c *call) fromRecord(rec *replay.Call) {
 	if n := len(rec.Steps); n > 0 {
 		c.step = rec.Steps[n-1]
 	}
+}
+
+// placementOrNil is the call's directory, nil when it has none (or never ran).
+func (c *call) placementOrNil() *placer.Placement {
+	if c.running == nil {
+		return nil
+	}
+	return c.placement
 }
 
 // take asks the call's state machine for row, one of its rows about to be appended: a row its
@@ -362,15 +367,15 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	defer c.cancel()
 
 	// The placer: the call's directory P, recorded before any turn is sent from it.
-	placed, unplaced := r.place(c, rec)
+	placement, unplaced := r.place(c, rec)
 	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
-	if placed != nil {
-		if (rec == nil || rec.Placed == nil) && c.take(placed) {
+	if placement != nil {
+		if placed := placement.Row; (rec == nil || rec.Placed == nil) && c.take(placed) {
 			c.mu.Lock()
 			c.lastSeq = r.j.Append(placed)
 			c.mu.Unlock()
 		}
-		c.placed, bc.Workspace = placed, placed.Workspace
+		c.placement, bc.Workspace = placement, placement.Row.Workspace
 	}
 	if reason := c.interruptReason(); reason != "" {
 		// The engine interrupted the call while its directory was made (a pause, a cancel, a
@@ -382,8 +387,8 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		r.end(c, unplaced)
 		return
 	}
-	if placed != nil && r.spec.TraceIsolation {
-		c.isolation = r.digests(c)
+	if placement != nil && r.spec.TraceIsolation {
+		r.placer.TraceIsolation(placement)
 	}
 	defer func() {
 		// With its terminal row written the call is done with its thread; a call left to the
@@ -862,10 +867,10 @@ func (c *call) interruptReason() string {
 // end) first commits every row before it, this one included, and a crash before that leaves the
 // call with its intent as its last row, which a resume reconciles instead of sending again.
 func (r *runner) end(c *call, row *journal.Row) {
-	if c.running != nil && c.placed != nil {
-		r.isolationWarnings(c)
-		r.leave(c, row)
-		defer r.release(c)
+	placement := c.placementOrNil()
+	if placement != nil {
+		r.placer.Leave(placement, row)
+		defer r.placer.Release(placement)
 	}
 	row.Call = c.id
 	row.TurnIDs = c.turnIDs
@@ -904,8 +909,10 @@ func (r *runner) end(c *call, row *journal.Row) {
 		}
 		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
 	}
-	c.endSeq = r.j.Append(row)
-	r.parkOnEnd(c)
+	endSeq := r.j.Append(row)
+	if placement != nil {
+		r.placer.Park(placement, endSeq)
+	}
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
 	r.progress.flush()

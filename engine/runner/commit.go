@@ -3,13 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
-	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -38,9 +36,9 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	}
 	if r.dryRun {
 		// A rehearsal commits nothing: the stand-in says so in place of each hash.
-		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: NodeRef(r.id, node), Message: message})
+		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: placer.NodeRef(r.id, node), Message: message})
 	}
-	if !r.ws.has() {
+	if !r.placer.Has() {
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
 	}
 	if told := r.toldHolds[node]; len(told) > 0 {
@@ -72,7 +70,7 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
 		}
-		if res := r.resultOf(rec); rec.Intent.Status != "" || res != nil {
+		if res := r.placer.ResultOf(rec); rec.Intent.Status != "" || res != nil {
 			return CommitOutcome(rec.Intent, res)
 		}
 		return r.applyRecorded(rec)
@@ -82,54 +80,14 @@ func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	}
 	// What the worktrees' state decides is recorded, refusals too (an intent with the error
 	// and no result): a replay, whose worktrees are as the run left them, gives the same.
-	refuse := func(code errs.Code, reason, format string, args ...any) (json.RawMessage, error) {
-		row := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Message: message, Status: string(code), Reason: reason,
-			Detail: "crw.commit: " + fmt.Sprintf(format, args...)}
+	intent, refusal := r.placer.Intent(node, message)
+	if refusal != nil {
+		row := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Message: message, Status: string(refusal.Code), Reason: refusal.Reason,
+			Detail: "crw.commit: " + refusal.Detail}
 		r.j.Append(row)
 		r.flushSoon()
 		return CommitOutcome(row, nil)
 	}
-	ctx := context.WithoutCancel(r.ctx)
-	repo, err := r.ws.open(ctx)
-	if err != nil {
-		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%s", r.logged(errs.New(errs.CapabilityUnavailable,
-			"the repository cannot be opened").Wrap(err).Because("commit", "worktree_failed", errs.NotStarted, errs.Certain)))
-	}
-	n := r.ws.node(node)
-	n.mu.Lock()
-	if n.Alloc == 0 {
-		n.mu.Unlock()
-		return refuse(errs.InvalidRequest, "", "node %q has no worktree: no executor call of it has run", node)
-	}
-	for o := range n.open {
-		n.mu.Unlock()
-		return refuse(errs.InvalidRequest, "", "node %q has executor call %s in flight: await it before committing its work", node, o.id)
-	}
-	if n.NextAlloc > n.Alloc {
-		n.mu.Unlock()
-		return refuse(errs.InvalidRequest, "", "node %q took a tier step: the work of its allocation %d is given up, and its next executor call builds anew; commit after that call", node, n.Alloc)
-	}
-	if why, cause := r.restore(ctx, n, repo, false); why != "" {
-		n.mu.Unlock()
-		if cause != nil {
-			why = r.logged(errs.New(errs.RevisionConflict, "%s", why).Wrap(cause).Because("commit", restoreReason(why), errs.NotStarted, errs.Certain))
-		}
-		return refuse(errs.RevisionConflict, restoreReason(why), "%s", why)
-	}
-	tree, err := repo.PendingTree(ctx, n.Path, false)
-	var head string
-	if err == nil {
-		head, err = repo.Head(ctx, n.Path)
-	}
-	if err != nil {
-		n.mu.Unlock()
-		return refuse(errs.CapabilityUnavailable, "worktree_failed", "%s", r.logged(errs.New(errs.CapabilityUnavailable,
-			"node %q: its worktree cannot be read", node).Wrap(err).Because("commit", "worktree_failed", errs.NotStarted, errs.Certain)))
-	}
-	name, email := repo.Author(ctx)
-	intent := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(r.id, node), Alloc: n.Alloc, Tree: tree,
-		Parent: n.At, Old: n.Ref, Head: head, Message: message, Author: name, Email: email, At: time.Now().UTC().Truncate(time.Second)}
-	n.mu.Unlock()
 	if res := r.adopt(intent); res != nil {
 		r.j.Append(intent, res)
 		r.flushSoon()
@@ -203,10 +161,7 @@ func (r *runner) seedSuperseded() error {
 	if i := slices.IndexFunc(r.h.StartSeqs, func(s uint64) bool { return s > newest }); i >= 0 {
 		for name, nd := range r.h.Nodes {
 			if nd.PlacedSeq > r.h.StartSeqs[i] {
-				n := r.ws.node(name)
-				n.mu.Lock()
-				n.worked = true
-				n.mu.Unlock()
+				r.placer.MarkWorked(name)
 			}
 		}
 	}
@@ -221,14 +176,14 @@ func (r *runner) finishSuperseded() error {
 		return nil
 	}
 	last := r.superseded[len(r.superseded)-1]
-	if last.Intent.Status != "" || r.resultOf(last) != nil {
+	if last.Intent.Status != "" || r.placer.ResultOf(last) != nil {
 		return nil
 	}
-	res, err := r.commitRows(last.Intent, false)
+	res, err := r.placer.CommitRows(last.Intent, false)
 	if err != nil {
 		return err
 	}
-	r.setResult(last, res)
+	r.placer.SetResult(last, res)
 	return nil
 }
 
@@ -243,18 +198,14 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 	if k < 0 {
 		return nil, false, nil
 	}
-	n := r.ws.node(node)
-	n.mu.Lock()
-	worked := n.worked
-	n.mu.Unlock()
-	if worked {
+	if r.placer.Worked(node) {
 		return nil, false, nil
 	}
 	c := r.superseded[k]
 	r.superseded = r.superseded[k+1:]
 	intent := *c.Intent
 	intent.Seq = 0
-	if result := r.resultOf(c); intent.Status != "" || result != nil {
+	if result := r.placer.ResultOf(c); intent.Status != "" || result != nil {
 		rows := []*journal.Row{&intent}
 		var res *journal.Row
 		if result != nil {
@@ -278,7 +229,7 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 // nothing is committed twice. nil when no superseded commit is one.
 func (r *runner) adopt(intent *journal.Row) *journal.Row {
 	for i, c := range r.superseded {
-		res := r.resultOf(c)
+		res := r.placer.ResultOf(c)
 		if c.Intent.Node != intent.Node || c.Intent.Message != intent.Message || res == nil || res.Commit == "" {
 			continue
 		}
@@ -297,7 +248,7 @@ func (r *runner) adopt(intent *journal.Row) *journal.Row {
 // result. Made again from the same intent (a process died before the result was recorded), it
 // finds the commit on the ref and moves nothing twice.
 func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
-	res, err := r.commitRows(intent, true)
+	res, err := r.placer.CommitRows(intent, true)
 	if err != nil {
 		return nil, err
 	}
@@ -308,125 +259,11 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 // the node's lock it looks again: a placement of the node may have recorded that result since
 // (finishDeadCommit), and an intent has one result.
 func (r *runner) applyRecorded(c *replay.Commit) (json.RawMessage, error) {
-	ctx := context.WithoutCancel(r.ctx)
-	repo, err := r.ws.open(ctx)
-	if err != nil {
-		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: the repository cannot be opened")
-	}
-	n := r.ws.node(c.Intent.Node)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if res := r.resultOf(c); res != nil {
-		return CommitOutcome(c.Intent, res)
-	}
-	res, err := r.commitRowsLocked(ctx, repo, n, c.Intent, true)
+	res, err := r.placer.ApplyRecorded(c)
 	if err != nil {
 		return nil, err
 	}
-	r.setResult(c, res)
 	return CommitOutcome(c.Intent, res)
-}
-
-// commitRows makes an intent's commit and records its result row, which it returns. Without
-// move it only records what a dead process did: the result when the node's ref is at the
-// intent's commit (the worktree's HEAD is moved there too), nothing (nil) when it is not.
-func (r *runner) commitRows(intent *journal.Row, move bool) (*journal.Row, error) {
-	ctx := context.WithoutCancel(r.ctx)
-	repo, err := r.ws.open(ctx)
-	if err != nil {
-		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: the repository cannot be opened")
-	}
-	n := r.ws.node(intent.Node)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return r.commitRowsLocked(ctx, repo, n, intent, move)
-}
-
-// commitRowsLocked is commitRows with the repository open and the node's lock held.
-func (r *runner) commitRowsLocked(ctx context.Context, repo *workspace.Repo, n *nodeState, intent *journal.Row, move bool) (*journal.Row, error) {
-	record := func(res *journal.Row) (*journal.Row, error) {
-		r.j.Append(res)
-		r.flushSoon()
-		return res, nil
-	}
-	commit, err := repo.CommitTree(ctx, intent.Tree, intent.Parent, commitMessage(intent.Message),
-		workspace.Identity{Name: intent.Author, Email: intent.Email, At: intent.At})
-	if err != nil {
-		return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: node %q: git could not make its commit", intent.Node)
-	}
-	if !move {
-		if cur, err := repo.Ref(ctx, intent.Ref); err != nil || cur != commit {
-			return nil, nil
-		}
-	} else if err := repo.SwapRef(ctx, intent.Ref, commit, intent.Old); err != nil {
-		cur, _ := repo.Ref(ctx, intent.Ref)
-		if cur != commit {
-			if errors.Is(err, workspace.ErrRefMoved) {
-				return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Ref: intent.Ref, Reason: "revision_conflict",
-					Detail: fmt.Sprintf("%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
-						intent.Ref, orNone(cur), orNone(intent.Old))})
-			}
-			return nil, r.loggedThrow(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: node %q: git could not move its ref", intent.Node)
-		}
-	}
-	if intent.Alloc == n.Alloc && n.Path != "" {
-		// The worktree goes to the commit it holds the tree of. One that is gone is made
-		// again there by the next call's restore.
-		if cur, err := repo.Head(ctx, n.Path); err == nil && cur != commit {
-			if err := repo.SwapHead(ctx, n.Path, commit, intent.Head); err != nil {
-				r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "worktree_head_moved",
-					Detail: fmt.Sprintf("node %q: the HEAD of %s moved while it was committed: %v", intent.Node, n.Path, err)})
-			}
-		}
-		n.At, n.Tree = commit, intent.Tree
-	}
-	n.Ref = commit
-	return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref})
-}
-
-// finishDeadCommit records what git did for the node's commit intent whose process died before
-// its result, when git moved the node's ref to that commit: the ref then moved under the
-// journal, not under the run. A resume that reruns a held call places it before the script
-// reaches the commit (a paused process made the commit after the held row). It reports whether
-// the node's ref is now the run's again. The node's lock is held.
-func (r *runner) finishDeadCommit(ctx context.Context, repo *workspace.Repo, n *nodeState) bool {
-	if r.h == nil {
-		return false
-	}
-	r.resultsMu.Lock()
-	c := r.h.UnfinishedCommit() // its Result is read under resultsMu, as setResult writes it
-	r.resultsMu.Unlock()
-	if c == nil || c.Intent.Node != n.Name || c.Intent.Old != n.Ref {
-		return false
-	}
-	res, err := r.commitRowsLocked(ctx, repo, n, c.Intent, false)
-	if err != nil || res == nil {
-		return false
-	}
-	r.setResult(c, res)
-	return true
-}
-
-// resultOf is a recorded commit's result, which a placement may record for a dead process
-// (finishDeadCommit) while the script's loop reads it.
-func (r *runner) resultOf(c *replay.Commit) *journal.Row {
-	r.resultsMu.Lock()
-	defer r.resultsMu.Unlock()
-	return c.Result
-}
-
-func (r *runner) setResult(c *replay.Commit, res *journal.Row) {
-	r.resultsMu.Lock()
-	c.Result = res
-	r.resultsMu.Unlock()
-}
-
-// commitMessage ends a message with one newline, as git commit does.
-func commitMessage(m string) string {
-	for len(m) > 0 && m[len(m)-1] == '\n' {
-		m = m[:len(m)-1]
-	}
-	return m + "\n"
 }
 
 // CommitOutcome is what crw.commit gives the script for a recorded intent and result: the
@@ -488,12 +325,8 @@ func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
 		}
 		return TierOutcome(rec)
 	}
-	n := r.ws.node(node)
-	n.mu.Lock()
 	row := &journal.Row{Type: journal.TypeTierStep, Node: node, Evidence: evidence, Tier: r.tiers[node], Role: "executor-t1",
-		ConfiguredPair: &pair, Alloc: n.Alloc + 1}
-	n.Tier, n.NextAlloc = row.Tier, row.Alloc
-	n.mu.Unlock()
+		ConfiguredPair: &pair, Alloc: r.placer.StepTier(node, r.tiers[node])}
 	rows := []*journal.Row{row}
 	if r.spec.TierSteps == "ask" {
 		// The step waits for the owner: the node's next executor call runs only once the

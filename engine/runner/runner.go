@@ -26,6 +26,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/termtext"
@@ -89,8 +90,6 @@ type runner struct {
 	// stopCtx ends only when the process stops (r.stop): what must not be cut short by a
 	// pause, a cancel or a deadline (git making a worktree) runs under it.
 	stopCtx   context.Context
-	gitMu     sync.RWMutex // the git gate (gitWork)
-	gitClosed bool
 	wg        sync.WaitGroup
 	flushKick chan struct{}
 
@@ -109,8 +108,9 @@ type runner struct {
 	holds          map[string]string // node → the call whose unknown outcome holds it
 	spent          journal.Tokens
 
-	// ws places the calls' directories and keeps the nodes' worktrees.
-	ws *workspaces
+	// placer places the calls' directories and keeps the nodes' worktrees; made in Run, once
+	// the process's stop context is.
+	placer *placer.Placer
 	// The script's crw.commit and crw.tierStep calls so far, and each node's tier: in script
 	// order, as a replay matches them with the journal's. Loop goroutine only.
 	commits, tierSteps int
@@ -120,10 +120,7 @@ type runner struct {
 	// goroutine only.
 	superseded       []*replay.Commit
 	supersededSeeded bool
-	// resultsMu guards the Result of the History's commits, which finishDeadCommit may set
-	// from a call's placement.
-	resultsMu sync.Mutex
-	tiers     map[string]int
+	tiers            map[string]int
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool
@@ -197,6 +194,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		}
 	})
 	r.stopCtx = stopCtx
+	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
+		KeepWorktrees: r.spec.KeepWorktrees, Pool: r.spec.Pool, History: r.h, Journal: r.j, Stop: stopCtx, Backend: r.backend,
+		Logged: r.logged, Flush: r.flushSoon})
 
 	// A first process's clock starts at its started row: a resume's starts there too.
 	startedAt := time.Now().UTC()
@@ -286,7 +286,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		// for them: stopping means now.
 		cancel(failure{stopCause})
 		<-watched
-		r.stopGit()
+		r.placer.Stop()
 		err := r.stopError(stopCause)
 		stopPublish()
 		r.progress.publishStopped(err)
@@ -367,9 +367,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	if end.Status != store.RunPaused && end.Status != store.RunWaitingDecision {
 		// Before the ended row: a process that dies in between leaves a run a resume ends
 		// again, and cleans up again.
-		r.cleanUp()
+		r.placer.CleanUp()
 	} else {
-		r.dropIdle()
+		r.placer.DropIdle()
 	}
 	if _, err := r.j.Write(ended); err != nil {
 		err := r.stopError(err)
@@ -396,7 +396,6 @@ func newRunner(cfg Config) *runner {
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
-	r.ws = newWorkspaces(r, cfg.Lease.Dir())
 	if r.roles == nil {
 		r.roles = inputs.RoleTable{}
 	}

@@ -1,11 +1,12 @@
-package runner
+package placer
 
 import (
 	"path/filepath"
 	"testing"
 
-	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/crw-dev/crw/engine/workspace"
 )
 
 // TestAFreshCheckoutNeverTakesAHeldFolder: a call's own checkout name may already be taken, by
@@ -14,8 +15,8 @@ import (
 // the call working in it.
 func TestAFreshCheckoutNeverTakesAHeldFolder(t *testing.T) {
 	root := t.TempDir()
-	ws := &workspaces{root: root, busy: map[string]bool{}, seals: map[string]workspace.Seal{}, maxIdle: 2}
-	c4 := &call{id: "c4", attempt: 1}
+	ws := &Placer{root: root, busy: map[string]bool{}, seals: map[string]workspace.Seal{}, maxIdle: 2}
+	c4 := Call{ID: "c4", Attempt: 1}
 	own := filepath.Join(root, "c4-g1")
 	assert.Equal(t, own, ws.freshPath(c4), "free: the call's own name")
 	ws.forget(own)
