@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -74,7 +75,7 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		return nil, errs.New(errs.InvalidRequest, "run %s asked no decision %q: %s", run, id, waits)
 	}
 	if answered != nil {
-		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, answered.At.Format("2006-01-02 15:04:05Z"), orSomeone(answered.By))
+		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, answered.At.Format("2006-01-02 15:04:05Z"), offline.OrSomeone(answered.By))
 	}
 	if len(value) > MaxAnswer {
 		return nil, errs.New(errs.InvalidRequest, "--value: the answer is %d bytes long; the limit is %d", len(value), MaxAnswer)
@@ -102,12 +103,7 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	} else if held {
 		return s.answerLive(ctx, out, a)
 	}
-	err = s.writeUnheld(ctx, run, &journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: id, Output: doc, By: by}, func(r *journal.Row) error {
-		if r.Type == journal.TypeDecisionAnswered && r.DecisionID == id {
-			return errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, r.At.Format("2006-01-02 15:04:05Z"), orSomeone(r.By))
-		}
-		return nil
-	})
+	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Answer(id, doc, by) })
 	if errors.Is(err, store.ErrHeld) {
 		// A process took the run in the meantime: it takes the answer.
 		return s.answerLive(ctx, out, a)
@@ -126,37 +122,29 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 	return out, nil
 }
 
-// writeUnheld journals row under the run's lease once check has passed every durable row: the
-// journal may have grown since the caller read it (another answer or verdict given at once).
-// The rows are read a page at a time. store.ErrHeld: a process holds the run.
-func (s *Service) writeUnheld(ctx context.Context, run string, row *journal.Row, check func(*journal.Row) error) error {
+// offline is the run's offline writer, on the run's lease, over the History its journal reads
+// to now: store.ErrHeld when a process holds the run.
+func (s *Service) offline(ctx context.Context, run string) (*offline.Writer, error) {
 	lease, err := s.Store.Acquire(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	h, err := readJournal(run, lease.Journal())
+	if err != nil {
+		_ = lease.Release()
+		return nil, err
+	}
+	return offline.New(run, lease, h), nil
+}
+
+// writeOffline writes through the run's offline writer, and releases its lease.
+func (s *Service) writeOffline(ctx context.Context, run string, write func(*offline.Writer) error) error {
+	w, err := s.offline(ctx, run)
 	if err != nil {
 		return err
 	}
-	j := lease.Journal()
-	for from := uint64(1); ; {
-		page, err := j.Page(from, 1024)
-		if err != nil {
-			_ = lease.Release()
-			return err
-		}
-		if len(page) == 0 {
-			break
-		}
-		for i := range page {
-			if check == nil {
-				break
-			}
-			if err := check(&page[i]); err != nil {
-				_ = lease.Release()
-				return err
-			}
-		}
-		from += uint64(len(page))
-	}
-	_, werr := j.Write(row)
-	if err := lease.Release(); werr == nil {
+	werr := write(w)
+	if err := w.Close(); werr == nil {
 		werr = err
 	}
 	return werr
@@ -185,7 +173,7 @@ func (s *Service) answerLive(ctx context.Context, out *Answered, a store.Answer)
 		return out, nil
 	}
 	return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already, by another answer (%s, by %s)",
-		out.Decision, out.Run, got.At.Format("2006-01-02 15:04:05Z"), orSomeone(got.By))
+		out.Decision, out.Run, got.At.Format("2006-01-02 15:04:05Z"), offline.OrSomeone(got.By))
 }
 
 // awaitTaken leaves a for the run's live process and waits up to answerWait for the row it
@@ -220,13 +208,6 @@ func (s *Service) awaitTaken(ctx context.Context, run string, a store.Answer, ma
 		}
 	}
 	return nil, nil
-}
-
-func orSomeone(by string) string {
-	if by == "" {
-		return "someone"
-	}
-	return by
 }
 
 func clipText(s string) string {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
@@ -112,7 +113,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if row.Workflow == "" && row.BackendOptions == nil && row.Budget == nil {
 		return nil
 	}
-	err = s.writeUnheld(ctx, run, row, nil)
+	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Change(row) })
 	if errors.Is(err, store.ErrHeld) {
 		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run)
 	}

@@ -13,7 +13,7 @@ import (
 // engine/backend and stores only through store; the command line builds the concrete ones.
 func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	t.Parallel()
-	core := []string{"engine", "engine/runner", "engine/placer", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
+	core := []string{"engine", "engine/runner", "engine/placer", "engine/offline", "engine/callstate", "engine/replay", "engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"}
 	forbidden := []string{
 		"github.com/crw-dev/crw/engine/backend/fake", "github.com/crw-dev/crw/engine/backend/appserver",
 		"github.com/crw-dev/crw/internal/pulltest", "github.com/crw-dev/crw/engine/backend/codex",

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -213,64 +211,20 @@ func holderUnreachable(err error) bool {
 	return errors.As(err, &e) && (e.Reason() == "holder_stopped" || e.Reason() == "holder_unresponsive")
 }
 
-// cancelUnheld ends a run no process holds: it takes the run's lease, ends its open calls held
-// cancelled (a turn a dead process sent is not waited for) and writes the run's ended row.
+// cancelUnheld ends a run no process holds: on its lease, its offline writer ends its open calls
+// held cancelled (a turn a dead process sent is not waited for), removes its worktrees and
+// writes the run's ended row.
 func (s *Service) cancelUnheld(ctx context.Context, run string) error {
-	lease, err := s.Store.Acquire(ctx, run)
+	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
 		return err
 	}
-	defer lease.Release()
-	j := lease.Journal()
-	h, err := readJournal(run, j)
+	w, err := s.offline(ctx, run)
 	if err != nil {
 		return err
 	}
-	if h != nil {
-		if h.Ended != nil {
-			return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", run, h.Ended.Status)
-		}
-	}
-	var out []*journal.Row
-	if h == nil {
-		// No process ever ran it: the journal opens with a started row all the same, so
-		// it reads as every run's does.
-		spec, err := s.Store.Spec(ctx, run)
-		if err != nil {
-			return err
-		}
-		roles := inputs.RoleTable(spec.Roles)
-		out = append(out, &journal.Row{Type: journal.TypeStarted, Run: run, Backend: spec.Backend, Workflow: spec.Workflow,
-			ScriptDigest: spec.ScriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: lease.Token(),
-			Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs})
-	}
-	if h != nil {
-		for _, id := range h.IDs {
-			c := h.ByID[id]
-			if c.EndType != "" {
-				continue
-			}
-			row := &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled while no process held it"}
-			for _, t := range c.Turns {
-				row.TurnIDs = append(row.TurnIDs, t.TurnID)
-			}
-			if err := c.Machine().Apply(row); err != nil {
-				return errs.New(errs.IncompatibleSchema, "run %s: %v", run, err)
-			}
-			out = append(out, row)
-		}
-	}
-	if w := s.removeWorktrees(ctx, run, lease.Dir()); w != nil {
-		out = append(out, w)
-	}
-	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled),
-		Error: runner.CancelledError(run)})
-	if _, err := j.Write(out...); err != nil {
-		return errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", run).Wrap(err).
-			Because("journal", "journal_write_failed", "not_started", errs.Certain).
-			Next("make room or fix the state folder, then crw flow cancel " + run)
-	}
-	return nil
+	defer w.Close()
+	return w.Cancel(spec, func(dir string) *journal.Row { return s.removeWorktrees(ctx, spec, run, dir) })
 }
 
 // CheckResumable refuses early what a resume's process would refuse, so a detached resume
@@ -422,9 +376,8 @@ func withVerdicts(decisions, published []journal.PendingDecision) []journal.Pend
 // folder dir), as its process would at the run's end, before its ended row is written: a
 // process that dies in between leaves a run whose next end removes them again. Its refs stay.
 // It returns a warning row when they could not all be removed.
-func (s *Service) removeWorktrees(ctx context.Context, run, dir string) *journal.Row {
-	spec, err := s.Store.Spec(ctx, run)
-	if err != nil || spec.Repo == "" || spec.KeepWorktrees {
+func (s *Service) removeWorktrees(ctx context.Context, spec *store.Spec, run, dir string) *journal.Row {
+	if spec.Repo == "" || spec.KeepWorktrees {
 		return nil
 	}
 	if err := removeFromRepo(ctx, run, spec.Repo, dir, true); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -98,7 +99,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		}
 		return nil, errs.New(errs.InvalidRequest, "call %s of run %s %s: only an unknown outcome is reconciled", call, run, what)
 	case reconciled != nil:
-		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, reconciled.Verdict, orSomeone(reconciled.By))
+		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, reconciled.Verdict, offline.OrSomeone(reconciled.By))
 	}
 	if len(v.Output) > 0 {
 		doc, err := checkOutput(end, v.Output)
@@ -125,12 +126,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		return s.verdictLive(ctx, out, a)
 	}
 	// One verdict a call, whatever was journaled since the rows were read.
-	err = s.writeUnheld(ctx, run, runner.ReconciledRow(call, v, by), func(r *journal.Row) error {
-		if r.Type == journal.TypeEffectReconciled && r.Effect == call {
-			return errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, run, r.Verdict, orSomeone(r.By))
-		}
-		return nil
-	})
+	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Reconcile(call, v, by) })
 	if errors.Is(err, store.ErrHeld) {
 		return s.verdictLive(ctx, out, a)
 	}
@@ -200,7 +196,7 @@ func (s *Service) verdictLive(ctx context.Context, out *Reconciled, a store.Answ
 	theirs := runner.ReconciledRow(out.Call, mine, a.By)
 	if got.Verdict != theirs.Verdict || got.By != a.By || got.OutputDigest != theirs.OutputDigest {
 		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already, by another verdict (%s, by %s)",
-			out.Call, out.Run, got.Verdict, orSomeone(got.By))
+			out.Call, out.Run, got.Verdict, offline.OrSomeone(got.By))
 	}
 	out.Journaled = true
 	return out, nil

@@ -207,12 +207,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	// is one that held it (crw flow start tells the two apart).
 	stopPublish := r.progress.publishLoop()
 	defer stopPublish()
-	if _, err := r.j.Write(&journal.Row{
-		Type: journal.TypeStarted, At: startedAt, Run: r.id, Backend: r.backend.Name(), Workflow: r.spec.Workflow,
-		ScriptDigest: script.Digest(), RolePairs: r.roles, PolicyDigest: r.roles.Digest(),
-		Process: r.lease.Token(), Pool: r.spec.Pool, BudgetTokens: r.spec.BudgetTokens, Input: r.spec.Input,
-		OmitCallSeqs: r.spec.OmitCallSeqs,
-	}); err != nil {
+	started := StartedRow(r.spec, r.backend.Name(), script.Digest(), r.lease.Token())
+	started.At = startedAt
+	if _, err := r.j.Write(started); err != nil {
 		err := r.stopError(err)
 		stopPublish()
 		r.progress.publishStopped(err)
@@ -381,6 +378,19 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	st := r.progress.publishEnded(end)
 	r.progress.event(Event{Kind: EventEnded, Status: journal.CallStatus(end.Status)})
 	return st, nil
+}
+
+// StartedRow is the started row of a process of the run spec describes, on backend with the
+// script of that digest: the row every process of a run opens with, and the one a run cancelled
+// before any process ran it opens with all the same, so its journal reads as every run's does.
+func StartedRow(spec *store.Spec, backend, scriptDigest, process string) *journal.Row {
+	roles := inputs.RoleTable(spec.Roles)
+	if roles == nil {
+		roles = inputs.RoleTable{}
+	}
+	return &journal.Row{Type: journal.TypeStarted, Run: spec.Run, Backend: backend, Workflow: spec.Workflow,
+		ScriptDigest: scriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: process,
+		Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs}
 }
 
 func newRunner(cfg Config) *runner {
