@@ -159,19 +159,26 @@ func (r *ownerRig) turn(calls ...mockmodel.OwnerStep) {
 // agentFor is the newest subagent of the owner that carries marker and was not reported yet.
 func (r *ownerRig) agentFor(marker string) string {
 	r.t.Helper()
-	subs, err := r.host.Subagents(r.ctx)
-	require.NoError(r.t, err)
-	agent := ""
-	for _, s := range subs {
-		if session.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
-			agent = s.ID
+	// The host lists a spawned subagent with its first message once it has written its
+	// rollout, which may come after the owner's spawn returned: the listing is read again
+	// until it shows the subagent (a safeguard ends a wait that never would).
+	for safeguard := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		subs, err := r.host.Subagents(r.ctx)
+		require.NoError(r.t, err)
+		agent := ""
+		for _, s := range subs {
+			if session.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
+				agent = s.ID
+			}
+		}
+		if agent != "" {
+			return agent
+		}
+		if time.Now().After(safeguard) {
+			reqs := r.mock.Requests()
+			r.t.Fatalf("no unreported subagent carries %s; the owner's tool outputs: %v", marker, reqs[len(reqs)-1].Outputs)
 		}
 	}
-	if agent == "" {
-		reqs := r.mock.Requests()
-		r.t.Fatalf("no unreported subagent carries %s; the owner's tool outputs: %v", marker, reqs[len(reqs)-1].Outputs)
-	}
-	return agent
 }
 
 // dispatched reports a step's subagent as the hint says and returns the run's reply.

@@ -156,32 +156,10 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		// The run is stopping (a divergence, a cancel): nothing more goes into its journal.
 		return errs.Throw(errs.RunUnavailable, "run_stopping", "the run is stopping: %v", err)
 	}
-	var resumeOf *endedCall
-	foreign := false
-	if req.Resume != "" {
-		runID, callID, ok := result.ParseHandle(req.Resume)
-		if !ok {
-			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
-		}
-		if runID != r.id {
-			foreign = true
-		} else {
-			// A handle of a call whose result the script has not been given can only be forged,
-			// and whether its call had a thread yet would depend on timing. Delivery runs on the
-			// loop goroutine too, so the answer is the same on every run of the script.
-			r.mu.Lock()
-			resumeOf = r.ended[callID]
-			_, open := r.calls[callID]
-			r.mu.Unlock()
-			switch {
-			case open:
-				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", req.Resume, callID)
-			case resumeOf == nil:
-				return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", req.Resume)
-			}
-		}
+	resumeOf, foreign, err := r.resumes(req.Resume)
+	if err != nil {
+		return err
 	}
-
 	if max := r.spec.Limits.Prompt(); int64(len(req.Prompt)) > max {
 		// A prompt is journaled whole: the bound keeps a script from filling the disk with one.
 		return errs.Throw(errs.InvalidRequest, "prompt_too_large", "prompt is %d bytes; the run's limit is %d (--max-prompt %d KiB)", len(req.Prompt), max, max>>10)
@@ -261,6 +239,35 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	return nil
 }
 
+// resumes is the call a resume handle names: nil and foreign for a handle of another run, an
+// error for one that names no ended call of this run.
+func (r *runner) resumes(handle string) (of *endedCall, foreign bool, err error) {
+	if handle == "" {
+		return nil, false, nil
+	}
+	runID, callID, ok := result.ParseHandle(handle)
+	if !ok {
+		return nil, false, errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", handle)
+	}
+	if runID != r.id {
+		return nil, true, nil
+	}
+	// A handle of a call whose result the script has not been given can only be forged, and
+	// whether its call had a thread yet would depend on timing. Delivery runs on the loop
+	// goroutine too, so the answer is the same on every run of the script.
+	r.mu.Lock()
+	of = r.ended[callID]
+	_, open := r.calls[callID]
+	r.mu.Unlock()
+	switch {
+	case open:
+		return nil, false, errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", handle, callID)
+	case of == nil:
+		return nil, false, errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", handle)
+	}
+	return of, false, nil
+}
+
 // ReasonSameThreadReview is the reason of the warning row of a review that continues the
 // thread of the work it reviews.
 const ReasonSameThreadReview = "same_thread_review"
@@ -331,10 +338,34 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		return
 	}
 	defer r.pool.release()
+	if !c.pastGate(rec) {
+		return
+	}
+	defer c.cancel()
 
-	// The gate: what the run's state decides when the call would start. A call an earlier
-	// process had already started is past it; one it had only prepared (it waited for the pool)
-	// meets it now, as it would have there: a pause or a hold a resume finds holds it too.
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
+	if !c.placeDir(rec, &bc) {
+		return
+	}
+	defer func() {
+		// With its terminal row written the call is done with its thread; a call left to the
+		// reconcile pass keeps it, as its turn may still run.
+		r.mu.Lock()
+		th, recorded := c.th, c.recorded
+		r.mu.Unlock()
+		if recorded && th.ID != "" {
+			r.backend.Done(bc, th)
+		}
+	}()
+	c.turns(bc, p, rec)
+}
+
+// pastGate takes the call through the gate: what the run's state decides when the call would
+// start. A call an earlier process had already started is past it; one it had only prepared (it
+// waited for the pool) meets it now, as it would have there: a pause or a hold a resume finds
+// holds it too. False when the gate ended the call.
+func (c *call) pastGate(rec *replay.Call) bool {
+	r := c.r
 	r.mu.Lock()
 	var gate *journal.Row
 	switch {
@@ -350,25 +381,28 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	th := c.th
 	r.mu.Unlock()
-	if gate != nil {
-		if rec != nil && rec.Interrupt != nil {
-			// An earlier process asked for the interrupt and died: the turn it interrupted may
-			// still run on a host that outlives processes. It runs nothing before the call ends.
-			r.stopTurns(rec)
-		}
-		r.end(c, gate)
-		if rec != nil && th.ID != "" {
-			// The thread an earlier process interrupted is done with too (a session subagent
-			// gets its close step).
-			r.backend.Done(backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node}, th)
-		}
-		return
+	if gate == nil {
+		return true
 	}
-	defer c.cancel()
+	if rec != nil && rec.Interrupt != nil {
+		// An earlier process asked for the interrupt and died: the turn it interrupted may
+		// still run on a host that outlives processes. It runs nothing before the call ends.
+		r.stopTurns(rec)
+	}
+	r.end(c, gate)
+	if rec != nil && th.ID != "" {
+		// The thread an earlier process interrupted is done with too (a session subagent
+		// gets its close step).
+		r.backend.Done(backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node}, th)
+	}
+	return false
+}
 
-	// The placer: the call's directory P, recorded before any turn is sent from it.
+// placeDir gives the call its directory P, recorded before any turn is sent from it, and names
+// it in bc. False when the call ended instead: interrupted meanwhile, or without a directory.
+func (c *call) placeDir(rec *replay.Call, bc *backend.Call) bool {
+	r := c.r
 	placement, unplaced := r.place(c, rec)
-	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	if placement != nil {
 		if placed := placement.Row; (rec == nil || rec.Placed == nil) && c.take(placed) {
 			c.mu.Lock()
@@ -381,25 +415,22 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		// The engine interrupted the call while its directory was made (a pause, a cancel, a
 		// deadline): that decides it, whatever the placement came to, and no turn is sent.
 		r.end(c, interruptedEnd(reason, "the engine interrupted the call before its first turn"))
-		return
+		return false
 	}
 	if unplaced != nil {
 		r.end(c, unplaced)
-		return
+		return false
 	}
 	if placement != nil && r.spec.TraceIsolation {
 		r.placer.TraceIsolation(placement)
 	}
-	defer func() {
-		// With its terminal row written the call is done with its thread; a call left to the
-		// reconcile pass keeps it, as its turn may still run.
-		r.mu.Lock()
-		th, recorded := c.th, c.recorded
-		r.mu.Unlock()
-		if recorded && th.ID != "" {
-			r.backend.Done(bc, th)
-		}
-	}()
+	return true
+}
+
+// turns runs the call's task turn and, when its answer does not satisfy the schema, the one
+// repair turn, and ends the call.
+func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
+	r := c.r
 	var validator *schema.Validator
 	if p.Schema != nil {
 		validator = p.Schema.Validator
@@ -438,67 +469,77 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		}
 		out := r.backend.Run(c.ctx, t, c)
 		c.count(out.Tokens)
-
-		if reason := c.interruptReason(); reason != "" {
-			// An interrupt the engine asked for decides the call, whatever the turn came to.
-			r.end(c, interruptedEnd(reason, ""))
+		ended, why := c.endsWith(out, validator)
+		if ended {
 			return
 		}
-		switch out.Status {
-		case backend.Lost:
-			row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}
-			if out.Open {
-				// The host may still run it: the reconcile pass of a resume decides the call.
-				r.endUnrecorded(c, row)
-			} else {
-				r.end(c, row)
-			}
-			return
-		case backend.Unavailable:
-			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the host is unavailable: nothing was sent"})
-			return
-		case backend.Interrupted:
-			r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
-			return
-		case backend.Failed:
-			if out.Failure.Pause {
-				r.pause(c, out.Failure.Detail)
-			}
-			if out.Failure.End == backend.EndHeld && out.Failure.Reason == "budget_exhausted" {
-				// The host's session budget is spent: as with the run's own token budget, a
-				// resume (once it is raised) runs the call again, so the run ends paused.
-				r.mu.Lock()
-				r.hostBudgetHeld = true
-				r.mu.Unlock()
-			}
-			r.end(c, &journal.Row{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail})
-			return
-		}
-		if validator == nil {
-			text, _ := json.Marshal(out.Text)
-			r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
-			return
-		}
-		doc, extracted, err := schema.ParseAnswer(out.Text)
-		if err == nil {
-			err = validator.Validate(doc)
-		}
-		if err == nil {
-			row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
-			if extracted {
-				raw := out.Text
-				row.RawText = &raw
-			}
-			r.end(c, row)
-			return
-		}
-		problem, previous = err.Error(), out.Text
+		problem, previous = why, out.Text
 		if k == 1 {
 			c.repairUsed = true
 			prompt = RepairPrompt(problem)
 		}
 	}
 	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
+}
+
+// endsWith ends the call as the turn's outcome says, and reports whether it did: not when the
+// answer does not satisfy the schema (problem says why), and a repair may follow.
+func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended bool, problem string) {
+	r := c.r
+	if reason := c.interruptReason(); reason != "" {
+		// An interrupt the engine asked for decides the call, whatever the turn came to.
+		r.end(c, interruptedEnd(reason, ""))
+		return true, ""
+	}
+	switch out.Status {
+	case backend.Lost:
+		row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}
+		if out.Open {
+			// The host may still run it: the reconcile pass of a resume decides the call.
+			r.endUnrecorded(c, row)
+		} else {
+			r.end(c, row)
+		}
+		return true, ""
+	case backend.Unavailable:
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the host is unavailable: nothing was sent"})
+		return true, ""
+	case backend.Interrupted:
+		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
+		return true, ""
+	case backend.Failed:
+		if out.Failure.Pause {
+			r.pause(c, out.Failure.Detail)
+		}
+		if out.Failure.End == backend.EndHeld && out.Failure.Reason == "budget_exhausted" {
+			// The host's session budget is spent: as with the run's own token budget, a
+			// resume (once it is raised) runs the call again, so the run ends paused.
+			r.mu.Lock()
+			r.hostBudgetHeld = true
+			r.mu.Unlock()
+		}
+		r.end(c, &journal.Row{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail})
+		return true, ""
+	}
+	if validator == nil {
+		text, _ := json.Marshal(out.Text)
+		r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
+		return true, ""
+	}
+	doc, extracted, err := schema.ParseAnswer(out.Text)
+	if err == nil {
+		err = validator.Validate(doc)
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
+	if extracted {
+		raw := out.Text
+		row.RawText = &raw
+	}
+	r.end(c, row)
+	return true, ""
 }
 
 // sentBefore tells whether turn k of a call an earlier process left open may have been

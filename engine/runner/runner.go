@@ -179,24 +179,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		}
 		return nil, LoadError(err)
 	}
-
-	// The run's context ends only with a cause this process gives it: the caller's context
-	// ending is a stop like any other failure (see the watcher below), so nothing that stop
-	// causes reaches the journal.
-	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	runCtx, cancel, stopCancel := r.contexts(ctx)
 	defer cancel(nil)
-	r.ctx, r.fail = runCtx, cancel
-	stopCtx, stopCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCancel()
-	context.AfterFunc(runCtx, func() {
-		if isFailure(context.Cause(runCtx)) {
-			stopCancel()
-		}
-	})
-	r.stopCtx = stopCtx
-	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
-		KeepWorktrees: r.spec.KeepWorktrees, Pool: r.spec.Pool, History: r.h, Journal: r.j, Stop: stopCtx, Backend: r.backend,
-		Logged: r.logged, Flush: r.flushSoon})
 
 	// A first process's clock starts at its started row: a resume's starts there too.
 	startedAt := time.Now().UTC()
@@ -207,13 +192,107 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	// is one that held it (crw flow start tells the two apart).
 	stopPublish := r.progress.publishLoop()
 	defer stopPublish()
-	started := StartedRow(r.spec, r.backend.Name(), script.Digest(), r.lease.Token())
-	started.At = startedAt
-	if _, err := r.j.Write(started); err != nil {
-		err := r.stopError(err)
+	stopped := func(cause error) (*store.Status, error) {
+		err := r.stopError(cause)
 		stopPublish()
 		r.progress.publishStopped(err)
 		return nil, err
+	}
+	if err := r.writeStarted(script, startedAt, cfg.Warnings); err != nil {
+		return stopped(err)
+	}
+	stopFlush := r.flushLoop()
+	defer stopFlush()
+	stopAnswers := r.answersLoop()
+	defer stopAnswers()
+	watched := r.watch(ctx, runCtx, cancel)
+	if l := r.spec.Limits; l != nil && l.DeadlineMS > 0 {
+		deadline := time.AfterFunc(time.Duration(l.DeadlineMS)*time.Millisecond, func() { cancel(errDeadline) })
+		defer deadline.Stop()
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.id)
+	}
+	r.progress.event(Event{Kind: EventStarted})
+
+	out, runErr := script.Run(runCtx)
+	if thrown := new(vm.ScriptError); runErr == nil || errors.As(runErr, &thrown) {
+		// However the workflow ended, returned or threw.
+		r.warnUnobserved(script)
+	}
+	why := endOf(context.Cause(runCtx))
+	if stopCause := r.stopCause(why, context.Cause(runCtx)); stopCause != nil {
+		// No ended row: a fixed script, a healthy disk or another process can resume the run.
+		// Calls in flight are left as a crash would leave them (their intents are journaled,
+		// a resume reconciles them), and not waited for: stopping means now.
+		cancel(failure{stopCause})
+		<-watched
+		r.placer.Stop()
+		return stopped(stopCause)
+	}
+	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled;
+	// past the deadline, held budget_exhausted: the run's time is spent.
+	if why.deadline {
+		r.interruptAll(ReasonDeadline)
+	} else {
+		r.interruptAll("cancelled")
+	}
+	r.wg.Wait()
+	cancel(nil)
+	<-watched
+	if cause := context.Cause(runCtx); isFailure(cause) {
+		return stopped(cause)
+	}
+	if !why.waitsForDecision {
+		r.endUnmade(why.cancelled)
+	}
+	end, ended, err := r.runEnd(why, out, runErr)
+	if err != nil {
+		return stopped(err)
+	}
+	if end.Status != store.RunPaused && end.Status != store.RunWaitingDecision {
+		// Before the ended row: a process that dies in between leaves a run a resume ends
+		// again, and cleans up again.
+		r.placer.CleanUp()
+	} else {
+		r.placer.DropIdle()
+	}
+	if _, err := r.j.Write(ended); err != nil {
+		return stopped(err)
+	}
+	stopPublish()
+	st := r.progress.publishEnded(end)
+	r.progress.event(Event{Kind: EventEnded, Status: journal.CallStatus(end.Status)})
+	return st, nil
+}
+
+// contexts makes the run's contexts: runCtx ends only with a cause this process gives it (the
+// caller's context ending is a stop like any other failure, see watch, so nothing that stop
+// causes reaches the journal); the stop context (r.stopCtx) ends only when the process stops,
+// and is what the placer runs git under.
+func (r *runner) contexts(ctx context.Context) (context.Context, context.CancelCauseFunc, context.CancelFunc) {
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.ctx, r.fail = runCtx, cancel
+	stopCtx, stopCancel := context.WithCancel(context.WithoutCancel(ctx))
+	context.AfterFunc(runCtx, func() {
+		if isFailure(context.Cause(runCtx)) {
+			stopCancel()
+		}
+	})
+	r.stopCtx = stopCtx
+	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
+		KeepWorktrees: r.spec.KeepWorktrees, Pool: r.spec.Pool, History: r.h, Journal: r.j, Stop: stopCtx, Backend: r.backend,
+		Logged: r.logged, Flush: r.flushSoon})
+	return runCtx, cancel, stopCancel
+}
+
+// writeStarted writes the process's started row, durably, and from it on the backend's
+// warnings that belong to no call.
+func (r *runner) writeStarted(script *vm.VM, at time.Time, warnings *Warnings) error {
+	started := StartedRow(r.spec, r.backend.Name(), script.Digest(), r.lease.Token())
+	started.At = at
+	if _, err := r.j.Write(started); err != nil {
+		return err
 	}
 	if w, ok := r.lease.(store.ProcessLockWarner); ok && w.ProcessLockError() != nil {
 		// Seed 003: warned about, and the run goes on with a started row that names no process.
@@ -221,13 +300,15 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 			Detail: "this process could not take a process lock of its own, and holds the run without one (its started row names no process): " +
 				w.ProcessLockError().Error()})
 	}
-	if cfg.Warnings != nil {
-		cfg.Warnings.bind(r.j)
+	if warnings != nil {
+		warnings.bind(r.j)
 	}
-	stopFlush := r.flushLoop()
-	defer stopFlush()
-	stopAnswers := r.answersLoop()
-	defer stopAnswers()
+	return nil
+}
+
+// watch stops the run when its cancel is requested, its lease is lost or the caller stops the
+// process; the channel it returns is closed once it no longer watches (runCtx ended).
+func (r *runner) watch(ctx, runCtx context.Context, cancel context.CancelCauseFunc) <-chan struct{} {
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -242,14 +323,6 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		case <-runCtx.Done():
 		}
 	}()
-	if l := r.spec.Limits; l != nil && l.DeadlineMS > 0 {
-		deadline := time.AfterFunc(time.Duration(l.DeadlineMS)*time.Millisecond, func() { cancel(errDeadline) })
-		defer deadline.Stop()
-	}
-	if cfg.OnStart != nil {
-		cfg.OnStart(r.id)
-	}
-	r.progress.event(Event{Kind: EventStarted})
 	select {
 	case <-r.lease.Cancelled():
 		// A request stored before this process began is honoured whatever the watcher's
@@ -257,63 +330,39 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		cancel(errCancelRequested)
 	default:
 	}
+	return watched
+}
 
-	out, runErr := script.Run(runCtx)
-	if thrown := new(vm.ScriptError); runErr == nil || errors.As(runErr, &thrown) {
-		// However the workflow ended, returned or threw.
-		r.warnUnobserved(script)
-	}
-	cancelled := errors.Is(context.Cause(runCtx), errCancelRequested)
-	deadline := errors.Is(context.Cause(runCtx), errDeadline)
-	waitsForDecision := errors.Is(context.Cause(runCtx), errWaitingDecision)
-	stopCause := context.Cause(runCtx)
-	if !isFailure(stopCause) {
-		stopCause = nil
-		if d := r.replay.Unmade(); d != nil && !cancelled && !deadline && !waitsForDecision {
-			// The resumed script ended without making a call its journal has: it took
-			// another path than the process that recorded it.
-			stopCause = d
-		}
-	}
-	if stopCause != nil {
-		// The process stops without ending the run (a divergence, a journal that failed, a
-		// lost lease, a signal): no ended row, so a fixed script, a healthy disk or another
-		// process can resume it. Calls still in flight are left as they are, as a crash would
-		// leave them: their intents are journaled and a resume reconciles them. Nothing waits
-		// for them: stopping means now.
-		cancel(failure{stopCause})
-		<-watched
-		r.placer.Stop()
-		err := r.stopError(stopCause)
-		stopPublish()
-		r.progress.publishStopped(err)
-		return nil, err
-	}
-	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled;
-	// past the deadline, held budget_exhausted: the run's time is spent.
-	if deadline {
-		r.interruptAll(ReasonDeadline)
-	} else {
-		r.interruptAll("cancelled")
-	}
-	r.wg.Wait()
-	cancel(nil)
-	<-watched
-	if cause := context.Cause(runCtx); isFailure(cause) {
-		err := r.stopError(cause)
-		stopPublish()
-		r.progress.publishStopped(err)
-		return nil, err
-	}
-	if !waitsForDecision {
-		r.endUnmade(cancelled)
-	}
+// why is how the script's run ended, from its context's cause.
+type why struct{ cancelled, deadline, waitsForDecision bool }
 
+func endOf(cause error) why {
+	return why{cancelled: errors.Is(cause, errCancelRequested), deadline: errors.Is(cause, errDeadline),
+		waitsForDecision: errors.Is(cause, errWaitingDecision)}
+}
+
+// stopCause is why the process stops without ending the run (a divergence, a journal that
+// failed, a lost lease, a signal): a failure that ended the
+// script's context, or a resumed script that ended without making a call its journal has (it
+// took another path than the process that recorded it); nil when the run ends.
+func (r *runner) stopCause(w why, cause error) error {
+	if isFailure(cause) {
+		return cause
+	}
+	if d := r.replay.Unmade(); d != nil && !w.cancelled && !w.deadline && !w.waitsForDecision {
+		return d
+	}
+	return nil
+}
+
+// runEnd is the run's end as the script's returned out or threw runErr, and its ended row; an
+// error when the script failed in a way that stops the process instead.
+func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status, *journal.Row, error) {
 	end := &store.Status{}
 	ended := &journal.Row{Type: journal.TypeEnded}
 	var se *vm.ScriptError
 	switch {
-	case waitsForDecision:
+	case w.waitsForDecision:
 		end.Status = store.RunWaitingDecision
 		r.mu.Lock()
 		for _, d := range r.pendingLocked() {
@@ -325,10 +374,10 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 			}
 		}
 		r.mu.Unlock()
-	case cancelled:
+	case w.cancelled:
 		end.Status = store.RunCancelled
 		end.Error = CancelledError(r.id)
-	case deadline:
+	case w.deadline:
 		end.Status = store.RunFailed
 		e := errs.New(errs.BudgetExhausted, "the run passed its deadline of %s (--deadline): the calls in flight were interrupted",
 			time.Duration(r.spec.Limits.DeadlineMS)*time.Millisecond).
@@ -340,10 +389,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	case errors.As(runErr, &se):
 		end.Status, end.Error = store.RunFailed, ThrownError(se)
 	default:
-		err := r.stopError(runErr)
-		stopPublish()
-		r.progress.publishStopped(err)
-		return nil, err
+		return nil, nil, runErr
 	}
 	r.mu.Lock()
 	if (r.paused || r.budgetHeld || r.hostBudgetHeld) && (end.Status == store.RunCompleted || end.Status == store.RunWaitingDecision) {
@@ -361,23 +407,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	r.mu.Unlock()
 	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error
-	if end.Status != store.RunPaused && end.Status != store.RunWaitingDecision {
-		// Before the ended row: a process that dies in between leaves a run a resume ends
-		// again, and cleans up again.
-		r.placer.CleanUp()
-	} else {
-		r.placer.DropIdle()
-	}
-	if _, err := r.j.Write(ended); err != nil {
-		err := r.stopError(err)
-		stopPublish()
-		r.progress.publishStopped(err)
-		return nil, err
-	}
-	stopPublish()
-	st := r.progress.publishEnded(end)
-	r.progress.event(Event{Kind: EventEnded, Status: journal.CallStatus(end.Status)})
-	return st, nil
+	return end, ended, nil
 }
 
 // StartedRow is the started row of a process of the run spec describes, on backend with the
