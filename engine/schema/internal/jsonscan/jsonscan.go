@@ -557,3 +557,18 @@ func (sc *Scanner) hex4(i int) (rune, *Error) {
 	}
 	return r, nil
 }
+
+// LineCol turns a byte offset into a 1-based line and column (in runes). The offset is
+// taken as just past the byte to name, as encoding/json's SyntaxError gives it.
+func LineCol(text string, off int) (int, int) {
+	off = min(max(off-1, 0), len(text))
+	line, col := 1, 1
+	for _, r := range text[:off] {
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}

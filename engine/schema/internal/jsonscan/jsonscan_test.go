@@ -61,9 +61,9 @@ func TestMemoize(t *testing.T) {
 func TestCompact(t *testing.T) {
 	cases := map[string]string{
 		` {"a" : [1, "x y" ,{ } ,[ ]] , "b":"\" }"} tail`: `{"a":[1,"x y",{},[]],"b":"\" }"}`,
-		"\n[\n\t1,\r\n\t2\n]":                            `[1,2]`,
-		`{"a":1}`:                                        `{"a":1}`,
-		` "a b" `:                                        `"a b"`,
+		"\n[\n\t1,\r\n\t2\n]":                             `[1,2]`,
+		`{"a":1}`:                                         `{"a":1}`,
+		` "a b" `:                                         `"a b"`,
 	}
 	for text, want := range cases {
 		sc := &Scanner{S: text, KeepSpaces: true}
