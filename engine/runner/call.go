@@ -474,12 +474,9 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 			r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
 			return
 		}
-		doc, extracted, err := schema.ParseAnswer(out.Text)
+		doc, extracted, err := validator.Answer(out.Text) // found, validated and compact, in one read
 		if err == nil {
-			err = validator.Validate(doc)
-		}
-		if err == nil {
-			row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
+			row := &journal.Row{Type: journal.TypeCompleted, Output: doc, Extracted: extracted}
 			if extracted {
 				raw := out.Text
 				row.RawText = &raw

@@ -90,6 +90,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		first := v.Validate(doc)
 		again := v.Validate(doc)
+		agreesWithAnswer(t, v, string(doc))
 		if (first == nil) != (again == nil) || (first != nil && first.Error() != again.Error()) {
 			t.Fatalf("two verdicts: %v, then %v\nschema %s\ndoc %s", first, again, schema, doc)
 		}
@@ -105,4 +106,27 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// agreesWithAnswer checks that Validator.Answer reads text as ParseAnswer, Validate and
+// json.Compact do one after the other.
+func agreesWithAnswer(t *testing.T, v *Validator, text string) {
+	t.Helper()
+	want, wantExtracted, wantErr := ParseAnswer(text)
+	if wantErr == nil {
+		wantErr = v.Validate(want)
+	}
+	var compact bytes.Buffer
+	if wantErr == nil {
+		if err := json.Compact(&compact, want); err != nil {
+			t.Fatalf("%q: json.Compact: %v", text, err)
+		}
+	}
+	got, extracted, err := v.Answer(text)
+	switch {
+	case (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()):
+		t.Fatalf("%q: Answer's error %v, want %v", text, err, wantErr)
+	case err == nil && (string(got) != compact.String() || extracted != wantExtracted):
+		t.Fatalf("%q: Answer = %s, %v; want %s, %v", text, got, extracted, compact.String(), wantExtracted)
+	}
 }

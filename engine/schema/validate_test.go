@@ -258,3 +258,40 @@ func BenchmarkValidate(b *testing.B) {
 		})
 	}
 }
+
+// Answer reads a model's answer once: found as ParseAnswer finds it, validated, and given
+// back as json.Compact writes it; its errors are ParseAnswer's, then Validate's.
+func TestValidatorAnswer(t *testing.T) {
+	v, err := Compile([]byte(wrapV(`{"type":"object","properties":{"s":{"type":"string"},"n":{"type":"array","items":{"type":"number"}}},"required":["s","n"],"additionalProperties":false}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, text, doc string
+		extracted       bool
+		err             string
+	}{
+		{"compact", `{"v":{"s":"a b","n":[1,2e3]}}`, `{"v":{"s":"a b","n":[1,2e3]}}`, false, ""},
+		{"spaced", "\n{ \"v\" :\t{\"s\": \" {\\\" } \",\r\n \"n\": [ 1 , -0.5 ] } }\n", `{"v":{"s":" {\" } ","n":[1,-0.5]}}`, false, ""},
+		{"in prose", "Here it is:\n{\"v\": {\"s\": \"x\", \"n\": []}}", `{"v":{"s":"x","n":[]}}`, true, ""},
+		{"invalid", `{"v":{"s":1,"n":["x"]}}`, "", false, `/v/n/0: expected number, got "x"; /v/s: expected string, got 1`},
+		{"out of range", `{"v":{"s":"a","n":[1, 1e9999999999999999]}}`, "", false, `/v/n/1: a number whose exponent is beyond ±1000000000000000 is out of range`},
+		{"not one document", `{"v":{"s":"a","n":[]}} {}`, "", false, "more than one JSON document"},
+		{"fenced", "```json\n{\"v\":{}}\n```", "", false, "text after the JSON document (a closing code fence)"},
+		{"duplicate name", `{"v":{"s":"a","s":"b","n":[]}}`, "", false, `invalid JSON: duplicate member name "s" (line 1, column 15)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc, extracted, err := v.Answer(c.text)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err || doc != nil {
+					t.Fatalf("Answer = %s, %v; want the error %q", doc, err, c.err)
+				}
+				return
+			}
+			if err != nil || string(doc) != c.doc || extracted != c.extracted {
+				t.Fatalf("Answer = %s, %v, %v; want %s, %v", doc, extracted, err, c.doc, c.extracted)
+			}
+		})
+	}
+}
