@@ -18,7 +18,7 @@ import (
 // validator and its synthesized instance are each made from the one tree read, when first
 // asked for, and kept. It is safe for concurrent use.
 type Schema struct {
-	raw    []byte          // the text, when it is not read into root
+	text   string          // the text, when it is not read into root
 	root   *jsontree.Value // nil when the text is not one JSON value within the limits
 	err    error           // why root is nil, as CheckStrict, Compile and Synthesize say it
 	weight int             // about the bytes it holds
@@ -43,11 +43,11 @@ func Load(raw []byte) *Schema { return schemas.get(raw) }
 
 // parse reads raw into a Schema, uncached.
 func parse(raw []byte) *Schema {
-	root, nodes, err := jsontree.Parse(raw)
+	text := string(raw) // a copy: the caller may change raw
+	root, nodes, err := jsontree.Parse(text)
 	s := &Schema{root: root, weight: len(raw) + nodeWeight*nodes}
 	if err != nil {
-		// Digest takes the text as it is; a copy, as the caller may change raw.
-		s.raw, s.err = slices.Clone(raw), fmt.Errorf("schema: %w", err)
+		s.text, s.err = text, fmt.Errorf("schema: %w", err) // Digest takes the text as it is
 	}
 	return s
 }
@@ -62,7 +62,7 @@ const nodeWeight = 200
 // one JSON value (within the limits of a schema document) is digested as it is.
 func (s *Schema) Digest() string {
 	s.digestOnce.Do(func() {
-		b := s.raw
+		b := []byte(s.text)
 		if s.root != nil {
 			b = jsontree.AppendCanonical(nil, s.root)
 		}

@@ -72,14 +72,13 @@ const (
 // ErrTooLarge is wrapped by the errors of Parse when its input goes beyond MaxSchemaDepth or MaxSchemaSize.
 var ErrTooLarge = errors.New("too large")
 
-// Parse decodes data, which must hold exactly one JSON value within the limits of a
+// Parse decodes s, which must hold exactly one JSON value within the limits of a
 // schema document. Duplicate member names are kept, for the strict rules to name. Nodes
 // is how many values the tree holds, a measure of the memory it takes.
-func Parse(data []byte) (root *Value, nodes int, err error) {
-	if len(data) > MaxSchemaSize {
-		return nil, 0, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(data), MaxSchemaSize)
+func Parse(s string) (root *Value, nodes int, err error) {
+	if len(s) > MaxSchemaSize {
+		return nil, 0, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(s), MaxSchemaSize)
 	}
-	s := string(data)
 	if strings.TrimLeft(s, " \t\r\n") == "" {
 		return nil, 0, fmt.Errorf("%w: empty input", ErrNotJSON)
 	}

@@ -28,7 +28,7 @@ func TestParseJSONErrors(t *testing.T) {
 		"[\"é\", \"\xff\", x]": "not a single JSON value: invalid character 'x' looking for beginning of value (line 1, column 12)",
 	}
 	for doc, want := range cases {
-		_, _, err := Parse([]byte(doc))
+		_, _, err := Parse(doc)
 		if err == nil || err.Error() != want || !errors.Is(err, ErrNotJSON) {
 			t.Errorf("%q: %v, want %q", doc, err, want)
 		}
@@ -38,7 +38,7 @@ func TestParseJSONErrors(t *testing.T) {
 // The tree keeps what the document says: numbers as written, strings decoded as
 // encoding/json decodes them, members in order, duplicates included.
 func TestParseJSONTree(t *testing.T) {
-	v, _, err := Parse([]byte(`{"n":[2e309,-0.5e-400,12345678901234567890],"s":"a\u00e9\ud83d\ude00\ud800\n","a":1,"a":true,"z":null}`))
+	v, _, err := Parse(`{"n":[2e309,-0.5e-400,12345678901234567890],"s":"a\u00e9\ud83d\ude00\ud800\n","a":1,"a":true,"z":null}`)
 	if err != nil {
 		t.Fatal(err)
 	}
