@@ -37,6 +37,14 @@ type Value struct {
 	Obj  []Member // in document order, repeated names included
 }
 
+// ContainerKind is KindObject for an object, else KindArray.
+func ContainerKind(obj bool) Kind {
+	if obj {
+		return KindObject
+	}
+	return KindArray
+}
+
 // Member is a member of an object.
 type Member struct {
 	Key string
@@ -126,10 +134,7 @@ func (b *treeBuilder) add(v *Value) {
 }
 
 func (b *treeBuilder) Open(obj bool) {
-	v := &Value{Kind: KindArray}
-	if obj {
-		v.Kind = KindObject
-	}
+	v := &Value{Kind: ContainerKind(obj)}
 	b.add(v)
 	b.open = append(b.open, v)
 }

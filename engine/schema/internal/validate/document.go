@@ -49,10 +49,7 @@ func (b *builder) add(d *datum) {
 }
 
 func (b *builder) Open(obj bool) {
-	d := &datum{kind: jsontree.KindArray}
-	if obj {
-		d.kind = jsontree.KindObject
-	}
+	d := &datum{kind: jsontree.ContainerKind(obj)}
 	b.add(d)
 	b.open = append(b.open, d)
 }
