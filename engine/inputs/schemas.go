@@ -2,14 +2,12 @@ package inputs
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/runtime/loader"
 )
 
-// Schema is what a call needs of its schema, worked out once per distinct schema text: a
-// workflow passes the same few schemas to thousands of calls.
+// Schema is what a call needs of its schema, worked out once per distinct schema text.
 type Schema struct {
 	Digest     string
 	Violations []schema.Violation
@@ -33,52 +31,26 @@ func (s *Schema) Refusal() string {
 	return ""
 }
 
-// Schemas compiles schemas once per distinct text, keeping at most maxSchemas: a script that
-// builds a new schema for every call (an enum of this call's choices) must not make the run
-// keep one per call. The zero value is ready; it is safe for concurrent use.
-type Schemas struct {
-	mu sync.Mutex
-	m  map[string]*Schema
-}
+// Schemas gives each call what it needs of its schema, from the one cache of the schemas
+// the process has read (schema.Load): a workflow passes the same few schemas to thousands
+// of calls, and every run's load checks the same built-in ones. The zero value is ready; it
+// is safe for concurrent use.
+type Schemas struct{}
 
 // Get returns the compiled schema of raw.
-func (c *Schemas) Get(raw []byte) *Schema {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.m[string(raw)]; ok {
-		return s
-	}
-	s := &Schema{Digest: schema.Digest(raw)}
-	s.Violations, s.Err = schema.CheckStrict(raw)
+func (*Schemas) Get(raw []byte) *Schema {
+	l := schema.Load(raw)
+	s := &Schema{Digest: l.Digest()}
+	s.Violations, s.Err = l.CheckStrict()
 	if s.Err == nil && len(s.Violations) == 0 {
-		s.Validator, s.Err = schema.Compile(raw)
+		s.Validator, s.Err = l.Validator()
 	}
-	if c.m == nil || len(c.m) >= maxSchemas {
-		c.m = map[string]*Schema{} // a new start costs a compile of each schema in use again
-	}
-	c.m[string(raw)] = s
 	return s
 }
 
-// maxSchemas bounds the schemas a Schemas keeps compiled.
-const maxSchemas = 256
-
-// checkedSchemas remembers the verdicts on schema texts: every run's load checks the same
-// built-in schemas again.
-var checkedSchemas sync.Map // string → []loader.Problem
-
 // CheckSchema applies the strict rules to a schema module's export (vm.Host.CheckSchema).
 func CheckSchema(s []byte) []loader.Problem {
-	if p, ok := checkedSchemas.Load(string(s)); ok {
-		return p.([]loader.Problem)
-	}
-	p := strictProblems(s)
-	checkedSchemas.Store(string(s), p)
-	return p
-}
-
-func strictProblems(s []byte) []loader.Problem {
-	vs, err := schema.CheckStrict(s)
+	vs, err := schema.Load(s).CheckStrict()
 	if err != nil {
 		return []loader.Problem{{Rule: "invalid", Message: err.Error()}}
 	}

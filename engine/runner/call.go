@@ -526,14 +526,11 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 		r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
 		return true, ""
 	}
-	doc, extracted, err := schema.ParseAnswer(out.Text)
-	if err == nil {
-		err = validator.Validate(doc)
-	}
+	doc, extracted, err := validator.Answer(out.Text) // found, validated and compact, in one read
 	if err != nil {
 		return false, err.Error()
 	}
-	row := &journal.Row{Type: journal.TypeCompleted, Output: canonical(doc), Extracted: extracted}
+	row := &journal.Row{Type: journal.TypeCompleted, Output: doc, Extracted: extracted}
 	if extracted {
 		raw := out.Text
 		row.RawText = &raw

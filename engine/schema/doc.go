@@ -1,8 +1,9 @@
-// Package schema holds what crw needs of JSON Schema for agent calls: the strict
-// structured-output rules a call's schema must follow (CheckStrict), the validation of an
-// answer against its schema (Compile, Validator.Validate), the reading of an answer that
-// must be one JSON document (ParseAnswer), a deterministic instance for the offline
-// backend (Synthesize) and a digest that ignores formatting (Digest).
+// Package schema holds what crw needs of JSON Schema for agent calls: a schema read once
+// (Load) into its digest, which ignores formatting (Digest), its verdict under the strict
+// structured-output rules a call's schema must follow (CheckStrict), its validator
+// (Compile, Validator.Validate, Validator.Answer) and a deterministic instance for the
+// offline backend (Synthesize); and the reading of an answer that must be one JSON
+// document (ParseAnswer).
 //
 // The strict rules: the root is {"type": "object"}; every object schema (type object, or
 // properties) sets "additionalProperties": false and lists every property in required;
@@ -22,11 +23,19 @@
 // JSON pointers, into a schema (Violation) or into a document (Problem), follow RFC 6901:
 // the root is the empty pointer, printed "(root)".
 //
-// Answers and schemas are read by one JSON parser, internal/jsonscan: linear in time, with
-// no recursion, refusing documents nested deeper than MaxDataDepth (answers) or
-// MaxSchemaDepth (schemas), and in answers duplicate member names and lone surrogates.
+// This package is the front of the packages that do the work, each with one job, each
+// depending only on those before it:
 //
-// It is larger than crw's other packages (about 2,600 lines) on purpose: the strict rules,
-// the validator and the synthesizer each walk the same subset of JSON Schema, and a keyword
-// added to one must be added to the others in the same change.
+//   - internal/jsonscan, the one JSON parser of answers and schemas: linear in time, with
+//     no recursion, refusing documents nested deeper than MaxDataDepth (answers) or
+//     MaxSchemaDepth (schemas), and in answers duplicate member names and lone surrogates;
+//   - internal/jsontree, a schema document read into a tree, its canonical form and its
+//     references;
+//   - internal/decimal, numbers as written;
+//   - internal/strict, the strict rules, over the tree;
+//   - internal/answer, the document found in an answer or read whole, in one scan;
+//   - internal/validate, the tree compiled into a Validator, and documents held to it;
+//   - internal/synth, an instance built from the tree.
+//
+// A keyword added to the subset is added to strict, validate and synth in the same change.
 package schema

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,36 +44,6 @@ func FuzzCheckStrict(f *testing.F) {
 		}
 		if err := v.Validate(doc); err != nil {
 			t.Fatalf("synthesized %s does not validate: %v\nschema %s", doc, err, data)
-		}
-	})
-}
-
-// FuzzParseAnswer: an accepted answer is exactly one JSON value, found in the text as
-// ParseAnswer's contract says, without duplicate member names and within MaxDataDepth; and
-// reading any answer takes time linear in its length.
-func FuzzParseAnswer(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, "x {\"a\":{}}", "```json\n{}\n```", `{"a":1}}`, `[1] {}`, `2 {"a":1}`, `{"a":{"b":1}`,
-		`{"v":"x","v":1}`, `ok {"\ud800":1,"\udc00":2}`, `{"a":"\ud83d\ude00"}`, `{"v":2e309}`, "Here: " + strings.Repeat(`{"a":`, 300),
-		strings.Repeat("[", 257) + strings.Repeat("]", 257), `x {"{":{"a":"}"}}`, "\"a {\\\"b\\\":1}\"", `"\udfff"`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		doc, extracted, steps, err := parseAnswer(text)
-		if steps > 4*len(text)+100 {
-			t.Fatalf("%q: %d steps for %d bytes", text, steps, len(text))
-		}
-		if err != nil {
-			return
-		}
-		trimmed := strings.TrimSpace(text)
-		switch {
-		case !extracted && string(doc) != trimmed:
-			t.Fatalf("%q: accepted %q, not the whole answer", text, doc)
-		case extracted && (doc[0] != '{' || !strings.HasSuffix(trimmed, string(doc)) || len(doc) == len(trimmed)):
-			t.Fatalf("%q: extracted %q, not an object that ends prose", text, doc)
-		}
-		if err := checkAccepted(doc); err != nil {
-			t.Fatalf("%q: accepted %q: %v", text, doc, err)
 		}
 	})
 }
@@ -122,6 +90,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		first := v.Validate(doc)
 		again := v.Validate(doc)
+		agreesWithAnswer(t, v, string(doc))
 		if (first == nil) != (again == nil) || (first != nil && first.Error() != again.Error()) {
 			t.Fatalf("two verdicts: %v, then %v\nschema %s\ndoc %s", first, again, schema, doc)
 		}
@@ -139,111 +108,25 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// checkAccepted checks with encoding/json what ParseAnswer promises of a document: one
-// valid value, member names distinct once decoded, nesting within MaxDataDepth.
-func checkAccepted(doc []byte) error {
-	if !json.Valid(doc) {
-		return errors.New("not JSON")
+// agreesWithAnswer checks that Validator.Answer reads text as ParseAnswer, Validate and
+// json.Compact do one after the other.
+func agreesWithAnswer(t *testing.T, v *Validator, text string) {
+	t.Helper()
+	want, wantExtracted, wantErr := ParseAnswer(text)
+	if wantErr == nil {
+		wantErr = v.Validate(want)
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	type level struct {
-		obj   bool
-		names map[string]bool
-		key   bool // the next string of an object is a name
-	}
-	var stack []*level
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *level
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if top != nil && top.obj {
-				top.key = true
-			}
-			stack = append(stack, &level{obj: tok == json.Delim('{'), names: map[string]bool{}, key: true})
-			if len(stack) > MaxDataDepth {
-				return errors.New("too deep")
-			}
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		if top != nil && top.obj {
-			if top.key {
-				name := tok.(string)
-				if top.names[name] {
-					return errors.New("duplicate name " + name)
-				}
-				top.names[name] = true
-			}
-			top.key = !top.key
+	var compact bytes.Buffer
+	if wantErr == nil {
+		if err := json.Compact(&compact, want); err != nil {
+			t.Fatalf("%q: json.Compact: %v", text, err)
 		}
 	}
-}
-
-// FuzzParseJSON: the schema tree parser and the answer scanner agree with encoding/json on
-// what is JSON, except for their documented refusals; and the tree says what the document
-// says.
-func FuzzParseJSON(f *testing.F) {
-	for _, s := range []string{`{}`, `[1,2.5e-3,-0,"a\u00e9\ud83d\ude00",true,false,null]`, `{"a":1,"a":2}`, `{"\ud800":1,"\udc00":2}`,
-		" {\"a\" : [ ] } \n", `{"a":1,}`, `[01]`, `[1.]`, `"\x"`, "\"\xff\"", `2e309`, strings.Repeat("[", 129) + strings.Repeat("]", 129),
-		strings.Repeat("[", 257) + strings.Repeat("]", 257), `{"a":"b"} x`, "", `"\ud800\ud800"`, `[tru]`} {
-		f.Add([]byte(s))
+	got, extracted, err := v.Answer(text)
+	switch {
+	case (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()):
+		t.Fatalf("%q: Answer's error %v, want %v", text, err, wantErr)
+	case err == nil && (string(got) != compact.String() || extracted != wantExtracted):
+		t.Fatalf("%q: Answer = %s, %v; want %s, %v", text, got, extracted, compact.String(), wantExtracted)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		valid := json.Valid(data)
-		v, err := parseJSON(data)
-		switch {
-		case err == nil && !valid:
-			t.Fatalf("%q: the tree parser accepts what encoding/json refuses", data)
-		case err != nil && valid && !errors.Is(err, ErrTooLarge):
-			t.Fatalf("%q: the tree parser refuses valid JSON: %v", data, err)
-		case err == nil:
-			var want, got any
-			if err := decodeNumbers(data, &want); err != nil {
-				t.Fatal(err)
-			}
-			if err := decodeNumbers(appendJSON(nil, v), &got); err != nil {
-				t.Fatalf("%q: the tree writes %q: %v", data, appendJSON(nil, v), err)
-			}
-			if !reflect.DeepEqual(want, got) {
-				t.Fatalf("%q: the tree reads %#v, encoding/json %#v", data, got, want)
-			}
-		}
-
-		t2 := strings.TrimLeft(string(data), " \t\r\n")
-		if t2 == "" {
-			return
-		}
-		sc := answerScanner(t2)
-		end, serr := sc.Value(0)
-		whole := serr == nil && strings.TrimLeft(t2[end:], " \t\r\n") == ""
-		switch {
-		case whole && !valid:
-			t.Fatalf("%q: the answer scanner accepts what encoding/json refuses", data)
-		case !whole && valid && serr == nil:
-			t.Fatalf("%q: the answer scanner stops at %d in valid JSON", data, end)
-		case !whole && valid && !serr.Refused:
-			t.Fatalf("%q: the answer scanner refuses valid JSON: %v", data, serr)
-		case whole && checkAccepted([]byte(t2)) != nil:
-			t.Fatalf("%q: the answer scanner accepts it: %v", data, checkAccepted([]byte(t2)))
-		}
-	})
-}
-
-func decodeNumbers(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	return dec.Decode(v)
 }

@@ -25,6 +25,11 @@ func obj(names ...string) string {
 		`],"additionalProperties":false}`
 }
 
+// ptr is the pointer base/tok, tok escaped as RFC 6901 says.
+func ptr(base, tok string) string {
+	return base + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+}
+
 // at is a violation's pointer and rule, what the tests compare.
 type at struct{ pointer, rule string }
 
@@ -261,9 +266,6 @@ func TestCheckStrictAllowedKeywords(t *testing.T) {
 	if got := check(t, withRef); len(got) != 0 {
 		t.Errorf("$defs/$ref: %v", got)
 	}
-	if len(allowedKeywords) != 20 {
-		t.Errorf("the strict list has 20 keywords, the table %d", len(allowedKeywords))
-	}
 }
 
 // nest builds a schema whose object nesting is levels deep, the root being level 1.
@@ -427,15 +429,11 @@ func TestCheckStrictRefCycle(t *testing.T) {
 		name, schema string
 		want         Violation
 	}{
-		{"self", withDefs(`"x":{"$ref":"#/$defs/x"}`), Violation{"/$defs/x/$ref", RuleRefCycle,
-			`the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
-		{"x to y to x", withDefs(`"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}`), Violation{"/$defs/y/$ref", RuleRefCycle,
-			`the $ref cycle #/$defs/x → #/$defs/y → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
-		{"through anyOf", withDefs(`"x":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}`), Violation{"/$defs/x/anyOf/0/$ref", RuleRefCycle,
-			`the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"self", withDefs(`"x":{"$ref":"#/$defs/x"}`), Violation{Pointer: "/$defs/x/$ref", Rule: RuleRefCycle, Message: `the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"x to y to x", withDefs(`"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}`), Violation{Pointer: "/$defs/y/$ref", Rule: RuleRefCycle, Message: `the $ref cycle #/$defs/x → #/$defs/y → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+		{"through anyOf", withDefs(`"x":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}`), Violation{Pointer: "/$defs/x/anyOf/0/$ref", Rule: RuleRefCycle, Message: `the $ref cycle #/$defs/x → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
 		{"nested anyOf", withDefs(`"x":{"anyOf":[{"type":"null"},{"anyOf":[{"$ref":"#/$defs/z"}]}]},"z":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"string"}]}`),
-			Violation{"/$defs/z/anyOf/0/$ref", RuleRefCycle,
-				`the $ref cycle #/$defs/x → #/$defs/z → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
+			Violation{Pointer: "/$defs/z/anyOf/0/$ref", Rule: RuleRefCycle, Message: `the $ref cycle #/$defs/x → #/$defs/z → #/$defs/x passes through no "properties" or "items": no value can satisfy it`}},
 	}
 	var long []string
 	for i := range 20 {
@@ -444,8 +442,7 @@ func TestCheckStrictRefCycle(t *testing.T) {
 	refused = append(refused, struct {
 		name, schema string
 		want         Violation
-	}{"a long loop, named by its ends", strings.Replace(withDefs(strings.Join(long, ",")), "#/$defs/x", "#/$defs/x0", 1), Violation{"/$defs/x19/$ref", RuleRefCycle,
-		`the $ref cycle #/$defs/x0 → #/$defs/x1 → #/$defs/x2 → #/$defs/x3 → … → #/$defs/x16 → #/$defs/x17 → #/$defs/x18 → #/$defs/x19 → #/$defs/x0 passes through no "properties" or "items": no value can satisfy it`}})
+	}{"a long loop, named by its ends", strings.Replace(withDefs(strings.Join(long, ",")), "#/$defs/x", "#/$defs/x0", 1), Violation{Pointer: "/$defs/x19/$ref", Rule: RuleRefCycle, Message: `the $ref cycle #/$defs/x0 → #/$defs/x1 → #/$defs/x2 → #/$defs/x3 → … → #/$defs/x16 → #/$defs/x17 → #/$defs/x18 → #/$defs/x19 → #/$defs/x0 passes through no "properties" or "items": no value can satisfy it`}})
 	for _, c := range refused {
 		vs, err := CheckStrict([]byte(c.schema))
 		if err != nil || !slices.Contains(vs, c.want) {

@@ -82,38 +82,38 @@ func TestValidate(t *testing.T) {
 		doc  string
 		want []Problem
 	}{
-		{"wrong type", review("score", `"3"`), []Problem{{"/score", "type", `expected integer, got "3"`}}},
-		{"not an integer", review("score", `2.5`), []Problem{{"/score", "type", "expected integer, got 2.5"}}},
-		{"enum", review("verdict", `"maybe"`), []Problem{{"/verdict", "enum", `must be one of "approve", "request_changes"`}}},
-		{"const", review("kind", `"other"`), []Problem{{"/kind", "const", `must be "review"`}}},
-		{"minimum", review("score", `-1`), []Problem{{"/score", "minimum", "must be at least 0"}}},
-		{"maximum", review("score", `11`), []Problem{{"/score", "maximum", "must be at most 10"}}},
-		{"exclusiveMinimum", review("ratio", `0`), []Problem{{"/ratio", "exclusiveMinimum", "must be greater than 0"}}},
-		{"exclusiveMaximum", review("ratio", `1`), []Problem{{"/ratio", "exclusiveMaximum", "must be less than 1"}}},
-		{"multipleOf", review("ratio", `0.3`), []Problem{{"/ratio", "multipleOf", "must be a multiple of 0.25"}}},
-		{"pattern", review("tag", `"Not OK"`), []Problem{{"/tag", "pattern", `"Not OK" does not match the pattern "^[a-z]+$"`}}},
-		{"missing", review("tag", ""), []Problem{{"", "required", `missing required property "tag"`}}},
-		{"unexpected", review("extra", `1`), []Problem{{"", "additionalProperties", `unexpected property "extra"`}}},
-		{"minItems", review("findings", `[]`), []Problem{{"/findings", "minItems", "must have at least 1 item, has 0"}}},
+		{"wrong type", review("score", `"3"`), []Problem{{Path: "/score", Keyword: "type", Message: `expected integer, got "3"`}}},
+		{"not an integer", review("score", `2.5`), []Problem{{Path: "/score", Keyword: "type", Message: "expected integer, got 2.5"}}},
+		{"enum", review("verdict", `"maybe"`), []Problem{{Path: "/verdict", Keyword: "enum", Message: `must be one of "approve", "request_changes"`}}},
+		{"const", review("kind", `"other"`), []Problem{{Path: "/kind", Keyword: "const", Message: `must be "review"`}}},
+		{"minimum", review("score", `-1`), []Problem{{Path: "/score", Keyword: "minimum", Message: "must be at least 0"}}},
+		{"maximum", review("score", `11`), []Problem{{Path: "/score", Keyword: "maximum", Message: "must be at most 10"}}},
+		{"exclusiveMinimum", review("ratio", `0`), []Problem{{Path: "/ratio", Keyword: "exclusiveMinimum", Message: "must be greater than 0"}}},
+		{"exclusiveMaximum", review("ratio", `1`), []Problem{{Path: "/ratio", Keyword: "exclusiveMaximum", Message: "must be less than 1"}}},
+		{"multipleOf", review("ratio", `0.3`), []Problem{{Path: "/ratio", Keyword: "multipleOf", Message: "must be a multiple of 0.25"}}},
+		{"pattern", review("tag", `"Not OK"`), []Problem{{Path: "/tag", Keyword: "pattern", Message: `"Not OK" does not match the pattern "^[a-z]+$"`}}},
+		{"missing", review("tag", ""), []Problem{{Path: "", Keyword: "required", Message: `missing required property "tag"`}}},
+		{"unexpected", review("extra", `1`), []Problem{{Path: "", Keyword: "additionalProperties", Message: `unexpected property "extra"`}}},
+		{"minItems", review("findings", `[]`), []Problem{{Path: "/findings", Keyword: "minItems", Message: "must have at least 1 item, has 0"}}},
 		{"maxItems", review("findings", `[{"title":"a","line":1,"where":null},{"title":"b","line":1,"where":null},{"title":"c","line":1,"where":null}]`),
-			[]Problem{{"/findings", "maxItems", "must have at most 2 items, has 3"}}},
+			[]Problem{{Path: "/findings", Keyword: "maxItems", Message: "must have at most 2 items, has 3"}}},
 		{"nested", review("findings", `[{"title":"a","line":1,"where":null},{"title":5,"line":"x","where":null,"more":1}]`),
 			[]Problem{
-				{"/findings/1", "additionalProperties", `unexpected property "more"`},
-				{"/findings/1/line", "type", `expected integer or null, got "x"`},
-				{"/findings/1/title", "type", "expected string, got 5"},
+				{Path: "/findings/1", Keyword: "additionalProperties", Message: `unexpected property "more"`},
+				{Path: "/findings/1/line", Keyword: "type", Message: `expected integer or null, got "x"`},
+				{Path: "/findings/1/title", Keyword: "type", Message: "expected string, got 5"},
 			}},
 		{"through anyOf and ref", review("findings", `[{"title":"a","line":1,"where":{"file":"a.go"}}]`),
-			[]Problem{{"/findings/0/where", "required", `missing required property "line"`}}},
+			[]Problem{{Path: "/findings/0/where", Keyword: "required", Message: `missing required property "line"`}}},
 		{"anyOf no branch fits", review("findings", `[{"title":"a","line":1,"where":"a.go:3"}]`),
-			[]Problem{{"/findings/0/where", "type", `expected object or null, got "a.go:3"`}}},
-		{"root not an object", `[1]`, []Problem{{"", "type", "expected object, got an array"}}},
+			[]Problem{{Path: "/findings/0/where", Keyword: "type", Message: `expected object or null, got "a.go:3"`}}},
+		{"root not an object", `[1]`, []Problem{{Path: "", Keyword: "type", Message: "expected object, got an array"}}},
 		{"several", `{"verdict":1,"kind":"review"}`, []Problem{
-			{"", "required", `missing required property "score"`},
-			{"", "required", `missing required property "ratio"`},
-			{"", "required", `missing required property "tag"`},
-			{"", "required", `missing required property "findings"`},
-			{"/verdict", "type", "expected string, got 1"},
+			{Path: "", Keyword: "required", Message: `missing required property "score"`},
+			{Path: "", Keyword: "required", Message: `missing required property "ratio"`},
+			{Path: "", Keyword: "required", Message: `missing required property "tag"`},
+			{Path: "", Keyword: "required", Message: `missing required property "findings"`},
+			{Path: "/verdict", Keyword: "type", Message: "expected string, got 1"},
 		}},
 	}
 	for _, c := range cases {
@@ -157,7 +157,7 @@ func TestValidateNotOneDocument(t *testing.T) {
 }
 
 func TestValidationErrorMessage(t *testing.T) {
-	e := &ValidationError{Problems: []Problem{{"", "required", "missing required property \"a\""}, {"/b/0", "type", "expected string, got 1"}}}
+	e := &ValidationError{Problems: []Problem{{Path: "", Keyword: "required", Message: "missing required property \"a\""}, {Path: "/b/0", Keyword: "type", Message: "expected string, got 1"}}}
 	if got, want := e.Error(), `(root): missing required property "a"; /b/0: expected string, got 1`; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
@@ -166,7 +166,7 @@ func TestValidationErrorMessage(t *testing.T) {
 	}
 	var many ValidationError
 	for i := range 13 {
-		many.Problems = append(many.Problems, Problem{fmt.Sprintf("/%d", i), "type", "bad"})
+		many.Problems = append(many.Problems, Problem{Path: fmt.Sprintf("/%d", i), Keyword: "type", Message: "bad"})
 	}
 	if got := many.Error(); !strings.HasSuffix(got, "/9: bad; and 3 more") {
 		t.Errorf("Error() = %q", got)
@@ -254,6 +254,43 @@ func BenchmarkValidate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = v.Validate([]byte(doc))
+			}
+		})
+	}
+}
+
+// Answer reads a model's answer once: found as ParseAnswer finds it, validated, and given
+// back as json.Compact writes it; its errors are ParseAnswer's, then Validate's.
+func TestValidatorAnswer(t *testing.T) {
+	v, err := Compile([]byte(wrapV(`{"type":"object","properties":{"s":{"type":"string"},"n":{"type":"array","items":{"type":"number"}}},"required":["s","n"],"additionalProperties":false}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, text, doc string
+		extracted       bool
+		err             string
+	}{
+		{"compact", `{"v":{"s":"a b","n":[1,2e3]}}`, `{"v":{"s":"a b","n":[1,2e3]}}`, false, ""},
+		{"spaced", "\n{ \"v\" :\t{\"s\": \" {\\\" } \",\r\n \"n\": [ 1 , -0.5 ] } }\n", `{"v":{"s":" {\" } ","n":[1,-0.5]}}`, false, ""},
+		{"in prose", "Here it is:\n{\"v\": {\"s\": \"x\", \"n\": []}}", `{"v":{"s":"x","n":[]}}`, true, ""},
+		{"invalid", `{"v":{"s":1,"n":["x"]}}`, "", false, `/v/n/0: expected number, got "x"; /v/s: expected string, got 1`},
+		{"out of range", `{"v":{"s":"a","n":[1, 1e9999999999999999]}}`, "", false, `/v/n/1: a number whose exponent is beyond ±1000000000000000 is out of range`},
+		{"not one document", `{"v":{"s":"a","n":[]}} {}`, "", false, "more than one JSON document"},
+		{"fenced", "```json\n{\"v\":{}}\n```", "", false, "text after the JSON document (a closing code fence)"},
+		{"duplicate name", `{"v":{"s":"a","s":"b","n":[]}}`, "", false, `invalid JSON: duplicate member name "s" (line 1, column 15)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc, extracted, err := v.Answer(c.text)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err || doc != nil {
+					t.Fatalf("Answer = %s, %v; want the error %q", doc, err, c.err)
+				}
+				return
+			}
+			if err != nil || string(doc) != c.doc || extracted != c.extracted {
+				t.Fatalf("Answer = %s, %v, %v; want %s, %v", doc, extracted, err, c.doc, c.extracted)
 			}
 		})
 	}

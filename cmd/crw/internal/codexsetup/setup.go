@@ -112,49 +112,105 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 			return rep, nil
 		}
 	}
-	configPath := filepath.Join(o.CodexHome, "config.toml")
-	hooksPath := filepath.Join(o.CodexHome, "hooks.json")
-	config, err := readOptional(configPath)
-	if err != nil {
+	s := &setup{o: o, check: check, rep: rep,
+		configPath: filepath.Join(o.CodexHome, "config.toml"), hooksPath: filepath.Join(o.CodexHome, "hooks.json")}
+	if err := s.readUserFiles(); err != nil {
 		return nil, err
 	}
-	user, ours, err := splitBlock(string(config))
+	if err := s.roles(); err != nil {
+		return nil, err
+	}
+	haveHooks, _ := readOptional(s.hooksPath)
+	if !bytes.Equal(haveHooks, s.hooks) {
+		if check {
+			rep.Hook.Status = "missing"
+			rep.Missing = append(rep.Missing, "the spawn hook in "+s.hooksPath)
+		} else {
+			s.writes = append(s.writes, write{s.hooksPath, s.hooks})
+		}
+	}
+	if err := s.configFile(); err != nil {
+		return nil, err
+	}
+	if !check {
+		if err := os.MkdirAll(filepath.Join(o.CodexHome, "crw", "agents"), 0o700); err != nil {
+			return nil, err
+		}
+		for _, w := range s.writes {
+			if err := writeFile(w.path, w.data); err != nil {
+				return nil, err
+			}
+			rep.Written = append(rep.Written, w.path)
+		}
+	}
+	if err := s.trust(ctx); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// setup is one run of Setup: what it read of the user's files, and what it would write.
+type setup struct {
+	o                     Options
+	check                 bool
+	rep                   *Report
+	configPath, hooksPath string
+	config                []byte         // config.toml as it is
+	user, ours            string         // its user's part, and crw's block
+	agents                map[string]any // the user's [agents] table
+	hooks                 []byte         // hooks.json with crw's hook
+	userTrust             bool           // the user trusts the hook's key in their own part
+	writes                []write
+	block                 strings.Builder // crw's block of config.toml, without its trust and end
+}
+
+type write struct {
+	path string
+	data []byte
+}
+
+// readUserFiles reads config.toml and hooks.json, and works out hooks.json with crw's hook.
+func (s *setup) readUserFiles() error {
+	config, err := readOptional(s.configPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
+		return err
+	}
+	s.config = config
+	s.user, s.ours, err = splitBlock(string(config))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUserFile, s.configPath, err)
 	}
 	var userConfig map[string]any
-	if _, err := toml.Decode(user, &userConfig); err != nil {
-		return nil, fmt.Errorf("%w: %s: not TOML: %v", ErrUserFile, configPath, err)
+	if _, err := toml.Decode(s.user, &userConfig); err != nil {
+		return fmt.Errorf("%w: %s: not TOML: %v", ErrUserFile, s.configPath, err)
 	}
-	agents, err := table(userConfig, "agents")
+	if s.agents, err = table(userConfig, "agents"); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUserFile, s.configPath, err)
+	}
+	hooks, group, err := mergeHook(s.hooksPath, s.o.HookCommand)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
+		return fmt.Errorf("%w: %v", ErrUserFile, err)
 	}
-	hooks, group, err := mergeHook(hooksPath, o.HookCommand)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUserFile, err)
-	}
-	rep.Hook = HookReport{Command: o.HookCommand, Key: fmt.Sprintf("%s:pre_tool_use:%d:0", hooksPath, group)}
-	userTrust := false // the user trusts the hook's key in their own part
+	s.hooks = hooks
+	s.rep.Hook = HookReport{Command: s.o.HookCommand, Key: fmt.Sprintf("%s:pre_tool_use:%d:0", s.hooksPath, group)}
 	if hooksTable, err := table(userConfig, "hooks"); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUserFile, configPath, err)
+		return fmt.Errorf("%w: %s: %v", ErrUserFile, s.configPath, err)
 	} else if state, err := table(hooksTable, "state"); err != nil {
-		return nil, fmt.Errorf("%w: %s: hooks.%v", ErrUserFile, configPath, err)
+		return fmt.Errorf("%w: %s: hooks.%v", ErrUserFile, s.configPath, err)
 	} else {
-		_, userTrust = state[rep.Hook.Key]
+		_, s.userTrust = state[s.rep.Hook.Key]
 	}
+	return nil
+}
 
-	// The role files, and the [agents.<role>] tables of the roles the user leaves to crw.
-	type write struct {
-		path string
-		data []byte
-	}
-	var writes []write
-	var block strings.Builder
-	block.WriteString(blockStart + "\n")
+// roles works out the role files, and the [agents.<role>] tables of the roles the user
+// leaves to crw.
+func (s *setup) roles() error {
+	rep := s.rep
+	s.block.WriteString(blockStart + "\n")
 	for _, role := range bound.Roles {
-		r := RoleReport{Role: role, File: filepath.Join(o.CodexHome, "crw", "agents", role+".toml"), Pair: o.Roles[role]}
-		if _, defined := agents[role]; defined {
+		r := RoleReport{Role: role, File: filepath.Join(s.o.CodexHome, "crw", "agents", role+".toml"), Pair: s.o.Roles[role]}
+		if _, defined := s.agents[role]; defined {
 			r.Status = "user_defined"
 			rep.Roles = append(rep.Roles, r)
 			continue
@@ -162,123 +218,118 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 		want := roleFile(role, r.Pair)
 		have, err := readOptional(r.File)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch {
 		case bytes.Equal(have, want):
 			r.Status = "in_place"
-		case check && have == nil:
+		case s.check && have == nil:
 			r.Status = "missing"
-		case check:
+		case s.check:
 			r.Status = "out_of_date"
 		default:
-			writes = append(writes, write{r.File, want})
+			s.writes = append(s.writes, write{r.File, want})
 			r.Status = "written"
 		}
 		if r.Status == "missing" || r.Status == "out_of_date" {
 			rep.Missing = append(rep.Missing, "role "+role+": "+r.Status)
 		}
-		fmt.Fprintf(&block, "[agents.%s]\ndescription = %s\nconfig_file = %s\n\n", role, strconv.Quote("crw's "+role+" role"),
+		fmt.Fprintf(&s.block, "[agents.%s]\ndescription = %s\nconfig_file = %s\n\n", role, strconv.Quote("crw's "+role+" role"),
 			strconv.Quote(filepath.ToSlash(filepath.Join("crw", "agents", role+".toml"))))
 		rep.Roles = append(rep.Roles, r)
 	}
-	haveHooks, _ := readOptional(hooksPath)
-	if !bytes.Equal(haveHooks, hooks) {
-		if check {
-			rep.Hook.Status = "missing"
-			rep.Missing = append(rep.Missing, "the spawn hook in "+hooksPath)
-		} else {
-			writes = append(writes, write{hooksPath, hooks})
-		}
-	}
+	return nil
+}
 
-	// config.toml: the user's part as it was, crw's block after it, checked to be TOML as a
-	// whole before it is written. The trust entry is the hash Codex gives the hook as hooks.json
-	// holds it, asked once that file is written; the block keeps one for the same key meanwhile.
-	configText := func(trust string) (string, error) {
-		text := block.String() + trust + blockEnd + "\n"
-		sep := ""
-		if user != "" && !strings.HasSuffix(user, "\n") {
-			sep = "\n"
-		}
-		whole := user + sep + text
-		// Checked by a strict TOML 1.0 decoder, as Codex reads it: BurntSushi's lets an inline
-		// table be extended by crw's [agents.<role>], which Codex refuses.
-		var parsed map[string]any
-		if err := stricttoml.Unmarshal([]byte(whole), &parsed); err != nil {
-			return "", fmt.Errorf("%w: %s: crw's roles and trust cannot be added to your settings without breaking them (%v); define the roles yourself or move the clashing settings", ErrUserFile, configPath, err)
-		}
-		return whole, nil
+// configText is config.toml: the user's part as it was, crw's block after it with trust,
+// checked to be TOML as a whole before it is written.
+func (s *setup) configText(trust string) (string, error) {
+	text := s.block.String() + trust + blockEnd + "\n"
+	sep := ""
+	if s.user != "" && !strings.HasSuffix(s.user, "\n") {
+		sep = "\n"
 	}
-	trustEntry := func(hash string) string {
-		if userTrust {
-			return "" // the user's own part trusts the key
-		}
-		return fmt.Sprintf("[hooks.state.%s]\ntrusted_hash = %s\n\n", strconv.Quote(rep.Hook.Key), strconv.Quote(hash))
+	whole := s.user + sep + text
+	// Checked by a strict TOML 1.0 decoder, as Codex reads it: BurntSushi's lets an inline
+	// table be extended by crw's [agents.<role>], which Codex refuses.
+	var parsed map[string]any
+	if err := stricttoml.Unmarshal([]byte(whole), &parsed); err != nil {
+		return "", fmt.Errorf("%w: %s: crw's roles and trust cannot be added to your settings without breaking them (%v); define the roles yourself or move the clashing settings", ErrUserFile, s.configPath, err)
 	}
-	oldTrust := trustOf(ours)
-	if userTrust || !strings.HasPrefix(oldTrust, "[hooks.state."+strconv.Quote(rep.Hook.Key)+"]") {
+	return whole, nil
+}
+
+// trustEntry trusts the hook's key with hash, unless the user's own part does.
+func (s *setup) trustEntry(hash string) string {
+	if s.userTrust {
+		return ""
+	}
+	return fmt.Sprintf("[hooks.state.%s]\ntrusted_hash = %s\n\n", strconv.Quote(s.rep.Hook.Key), strconv.Quote(hash))
+}
+
+// configFile works out config.toml. The trust entry is the hash Codex gives the hook as
+// hooks.json holds it, asked once that file is written; the block keeps one for the same
+// key meanwhile.
+func (s *setup) configFile() error {
+	oldTrust := trustOf(s.ours)
+	if s.userTrust || !strings.HasPrefix(oldTrust, "[hooks.state."+strconv.Quote(s.rep.Hook.Key)+"]") {
 		oldTrust = ""
 	}
-	whole, err := configText(oldTrust)
+	whole, err := s.configText(oldTrust)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := configText(trustEntry("sha256:" + strings.Repeat("0", 64))); err != nil {
-		return nil, err // the hook's trust, once Codex gives its hash, would not fit either
+	if _, err := s.configText(s.trustEntry("sha256:" + strings.Repeat("0", 64))); err != nil {
+		return err // the hook's trust, once Codex gives its hash, would not fit either
 	}
-	if whole != string(config) {
-		if check {
-			rep.Missing = append(rep.Missing, "crw's block of "+configPath)
+	if whole != string(s.config) {
+		if s.check {
+			s.rep.Missing = append(s.rep.Missing, "crw's block of "+s.configPath)
 		} else {
-			writes = append(writes, write{configPath, []byte(whole)})
+			s.writes = append(s.writes, write{s.configPath, []byte(whole)})
 		}
 	}
-	if !check {
-		if err := os.MkdirAll(filepath.Join(o.CodexHome, "crw", "agents"), 0o700); err != nil {
-			return nil, err
-		}
-		for _, w := range writes {
-			if err := writeFile(w.path, w.data); err != nil {
-				return nil, err
-			}
-			rep.Written = append(rep.Written, w.path)
-		}
-	}
+	return nil
+}
+
+// trust asks Codex how it trusts the hook and, unless checking, trusts it with the hash
+// Codex gives.
+func (s *setup) trust(ctx context.Context) error {
+	o, rep := s.o, s.rep
 	if o.Trust == nil {
 		if rep.Hook.Status == "" {
 			rep.Hook.Status = "untrusted"
 		}
 		rep.Hook.Detail = "no codex binary to read the hook's hash from: Codex will not run it until it is trusted"
 		rep.Missing = append(rep.Missing, "the spawn hook's trust")
-		return rep, nil
+		return nil
 	}
-	if check && rep.Hook.Status == "missing" {
-		return rep, nil // Codex cannot list a hook that is not written
+	if s.check && rep.Hook.Status == "missing" {
+		return nil // Codex cannot list a hook that is not written
 	}
 	states, err := o.Trust(ctx, o.CodexHome)
 	if err != nil {
-		return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
+		return fmt.Errorf("reading the hooks' trust from Codex: %w", err)
 	}
 	st, ok := states[rep.Hook.Key]
 	if !ok {
 		rep.Hook.Status, rep.Hook.Detail = "missing", "Codex does not list the hook "+rep.Hook.Key+" (see crw codex setup --check, and hooks.json)"
 		rep.Missing = append(rep.Missing, "the spawn hook, as Codex lists its hooks")
-		return rep, nil
+		return nil
 	}
-	if st.Status != "trusted" && !check && !userTrust {
-		whole, err := configText(trustEntry(st.Hash))
+	if st.Status != "trusted" && !s.check && !s.userTrust {
+		whole, err := s.configText(s.trustEntry(st.Hash))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := writeFile(configPath, []byte(whole)); err != nil {
-			return nil, err
+		if err := writeFile(s.configPath, []byte(whole)); err != nil {
+			return err
 		}
-		if !slices.Contains(rep.Written, configPath) {
-			rep.Written = append(rep.Written, configPath)
+		if !slices.Contains(rep.Written, s.configPath) {
+			rep.Written = append(rep.Written, s.configPath)
 		}
 		if states, err = o.Trust(ctx, o.CodexHome); err != nil {
-			return nil, fmt.Errorf("reading the hooks' trust from Codex: %w", err)
+			return fmt.Errorf("reading the hooks' trust from Codex: %w", err)
 		}
 		st = states[rep.Hook.Key]
 	}
@@ -286,7 +337,7 @@ func Setup(ctx context.Context, o Options, check bool) (*Report, error) {
 	if st.Status != "trusted" {
 		rep.Missing = append(rep.Missing, "the spawn hook's trust ("+st.Status+")")
 	}
-	return rep, nil
+	return nil
 }
 
 // table is the table under key of a decoded TOML document (nil when absent); any other value

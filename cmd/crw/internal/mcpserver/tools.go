@@ -28,7 +28,16 @@ const (
 		`inspect and act on its state.`
 )
 
+// addTools adds every tool, in the order tools/list gives them.
 func (s *Server) addTools(backends *backend.Registry) {
+	s.addRunTools(backends)
+	s.addControlTools()
+	s.addRecoveryTools()
+}
+
+// addRunTools adds the tools that start a run and follow it: start, status, and a session
+// run's next and dispatched.
+func (s *Server) addRunTools(backends *backend.Registry) {
 	add(s, tool{name: "start", title: "Start a workflow run", payload: "run", mutation: true,
 		description: `Start a workflow run in a process of its own, as crw flow start does, and answer once that ` +
 			`process holds the run: {run, pid, state, warnings, preview}. The run goes on after the call; watch it ` +
@@ -78,6 +87,10 @@ func (s *Server) addTools(backends *backend.Registry) {
 			waitBounds(in)
 			property(in, "k")["minimum"], property(in, "attempt")["minimum"] = 1, 1
 		}}, s.dispatched)
+}
+
+// addControlTools adds the tools that move a run on: answer, cancel, resume.
+func (s *Server) addControlTools() {
 	add(s, tool{name: "answer", title: "Answer a decision", payload: "answer", mutation: true,
 		description: `Answer a decision the run waits for (crw.decide), as crw flow answer does: the value is checked ` +
 			`against the decision's schema and journaled, and the run resumes in a process of its own unless ` +
@@ -101,6 +114,11 @@ func (s *Server) addTools(backends *backend.Registry) {
 			onError + onRun + ` revision_conflict ` +
 			`(divergence): the workflow asks for other calls than the journal recorded: resume with the script it ` +
 			`was recorded with; shadow shows what changed. run_env_unusable: make the run's recorded TMPDIR again.` + onKey}, s.resume)
+}
+
+// addRecoveryTools adds the tools that diagnose a run and reconcile what is unknown:
+// inspect, effects, audit, recover, shadow.
+func (s *Server) addRecoveryTools() {
 	add(s, tool{name: "inspect", title: "A run's diagnosis", payload: "inspection",
 		description: `A run's diagnosis in one read, as crw flow inspect gives it: its status, the calls with no ` +
 			`outcome yet, the nodes a call with an unknown outcome holds, its unresolved effects, the decisions it ` +

@@ -27,8 +27,32 @@ type Scanner struct {
 	Memoize bool
 	// Steps counts the bytes examined, for the linear-time tests.
 	Steps int
+	// KeepSpaces has Value note in Spaces the runs of whitespace between the tokens of the
+	// value it reads (never those inside a string), so that the value can be written
+	// compactly without reading it again (Compact).
+	KeepSpaces bool
+	Spaces     []Span
 
 	memo []int32
+}
+
+// Span is S[From:To].
+type Span struct{ From, To int }
+
+// Compact is S[from:to], the text of a value Value read with KeepSpaces, without the
+// whitespace between its tokens: what json.Compact makes of it.
+func (sc *Scanner) Compact(from, to int) string {
+	if len(sc.Spaces) == 0 {
+		return sc.S[from:to]
+	}
+	b := make([]byte, 0, to-from)
+	for _, sp := range sc.Spaces {
+		if sp.From >= from && sp.To <= to {
+			b = append(b, sc.S[from:sp.From]...)
+			from = sp.To
+		}
+	}
+	return string(append(b, sc.S[from:to]...))
 }
 
 // Kind is the kind of a scalar a Builder gets.
@@ -121,155 +145,186 @@ type frame struct {
 // Value reads the value that starts at S[pos:] after whitespace and returns the offset just
 // after it, trailing whitespace not included.
 func (sc *Scanner) Value(pos int) (int, *Error) {
-	s := sc.S
-	if sc.Memoize && len(sc.memo) != len(s) {
-		sc.memo = make([]int32, len(s))
+	if sc.Memoize && len(sc.memo) != len(sc.S) {
+		sc.memo = make([]int32, len(sc.S))
 	}
-	decode := sc.Build != nil || sc.Strict
-	var stack []frame
-	var names []map[string]struct{} // Strict: the member names of each open frame
-	fail := func(e *Error) (int, *Error) {
-		if sc.Memoize {
-			code := int32(memoSyntax)
-			if e.EOF {
-				code = memoEOF
-			}
-			for _, f := range stack {
-				if f.obj {
-					sc.memo[f.start] = code
-				}
-			}
-		}
-		return 0, e
-	}
+	sc.Spaces = sc.Spaces[:0]
+	r := run{sc: sc, decode: sc.Build != nil || sc.Strict}
 	st := wantValue
 	for {
-		for pos < len(s) && IsSpace(s[pos]) {
-			pos++
-			sc.Steps++
+		pos = r.skipSpace(pos)
+		if pos == len(sc.S) {
+			return r.fail(eofErr(sc.S))
 		}
-		if pos == len(s) {
-			return fail(eofErr(s))
-		}
-		c := s[pos]
 		sc.Steps++
-		closed := false
+		var done bool
+		var err *Error
 		switch st {
 		case wantValue, wantValueOrClose:
-			if c == ']' && st == wantValueOrClose {
-				closed = true
-				break
-			}
-			if c == '{' && sc.Memoize && sc.memo[pos] != 0 {
-				switch m := sc.memo[pos]; m {
-				case memoSyntax:
-					return fail(errMemoSyntax)
-				case memoEOF:
-					return fail(eofErr(s))
-				default:
-					pos = int(m)
-				}
-				break
-			}
-			if c == '{' || c == '[' {
-				if sc.MaxDepth > 0 && len(stack) >= sc.MaxDepth {
-					e := refused(pos, "nested deeper than %d levels", sc.MaxDepth)
-					e.Deep = true
-					return fail(e)
-				}
-				stack = append(stack, frame{start: pos, obj: c == '{'})
-				if sc.Strict {
-					names = append(names, nil)
-				}
-				if sc.Build != nil {
-					sc.Build.Open(c == '{')
-				}
-				pos++
-				st = wantValueOrClose
-				if c == '{' {
-					st = wantKeyOrClose
-				}
-				continue
-			}
-			end, err := sc.scalar(pos)
-			if err != nil {
-				return fail(err)
-			}
-			pos = end
+			pos, st, done, err = r.value(pos, st)
 		case wantKeyOrClose, wantKey:
-			if c == '}' && st == wantKeyOrClose {
-				closed = true
-				break
-			}
-			if c != '"' {
-				return fail(syntaxErr(s, pos, "looking for beginning of object key string"))
-			}
-			key, end, err := sc.str(pos, decode)
-			if err != nil {
-				return fail(err)
-			}
-			if sc.Strict {
-				seen := names[len(names)-1]
-				if _, dup := seen[key]; dup {
-					return fail(refused(pos, "duplicate member name %s", quoteName(key)))
-				}
-				if seen == nil {
-					seen = map[string]struct{}{}
-					names[len(names)-1] = seen
-				}
-				seen[key] = struct{}{}
-			}
-			if sc.Build != nil {
-				sc.Build.Key(key)
-			}
-			pos = end
-			st = wantColon
-			continue
+			pos, st, done, err = r.key(pos, st)
 		case wantColon:
-			if c != ':' {
-				return fail(syntaxErr(s, pos, "after object key"))
+			if sc.S[pos] != ':' {
+				return r.fail(syntaxErr(sc.S, pos, "after object key"))
 			}
-			pos++
-			st = wantValue
-			continue
+			pos, st = pos+1, wantValue
 		case wantCommaOrClose:
-			top := stack[len(stack)-1]
-			switch {
-			case c == ',':
-				pos++
-				st = wantValue
-				if top.obj {
-					st = wantKey
-				}
-				continue
-			case c == '}' && top.obj, c == ']' && !top.obj:
-				closed = true
-			case top.obj:
-				return fail(syntaxErr(s, pos, "after object key:value pair"))
-			default:
-				return fail(syntaxErr(s, pos, "after array element"))
-			}
+			pos, st, done, err = r.comma(pos)
 		}
-		if closed {
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if sc.Strict {
-				names = names[:len(names)-1]
-			}
-			if sc.Build != nil {
-				sc.Build.Close()
-			}
-			pos++
-			if top.obj && sc.Memoize {
-				sc.memo[top.start] = int32(pos)
-			}
+		if err != nil {
+			return r.fail(err)
+		}
+		if !done {
+			continue
 		}
 		// A value is complete.
-		if len(stack) == 0 {
+		if len(r.stack) == 0 {
 			return pos, nil
 		}
 		st = wantCommaOrClose
 	}
+}
+
+// run is the state of one Value: the arrays and objects open around pos.
+type run struct {
+	sc     *Scanner
+	decode bool
+	stack  []frame
+	names  []map[string]struct{} // Strict: the member names of each open frame
+}
+
+// fail ends the run with e; with Memoize, every object open around the failure fails the
+// same way from its own start.
+func (r *run) fail(e *Error) (int, *Error) {
+	if r.sc.Memoize {
+		code := int32(memoSyntax)
+		if e.EOF {
+			code = memoEOF
+		}
+		for _, f := range r.stack {
+			if f.obj {
+				r.sc.memo[f.start] = code
+			}
+		}
+	}
+	return 0, e
+}
+
+// skipSpace passes over whitespace; inside the value, with KeepSpaces, it notes where.
+func (r *run) skipSpace(pos int) int {
+	s, from := r.sc.S, pos
+	for pos < len(s) && IsSpace(s[pos]) {
+		pos++
+	}
+	r.sc.Steps += pos - from
+	if pos > from && r.sc.KeepSpaces && len(r.stack) > 0 {
+		r.sc.Spaces = append(r.sc.Spaces, Span{From: from, To: pos})
+	}
+	return pos
+}
+
+// value reads what starts a value at S[pos]: a scalar, an object a memo knows, or the
+// opening bracket of an array or object; done says a whole value was read.
+func (r *run) value(pos int, st state) (int, state, bool, *Error) {
+	sc, c := r.sc, r.sc.S[pos]
+	switch {
+	case c == ']' && st == wantValueOrClose:
+		return r.close(pos)
+	case c == '{' && sc.Memoize && sc.memo[pos] != 0:
+		switch m := sc.memo[pos]; m {
+		case memoSyntax:
+			return 0, st, false, errMemoSyntax
+		case memoEOF:
+			return 0, st, false, eofErr(sc.S)
+		default:
+			return int(m), st, true, nil
+		}
+	case c == '{' || c == '[':
+		if sc.MaxDepth > 0 && len(r.stack) >= sc.MaxDepth {
+			e := refused(pos, "nested deeper than %d levels", sc.MaxDepth)
+			e.Deep = true
+			return 0, st, false, e
+		}
+		r.stack = append(r.stack, frame{start: pos, obj: c == '{'})
+		if sc.Strict {
+			r.names = append(r.names, nil)
+		}
+		if sc.Build != nil {
+			sc.Build.Open(c == '{')
+		}
+		if c == '{' {
+			return pos + 1, wantKeyOrClose, false, nil
+		}
+		return pos + 1, wantValueOrClose, false, nil
+	}
+	end, err := sc.scalar(pos)
+	return end, st, err == nil, err
+}
+
+// key reads a member name at S[pos], or the '}' of an empty object.
+func (r *run) key(pos int, st state) (int, state, bool, *Error) {
+	sc, c := r.sc, r.sc.S[pos]
+	if c == '}' && st == wantKeyOrClose {
+		return r.close(pos)
+	}
+	if c != '"' {
+		return 0, st, false, syntaxErr(sc.S, pos, "looking for beginning of object key string")
+	}
+	key, end, err := sc.str(pos, r.decode)
+	if err != nil {
+		return 0, st, false, err
+	}
+	if sc.Strict {
+		seen := r.names[len(r.names)-1]
+		if _, dup := seen[key]; dup {
+			return 0, st, false, refused(pos, "duplicate member name %s", quoteName(key))
+		}
+		if seen == nil {
+			seen = map[string]struct{}{}
+			r.names[len(r.names)-1] = seen
+		}
+		seen[key] = struct{}{}
+	}
+	if sc.Build != nil {
+		sc.Build.Key(key)
+	}
+	return end, wantColon, false, nil
+}
+
+// comma reads what follows a member or an element: a comma, or the closing bracket.
+func (r *run) comma(pos int) (int, state, bool, *Error) {
+	s, c := r.sc.S, r.sc.S[pos]
+	top := r.stack[len(r.stack)-1]
+	switch {
+	case c == ',' && top.obj:
+		return pos + 1, wantKey, false, nil
+	case c == ',':
+		return pos + 1, wantValue, false, nil
+	case c == '}' && top.obj, c == ']' && !top.obj:
+		return r.close(pos)
+	case top.obj:
+		return 0, wantCommaOrClose, false, syntaxErr(s, pos, "after object key:value pair")
+	}
+	return 0, wantCommaOrClose, false, syntaxErr(s, pos, "after array element")
+}
+
+// close ends the innermost array or object at S[pos], its closing bracket: a value is done.
+func (r *run) close(pos int) (int, state, bool, *Error) {
+	sc := r.sc
+	top := r.stack[len(r.stack)-1]
+	r.stack = r.stack[:len(r.stack)-1]
+	if sc.Strict {
+		r.names = r.names[:len(r.names)-1]
+	}
+	if sc.Build != nil {
+		sc.Build.Close()
+	}
+	pos++
+	if top.obj && sc.Memoize {
+		sc.memo[top.start] = int32(pos)
+	}
+	return pos, wantCommaOrClose, true, nil
 }
 
 // quoteName quotes a member name for a message, cut to 40 characters.
@@ -501,4 +556,19 @@ func (sc *Scanner) hex4(i int) (rune, *Error) {
 		r = r<<4 | rune(d)
 	}
 	return r, nil
+}
+
+// LineCol turns a byte offset into a 1-based line and column (in runes). The offset is
+// taken as just past the byte to name, as encoding/json's SyntaxError gives it.
+func LineCol(text string, off int) (int, int) {
+	off = min(max(off-1, 0), len(text))
+	line, col := 1, 1
+	for _, r := range text[:off] {
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
 }

@@ -55,3 +55,25 @@ func TestMemoize(t *testing.T) {
 		}
 	}
 }
+
+// With KeepSpaces, Compact writes the value read as json.Compact does: the whitespace
+// between tokens left out, that inside strings kept.
+func TestCompact(t *testing.T) {
+	cases := map[string]string{
+		` {"a" : [1, "x y" ,{ } ,[ ]] , "b":"\" }"} tail`: `{"a":[1,"x y",{},[]],"b":"\" }"}`,
+		"\n[\n\t1,\r\n\t2\n]":                             `[1,2]`,
+		`{"a":1}`:                                         `{"a":1}`,
+		` "a b" `:                                         `"a b"`,
+	}
+	for text, want := range cases {
+		sc := &Scanner{S: text, KeepSpaces: true}
+		end, err := sc.Value(0)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		start := len(text) - len(strings.TrimLeft(text, " \t\r\n"))
+		if got := sc.Compact(start, end); got != want {
+			t.Errorf("%q: Compact = %q, want %q", text, got, want)
+		}
+	}
+}

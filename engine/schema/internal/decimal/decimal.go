@@ -1,30 +1,32 @@
-package schema
+// Package decimal holds JSON numbers exactly as written, for the validator: compared and
+// divided exactly, never through a float64.
+package decimal
 
 import (
 	"math/big"
 	"strings"
 )
 
-// maxExponent bounds the exponent a number may be written with. RFC 8259 lets a reader
+// MaxExponent bounds the exponent a number may be written with. RFC 8259 lets a reader
 // limit the range of numbers; this one keeps every exponent computation in an int64, far
 // beyond any number a schema or an answer means (1e1000000 is fine).
-const maxExponent = 1_000_000_000_000_000
+const MaxExponent = 1_000_000_000_000_000
 
-// decimal is a JSON number exactly as written: coef × 10^exp. It is compared and divided
+// Decimal is a JSON number exactly as written: Coef × 10^Exp. It is compared and divided
 // exactly, never through a float64, whose rounding would decide bounds, multipleOf and
 // integer-ness wrongly (12345678901234567891 is not 12345678901234567890, 1e-400 is not 0).
-type decimal struct {
-	neg  bool
-	coef string // significant digits, without leading or trailing zeros; "" is zero
-	exp  int64
+type Decimal struct {
+	Neg  bool
+	Coef string // significant digits, without leading or trailing zeros; "" is zero
+	Exp  int64
 }
 
-// parseDecimal reads a number in JSON's syntax (which the caller has checked). It reports
-// false for an exponent beyond maxExponent.
-func parseDecimal(s string) (decimal, bool) {
-	var d decimal
+// Parse reads a number in JSON's syntax (which the caller has checked). It reports
+// false for an exponent beyond MaxExponent.
+func Parse(s string) (Decimal, bool) {
+	var d Decimal
 	if strings.HasPrefix(s, "-") {
-		d.neg, s = true, s[1:]
+		d.Neg, s = true, s[1:]
 	}
 	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
 	intPart, frac, _ := strings.Cut(mant, ".")
@@ -38,38 +40,39 @@ func parseDecimal(s string) (decimal, bool) {
 		}
 		expText = strings.TrimLeft(expText, "0")
 		if len(expText) > 16 {
-			return decimal{}, false
+			return Decimal{}, false
 		}
 		for _, c := range expText {
-			d.exp = d.exp*10 + int64(c-'0')
+			d.Exp = d.Exp*10 + int64(c-'0')
 		}
-		if d.exp > maxExponent {
-			return decimal{}, false
+		if d.Exp > MaxExponent {
+			return Decimal{}, false
 		}
 		if neg {
-			d.exp = -d.exp
+			d.Exp = -d.Exp
 		}
 	}
 	digits := intPart + frac
-	d.exp -= int64(len(frac))
+	d.Exp -= int64(len(frac))
 	trimmed := strings.TrimRight(digits, "0")
-	d.exp += int64(len(digits) - len(trimmed))
-	d.coef = strings.TrimLeft(trimmed, "0")
-	if d.coef == "" {
-		return decimal{}, true // zero, whatever its sign
+	d.Exp += int64(len(digits) - len(trimmed))
+	d.Coef = strings.TrimLeft(trimmed, "0")
+	if d.Coef == "" {
+		return Decimal{}, true // zero, whatever its sign
 	}
 	return d, true
 }
 
-func (d decimal) isZero() bool { return d.coef == "" }
+// IsZero says d is 0.
+func (d Decimal) IsZero() bool { return d.Coef == "" }
 
-// isInteger: the coefficient has no trailing zeros, so only a non-negative exponent
+// IsInteger: the coefficient has no trailing zeros, so only a non-negative exponent
 // leaves no fraction.
-func (d decimal) isInteger() bool { return d.isZero() || d.exp >= 0 }
+func (d Decimal) IsInteger() bool { return d.IsZero() || d.Exp >= 0 }
 
-// cmp compares a and b: -1, 0 or +1.
-func (a decimal) cmp(b decimal) int {
-	sa, sb := a.sign(), b.sign()
+// Cmp compares a and b: -1, 0 or +1.
+func (a Decimal) Cmp(b Decimal) int {
+	sa, sb := a.Sign(), b.Sign()
 	if sa != sb {
 		if sa < sb {
 			return -1
@@ -82,55 +85,57 @@ func (a decimal) cmp(b decimal) int {
 	return sa * cmpMagnitude(a, b)
 }
 
-func (d decimal) sign() int {
+// Sign is -1, 0 or +1.
+func (d Decimal) Sign() int {
 	switch {
-	case d.isZero():
+	case d.IsZero():
 		return 0
-	case d.neg:
+	case d.Neg:
 		return -1
 	}
 	return 1
 }
 
 // cmpMagnitude compares non-zero |a| and |b|: first where their leading digits stand, then
-// the digits themselves, which read as 0.coef compare as strings do.
-func cmpMagnitude(a, b decimal) int {
-	la, lb := a.exp+int64(len(a.coef)), b.exp+int64(len(b.coef))
+// the digits themselves, which read as 0.Coef compare as strings do.
+func cmpMagnitude(a, b Decimal) int {
+	la, lb := a.Exp+int64(len(a.Coef)), b.Exp+int64(len(b.Coef))
 	switch {
 	case la < lb:
 		return -1
 	case la > lb:
 		return 1
 	}
-	return strings.Compare(a.coef, b.coef)
+	return strings.Compare(a.Coef, b.Coef)
 }
 
-// divisor is a multipleOf, ready to divide by.
-type divisor struct {
-	d     decimal
+// Divisor is a multipleOf, ready to divide by.
+type Divisor struct {
+	d     Decimal
 	coef  *big.Int
 	reach int64 // a power of ten at least this high holds every factor 2 and 5 of coef
 }
 
-func newDivisor(d decimal) *divisor {
-	c, _ := new(big.Int).SetString(d.coef, 10)
-	return &divisor{d: d, coef: c, reach: 4*int64(len(d.coef)) + 4}
+// NewDivisor prepares d, greater than 0, to divide by.
+func NewDivisor(d Decimal) *Divisor {
+	c, _ := new(big.Int).SetString(d.Coef, 10)
+	return &Divisor{d: d, coef: c, reach: 4*int64(len(d.Coef)) + 4}
 }
 
-// divides says whether x is an integer multiple of the divisor m. With x = cx·10^ex and
+// Divides says whether x is an integer multiple of the Divisor m. With x = cx·10^ex and
 // m = cm·10^em, x/m = (cx/cm)·10^(ex-em). When ex < em it needs 10 | cx, which a coefficient
 // without trailing zeros never is. Otherwise cm must divide cx·10^(ex-em); a power of ten
 // beyond reach adds nothing to that, so the work stays bounded however large ex is
 // (1e1000000 costs what 1e40 does) and linear in the digits of x.
-func (m *divisor) divides(x decimal) bool {
-	if x.isZero() {
+func (m *Divisor) Divides(x Decimal) bool {
+	if x.IsZero() {
 		return true
 	}
-	shift := x.exp - m.d.exp
+	shift := x.Exp - m.d.Exp
 	if shift < 0 {
 		return false
 	}
-	rem := modDigits(x.coef, m.coef)
+	rem := modDigits(x.Coef, m.coef)
 	if rem.Sign() == 0 {
 		return true
 	}

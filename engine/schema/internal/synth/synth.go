@@ -1,4 +1,6 @@
-package schema
+// Package synth builds a deterministic instance of a schema, for answers nobody scripted
+// (the offline backend, the simulator, the mock model).
+package synth
 
 import (
 	"encoding/json"
@@ -12,14 +14,17 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/crw-dev/crw/engine/schema/internal/decimal"
+	"github.com/crw-dev/crw/engine/schema/internal/jsontree"
 )
 
 // synthSteps bounds the work on a schema whose branches and fallbacks multiply.
 const synthSteps = 100000
 
-// MaxSynthSize bounds a synthesized instance, in bytes: minItems multiplied through nested
+// MaxSize bounds a synthesized instance, in bytes: minItems multiplied through nested
 // arrays could otherwise ask for more memory than the host has.
-const MaxSynthSize = 1 << 20
+const MaxSize = 1 << 20
 
 // formatSamples are valid values of the formats a strict schema may name.
 var formatSamples = map[string]string{
@@ -43,7 +48,7 @@ var formatSamples = map[string]string{
 // stringCandidates are tried, in order, against a pattern the regexp walk could not meet.
 var stringCandidates = []string{"", "a", "0", "A", "example", "a0", "x-1", "2000-01-01", "user@example.com", "https://example.com/"}
 
-// Synthesize builds a deterministic instance of a schema, for answers nobody scripted.
+// Build builds a deterministic instance of a schema, for answers nobody scripted.
 //
 // It takes const, else the first enum value; follows $ref (a definition is not entered
 // again while it is being built, so recursion ends where the schema allows: an empty
@@ -53,32 +58,17 @@ var stringCandidates = []string{"", "a", "0", "A", "example", "a0", "x-1", "2000
 // or a sample of their format or a string matching their pattern, numbers 0 or the
 // closest value the bounds and multipleOf allow, booleans false.
 //
-// The work is bounded, and so is the instance (MaxSynthSize). What it builds is validated
-// against the schema: a schema it cannot satisfy (bounds no number it tries meets, a
-// pattern none of its strings match, an enum whose first value breaks another keyword, an
-// instance too large) is an error that names the schema's or the instance's pointer.
-func Synthesize(schema []byte) (json.RawMessage, error) {
-	root, err := parseJSON(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
+// The work is bounded, and so is the instance (MaxSize). A schema it cannot satisfy
+// (bounds no number it tries meets, a pattern none of its strings match, an instance too
+// large) is an error that names the schema's pointer. What it builds is not validated
+// here: the caller holds it to the schema.
+func Build(root *jsontree.Value) ([]byte, error) {
 	g := &synth{root: root, active: map[string]bool{}}
-	out, err := g.gen(root, "")
-	if err != nil {
-		return nil, fmt.Errorf("synthesize: %w", err)
-	}
-	v, err := Compile(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	if err := v.Validate(out); err != nil {
-		return nil, fmt.Errorf("synthesize: the instance built does not validate: %w", err)
-	}
-	return json.RawMessage(out), nil
+	return g.gen(root, "")
 }
 
 type synth struct {
-	root   *value
+	root   *jsontree.Value
 	active map[string]bool
 	steps  int
 }
@@ -91,39 +81,39 @@ type synthError struct {
 	msg     string
 }
 
-func (e *synthError) Error() string { return showPointer(e.pointer) + ": " + e.msg }
+func (e *synthError) Error() string { return jsontree.ShowPointer(e.pointer) + ": " + e.msg }
 
 func fail(p, format string, args ...any) error {
 	return &synthError{pointer: p, msg: fmt.Sprintf(format, args...)}
 }
 
-func (g *synth) gen(v *value, p string) ([]byte, error) {
+func (g *synth) gen(v *jsontree.Value, p string) ([]byte, error) {
 	if g.steps++; g.steps > synthSteps {
 		return nil, errTooComplex
 	}
-	switch v.kind {
-	case kindBool:
-		if v.b {
+	switch v.Kind {
+	case jsontree.KindBool:
+		if v.Bool {
 			return []byte("null"), nil
 		}
 		return nil, fail(p, "the schema false allows no value")
-	case kindObject:
+	case jsontree.KindObject:
 	default:
 		return nil, fail(p, "a schema must be a JSON object")
 	}
-	if c := v.get("const"); c != nil {
-		return appendJSON(nil, c), nil
+	if c := v.Get("const"); c != nil {
+		return jsontree.AppendJSON(nil, c), nil
 	}
-	if e := v.get("enum"); e != nil && e.kind == kindArray && len(e.arr) > 0 {
-		return appendJSON(nil, e.arr[0]), nil
+	if e := v.Get("enum"); e != nil && e.Kind == jsontree.KindArray && len(e.Arr) > 0 {
+		return jsontree.AppendJSON(nil, e.Arr[0]), nil
 	}
-	if r := v.get("$ref"); r != nil {
+	if r := v.Get("$ref"); r != nil {
 		return g.ref(r, p)
 	}
-	if alts := v.get("anyOf"); alts != nil && alts.kind == kindArray && len(alts.arr) > 0 {
+	if alts := v.Get("anyOf"); alts != nil && alts.Kind == jsontree.KindArray && len(alts.Arr) > 0 {
 		var first error
-		for i, b := range alts.arr {
-			out, err := g.gen(b, ptrIndex(p, "anyOf", i))
+		for i, b := range alts.Arr {
+			out, err := g.gen(b, jsontree.PtrIndex(p, "anyOf", i))
 			if err == nil {
 				return out, nil
 			}
@@ -161,30 +151,30 @@ func cmpErr(first, err error) error {
 
 // typeOrder lists the types to try: the declared ones with null last, or the one the
 // keywords imply, or null for a schema that allows anything.
-func typeOrder(v *value) []string {
-	t := v.get("type")
+func typeOrder(v *jsontree.Value) []string {
+	t := v.Get("type")
 	var types []string
 	switch {
-	case t != nil && t.kind == kindString:
-		types = []string{t.str}
-	case t != nil && t.kind == kindArray:
-		for _, el := range t.arr {
-			if el.kind == kindString && !slices.Contains(types, el.str) {
-				types = append(types, el.str)
+	case t != nil && t.Kind == jsontree.KindString:
+		types = []string{t.Str}
+	case t != nil && t.Kind == jsontree.KindArray:
+		for _, el := range t.Arr {
+			if el.Kind == jsontree.KindString && !slices.Contains(types, el.Str) {
+				types = append(types, el.Str)
 			}
 		}
 		// Null last: an answer with values shows more than one with nulls.
 		slices.SortStableFunc(types, func(a, b string) int {
 			return boolInt(a == "null") - boolInt(b == "null")
 		})
-	case v.get("properties") != nil || v.get("additionalProperties") != nil || v.get("required") != nil:
+	case v.Get("properties") != nil || v.Get("additionalProperties") != nil || v.Get("required") != nil:
 		types = []string{"object"}
-	case v.get("items") != nil || v.get("minItems") != nil || v.get("maxItems") != nil:
+	case v.Get("items") != nil || v.Get("minItems") != nil || v.Get("maxItems") != nil:
 		types = []string{"array"}
-	case v.get("pattern") != nil || v.get("format") != nil:
+	case v.Get("pattern") != nil || v.Get("format") != nil:
 		types = []string{"string"}
-	case v.get("minimum") != nil || v.get("maximum") != nil || v.get("exclusiveMinimum") != nil ||
-		v.get("exclusiveMaximum") != nil || v.get("multipleOf") != nil:
+	case v.Get("minimum") != nil || v.Get("maximum") != nil || v.Get("exclusiveMinimum") != nil ||
+		v.Get("exclusiveMaximum") != nil || v.Get("multipleOf") != nil:
 		types = []string{"number"}
 	default:
 		types = []string{"null"}
@@ -199,32 +189,32 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (g *synth) ref(r *value, p string) ([]byte, error) {
-	name, ok := defName(r)
-	if r.kind == kindString && r.str == "#" {
+func (g *synth) ref(r *jsontree.Value, p string) ([]byte, error) {
+	name, ok := jsontree.DefName(r)
+	if r.Kind == jsontree.KindString && r.Str == "#" {
 		name, ok = "#", true
 	}
 	if !ok {
-		return nil, fail(ptr(p, "$ref"), "cannot follow $ref %s", appendJSON(nil, r))
+		return nil, fail(jsontree.Ptr(p, "$ref"), "cannot follow $ref %s", jsontree.AppendJSON(nil, r))
 	}
 	target := g.root
 	tp := ""
 	if name != "#" {
-		target = g.root.get("$defs").get(name)
-		tp = ptr("", "$defs", name)
+		target = g.root.Get("$defs").Get(name)
+		tp = jsontree.Ptr("", "$defs", name)
 	}
 	if target == nil {
-		return nil, fail(ptr(p, "$ref"), "$ref %q does not resolve", r.str)
+		return nil, fail(jsontree.Ptr(p, "$ref"), "$ref %q does not resolve", r.Str)
 	}
 	if g.active[name] {
-		return nil, fail(ptr(p, "$ref"), "recursion through %q has no end here", r.str)
+		return nil, fail(jsontree.Ptr(p, "$ref"), "recursion through %q has no end here", r.Str)
 	}
 	g.active[name] = true
 	defer delete(g.active, name)
 	return g.gen(target, tp)
 }
 
-func (g *synth) genType(t string, v *value, p string) ([]byte, error) {
+func (g *synth) genType(t string, v *jsontree.Value, p string) ([]byte, error) {
 	switch t {
 	case "object":
 		return g.object(v, p)
@@ -241,31 +231,31 @@ func (g *synth) genType(t string, v *value, p string) ([]byte, error) {
 	case "null":
 		return []byte("null"), nil
 	}
-	return nil, fail(ptr(p, "type"), "unknown type %q", t)
+	return nil, fail(jsontree.Ptr(p, "type"), "unknown type %q", t)
 }
 
-func (g *synth) object(v *value, p string) ([]byte, error) {
+func (g *synth) object(v *jsontree.Value, p string) ([]byte, error) {
 	required := map[string]bool{}
-	if req := v.get("required"); req != nil && req.kind == kindArray {
-		for _, el := range req.arr {
-			if el.kind == kindString {
-				required[el.str] = true
+	if req := v.Get("required"); req != nil && req.Kind == jsontree.KindArray {
+		for _, el := range req.Arr {
+			if el.Kind == jsontree.KindString {
+				required[el.Str] = true
 			}
 		}
 	}
 	buf := []byte{'{'}
-	if props := v.get("properties"); props != nil && props.kind == kindObject {
+	if props := v.Get("properties"); props != nil && props.Kind == jsontree.KindObject {
 		last := map[string]int{} // with duplicate names the last definition counts
-		for i, m := range props.obj {
-			last[m.key] = i
+		for i, m := range props.Obj {
+			last[m.Key] = i
 		}
-		for i, m := range props.obj {
-			if last[m.key] != i {
+		for i, m := range props.Obj {
+			if last[m.Key] != i {
 				continue
 			}
-			out, err := g.gen(m.val, ptr(p, "properties", m.key))
+			out, err := g.gen(m.Val, jsontree.Ptr(p, "properties", m.Key))
 			if err != nil {
-				if required[m.key] || errors.Is(err, errTooComplex) {
+				if required[m.Key] || errors.Is(err, errTooComplex) {
 					return nil, err
 				}
 				continue // an optional property that cannot be built is left out
@@ -273,29 +263,29 @@ func (g *synth) object(v *value, p string) ([]byte, error) {
 			if len(buf) > 1 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, m.key)
+			buf = jsontree.AppendString(buf, m.Key)
 			buf = append(buf, ':')
 			buf = append(buf, out...)
-			if len(buf) > MaxSynthSize {
-				return nil, fail(p, "the instance would be larger than %d bytes", MaxSynthSize)
+			if len(buf) > MaxSize {
+				return nil, fail(p, "the instance would be larger than %d bytes", MaxSize)
 			}
 		}
 	}
 	return append(buf, '}'), nil
 }
 
-func (g *synth) array(v *value, p string) ([]byte, error) {
-	lo, _ := count(v.get("minItems"))
+func (g *synth) array(v *jsontree.Value, p string) ([]byte, error) {
+	lo, _ := v.Get("minItems").Count()
 	n := max(lo, 1)
-	if hi, ok := count(v.get("maxItems")); ok && n > hi {
+	if hi, ok := v.Get("maxItems").Count(); ok && n > hi {
 		n = hi
 	}
 	if n == 0 {
 		return []byte("[]"), nil
 	}
 	item := []byte("null")
-	if items := v.get("items"); items != nil {
-		out, err := g.gen(items, ptr(p, "items"))
+	if items := v.Get("items"); items != nil {
+		out, err := g.gen(items, jsontree.Ptr(p, "items"))
 		if err != nil {
 			if lo == 0 && !errors.Is(err, errTooComplex) {
 				return []byte("[]"), nil
@@ -304,8 +294,8 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 		}
 		item = out
 	}
-	if int64(n)*int64(len(item)+1) > MaxSynthSize {
-		return nil, fail(ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item)+1, MaxSynthSize)
+	if int64(n)*int64(len(item)+1) > MaxSize {
+		return nil, fail(jsontree.Ptr(p, "minItems"), "%s of %d bytes each make an instance larger than %d bytes", items(n), len(item)+1, MaxSize)
 	}
 	buf := make([]byte, 0, n*(len(item)+1)+1)
 	buf = append(buf, '[')
@@ -318,30 +308,30 @@ func (g *synth) array(v *value, p string) ([]byte, error) {
 	return append(buf, ']'), nil
 }
 
-func genString(v *value, p string) ([]byte, error) {
+func genString(v *jsontree.Value, p string) ([]byte, error) {
 	sample := placeholder(p)
-	if f := v.get("format"); f != nil && f.kind == kindString {
-		sample = formatSamples[f.str]
+	if f := v.Get("format"); f != nil && f.Kind == jsontree.KindString {
+		sample = formatSamples[f.Str]
 	}
-	pat := v.get("pattern")
-	if pat == nil || pat.kind != kindString {
-		return appendString(nil, sample), nil
+	pat := v.Get("pattern")
+	if pat == nil || pat.Kind != jsontree.KindString {
+		return jsontree.AppendString(nil, sample), nil
 	}
-	re, err := regexp.Compile(pat.str)
+	re, err := regexp.Compile(pat.Str)
 	if err != nil {
-		return nil, fail(ptr(p, "pattern"), "invalid pattern: %v", err)
+		return nil, fail(jsontree.Ptr(p, "pattern"), "invalid pattern: %v", err)
 	}
 	candidates := []string{sample}
-	if s, ok := fromRegexp(pat.str); ok {
+	if s, ok := fromRegexp(pat.Str); ok {
 		candidates = append(candidates, s)
 	}
 	candidates = append(candidates, stringCandidates...)
 	for _, c := range candidates {
 		if re.MatchString(c) {
-			return appendString(nil, c), nil
+			return jsontree.AppendString(nil, c), nil
 		}
 	}
-	return nil, fail(ptr(p, "pattern"), "no sample string matches the pattern %q", pat.str)
+	return nil, fail(jsontree.Ptr(p, "pattern"), "no sample string matches the pattern %q", pat.Str)
 }
 
 // placeholder names the property a string stands for ("<title>"), so a synthesized answer
@@ -434,12 +424,12 @@ func pickRune(ranges []rune) (rune, bool) {
 
 // genNumber prefers 0, then values at or just inside the bounds, and checks each the way
 // the validator will.
-func genNumber(v *value, p string, integer bool) ([]byte, error) {
-	minimum, hasMin := number(v.get("minimum"))
-	maximum, hasMax := number(v.get("maximum"))
-	exMin, hasExMin := number(v.get("exclusiveMinimum"))
-	exMax, hasExMax := number(v.get("exclusiveMaximum"))
-	mult, hasMult := number(v.get("multipleOf"))
+func genNumber(v *jsontree.Value, p string, integer bool) ([]byte, error) {
+	minimum, hasMin := v.Get("minimum").Float()
+	maximum, hasMax := v.Get("maximum").Float()
+	exMin, hasExMin := v.Get("exclusiveMinimum").Float()
+	exMax, hasExMax := v.Get("exclusiveMaximum").Float()
+	mult, hasMult := v.Get("multipleOf").Float()
 	if hasMult && mult <= 0 {
 		hasMult = false
 	}
@@ -532,16 +522,16 @@ func genNumber(v *value, p string, integer bool) ([]byte, error) {
 // its upper bound, else 0) with exact rationals: far from 0, float64 cannot tell a multiple
 // from its neighbours. ok is false when a number of the schema is too large to compute with
 // or no multiple fits the bounds; the float search then tries.
-func exactMultiple(v *value, integer bool) ([]byte, bool) {
+func exactMultiple(v *jsontree.Value, integer bool) ([]byte, bool) {
 	rat := func(key string) (*big.Rat, bool) {
-		x := v.get(key)
-		if x == nil || x.kind != kindNumber || len(x.num) > 40 {
+		x := v.Get(key)
+		if x == nil || x.Kind != jsontree.KindNumber || len(x.Num) > 40 {
 			return nil, false
 		}
-		if d, ok := parseDecimal(string(x.num)); !ok || d.exp > 400 || d.exp < -400 {
+		if d, ok := decimal.Parse(string(x.Num)); !ok || d.Exp > 400 || d.Exp < -400 {
 			return nil, false
 		}
-		r, ok := new(big.Rat).SetString(string(x.num))
+		r, ok := new(big.Rat).SetString(string(x.Num))
 		return r, ok
 	}
 	step, ok := rat("multipleOf")
@@ -558,7 +548,7 @@ func exactMultiple(v *value, integer bool) ([]byte, bool) {
 	hi, hasHi := rat("maximum")
 	exHi, hasExHi := rat("exclusiveMaximum")
 	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
-		if v.get(k) != nil {
+		if v.Get(k) != nil {
 			if _, ok := rat(k); !ok {
 				return nil, false
 			}
