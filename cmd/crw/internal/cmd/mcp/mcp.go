@@ -64,13 +64,7 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
 		Example: `  crw mcp
   CRW_MCP_TOKEN=$(cat ~/.crw-token) crw mcp --listen 127.0.0.1:8765`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.HTTPFlagSet = f.Common(cmd.Context()), false
-			for _, name := range httpFlags {
-				opts.HTTPFlagSet = opts.HTTPFlagSet || cmd.Flags().Changed(name)
-			}
-			return cmdutil.Run(opts, runF, runMCP)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runMCP),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Listen, "listen", "", "serve streamable HTTP on this host:port instead of stdio (loopback unless --allow-remote)")
@@ -82,6 +76,14 @@ must be loopback unless --allow-remote, and a request whose Origin is not loopba
 	fl.IntVar(&opts.Limits.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --listen: the most MCP sessions open at once")
 	fl.DurationVar(&opts.Limits.SessionIdle, "session-idle", mcpserver.DefaultSessionIdle, "with --listen: end an MCP session no request came for in this long")
 	return cmd
+}
+
+// take takes whether a flag that goes with --listen only was given.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.HTTPFlagSet = false
+	for _, name := range httpFlags {
+		o.HTTPFlagSet = o.HTTPFlagSet || cmd.Flags().Changed(name)
+	}
 }
 
 func runMCP(opts *Options) error {

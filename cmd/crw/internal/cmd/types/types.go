@@ -52,13 +52,15 @@ extend. Running it again brings the declarations up to date.`,
 		Example: `  crw types workflows
   cd workflows && npx -p typescript tsc --noEmit`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Dir = f.Common(cmd.Context()), "."
-			if len(args) == 1 {
-				opts.Dir = args[0]
-			}
-			return cmdutil.Run(opts, runF, runTypes)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runTypes),
+	}
+}
+
+// take takes the folder, "." when none is named.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.Dir = "."
+	if len(args) == 1 {
+		o.Dir = args[0]
 	}
 }
 
@@ -67,15 +69,15 @@ func runTypes(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return opts.Print(out, func(w io.Writer) error {
+	opts.Print(out, func(w io.Writer) {
 		for _, f := range out.Files {
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(out.Dir, f))
 		}
 		if out.Note != "" {
 			fmt.Fprintln(w, out.Note)
 		}
-		return nil
 	})
+	return nil
 }
 
 // writeTypes writes the declarations into dir; each file is written whole under another name

@@ -72,16 +72,18 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
   crw --version
   crw version --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Info = f.Common(cmd.Context()), Build()
-			return cmdutil.Run(opts, runF, runVersion)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runVersion),
 	}
 }
 
+// take takes the version of this build.
+func (o *Options) take(_ *cobra.Command, _ []string) {
+	o.Info = Build()
+}
+
 func runVersion(opts *Options) error {
-	return opts.Print(opts.Info, func(w io.Writer) error {
+	opts.Print(opts.Info, func(w io.Writer) {
 		fmt.Fprint(w, opts.Info.String())
-		return nil
 	})
+	return nil
 }

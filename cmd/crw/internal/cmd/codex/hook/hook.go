@@ -46,10 +46,7 @@ its agent_type). Each decision is a line of the owner's ledger, flow-bound/decis
 A spawn of an owner no run binds passes as sent. Whatever goes wrong, the spawn is let through and
 stderr says why: the run's bind checks the pair in the end.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common = f.Common(cmd.Context())
-			return cmdutil.Run(opts, runF, runHook)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runHook),
 	}
 }
 

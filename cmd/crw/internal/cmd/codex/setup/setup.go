@@ -46,10 +46,7 @@ PATH). The hook gives each spawn of a session run's owner its role's pair.
 
 With --check nothing is written: it reports what is missing or out of date, and exits 1 then.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common = f.Common(cmd.Context())
-			return cmdutil.Run(opts, runF, runSetup)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runSetup),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.CodexHome, "codex-home", "", "the CODEX_HOME to set up (default $CODEX_HOME, else ~/.codex)")
@@ -81,9 +78,8 @@ func runSetup(opts *Options) error {
 	if err != nil {
 		return errs.New(errs.CapabilityUnavailable, "crw codex setup: %v", err).Wrap(err)
 	}
-	_ = opts.Print(rep, func(w io.Writer) error {
+	opts.Print(rep, func(w io.Writer) {
 		printReport(w, rep, opts.Check)
-		return nil
 	})
 	if opts.Check && len(rep.Missing) > 0 {
 		return cmdutil.Failed

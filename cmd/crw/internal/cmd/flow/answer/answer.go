@@ -41,15 +41,16 @@ environment cannot be used (run_env_unusable: nothing was written).`,
   crw flow answer RUN keep-change --value '{"keep": true}'
   crw flow answer RUN keep-change --value @answer.json --no-resume`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run, opts.Decision = f.Common(cmd.Context()), args[0], args[1]
-			opts.ValueSet = cmd.Flags().Changed("value")
-			return cmdutil.Run(opts, runF, runAnswer)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runAnswer),
 	}
 	cmd.Flags().StringVar(&opts.Value, "value", "", "the answer: JSON, @FILE, or @- to read it from stdin")
 	cmd.Flags().BoolVar(&opts.NoResume, "no-resume", false, "journal the answer and start nothing")
 	return cmd
+}
+
+// take takes the run, the decision and whether --value was given.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Run, o.Decision, o.ValueSet = args[0], args[1], cmd.Flags().Changed("value")
 }
 
 func runAnswer(opts *Options) error {
@@ -61,18 +62,10 @@ func runAnswer(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	svc, err := opts.Service()
-	if err != nil {
-		return err
-	}
-	out, err := svc.Answer(opts.Ctx, opts.Run, opts.Decision, v, ops.Who(), !opts.NoResume)
-	if err != nil {
-		return err
-	}
-	return opts.Print(out, func(w io.Writer) error {
-		printAnswered(w, out)
-		return nil
-	})
+	_, err = cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*engine.Answered, error) {
+		return svc.Answer(opts.Ctx, opts.Run, opts.Decision, v, ops.Who(), !opts.NoResume)
+	}, printAnswered)
+	return err
 }
 
 func printAnswered(w io.Writer, out *engine.Answered) {

@@ -27,16 +27,17 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "audit [RUN]",
 		Short: "The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete, dispatched): who, when, and how each ended",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common = f.Common(cmd.Context())
-			if len(args) == 1 {
-				opts.Run = args[0]
-			}
-			return cmdutil.Run(opts, runF, runAudit)
-		},
+		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runAudit),
 	}
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")
 	return cmd
+}
+
+// take takes the run named, if one is.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	if len(args) == 1 {
+		o.Run = args[0]
+	}
 }
 
 func runAudit(opts *Options) error {
@@ -48,10 +49,10 @@ func runAudit(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return opts.Print(map[string]any{"audit": entries}, func(w io.Writer) error {
+	opts.Print(map[string]any{"audit": entries}, func(w io.Writer) {
 		printEntries(w, entries)
-		return nil
 	})
+	return nil
 }
 
 func printEntries(w io.Writer, entries []engine.AuditEntry) {

@@ -9,13 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/store"
 )
 
 // Options are crw flow cancel's.
 type Options struct {
 	cmdutil.Common
-	Run string
+	cmdutil.RunArg
 	// Wait is how long to wait for the run to end.
 	Wait time.Duration
 }
@@ -30,34 +31,29 @@ func NewCmdCancel(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 acts on it: the turns in flight are interrupted, their calls end held (cancelled), and the run
 ends cancelled. Exit status 1 when the run has not ended within --wait.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runCancel)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runCancel),
 	}
 	cmd.Flags().DurationVar(&opts.Wait, "wait", 30*time.Second, "how long to wait for the run to end")
 	return cmd
 }
 
 func runCancel(opts *Options) error {
-	svc, err := opts.RunService(opts.Run)
+	st, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*store.Status, error) {
+		return svc.Cancel(opts.Ctx, opts.Run, opts.Wait)
+	}, func(w io.Writer, st *store.Status) { printCancelled(w, opts.Run, st) })
 	if err != nil {
 		return err
 	}
-	st, err := svc.Cancel(opts.Ctx, opts.Run, opts.Wait)
-	if err != nil {
-		return err
-	}
-	_ = opts.Print(st, func(w io.Writer) error {
-		fmt.Fprintf(w, "run %s %s", opts.Run, st.State)
-		if st.Status != "" {
-			fmt.Fprintf(w, " (%s)", st.Status)
-		}
-		fmt.Fprintln(w)
-		return nil
-	})
 	if st.State != store.StateEnded {
 		return cmdutil.Failed
 	}
 	return nil
+}
+
+func printCancelled(w io.Writer, run string, st *store.Status) {
+	fmt.Fprintf(w, "run %s %s", run, st.State)
+	if st.Status != "" {
+		fmt.Fprintf(w, " (%s)", st.Status)
+	}
+	fmt.Fprintln(w)
 }

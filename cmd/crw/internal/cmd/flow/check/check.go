@@ -67,11 +67,7 @@ something was, 2 when the workflow does not load or an option is wrong.`,
   crw flow check workflows/triage.ts --faults 20
   crw flow check wf.js --seed 24`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Workflow = f.Common(cmd.Context()), args[0]
-			opts.SeedOnly = cmd.Flags().Changed("seed") && !cmd.Flags().Changed("faults")
-			return cmdutil.Run(opts, runF, runCheck)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runCheck),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
@@ -84,6 +80,11 @@ something was, 2 when the workflow does not load or an option is wrong.`,
 	return cmd
 }
 
+// take takes the workflow and whether --seed came alone.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Workflow, o.SeedOnly = args[0], cmd.Flags().Changed("seed") && !cmd.Flags().Changed("faults")
+}
+
 func runCheck(opts *Options) error {
 	co, err := checkOptions(opts)
 	if err != nil {
@@ -93,9 +94,8 @@ func runCheck(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	_ = opts.Print(rep, func(w io.Writer) error {
+	opts.Print(rep, func(w io.Writer) {
 		printReport(w, rep)
-		return nil
 	})
 	if len(rep.Findings) > 0 {
 		return cmdutil.Failed

@@ -14,7 +14,7 @@ import (
 // Options are crw flow delete's.
 type Options struct {
 	cmdutil.Common
-	Run    string
+	cmdutil.RunArg
 	Delete engine.DeleteOptions
 }
 
@@ -29,10 +29,7 @@ func NewCmdDelete(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 its repository (registered, locked or half made), and its refs (refs/crw/flow/RUN/) unless
 --keep-refs.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runDelete)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runDelete),
 	}
 	cmd.Flags().BoolVar(&opts.Delete.KeepRefs, "keep-refs", false, "keep the run's refs (refs/crw/flow/RUN/) in its repository")
 	return cmd
@@ -47,8 +44,8 @@ func runDelete(opts *Options) error {
 		return err
 	}
 	_, _ = svc.CollectFiles(opts.Ctx) // what is left is collected by the next
-	return opts.Print(map[string]any{"run": opts.Run, "deleted": true}, func(w io.Writer) error {
+	opts.Print(map[string]any{"run": opts.Run, "deleted": true}, func(w io.Writer) {
 		fmt.Fprintf(w, "run %s deleted\n", opts.Run)
-		return nil
 	})
+	return nil
 }

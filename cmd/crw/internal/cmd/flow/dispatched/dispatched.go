@@ -11,6 +11,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
@@ -37,10 +38,7 @@ in time is queued then (exit 1): it stays in the run's inbox and the run answers
 reaches the step (crw flow next resumes a run no process holds). A report for a run that has ended, or for a step a paused
 run no longer publishes, is answered close at once.`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Report.Run, opts.Report.Call = f.Common(cmd.Context()), args[0], args[1]
-			return cmdutil.Run(opts, runF, runDispatched)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runDispatched),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Report.Agent, "agent", "", "the subagent's id (spawn_agent's agent_id)")
@@ -51,31 +49,34 @@ run no longer publishes, is answered close at once.`,
 	return cmd
 }
 
+// take takes the step's run and call.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.Report.Run, o.Report.Call = args[0], args[1]
+}
+
 func runDispatched(opts *Options) error {
-	svc, err := opts.RunService(opts.Report.Run)
-	if err != nil {
-		return err
-	}
-	if err := cmdutil.CheckWait(opts.Wait); err != nil {
-		return err
-	}
-	st, err := opts.Store()
-	if err != nil {
-		return err
-	}
-	reply, err := ops.Dispatched(opts.Ctx, svc, st, opts.Report, opts.Wait)
-	if err != nil {
-		return err
-	}
-	_ = opts.Print(reply, func(w io.Writer) error {
-		fmt.Fprintf(w, "%s %s %s\n", reply.Reply, reply.Marker, reply.Agent)
-		if reply.Detail != "" {
-			fmt.Fprintln(w, reply.Detail)
+	reply, err := cmdutil.Show(&opts.Common, opts.Report.Run, func(svc *engine.Service) (session.Reply, error) {
+		if err := cmdutil.CheckWait(opts.Wait); err != nil {
+			return session.Reply{}, err
 		}
-		return nil
-	})
+		st, err := opts.Store()
+		if err != nil {
+			return session.Reply{}, err
+		}
+		return ops.Dispatched(opts.Ctx, svc, st, opts.Report, opts.Wait)
+	}, printReply)
+	if err != nil {
+		return err
+	}
 	if reply.Reply != session.ReplyBound {
 		return cmdutil.Failed
 	}
 	return nil
+}
+
+func printReply(w io.Writer, reply session.Reply) {
+	fmt.Fprintf(w, "%s %s %s\n", reply.Reply, reply.Marker, reply.Agent)
+	if reply.Detail != "" {
+		fmt.Fprintln(w, reply.Detail)
+	}
 }

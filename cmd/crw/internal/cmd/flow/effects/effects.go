@@ -27,13 +27,15 @@ func NewCmdEffects(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		Use:   "effects [RUN]",
 		Short: "List the effects whose outcome is unknown: what to verify, where, and how to reconcile each",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Runs = f.Common(cmd.Context()), args
-			return cmdutil.Run(opts, runF, runEffects)
-		},
+		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runEffects),
 	}
 	cmd.Flags().IntVar(&opts.Limit, "limit", 100, "list at most N effects")
 	return cmd
+}
+
+// take takes the run named, if one is.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.Runs = args
 }
 
 func runEffects(opts *Options) error {
@@ -48,10 +50,10 @@ func runEffects(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return opts.Print(map[string]any{"effects": effects}, func(w io.Writer) error {
+	opts.Print(map[string]any{"effects": effects}, func(w io.Writer) {
 		printEffects(w, effects)
-		return nil
 	})
+	return nil
 }
 
 func printEffects(w io.Writer, effects []engine.Effect) {

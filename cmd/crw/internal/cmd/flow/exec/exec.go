@@ -15,24 +15,15 @@ import (
 	"github.com/crw-dev/crw/engine"
 )
 
-// Options are crw flow _exec's.
-type Options struct {
-	cmdutil.Common
-	Run string
-}
+// Options are crw flow exec's: the run.
+type Options = cmdutil.RunOptions
 
 // NewCmdExec is crw flow _exec; runF, when not nil, runs in place of the command.
 func NewCmdExec(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{}
-	return &cobra.Command{
+	return cmdutil.NewRunCmd(f, runF, runExec, &cobra.Command{
 		Use:    ops.ExecCommand + " RUN",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runExec)
-		},
-	}
+	})
 }
 
 // runExec executes the run; its errors do not name the run (its process has no reader).

@@ -8,24 +8,15 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
 )
 
-// Options are crw flow follow's.
-type Options struct {
-	cmdutil.Common
-	Run string
-}
+// Options are crw flow follow's: the run.
+type Options = cmdutil.RunOptions
 
 // NewCmdFollow is crw flow follow; runF, when not nil, runs in place of the command.
 func NewCmdFollow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{}
-	return &cobra.Command{
+	return cmdutil.NewRunCmd(f, runF, runFollow, &cobra.Command{
 		Use:   "follow RUN",
 		Short: "Show a run's live progress until it ends",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runFollow)
-		},
-	}
+	})
 }
 
 func runFollow(opts *Options) error {

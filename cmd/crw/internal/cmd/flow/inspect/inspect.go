@@ -13,44 +13,31 @@ import (
 	"github.com/crw-dev/crw/engine"
 )
 
-// Options are crw flow inspect's.
-type Options struct {
-	cmdutil.Common
-	Run string
-}
+// Options are crw flow inspect's: the run.
+type Options = cmdutil.RunOptions
 
 // NewCmdInspect is crw flow inspect; runF, when not nil, runs in place of the command.
 func NewCmdInspect(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{}
-	return &cobra.Command{
+	return cmdutil.NewRunCmd(f, runF, runInspect, &cobra.Command{
 		Use:   "inspect RUN",
 		Short: "A run's diagnosis: where it stands, what holds it, what it waits for, and what to do next",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runInspect)
-		},
-	}
+	})
 }
 
 func runInspect(opts *Options) error {
-	svc, err := opts.RunService(opts.Run)
-	if err != nil {
-		return err
-	}
-	in, err := svc.Inspect(opts.Ctx, opts.Run)
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store()
-	if err != nil {
-		return err
-	}
-	ops.HostState(st, in)
-	return opts.Print(in, func(w io.Writer) error {
-		printInspection(w, in)
-		return nil
-	})
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*engine.Inspection, error) {
+		in, err := svc.Inspect(opts.Ctx, opts.Run)
+		if err != nil {
+			return nil, err
+		}
+		st, err := opts.Store()
+		if err != nil {
+			return nil, err
+		}
+		ops.HostState(st, in) // what the run's host adds
+		return in, nil
+	}, printInspection)
+	return err
 }
 
 func printInspection(w io.Writer, in *engine.Inspection) {

@@ -41,10 +41,7 @@ started within the last D, and --limit the newest N of what is left.`,
   crw flow list --status running,paused --since 24h
   crw flow list --limit 5 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common = f.Common(cmd.Context())
-			return cmdutil.Run(opts, runF, runList)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runList),
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&opts.States, "status", nil, "keep the runs in these states: "+strings.Join(States, ", "))
@@ -83,10 +80,11 @@ func runList(opts *Options) error {
 	if opts.Limit > 0 && len(runs) > opts.Limit {
 		runs = runs[len(runs)-opts.Limit:]
 	}
-	return opts.Print(map[string]any{"runs": runs}, func(w io.Writer) error { return printRuns(w, runs) })
+	opts.Print(map[string]any{"runs": runs}, func(w io.Writer) { printRuns(w, runs) })
+	return nil
 }
 
-func printRuns(w io.Writer, runs []store.Status) error {
+func printRuns(w io.Writer, runs []store.Status) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATE\tSTATUS\tCALLS\tSTARTED\tWORKFLOW")
 	for _, r := range runs {
@@ -100,5 +98,5 @@ func printRuns(w io.Writer, runs []store.Status) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Run, r.State, cmdutil.Dash(status), r.Calls.Total(), started, r.Workflow)
 	}
-	return tw.Flush()
+	_ = tw.Flush() // a write that fails is the root's to report
 }

@@ -14,7 +14,7 @@ import (
 // Options are crw flow logs'.
 type Options struct {
 	cmdutil.Common
-	Run string
+	cmdutil.RunArg
 	// Follow goes on printing what is added until the run ends.
 	Follow bool
 }
@@ -33,10 +33,7 @@ JSON object a line (JSON Lines).`,
   crw flow logs RUN -f
   crw flow logs RUN --json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runLogs)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runLogs),
 	}
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "go on printing what is added until the run ends")
 	return cmd

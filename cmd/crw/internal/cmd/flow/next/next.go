@@ -11,13 +11,14 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
 // Options are crw flow next's.
 type Options struct {
 	cmdutil.Common
-	Run string
+	cmdutil.RunArg
 	// Wait is how long to wait for a step or a change of the run's state.
 	Wait time.Duration
 }
@@ -36,10 +37,7 @@ that reports it, the subagent slots (agents.max_threads of <CODEX_HOME>/config.t
 resumed, as crw flow resume RUN --detach does; a resume that cannot start is a warning, with
 why and what to do. A starting run is read again for up to 15 s, whatever --wait says.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runNext)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runNext),
 	}
 	cmd.Flags().Var((*cmdutil.WaitFlag)(&opts.Wait), "wait", "wait up to this long (30, in seconds, or 30s) for a step or a change of the run's state")
 	return cmd
@@ -50,22 +48,14 @@ func runNext(opts *Options) error {
 	if err := cmdutil.CheckWait(opts.Wait); err != nil {
 		return err
 	}
-	svc, err := opts.Service()
-	if err != nil {
-		return err
-	}
-	st, err := opts.Store()
-	if err != nil {
-		return err
-	}
-	view, err := ops.Next(opts.Ctx, svc, st, opts.Run, opts.Wait)
-	if err != nil {
-		return err
-	}
-	return opts.Print(view, func(w io.Writer) error {
-		printNext(w, view)
-		return nil
-	})
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (session.NextView, error) {
+		st, err := opts.Store()
+		if err != nil {
+			return session.NextView{}, err
+		}
+		return ops.Next(opts.Ctx, svc, st, opts.Run, opts.Wait)
+	}, printNext)
+	return err
 }
 
 func printNext(w io.Writer, v session.NextView) {

@@ -47,10 +47,7 @@ would go and removes nothing.`,
 		Example: `  crw flow prune --older-than 720h
   crw flow prune --older-than 24h --unfinished --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common = f.Common(cmd.Context())
-			return cmdutil.Run(opts, runF, runPrune)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runPrune),
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.OlderThan, "older-than", 0, "remove the runs started longer ago than this (720h)")
@@ -83,10 +80,10 @@ func runPrune(opts *Options) error {
 		_, _ = svc.CollectFiles(opts.Ctx)
 	}
 	opts.Outcome.AuditDetail = fmt.Sprintf("%d runs deleted: %v", len(gone), gone)
-	return opts.Print(map[string]any{"runs": out, "dry_run": opts.DryRun}, func(w io.Writer) error {
+	opts.Print(map[string]any{"runs": out, "dry_run": opts.DryRun}, func(w io.Writer) {
 		printPruned(w, out)
-		return nil
 	})
+	return nil
 }
 
 // prune removes the runs old enough that may go, and says what it did with each.

@@ -49,17 +49,18 @@ status 2, with nothing written, without a verdict or for a call that did not end
   crw flow recover RUN c3 --not-applied && crw flow resume RUN
   crw flow recover RUN c3 --applied --output @answer.json`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run, opts.Call = f.Common(cmd.Context()), args[0], args[1]
-			opts.OutputSet = cmd.Flags().Changed("output")
-			return cmdutil.Run(opts, runF, runRecover)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runRecover),
 	}
 	cmd.Flags().BoolVar(&opts.Applied, "applied", false, "the effect happened")
 	cmd.Flags().BoolVar(&opts.NotApplied, "not-applied", false, "the effect did not happen")
 	cmd.Flags().StringVar(&opts.Output, "output", "", "with --applied: what the call answered, JSON or @FILE")
 	cmd.Flags().BoolVar(&opts.NoResume, "no-resume", false, "journal the verdict and start nothing")
 	return cmd
+}
+
+// take takes the run, the call and whether --output was given.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Run, o.Call, o.OutputSet = args[0], args[1], cmd.Flags().Changed("output")
 }
 
 func runRecover(opts *Options) error {
@@ -80,18 +81,10 @@ func runRecover(opts *Options) error {
 		}
 		v.Output = data
 	}
-	svc, err := opts.Service()
-	if err != nil {
-		return err
-	}
-	out, err := svc.Recover(opts.Ctx, opts.Run, opts.Call, v, ops.Who(), !opts.NoResume)
-	if err != nil {
-		return err
-	}
-	return opts.Print(out, func(w io.Writer) error {
-		printReconciled(w, out)
-		return nil
-	})
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*engine.Reconciled, error) {
+		return svc.Recover(opts.Ctx, opts.Run, opts.Call, v, ops.Who(), !opts.NoResume)
+	}, printReconciled)
+	return err
 }
 
 func printReconciled(w io.Writer, out *engine.Reconciled) {

@@ -48,17 +48,18 @@ by its token budget goes on with a larger one (its held calls run again). A chan
   crw flow resume RUN --answers more-answers.json
   crw flow resume RUN edited-workflow.js --detach`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run, opts.ScriptArgs = f.Common(cmd.Context()), args[0], args[1:]
-			opts.BudgetSet = cmd.Flags().Changed("budget-tokens")
-			return cmdutil.Run(opts, runF, runResume)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runResume),
 	}
 	cmd.Flags().BoolVar(&opts.Detach, "detach", false, "resume in a process of its own and return at once")
 	cmd.Flags().StringVar(&opts.Script, "script", "", "go on with this edited workflow (it must replay the journal as recorded)")
 	cmd.Flags().StringVar(&opts.Answers, "answers", "", "a run on the fake backend: go on with this answers file")
 	cmd.Flags().Int64Var(&opts.Budget, "budget-tokens", 0, "go on with this token budget (0: none): a run paused by its budget runs its held calls again")
 	return cmd
+}
+
+// take takes the run, SCRIPT when given, and whether --budget-tokens was.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Run, o.ScriptArgs, o.BudgetSet = args[0], args[1:], cmd.Flags().Changed("budget-tokens")
 }
 
 func runResume(opts *Options) error {

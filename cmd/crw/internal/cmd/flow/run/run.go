@@ -31,11 +31,9 @@ returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is
 		Args: cobra.ExactArgs(1),
 	}
 	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, "fake")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.Common = f.Common(cmd.Context())
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
 		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
-		return cmdutil.Run(opts, runF, runRun)
-	}
+	}, runF, runRun)
 	return cmd
 }
 

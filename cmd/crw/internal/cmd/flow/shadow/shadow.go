@@ -39,15 +39,17 @@ script's result.
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
 differs or the script throws, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Script = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runShadow)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShadow),
 	}
 	cmd.Flags().StringVar(&opts.Run, "run", "", "a recorded run in the state folder")
 	cmd.Flags().StringVar(&opts.Trace, "trace", "", "a trace file (crw-trace/1)")
 	cmd.Flags().StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
 	return cmd
+}
+
+// take takes the script.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.Script = args[0]
 }
 
 func runShadow(opts *Options) error {
@@ -63,9 +65,8 @@ func runShadow(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	_ = opts.Print(report, func(w io.Writer) error {
+	opts.Print(report, func(w io.Writer) {
 		printReport(w, report)
-		return nil
 	})
 	if report.Differs() || report.Status == store.RunFailed {
 		return cmdutil.Failed

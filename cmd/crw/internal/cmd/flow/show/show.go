@@ -50,11 +50,7 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
   crw flow show RUN --html -o run.html
   crw flow show --trace run.jsonl --html -o run.html`,
 		Args: cobra.RangeArgs(0, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Args = f.Common(cmd.Context()), args
-			opts.ModeSet = cmd.Flags().Changed("mode")
-			return cmdutil.Run(opts, runF, runShow)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShow),
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.HTML, "html", false, "write the run as one self-contained HTML page")
@@ -63,6 +59,11 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 	fl.StringVar(&opts.Trace, "trace", "", "with --html: draw this trace file (crw flow trace) instead of a run")
 	fl.BoolVar(&opts.Follow, "follow", false, "with --html -o FILE: rewrite FILE until the run ends")
 	return cmd
+}
+
+// take takes RUN and CALL as given, and whether --mode was.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Args, o.ModeSet = args, cmd.Flags().Changed("mode")
 }
 
 func runShow(opts *Options) error {
@@ -90,16 +91,15 @@ func runShow(opts *Options) error {
 	if len(opts.Args) == 2 {
 		return showCall(opts, s, opts.Args[1])
 	}
-	return opts.Print(s, func(w io.Writer) error { return printTimeline(w, s) })
+	opts.Print(s, func(w io.Writer) { printTimeline(w, s) })
+	return nil
 }
 
 func showCall(opts *Options, s *engine.Timeline, id string) error {
 	for _, c := range s.Calls {
 		if c.Call == id {
-			return opts.Print(c, func(w io.Writer) error {
-				printCall(w, c)
-				return nil
-			})
+			opts.Print(c, func(w io.Writer) { printCall(w, c) })
+			return nil
 		}
 	}
 	return errs.New(errs.InvalidRequest, "run %s has no call %q", s.Run, id)

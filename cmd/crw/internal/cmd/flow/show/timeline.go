@@ -16,7 +16,7 @@ const maxShownWarnings = 20
 
 // printTimeline prints a run's timeline: its calls in a table, then its escalations, warnings,
 // steps and a summary.
-func printTimeline(w io.Writer, s *engine.Timeline) error {
+func printTimeline(w io.Writer, s *engine.Timeline) {
 	status := string(s.Status)
 	if status == "" {
 		status = "not ended"
@@ -31,8 +31,8 @@ func printTimeline(w io.Writer, s *engine.Timeline) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", c.Call, c.Role, c.Node, st, cmdutil.Dash(c.Reason), c.Turns, c.Tokens.Total, time.Duration(c.DurationMS)*time.Millisecond)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if tw.Flush() != nil {
+		return // a write that fails is the root's to report
 	}
 	for _, e := range s.Escalations {
 		fmt.Fprintf(w, "escalation %s by %s: %s\n", e.Reason, e.Call, e.Detail)
@@ -55,7 +55,6 @@ func printTimeline(w io.Writer, s *engine.Timeline) error {
 	if s.Error != nil {
 		fmt.Fprintf(w, "error: %s\n", cmdutil.FailureLine(s.Error))
 	}
-	return nil
 }
 
 // printStep prints a step of the run that is not a call: a commit, a tier step, a decision, a

@@ -24,10 +24,10 @@ func preview(opts *Options, st *local.Store, co engine.CreateOptions) error {
 			CodexHome: backendOpts["codex-home"], Repo: co.Repo, Roles: co.Roles})
 		out["preview"] = p
 	}
-	return opts.Print(out, func(w io.Writer) error {
+	opts.Print(out, func(w io.Writer) {
 		printPreview(w, co.Backend, p)
-		return nil
 	})
+	return nil
 }
 
 func printPreview(w io.Writer, backend string, p ops.Preview) {

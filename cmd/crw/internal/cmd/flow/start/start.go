@@ -42,11 +42,9 @@ one, give --backend fake (offline) or --backend app-server.`,
 	}
 	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, session.Name)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "start nothing: check the flags and say what a session run would meet (its spawn formats and session facts)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.Common = f.Common(cmd.Context())
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
 		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
-		return cmdutil.Run(opts, runF, runStart)
-	}
+	}, runF, runStart)
 	return cmd
 }
 

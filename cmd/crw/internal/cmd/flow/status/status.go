@@ -14,39 +14,22 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// Options are crw flow status's.
-type Options struct {
-	cmdutil.Common
-	Run string
-}
+// Options are crw flow status's: the run.
+type Options = cmdutil.RunOptions
 
 // NewCmdStatus is crw flow status; runF, when not nil, runs in place of the command.
 func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{}
-	return &cobra.Command{
+	return cmdutil.NewRunCmd(f, runF, runStatus, &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run's state: running, paused, waiting_decision, waiting_resume, ended or crashed",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runStatus)
-		},
-	}
+	})
 }
 
 func runStatus(opts *Options) error {
-	svc, err := opts.RunService(opts.Run)
-	if err != nil {
-		return err
-	}
-	st, err := svc.Status(opts.Ctx, opts.Run)
-	if err != nil {
-		return err
-	}
-	return opts.Print(st, func(w io.Writer) error {
-		printStatus(w, st)
-		return nil
-	})
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*store.Status, error) {
+		return svc.Status(opts.Ctx, opts.Run)
+	}, printStatus)
+	return err
 }
 
 func printStatus(w io.Writer, st *store.Status) {

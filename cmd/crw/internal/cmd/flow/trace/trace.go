@@ -32,15 +32,16 @@ func NewCmdTrace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "trace RUN",
 		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.Run = f.Common(cmd.Context()), args[0]
-			opts.ModeSet = cmd.Flags().Changed("mode")
-			return cmdutil.Run(opts, runF, runTrace)
-		},
+		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runTrace),
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the trace to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.Mode, "mode", "0600", "with --output: the file's mode, in octal (it holds prompts and answers)")
 	return cmd
+}
+
+// take takes the run and whether --mode was given.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Run, o.ModeSet = args[0], cmd.Flags().Changed("mode")
 }
 
 func runTrace(opts *Options) error {

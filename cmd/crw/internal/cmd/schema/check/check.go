@@ -38,11 +38,13 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 Exit status: 0 when the schema is strict, 1 when it is not (every violation is listed with its
 JSON pointer and rule), 2 when the file cannot be read or is not JSON.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Common, opts.File = f.Common(cmd.Context()), args[0]
-			return cmdutil.Run(opts, runF, runCheck)
-		},
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runCheck),
 	}
+}
+
+// take takes the schema file.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.File = args[0]
 }
 
 func runCheck(opts *Options) error {
@@ -58,16 +60,15 @@ func runCheck(opts *Options) error {
 	if vs == nil {
 		vs = []schema.Violation{}
 	}
-	_ = opts.Print(output{File: file, Strict: len(vs) == 0, Violations: vs}, func(w io.Writer) error {
+	opts.Print(output{File: file, Strict: len(vs) == 0, Violations: vs}, func(w io.Writer) {
 		if len(vs) == 0 {
 			fmt.Fprintf(w, "%s: strict\n", file)
-			return nil
+			return
 		}
 		for _, v := range vs {
 			fmt.Fprintf(w, "%s: %s\n", file, v.String())
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "%s: not strict: %d violation(s)\n", file, len(vs))
-		return nil
 	})
 	if len(vs) > 0 {
 		return cmdutil.Failed
