@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/list"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/store"
 )
 
 // flagValues are the values a flag takes, where they are a closed set.
@@ -23,7 +23,7 @@ var flagValues = map[string][]string{
 // complete gives every command that takes a run the completion of run ids (newest first, with
 // their state) and, where it takes a call next, of that run's call ids; and the flags whose
 // values are a closed set or files the completion of those.
-func complete(g *globals, root *cobra.Command) {
+func complete(inv *invocation, root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if positional, flag := runArg(c); positional && c.ValidArgsFunction == nil {
@@ -34,20 +34,20 @@ func complete(g *globals, root *cobra.Command) {
 			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 				switch {
 				case len(args) == 0:
-					return runIDs(g), cobra.ShellCompDirectiveNoFileComp
+					return runIDs(inv), cobra.ShellCompDirectiveNoFileComp
 				case len(args) == 1 && takesCall:
-					return callIDs(g, args[0]), cobra.ShellCompDirectiveNoFileComp
+					return callIDs(inv, args[0]), cobra.ShellCompDirectiveNoFileComp
 				}
 				return nil, cobra.ShellCompDirectiveDefault
 			}
 		} else if flag {
 			_ = c.RegisterFlagCompletionFunc("run", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return runIDs(g), cobra.ShellCompDirectiveNoFileComp
+				return runIDs(inv), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
-		if c.Flags().Lookup("backend") != nil && g.backends != nil {
+		if c.Flags().Lookup("backend") != nil && inv.backends != nil {
 			_ = c.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return g.backends.Names(), cobra.ShellCompDirectiveNoFileComp
+				return inv.backends.Names(), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for name, values := range flagValues {
@@ -59,7 +59,7 @@ func complete(g *globals, root *cobra.Command) {
 		}
 		if c.Flags().Lookup("status") != nil && c.Name() == "list" {
 			_ = c.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return listStates, cobra.ShellCompDirectiveNoFileComp
+				return list.States, cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, sub := range c.Commands() {
@@ -76,8 +76,8 @@ func complete(g *globals, root *cobra.Command) {
 const maxCompleted = 200
 
 // runIDs are the state folder's runs, newest first, each with its state.
-func runIDs(g *globals) []string {
-	svc, err := g.service()
+func runIDs(inv *invocation) []string {
+	svc, err := inv.service()
 	if err != nil {
 		return nil
 	}
@@ -106,14 +106,14 @@ func runIDs(g *globals) []string {
 }
 
 // callIDs are a run's calls, each with its role, node and status.
-func callIDs(g *globals, ref string) []string {
-	svc, err := g.service()
+func callIDs(inv *invocation, ref string) []string {
+	svc, err := inv.service()
 	if err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	root, _ := g.stateDir()
+	root, _ := inv.stateDir()
 	run, err := ops.ResolveRun(ctx, svc.Store, root, ref)
 	if err != nil {
 		return nil
@@ -138,6 +138,3 @@ func statusOr(c engine.TimelineCall) string {
 	}
 	return string(c.Status)
 }
-
-// listStates are the states list --status takes.
-var listStates = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed)}

@@ -139,7 +139,7 @@ func TestTheDocsCommandsParse(t *testing.T) {
 				where := fmt.Sprintf("%s:%d", b.file, b.line+1+i)
 				words, err := shellWords(args)
 				require.NoError(t, err, where)
-				root := newRoot(&globals{backends: backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))}, IO{})
+				root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 				cmd, rest, err := root.Find(words)
 				require.NoError(t, err, where)
 				require.NotEqual(t, root, cmd, "%s: no such command: %s", where, part)
@@ -155,7 +155,7 @@ func TestTheDocsCommandsParse(t *testing.T) {
 func TestTheHelpExamplesParse(t *testing.T) {
 	t.Parallel()
 	newRootForTest := func() *cobra.Command {
-		root := newRoot(&globals{backends: backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))}, IO{})
+		root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 		root.InitDefaultVersionFlag()
 		return root
 	}

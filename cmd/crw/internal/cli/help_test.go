@@ -15,7 +15,7 @@ import (
 // TestEveryCommandHasExamples: every command a user runs shows Examples in its --help.
 func TestEveryCommandHasExamples(t *testing.T) {
 	t.Parallel()
-	root := newRoot(&globals{backends: backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))}, IO{})
+	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 	root.InitDefaultCompletionCmd()
 	n := 0
 	var walk func(c *cobra.Command)

@@ -3,111 +3,185 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"strings"
+	"errors"
+	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/runtime/vm"
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
-func newCmdRun(g *globals, streams IO) *cobra.Command {
-	opts := &ops.RunOptions{}
-	var backendOpts func() map[string]string
-	cmd := &cobra.Command{
-		Use:   "run WORKFLOW",
-		Short: "Run a workflow in the foreground, with live progress",
-		Long: `Run a workflow (a .js or .ts file) to its end in this process.
-
-The workflow's return value is printed as JSON on stdout. Exit status: 0 when the workflow
-returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is one JSON object:
-{"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g.runOutput = true
-			opts.Workflow = args[0]
-			opts.BackendOpts = backendOpts()
-			opts.Stdin = streams.In
-			return runRun(cmd.Context(), g, streams, opts)
-		},
+// Run runs crw with args and returns the exit code.
+func Run(args []string, streams IO, backends *backend.Registry) int {
+	out := &writeTracker{w: streams.Out}
+	streams.Out = out
+	inv := newInvocation(&streams, backends)
+	root := newRoot(inv)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
+		inv.audit(cmd, err) // the mutation is recorded, however it ended
 	}
-	backendOpts = addRunFlags(cmd, g, opts, "fake")
-	return cmd
-}
-
-// addRunFlags declares the flags a run is created with (run and start): the backends' options
-// among them, as the registry lists them. The returned function gives the options that were set.
-// defaultBackend is the backend of a run that names none.
-func addRunFlags(cmd *cobra.Command, g *globals, opts *ops.RunOptions, defaultBackend string) (backendOpts func() map[string]string) {
-	f := cmd.Flags()
-	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
-	f.StringVar(&opts.Backend, "backend", defaultBackend, "where turns run: "+strings.Join(g.backends.Names(), ", "))
-	values := map[string]*string{}
-	for _, o := range g.backends.Options() {
-		values[o.Name] = f.String(o.Name, "", o.Usage)
-	}
-	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
-	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
-	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
-	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
-	f.IntVar(&opts.Limits.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
-	f.Int64Var(&opts.Limits.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
-	f.Int64Var(&opts.Limits.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
-	f.Int64Var(&opts.Limits.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
-	f.DurationVar(&opts.Limits.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
-	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
-	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")
-	f.BoolVar(&opts.NoRepo, "no-repo", false, "run without a repository: executor calls are held worktree_failed")
-	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
-	f.BoolVar(&opts.KeepWorktrees, "keep-worktrees", false, "leave the run's worktrees in place when it ends")
-	f.BoolVar(&opts.TraceIsolation, "trace-isolation", false, "digest each call's directory, the checkout and the shared refs around every turn, and warn when a call wrote where it should not")
-	f.StringArrayVar(&opts.ToolEnv, "tool-env", nil, "NAME=VALUE: a variable every command of the run's agents takes, named in each turn's tools section (repeatable)")
-	f.StringArrayVar(&opts.ToolPath, "tool-path", nil, "a directory of tools the run's agents' commands find before the shell's PATH (repeatable)")
-	f.StringVar(&opts.TierSteps, "tier-steps", "auto", "auto: crw.tierStep moves a node up at once; ask: the step waits for the owner's decision")
-	return func() map[string]string {
-		set := map[string]string{}
-		for name, v := range values {
-			if f.Changed(name) {
-				set[name] = *v
+	if out.err != nil {
+		// What the command wrote never reached its reader: unless it failed with a coded
+		// error of its own, that is its failure.
+		if _, coded := errs.As(err); !coded {
+			unwritten := errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
+			if run := inv.outcome.Run; run != "" {
+				unwritten = errs.New(errs.CapabilityUnavailable, "run %s: cannot write to standard output", run).Wrap(out.err)
 			}
+			var printed cmdutil.ExitError
+			if errors.As(err, &printed) {
+				fmt.Fprintf(streams.ErrOut, "crw: %s\n", unwritten.Error())
+				return printed.Code
+			}
+			err = unwritten
 		}
-		return set
 	}
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	return inv.fail(cmd, args, err, out)
 }
 
-// runOutput is the one JSON object `crw flow run --json` prints.
-type runOutput struct {
-	Run    *string         `json:"run"`
-	Status string          `json:"status"`
-	Result json.RawMessage `json:"result"`
-	Error  any             `json:"error"`
-	Calls  store.Counts    `json:"calls"`
+// audited tells whether cmd is a mutation the audit records.
+func audited(cmd *cobra.Command) bool {
+	return engine.Audited[cmd.Name()] && cmd.Parent() != nil && (cmd.Parent().Name() == "flow" || cmd.Parent().Name() == "codex")
 }
 
-func runRun(ctx context.Context, g *globals, streams IO, opts *ops.RunOptions) error {
-	co, err := ops.CreateOptions(opts)
-	if err != nil {
-		return err
+// audit records the command's mutation and how it ended.
+func (inv *invocation) audit(cmd *cobra.Command, err error) {
+	result, detail := engine.AuditResult(err)
+	var printed cmdutil.ExitError
+	if errors.As(err, &printed) {
+		result, detail = "failed", fmt.Sprintf("exit %d", printed.Code)
+		if printed.Code == cmdutil.ExitPaused || printed.Code == cmdutil.ExitWaiting {
+			result = "ok" // the run goes on: it is not over
+		}
 	}
-	svc, err := g.service()
-	if err != nil {
-		return err
+	svc := &engine.Service{Store: inv.store}
+	run := inv.outcome.Run
+	if !journal.ValidRunID(run) {
+		run = ""
 	}
-	// A run of crw flow run gives its calls no startSeq and endSeq (call-result.md).
-	co.OmitCallSeqs = true
-	id, err := svc.Create(ctx, co)
-	if err != nil {
-		return err
+	if detail == "" {
+		detail = inv.outcome.AuditDetail
 	}
-	g.runID = id
-	return foreground(ctx, g, streams, svc, id)
+	svc.Audit(context.Background(), engine.AuditEntry{Op: cmd.Name(), Run: run, Who: ops.Who(), Result: result, Detail: detail})
 }
 
-func indent(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = "    " + strings.TrimSpace(l)
+// fail prints the error a command ended with, once (unless the command said it already), and
+// returns its exit code. out is standard output, which may have failed (or fail now).
+func (inv *invocation) fail(cmd *cobra.Command, args []string, err error, out *writeTracker) int {
+	if !inv.json {
+		// The command line did not parse as far as --json: look for it all the same.
+		for _, a := range args {
+			inv.json = inv.json || a == "--json" || a == "--json=true"
+		}
+		if cmd != nil && (cmd.Name() == "run" || cmd.Name() == "follow") && cmd.Parent() != nil && cmd.Parent().Name() == "flow" {
+			inv.outcome.RunOutput = true // its errors take the shape of its output, a run's end
+		}
 	}
-	return strings.Join(lines, "\n")
+	var printed cmdutil.ExitError
+	if errors.As(err, &printed) {
+		return printed.Code
+	}
+	e, ok := errs.As(err)
+	if !ok {
+		// cobra's own errors are about the command line: bad input.
+		e = errs.New(errs.InvalidRequest, "%s", err.Error())
+	}
+	if e.Diagnostic != nil && e.Diagnostic.Log == "" && inv.store != nil {
+		// Not logged where it arose: its full account goes to the state folder's log.
+		store.LogError(inv.store.Log(""), e)
+	}
+	if inv.json {
+		inv.writeError(out, err, e)
+	}
+	if !inv.json || out.err != nil {
+		// Standard output may be gone: the error is said where it can still be read.
+		errOut := inv.f.IOStreams.ErrOut
+		fmt.Fprintf(errOut, "crw: %s\n", e.Error())
+		if d := e.Diagnostic; d != nil && d.NextAction != "" {
+			fmt.Fprintf(errOut, "crw: next: %s\n", d.NextAction)
+		}
+	}
+	return inv.exitCode(e)
+}
+
+// writeError prints the error as --json does: in the shape of a run's end for the commands
+// that run a workflow, else {"run", "error"}.
+func (inv *invocation) writeError(w io.Writer, err error, e *errs.Error) {
+	if !inv.outcome.RunOutput {
+		var out struct {
+			Run   *string     `json:"run,omitempty"`
+			Error *errs.Error `json:"error"`
+		}
+		out.Run, out.Error = inv.errorRun(err), e
+		cmdutil.WriteJSON(w, out)
+		return
+	}
+	ro := foreground.RunOutput{Run: inv.errorRun(err), Status: "error", Result: json.RawMessage("null"), Error: e, Calls: store.Counts{}}
+	if ro.Run != nil && inv.store != nil {
+		// What the journal holds of the run's calls: a process that stopped on an error
+		// (a full disk, say) had completed calls too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if sum, serr := inv.store.Summary(ctx, *ro.Run); serr == nil && sum.Calls != nil {
+			ro.Calls = store.Counts(sum.Calls)
+		}
+		cancel()
+	}
+	cmdutil.WriteJSON(w, ro)
+}
+
+// errorRun is the run an error of the command belongs to: the run it works on, when that run
+// exists; nil when there is none.
+func (inv *invocation) errorRun(err error) *string {
+	run := inv.outcome.Run
+	if run == "" || !journal.ValidRunID(run) || errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if inv.store != nil {
+		if _, serr := inv.store.Spec(context.Background(), run); errors.Is(serr, store.ErrNotFound) {
+			return nil
+		}
+	}
+	return &run
+}
+
+// exitCode is the exit code of an error a command returned: bad input for a malformed request,
+// and for a run process that refuses the environment its run recorded (a detached resume,
+// whose process never started, reports that as a failure of the operation instead).
+func (inv *invocation) exitCode(e *errs.Error) int {
+	switch {
+	case e.Code == errs.InvalidRequest:
+		return cmdutil.ExitBadInput
+	case e.Code == errs.RunEnvUnusable && !inv.outcome.Detached:
+		return cmdutil.ExitBadInput
+	}
+	return cmdutil.ExitFailed
+}
+
+// writeTracker keeps the first error of its writer, so a command whose output could not be
+// written (a full disk, a closed pipe) does not exit 0.
+type writeTracker struct {
+	w   io.Writer
+	err error
+}
+
+func (t *writeTracker) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
 }

@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -22,7 +20,7 @@ func runArg(cmd *cobra.Command) (positional, flag bool) {
 }
 
 // resolveRunArgs puts the run id in place of what names it, before the command runs.
-func resolveRunArgs(g *globals, cmd *cobra.Command, args []string) error {
+func resolveRunArgs(inv *invocation, cmd *cobra.Command, args []string) error {
 	positional, flag := runArg(cmd)
 	if !positional && !flag {
 		return nil
@@ -37,16 +35,13 @@ func resolveRunArgs(g *globals, cmd *cobra.Command, args []string) error {
 	if ref == "" || journal.ValidRunID(ref) {
 		return nil
 	}
-	if _, err := g.service(); err != nil {
+	svc, err := inv.service()
+	if err != nil {
 		return err
 	}
-	root, _ := g.stateDir()
-	id, err := ops.ResolveRun(cmd.Context(), g.store, root, ref)
+	root, _ := inv.stateDir()
+	id, err := ops.ResolveRun(cmd.Context(), svc.Store, root, ref)
 	if err != nil {
-		var coded *errs.Error
-		if errors.As(err, &coded) {
-			g.runID = ""
-		}
 		return err
 	}
 	if positional {

@@ -1,0 +1,66 @@
+// Package audit is crw flow audit: the history of the mutations commands made.
+package audit
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/engine"
+)
+
+// Options are crw flow audit's.
+type Options struct {
+	cmdutil.Common
+	// Run keeps the entries of one run; "" keeps all.
+	Run   string
+	Limit int
+}
+
+// NewCmdAudit is crw flow audit; runF, when not nil, runs in place of the command.
+func NewCmdAudit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "audit [RUN]",
+		Short: "The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete, dispatched): who, when, and how each ended",
+		Args:  cobra.MaximumNArgs(1),
+		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runAudit),
+	}
+	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")
+	return cmd
+}
+
+// take takes the run named, if one is.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	if len(args) == 1 {
+		o.Run = args[0]
+	}
+}
+
+func runAudit(opts *Options) error {
+	svc, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	entries, err := svc.AuditLog(opts.Ctx, opts.Run, opts.Limit)
+	if err != nil {
+		return err
+	}
+	opts.Print(map[string]any{"audit": entries}, func(w io.Writer) {
+		printEntries(w, entries)
+	})
+	return nil
+}
+
+func printEntries(w io.Writer, entries []engine.AuditEntry) {
+	for _, e := range entries {
+		fmt.Fprintf(w, "%s  %-10s %-22s %-12s %s", e.At.Format(time.RFC3339), e.Op, cmdutil.Dash(e.Run), e.Who, e.Result)
+		if e.Detail != "" && e.Result != "ok" {
+			fmt.Fprintf(w, ": %s", e.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,48 @@
+package prune
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
+)
+
+func TestNewCmdPrune(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	opts, err := cmdtest.Parse(t, e, NewCmdPrune, "--older-than", "720h", "--unfinished", "--dry-run", "--keep-refs")
+	require.NoError(t, err)
+	assert.Equal(t, 720*time.Hour, opts.OlderThan)
+	assert.True(t, opts.Unfinished)
+	assert.True(t, opts.DryRun)
+	assert.True(t, opts.Delete.KeepRefs)
+}
+
+func TestPruneNeedsADuration(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	err := runPrune(&Options{Common: e.Common()})
+	assert.EqualError(t, err, "invalid_request: prune: --older-than D is required, more than 0 (720h, 30m)")
+}
+
+func TestPruneKeepsARunYoungerThanD(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Hour}))
+	assert.Equal(t, "0 runs deleted\n", e.Out.String())
+	assert.Equal(t, "0 runs deleted: []", e.Factory.Outcome.AuditDetail)
+}
+
+func TestPruneDeletesAnEndedRun(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	e.JSON = true
+	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond}))
+	assert.Equal(t, `{"dry_run":false,"runs":[{"run":"`+end.Run+`","state":"ended","deleted":true}]}`+"\n", e.Out.String())
+	assert.Equal(t, "1 runs deleted: ["+end.Run+"]", e.Factory.Outcome.AuditDetail)
+}

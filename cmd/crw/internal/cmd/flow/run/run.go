@@ -1,0 +1,58 @@
+// Package run is crw flow run: a workflow run to its end in this process, with live progress.
+package run
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/createflags"
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+)
+
+// Options are crw flow run's.
+type Options struct {
+	cmdutil.Common
+	// Create is what the run is created with.
+	Create ops.RunOptions
+}
+
+// NewCmdRun is crw flow run; runF, when not nil, runs in place of the command.
+func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "run WORKFLOW",
+		Short: "Run a workflow in the foreground, with live progress",
+		Long: `Run a workflow (a .js or .ts file) to its end in this process.
+
+The workflow's return value is printed as JSON on stdout. Exit status: 0 when the workflow
+returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is one JSON object:
+{"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
+		Args: cobra.ExactArgs(1),
+	}
+	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, "fake")
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
+		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
+	}, runF, runRun)
+	return cmd
+}
+
+func runRun(opts *Options) error {
+	opts.Outcome.RunOutput = true
+	co, err := ops.CreateOptions(&opts.Create)
+	if err != nil {
+		return err
+	}
+	svc, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	// A run of crw flow run gives its calls no startSeq and endSeq (call-result.md).
+	co.OmitCallSeqs = true
+	id, err := svc.Create(opts.Ctx, co)
+	if err != nil {
+		return err
+	}
+	opts.WorksOn(id)
+	return foreground.Run(&opts.Common, svc, id)
+}

@@ -1,0 +1,103 @@
+// Package shadow is crw flow shadow: a script replayed against a recorded run with no backend.
+package shadow
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+)
+
+// Options are crw flow shadow's.
+type Options struct {
+	cmdutil.Common
+	Script string
+	// Run or Trace is the record: a run of the state folder, or a trace file.
+	Run, Trace string
+	LibDirs    []string
+}
+
+// NewCmdShadow is crw flow shadow; runF, when not nil, runs in place of the command.
+func NewCmdShadow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "shadow SCRIPT (--run RUN | --trace FILE)",
+		Short: "Replay a script, changed or not, against a recorded run with no backend",
+		Long: `Run SCRIPT against a recorded run (its journal, or a trace written by crw flow trace)
+with no backend at all, and report how it differs: calls matched, every divergence (position,
+call, the inputs that differ, a short diff of prompts), recorded calls the script never made,
+and new calls the record does not have (these resolve held so the script can go on), and the
+script's result.
+
+Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
+differs or the script throws, 2 on bad input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShadow),
+	}
+	cmd.Flags().StringVar(&opts.Run, "run", "", "a recorded run in the state folder")
+	cmd.Flags().StringVar(&opts.Trace, "trace", "", "a trace file (crw-trace/1)")
+	cmd.Flags().StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	return cmd
+}
+
+// take takes the script.
+func (o *Options) take(_ *cobra.Command, args []string) {
+	o.Script = args[0]
+}
+
+func runShadow(opts *Options) error {
+	opts.WorksOn(opts.Run)
+	if (opts.Run == "") == (opts.Trace == "") {
+		return errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
+	}
+	svc, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	report, err := ops.Shadow(opts.Ctx, svc, ops.ShadowOptions{Script: opts.Script, Run: opts.Run, Trace: opts.Trace, LibDirs: opts.LibDirs, Log: opts.IO.ErrOut})
+	if err != nil {
+		return err
+	}
+	opts.Print(report, func(w io.Writer) {
+		printReport(w, report)
+	})
+	if report.Differs() || report.Status == store.RunFailed {
+		return cmdutil.Failed
+	}
+	return nil
+}
+
+func printReport(w io.Writer, r *shadow.Report) {
+	fmt.Fprintf(w, "shadow of %s against run %s (backend %s)\n", r.Script, r.Run, r.Backend)
+	fmt.Fprintf(w, "%d of %d recorded calls matched; %d divergence(s), %d never made, %d new\n",
+		r.Matched, r.Recorded, len(r.Divergences), len(r.Unmade), len(r.New))
+	for _, d := range r.Divergences {
+		fmt.Fprintf(w, "\ndivergence at call %d (%s, node %q):\n", d.Position, d.Call, d.Node)
+		for _, f := range d.Fields {
+			if f.Field == "prompt" && d.Diff != "" {
+				fmt.Fprintf(w, "  prompt differs:\n    %s\n", strings.ReplaceAll(d.Diff, "\n", "\n    "))
+				continue
+			}
+			fmt.Fprintf(w, "  %s: recorded %q, script %q\n", f.Field, f.Expected, f.Actual)
+		}
+	}
+	for _, c := range r.Unmade {
+		fmt.Fprintf(w, "\nnever made: call %d (%s, %s/%s): %q\n", c.Position, c.Call, c.Role, c.Node, c.Prompt)
+	}
+	for _, c := range r.New {
+		fmt.Fprintf(w, "\nnew call %d (%s/%s) at %s, held in the shadow: %q\n", c.Position, c.Role, c.Node, cmdutil.Dash(c.Site), c.Prompt)
+	}
+	switch r.Status {
+	case store.RunCompleted:
+		fmt.Fprintf(w, "\nresult: %s\n", r.Result)
+	case store.RunFailed:
+		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Text())
+	}
+}

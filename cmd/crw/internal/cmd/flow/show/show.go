@@ -1,0 +1,138 @@
+// Package show is crw flow show: a run's timeline of calls, one call's rows, or (--html) the
+// run as one self-contained HTML page.
+package show
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/errs"
+)
+
+// Options are crw flow show's.
+type Options struct {
+	cmdutil.Common
+	StateDir func() (string, error)
+	// Args are RUN and CALL, as many as were given.
+	Args []string
+	HTML bool
+	// With HTML: Output is the file to write ("": stdout), in Mode (octal text, ModeSet when
+	// given); Trace a trace file drawn instead of a run; Follow rewrites Output until the run ends.
+	Output  string
+	Mode    string
+	ModeSet bool
+	Trace   string
+	Follow  bool
+}
+
+// NewCmdShow is crw flow show; runF, when not nil, runs in place of the command.
+func NewCmdShow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{StateDir: f.StateDir}
+	cmd := &cobra.Command{
+		Use:   "show RUN [CALL]",
+		Short: "Show a run's timeline of calls, or one call, while it runs too",
+		Long: `Show a run's timeline of calls (role, node, status, reason, turns, tokens, time), its commits,
+tier steps, decisions, verdicts and warnings; or one call's rows in detail.
+
+With --html it writes one self-contained HTML page of the run instead (to -o FILE, else to
+standard output): a lane per node, each call a bar from its start to its end coloured by its
+status, its turns and repair inside it, continuations as links, held and unknown calls and the
+pause marked, times and tokens on hover, and the call's rows, prompt and answer on click. The
+page loads nothing from the network. --trace FILE draws a trace instead of a run; --follow
+rewrites FILE every two seconds until the run ends (the page reloads itself meanwhile).`,
+		Example: `  crw flow show RUN
+  crw flow show RUN c3
+  crw flow show RUN --html -o run.html
+  crw flow show --trace run.jsonl --html -o run.html`,
+		Args: cobra.RangeArgs(0, 2),
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShow),
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.HTML, "html", false, "write the run as one self-contained HTML page")
+	fl.StringVarP(&opts.Output, "output", "o", "", "with --html: the file to write (default: standard output)")
+	fl.StringVar(&opts.Mode, "mode", "0600", "with --html -o: the file's mode, in octal (it holds prompts and answers)")
+	fl.StringVar(&opts.Trace, "trace", "", "with --html: draw this trace file (crw flow trace) instead of a run")
+	fl.BoolVar(&opts.Follow, "follow", false, "with --html -o FILE: rewrite FILE until the run ends")
+	return cmd
+}
+
+// take takes RUN and CALL as given, and whether --mode was.
+func (o *Options) take(cmd *cobra.Command, args []string) {
+	o.Args, o.ModeSet = args, cmd.Flags().Changed("mode")
+}
+
+func runShow(opts *Options) error {
+	if opts.ModeSet && (!opts.HTML || opts.Output == "") {
+		return errs.New(errs.InvalidRequest, "--mode goes with --html -o FILE")
+	}
+	if opts.HTML {
+		return showHTML(opts)
+	}
+	if opts.Trace != "" || opts.Output != "" || opts.Follow {
+		return errs.New(errs.InvalidRequest, "--trace, -o and --follow go with --html")
+	}
+	if len(opts.Args) == 0 {
+		return errs.New(errs.InvalidRequest, "show: name the run")
+	}
+	run := opts.Args[0]
+	svc, err := opts.RunService(run)
+	if err != nil {
+		return err
+	}
+	s, err := svc.Timeline(opts.Ctx, run)
+	if err != nil {
+		return err
+	}
+	if len(opts.Args) == 2 {
+		return showCall(opts, s, opts.Args[1])
+	}
+	opts.Print(s, func(w io.Writer) { printTimeline(w, s) })
+	return nil
+}
+
+func showCall(opts *Options, s *engine.Timeline, id string) error {
+	for _, c := range s.Calls {
+		if c.Call == id {
+			opts.Print(c, func(w io.Writer) { printCall(w, c) })
+			return nil
+		}
+	}
+	return errs.New(errs.InvalidRequest, "run %s has no call %q", s.Run, id)
+}
+
+func printCall(w io.Writer, c engine.TimelineCall) {
+	status := cmdutil.Dash(string(c.Status))
+	if c.Reason != "" {
+		status += " " + c.Reason
+	}
+	fmt.Fprintf(w, "call     %s (#%d) at %s\nrole     %s\nnode     %s\nstatus   %s\n", c.Call, c.Index, cmdutil.Dash(c.Site), c.Role, c.Node, status)
+	if c.Attempts > 1 {
+		// A resume took the call up again: this is its newest generation.
+		fmt.Fprintf(w, "attempt  %d (its rows from seq %d on; crw flow trace has every attempt's)\n", c.Attempts, c.StartSeq)
+	}
+	if c.Detail != "" {
+		fmt.Fprintf(w, "detail   %s\n", c.Detail)
+	}
+	fmt.Fprintf(w, "thread   %s (%s, %s)\n", cmdutil.Dash(c.ThreadID), cmdutil.Dash(c.Model), cmdutil.Dash(c.Effort))
+	if c.Handle != "" {
+		fmt.Fprintf(w, "handle   %s\n", c.Handle)
+	}
+	if c.Continues != "" {
+		fmt.Fprintf(w, "resumes  %s\n", c.Continues)
+	}
+	fmt.Fprintf(w, "turns    %d (repair used: %v)\n", c.Turns, c.RepairUsed)
+	if c.Repair != "" {
+		fmt.Fprintf(w, "repair   %s\n", indentAfterFirst(c.Repair))
+	}
+	fmt.Fprintf(w, "tokens   %d in, %d out\nprompt   %s\n", c.Tokens.Input, c.Tokens.Output, indentAfterFirst(c.Prompt))
+	if c.Output != nil {
+		fmt.Fprintf(w, "output   %s\n", cmdutil.Compact(c.Output))
+	}
+}
+
+func indentAfterFirst(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }

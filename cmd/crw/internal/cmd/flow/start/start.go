@@ -1,0 +1,94 @@
+// Package start is crw flow start: a workflow started in a detached process of its own, or
+// (--dry-run) what a start would meet, starting nothing.
+package start
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/createflags"
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/session"
+)
+
+// Options are crw flow start's.
+type Options struct {
+	cmdutil.Common
+	Backends *backend.Registry
+	// Create is what the run is created with.
+	Create ops.RunOptions
+	DryRun bool
+}
+
+// NewCmdStart is crw flow start; runF, when not nil, runs in place of the command.
+func NewCmdStart(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Backends: f.Backends}
+	cmd := &cobra.Command{
+		Use:   "start WORKFLOW",
+		Short: "Start a workflow in its own process and return at once",
+		Long: `Start a workflow in a detached process of its own and print the run's id.
+
+The run goes on after this command returns; watch it with crw flow follow RUN or
+crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.
+
+A started run is a session run unless --backend says otherwise: its calls are taken by role
+subagents of the Codex session it is started from (CODEX_THREAD_ID, or --owner THREAD). Outside
+one, give --backend fake (offline) or --backend app-server.`,
+		Args: cobra.ExactArgs(1),
+	}
+	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, session.Name)
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "start nothing: check the flags and say what a session run would meet (its spawn formats and session facts)")
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
+		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
+	}, runF, runStart)
+	return cmd
+}
+
+func runStart(opts *Options) error {
+	opts.Outcome.Detached = true
+	co, err := ops.CreateOptions(&opts.Create)
+	if err != nil {
+		return err
+	}
+	svc, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	st, err := opts.Store()
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		return preview(opts, st, co)
+	}
+	started, err := ops.Start(opts.Ctx, svc, st, co, func(s *ops.Started) {
+		opts.WorksOn(s.Run)
+		if s.Preview != nil && !opts.JSON {
+			printWarnings(opts, *s.Preview)
+		}
+		for _, w := range s.Warnings {
+			fmt.Fprintf(opts.IO.ErrOut, "crw: warning: %s\n", w)
+		}
+	})
+	if started != nil {
+		opts.WorksOn(started.Run)
+	}
+	if err != nil {
+		return err
+	}
+	foreground.PrintDetached(&opts.Common, started.Run, started.PID, started.Warnings, started.Preview)
+	return nil
+}
+
+// printWarnings says the preview's warnings on stderr.
+func printWarnings(opts *Options, p ops.Preview) {
+	for _, f := range p.Facts {
+		if !f.OK {
+			fmt.Fprintf(opts.IO.ErrOut, "crw: warning: %s: %s\n", f.Name, f.Detail)
+		}
+	}
+}

@@ -1,0 +1,16 @@
+// Package schema is crw schema: the group of commands on JSON Schemas.
+package schema
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/schema/check"
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+)
+
+// NewCmdSchema is crw schema and its subcommands.
+func NewCmdSchema(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: cmdutil.Group}
+	cmd.AddCommand(check.NewCmdCheck(f, nil))
+	return cmd
+}

@@ -1,0 +1,38 @@
+package cmdutil
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/errs"
+)
+
+// Exit codes: 0 success, 1 the operation failed, 2 bad input; a run that is not over when its
+// process ends: 3 paused (a usage or rate limit), 4 waiting for a decision.
+const (
+	ExitOK       = 0
+	ExitFailed   = 1
+	ExitBadInput = 2
+	ExitPaused   = 3
+	ExitWaiting  = 4
+)
+
+// ExitError says a command already wrote its own output for a failure; only the exit code is
+// left.
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// Failed is a failure the command has said all of already.
+var Failed = ExitError{Code: ExitFailed}
+
+// Group runs a command that only holds subcommands: alone it prints its help, and an argument
+// that names none of its subcommands is an unknown command. (cobra checks unknown commands only
+// on the root.)
+func Group(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return c.Help()
+	}
+	return errs.New(errs.InvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
+}

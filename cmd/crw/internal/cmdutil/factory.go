@@ -1,0 +1,137 @@
+// Package cmdutil is what crw's commands share: the Factory each command is built from (its
+// streams, the state folder, the store and run service built when first asked for, the --json
+// choice), the Outcome a command tells the root of, exit codes, and the helpers of rendering.
+package cmdutil
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/iostreams"
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/store/local"
+)
+
+// Factory is what a command is built from: one for each command line.
+type Factory struct {
+	IOStreams *iostreams.IOStreams
+	// Backends are the backends of this build.
+	Backends *backend.Registry
+	// StateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
+	// ~/.local/state/crw.
+	StateDir func() (string, error)
+	// Store is the local store on the state folder, and Service the run service on it: both
+	// opened when first asked for, and the same after.
+	Store   func() (*local.Store, error)
+	Service func() (*engine.Service, error)
+	// JSON tells whether --json was given: the command prints one JSON object on stdout.
+	JSON func() bool
+	// Outcome is what the command tells the root besides its error.
+	Outcome *Outcome
+}
+
+// Outcome is what a command tells the root of its command line besides its error: the root
+// names the run in an error and an audit entry, shapes errors as the command's output, and
+// chooses an exit code by it.
+type Outcome struct {
+	// Run is the run the command works on, once it is known: its errors name it (with --json,
+	// their "run" member) when it exists.
+	Run string
+	// RunOutput: the command prints a run's end ({"run", "status", "result", "error",
+	// "calls"}), so its errors take that shape too.
+	RunOutput bool
+	// Detached: the command hands the run to a process of its own.
+	Detached bool
+	// AuditDetail is what an audited command that succeeded tells its audit entry.
+	AuditDetail string
+}
+
+// Common is what every command's Options take from the Factory once its flags are parsed.
+type Common struct {
+	Ctx     context.Context
+	IO      *iostreams.IOStreams
+	JSON    bool
+	Service func() (*engine.Service, error)
+	Store   func() (*local.Store, error)
+	Outcome *Outcome
+}
+
+// Common is what a command's Options take of f, in ctx (the command's context).
+func (f *Factory) Common(ctx context.Context) Common {
+	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Service: f.Service, Store: f.Store, Outcome: f.Outcome}
+}
+
+// Print writes v as one JSON object with --json, else what text writes for a reader. A write
+// that fails is the root's to report: it watches standard output.
+func (c *Common) Print(v any, text func(w io.Writer)) {
+	if c.JSON {
+		WriteJSON(c.IO.Out, v)
+		return
+	}
+	text(c.IO.Out)
+}
+
+// WorksOn says the command works on run from here on: its errors name the run and its audit
+// entry records it.
+func (c *Common) WorksOn(run string) { c.Outcome.Run = run }
+
+// RunService is the run service of a command that works on run (WorksOn).
+func (c *Common) RunService(run string) (*engine.Service, error) {
+	c.WorksOn(run)
+	return c.Service()
+}
+
+// RunE is a command's RunE: once its flags are parsed, opts takes the Factory's part (into
+// common) and, with take, what it takes of the command line; then runF, a test's, runs in place
+// of run when it is given.
+func RunE[O any](f *Factory, common *Common, opts O, take func(*cobra.Command, []string), runF, run func(O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		*common = f.Common(cmd.Context())
+		if take != nil {
+			take(cmd, args)
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return run(opts)
+	}
+}
+
+// RunArg is the Options part of a command that works on the run its first argument names.
+type RunArg struct{ Run string }
+
+// Take takes the run from the command's arguments.
+func (r *RunArg) Take(_ *cobra.Command, args []string) { r.Run = args[0] }
+
+// Show is what a command that shows a run does: the run service for run (its errors name the
+// run from here on), get, and what get returned printed.
+func Show[T any](c *Common, run string, get func(*engine.Service) (T, error), text func(io.Writer, T)) (T, error) {
+	var none T
+	svc, err := c.RunService(run)
+	if err != nil {
+		return none, err
+	}
+	v, err := get(svc)
+	if err != nil {
+		return none, err
+	}
+	c.Print(v, func(w io.Writer) { text(w, v) })
+	return v, nil
+}
+
+// RunOptions are the Options of a command that takes nothing but the run it works on.
+type RunOptions struct {
+	Common
+	RunArg
+}
+
+// NewRunCmd is cmd taking the one run it works on, run by run (or runF, a test's).
+func NewRunCmd(f *Factory, runF, run func(*RunOptions) error, cmd *cobra.Command) *cobra.Command {
+	opts := &RunOptions{}
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = RunE(f, &opts.Common, opts, opts.Take, runF, run)
+	return cmd
+}

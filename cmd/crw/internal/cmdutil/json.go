@@ -1,0 +1,30 @@
+package cmdutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"github.com/crw-dev/crw/journal"
+)
+
+// WriteJSON prints v as one JSON object on a line, escaped as every command escapes: <, > and &
+// as they are, also inside what the journal kept escaped.
+func WriteJSON(w io.Writer, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return
+	}
+	_, _ = w.Write(journal.UnescapeHTML(b.Bytes()))
+}
+
+// Compact is a JSON value on one line, unescaped as WriteJSON writes it.
+func Compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return string(journal.UnescapeHTML(b.Bytes()))
+}

@@ -1,0 +1,139 @@
+// Package foreground is a run seen from this process's terminal: executed here (crw flow run,
+// resume, the process of a detached run) or followed from another (crw flow follow), with live
+// progress on stderr, and its end printed with the exit code it makes.
+package foreground
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/cmd/crw/internal/runlog"
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
+)
+
+// Run executes (or resumes) a run in this process with live progress and prints its end.
+func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
+	ctx, stop := signal.NotifyContext(c.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	prog := newProgress(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	bindStart, onEnd := OwnerHooks(ctx, c.Store, svc, id, c.IO.ErrOut)
+	end, err := Execute(ctx, svc, id, engine.ExecOptions{
+		Console: prog.logWriter(), OnEvent: prog.event, OnStart: func(run string) {
+			prog.started(run)
+			if bindStart != nil {
+				bindStart(run)
+			}
+		},
+	})
+	onEnd(end)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	PrintEnd(c, end)
+	return ExitFor(end)
+}
+
+// Follow shows the live progress of a run another process holds until it ends, and prints its
+// end.
+func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
+	prog := newProgress(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	prog.started(id)
+	var last string
+	// The workflow's lines, as its log keeps them, above the progress.
+	runLog, logAt := svc.Store.Log(id), int64(0)
+	end, err := svc.Follow(c.Ctx, id, func(st *store.Status) {
+		logAt = runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
+		ev := progressEvent(st)
+		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {
+			last = line
+			if prog.tty {
+				prog.event(ev)
+			} else {
+				fmt.Fprintf(c.IO.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, cmdutil.CountsLine(st.Calls))
+			}
+		}
+	})
+	runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	PrintEnd(c, end)
+	return ExitFor(end)
+}
+
+// Execute runs a run in this process, with the environment the run recorded put into the
+// process's own first (refused, before anything of the run changes, when it cannot be used),
+// and what was there put back when the run is done.
+func Execute(ctx context.Context, svc *engine.Service, id string, x engine.ExecOptions) (*store.Status, error) {
+	env, err := svc.Env(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	restore := useEnv(env)
+	defer restore()
+	return svc.Execute(ctx, id, x)
+}
+
+// useEnv sets the variables env names in this process's environment and returns what puts
+// back what was there.
+func useEnv(env map[string]string) (restore func()) {
+	type was struct {
+		value string
+		set   bool
+	}
+	old := map[string]was{}
+	for k, v := range env {
+		value, set := os.LookupEnv(k)
+		old[k] = was{value, set}
+		os.Setenv(k, v)
+	}
+	return func() {
+		for k, w := range old {
+			if w.set {
+				os.Setenv(k, w.value)
+			} else {
+				os.Unsetenv(k)
+			}
+		}
+	}
+}
+
+// OwnerHooks are what a process of a session run does with its owner's binding: bind it again
+// once the run's started row is durable, when its line is not the one in force, and close it
+// when the run ends. Warnings go to w.
+func OwnerHooks(ctx context.Context, localStore func() (*local.Store, error), svc *engine.Service, id string, w io.Writer) (onStart func(string), onEnd func(*store.Status)) {
+	st, err := localStore()
+	if err != nil {
+		return nil, func(*store.Status) {}
+	}
+	spec, err := svc.Store.Spec(ctx, id)
+	if err != nil || spec.Backend != session.Name {
+		return nil, func(*store.Status) {}
+	}
+	onStart = func(string) {
+		if warning := ops.BindOwner(st, spec); warning != "" {
+			fmt.Fprintf(w, "crw: warning: %s\n", warning)
+		}
+	}
+	onEnd = func(end *store.Status) {
+		if end == nil || end.State != store.StateEnded {
+			return // a paused run keeps its owner: its line is closed by the next bind once it is not live
+		}
+		if err := bound.New(st.Root()).Close(spec.BackendOptions["owner"], id); err != nil {
+			fmt.Fprintf(w, "crw: warning: the owner's binding cannot be closed: %v\n", err)
+		}
+	}
+	return onStart, onEnd
+}

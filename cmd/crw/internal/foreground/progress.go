@@ -1,0 +1,212 @@
+package foreground
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/journal"
+)
+
+// progress shows a run's calls as they go: one redrawn line on a terminal, plain lines
+// otherwise. Script output is written between them.
+type progress struct {
+	mu     sync.Mutex
+	w      io.Writer
+	tty    bool
+	quiet  bool
+	line   bool // a status line is drawn and must be cleared before other output
+	last   runner.Event
+	drawn  time.Time
+	run    string
+	start  time.Time
+	closed bool
+	stop   chan struct{}
+	// inflight are the calls started and not ended, by id, as this process's events tell them.
+	inflight map[string]inflight
+}
+
+// inflight is a call under way, as the status line names it.
+type inflight struct {
+	role, node string
+	since      time.Time
+}
+
+// maxNamed bounds the calls under way the status line names.
+const maxNamed = 3
+
+func newProgress(w io.Writer, tty, quiet bool) *progress {
+	p := &progress{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{}), inflight: map[string]inflight{}}
+	if tty && !quiet {
+		// Redraw while calls are slow, so the elapsed time moves.
+		go func() {
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					if !p.closed && p.run != "" {
+						p.draw()
+					}
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *progress) started(run string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.run = run
+	if !p.quiet && !p.tty {
+		fmt.Fprintf(p.w, "run %s started\n", run)
+	}
+}
+
+func (p *progress) event(e runner.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quiet || p.closed {
+		return
+	}
+	if e.Kind == runner.EventWarning {
+		p.clear()
+		fmt.Fprintf(p.w, "warning: %s\n", e.Detail)
+		p.redraw()
+		return
+	}
+	switch e.Kind {
+	case runner.EventCallStarted:
+		p.inflight[e.Call] = inflight{role: e.Role, node: e.Node, since: time.Now()}
+	case runner.EventCallEnded:
+		delete(p.inflight, e.Call)
+	}
+	p.last = e
+	if e.Kind == runner.EventCallEnded {
+		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
+		if e.Reason != "" {
+			line += " (" + e.Reason + ")"
+		}
+		if e.Replayed {
+			line += ", from the journal"
+		}
+		// On a terminal too: above the status line, which is drawn again below it.
+		p.clear()
+		fmt.Fprintln(p.w, line)
+		p.redraw()
+		return
+	}
+	if p.tty && (time.Since(p.drawn) > 50*time.Millisecond || e.Kind == runner.EventEnded) {
+		// Redraw at most 20 times a second; the final state is drawn by done.
+		p.draw()
+	}
+}
+
+// redraw draws the status line again on a terminal.
+func (p *progress) redraw() {
+	if p.tty && p.run != "" {
+		p.draw()
+	}
+}
+
+func (p *progress) draw() {
+	named, n := p.calls()
+	fmt.Fprintf(p.w, "\r\x1b[K%s", summary(p.run, p.last, named, n, time.Since(p.start)))
+	p.line = true
+	p.drawn = time.Now()
+}
+
+// calls names the calls under way, longest first, and how many there are (-1: this process
+// does not know them: it follows a run another process holds).
+func (p *progress) calls() (named []string, n int) {
+	if len(p.inflight) == 0 && p.last.Kind == runner.EventProgress {
+		return nil, -1
+	}
+	ids := make([]string, 0, len(p.inflight))
+	for id := range p.inflight {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return p.inflight[a].since.Compare(p.inflight[b].since) })
+	for _, id := range ids {
+		if len(named) == maxNamed {
+			break
+		}
+		c := p.inflight[id]
+		named = append(named, fmt.Sprintf("%s %s/%s %s", id, c.role, c.node, time.Since(c.since).Round(100*time.Millisecond)))
+	}
+	return named, len(ids)
+}
+
+func summary(run string, e runner.Event, named []string, inFlight int, elapsed time.Duration) string {
+	done := 0
+	var parts []string
+	for _, k := range journal.Statuses {
+		done += e.Calls[k]
+		if k != journal.StatusCompleted && e.Calls[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", e.Calls[k], k))
+		}
+	}
+	if inFlight < 0 {
+		inFlight = e.InFlight
+	}
+	s := fmt.Sprintf("run %s  %d in flight", run, inFlight)
+	if len(named) > 0 {
+		s += " (" + strings.Join(named, ", ")
+		if inFlight > len(named) {
+			s += fmt.Sprintf(", +%d", inFlight-len(named))
+		}
+		s += ")"
+	}
+	s += fmt.Sprintf("  %d done", done)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s + fmt.Sprintf("  %d tokens  %s", e.Tokens.Total, elapsed.Round(100*time.Millisecond))
+}
+
+func (p *progress) clear() {
+	if p.line {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.line = false
+	}
+}
+
+// logWriter is where the script's console goes: above the status line.
+func (p *progress) logWriter() io.Writer { return logWriter{p} }
+
+type logWriter struct{ p *progress }
+
+func (l logWriter) Write(b []byte) (int, error) {
+	p := l.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	n, err := p.w.Write(b)
+	if p.tty && !p.closed && p.run != "" {
+		p.draw()
+	}
+	return n, err
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		close(p.stop)
+	}
+	if p.tty && !p.quiet && p.run != "" {
+		p.draw()
+		fmt.Fprintln(p.w)
+		p.line = false
+	}
+	p.closed = true
+}
