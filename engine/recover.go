@@ -57,35 +57,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	if err != nil {
 		return nil, err
 	}
-	var end, reconciled *journal.Row
-	node := ""
-	nodes := map[string]string{}     // call → node
-	unknown := map[string][]string{} // node → its unknown calls without a verdict
-	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		switch {
-		case r.Type == journal.TypePrepared:
-			nodes[r.Call] = r.Node
-			if r.Call == call {
-				node, end = r.Node, nil
-			}
-		case journal.IsTerminal(r.Type):
-			if r.Type == journal.TypeOutcomeUnknown {
-				unknown[nodes[r.Call]] = append(unknown[nodes[r.Call]], r.Call)
-			}
-			if r.Call == call {
-				cp := *r
-				end = &cp
-			}
-		case r.Type == journal.TypeEffectReconciled:
-			n := nodes[r.Effect]
-			unknown[n] = slices.DeleteFunc(unknown[n], func(c string) bool { return c == r.Effect })
-			if r.Effect == call {
-				cp := *r
-				reconciled = &cp
-			}
-		}
-		return nil
-	})
+	node, end, reconciled, unknown, err := s.unknownOutcome(ctx, run, call)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +115,39 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		out.PID = pid
 	}
 	return out, nil
+}
+
+// unknownOutcome reads what the journal says of call: its node, its terminal row, the verdict
+// given on it, and by node the unknown outcomes no verdict decided yet.
+func (s *Service) unknownOutcome(ctx context.Context, run, call string) (node string, end, reconciled *journal.Row, unknown map[string][]string, err error) {
+	nodes := map[string]string{} // call → node
+	unknown = map[string][]string{}
+	err = s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
+		switch {
+		case r.Type == journal.TypePrepared:
+			nodes[r.Call] = r.Node
+			if r.Call == call {
+				node, end = r.Node, nil
+			}
+		case journal.IsTerminal(r.Type):
+			if r.Type == journal.TypeOutcomeUnknown {
+				unknown[nodes[r.Call]] = append(unknown[nodes[r.Call]], r.Call)
+			}
+			if r.Call == call {
+				cp := *r
+				end = &cp
+			}
+		case r.Type == journal.TypeEffectReconciled:
+			n := nodes[r.Effect]
+			unknown[n] = slices.DeleteFunc(unknown[n], func(c string) bool { return c == r.Effect })
+			if r.Effect == call {
+				cp := *r
+				reconciled = &cp
+			}
+		}
+		return nil
+	})
+	return node, end, reconciled, unknown, err
 }
 
 // waitsFor reports whether a run's process ended waiting for decision id.

@@ -408,34 +408,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		return nil // past its terminal row; only a second terminal row or a new attempt count
 	}
 	if row.Type == journal.TypePrepared {
-		// Issue indexes count the calls from 1, and each issued call has a prepared row of its
-		// own, so none exceeds its row's seq; a larger one (a trace written to hurt) would make
-		// the replayer walk up to it.
-		if row.Index < 1 || uint64(row.Index) > row.Seq {
-			return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
-				row.Seq, row.Call, row.Index, row.Seq)
-		}
-		if prev := h.ByIndex[row.Index]; prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
-			b.leave(prev.EndSeq)
-		}
-		// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-		fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
-			inputs: inputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
-		delete(b.effects, c)
-		b.effects[fresh] = EffectKeyOf(row)
-		if c != nil {
-			fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
-		} else {
-			h.IDs = append(h.IDs, row.Call)
-		}
-		b.attach(fresh, row)
-		h.ByID[row.Call] = fresh
-		h.ByIndex[row.Index] = fresh
-		h.MaxIndex = max(h.MaxIndex, row.Index)
-		if n, ok := callNumber(row.Call); ok && n > h.MaxCall {
-			h.MaxCall = n
-		}
-		return nil
+		return b.prepared(c, row)
 	}
 	if c == nil {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
@@ -451,38 +424,78 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	case row.Type == journal.TypeWorkspacePlaced:
 		h.placed(c, row)
 	case journal.IsTerminal(row.Type):
-		h.ended(c, row)
-		if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
-			return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
-				row.Seq, row.Type, row.Call, result.MaxOutputDepth)
+		return b.terminal(c, row)
+	}
+	return nil
+}
+
+// prepared reads a call's prepared row: the call, or its new attempt (c is its earlier one).
+func (b *builder) prepared(c *Call, row *journal.Row) error {
+	h := b.h
+	// Issue indexes count the calls from 1, and each issued call has a prepared row of its
+	// own, so none exceeds its row's seq; a larger one (a trace written to hurt) would make
+	// the replayer walk up to it.
+	if row.Index < 1 || uint64(row.Index) > row.Seq {
+		return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
+			row.Seq, row.Call, row.Index, row.Seq)
+	}
+	if prev := h.ByIndex[row.Index]; prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
+		b.leave(prev.EndSeq)
+	}
+	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
+	fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
+		inputs: inputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
+	delete(b.effects, c)
+	b.effects[fresh] = EffectKeyOf(row)
+	if c != nil {
+		fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
+	} else {
+		h.IDs = append(h.IDs, row.Call)
+	}
+	b.attach(fresh, row)
+	h.ByID[row.Call] = fresh
+	h.ByIndex[row.Index] = fresh
+	h.MaxIndex = max(h.MaxIndex, row.Index)
+	if n, ok := callNumber(row.Call); ok && n > h.MaxCall {
+		h.MaxCall = n
+	}
+	return nil
+}
+
+// terminal reads a call's terminal row.
+func (b *builder) terminal(c *Call, row *journal.Row) error {
+	h := b.h
+	h.ended(c, row)
+	if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
+		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
+			row.Seq, row.Type, row.Call, result.MaxOutputDepth)
+	}
+	if c.EndType != "" {
+		// A second terminal row in one generation, which a journal of an earlier crw
+		// may hold (a held call later superseded): the newer one is the call's outcome.
+		h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
+		h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
+	}
+	c.EndType, c.EndReason, c.EndSeq = b.name(row.Type), b.name(row.Reason), row.Seq
+	if row.Tokens != nil {
+		h.Spent = h.Spent.Add(*row.Tokens)
+	}
+	if row.Type == journal.TypeOutcomeUnknown {
+		if _, held := h.Holds[c.Node]; !held {
+			h.Holds[c.Node] = row.Call
 		}
-		if c.EndType != "" {
-			// A second terminal row in one generation, which a journal of an earlier crw
-			// may hold (a held call later superseded): the newer one is the call's outcome.
-			h.Order = slices.DeleteFunc(h.Order, func(o *Call) bool { return o == c })
-			h.Finished = slices.DeleteFunc(h.Finished, func(o *Call) bool { return o == c })
-		}
-		c.EndType, c.EndReason, c.EndSeq = b.name(row.Type), b.name(row.Reason), row.Seq
-		if row.Tokens != nil {
-			h.Spent = h.Spent.Add(*row.Tokens)
-		}
-		if row.Type == journal.TypeOutcomeUnknown {
-			if _, held := h.Holds[c.Node]; !held {
-				h.Holds[c.Node] = row.Call
-			}
-			h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
-			h.UnknownKeys[row.Call] = b.effects[c]
-		}
-		if c.Settled() {
-			h.Order = append(h.Order, c)
-		}
-		h.Finished = append(h.Finished, c)
-		if b.paged && !c.promptless {
-			// Its rows are read again when it is delivered (Load). A row without its prompt (a
-			// hand-written trace) keeps them: only its digest can be compared.
-			c.paged = true
-			c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
-		}
+		h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
+		h.UnknownKeys[row.Call] = b.effects[c]
+	}
+	if c.Settled() {
+		h.Order = append(h.Order, c)
+	}
+	h.Finished = append(h.Finished, c)
+	if b.paged && !c.promptless {
+		// Its rows are read again when it is delivered (Load). A row without its prompt (a
+		// hand-written trace) keeps them: only its digest can be compared.
+		c.paged = true
+		c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
 	}
 	return nil
 }

@@ -193,28 +193,31 @@ func Provokes(kind string) bool {
 	return ok
 }
 
+// responsesBody is what the mock reads of a Responses API request.
+type responsesBody struct {
+	Input []struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		CallID string          `json:"call_id"` // function_call_output
+		Output json.RawMessage `json:"output"`
+	} `json:"input"`
+	Text *struct {
+		Format struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"text"`
+	Tools []tool `json:"tools"`
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
 		http.NotFound(w, r)
 		return
 	}
-	var body struct {
-		Input []struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-			CallID string          `json:"call_id"` // function_call_output
-			Output json.RawMessage `json:"output"`
-		} `json:"input"`
-		Text *struct {
-			Format struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"format"`
-		} `json:"text"`
-		Tools []tool `json:"tools"`
-	}
+	var body responsesBody
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -254,6 +257,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.ownerStep(w, &req, steps, outputs)
 		return
 	}
+	s.answer(w, r, req)
+}
+
+// answer answers a subagent's or a thread's turn as the answers file scripts it, or with an
+// answer synthesized from its schema.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 	s.locate(&req, r.Header)
 	turn := s.answers.Find(req.Call, req.Role, req.Node, req.K)
 	var text string
