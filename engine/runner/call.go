@@ -164,7 +164,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		// A prompt is journaled whole: the bound keeps a script from filling the disk with one.
 		return errs.Throw(errs.InvalidRequest, "prompt_too_large", "prompt is %d bytes; the run's limit is %d (--max-prompt %d KiB)", len(req.Prompt), max, max>>10)
 	}
-	if req.Role == "executor" && r.tiers[req.Node] > 0 {
+	if req.Role == "executor" && r.fx.Tier(req.Node) > 0 {
 		// The node took a tier step: its executor calls run as the next tier.
 		req.Role = "executor-t1"
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/plant"
@@ -232,7 +233,7 @@ func (r *runner) answer(a store.Answer) {
 	}
 	ask := r.stepAsks[a.ID]
 	if w == nil && ask != nil && !ask.answered {
-		v, err := schema.Compile([]byte(approveSchema))
+		v, err := schema.Compile([]byte(effects.ApproveSchema))
 		if err != nil {
 			return
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
@@ -111,16 +112,8 @@ type runner struct {
 	// placer places the calls' directories and keeps the nodes' worktrees; made in Run, once
 	// the process's stop context is.
 	placer *placer.Placer
-	// The script's crw.commit and crw.tierStep calls so far, and each node's tier: in script
-	// order, as a replay matches them with the journal's. Loop goroutine only.
-	commits, tierSteps int
-	// superseded are the recorded commits this process makes again: those after the held row
-	// of the call whose rerun left the record (Replayer.LeftAt), or those an earlier process's
-	// rerun left and did not make again before it died (seeded at the first commit). Loop
-	// goroutine only.
-	superseded       []*replay.Commit
-	supersededSeeded bool
-	tiers            map[string]int
+	// fx makes the script's crw.commit and crw.tierStep; made in Run with the placer.
+	fx *effects.Effects
 
 	// The decisions the script asked (by id) and those it waits for; guarded by mu.
 	asked       map[string]bool
@@ -283,6 +276,8 @@ func (r *runner) contexts(ctx context.Context) (context.Context, context.CancelC
 	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
 		KeepWorktrees: r.spec.KeepWorktrees, Pool: r.spec.Pool, History: r.h, Journal: r.j, Stop: stopCtx, Backend: r.backend,
 		Logged: r.logged, Flush: r.flushSoon})
+	r.fx = effects.New(effects.Config{Run: r.id, DryRun: r.dryRun, History: r.h, Placer: r.placer, Roles: r.roles, TierSteps: r.spec.TierSteps},
+		effectsHost{r})
 	return runCtx, cancel, stopCancel
 }
 
@@ -431,7 +426,7 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string][]string{}, applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{}, tiers: map[string]int{},
+		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string][]string{}, applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{},
 		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, unknown: map[string][]string{}, answersKick: make(chan struct{}, 1),
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
 	}

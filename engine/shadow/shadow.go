@@ -20,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
@@ -198,7 +199,7 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 	if rec.Result == nil && rec.Intent.Status == "" {
 		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run did not record its result", k+1, node)
 	}
-	return runner.CommitOutcome(rec.Intent, rec.Result)
+	return effects.CommitOutcome(rec.Intent, rec.Result)
 }
 
 // TierStep implements crw.Host: the recorded run's tier step at the same place.
@@ -226,7 +227,7 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	}
 	s.tierSteps++
 	s.tiers[node]++
-	return runner.TierOutcome(s.h.TierSteps[k])
+	return effects.TierOutcome(s.h.TierSteps[k])
 }
 
 // Decide implements crw.Host: the recorded answer, or a rejection: nobody answers a shadow.

@@ -1,17 +1,93 @@
-package runner
+// Package effects is a run's crw.commit and crw.tierStep: the effects a workflow has on its
+// nodes besides its calls. A commit's intent is durable before git is touched and its result
+// recorded after; a replay gives what the journal recorded and commits nothing again, and the
+// commits a pause's rerun superseded are made again or given again as the rerun decides. The
+// git side is the placer's (engine/placer); the rows go through the run's host.
+package effects
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
+	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/store"
 )
+
+// Ended is what the host keeps of a call whose result the script has: a tier step's evidence.
+type Ended struct {
+	Node, Role string
+	Status     journal.CallStatus
+}
+
+// Host is what the effects ask of the run's host.
+type Host interface {
+	// Stopping is why the run stops; nil while it goes on.
+	Stopping() error
+	// Stop stops the process without ending the run (a divergence).
+	Stop(err error)
+	Append(rows ...*journal.Row) uint64
+	Sync(seq uint64) error
+	// FlushSoon asks for the rows appended to be made durable soon.
+	FlushSoon()
+	// Logged writes an error's full account to the run's log and is its detail naming that
+	// line.
+	Logged(e *errs.Error) string
+	// ToldHolds are the calls with an unknown outcome of node the script has been told of,
+	// and whose verdict has not reached it.
+	ToldHolds(node string) []string
+	// Ended is an ended call of the run, by id.
+	Ended(call string) (Ended, bool)
+	// AskStep registers a tier step's decision, which holds the node's next executor call.
+	AskStep(decisionID string)
+	// LeftAt is where a pause's rerun left the journal's record (replay.Replayer.LeftAt).
+	LeftAt() (uint64, bool)
+}
+
+// Config is a run's effects in one process.
+type Config struct {
+	Run     string
+	DryRun  bool            // a rehearsal: nothing is committed, a stand-in answers
+	History *replay.History // nil for the run's first process
+	Placer  *placer.Placer
+	Roles   inputs.RoleTable
+	// TierSteps is auto or ask (a tier step waits for its decision).
+	TierSteps string
+}
+
+// Effects are a run's commits and tier steps in one process; its methods run on the script's
+// loop goroutine, in script order, as a replay matches them with the journal's.
+type Effects struct {
+	cfg  Config
+	host Host
+	// The script's crw.commit and crw.tierStep calls so far, and each node's tier.
+	commits, tierSteps int
+	tiers              map[string]int
+	// superseded are the recorded commits this process makes again: those after the held row
+	// of the call whose rerun left the record (Replayer.LeftAt), or those an earlier process's
+	// rerun left and did not make again before it died (seeded at the first commit).
+	superseded       []*replay.Commit
+	supersededSeeded bool
+}
+
+// New is a run's effects.
+func New(cfg Config, host Host) *Effects {
+	return &Effects{cfg: cfg, host: host, tiers: map[string]int{}}
+}
+
+// Tier is the node's tier: 1 once a tier step moved its executor calls up.
+func (f *Effects) Tier(node string) int { return f.tiers[node] }
+
+// thrown is an error thrown into the workflow for a failure whose cause is raw text (git's
+// stderr, an I/O error): the cause goes to the run's log, and the error names its code, reason
+// and log line instead.
+func (f *Effects) thrown(code errs.Code, reason string, cause error, format string, args ...any) error {
+	e := errs.New(code, format, args...).Wrap(cause).Because("commit", reason, errs.Stopped, errs.Certain)
+	return errs.Throw(code, reason, "%s", f.host.Logged(e))
+}
 
 // CommitResult is what crw.commit resolves to.
 type CommitResult struct {
@@ -28,117 +104,97 @@ type CommitResult struct {
 // the run gave it. The intent is durable before git is touched and the result is recorded
 // after; a replay gives the recorded result and commits nothing, and an intent whose result
 // was not recorded is finished from the intent alone (its commit is the same object again).
-func (r *runner) Commit(node, message string) (json.RawMessage, error) {
+func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 	// What the script's order alone decides is thrown without a record: a replay decides it
 	// the same way at the same place.
-	if err := context.Cause(r.ctx); err != nil {
-		return nil, r.loggedThrow(errs.RunUnavailable, "run_stopping", err, "crw.commit: the run is stopping")
+	if err := f.host.Stopping(); err != nil {
+		return nil, f.thrown(errs.RunUnavailable, "run_stopping", err, "crw.commit: the run is stopping")
 	}
-	if r.dryRun {
+	if f.cfg.DryRun {
 		// A rehearsal commits nothing: the stand-in says so in place of each hash.
-		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: placer.NodeRef(r.id, node), Message: message})
+		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: placer.NodeRef(f.cfg.Run, node), Message: message})
 	}
-	if !r.placer.Has() {
+	if !f.cfg.Placer.Has() {
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
 	}
-	if told := r.toldHolds[node]; len(told) > 0 {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], r.id, told[0])
+	if told := f.host.ToldHolds(node); len(told) > 0 {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], f.cfg.Run, told[0])
 	}
-	if err := r.seedSuperseded(); err != nil {
+	if err := f.seedSuperseded(); err != nil {
 		return nil, err
 	}
-	k := r.commits
-	r.commits++
-	if r.h != nil && k < len(r.h.Commits) {
-		if at, left := r.replay.LeftAt(); left && r.h.SupersededBy(r.h.Commits[k].Intent.Seq, at) {
+	k := f.commits
+	f.commits++
+	if f.cfg.History != nil && k < len(f.cfg.History.Commits) {
+		if at, left := f.host.LeftAt(); left && f.cfg.History.SupersededBy(f.cfg.History.Commits[k].Intent.Seq, at) {
 			// The process that recorded this commit and every later one had the result of
 			// a call a pause held; this one has the rerun's: they are made again.
-			r.superseded = r.h.Commits[k:]
-			k, r.commits = len(r.h.Commits), len(r.h.Commits)+1
-			if err := r.finishSuperseded(); err != nil {
+			f.superseded = f.cfg.History.Commits[k:]
+			k, f.commits = len(f.cfg.History.Commits), len(f.cfg.History.Commits)+1
+			if err := f.finishSuperseded(); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if r.h != nil && k < len(r.h.Commits) {
-		rec := r.h.Commits[k]
+	if f.cfg.History != nil && k < len(f.cfg.History.Commits) {
+		rec := f.cfg.History.Commits[k]
 		if rec.Intent.Node != node || rec.Intent.Message != message {
 			d := fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
 				k+1, node, clip(message), k+1, rec.Intent.Node, clip(rec.Intent.Message))
-			r.stop(errs.New(errs.RevisionConflict, "run %s: %v", r.id, d).
+			f.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", f.cfg.Run, d).
 				Because("replay", "divergence", "stopped", errs.Certain).
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
 		}
-		if res := r.placer.ResultOf(rec); rec.Intent.Status != "" || res != nil {
+		if res := f.cfg.Placer.ResultOf(rec); rec.Intent.Status != "" || res != nil {
 			return CommitOutcome(rec.Intent, res)
 		}
-		return r.applyRecorded(rec)
+		return f.applyRecorded(rec)
 	}
-	if out, kept, err := r.keepSuperseded(node, message); kept {
+	if out, kept, err := f.keepSuperseded(node, message); kept {
 		return out, err
 	}
 	// What the worktrees' state decides is recorded, refusals too (an intent with the error
 	// and no result): a replay, whose worktrees are as the run left them, gives the same.
-	intent, refusal := r.placer.Intent(node, message)
+	intent, refusal := f.cfg.Placer.Intent(node, message)
 	if refusal != nil {
 		row := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Message: message, Status: string(refusal.Code), Reason: refusal.Reason,
 			Detail: "crw.commit: " + refusal.Detail}
-		r.j.Append(row)
-		r.flushSoon()
+		f.host.Append(row)
+		f.host.FlushSoon()
 		return CommitOutcome(row, nil)
 	}
-	if res := r.adopt(intent); res != nil {
-		r.j.Append(intent, res)
-		r.flushSoon()
+	if res := f.adopt(intent); res != nil {
+		f.host.Append(intent, res)
+		f.host.FlushSoon()
 		return CommitOutcome(intent, res)
 	}
-	return r.intendAndApply(intent)
+	return f.intendAndApply(intent)
 }
 
 // intendAndApply makes the intent durable before git is touched, then makes its commit.
-func (r *runner) intendAndApply(intent *journal.Row) (json.RawMessage, error) {
-	seq := r.j.Append(intent)
-	if err := r.j.Sync(seq); err != nil {
-		r.stop(err)
-		return nil, r.loggedThrow(errs.RunUnavailable, "run_stopping", err, "crw.commit: the journal could not be written")
+func (f *Effects) intendAndApply(intent *journal.Row) (json.RawMessage, error) {
+	seq := f.host.Append(intent)
+	if err := f.host.Sync(seq); err != nil {
+		f.host.Stop(err)
+		return nil, f.thrown(errs.RunUnavailable, "run_stopping", err, "crw.commit: the journal could not be written")
 	}
-	return r.applyCommit(intent)
-}
-
-// loggedThrow is an error thrown into the workflow for a failure whose cause is raw text (git's
-// stderr, an I/O error): the cause goes to the run's log, and the error names its code, reason
-// and log line instead.
-func (r *runner) loggedThrow(code errs.Code, reason string, cause error, format string, args ...any) error {
-	e := errs.New(code, format, args...).Wrap(cause).Because("commit", reason, errs.Stopped, errs.Certain)
-	return errs.Throw(code, reason, "%s", r.logged(e))
-}
-
-// logged writes e's full account to the run's log and is e's detail naming that line.
-func (r *runner) logged(e *errs.Error) string {
-	if l := r.scriptLog.log; l != nil {
-		store.LogError(l, e) // crw's own lines are few and small: they are kept past the bound
-	}
-	if e.Diagnostic.Log == "" {
-		return fmt.Sprintf("%s (%s, %s; this process has no log to keep its account)", e.Detail, e.Code, e.Reason())
-	}
-	return fmt.Sprintf("%s (%s, %s; its account is in %s, on the line with correlationId %s)",
-		e.Detail, e.Code, e.Reason(), e.Diagnostic.Log, e.Diagnostic.CorrelationID)
+	return f.applyCommit(intent)
 }
 
 // seedSuperseded takes, at this process's first commit, the commits an earlier process's rerun
 // superseded (History.Superseded) and did not give again before it died: the pool keepSuperseded
 // and adopt draw from, as they would have in that process.
-func (r *runner) seedSuperseded() error {
-	if r.supersededSeeded || r.h == nil {
+func (f *Effects) seedSuperseded() error {
+	if f.supersededSeeded || f.cfg.History == nil {
 		return nil
 	}
-	r.supersededSeeded = true
-	pool := r.h.Superseded
+	f.supersededSeeded = true
+	pool := f.cfg.History.Superseded
 	if len(pool) == 0 {
 		return nil
 	}
-	for _, c := range r.h.Commits {
+	for _, c := range f.cfg.History.Commits {
 		if len(pool) == 0 {
 			break
 		}
@@ -154,36 +210,36 @@ func (r *runner) seedSuperseded() error {
 			pool = pool[i+1:]
 		}
 	}
-	r.superseded = slices.Clone(pool)
+	f.superseded = slices.Clone(pool)
 	// A node an executor call worked in since the rerun that superseded the newest of them
 	// began (in any process since) holds that work: its commits are made again, not given as recorded.
-	newest := r.h.Superseded[len(r.h.Superseded)-1].Intent.Seq
-	if i := slices.IndexFunc(r.h.StartSeqs, func(s uint64) bool { return s > newest }); i >= 0 {
-		for name, nd := range r.h.Nodes {
-			if nd.PlacedSeq > r.h.StartSeqs[i] {
-				r.placer.MarkWorked(name)
+	newest := f.cfg.History.Superseded[len(f.cfg.History.Superseded)-1].Intent.Seq
+	if i := slices.IndexFunc(f.cfg.History.StartSeqs, func(s uint64) bool { return s > newest }); i >= 0 {
+		for name, nd := range f.cfg.History.Nodes {
+			if nd.PlacedSeq > f.cfg.History.StartSeqs[i] {
+				f.cfg.Placer.MarkWorked(name)
 			}
 		}
 	}
-	return r.finishSuperseded()
+	return f.finishSuperseded()
 }
 
 // finishSuperseded records what git did for the last superseded commit when its process died
 // between the intent and the result, perhaps after git moved the ref: before anything is made
 // again, so that a commit made again swaps the ref from where it is.
-func (r *runner) finishSuperseded() error {
-	if len(r.superseded) == 0 {
+func (f *Effects) finishSuperseded() error {
+	if len(f.superseded) == 0 {
 		return nil
 	}
-	last := r.superseded[len(r.superseded)-1]
-	if last.Intent.Status != "" || r.placer.ResultOf(last) != nil {
+	last := f.superseded[len(f.superseded)-1]
+	if last.Intent.Status != "" || f.cfg.Placer.ResultOf(last) != nil {
 		return nil
 	}
-	res, err := r.placer.CommitRows(last.Intent, false)
+	res, err := f.cfg.Placer.CommitRows(last.Intent, false)
 	if err != nil {
 		return err
 	}
-	r.placer.SetResult(last, res)
+	f.cfg.Placer.SetResult(last, res)
 	return nil
 }
 
@@ -191,21 +247,21 @@ func (r *runner) finishSuperseded() error {
 // executor call of this process worked in its node's worktree: the rerun changed nothing it committed, and its worktree now
 // also holds what later calls of the paused process wrote there, which the commit did not
 // have. Its rows are written again, so later resumes and shadows replay them in its place.
-func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, error) {
-	k := slices.IndexFunc(r.superseded, func(c *replay.Commit) bool {
+func (f *Effects) keepSuperseded(node, message string) (json.RawMessage, bool, error) {
+	k := slices.IndexFunc(f.superseded, func(c *replay.Commit) bool {
 		return c.Intent.Node == node && c.Intent.Message == message
 	})
 	if k < 0 {
 		return nil, false, nil
 	}
-	if r.placer.Worked(node) {
+	if f.cfg.Placer.Worked(node) {
 		return nil, false, nil
 	}
-	c := r.superseded[k]
-	r.superseded = r.superseded[k+1:]
+	c := f.superseded[k]
+	f.superseded = f.superseded[k+1:]
 	intent := *c.Intent
 	intent.Seq = 0
-	if result := r.placer.ResultOf(c); intent.Status != "" || result != nil {
+	if result := f.cfg.Placer.ResultOf(c); intent.Status != "" || result != nil {
 		rows := []*journal.Row{&intent}
 		var res *journal.Row
 		if result != nil {
@@ -214,12 +270,12 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 			res = &cp
 			rows = append(rows, res)
 		}
-		r.j.Append(rows...)
-		r.flushSoon()
+		f.host.Append(rows...)
+		f.host.FlushSoon()
 		out, err := CommitOutcome(&intent, res)
 		return out, true, err
 	}
-	out, err := r.intendAndApply(&intent)
+	out, err := f.intendAndApply(&intent)
 	return out, true, err
 }
 
@@ -227,16 +283,16 @@ func (r *runner) keepSuperseded(node, message string) (json.RawMessage, bool, er
 // and message, the node's ref and worktree still at that commit, and the same tree pending. The
 // intent then stands for it (its parent, old value and identity become the record's), and
 // nothing is committed twice. nil when no superseded commit is one.
-func (r *runner) adopt(intent *journal.Row) *journal.Row {
-	for i, c := range r.superseded {
-		res := r.placer.ResultOf(c)
+func (f *Effects) adopt(intent *journal.Row) *journal.Row {
+	for i, c := range f.superseded {
+		res := f.cfg.Placer.ResultOf(c)
 		if c.Intent.Node != intent.Node || c.Intent.Message != intent.Message || res == nil || res.Commit == "" {
 			continue
 		}
 		if res.Commit != intent.Parent || res.Commit != intent.Old || res.Tree != intent.Tree {
 			return nil
 		}
-		r.superseded = r.superseded[i+1:]
+		f.superseded = f.superseded[i+1:]
 		intent.Parent, intent.Old, intent.Head = c.Intent.Parent, c.Intent.Old, c.Intent.Head
 		intent.Author, intent.Email, intent.At = c.Intent.Author, c.Intent.Email, c.Intent.At
 		return &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: res.Commit, Tree: res.Tree, Parent: res.Parent, Ref: res.Ref}
@@ -247,8 +303,8 @@ func (r *runner) adopt(intent *journal.Row) *journal.Row {
 // applyCommit makes the commit an intent names and moves the refs it names, then records the
 // result. Made again from the same intent (a process died before the result was recorded), it
 // finds the commit on the ref and moves nothing twice.
-func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
-	res, err := r.placer.CommitRows(intent, true)
+func (f *Effects) applyCommit(intent *journal.Row) (json.RawMessage, error) {
+	res, err := f.cfg.Placer.CommitRows(intent, true)
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +314,8 @@ func (r *runner) applyCommit(intent *journal.Row) (json.RawMessage, error) {
 // applyRecorded makes a recorded intent's commit, whose process died before its result. Under
 // the node's lock it looks again: a placement of the node may have recorded that result since
 // (finishDeadCommit), and an intent has one result.
-func (r *runner) applyRecorded(c *replay.Commit) (json.RawMessage, error) {
-	res, err := r.placer.ApplyRecorded(c)
+func (f *Effects) applyRecorded(c *replay.Commit) (json.RawMessage, error) {
+	res, err := f.cfg.Placer.ApplyRecorded(c)
 	if err != nil {
 		return nil, err
 	}
@@ -281,77 +337,63 @@ func CommitOutcome(intent, res *journal.Row) (json.RawMessage, error) {
 	return out, err
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
 // TierStep implements crw.Host: the node's executor calls from now on run as the next tier
 // (executor → executor-t1, with the pair the role table gives it), in a new allocation of the
 // node from its last commit. Only the null_model of an executor call of the node is evidence.
-func (r *runner) TierStep(node, evidence string) (json.RawMessage, error) {
-	k := r.tierSteps
-	if told := r.toldHolds[node]; len(told) > 0 {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], r.id, told[0])
+func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
+	k := f.tierSteps
+	if told := f.host.ToldHolds(node); len(told) > 0 {
+		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], f.cfg.Run, told[0])
 	}
-	r.mu.Lock()
-	e := r.ended[evidence]
-	r.mu.Unlock()
+	e, ok := f.host.Ended(evidence)
 	switch {
-	case e == nil:
+	case !ok:
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of this run", evidence)
-	case e.node != node:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.node, node)
-	case !replay.Writes(e.role):
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.role)
-	case e.status != journal.StatusNullModel:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, e.status)
-	case r.tiers[node] >= 1:
+	case e.Node != node:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.Node, node)
+	case !replay.Writes(e.Role):
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.Role)
+	case e.Status != journal.StatusNullModel:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, e.Status)
+	case f.tiers[node] >= 1:
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
 	}
-	r.tierSteps++
-	r.tiers[node]++
-	pair := r.roles["executor-t1"]
-	if r.h != nil && k < len(r.h.TierSteps) {
-		rec := r.h.TierSteps[k]
+	f.tierSteps++
+	f.tiers[node]++
+	pair := f.cfg.Roles["executor-t1"]
+	if f.cfg.History != nil && k < len(f.cfg.History.TierSteps) {
+		rec := f.cfg.History.TierSteps[k]
 		if rec.Node != node || rec.Evidence != evidence {
 			d := fmt.Errorf("crw.tierStep #%d: the script steps node %q on call %s; the journal's step #%d is of node %q on call %s",
 				k+1, node, evidence, k+1, rec.Node, rec.Evidence)
-			r.stop(errs.New(errs.RevisionConflict, "run %s: %v", r.id, d).Because("replay", "divergence", "stopped", errs.Certain).
+			f.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", f.cfg.Run, d).Because("replay", "divergence", "stopped", errs.Certain).
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
 		}
 		return TierOutcome(rec)
 	}
-	row := &journal.Row{Type: journal.TypeTierStep, Node: node, Evidence: evidence, Tier: r.tiers[node], Role: "executor-t1",
-		ConfiguredPair: &pair, Alloc: r.placer.StepTier(node, r.tiers[node])}
+	row := &journal.Row{Type: journal.TypeTierStep, Node: node, Evidence: evidence, Tier: f.tiers[node], Role: "executor-t1",
+		ConfiguredPair: &pair, Alloc: f.cfg.Placer.StepTier(node, f.tiers[node])}
 	rows := []*journal.Row{row}
-	if r.spec.TierSteps == "ask" {
+	if f.cfg.TierSteps == "ask" {
 		// The step waits for the owner: the node's next executor call runs only once the
 		// decision approves it (missing_step_decision until then).
 		row.DecisionID = TierDecisionID(node, row.Tier)
 		rows = append(rows, &journal.Row{Type: journal.TypeDecisionRequested, DecisionID: row.DecisionID, Node: node,
 			Question: fmt.Sprintf("Move node %q's executor calls up to %s (%s)? Its executor call %s ended null_model.", node, row.Role, pairText(pair), evidence),
-			Schema:   json.RawMessage(approveSchema)})
-		r.mu.Lock()
-		r.stepAsks[row.DecisionID] = &stepAsk{}
-		r.mu.Unlock()
+			Schema:   json.RawMessage(ApproveSchema)})
+		f.host.AskStep(row.DecisionID)
 	}
-	r.j.Append(rows...)
-	r.flushSoon()
+	f.host.Append(rows...)
+	f.host.FlushSoon()
 	return TierOutcome(row)
 }
 
 // TierDecisionID is the decision a tier step of node to tier waits for under --tier-steps ask.
 func TierDecisionID(node string, tier int) string { return fmt.Sprintf("tier-step/%s/%d", node, tier) }
 
-// approveSchema is a tier step decision's: {"approve": true} lets the step go on.
-const approveSchema = `{"type":"object","properties":{"approve":{"type":"boolean"}},"required":["approve"],"additionalProperties":false}`
-
-// stepAsk is a tier step's decision: answered, and whether it approved the step.
-type stepAsk struct{ answered, approve bool }
+// ApproveSchema is a tier step decision's: {"approve": true} lets the step go on.
+const ApproveSchema = `{"type":"object","properties":{"approve":{"type":"boolean"}},"required":["approve"],"additionalProperties":false}`
 
 func pairText(p journal.Pair) string {
 	switch {
@@ -361,26 +403,6 @@ func pairText(p journal.Pair) string {
 		return p.Model
 	}
 	return p.Model + ", " + p.Effort
-}
-
-// stepDecisionGateLocked holds an executor-t1 call whose node's tier step waits for its
-// decision, and refuses one whose step the owner declined.
-func (r *runner) stepDecisionGateLocked(c *call) *journal.Row {
-	if c.req.Role != "executor-t1" || r.spec.TierSteps != "ask" {
-		return nil
-	}
-	id := TierDecisionID(c.req.Node, 1)
-	ask := r.stepAsks[id]
-	switch {
-	case ask == nil:
-		return nil
-	case !ask.answered:
-		return &journal.Row{Type: journal.TypeHeld, Reason: "missing_step_decision",
-			Detail: fmt.Sprintf("node %q's tier step waits for the decision %s: crw flow answer %s %s --value '{\"approve\": true}'", c.req.Node, id, r.id, id)}
-	case !ask.approve:
-		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("the decision %s declined node %q's tier step", id, c.req.Node)}
-	}
-	return nil
 }
 
 // TierResult is what crw.tierStep returns.
@@ -405,4 +427,11 @@ func TierOutcome(row *journal.Row) (json.RawMessage, error) {
 		out.Decision = &id
 	}
 	return json.Marshal(out)
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
