@@ -12,12 +12,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/crw-dev/crw/lib"
-	"github.com/crw-dev/crw/runtime/vm"
 )
 
-//go:embed *.d.ts
+//go:generate go run ./internal/gendecl
+
+// declarations are crw's modules' own, and (lib/) the built-in crw:lib modules', which go
+// generate makes (internal/gendecl): a module's schemas are evaluated when crw is built, not
+// when its declarations are written.
+//
+//go:embed *.d.ts lib/*.d.ts
 var declarations embed.FS
 
 // Folder is where Files puts the declarations, relative to the workflows' folder.
@@ -37,21 +40,6 @@ func Files() (map[string][]byte, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	mods, err := fs.Glob(lib.FS, "*.js")
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range mods {
-		exports, err := vm.Exports(lib.FS, m)
-		if err != nil {
-			return nil, err
-		}
-		d, err := Declare(strings.TrimSuffix(m, ".js"), exports)
-		if err != nil {
-			return nil, err
-		}
-		out[Folder+"/lib/"+strings.TrimSuffix(m, ".js")+".d.ts"] = d
 	}
 	out["tsconfig.json"] = []byte(Tsconfig)
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/lib/types"
+	"github.com/crw-dev/crw/lib/types/internal/libdecl"
 )
 
 func TestDeclareTypesASchemaByItsAnswers(t *testing.T) {
@@ -127,4 +128,39 @@ func TestTscFindsAuthoringMistakes(t *testing.T) {
 	}, got, out)
 	assert.Contains(t, out, "Did you mean to write 'prompt'?")
 	assert.Contains(t, out, "Did you mean to use 'import crw from \"crw\"' instead?")
+}
+
+// TestTheLibDeclarationsAreUpToDate: the declarations crw embeds for the built-in crw:lib
+// modules are what their schemas make now (after a change to lib/*.js: go generate ./lib/types).
+func TestTheLibDeclarationsAreUpToDate(t *testing.T) {
+	t.Parallel()
+	want, err := libdecl.Files()
+	require.NoError(t, err)
+	files, err := types.Files()
+	require.NoError(t, err)
+	got := map[string][]byte{}
+	for path, data := range files {
+		if name, ok := strings.CutPrefix(path, types.Folder+"/lib/"); ok {
+			got[name] = data
+		}
+	}
+	require.NotEmpty(t, want)
+	for name := range want {
+		assert.Equal(t, string(want[name]), string(got[name]), "lib/types/lib/%s is stale: go generate ./lib/types", name)
+	}
+	assert.Len(t, got, len(want), "a declaration of a module lib/ no longer has")
+}
+
+// TestTypesRunsNoModule: lib/types carries the lib modules' declarations made when crw was
+// built; writing them runs no JavaScript (it is not built with the VM).
+func TestTypesRunsNoModule(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/crw-dev/crw/lib/types").Output()
+	require.NoError(t, err)
+	for _, dep := range strings.Fields(string(out)) {
+		assert.NotContains(t, []string{"github.com/crw-dev/crw/runtime/vm", "github.com/dop251/goja"}, dep)
+	}
 }
