@@ -168,7 +168,7 @@ func (s *Service) answerLive(ctx context.Context, out *Answered, a store.Answer)
 		return nil, err
 	case got == nil:
 		return out, nil // the process takes it when it can
-	case got.By == a.By && sameJSON(got.Output, a.Value):
+	case got.By == a.By && journal.SameJSON(got.Output, a.Value):
 		out.Journaled = true
 		return out, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -76,7 +77,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 		if spec.Limits != nil {
 			limits = *spec.Limits
 		}
-		script, err := loadOnly(ctx, wf, spec.LibDirs, spec.Input, limits, nil)
+		script, err := runspec.Load(ctx, wf, spec.LibDirs, spec.Input, limits, nil)
 		if err != nil {
 			return err
 		}

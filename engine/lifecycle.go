@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -251,7 +252,7 @@ func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSpec(run, spec, started); err != nil {
+	if err := runspec.Check(run, spec, started); err != nil {
 		return err
 	}
 	_, err = s.Env(ctx, run)

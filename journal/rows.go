@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -395,3 +396,12 @@ var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
 
 // ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
 func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+
+// SameJSON reports whether two JSON texts are the same but for whitespace.
+func SameJSON(a, b json.RawMessage) bool {
+	var x, y bytes.Buffer
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return false
+	}
+	return bytes.Equal(x.Bytes(), y.Bytes())
+}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,7 +109,7 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 			// and the question is only what the owner is shown. A question built from a
 			// result that a resume got anew (a call a pause held, run again) may read
 			// otherwise; it is shown, not taken for another path.
-			if rec.Request.Node == "" && !sameJSON(rec.Request.Schema, d.Schema) {
+			if rec.Request.Node == "" && !journal.SameJSON(rec.Request.Schema, d.Schema) {
 				div := fmt.Errorf("crw.decide %q: the script asks with another schema than the journal recorded", d.ID)
 				r.fail(failure{errs.New(errs.RevisionConflict, "run %s: %v", r.id, div).Because("replay", "divergence", "stopped", errs.Certain).
 					Next("resume it with the script it was recorded with; crw flow shadow shows what changed")})
@@ -150,14 +149,6 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 	r.progress.publishSoon()
 	r.kickAnswers()
 	return nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y bytes.Buffer
-	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
-		return false
-	}
-	return bytes.Equal(x.Bytes(), y.Bytes())
 }
 
 // kickAnswers makes the answers loop look at once.

@@ -1,4 +1,4 @@
-package engine
+package runspec
 
 import (
 	"crypto/rand"
@@ -17,13 +17,15 @@ func usableTempDir() (string, error) {
 	if dir == "" {
 		dir = "/tmp"
 	}
-	if err := checkTempDir(dir); err != nil {
+	if err := CheckTempDir(dir); err != nil {
 		return "", errs.New(errs.CapabilityUnavailable, "%v", err)
 	}
 	return dir, nil
 }
 
-func checkTempDir(dir string) error {
+// CheckTempDir refuses a temporary folder a run cannot use: not absolute, missing, not a
+// folder, or not writable.
+func CheckTempDir(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("TMPDIR %q is not an absolute path", dir)
 	}

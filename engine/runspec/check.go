@@ -1,10 +1,7 @@
-package engine
+package runspec
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/crw-dev/crw/engine/inputs"
@@ -13,11 +10,11 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// checkSpec refuses a spec a run cannot go on with: one that is not valid, or one that
+// Check refuses a spec a run cannot go on with: one that is not valid, or one that
 // disagrees with the started row its journal begins with (nil when the run never started).
 // The spec is a file the user can edit (run.json); a resume goes on with what the run started
 // with, or not at all. (The backend is compared where it is opened: tests may replace it.)
-func checkSpec(run string, spec *store.Spec, started *journal.Row) error {
+func Check(run string, spec *store.Spec, started *journal.Row) error {
 	where := spec.Path
 	if where == "" {
 		where = "the spec of run " + run
@@ -52,7 +49,7 @@ func checkSpec(run string, spec *store.Spec, started *journal.Row) error {
 		return bad("pool", "%d, but the run started with %d %s", spec.Pool, started.Pool, row)
 	case spec.BudgetTokens != started.BudgetTokens:
 		return bad("budget_tokens", "%d, but the run started with %d %s", spec.BudgetTokens, started.BudgetTokens, row)
-	case !sameJSON(spec.Input, started.Input):
+	case !journal.SameJSON(spec.Input, started.Input):
 		// Not the values: an input may be long.
 		return bad("input", "not the input the run started with %s", row)
 	case spec.OmitCallSeqs != started.OmitCallSeqs:
@@ -61,34 +58,4 @@ func checkSpec(run string, spec *store.Spec, started *journal.Row) error {
 		return bad("roles", "not the role pairs the run started with %s", row)
 	}
 	return nil
-}
-
-// sameJSON reports whether two JSON texts are the same but for whitespace.
-func sameJSON(a, b json.RawMessage) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
-}
-
-// errFirstRow stops a read of a journal after its first row.
-var errFirstRow = errors.New("first row read")
-
-// startedRow returns a journal's first row when it is the started row, else nil: the started
-// row is written before any other.
-func (s *Service) startedRow(ctx context.Context, run string) (*journal.Row, error) {
-	var first *journal.Row
-	err := s.Store.Rows(ctx, run, 1, func(r *journal.Row) error {
-		cp := *r
-		first = &cp
-		return errFirstRow
-	})
-	if err != nil && !errors.Is(err, errFirstRow) {
-		return nil, err
-	}
-	if first == nil || first.Type != journal.TypeStarted {
-		return nil, nil
-	}
-	return first, nil
 }

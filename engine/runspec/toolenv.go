@@ -1,4 +1,4 @@
-package engine
+package runspec
 
 import (
 	"fmt"
@@ -81,9 +81,9 @@ func checkToolEnv(name, value string) error {
 	return nil
 }
 
-// checkRecordedEnv checks run.json's env as a process reads it: TMPDIR, a PATH of directories
+// CheckRecordedEnv checks run.json's env as a process reads it: TMPDIR, a PATH of directories
 // before $PATH, and tool entries a create would have taken.
-func checkRecordedEnv(env map[string]string) error {
+func CheckRecordedEnv(env map[string]string) error {
 	if len(env) > maxToolEnv+2 {
 		return fmt.Errorf("%d entries", len(env))
 	}
