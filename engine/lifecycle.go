@@ -382,7 +382,7 @@ func (s *Service) removeWorktrees(ctx context.Context, spec *store.Spec, run, di
 		return nil
 	}
 	if err := removeFromRepo(ctx, run, spec.Repo, dir, true); err != nil {
-		return &journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: err.Error()}
+		return journal.Warning{Reason: "worktree_left", Detail: err.Error()}.Row()
 	}
 	return nil
 }

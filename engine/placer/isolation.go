@@ -75,7 +75,7 @@ func (p *Placer) isolationWarnings(pl *Placement) {
 	}
 	c := pl.call
 	warn := func(reason, detail string) {
-		p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Call: c.ID, Reason: reason, Detail: detail})
+		p.cfg.Journal.Append(journal.Warning{Call: c.ID, Reason: reason, Detail: detail}.Row())
 	}
 	writes := replay.Writes(c.Role)
 	if !writes && after.p != before.p {

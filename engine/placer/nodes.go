@@ -143,8 +143,7 @@ func (p *Placer) commitRowsLocked(ctx context.Context, repo *workspace.Repo, n *
 		// again there by the next call's restore.
 		if cur, err := repo.Head(ctx, n.Path); err == nil && cur != commit {
 			if err := repo.SwapHead(ctx, n.Path, commit, intent.Head); err != nil {
-				p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Reason: "worktree_head_moved",
-					Detail: fmt.Sprintf("node %q: the HEAD of %s moved while it was committed: %v", intent.Node, n.Path, err)})
+				p.cfg.Journal.Append(journal.Warning{Reason: "worktree_head_moved", Detail: fmt.Sprintf("node %q: the HEAD of %s moved while it was committed: %v", intent.Node, n.Path, err)}.Row())
 			}
 		}
 		n.At, n.Tree = commit, intent.Tree

@@ -195,12 +195,10 @@ func (p *Placer) open(ctx context.Context) (*workspace.Repo, error) {
 func (p *Placer) removeStaleLocks() {
 	removed, err := p.repo.RemoveStaleLocks(RunRefs(p.cfg.Run), p.root)
 	if len(removed) > 0 {
-		p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Reason: "stale_lock_removed",
-			Detail: fmt.Sprintf("an earlier process of the run left git's locks, removed: %s", strings.Join(removed, ", "))})
+		p.cfg.Journal.Append(journal.Warning{Reason: "stale_lock_removed", Detail: fmt.Sprintf("an earlier process of the run left git's locks, removed: %s", strings.Join(removed, ", "))}.Row())
 	}
 	if err != nil {
-		p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Reason: "stale_lock_left",
-			Detail: fmt.Sprintf("the locks an earlier process of the run left in %s: %v", p.repo.GitDir, err)})
+		p.cfg.Journal.Append(journal.Warning{Reason: "stale_lock_left", Detail: fmt.Sprintf("the locks an earlier process of the run left in %s: %v", p.repo.GitDir, err)}.Row())
 	}
 }
 
@@ -259,7 +257,7 @@ func (p *Placer) Stop() {
 
 // held is a call that cannot run in its directory.
 func held(reason, format string, args ...any) *journal.Row {
-	return &journal.Row{Type: journal.TypeHeld, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	return journal.Held(reason, fmt.Sprintf(format, args...))
 }
 
 // Place makes the call's directory P and is its row (workspace_placed), or says why the call
@@ -646,8 +644,7 @@ func (p *Placer) placeAgain(pl *Placement, n *nodeState, repo *workspace.Repo, r
 	switch r.Placement {
 	case PlaceAttempt:
 		if r.Alloc < n.Alloc || (n.NextAlloc > n.Alloc && r.Alloc == n.Alloc) {
-			return nil, &journal.Row{Type: journal.TypeSuperseded, Reason: ReasonSupersededByAttempt,
-				Detail: fmt.Sprintf("node %q has a newer attempt than allocation %d, which the call worked in", n.Name, r.Alloc)}
+			return nil, journal.End{Type: journal.TypeSuperseded, Reason: ReasonSupersededByAttempt, Detail: fmt.Sprintf("node %q has a newer attempt than allocation %d, which the call worked in", n.Name, r.Alloc)}.Row()
 		}
 		if why, cause := restore(ctx, n, repo, true); why != "" {
 			return nil, held(restoreReason(why), "%s", withCause(why, cause))
@@ -716,13 +713,13 @@ func (p *Placer) Leave(pl *Placement, end *journal.Row) {
 	if head, err := repo.Head(ctx, n.Path); err == nil && head != n.At {
 		ref := StrayRef(p.cfg.Run, n.Name, n.Alloc, pl.call.ID)
 		if err := keepStray(ctx, repo, ref, head); err != nil {
-			p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Call: pl.call.ID, Reason: "stray_ref_failed", Detail: err.Error()})
+			p.cfg.Journal.Append(journal.Warning{Call: pl.call.ID, Reason: "stray_ref_failed", Detail: err.Error()}.Row())
 		}
 		end.HeadMoved = &journal.HeadMoved{Start: n.At, Head: head, Ref: ref}
 	}
 	tree, err := repo.PendingTree(ctx, n.Path, true)
 	if err != nil {
-		p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Call: pl.call.ID, Reason: "worktree_unreadable", Detail: err.Error()})
+		p.cfg.Journal.Append(journal.Warning{Call: pl.call.ID, Reason: "worktree_unreadable", Detail: err.Error()}.Row())
 		n.restored = false // the next call of the node checks it again
 		return
 	}
@@ -792,7 +789,7 @@ func (p *Placer) CleanUp() {
 	}
 	p.mu.Unlock()
 	if err := repo.RemoveWorktreesUnder(ctx, p.root, func(path string) bool { return kept[path] }); err != nil {
-		p.cfg.Journal.Append(&journal.Row{Type: journal.TypeWarning, Reason: "worktree_left", Detail: fmt.Sprintf("the run's worktrees under %s: %v", p.root, err)})
+		p.cfg.Journal.Append(journal.Warning{Reason: "worktree_left", Detail: fmt.Sprintf("the run's worktrees under %s: %v", p.root, err)}.Row())
 	}
 	_ = os.Remove(p.root) // not when a worktree is kept
 }

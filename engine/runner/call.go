@@ -217,7 +217,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	c.preparedSeq = r.j.Append(replay.WithDigests(p.Row))
 	c.preparedAt = p.Row.At
 	if detail := sameThreadReview(req.Role, resumeOf); detail != "" {
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: ReasonSameThreadReview, Detail: detail})
+		r.j.Append(journal.Warning{Call: c.id, Reason: ReasonSameThreadReview, Detail: detail}.Row())
 	}
 	r.mu.Unlock()
 	r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
@@ -226,13 +226,13 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	switch {
 	case foreign:
 		c.admit(&p)
-		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "foreign_handle", Detail: "the handle belongs to another run"})
+		r.goEnd(c, journal.Refused("foreign_handle", "the handle belongs to another run"))
 	case p.Schema != nil && p.Schema.Refusal() != "":
 		c.admit(&p)
-		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "schema_not_strict", Detail: p.Schema.Refusal()})
+		r.goEnd(c, journal.Refused("schema_not_strict", p.Schema.Refusal()))
 	case p.PairErr != nil:
 		c.admit(&p)
-		r.goEnd(c, &journal.Row{Type: journal.TypeRefused, Reason: "pair_refused", Detail: p.PairErr.Error()})
+		r.goEnd(c, journal.Refused("pair_refused", p.PairErr.Error()))
 	default:
 		r.launch(c, nil)
 	}
@@ -334,7 +334,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		r.stopTurns(c.stale)
 	}
 	if admitErr != nil {
-		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: r.heldReason()})
+		r.end(c, journal.Held(r.heldReason(), ""))
 		return
 	}
 	defer r.pool.release()
@@ -479,7 +479,7 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 			prompt = RepairPrompt(problem)
 		}
 	}
-	r.end(c, &journal.Row{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem})
+	r.end(c, journal.End{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem}.Row())
 }
 
 // endsWith ends the call as the turn's outcome says, and reports whether it did: not when the
@@ -493,7 +493,7 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 	}
 	switch out.Status {
 	case backend.Lost:
-		row := &journal.Row{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}
+		row := journal.End{Type: journal.TypeOutcomeUnknown, Reason: "dispatch_unknown", Detail: "the turn was dispatched and its answer was lost"}.Row()
 		if out.Open {
 			// The host may still run it: the reconcile pass of a resume decides the call.
 			r.endUnrecorded(c, row)
@@ -502,10 +502,10 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 		}
 		return true, ""
 	case backend.Unavailable:
-		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_infra_connection", Detail: "the host is unavailable: nothing was sent"})
+		r.end(c, journal.Held("host_infra_connection", "the host is unavailable: nothing was sent"))
 		return true, ""
 	case backend.Interrupted:
-		r.end(c, &journal.Row{Type: journal.TypeHeld, Reason: "host_interrupted_external", Detail: "the host interrupted the turn"})
+		r.end(c, journal.Held("host_interrupted_external", "the host interrupted the turn"))
 		return true, ""
 	case backend.Failed:
 		if out.Failure.Pause {
@@ -523,14 +523,14 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 	}
 	if validator == nil {
 		text, _ := json.Marshal(out.Text)
-		r.end(c, &journal.Row{Type: journal.TypeCompleted, Output: text})
+		r.end(c, journal.Completed{Output: text}.Row())
 		return true, ""
 	}
 	doc, extracted, err := validator.Answer(out.Text) // found, validated and compact, in one read
 	if err != nil {
 		return false, err.Error()
 	}
-	row := &journal.Row{Type: journal.TypeCompleted, Output: doc, Extracted: extracted}
+	row := journal.Completed{Output: doc, Extracted: extracted}.Row()
 	if extracted {
 		raw := out.Text
 		row.RawText = &raw
@@ -736,7 +736,7 @@ func (c *call) Started(turnID string) {
 
 // Warn implements backend.Recorder: a warning row of the call.
 func (c *call) Warn(reason, detail string) {
-	c.r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.id, Reason: reason, Detail: detail})
+	c.r.j.Append(journal.Warning{Call: c.id, Reason: reason, Detail: detail}.Row())
 	c.r.flushSoon()
 }
 

@@ -202,7 +202,7 @@ func (r *runner) takeAnswers() {
 	}
 	answers, err := r.lease.TakeAnswers()
 	if err != nil {
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "answers_unreadable", Detail: err.Error()})
+		r.j.Append(journal.Warning{Reason: "answers_unreadable", Detail: err.Error()}.Row())
 		return
 	}
 	for _, a := range answers {
@@ -219,7 +219,7 @@ func (r *runner) answer(a store.Answer) {
 	defer r.mu.Unlock()
 	w := r.waiting[a.ID]
 	refuse := func(why string) {
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)})
+		r.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)}.Row())
 		r.flushSoon()
 	}
 	ask := r.stepAsks[a.ID]

@@ -38,10 +38,9 @@ func (r *runner) stepDecisionGateLocked(c *call) *journal.Row {
 	case ask == nil:
 		return nil
 	case !ask.answered:
-		return &journal.Row{Type: journal.TypeHeld, Reason: "missing_step_decision",
-			Detail: fmt.Sprintf("node %q's tier step waits for the decision %s: crw flow answer %s %s --value '{\"approve\": true}'", c.req.Node, id, r.id, id)}
+		return journal.Held("missing_step_decision", fmt.Sprintf("node %q's tier step waits for the decision %s: crw flow answer %s %s --value '{\"approve\": true}'", c.req.Node, id, r.id, id))
 	case !ask.approve:
-		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("the decision %s declined node %q's tier step", id, c.req.Node)}
+		return journal.Refused("policy_refused", fmt.Sprintf("the decision %s declined node %q's tier step", id, c.req.Node))
 	}
 	return nil
 }

@@ -10,22 +10,22 @@ import (
 // gateLocked decides what the run's state says of a call about to start: nil lets it run.
 func (r *runner) gateLocked(c *call) *journal.Row {
 	if holder, held := r.holds[c.req.Node]; held {
-		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder)}
+		return journal.Held("recovery_hold", fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder))
 	}
 	if c.resumeOf != nil && r.holds[c.resumeOf.node] != "" {
-		return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node)}
+		return journal.Held("recovery_hold", fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node))
 	}
 	if c.prepared != nil && len(r.applied) > 0 {
 		// Only a run with an applied verdict hashes the call's inputs for it.
 		if by, done := r.applied[replay.EffectKeyOf(c.prepared)]; done {
 			// Seed 002: only a proven not_applied permits an equivalent mutation to be retried.
-			return &journal.Row{Type: journal.TypeHeld, Reason: "recovery_hold", Detail: fmt.Sprintf(
+			return journal.Held("recovery_hold", fmt.Sprintf(
 				"call %s asked for the same (role, node, prompt, schema) and an operator's verdict says its effect was applied: "+
-					"it is not sent again; crw.effect(%q) gives the applied output", by, by)}
+					"it is not sent again; crw.effect(%q) gives the applied output", by, by))
 		}
 	}
 	if r.paused {
-		return &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: "the run is paused by a usage or rate limit"}
+		return journal.Held("engine_paused", "the run is paused by a usage or rate limit")
 	}
 	if row := r.stepDecisionGateLocked(c); row != nil {
 		return row
@@ -33,10 +33,10 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
 		// Not over: a resume with a larger budget (--budget-tokens) runs the call again.
 		r.budgetHeld = true
-		return &journal.Row{Type: journal.TypeHeld, Reason: "budget_exhausted", Detail: fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b)}
+		return journal.Held("budget_exhausted", fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b))
 	}
 	if c.resumeOf != nil && c.resumeOf.th.ID == "" {
-		return &journal.Row{Type: journal.TypeRefused, Reason: "policy_refused", Detail: fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id)}
+		return journal.Refused("policy_refused", fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id))
 	}
 	return nil
 }

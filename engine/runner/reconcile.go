@@ -46,7 +46,7 @@ func (r *runner) reconcile(call string, a store.Answer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	refuse := func(why string) {
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: "verdict_refused", Detail: fmt.Sprintf("the verdict on %s: %s", call, why)})
+		r.j.Append(journal.Warning{Reason: "verdict_refused", Detail: fmt.Sprintf("the verdict on %s: %s", call, why)}.Row())
 		r.flushSoon()
 	}
 	if err := json.Unmarshal(a.Value, &v); err != nil || (v.Verdict != VerdictApplied && v.Verdict != VerdictNotApplied) {

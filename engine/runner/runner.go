@@ -291,9 +291,8 @@ func (r *runner) writeStarted(script *vm.VM, at time.Time, warnings *Warnings) e
 	}
 	if w, ok := r.lease.(store.ProcessLockWarner); ok && w.ProcessLockError() != nil {
 		// Seed 003: warned about, and the run goes on with a started row that names no process.
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonProcessLockUnavailable,
-			Detail: "this process could not take a process lock of its own, and holds the run without one (its started row names no process): " +
-				w.ProcessLockError().Error()})
+		r.j.Append(journal.Warning{Reason: ReasonProcessLockUnavailable, Detail: "this process could not take a process lock of its own, and holds the run without one (its started row names no process): " +
+			w.ProcessLockError().Error()}.Row())
 	}
 	if warnings != nil {
 		warnings.bind(r.j)
@@ -884,7 +883,7 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 		if c.late {
 			detail = fmt.Sprintf("agent.call at %s (call %s) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)", c.Site, c.Call)
 		}
-		r.j.Append(&journal.Row{Type: journal.TypeWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
+		r.j.Append(journal.Warning{Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail}.Row())
 		r.progress.event(Event{Kind: EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
 	}
 	if more > 0 {

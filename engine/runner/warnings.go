@@ -23,7 +23,7 @@ type Warnings struct {
 func (w *Warnings) Warn(reason, detail string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	row := &journal.Row{Type: journal.TypeWarning, Reason: reason, Detail: detail}
+	row := journal.Warning{Reason: reason, Detail: detail}.Row()
 	if w.j == nil {
 		if len(w.early) < maxEarlyWarnings {
 			w.early = append(w.early, row)

@@ -19,7 +19,7 @@ func (r *runner) place(c *call, rec *replay.Call) (*placer.Placement, *journal.R
 // interruptedEnd is the terminal row of a call the engine interrupted for reason.
 func interruptedEnd(reason, detail string) *journal.Row {
 	if reason == placer.ReasonSupersededByAttempt {
-		return &journal.Row{Type: journal.TypeSuperseded, Reason: reason, Detail: "a newer attempt of the call's node started"}
+		return journal.End{Type: journal.TypeSuperseded, Reason: reason, Detail: "a newer attempt of the call's node started"}.Row()
 	}
-	return &journal.Row{Type: journal.TypeHeld, Reason: reason, Detail: detail}
+	return journal.Held(reason, detail)
 }

@@ -308,7 +308,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 // held resolves a call the shadow cannot answer: held, with nothing sent. A call the record
 // does not have gets the nth id past the record's.
 func (s *host) held(p *journal.Row, settle agent.Settle, why string, nth int) func() {
-	row := &journal.Row{Type: journal.TypeHeld, Reason: "engine_paused", Detail: why}
+	row := journal.Held("engine_paused", why)
 	prepared := *p
 	if prepared.Call == "" {
 		prepared.Call = fmt.Sprintf("c%d", s.h.MaxCall+nth)
