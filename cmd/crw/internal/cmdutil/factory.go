@@ -7,8 +7,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/spf13/cobra"
-
 	"github.com/crw-dev/crw/cmd/crw/internal/iostreams"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
@@ -82,56 +80,4 @@ func (c *Common) WorksOn(run string) { c.Outcome.Run = run }
 func (c *Common) RunService(run string) (*engine.Service, error) {
 	c.WorksOn(run)
 	return c.Service()
-}
-
-// RunE is a command's RunE: once its flags are parsed, opts takes the Factory's part (into
-// common) and, with take, what it takes of the command line; then runF, a test's, runs in place
-// of run when it is given.
-func RunE[O any](f *Factory, common *Common, opts O, take func(*cobra.Command, []string), runF, run func(O) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		*common = f.Common(cmd.Context())
-		if take != nil {
-			take(cmd, args)
-		}
-		if runF != nil {
-			return runF(opts)
-		}
-		return run(opts)
-	}
-}
-
-// RunArg is the Options part of a command that works on the run its first argument names.
-type RunArg struct{ Run string }
-
-// Take takes the run from the command's arguments.
-func (r *RunArg) Take(_ *cobra.Command, args []string) { r.Run = args[0] }
-
-// Show is what a command that shows a run does: the run service for run (its errors name the
-// run from here on), get, and what get returned printed.
-func Show[T any](c *Common, run string, get func(*engine.Service) (T, error), text func(io.Writer, T)) (T, error) {
-	var none T
-	svc, err := c.RunService(run)
-	if err != nil {
-		return none, err
-	}
-	v, err := get(svc)
-	if err != nil {
-		return none, err
-	}
-	c.Print(v, func(w io.Writer) { text(w, v) })
-	return v, nil
-}
-
-// RunOptions are the Options of a command that takes nothing but the run it works on.
-type RunOptions struct {
-	Common
-	RunArg
-}
-
-// NewRunCmd is cmd taking the one run it works on, run by run (or runF, a test's).
-func NewRunCmd(f *Factory, runF, run func(*RunOptions) error, cmd *cobra.Command) *cobra.Command {
-	opts := &RunOptions{}
-	cmd.Args = cobra.ExactArgs(1)
-	cmd.RunE = RunE(f, &opts.Common, opts, opts.Take, runF, run)
-	return cmd
 }

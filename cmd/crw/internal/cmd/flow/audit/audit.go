@@ -23,18 +23,17 @@ type Options struct {
 // NewCmdAudit is crw flow audit; runF, when not nil, runs in place of the command.
 func NewCmdAudit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewCmd(f, opts, runF, runAudit, &cobra.Command{
 		Use:   "audit [RUN]",
 		Short: "The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete, dispatched): who, when, and how each ended",
 		Args:  cobra.MaximumNArgs(1),
-		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runAudit),
-	}
+	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")
 	return cmd
 }
 
-// take takes the run named, if one is.
-func (o *Options) take(_ *cobra.Command, args []string) {
+// Take takes the run named, if one is.
+func (o *Options) Take(_ *cobra.Command, args []string) {
 	if len(args) == 1 {
 		o.Run = args[0]
 	}

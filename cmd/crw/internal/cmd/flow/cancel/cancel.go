@@ -15,8 +15,7 @@ import (
 
 // Options are crw flow cancel's.
 type Options struct {
-	cmdutil.Common
-	cmdutil.RunArg
+	cmdutil.RunOptions
 	// Wait is how long to wait for the run to end.
 	Wait time.Duration
 }
@@ -24,15 +23,13 @@ type Options struct {
 // NewCmdCancel is crw flow cancel; runF, when not nil, runs in place of the command.
 func NewCmdCancel(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewRunCmd(f, opts, runF, runCancel, &cobra.Command{
 		Use:   "cancel RUN",
 		Short: "Stop a live run: its calls in flight end held (cancelled) and the run ends cancelled",
 		Long: `Stop a live run. The request is stored with the run and its process, wherever it runs,
 acts on it: the turns in flight are interrupted, their calls end held (cancelled), and the run
 ends cancelled. Exit status 1 when the run has not ended within --wait.`,
-		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runCancel),
-	}
+	})
 	cmd.Flags().DurationVar(&opts.Wait, "wait", 30*time.Second, "how long to wait for the run to end")
 	return cmd
 }

@@ -7,21 +7,23 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 )
 
 // Add declares the flags a run is created with on cmd, into opts: the backends' options among
-// them, as the registry lists them. The returned function gives the backends' options that were
-// set. defaultBackend is the backend of a run that names none.
-func Add(cmd *cobra.Command, backends *backend.Registry, opts *ops.RunOptions, defaultBackend string) (backendOpts func() map[string]string) {
+// them, as the Factory's registry lists them. defaultBackend is the backend of a run that names
+// none. The returned take, once the flags are parsed, puts into opts the workflow (the command's
+// first argument), the backends' options that were set and the stdin --input @- reads.
+func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *ops.RunOptions, defaultBackend string) (take func(*cobra.Command, []string)) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
-	f.StringVar(&opts.Backend, "backend", defaultBackend, "where turns run: "+strings.Join(backends.Names(), ", "))
+	f.StringVar(&opts.Backend, "backend", defaultBackend, "where turns run: "+strings.Join(fac.Backends.Names(), ", "))
 	values := map[string]*string{}
-	for _, o := range backends.Options() {
+	for _, o := range fac.Backends.Options() {
 		values[o.Name] = f.String(o.Name, "", o.Usage)
 	}
 	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
@@ -42,13 +44,24 @@ func Add(cmd *cobra.Command, backends *backend.Registry, opts *ops.RunOptions, d
 	f.StringArrayVar(&opts.ToolEnv, "tool-env", nil, "NAME=VALUE: a variable every command of the run's agents takes, named in each turn's tools section (repeatable)")
 	f.StringArrayVar(&opts.ToolPath, "tool-path", nil, "a directory of tools the run's agents' commands find before the shell's PATH (repeatable)")
 	f.StringVar(&opts.TierSteps, "tier-steps", "auto", "auto: crw.tierStep moves a node up at once; ask: the step waits for the owner's decision")
-	return func() map[string]string {
+	return func(_ *cobra.Command, args []string) {
 		set := map[string]string{}
 		for name, v := range values {
 			if f.Changed(name) {
 				set[name] = *v
 			}
 		}
-		return set
+		opts.Workflow, opts.BackendOpts, opts.Stdin = args[0], set, fac.IOStreams.In
 	}
+}
+
+// Open checks what the run is to be created with, reads its input and role table, and opens the
+// run service it is created in.
+func Open(c *cmdutil.Common, opts *ops.RunOptions) (engine.CreateOptions, *engine.Service, error) {
+	co, err := ops.CreateOptions(opts)
+	if err != nil {
+		return co, nil, err
+	}
+	svc, err := c.Service()
+	return co, svc, err
 }

@@ -13,24 +13,21 @@ import (
 
 // Options are crw flow delete's.
 type Options struct {
-	cmdutil.Common
-	cmdutil.RunArg
+	cmdutil.RunOptions
 	Delete engine.DeleteOptions
 }
 
 // NewCmdDelete is crw flow delete; runF, when not nil, runs in place of the command.
 func NewCmdDelete(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewRunCmd(f, opts, runF, runDelete, &cobra.Command{
 		Use:     "delete RUN",
 		Aliases: []string{"rm"},
 		Short:   "Remove a run that no process holds, its journal and every file of it",
 		Long: `Remove a run that no process holds: its journal and every file of it, every worktree it left in
 its repository (registered, locked or half made), and its refs (refs/crw/flow/RUN/) unless
 --keep-refs.`,
-		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runDelete),
-	}
+	})
 	cmd.Flags().BoolVar(&opts.Delete.KeepRefs, "keep-refs", false, "keep the run's refs (refs/crw/flow/RUN/) in its repository")
 	return cmd
 }

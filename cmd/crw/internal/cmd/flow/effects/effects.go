@@ -23,18 +23,17 @@ type Options struct {
 // NewCmdEffects is crw flow effects; runF, when not nil, runs in place of the command.
 func NewCmdEffects(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewCmd(f, opts, runF, runEffects, &cobra.Command{
 		Use:   "effects [RUN]",
 		Short: "List the effects whose outcome is unknown: what to verify, where, and how to reconcile each",
 		Args:  cobra.MaximumNArgs(1),
-		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runEffects),
-	}
+	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 100, "list at most N effects")
 	return cmd
 }
 
-// take takes the run named, if one is.
-func (o *Options) take(_ *cobra.Command, args []string) {
+// Take takes the run named, if one is.
+func (o *Options) Take(_ *cobra.Command, args []string) {
 	o.Runs = args
 }
 

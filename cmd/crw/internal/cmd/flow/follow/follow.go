@@ -13,7 +13,7 @@ type Options = cmdutil.RunOptions
 
 // NewCmdFollow is crw flow follow; runF, when not nil, runs in place of the command.
 func NewCmdFollow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	return cmdutil.NewRunCmd(f, runF, runFollow, &cobra.Command{
+	return cmdutil.NewRunCmd(f, &Options{}, runF, runFollow, &cobra.Command{
 		Use:   "follow RUN",
 		Short: "Show a run's live progress until it ends",
 	})

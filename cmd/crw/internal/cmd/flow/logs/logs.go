@@ -13,8 +13,7 @@ import (
 
 // Options are crw flow logs'.
 type Options struct {
-	cmdutil.Common
-	cmdutil.RunArg
+	cmdutil.RunOptions
 	// Follow goes on printing what is added until the run ends.
 	Follow bool
 }
@@ -22,7 +21,7 @@ type Options struct {
 // NewCmdLogs is crw flow logs; runF, when not nil, runs in place of the command.
 func NewCmdLogs(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewRunCmd(f, opts, runF, runLogs, &cobra.Command{
 		Use:   "logs RUN",
 		Short: "Print a run's log: its workflow's console and crw.log lines, and the full account of its errors",
 		Long: `Print the run's log (crw.log in its folder): each line its workflow wrote with console.* or
@@ -32,9 +31,7 @@ JSON object a line (JSON Lines).`,
 		Example: `  crw flow logs last
   crw flow logs RUN -f
   crw flow logs RUN --json`,
-		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runLogs),
-	}
+	})
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "go on printing what is added until the run ends")
 	return cmd
 }

@@ -17,8 +17,7 @@ import (
 
 // Options are crw flow next's.
 type Options struct {
-	cmdutil.Common
-	cmdutil.RunArg
+	cmdutil.RunOptions
 	// Wait is how long to wait for a step or a change of the run's state.
 	Wait time.Duration
 }
@@ -26,7 +25,7 @@ type Options struct {
 // NewCmdNext is crw flow next; runF, when not nil, runs in place of the command.
 func NewCmdNext(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
-	cmd := &cobra.Command{
+	cmd := cmdutil.NewRunCmd(f, opts, runF, runNext, &cobra.Command{
 		Use:   "next RUN",
 		Short: "Show a session run's steps for its owner: what to spawn, send or close",
 		Long: `Show what a session run asks of its owner thread: its state (running, waiting_session,
@@ -36,9 +35,7 @@ that reports it, the subagent slots (agents.max_threads of <CODEX_HOME>/config.t
 6) and a hint. It writes no row. A run no process holds that is neither paused nor over is
 resumed, as crw flow resume RUN --detach does; a resume that cannot start is a warning, with
 why and what to do. A starting run is read again for up to 15 s, whatever --wait says.`,
-		Args: cobra.ExactArgs(1),
-		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.Take, runF, runNext),
-	}
+	})
 	cmd.Flags().Var((*cmdutil.WaitFlag)(&opts.Wait), "wait", "wait up to this long (30, in seconds, or 30s) for a step or a change of the run's state")
 	return cmd
 }

@@ -30,20 +30,14 @@ returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is
 {"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
 		Args: cobra.ExactArgs(1),
 	}
-	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, "fake")
-	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
-		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
-	}, runF, runRun)
+	take := createflags.Add(cmd, f, &opts.Create, "fake")
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, take, runF, runRun)
 	return cmd
 }
 
 func runRun(opts *Options) error {
 	opts.Outcome.RunOutput = true
-	co, err := ops.CreateOptions(&opts.Create)
-	if err != nil {
-		return err
-	}
-	svc, err := opts.Service()
+	co, svc, err := createflags.Open(&opts.Common, &opts.Create)
 	if err != nil {
 		return err
 	}

@@ -40,21 +40,15 @@ subagents of the Codex session it is started from (CODEX_THREAD_ID, or --owner T
 one, give --backend fake (offline) or --backend app-server.`,
 		Args: cobra.ExactArgs(1),
 	}
-	backendOpts := createflags.Add(cmd, f.Backends, &opts.Create, session.Name)
+	take := createflags.Add(cmd, f, &opts.Create, session.Name)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "start nothing: check the flags and say what a session run would meet (its spawn formats and session facts)")
-	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, func(_ *cobra.Command, args []string) {
-		opts.Create.Workflow, opts.Create.BackendOpts, opts.Create.Stdin = args[0], backendOpts(), f.IOStreams.In
-	}, runF, runStart)
+	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, take, runF, runStart)
 	return cmd
 }
 
 func runStart(opts *Options) error {
 	opts.Outcome.Detached = true
-	co, err := ops.CreateOptions(&opts.Create)
-	if err != nil {
-		return err
-	}
-	svc, err := opts.Service()
+	co, svc, err := createflags.Open(&opts.Common, &opts.Create)
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,10 @@
 package status
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/journal"
-	"github.com/crw-dev/crw/store"
 )
 
 // Options are crw flow status's: the run.
@@ -19,41 +13,12 @@ type Options = cmdutil.RunOptions
 
 // NewCmdStatus is crw flow status; runF, when not nil, runs in place of the command.
 func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	return cmdutil.NewRunCmd(f, runF, runStatus, &cobra.Command{
+	return cmdutil.NewRunCmd(f, &Options{}, runF, runStatus, &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show a run's state: running, paused, waiting_decision, waiting_resume, ended or crashed",
 	})
 }
 
 func runStatus(opts *Options) error {
-	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*store.Status, error) {
-		return svc.Status(opts.Ctx, opts.Run)
-	}, printStatus)
-	return err
-}
-
-func printStatus(w io.Writer, st *store.Status) {
-	fmt.Fprintf(w, "run       %s\nworkflow  %s\nbackend   %s\nstate     %s\n", st.Run, st.Workflow, st.Backend, st.State)
-	if st.Status != "" {
-		fmt.Fprintf(w, "status    %s\n", st.Status)
-	}
-	if st.Holder != "" {
-		fmt.Fprintf(w, "holder    %s\n", st.Holder)
-	}
-	fmt.Fprintf(w, "calls     %s (%d in flight)\ntokens    %d\n", cmdutil.CountsLine(st.Calls), st.InFlight, st.Tokens.Total)
-	for _, d := range st.Decisions {
-		if strings.HasPrefix(d.ID, journal.VerdictPrefix) {
-			fmt.Fprintf(w, "decision  %s: %s\n", d.ID, d.Question) // the question says how
-			continue
-		}
-		fmt.Fprintf(w, "decision  %s: %s\n          answer it: crw flow answer %s %s --value JSON\n", d.ID, d.Question, st.Run, d.ID)
-	}
-	if st.Error != nil {
-		fmt.Fprintf(w, "error     %s\n", cmdutil.FailureLine(st.Error))
-	} else if st.State == store.StateEnded {
-		fmt.Fprintf(w, "result    %s\n", cmdutil.Compact(st.Result))
-	}
-	if n := engine.StateNext(st); n != "" {
-		fmt.Fprintf(w, "next      %s\n", n)
-	}
+	return cmdutil.ShowRun(opts, (*engine.Service).Status, printStatus)
 }

@@ -1,0 +1,52 @@
+package start
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+)
+
+func TestNewCmdStart(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	opts, err := cmdtest.Parse(t, e, NewCmdStart, "wf.js")
+	require.NoError(t, err)
+	assert.Equal(t, "wf.js", opts.Create.Workflow)
+	assert.Equal(t, "session", opts.Create.Backend, "a started run is a session run unless --backend says otherwise")
+	assert.False(t, opts.DryRun)
+	assert.Same(t, e.Factory.Backends, opts.Backends)
+
+	opts, err = cmdtest.Parse(t, e, NewCmdStart, "wf.js", "--backend", "fake", "--answers", "a.json", "--dry-run", "--budget-tokens", "900")
+	require.NoError(t, err)
+	assert.Equal(t, "fake", opts.Create.Backend)
+	assert.Equal(t, map[string]string{"answers": "a.json"}, opts.Create.BackendOpts)
+	assert.True(t, opts.DryRun)
+	assert.Equal(t, int64(900), opts.Create.BudgetTokens)
+}
+
+func TestStartRefusesABadPool(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	err := runStart(&Options{Common: e.Common(), Create: ops.RunOptions{Workflow: "wf.js", Backend: "fake", Pool: 0}})
+	assert.EqualError(t, err, "invalid_request: --pool: must be 1 or more, got 0")
+	assert.True(t, e.Factory.Outcome.Detached, "it hands the run to a process of its own")
+	assert.Empty(t, e.Out.String())
+}
+
+func TestStartDryRunStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	opts, err := cmdtest.Parse(t, e, NewCmdStart, e.File(t, "wf.js", cmdtest.OneCall), "--backend", "fake", "--no-repo", "--dry-run")
+	require.NoError(t, err)
+	require.NoError(t, runStart(opts))
+	assert.Equal(t, "a fake run would start; nothing was started\n", e.Out.String())
+	svc, err := e.Factory.Service()
+	require.NoError(t, err)
+	runs, err := svc.List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, runs, "no run was made")
+}
