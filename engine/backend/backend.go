@@ -164,6 +164,8 @@ type Checkpoint struct {
 type Sent struct {
 	TurnID string // "" when the process died before it recorded one
 	Marker string // the step a pull backend published for it ("" for a push backend)
+	// Attempt is the step's attempt, as its step_published row recorded it (0 without a step).
+	Attempt int
 	// Lost is the reason the journal recorded the step's attempt lost with ("": it did not):
 	// the backend goes on to the next attempt without judging it again.
 	Lost string

@@ -552,7 +552,7 @@ func sentBefore(rec *replay.Call, k int) *backend.Sent {
 	attempt := 0
 	for _, st := range rec.Steps {
 		if st.K == k {
-			sent, attempt = &backend.Sent{Marker: st.Marker, At: st.At}, st.Attempt
+			sent, attempt = &backend.Sent{Marker: st.Marker, Attempt: st.Attempt, At: st.At}, st.Attempt
 		}
 	}
 	for _, l := range rec.Lost {
