@@ -21,6 +21,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -521,7 +522,7 @@ func (s *step) stepFile() StepFile {
 		ws = filepath.Join(s.b.cfg.Dir, "calls", c.ID)
 	}
 	f := StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
-		AgentType: AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
+		AgentType: roles.AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
 		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
 	if s.t.K > 1 && s.t.Thread.ID != "" {
 		f.Action, f.AgentID = ActionSendInput, s.t.Thread.ID

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -95,12 +96,13 @@ type SpawnFormat struct {
 	Call            string `json:"call"`
 }
 
-// SpawnFormats are the spawn formats of roles under the run's role pairs, in the order given.
-func SpawnFormats(roles []string, pairs map[string]journal.Pair) []SpawnFormat {
-	out := make([]SpawnFormat, 0, len(roles))
-	for _, role := range roles {
+// SpawnFormats are the spawn formats of the roles named under the run's role pairs, in the
+// order given.
+func SpawnFormats(names []string, pairs map[string]journal.Pair) []SpawnFormat {
+	out := make([]SpawnFormat, 0, len(names))
+	for _, role := range names {
 		p := pairs[role]
-		f := SpawnFormat{Role: role, AgentType: AgentType(role), Model: p.Model, ReasoningEffort: p.Effort}
+		f := SpawnFormat{Role: role, AgentType: roles.AgentType(role), Model: p.Model, ReasoningEffort: p.Effort}
 		args := []string{fmt.Sprintf("agent_type=%q", f.AgentType), "message"}
 		if f.Model != "" {
 			args = append(args, fmt.Sprintf("model=%q", f.Model))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -58,9 +59,9 @@ func TestMarkers(t *testing.T) {
 	assert.Equal(t, "c1/t1-a1", session.MarkerOf("crw-flow-op: c1/t1-a1\nCRW-ROLE: x"))
 	assert.Equal(t, "", session.MarkerOf("hello\ncrw-flow-op: c1/t1-a1"))
 	assert.Equal(t, "", session.MarkerOf("crw-flow-op: ../../etc"))
-	assert.Equal(t, "executor", session.AgentType("executor-t1"))
-	assert.Equal(t, "reviewer", session.AgentType("critic"))
-	assert.Equal(t, "architect", session.AgentType("architect"))
+	assert.Equal(t, "executor", roles.AgentType("executor-t1"))
+	assert.Equal(t, "reviewer", roles.AgentType("critic"))
+	assert.Equal(t, "architect", roles.AgentType("architect"))
 }
 
 func TestSpawnMessageIsTheSeeds(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 )
 
 // Actions a step asks of the owner.
@@ -81,18 +82,6 @@ func SpawnMessage(marker, role, workspace, packet string) string {
 
 // SendInputMessage is a send_input step's message: the marker line and the turn's input.
 func SendInputMessage(marker, input string) string { return markerLine(marker) + "\n" + input }
-
-// AgentType is the Codex agent_type a role's subagent is spawned as: executor-t1 runs as an
-// executor and the critic as a reviewer; every other role under its own name.
-func AgentType(role string) string {
-	switch role {
-	case "executor-t1":
-		return "executor"
-	case "critic":
-		return "reviewer"
-	}
-	return role
-}
 
 // validName is a call id or agent id that is safe as a file name's part.
 func validName(s string) bool {
@@ -179,7 +168,7 @@ func Packet(in PacketInput) string {
 	b.WriteString("## Workspace\n\n")
 	fmt.Fprintf(&b, "You work only under the absolute path %s: run every command with workdir %s and edit only by absolute paths under it. "+
 		"A role that writes nothing changes nothing. Never run git commit, add, branch, reset or checkout.\n\n", in.Workspace, in.Workspace)
-	if overlay := Overlay(in.Role); overlay != "" {
+	if overlay := roles.Overlay(in.Role); overlay != "" {
 		b.WriteString("## Your role\n\n" + overlay + "\n\n")
 	}
 	if tools := codex.ToolsSection(in.Env, in.RunJSON); tools != "" {
