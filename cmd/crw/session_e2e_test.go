@@ -19,6 +19,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
@@ -42,7 +43,7 @@ type ownerRig struct {
 	env               []string
 	owner             *codex.Client
 	ownerID           string
-	host              session.Host
+	host              host.Host
 	script            []mockmodel.OwnerStep // the owner's tool calls so far, across its turns
 	reported          map[string]bool       // agents reported with crw flow dispatched
 	late              map[string]string     // marker → the agent a report named after its attempt ended
@@ -725,7 +726,7 @@ export default async function main() { return (await agent.call({ role: "explore
 
 	subs, err := r.host.Subagents(r.ctx)
 	require.NoError(t, err)
-	previews := map[string]session.Thread{}
+	previews := map[string]host.Thread{}
 	for _, s := range subs {
 		previews[s.Preview] = s
 	}
@@ -735,7 +736,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Equal(t, "low", look.Effort)
 	// The owner's spawn calls as the host shows them (where a restart looks a step up by the
 	// ledger's call): the spawn that ran, with the call id the ledger recorded for it.
-	spawner, ok := r.host.(session.OwnerSpawner)
+	spawner, ok := r.host.(host.OwnerSpawner)
 	require.True(t, ok)
 	spawns, err := spawner.OwnerSpawns(r.ctx, r.ownerID)
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
@@ -32,7 +33,7 @@ const Name = "session"
 type Config struct {
 	Run   string
 	Owner string // the owner thread
-	Host  Host
+	Host  host.Host
 	Dir   string            // the run's folder: the step bus and the calls' directories
 	Env   map[string]string // the run's recorded environment (TMPDIR, tool entries), for the packets' tools section
 	// Poll is how often a waiting step looks at the inbox and a bound turn at the host
@@ -320,7 +321,7 @@ func (b *Backend) sweepCloses(ctx context.Context) {
 	b.mu.Unlock()
 	for _, st := range pending {
 		th, err := b.cfg.Host.ReadThread(ctx, st.AgentID)
-		if errors.Is(err, ErrUnknownThread) || err == nil && th.Status == "notLoaded" {
+		if errors.Is(err, host.ErrUnknownThread) || err == nil && th.Status == "notLoaded" {
 			b.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
 			b.mu.Lock()
 			delete(b.closing, st)
@@ -670,7 +671,7 @@ const joinEvery = 16
 // call its ledger line names, else a spawn whose message carries the marker. What it cannot
 // tie as it should is a session_host_warning row, once a step.
 func (s *step) joinLedger(ctx context.Context) bool {
-	spawner, ok := s.b.cfg.Host.(OwnerSpawner)
+	spawner, ok := s.b.cfg.Host.(host.OwnerSpawner)
 	if !ok || s.b.cfg.Ledger == nil {
 		return false
 	}
@@ -685,7 +686,7 @@ func (s *step) joinLedger(ctx context.Context) bool {
 			calls[l.ToolUseID] = true
 		}
 	}
-	var tied []Spawn
+	var tied []host.Spawn
 	var warnings []string
 	for _, sp := range spawns {
 		switch {
@@ -729,11 +730,11 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 	reply := Reply{Marker: s.marker, Agent: agent}
 	th, err := s.b.cfg.Host.ReadThread(ctx, agent)
 	switch {
-	case errors.Is(err, ErrUnknownThread) && s.b.cfg.PrivateHost:
+	case errors.Is(err, host.ErrUnknownThread) && s.b.cfg.PrivateHost:
 		// Codex writes a subagent's rollout lazily: a private host may not see it yet.
 		reply.Reply, reply.Detail = ReplyRetry, "the run's private app server does not see the subagent on disk yet"
 		return reply
-	case errors.Is(err, ErrUnknownThread):
+	case errors.Is(err, host.ErrUnknownThread):
 		reply.Reply, reply.Detail = ReplyRefused, "the host does not know the subagent"
 		return reply
 	case err != nil:
@@ -828,7 +829,7 @@ func orAny(s string) string {
 }
 
 // markerTurn is the subagent's turn whose first user message carries the marker.
-func markerTurn(th Thread, marker string) *Turn {
+func markerTurn(th host.Thread, marker string) *host.Turn {
 	for i := range th.Turns {
 		if MarkerOf(th.Turns[i].FirstUserMessage) == marker {
 			return &th.Turns[i]
@@ -858,7 +859,7 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 	var interruptedAt time.Time // when the marker turn was first seen interrupted, its thread loaded
 	for {
 		th, err := s.b.cfg.Host.ReadThread(ctx, s.agent)
-		unknown := errors.Is(err, ErrUnknownThread)
+		unknown := errors.Is(err, host.ErrUnknownThread)
 		if err == nil || unknown {
 			hostStatus := th.Status
 			if unknown {
@@ -936,7 +937,7 @@ func closedOutcome() backend.Outcome {
 
 // outcome is how an ended turn ends the step, with the turn's tokens from the subagent's
 // rollout (a tokens_unmeasured warning when it has none: the run's figure then leaves it out).
-func (s *step) outcome(th Thread, turn *Turn) backend.Outcome {
+func (s *step) outcome(th host.Thread, turn *host.Turn) backend.Outcome {
 	out := backend.Outcome{TurnID: turn.ID}
 	switch {
 	case turn.Status == "completed" && turn.HasAnswer:
@@ -972,7 +973,7 @@ func (b *Backend) StopTurns(ctx context.Context, call backend.Call, th backend.T
 	}
 	for {
 		t, err := b.cfg.Host.ReadThread(ctx, th.ID)
-		if errors.Is(err, ErrUnknownThread) {
+		if errors.Is(err, host.ErrUnknownThread) {
 			return
 		}
 		if err == nil && !runsAny(t, turnIDs) {
@@ -987,7 +988,7 @@ func (b *Backend) StopTurns(ctx context.Context, call backend.Call, th backend.T
 }
 
 // runsAny tells whether one of the turns is still in progress on the thread.
-func runsAny(th Thread, turnIDs []string) bool {
+func runsAny(th host.Thread, turnIDs []string) bool {
 	for _, t := range th.Turns {
 		if t.Status == "inProgress" && slices.Contains(turnIDs, t.ID) {
 			return true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -25,10 +26,10 @@ const PrivateHost = "private"
 // Hosts reaches the hosts a session run reads; the command line gives the real Codex ones.
 type Hosts struct {
 	// Dial connects to the owner's app server at its socket, unix:///abs/path.sock.
-	Dial func(ctx context.Context, addr string) (Host, error)
+	Dial func(ctx context.Context, addr string) (host.Host, error)
 	// Private starts an app server of crw's own, the codex binary codex on codexHome, its
 	// stderr appended to log ("" discards it).
-	Private func(ctx context.Context, codex, codexHome, log string) (Host, error)
+	Private func(ctx context.Context, codex, codexHome, log string) (host.Host, error)
 	// FindCodex resolves the codex binary of a private host: path, else $CRW_CODEX, else codex
 	// on PATH.
 	FindCodex func(path string) (string, error)
@@ -75,13 +76,13 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 				return nil, err
 			}
 			out := map[string]string{"owner": owner, "codex-home": home}
-			if host := firstSet(opts["host"], os.Getenv(HostEnv)); host != "" {
-				path := strings.TrimPrefix(host, "unix://")
+			if addr := firstSet(opts["host"], os.Getenv(HostEnv)); addr != "" {
+				path := strings.TrimPrefix(addr, "unix://")
 				if !filepath.IsAbs(path) {
-					return nil, errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", host)
+					return nil, errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", addr)
 				}
 				if opts["codex"] != "" {
-					return nil, errs.New(errs.InvalidRequest, "--codex names the binary of a private app server: with --host %s the owner's app server serves the run", host)
+					return nil, errs.New(errs.InvalidRequest, "--codex names the binary of a private app server: with --host %s the owner's app server serves the run", addr)
 				}
 				out["host"] = "unix://" + path
 			} else {
@@ -112,7 +113,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 		Open: func(cfg backend.Config) (backend.Backend, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			var h Host
+			var h host.Host
 			var err error
 			if addr := cfg.Options["host"]; addr == PrivateHost {
 				log := ""

@@ -20,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/runner"
@@ -537,7 +538,7 @@ type countingLookups struct {
 	n *atomic.Int64
 }
 
-func (h countingLookups) Subagents(ctx context.Context) ([]session.Thread, error) {
+func (h countingLookups) Subagents(ctx context.Context) ([]host.Thread, error) {
 	h.n.Add(1)
 	return h.Host.Subagents(ctx)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,22 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/journal"
 )
-
-// Waker is a host that can wake the owner thread: the owner's own app server. A private app
-// server is none: a turn it started on the owner's thread would run outside the owner's process.
-type Waker interface {
-	// OwnerStatus is a thread's status (idle, active, notLoaded, systemError), read without
-	// its turns.
-	OwnerStatus(ctx context.Context, thread string) (string, error)
-	// Wake starts a turn with text on the thread, resumed first when it is not loaded, and
-	// returns the turn's id.
-	Wake(ctx context.Context, thread, text string) (turnID string, err error)
-	// WakeTurn is the status of a turn Wake started (inProgress, completed, interrupted,
-	// failed), "" when the thread shows no such turn.
-	WakeTurn(ctx context.Context, thread, turnID string) (string, error)
-}
 
 // WakeConfig times the wakes of the owner while steps wait for it.
 type WakeConfig struct {
@@ -150,7 +136,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 		return // the owner reads crw flow next: it sees the steps without a wake
 	}
 	status := ""
-	waker, canWake := b.cfg.Host.(Waker)
+	waker, canWake := b.cfg.Host.(host.Waker)
 	if canWake && !b.cfg.PrivateHost {
 		var err error
 		if status, err = waker.OwnerStatus(ctx, b.cfg.Owner); err != nil {
@@ -205,7 +191,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 // session_wake_ended row for each that ended, so a user sees whether a wake reached the owner.
 // A turn the host cannot be asked about yet is asked again at the next look.
 func (b *Backend) followWakes(ctx context.Context, w *wakes) {
-	waker, ok := b.cfg.Host.(Waker)
+	waker, ok := b.cfg.Host.(host.Waker)
 	if !ok || len(w.delivering) == 0 {
 		return
 	}
@@ -243,6 +229,3 @@ func ops(markers []string) []string {
 	}
 	return out
 }
-
-// ErrNoWake: a host that cannot wake the owner.
-var ErrNoWake = errors.New("the host cannot wake the owner")

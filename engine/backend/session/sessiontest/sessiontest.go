@@ -14,6 +14,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
 // Host is an in-memory host: the owner's subagents and their turns.
@@ -25,7 +26,7 @@ type Host struct {
 	RolloutDir string
 
 	mu         sync.Mutex
-	threads    map[string]*session.Thread
+	threads    map[string]*host.Thread
 	closed     map[string]bool
 	order      []string
 	n          int
@@ -41,16 +42,16 @@ type Host struct {
 	wakes     []string
 	wakeTurns map[string]string // each wake's turn (wake-<n>) and its status
 
-	spawns   []session.Spawn
+	spawns   []host.Spawn
 	unlisted map[string]bool
 }
 
-// OwnerSpawns implements session.OwnerSpawner: the spawn calls that made the owner's subagents,
+// OwnerSpawns implements host.OwnerSpawner: the spawn calls that made the owner's subagents,
 // call-<n> for the n-th.
-func (h *Host) OwnerSpawns(_ context.Context, owner string) ([]session.Spawn, error) {
+func (h *Host) OwnerSpawns(_ context.Context, owner string) ([]host.Spawn, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []session.Spawn
+	var out []host.Spawn
 	for _, sp := range h.spawns {
 		if h.threads[sp.Agent].ParentThreadID == owner {
 			out = append(out, sp)
@@ -69,7 +70,7 @@ func (h *Host) Unlist(agent string) {
 	h.unlisted[agent] = true
 }
 
-// OwnerStatus implements session.Waker.
+// OwnerStatus implements host.Waker.
 func (h *Host) OwnerStatus(_ context.Context, thread string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -89,7 +90,7 @@ func (h *Host) SetOwnerState(thread, status string) {
 	h.OwnerStates[thread] = status
 }
 
-// Wake implements session.Waker: it records the turn's text and starts its turn, wake-<n>,
+// Wake implements host.Waker: it records the turn's text and starts its turn, wake-<n>,
 // in progress until EndWakes.
 func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	h.mu.Lock()
@@ -106,7 +107,7 @@ func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	return id, nil
 }
 
-// ThreadCwd implements session.CwdReader: OwnerCwd for the owner, a subagent's own otherwise.
+// ThreadCwd implements host.CwdReader: OwnerCwd for the owner, a subagent's own otherwise.
 func (h *Host) ThreadCwd(_ context.Context, thread string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -116,10 +117,10 @@ func (h *Host) ThreadCwd(_ context.Context, thread string) (string, error) {
 	if th, ok := h.threads[thread]; ok {
 		return th.Cwd, nil
 	}
-	return "", session.ErrUnknownThread
+	return "", host.ErrUnknownThread
 }
 
-// WakeTurn implements session.Waker.
+// WakeTurn implements host.Waker.
 func (h *Host) WakeTurn(_ context.Context, _, turnID string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -146,33 +147,33 @@ func (h *Host) Wakes() []string {
 
 // NewHost is a host whose owner thread is owner.
 func NewHost(owner string) *Host {
-	return &Host{Owner: owner, threads: map[string]*session.Thread{}, closed: map[string]bool{}}
+	return &Host{Owner: owner, threads: map[string]*host.Thread{}, closed: map[string]bool{}}
 }
 
-// ReadThread implements session.Host.
-func (h *Host) ReadThread(_ context.Context, id string) (session.Thread, error) {
+// ReadThread implements host.Host.
+func (h *Host) ReadThread(_ context.Context, id string) (host.Thread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Down {
-		return session.Thread{}, fmt.Errorf("host unreachable")
+		return host.Thread{}, fmt.Errorf("host unreachable")
 	}
 	th, ok := h.threads[id]
 	if !ok {
-		return session.Thread{}, session.ErrUnknownThread
+		return host.Thread{}, host.ErrUnknownThread
 	}
 	cp := *th
-	cp.Turns = append([]session.Turn(nil), th.Turns...)
+	cp.Turns = append([]host.Turn(nil), th.Turns...)
 	return cp, nil
 }
 
-// Subagents implements session.Host.
-func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
+// Subagents implements host.Host.
+func (h *Host) Subagents(context.Context) ([]host.Thread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Down {
 		return nil, fmt.Errorf("host unreachable")
 	}
-	var out []session.Thread
+	var out []host.Thread
 	for _, id := range h.order {
 		if h.unlisted[id] {
 			continue
@@ -184,7 +185,7 @@ func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
 	return out, nil
 }
 
-// InterruptTurn implements session.Host: a running turn ends interrupted.
+// InterruptTurn implements host.Host: a running turn ends interrupted.
 func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -199,7 +200,7 @@ func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
 	return nil
 }
 
-// Close implements session.Host.
+// Close implements host.Host.
 func (h *Host) Close() error { return nil }
 
 // Progress is a subagent at work: a line appended to its rollout (RolloutDir must be set).
@@ -220,22 +221,22 @@ func (h *Host) Progress(agent string) {
 // interrupted.
 type Private struct{ *Host }
 
-// ReadThread implements session.Host.
-func (p Private) ReadThread(ctx context.Context, id string) (session.Thread, error) {
+// ReadThread implements host.Host.
+func (p Private) ReadThread(ctx context.Context, id string) (host.Thread, error) {
 	th, err := p.Host.ReadThread(ctx, id)
 	if err != nil {
 		return th, err
 	}
 	if _, err := os.Stat(th.RolloutPath); err != nil {
-		return session.Thread{}, session.ErrUnknownThread
+		return host.Thread{}, host.ErrUnknownThread
 	}
 	return onDisk(th), nil
 }
 
-// Subagents implements session.Host.
-func (p Private) Subagents(ctx context.Context) ([]session.Thread, error) {
+// Subagents implements host.Host.
+func (p Private) Subagents(ctx context.Context) ([]host.Thread, error) {
 	all, err := p.Host.Subagents(ctx)
-	var out []session.Thread
+	var out []host.Thread
 	for _, th := range all {
 		if _, err := os.Stat(th.RolloutPath); err == nil {
 			out = append(out, onDisk(th))
@@ -244,12 +245,12 @@ func (p Private) Subagents(ctx context.Context) ([]session.Thread, error) {
 	return out, err
 }
 
-// InterruptTurn implements session.Host: it cannot reach the owner's turns.
+// InterruptTurn implements host.Host: it cannot reach the owner's turns.
 func (p Private) InterruptTurn(context.Context, string, string) error {
 	return fmt.Errorf("a private app server cannot interrupt the owner's turns")
 }
 
-func onDisk(th session.Thread) session.Thread {
+func onDisk(th host.Thread) host.Thread {
 	th.Status = "notLoaded"
 	for i := range th.Turns {
 		if th.Turns[i].Status == "inProgress" {
@@ -279,11 +280,11 @@ func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, t
 	h.n++
 	agent = fmt.Sprintf("agent-%d", h.n)
 	turn = fmt.Sprintf("turn-%d", h.n)
-	h.threads[agent] = &session.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
+	h.threads[agent] = &host.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
 		Cwd: "/owner/cwd", RolloutPath: h.rollout(agent), Status: "active", Preview: message,
-		Turns: []session.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
+		Turns: []host.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
 	h.order = append(h.order, agent)
-	h.spawns = append(h.spawns, session.Spawn{CallID: fmt.Sprintf("call-%d", h.n), Agent: agent, Prompt: message})
+	h.spawns = append(h.spawns, host.Spawn{CallID: fmt.Sprintf("call-%d", h.n), Agent: agent, Prompt: message})
 	return agent, turn
 }
 
@@ -305,7 +306,7 @@ func (h *Host) Send(agent, message string) (turn string, err error) {
 	h.n++
 	turn = fmt.Sprintf("turn-%d", h.n)
 	th.Status = "active"
-	th.Turns = append(th.Turns, session.Turn{ID: turn, Status: "inProgress", FirstUserMessage: message})
+	th.Turns = append(th.Turns, host.Turn{ID: turn, Status: "inProgress", FirstUserMessage: message})
 	return turn, nil
 }
 
