@@ -18,6 +18,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/internal/mockmodel"
@@ -144,7 +145,7 @@ func (r *ownerRig) turn(calls ...mockmodel.OwnerStep) {
 	r.t.Helper()
 	for _, c := range calls {
 		if c.Tool == "spawn_agent" {
-			r.spawns[session.MarkerOf(c.Args["message"].(string))]++
+			r.spawns[bus.MarkerOf(c.Args["message"].(string))]++
 		}
 	}
 	r.script = append(r.script, calls...)
@@ -168,7 +169,7 @@ func (r *ownerRig) agentFor(marker string) string {
 		require.NoError(r.t, err)
 		agent := ""
 		for _, s := range subs {
-			if session.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
+			if bus.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
 				agent = s.ID
 			}
 		}
@@ -183,14 +184,14 @@ func (r *ownerRig) agentFor(marker string) string {
 }
 
 // dispatched reports a step's subagent as the hint says and returns the run's reply.
-func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) session.Reply {
+func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) bus.Reply {
 	r.t.Helper()
 	r.reported[agent] = true
 	res := r.crw("--json", "flow", "dispatched", run, st.Call, "--agent", agent,
 		"--k", strconv.Itoa(st.K), "--attempt", strconv.Itoa(st.Attempt), "--wait", "30s")
-	var reply session.Reply
+	var reply bus.Reply
 	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &reply), res.stdout+res.stderr)
-	if reply.Reply == session.ReplyBound {
+	if reply.Reply == bus.ReplyBound {
 		assert.Equal(r.t, 0, res.exit)
 	} else {
 		assert.Equal(r.t, 1, res.exit, "%+v", reply)
@@ -204,11 +205,11 @@ func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) ses
 func (r *ownerRig) bound(run string, st session.NextStep, agent string) {
 	r.t.Helper()
 	reply := r.dispatched(run, st, agent)
-	if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+	if reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended") {
 		r.late[st.Marker] = agent
 		return
 	}
-	require.Equal(r.t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+	require.Equal(r.t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 }
 
 // rows is the run's journal, as crw flow trace prints it.
@@ -256,7 +257,7 @@ func (r *ownerRig) checkOnce(rows []journal.Row) {
 	require.NoError(r.t, err)
 	carriers := map[string]int{}
 	for _, s := range subs {
-		carriers[session.MarkerOf(s.Preview)]++
+		carriers[bus.MarkerOf(s.Preview)]++
 	}
 	for marker := range bound {
 		assert.Equal(r.t, r.spawns[marker], carriers[marker], "subagents that carry %s", marker)
@@ -311,7 +312,7 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 		for _, st := range view.Steps {
 			call := mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}
 			switch st.Action {
-			case session.ActionSpawn:
+			case bus.ActionSpawn:
 				spawnSteps++
 				if r.spawns[st.Marker] > 0 && mismatched[st.Marker] == "" {
 					continue // spawned, not bound yet: the unreported one, until its marker is found
@@ -333,10 +334,10 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 				if st.Call != "c3" { // c3's spawn is never reported
 					reports = append(reports, st)
 				}
-			case session.ActionSendInput:
+			case bus.ActionSendInput:
 				calls = append(calls, call)
 				reports = append(reports, st)
-			case session.ActionClose:
+			case bus.ActionClose:
 				calls = append(calls, call)
 			}
 		}
@@ -347,20 +348,20 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			reply := r.dispatched(run, st, agent)
 			switch {
 			case st.Call == "c4" && mismatched[st.Marker] == "":
-				require.Equal(t, session.ReplyPairMismatch, reply.Reply, "%+v", reply)
+				require.Equal(t, bus.ReplyPairMismatch, reply.Reply, "%+v", reply)
 				assert.Equal(t, explorerRole.Model, reply.Model)
 				assert.Equal(t, explorerRole.Effort, reply.Effort)
 				mismatched[st.Marker] = agent
-			case reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended"):
+			case reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended"):
 				r.late[st.Marker] = agent
 			default:
-				require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+				require.Equal(t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 			}
 		}
 	}
@@ -418,7 +419,7 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	assert.Equal(t, explorerRole.Model, threads["c4"].Model, "c4 is bound to its second subagent, on the explorer's pair")
 	assert.Equal(t, 2, r.spawns["c4/t1-a1"], "c4 was spawned twice: on the wrong pair, then on its own")
 	require.NotNil(t, repairStep, "c2's repair is a step of its own")
-	assert.Equal(t, session.ActionSendInput, repairStep.Action)
+	assert.Equal(t, bus.ActionSendInput, repairStep.Action)
 	assert.Equal(t, threads["c2"].ThreadID, repairStep.AgentID, "the repair goes to c2's open subagent")
 	assert.Equal(t, "c2/t2-a1", repairStep.Marker)
 }
@@ -458,11 +459,11 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 		var calls []mockmodel.OwnerStep
 		var reports []session.NextStep
 		for _, st := range v.Steps {
-			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
 			}
 			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
-			if st.Action != session.ActionClose {
+			if st.Action != bus.ActionClose {
 				reports = append(reports, st)
 			}
 		}
@@ -472,7 +473,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			r.bound(run, st, agent)
@@ -602,12 +603,12 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 		var calls []mockmodel.OwnerStep
 		var reports []session.NextStep
 		for _, st := range view.Steps {
-			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
 			}
 			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
 			switch st.Action {
-			case session.ActionClose:
+			case bus.ActionClose:
 				closes[st.AgentID]++
 			default:
 				reports = append(reports, st)
@@ -619,22 +620,22 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			// The run's own app server may not see a subagent on disk yet: report again.
-			var reply session.Reply
+			var reply bus.Reply
 			for try := 0; try < 50; try++ {
-				if reply = r.dispatched(run, st, agent); reply.Reply != session.ReplyRetry {
+				if reply = r.dispatched(run, st, agent); reply.Reply != bus.ReplyRetry {
 					break
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+			if reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended") {
 				r.late[st.Marker] = agent
 				continue
 			}
-			require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+			require.Equal(t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 		}
 	}
 	assert.Equal(t, "completed", view.Status)
@@ -831,9 +832,9 @@ export default async function main() { return (await agent.call({ role: "explore
 `, "--wake-after", "1s")
 	// The step, read from the run's bus (crw flow next would tell the run the owner watches it,
 	// and a watching owner is not woken).
-	bus := session.Bus{Dir: filepath.Join(r.state, "flow", run)}
-	var steps []session.StepFile
-	require.Eventually(t, func() bool { steps, _, _ = bus.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
+	sb := bus.Bus{Dir: filepath.Join(r.state, "flow", run)}
+	var steps []bus.StepFile
+	require.Eventually(t, func() bool { steps, _, _ = sb.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
 	st := session.Next(run, session.StateRunning, "", steps, nil, 4, nil).Steps[0]
 	// From its next wake on, the owner takes the step it is woken for.
 	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
@@ -905,7 +906,7 @@ export default async function main() {
 	require.Equal(t, 0, seen.exit, "%s%s", seen.stdout, seen.stderr)
 	answered := r2.crw("flow", "answer", run2, "go", "--value", `{"go": true}`)
 	require.Equal(t, 0, answered.exit, "%s%s", answered.stdout, answered.stderr)
-	bus2 := session.Bus{Dir: filepath.Join(r2.state, "flow", run2)}
+	bus2 := bus.Bus{Dir: filepath.Join(r2.state, "flow", run2)}
 	require.Eventually(t, func() bool { steps, _, _ := bus2.Steps(); return len(steps) == 1 }, time.Minute, 50*time.Millisecond)
 	time.Sleep(3 * time.Second) // past --wake-after twice, the owner watching all along
 	for _, row := range r2.rows(run2) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
@@ -79,13 +80,13 @@ type LedgerLine struct {
 // Backend runs turns as steps for the owner.
 type Backend struct {
 	cfg Config
-	bus Bus
+	bus bus.Bus
 
 	mu      sync.Mutex
-	waiting map[string]chan Report // marker → the step waiting for its report
-	bound   map[string]string      // marker → its subagent, for the open calls' bound steps
-	closing map[StepFile]bool      // close steps published, until the host shows their subagent closed
-	closed  context.Context        // ends when the backend closes: its steps stop where they are
+	waiting map[string]chan bus.Report // marker → the step waiting for its report
+	bound   map[string]string          // marker → its subagent, for the open calls' bound steps
+	closing map[bus.StepFile]bool      // close steps published, until the host shows their subagent closed
+	closed  context.Context            // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
 	// The calls' Run loops under way, which Close waits for.
 	runsMu     sync.Mutex
@@ -120,7 +121,7 @@ func New(cfg Config) *Backend {
 	}
 	cfg.Wake.defaults()
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: Bus{Dir: cfg.Dir}, waiting: map[string]chan Report{}, bound: map[string]string{}, closing: map[StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: bus.Bus{Dir: cfg.Dir}, waiting: map[string]chan bus.Report{}, bound: map[string]string{}, closing: map[bus.StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	// The live index as this process writes it; a step it cannot make visible is retried
 	// by the step itself.
 	_ = b.bus.Reindex()
@@ -165,7 +166,7 @@ func (b *Backend) answerInbox(ctx context.Context) {
 	if steps, _, err := b.bus.Steps(); err == nil {
 		b.mu.Lock()
 		for _, st := range steps { // an earlier process's, not yet retracted
-			if st.Action == ActionClose {
+			if st.Action == bus.ActionClose {
 				b.closing[st] = true
 			}
 		}
@@ -190,7 +191,7 @@ func (b *Backend) answerInbox(ctx context.Context) {
 	}
 }
 
-func (b *Backend) route(r Report) {
+func (b *Backend) route(r bus.Report) {
 	marker := r.Marker()
 	b.mu.Lock()
 	ch, waiting := b.waiting[marker]
@@ -200,8 +201,8 @@ func (b *Backend) route(r Report) {
 	case r.HandedClose:
 		// crw flow next handed the close step out: on a host that cannot show the subagent
 		// closed, that is when it is taken back; elsewhere the host decides.
-		if r.Run == b.cfg.Run && b.cfg.PrivateHost && validName(r.Call) && validName(r.Agent) {
-			st := StepFile{Call: r.Call, Attempt: r.Attempt, Action: ActionClose, AgentID: r.Agent}
+		if r.Run == b.cfg.Run && b.cfg.PrivateHost && bus.ValidName(r.Call) && bus.ValidName(r.Agent) {
+			st := bus.StepFile{Call: r.Call, Attempt: r.Attempt, Action: bus.ActionClose, AgentID: r.Agent}
 			b.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
 			b.mu.Lock()
 			delete(b.closing, st)
@@ -209,19 +210,19 @@ func (b *Backend) route(r Report) {
 		}
 		b.bus.Drop(r)
 	case r.Run != b.cfg.Run:
-		_ = b.bus.Answer(r, Reply{Reply: ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
+		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
 	case bound && agent == r.Agent:
 		// Bound already, by its marker on the host or an earlier report.
-		_ = b.bus.Answer(r, Reply{Reply: ReplyBound, Marker: marker, Agent: r.Agent, Detail: "bound already"})
+		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyBound, Marker: marker, Agent: r.Agent, Detail: "bound already"})
 	case bound:
-		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: secondSubagent})
+		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyClose, Marker: marker, Agent: r.Agent, Detail: secondSubagent})
 	case waiting:
 		select {
 		case ch <- r:
 		default: // the step is busy with another report: this one waits for the next poll
 		}
 	case !b.bus.Published(r.Call, r.K, r.Attempt):
-		_ = b.bus.Answer(r, Reply{Reply: ReplyClose, Marker: marker, Agent: r.Agent, Detail: b.bus.CloseDetail(r)})
+		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyClose, Marker: marker, Agent: r.Agent, Detail: b.bus.CloseDetail(r)})
 	}
 }
 
@@ -252,7 +253,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 		attempt = t.Thread.Bind.Attempt
 	}
 	if t.Sent != nil && t.Sent.Marker != "" {
-		if _, _, n, ok := ParseMarker(t.Sent.Marker); ok {
+		if _, _, n, ok := bus.ParseMarker(t.Sent.Marker); ok {
 			attempt = n
 		}
 	}
@@ -276,8 +277,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 		}
 		prior = append(prior, from)
 	}
-	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: t.Note}
-	s.register(Marker(t.Call.ID, t.K, attempt))
+	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan bus.Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: t.Note}
+	s.register(bus.Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
 	return s.run(ctx)
 }
@@ -286,7 +287,7 @@ func (b *Backend) setBound(marker, agent string) {
 	b.mu.Lock()
 	b.bound[marker] = agent
 	b.mu.Unlock()
-	if call, _, attempt, ok := ParseMarker(marker); ok {
+	if call, _, attempt, ok := bus.ParseMarker(marker); ok {
 		_ = b.bus.MarkBound(call, attempt, agent)
 	}
 }
@@ -314,7 +315,7 @@ func (b *Backend) sweepCloses(ctx context.Context) {
 		return // it cannot show a subagent closed: crw flow next's notes take the close steps back
 	}
 	b.mu.Lock()
-	var pending []StepFile
+	var pending []bus.StepFile
 	for st := range b.closing {
 		pending = append(pending, st)
 	}
@@ -336,7 +337,7 @@ func (b *Backend) closeStep(call string, attempt int, agent string) error {
 		return err
 	}
 	b.mu.Lock()
-	b.closing[StepFile{Call: call, Attempt: attempt, Action: ActionClose, AgentID: agent}] = true
+	b.closing[bus.StepFile{Call: call, Attempt: attempt, Action: bus.ActionClose, AgentID: agent}] = true
 	b.mu.Unlock()
 	return nil
 }
@@ -345,7 +346,7 @@ func (b *Backend) closeStep(call string, attempt int, agent string) error {
 func (b *Backend) Done(call backend.Call, th backend.Thread) {
 	b.mu.Lock()
 	for marker := range b.bound {
-		if c, _, _, _ := ParseMarker(marker); c == call.ID {
+		if c, _, _, _ := bus.ParseMarker(marker); c == call.ID {
 			delete(b.bound, marker)
 		}
 	}
@@ -369,9 +370,9 @@ type step struct {
 	attempt int
 	// rerun: this step runs its turn again, the attempt before it lost.
 	rerun   bool
-	reports chan Report
+	reports chan bus.Report
 
-	file   StepFile
+	file   bus.StepFile
 	agent  string // the bound subagent
 	turnID string
 
@@ -394,14 +395,14 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
 	s.recovered = s.t.Sent != nil
-	if s.t.Conversation != nil && s.file.Action == ActionSpawn {
+	if s.t.Conversation != nil && s.file.Action == bus.ActionSpawn {
 		// A continuation runs on a new subagent, which cannot fork the handle's: its packet
 		// carries the journal's record of the conversation instead.
 		ex, err := s.t.Conversation()
 		if err != nil {
 			return backend.Outcome{Status: backend.Unavailable, Cause: err}
 		}
-		s.conversation = ConversationSection(ex)
+		s.conversation = bus.ConversationSection(ex)
 		if s.t.Sent == nil && s.t.Resumed {
 			calls := make([]string, len(ex))
 			for i, e := range ex {
@@ -417,7 +418,7 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 			if from.Answer != "" {
 				answerFile, _ = b.bus.Attach(s.t.Call.ID, "continues-"+from.Call+"-answer.md", []byte(from.Answer))
 			}
-			s.conversation += ContinuesSection(from.Call, from.Packet, answerFile)
+			s.conversation += bus.ContinuesSection(from.Call, from.Packet, answerFile)
 		}
 	}
 	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
@@ -426,7 +427,7 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 		if out, ok := s.nextAttempt(backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, Reason: sent.Lost}, true); !ok {
 			return out
 		}
-	} else if sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == ActionSendInput {
+	} else if sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == bus.ActionSendInput {
 		// An earlier process bound the step: the call goes on reading that turn.
 		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
 		b.setBound(s.marker, s.agent)
@@ -465,7 +466,7 @@ func (s *step) dispatch() (backend.Outcome, bool) {
 		Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
 		Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
 		Note: s.note, ConversationTurn: s.t.K, PreviousAnswer: s.t.PreviousAnswer, CallTokens: s.t.Spent}
-	if st.Action == ActionSendInput {
+	if st.Action == bus.ActionSendInput {
 		st.TokensSeen = s.t.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
 	}
 	if s.rerun {
@@ -502,7 +503,7 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 	if s.t.Call.Role == "executor" || s.t.Call.Role == "executor-t1" {
 		s.note += fmt.Sprintf(" The workspace may hold its changes: read git -C %s status and the diff first.", s.file.Workspace)
 	}
-	s.register(Marker(s.t.Call.ID, s.t.K, s.attempt+1))
+	s.register(bus.Marker(s.t.Call.ID, s.t.K, s.attempt+1))
 	s.attempt++
 	s.rerun = true
 	if s.agent != "" {
@@ -515,34 +516,34 @@ func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Out
 }
 
 // stepFile is the step as the owner reads it.
-func (s *step) stepFile() StepFile {
+func (s *step) stepFile() bus.StepFile {
 	c := s.t.Call
 	ws := c.Workspace
 	if ws == "" {
 		// A run without a repository: a call-private directory under the run's folder.
 		ws = filepath.Join(s.b.cfg.Dir, "calls", c.ID)
 	}
-	f := StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
+	f := bus.StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: bus.Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
 		AgentType: roles.AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
 		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
 	if s.t.K > 1 && s.t.Thread.ID != "" {
-		f.Action, f.AgentID = ActionSendInput, s.t.Thread.ID
-		f.Message = SendInputMessage(s.marker, s.t.Prompt)
+		f.Action, f.AgentID = bus.ActionSendInput, s.t.Thread.ID
+		f.Message = bus.SendInputMessage(s.marker, s.t.Prompt)
 	} else {
-		f.Action = ActionSpawn
-		f.Message = SpawnMessage(s.marker, c.Role, ws, f.Packet)
+		f.Action = bus.ActionSpawn
+		f.Message = bus.SpawnMessage(s.marker, c.Role, ws, f.Packet)
 	}
 	return f
 }
 
 func (s *step) packet() string {
 	task := s.t.Prompt
-	if s.t.K > 1 && s.file.Action == ActionSpawn && s.t.Task != "" {
+	if s.t.K > 1 && s.file.Action == bus.ActionSpawn && s.t.Task != "" {
 		// A repair on a new subagent (its own was lost): the task once, the answer repaired and
 		// the instruction, as the subagent has no conversation to repair in.
 		task = s.t.RepairOnItsOwn()
 	}
-	return Packet(PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, Env: s.b.cfg.Env,
+	return bus.Packet(bus.PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, Env: s.b.cfg.Env,
 		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: task, Schema: string(s.t.Call.Schema)})
 }
 
@@ -623,7 +624,7 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 		case r := <-s.reports:
 			reply := s.judge(ctx, r.Agent)
 			_ = b.bus.Answer(r, reply)
-			if reply.Reply == ReplyBound {
+			if reply.Reply == bus.ReplyBound {
 				return backend.Outcome{}, true
 			}
 		case <-tick.C:
@@ -640,16 +641,16 @@ func (s *step) awaitBind(ctx context.Context) (backend.Outcome, bool) {
 // lookup looks the step's marker up on the host: the subagent that carries it for a spawn,
 // the marker turn on the subagent for a send_input; it binds what it finds.
 func (s *step) lookup(ctx context.Context) bool {
-	if s.file.Action == ActionSendInput {
-		return s.judge(ctx, s.file.AgentID).Reply == ReplyBound
+	if s.file.Action == bus.ActionSendInput {
+		return s.judge(ctx, s.file.AgentID).Reply == bus.ReplyBound
 	}
 	threads, err := s.b.cfg.Host.Subagents(ctx)
 	if err != nil {
 		return false
 	}
 	for _, th := range threads {
-		if th.ParentThreadID == s.b.cfg.Owner && MarkerOf(th.Preview) == s.marker {
-			if s.judge(ctx, th.ID).Reply == ReplyBound {
+		if th.ParentThreadID == s.b.cfg.Owner && bus.MarkerOf(th.Preview) == s.marker {
+			if s.judge(ctx, th.ID).Reply == bus.ReplyBound {
 				return true
 			}
 		}
@@ -690,11 +691,11 @@ func (s *step) joinLedger(ctx context.Context) bool {
 	var warnings []string
 	for _, sp := range spawns {
 		switch {
-		case calls[sp.CallID] && MarkerOf(sp.Prompt) != s.marker:
+		case calls[sp.CallID] && bus.MarkerOf(sp.Prompt) != s.marker:
 			warnings = append(warnings, "ledger_op_differs")
 		case calls[sp.CallID]:
 			tied = append(tied, sp)
-		case MarkerOf(sp.Prompt) == s.marker:
+		case bus.MarkerOf(sp.Prompt) == s.marker:
 			tied = append(tied, sp)
 			warnings = append(warnings, "no_ledger_line")
 		}
@@ -718,7 +719,7 @@ func (s *step) joinLedger(ctx context.Context) bool {
 			Detail: fmt.Sprintf("the owner's spawns tied to %s: %d", s.marker, len(tied))})
 	}
 	for _, sp := range tied {
-		if s.judge(ctx, sp.Agent).Reply == ReplyBound {
+		if s.judge(ctx, sp.Agent).Reply == bus.ReplyBound {
 			return true
 		}
 	}
@@ -726,37 +727,37 @@ func (s *step) joinLedger(ctx context.Context) bool {
 }
 
 // judge decides a subagent reported for the step, and binds it when it is the step's.
-func (s *step) judge(ctx context.Context, agent string) Reply {
-	reply := Reply{Marker: s.marker, Agent: agent}
+func (s *step) judge(ctx context.Context, agent string) bus.Reply {
+	reply := bus.Reply{Marker: s.marker, Agent: agent}
 	th, err := s.b.cfg.Host.ReadThread(ctx, agent)
 	switch {
 	case errors.Is(err, host.ErrUnknownThread) && s.b.cfg.PrivateHost:
 		// Codex writes a subagent's rollout lazily: a private host may not see it yet.
-		reply.Reply, reply.Detail = ReplyRetry, "the run's private app server does not see the subagent on disk yet"
+		reply.Reply, reply.Detail = bus.ReplyRetry, "the run's private app server does not see the subagent on disk yet"
 		return reply
 	case errors.Is(err, host.ErrUnknownThread):
-		reply.Reply, reply.Detail = ReplyRefused, "the host does not know the subagent"
+		reply.Reply, reply.Detail = bus.ReplyRefused, "the host does not know the subagent"
 		return reply
 	case err != nil:
-		reply.Reply, reply.Detail = ReplyRetry, "the host cannot be read yet"
+		reply.Reply, reply.Detail = bus.ReplyRetry, "the host cannot be read yet"
 		return reply
 	case th.ParentThreadID != s.b.cfg.Owner:
-		reply.Reply, reply.Detail = ReplyRefused, "the subagent is not a subagent of the run's owner thread"
+		reply.Reply, reply.Detail = bus.ReplyRefused, "the subagent is not a subagent of the run's owner thread"
 		return reply
 	}
 	turn := markerTurn(th, s.marker)
 	if turn == nil {
-		reply.Reply, reply.Detail = ReplyRetry, "the subagent has no turn that carries the marker yet"
+		reply.Reply, reply.Detail = bus.ReplyRetry, "the subagent has no turn that carries the marker yet"
 		return reply
 	}
-	if s.file.Action == ActionSpawn && s.t.Thread.ID != "" && th.ID != s.t.Thread.ID {
+	if s.file.Action == bus.ActionSpawn && s.t.Thread.ID != "" && th.ID != s.t.Thread.ID {
 		// An earlier process bound another subagent to this attempt.
-		reply.Reply, reply.Detail = ReplyClose, secondSubagent
+		reply.Reply, reply.Detail = bus.ReplyClose, secondSubagent
 		return reply
 	}
-	if s.file.Action == ActionSpawn && s.t.Thread.ID == "" {
+	if s.file.Action == bus.ActionSpawn && s.t.Thread.ID == "" {
 		if want := s.t.Call.Pair; (want.Model != "" && want.Model != th.Model) || (want.Effort != "" && want.Effort != th.Effort) {
-			reply.Reply, reply.Model, reply.Effort = ReplyPairMismatch, want.Model, want.Effort
+			reply.Reply, reply.Model, reply.Effort = bus.ReplyPairMismatch, want.Model, want.Effort
 			reply.Detail = fmt.Sprintf("the subagent runs %s/%s, the role's pair is %s/%s: close it and spawn again with the role's pair",
 				th.Model, th.Effort, orAny(want.Model), orAny(want.Effort))
 			return reply
@@ -778,13 +779,13 @@ func (s *step) judge(ctx context.Context, agent string) Reply {
 	}
 	s.rec.Started(turn.ID)
 	if err := s.rec.Commit(); err != nil {
-		reply.Reply, reply.Detail = ReplyRetry, "the run cannot record the bind"
+		reply.Reply, reply.Detail = bus.ReplyRetry, "the run cannot record the bind"
 		return reply
 	}
 	s.agent, s.turnID = th.ID, turn.ID
 	s.b.setBound(s.marker, th.ID)
 	_ = s.b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
-	reply.Reply = ReplyBound
+	reply.Reply = bus.ReplyBound
 	return reply
 }
 
@@ -831,7 +832,7 @@ func orAny(s string) string {
 // markerTurn is the subagent's turn whose first user message carries the marker.
 func markerTurn(th host.Thread, marker string) *host.Turn {
 	for i := range th.Turns {
-		if MarkerOf(th.Turns[i].FirstUserMessage) == marker {
+		if bus.MarkerOf(th.Turns[i].FirstUserMessage) == marker {
 			return &th.Turns[i]
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/errs"
 )
@@ -40,7 +41,7 @@ const LogFile = "app-server.log"
 
 // isThreadID is the form of a thread id: a letter or digit, then up to 127 letters, digits, -
 // and _ (a function: the regular expression's counted repetition cost every start of crw 1.5 ms).
-func isThreadID(s string) bool { return validName(s) && s[0] != '-' && s[0] != '_' }
+func isThreadID(s string) bool { return bus.ValidName(s) && s[0] != '-' && s[0] != '_' }
 
 // Descriptor registers the session backend. Its options are the owner thread (--owner, else
 // $CODEX_THREAD_ID) and the owner's app server (--host, else $CRW_SESSION_HOST; without one a

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
@@ -29,7 +30,7 @@ type HostCall struct {
 // NextStep is a step as crw flow next hands it out: the step file's members, the host call to
 // make and the command that reports it.
 type NextStep struct {
-	StepFile
+	bus.StepFile
 	HostCall HostCall `json:"host_call"`
 	Then     string   `json:"then,omitempty"`
 }
@@ -118,7 +119,7 @@ func SpawnFormats(names []string, pairs map[string]journal.Pair) []SpawnFormat {
 
 // Next builds crw flow next's answer from the run's state and its bus: the published steps and
 // the subagents bound to open calls (Bus.Read); formats are the roles' spawn formats.
-func Next(run, state, status string, steps []StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
+func Next(run, state, status string, steps []bus.StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
 	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormats: formats}
 	if v.SpawnFormats == nil {
 		v.SpawnFormats = []SpawnFormat{}
@@ -129,7 +130,7 @@ func Next(run, state, status string, steps []StepFile, agents []string, maxThrea
 	for _, st := range steps {
 		ns := NextStep{StepFile: st}
 		switch st.Action {
-		case ActionSpawn:
+		case bus.ActionSpawn:
 			args := map[string]any{"agent_type": st.AgentType, "message": st.Message, "fork_context": false}
 			if st.Model != "" {
 				args["model"] = st.Model
@@ -139,10 +140,10 @@ func Next(run, state, status string, steps []StepFile, agents []string, maxThrea
 			}
 			ns.HostCall = HostCall{Tool: "spawn_agent", Arguments: args}
 			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent <agent_id> --k %d --attempt %d", run, st.Call, st.K, st.Attempt)
-		case ActionSendInput:
+		case bus.ActionSendInput:
 			ns.HostCall = HostCall{Tool: "send_input", Arguments: map[string]any{"target": st.AgentID, "message": st.Message}}
 			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent %s --k %d --attempt %d", run, st.Call, st.AgentID, st.K, st.Attempt)
-		case ActionClose:
+		case bus.ActionClose:
 			ns.HostCall = HostCall{Tool: "close_agent", Arguments: map[string]any{"target": st.AgentID}}
 			closing = append(closing, st.AgentID)
 			if !contains(v.Slots.Agents, st.AgentID) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/journal"
 )
@@ -223,8 +224,8 @@ func batchOf(markers []string) string {
 func ops(markers []string) []string {
 	out := make([]string, 0, len(markers))
 	for _, m := range markers {
-		if call, k, _, ok := ParseMarker(m); ok {
-			out = append(out, Op(call, k))
+		if call, k, _, ok := bus.ParseMarker(m); ok {
+			out = append(out, bus.Op(call, k))
 		}
 	}
 	return out

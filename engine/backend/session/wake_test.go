@@ -14,6 +14,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -264,8 +265,8 @@ export default async function main() { return (await agent.call({ role: "explore
 	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 4,
 		Flow: flow.add, Wake: session.WakeConfig{Now: c.Now}})
 	defer b.Close()
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id,
-		Answer: func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id,
+		Answer: func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	defer stopOwner()
 	go o.Loop(ownerCtx)

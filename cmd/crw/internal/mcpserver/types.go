@@ -258,7 +258,7 @@ func nextOf(v session.NextView) *Next {
 	return out
 }
 
-// Reply is session.Reply: the run's reply to a dispatched report.
+// Reply is bus.Reply: the run's reply to a dispatched report.
 type Reply struct {
 	Reply  string `json:"reply" jsonschema:"bound, pair_mismatch, retry, refused, close or queued"`
 	Marker string `json:"marker"`

@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -20,7 +21,7 @@ import (
 
 // sessionRun is a session run as the owner's commands read it.
 type sessionRun struct {
-	bus    session.Bus
+	bus    bus.Bus
 	status *store.Status
 	spec   *store.Spec
 }
@@ -42,7 +43,7 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 	if err != nil {
 		return sessionRun{}, err
 	}
-	return sessionRun{bus: session.Bus{Dir: st.RunDir(id)}, status: status, spec: spec}, nil
+	return sessionRun{bus: bus.Bus{Dir: st.RunDir(id)}, status: status, spec: spec}, nil
 }
 
 // Next is crw flow next: what a session run asks of its owner thread, waiting up to wait for a
@@ -132,7 +133,7 @@ func resumeWarning(err error) string {
 func handOutCloses(sr sessionRun, v session.NextView) {
 	for _, st := range v.Steps {
 		switch {
-		case st.Action != session.ActionClose:
+		case st.Action != bus.ActionClose:
 		case v.State == session.StateEnded:
 			sr.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
 		case sr.private():
@@ -182,7 +183,7 @@ func busError(run string, err error) error {
 		return err
 	}
 	reason := "step_bus_unusable"
-	if errors.Is(err, session.ErrDamaged) {
+	if errors.Is(err, bus.ErrDamaged) {
 		reason = "step_bus_damaged"
 	}
 	return errs.New(errs.RunUnavailable, "run %s: its step bus cannot be used: %v", run, err).
@@ -220,31 +221,30 @@ func nextView(sr sessionRun) (session.NextView, error) {
 // close). A report of a run no process holds is queued at once, and one no process of the
 // run answers in time is queued then: it stays in the run's inbox. A report for a run that has ended, or for a step a paused run no longer publishes, is
 // answered close at once.
-func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report session.Report, wait time.Duration) (session.Reply, error) {
+func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report bus.Report, wait time.Duration) (bus.Reply, error) {
 	id := report.Run
 	if wait < 0 {
-		return session.Reply{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+		return bus.Reply{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
 	sr, err := sessionBus(ctx, svc, st, id)
 	if err != nil {
-		return session.Reply{}, err
+		return bus.Reply{}, err
 	}
-	bus := sr.bus
 	if err := report.Check(); err != nil {
-		return session.Reply{}, errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
+		return bus.Reply{}, errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
 	}
-	r, err := bus.Dispatch(report)
+	r, err := sr.bus.Dispatch(report)
 	if err != nil {
-		return session.Reply{}, busError(id, err)
+		return bus.Reply{}, busError(id, err)
 	}
 	agent := report.Agent
-	reply := session.Reply{Reply: session.ReplyQueued, Marker: r.Marker(), Agent: agent,
+	reply := bus.Reply{Reply: bus.ReplyQueued, Marker: r.Marker(), Agent: agent,
 		Detail: "no process of the run answered in time: the report waits in the run's inbox; crw flow next shows when the run goes on"}
 	deadline := time.Now().Add(wait)
 	for first := true; first || time.Now().Before(deadline); first = false {
-		got, ok, err := bus.ReplyTo(r.ID)
+		got, ok, err := sr.bus.ReplyTo(r.ID)
 		if err != nil {
-			return session.Reply{}, busError(id, err)
+			return bus.Reply{}, busError(id, err)
 		}
 		if ok {
 			return got, nil
@@ -254,16 +254,16 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 			// a paused one with every step it no longer publishes.
 			detail := ""
 			switch {
-			case status.State == store.StateEnded && bus.PacketWritten(r.Call, r.K, r.Attempt):
+			case status.State == store.StateEnded && sr.bus.PacketWritten(r.Call, r.K, r.Attempt):
 				detail = "the run ended (" + string(status.Status) + "): the attempt of this marker ended; close the subagent"
 			case status.State == store.StateEnded:
 				detail = "the run ended (" + string(status.Status) + ") and never published a step under this marker; close the subagent"
-			case status.State == store.StatePaused && !bus.Published(r.Call, r.K, r.Attempt):
-				detail = "the run is paused: " + bus.CloseDetail(r)
+			case status.State == store.StatePaused && !sr.bus.Published(r.Call, r.K, r.Attempt):
+				detail = "the run is paused: " + sr.bus.CloseDetail(r)
 			}
 			if detail != "" {
-				bus.Drop(r) // answered here: no process will read it
-				return session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
+				sr.bus.Drop(r) // answered here: no process will read it
+				return bus.Reply{Reply: bus.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
 			}
 		}
 		if !local.Held(st.Root(), id) {
@@ -274,7 +274,7 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 		}
 		select {
 		case <-ctx.Done():
-			return session.Reply{}, ctx.Err()
+			return bus.Reply{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

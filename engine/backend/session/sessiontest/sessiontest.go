@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
@@ -266,7 +266,7 @@ func (h *Host) Find(marker string) (agent, turn string, ok bool) {
 	defer h.mu.Unlock()
 	for _, id := range h.order {
 		th := h.threads[id]
-		if session.MarkerOf(th.Preview) == marker && len(th.Turns) > 0 {
+		if bus.MarkerOf(th.Preview) == marker && len(th.Turns) > 0 {
 			agent, turn, ok = id, th.Turns[len(th.Turns)-1].ID, true
 		}
 	}
@@ -392,9 +392,9 @@ type Answer struct {
 // Owner plays the owner thread of a run.
 type Owner struct {
 	Host   *Host
-	Bus    session.Bus
+	Bus    bus.Bus
 	Run    string
-	Answer func(session.StepFile) Answer
+	Answer func(bus.StepFile) Answer
 	// Silent leaves spawns unreported: the run must find them by their marker.
 	Silent bool
 	// NoteCloses notes each close step in the inbox as it takes it, as crw flow next does for a
@@ -407,7 +407,7 @@ type Owner struct {
 	taken   map[string]bool
 	Spawned []string // markers spawned, in order
 	// Replies are the replies read, in order (AllReplies reads them safely).
-	Replies []session.Reply
+	Replies []bus.Reply
 }
 
 // Pass takes every published step not taken yet; it returns how many it took.
@@ -423,7 +423,7 @@ func (o *Owner) Pass() int {
 	shown := map[string]bool{}
 	for _, st := range steps {
 		shown[st.Marker] = true
-		if st.Action == session.ActionClose {
+		if st.Action == bus.ActionClose {
 			shown["close:"+st.AgentID] = true
 		}
 	}
@@ -434,7 +434,7 @@ func (o *Owner) Pass() int {
 	}
 	took := 0
 	for _, st := range steps {
-		if st.Action == session.ActionClose {
+		if st.Action == bus.ActionClose {
 			// As a real owner: close_agent only; the run retracts the step once it sees it.
 			if !o.Host.Closed(st.AgentID) && !o.KeepOpen {
 				o.Host.CloseAgent(st.AgentID)
@@ -453,14 +453,14 @@ func (o *Owner) Pass() int {
 		ans := o.Answer(st)
 		var agent, turn string
 		switch st.Action {
-		case session.ActionSpawn:
+		case bus.ActionSpawn:
 			model := st.Model
 			if ans.Model != "" {
 				model = ans.Model
 			}
 			agent, turn = o.Host.Spawn(or(ans.Parent, o.Host.Owner), st.AgentType, or(model, "host-model"), or(st.ReasoningEffort, "medium"), st.Message)
 			o.Spawned = append(o.Spawned, st.Marker)
-		case session.ActionSendInput:
+		case bus.ActionSendInput:
 			var err error
 			if turn, err = o.Host.Send(st.AgentID, st.Message); err != nil {
 				continue
@@ -474,7 +474,7 @@ func (o *Owner) Pass() int {
 			o.Host.End(agent, turn, ans.Text, ans.Info)
 		}
 		if !o.Silent && !ans.Unreported {
-			if r, err := o.Bus.Dispatch(session.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
+			if r, err := o.Bus.Dispatch(bus.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
 				go o.await(r.ID, st.Marker, agent)
 			}
 		}
@@ -489,7 +489,7 @@ func (o *Owner) await(id, marker, agent string) {
 		if reply, ok, _ := o.Bus.ReplyTo(id); ok {
 			o.mu.Lock()
 			o.Replies = append(o.Replies, reply)
-			if reply.Reply == session.ReplyPairMismatch || reply.Reply == session.ReplyRefused {
+			if reply.Reply == bus.ReplyPairMismatch || reply.Reply == bus.ReplyRefused {
 				o.Host.CloseAgent(agent)
 				delete(o.taken, marker)
 			}
@@ -509,10 +509,10 @@ func (o *Owner) Loop(ctx context.Context) {
 }
 
 // AllReplies is every reply the owner read, in order.
-func (o *Owner) AllReplies() []session.Reply {
+func (o *Owner) AllReplies() []bus.Reply {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]session.Reply(nil), o.Replies...)
+	return append([]bus.Reply(nil), o.Replies...)
 }
 
 // RepliesOf is the replies the owner read, by kind.

@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 )
 
 // Options are crw flow next's.
@@ -62,7 +63,7 @@ func printNext(w io.Writer, v session.NextView) {
 	fmt.Fprintf(w, "run    %s\nstate  %s\nslots  %d of %d open\n", v.Run, v.State, v.Slots.Open, v.Slots.Limit)
 	spawns := false
 	for _, st := range v.Steps {
-		spawns = spawns || st.Action == session.ActionSpawn
+		spawns = spawns || st.Action == bus.ActionSpawn
 	}
 	if spawns {
 		fmt.Fprintln(w, "spawn formats")
@@ -82,7 +83,7 @@ func printNext(w io.Writer, v session.NextView) {
 	}
 }
 
-func stepName(st session.StepFile) string {
+func stepName(st bus.StepFile) string {
 	if st.Marker != "" {
 		return st.Marker
 	}
