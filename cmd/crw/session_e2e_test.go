@@ -17,10 +17,10 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
 	"github.com/crw-dev/crw/engine/backend/session/host"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
@@ -131,11 +131,11 @@ func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int)
 	return started.Run, started.PID
 }
 
-func (r *ownerRig) next(run string) session.NextView {
+func (r *ownerRig) next(run string) nextview.NextView {
 	r.t.Helper()
 	res := r.crw("--json", "flow", "next", run, "--wait", "10s")
 	require.Equal(r.t, 0, res.exit, "%s%s", res.stdout, res.stderr)
-	var v session.NextView
+	var v nextview.NextView
 	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &v), res.stdout)
 	return v
 }
@@ -184,7 +184,7 @@ func (r *ownerRig) agentFor(marker string) string {
 }
 
 // dispatched reports a step's subagent as the hint says and returns the run's reply.
-func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) bus.Reply {
+func (r *ownerRig) dispatched(run string, st nextview.NextStep, agent string) bus.Reply {
 	r.t.Helper()
 	r.reported[agent] = true
 	res := r.crw("--json", "flow", "dispatched", run, st.Call, "--agent", agent,
@@ -202,7 +202,7 @@ func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) bus
 // bound reports a step's subagent, which the run must take: bound, or close when the run
 // found it by its marker first and its attempt ended before the report came (checkOnce then
 // finds the marker bound to it in the journal).
-func (r *ownerRig) bound(run string, st session.NextStep, agent string) {
+func (r *ownerRig) bound(run string, st nextview.NextStep, agent string) {
 	r.t.Helper()
 	reply := r.dispatched(run, st, agent)
 	if reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended") {
@@ -294,20 +294,20 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	r := newOwnerRig(t, fanOutAnswers)
 	run, _ := r.start(fanOutWorkflow)
 
-	var view session.NextView
+	var view nextview.NextView
 	mismatched := map[string]string{} // marker → the subagent told pair_mismatch
 	maxSpawnSteps := 0                // spawn steps one next showed at once: at most the pool
 	for round := 0; ; round++ {
 		require.Less(t, round, 40, "the run did not end: %+v", view)
 		view = r.next(run)
-		if view.State == session.StateEnded {
+		if view.State == nextview.StateEnded {
 			break
 		}
 		assert.Equal(t, 4, view.Slots.Limit, "agents.max_threads of the CODEX_HOME the mock wrote")
-		assert.Contains(t, view.SpawnFormats, session.SpawnFormat{Role: "reviewer", AgentType: "reviewer", Model: reviewerRole.Model, ReasoningEffort: "high",
+		assert.Contains(t, view.SpawnFormats, nextview.SpawnFormat{Role: "reviewer", AgentType: "reviewer", Model: reviewerRole.Model, ReasoningEffort: "high",
 			Call: `spawn_agent(agent_type="reviewer", message, model="mock-reviewer-model", reasoning_effort="high", fork_context=false)`})
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		spawnSteps := 0
 		for _, st := range view.Steps {
 			call := mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}
@@ -454,10 +454,10 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 	r := newOwnerRig(t, resumeAnswers)
 	run, pid := r.start(resumeWorkflow, "--lost-after", "1s")
 
-	take := func(v session.NextView) {
+	take := func(v nextview.NextView) {
 		t.Helper()
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		for _, st := range v.Steps {
 			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
@@ -480,14 +480,14 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 		}
 	}
 	// waitFor asks crw flow next until the view satisfies ok, taking every step on the way.
-	waitFor := func(what string, ok func(session.NextView) bool) session.NextView {
+	waitFor := func(what string, ok func(nextview.NextView) bool) nextview.NextView {
 		t.Helper()
 		for round := 0; round < 20; round++ {
 			v := r.next(run)
 			if ok(v) {
 				return v
 			}
-			if v.State == session.StateEnded {
+			if v.State == nextview.StateEnded {
 				for _, row := range r.rows(run) {
 					t.Logf("%s %s %s %s %s %s", row.Type, row.Call, row.Marker, row.Reason, row.Detail, row.Error.Text())
 				}
@@ -496,10 +496,10 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 			take(v)
 		}
 		t.Fatalf("never %s", what)
-		return session.NextView{}
+		return nextview.NextView{}
 	}
-	hasStep := func(marker string) func(session.NextView) bool {
-		return func(v session.NextView) bool {
+	hasStep := func(marker string) func(nextview.NextView) bool {
+		return func(v nextview.NextView) bool {
 			for _, st := range v.Steps {
 				if st.Marker == marker {
 					return true
@@ -518,7 +518,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 
 	// c2's subagent hits the rate limit: the run pauses; a resume runs c2 again.
 	waitFor("c2's step", hasStep("c2/t1-a1"))
-	v = waitFor("the pause", func(v session.NextView) bool { return v.State == session.StatePaused })
+	v = waitFor("the pause", func(v nextview.NextView) bool { return v.State == nextview.StatePaused })
 	assert.Contains(t, v.Hint, "crw flow resume")
 	res := r.crw("--json", "flow", "resume", run, "--detach")
 	require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
@@ -536,7 +536,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 	r.turn(mockmodel.OwnerStep{Tool: "close_agent", Args: map[string]any{"target": c3}})
 	v = waitFor("c3's next attempt", hasStep("c3/t1-a2"))
 	take(v)
-	v = waitFor("the end", func(v session.NextView) bool { return v.State == session.StateEnded })
+	v = waitFor("the end", func(v nextview.NextView) bool { return v.State == nextview.StateEnded })
 	assert.Equal(t, "completed", v.Status)
 
 	status := r.crw("--json", "flow", "status", run)
@@ -593,15 +593,15 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 	assert.Contains(t, string(spec), `"codex-home": "`+filepath.Join(r.dir, "home")+`"`)
 
 	closes := map[string]int{} // close steps handed out, by subagent
-	var view session.NextView
+	var view nextview.NextView
 	for round := 0; ; round++ {
 		require.Less(t, round, 40, "the run did not end: %+v", view)
 		view = r.next(run)
-		if view.State == session.StateEnded {
+		if view.State == nextview.StateEnded {
 			break
 		}
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		for _, st := range view.Steps {
 			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
@@ -662,7 +662,7 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 	}
 	// The ended run's last close steps were handed out once more and then taken back.
 	final := r.next(run)
-	assert.Equal(t, session.StateEnded, final.State)
+	assert.Equal(t, nextview.StateEnded, final.State)
 	assert.Empty(t, final.Steps, "an ended run's close steps, handed out, are gone")
 	for marker, n := range r.spawns {
 		assert.Equal(t, 1, n, "%s spawned once", marker)
@@ -835,7 +835,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	sb := bus.Bus{Dir: filepath.Join(r.state, "flow", run)}
 	var steps []bus.StepFile
 	require.Eventually(t, func() bool { steps, _, _ = sb.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
-	st := session.Next(run, session.StateRunning, "", steps, nil, 4, nil).Steps[0]
+	st := nextview.Next(run, nextview.StateRunning, "", steps, nil, 4, nil).Steps[0]
 	// From its next wake on, the owner takes the step it is woken for.
 	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
 	var status durableRun

@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -51,9 +52,9 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 // neither paused nor over, nor waits for a decision, is resumed once, as crw flow resume
 // --detach does. The close steps it hands out where nothing else will are taken back (an
 // ended run's) or noted (a private host's).
-func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (session.NextView, error) {
+func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (nextview.NextView, error) {
 	if wait < 0 {
-		return session.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+		return nextview.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
 	began := time.Now()
 	deadline := began.Add(wait)
@@ -62,7 +63,7 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 	for {
 		sr, err := sessionBus(ctx, svc, st, id)
 		if err != nil {
-			return session.NextView{}, err
+			return nextview.NextView{}, err
 		}
 		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateWaitingResume) && resumed == 0 && notStarted == nil {
 			// Once: a resume that cannot start is said in a warning, with why, rather than
@@ -77,7 +78,7 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		}
 		view, err := nextView(sr)
 		if err != nil {
-			return session.NextView{}, busError(id, err)
+			return nextview.NextView{}, busError(id, err)
 		}
 		touchSeen(sr.bus.Dir)
 		view.ResumedPID = resumed
@@ -94,14 +95,14 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		}
 		// A run that is starting is read again for up to startingReread whatever --wait says:
 		// its holder is coming up, or a command holds the run lock for a moment (seed 003).
-		rereadStart := view.State == session.StateStarting && time.Since(began) < startingReread
-		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline)) {
+		rereadStart := view.State == nextview.StateStarting && time.Since(began) < startingReread
+		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == nextview.StateEnded || view.State == nextview.StatePaused || view.State == nextview.StateWaitingDecision || !time.Now().Before(deadline)) {
 			handOutCloses(sr, view)
 			return view, nil
 		}
 		select {
 		case <-ctx.Done():
-			return session.NextView{}, ctx.Err()
+			return nextview.NextView{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -130,11 +131,11 @@ func resumeWarning(err error) string {
 // handOutCloses takes back the close steps next has handed out where nothing else will: an
 // ended run's (no process watches its subagents any more), and through the inbox a live run's
 // whose private host cannot show a subagent closed.
-func handOutCloses(sr sessionRun, v session.NextView) {
+func handOutCloses(sr sessionRun, v nextview.NextView) {
 	for _, st := range v.Steps {
 		switch {
 		case st.Action != bus.ActionClose:
-		case v.State == session.StateEnded:
+		case v.State == nextview.StateEnded:
 			sr.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
 		case sr.private():
 			_ = sr.bus.HandedOut(v.Run, st.StepFile)
@@ -159,7 +160,7 @@ func touchSeen(dir string) {
 // ownerWarnings says when the owner's line in force is not the run's while the run goes on:
 // the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
 func ownerWarnings(st *local.Store, sr sessionRun, state string) []string {
-	if state == session.StateEnded || state == session.StatePaused || state == session.StateWaitingDecision {
+	if state == nextview.StateEnded || state == nextview.StatePaused || state == nextview.StateWaitingDecision {
 		return nil
 	}
 	owner := sr.spec.BackendOptions["owner"]
@@ -190,27 +191,27 @@ func busError(run string, err error) error {
 		Because("session", reason, "not_started", errs.Certain).Next("crw flow status " + run)
 }
 
-func nextView(sr sessionRun) (session.NextView, error) {
+func nextView(sr sessionRun) (nextview.NextView, error) {
 	st := sr.status
 	// The bus alone: the journal is not read, so the answer costs the same at any length.
 	steps, _, agents, err := sr.bus.Read()
 	if err != nil {
-		return session.NextView{}, err
+		return nextview.NextView{}, err
 	}
-	state := session.StateRunning
+	state := nextview.StateRunning
 	switch {
 	case st.State == store.StateEnded:
-		state = session.StateEnded
+		state = nextview.StateEnded
 	case st.State == store.StatePaused:
-		state = session.StatePaused
+		state = nextview.StatePaused
 	case st.State == store.StateWaitingDecision:
-		state = session.StateWaitingDecision
+		state = nextview.StateWaitingDecision
 	case st.State == store.StateRunning && st.LastSeq == 0:
-		state = session.StateStarting // its process has not published its start yet
+		state = nextview.StateStarting // its process has not published its start yet
 	}
-	v := session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
-		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
-	if state == session.StatePaused {
+	v := nextview.Next(st.Run, state, string(st.Status), steps, agents, nextview.MaxThreads(sr.spec.BackendOptions["codex-home"]),
+		nextview.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
+	if state == nextview.StatePaused {
 		v = v.WithPause(engine.PausedBy(st))
 	}
 	return v, nil

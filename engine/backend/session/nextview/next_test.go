@@ -1,4 +1,4 @@
-package session_test
+package nextview_test
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -19,29 +19,29 @@ func TestNextHandsOutHostCalls(t *testing.T) {
 		{Call: "c0", Attempt: 1, Action: bus.ActionClose, AgentID: "agent-0"},
 	}
 	agents := []string{"agent-1"} // c1's subagent; c0 has ended, its subagent waits for its close
-	v := session.Next("r1", session.StateRunning, "", steps, agents, 6, nil)
-	assert.Equal(t, session.StateWaitingSession, v.State)
+	v := nextview.Next("r1", nextview.StateRunning, "", steps, agents, 6, nil)
+	assert.Equal(t, nextview.StateWaitingSession, v.State)
 	require.Len(t, v.Steps, 3)
-	assert.Equal(t, session.HostCall{Tool: "spawn_agent", Arguments: map[string]any{
+	assert.Equal(t, nextview.HostCall{Tool: "spawn_agent", Arguments: map[string]any{
 		"agent_type": "reviewer", "message": "crw-flow-op: c2/t1-a1\n...", "model": "m", "reasoning_effort": "high", "fork_context": false}}, v.Steps[0].HostCall)
 	assert.Equal(t, "crw flow dispatched r1 c2 --agent <agent_id> --k 1 --attempt 1", v.Steps[0].Then)
-	assert.Equal(t, session.HostCall{Tool: "send_input", Arguments: map[string]any{"target": "agent-1", "message": "crw-flow-op: c1/t2-a1\nfix it"}}, v.Steps[1].HostCall)
+	assert.Equal(t, nextview.HostCall{Tool: "send_input", Arguments: map[string]any{"target": "agent-1", "message": "crw-flow-op: c1/t2-a1\nfix it"}}, v.Steps[1].HostCall)
 	assert.Equal(t, "crw flow dispatched r1 c1 --agent agent-1 --k 2 --attempt 1", v.Steps[1].Then)
-	assert.Equal(t, session.HostCall{Tool: "close_agent", Arguments: map[string]any{"target": "agent-0"}}, v.Steps[2].HostCall)
-	assert.Equal(t, session.Slots{Limit: 6, Open: 2, Agents: []string{"agent-0", "agent-1"}}, v.Slots)
+	assert.Equal(t, nextview.HostCall{Tool: "close_agent", Arguments: map[string]any{"target": "agent-0"}}, v.Steps[2].HostCall)
+	assert.Equal(t, nextview.Slots{Limit: 6, Open: 2, Agents: []string{"agent-0", "agent-1"}}, v.Slots)
 	assert.Contains(t, v.Hint, "First close_agent each of agent-0.")
 	assert.Contains(t, v.Hint, "wait_agent(targets: agent-0, agent-1, timeout_ms: 30000) with crw flow next r1 --wait 30s until the run ends.")
 
-	full := session.Next("r1", session.StateRunning, "", steps[:1], agents, 2, nil)
+	full := nextview.Next("r1", nextview.StateRunning, "", steps[:1], agents, 2, nil)
 	assert.Contains(t, full.Hint, "slots are full")
 
-	idle := session.Next("r1", session.StateRunning, "", nil, agents, 6, nil)
-	assert.Equal(t, session.StateRunning, idle.State)
+	idle := nextview.Next("r1", nextview.StateRunning, "", nil, agents, 6, nil)
+	assert.Equal(t, nextview.StateRunning, idle.State)
 	assert.Empty(t, idle.Steps)
-	ended := session.Next("r1", session.StateEnded, "completed", nil, agents, 6, nil)
+	ended := nextview.Next("r1", nextview.StateEnded, "completed", nil, agents, 6, nil)
 	assert.Contains(t, ended.Hint, "The run ended (completed)")
 	assert.NotContains(t, ended.Hint, "wait_agent")
-	paused := session.Next("r1", session.StatePaused, "", nil, agents, 6, nil)
+	paused := nextview.Next("r1", nextview.StatePaused, "", nil, agents, 6, nil)
 	assert.NotContains(t, paused.Hint, "wait_agent", "next --wait returns at once on a paused run: no loop to alternate")
 }
 
@@ -67,7 +67,7 @@ func BenchmarkNextAt1000Calls(b *testing.B) {
 	for b.Loop() {
 		steps, _, agents, err := sb.Read()
 		require.NoError(b, err)
-		v := session.Next("r1", session.StateRunning, "", steps, agents, 6, nil)
+		v := nextview.Next("r1", nextview.StateRunning, "", steps, agents, 6, nil)
 		if len(v.Steps) != 2 || v.Slots.Open != 3 {
 			b.Fatalf("steps %d, open slots %d", len(v.Steps), v.Slots.Open)
 		}
@@ -75,28 +75,28 @@ func BenchmarkNextAt1000Calls(b *testing.B) {
 }
 
 func TestSpawnFormatsNameTheDecidedPartsOfEachRole(t *testing.T) {
-	got := session.SpawnFormats([]string{"executor-t1", "critic", "explorer"}, map[string]journal.Pair{
+	got := nextview.SpawnFormats([]string{"executor-t1", "critic", "explorer"}, map[string]journal.Pair{
 		"executor-t1": {Model: "gpt-x", Effort: "high"}, "critic": {Model: "gpt-y"}})
-	assert.Equal(t, []session.SpawnFormat{
+	assert.Equal(t, []nextview.SpawnFormat{
 		{Role: "executor-t1", AgentType: "executor", Model: "gpt-x", ReasoningEffort: "high",
 			Call: `spawn_agent(agent_type="executor", message, model="gpt-x", reasoning_effort="high", fork_context=false)`},
 		{Role: "critic", AgentType: "reviewer", Model: "gpt-y", Call: `spawn_agent(agent_type="reviewer", message, model="gpt-y", fork_context=false)`},
 		{Role: "explorer", AgentType: "explorer", Call: `spawn_agent(agent_type="explorer", message, fork_context=false)`},
 	}, got)
-	v := session.Next("r1", session.StateRunning, "", nil, nil, 6, got)
+	v := nextview.Next("r1", nextview.StateRunning, "", nil, nil, 6, got)
 	assert.Equal(t, got, v.SpawnFormats)
-	assert.Equal(t, []session.SpawnFormat{}, session.Next("r1", session.StateRunning, "", nil, nil, 6, nil).SpawnFormats)
+	assert.Equal(t, []nextview.SpawnFormat{}, nextview.Next("r1", nextview.StateRunning, "", nil, nil, 6, nil).SpawnFormats)
 }
 
 // TestNextNamesTheDecisionsARunWaitsFor: a run that waits for a decision says which, and how
 // to answer it, before anything else; it asks for no wait loop.
 func TestNextNamesTheDecisionsARunWaitsFor(t *testing.T) {
-	v := session.Next("r1", session.StateWaitingDecision, "", nil, nil, 6, nil).
+	v := nextview.Next("r1", nextview.StateWaitingDecision, "", nil, nil, 6, nil).
 		WithDecisions([]journal.PendingDecision{{ID: "keep", Question: "Keep the change?"}})
 	assert.Equal(t, "waiting_decision", v.State)
 	assert.Equal(t, []journal.PendingDecision{{ID: "keep", Question: "Keep the change?"}}, v.Decisions)
 	assert.Equal(t, "The run waits for the decision keep (Keep the change?): answer it with crw flow answer r1 keep --value JSON.", v.Hint)
-	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
+	running := nextview.Next("r1", nextview.StateRunning, "", nil, nil, 6, nil)
 	assert.Equal(t, running, running.WithDecisions(nil))
 }
 
@@ -105,8 +105,8 @@ func TestNextNamesTheDecisionsARunWaitsFor(t *testing.T) {
 // keeps its hint.
 func TestNextSaysWhatPausedTheRun(t *testing.T) {
 	why, how := "its token budget of 10", "crw flow resume r1 --budget-tokens N with N above the 12 tokens it has spent (0: no budget)"
-	v := session.Next("r1", session.StatePaused, "", nil, nil, 6, nil).WithPause(why, how)
+	v := nextview.Next("r1", nextview.StatePaused, "", nil, nil, 6, nil).WithPause(why, how)
 	assert.Equal(t, "The run is paused by its token budget of 10: crw flow resume r1 --budget-tokens N with N above the 12 tokens it has spent (0: no budget).", v.Hint)
-	running := session.Next("r1", session.StateRunning, "", nil, nil, 6, nil)
+	running := nextview.Next("r1", nextview.StateRunning, "", nil, nil, 6, nil)
 	assert.Equal(t, running, running.WithPause(why, how))
 }

@@ -1,4 +1,8 @@
-package session
+// Package nextview is what crw flow next answers a session run's owner: the steps waiting for it
+// with the host call to make for each and the command that reports it, its subagent slots
+// (agents.max_threads of its Codex configuration, and the subagents open for the run), the
+// spawn format of each role, the run's state and a hint of what to do next.
+package nextview
 
 import (
 	"fmt"
@@ -118,7 +122,7 @@ func SpawnFormats(names []string, pairs map[string]journal.Pair) []SpawnFormat {
 }
 
 // Next builds crw flow next's answer from the run's state and its bus: the published steps and
-// the subagents bound to open calls (Bus.Read); formats are the roles' spawn formats.
+// the subagents bound to open calls (bus.Bus.Read); formats are the roles' spawn formats.
 func Next(run, state, status string, steps []bus.StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
 	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormats: formats}
 	if v.SpawnFormats == nil {
