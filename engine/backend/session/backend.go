@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/roles"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -61,7 +63,7 @@ type Config struct {
 	// ids of a later process are its own.
 	Process int
 	// Wake times the owner's wakes.
-	Wake WakeConfig
+	Wake wake.Config
 	// Ledger reads the spawn hook's ledger of the owner (nil: none): after a restart, a step
 	// the marker search does not find is looked for by the spawn call its ledger line names.
 	Ledger func(owner string) ([]LedgerLine, error)
@@ -119,7 +121,7 @@ func New(cfg Config) *Backend {
 	if cfg.Flow == nil {
 		cfg.Flow = func(*journal.Row) {}
 	}
-	cfg.Wake.defaults()
+	cfg.Wake.Defaults()
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, bus: bus.Bus{Dir: cfg.Dir}, waiting: map[string]chan bus.Report{}, bound: map[string]string{}, closing: map[bus.StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	// The live index as this process writes it; a step it cannot make visible is retried
@@ -172,16 +174,17 @@ func (b *Backend) answerInbox(ctx context.Context) {
 		}
 		b.mu.Unlock()
 	}
-	var w wakes
+	w := wake.New(wake.Owner{Run: b.cfg.Run, Thread: b.cfg.Owner, Dir: b.cfg.Dir, Host: b.cfg.Host, PrivateHost: b.cfg.PrivateHost,
+		Process: b.cfg.Process, Flow: b.cfg.Flow}, b.cfg.Wake)
 	for polls := 1; ; polls++ {
 		reports, _ := b.bus.Inbox()
 		for _, r := range reports {
 			b.route(r)
 		}
-		b.wakeOwner(ctx, &w)
+		w.Look(ctx, b.waitingMarkers)
 		if polls%b.cfg.LookupEvery == 0 {
 			b.sweepCloses(ctx)
-			b.followWakes(ctx, &w)
+			w.Follow(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -189,6 +192,21 @@ func (b *Backend) answerInbox(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// waitingMarkers are the markers of the steps waiting for the owner, sorted: a step whose
+// subagent is bound waits for that subagent's answer, not for the owner, and wakes no one.
+func (b *Backend) waitingMarkers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.waiting))
+	for m := range b.waiting {
+		if _, bound := b.bound[m]; !bound {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (b *Backend) route(r bus.Report) {

@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -143,10 +144,10 @@ func handOutCloses(sr sessionRun, v nextview.NextView) {
 	}
 }
 
-// touchSeen marks that the owner read the run (session.SeenFile), so the run does not wake an
+// touchSeen marks that the owner read the run (wake.SeenFile), so the run does not wake an
 // owner that watches it. Not a row: next writes none.
 func touchSeen(dir string) {
-	f, err := os.OpenFile(filepath.Join(dir, session.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, wake.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -47,7 +48,7 @@ func TestNextReadsAStartingRunAgain(t *testing.T) {
 
 	// The holder goes while next reads: next answers what the run is then.
 	going := create("20261204-100000-bbbbbb")
-	seen := filepath.Join(st.RunDir("20261204-100000-bbbbbb"), session.SeenFile)
+	seen := filepath.Join(st.RunDir("20261204-100000-bbbbbb"), wake.SeenFile)
 	startingReread = time.Hour
 	type answer struct {
 		view nextview.NextView
