@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local"
@@ -44,7 +45,7 @@ export default async function main() {
 		BackendOpts: map[string]string{"owner": "owner-thread", "host": "unix://" + filepath.Join(dir, "none.sock")}})
 	require.NoError(b, err)
 	host := sessiontest.NewHost("owner-thread")
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: st.RunDir(id)}, Run: id, Answer: func(s session.StepFile) sessiontest.Answer {
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: st.RunDir(id)}, Run: id, Answer: func(s bus.StepFile) sessiontest.Answer {
 		if s.Call == "c1000" {
 			return sessiontest.Answer{Hold: true}
 		}

@@ -17,8 +17,10 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
+	"github.com/crw-dev/crw/engine/backend/session/host"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
 )
@@ -42,7 +44,7 @@ type ownerRig struct {
 	env               []string
 	owner             *codex.Client
 	ownerID           string
-	host              session.Host
+	host              host.Host
 	script            []mockmodel.OwnerStep // the owner's tool calls so far, across its turns
 	reported          map[string]bool       // agents reported with crw flow dispatched
 	late              map[string]string     // marker → the agent a report named after its attempt ended
@@ -129,11 +131,11 @@ func (r *ownerRig) start(workflow string, flags ...string) (run string, pid int)
 	return started.Run, started.PID
 }
 
-func (r *ownerRig) next(run string) session.NextView {
+func (r *ownerRig) next(run string) nextview.NextView {
 	r.t.Helper()
 	res := r.crw("--json", "flow", "next", run, "--wait", "10s")
 	require.Equal(r.t, 0, res.exit, "%s%s", res.stdout, res.stderr)
-	var v session.NextView
+	var v nextview.NextView
 	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &v), res.stdout)
 	return v
 }
@@ -143,7 +145,7 @@ func (r *ownerRig) turn(calls ...mockmodel.OwnerStep) {
 	r.t.Helper()
 	for _, c := range calls {
 		if c.Tool == "spawn_agent" {
-			r.spawns[session.MarkerOf(c.Args["message"].(string))]++
+			r.spawns[bus.MarkerOf(c.Args["message"].(string))]++
 		}
 	}
 	r.script = append(r.script, calls...)
@@ -167,7 +169,7 @@ func (r *ownerRig) agentFor(marker string) string {
 		require.NoError(r.t, err)
 		agent := ""
 		for _, s := range subs {
-			if session.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
+			if bus.MarkerOf(s.Preview) == marker && !r.reported[s.ID] {
 				agent = s.ID
 			}
 		}
@@ -182,14 +184,14 @@ func (r *ownerRig) agentFor(marker string) string {
 }
 
 // dispatched reports a step's subagent as the hint says and returns the run's reply.
-func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) session.Reply {
+func (r *ownerRig) dispatched(run string, st nextview.NextStep, agent string) bus.Reply {
 	r.t.Helper()
 	r.reported[agent] = true
 	res := r.crw("--json", "flow", "dispatched", run, st.Call, "--agent", agent,
 		"--k", strconv.Itoa(st.K), "--attempt", strconv.Itoa(st.Attempt), "--wait", "30s")
-	var reply session.Reply
+	var reply bus.Reply
 	require.NoError(r.t, json.Unmarshal([]byte(res.stdout), &reply), res.stdout+res.stderr)
-	if reply.Reply == session.ReplyBound {
+	if reply.Reply == bus.ReplyBound {
 		assert.Equal(r.t, 0, res.exit)
 	} else {
 		assert.Equal(r.t, 1, res.exit, "%+v", reply)
@@ -200,14 +202,14 @@ func (r *ownerRig) dispatched(run string, st session.NextStep, agent string) ses
 // bound reports a step's subagent, which the run must take: bound, or close when the run
 // found it by its marker first and its attempt ended before the report came (checkOnce then
 // finds the marker bound to it in the journal).
-func (r *ownerRig) bound(run string, st session.NextStep, agent string) {
+func (r *ownerRig) bound(run string, st nextview.NextStep, agent string) {
 	r.t.Helper()
 	reply := r.dispatched(run, st, agent)
-	if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+	if reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended") {
 		r.late[st.Marker] = agent
 		return
 	}
-	require.Equal(r.t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+	require.Equal(r.t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 }
 
 // rows is the run's journal, as crw flow trace prints it.
@@ -255,7 +257,7 @@ func (r *ownerRig) checkOnce(rows []journal.Row) {
 	require.NoError(r.t, err)
 	carriers := map[string]int{}
 	for _, s := range subs {
-		carriers[session.MarkerOf(s.Preview)]++
+		carriers[bus.MarkerOf(s.Preview)]++
 	}
 	for marker := range bound {
 		assert.Equal(r.t, r.spawns[marker], carriers[marker], "subagents that carry %s", marker)
@@ -292,25 +294,25 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	r := newOwnerRig(t, fanOutAnswers)
 	run, _ := r.start(fanOutWorkflow)
 
-	var view session.NextView
+	var view nextview.NextView
 	mismatched := map[string]string{} // marker → the subagent told pair_mismatch
 	maxSpawnSteps := 0                // spawn steps one next showed at once: at most the pool
 	for round := 0; ; round++ {
 		require.Less(t, round, 40, "the run did not end: %+v", view)
 		view = r.next(run)
-		if view.State == session.StateEnded {
+		if view.State == nextview.StateEnded {
 			break
 		}
 		assert.Equal(t, 4, view.Slots.Limit, "agents.max_threads of the CODEX_HOME the mock wrote")
-		assert.Contains(t, view.SpawnFormats, session.SpawnFormat{Role: "reviewer", AgentType: "reviewer", Model: reviewerRole.Model, ReasoningEffort: "high",
+		assert.Contains(t, view.SpawnFormats, nextview.SpawnFormat{Role: "reviewer", AgentType: "reviewer", Model: reviewerRole.Model, ReasoningEffort: "high",
 			Call: `spawn_agent(agent_type="reviewer", message, model="mock-reviewer-model", reasoning_effort="high", fork_context=false)`})
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		spawnSteps := 0
 		for _, st := range view.Steps {
 			call := mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}
 			switch st.Action {
-			case session.ActionSpawn:
+			case bus.ActionSpawn:
 				spawnSteps++
 				if r.spawns[st.Marker] > 0 && mismatched[st.Marker] == "" {
 					continue // spawned, not bound yet: the unreported one, until its marker is found
@@ -332,10 +334,10 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 				if st.Call != "c3" { // c3's spawn is never reported
 					reports = append(reports, st)
 				}
-			case session.ActionSendInput:
+			case bus.ActionSendInput:
 				calls = append(calls, call)
 				reports = append(reports, st)
-			case session.ActionClose:
+			case bus.ActionClose:
 				calls = append(calls, call)
 			}
 		}
@@ -346,20 +348,20 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			reply := r.dispatched(run, st, agent)
 			switch {
 			case st.Call == "c4" && mismatched[st.Marker] == "":
-				require.Equal(t, session.ReplyPairMismatch, reply.Reply, "%+v", reply)
+				require.Equal(t, bus.ReplyPairMismatch, reply.Reply, "%+v", reply)
 				assert.Equal(t, explorerRole.Model, reply.Model)
 				assert.Equal(t, explorerRole.Effort, reply.Effort)
 				mismatched[st.Marker] = agent
-			case reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended"):
+			case reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended"):
 				r.late[st.Marker] = agent
 			default:
-				require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+				require.Equal(t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 			}
 		}
 	}
@@ -417,7 +419,7 @@ func TestSessionRunOnARealCodexOwner(t *testing.T) {
 	assert.Equal(t, explorerRole.Model, threads["c4"].Model, "c4 is bound to its second subagent, on the explorer's pair")
 	assert.Equal(t, 2, r.spawns["c4/t1-a1"], "c4 was spawned twice: on the wrong pair, then on its own")
 	require.NotNil(t, repairStep, "c2's repair is a step of its own")
-	assert.Equal(t, session.ActionSendInput, repairStep.Action)
+	assert.Equal(t, bus.ActionSendInput, repairStep.Action)
 	assert.Equal(t, threads["c2"].ThreadID, repairStep.AgentID, "the repair goes to c2's open subagent")
 	assert.Equal(t, "c2/t2-a1", repairStep.Marker)
 }
@@ -452,16 +454,16 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 	r := newOwnerRig(t, resumeAnswers)
 	run, pid := r.start(resumeWorkflow, "--lost-after", "1s")
 
-	take := func(v session.NextView) {
+	take := func(v nextview.NextView) {
 		t.Helper()
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		for _, st := range v.Steps {
-			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
 			}
 			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
-			if st.Action != session.ActionClose {
+			if st.Action != bus.ActionClose {
 				reports = append(reports, st)
 			}
 		}
@@ -471,21 +473,21 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			r.bound(run, st, agent)
 		}
 	}
 	// waitFor asks crw flow next until the view satisfies ok, taking every step on the way.
-	waitFor := func(what string, ok func(session.NextView) bool) session.NextView {
+	waitFor := func(what string, ok func(nextview.NextView) bool) nextview.NextView {
 		t.Helper()
 		for round := 0; round < 20; round++ {
 			v := r.next(run)
 			if ok(v) {
 				return v
 			}
-			if v.State == session.StateEnded {
+			if v.State == nextview.StateEnded {
 				for _, row := range r.rows(run) {
 					t.Logf("%s %s %s %s %s %s", row.Type, row.Call, row.Marker, row.Reason, row.Detail, row.Error.Text())
 				}
@@ -494,10 +496,10 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 			take(v)
 		}
 		t.Fatalf("never %s", what)
-		return session.NextView{}
+		return nextview.NextView{}
 	}
-	hasStep := func(marker string) func(session.NextView) bool {
-		return func(v session.NextView) bool {
+	hasStep := func(marker string) func(nextview.NextView) bool {
+		return func(v nextview.NextView) bool {
 			for _, st := range v.Steps {
 				if st.Marker == marker {
 					return true
@@ -516,7 +518,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 
 	// c2's subagent hits the rate limit: the run pauses; a resume runs c2 again.
 	waitFor("c2's step", hasStep("c2/t1-a1"))
-	v = waitFor("the pause", func(v session.NextView) bool { return v.State == session.StatePaused })
+	v = waitFor("the pause", func(v nextview.NextView) bool { return v.State == nextview.StatePaused })
 	assert.Contains(t, v.Hint, "crw flow resume")
 	res := r.crw("--json", "flow", "resume", run, "--detach")
 	require.Equal(t, 0, res.exit, "%s%s", res.stdout, res.stderr)
@@ -534,7 +536,7 @@ func TestSessionRunOnARealCodexOwnerSurvivesItsProcess(t *testing.T) {
 	r.turn(mockmodel.OwnerStep{Tool: "close_agent", Args: map[string]any{"target": c3}})
 	v = waitFor("c3's next attempt", hasStep("c3/t1-a2"))
 	take(v)
-	v = waitFor("the end", func(v session.NextView) bool { return v.State == session.StateEnded })
+	v = waitFor("the end", func(v nextview.NextView) bool { return v.State == nextview.StateEnded })
 	assert.Equal(t, "completed", v.Status)
 
 	status := r.crw("--json", "flow", "status", run)
@@ -591,22 +593,22 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 	assert.Contains(t, string(spec), `"codex-home": "`+filepath.Join(r.dir, "home")+`"`)
 
 	closes := map[string]int{} // close steps handed out, by subagent
-	var view session.NextView
+	var view nextview.NextView
 	for round := 0; ; round++ {
 		require.Less(t, round, 40, "the run did not end: %+v", view)
 		view = r.next(run)
-		if view.State == session.StateEnded {
+		if view.State == nextview.StateEnded {
 			break
 		}
 		var calls []mockmodel.OwnerStep
-		var reports []session.NextStep
+		var reports []nextview.NextStep
 		for _, st := range view.Steps {
-			if st.Action == session.ActionSpawn && r.spawns[st.Marker] > 0 {
+			if st.Action == bus.ActionSpawn && r.spawns[st.Marker] > 0 {
 				continue
 			}
 			calls = append(calls, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments})
 			switch st.Action {
-			case session.ActionClose:
+			case bus.ActionClose:
 				closes[st.AgentID]++
 			default:
 				reports = append(reports, st)
@@ -618,22 +620,22 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 		r.turn(calls...)
 		for _, st := range reports {
 			agent := st.AgentID
-			if st.Action == session.ActionSpawn {
+			if st.Action == bus.ActionSpawn {
 				agent = r.agentFor(st.Marker)
 			}
 			// The run's own app server may not see a subagent on disk yet: report again.
-			var reply session.Reply
+			var reply bus.Reply
 			for try := 0; try < 50; try++ {
-				if reply = r.dispatched(run, st, agent); reply.Reply != session.ReplyRetry {
+				if reply = r.dispatched(run, st, agent); reply.Reply != bus.ReplyRetry {
 					break
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if reply.Reply == session.ReplyClose && strings.Contains(reply.Detail, "ended") {
+			if reply.Reply == bus.ReplyClose && strings.Contains(reply.Detail, "ended") {
 				r.late[st.Marker] = agent
 				continue
 			}
-			require.Equal(t, session.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
+			require.Equal(t, bus.ReplyBound, reply.Reply, "%s: %+v", st.Marker, reply)
 		}
 	}
 	assert.Equal(t, "completed", view.Status)
@@ -660,7 +662,7 @@ func TestSessionRunThroughAPrivateAppServer(t *testing.T) {
 	}
 	// The ended run's last close steps were handed out once more and then taken back.
 	final := r.next(run)
-	assert.Equal(t, session.StateEnded, final.State)
+	assert.Equal(t, nextview.StateEnded, final.State)
 	assert.Empty(t, final.Steps, "an ended run's close steps, handed out, are gone")
 	for marker, n := range r.spawns {
 		assert.Equal(t, 1, n, "%s spawned once", marker)
@@ -725,7 +727,7 @@ export default async function main() { return (await agent.call({ role: "explore
 
 	subs, err := r.host.Subagents(r.ctx)
 	require.NoError(t, err)
-	previews := map[string]session.Thread{}
+	previews := map[string]host.Thread{}
 	for _, s := range subs {
 		previews[s.Preview] = s
 	}
@@ -735,7 +737,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Equal(t, "low", look.Effort)
 	// The owner's spawn calls as the host shows them (where a restart looks a step up by the
 	// ledger's call): the spawn that ran, with the call id the ledger recorded for it.
-	spawner, ok := r.host.(session.OwnerSpawner)
+	spawner, ok := r.host.(host.OwnerSpawner)
 	require.True(t, ok)
 	spawns, err := spawner.OwnerSpawns(r.ctx, r.ownerID)
 	require.NoError(t, err)
@@ -830,10 +832,10 @@ export default async function main() { return (await agent.call({ role: "explore
 `, "--wake-after", "1s")
 	// The step, read from the run's bus (crw flow next would tell the run the owner watches it,
 	// and a watching owner is not woken).
-	bus := session.Bus{Dir: filepath.Join(r.state, "flow", run)}
-	var steps []session.StepFile
-	require.Eventually(t, func() bool { steps, _, _ = bus.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
-	st := session.Next(run, session.StateRunning, "", steps, nil, 4, nil).Steps[0]
+	sb := bus.Bus{Dir: filepath.Join(r.state, "flow", run)}
+	var steps []bus.StepFile
+	require.Eventually(t, func() bool { steps, _, _ = sb.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
+	st := nextview.Next(run, nextview.StateRunning, "", steps, nil, 4, nil).Steps[0]
 	// From its next wake on, the owner takes the step it is woken for.
 	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
 	var status durableRun
@@ -904,7 +906,7 @@ export default async function main() {
 	require.Equal(t, 0, seen.exit, "%s%s", seen.stdout, seen.stderr)
 	answered := r2.crw("flow", "answer", run2, "go", "--value", `{"go": true}`)
 	require.Equal(t, 0, answered.exit, "%s%s", answered.stdout, answered.stderr)
-	bus2 := session.Bus{Dir: filepath.Join(r2.state, "flow", run2)}
+	bus2 := bus.Bus{Dir: filepath.Join(r2.state, "flow", run2)}
 	require.Eventually(t, func() bool { steps, _, _ := bus2.Steps(); return len(steps) == 1 }, time.Minute, 50*time.Millisecond)
 	time.Sleep(3 * time.Second) // past --wake-after twice, the owner watching all along
 	for _, row := range r2.rows(run2) {

@@ -12,12 +12,8 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
-
-// CwdReader is a host that reads a thread's working directory without its turns.
-type CwdReader interface {
-	ThreadCwd(ctx context.Context, thread string) (string, error)
-}
 
 // OutsideCheckout implements backend.Isolated: the owner's working directory's checkout when it
 // is a git checkout other than p (seed 003); "" otherwise, and the run's repository counts.
@@ -33,7 +29,7 @@ func (b *Backend) OutsideCheckout(ctx context.Context, p string) string {
 // cannot be read), read once: the owner thread does not move.
 func (b *Backend) ownerCheckout(ctx context.Context) string {
 	b.ownerTop.Do(func() {
-		r, ok := b.cfg.Host.(CwdReader)
+		r, ok := b.cfg.Host.(host.CwdReader)
 		if !ok {
 			return
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/runner"
@@ -34,19 +36,19 @@ const owner = "owner-thread"
 
 // sessionRun runs script on the session backend, with an owner that answers each step with
 // answer, and returns the run's end, its rows, the host and the owner.
-func sessionRun(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+func sessionRun(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
 	return sessionRunWith(t, script, answer, tune, nil, roles...)
 }
 
 // sessionRunWith is sessionRun with the backend's configuration tuned by config.
-func sessionRunWith(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+func sessionRunWith(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
 	return sessionRunCreated(t, script, answer, tune, config, nil, roles...)
 }
 
 // sessionRunCreated is sessionRunWith with the run's options tuned by create.
-func sessionRunCreated(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), create func(*engine.CreateOptions), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+func sessionRunCreated(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), create func(*engine.CreateOptions), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -73,7 +75,7 @@ func sessionRunCreated(t *testing.T, script string, answer func(session.StepFile
 	require.NoError(t, os.Mkdir(runDir, 0o700))
 	host := sessiontest.NewHost(owner)
 	host.RolloutDir = t.TempDir()
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: answer}
 	if tune != nil {
 		tune(o)
 	}
@@ -99,7 +101,7 @@ func sessionRunCreated(t *testing.T, script string, answer func(session.StepFile
 		o.Pass()
 		steps, _, _ := o.Bus.Steps()
 		for _, st := range steps {
-			if st.Action != session.ActionClose || !host.Closed(st.AgentID) {
+			if st.Action != bus.ActionClose || !host.Closed(st.AgentID) {
 				return false
 			}
 		}
@@ -128,7 +130,7 @@ export default async function main() {
 }
 `
 
-func answerN(st session.StepFile) sessiontest.Answer {
+func answerN(st bus.StepFile) sessiontest.Answer {
 	switch {
 	case strings.Contains(st.Message, "CRW-ROLE: explorer"):
 		return sessiontest.Answer{Text: `{"n": 3}`}
@@ -145,7 +147,7 @@ func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
 	end, rows, host, o, runDir := sessionRunWith(t, threeCalls, answerN, nil, func(c *session.Config) { c.LookupEvery = 1 << 20 })
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
-	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
+	assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
 	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
 
 	for _, c := range []struct{ call, role, agentType string }{{"c1", "explorer", "explorer"}, {"c2", "reviewer", "reviewer"}, {"c3", "critic", "reviewer"}} {
@@ -157,7 +159,7 @@ func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
 		assert.Equal(t, marker, step.Marker)
 		assert.Equal(t, c.call+"/t1", step.Op)
 		assert.Equal(t, 1, step.Attempt)
-		assert.Equal(t, session.ActionSpawn, step.Action)
+		assert.Equal(t, bus.ActionSpawn, step.Action)
 		assert.Equal(t, c.agentType, step.AgentType)
 		assert.Equal(t, c.role, step.Role)
 		ws := filepath.Join(runDir, "calls", c.call)
@@ -205,7 +207,7 @@ export default async function main() {
   return [r.status, r.output.ok, r.meta.repairUsed];
 }
 `
-	end, rows, _, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, o, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.K == 1 {
 			return sessiontest.Answer{Text: `{"ok": "yes"}`}
 		}
@@ -217,14 +219,14 @@ export default async function main() {
 	require.Len(t, steps, 2)
 	threads := enginetest.OfType(rows, journal.TypeThreadStarted)
 	require.Len(t, threads, 1, "the repair runs on the subagent of the task turn")
-	assert.Equal(t, session.ActionSendInput, steps[1].Action)
+	assert.Equal(t, bus.ActionSendInput, steps[1].Action)
 	assert.Equal(t, threads[0].ThreadID, steps[1].AgentID)
 	assert.Equal(t, "c1/t2-a1", steps[1].Marker)
 	turns := enginetest.OfType(rows, journal.TypeTurnStarted)
 	require.Len(t, turns, 2)
 	assert.Equal(t, "c1/t2-a1", turns[1].Marker)
 	assert.Equal(t, 2, turns[1].K)
-	assert.Eventually(t, func() bool { return o.RepliesOf(session.ReplyBound) == 2 }, 5*time.Second, 5*time.Millisecond, "two replies: bound")
+	assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 2 }, 5*time.Second, 5*time.Millisecond, "two replies: bound")
 }
 
 // TestSessionSpawnNeverReportedIsBoundByItsMarker: an owner that spawns and never reports: the
@@ -234,7 +236,7 @@ func TestSessionSpawnNeverReportedIsBoundByItsMarker(t *testing.T) {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
 	assert.Len(t, enginetest.OfType(rows, journal.TypeThreadStarted), 3)
-	assert.Zero(t, o.RepliesOf(session.ReplyBound))
+	assert.Zero(t, o.RepliesOf(bus.ReplyBound))
 }
 
 // TestSessionFailedTurnIsClassified: a subagent's turn that fails with a rate limit pauses the
@@ -247,7 +249,7 @@ export default async function main() {
   return [r.status, r.reason];
 }
 `
-	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer {
+	end, rows, _, _, _ := sessionRun(t, script, func(bus.StepFile) sessiontest.Answer {
 		return sessiontest.Answer{Info: "rateLimitExceeded"}
 	}, func(o *sessiontest.Owner) { o.Host.RolloutDir = "" })
 	assert.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
@@ -272,7 +274,7 @@ export default async function main() {
 }
 `
 	var spawns atomic.Int32
-	end, rows, _, o, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer {
+	end, rows, _, o, _ := sessionRun(t, script, func(bus.StepFile) sessiontest.Answer {
 		switch spawns.Add(1) {
 		case 1:
 			return sessiontest.Answer{Text: "from a stranger", Parent: "another-thread"}
@@ -286,10 +288,10 @@ export default async function main() {
 	assert.Equal(t, int32(3), spawns.Load())
 	// The third subagent is bound by its report or by its marker, whichever comes first.
 	require.Eventually(t, func() bool { return len(o.AllReplies()) >= 2 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, 1, o.RepliesOf(session.ReplyRefused))
-	assert.Equal(t, 1, o.RepliesOf(session.ReplyPairMismatch))
+	assert.Equal(t, 1, o.RepliesOf(bus.ReplyRefused))
+	assert.Equal(t, 1, o.RepliesOf(bus.ReplyPairMismatch))
 	for _, r := range o.AllReplies() {
-		if r.Reply == session.ReplyPairMismatch {
+		if r.Reply == bus.ReplyPairMismatch {
 			assert.Equal(t, "review-model", r.Model)
 			assert.Equal(t, "high", r.Effort)
 		}
@@ -340,7 +342,7 @@ export default async function main() {
   return [r.status, r.output.n];
 }
 `
-	answer := func(st session.StepFile) sessiontest.Answer {
+	answer := func(st bus.StepFile) sessiontest.Answer {
 		switch {
 		case st.Attempt == 1:
 			return sessiontest.Answer{Lose: true}
@@ -366,7 +368,7 @@ export default async function main() {
 
 // crashAfterEveryCommit runs script once for each commit n, its process dying after commit n
 // and resumed until the run ends, and checks each run.
-func crashAfterEveryCommit(t *testing.T, script string, answer func(session.StepFile) sessiontest.Answer,
+func crashAfterEveryCommit(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer,
 	check func(msg string, end *store.Status, rows []journal.Row, o *sessiontest.Owner)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -377,7 +379,7 @@ func crashAfterEveryCommit(t *testing.T, script string, answer func(session.Step
 	for n := uint64(1); n < 40; n++ {
 		st, svc, id, host := freshRun(ctx, t, wf)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
+		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: answer}
 		ownerCtx, stopOwner := context.WithCancel(ctx)
 		go o.Loop(ownerCtx)
 		process := func() (*store.Status, error) {
@@ -432,7 +434,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	// of the step that fails: at its 26th lookup the step failed to be written 104 times.
 	var lookups atomic.Int64
 	var flows flowRows
-	end, rows, _, _, _ := sessionRunWith(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+	end, rows, _, _, _ := sessionRunWith(t, script, func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
 		// steps/ is a file for about 30 polls, then the disk is "freed".
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600))
@@ -476,7 +478,7 @@ import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "look" })).status; }
 `
 	var flows flowRows
-	end, _, _, _, _ := sessionRunCreated(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
+	end, _, _, _, _ := sessionRunCreated(t, script, func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "seen"} }, func(o *sessiontest.Owner) {
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600)) // until the turn ends
 	}, func(c *session.Config) {
@@ -506,7 +508,7 @@ import { agent } from "crw:agent";
 const S = {type: "object", properties: {ok: {type: "boolean"}}, required: ["ok"], additionalProperties: false};
 export default async function main() { return (await agent.call({ role: "critic", prompt: "judge it", schema: S })).output; }
 `
-	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		switch {
 		case st.Attempt == 1:
 			return sessiontest.Answer{Lose: true}
@@ -537,7 +539,7 @@ type countingLookups struct {
 	n *atomic.Int64
 }
 
-func (h countingLookups) Subagents(ctx context.Context) ([]session.Thread, error) {
+func (h countingLookups) Subagents(ctx context.Context) ([]host.Thread, error) {
 	h.n.Add(1)
 	return h.Host.Subagents(ctx)
 }
@@ -550,7 +552,7 @@ func TestSessionLostAttemptSpawnsTheNext(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "executor", prompt: "build it" })).output; }
 `
-	end, rows, host, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, host, o, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Attempt == 1 {
 			return sessiontest.Answer{Lose: true, Model: "first-model"}
 		}
@@ -619,7 +621,7 @@ export default async function main() {
 		require.NoError(b, err)
 		runDir := filepath.Join(dir, id)
 		host := sessiontest.NewHost(owner)
-		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }}
+		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }}
 		ownerCtx, stop := context.WithCancel(ctx)
 		go func() {
 			for ownerCtx.Err() == nil {
@@ -760,7 +762,7 @@ export default async function main() {
 `
 	var runDir string
 	retracted := false
-	end, _, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, _, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Call == "c2" {
 			// The owner closed c1's subagent in this pass, before it took c2's step.
 			retracted = assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
@@ -778,7 +780,7 @@ func TestSessionPairChecksOnlyTheDecidedParts(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "reviewer", prompt: "review" })).output; }
 `
-	end, rows, _, _, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} },
+	end, rows, _, _, _ := sessionRun(t, script, func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} },
 		nil, inputs.RoleTable{"reviewer": {Model: "review-model"}})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	th := enginetest.OfType(rows, journal.TypeThreadStarted)[0]
@@ -800,7 +802,7 @@ export default async function main() {
   return [b.status, b.reason, c.status];
 }
 `
-	end, rows, _, o, _ := sessionRun(t, script, func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }, nil)
+	end, rows, _, o, _ := sessionRun(t, script, func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Text: "ok"} }, nil)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["refused", "pair_refused", "completed"]`, string(end.Result))
 	assert.Equal(t, []string{journal.TypePrepared, journal.TypeRefused}, enginetest.Types(enginetest.CallRows(rows, "c2")), "refused before any step")
@@ -817,7 +819,7 @@ import { agent } from "crw:agent";
 const schema = { type: "object", additionalProperties: false, required: ["n"], properties: { n: { type: "integer" } } };
 export default async function main() { return (await agent.call({ role: "explorer", prompt: "count the files", schema })).output; }
 `
-	end, rows, _, o, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, o, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		switch {
 		case st.K == 1:
 			return sessiontest.Answer{Text: "about five"}
@@ -832,12 +834,12 @@ export default async function main() { return (await agent.call({ role: "explore
 	steps := enginetest.OfType(rows, journal.TypeStepPublished)
 	require.Len(t, steps, 3)
 	sendInput, respawn := steps[1], steps[2]
-	assert.Equal(t, session.ActionSendInput, sendInput.Action)
+	assert.Equal(t, bus.ActionSendInput, sendInput.Action)
 	assert.Equal(t, "about five", sendInput.PreviousAnswer)
 	require.NotNil(t, sendInput.CallTokens, "the task turn's tokens, from the rollout")
 	assert.Equal(t, sendInput.CallTokens, sendInput.TokensSeen)
 	assert.Positive(t, sendInput.CallTokens.Total)
-	assert.Equal(t, session.ActionSpawn, respawn.Action)
+	assert.Equal(t, bus.ActionSpawn, respawn.Action)
 	assert.Equal(t, "c1/t2-a2", respawn.Marker)
 	packet, err := os.ReadFile(respawn.Packet)
 	require.NoError(t, err)
@@ -864,7 +866,7 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 	var host *sessiontest.Host
 	var ow *sessiontest.Owner
 	worked := make(chan time.Duration, 1)
-	end, rows, _, o, _ := sessionRunWith(t, threeCalls, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, o, _ := sessionRunWith(t, threeCalls, func(st bus.StepFile) sessiontest.Answer {
 		if st.Call != "c1" {
 			return answerN(st)
 		}
@@ -875,7 +877,7 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 			// run has told the report retry.
 			assert.Eventually(t, func() bool {
 				for _, r := range ow.AllReplies() {
-					if r.Marker == st.Marker && r.Reply == session.ReplyRetry {
+					if r.Marker == st.Marker && r.Reply == bus.ReplyRetry {
 						return true
 					}
 				}
@@ -899,11 +901,11 @@ func TestSessionPrivateHostWaitsForASubagentAtWork(t *testing.T) {
 	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
 	retry := false
 	for _, r := range o.AllReplies() {
-		if r.Marker == "c1/t1-a1" && r.Reply == session.ReplyRetry {
+		if r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyRetry {
 			retry = true
 			assert.Contains(t, r.Detail, "does not see the subagent on disk yet")
 		}
-		assert.NotEqual(t, session.ReplyRefused, r.Reply, "%+v", r)
+		assert.NotEqual(t, bus.ReplyRefused, r.Reply, "%+v", r)
 	}
 	assert.True(t, retry, "the report of a subagent not yet on disk is told retry: %+v", o.AllReplies())
 }
@@ -918,7 +920,7 @@ export default async function main() { return (await agent.call({ role: "explore
 `
 	var host *sessiontest.Host
 	start := time.Now()
-	end, rows, _, o, _ := sessionRunWith(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, o, _ := sessionRunWith(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Attempt == 1 {
 			go func() {
 				var agent string
@@ -961,7 +963,7 @@ export default async function main() {
 			var runDir string
 			var o *sessiontest.Owner
 			pending := -1
-			end, _, _, _, _ := sessionRunWith(t, script, func(st session.StepFile) sessiontest.Answer {
+			end, _, _, _, _ := sessionRunWith(t, script, func(st bus.StepFile) sessiontest.Answer {
 				if st.Call == "c2" {
 					if c.pending == 0 {
 						assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
@@ -999,7 +1001,7 @@ export default async function main() {
 `
 	var host *sessiontest.Host
 	var ow *sessiontest.Owner
-	end, rows, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, rows, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Call == "c1" {
 			return sessiontest.Answer{Hold: true}
 		}
@@ -1008,7 +1010,7 @@ export default async function main() {
 			assert.Eventually(t, func() bool {
 				bound := false
 				for _, r := range ow.AllReplies() {
-					bound = bound || (r.Marker == "c1/t1-a1" && r.Reply == session.ReplyBound)
+					bound = bound || (r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyBound)
 				}
 				var ok bool
 				agent, turn, ok = host.Find(st.Marker)
@@ -1047,7 +1049,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	for n := uint64(1); n < 30; n++ {
 		st, svc, id, host := freshRun(ctx, t, wf)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(st session.StepFile) sessiontest.Answer {
+		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: func(st bus.StepFile) sessiontest.Answer {
 			go func() { // cancelled once its subagent is at work
 				require.Eventually(t, func() bool { _, _, ok := host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
 				time.Sleep(30 * time.Millisecond)
@@ -1226,23 +1228,23 @@ export default async function main() {
 `
 	var o *sessiontest.Owner
 	details := map[string]string{}
-	ask := func(r session.Report) {
+	ask := func(r bus.Report) {
 		sent, err := o.Bus.Dispatch(r)
 		require.NoError(t, err)
 		for {
 			if reply, ok, _ := o.Bus.ReplyTo(sent.ID); ok {
-				require.Equal(t, session.ReplyClose, reply.Reply, "%+v", reply)
+				require.Equal(t, bus.ReplyClose, reply.Reply, "%+v", reply)
 				details[r.Marker()] = reply.Detail
 				return
 			}
 			time.Sleep(5 * time.Millisecond) // the run answers at its next poll
 		}
 	}
-	end, _, _, _, _ := sessionRun(t, script, func(st session.StepFile) sessiontest.Answer {
+	end, _, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Call == "c2" {
 			// c1's attempt ended; c2 has no second attempt.
-			ask(session.Report{Run: o.Run, Call: "c1", Agent: "late-agent", K: 1, Attempt: 1})
-			ask(session.Report{Run: o.Run, Call: "c2", Agent: "early-agent", K: 1, Attempt: 2})
+			ask(bus.Report{Run: o.Run, Call: "c1", Agent: "late-agent", K: 1, Attempt: 1})
+			ask(bus.Report{Run: o.Run, Call: "c2", Agent: "early-agent", K: 1, Attempt: 2})
 		}
 		return sessiontest.Answer{Text: "ok"}
 	}, func(owner *sessiontest.Owner) { o = owner })
@@ -1273,7 +1275,7 @@ export default async function main() {
 	st, svc, id, host := freshRun(ctx, t, wf)
 	host.RolloutDir = t.TempDir()
 	revoked := false
-	answer := func(sf session.StepFile) sessiontest.Answer {
+	answer := func(sf bus.StepFile) sessiontest.Answer {
 		if sf.K == 1 {
 			return sessiontest.Answer{Text: "about five"} // input 10, output 10
 		}
@@ -1291,7 +1293,7 @@ export default async function main() {
 		return sessiontest.Answer{Text: `{"n": 5}`} // input 10, output 8
 	}
 	runDir := filepath.Join(dir, "run")
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: answer}
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: answer}
 	go o.Loop(ctx)
 	process := func() (*store.Status, error) {
 		b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4})
@@ -1350,7 +1352,7 @@ export default async function main() {
 		bindings := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(bindings, "019b0000-0000-7000-8000-0000000000ff.jsonl"), []byte("{}\n"), 0o600))
 		var runRepo string
-		answer := func(st session.StepFile) sessiontest.Answer {
+		answer := func(st bus.StepFile) sessiontest.Answer {
 			// While the executor works: the owner's folder changes, the run's repository's
 			// checkout changes, and another owner's binding gets a line.
 			assert.NoError(t, os.WriteFile(filepath.Join(ownerDir, "OWNER.md"), []byte("changed by the subagent\n"), 0o644))
@@ -1399,7 +1401,7 @@ export default async function main() {
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 	_, svc, id, host := freshRun(ctx, t, wf)
 	runDir := filepath.Join(dir, "run")
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id, Answer: func(st session.StepFile) sessiontest.Answer {
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: func(st bus.StepFile) sessiontest.Answer {
 		if st.K == 1 {
 			return sessiontest.Answer{Text: "about five"}
 		}
@@ -1481,14 +1483,14 @@ export default async function main() {
 	for n := uint64(1); n < 40; n++ {
 		st, svc, id, host := freshRun(ctx, t, wf)
 		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id}
-		o.Answer = func(sf session.StepFile) sessiontest.Answer {
+		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id}
+		o.Answer = func(sf bus.StepFile) sessiontest.Answer {
 			if sf.Call == "c2" {
 				go func() { // c2 fails once c1 is bound, so that the pause finds c1's turn running
 					for ctx.Err() == nil {
 						bound := false
 						for _, r := range o.AllReplies() {
-							bound = bound || r.Marker == "c1/t1-a1" && r.Reply == session.ReplyBound
+							bound = bound || r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyBound
 						}
 						if agent, turn, ok := host.Find(sf.Marker); bound && ok {
 							host.End(agent, turn, "", "usageLimitExceeded")
@@ -1554,7 +1556,7 @@ export default async function main() {
 // repair and its answer, each once, the task run again on a new subagent (its first attempt
 // lost) in place of the one it replaces.
 func TestSessionContinuationCarriesEachConversationTurn(t *testing.T) {
-	answer := func(st session.StepFile) sessiontest.Answer {
+	answer := func(st bus.StepFile) sessiontest.Answer {
 		switch {
 		case st.Call == "c1" && st.Attempt == 1:
 			return sessiontest.Answer{Lose: true}
@@ -1606,9 +1608,9 @@ export default async function main() {
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
 	_, svc, id, host := freshRun(ctx, t, wf)
 	runDir := filepath.Join(dir, "run")
-	var packets []session.StepFile
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id}
-	o.Answer = func(sf session.StepFile) sessiontest.Answer {
+	var packets []bus.StepFile
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id}
+	o.Answer = func(sf bus.StepFile) sessiontest.Answer {
 		if sf.Call == "c1" {
 			packets = append(packets, sf)
 		}
@@ -1624,7 +1626,7 @@ export default async function main() {
 				for ctx.Err() == nil {
 					bound := false
 					for _, r := range o.AllReplies() {
-						bound = bound || r.Marker == "c1/t2-a1" && r.Reply == session.ReplyBound
+						bound = bound || r.Marker == "c1/t2-a1" && r.Reply == bus.ReplyBound
 					}
 					if agent, turn, ok := host.Find(sf.Marker); bound && ok {
 						host.End(agent, turn, "", "usageLimitExceeded")
@@ -1667,7 +1669,7 @@ export default async function main() {
 	steps := enginetest.OfType(after, journal.TypeStepPublished)
 	require.Len(t, steps, 1, "one step: the repair, and no task turn again")
 	assert.Equal(t, 2, steps[0].K)
-	assert.Equal(t, session.ActionSpawn, steps[0].Action)
+	assert.Equal(t, bus.ActionSpawn, steps[0].Action)
 	packet, err := os.ReadFile(steps[0].Packet)
 	require.NoError(t, err)
 	assert.Contains(t, string(packet), "## Earlier attempts\n\nGeneration 1 of this call stopped in its repair turn: it was held (engine_paused). This one takes that turn again.\n\n")

@@ -1,200 +1,276 @@
 package session
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
+	"github.com/crw-dev/crw/journal"
 )
 
-// Actions a step asks of the owner.
-const (
-	ActionSpawn     = "spawn"      // spawn_agent, then crw flow dispatched
-	ActionSendInput = "send_input" // send_input(target, message), then crw flow dispatched
-	ActionClose     = "close"      // close_agent(target)
-)
+// step is one turn on its way: published, bound, harvested.
+type step struct {
+	b       *Backend
+	t       backend.Turn
+	rec     backend.Recorder
+	marker  string
+	attempt int
+	// rerun: this step runs its turn again, the attempt before it lost.
+	rerun   bool
+	reports chan bus.Report
 
-// StepFile is a published step as the owner reads it: steps/<call>/t<k>-a<n>.json under the
-// run's folder, or a close step, steps/<call>/close-a<n>-<agent>.json.
-type StepFile struct {
-	Call            string `json:"call"`
-	K               int    `json:"k,omitempty"`
-	Attempt         int    `json:"attempt"`
-	Op              string `json:"op,omitempty"`
-	Marker          string `json:"marker,omitempty"`
-	Role            string `json:"role,omitempty"`
-	Action          string `json:"action"`
-	AgentType       string `json:"agent_type,omitempty"`
-	Model           string `json:"model,omitempty"`
-	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	Message         string `json:"message,omitempty"`
-	Packet          string `json:"packet,omitempty"` // absolute
-	Workspace       string `json:"workspace,omitempty"`
-	AgentID         string `json:"agent_id,omitempty"` // a send_input's or a close's subagent
+	file   bus.StepFile
+	agent  string // the bound subagent
+	turnID string
+
+	failures     int // writes of the step that failed since it was last written
+	firstFailure time.Time
+	lastFailure  time.Time
+	lastError    string // the last failure's error
+
+	note         string         // what the packet says of earlier attempts
+	prior        []journal.Pair // the pairs earlier attempts, or the handle's subagent, ran
+	ran          journal.Pair   // the bound subagent's
+	conversation string         // what a continuation's packet says of the conversation it goes on from
+
+	recovered  bool // an earlier process published the step
+	lookups    int  // the marker lookups of a recovered step so far
+	hostWarned bool // its session_host_warning is written
 }
 
-// Marker names one turn of one attempt of a call: <call>/t<k>-a<n>.
-func Marker(call string, k, attempt int) string { return fmt.Sprintf("%s/t%d-a%d", call, k, attempt) }
-
-// Op names one turn of a call, whatever the attempt: <call>/t<k>.
-func Op(call string, k int) string { return fmt.Sprintf("%s/t%d", call, k) }
-
-// ParseMarker splits a marker; ok is false for anything else.
-func ParseMarker(m string) (call string, k, attempt int, ok bool) {
-	call, rest, found := strings.Cut(m, "/")
-	if !found || !validName(call) {
-		return "", 0, 0, false
+// register makes marker the one the step waits under ("": none); reports for the marker it
+// had are told close from now on.
+func (s *step) register(marker string) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.marker != "" {
+		delete(b.waiting, s.marker)
 	}
-	if n, err := fmt.Sscanf(rest, "t%d-a%d", &k, &attempt); err != nil || n != 2 || k < 1 || attempt < 1 || Marker(call, k, attempt) != m {
-		return "", 0, 0, false
+	if marker != "" {
+		b.waiting[marker] = s.reports
+		s.marker = marker
 	}
-	return call, k, attempt, true
 }
 
-// markerLine is the first line of every message the owner sends a subagent for a step.
-func markerLine(marker string) string { return "crw-flow-op: " + marker }
-
-// MarkerOf is the marker a message's first line carries, or "".
-func MarkerOf(message string) string {
-	first, _, _ := strings.Cut(message, "\n")
-	m, ok := strings.CutPrefix(strings.TrimRight(first, "\r "), "crw-flow-op: ")
-	if !ok {
-		return ""
-	}
-	if _, _, _, valid := ParseMarker(m); !valid {
-		return ""
-	}
-	return m
-}
-
-// SpawnMessage is the short message a spawn step sends; the packet holds the rest.
-func SpawnMessage(marker, role, workspace, packet string) string {
-	return markerLine(marker) + "\n" +
-		"CRW-ROLE: " + role + "\n" +
-		"\n" +
-		"Your shell starts in a directory that is NOT your workspace. Your workspace is " + workspace +
-		": run every command with workdir " + workspace + " and edit only by absolute paths under " + workspace + ".\n" +
-		"Read the task packet " + packet + " in full and follow it exactly. You are a leaf subagent: never spawn agents.\n" +
-		"Your final message is exactly the JSON object the packet names, and nothing else.\n"
-}
-
-// SendInputMessage is a send_input step's message: the marker line and the turn's input.
-func SendInputMessage(marker, input string) string { return markerLine(marker) + "\n" + input }
-
-// AgentType is the Codex agent_type a role's subagent is spawned as: executor-t1 runs as an
-// executor and the critic as a reviewer; every other role under its own name.
-func AgentType(role string) string {
-	switch role {
-	case "executor-t1":
-		return "executor"
-	case "critic":
-		return "reviewer"
-	}
-	return role
-}
-
-// validName is a call id or agent id that is safe as a file name's part.
-func validName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
+func (s *step) run(ctx context.Context) backend.Outcome {
+	b := s.b
+	s.file = s.stepFile()
+	s.recovered = s.t.Sent != nil
+	if s.t.Conversation != nil && s.file.Action == bus.ActionSpawn {
+		// A continuation runs on a new subagent, which cannot fork the handle's: its packet
+		// carries the journal's record of the conversation instead.
+		ex, err := s.t.Conversation()
+		if err != nil {
+			return backend.Outcome{Status: backend.Unavailable, Cause: err}
+		}
+		s.conversation = bus.ConversationSection(ex)
+		if s.t.Sent == nil && s.t.Resumed {
+			calls := make([]string, len(ex))
+			for i, e := range ex {
+				calls[i] = e.Call
+			}
+			s.rec.CheckpointStarted(backend.Checkpoint{Handle: s.t.Call.Resume, Calls: calls, Digest: digest(s.conversation)})
+		}
+		if n := len(ex); n > 0 {
+			// The call it continues: its packet, and its answer in a file beside this call's
+			// steps (the checkpoint's digest is of the conversation alone).
+			from := ex[n-1]
+			answerFile := ""
+			if from.Answer != "" {
+				answerFile, _ = b.bus.Attach(s.t.Call.ID, "continues-"+from.Call+"-answer.md", []byte(from.Answer))
+			}
+			s.conversation += bus.ContinuesSection(from.Call, from.Packet, answerFile)
 		}
 	}
-	return true
-}
-
-// PacketInput is what a packet is made of.
-type PacketInput struct {
-	Marker    string
-	Role      string
-	Workspace string
-	Env       map[string]string // the run's recorded environment: TMPDIR, tool entries
-	RunJSON   string            // the run.json that records it
-	Note      string            // what happened to earlier attempts
-	// Conversation is what a continuation goes on from (ConversationSection).
-	Conversation string
-	Task         string // the call's prompt (a repair's packet: the task, the answer and the instruction)
-	Schema       string // the output schema, JSON; "" for a text answer
-}
-
-// ConversationSection is the part of a continuation's packet that carries the conversation it
-// goes on from, as the journal records it: each call's task and answer, oldest first. "" for
-// none.
-func ConversationSection(ex []backend.Exchange) string {
-	if len(ex) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("## Conversation so far\n\nYou continue this conversation: the earlier turns and their answers, oldest first. Build on them; do not redo them.\n\n")
-	for _, e := range ex {
-		if len(e.Turns) == 0 {
-			// A call that ended before any turn: its task, and how it ended.
-			fmt.Fprintf(&b, "### %s: task\n\n%s\n\n### %s: no answer (%s)\n\n", e.Call, e.Prompt, e.Call, e.Status)
-			continue
+	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
+		// The journal has the attempt lost already: on to the next one, without judging it again.
+		s.agent = s.t.Thread.ID
+		if out, ok := s.nextAttempt(backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, Reason: sent.Lost}, true); !ok {
+			return out
 		}
-		for i, t := range e.Turns {
-			what := "task"
-			if t.K > 1 {
-				what = "repair"
-			}
-			fmt.Fprintf(&b, "### %s, turn %d: %s\n\n%s\n\n", e.Call, t.K, what, t.Prompt)
-			status := ""
-			if i == len(e.Turns)-1 {
-				status = " (" + e.Status + ")"
-			}
-			if t.Answer == "" {
-				fmt.Fprintf(&b, "### %s, turn %d: no answer%s\n\n", e.Call, t.K, status)
-			} else {
-				fmt.Fprintf(&b, "### %s, turn %d: answer%s\n\n%s\n\n", e.Call, t.K, status, t.Answer)
-			}
+	} else if sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == bus.ActionSendInput {
+		// An earlier process bound the step: the call goes on reading that turn.
+		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
+		b.setBound(s.marker, s.agent)
+		_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
+	} else if s.t.Sent == nil {
+		if out, ok := s.dispatch(); !ok {
+			return out
+		}
+	} else if !b.bus.Published(s.t.Call.ID, s.t.K, s.attempt) {
+		// An earlier process published it; the step file is gone with a retraction or was never
+		// written: it is published again (the same step, no new row) once the host shows nothing.
+		if !s.lookup(ctx) {
+			s.publish(s.packet())
 		}
 	}
-	return b.String()
+	for {
+		if s.agent == "" {
+			if out, ok := s.awaitBind(ctx); !ok {
+				return out
+			}
+		}
+		out, lost := s.harvest(ctx)
+		if lost == nil {
+			return out
+		}
+		if out, ok := s.nextAttempt(*lost, false); !ok {
+			return out
+		}
+	}
 }
 
-// ContinuesSection names, for a continuation, the call it goes on from: the packet that call
-// was given and the file that holds its answer ("" for either when there is none).
-func ContinuesSection(call, packet, answerFile string) string {
-	var parts []string
-	if packet != "" {
-		parts = append(parts, "its task packet is "+packet)
+// dispatch journals the step (its row committed first) and publishes it.
+func (s *step) dispatch() (backend.Outcome, bool) {
+	packet := s.packet()
+	st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
+		Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
+		Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
+		Note: s.note, ConversationTurn: s.t.K, PreviousAnswer: s.t.PreviousAnswer, CallTokens: s.t.Spent}
+	if st.Action == bus.ActionSendInput {
+		st.TokensSeen = s.t.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
 	}
-	if answerFile != "" {
-		parts = append(parts, "its answer is in "+answerFile)
+	if s.rerun {
+		// The next attempt of a lost turn: a turn run again, at the place of the one it
+		// replaces. A later turn of the same attempt (its repair) replaces nothing.
+		st.ReplacesTurn = s.t.K
 	}
-	if len(parts) == 0 {
-		return ""
+	s.rec.Dispatched(st)
+	if err := s.rec.Commit(); err != nil {
+		return backend.Outcome{Status: backend.Unavailable, Cause: err}, false
 	}
-	return "## The call you continue\n\nYou go on from call " + call + ": " + strings.Join(parts, ", and ") + ".\n\n"
+	s.publish(packet)
+	return backend.Outcome{}, true
 }
 
-// Packet is the self-contained task packet of a step, in Markdown.
-func Packet(in PacketInput) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# crw task packet %s (role %s)\n\n", in.Marker, in.Role)
-	b.WriteString("## Workspace\n\n")
-	fmt.Fprintf(&b, "You work only under the absolute path %s: run every command with workdir %s and edit only by absolute paths under it. "+
-		"A role that writes nothing changes nothing. Never run git commit, add, branch, reset or checkout.\n\n", in.Workspace, in.Workspace)
-	if overlay := Overlay(in.Role); overlay != "" {
-		b.WriteString("## Your role\n\n" + overlay + "\n\n")
+// nextAttempt gives up on a lost attempt: its row (unless recorded already), a close step for
+// its subagent, and the next attempt's step, a spawn in the same workspace whose packet says why.
+func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Outcome, bool) {
+	if !recorded {
+		s.rec.AttemptLost(lost)
+		// Durable before the close step acts on the host: a process that can no longer write
+		// the journal (its hold on the run lost) leaves the subagent to the next process.
+		if err := s.rec.Commit(); err != nil {
+			return backend.Outcome{Status: backend.Unavailable, Cause: err}, false
+		}
 	}
-	if tools := codex.ToolsSection(in.Env, in.RunJSON); tools != "" {
-		b.WriteString(tools + "\n")
+	if s.agent != "" {
+		s.b.bus.Unbind(s.t.Call.ID, s.attempt)
+		if err := s.b.closeStep(s.t.Call.ID, s.attempt, s.agent); err != nil {
+			s.rec.Warn("step_unwritten", "the close step of "+s.agent+" could not be written")
+		}
 	}
-	if in.Note != "" {
-		b.WriteString("## Earlier attempts\n\n" + in.Note + "\n\n")
+	s.note = fmt.Sprintf("Attempt %d of this turn was cut off: its subagent stopped before it answered (%s). Do the task from the start.", s.attempt, lost.Reason)
+	if s.t.Call.Role == "executor" || s.t.Call.Role == "executor-t1" {
+		s.note += fmt.Sprintf(" The workspace may hold its changes: read git -C %s status and the diff first.", s.file.Workspace)
 	}
-	b.WriteString(in.Conversation)
-	b.WriteString("## Task\n\n" + in.Task + "\n\n")
-	b.WriteString("## Output contract\n\n")
-	if in.Schema == "" {
-		b.WriteString("Your final message is your answer, as text.\n")
+	s.register(bus.Marker(s.t.Call.ID, s.t.K, s.attempt+1))
+	s.attempt++
+	s.rerun = true
+	if s.agent != "" {
+		s.prior = append(s.prior, s.ran)
+	}
+	s.agent, s.turnID = "", ""
+	s.t.Thread = backend.Thread{} // the next attempt spawns a subagent of its own
+	s.file = s.stepFile()
+	return s.dispatch()
+}
+
+// stepFile is the step as the owner reads it.
+func (s *step) stepFile() bus.StepFile {
+	c := s.t.Call
+	ws := c.Workspace
+	if ws == "" {
+		// A run without a repository: a call-private directory under the run's folder.
+		ws = filepath.Join(s.b.cfg.Dir, "calls", c.ID)
+	}
+	f := bus.StepFile{Call: c.ID, K: s.t.K, Attempt: s.attempt, Op: bus.Op(c.ID, s.t.K), Marker: s.marker, Role: c.Role,
+		AgentType: roles.AgentType(c.Role), Model: c.Pair.Model, ReasoningEffort: c.Pair.Effort, Workspace: ws,
+		Packet: s.b.bus.PacketPath(c.ID, s.t.K, s.attempt)}
+	if s.t.K > 1 && s.t.Thread.ID != "" {
+		f.Action, f.AgentID = bus.ActionSendInput, s.t.Thread.ID
+		f.Message = bus.SendInputMessage(s.marker, s.t.Prompt)
 	} else {
-		b.WriteString("Your final message is exactly one JSON document that satisfies this JSON Schema, and nothing before or after it:\n\n```json\n" + in.Schema + "\n```\n")
+		f.Action = bus.ActionSpawn
+		f.Message = bus.SpawnMessage(s.marker, c.Role, ws, f.Packet)
 	}
-	return b.String()
+	return f
 }
+
+func (s *step) packet() string {
+	task := s.t.Prompt
+	if s.t.K > 1 && s.file.Action == bus.ActionSpawn && s.t.Task != "" {
+		// A repair on a new subagent (its own was lost): the task once, the answer repaired and
+		// the instruction, as the subagent has no conversation to repair in.
+		task = s.t.RepairOnItsOwn()
+	}
+	return bus.Packet(bus.PacketInput{Marker: s.marker, Role: s.t.Call.Role, Workspace: s.file.Workspace, Env: s.b.cfg.Env,
+		RunJSON: filepath.Join(s.b.cfg.Dir, "run.json"), Note: s.note, Conversation: s.conversation, Task: task, Schema: string(s.t.Call.Schema)})
+}
+
+// publish makes the step visible. A step that cannot be written (a full disk) was sent to
+// nobody: it is written again at each poll and never ends the call. Its step_unwritten warning
+// is written at the 1st, 10th, 100th, ... failure, and a closing one when it is written at last
+// (or, from unwritten, when the turn ends), so a long outage costs a few rows, not one a poll.
+func (s *step) publish(packet string) bool {
+	err := mkdirWorkspace(s.file.Workspace)
+	if err == nil {
+		err = s.b.bus.Publish(s.file, packet)
+	}
+	now := time.Now().UTC()
+	if err == nil {
+		s.closeUnwritten(true)
+		return true
+	}
+	s.failures++
+	if s.failures == 1 {
+		s.firstFailure = now
+	}
+	s.lastFailure, s.lastError = now, err.Error()
+	if isPowerOf10(s.failures) {
+		s.unwritten(nil)
+	}
+	return false
+}
+
+// closeUnwritten writes the closing step_unwritten row of a step that failed to be written:
+// written once it is, not written when its turn ended first. Nothing when it never failed.
+func (s *step) closeUnwritten(written bool) {
+	if s.failures == 0 {
+		return
+	}
+	s.unwritten(&written)
+	s.failures = 0
+}
+
+// unwritten writes a step_unwritten flow row of the step.
+func (s *step) unwritten(written *bool) {
+	s.b.cfg.Flow(&journal.Row{Type: journal.TypeStepUnwritten, Call: s.t.Call.ID, Marker: s.marker, K: s.t.K, Attempt: s.attempt,
+		Action: s.file.Action, Rare: &journal.Rare{Unwritten: &journal.Unwritten{InputState: "not_delivered", Error: s.lastError,
+			Failures: s.failures, FirstAt: s.firstFailure, LastAt: s.lastFailure, Written: written}}})
+}
+
+func isPowerOf10(n int) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
+}
+
+// digest is the sha256 of a text, as rows record digests.
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// mkdirWorkspace makes sure a call's directory P is there: the placer made it when the run
+// has a repository, else it is a call-private directory under the run's folder.
+func mkdirWorkspace(dir string) error { return os.MkdirAll(dir, 0o700) }

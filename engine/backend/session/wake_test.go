@@ -14,7 +14,9 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -64,7 +66,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	host := sessiontest.NewHost(owner)
 	rows := &flowRows{}
 	cfg := session.Config{Run: id, Owner: owner, Host: host, Dir: filepath.Join(dir, "run"), Poll: 2 * time.Millisecond,
-		Flow: rows.add, Wake: session.WakeConfig{Now: c.Now}}
+		Flow: rows.add, Wake: wake.Config{Now: c.Now}}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -209,7 +211,7 @@ func TestSessionDoesNotWakeAWatchingOwner(t *testing.T) {
 	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	host, _, wait := wakeRun(t, c, func(cfg *session.Config) {
 		require.NoError(t, os.MkdirAll(cfg.Dir, 0o700))
-		seen := filepath.Join(cfg.Dir, session.SeenFile)
+		seen := filepath.Join(cfg.Dir, wake.SeenFile)
 		require.NoError(t, os.WriteFile(seen, nil, 0o600))
 		require.NoError(t, os.Chtimes(seen, c.Now(), c.Now())) // read just now
 	})
@@ -262,10 +264,10 @@ export default async function main() { return (await agent.call({ role: "explore
 	require.NoError(t, os.Mkdir(runDir, 0o700))
 	flow := &flowRows{}
 	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 4,
-		Flow: flow.add, Wake: session.WakeConfig{Now: c.Now}})
+		Flow: flow.add, Wake: wake.Config{Now: c.Now}})
 	defer b.Close()
-	o := &sessiontest.Owner{Host: host, Bus: session.Bus{Dir: runDir}, Run: id,
-		Answer: func(session.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id,
+		Answer: func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	defer stopOwner()
 	go o.Loop(ownerCtx)

@@ -27,7 +27,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/userfile"
 )
@@ -372,7 +372,7 @@ func roleFile(role string, pair journal.Pair) []byte {
 		Model       string `toml:"model,omitempty"`
 		Effort      string `toml:"model_reasoning_effort,omitempty"`
 		Instruction string `toml:"developer_instructions"`
-	}{pair.Model, pair.Effort, session.Overlay(role)}
+	}{pair.Model, pair.Effort, roles.Overlay(role)}
 	_ = toml.NewEncoder(&b).Encode(v)
 	return b.Bytes()
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/engine/shadow"
@@ -70,9 +71,9 @@ func TestOutputsMatchTheCommandLine(t *testing.T) {
 		Effects:  []engine.Effect{{Run: "r1", Call: "c1", Kind: "call", Node: "n", Thread: "th", Turns: []string{"t1"}, Verify: "v", Then: "w"}},
 		Verdicts: []engine.GivenVerdict{{Call: "c1", Verdict: "applied", By: "me", At: at, Output: json.RawMessage(`{"ok": true}`), OutputDigest: "sha256:x"}},
 		Log:      "/l", Next: []string{"do"}, Backend: engine.BackendState{Name: "session", Options: map[string]string{"owner": "o", "host": "h"}, Host: "h", Reachable: "reachable"}}
-	view := session.NextView{Run: "r1", State: "waiting_session", Steps: []session.NextStep{{StepFile: session.StepFile{Call: "c1", K: 1, Attempt: 1,
-		Marker: "c1/t1-a1", Action: "spawn", Message: "m"}, HostCall: session.HostCall{Tool: "spawn_agent", Arguments: map[string]any{"message": "m", "fork_context": false}}, Then: "t"}},
-		Slots: session.Slots{Limit: 6, Open: 1, Agents: []string{"a"}}, SpawnFormats: []session.SpawnFormat{{Role: "reviewer", AgentType: "reviewer", Call: "c"}},
+	view := nextview.NextView{Run: "r1", State: "waiting_session", Steps: []nextview.NextStep{{StepFile: bus.StepFile{Call: "c1", K: 1, Attempt: 1,
+		Marker: "c1/t1-a1", Action: "spawn", Message: "m"}, HostCall: nextview.HostCall{Tool: "spawn_agent", Arguments: map[string]any{"message": "m", "fork_context": false}}, Then: "t"}},
+		Slots: nextview.Slots{Limit: 6, Open: 1, Agents: []string{"a"}}, SpawnFormats: []nextview.SpawnFormat{{Role: "reviewer", AgentType: "reviewer", Call: "c"}},
 		Hint: "h", ResumedPID: 3, Warnings: []string{"w"}, Decisions: []journal.PendingDecision{{ID: "d", Question: "q"}}}
 	rep := &shadow.Report{Run: "r1", Backend: "fake", Script: "s.js", Recorded: 2, Matched: 1, Status: store.RunCompleted, Result: json.RawMessage(`1`),
 		Divergences: []shadow.Divergence{{Position: 1, Call: "c1", Node: "n", Fields: []replay.FieldDiff{{Field: "prompt", Expected: "a", Actual: "b"}}, Diff: "d"}},
@@ -82,7 +83,7 @@ func TestOutputsMatchTheCommandLine(t *testing.T) {
 		"status":     {st, statusOf(st)},
 		"inspect":    {in, inspectionOf(in)},
 		"next":       {view, nextOf(view)},
-		"reply":      {session.Reply{Reply: "bound", Marker: "m", Agent: "a", Detail: "d"}, Reply{Reply: "bound", Marker: "m", Agent: "a", Detail: "d"}},
+		"reply":      {bus.Reply{Reply: "bound", Marker: "m", Agent: "a", Detail: "d"}, Reply{Reply: "bound", Marker: "m", Agent: "a", Detail: "d"}},
 		"audit":      {[]engine.AuditEntry{{At: at, Op: "start", Run: "r1", Who: "w", Result: "ok"}}, auditOf([]engine.AuditEntry{{At: at, Op: "start", Run: "r1", Who: "w", Result: "ok"}})},
 		"shadow":     {rep, reportOf(rep)},
 		"start":      {map[string]any{"run": "r1", "pid": 3, "state": "running", "warnings": []string{"w"}, "preview": preview}, startedOf("r1", 3, []string{"w"}, preview)},

@@ -9,6 +9,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
@@ -235,7 +236,7 @@ func (s *Server) next(ctx context.Context, c *call, in *NextIn) (*Next, error) {
 }
 
 func (s *Server) dispatched(ctx context.Context, c *call, in *DispatchedIn) (*Reply, error) {
-	report := session.Report{Run: in.Run, Call: in.Call, Agent: in.Agent, K: intOr(in.K, 1), Attempt: intOr(in.Attempt, 1)}
+	report := bus.Report{Run: in.Run, Call: in.Call, Agent: in.Agent, K: intOr(in.K, 1), Attempt: intOr(in.Attempt, 1)}
 	r, err := ops.Dispatched(ctx, s.svc, s.st, report, seconds(in.WaitSeconds, 120*time.Second))
 	if err != nil {
 		return nil, err

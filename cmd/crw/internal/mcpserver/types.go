@@ -7,7 +7,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -157,7 +157,7 @@ type Preview struct {
 	Next         string        `json:"next"`
 }
 
-// SpawnFormat is session.SpawnFormat.
+// SpawnFormat is nextview.SpawnFormat.
 type SpawnFormat struct {
 	Role            string `json:"role"`
 	AgentType       string `json:"agent_type"`
@@ -184,7 +184,7 @@ func startedOf(run string, pid int, warnings []string, p *ops.Preview) *Started 
 	return out
 }
 
-func spawnFormatsOf(fs []session.SpawnFormat) []SpawnFormat {
+func spawnFormatsOf(fs []nextview.SpawnFormat) []SpawnFormat {
 	out := []SpawnFormat{}
 	for _, f := range fs {
 		out = append(out, SpawnFormat(f))
@@ -192,7 +192,7 @@ func spawnFormatsOf(fs []session.SpawnFormat) []SpawnFormat {
 	return out
 }
 
-// Next is session.NextView: what a session run asks of its owner.
+// Next is nextview.NextView: what a session run asks of its owner.
 type Next struct {
 	Run          string        `json:"run"`
 	State        string        `json:"state" jsonschema:"running, waiting_session, paused, ended, starting or waiting_decision"`
@@ -206,7 +206,7 @@ type Next struct {
 	Decisions    []Decision    `json:"decisions"`
 }
 
-// Step is session.NextStep: a step for the owner, the host call to make for it and what to do
+// Step is nextview.NextStep: a step for the owner, the host call to make for it and what to do
 // then.
 type Step struct {
 	Call            string   `json:"call"`
@@ -240,7 +240,7 @@ type Slots struct {
 	Agents []string `json:"agents"`
 }
 
-func nextOf(v session.NextView) *Next {
+func nextOf(v nextview.NextView) *Next {
 	out := &Next{Run: v.Run, State: v.State, Status: v.Status, Steps: []Step{},
 		Slots:        Slots{Limit: v.Slots.Limit, Open: v.Slots.Open, Agents: append([]string{}, v.Slots.Agents...)},
 		SpawnFormats: spawnFormatsOf(v.SpawnFormats), Hint: v.Hint, ResumedPID: v.ResumedPID,
@@ -258,7 +258,7 @@ func nextOf(v session.NextView) *Next {
 	return out
 }
 
-// Reply is session.Reply: the run's reply to a dispatched report.
+// Reply is bus.Reply: the run's reply to a dispatched report.
 type Reply struct {
 	Reply  string `json:"reply" jsonschema:"bound, pair_mismatch, retry, refused, close or queued"`
 	Marker string `json:"marker"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
@@ -157,7 +158,7 @@ func runRepo(opts *RunOptions) (string, error) {
 // as the owner keeps one subagent slot for a helper of its own.
 func runPool(opts *RunOptions) int {
 	if opts.Backend == session.Name {
-		return max(1, min(opts.Pool, session.MaxThreads("")-1))
+		return max(1, min(opts.Pool, nextview.MaxThreads("")-1))
 	}
 	return opts.Pool
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crw-dev/crw/engine/backend/bound"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store/local"
@@ -29,9 +29,9 @@ type Fact struct {
 // Preview is what crw flow start says of a session run before anything starts: how each role's
 // subagents are spawned and the session facts.
 type Preview struct {
-	SpawnFormats []session.SpawnFormat `json:"spawn_formats"`
-	Facts        []Fact                `json:"facts"`
-	Next         string                `json:"next"` // the command the steps are taken with
+	SpawnFormats []nextview.SpawnFormat `json:"spawn_formats"`
+	Facts        []Fact                 `json:"facts"`
+	Next         string                 `json:"next"` // the command the steps are taken with
 }
 
 // PreviewOf is what a session run's preview judges: the run ("" before it is created), its
@@ -45,7 +45,7 @@ type PreviewOf struct {
 // SessionPreview judges the session facts of a run about to start.
 func SessionPreview(st *local.Store, of PreviewOf) Preview {
 	run, owner, codexHome, roles := of.Run, of.Owner, of.CodexHome, of.Roles
-	p := Preview{SpawnFormats: session.SpawnFormats(agent.Roles, roles), Next: "crw flow next " + orRun(run) + " --json"}
+	p := Preview{SpawnFormats: nextview.SpawnFormats(agent.Roles, roles), Next: "crw flow next " + orRun(run) + " --json"}
 	fact := func(name string, ok bool, format string, a ...any) {
 		p.Facts = append(p.Facts, Fact{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
 	}
@@ -112,7 +112,7 @@ func SessionPreview(st *local.Store, of PreviewOf) Preview {
 	}
 
 	// subagent_slots and multi_agent_v1, from the owner's config.toml.
-	limit := session.MaxThreads(codexHome)
+	limit := nextview.MaxThreads(codexHome)
 	if limit < 2 {
 		fact("subagent_slots", false, "agents.max_threads is %d: the owner keeps one slot, none is left for a call", limit)
 	} else {

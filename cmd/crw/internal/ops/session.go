@@ -12,6 +12,9 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -20,7 +23,7 @@ import (
 
 // sessionRun is a session run as the owner's commands read it.
 type sessionRun struct {
-	bus    session.Bus
+	bus    bus.Bus
 	status *store.Status
 	spec   *store.Spec
 }
@@ -42,7 +45,7 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 	if err != nil {
 		return sessionRun{}, err
 	}
-	return sessionRun{bus: session.Bus{Dir: st.RunDir(id)}, status: status, spec: spec}, nil
+	return sessionRun{bus: bus.Bus{Dir: st.RunDir(id)}, status: status, spec: spec}, nil
 }
 
 // Next is crw flow next: what a session run asks of its owner thread, waiting up to wait for a
@@ -50,9 +53,9 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 // neither paused nor over, nor waits for a decision, is resumed once, as crw flow resume
 // --detach does. The close steps it hands out where nothing else will are taken back (an
 // ended run's) or noted (a private host's).
-func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (session.NextView, error) {
+func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (nextview.NextView, error) {
 	if wait < 0 {
-		return session.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+		return nextview.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
 	began := time.Now()
 	deadline := began.Add(wait)
@@ -61,7 +64,7 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 	for {
 		sr, err := sessionBus(ctx, svc, st, id)
 		if err != nil {
-			return session.NextView{}, err
+			return nextview.NextView{}, err
 		}
 		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateWaitingResume) && resumed == 0 && notStarted == nil {
 			// Once: a resume that cannot start is said in a warning, with why, rather than
@@ -76,7 +79,7 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		}
 		view, err := nextView(sr)
 		if err != nil {
-			return session.NextView{}, busError(id, err)
+			return nextview.NextView{}, busError(id, err)
 		}
 		touchSeen(sr.bus.Dir)
 		view.ResumedPID = resumed
@@ -93,14 +96,14 @@ func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, 
 		}
 		// A run that is starting is read again for up to startingReread whatever --wait says:
 		// its holder is coming up, or a command holds the run lock for a moment (seed 003).
-		rereadStart := view.State == session.StateStarting && time.Since(began) < startingReread
-		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == session.StateEnded || view.State == session.StatePaused || view.State == session.StateWaitingDecision || !time.Now().Before(deadline)) {
+		rereadStart := view.State == nextview.StateStarting && time.Since(began) < startingReread
+		if !rereadStart && (len(view.Steps) > 0 || view.State != first || view.State == nextview.StateEnded || view.State == nextview.StatePaused || view.State == nextview.StateWaitingDecision || !time.Now().Before(deadline)) {
 			handOutCloses(sr, view)
 			return view, nil
 		}
 		select {
 		case <-ctx.Done():
-			return session.NextView{}, ctx.Err()
+			return nextview.NextView{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -129,11 +132,11 @@ func resumeWarning(err error) string {
 // handOutCloses takes back the close steps next has handed out where nothing else will: an
 // ended run's (no process watches its subagents any more), and through the inbox a live run's
 // whose private host cannot show a subagent closed.
-func handOutCloses(sr sessionRun, v session.NextView) {
+func handOutCloses(sr sessionRun, v nextview.NextView) {
 	for _, st := range v.Steps {
 		switch {
-		case st.Action != session.ActionClose:
-		case v.State == session.StateEnded:
+		case st.Action != bus.ActionClose:
+		case v.State == nextview.StateEnded:
 			sr.bus.RetractClose(st.Call, st.Attempt, st.AgentID)
 		case sr.private():
 			_ = sr.bus.HandedOut(v.Run, st.StepFile)
@@ -141,10 +144,10 @@ func handOutCloses(sr sessionRun, v session.NextView) {
 	}
 }
 
-// touchSeen marks that the owner read the run (session.SeenFile), so the run does not wake an
+// touchSeen marks that the owner read the run (wake.SeenFile), so the run does not wake an
 // owner that watches it. Not a row: next writes none.
 func touchSeen(dir string) {
-	f, err := os.OpenFile(filepath.Join(dir, session.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, wake.SeenFile), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return
 	}
@@ -158,7 +161,7 @@ func touchSeen(dir string) {
 // ownerWarnings says when the owner's line in force is not the run's while the run goes on:
 // the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
 func ownerWarnings(st *local.Store, sr sessionRun, state string) []string {
-	if state == session.StateEnded || state == session.StatePaused || state == session.StateWaitingDecision {
+	if state == nextview.StateEnded || state == nextview.StatePaused || state == nextview.StateWaitingDecision {
 		return nil
 	}
 	owner := sr.spec.BackendOptions["owner"]
@@ -182,34 +185,34 @@ func busError(run string, err error) error {
 		return err
 	}
 	reason := "step_bus_unusable"
-	if errors.Is(err, session.ErrDamaged) {
+	if errors.Is(err, bus.ErrDamaged) {
 		reason = "step_bus_damaged"
 	}
 	return errs.New(errs.RunUnavailable, "run %s: its step bus cannot be used: %v", run, err).
 		Because("session", reason, "not_started", errs.Certain).Next("crw flow status " + run)
 }
 
-func nextView(sr sessionRun) (session.NextView, error) {
+func nextView(sr sessionRun) (nextview.NextView, error) {
 	st := sr.status
 	// The bus alone: the journal is not read, so the answer costs the same at any length.
 	steps, _, agents, err := sr.bus.Read()
 	if err != nil {
-		return session.NextView{}, err
+		return nextview.NextView{}, err
 	}
-	state := session.StateRunning
+	state := nextview.StateRunning
 	switch {
 	case st.State == store.StateEnded:
-		state = session.StateEnded
+		state = nextview.StateEnded
 	case st.State == store.StatePaused:
-		state = session.StatePaused
+		state = nextview.StatePaused
 	case st.State == store.StateWaitingDecision:
-		state = session.StateWaitingDecision
+		state = nextview.StateWaitingDecision
 	case st.State == store.StateRunning && st.LastSeq == 0:
-		state = session.StateStarting // its process has not published its start yet
+		state = nextview.StateStarting // its process has not published its start yet
 	}
-	v := session.Next(st.Run, state, string(st.Status), steps, agents, session.MaxThreads(sr.spec.BackendOptions["codex-home"]),
-		session.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
-	if state == session.StatePaused {
+	v := nextview.Next(st.Run, state, string(st.Status), steps, agents, nextview.MaxThreads(sr.spec.BackendOptions["codex-home"]),
+		nextview.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
+	if state == nextview.StatePaused {
 		v = v.WithPause(engine.PausedBy(st))
 	}
 	return v, nil
@@ -220,31 +223,30 @@ func nextView(sr sessionRun) (session.NextView, error) {
 // close). A report of a run no process holds is queued at once, and one no process of the
 // run answers in time is queued then: it stays in the run's inbox. A report for a run that has ended, or for a step a paused run no longer publishes, is
 // answered close at once.
-func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report session.Report, wait time.Duration) (session.Reply, error) {
+func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report bus.Report, wait time.Duration) (bus.Reply, error) {
 	id := report.Run
 	if wait < 0 {
-		return session.Reply{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
+		return bus.Reply{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
 	sr, err := sessionBus(ctx, svc, st, id)
 	if err != nil {
-		return session.Reply{}, err
+		return bus.Reply{}, err
 	}
-	bus := sr.bus
 	if err := report.Check(); err != nil {
-		return session.Reply{}, errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
+		return bus.Reply{}, errs.New(errs.InvalidRequest, "crw flow dispatched: %v", err)
 	}
-	r, err := bus.Dispatch(report)
+	r, err := sr.bus.Dispatch(report)
 	if err != nil {
-		return session.Reply{}, busError(id, err)
+		return bus.Reply{}, busError(id, err)
 	}
 	agent := report.Agent
-	reply := session.Reply{Reply: session.ReplyQueued, Marker: r.Marker(), Agent: agent,
+	reply := bus.Reply{Reply: bus.ReplyQueued, Marker: r.Marker(), Agent: agent,
 		Detail: "no process of the run answered in time: the report waits in the run's inbox; crw flow next shows when the run goes on"}
 	deadline := time.Now().Add(wait)
 	for first := true; first || time.Now().Before(deadline); first = false {
-		got, ok, err := bus.ReplyTo(r.ID)
+		got, ok, err := sr.bus.ReplyTo(r.ID)
 		if err != nil {
-			return session.Reply{}, busError(id, err)
+			return bus.Reply{}, busError(id, err)
 		}
 		if ok {
 			return got, nil
@@ -254,16 +256,16 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 			// a paused one with every step it no longer publishes.
 			detail := ""
 			switch {
-			case status.State == store.StateEnded && bus.PacketWritten(r.Call, r.K, r.Attempt):
+			case status.State == store.StateEnded && sr.bus.PacketWritten(r.Call, r.K, r.Attempt):
 				detail = "the run ended (" + string(status.Status) + "): the attempt of this marker ended; close the subagent"
 			case status.State == store.StateEnded:
 				detail = "the run ended (" + string(status.Status) + ") and never published a step under this marker; close the subagent"
-			case status.State == store.StatePaused && !bus.Published(r.Call, r.K, r.Attempt):
-				detail = "the run is paused: " + bus.CloseDetail(r)
+			case status.State == store.StatePaused && !sr.bus.Published(r.Call, r.K, r.Attempt):
+				detail = "the run is paused: " + sr.bus.CloseDetail(r)
 			}
 			if detail != "" {
-				bus.Drop(r) // answered here: no process will read it
-				return session.Reply{Reply: session.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
+				sr.bus.Drop(r) // answered here: no process will read it
+				return bus.Reply{Reply: bus.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
 			}
 		}
 		if !local.Held(st.Root(), id) {
@@ -274,7 +276,7 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 		}
 		select {
 		case <-ctx.Done():
-			return session.Reply{}, ctx.Err()
+			return bus.Reply{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

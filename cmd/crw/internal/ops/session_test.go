@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/backend/session/wake"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -41,15 +43,15 @@ func TestNextReadsAStartingRunAgain(t *testing.T) {
 	began := time.Now()
 	view, err := Next(ctx, svc, st, "20261204-100000-aaaaaa", 0)
 	require.NoError(t, err)
-	assert.Equal(t, session.StateStarting, view.State)
+	assert.Equal(t, nextview.StateStarting, view.State)
 	assert.GreaterOrEqual(t, time.Since(began), startingReread, "answered starting without reading the run again")
 
 	// The holder goes while next reads: next answers what the run is then.
 	going := create("20261204-100000-bbbbbb")
-	seen := filepath.Join(st.RunDir("20261204-100000-bbbbbb"), session.SeenFile)
+	seen := filepath.Join(st.RunDir("20261204-100000-bbbbbb"), wake.SeenFile)
 	startingReread = time.Hour
 	type answer struct {
-		view session.NextView
+		view nextview.NextView
 		err  error
 	}
 	done := make(chan answer, 1)
@@ -70,5 +72,5 @@ func TestNextReadsAStartingRunAgain(t *testing.T) {
 	going.Release()
 	a := <-done
 	require.NoError(t, a.err)
-	assert.NotEqual(t, session.StateStarting, a.view.State)
+	assert.NotEqual(t, nextview.StateStarting, a.view.State)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/internal/mockmodel"
 )
 
@@ -86,8 +86,8 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	h, err := Dial(ctx, "unix://"+sock)
 	require.NoError(t, err)
 	defer h.Close()
-	subs := eventually(t, "two subagents listed", func() ([]session.Thread, error) { return h.Subagents(ctx) },
-		func(s []session.Thread) bool { return len(s) == 2 })
+	subs := eventually(t, "two subagents listed", func() ([]host.Thread, error) { return h.Subagents(ctx) },
+		func(s []host.Thread) bool { return len(s) == 2 })
 	ids := map[string]string{}
 	for _, s := range subs {
 		assert.Equal(t, ownerID, s.ParentThreadID)
@@ -100,11 +100,11 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	require.NotEmpty(t, b, "%+v", subs)
 
 	// A's answer is harvested.
-	subA := eventually(t, "A answered", func() (session.Thread, error) { return h.ReadThread(ctx, a) },
-		func(s session.Thread) bool { return len(s.Turns) == 1 && s.Turns[0].Status == "completed" })
-	assert.Equal(t, session.Thread{ID: a, ParentThreadID: ownerID, AgentRole: "reviewer", Model: "mock-reviewer-model",
+	subA := eventually(t, "A answered", func() (host.Thread, error) { return h.ReadThread(ctx, a) },
+		func(s host.Thread) bool { return len(s.Turns) == 1 && s.Turns[0].Status == "completed" })
+	assert.Equal(t, host.Thread{ID: a, ParentThreadID: ownerID, AgentRole: "reviewer", Model: "mock-reviewer-model",
 		Effort: "high", Cwd: work, RolloutPath: subA.RolloutPath, Status: "idle", Preview: markerA,
-		Turns: []session.Turn{{ID: subA.Turns[0].ID, Status: "completed", FirstUserMessage: markerA,
+		Turns: []host.Turn{{ID: subA.Turns[0].ID, Status: "completed", FirstUserMessage: markerA,
 			Answer: `{"verdict": "ok", "step": "c1/t1"}`, HasAnswer: true}}}, subA)
 	assert.True(t, strings.HasSuffix(subA.RolloutPath, a+".jsonl"), subA.RolloutPath)
 	assert.FileExists(t, subA.RolloutPath)
@@ -115,10 +115,10 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	t.Logf("turn/interrupt of an ended turn: %v", err)
 
 	// B runs: its model never answers.
-	subB := eventually(t, "B running", func() (session.Thread, error) { return h.ReadThread(ctx, b) },
-		func(s session.Thread) bool { return len(s.Turns) == 1 })
+	subB := eventually(t, "B running", func() (host.Thread, error) { return h.ReadThread(ctx, b) },
+		func(s host.Thread) bool { return len(s.Turns) == 1 })
 	assert.Equal(t, "active", subB.Status)
-	assert.Equal(t, session.Turn{ID: subB.Turns[0].ID, Status: "inProgress", FirstUserMessage: markerB}, subB.Turns[0])
+	assert.Equal(t, host.Turn{ID: subB.Turns[0].ID, Status: "inProgress", FirstUserMessage: markerB}, subB.Turns[0])
 
 	// A private app server reads the same threads from disk: the running one as notLoaded, its
 	// turn interrupted.
@@ -129,8 +129,8 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "notLoaded", privA.Status)
 	assert.Equal(t, subA.Turns, privA.Turns)
-	privB := eventually(t, "B on disk", func() (session.Thread, error) { return p.ReadThread(ctx, b) },
-		func(s session.Thread) bool { return len(s.Turns) == 1 })
+	privB := eventually(t, "B on disk", func() (host.Thread, error) { return p.ReadThread(ctx, b) },
+		func(s host.Thread) bool { return len(s.Turns) == 1 })
 	assert.Equal(t, "notLoaded", privB.Status)
 	assert.Equal(t, "interrupted", privB.Turns[0].Status, "what a private app server shows of a running turn")
 	assert.ErrorIs(t, p.InterruptTurn(ctx, b, subB.Turns[0].ID), ErrNoInterrupt)
@@ -140,15 +140,15 @@ func TestSubagentsOfARealOwner(t *testing.T) {
 
 	// crw interrupts B.
 	require.NoError(t, h.InterruptTurn(ctx, b, subB.Turns[0].ID))
-	subB = eventually(t, "B interrupted", func() (session.Thread, error) { return h.ReadThread(ctx, b) },
-		func(s session.Thread) bool { return s.Turns[0].Status == "interrupted" })
+	subB = eventually(t, "B interrupted", func() (host.Thread, error) { return h.ReadThread(ctx, b) },
+		func(s host.Thread) bool { return s.Turns[0].Status == "interrupted" })
 	assert.False(t, subB.Turns[0].HasAnswer)
 
 	// Ids the host does not know.
 	for _, id := range []string{"019b0000-0000-7000-8000-000000000000", "bogus"} {
 		_, err = h.ReadThread(ctx, id)
-		assert.True(t, errors.Is(err, session.ErrUnknownThread), "%s: %v", id, err)
+		assert.True(t, errors.Is(err, host.ErrUnknownThread), "%s: %v", id, err)
 		_, err = p.ReadThread(ctx, id)
-		assert.True(t, errors.Is(err, session.ErrUnknownThread), "%s: %v", id, err)
+		assert.True(t, errors.Is(err, host.ErrUnknownThread), "%s: %v", id, err)
 	}
 }

@@ -13,7 +13,7 @@
 //   - a subagent still running in the owner's process reads as notLoaded, and its in-flight turn
 //     as interrupted; a caller must not take that as evidence that the attempt was lost;
 //   - a subagent the owner's process has not yet written to its rollout can read as unknown
-//     (session.ErrUnknownThread): Codex writes a rollout lazily;
+//     (host.ErrUnknownThread): Codex writes a rollout lazily;
 //   - it cannot interrupt a turn of the owner's process: InterruptTurn is ErrNoInterrupt.
 //
 // Every request is bounded by its ctx and by the request timeout (WithTimeout, default one
@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
 // ErrClosed: the connection to the host has ended (the host closed it, it broke, a message
@@ -43,7 +43,7 @@ var ErrClosed = errors.New("codexhost: the connection to the host is closed")
 // ErrNoInterrupt: a private app server cannot interrupt a turn that runs in the owner's.
 var ErrNoInterrupt = errors.New("codexhost: a private app server cannot interrupt the owner's turns")
 
-// Host is a session.Host on a Codex app server.
+// Host is a host.Host on a Codex app server.
 type Host struct {
 	client  *codex.Client
 	private bool
@@ -51,9 +51,9 @@ type Host struct {
 }
 
 var (
-	_ session.Host         = (*Host)(nil)
-	_ session.Waker        = (*Host)(nil)
-	_ session.OwnerSpawner = (*Host)(nil)
+	_ host.Host         = (*Host)(nil)
+	_ host.Waker        = (*Host)(nil)
+	_ host.OwnerSpawner = (*Host)(nil)
 )
 
 // Option configures Dial and Private.
@@ -109,7 +109,7 @@ func Private(ctx context.Context, codexBinary, codexHome string, opts ...Option)
 	return &Host{client: s.Client(), private: true, close: func() error { s.Stop(5 * time.Second); return nil }}, nil
 }
 
-// Close implements session.Host: the connection is closed (a private app server stopped).
+// Close implements host.Host: the connection is closed (a private app server stopped).
 func (h *Host) Close() error { return h.close() }
 
 // call runs one request; an ended connection is ErrClosed.
@@ -140,16 +140,16 @@ func unknownThread(err error) (string, bool) {
 	return "", false
 }
 
-// ReadThread implements session.Host: thread/read with the thread's turns.
-func (h *Host) ReadThread(ctx context.Context, id string) (session.Thread, error) {
+// ReadThread implements host.Host: thread/read with the thread's turns.
+func (h *Host) ReadThread(ctx context.Context, id string) (host.Thread, error) {
 	var r struct {
 		Thread wireThread `json:"thread"`
 	}
 	if err := h.call(ctx, "thread/read", map[string]any{"threadId": id, "includeTurns": true}, &r); err != nil {
 		if msg, ok := unknownThread(err); ok {
-			return session.Thread{}, fmt.Errorf("codexhost: thread %s: %w (%s)", id, session.ErrUnknownThread, msg)
+			return host.Thread{}, fmt.Errorf("codexhost: thread %s: %w (%s)", id, host.ErrUnknownThread, msg)
 		}
-		return session.Thread{}, err
+		return host.Thread{}, err
 	}
 	return r.Thread.session(true), nil
 }
@@ -160,11 +160,11 @@ const (
 	listPages = 100
 )
 
-// Subagents implements session.Host: thread/list by the subAgentThreadSpawn source kind,
+// Subagents implements host.Host: thread/list by the subAgentThreadSpawn source kind,
 // newest first, page after page; past listPages pages (10,000 subagents, in a CODEX_HOME that
 // keeps every subagent ever spawned) only the newest are listed.
-func (h *Host) Subagents(ctx context.Context) ([]session.Thread, error) {
-	var all []session.Thread
+func (h *Host) Subagents(ctx context.Context) ([]host.Thread, error) {
+	var all []host.Thread
 	cursor := ""
 	for range listPages {
 		params := map[string]any{"sourceKinds": []string{"subAgentThreadSpawn"}, "limit": listPage,
@@ -190,7 +190,7 @@ func (h *Host) Subagents(ctx context.Context) ([]session.Thread, error) {
 	return all, nil
 }
 
-// InterruptTurn implements session.Host: turn/interrupt. The turn ends soon after, interrupted.
+// InterruptTurn implements host.Host: turn/interrupt. The turn ends soon after, interrupted.
 // When the thread runs no turn Codex answers -32600 "no active turn to interrupt", when it runs
 // another "expected active turn id X but found Y": an *codex.RPCError either way.
 func (h *Host) InterruptTurn(ctx context.Context, threadID, turnID string) error {
@@ -199,26 +199,26 @@ func (h *Host) InterruptTurn(ctx context.Context, threadID, turnID string) error
 	}
 	err := h.call(ctx, "turn/interrupt", map[string]string{"threadId": threadID, "turnId": turnID}, nil)
 	if msg, ok := unknownThread(err); ok {
-		return fmt.Errorf("codexhost: thread %s: %w (%s)", threadID, session.ErrUnknownThread, msg)
+		return fmt.Errorf("codexhost: thread %s: %w (%s)", threadID, host.ErrUnknownThread, msg)
 	}
 	return err
 }
 
-// OwnerStatus implements session.Waker: thread/read without turns.
+// OwnerStatus implements host.Waker: thread/read without turns.
 func (h *Host) OwnerStatus(ctx context.Context, thread string) (string, error) {
 	var r struct {
 		Thread wireThread `json:"thread"`
 	}
 	if err := h.call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": false}, &r); err != nil {
 		if msg, ok := unknownThread(err); ok {
-			return "", fmt.Errorf("codexhost: thread %s: %w (%s)", thread, session.ErrUnknownThread, msg)
+			return "", fmt.Errorf("codexhost: thread %s: %w (%s)", thread, host.ErrUnknownThread, msg)
 		}
 		return "", err
 	}
 	return r.Thread.Status.Type, nil
 }
 
-// ThreadCwd implements session.CwdReader: a thread's working directory, read without its turns.
+// ThreadCwd implements host.CwdReader: a thread's working directory, read without its turns.
 func (h *Host) ThreadCwd(ctx context.Context, thread string) (string, error) {
 	var r struct {
 		Thread wireThread `json:"thread"`
@@ -229,11 +229,11 @@ func (h *Host) ThreadCwd(ctx context.Context, thread string) (string, error) {
 	return r.Thread.Cwd, nil
 }
 
-// Wake implements session.Waker: a turn on the owner's thread, resumed first when it is not
+// Wake implements host.Waker: a turn on the owner's thread, resumed first when it is not
 // loaded. A private app server never wakes the owner: the turn would run outside its process.
 func (h *Host) Wake(ctx context.Context, thread, text string) (string, error) {
 	if h.private {
-		return "", session.ErrNoWake
+		return "", host.ErrNoWake
 	}
 	status, err := h.OwnerStatus(ctx, thread)
 	if err != nil {
@@ -254,7 +254,7 @@ func (h *Host) Wake(ctx context.Context, thread, text string) (string, error) {
 	return r.Turn.ID, nil
 }
 
-// WakeTurn implements session.Waker: the status of a wake's turn on the owner's thread, from
+// WakeTurn implements host.Waker: the status of a wake's turn on the owner's thread, from
 // the thread's turns ("" when the thread shows no such turn).
 func (h *Host) WakeTurn(ctx context.Context, thread, turnID string) (string, error) {
 	var r struct {
@@ -271,20 +271,20 @@ func (h *Host) WakeTurn(ctx context.Context, thread, turnID string) (string, err
 	return "", nil
 }
 
-// OwnerSpawns implements session.OwnerSpawner: the owner's completed spawnAgent calls, from its
+// OwnerSpawns implements host.OwnerSpawner: the owner's completed spawnAgent calls, from its
 // turns' collabAgentToolCall items.
-func (h *Host) OwnerSpawns(ctx context.Context, owner string) ([]session.Spawn, error) {
+func (h *Host) OwnerSpawns(ctx context.Context, owner string) ([]host.Spawn, error) {
 	var r struct {
 		Thread wireThread `json:"thread"`
 	}
 	if err := h.call(ctx, "thread/read", map[string]any{"threadId": owner, "includeTurns": true}, &r); err != nil {
 		return nil, err
 	}
-	var out []session.Spawn
+	var out []host.Spawn
 	for _, turn := range r.Thread.Turns {
 		for _, it := range turn.Items {
 			if it.Type == "collabAgentToolCall" && it.Tool == "spawnAgent" && it.Status == "completed" && len(it.ReceiverThreadIDs) == 1 {
-				out = append(out, session.Spawn{CallID: it.ID, Agent: it.ReceiverThreadIDs[0], Prompt: it.Prompt})
+				out = append(out, host.Spawn{CallID: it.ID, Agent: it.ReceiverThreadIDs[0], Prompt: it.Prompt})
 			}
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/codexhost"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
 func dial(t *testing.T, f *fakeHost, opts ...codexhost.Option) *codexhost.Host {
@@ -57,7 +57,7 @@ func TestReadThreadMapsASubagent(t *testing.T) {
 	h := dial(t, f)
 	th, err := h.ReadThread(context.Background(), "019dd0a1-sub")
 	require.NoError(t, err)
-	assert.Equal(t, session.Thread{
+	assert.Equal(t, host.Thread{
 		ID:             "019dd0a1-sub",
 		ParentThreadID: "019dd0a0-owner",
 		AgentRole:      "reviewer",
@@ -67,7 +67,7 @@ func TestReadThreadMapsASubagent(t *testing.T) {
 		RolloutPath:    "/home/u/.codex/sessions/2026/12/01/rollout-2026-12-01T08-00-00-019dd0a1-sub.jsonl",
 		Status:         "idle",
 		Preview:        "crw-flow-op: c1/t1-a1\nReview the diff.",
-		Turns: []session.Turn{
+		Turns: []host.Turn{
 			{ID: "turn-1", Status: "completed", FirstUserMessage: "crw-flow-op: c1/t1-a1\nReview the diff.",
 				Answer: `{"verdict":"ok"}`, HasAnswer: true},
 			{ID: "turn-2", Status: "failed", FirstUserMessage: "Again, please.",
@@ -87,7 +87,7 @@ func TestReadThreadOfAnOwner(t *testing.T) {
 	})
 	th, err := dial(t, f).ReadThread(context.Background(), "owner")
 	require.NoError(t, err)
-	assert.Equal(t, session.Thread{ID: "owner", Cwd: "/w", Status: "active", Turns: []session.Turn{}}, th)
+	assert.Equal(t, host.Thread{ID: "owner", Cwd: "/w", Status: "active", Turns: []host.Turn{}}, th)
 }
 
 func agentMessage(text string, phase any) map[string]any {
@@ -142,7 +142,7 @@ func TestTurnErrors(t *testing.T) {
 	})
 	th, err := dial(t, f).ReadThread(context.Background(), "t")
 	require.NoError(t, err)
-	assert.Equal(t, []session.Turn{
+	assert.Equal(t, []host.Turn{
 		{ID: "a", Status: "failed", Error: &codex.TurnError{Message: "Codex ran out of room in the model's context window.",
 			CodexErrorInfo: json.RawMessage(`"contextWindowExceeded"`)}},
 		{ID: "b", Status: "interrupted", Error: &codex.TurnError{Message: "aborted"}},
@@ -171,18 +171,18 @@ func TestReadThreadUnknown(t *testing.T) {
 	h := dial(t, f)
 	ctx := context.Background()
 	_, err := h.ReadThread(ctx, "019b0000-0000-7000-8000-000000000000")
-	assert.ErrorIs(t, err, session.ErrUnknownThread)
+	assert.ErrorIs(t, err, host.ErrUnknownThread)
 	assert.EqualError(t, err, "codexhost: thread 019b0000-0000-7000-8000-000000000000: the host does not know the thread (thread not loaded: 019b0000-0000-7000-8000-000000000000)")
 	_, err = h.ReadThread(ctx, "bogus")
-	assert.ErrorIs(t, err, session.ErrUnknownThread)
+	assert.ErrorIs(t, err, host.ErrUnknownThread)
 
 	_, err = h.ReadThread(ctx, "ephemeral")
-	assert.NotErrorIs(t, err, session.ErrUnknownThread)
+	assert.NotErrorIs(t, err, host.ErrUnknownThread)
 	var rpc *codex.RPCError
 	require.ErrorAs(t, err, &rpc)
 	assert.Equal(t, codex.RPCError{Code: -32600, Message: "ephemeral threads do not support includeTurns"}, *rpc)
 	_, err = h.ReadThread(ctx, "odd")
-	assert.NotErrorIs(t, err, session.ErrUnknownThread, "only -32600 is Codex's unknown thread")
+	assert.NotErrorIs(t, err, host.ErrUnknownThread, "only -32600 is Codex's unknown thread")
 }
 
 // Subagents asks for the subagent source kind, newest first, and follows nextCursor to the end.
@@ -202,7 +202,7 @@ func TestSubagentsFollowsCursors(t *testing.T) {
 	})
 	subs, err := dial(t, f).Subagents(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []session.Thread{
+	assert.Equal(t, []host.Thread{
 		{ID: "s3", ParentThreadID: "o2", AgentRole: "reviewer", Model: "m", Effort: "low", Cwd: "/w", RolloutPath: "/h/s3.jsonl",
 			Status: "active", Preview: "crw-flow-op: c3/t1-a1"},
 		{ID: "s2", ParentThreadID: "o1", Model: "m", Cwd: "/w", RolloutPath: "/h/s2.jsonl", Status: "notLoaded"},
@@ -243,7 +243,7 @@ func TestInterruptTurn(t *testing.T) {
 	h := dial(t, f)
 	ctx := context.Background()
 	require.NoError(t, h.InterruptTurn(ctx, "sub", "u1"))
-	assert.ErrorIs(t, h.InterruptTurn(ctx, "gone", "u1"), session.ErrUnknownThread)
+	assert.ErrorIs(t, h.InterruptTurn(ctx, "gone", "u1"), host.ErrUnknownThread)
 	err := h.InterruptTurn(ctx, "sub", "u0")
 	var rpc *codex.RPCError
 	require.ErrorAs(t, err, &rpc)

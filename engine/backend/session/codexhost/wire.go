@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
 // wireThread is a Thread as thread/read and thread/list send it (Codex 0.169.0); null fields
@@ -26,11 +26,11 @@ type wireThread struct {
 
 // session is the thread as the session backend reads it; withTurns keeps its turns (an empty
 // list, not nil, for a thread that has none).
-func (w *wireThread) session(withTurns bool) session.Thread {
-	t := session.Thread{ID: w.ID, ParentThreadID: w.ParentThreadID, AgentRole: w.AgentRole, Model: w.Model,
+func (w *wireThread) session(withTurns bool) host.Thread {
+	t := host.Thread{ID: w.ID, ParentThreadID: w.ParentThreadID, AgentRole: w.AgentRole, Model: w.Model,
 		Effort: w.ReasoningEffort, Cwd: w.Cwd, RolloutPath: w.Path, Status: w.Status.Type, Preview: w.Preview}
 	if withTurns {
-		t.Turns = make([]session.Turn, len(w.Turns))
+		t.Turns = make([]host.Turn, len(w.Turns))
 		for i := range w.Turns {
 			t.Turns[i] = turn(&w.Turns[i])
 		}
@@ -38,8 +38,8 @@ func (w *wireThread) session(withTurns bool) session.Thread {
 	return t
 }
 
-func turn(w *codex.Turn) session.Turn {
-	t := session.Turn{ID: w.ID, Status: w.Status}
+func turn(w *codex.Turn) host.Turn {
+	t := host.Turn{ID: w.ID, Status: w.Status}
 	for i := range w.Items {
 		if w.Items[i].Type == "userMessage" {
 			t.FirstUserMessage = w.Items[i].UserText()

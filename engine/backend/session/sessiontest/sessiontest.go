@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend/codex"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
 // Host is an in-memory host: the owner's subagents and their turns.
@@ -25,7 +26,7 @@ type Host struct {
 	RolloutDir string
 
 	mu         sync.Mutex
-	threads    map[string]*session.Thread
+	threads    map[string]*host.Thread
 	closed     map[string]bool
 	order      []string
 	n          int
@@ -41,16 +42,16 @@ type Host struct {
 	wakes     []string
 	wakeTurns map[string]string // each wake's turn (wake-<n>) and its status
 
-	spawns   []session.Spawn
+	spawns   []host.Spawn
 	unlisted map[string]bool
 }
 
-// OwnerSpawns implements session.OwnerSpawner: the spawn calls that made the owner's subagents,
+// OwnerSpawns implements host.OwnerSpawner: the spawn calls that made the owner's subagents,
 // call-<n> for the n-th.
-func (h *Host) OwnerSpawns(_ context.Context, owner string) ([]session.Spawn, error) {
+func (h *Host) OwnerSpawns(_ context.Context, owner string) ([]host.Spawn, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []session.Spawn
+	var out []host.Spawn
 	for _, sp := range h.spawns {
 		if h.threads[sp.Agent].ParentThreadID == owner {
 			out = append(out, sp)
@@ -69,7 +70,7 @@ func (h *Host) Unlist(agent string) {
 	h.unlisted[agent] = true
 }
 
-// OwnerStatus implements session.Waker.
+// OwnerStatus implements host.Waker.
 func (h *Host) OwnerStatus(_ context.Context, thread string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -89,7 +90,7 @@ func (h *Host) SetOwnerState(thread, status string) {
 	h.OwnerStates[thread] = status
 }
 
-// Wake implements session.Waker: it records the turn's text and starts its turn, wake-<n>,
+// Wake implements host.Waker: it records the turn's text and starts its turn, wake-<n>,
 // in progress until EndWakes.
 func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	h.mu.Lock()
@@ -106,7 +107,7 @@ func (h *Host) Wake(_ context.Context, thread, text string) (string, error) {
 	return id, nil
 }
 
-// ThreadCwd implements session.CwdReader: OwnerCwd for the owner, a subagent's own otherwise.
+// ThreadCwd implements host.CwdReader: OwnerCwd for the owner, a subagent's own otherwise.
 func (h *Host) ThreadCwd(_ context.Context, thread string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -116,10 +117,10 @@ func (h *Host) ThreadCwd(_ context.Context, thread string) (string, error) {
 	if th, ok := h.threads[thread]; ok {
 		return th.Cwd, nil
 	}
-	return "", session.ErrUnknownThread
+	return "", host.ErrUnknownThread
 }
 
-// WakeTurn implements session.Waker.
+// WakeTurn implements host.Waker.
 func (h *Host) WakeTurn(_ context.Context, _, turnID string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -146,33 +147,33 @@ func (h *Host) Wakes() []string {
 
 // NewHost is a host whose owner thread is owner.
 func NewHost(owner string) *Host {
-	return &Host{Owner: owner, threads: map[string]*session.Thread{}, closed: map[string]bool{}}
+	return &Host{Owner: owner, threads: map[string]*host.Thread{}, closed: map[string]bool{}}
 }
 
-// ReadThread implements session.Host.
-func (h *Host) ReadThread(_ context.Context, id string) (session.Thread, error) {
+// ReadThread implements host.Host.
+func (h *Host) ReadThread(_ context.Context, id string) (host.Thread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Down {
-		return session.Thread{}, fmt.Errorf("host unreachable")
+		return host.Thread{}, fmt.Errorf("host unreachable")
 	}
 	th, ok := h.threads[id]
 	if !ok {
-		return session.Thread{}, session.ErrUnknownThread
+		return host.Thread{}, host.ErrUnknownThread
 	}
 	cp := *th
-	cp.Turns = append([]session.Turn(nil), th.Turns...)
+	cp.Turns = append([]host.Turn(nil), th.Turns...)
 	return cp, nil
 }
 
-// Subagents implements session.Host.
-func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
+// Subagents implements host.Host.
+func (h *Host) Subagents(context.Context) ([]host.Thread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.Down {
 		return nil, fmt.Errorf("host unreachable")
 	}
-	var out []session.Thread
+	var out []host.Thread
 	for _, id := range h.order {
 		if h.unlisted[id] {
 			continue
@@ -184,7 +185,7 @@ func (h *Host) Subagents(context.Context) ([]session.Thread, error) {
 	return out, nil
 }
 
-// InterruptTurn implements session.Host: a running turn ends interrupted.
+// InterruptTurn implements host.Host: a running turn ends interrupted.
 func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -199,7 +200,7 @@ func (h *Host) InterruptTurn(_ context.Context, threadID, turnID string) error {
 	return nil
 }
 
-// Close implements session.Host.
+// Close implements host.Host.
 func (h *Host) Close() error { return nil }
 
 // Progress is a subagent at work: a line appended to its rollout (RolloutDir must be set).
@@ -220,22 +221,22 @@ func (h *Host) Progress(agent string) {
 // interrupted.
 type Private struct{ *Host }
 
-// ReadThread implements session.Host.
-func (p Private) ReadThread(ctx context.Context, id string) (session.Thread, error) {
+// ReadThread implements host.Host.
+func (p Private) ReadThread(ctx context.Context, id string) (host.Thread, error) {
 	th, err := p.Host.ReadThread(ctx, id)
 	if err != nil {
 		return th, err
 	}
 	if _, err := os.Stat(th.RolloutPath); err != nil {
-		return session.Thread{}, session.ErrUnknownThread
+		return host.Thread{}, host.ErrUnknownThread
 	}
 	return onDisk(th), nil
 }
 
-// Subagents implements session.Host.
-func (p Private) Subagents(ctx context.Context) ([]session.Thread, error) {
+// Subagents implements host.Host.
+func (p Private) Subagents(ctx context.Context) ([]host.Thread, error) {
 	all, err := p.Host.Subagents(ctx)
-	var out []session.Thread
+	var out []host.Thread
 	for _, th := range all {
 		if _, err := os.Stat(th.RolloutPath); err == nil {
 			out = append(out, onDisk(th))
@@ -244,12 +245,12 @@ func (p Private) Subagents(ctx context.Context) ([]session.Thread, error) {
 	return out, err
 }
 
-// InterruptTurn implements session.Host: it cannot reach the owner's turns.
+// InterruptTurn implements host.Host: it cannot reach the owner's turns.
 func (p Private) InterruptTurn(context.Context, string, string) error {
 	return fmt.Errorf("a private app server cannot interrupt the owner's turns")
 }
 
-func onDisk(th session.Thread) session.Thread {
+func onDisk(th host.Thread) host.Thread {
 	th.Status = "notLoaded"
 	for i := range th.Turns {
 		if th.Turns[i].Status == "inProgress" {
@@ -265,7 +266,7 @@ func (h *Host) Find(marker string) (agent, turn string, ok bool) {
 	defer h.mu.Unlock()
 	for _, id := range h.order {
 		th := h.threads[id]
-		if session.MarkerOf(th.Preview) == marker && len(th.Turns) > 0 {
+		if bus.MarkerOf(th.Preview) == marker && len(th.Turns) > 0 {
 			agent, turn, ok = id, th.Turns[len(th.Turns)-1].ID, true
 		}
 	}
@@ -279,11 +280,11 @@ func (h *Host) Spawn(parent, agentType, model, effort, message string) (agent, t
 	h.n++
 	agent = fmt.Sprintf("agent-%d", h.n)
 	turn = fmt.Sprintf("turn-%d", h.n)
-	h.threads[agent] = &session.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
+	h.threads[agent] = &host.Thread{ID: agent, ParentThreadID: parent, AgentRole: agentType, Model: model, Effort: effort,
 		Cwd: "/owner/cwd", RolloutPath: h.rollout(agent), Status: "active", Preview: message,
-		Turns: []session.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
+		Turns: []host.Turn{{ID: turn, Status: "inProgress", FirstUserMessage: message}}}
 	h.order = append(h.order, agent)
-	h.spawns = append(h.spawns, session.Spawn{CallID: fmt.Sprintf("call-%d", h.n), Agent: agent, Prompt: message})
+	h.spawns = append(h.spawns, host.Spawn{CallID: fmt.Sprintf("call-%d", h.n), Agent: agent, Prompt: message})
 	return agent, turn
 }
 
@@ -305,7 +306,7 @@ func (h *Host) Send(agent, message string) (turn string, err error) {
 	h.n++
 	turn = fmt.Sprintf("turn-%d", h.n)
 	th.Status = "active"
-	th.Turns = append(th.Turns, session.Turn{ID: turn, Status: "inProgress", FirstUserMessage: message})
+	th.Turns = append(th.Turns, host.Turn{ID: turn, Status: "inProgress", FirstUserMessage: message})
 	return turn, nil
 }
 
@@ -391,9 +392,9 @@ type Answer struct {
 // Owner plays the owner thread of a run.
 type Owner struct {
 	Host   *Host
-	Bus    session.Bus
+	Bus    bus.Bus
 	Run    string
-	Answer func(session.StepFile) Answer
+	Answer func(bus.StepFile) Answer
 	// Silent leaves spawns unreported: the run must find them by their marker.
 	Silent bool
 	// NoteCloses notes each close step in the inbox as it takes it, as crw flow next does for a
@@ -406,7 +407,7 @@ type Owner struct {
 	taken   map[string]bool
 	Spawned []string // markers spawned, in order
 	// Replies are the replies read, in order (AllReplies reads them safely).
-	Replies []session.Reply
+	Replies []bus.Reply
 }
 
 // Pass takes every published step not taken yet; it returns how many it took.
@@ -422,7 +423,7 @@ func (o *Owner) Pass() int {
 	shown := map[string]bool{}
 	for _, st := range steps {
 		shown[st.Marker] = true
-		if st.Action == session.ActionClose {
+		if st.Action == bus.ActionClose {
 			shown["close:"+st.AgentID] = true
 		}
 	}
@@ -433,7 +434,7 @@ func (o *Owner) Pass() int {
 	}
 	took := 0
 	for _, st := range steps {
-		if st.Action == session.ActionClose {
+		if st.Action == bus.ActionClose {
 			// As a real owner: close_agent only; the run retracts the step once it sees it.
 			if !o.Host.Closed(st.AgentID) && !o.KeepOpen {
 				o.Host.CloseAgent(st.AgentID)
@@ -452,14 +453,14 @@ func (o *Owner) Pass() int {
 		ans := o.Answer(st)
 		var agent, turn string
 		switch st.Action {
-		case session.ActionSpawn:
+		case bus.ActionSpawn:
 			model := st.Model
 			if ans.Model != "" {
 				model = ans.Model
 			}
 			agent, turn = o.Host.Spawn(or(ans.Parent, o.Host.Owner), st.AgentType, or(model, "host-model"), or(st.ReasoningEffort, "medium"), st.Message)
 			o.Spawned = append(o.Spawned, st.Marker)
-		case session.ActionSendInput:
+		case bus.ActionSendInput:
 			var err error
 			if turn, err = o.Host.Send(st.AgentID, st.Message); err != nil {
 				continue
@@ -473,7 +474,7 @@ func (o *Owner) Pass() int {
 			o.Host.End(agent, turn, ans.Text, ans.Info)
 		}
 		if !o.Silent && !ans.Unreported {
-			if r, err := o.Bus.Dispatch(session.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
+			if r, err := o.Bus.Dispatch(bus.Report{Run: o.Run, Call: st.Call, Agent: agent, K: st.K, Attempt: st.Attempt}); err == nil {
 				go o.await(r.ID, st.Marker, agent)
 			}
 		}
@@ -488,7 +489,7 @@ func (o *Owner) await(id, marker, agent string) {
 		if reply, ok, _ := o.Bus.ReplyTo(id); ok {
 			o.mu.Lock()
 			o.Replies = append(o.Replies, reply)
-			if reply.Reply == session.ReplyPairMismatch || reply.Reply == session.ReplyRefused {
+			if reply.Reply == bus.ReplyPairMismatch || reply.Reply == bus.ReplyRefused {
 				o.Host.CloseAgent(agent)
 				delete(o.taken, marker)
 			}
@@ -508,10 +509,10 @@ func (o *Owner) Loop(ctx context.Context) {
 }
 
 // AllReplies is every reply the owner read, in order.
-func (o *Owner) AllReplies() []session.Reply {
+func (o *Owner) AllReplies() []bus.Reply {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]session.Reply(nil), o.Replies...)
+	return append([]bus.Reply(nil), o.Replies...)
 }
 
 // RepliesOf is the replies the owner read, by kind.

@@ -12,14 +12,14 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 )
 
 // Options are crw flow dispatched's.
 type Options struct {
 	cmdutil.Common
 	// Report is the step (its run, call, turn and attempt) and the subagent started for it.
-	Report session.Report
+	Report bus.Report
 	// Wait is how long to wait for the run's reply.
 	Wait time.Duration
 }
@@ -55,26 +55,26 @@ func (o *Options) take(_ *cobra.Command, args []string) {
 }
 
 func runDispatched(opts *Options) error {
-	reply, err := cmdutil.Show(&opts.Common, opts.Report.Run, func(svc *engine.Service) (session.Reply, error) {
+	reply, err := cmdutil.Show(&opts.Common, opts.Report.Run, func(svc *engine.Service) (bus.Reply, error) {
 		if err := cmdutil.CheckWait(opts.Wait); err != nil {
-			return session.Reply{}, err
+			return bus.Reply{}, err
 		}
 		st, err := opts.Store()
 		if err != nil {
-			return session.Reply{}, err
+			return bus.Reply{}, err
 		}
 		return ops.Dispatched(opts.Ctx, svc, st, opts.Report, opts.Wait)
 	}, printReply)
 	if err != nil {
 		return err
 	}
-	if reply.Reply != session.ReplyBound {
+	if reply.Reply != bus.ReplyBound {
 		return cmdutil.Failed
 	}
 	return nil
 }
 
-func printReply(w io.Writer, reply session.Reply) {
+func printReply(w io.Writer, reply bus.Reply) {
 	fmt.Fprintf(w, "%s %s %s\n", reply.Reply, reply.Marker, reply.Agent)
 	if reply.Detail != "" {
 		fmt.Fprintln(w, reply.Detail)

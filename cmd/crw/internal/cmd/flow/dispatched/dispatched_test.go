@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
 )
 
 func TestNewCmdDispatched(t *testing.T) {
@@ -16,7 +16,7 @@ func TestNewCmdDispatched(t *testing.T) {
 	e := cmdtest.New(t)
 	opts, err := cmdtest.Parse(t, e, NewCmdDispatched, "20260101-000000-abcdef", "c3", "--agent", "019a")
 	require.NoError(t, err)
-	assert.Equal(t, session.Report{Run: "20260101-000000-abcdef", Call: "c3", Agent: "019a", K: 1, Attempt: 1}, opts.Report)
+	assert.Equal(t, bus.Report{Run: "20260101-000000-abcdef", Call: "c3", Agent: "019a", K: 1, Attempt: 1}, opts.Report)
 	assert.Equal(t, 120*time.Second, opts.Wait)
 
 	opts, err = cmdtest.Parse(t, e, NewCmdDispatched, "20260101-000000-abcdef", "c3", "--agent", "019a", "--k", "2", "--attempt", "3", "--wait", "1.5")
@@ -34,7 +34,7 @@ func TestNewCmdDispatched(t *testing.T) {
 func TestDispatchedRefusesANegativeWait(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
-	err := runDispatched(&Options{Common: e.Common(), Report: session.Report{Run: "20260101-000000-abcdef"}, Wait: -time.Second})
+	err := runDispatched(&Options{Common: e.Common(), Report: bus.Report{Run: "20260101-000000-abcdef"}, Wait: -time.Second})
 	assert.EqualError(t, err, "invalid_request: --wait: must not be negative, got -1s")
 	assert.Equal(t, "20260101-000000-abcdef", e.Factory.Outcome.Run)
 }

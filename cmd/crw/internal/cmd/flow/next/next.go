@@ -12,7 +12,8 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 )
 
 // Options are crw flow next's.
@@ -45,21 +46,21 @@ func runNext(opts *Options) error {
 	if err := cmdutil.CheckWait(opts.Wait); err != nil {
 		return err
 	}
-	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (session.NextView, error) {
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (nextview.NextView, error) {
 		st, err := opts.Store()
 		if err != nil {
-			return session.NextView{}, err
+			return nextview.NextView{}, err
 		}
 		return ops.Next(opts.Ctx, svc, st, opts.Run, opts.Wait)
 	}, printNext)
 	return err
 }
 
-func printNext(w io.Writer, v session.NextView) {
+func printNext(w io.Writer, v nextview.NextView) {
 	fmt.Fprintf(w, "run    %s\nstate  %s\nslots  %d of %d open\n", v.Run, v.State, v.Slots.Open, v.Slots.Limit)
 	spawns := false
 	for _, st := range v.Steps {
-		spawns = spawns || st.Action == session.ActionSpawn
+		spawns = spawns || st.Action == bus.ActionSpawn
 	}
 	if spawns {
 		fmt.Fprintln(w, "spawn formats")
@@ -79,7 +80,7 @@ func printNext(w io.Writer, v session.NextView) {
 	}
 }
 
-func stepName(st session.StepFile) string {
+func stepName(st bus.StepFile) string {
 	if st.Marker != "" {
 		return st.Marker
 	}

@@ -1,4 +1,8 @@
-package session
+// Package host is what the session backend reads of the owner's Codex, and the interfaces of
+// what a host can do beyond reading: show the owner's spawns (OwnerSpawner), read a thread's
+// working directory (CwdReader), wake the owner (Waker). codexhost implements it on the Codex
+// App Server; sessiontest plays it for tests.
+package host
 
 import (
 	"context"
@@ -37,6 +41,28 @@ type Spawn struct {
 	Agent  string // the subagent it started
 	Prompt string // the message it was spawned with
 }
+
+// CwdReader is a host that reads a thread's working directory without its turns.
+type CwdReader interface {
+	ThreadCwd(ctx context.Context, thread string) (string, error)
+}
+
+// Waker is a host that can wake the owner thread: the owner's own app server. A private app
+// server is none: a turn it started on the owner's thread would run outside the owner's process.
+type Waker interface {
+	// OwnerStatus is a thread's status (idle, active, notLoaded, systemError), read without
+	// its turns.
+	OwnerStatus(ctx context.Context, thread string) (string, error)
+	// Wake starts a turn with text on the thread, resumed first when it is not loaded, and
+	// returns the turn's id.
+	Wake(ctx context.Context, thread, text string) (turnID string, err error)
+	// WakeTurn is the status of a turn Wake started (inProgress, completed, interrupted,
+	// failed), "" when the thread shows no such turn.
+	WakeTurn(ctx context.Context, thread, turnID string) (string, error)
+}
+
+// ErrNoWake: a host that cannot wake the owner.
+var ErrNoWake = errors.New("the host cannot wake the owner")
 
 // ErrUnknownThread is a thread id the host does not know.
 var ErrUnknownThread = errors.New("the host does not know the thread")

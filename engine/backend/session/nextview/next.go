@@ -1,10 +1,16 @@
-package session
+// Package nextview is what crw flow next answers a session run's owner: the steps waiting for it
+// with the host call to make for each and the command that reports it, its subagent slots
+// (agents.max_threads of its Codex configuration, and the subagents open for the run), the
+// spawn format of each role, the run's state and a hint of what to do next.
+package nextview
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -28,7 +34,7 @@ type HostCall struct {
 // NextStep is a step as crw flow next hands it out: the step file's members, the host call to
 // make and the command that reports it.
 type NextStep struct {
-	StepFile
+	bus.StepFile
 	HostCall HostCall `json:"host_call"`
 	Then     string   `json:"then,omitempty"`
 }
@@ -95,12 +101,13 @@ type SpawnFormat struct {
 	Call            string `json:"call"`
 }
 
-// SpawnFormats are the spawn formats of roles under the run's role pairs, in the order given.
-func SpawnFormats(roles []string, pairs map[string]journal.Pair) []SpawnFormat {
-	out := make([]SpawnFormat, 0, len(roles))
-	for _, role := range roles {
+// SpawnFormats are the spawn formats of the roles named under the run's role pairs, in the
+// order given.
+func SpawnFormats(names []string, pairs map[string]journal.Pair) []SpawnFormat {
+	out := make([]SpawnFormat, 0, len(names))
+	for _, role := range names {
 		p := pairs[role]
-		f := SpawnFormat{Role: role, AgentType: AgentType(role), Model: p.Model, ReasoningEffort: p.Effort}
+		f := SpawnFormat{Role: role, AgentType: roles.AgentType(role), Model: p.Model, ReasoningEffort: p.Effort}
 		args := []string{fmt.Sprintf("agent_type=%q", f.AgentType), "message"}
 		if f.Model != "" {
 			args = append(args, fmt.Sprintf("model=%q", f.Model))
@@ -115,8 +122,8 @@ func SpawnFormats(roles []string, pairs map[string]journal.Pair) []SpawnFormat {
 }
 
 // Next builds crw flow next's answer from the run's state and its bus: the published steps and
-// the subagents bound to open calls (Bus.Read); formats are the roles' spawn formats.
-func Next(run, state, status string, steps []StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
+// the subagents bound to open calls (bus.Bus.Read); formats are the roles' spawn formats.
+func Next(run, state, status string, steps []bus.StepFile, agents []string, maxThreads int, formats []SpawnFormat) NextView {
 	v := NextView{Run: run, State: state, Status: status, Steps: []NextStep{}, SpawnFormats: formats}
 	if v.SpawnFormats == nil {
 		v.SpawnFormats = []SpawnFormat{}
@@ -127,7 +134,7 @@ func Next(run, state, status string, steps []StepFile, agents []string, maxThrea
 	for _, st := range steps {
 		ns := NextStep{StepFile: st}
 		switch st.Action {
-		case ActionSpawn:
+		case bus.ActionSpawn:
 			args := map[string]any{"agent_type": st.AgentType, "message": st.Message, "fork_context": false}
 			if st.Model != "" {
 				args["model"] = st.Model
@@ -137,10 +144,10 @@ func Next(run, state, status string, steps []StepFile, agents []string, maxThrea
 			}
 			ns.HostCall = HostCall{Tool: "spawn_agent", Arguments: args}
 			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent <agent_id> --k %d --attempt %d", run, st.Call, st.K, st.Attempt)
-		case ActionSendInput:
+		case bus.ActionSendInput:
 			ns.HostCall = HostCall{Tool: "send_input", Arguments: map[string]any{"target": st.AgentID, "message": st.Message}}
 			ns.Then = fmt.Sprintf("crw flow dispatched %s %s --agent %s --k %d --attempt %d", run, st.Call, st.AgentID, st.K, st.Attempt)
-		case ActionClose:
+		case bus.ActionClose:
 			ns.HostCall = HostCall{Tool: "close_agent", Arguments: map[string]any{"target": st.AgentID}}
 			closing = append(closing, st.AgentID)
 			if !contains(v.Slots.Agents, st.AgentID) {

@@ -1,36 +1,26 @@
-package session
+// Package wake is how a session run wakes its owner while steps wait for it: a turn on the
+// owner's thread when a step it was not told of waits (after the turn it is in, when it is busy),
+// a renotification at growing intervals, the one session_unresponsive escalation, and the end of
+// each wake's turn followed; none while the owner watches the run through crw flow next.
+package wake
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/journal"
 )
 
-// Waker is a host that can wake the owner thread: the owner's own app server. A private app
-// server is none: a turn it started on the owner's thread would run outside the owner's process.
-type Waker interface {
-	// OwnerStatus is a thread's status (idle, active, notLoaded, systemError), read without
-	// its turns.
-	OwnerStatus(ctx context.Context, thread string) (string, error)
-	// Wake starts a turn with text on the thread, resumed first when it is not loaded, and
-	// returns the turn's id.
-	Wake(ctx context.Context, thread, text string) (turnID string, err error)
-	// WakeTurn is the status of a turn Wake started (inProgress, completed, interrupted,
-	// failed), "" when the thread shows no such turn.
-	WakeTurn(ctx context.Context, thread, turnID string) (string, error)
-}
-
-// WakeConfig times the wakes of the owner while steps wait for it.
-type WakeConfig struct {
+// Config times the wakes of the owner while steps wait for it.
+type Config struct {
 	// After is how long steps wait without a report before the owner is woken again (default
 	// 15 minutes); each interval is twice the one before, up to RenotifyMax (default an hour).
 	After, RenotifyMax time.Duration
@@ -51,35 +41,46 @@ type WakeConfig struct {
 // the owner is watching.
 const SeenFile = "next.seen"
 
-func (w *WakeConfig) defaults() {
-	if w.After <= 0 {
-		w.After = 15 * time.Minute
+// Defaults sets what the configuration leaves unset to its default.
+func (c *Config) Defaults() {
+	if c.After <= 0 {
+		c.After = 15 * time.Minute
 	}
-	if w.RenotifyMax <= 0 {
-		w.RenotifyMax = time.Hour
+	if c.RenotifyMax <= 0 {
+		c.RenotifyMax = time.Hour
 	}
-	if w.UnresponsiveAfter <= 0 {
-		w.UnresponsiveAfter = 2 * time.Hour
+	if c.UnresponsiveAfter <= 0 {
+		c.UnresponsiveAfter = 2 * time.Hour
 	}
-	if w.Now == nil {
-		w.Now = time.Now
+	if c.Now == nil {
+		c.Now = time.Now
 	}
-	if w.Watching <= 0 {
-		w.Watching = time.Minute
+	if c.Watching <= 0 {
+		c.Watching = time.Minute
 	}
 }
 
-// watching tells whether crw flow next read the run within the Watching window.
-func (b *Backend) watching(now time.Time) bool {
-	if b.cfg.Dir == "" {
-		return false
-	}
-	fi, err := os.Stat(filepath.Join(b.cfg.Dir, SeenFile))
-	return err == nil && now.Sub(fi.ModTime()) < b.cfg.Wake.Watching
+// Owner is the owner a run's process wakes, and what its wakes need of the run.
+type Owner struct {
+	Run    string
+	Thread string // the owner thread
+	Dir    string // the run's folder, where crw flow next touches SeenFile
+	// Host wakes the owner when it is a host.Waker and not a private app server.
+	Host        host.Host
+	PrivateHost bool
+	// Process is this process's place among the run's processes: the wake ids of a later
+	// process are its own.
+	Process int
+	// Flow records a row of the run that belongs to no call.
+	Flow func(row *journal.Row)
 }
 
-// wakes is the owner's wake state: what waits since when, and what it was told.
-type wakes struct {
+// Wakes is the owner's wake state in one process of a run: what waits since when, and what it
+// was told. One goroutine looks at it.
+type Wakes struct {
+	owner Owner
+	cfg   Config
+
 	since     time.Time       // when the steps now waiting began to wait
 	woken     map[string]bool // the markers a wake has named
 	last      time.Time       // the last wake
@@ -91,6 +92,9 @@ type wakes struct {
 	delivering []wakeTurn
 }
 
+// New is the wakes of owner, timed by cfg (its defaults set).
+func New(owner Owner, cfg Config) *Wakes { return &Wakes{owner: owner, cfg: cfg} }
+
 // wakeTurn is a turn a wake started on the owner's thread.
 type wakeTurn struct{ wakeID, turnID string }
 
@@ -98,34 +102,28 @@ type wakeTurn struct{ wakeID, turnID string }
 // must not grow a process's memory.
 const maxDelivering = 16
 
-// waitingMarkers are the markers of the steps waiting for the owner, sorted: a step whose
-// subagent is bound waits for that subagent's answer, not for the owner, and wakes no one.
-func (b *Backend) waitingMarkers() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]string, 0, len(b.waiting))
-	for m := range b.waiting {
-		if _, bound := b.bound[m]; !bound {
-			out = append(out, m)
-		}
+// watching tells whether crw flow next read the run within the Watching window.
+func (w *Wakes) watching(now time.Time) bool {
+	if w.owner.Dir == "" {
+		return false
 	}
-	sort.Strings(out)
-	return out
+	fi, err := os.Stat(filepath.Join(w.owner.Dir, SeenFile))
+	return err == nil && now.Sub(fi.ModTime()) < w.cfg.Watching
 }
 
-// wakeOwner is one look at the waiting steps: a wake when a step the owner was not told of
-// waits and the owner is idle or not loaded (after its turn when it is busy), a renotification
-// when the steps have waited an interval since the last wake, an escalation once they have
-// waited UnresponsiveAfter.
-func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
-	cfg := b.cfg.Wake
+// Look is one look at the steps waiting (waiting gives their markers, sorted): a wake when a
+// step the owner was not told of waits and the owner is idle or not loaded (after its turn when
+// it is busy), a renotification when the steps have waited an interval since the last wake, an
+// escalation once they have waited UnresponsiveAfter.
+func (w *Wakes) Look(ctx context.Context, waiting func() []string) {
+	cfg := w.cfg
 	if cfg.Off {
 		return
 	}
-	markers := b.waitingMarkers()
+	markers := waiting()
 	now := cfg.Now()
 	if len(markers) == 0 {
-		*w = wakes{delivering: w.delivering}
+		*w = Wakes{owner: w.owner, cfg: w.cfg, delivering: w.delivering}
 		return
 	}
 	if w.since.IsZero() {
@@ -138,7 +136,7 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	waited := now.Sub(w.since)
 	if !w.escalated && waited >= cfg.UnresponsiveAfter {
 		w.escalated = true
-		b.cfg.Flow(&journal.Row{Type: journal.TypeEscalation, Reason: "session_unresponsive", Owner: b.cfg.Owner,
+		w.owner.Flow(&journal.Row{Type: journal.TypeEscalation, Reason: "session_unresponsive", Owner: w.owner.Thread,
 			Ops: ops(markers), Batch: batchOf(markers), WaitingSeconds: int64(waited / time.Second),
 			Detail: fmt.Sprintf("steps have waited %s without a report from the owner; the run goes on waiting", waited.Round(time.Second))})
 	}
@@ -146,41 +144,60 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 	if !fresh && !renotify {
 		return
 	}
-	if b.watching(now) {
+	if w.watching(now) {
 		return // the owner reads crw flow next: it sees the steps without a wake
 	}
 	status := ""
-	waker, canWake := b.cfg.Host.(Waker)
-	if canWake && !b.cfg.PrivateHost {
+	waker, canWake := w.owner.Host.(host.Waker)
+	if canWake && !w.owner.PrivateHost {
 		var err error
-		if status, err = waker.OwnerStatus(ctx, b.cfg.Owner); err != nil {
+		if status, err = waker.OwnerStatus(ctx, w.owner.Thread); err != nil {
 			status = "unknown"
 		}
 		if fresh && status == "active" {
 			return // woken after the turn it is in: the steps stay fresh until then
 		}
 	}
-	row := &journal.Row{Type: journal.TypeSessionWake, Batch: batchOf(markers), Ops: ops(markers), Owner: b.cfg.Owner, OwnerStatus: status,
-		WaitingSeconds: int64(waited / time.Second)}
-	row.WakeID = row.Batch
-	if b.cfg.Process > 1 {
-		row.WakeID += fmt.Sprintf("/e%d", b.cfg.Process)
-	}
+	row := w.row(markers, status, waited)
 	if renotify {
 		w.renotify++
 		row.Renotify = w.renotify
 		w.interval = min(2*w.interval, cfg.RenotifyMax)
 	}
+	if !w.deliver(ctx, waker, canWake, row, markers) {
+		return
+	}
+	for _, m := range markers {
+		w.woken[m] = true
+	}
+	w.last = now
+}
+
+// row is the session_wake row of a wake of markers.
+func (w *Wakes) row(markers []string, status string, waited time.Duration) *journal.Row {
+	row := &journal.Row{Type: journal.TypeSessionWake, Batch: batchOf(markers), Ops: ops(markers), Owner: w.owner.Thread, OwnerStatus: status,
+		WaitingSeconds: int64(waited / time.Second)}
+	row.WakeID = row.Batch
+	if w.owner.Process > 1 {
+		row.WakeID += fmt.Sprintf("/e%d", w.owner.Process)
+	}
+	return row
+}
+
+// deliver wakes the owner with a turn on its thread when the host can start one, and writes
+// the wake's row: staged when the turn started. It is false when the wake was cut short by this
+// process's own end: nothing failed, no row is written, and a resume wakes again.
+func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row *journal.Row, markers []string) bool {
 	staged := false
 	switch {
-	case !canWake || b.cfg.PrivateHost:
+	case !canWake || w.owner.PrivateHost:
 		row.Reason = "no_owner_host"
 		row.Detail = "the run reads the owner's subagents through a private app server, which never starts turns on the owner's thread: the owner polls crw flow next"
 	default:
-		turn, err := waker.Wake(ctx, b.cfg.Owner, wakeText(b.cfg.Run, markers))
+		turn, err := waker.Wake(ctx, w.owner.Thread, wakeText(w.owner.Run, markers))
 		if err != nil {
 			if ctx.Err() != nil {
-				return // cut short by this process's own end: nothing failed, and a resume wakes again
+				return false
 			}
 			row.Reason, row.Detail = "wake_failed", err.Error()
 		} else {
@@ -194,29 +211,26 @@ func (b *Backend) wakeOwner(ctx context.Context, w *wakes) {
 		}
 	}
 	row.Staged = &staged
-	b.cfg.Flow(row)
-	for _, m := range markers {
-		w.woken[m] = true
-	}
-	w.last = now
+	w.owner.Flow(row)
+	return true
 }
 
-// followWakes reads the turns wakes started on the owner's thread and writes a
+// Follow reads the turns wakes started on the owner's thread and writes a
 // session_wake_ended row for each that ended, so a user sees whether a wake reached the owner.
 // A turn the host cannot be asked about yet is asked again at the next look.
-func (b *Backend) followWakes(ctx context.Context, w *wakes) {
-	waker, ok := b.cfg.Host.(Waker)
+func (w *Wakes) Follow(ctx context.Context) {
+	waker, ok := w.owner.Host.(host.Waker)
 	if !ok || len(w.delivering) == 0 {
 		return
 	}
 	left := w.delivering[:0]
 	for _, d := range w.delivering {
-		status, err := waker.WakeTurn(ctx, b.cfg.Owner, d.turnID)
+		status, err := waker.WakeTurn(ctx, w.owner.Thread, d.turnID)
 		switch {
 		case err != nil || status == "" || status == "inProgress":
 			left = append(left, d)
 		default:
-			b.cfg.Flow(&journal.Row{Type: journal.TypeSessionWakeEnded, WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: b.cfg.Owner})
+			w.owner.Flow(&journal.Row{Type: journal.TypeSessionWakeEnded, WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: w.owner.Thread})
 		}
 	}
 	w.delivering = left
@@ -237,12 +251,9 @@ func batchOf(markers []string) string {
 func ops(markers []string) []string {
 	out := make([]string, 0, len(markers))
 	for _, m := range markers {
-		if call, k, _, ok := ParseMarker(m); ok {
-			out = append(out, Op(call, k))
+		if call, k, _, ok := bus.ParseMarker(m); ok {
+			out = append(out, bus.Op(call, k))
 		}
 	}
 	return out
 }
-
-// ErrNoWake: a host that cannot wake the owner.
-var ErrNoWake = errors.New("the host cannot wake the owner")

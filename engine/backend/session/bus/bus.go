@@ -1,4 +1,9 @@
-package session
+// Package bus is a session run's step bus: the files the owner and crw exchange in the run's
+// folder. The run publishes steps (steps/<call>/, each with its packet, the self-contained task
+// its subagent reads); the owner reports the subagents it started for them (inbox/); the run
+// answers each report (replies/). The markers that tie a subagent's turn to its step, and the
+// messages a step sends, are here too.
+package bus
 
 import (
 	"crypto/rand"
@@ -109,7 +114,7 @@ func kindOf(m os.FileMode) string {
 
 // callDir is a call's folder on the bus; the call must be a valid name.
 func (b Bus) callDir(create bool, call string) (string, error) {
-	if !validName(call) {
+	if !ValidName(call) {
 		return "", fmt.Errorf("%w: %q is not a call id", ErrDamaged, call)
 	}
 	return b.dir(create, "steps/"+call)
@@ -203,7 +208,7 @@ func (b Bus) Reindex() error {
 		return err
 	}
 	for _, c := range calls {
-		if !c.IsDir() || !validName(c.Name()) {
+		if !c.IsDir() || !ValidName(c.Name()) {
 			continue
 		}
 		dir, err := b.callDir(false, c.Name())
@@ -318,7 +323,7 @@ func (b Bus) CloseDetail(r Report) string {
 // CloseAgent publishes a close step for a subagent: one file per subagent, so two closes of
 // one attempt never overwrite each other.
 func (b Bus) CloseAgent(call string, attempt int, agent string) error {
-	if !validName(call) || !validName(agent) {
+	if !ValidName(call) || !ValidName(agent) {
 		return fmt.Errorf("close step: %q/%q is not a call and agent id", call, agent)
 	}
 	liveMu.Lock()
@@ -337,7 +342,7 @@ func (b Bus) closePath(call string, attempt int, agent string) string {
 
 // RetractClose takes back a close step: its subagent is closed.
 func (b Bus) RetractClose(call string, attempt int, agent string) {
-	if !validName(agent) {
+	if !ValidName(agent) {
 		return
 	}
 	liveMu.Lock()
@@ -357,7 +362,7 @@ func (b Bus) agentPath(call string, attempt int) string {
 
 // MarkBound records the subagent an attempt of a call is bound to.
 func (b Bus) MarkBound(call string, attempt int, agent string) error {
-	if !validName(call) || !validName(agent) {
+	if !ValidName(call) || !ValidName(agent) {
 		return fmt.Errorf("bound mark: %q/%q is not a call and agent id", call, agent)
 	}
 	liveMu.Lock()
@@ -421,7 +426,7 @@ func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err erro
 	}
 	read := int64(0)
 	for _, c := range calls {
-		if !validName(c.Name()) {
+		if !ValidName(c.Name()) {
 			continue
 		}
 		dir, err := b.callDir(false, c.Name())
@@ -442,7 +447,7 @@ func (b Bus) Read() (steps []StepFile, paths []string, agents []string, err erro
 			}
 			path := filepath.Join(dir, name)
 			if strings.HasSuffix(name, ".agent") {
-				if data, err := userfile.Read(path, 256); err == nil && validName(string(data)) {
+				if data, err := userfile.Read(path, 256); err == nil && ValidName(string(data)) {
 					agents = append(agents, string(data))
 				}
 				continue
@@ -475,7 +480,7 @@ func fileSize(f os.DirEntry) int64 {
 // wellFormed tells whether a step read back is one the run writes in call's folder: its call,
 // the names it carries safe as file names' parts, and its action one of the bus's.
 func (st StepFile) wellFormed(call string) bool {
-	if st.Call != call || st.Attempt < 1 || st.AgentID != "" && !validName(st.AgentID) {
+	if st.Call != call || st.Attempt < 1 || st.AgentID != "" && !ValidName(st.AgentID) {
 		return false
 	}
 	switch st.Action {
@@ -489,7 +494,7 @@ func (st StepFile) wellFormed(call string) bool {
 
 // Check tells whether a report is one the owner can make: a call id, an agent id, k and attempt.
 func (r Report) Check() error {
-	if !validName(r.Call) || !validName(r.Agent) || r.K < 1 || r.Attempt < 1 {
+	if !ValidName(r.Call) || !ValidName(r.Agent) || r.K < 1 || r.Attempt < 1 {
 		return fmt.Errorf("a report names a call id, an agent id (letters, digits, - and _), --k and --attempt of 1 or more")
 	}
 	return nil
@@ -517,11 +522,11 @@ func (b Bus) deliver(r Report) error {
 // HandedOut notes in the inbox that crw flow next handed out a close step: one note a close
 // step, however often it is handed out.
 func (b Bus) HandedOut(run string, st StepFile) error {
-	if !validName(st.Call) || !validName(st.AgentID) {
+	if !ValidName(st.Call) || !ValidName(st.AgentID) {
 		return fmt.Errorf("close step: %q/%q is not a call and agent id", st.Call, st.AgentID)
 	}
 	id := fmt.Sprintf("close-%s-a%d-%s", st.Call, st.Attempt, st.AgentID)
-	if !validName(id) {
+	if !ValidName(id) {
 		return fmt.Errorf("close step: %s/%s: the names are too long for a note", st.Call, st.AgentID)
 	}
 	return b.deliver(Report{ID: id, Run: run, Call: st.Call, Agent: st.AgentID, Attempt: st.Attempt, HandedClose: true})
@@ -529,7 +534,7 @@ func (b Bus) HandedOut(run string, st StepFile) error {
 
 // Drop takes a note out of the inbox without a reply.
 func (b Bus) Drop(r Report) {
-	if dir, err := b.dir(false, "inbox"); err == nil && validName(r.ID) {
+	if dir, err := b.dir(false, "inbox"); err == nil && ValidName(r.ID) {
 		_ = os.Remove(filepath.Join(dir, r.ID+".json"))
 	}
 }
@@ -563,7 +568,7 @@ func (b Bus) Inbox() ([]Report, error) {
 		path := filepath.Join(dir, name)
 		var r Report
 		data, err := userfile.Read(path, maxFile)
-		if err != nil || json.Unmarshal(data, &r) != nil || r.ID != id || !validName(id) {
+		if err != nil || json.Unmarshal(data, &r) != nil || r.ID != id || !ValidName(id) {
 			_ = os.Remove(path) // a link is removed, never what it names
 			continue
 		}
@@ -575,7 +580,7 @@ func (b Bus) Inbox() ([]Report, error) {
 
 // Answer writes the reply to a report and takes the report out of the inbox.
 func (b Bus) Answer(r Report, reply Reply) error {
-	if !validName(r.ID) {
+	if !ValidName(r.ID) {
 		return fmt.Errorf("%w: %q is not a report id", ErrDamaged, r.ID)
 	}
 	dir, err := b.dir(true, "replies")
@@ -594,7 +599,7 @@ func (b Bus) Answer(r Report, reply Reply) error {
 // command that wrote the report is its one reader.
 func (b Bus) ReplyTo(id string) (Reply, bool, error) {
 	var reply Reply
-	if !validName(id) {
+	if !ValidName(id) {
 		return reply, false, fmt.Errorf("%q is not a report id", id)
 	}
 	dir, err := b.dir(false, "replies")
