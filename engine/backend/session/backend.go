@@ -265,10 +265,8 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 	if t.Thread.ID != "" && t.Thread.Bind != nil && t.Thread.Bind.Attempt > 0 {
 		attempt = t.Thread.Bind.Attempt
 	}
-	if t.Sent != nil && t.Sent.Marker != "" {
-		if _, _, n, ok := bus.ParseMarker(t.Sent.Marker); ok {
-			attempt = n
-		}
+	if t.Sent != nil && t.Sent.Attempt > 0 {
+		attempt = t.Sent.Attempt
 	}
 	if t.Sent != nil && t.Sent.Marker == "" && t.Sent.TurnID == "" {
 		// No step row: no process published this turn's step (a step's row comes first).
