@@ -137,7 +137,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
-			Flow: warnings.Flow, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles,
+			Report: warnings.Report, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles,
 		})
 		if err != nil {
 			return nil, err

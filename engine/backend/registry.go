@@ -39,8 +39,9 @@ type Config struct {
 	Dir string
 	// Warn records a warning of the run that belongs to no call.
 	Warn func(reason, detail string)
-	// Flow records a row of the run that belongs to no call (a session_wake, an escalation).
-	Flow func(row *journal.Row)
+	// Report journals an event of the run that belongs to no call's turn (a wake, an
+	// escalation).
+	Report func(Event)
 	// Process is this process's place among the run's processes: 1 for the first, n for the
 	// one that writes the run's n-th started row.
 	Process int
@@ -136,8 +137,8 @@ func (r *Registry) Open(name string, cfg Config) (Backend, error) {
 	if cfg.Warn == nil {
 		cfg.Warn = func(string, string) {}
 	}
-	if cfg.Flow == nil {
-		cfg.Flow = func(*journal.Row) {}
+	if cfg.Report == nil {
+		cfg.Report = func(Event) {}
 	}
 	if cfg.Process < 1 {
 		cfg.Process = 1

@@ -3,6 +3,7 @@ package runner
 import (
 	"sync"
 
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -33,9 +34,10 @@ func (w *Warnings) Warn(reason, detail string) {
 	w.j.Append(row)
 }
 
-// Flow journals a row of the run that belongs to no call, durably before it returns (a wake's
-// row tells of a turn started on the owner's thread), or keeps it until the run's process writes.
-func (w *Warnings) Flow(row *journal.Row) {
+// Report journals a backend's event of the run, durably before it returns (a wake's row tells
+// of a turn started on the owner's thread), or keeps it until the run's process writes.
+func (w *Warnings) Report(e backend.Event) {
+	row := e.Row()
 	w.mu.Lock()
 	if w.j == nil {
 		if len(w.early) < maxEarlyWarnings {

@@ -52,8 +52,9 @@ type Config struct {
 	// taken back once crw flow next has handed it out.
 	PrivateHost bool
 	Warn        func(reason, detail string)
-	// Flow records a row of the run that belongs to no call (session_wake, escalation).
-	Flow func(row *journal.Row)
+	// Report journals an event of the run that belongs to no call's turn (a wake, an
+	// escalation).
+	Report func(backend.Event)
 	// Process is this process's place among the run's processes (1 for the first): the wake
 	// ids of a later process are its own.
 	Process int
@@ -113,8 +114,8 @@ func New(cfg Config) *Backend {
 	if cfg.Warn == nil {
 		cfg.Warn = func(string, string) {}
 	}
-	if cfg.Flow == nil {
-		cfg.Flow = func(*journal.Row) {}
+	if cfg.Report == nil {
+		cfg.Report = func(backend.Event) {}
 	}
 	cfg.Wake.Defaults()
 	ctx, stop := context.WithCancel(context.Background())
@@ -170,7 +171,7 @@ func (b *Backend) answerInbox(ctx context.Context) {
 		b.mu.Unlock()
 	}
 	w := wake.New(wake.Owner{Run: b.cfg.Run, Thread: b.cfg.Owner, Dir: b.cfg.Dir, Host: b.cfg.Host, PrivateHost: b.cfg.PrivateHost,
-		Process: b.cfg.Process, Flow: b.cfg.Flow}, b.cfg.Wake)
+		Process: b.cfg.Process, Report: b.cfg.Report}, b.cfg.Wake)
 	for polls := 1; ; polls++ {
 		reports, _ := b.bus.Inbox()
 		for _, r := range reports {

@@ -148,7 +148,7 @@ func open(hosts Hosts, cfg backend.Config) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, Env: cfg.Env, Warn: cfg.Warn, Flow: cfg.Flow, Process: cfg.Process,
+	c := Config{Run: cfg.Run, Owner: cfg.Options["owner"], Host: h, Dir: cfg.Dir, Env: cfg.Env, Warn: cfg.Warn, Report: cfg.Report, Process: cfg.Process,
 		PrivateHost: cfg.Options["host"] == PrivateHost}
 	c.Wake.Off = cfg.Options["wake"] == "off"
 	if cfg.State != "" {

@@ -446,7 +446,7 @@ export default async function main() { return (await agent.call({ role: "explore
 		}()
 	}, func(c *session.Config) {
 		c.Host = countingLookups{Host: c.Host.(*sessiontest.Host), n: &lookups}
-		c.Flow = flows.add
+		c.Report = flows.add
 	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"seen"`, string(end.Result))
@@ -482,8 +482,9 @@ export default async function main() { return (await agent.call({ role: "explore
 		require.NoError(t, os.MkdirAll(o.Bus.Dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(o.Bus.Dir, "steps"), nil, 0o600)) // until the turn ends
 	}, func(c *session.Config) {
-		c.Flow = func(r *journal.Row) {
-			flows.add(r)
+		c.Report = func(e backend.Event) {
+			flows.add(e)
+			r := e.Row()
 			if u := r.Rares().Unwritten; u != nil && u.Written != nil {
 				_ = os.Remove(filepath.Join(c.Dir, "steps")) // the helper reads the bus when the run ends
 			}
@@ -1174,7 +1175,7 @@ export default async function main() { return (await agent.call({ role: "explore
 				spawns, _ := host.OwnerSpawns(ctx, owner)
 				ledger := c.ledger(spawns[0].CallID)
 				b = session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 2,
-					Flow: rows.add, Ledger: func(string) ([]session.LedgerLine, error) { return ledger, nil }})
+					Report: rows.add, Ledger: func(string) ([]session.LedgerLine, error) { return ledger, nil }})
 				end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
 				b.Close()
 				require.NoError(t, err)

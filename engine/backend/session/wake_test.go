@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
@@ -42,7 +43,12 @@ type flowRows struct {
 	rows []journal.Row
 }
 
-func (f *flowRows) add(r *journal.Row) { f.mu.Lock(); f.rows = append(f.rows, *r); f.mu.Unlock() }
+func (f *flowRows) add(e backend.Event) {
+	r := e.Row()
+	f.mu.Lock()
+	f.rows = append(f.rows, *r)
+	f.mu.Unlock()
+}
 func (f *flowRows) all() []journal.Row {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,7 +72,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	host := sessiontest.NewHost(owner)
 	rows := &flowRows{}
 	cfg := session.Config{Run: id, Owner: owner, Host: host, Dir: filepath.Join(dir, "run"), Poll: 2 * time.Millisecond,
-		Flow: rows.add, Wake: wake.Config{Now: c.Now}}
+		Report: rows.add, Wake: wake.Config{Now: c.Now}}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -264,7 +270,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	require.NoError(t, os.Mkdir(runDir, 0o700))
 	flow := &flowRows{}
 	b := session.New(session.Config{Run: id, Owner: owner, Host: host, Dir: runDir, Poll: 2 * time.Millisecond, LookupEvery: 4,
-		Flow: flow.add, Wake: wake.Config{Now: c.Now}})
+		Report: flow.add, Wake: wake.Config{Now: c.Now}})
 	defer b.Close()
 	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id,
 		Answer: func(bus.StepFile) sessiontest.Answer { return sessiontest.Answer{Hold: true} }}

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
-	"github.com/crw-dev/crw/journal"
 )
 
 // Config times the wakes of the owner while steps wait for it.
@@ -71,8 +71,8 @@ type Owner struct {
 	// Process is this process's place among the run's processes: the wake ids of a later
 	// process are its own.
 	Process int
-	// Flow records a row of the run that belongs to no call.
-	Flow func(row *journal.Row)
+	// Report journals an event of the run that belongs to no call's turn.
+	Report func(backend.Event)
 }
 
 // Wakes is the owner's wake state in one process of a run: what waits since when, and what it
@@ -136,7 +136,7 @@ func (w *Wakes) Look(ctx context.Context, waiting func() []string) {
 	waited := now.Sub(w.since)
 	if !w.escalated && waited >= cfg.UnresponsiveAfter {
 		w.escalated = true
-		w.owner.Flow(&journal.Row{Type: journal.TypeEscalation, Reason: "session_unresponsive", Owner: w.owner.Thread,
+		w.owner.Report(backend.Escalation{Reason: "session_unresponsive", Owner: w.owner.Thread,
 			Ops: ops(markers), Batch: batchOf(markers), WaitingSeconds: int64(waited / time.Second),
 			Detail: fmt.Sprintf("steps have waited %s without a report from the owner; the run goes on waiting", waited.Round(time.Second))})
 	}
@@ -173,9 +173,9 @@ func (w *Wakes) Look(ctx context.Context, waiting func() []string) {
 	w.last = now
 }
 
-// row is the session_wake row of a wake of markers.
-func (w *Wakes) row(markers []string, status string, waited time.Duration) *journal.Row {
-	row := &journal.Row{Type: journal.TypeSessionWake, Batch: batchOf(markers), Ops: ops(markers), Owner: w.owner.Thread, OwnerStatus: status,
+// row is the wake of markers.
+func (w *Wakes) row(markers []string, status string, waited time.Duration) *backend.Wake {
+	row := &backend.Wake{Batch: batchOf(markers), Ops: ops(markers), Owner: w.owner.Thread, OwnerStatus: status,
 		WaitingSeconds: int64(waited / time.Second)}
 	row.WakeID = row.Batch
 	if w.owner.Process > 1 {
@@ -187,8 +187,7 @@ func (w *Wakes) row(markers []string, status string, waited time.Duration) *jour
 // deliver wakes the owner with a turn on its thread when the host can start one, and writes
 // the wake's row: staged when the turn started. It is false when the wake was cut short by this
 // process's own end: nothing failed, no row is written, and a resume wakes again.
-func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row *journal.Row, markers []string) bool {
-	staged := false
+func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row *backend.Wake, markers []string) bool {
 	switch {
 	case !canWake || w.owner.PrivateHost:
 		row.Reason = "no_owner_host"
@@ -201,7 +200,7 @@ func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row
 			}
 			row.Reason, row.Detail = "wake_failed", err.Error()
 		} else {
-			staged, row.TurnID = true, turn
+			row.Staged, row.TurnID = true, turn
 			if turn != "" {
 				if len(w.delivering) == maxDelivering {
 					w.delivering = w.delivering[1:]
@@ -210,8 +209,7 @@ func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row
 			}
 		}
 	}
-	row.Staged = &staged
-	w.owner.Flow(row)
+	w.owner.Report(*row)
 	return true
 }
 
@@ -230,7 +228,7 @@ func (w *Wakes) Follow(ctx context.Context) {
 		case err != nil || status == "" || status == "inProgress":
 			left = append(left, d)
 		default:
-			w.owner.Flow(&journal.Row{Type: journal.TypeSessionWakeEnded, WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: w.owner.Thread})
+			w.owner.Report(backend.WakeEnded{WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: w.owner.Thread})
 		}
 	}
 	w.delivering = left
