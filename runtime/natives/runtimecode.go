@@ -1,4 +1,4 @@
-package vm
+package natives
 
 import (
 	"reflect"
@@ -86,7 +86,7 @@ var parserLayoutOK = func() bool {
 // guardRuntimeCode bounds the nesting of runtime-built code as the loader bounds a module's.
 // Source maps are not read for it: a sourceMappingURL comment in an eval'd string would name a
 // file for goja to read.
-func (v *VM) guardRuntimeCode() {
+func (v *Guards) guardRuntimeCode() {
 	v.rt.SetParserOptions(parser.WithDisableSourceMaps, sourceOption(func(src string, ok bool) {
 		if !ok || !parserLayoutOK {
 			v.throwRange("eval and the Function constructor are not available: crw cannot bound the code they parse with this goja")
