@@ -14,14 +14,14 @@ import (
 
 	"github.com/crw-dev/crw/runtime/jsutil"
 	"github.com/crw-dev/crw/runtime/limits"
-	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/nesting"
 )
 
 // MaxRegExpNesting bounds how deeply the groups of a pattern compiled at run time may nest: the
 // regexp2 engine goja falls back to for backreferences and lookarounds recurses once per group
 // while it compiles, and new RegExp("(".repeat(1e6) + ")".repeat(1e6) + "\\1") overflowed the Go
 // stack and ended the process. It is the bound of a regular-expression literal in a module.
-const MaxRegExpNesting = loader.MaxNesting
+const MaxRegExpNesting = nesting.Max
 
 // errNotNative is a goja whose natives are not laid out as crw's guards expect.
 var errNotNative = errors.New("vm: goja's native functions are not laid out as crw's guards expect")

@@ -9,7 +9,7 @@ import (
 	"github.com/dop251/goja/token"
 	"github.com/dop251/goja/unistring"
 
-	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/nesting"
 )
 
 // Code a script builds while it runs (the text it gives eval, direct or indirect, the Function
@@ -91,7 +91,7 @@ func (v *Guards) guardRuntimeCode() {
 		if !ok || !parserLayoutOK {
 			v.throwRange("eval and the Function constructor are not available: crw cannot bound the code they parse with this goja")
 		}
-		if err := loader.CheckNesting(src); err != nil {
+		if err := nesting.Check(src); err != nil {
 			v.throwRange("code built at run time (eval, Function): %s", err.Error())
 		}
 	}))
