@@ -14,6 +14,8 @@ import (
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/crw-dev/crw/runtime/sourcemap"
 )
 
 // wrapperHead opens the CommonJS function every module runs in. It is an
@@ -158,7 +160,7 @@ func transform(name, module string, kind sourceKind, src string) (string, error)
 		Format:   api.FormatCommonJS,
 		Target:   api.ES2022,
 		Platform: api.PlatformNeutral,
-		// The map is inlined below after fixSourceMap; esbuild's own inline
+		// The map is inlined below after sourcemap.Fix; esbuild's own inline
 		// map would carry the 0-based columns goja misreads.
 		Sourcemap:      api.SourceMapExternal,
 		SourcesContent: api.SourcesContentExclude,
@@ -170,7 +172,7 @@ func transform(name, module string, kind sourceKind, src string) (string, error)
 	if len(res.Errors) > 0 {
 		return "", esbuildError(name, module, res.Errors)
 	}
-	m, err := fixSourceMap(res.Map)
+	m, err := sourcemap.Fix(res.Map)
 	if err != nil {
 		return "", fmt.Errorf("loader: source map of %s: %w", name, err)
 	}
@@ -178,7 +180,7 @@ func transform(name, module string, kind sourceKind, src string) (string, error)
 	b.Grow(len(res.Code) + len(m)*4/3 + 64)
 	b.Write(res.Code)
 	b.WriteString("\n})\n")
-	b.WriteString(inlineSourceMap(m))
+	b.WriteString(sourcemap.Inline(m))
 	b.WriteByte('\n')
 	return b.String(), nil
 }

@@ -102,7 +102,7 @@ func FormatException(ex *goja.Exception, in *jsutil.Intrinsics) (message string,
 // FormatStack returns the stack of a JS exception, one frame a line as
 // "at fn (file:line:col)". Positions are those of the original files: every
 // program compiled here carries a source map whose columns are shifted so
-// that goja's lookup lands on the right mapping (see fixSourceMap), which
+// that goja's lookup lands on the right mapping (see sourcemap.Fix), which
 // leaves only the file name to clean up.
 func FormatStack(ex *goja.Exception) string {
 	var b strings.Builder

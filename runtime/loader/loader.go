@@ -1,9 +1,10 @@
 // Package loader turns a workflow file into its entry function inside a
 // goja runtime.
 //
-// Every JS and TS file is transformed to CommonJS by esbuild and compiled
-// with a source map, so errors and stacks point at the original file, line
-// and column. Modules resolve through a closed table: the Go modules of
+// Every JS and TS file is held to the bound on nesting (package nesting),
+// transformed to CommonJS by esbuild and compiled with a source map (package
+// sourcemap), so errors and stacks point at the original file, line and
+// column. Modules resolve through a closed table: the Go modules of
 // Config.Native by exact name, crw:lib/<path> from the user lib dirs and the
 // embedded built-ins, and relative paths confined to the workflow's folder.
 // Nothing else is importable; no bare name ever reaches node_modules or the

@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
@@ -28,6 +26,7 @@ import (
 	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/runtime/modules/crw"
+	"github.com/crw-dev/crw/runtime/natives"
 )
 
 // Host is what the engine gives a run's script.
@@ -116,26 +115,8 @@ type VM struct {
 	// tracker follows agent.call's promises: which ones nobody awaited (Unobserved).
 	tracker agent.Tracker
 
-	limits     Limits
-	rangeError goja.Value   // the RangeError constructor, taken before the script runs
-	regExp     *goja.Object // the RegExp constructor
-	// newRegExp is goja's own construction of a RegExp, past crw's bound on the pattern.
-	newRegExp func(args []goja.Value, newTarget *goja.Object) *goja.Object
-	stopping  atomic.Bool // an interrupt is on its way: native guards stop what they run
-	// stopLimit stops the script for a limit a native guard found passed, while a guard runs.
-	stopLimit func(*LimitError)
-	// searchNested is the time the searching natives under the current one ran.
-	searchNested time.Duration
-	// matchLimit, when not 0, bounds the matches exec makes for matchOp; matchCount counts them.
-	matchLimit, matchCount int
-	matchOp                string
-	joining                []*goja.Object // the arrays join and toLocaleString are in
-	gopd                   goja.Callable  // Object.getOwnPropertyDescriptor
-	regExpProto            *goja.Object
-	execFn                 goja.Value    // RegExp.prototype.exec
-	builtinExec            goja.Callable // the same, to call
-	sourceOf, globalOf     goja.Callable // the getters of RegExp.prototype.source and global
-	species                goja.Value    // the getter of RegExp[Symbol.species]
+	limits  Limits
+	natives *natives.Guards // the guards of the natives goja cannot interrupt
 
 	mu        sync.Mutex
 	unhandled []*goja.Promise
@@ -153,9 +134,11 @@ func New(cfg Config) (*VM, error) {
 	rt := v.rt
 	v.in = jsutil.Capture(rt)
 	rt.SetMaxCallStackSize(v.limits.StackDepth)
-	if err := v.installGuards(); err != nil {
+	guards, err := natives.Install(rt, v.limits.HeapBytes)
+	if err != nil {
 		return nil, err
 	}
+	v.natives = guards
 	rt.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rng.Float64)
@@ -207,7 +190,7 @@ func New(cfg Config) (*VM, error) {
 	// A limit that fired as loading ended leaves an interrupt pending that would stop Run's
 	// first instruction: the modules loaded, so it is void. Run looks at its own context first.
 	rt.ClearInterrupt()
-	v.stopping.Store(false)
+	v.natives.Stopping(false)
 	if err != nil {
 		var so *goja.StackOverflowError
 		if errors.As(err, &so) {
@@ -281,7 +264,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 		err = v.checkUnhandled()
 	}
 	if le := g.limit(); le != nil {
-		return nil, le.scriptError()
+		return nil, limitScriptError(le)
 	}
 	if err != nil {
 		return nil, v.scriptError(err)
@@ -302,7 +285,7 @@ func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
 	// The script's getters and toJSON run here, under the same interrupts as the script.
 	out, err := v.in.JSON(result, jsutil.CallsScript, 0)
 	if le := g.limit(); le != nil {
-		return nil, le.scriptError()
+		return nil, limitScriptError(le)
 	}
 	if err != nil {
 		var je *jsutil.JSONError
@@ -387,7 +370,7 @@ func (v *VM) scriptError(err error) error {
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
-		return v.stackLimit().scriptError()
+		return limitScriptError(v.stackLimit())
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {

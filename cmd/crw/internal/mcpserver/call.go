@@ -7,102 +7,51 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/tools"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
-// MaxArguments bounds a tool call's arguments; the transports bound a message too (16 MiB).
-const MaxArguments = 16 << 20
-
-// tool is one tool of the server: its name, what its description says, the member its answer
-// goes in, and whether it changes a run (a mutation: it takes a request_key, and the audit
-// records it).
-type tool struct {
-	name, title, description string
-	payload                  string
-	mutation, destructive    bool
-	// input refines the inferred input schema (enums, bounds).
-	input func(map[string]any)
-}
-
-// keyed is the input of a mutation: its request key.
-type keyed interface{ key() string }
-
-// aboutRun is an input that names a run: its errors are about it.
-type aboutRun interface {
-	runID() string
-	setRunID(string)
-}
-
-// call is one tool call: who made it, and the run its error is about.
-type call struct {
-	who string
-	run string
-}
-
-// add registers a tool whose input is In and whose answer run gives. The input schema is the
-// one inferred from In (refined by t.input), compiled by crw's schema compiler, which checks
-// every call's arguments before they are decoded: bad arguments are invalid_request. The output
-// schema is the envelope of Out, strict.
-func add[In any, Out any](s *Server, t tool, run func(ctx context.Context, c *call, in *In) (Out, error)) {
-	in := infer[In]()
-	if t.input != nil {
-		t.input(in)
-	}
-	inJSON, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	validator, err := schema.Compile(inJSON)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: tool %s: its input schema: %v", t.name, err))
-	}
-	payload := infer[Out]()
-	strict(payload)
-	out := envelope(t.payload, payload)
-	outJSON, err := json.Marshal(out)
-	if err != nil {
-		panic(err)
-	}
-	readOnly := !t.mutation
+// add registers t with the SDK: a call's arguments are checked and decoded by the tool, the
+// run they name resolved, a mutation done once per request key and recorded in the audit, and
+// what the tool answers (or the error) put in the tool's envelope.
+func (s *Server) add(t tools.Tool) {
+	readOnly := !t.Mutation
 	s.tools = append(s.tools, t)
 	s.mcp.AddTool(&mcp.Tool{
-		Name: t.name, Title: t.title, Description: t.description,
-		InputSchema: json.RawMessage(inJSON), OutputSchema: json.RawMessage(outJSON),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: t.mutation, DestructiveHint: &t.destructive},
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: t.Mutation, DestructiveHint: &t.Destructive},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := &call{who: who(req)}
-		var v In
-		if err := decode(req.Params.Arguments, validator, &v); err != nil {
+		c := &tools.Call{Who: who(req)}
+		v, err := t.Decode(req.Params.Arguments)
+		if err != nil {
 			return s.answer(t, c, nil, err), nil
 		}
-		if r, ok := any(&v).(aboutRun); ok {
-			c.run = r.runID()
+		if r, ok := v.(tools.AboutRun); ok {
+			c.Run = r.RunID()
 		}
 		// The request as the client sent it is what its key is for: a run it names by a
 		// prefix or as last is the run it names when it is done.
-		dig := digest(t.name, &v)
+		dig := digest(t.Name, v)
 		do := func() *mcp.CallToolResult {
-			if err := s.resolveRun(ctx, c, &v); err != nil {
+			if err := s.resolveRun(ctx, c, v); err != nil {
 				return s.answer(t, c, nil, err)
 			}
-			out, err := run(ctx, c, &v)
+			out, err := t.Run(ctx, c, v)
 			return s.answer(t, c, out, err)
 		}
-		if !t.mutation {
+		if !t.Mutation {
 			return do(), nil
 		}
-		res, replayed, err := s.keys.do(ctx, t.name, any(&v).(keyed).key(), dig, do)
+		res, replayed, err := s.keys.Do(ctx, t.Name, v.(tools.Keyed).Key(), dig, do)
 		if err != nil {
 			res = s.answer(t, c, nil, err)
 		}
@@ -110,9 +59,9 @@ func add[In any, Out any](s *Server, t tool, run func(ctx context.Context, c *ca
 			// The mutation is recorded, however it ended, as the command line's are.
 			result, detail := "ok", ""
 			if res.IsError {
-				result, detail = auditResult(res)
+				result, detail = wire.Failure(res)
 			}
-			s.audit(ctx, t.name, c, result, detail)
+			s.audit(ctx, t.Name, c, result, detail)
 		}
 		return res, nil
 	})
@@ -120,45 +69,18 @@ func add[In any, Out any](s *Server, t tool, run func(ctx context.Context, c *ca
 
 // resolveRun puts in the input the id of the run it names, as the command line does with a
 // RUN argument: an id, a unique prefix of one or of its random part, or last.
-func (s *Server) resolveRun(ctx context.Context, c *call, in any) error {
-	r, ok := in.(aboutRun)
-	if !ok || r.runID() == "" {
+func (s *Server) resolveRun(ctx context.Context, c *tools.Call, in any) error {
+	r, ok := in.(tools.AboutRun)
+	if !ok || r.RunID() == "" {
 		return nil
 	}
-	c.run = r.runID()
-	id, err := ops.ResolveRun(ctx, s.svc.Store, s.st.Root(), r.runID())
+	c.Run = r.RunID()
+	id, err := ops.ResolveRun(ctx, s.svc.Store, s.st.Root(), r.RunID())
 	if err != nil {
 		return err
 	}
-	r.setRunID(id)
-	c.run = id
-	return nil
-}
-
-// decode checks arguments against the tool's input schema and decodes them.
-func decode(args json.RawMessage, v *schema.Validator, into any) error {
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	if len(args) > MaxArguments {
-		return errs.New(errs.InvalidRequest, "arguments: %d bytes; the limit is %d", len(args), MaxArguments)
-	}
-	if err := v.Validate(args); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			// Where and which keyword, not the values: they are the caller's own.
-			return errs.New(errs.InvalidRequest, "arguments do not match the tool's input schema: %s", ve.Brief())
-		}
-		return errs.New(errs.InvalidRequest, "arguments: %v", err)
-	}
-	if err := json.Unmarshal(args, into); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Type != nil && strings.Contains(te.Type.Kind().String(), "int") {
-			// The schema's "integer" takes 1.0 as JSON Schema says; Go's integers do not.
-			return errs.New(errs.InvalidRequest, "arguments: %s must be written as a whole number, without a fraction (got %s)", te.Field, te.Value)
-		}
-		return errs.New(errs.InvalidRequest, "arguments: %v", err)
-	}
+	r.SetRunID(id)
+	c.Run = id
 	return nil
 }
 
@@ -178,18 +100,18 @@ func digest(tool string, in any) string {
 
 // answer is a tool's result: the envelope {payload: out, error: null}, or on an error
 // {payload: null, error: ...} with IsError, as structured content and as its JSON text.
-func (s *Server) answer(t tool, c *call, out any, err error) *mcp.CallToolResult {
-	env := map[string]any{t.payload: out, "error": nil}
+func (s *Server) answer(t tools.Tool, c *tools.Call, out any, err error) *mcp.CallToolResult {
+	env := map[string]any{t.Payload: out, "error": nil}
 	if err != nil {
 		e := s.coded(c, err)
-		env = map[string]any{t.payload: nil, "error": toolError(e, s.errorRun(c.run))}
+		env = map[string]any{t.Payload: nil, "error": wire.Error(e, s.errorRun(c.Run))}
 	}
 	data, merr := json.Marshal(env)
 	if merr != nil {
 		e := errs.New(errs.CapabilityUnavailable, "the tool's answer could not be written").Wrap(merr).
 			Because("mcp", "answer_unwritable", "unknown", errs.Uncertain)
 		store.LogError(s.svc.Store.Log(""), e)
-		data, _ = json.Marshal(map[string]any{t.payload: nil, "error": toolError(e, nil)})
+		data, _ = json.Marshal(map[string]any{t.Payload: nil, "error": wire.Error(e, nil)})
 		err = e
 	}
 	return &mcp.CallToolResult{IsError: err != nil, StructuredContent: json.RawMessage(data),
@@ -199,30 +121,31 @@ func (s *Server) answer(t tool, c *call, out any, err error) *mcp.CallToolResult
 // coded is err as an errs.Error: what crw's code returns already is one; anything else (a
 // request the client cancelled, a failure with no code) gets a code and a diagnostic, its text
 // going to the state folder's log, never to the client.
-func (s *Server) coded(c *call, err error) *errs.Error {
+func (s *Server) coded(c *tools.Call, err error) *errs.Error {
 	e, ok := errs.As(err)
 	if !ok {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			e = errs.New(errs.RunUnavailable, "%s: the request ended before the operation did", c.about()).Wrap(err).
+			e = errs.New(errs.RunUnavailable, "%s: the request ended before the operation did", about(c)).Wrap(err).
 				Because("mcp", "request_cancelled", "unknown", errs.Uncertain).Next("inspect the run before sending the request again")
 		} else {
-			e = errs.New(errs.CapabilityUnavailable, "%s: the operation failed", c.about()).Wrap(err).
+			e = errs.New(errs.CapabilityUnavailable, "%s: the operation failed", about(c)).Wrap(err).
 				Because("mcp", "operation_failed", "unknown", errs.Uncertain).Next("read the log the diagnostic names")
 		}
 	}
 	if e.Diagnostic != nil && e.Diagnostic.Log == "" {
 		run := ""
-		if s.errorRun(c.run) != nil {
-			run = c.run
+		if s.errorRun(c.Run) != nil {
+			run = c.Run
 		}
 		store.LogError(s.svc.Store.Log(run), e)
 	}
 	return e
 }
 
-func (c *call) about() string {
-	if c.run != "" && journal.ValidRunID(c.run) {
-		return "run " + c.run
+// about is what a call's error is about: its run, or the request.
+func about(c *tools.Call) string {
+	if c.Run != "" && journal.ValidRunID(c.Run) {
+		return "run " + c.Run
 	}
 	return "the request"
 }
@@ -240,24 +163,12 @@ func (s *Server) errorRun(run string) *string {
 
 // audit records a mutation in the state folder's audit, as the command line records its
 // commands', by the MCP client.
-func (s *Server) audit(ctx context.Context, op string, c *call, result, detail string) {
-	run := c.run
+func (s *Server) audit(ctx context.Context, op string, c *tools.Call, result, detail string) {
+	run := c.Run
 	if !journal.ValidRunID(run) {
 		run = ""
 	}
-	s.svc.Audit(context.WithoutCancel(ctx), engine.AuditEntry{Op: op, Run: run, Who: c.who, Result: result, Detail: detail})
-}
-
-// auditResult is how a failed call ended, from its answer: the error's code and detail.
-func auditResult(res *mcp.CallToolResult) (result, detail string) {
-	var env struct {
-		Error *ToolError `json:"error"`
-	}
-	data, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal(data, &env) != nil || env.Error == nil {
-		return "error", ""
-	}
-	return env.Error.Code, env.Error.Detail
+	s.svc.Audit(context.WithoutCancel(ctx), engine.AuditEntry{Op: op, Run: run, Who: c.Who, Result: result, Detail: detail})
 }
 
 // who is who a call is by, for the audit and the journal's answers and verdicts: the MCP
@@ -269,25 +180,9 @@ func who(req *mcp.CallToolRequest) string {
 			name = p.ClientInfo.Name
 		}
 	}
-	w := "mcp client " + clean(name, 64)
+	w := "mcp client " + wire.Clean(name, 64)
 	if req.Session != nil && req.Session.ID() != "" {
-		w += " (session " + clean(req.Session.ID(), 64) + ")"
+		w += " (session " + wire.Clean(req.Session.ID(), 64) + ")"
 	}
 	return w
-}
-
-// clean keeps at most n bytes of printable text of what a client says of itself.
-func clean(s string, n int) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= n {
-			break
-		}
-		if unicode.IsPrint(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('?')
-		}
-	}
-	return b.String()
 }

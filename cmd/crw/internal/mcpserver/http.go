@@ -1,110 +1,34 @@
 package mcpserver
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/json"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
-	"strings"
-	"time"
 
-	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcphttp"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/tools"
 )
 
-// HTTPOptions guard the streamable HTTP transport.
-type HTTPOptions struct {
-	// Token is the bearer token every request must carry (required).
-	Token string
-	// Origins are the non-loopback Origin values allowed besides loopback ones (scheme://host[:port]).
-	Origins []string
+// The HTTP transport is package mcphttp; these are its names as crw mcp and its tests use them.
 
-	// MaxConnections bounds the open connections (DefaultMaxConnections; never more than three
-	// quarters of the descriptors the process may open), MaxClientConnections those of one
-	// remote address (DefaultMaxClientConnections). A connection over a bound takes the place of
-	// the oldest one that has not shown the token, or is closed when all have.
-	MaxConnections, MaxClientConnections int
-	// MaxSessions bounds the MCP sessions open at once (DefaultMaxSessions); SessionIdle ends a
-	// session no request came for in that long (DefaultSessionIdle).
-	MaxSessions int
-	SessionIdle time.Duration
-}
+// HTTPOptions guard the streamable HTTP transport (mcphttp.Options).
+type HTTPOptions = mcphttp.Options
 
-// Guard wraps h: a request whose Origin header names a host that is not loopback and not one of
-// the allowed origins is refused (403: a page's script reaching the server through DNS
-// rebinding), and one without the bearer token, or with another, is refused 401. Both answer
-// an error object with seed 002's invalid_authority and no more about the token.
-func Guard(h http.Handler, o HTTPOptions) http.Handler {
-	want := sha256.Sum256([]byte(o.Token))
-	allowed := map[string]bool{}
-	for _, origin := range o.Origins {
-		allowed[strings.TrimRight(strings.ToLower(origin), "/")] = true
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !loopbackOrigin(origin) {
-			w.Header().Set("Connection", "close")
-			refuse(w, http.StatusForbidden, errs.New(errs.InvalidAuthority, "the request's Origin %q is not loopback and not allowed (--allow-origin)", clean(origin, 200)).
-				Because("http", "origin_refused", "not_started", errs.Certain).Next("send requests from a loopback origin, or start crw mcp with --allow-origin"))
-			return
-		}
-		token, ok := bearerToken(r.Header.Get("Authorization"))
-		got := sha256.Sum256([]byte(token))
-		if !ok || o.Token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="crw"`)
-			w.Header().Set("Connection", "close") // a client without the token keeps no connection
-			refuse(w, http.StatusUnauthorized, errs.New(errs.InvalidAuthority, "a bearer token is required, and the one presented (if any) is not the server's").
-				Because("http", "bearer_token_refused", "not_started", errs.Certain).Next("send Authorization: Bearer with the server's token (--token-file or $CRW_MCP_TOKEN)"))
-			return
-		}
-		trusted(w, r)
-		h.ServeHTTP(w, r)
-	})
-}
+// HTTPServer serves the streamable HTTP transport behind the guard, within its limits.
+type HTTPServer = mcphttp.Server
 
-// bearerToken reads an Authorization header's bearer token; the scheme's name is
-// case-insensitive (RFC 9110).
-func bearerToken(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return token, true
-}
+// The HTTP transport's defaults (docs/mcp.md, "Limits").
+const (
+	DefaultMaxConnections       = mcphttp.DefaultMaxConnections
+	DefaultMaxClientConnections = mcphttp.DefaultMaxClientConnections
+	DefaultMaxSessions          = mcphttp.DefaultMaxSessions
+	DefaultSessionIdle          = mcphttp.DefaultSessionIdle
+)
 
-func refuse(w http.ResponseWriter, status int, e *errs.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": toolError(e, nil)})
-}
+// Guard wraps h in the transport's guard: the Origin and the bearer token (mcphttp.Guard).
+func Guard(h http.Handler, o HTTPOptions) http.Handler { return mcphttp.Guard(h, o) }
 
-// loopbackOrigin tells whether an Origin names localhost or a loopback address.
-func loopbackOrigin(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return loopbackHost(u.Hostname())
-}
+// CheckListen refuses an address to listen on that is not loopback unless remote is allowed
+// (mcphttp.CheckListen).
+func CheckListen(addr string, remote bool) error { return mcphttp.CheckListen(addr, remote) }
 
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
-
-// CheckListen refuses an address to listen on that is not loopback (an empty host is every
-// interface) unless remote is allowed.
-func CheckListen(addr string, remote bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errs.New(errs.InvalidRequest, "--listen %s: not host:port: %v", addr, err)
-	}
-	if !remote && !loopbackHost(host) {
-		return errs.New(errs.InvalidRequest, "--listen %s: not a loopback address; give --allow-remote to serve other hosts (with the token over TLS you terminate in front of it)", addr)
-	}
-	return nil
-}
+// ResumeIn is what the resume tool takes.
+type ResumeIn = tools.ResumeIn

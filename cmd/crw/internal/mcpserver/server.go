@@ -1,19 +1,25 @@
 // Package mcpserver is crw mcp: a Model Context Protocol server (the official Go SDK) whose
-// tools are a run's lifecycle and the recovery reads, doing what the crw flow commands of the
-// same names do through the same code (package ops, the run service). Tool inputs and outputs
-// are Go types whose schemas the SDK's jsonschema-go infers; every output schema follows crw's
-// strict structured-output rules, and every answer, an error's too, satisfies it. Errors carry
-// seed 002's stable code, fixed message, safe response and bounded diagnostic. Mutations are
-// idempotent by a request key kept in the state folder, and recorded in its audit.
+// tools (package tools) are a run's lifecycle and the recovery reads, doing what the crw flow
+// commands of the same names do through the same code (package ops, the run service). It
+// keeps the server's bookkeeping of each call: who made it, the run it names, every answer, an
+// error's too, in the tool's strict envelope (package wire: seed 002's stable code, fixed
+// message, safe response and bounded diagnostic), mutations idempotent by a request key kept in
+// the state folder (package keys) and recorded in its audit. Its transports are packages stdio
+// and mcphttp.
 package mcpserver
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/keys"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcphttp"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/stdio"
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/tools"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
@@ -39,10 +45,8 @@ type Server struct {
 	mcp   *mcp.Server
 	svc   *engine.Service
 	st    *local.Store
-	keys  *keys
-	tools []tool
-	// peakSessions is the most sessions open since the HTTP server last gave memory back.
-	peakSessions atomic.Int64
+	keys  *keys.Keys
+	tools []tools.Tool
 }
 
 // New builds the server and its tools on the state folder.
@@ -61,9 +65,11 @@ func New(o Options) (*Server, error) {
 		}),
 		svc:  svc,
 		st:   st,
-		keys: &keys{recs: st.Records("", store.KindIdempotency), locks: filepath.Join(st.Root(), "mcp", "locks")},
+		keys: keys.New(st.Records("", store.KindIdempotency), filepath.Join(st.Root(), "mcp", "locks")),
 	}
-	s.addTools(o.Backends)
+	for _, t := range tools.All(svc, st, o.Backends) {
+		s.add(t)
+	}
 	return s, nil
 }
 
@@ -72,22 +78,25 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // HTTPHandler serves the streamable HTTP transport, one session per client, a session idle
 // for o.SessionIdle closed (DefaultSessionIdle), with no guard: HTTP puts it behind one.
-func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	idle := o.SessionIdle
-	if idle <= 0 {
-		idle = DefaultSessionIdle
+func (s *Server) HTTPHandler(o HTTPOptions) http.Handler { return mcphttp.Handler(s.mcp, o) }
+
+// HTTP is the server's HTTP transport with o's token, origins and limits.
+func (s *Server) HTTP(o HTTPOptions) *HTTPServer { return mcphttp.New(s.mcp, o) }
+
+// Stdio is the transport on the server's standard input and output (package stdio).
+func (s *Server) Stdio(ctx context.Context, in io.Reader, out io.Writer) mcp.Transport {
+	payloads := map[string]string{}
+	for _, t := range s.tools {
+		payloads[t.Name] = t.Payload
 	}
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		MaxRequestBodyBytes: MaxArguments + 1<<20,
-		SessionTimeout:      idle,
-	})
+	return stdio.New(ctx, in, out, payloads)
 }
 
 // ToolNames lists the tools, in the order they are listed.
 func (s *Server) ToolNames() []string {
 	names := make([]string, len(s.tools))
 	for i, t := range s.tools {
-		names[i] = t.name
+		names[i] = t.Name
 	}
 	return names
 }

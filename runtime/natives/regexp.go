@@ -1,4 +1,4 @@
-package vm
+package natives
 
 import (
 	"errors"
@@ -13,14 +13,15 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/crw-dev/crw/runtime/jsutil"
-	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/limits"
+	"github.com/crw-dev/crw/runtime/nesting"
 )
 
 // MaxRegExpNesting bounds how deeply the groups of a pattern compiled at run time may nest: the
 // regexp2 engine goja falls back to for backreferences and lookarounds recurses once per group
 // while it compiles, and new RegExp("(".repeat(1e6) + ")".repeat(1e6) + "\\1") overflowed the Go
 // stack and ended the process. It is the bound of a regular-expression literal in a module.
-const MaxRegExpNesting = loader.MaxNesting
+const MaxRegExpNesting = nesting.Max
 
 // errNotNative is a goja whose natives are not laid out as crw's guards expect.
 var errNotNative = errors.New("vm: goja's native functions are not laid out as crw's guards expect")
@@ -64,7 +65,7 @@ func nativeFuncOf(o *goja.Object) (nativeFunc, error) {
 // and String.prototype.match, matchAll and search, which compile a string into a RegExp.
 // Patterns of literals were bounded by the loader, and a RegExp made from another copies its
 // source.
-func (v *VM) guardRegExpPatterns() error {
+func (v *Guards) guardRegExpPatterns() error {
 	rt := v.rt
 	ctor := rt.Get("RegExp").ToObject(rt)
 	v.regExp = ctor
@@ -135,7 +136,7 @@ func isRegExp(o *goja.Object) bool {
 // given the strings: a getter that answered differently the second time cannot slip a deeper
 // pattern past the check. same is a call of RegExp on a regular-expression object whose
 // constructor is RegExp, which returns that object.
-func (v *VM) regExpArgs(args []goja.Value, called bool) (out []goja.Value, same bool) {
+func (v *Guards) regExpArgs(args []goja.Value, called bool) (out []goja.Value, same bool) {
 	if len(args) == 0 {
 		return args, false
 	}
@@ -176,7 +177,7 @@ func orEmpty(val goja.Value) goja.Value {
 }
 
 // checkPattern refuses a pattern whose groups nest deeper than MaxRegExpNesting.
-func (v *VM) checkPattern(p goja.Value) {
+func (v *Guards) checkPattern(p goja.Value) {
 	if d := patternNesting(p.String()); d > MaxRegExpNesting {
 		v.throwRange("RegExp: the pattern's groups nest more than %d deep", MaxRegExpNesting)
 	}
@@ -210,7 +211,7 @@ func patternNesting(p string) int {
 // becomes bounded. A string is checked and passed on; an object other than a RegExp is looked at
 // here, once, as the original would (its matcher method is called, or it becomes a RegExp
 // through the guarded constructor), so the original is only ever given a RegExp.
-func (v *VM) stringMatcher(fc goja.FunctionCall, orig goja.Callable, sym *goja.Symbol, flags string) goja.Value {
+func (v *Guards) stringMatcher(fc goja.FunctionCall, orig goja.Callable, sym *goja.Symbol, flags string) goja.Value {
 	rt := v.rt
 	call := func(args ...goja.Value) goja.Value {
 		out, err := orig(fc.This, args...)
@@ -287,7 +288,7 @@ func init() {
 // iterator matchAll returns. Each is replaced inside its function object, as the constructor is:
 // a new RegExp.prototype.exec would switch off goja's fast paths for every RegExp (an ordinary
 // global replace ran eight times slower).
-func (v *VM) guardRegExpSearches() error {
+func (v *Guards) guardRegExpSearches() error {
 	rt := v.rt
 	proto := v.regExp.Get("prototype").ToObject(rt)
 	v.regExpProto = proto
@@ -386,7 +387,7 @@ func (v *VM) guardRegExpSearches() error {
 // match by match: those matches are counted instead.
 
 // withMatchLimit runs f counting the matches exec makes for it (op names the method).
-func (v *VM) withMatchLimit(op string, f func() goja.Value) goja.Value {
+func (v *Guards) withMatchLimit(op string, f func() goja.Value) goja.Value {
 	limit, count, name := v.matchLimit, v.matchCount, v.matchOp
 	v.matchLimit, v.matchCount, v.matchOp = MaxArrayLength, 0, op
 	defer func() { v.matchLimit, v.matchCount, v.matchOp = limit, count, name }()
@@ -395,7 +396,7 @@ func (v *VM) withMatchLimit(op string, f func() goja.Value) goja.Value {
 
 // plainRegExp reports whether goja searches rx in one step without calling exec: a RegExp of
 // RegExp.prototype, whose only own property is lastIndex, and whose exec is goja's.
-func (v *VM) plainRegExp(rx *goja.Object) bool {
+func (v *Guards) plainRegExp(rx *goja.Object) bool {
 	if !isRegExp(rx) || !rx.Prototype().SameAs(v.regExpProto) || len(rx.Symbols()) > 0 {
 		return false
 	}
@@ -409,7 +410,7 @@ func (v *VM) plainRegExp(rx *goja.Object) bool {
 
 // manyMatches reports whether a search of s by the RegExp rx could collect more than
 // MaxArrayLength matches and captures in one step.
-func (v *VM) manyMatches(rx *goja.Object, s goja.Value) bool {
+func (v *Guards) manyMatches(rx *goja.Object, s goja.Value) bool {
 	src, err := v.sourceOf(rx)
 	if err != nil {
 		return true
@@ -418,7 +419,7 @@ func (v *VM) manyMatches(rx *goja.Object, s goja.Value) bool {
 }
 
 // matchByMatch is RegExp.prototype[Symbol.match] with a global match's matches bounded.
-func (v *VM) matchByMatch(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+func (v *Guards) matchByMatch(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 	const name = "RegExp.prototype[Symbol.match]"
 	if rx, ok := fc.This.(*goja.Object); ok && len(fc.Arguments) > 0 {
 		v.checkMatches(name, rx, fc.Arguments[0])
@@ -428,13 +429,13 @@ func (v *VM) matchByMatch(fc goja.FunctionCall, search func(goja.FunctionCall) g
 
 // checkMatches refuses a global search of s by a plain RegExp that could collect more than
 // MaxArrayLength matches and captures.
-func (v *VM) checkMatches(name string, rx *goja.Object, s goja.Value) {
+func (v *Guards) checkMatches(name string, rx *goja.Object, s goja.Value) {
 	if v.plainRegExp(rx) && v.global(rx) && v.manyMatches(rx, s) {
 		v.throwRange("%s: a global search of a string of %d characters could make more than %d matches", name, length(s), MaxArrayLength)
 	}
 }
 
-func (v *VM) global(rx *goja.Object) bool {
+func (v *Guards) global(rx *goja.Object) bool {
 	g, err := v.globalOf(rx)
 	return err == nil && g.ToBoolean()
 }
@@ -443,7 +444,7 @@ func (v *VM) global(rx *goja.Object) bool {
 // function's results are counted; a replacement string is expanded by crw, counting, wherever
 // goja's expansion could pass the bound (or where the matches may not be goja's own: a RegExp
 // that is not plain may be given any match by an exec of the script's).
-func (v *VM) regExpReplace(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+func (v *Guards) regExpReplace(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 	const name = "RegExp.prototype[Symbol.replace]"
 	rx, ok := fc.This.(*goja.Object)
 	if !ok || len(fc.Arguments) == 0 {
@@ -471,7 +472,7 @@ func (v *VM) regExpReplace(fc goja.FunctionCall, search func(goja.FunctionCall) 
 // (one whose species is the script's could hand goja a splitter of any pattern) is split as the
 // specification does, one exec at a time, counting the pieces; a string longer than
 // MaxArrayLength is refused either way.
-func (v *VM) regExpSplit(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
+func (v *Guards) regExpSplit(fc goja.FunctionCall, search func(goja.FunctionCall) goja.Value) goja.Value {
 	const name = "RegExp.prototype[Symbol.split]"
 	rx, ok := fc.This.(*goja.Object)
 	if !ok {
@@ -490,7 +491,7 @@ func (v *VM) regExpSplit(fc goja.FunctionCall, search func(goja.FunctionCall) go
 // defaultSpecies reports whether a plain RegExp's species constructor is RegExp, found without
 // running script code: RegExp.prototype.constructor is RegExp, and RegExp[Symbol.species] is
 // goja's getter.
-func (v *VM) defaultSpecies() bool {
+func (v *Guards) defaultSpecies() bool {
 	d, err := v.gopd(goja.Undefined(), v.regExpProto, v.rt.ToValue("constructor"))
 	desc, ok := d.(*goja.Object)
 	if err != nil || !ok || !desc.Get("value").SameAs(v.regExp) {
@@ -502,7 +503,7 @@ func (v *VM) defaultSpecies() bool {
 }
 
 // splitByExec is the specification's RegExp.prototype[Symbol.split] (22.2.6.14).
-func (v *VM) splitByExec(rx *goja.Object, s goja.String, limit goja.Value) goja.Value {
+func (v *Guards) splitByExec(rx *goja.Object, s goja.String, limit goja.Value) goja.Value {
 	const name = "RegExp.prototype[Symbol.split]"
 	rt := v.rt
 	c := v.regExp
@@ -585,7 +586,7 @@ func (v *VM) splitByExec(rx *goja.Object, s goja.String, limit goja.Value) goja.
 }
 
 // regExpExec is the specification's RegExpExec: the object's exec, or goja's.
-func (v *VM) regExpExec(r *goja.Object, s goja.Value) goja.Value {
+func (v *Guards) regExpExec(r *goja.Object, s goja.Value) goja.Value {
 	if f, ok := goja.AssertFunction(r.Get("exec")); ok {
 		out := call(f, r, s)
 		if _, ok := out.(*goja.Object); !ok && !goja.IsNull(out) {
@@ -633,7 +634,7 @@ func captureGroups(p string) int {
 }
 
 // regExpIteratorNext is the next method of the iterators String.prototype.matchAll returns.
-func (v *VM) regExpIteratorNext(proto *goja.Object) goja.Value {
+func (v *Guards) regExpIteratorNext(proto *goja.Object) goja.Value {
 	matchAll, ok := goja.AssertFunction(proto.GetSymbol(goja.SymMatchAll))
 	if !ok {
 		return nil
@@ -647,7 +648,7 @@ func (v *VM) regExpIteratorNext(proto *goja.Object) goja.Value {
 
 // timeSearch runs a searching native and returns what it returned and how long it ran, less the
 // time of the searching natives it called (each of which judged its own).
-func (v *VM) timeSearch(name string, f func() goja.Value) (out goja.Value, own time.Duration) {
+func (v *Guards) timeSearch(name string, f func() goja.Value) (out goja.Value, own time.Duration) {
 	outer := v.searchNested
 	v.searchNested = 0
 	start := time.Now()
@@ -663,7 +664,7 @@ func (v *VM) timeSearch(name string, f func() goja.Value) (out goja.Value, own t
 // goja passes such a panic on, and it ended the process (a RegExp whose exec was set to
 // undefined made goja's replace and split call a nil function). The script's own throws, and
 // goja's interrupts, pass as they are.
-func (v *VM) noGoPanic(name string) {
+func (v *Guards) noGoPanic(name string) {
 	if r := recover(); r != nil {
 		if re, ok := r.(runtime.Error); ok {
 			panic(v.rt.NewTypeError("%s: %v", name, re))
@@ -677,11 +678,11 @@ func (v *VM) noGoPanic(name string) {
 // When the run is being stopped (a cancel, a signal, the deadline, the heap limit), that is what
 // ends it; otherwise the run ends at the bound, a limit passed: a time-bound failure the script
 // could catch would make its outcome depend on the machine's speed.
-func (v *VM) searchCutOff(name string) {
+func (v *Guards) searchCutOff(name string) {
 	if v.stopping.Load() {
 		v.throwRange("%s: the workflow is being stopped", name)
 	}
-	le := &LimitError{Reason: ReasonRegExpTime, Message: fmt.Sprintf(
+	le := &limits.LimitError{Reason: limits.ReasonRegExpTime, Message: fmt.Sprintf(
 		"RangeError: %s: a regular-expression search found no match after running %s or more; crw cuts a search off at %s and cannot tell one cut off from one that found nothing (nested quantifiers such as (a+)+ backtrack exponentially: simplify the pattern or bound the input)",
 		name, searchCutoff, RegExpSearchTime)}
 	if v.stopLimit != nil {

@@ -1,4 +1,4 @@
-package vm
+package natives
 
 import (
 	"fmt"
@@ -10,20 +10,21 @@ import (
 	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
-// installGuards bounds what reaches the natives goja cannot interrupt (JSON.stringify, the
-// Array methods that walk a length, String repeat and padding): each of them, given enough,
-// would run for minutes or allocate gigabytes before a cancel, a deadline or the heap watch
-// could stop it. They are replaced before any module runs.
-func (v *VM) installGuards() error {
-	rt := v.rt
+// Install bounds what reaches the natives of rt goja cannot interrupt (JSON.stringify, the
+// Array methods that walk a length, String repeat and padding, the RegExp searches, code built
+// at run time): each of them, given enough, would run for minutes or allocate gigabytes before
+// a cancel, a deadline or the heap watch could stop it. They are replaced before any module
+// runs; heapBytes is the workflow's heap limit, which no buffer may pass.
+func Install(rt *goja.Runtime, heapBytes int64) (*Guards, error) {
+	v := &Guards{rt: rt, heapBytes: heapBytes}
 	v.rangeError = rt.Get("RangeError")
 	v.gopd, _ = goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("getOwnPropertyDescriptor"))
 	v.guardRuntimeCode()
 	if err := v.guardRegExpPatterns(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := v.guardRegExpSearches(); err != nil {
-		return err
+		return nil, err
 	}
 	v.guardStringify()
 	v.wrapMethod(rt.Get("JSON").ToObject(rt), "parse", v.checkParse)
@@ -70,7 +71,7 @@ func (v *VM) installGuards() error {
 		v.wrapMethod(str, name, func(fc goja.FunctionCall) { v.checkString(fc.Argument(0).ToInteger(), "String.prototype."+name) })
 	}
 	v.guardOutputs()
-	return nil
+	return v, nil
 }
 
 // Bounds of the guards.
@@ -82,7 +83,7 @@ const (
 )
 
 // throwRange throws a RangeError into the script, as a native does for a bound it passes.
-func (v *VM) throwRange(format string, args ...any) {
+func (v *Guards) throwRange(format string, args ...any) {
 	ctor, _ := goja.AssertConstructor(v.rangeError)
 	obj, err := ctor(nil, v.rt.ToValue(fmt.Sprintf(format, args...)))
 	if err != nil {
@@ -91,7 +92,7 @@ func (v *VM) throwRange(format string, args ...any) {
 	panic(obj)
 }
 
-func (v *VM) checkLength(val goja.Value, what string) {
+func (v *Guards) checkLength(val goja.Value, what string) {
 	o, ok := val.(*goja.Object)
 	if !ok {
 		return
@@ -102,7 +103,7 @@ func (v *VM) checkLength(val goja.Value, what string) {
 }
 
 // checkIndexed refuses a string or a typed array with more indexes than MaxArrayLength.
-func (v *VM) checkIndexed(val goja.Value, what string) {
+func (v *Guards) checkIndexed(val goja.Value, what string) {
 	if s, ok := val.(goja.String); ok {
 		if s.Length() > MaxArrayLength {
 			v.throwRange("%s: a string of %d characters has more indexes than crw lets a native list (%d)", what, s.Length(), MaxArrayLength)
@@ -122,7 +123,7 @@ func (v *VM) checkIndexed(val goja.Value, what string) {
 
 // guardBuffers refuses an ArrayBuffer or a typed array larger than the heap limit before it
 // is allocated: such a buffer could never be held, and filling it is one native step.
-func (v *VM) guardBuffers() {
+func (v *Guards) guardBuffers() {
 	rt := v.rt
 	fnProto := rt.Get("Function").ToObject(rt).Get("prototype").ToObject(rt)
 	hasInstance, _ := goja.AssertFunction(fnProto.GetSymbol(goja.SymHasInstance))
@@ -179,7 +180,7 @@ func (v *VM) guardBuffers() {
 	}
 }
 
-func (v *VM) checkBuffer(name string, args []goja.Value, size int64) {
+func (v *Guards) checkBuffer(name string, args []goja.Value, size int64) {
 	if len(args) == 0 {
 		return
 	}
@@ -196,12 +197,12 @@ func (v *VM) checkBuffer(name string, args []goja.Value, size int64) {
 	default:
 		n = args[0].ToInteger()
 	}
-	if n > 0 && n > v.limits.HeapBytes/size {
-		v.throwRange("%s: %d elements of %d bytes are more than the workflow's heap limit of %d MiB", name, n, size, v.limits.HeapBytes>>20)
+	if n > 0 && n > v.heapBytes/size {
+		v.throwRange("%s: %d elements of %d bytes are more than the workflow's heap limit of %d MiB", name, n, size, v.heapBytes>>20)
 	}
 }
 
-func (v *VM) checkString(n int64, what string) {
+func (v *Guards) checkString(n int64, what string) {
 	if n > MaxStringLength {
 		v.throwRange("%s: a string of %d characters is more than crw allows (%d)", what, n, MaxStringLength)
 	}
@@ -211,7 +212,7 @@ func (v *VM) checkString(n int64, what string) {
 // levels and gives up once the script is being interrupted: goja's own is a native that no
 // interrupt reaches, and it is quadratic in the depth. A replacer function still runs; an array
 // replacer still picks the members, in its own order.
-func (v *VM) guardStringify() {
+func (v *Guards) guardStringify() {
 	rt := v.rt
 	json := rt.Get("JSON").ToObject(rt)
 	orig, _ := goja.AssertFunction(json.Get("stringify"))
@@ -276,7 +277,7 @@ func (v *VM) guardStringify() {
 
 // picked is an object with only the named members of val, in the order of names: what an
 // array replacer makes JSON.stringify write of an object. Other values are left as they are.
-func (v *VM) picked(val goja.Value, names []string) goja.Value {
+func (v *Guards) picked(val goja.Value, names []string) goja.Value {
 	o, ok := val.(*goja.Object)
 	if !ok {
 		return val
@@ -302,7 +303,7 @@ func (v *VM) picked(val goja.Value, names []string) goja.Value {
 // wrapMethod replaces obj[name] with a function that runs check first, then the original.
 // checkParse bounds what JSON.parse is given: goja's parser recurses once per level, and a
 // text of a few million brackets overflows the Go stack, which ends the process.
-func (v *VM) checkParse(fc goja.FunctionCall) {
+func (v *Guards) checkParse(fc goja.FunctionCall) {
 	if len(fc.Arguments) == 0 {
 		return
 	}
@@ -330,7 +331,7 @@ func (v *VM) checkParse(fc goja.FunctionCall) {
 	}
 }
 
-func (v *VM) wrapMethod(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+func (v *Guards) wrapMethod(obj *goja.Object, name string, check func(goja.FunctionCall)) {
 	orig, ok := goja.AssertFunction(obj.Get(name))
 	if !ok {
 		return

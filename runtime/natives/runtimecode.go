@@ -1,4 +1,4 @@
-package vm
+package natives
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 	"github.com/dop251/goja/token"
 	"github.com/dop251/goja/unistring"
 
-	"github.com/crw-dev/crw/runtime/loader"
+	"github.com/crw-dev/crw/runtime/nesting"
 )
 
 // Code a script builds while it runs (the text it gives eval, direct or indirect, the Function
@@ -86,12 +86,12 @@ var parserLayoutOK = func() bool {
 // guardRuntimeCode bounds the nesting of runtime-built code as the loader bounds a module's.
 // Source maps are not read for it: a sourceMappingURL comment in an eval'd string would name a
 // file for goja to read.
-func (v *VM) guardRuntimeCode() {
+func (v *Guards) guardRuntimeCode() {
 	v.rt.SetParserOptions(parser.WithDisableSourceMaps, sourceOption(func(src string, ok bool) {
 		if !ok || !parserLayoutOK {
 			v.throwRange("eval and the Function constructor are not available: crw cannot bound the code they parse with this goja")
 		}
-		if err := loader.CheckNesting(src); err != nil {
+		if err := nesting.Check(src); err != nil {
 			v.throwRange("code built at run time (eval, Function): %s", err.Error())
 		}
 	}))

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mcpserver
+package mcphttp
 
 // fdLimit is unknown off Unix.
 func fdLimit() int { return 0 }

@@ -1,4 +1,6 @@
-package mcpserver
+// Package keys is crw mcp's request keys: a mutation done once per key, its answer kept in the
+// state folder and given again to the same request, a key used for another request refused.
+package keys
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 )
@@ -29,14 +32,19 @@ const MaxKeyLength = 256
 // keyWait bounds how long a request waits for another with its key to end.
 const keyWait = 5 * time.Minute
 
-// keys are the request keys of mutations, kept as records of the state folder
+// Keys are the request keys of mutations, kept as records of the state folder
 // (store.KindIdempotency), so they outlive the server. A key's first request is done under a
 // lock of its stripe (<state>/mcp/locks/, a flock: it is let go when its process dies), so a
 // request with the same key, in this process or another, waits for it to end and then gets its
 // result.
-type keys struct {
+type Keys struct {
 	recs  store.Records
 	locks string
+}
+
+// New keeps keys in recs, locking their stripes in the folder locks.
+func New(recs store.Records, locks string) *Keys {
+	return &Keys{recs: recs, locks: locks}
 }
 
 // keyRecord is what a key's record holds: the request it was first used for (its tool and the
@@ -50,10 +58,10 @@ type keyRecord struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 }
 
-// do runs a mutation under its request key: once per key. The same key with the same request
+// Do runs a mutation under its request key: once per key. The same key with the same request
 // gets the first result (replayed); with another, idempotency_conflict. A first request that
 // failed invalid_request did nothing, and its key is not kept.
-func (k *keys) do(ctx context.Context, tool, key, dig string, run func() *mcp.CallToolResult) (res *mcp.CallToolResult, replayed bool, err error) {
+func (k *Keys) Do(ctx context.Context, tool, key, dig string, run func() *mcp.CallToolResult) (res *mcp.CallToolResult, replayed bool, err error) {
 	if key == "" || len(key) > MaxKeyLength {
 		return nil, false, errs.New(errs.InvalidRequest, "request_key: 1 to %d bytes, got %d", MaxKeyLength, len(key))
 	}
@@ -106,7 +114,7 @@ func (k *keys) do(ctx context.Context, tool, key, dig string, run func() *mcp.Ca
 }
 
 // lock takes the flock of a stripe of the keys, waiting for it as long as ctx and keyWait let.
-func (k *keys) lock(ctx context.Context, stripe byte) (unlock func(), err error) {
+func (k *Keys) lock(ctx context.Context, stripe byte) (unlock func(), err error) {
 	if err := os.MkdirAll(k.locks, 0o700); err != nil {
 		return nil, errs.New(errs.CapabilityUnavailable, "request keys: %s cannot be made", k.locks).Wrap(err).
 			Because("mcp", "store_unwritable", "not_started", errs.Certain)
@@ -142,7 +150,7 @@ func (k *keys) lock(ctx context.Context, stripe byte) (unlock func(), err error)
 }
 
 // prune lets the oldest keys go past MaxKeys.
-func (k *keys) prune(ctx context.Context) {
+func (k *Keys) prune(ctx context.Context) {
 	all, err := k.recs.List(ctx, "mcp-")
 	if err != nil || len(all) <= MaxKeys {
 		return
@@ -165,6 +173,6 @@ func (k *keys) prune(ctx context.Context) {
 
 // errorCode is the code of a failed call's answer.
 func errorCode(res *mcp.CallToolResult) string {
-	code, _ := auditResult(res)
+	code, _ := wire.Failure(res)
 	return code
 }

@@ -1,4 +1,7 @@
-package loader
+// Package sourcemap is the source map esbuild writes for a TypeScript or ESM module, made to
+// read in goja as the original file does (its columns shifted by one) and inlined in the
+// compiled code.
+package sourcemap
 
 import (
 	"encoding/base64"
@@ -7,7 +10,7 @@ import (
 	"strings"
 )
 
-// fixSourceMap shifts every generated and every original column of a
+// Fix shifts every generated and every original column of a
 // source map by one.
 //
 // goja looks a position up with a 1-based generated column and reports the
@@ -20,7 +23,7 @@ import (
 // Generated columns are relative within a line, so only the first segment
 // of each line changes; original columns are relative across the whole
 // map, so only the first segment that has one changes.
-func fixSourceMap(raw []byte) ([]byte, error) {
+func Fix(raw []byte) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
@@ -123,6 +126,7 @@ func encodeVLQ(fields []int) string {
 	return b.String()
 }
 
-func inlineSourceMap(m []byte) string {
+// Inline is the comment that gives the compiled code its source map m.
+func Inline(m []byte) string {
 	return "//# sourceMappingURL=data:application/json;base64," + base64.StdEncoding.EncodeToString(m)
 }

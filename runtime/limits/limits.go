@@ -1,7 +1,9 @@
-package vm
+// Package limits is what a workflow may take of the host (its call stack, its heap, the time
+// its modules take to load, a regular expression's search) and the error of passing one; the
+// heap watch that measures the heap.
+package limits
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -18,7 +20,7 @@ import (
 type Limits struct {
 	// StackDepth is the deepest JS call stack: past it the script fails with a RangeError.
 	StackDepth int
-	// HeapBytes bounds the Go heap while the script runs (see heapWatch for what it counts).
+	// HeapBytes bounds the Go heap while the script runs (see HeapWatch for what it counts).
 	HeapBytes int64
 	// LoadTime bounds the evaluation of the workflow's modules.
 	LoadTime time.Duration
@@ -66,19 +68,14 @@ func (e *LimitError) Error() string { return e.Message }
 // Code implements errs.Coded.
 func (e *LimitError) Code() errs.Code { return errs.BudgetExhausted }
 
-// scriptError is how a run records it.
-func (e *LimitError) scriptError() *ScriptError {
-	return &ScriptError{Message: e.Message, Code: string(errs.BudgetExhausted), Reason: e.Reason}
-}
-
 // HeapSamplePeriod is how often the heap watch samples the Go heap.
 const HeapSamplePeriod = 50 * time.Millisecond
 
-// heapWatch calls stop once the Go heap holds more than limit bytes of live objects, until
+// HeapWatch calls stop once the Go heap holds more than limit bytes of live objects, until
 // the returned function is called. It samples the bytes of heap objects (runtime/metrics, cheap)
 // every HeapSamplePeriod; past the limit it collects garbage once and stops the script only if
 // the live heap is still over. It counts the whole process's Go heap: crw's own few MiB too.
-func heapWatch(limit int64, stop func(error)) (done func()) {
+func HeapWatch(limit int64, stop func(error)) (done func()) {
 	softenGC(limit)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
@@ -111,58 +108,6 @@ func heapWatch(limit int64, stop func(error)) (done func()) {
 		close(quit)
 		wg.Wait()
 	}
-}
-
-// guard interrupts the VM for a limit or when ctx ends, while the script runs: Run's loop and
-// New's module evaluation. The cause it interrupts with is what cause returns.
-type guard struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   []func()
-}
-
-func (v *VM) guard(parent context.Context, timeout time.Duration, timeoutErr error) *guard {
-	ctx, cancel := context.WithCancelCause(parent)
-	g := &guard{ctx: ctx, cancel: cancel}
-	rt := v.rt
-	stop := context.AfterFunc(ctx, func() {
-		v.stopping.Store(true)
-		rt.Interrupt(g.cause())
-	})
-	g.done = append(g.done, func() { stop() })
-	v.stopLimit = func(le *LimitError) {
-		cancel(le)
-		v.stopping.Store(true)
-		rt.Interrupt(g.cause())
-	}
-	g.done = append(g.done, func() { v.stopLimit = nil })
-	g.done = append(g.done, heapWatch(v.limits.HeapBytes, cancel))
-	if timeout > 0 {
-		t := time.AfterFunc(timeout, func() { cancel(timeoutErr) })
-		g.done = append(g.done, func() { t.Stop() })
-	}
-	return g
-}
-
-// cause is why the script was interrupted: a LimitError, or the parent context's error.
-func (g *guard) cause() error {
-	if le, ok := context.Cause(g.ctx).(*LimitError); ok {
-		return le
-	}
-	return g.ctx.Err()
-}
-
-// limit is the LimitError that stopped the script, if one did.
-func (g *guard) limit() *LimitError {
-	le, _ := context.Cause(g.ctx).(*LimitError)
-	return le
-}
-
-func (g *guard) release() {
-	for _, f := range g.done {
-		f()
-	}
-	g.cancel(nil)
 }
 
 // softenGC makes the collector keep the whole Go heap within a quarter above the workflow's

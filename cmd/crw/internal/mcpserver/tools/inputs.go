@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"encoding/json"
@@ -13,14 +13,18 @@ type runArg struct {
 	Run string `json:"run" jsonschema:"the run: its id as start answered it (20261130-052301-a1b2c3), a unique prefix of the id or of its random part, or last (the newest run)"`
 }
 
-func (r *runArg) runID() string      { return r.Run }
-func (r *runArg) setRunID(id string) { r.Run = id }
+// RunID is the run the input names.
+func (r *runArg) RunID() string { return r.Run }
+
+// SetRunID names the run by its id.
+func (r *runArg) SetRunID(id string) { r.Run = id }
 
 type keyArg struct {
 	RequestKey string `json:"request_key" jsonschema:"a key of yours for this request, 1 to 256 bytes: the same key with the same arguments answers the first result again and does nothing twice; the same key with other arguments is idempotency_conflict"`
 }
 
-func (k *keyArg) key() string { return k.RequestKey }
+// Key is the request key.
+func (k *keyArg) Key() string { return k.RequestKey }
 
 // StartIn is what start takes: crw flow start's flags.
 type StartIn struct {
@@ -124,8 +128,11 @@ type ListIn struct {
 	Limit *int   `json:"limit,omitempty" jsonschema:"at most this many, the newest (default: effects 100, audit 50)"`
 }
 
-func (l *ListIn) runID() string      { return l.Run }
-func (l *ListIn) setRunID(id string) { l.Run = id }
+// RunID is the run the input names.
+func (l *ListIn) RunID() string { return l.Run }
+
+// SetRunID names the run by its id.
+func (l *ListIn) SetRunID(id string) { l.Run = id }
 
 // RecoverIn is what recover takes.
 type RecoverIn struct {
@@ -145,8 +152,11 @@ type ShadowIn struct {
 	Lib    []string `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
 }
 
-func (s *ShadowIn) runID() string      { return s.Run }
-func (s *ShadowIn) setRunID(id string) { s.Run = id }
+// RunID is the run the input names.
+func (s *ShadowIn) RunID() string { return s.Run }
+
+// SetRunID names the run by its id.
+func (s *ShadowIn) SetRunID(id string) { s.Run = id }
 
 // seconds is a wait given in seconds, its default when absent.
 func seconds(v *float64, def time.Duration) time.Duration {

@@ -1,4 +1,4 @@
-package mcpserver
+package tools
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 )
 
 // anyJSON is the schema of a member that holds any JSON value: a workflow's input or result,
@@ -123,7 +125,7 @@ func envelope(name string, payload map[string]any) map[string]any {
 }
 
 func errorSchema() map[string]any {
-	s := infer[ToolError]()
+	s := infer[wire.ToolError]()
 	strict(s)
 	nullable(s)
 	return s

@@ -1,4 +1,4 @@
-package vm
+package natives
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // interruptible; its results are counted.
 
 // replaceMethod replaces obj[name] with impl, which is given the original.
-func (v *VM) replaceMethod(obj *goja.Object, name string, impl func(fc goja.FunctionCall, orig goja.Callable) goja.Value) {
+func (v *Guards) replaceMethod(obj *goja.Object, name string, impl func(fc goja.FunctionCall, orig goja.Callable) goja.Value) {
 	orig, ok := goja.AssertFunction(obj.Get(name))
 	if !ok {
 		return
@@ -49,7 +49,7 @@ func call(f goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
 func missing(val goja.Value) bool { return val == nil || goja.IsUndefined(val) || goja.IsNull(val) }
 
 // method is GetMethod: o[sym], nil when undefined or null, a TypeError when not callable.
-func (v *VM) method(o *goja.Object, sym *goja.Symbol) goja.Callable {
+func (v *Guards) method(o *goja.Object, sym *goja.Symbol) goja.Callable {
 	m := o.GetSymbol(sym)
 	if missing(m) {
 		return nil
@@ -81,7 +81,7 @@ func toString(rt *goja.Runtime, val goja.Value) goja.String {
 	return rt.ToValue(val.String()).(goja.String)
 }
 
-func (v *VM) str(val goja.Value) goja.String { return toString(v.rt, val) }
+func (v *Guards) str(val goja.Value) goja.String { return toString(v.rt, val) }
 
 // mul is a*b, saturated past MaxStringLength so that no bound overflows.
 func mul(a, b int64) int64 {
@@ -91,7 +91,7 @@ func mul(a, b int64) int64 {
 	return a * b
 }
 
-func (v *VM) guardOutputs() {
+func (v *Guards) guardOutputs() {
 	rt := v.rt
 	str := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
 	v.replaceMethod(str, "replace", func(fc goja.FunctionCall, orig goja.Callable) goja.Value {
@@ -157,7 +157,7 @@ func (v *VM) guardOutputs() {
 const maxNumberLength = 24
 
 // getter is the getter of o's own accessor name, or nil.
-func (v *VM) getter(o *goja.Object, name string) goja.Value {
+func (v *Guards) getter(o *goja.Object, name string) goja.Value {
 	d, err := v.gopd(goja.Undefined(), o, v.rt.ToValue(name))
 	if err != nil {
 		return nil
@@ -172,7 +172,7 @@ func (v *VM) getter(o *goja.Object, name string) goja.Value {
 // Symbol.replace method is given to it, as in the original; otherwise everything is read here,
 // once (the strings, the limit of replaceAll's matches, the replacement), and the original is
 // given strings and, where the size could pass the bound, a replacement function that counts.
-func (v *VM) stringReplace(fc goja.FunctionCall, orig goja.Callable, all bool) goja.Value {
+func (v *Guards) stringReplace(fc goja.FunctionCall, orig goja.Callable, all bool) goja.Value {
 	rt := v.rt
 	name := "String.prototype.replace"
 	if all {
@@ -236,7 +236,7 @@ func expansion(repl goja.Value, n int64) int64 {
 
 // countingReplacer calls f for each match, as the original would, and refuses once the result
 // would pass MaxStringLength.
-func (v *VM) countingReplacer(f goja.Callable, s goja.Value, name string) goja.Value {
+func (v *Guards) countingReplacer(f goja.Callable, s goja.Value, name string) goja.Value {
 	total := length(s)
 	return v.rt.ToValue(func(fc goja.FunctionCall) goja.Value {
 		limit := v.matchLimit
@@ -262,7 +262,7 @@ func (v *VM) countingReplacer(f goja.Callable, s goja.Value, name string) goja.V
 // each match (the $ patterns as goja reads them), counting the result's size before it builds
 // it. The arguments are those of a replacement function: the match, its captures, the position,
 // the string and, when the pattern names groups, the groups.
-func (v *VM) substituter(repl goja.Value, s goja.Value, name string) goja.Value {
+func (v *Guards) substituter(repl goja.Value, s goja.Value, name string) goja.Value {
 	total := length(s)
 	r := repl.(goja.String)
 	return v.rt.ToValue(func(fc goja.FunctionCall) goja.Value {
@@ -372,7 +372,7 @@ var emptyString = goja.StringFromUTF16(nil)
 // stringSplit is String.prototype.split: a separator with a Symbol.split method is given to it,
 // as in the original; otherwise the string, the limit and the separator are read here, once,
 // and a split into more than MaxArrayLength pieces is refused.
-func (v *VM) stringSplit(fc goja.FunctionCall, orig goja.Callable) goja.Value {
+func (v *Guards) stringSplit(fc goja.FunctionCall, orig goja.Callable) goja.Value {
 	if missing(fc.This) {
 		return call(orig, fc.This, fc.Arguments...)
 	}
@@ -461,7 +461,7 @@ func packed(s goja.String) []byte {
 // built. An array that holds itself joins to "" where it recurs, as in goja; arrays nested deeper
 // than MaxStringifyDepth are refused (each level was a Go call, and a million levels overflowed
 // the Go stack).
-func (v *VM) join(fc goja.FunctionCall, what string, locale bool) goja.Value {
+func (v *Guards) join(fc goja.FunctionCall, what string, locale bool) goja.Value {
 	rt := v.rt
 	o := fc.This.ToObject(rt)
 	for _, j := range v.joining {

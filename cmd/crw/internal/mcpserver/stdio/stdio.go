@@ -1,4 +1,7 @@
-package mcpserver
+// Package stdio is crw mcp's transport on its standard input and output: newline-delimited
+// JSON as the SDK's, which answers what the SDK would end its session on and holds the end of
+// the input back until every request read before it is answered.
+package stdio
 
 import (
 	"bytes"
@@ -12,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -21,21 +25,18 @@ const maxLine = mcp.DefaultMaxLineLength
 // maxDepth is how deep the SDK lets a message nest; a deeper one would end its session.
 const maxDepth = 1000
 
-// Stdio is the transport on the server's standard input and output, newline-delimited JSON as
+// New is the transport on the server's standard input and output, newline-delimited JSON as
 // the SDK's. Two things are its own. A message the SDK would end the session on (not JSON,
 // longer than 16 MiB, nested deeper than 1,000 levels) is answered here and passed over: a tool
 // call with a tool error (invalid_request), another request with a JSON-RPC error. And the
 // end of the input is held back until every request read before it has been answered (or ctx
 // ends): the SDK closes the session as soon as its input ends, dropping the answers still
 // being worked out, so a client that writes its requests and closes its end would get none,
-// and a mutation under way would be cut short.
-func (s *Server) Stdio(ctx context.Context, in io.Reader, out io.Writer) mcp.Transport {
+// and a mutation under way would be cut short. payloads names each tool's answer member, by the
+// tool's name.
+func New(ctx context.Context, in io.Reader, out io.Writer, payloads map[string]string) mcp.Transport {
 	p := &pending{ids: map[string]bool{}, changed: make(chan struct{})}
 	w := &answerWriter{w: out, p: p}
-	payloads := map[string]string{}
-	for _, t := range s.tools {
-		payloads[t.name] = t.payload
-	}
 	return &mcp.IOTransport{Reader: &stdinReader{ctx: ctx, r: in, p: p, w: w, payloads: payloads}, Writer: w, MaxLineLength: -1}
 }
 
@@ -263,7 +264,7 @@ func (d *stdinReader) undecodable(line []byte) bool {
 			id = ms[0].ID
 		}
 	}
-	d.w.inject(rpcError(id, -32600, "Invalid Request: "+clean(err.Error(), 300)))
+	d.w.inject(rpcError(id, -32600, "Invalid Request: "+wire.Clean(err.Error(), 300)))
 	return true
 }
 
@@ -287,7 +288,7 @@ func (d *stdinReader) refuseDeep(m message) {
 		return
 	}
 	e := errs.New(errs.InvalidRequest, "arguments: nested deeper than %d levels", maxDepth)
-	content, _ := json.Marshal(map[string]any{payload: nil, "error": toolError(e, nil)})
+	content, _ := json.Marshal(map[string]any{payload: nil, "error": wire.Error(e, nil)})
 	res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": string(content)}},
 		"structuredContent": json.RawMessage(content), "isError": true})
 	d.w.inject(rpcResult(m.ID, res))

@@ -1,15 +1,15 @@
-package mcpserver
+package tools
 
 import (
 	"encoding/json"
 	"slices"
 	"time"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/engine/shadow"
-	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -18,42 +18,6 @@ import (
 // inferred schema is strict: every member always there (null or empty when it has nothing), no
 // maps (a run's calls by status are an object of every status; options a list of name and
 // value), times as RFC 3339 text.
-
-// ToolError is a tool's error: seed 002's code, its fixed message and safe response, a bounded
-// detail, the run it is about when that run exists, and the bounded diagnostic.
-type ToolError struct {
-	Code         string      `json:"code" jsonschema:"the stable error code"`
-	Message      string      `json:"message" jsonschema:"the code's fixed message"`
-	Detail       string      `json:"detail" jsonschema:"what is wrong, naming the field, file, run or call (at most 1 KiB)"`
-	SafeResponse string      `json:"safe_response" jsonschema:"what to do on this code"`
-	Run          *string     `json:"run" jsonschema:"the run the error is about, when it exists"`
-	Diagnostic   *Diagnostic `json:"diagnostic" jsonschema:"the finer cause, when a dependency failed or the code has one"`
-}
-
-// Diagnostic is errs.Diagnostic.
-type Diagnostic struct {
-	CorrelationID string  `json:"correlationId" jsonschema:"ties the diagnostic to the log line with the full account"`
-	Certainty     string  `json:"certainty" jsonschema:"certain or uncertain: whether crw knows what became of the operation"`
-	Phase         string  `json:"phase"`
-	Reason        string  `json:"reason" jsonschema:"the finer cause, a lower_snake word"`
-	Disposition   string  `json:"disposition" jsonschema:"what became of the operation: not_started, stopped, held, unknown"`
-	NextAction    *string `json:"nextAction" jsonschema:"what to do: follow it"`
-	Log           *string `json:"log" jsonschema:"the log whose line with correlationId has the full account"`
-}
-
-func toolError(e *errs.Error, run *string) *ToolError {
-	out := &ToolError{Code: string(e.Code), Message: e.Message, Detail: e.Detail, SafeResponse: e.Code.SafeResponse(), Run: run}
-	out.Diagnostic = diagnosticOf(e.Diagnostic)
-	return out
-}
-
-func diagnosticOf(d *errs.Diagnostic) *Diagnostic {
-	if d == nil {
-		return nil
-	}
-	return &Diagnostic{CorrelationID: d.CorrelationID, Certainty: string(d.Certainty), Phase: d.Phase,
-		Reason: d.Reason, Disposition: d.Disposition, NextAction: orNull(d.NextAction), Log: orNull(d.Log)}
-}
 
 // Status is store.Status: where a run stands.
 type Status struct {
@@ -77,12 +41,12 @@ type Status struct {
 
 // RunError is journal.RunError: a run's error.
 type RunError struct {
-	Code       string      `json:"code" jsonschema:"the stable error code (workflow_failed: the workflow threw an error of its own)"`
-	Message    string      `json:"message" jsonschema:"the code's fixed message"`
-	Detail     string      `json:"detail" jsonschema:"the error's own account: what the workflow threw, or what crw stopped it for (at most 1 KiB)"`
-	Stack      string      `json:"stack" jsonschema:"the workflow's stack where it threw"`
-	Reason     string      `json:"reason" jsonschema:"the finer cause, a lower_snake word"`
-	Diagnostic *Diagnostic `json:"diagnostic" jsonschema:"the bounded account, its next action and the log line with the full one"`
+	Code       string           `json:"code" jsonschema:"the stable error code (workflow_failed: the workflow threw an error of its own)"`
+	Message    string           `json:"message" jsonschema:"the code's fixed message"`
+	Detail     string           `json:"detail" jsonschema:"the error's own account: what the workflow threw, or what crw stopped it for (at most 1 KiB)"`
+	Stack      string           `json:"stack" jsonschema:"the workflow's stack where it threw"`
+	Reason     string           `json:"reason" jsonschema:"the finer cause, a lower_snake word"`
+	Diagnostic *wire.Diagnostic `json:"diagnostic" jsonschema:"the bounded account, its next action and the log line with the full one"`
 }
 
 // Counts are a run's calls by status.
@@ -129,7 +93,7 @@ func runErrorOf(e *journal.RunError) *RunError {
 	if e == nil {
 		return nil
 	}
-	return &RunError{Code: e.Code, Message: e.Message, Detail: e.Detail, Stack: e.Stack, Reason: e.Reason, Diagnostic: diagnosticOf(e.Diagnostic)}
+	return &RunError{Code: e.Code, Message: e.Message, Detail: e.Detail, Stack: e.Stack, Reason: e.Reason, Diagnostic: wire.DiagnosticOf(e.Diagnostic)}
 }
 
 func countsOf(c store.Counts) Counts {
@@ -466,13 +430,6 @@ func rawOrNull(r json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return r
-}
-
-func orNull(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

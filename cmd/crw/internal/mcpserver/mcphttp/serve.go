@@ -1,4 +1,4 @@
-package mcpserver
+package mcphttp
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/wire"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -30,20 +33,22 @@ const (
 	idleTimeout    = 2 * time.Minute
 )
 
-// HTTPServer serves the streamable HTTP transport behind the guard, within its limits.
-type HTTPServer struct {
+// Server serves the streamable HTTP transport behind the guard, within its limits.
+type Server struct {
 	srv   *http.Server
 	conns *connTracker
-	mcp   *Server
+	mcp   *mcp.Server
+	// peakSessions is the most sessions open since the server last gave memory back.
+	peakSessions atomic.Int64
 }
 
-// HTTP is the server's HTTP transport with o's token, origins and limits.
-func (s *Server) HTTP(o HTTPOptions) *HTTPServer {
+// New is s's HTTP transport with o's token, origins and limits.
+func New(s *mcp.Server, o Options) *Server {
 	o = o.withDefaults()
 	conns := &connTracker{max: o.MaxConnections, perClient: o.MaxClientConnections, byClient: map[string]int{}}
-	h := Guard(s.sessionCap(s.HTTPHandler(o), o), o)
-	return &HTTPServer{conns: conns, mcp: s, srv: &http.Server{
-		Handler:           h,
+	h := &Server{conns: conns, mcp: s}
+	h.srv = &http.Server{
+		Handler:           Guard(h.sessionCap(Handler(s, o), o), o),
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       requestTimeout,
 		WriteTimeout:      requestTimeout,
@@ -51,12 +56,26 @@ func (s *Server) HTTP(o HTTPOptions) *HTTPServer {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
-	}}
+	}
+	return h
+}
+
+// Handler serves the streamable HTTP transport of s, one session per client, a session idle
+// for o.SessionIdle closed (DefaultSessionIdle), with no guard: New puts it behind one.
+func Handler(s *mcp.Server, o Options) http.Handler {
+	idle := o.SessionIdle
+	if idle <= 0 {
+		idle = DefaultSessionIdle
+	}
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		MaxRequestBodyBytes: wire.MaxArguments + 1<<20,
+		SessionTimeout:      idle,
+	})
 }
 
 // Serve serves on l until ctx ends; requests live in ctx, so a signal ends the streams a
 // client keeps open and the server can stop.
-func (h *HTTPServer) Serve(ctx context.Context, l net.Listener) error {
+func (h *Server) Serve(ctx context.Context, l net.Listener) error {
 	h.srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	done := make(chan error, 1)
 	go func() { done <- h.srv.Serve(&trackingListener{Listener: l, t: h.conns}) }()
@@ -77,7 +96,7 @@ func (h *HTTPServer) Serve(ctx context.Context, l net.Listener) error {
 // reclaim gives the memory back to the system once a burst of connections or sessions has
 // ended: the runtime would keep it for a long time, and a server that lives for days would
 // stay at the size its worst minute made it.
-func (h *HTTPServer) reclaim(ctx context.Context, every time.Duration) {
+func (h *Server) reclaim(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -86,12 +105,12 @@ func (h *HTTPServer) reclaim(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		load := h.Connections() + h.mcp.sessions()
-		peak := int(h.conns.peak.Load() + h.mcp.peakSessions.Load())
+		load := h.Connections() + h.sessions()
+		peak := int(h.conns.peak.Load() + h.peakSessions.Load())
 		if peak-load >= reclaimAfter && load < peak/2 {
 			debug.FreeOSMemory()
 			h.conns.peak.Store(int64(h.Connections()))
-			h.mcp.peakSessions.Store(int64(h.mcp.sessions()))
+			h.peakSessions.Store(int64(h.sessions()))
 		}
 	}
 }
@@ -101,13 +120,13 @@ func (h *HTTPServer) reclaim(ctx context.Context, every time.Duration) {
 const reclaimAfter = 256
 
 // Connections is how many connections are open.
-func (h *HTTPServer) Connections() int {
+func (h *Server) Connections() int {
 	h.conns.mu.Lock()
 	defer h.conns.mu.Unlock()
 	return len(h.conns.open)
 }
 
-func (o HTTPOptions) withDefaults() HTTPOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
 	}
@@ -130,7 +149,7 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // sessionCap refuses a new session (a request without Mcp-Session-Id) while max are open:
 // 503 capability_unavailable, session_limit. Each session is memory the server keeps until
 // it ends or is idle for SessionIdle.
-func (s *Server) sessionCap(h http.Handler, o HTTPOptions) http.Handler {
+func (s *Server) sessionCap(h http.Handler, o Options) http.Handler {
 	var opening atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {

@@ -1,4 +1,4 @@
-package loader
+package sourcemap
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestFixSourceMap(t *testing.T) {
 	// Line 1 unmapped, line 2 maps columns 0 and 4 to original 1:0 and 1:6,
 	// line 3 maps column 2 to 2:2.
 	in := `{"version":3,"sources":["a.ts"],"names":[],"mappings":";AAAA,IAAM;EACJ"}`
-	out, err := fixSourceMap([]byte(in))
+	out, err := Fix([]byte(in))
 	require.NoError(t, err)
 	var m struct{ Mappings string }
 	require.NoError(t, json.Unmarshal(out, &m))
