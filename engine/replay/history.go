@@ -3,6 +3,7 @@
 // delivery of recorded results in the order the journal recorded them. A resumed run and a
 // shadow replay both use it; they differ only in how they match (Strict or Align) and in what
 // their host does with a call the record does not settle.
+//
 // It is over 1,500 lines because the History's builder and the Replayer that delivers from it
 // share the paged record of each call: split apart, the Replayer would reach into the
 // builder's state.

@@ -8,6 +8,7 @@
 // a token budget, a cancel) and once without, the reference; both get the same operator: it
 // answers each decision and gives each verdict the same way, and does only what the run's
 // inspection says to do next.
+//
 // It is over 1,500 lines because the generator, the fault schedule, the operator and the
 // invariants are one simulation: each checks what the others made, and none is used alone.
 package sim

@@ -16,6 +16,7 @@
 //	<state>/crw.log                         the full account of errors that belong to no run
 //
 // Folders are made 0700 and files 0600: they hold prompts and answers.
+//
 // It is over 1,500 lines because it is the whole of the local store contract (runs, leases
 // with their process locks, published status, answers, files, records, logs) over one state
 // folder, each part a file of its own.

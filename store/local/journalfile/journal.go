@@ -5,6 +5,7 @@
 // one bbolt transaction, and so one round of fsyncs, covers every row
 // buffered when it starts. Sync, Write and AppendThen ask for a commit; Append alone does not,
 // so the engine can batch intent rows and commit right before the effect.
+//
 // It is over 1,500 lines because the journal file is one format: its writer, its reader, the
 // index and summary folded in each commit and the checks of a file written to hurt all read
 // and write the same buckets, and split apart they would share its internals.
