@@ -29,9 +29,10 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 	}
 	out := &store.Status{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt,
 		Result: json.RawMessage("null"), Calls: store.Counts{}}
-	if held && pub != nil && pub.State == store.StateEnded {
-		// Its process wrote the ended row and is letting the run go: the journal says how it
-		// ended (never "running", nor "starting" to crw flow next, for a run that is over).
+	if held && pub != nil && (pub.State == store.StateEnded || pub.Status != "") {
+		// Its process wrote the ended row (ended, paused, or waiting for a decision: a run's
+		// status is published only then) and is letting the run go: the journal says how it
+		// ended, its result included (never "running", nor "starting" to crw flow next).
 		held = false
 	}
 	if held {

@@ -48,6 +48,45 @@ func TestStatusOfARunWhoseProcessIsLettingItGo(t *testing.T) {
 	assert.Equal(t, store.StateRunning, st.State, "a process that publishes it runs holds it")
 }
 
+// TestStatusOfAPausedRunWhoseProcessIsLettingItGo: the same for a process that ended its run
+// paused (its ended row written, the run's result in it): status says paused with the journal's
+// result while the process still holds the run, as once it has let it go. A live process
+// that publishes paused (its calls draining) has no run status yet, and holds the run.
+func TestStatusOfAPausedRunWhoseProcessIsLettingItGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const r = await agent.call({ role: "explorer", prompt: "look" });
+  return { outcome: "held", reason: r.reason };
+}`), 0o644))
+	answers, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"match": {"call": 1}, "turns": [{"error": "rateLimitExceeded"}]}]}`))
+	require.NoError(t, err)
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunPaused, end.Status)
+
+	lease, err := svc.Store.Acquire(ctx, id) // the process, still holding the run
+	require.NoError(t, err)
+	defer lease.Release()
+	lease.Publish(&store.Status{Run: id, State: store.StatePaused, Status: store.RunPaused, Result: end.Result})
+	st, err := svc.Status(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, store.StatePaused, st.State)
+	assert.Equal(t, store.RunPaused, st.Status)
+	assert.JSONEq(t, `{"outcome": "held", "reason": "host_infra_rate"}`, string(st.Result))
+
+	lease.Publish(&store.Status{Run: id, State: store.StatePaused, LastSeq: 7})
+	st, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, store.StatePaused, st.State)
+	assert.Equal(t, uint64(7), st.LastSeq, "a live process's own account")
+}
+
 // TestAStartedRowWithoutBackendIsAnAppServerRun: seed 003, a run whose started row records no
 // backend is an App Server run: a resume on the fake backend is refused before any row.
 func TestAStartedRowWithoutBackendIsAnAppServerRun(t *testing.T) {
