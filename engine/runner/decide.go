@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/plant"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/crw"
 	"github.com/crw-dev/crw/store"
@@ -125,7 +126,7 @@ func (r *runner) Decide(d crw.Decision, settle func(json.RawMessage, error)) err
 			if rec.Answer != nil {
 				if changed {
 					r.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
-						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, clip(d.Question), clip(rec.Request.Question))})
+						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, termtext.Clip(d.Question, 80), termtext.Clip(rec.Request.Question, 80))})
 					r.flushSoon()
 				}
 				answer := rec.Answer.Output

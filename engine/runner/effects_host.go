@@ -45,13 +45,6 @@ func (r *runner) stepDecisionGateLocked(c *call) *journal.Row {
 	return nil
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
 // Commit implements crw.Host: the run's effects make it (engine/runner/effects).
 func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	return r.fx.Commit(node, message)

@@ -52,3 +52,12 @@ func clean(s string) bool {
 func unsafe(r rune) bool {
 	return (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
+
+// Clip is s cut to its first n bytes, an ellipsis marking the cut, for a message that quotes
+// what a script or a journal said.
+func Clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

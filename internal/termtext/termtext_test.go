@@ -21,3 +21,9 @@ func TestSafe(t *testing.T) {
 		assert.Equal(t, want, termtext.Safe(in, "    "), "%q", in)
 	}
 }
+
+func TestClip(t *testing.T) {
+	assert.Equal(t, "short", termtext.Clip("short", 80))
+	assert.Equal(t, "abc…", termtext.Clip("abcdef", 3))
+	assert.Equal(t, "abc", termtext.Clip("abc", 3))
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -140,7 +141,7 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 		rec := f.cfg.History.Commits[k]
 		if rec.Intent.Node != node || rec.Intent.Message != message {
 			d := fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
-				k+1, node, clip(message), k+1, rec.Intent.Node, clip(rec.Intent.Message))
+				k+1, node, termtext.Clip(message, 80), k+1, rec.Intent.Node, termtext.Clip(rec.Intent.Message, 80))
 			f.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", f.cfg.Run, d).
 				Because("replay", "divergence", "stopped", errs.Certain).
 				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
@@ -427,11 +428,4 @@ func TierOutcome(row *journal.Row) (json.RawMessage, error) {
 		out.Decision = &id
 	}
 	return json.Marshal(out)
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
