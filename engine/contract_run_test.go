@@ -18,6 +18,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
@@ -568,12 +569,12 @@ func TestRunIDsSortByCreation(t *testing.T) {
 	base := time.Date(2026, 12, 1, 2, 3, 4, 0, time.UTC)
 	var prev string
 	for _, ms := range []int{0, 1, 9, 10, 99, 100, 500, 999} {
-		id := engine.NewRunID(base.Add(time.Duration(ms) * time.Millisecond))
+		id := runspec.NewRunID(base.Add(time.Duration(ms) * time.Millisecond))
 		assert.True(t, journal.ValidRunID(id), id)
 		assert.Equal(t, "20261201-020304-", id[:16])
 		assert.Equal(t, fmt.Sprintf("%03x", ms), id[16:19])
 		assert.Less(t, prev, id)
 		prev = id
 	}
-	assert.Less(t, prev, engine.NewRunID(base.Add(time.Second)))
+	assert.Less(t, prev, runspec.NewRunID(base.Add(time.Second)))
 }

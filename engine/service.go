@@ -361,6 +361,3 @@ func (s *Service) startedRow(ctx context.Context, run string) (*journal.Row, err
 	}
 	return first, nil
 }
-
-// NewRunID makes a run id that sorts by creation time (runspec.NewRunID).
-func NewRunID(now time.Time) string { return runspec.NewRunID(now) }
