@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/offline"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -65,7 +65,7 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 				pending = append(pending, d.ID)
 			}
 		}
-		if call, ok := strings.CutPrefix(id, runner.EffectPrefix); ok {
+		if call, ok := strings.CutPrefix(id, decisions.EffectPrefix); ok {
 			return nil, errs.New(errs.InvalidRequest, "run %s: %q is no decision but the verdict on call %s: give it with crw flow recover %s %s --applied [--output @FILE] or --not-applied", run, id, call, run, call)
 		}
 		waits := "it waits for no decision"
@@ -151,7 +151,7 @@ func (s *Service) writeOffline(ctx context.Context, run string, write func(*offl
 }
 
 // MaxAnswer bounds an answer's JSON.
-const MaxAnswer = runner.MaxAnswer
+const MaxAnswer = decisions.MaxAnswer
 
 // answerWait is how long an answer left for a live process waits to see it journaled.
 const answerWait = 10 * time.Second

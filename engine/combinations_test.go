@@ -14,7 +14,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -149,7 +149,7 @@ export default async function main() {
 // replays as it ran.
 func TestAVerdictReleasesTheNodeForCommitsAndTierSteps(t *testing.T) {
 	t.Parallel()
-	for _, verdict := range []string{runner.VerdictNotApplied, runner.VerdictApplied} {
+	for _, verdict := range []string{decisions.VerdictNotApplied, decisions.VerdictApplied} {
 		t.Run(verdict, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -168,8 +168,8 @@ func TestAVerdictReleasesTheNodeForCommitsAndTierSteps(t *testing.T) {
 			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
 			require.NoError(t, err)
 			require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
-			v := runner.Verdict{Verdict: verdict}
-			if verdict == runner.VerdictApplied {
+			v := decisions.Verdict{Verdict: verdict}
+			if verdict == decisions.VerdictApplied {
 				v.Output = json.RawMessage(`"built"`)
 			}
 			_, err = svc.Recover(ctx, id, "c1", v, "t", false)
@@ -256,7 +256,7 @@ func TestAPauseIsNotHiddenByADecision(t *testing.T) {
 			if answerFirst {
 				warned := enginetest.OfType(rows, journal.TypeWarning)
 				require.Len(t, warned, 1, "the answer was given to another question: said so")
-				assert.Equal(t, runner.ReasonQuestionChanged, warned[0].Reason)
+				assert.Equal(t, decisions.ReasonQuestionChanged, warned[0].Reason)
 			}
 			rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
 			require.NoError(t, err)
@@ -285,8 +285,8 @@ export default async function main() {
 func TestOnlyANotAppliedVerdictPermitsTheSameCallAgain(t *testing.T) {
 	t.Parallel()
 	for verdict, want := range map[string]string{
-		runner.VerdictApplied:    `["applied", "built", "held", "recovery_hold", "completed"]`,
-		runner.VerdictNotApplied: `["not_applied", null, "completed", null, "completed"]`,
+		decisions.VerdictApplied:    `["applied", "built", "held", "recovery_hold", "completed"]`,
+		decisions.VerdictNotApplied: `["not_applied", null, "completed", null, "completed"]`,
 	} {
 		t.Run(verdict, func(t *testing.T) {
 			t.Parallel()
@@ -306,8 +306,8 @@ func TestOnlyANotAppliedVerdictPermitsTheSameCallAgain(t *testing.T) {
 				end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host)})
 				require.NoError(t, err)
 				require.Equal(t, store.RunWaitingDecision, end.Status)
-				v := runner.Verdict{Verdict: verdict}
-				if verdict == runner.VerdictApplied {
+				v := decisions.Verdict{Verdict: verdict}
+				if verdict == decisions.VerdictApplied {
 					v.Output = json.RawMessage(`"built"`)
 				}
 				_, err = svc.Recover(ctx, id, "c1", v, "t", false)
@@ -317,7 +317,7 @@ func TestOnlyANotAppliedVerdictPermitsTheSameCallAgain(t *testing.T) {
 				require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 				assert.JSONEq(t, want, string(end.Result))
 				sent := 0
-				if verdict == runner.VerdictNotApplied {
+				if verdict == decisions.VerdictNotApplied {
 					sent = 1
 				}
 				assert.Equal(t, sent, host.Sends("fake-c2-t1"), "the same call's turn")

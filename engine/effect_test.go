@@ -13,7 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
@@ -44,7 +44,7 @@ const effectAnswers = `{"answers": [{"match": {"call": 1}, "turns": [{"lost": tr
 // which goes on by it, and the run replays as it ran.
 func TestAWorkflowWaitsForTheVerdict(t *testing.T) {
 	t.Parallel()
-	for _, verdict := range []string{runner.VerdictApplied, runner.VerdictNotApplied} {
+	for _, verdict := range []string{decisions.VerdictApplied, decisions.VerdictNotApplied} {
 		ctx := context.Background()
 		svc, _ := enginetest.LocalService(t)
 		wf := filepath.Join(t.TempDir(), "wf.js")
@@ -68,7 +68,7 @@ func TestAWorkflowWaitsForTheVerdict(t *testing.T) {
 		before, err := svc.Rows(ctx, id)
 		require.NoError(t, err)
 		for _, bad := range []string{`{"steps": "two"}`, `{"steps": 1, "more": true}`, `"text"`, `{`} {
-			_, err = svc.Recover(ctx, id, "c1", runner.Verdict{Verdict: runner.VerdictApplied, Output: json.RawMessage(bad)}, "t", false)
+			_, err = svc.Recover(ctx, id, "c1", decisions.Verdict{Verdict: decisions.VerdictApplied, Output: json.RawMessage(bad)}, "t", false)
 			assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "%s: %v", bad, err)
 			assert.ErrorContains(t, err, "--output", bad)
 		}
@@ -76,8 +76,8 @@ func TestAWorkflowWaitsForTheVerdict(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, after, len(before), "a refused verdict writes nothing")
 
-		v := runner.Verdict{Verdict: verdict}
-		if verdict == runner.VerdictApplied {
+		v := decisions.Verdict{Verdict: verdict}
+		if verdict == decisions.VerdictApplied {
 			v.Output = json.RawMessage(`{ "steps" : 7 }`)
 		}
 		got, err := svc.Recover(ctx, id, "c1", v, "uid 1", false)
@@ -87,7 +87,7 @@ func TestAWorkflowWaitsForTheVerdict(t *testing.T) {
 		end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
 		require.NoError(t, err)
 		require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
-		if verdict == runner.VerdictApplied {
+		if verdict == decisions.VerdictApplied {
 			assert.JSONEq(t, `["applied", {"steps": 7}, "uid 1", true]`, string(end.Result))
 		} else {
 			assert.JSONEq(t, `["not_applied", "completed", {"steps": 2}, null]`, string(end.Result))
@@ -136,7 +136,7 @@ export default async function main() {
 		effects, _ := svc.Effects(ctx, 100, id)
 		return err == nil && len(st.Decisions) == 1 && st.Decisions[0].ID == "effect/c2" && st.State == store.StateRunning && len(effects) == 1
 	}, 5*time.Second, 20*time.Millisecond)
-	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictApplied, Output: json.RawMessage(`"it ran"`)}, "uid 1", false)
+	got, err := svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictApplied, Output: json.RawMessage(`"it ran"`)}, "uid 1", false)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled, "the live process journaled it")
 	end := <-done

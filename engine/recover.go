@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/crw-dev/crw/engine/offline"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -40,11 +40,11 @@ type Reconciled struct {
 // verdict's output must satisfy the call's schema. A run no process holds whose workflow waits
 // for the verdict (crw.effect) is resumed, with resume. A run that has ended takes the verdict
 // too (the effect stays unresolved until someone verifies it) and is never resumed.
-func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdict, by string, resume bool) (*Reconciled, error) {
-	if v.Verdict != runner.VerdictApplied && v.Verdict != runner.VerdictNotApplied {
+func (s *Service) Recover(ctx context.Context, run, call string, v decisions.Verdict, by string, resume bool) (*Reconciled, error) {
+	if v.Verdict != decisions.VerdictApplied && v.Verdict != decisions.VerdictNotApplied {
 		return nil, errs.New(errs.InvalidRequest, "recover: give the verdict: --applied (the effect happened) or --not-applied (it did not)")
 	}
-	if v.Verdict == runner.VerdictNotApplied && len(v.Output) > 0 {
+	if v.Verdict == decisions.VerdictNotApplied && len(v.Output) > 0 {
 		return nil, errs.New(errs.InvalidRequest, "recover: --output goes with --applied: an effect that did not happen has no output")
 	}
 	if len(v.Output) > MaxAnswer {
@@ -85,13 +85,13 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 	if out.HeldBy == nil {
 		out.HeldBy = []string{}
 	}
-	if resume && waitsFor(st, runner.EffectPrefix+call) {
+	if resume && waitsFor(st, decisions.EffectPrefix+call) {
 		if _, err := s.Env(ctx, run); err != nil {
 			return nil, err
 		}
 	}
 	value, _ := json.Marshal(v)
-	a := store.Answer{ID: runner.EffectPrefix + call, Value: value, By: by}
+	a := store.Answer{ID: decisions.EffectPrefix + call, Value: value, By: by}
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
 		return nil, err
 	} else if held {
@@ -106,7 +106,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v runner.Verdic
 		return nil, err
 	}
 	out.Journaled = true
-	if resume && waitsFor(st, runner.EffectPrefix+call) {
+	if resume && waitsFor(st, decisions.EffectPrefix+call) {
 		// The workflow waits for this verdict (crw.effect): it goes on, as after an answer.
 		pid, err := s.Start(ctx, run)
 		if err != nil {
@@ -196,9 +196,9 @@ func (s *Service) verdictLive(ctx context.Context, out *Reconciled, a store.Answ
 	if err != nil || got == nil {
 		return out, err
 	}
-	var mine runner.Verdict
+	var mine decisions.Verdict
 	_ = json.Unmarshal(a.Value, &mine)
-	theirs := runner.ReconciledRow(out.Call, mine, a.By)
+	theirs := decisions.ReconciledRow(out.Call, mine, a.By)
 	if got.Verdict != theirs.Verdict || got.By != a.By || got.OutputDigest != theirs.OutputDigest {
 		return nil, errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already, by another verdict (%s, by %s)",
 			out.Call, out.Run, got.Verdict, offline.OrSomeone(got.By))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
@@ -38,7 +38,7 @@ export default async function main() {
 // while the lost call stays unknown; without one the node stays held. The run replays as it ran.
 func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 	t.Parallel()
-	for _, verdict := range []string{"", runner.VerdictNotApplied, runner.VerdictApplied} {
+	for _, verdict := range []string{"", decisions.VerdictNotApplied, decisions.VerdictApplied} {
 		ctx := context.Background()
 		svc, _ := enginetest.LocalService(t)
 		wf := filepath.Join(t.TempDir(), "wf.js")
@@ -60,13 +60,13 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 			Verify: "whether the host ran the turn of call c1 (thread fake-c1, turn fake-c1-t1) and what it answered",
 			Then:   "crw flow recover " + id + " c1 --not-applied, or --applied [--output @FILE]"}, e)
 
-		_, err = svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
+		_, err = svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "t", false)
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "a held call is no unknown outcome: %v", err)
-		_, err = svc.Recover(ctx, id, "c1", runner.Verdict{}, "t", false)
+		_, err = svc.Recover(ctx, id, "c1", decisions.Verdict{}, "t", false)
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "no verdict: %v", err)
 		if verdict != "" {
-			v := runner.Verdict{Verdict: verdict}
-			if verdict == runner.VerdictApplied {
+			v := decisions.Verdict{Verdict: verdict}
+			if verdict == decisions.VerdictApplied {
 				v.Output = json.RawMessage(`"it ran after all"`)
 			}
 			got, err := svc.Recover(ctx, id, "c1", v, "uid 1", false)
@@ -92,7 +92,7 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 		rows, err := svc.Rows(ctx, id)
 		require.NoError(t, err)
 		assert.Equal(t, journal.TypeOutcomeUnknown, enginetest.Terminal(t, rows, "c1").Type, "the lost call's rows stay")
-		if verdict == runner.VerdictApplied {
+		if verdict == decisions.VerdictApplied {
 			r := enginetest.OfType(rows, journal.TypeEffectReconciled)[0]
 			assert.JSONEq(t, `"it ran after all"`, string(r.Output))
 			assert.Equal(t, "uid 1", r.By)
@@ -135,7 +135,7 @@ export default async function main() {
 		effects, err := svc.Effects(ctx, 100, id)
 		return err == nil && len(effects) == 1
 	}, 5*time.Second, 20*time.Millisecond)
-	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "uid 1", false)
+	got, err := svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "uid 1", false)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled, "the live process journaled it")
 	end := <-done
@@ -176,11 +176,11 @@ export default async function main() {
 		return end
 	}
 	require.Equal(t, store.RunWaitingDecision, step("").Status)
-	got, err := svc.Recover(ctx, id, "c2", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
+	got, err := svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "t", false)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c1"}, got.HeldBy)
 	require.Equal(t, store.RunWaitingDecision, step("first").Status)
-	got, err = svc.Recover(ctx, id, "c1", runner.Verdict{Verdict: runner.VerdictNotApplied}, "t", false)
+	got, err = svc.Recover(ctx, id, "c1", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "t", false)
 	require.NoError(t, err)
 	assert.Empty(t, got.HeldBy)
 	end := step("second")

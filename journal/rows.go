@@ -397,6 +397,16 @@ var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
 // ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
 func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
 
+// Canonical is an answer as stored and delivered: compact, with its key order and numbers
+// exactly as written; doc as it is when it is not JSON.
+func Canonical(doc json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		return doc
+	}
+	return b.Bytes()
+}
+
 // SameJSON reports whether two JSON texts are the same but for whitespace.
 func SameJSON(a, b json.RawMessage) bool {
 	var x, y bytes.Buffer

@@ -3,7 +3,7 @@
 // a run no process holds. Like the runner, a Writer writes only on the run's lease, over the
 // History its journal reads to once the lease is held (so nothing journaled since a caller
 // looked is missed), and takes a call's rows through its state machine; the rows are the
-// runner's (runner.StartedRow, runner.ReconciledRow). engine.Service acquires the lease and
+// runner's (runner.StartedRow, decisions.ReconciledRow). engine.Service acquires the lease and
 // hands it to a Writer, or leaves the row to the live process that holds the run.
 package offline
 
@@ -12,6 +12,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -51,13 +52,13 @@ func (w *Writer) Answer(id string, doc json.RawMessage, by string) error {
 }
 
 // Reconcile journals an operator's verdict on call's unknown outcome: one verdict a call.
-func (w *Writer) Reconcile(call string, v runner.Verdict, by string) error {
+func (w *Writer) Reconcile(call string, v decisions.Verdict, by string) error {
 	if w.h != nil {
 		if r := w.h.Reconciled[call]; r != nil {
 			return errs.New(errs.InvalidRequest, "call %s of run %s was reconciled already (%s, by %s)", call, w.run, r.Verdict, OrSomeone(r.By))
 		}
 	}
-	return w.write(runner.ReconciledRow(call, v, by))
+	return w.write(decisions.ReconciledRow(call, v, by))
 }
 
 // Change journals a change the run's next process goes on with (a resume_changed row).

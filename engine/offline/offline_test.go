@@ -10,7 +10,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/replay"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
@@ -68,7 +68,7 @@ func TestAnAnswerAndAVerdictAreWrittenOnce(t *testing.T) {
 
 	w := writer(t, st)
 	require.NoError(t, w.Answer("ship", json.RawMessage(`true`), "ana"))
-	require.NoError(t, w.Reconcile("c1", runner.Verdict{Verdict: runner.VerdictNotApplied}, "bo"))
+	require.NoError(t, w.Reconcile("c1", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "bo"))
 	require.NoError(t, w.Close())
 
 	w = writer(t, st)
@@ -77,7 +77,7 @@ func TestAnAnswerAndAVerdictAreWrittenOnce(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `decision "ship" of run 20261204-120000-0ff11e was answered already (`)
 	assert.Contains(t, err.Error(), "by ana)")
-	err = w.Reconcile("c1", runner.Verdict{Verdict: runner.VerdictApplied}, "cy")
+	err = w.Reconcile("c1", decisions.Verdict{Verdict: decisions.VerdictApplied}, "cy")
 	assert.EqualError(t, err, "invalid_request: call c1 of run 20261204-120000-0ff11e was reconciled already (not_applied, by bo)")
 	err = w.Change(&journal.Row{Type: journal.TypeEnded})
 	assert.EqualError(t, err, "invalid_request: run 20261204-120000-0ff11e: a ended row is no change to a resume")

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -637,16 +636,6 @@ func RepairPrompt(problem string) string {
 		"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it."
 }
 
-// canonical is the answer as stored and delivered: compact, with the model's key order and
-// numbers exactly as written.
-func canonical(doc json.RawMessage) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, doc); err != nil {
-		return doc
-	}
-	return b.Bytes()
-}
-
 // The call is its turns' backend.Recorder: what the backend reports becomes rows of the call.
 var _ backend.Recorder = (*call)(nil)
 
@@ -818,14 +807,13 @@ func (r *runner) end(c *call, row *journal.Row) {
 	if row.Type == journal.TypeOutcomeUnknown {
 		// An operator's applied verdict is checked against the schema the lost turn answered
 		// to: the journal keeps only digests of the others.
-		row.Schema = canonical(c.req.Schema)
+		row.Schema = journal.Canonical(c.req.Schema)
+		var key *replay.EffectKey
 		if c.prepared != nil {
-			r.unknownKeys[c.id] = replay.EffectKeyOf(c.prepared)
+			k := replay.EffectKeyOf(c.prepared)
+			key = &k
 		}
-		if _, held := r.holds[c.req.Node]; !held {
-			r.holds[c.req.Node] = c.id
-		}
-		r.unknown[c.req.Node] = append(r.unknown[c.req.Node], c.id)
+		r.book.EndedUnknown(c.req.Node, c.id, key)
 	}
 	endSeq := r.j.Append(row)
 	if placement != nil {
@@ -851,9 +839,7 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 		r.mu.Unlock()
 		return
 	}
-	if _, held := r.holds[c.req.Node]; !held {
-		r.holds[c.req.Node] = c.id
-	}
+	r.book.HoldFor(c.req.Node, c.id)
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
 	r.progress.flush()
@@ -899,12 +885,9 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 				prepared = c.prepared.Seq
 			}
 			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
-			// The node is held for the script until the verdict reaches it; off the record
-			// (a resume that ran a call a pause held again), the verdict may have come first.
-			_, decided := r.verdicts[c.id]
 			r.mu.Unlock()
-			if row.Type == journal.TypeOutcomeUnknown && !decided {
-				r.toldHolds[c.req.Node] = append(r.toldHolds[c.req.Node], c.id)
+			if row.Type == journal.TypeOutcomeUnknown {
+				r.book.Told(c.req.Node, c.id)
 			}
 		})
 	}

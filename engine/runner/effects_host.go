@@ -23,28 +23,6 @@ func (r *runner) logged(e *errs.Error) string {
 		e.Detail, e.Code, e.Reason(), e.Diagnostic.Log, e.Diagnostic.CorrelationID)
 }
 
-// stepAsk is a tier step's decision: answered, and whether it approved the step.
-type stepAsk struct{ answered, approve bool }
-
-// stepDecisionGateLocked holds an executor-t1 call whose node's tier step waits for its
-// decision, and refuses one whose step the owner declined.
-func (r *runner) stepDecisionGateLocked(c *call) *journal.Row {
-	if c.req.Role != "executor-t1" || r.spec.TierSteps != "ask" {
-		return nil
-	}
-	id := effects.TierDecisionID(c.req.Node, 1)
-	ask := r.stepAsks[id]
-	switch {
-	case ask == nil:
-		return nil
-	case !ask.answered:
-		return journal.Held("missing_step_decision", fmt.Sprintf("node %q's tier step waits for the decision %s: crw flow answer %s %s --value '{\"approve\": true}'", c.req.Node, id, r.id, id))
-	case !ask.approve:
-		return journal.Refused("policy_refused", fmt.Sprintf("the decision %s declined node %q's tier step", id, c.req.Node))
-	}
-	return nil
-}
-
 // Commit implements crw.Host: the run's effects make it (engine/runner/effects).
 func (r *runner) Commit(node, message string) (json.RawMessage, error) {
 	return r.fx.Commit(node, message)
@@ -66,13 +44,9 @@ func (h effectsHost) Append(rows ...*journal.Row) uint64 { return h.r.j.Append(r
 func (h effectsHost) Sync(seq uint64) error              { return h.r.j.Sync(seq) }
 func (h effectsHost) FlushSoon()                         { h.r.flushSoon() }
 func (h effectsHost) Logged(e *errs.Error) string        { return h.r.logged(e) }
-func (h effectsHost) ToldHolds(node string) []string     { return h.r.toldHolds[node] }
+func (h effectsHost) ToldHolds(node string) []string     { return h.r.book.ToldHolds(node) }
 func (h effectsHost) LeftAt() (uint64, bool)             { return h.r.replay.LeftAt() }
-func (h effectsHost) AskStep(id string) {
-	h.r.mu.Lock()
-	h.r.stepAsks[id] = &stepAsk{}
-	h.r.mu.Unlock()
-}
+func (h effectsHost) AskStep(id string)                  { h.r.book.AskStep(id) }
 
 func (h effectsHost) Ended(call string) (effects.Ended, bool) {
 	h.r.mu.Lock()

@@ -9,15 +9,16 @@ import (
 
 // gateLocked decides what the run's state says of a call about to start: nil lets it run.
 func (r *runner) gateLocked(c *call) *journal.Row {
-	if holder, held := r.holds[c.req.Node]; held {
+	if holder, held := r.book.Hold(c.req.Node); held {
 		return journal.Held("recovery_hold", fmt.Sprintf("node %q waits on call %s, whose outcome is unknown", c.req.Node, holder))
 	}
-	if c.resumeOf != nil && r.holds[c.resumeOf.node] != "" {
-		return journal.Held("recovery_hold", fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node))
+	if c.resumeOf != nil {
+		if holder, _ := r.book.Hold(c.resumeOf.node); holder != "" {
+			return journal.Held("recovery_hold", fmt.Sprintf("the resumed call's node %q waits on a call whose outcome is unknown", c.resumeOf.node))
+		}
 	}
-	if c.prepared != nil && len(r.applied) > 0 {
-		// Only a run with an applied verdict hashes the call's inputs for it.
-		if by, done := r.applied[replay.EffectKeyOf(c.prepared)]; done {
+	if c.prepared != nil {
+		if by, done := r.book.AppliedBy(func() replay.EffectKey { return replay.EffectKeyOf(c.prepared) }); done {
 			// Seed 002: only a proven not_applied permits an equivalent mutation to be retried.
 			return journal.Held("recovery_hold", fmt.Sprintf(
 				"call %s asked for the same (role, node, prompt, schema) and an operator's verdict says its effect was applied: "+
@@ -27,8 +28,10 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 	if r.paused {
 		return journal.Held("engine_paused", "the run is paused by a usage or rate limit")
 	}
-	if row := r.stepDecisionGateLocked(c); row != nil {
-		return row
+	if r.spec.TierSteps == "ask" {
+		if row := r.book.StepGate(c.req.Role, c.req.Node); row != nil {
+			return row
+		}
 	}
 	if b := r.spec.BudgetTokens; b > 0 && r.spent.Total >= b {
 		// Not over: a resume with a larger budget (--budget-tokens) runs the call again.

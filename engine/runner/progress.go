@@ -168,11 +168,11 @@ func (p *progress) now(state store.State) *store.Status {
 	if r.paused && state == store.StateRunning {
 		st.State, st.Paused = store.StatePaused, &journal.Paused{Limit: true}
 	}
-	if len(r.waiting) > 0 && len(r.inflight) == 0 && state == store.StateRunning {
-		st.State = store.StateWaitingDecision
-	}
-	if len(r.waiting) > 0 {
-		st.Decisions = r.pendingLocked()
+	if pending := r.book.Pending(); len(pending) > 0 {
+		st.Decisions = pending
+		if len(r.inflight) == 0 && state == store.StateRunning {
+			st.State = store.StateWaitingDecision
+		}
 	}
 	r.mu.Unlock()
 	p.mu.Lock()

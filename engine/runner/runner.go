@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -28,6 +27,7 @@ import (
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/termtext"
@@ -106,7 +106,6 @@ type runner struct {
 	// runs the call again.
 	budgetHeld     bool
 	hostBudgetHeld bool
-	holds          map[string]string // node → the call whose unknown outcome holds it
 	spent          journal.Tokens
 
 	// placer places the calls' directories and keeps the nodes' worktrees; made in Run, once
@@ -115,34 +114,11 @@ type runner struct {
 	// fx makes the script's crw.commit and crw.tierStep; made in Run with the placer.
 	fx *effects.Effects
 
-	// The decisions the script asked (by id) and those it waits for; guarded by mu.
-	asked       map[string]bool
-	waiting     map[string]*waiting
-	stepAsks    map[string]*stepAsk // tier steps' decisions (--tier-steps ask)
-	taken       map[string]bool     // the decisions this process journaled an answer of
-	reconciled  map[string]bool     // the unknown calls a verdict decided (guarded by mu)
-	unknown     map[string][]string // node → its unknown calls without a verdict (guarded by mu)
-	answersKick chan struct{}
-
-	// The verdicts that reached the script's loop (crw.effect answers from them, so a replay
-	// answers as the recorded run did), and the crw.effect promises waiting for one; both
-	// guarded by mu. post hands the loop a verdict's arrival in its turn.
-	verdicts    map[string]json.RawMessage
-	effectWaits map[string][]func(json.RawMessage, error)
-	post        func(func() error)
+	// book keeps the run's decisions and verdicts, and the holds of calls whose outcome is
+	// unknown (engine/runner/decisions); made in newRunner.
+	book *decisions.Book
 	// late are the calls under way when the workflow returned (Returned; loop goroutine).
 	late []agent.Unobserved
-
-	// toldHolds are, by node, the calls whose unknown outcome the script has received and whose
-	// verdict has not reached it: what crw.tierStep and crw.commit answer from, so a replay
-	// answers as the recorded run did. Loop goroutine only.
-	toldHolds map[string][]string
-
-	// applied are the effects an applied verdict proved happened, by key, and unknownKeys the
-	// keys of the calls that ended unknown: a call asking for an applied effect again is not
-	// sent (gateLocked). Guarded by mu.
-	applied     map[replay.EffectKey]string
-	unknownKeys map[string]replay.EffectKey
 }
 
 var (
@@ -196,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	stopFlush := r.flushLoop()
 	defer stopFlush()
-	stopAnswers := r.answersLoop()
+	stopAnswers := r.book.Loop()
 	defer stopAnswers()
 	watched := r.watch(ctx, runCtx, cancel)
 	if l := r.spec.Limits; l != nil && l.DeadlineMS > 0 {
@@ -358,16 +334,14 @@ func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status
 	switch {
 	case w.waitsForDecision:
 		end.Status = store.RunWaitingDecision
-		r.mu.Lock()
-		for _, d := range r.pendingLocked() {
-			if strings.HasPrefix(d.ID, EffectPrefix) {
+		for _, d := range r.book.Pending() {
+			if strings.HasPrefix(d.ID, decisions.EffectPrefix) {
 				if ended.Rare == nil {
 					ended.Rare = &journal.Rare{}
 				}
 				ended.Awaited = append(ended.Awaited, d)
 			}
 		}
-		r.mu.Unlock()
 	case w.cancelled:
 		end.Status = store.RunCancelled
 		end.Error = CancelledError(r.id)
@@ -425,9 +399,7 @@ func newRunner(cfg Config) *runner {
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
 		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
-		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{}, holds: map[string]string{}, toldHolds: map[string][]string{}, applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{},
-		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{}, reconciled: map[string]bool{}, unknown: map[string][]string{}, answersKick: make(chan struct{}, 1),
-		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
+		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
 	if r.roles == nil {
@@ -438,26 +410,7 @@ func newRunner(cfg Config) *runner {
 	}
 	r.scriptLog = newScriptLog(r.console, cfg.Log, spec.Limits.Log())
 	if h := r.h; h != nil {
-		for call := range h.Reconciled {
-			r.reconciled[call] = true
-		}
-		for node, calls := range h.Unknown {
-			r.unknown[node] = slices.Clone(calls)
-		}
-		maps.Copy(r.applied, h.Applied)
-		maps.Copy(r.unknownKeys, h.UnknownKeys)
-		for _, ts := range h.TierSteps {
-			if ts.DecisionID == "" {
-				continue
-			}
-			ask := &stepAsk{}
-			if d := h.Decisions[ts.DecisionID]; d != nil && d.Answer != nil {
-				ask.answered, ask.approve = true, approves(d.Answer.Output)
-			}
-			r.stepAsks[ts.DecisionID] = ask
-		}
 		r.clock = h.ClockStart()
-		r.holds = h.Holds
 		r.spent = h.Spent
 		r.nextID = h.MaxCall
 	}
@@ -466,6 +419,8 @@ func newRunner(cfg Config) *runner {
 			r.wake()
 		}
 	})
+	r.book = decisions.New(decisions.Config{Run: r.id, DryRun: r.dryRun, History: r.h, Replay: r.replay,
+		Journal: r.j, TakeAnswers: r.lease.TakeAnswers, Host: bookHost{r}})
 	r.progress = newProgress(r, cfg.OnEvent)
 	// The replay is over: say so at once (a detached resume waits for it).
 	r.replay.OnCaughtUp(r.progress.publishSoon)
@@ -679,7 +634,7 @@ func (r *runner) Idle() {
 	r.progress.flush()
 	if r.waitsOnlyForDecisions() {
 		// Nothing but an answer can come: take any that came, else let the process go.
-		r.takeAnswers()
+		r.book.Take()
 		if r.waitsOnlyForDecisions() {
 			r.fail(errWaitingDecision)
 		}

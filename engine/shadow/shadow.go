@@ -20,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -248,7 +249,7 @@ func (s *host) Effect(call string, settle func(json.RawMessage, error)) error {
 		return errs.Throw(errs.InvalidRequest, "", "crw.effect: %q names no call of the recorded run that ended unknown", call)
 	}
 	if rec := s.h.Reconciled[call]; rec != nil {
-		go settle(runner.VerdictValue(call, rec), nil)
+		go settle(decisions.VerdictValue(call, rec), nil)
 		return nil
 	}
 	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.effect %s: the recorded run has no verdict on it, and nobody gives a shadow one", call))

@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -302,7 +303,7 @@ func (x *execution) act(ctx context.Context, id string, st *store.Status) string
 	acted := false
 	for _, d := range st.Decisions {
 		look += " " + d.ID
-		if call, ok := strings.CutPrefix(d.ID, runner.EffectPrefix); ok {
+		if call, ok := strings.CutPrefix(d.ID, decisions.EffectPrefix); ok {
 			if !mentions(in.Next, "crw flow recover "+id+" "+call) {
 				x.violate("next_action", "the run waits for the verdict on %s, and its inspection does not say how to give it: %q", call, in.Next)
 				return ""
@@ -388,9 +389,9 @@ func (x *execution) verdict(ctx context.Context, id, call string) bool {
 		x.violate("effect_listed", "the run waits for a verdict on %s, which did not end unknown", call)
 		return false
 	}
-	v := runner.Verdict{Verdict: runner.VerdictNotApplied}
+	v := decisions.Verdict{Verdict: decisions.VerdictNotApplied}
 	if x.c.Verdicts[prepared.Index] {
-		v.Verdict = runner.VerdictApplied
+		v.Verdict = decisions.VerdictApplied
 		v.Output = json.RawMessage(`"applied"`)
 		if len(end.Schema) > 0 {
 			if doc, err := schema.Synthesize(end.Schema); err == nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -232,7 +232,7 @@ func (r *rehearsal) giveVerdicts(ctx context.Context, sched Schedule, end *store
 
 // verdictOn is the schedule's verdict on a lost call: applied, with an output synthesized
 // from its schema, or not_applied.
-func verdictOn(rows []journal.Row, call string, sched Schedule) (runner.Verdict, error) {
+func verdictOn(rows []journal.Row, call string, sched Schedule) (decisions.Verdict, error) {
 	index, schemaOf, seen := 0, json.RawMessage(nil), map[string]bool{}
 	for i := range rows {
 		row := &rows[i]
@@ -247,16 +247,16 @@ func verdictOn(rows []journal.Row, call string, sched Schedule) (runner.Verdict,
 		}
 	}
 	if !sched.Applied(index) {
-		return runner.Verdict{Verdict: runner.VerdictNotApplied}, nil
+		return decisions.Verdict{Verdict: decisions.VerdictNotApplied}, nil
 	}
 	if schemaOf == nil {
-		return runner.Verdict{Verdict: runner.VerdictApplied, Output: json.RawMessage(`"ok"`)}, nil
+		return decisions.Verdict{Verdict: decisions.VerdictApplied, Output: json.RawMessage(`"ok"`)}, nil
 	}
 	doc, err := schema.Synthesize(schemaOf)
 	if err != nil {
-		return runner.Verdict{Verdict: runner.VerdictNotApplied}, nil // no output can be made: it did not happen
+		return decisions.Verdict{Verdict: decisions.VerdictNotApplied}, nil // no output can be made: it did not happen
 	}
-	return runner.Verdict{Verdict: runner.VerdictApplied, Output: doc}, nil
+	return decisions.Verdict{Verdict: decisions.VerdictApplied, Output: doc}, nil
 }
 
 // scheduleFindings rehearses the workflow under one schedule, then, when the schedule

@@ -11,7 +11,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -159,7 +159,7 @@ func (rs *runs) recoveryTools() []Tool {
 				`own (pid), unless no_resume; resume any other run no process holds afterwards.` + onError + ` invalid_request also for a call ` +
 				`that did not end unknown, or that has a verdict already (nothing was written).` + onRun + onKey,
 			input: func(in map[string]any) {
-				property(in, "verdict")["enum"] = []any{runner.VerdictApplied, runner.VerdictNotApplied}
+				property(in, "verdict")["enum"] = []any{decisions.VerdictApplied, decisions.VerdictNotApplied}
 			}}, rs.recoverEffect),
 		define(Tool{Name: "shadow", Title: "Replay a script against a recorded run", Payload: "report",
 			Description: `Replay a script, changed or not, against a recorded run (a run of the state folder, or a trace ` +
@@ -314,7 +314,7 @@ func (rs *runs) auditLog(ctx context.Context, c *Call, in *ListIn) ([]AuditEntry
 }
 
 func (rs *runs) recoverEffect(ctx context.Context, c *Call, in *RecoverIn) (*Reconciled, error) {
-	r, err := rs.svc.Recover(ctx, in.Run, in.Call, runner.Verdict{Verdict: in.Verdict, Output: in.Output}, c.Who, !in.NoResume)
+	r, err := rs.svc.Recover(ctx, in.Run, in.Call, decisions.Verdict{Verdict: in.Verdict, Output: in.Output}, c.Who, !in.NoResume)
 	if err != nil {
 		return nil, err
 	}

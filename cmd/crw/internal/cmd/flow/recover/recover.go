@@ -11,7 +11,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -65,14 +65,14 @@ func (o *Options) take(cmd *cobra.Command, args []string) {
 
 func runRecover(opts *Options) error {
 	opts.WorksOn(opts.Run)
-	v := runner.Verdict{}
+	v := decisions.Verdict{}
 	switch {
 	case opts.Applied && opts.NotApplied:
 		return errs.New(errs.InvalidRequest, "recover: --applied and --not-applied exclude each other")
 	case opts.Applied:
-		v.Verdict = runner.VerdictApplied
+		v.Verdict = decisions.VerdictApplied
 	case opts.NotApplied:
-		v.Verdict = runner.VerdictNotApplied
+		v.Verdict = decisions.VerdictNotApplied
 	}
 	if opts.OutputSet {
 		data, err := cmdutil.ReadFlagValue("--output", opts.Output, opts.IO.In)
@@ -93,7 +93,7 @@ func printReconciled(w io.Writer, out *engine.Reconciled) {
 		fmt.Fprintf(w, "call %s reconciled %s: the run has ended; the verdict is recorded and resumes nothing\n", out.Call, out.Verdict)
 	case out.Journaled && len(out.HeldBy) > 0:
 		fmt.Fprintf(w, "call %s reconciled %s: node %s stays held by %s, whose outcome is unknown too\n", out.Call, out.Verdict, out.Node, strings.Join(out.HeldBy, ", "))
-	case out.Journaled && out.Verdict == runner.VerdictApplied:
+	case out.Journaled && out.Verdict == decisions.VerdictApplied:
 		fmt.Fprintf(w, "call %s reconciled %s: node %s is released for the calls after it; the same call is never sent again\n", out.Call, out.Verdict, out.Node)
 	case out.Journaled:
 		fmt.Fprintf(w, "call %s reconciled %s: node %s is released for the calls after it, the same call included\n", out.Call, out.Verdict, out.Node)

@@ -1,0 +1,46 @@
+package decisions
+
+import (
+	"encoding/json"
+
+	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/journal"
+)
+
+// EffectPrefix names an operator's verdict among the answers left for a live run's process:
+// effect/<call>, its value a Verdict.
+const EffectPrefix = journal.VerdictPrefix
+
+// Verdict is an operator's word on a call whose outcome is unknown (crw flow recover).
+type Verdict struct {
+	Verdict string          `json:"verdict"` // applied or not_applied
+	Output  json.RawMessage `json:"output,omitempty"`
+}
+
+// Verdicts an operator may give.
+const (
+	VerdictApplied    = "applied"
+	VerdictNotApplied = "not_applied"
+)
+
+// ReconciledRow is the effect_reconciled row of a verdict on call.
+func ReconciledRow(call string, v Verdict, by string) *journal.Row {
+	row := &journal.Row{Type: journal.TypeEffectReconciled, Effect: call, Verdict: v.Verdict, By: by}
+	if len(v.Output) > 0 {
+		row.Output = journal.Canonical(v.Output)
+		row.OutputDigest = replay.Digest(string(row.Output))
+	}
+	return row
+}
+
+// VerdictValue is what crw.effect resolves to: {callId, verdict, output, by}, output null
+// unless an applied verdict recorded one.
+func VerdictValue(call string, row *journal.Row) json.RawMessage {
+	out, _ := json.Marshal(struct {
+		CallID  string          `json:"callId"`
+		Verdict string          `json:"verdict"`
+		Output  json.RawMessage `json:"output"`
+		By      string          `json:"by"`
+	}{call, row.Verdict, row.Output, row.By})
+	return out
+}
