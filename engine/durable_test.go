@@ -19,7 +19,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/replay"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -517,8 +517,8 @@ export default async function main() {
 			}()
 			var mu sync.Mutex
 			var ended []string
-			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host), OnEvent: func(e runner.Event) {
-				if e.Kind == runner.EventCallEnded {
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host), OnEvent: func(e progress.Event) {
+				if e.Kind == progress.EventCallEnded {
 					mu.Lock()
 					ended = append(ended, e.Call+" "+string(e.Status))
 					mu.Unlock()

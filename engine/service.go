@@ -27,6 +27,7 @@ import (
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/engine/workspace"
@@ -51,7 +52,7 @@ type ExecOptions struct {
 	// Console receives the script's console and crw.log lines (muted while it replays).
 	Console io.Writer
 	// OnEvent receives live progress; it is called from many goroutines, one event at a time.
-	OnEvent func(runner.Event)
+	OnEvent func(progress.Event)
 	// OnStart is called once the process holds the run and its started row is durable.
 	OnStart func(run string)
 	// Backend replaces the backend the spec names (tests, a dry run).

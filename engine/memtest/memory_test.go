@@ -16,7 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -138,8 +138,8 @@ func resumeHeap(t testing.TB, n int) (peak, mid, before uint64) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		replayed := 0
-		onEvent := func(e runner.Event) {
-			if e.Kind == runner.EventCallEnded {
+		onEvent := func(e progress.Event) {
+			if e.Kind == progress.EventCallEnded {
 				if replayed++; replayed == n/2 {
 					mid = liveHeap()
 				}
@@ -239,13 +239,13 @@ func liveHeapWhileWaiting(t testing.TB, script string, n, started int) uint64 {
 	var at uint64
 	issued := 0
 	allIssued := make(chan struct{})
-	onEvent := func(e runner.Event) {
+	onEvent := func(e progress.Event) {
 		switch {
-		case e.Kind == runner.EventCallStarted:
+		case e.Kind == progress.EventCallStarted:
 			if issued++; issued == started {
 				close(allIssued)
 			}
-		case e.Kind == runner.EventCallEnded && issued >= started && at == 0:
+		case e.Kind == progress.EventCallEnded && issued >= started && at == 0:
 			at = liveHeap()
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/placer"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -183,14 +184,14 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		r.calls[c.id] = c
 		r.mu.Unlock()
 		r.replay.Recorded(m.Rec, r.replayed(c, m.Rec))
-		r.progress.flush()
+		r.progress.Flush()
 		return nil
 	case replay.Continue:
 		// Open: the earlier process stopped while the call was under way.
 		c.fromRecord(m.Rec)
 		r.calls[c.id] = c
 		r.mu.Unlock()
-		r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
+		r.progress.Event(progress.Event{Kind: progress.EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
 		r.launch(c, m.Rec)
 		return nil
 	case replay.Rerun:
@@ -218,7 +219,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		r.j.Append(journal.Warning{Call: c.id, Reason: ReasonSameThreadReview, Detail: detail}.Row())
 	}
 	r.mu.Unlock()
-	r.progress.event(Event{Kind: EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
+	r.progress.Event(progress.Event{Kind: progress.EventCallStarted, Call: c.id, Role: req.Role, Node: req.Node})
 
 	// What the call's own inputs decide ends it before any thread starts.
 	switch {
@@ -821,7 +822,7 @@ func (r *runner) end(c *call, row *journal.Row) {
 	}
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
-	r.progress.flush()
+	r.progress.Flush()
 	r.flushSoon()
 }
 
@@ -842,7 +843,7 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 	r.book.HoldFor(c.req.Node, c.id)
 	r.replay.Live(r.delivery(c, row, nil, false))
 	r.mu.Unlock()
-	r.progress.flush()
+	r.progress.Flush()
 }
 
 // replayed is what gives the script the CallResult the journal recorded for a call: its rows
@@ -875,7 +876,7 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			}
 			res, _ = json.Marshal(cr)
 		}
-		r.progress.callEnded(Event{Kind: EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
+		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
 		c.settle(res, func() {
 			r.clock = row.At
 			r.mu.Lock()

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/crw-dev/crw/engine/runner/decisions"
-	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/crw"
 )
 
@@ -36,23 +34,4 @@ func (r *runner) waitsOnlyForDecisions() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.calls) == 0 && r.book.Waiting() && !r.replay.Due()
-}
-
-// bookHost is the runner as its book of decisions sees it.
-type bookHost struct{ r *runner }
-
-var _ decisions.Host = bookHost{}
-
-func (h bookHost) Stopped() error { return h.r.stopped() }
-func (h bookHost) Stop(err error) { h.r.stop(err) }
-func (h bookHost) FlushSoon()     { h.r.flushSoon() }
-func (h bookHost) PublishSoon()   { h.r.progress.publishSoon() }
-
-func (h bookHost) Call(id string) (status journal.CallStatus, known bool) {
-	h.r.mu.Lock()
-	defer h.r.mu.Unlock()
-	if e := h.r.ended[id]; e != nil {
-		return e.status, true
-	}
-	return "", h.r.calls[id] != nil
 }

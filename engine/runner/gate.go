@@ -61,7 +61,7 @@ func (r *runner) pause(by *call, detail string) {
 		}
 	}
 	r.mu.Unlock()
-	r.progress.publishSoon()
+	r.progress.PublishSoon()
 	for _, o := range others {
 		r.interruptCall(o, "engine_paused")
 	}

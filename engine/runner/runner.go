@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
@@ -51,7 +51,7 @@ type Config struct {
 	// replays calls the journal answered (the earlier process printed them already).
 	Console io.Writer
 	// OnEvent receives live progress; it is called from many goroutines, one event at a time.
-	OnEvent func(Event)
+	OnEvent func(progress.Event)
 	// OnStart is called once the run's started row is durable.
 	OnStart func(run string)
 	// Warnings, when not nil, is where the backend's warnings that belong to no call go: the
@@ -80,7 +80,7 @@ type runner struct {
 	h         *replay.History // nil for the run's first process
 	replay    *replay.Replayer
 	console   io.Writer
-	progress  *progress
+	progress  *progress.Progress
 	pool      *pool
 	rng       *rand.Rand
 	clock     time.Time // the script's clock; touched on the loop goroutine only
@@ -159,12 +159,12 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	}
 	// Say which process holds the run before anything else: a process that dies from here on
 	// is one that held it (crw flow start tells the two apart).
-	stopPublish := r.progress.publishLoop()
+	stopPublish := r.progress.PublishLoop()
 	defer stopPublish()
 	stopped := func(cause error) (*store.Status, error) {
 		err := r.stopError(cause)
 		stopPublish()
-		r.progress.publishStopped(err)
+		r.progress.PublishStopped(err)
 		return nil, err
 	}
 	if err := r.writeStarted(script, startedAt, cfg.Warnings); err != nil {
@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	if cfg.OnStart != nil {
 		cfg.OnStart(r.id)
 	}
-	r.progress.event(Event{Kind: EventStarted})
+	r.progress.Event(progress.Event{Kind: progress.EventStarted})
 
 	out, runErr := script.Run(runCtx)
 	if thrown := new(vm.ScriptError); runErr == nil || errors.As(runErr, &thrown) {
@@ -230,8 +230,8 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return stopped(err)
 	}
 	stopPublish()
-	st := r.progress.publishEnded(end)
-	r.progress.event(Event{Kind: EventEnded, Status: journal.CallStatus(end.Status)})
+	st := r.progress.PublishEnded(end)
+	r.progress.Event(progress.Event{Kind: progress.EventEnded, Status: journal.CallStatus(end.Status)})
 	return st, nil
 }
 
@@ -421,9 +421,10 @@ func newRunner(cfg Config) *runner {
 	})
 	r.book = decisions.New(decisions.Config{Run: r.id, DryRun: r.dryRun, History: r.h, Replay: r.replay,
 		Journal: r.j, TakeAnswers: r.lease.TakeAnswers, Host: bookHost{r}})
-	r.progress = newProgress(r, cfg.OnEvent)
+	r.progress = progress.New(progress.Config{Run: r.id, Workflow: spec.Workflow, Backend: r.backend.Name(), Started: spec.CreatedAt,
+		Source: progressSource{r}, Publish: r.lease.Publish, OnEvent: cfg.OnEvent})
 	// The replay is over: say so at once (a detached resume waits for it).
-	r.replay.OnCaughtUp(r.progress.publishSoon)
+	r.replay.OnCaughtUp(r.progress.PublishSoon)
 	return r
 }
 
@@ -631,7 +632,7 @@ func (r *runner) SetWake(wake func()) { r.wake = wake }
 // Idle implements vm.Idler: the script waits and nothing can come but what the replay holds.
 func (r *runner) Idle() {
 	r.replay.Idle()
-	r.progress.flush()
+	r.progress.Flush()
 	if r.waitsOnlyForDecisions() {
 		// Nothing but an answer can come: take any that came, else let the process go.
 		r.book.Take()
@@ -679,7 +680,7 @@ func (r *runner) endUnmade(cancelled bool) {
 		if rec.EndType != "" {
 			// It keeps the outcome it has (a call a pause held stays held), and the run's
 			// counts say so as its journal does.
-			r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
+			r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 				Status: journal.StatusOf(rec.EndType), Reason: rec.EndReason, Replayed: true})
 			continue
 		}
@@ -697,7 +698,7 @@ func (r *runner) endUnmade(cancelled bool) {
 			return
 		}
 		rows = append(rows, row)
-		r.progress.callEnded(Event{Kind: EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
+		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
 		if rec.Thread != nil {
 			threads = append(threads, ended{backend.Call{ID: id, Index: rec.Index, Role: rec.Role, Node: rec.Node}, threadOf(rec.Thread)})
@@ -707,7 +708,7 @@ func (r *runner) endUnmade(cancelled bool) {
 	if len(rows) > 0 {
 		seq = r.j.Append(rows...)
 	}
-	r.progress.flush()
+	r.progress.Flush()
 	if len(threads) > 0 && r.j.Sync(seq) == nil {
 		// Their threads are done with once their terminal rows are durable (a session
 		// subagent gets its close step).
@@ -760,9 +761,6 @@ func (r *runner) flushLoop() (stop func()) {
 		<-finished
 	}
 }
-
-// pid is this process's id, for the status it publishes.
-var pid = os.Getpid()
 
 // siteOf is where a call the script was given was made: its prepared row's site, read back
 // from the journal (a warning's few calls only; nothing keeps it for every call).
@@ -839,10 +837,10 @@ func (r *runner) warnUnobserved(script *vm.VM) {
 			detail = fmt.Sprintf("agent.call at %s (call %s) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)", c.Site, c.Call)
 		}
 		r.j.Append(journal.Warning{Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail}.Row())
-		r.progress.event(Event{Kind: EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
+		r.progress.Event(progress.Event{Kind: progress.EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
 	}
 	if more > 0 {
 		detail := fmt.Sprintf("and %d more agent.calls were never awaited", more)
-		r.progress.event(Event{Kind: EventWarning, Reason: replay.ReasonUnawaited, Detail: detail})
+		r.progress.Event(progress.Event{Kind: progress.EventWarning, Reason: replay.ReasonUnawaited, Detail: detail})
 	}
 }

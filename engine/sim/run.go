@@ -16,8 +16,8 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
-	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/runner/decisions"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -268,7 +268,7 @@ func (x *execution) process(ctx context.Context, id string, p int) (end *store.S
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var once sync.Once
-	opts := engine.ExecOptions{Backend: fake.New(answers, x.host), OnEvent: func(runner.Event) {
+	opts := engine.ExecOptions{Backend: fake.New(answers, x.host), OnEvent: func(progress.Event) {
 		if stopAt > 0 && events.Add(1) >= int64(stopAt) {
 			once.Do(stop)
 		}

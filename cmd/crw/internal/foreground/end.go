@@ -8,7 +8,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -109,6 +109,6 @@ func PrintDetached(c *cmdutil.Common, id string, pid int, warnings []string, pre
 }
 
 // progressEvent is a look at a run as live progress shows it.
-func progressEvent(st *store.Status) runner.Event {
-	return runner.Event{Kind: runner.EventProgress, Run: st.Run, Calls: st.Calls, InFlight: st.InFlight, Tokens: st.Tokens}
+func progressEvent(st *store.Status) progress.Event {
+	return progress.Event{Kind: progress.EventProgress, Run: st.Run, Calls: st.Calls, InFlight: st.InFlight, Tokens: st.Tokens}
 }

@@ -25,7 +25,7 @@ import (
 func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 	ctx, stop := signal.NotifyContext(c.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	prog := newProgress(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
 	bindStart, onEnd := OwnerHooks(ctx, c.Store, svc, id, c.IO.ErrOut)
 	end, err := Execute(ctx, svc, id, engine.ExecOptions{
 		Console: prog.logWriter(), OnEvent: prog.event, OnStart: func(run string) {
@@ -47,7 +47,7 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 // Follow shows the live progress of a run another process holds until it ends, and prints its
 // end.
 func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
-	prog := newProgress(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
 	prog.started(id)
 	var last string
 	// The workflow's lines, as its log keeps them, above the progress.

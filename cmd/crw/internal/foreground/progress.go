@@ -8,19 +8,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/journal"
 )
 
-// progress shows a run's calls as they go: one redrawn line on a terminal, plain lines
+// progressLine shows a run's calls as they go: one redrawn line on a terminal, plain lines
 // otherwise. Script output is written between them.
-type progress struct {
+type progressLine struct {
 	mu     sync.Mutex
 	w      io.Writer
 	tty    bool
 	quiet  bool
 	line   bool // a status line is drawn and must be cleared before other output
-	last   runner.Event
+	last   progress.Event
 	drawn  time.Time
 	run    string
 	start  time.Time
@@ -39,8 +39,8 @@ type inflight struct {
 // maxNamed bounds the calls under way the status line names.
 const maxNamed = 3
 
-func newProgress(w io.Writer, tty, quiet bool) *progress {
-	p := &progress{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{}), inflight: map[string]inflight{}}
+func newProgressLine(w io.Writer, tty, quiet bool) *progressLine {
+	p := &progressLine{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{}), inflight: map[string]inflight{}}
 	if tty && !quiet {
 		// Redraw while calls are slow, so the elapsed time moves.
 		go func() {
@@ -63,7 +63,7 @@ func newProgress(w io.Writer, tty, quiet bool) *progress {
 	return p
 }
 
-func (p *progress) started(run string) {
+func (p *progressLine) started(run string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.run = run
@@ -72,26 +72,26 @@ func (p *progress) started(run string) {
 	}
 }
 
-func (p *progress) event(e runner.Event) {
+func (p *progressLine) event(e progress.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.quiet || p.closed {
 		return
 	}
-	if e.Kind == runner.EventWarning {
+	if e.Kind == progress.EventWarning {
 		p.clear()
 		fmt.Fprintf(p.w, "warning: %s\n", e.Detail)
 		p.redraw()
 		return
 	}
 	switch e.Kind {
-	case runner.EventCallStarted:
+	case progress.EventCallStarted:
 		p.inflight[e.Call] = inflight{role: e.Role, node: e.Node, since: time.Now()}
-	case runner.EventCallEnded:
+	case progress.EventCallEnded:
 		delete(p.inflight, e.Call)
 	}
 	p.last = e
-	if e.Kind == runner.EventCallEnded {
+	if e.Kind == progress.EventCallEnded {
 		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
 		if e.Reason != "" {
 			line += " (" + e.Reason + ")"
@@ -105,20 +105,20 @@ func (p *progress) event(e runner.Event) {
 		p.redraw()
 		return
 	}
-	if p.tty && (time.Since(p.drawn) > 50*time.Millisecond || e.Kind == runner.EventEnded) {
+	if p.tty && (time.Since(p.drawn) > 50*time.Millisecond || e.Kind == progress.EventEnded) {
 		// Redraw at most 20 times a second; the final state is drawn by done.
 		p.draw()
 	}
 }
 
 // redraw draws the status line again on a terminal.
-func (p *progress) redraw() {
+func (p *progressLine) redraw() {
 	if p.tty && p.run != "" {
 		p.draw()
 	}
 }
 
-func (p *progress) draw() {
+func (p *progressLine) draw() {
 	named, n := p.calls()
 	fmt.Fprintf(p.w, "\r\x1b[K%s", summary(p.run, p.last, named, n, time.Since(p.start)))
 	p.line = true
@@ -127,8 +127,8 @@ func (p *progress) draw() {
 
 // calls names the calls under way, longest first, and how many there are (-1: this process
 // does not know them: it follows a run another process holds).
-func (p *progress) calls() (named []string, n int) {
-	if len(p.inflight) == 0 && p.last.Kind == runner.EventProgress {
+func (p *progressLine) calls() (named []string, n int) {
+	if len(p.inflight) == 0 && p.last.Kind == progress.EventProgress {
 		return nil, -1
 	}
 	ids := make([]string, 0, len(p.inflight))
@@ -146,7 +146,7 @@ func (p *progress) calls() (named []string, n int) {
 	return named, len(ids)
 }
 
-func summary(run string, e runner.Event, named []string, inFlight int, elapsed time.Duration) string {
+func summary(run string, e progress.Event, named []string, inFlight int, elapsed time.Duration) string {
 	done := 0
 	var parts []string
 	for _, k := range journal.Statuses {
@@ -173,7 +173,7 @@ func summary(run string, e runner.Event, named []string, inFlight int, elapsed t
 	return s + fmt.Sprintf("  %d tokens  %s", e.Tokens.Total, elapsed.Round(100*time.Millisecond))
 }
 
-func (p *progress) clear() {
+func (p *progressLine) clear() {
 	if p.line {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.line = false
@@ -181,9 +181,9 @@ func (p *progress) clear() {
 }
 
 // logWriter is where the script's console goes: above the status line.
-func (p *progress) logWriter() io.Writer { return logWriter{p} }
+func (p *progressLine) logWriter() io.Writer { return logWriter{p} }
 
-type logWriter struct{ p *progress }
+type logWriter struct{ p *progressLine }
 
 func (l logWriter) Write(b []byte) (int, error) {
 	p := l.p
@@ -197,7 +197,7 @@ func (l logWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (p *progress) done() {
+func (p *progressLine) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.closed {

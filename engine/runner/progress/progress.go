@@ -1,6 +1,10 @@
-package runner
+// Package progress is a live run's progress: it counts the calls the script has been given,
+// sends the run's events in the order they happened, and publishes the run's status for
+// readers. The journal, not what it publishes, is the record.
+package progress
 
 import (
+	"os"
 	"sync"
 	"time"
 
@@ -38,11 +42,35 @@ type Event struct {
 	Tokens   journal.Tokens
 }
 
-// progress counts the calls the script has been given, sends events in the order they happened,
+// Snapshot is what the run's process knows of it now: its Source's answer.
+type Snapshot struct {
+	InFlight  int
+	Tokens    journal.Tokens
+	Paused    bool                      // by a usage or rate limit
+	Decisions []journal.PendingDecision // the decisions and verdicts the script waits for
+	Replaying bool
+	LastSeq   uint64
+}
+
+// Source is the run's process as its progress sees it. It must not call the Progress back.
+type Source interface {
+	Snapshot() Snapshot
+}
+
+// Config is what a Progress is made of.
+type Config struct {
+	Run, Workflow, Backend string
+	Started                time.Time
+	Source                 Source
+	Publish                func(*store.Status) // the lease's: what readers see of the run
+	OnEvent                func(Event)         // nil sends no events
+}
+
+// Progress counts the calls the script has been given, sends events in the order they happened,
 // and publishes the run's status for readers. It has locks of its own: it is called while the
 // runner's or the replay's is held.
-type progress struct {
-	r       *runner
+type Progress struct {
+	cfg     Config
 	onEvent func(Event)
 	kick    chan struct{}
 
@@ -53,12 +81,13 @@ type progress struct {
 	sendMu sync.Mutex // keeps events in the order they were queued
 }
 
-func newProgress(r *runner, onEvent func(Event)) *progress {
-	return &progress{r: r, onEvent: onEvent, kick: make(chan struct{}, 1), counts: store.Counts{}}
+// New returns the progress of a run's process.
+func New(cfg Config) *Progress {
+	return &Progress{cfg: cfg, onEvent: cfg.OnEvent, kick: make(chan struct{}, 1), counts: store.Counts{}}
 }
 
-// callEnded counts a call the script was given and queues its event; flush sends it.
-func (p *progress) callEnded(e Event) {
+// CallEnded counts a call the script was given and queues its event; Flush sends it.
+func (p *Progress) CallEnded(e Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts[e.Status]++
@@ -67,8 +96,8 @@ func (p *progress) callEnded(e Event) {
 	}
 }
 
-// flush sends the events queued, in the order they were queued.
-func (p *progress) flush() {
+// Flush sends the events queued, in the order they were queued.
+func (p *Progress) Flush() {
 	if p.onEvent == nil {
 		return
 	}
@@ -83,8 +112,8 @@ func (p *progress) flush() {
 	}
 }
 
-// event sends an event at once.
-func (p *progress) event(e Event) {
+// Event sends an event at once.
+func (p *Progress) Event(e Event) {
 	if p.onEvent == nil {
 		return
 	}
@@ -93,31 +122,29 @@ func (p *progress) event(e Event) {
 	p.send(e)
 }
 
-func (p *progress) send(e Event) {
-	r := p.r
-	e.Run = r.id
-	r.mu.Lock()
-	e.InFlight, e.Tokens = len(r.inflight), r.spent
-	r.mu.Unlock()
+func (p *Progress) send(e Event) {
+	e.Run = p.cfg.Run
+	now := p.cfg.Source.Snapshot()
+	e.InFlight, e.Tokens = now.InFlight, now.Tokens
 	p.mu.Lock()
 	e.Calls = p.counts.Clone()
 	p.mu.Unlock()
 	p.onEvent(e)
 }
 
-// publishSoon asks for the status to be published now rather than at the next tick.
-func (p *progress) publishSoon() {
+// PublishSoon asks for the status to be published now rather than at the next tick.
+func (p *Progress) PublishSoon() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
 }
 
-// publishLoop publishes the run's status whenever it changed, at most five times a second; the
+// PublishLoop publishes the run's status whenever it changed, at most five times a second; the
 // journal, not what is published, is the record.
-func (p *progress) publishLoop() (stop func()) {
+func (p *Progress) PublishLoop() (stop func()) {
 	last := p.now(store.StateRunning)
-	p.r.lease.Publish(last)
+	p.cfg.Publish(last)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -135,7 +162,7 @@ func (p *progress) publishLoop() (stop func()) {
 			}
 			st := p.now(store.StateRunning)
 			if forced || changed(last, st) {
-				p.r.lease.Publish(st)
+				p.cfg.Publish(st)
 				last = st
 			}
 		}
@@ -156,33 +183,33 @@ func changed(a, b *store.Status) bool {
 }
 
 // now is the run's status as this process sees it.
-func (p *progress) now(state store.State) *store.Status {
-	r := p.r
+func (p *Progress) now(state store.State) *store.Status {
+	now := p.cfg.Source.Snapshot()
 	st := &store.Status{
-		Run: r.id, State: state, Workflow: r.spec.Workflow, Backend: r.backend.Name(), Started: r.spec.CreatedAt,
-		Replaying: r.replay.Replaying(), PID: pid, LastSeq: r.j.LastSeq(), Updated: time.Now().UTC(),
-		Result: []byte("null"),
+		Run: p.cfg.Run, State: state, Workflow: p.cfg.Workflow, Backend: p.cfg.Backend, Started: p.cfg.Started,
+		Replaying: now.Replaying, PID: pid, LastSeq: now.LastSeq, Updated: time.Now().UTC(),
+		Result: []byte("null"), InFlight: now.InFlight, Tokens: now.Tokens,
 	}
-	r.mu.Lock()
-	st.InFlight, st.Tokens = len(r.inflight), r.spent
-	if r.paused && state == store.StateRunning {
+	if now.Paused && state == store.StateRunning {
 		st.State, st.Paused = store.StatePaused, &journal.Paused{Limit: true}
 	}
-	if pending := r.book.Pending(); len(pending) > 0 {
-		st.Decisions = pending
-		if len(r.inflight) == 0 && state == store.StateRunning {
+	if len(now.Decisions) > 0 {
+		st.Decisions = now.Decisions
+		if now.InFlight == 0 && state == store.StateRunning {
 			st.State = store.StateWaitingDecision
 		}
 	}
-	r.mu.Unlock()
 	p.mu.Lock()
 	st.Calls = p.counts.Clone()
 	p.mu.Unlock()
 	return st
 }
 
-// publishEnded publishes the run's end and returns it.
-func (p *progress) publishEnded(end *store.Status) *store.Status {
+// pid is this process's id, for the status it publishes.
+var pid = os.Getpid()
+
+// PublishEnded publishes the run's end and returns it.
+func (p *Progress) PublishEnded(end *store.Status) *store.Status {
 	state := store.StateEnded
 	switch end.Status {
 	case store.RunPaused:
@@ -195,17 +222,17 @@ func (p *progress) publishEnded(end *store.Status) *store.Status {
 	if end.Result != nil {
 		st.Result = end.Result
 	}
-	p.r.lease.Publish(st)
+	p.cfg.Publish(st)
 	return st
 }
 
-// publishStopped says why the process stopped without ending the run, for status to show.
-func (p *progress) publishStopped(err error) {
+// PublishStopped says why the process stopped without ending the run, for status to show.
+func (p *Progress) PublishStopped(err error) {
 	st := p.now(store.StateStopped)
 	e, ok := errs.As(err)
 	if !ok {
 		e = errs.New(errs.CapabilityUnavailable, "%s", err.Error()).Because("lifecycle", "process_stopped", errs.Stopped, errs.Uncertain)
 	}
 	st.Error = journal.RunErrorOf(e, "")
-	p.r.lease.Publish(st)
+	p.cfg.Publish(st)
 }

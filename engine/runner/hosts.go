@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -56,4 +58,36 @@ func (h effectsHost) Ended(call string) (effects.Ended, bool) {
 		return effects.Ended{}, false
 	}
 	return effects.Ended{Node: e.node, Role: e.role, Status: e.status}, true
+}
+
+// bookHost is the runner as its book of decisions sees it.
+type bookHost struct{ r *runner }
+
+var _ decisions.Host = bookHost{}
+
+func (h bookHost) Stopped() error { return h.r.stopped() }
+func (h bookHost) Stop(err error) { h.r.stop(err) }
+func (h bookHost) FlushSoon()     { h.r.flushSoon() }
+func (h bookHost) PublishSoon()   { h.r.progress.PublishSoon() }
+
+func (h bookHost) Call(id string) (status journal.CallStatus, known bool) {
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	if e := h.r.ended[id]; e != nil {
+		return e.status, true
+	}
+	return "", h.r.calls[id] != nil
+}
+
+// progressSource is the runner as its progress sees it.
+type progressSource struct{ r *runner }
+
+func (s progressSource) Snapshot() progress.Snapshot {
+	r := s.r
+	now := progress.Snapshot{Replaying: r.replay.Replaying(), LastSeq: r.j.LastSeq()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now.InFlight, now.Tokens, now.Paused = len(r.inflight), r.spent, r.paused
+	now.Decisions = r.book.Pending()
+	return now
 }
