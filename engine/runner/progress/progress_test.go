@@ -27,7 +27,11 @@ type published struct {
 	seen []*store.Status
 }
 
-func (p *published) publish(st *store.Status) { p.mu.Lock(); defer p.mu.Unlock(); p.seen = append(p.seen, st) }
+func (p *published) publish(st *store.Status) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, st)
+}
 func (p *published) last() *store.Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
