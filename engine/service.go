@@ -28,6 +28,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/runner/runwarn"
 	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/engine/workspace"
@@ -134,7 +135,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		process = h.Starts + 1
 	}
 	be := x.Backend
-	warnings := &runner.Warnings{}
+	warnings := &runwarn.Sink{}
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,

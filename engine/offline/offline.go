@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/runner/decisions"
+	"github.com/crw-dev/crw/engine/runner/ends"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -100,7 +101,7 @@ func (w *Writer) Cancel(spec *store.Spec, cleanUp func(dir string) *journal.Row)
 			out = append(out, row)
 		}
 	}
-	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled), Error: runner.CancelledError(w.run)})
+	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled), Error: ends.CancelledError(w.run)})
 	if err := w.write(out...); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", w.run).Wrap(err).
 			Because("journal", "journal_write_failed", "not_started", errs.Certain).

@@ -15,6 +15,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/runner/turns"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -307,7 +308,7 @@ func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
 // earlier process left it (nil for a call this process prepared).
 func (r *runner) launch(c *call, rec *replay.Call) {
 	r.wg.Add(1)
-	r.pool.submit(r.ctx, func(admitErr error) {
+	r.pool.Submit(r.ctx, func(admitErr error) {
 		defer r.wg.Done()
 		c.run(admitErr, c.admit(nil), rec)
 	})
@@ -336,7 +337,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 		r.end(c, journal.Held(r.heldReason(), ""))
 		return
 	}
-	defer r.pool.release()
+	defer r.pool.Release()
 	if !c.pastGate(rec) {
 		return
 	}
@@ -443,7 +444,7 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 	if c.prepared.K == 2 {
 		// A generation that goes on with the repair its held one was in: no task turn, and
 		// no second repair.
-		first, problem, previous, prompt = 2, c.prepared.Repair, c.prepared.PreviousAnswer, RepairPrompt(c.prepared.Repair)
+		first, problem, previous, prompt = 2, c.prepared.Repair, c.prepared.PreviousAnswer, turns.RepairPrompt(c.prepared.Repair)
 		c.repairUsed = true
 	}
 	for k := first; k <= 2; k++ {
@@ -459,7 +460,7 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 		}
 		c.mu.Unlock()
 		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Spent: c.tokens,
-			Thread: th, Sent: sentBefore(rec, k), Resumed: r.h != nil, Counted: countedBefore(rec, k), Note: c.prepared.Note,
+			Thread: th, Sent: turns.Sent(rec, k), Resumed: r.h != nil, Counted: turns.Counted(rec, k), Note: c.prepared.Note,
 			OpensWithRepair: first == 2}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
@@ -475,7 +476,7 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 		problem, previous = why, out.Text
 		if k == 1 {
 			c.repairUsed = true
-			prompt = RepairPrompt(problem)
+			prompt = turns.RepairPrompt(problem)
 		}
 	}
 	r.end(c, journal.End{Type: journal.TypeNullModel, Reason: "schema_invalid_after_repair", Detail: problem}.Row())
@@ -538,54 +539,8 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 	return true, ""
 }
 
-// sentBefore tells whether turn k of a call an earlier process left open may have been
-// dispatched, and what the journal recorded of it. A backend dispatches a turn only after the
-// rows before it are durable, so a recorded step or turn of k says so, a last row of
-// thread_started means the task turn may have gone, and a last turn_started k means turn k+1
-// may have.
-func sentBefore(rec *replay.Call, k int) *backend.Sent {
-	if rec == nil {
-		return nil
-	}
-	var sent *backend.Sent
-	attempt := 0
-	for _, st := range rec.Steps {
-		if st.K == k {
-			sent, attempt = &backend.Sent{Marker: st.Marker, Attempt: st.Attempt, At: st.At}, st.Attempt
-		}
-	}
-	for _, l := range rec.Lost {
-		if sent != nil && l.K == k && l.Attempt == attempt {
-			sent.Lost = l.Reason
-		}
-	}
-	for _, t := range rec.Turns {
-		// A turn of the step's own attempt: an earlier attempt's turn is not this step's.
-		if t.K == k && (sent == nil || sent.Marker == "" || t.Marker == sent.Marker) {
-			if sent == nil {
-				sent = &backend.Sent{At: t.At}
-			}
-			sent.TurnID = t.TurnID
-		}
-	}
-	if sent != nil {
-		return sent
-	}
-	last := rec.LastRow()
-	switch {
-	case k == 1 && last.Type == journal.TypeThreadStarted:
-		return &backend.Sent{At: last.At}
-	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
-		return &backend.Sent{At: last.At}
-	}
-	return nil
-}
-
 // goOnFrom marks the prepared row of a held call's next generation with where the held one
-// stopped: the repair it was in (k 2, the problem and the answer repaired), so the new
-// generation goes on with that repair and has no second one, and a note of why the earlier
-// attempt stopped, which a pull backend's packet gives. A held generation that never reached
-// its repair, or whose journal does not name the answer it repaired, starts from its task.
+// stopped (turns.GoOn).
 func (r *runner) goOnFrom(row *journal.Row, held *replay.Call) {
 	if held.EndType != journal.TypeHeld {
 		return
@@ -595,46 +550,7 @@ func (r *runner) goOnFrom(row *journal.Row, held *replay.Call) {
 	if err != nil {
 		return // it starts from its task, as a generation whose rows say nothing would
 	}
-	turn, previous := "task", ""
-	for _, t := range rows {
-		if t.Type == journal.TypeStepPublished && t.K == 2 && previous == "" {
-			previous = t.PreviousAnswer
-		}
-		if t.Type != journal.TypeTurnStarted || t.K != 2 {
-			continue
-		}
-		if t.PreviousAnswer != "" {
-			previous = t.PreviousAnswer
-		}
-		if previous != "" {
-			row.K, row.Repair, row.PreviousAnswer, turn = 2, t.Repair, previous, "repair"
-		}
-	}
-	row.Note = fmt.Sprintf("Generation %d of this call stopped in its %s turn: it was held (%s). This one takes that turn again.", held.Attempt, turn, held.EndReason)
-}
-
-// countedBefore is what an earlier process counted for the call's turn k, when it published a
-// step for the turn after it: that step's call_tokens (seed 003). nil when it did not.
-func countedBefore(rec *replay.Call, k int) *journal.Tokens {
-	if rec == nil || k != 1 {
-		return nil
-	}
-	for _, st := range rec.Steps {
-		if st.K == 2 {
-			var t journal.Tokens
-			if st.CallTokens != nil {
-				t = *st.CallTokens
-			}
-			return &t
-		}
-	}
-	return nil
-}
-
-// RepairPrompt is the one repair turn's text: it names what was wrong with the answer.
-func RepairPrompt(problem string) string {
-	return "Your previous answer could not be accepted: " + problem + ".\n" +
-		"Answer the same task again. Reply with exactly one JSON document that satisfies the output schema, and nothing before or after it."
+	turns.GoOn(row, held, rows)
 }
 
 // The call is its turns' backend.Recorder: what the backend reports becomes rows of the call.

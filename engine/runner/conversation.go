@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/runner/turns"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 )
@@ -55,7 +56,7 @@ func (r *runner) conversation(e *endedCall) ([]backend.Exchange, error) {
 		if err != nil {
 			return nil, err
 		}
-		ex.Turns, ex.Packet = conversationTurns(p.Prompt, ex.Answer, rows)
+		ex.Turns, ex.Packet = turns.Conversation(p.Prompt, ex.Answer, rows)
 		out = append(out, ex)
 	}
 	return out, nil
@@ -90,39 +91,4 @@ func (r *runner) rowsOf(id string, from, to uint64) ([]journal.Row, error) {
 		seq = rows[len(rows)-1].Seq + 1
 	}
 	return out, nil
-}
-
-// conversationTurns are a call's conversation turns as its turn_started rows give them, each
-// turn once (a turn run again replaces the one it names), repairs included, each with its
-// answer: a repair's row names the answer it repairs, and the call's final answer is its last
-// turn's. It returns the packet of the call's last step too.
-func conversationTurns(task, final string, rows []journal.Row) ([]backend.ExchangeTurn, string) {
-	byK := map[int]*backend.ExchangeTurn{}
-	packet := ""
-	for _, row := range rows {
-		switch row.Type {
-		case journal.TypeStepPublished:
-			packet = row.Packet
-		case journal.TypeTurnStarted:
-			k := max(row.K, row.ConversationTurn, 1)
-			t := &backend.ExchangeTurn{K: k, Prompt: task}
-			if k == 2 {
-				t.Prompt = RepairPrompt(row.Repair)
-				if prev := byK[1]; prev != nil && row.PreviousAnswer != "" {
-					prev.Answer = row.PreviousAnswer
-				}
-			}
-			byK[k] = t
-		}
-	}
-	turns := make([]backend.ExchangeTurn, 0, len(byK))
-	for k := 1; k <= 2; k++ {
-		if t := byK[k]; t != nil {
-			turns = append(turns, *t)
-		}
-	}
-	if n := len(turns); n > 0 {
-		turns[n-1].Answer = final
-	}
-	return turns, packet
 }

@@ -15,7 +15,7 @@ import (
 
 // logged writes e's full account to the run's log and is e's detail naming that line.
 func (r *runner) logged(e *errs.Error) string {
-	if l := r.scriptLog.log; l != nil {
+	if l := r.scriptLog.RunLog(); l != nil {
 		store.LogError(l, e) // crw's own lines are few and small: they are kept past the bound
 	}
 	if e.Diagnostic.Log == "" {

@@ -4,6 +4,14 @@
 // A run an earlier process left goes on by replay, on the same code path: the script runs from
 // the top, and engine/replay answers the calls the journal settled, in the order it recorded,
 // while the calls it left open go on from their last row.
+//
+// Its parts live beneath it: effects (crw.commit, crw.tierStep), decisions (crw.decide,
+// crw.effect, verdicts and holds), progress (events and the published status), turns (what an
+// earlier process sent, the repair turn, the conversation), pool, scriptlog, ends, runwarn. What
+// stays here, near 2,000 lines, is one call's way through its states and the process around
+// it (lease, flush loop, contexts, the end): a call's state is shared by its gate, its turns, its
+// recorder and its delivery under the runner's lock, and cutting those apart would put that
+// lock on both sides of a package boundary.
 package runner
 
 import (
@@ -15,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -28,9 +35,12 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
+	"github.com/crw-dev/crw/engine/runner/ends"
+	"github.com/crw-dev/crw/engine/runner/pool"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/runner/runwarn"
+	"github.com/crw-dev/crw/engine/runner/scriptlog"
 	"github.com/crw-dev/crw/errs"
-	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -56,7 +66,7 @@ type Config struct {
 	OnStart func(run string)
 	// Warnings, when not nil, is where the backend's warnings that belong to no call go: the
 	// runner journals them from its started row on.
-	Warnings *Warnings
+	Warnings *runwarn.Sink
 	// Log, when not nil, is the run's log: the script's console and crw.log lines are kept
 	// there too (crw flow logs, follow).
 	Log store.Log
@@ -69,7 +79,7 @@ type Config struct {
 // runner is one process's execution of a run: the host of its script.
 type runner struct {
 	dryRun    bool
-	scriptLog *scriptLog // the script's lines: the console and the run's log, within its bound
+	scriptLog *scriptlog.Log // the script's lines: the console and the run's log, within its bound
 	id        string
 	spec      *store.Spec
 	lease     store.Lease
@@ -81,7 +91,7 @@ type runner struct {
 	replay    *replay.Replayer
 	console   io.Writer
 	progress  *progress.Progress
-	pool      *pool
+	pool      *pool.Pool
 	rng       *rand.Rand
 	clock     time.Time // the script's clock; touched on the loop goroutine only
 	wake      func()    // makes a waiting script look again; set once, before the script runs
@@ -137,7 +147,7 @@ var (
 func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	r := newRunner(cfg)
 	defer r.replay.Stop()
-	defer func() { r.scriptLog.close(r.stopped() == nil) }()
+	defer func() { r.scriptLog.Close(r.stopped() == nil) }()
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
 		Seed: Seed(r.id, "Math.random"), Host: r, Limits: VMLimits(r.spec.Limits), Context: ctx,
@@ -146,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		if ctx.Err() != nil {
 			return nil, r.stopError(errStoppedByCaller)
 		}
-		return nil, LoadError(err)
+		return nil, ends.LoadError(err)
 	}
 	runCtx, cancel, stopCancel := r.contexts(ctx)
 	defer cancel(nil)
@@ -259,7 +269,7 @@ func (r *runner) contexts(ctx context.Context) (context.Context, context.CancelC
 
 // writeStarted writes the process's started row, durably, and from it on the backend's
 // warnings that belong to no call.
-func (r *runner) writeStarted(script *vm.VM, at time.Time, warnings *Warnings) error {
+func (r *runner) writeStarted(script *vm.VM, at time.Time, warnings *runwarn.Sink) error {
 	started := StartedRow(r.spec, r.backend.Name(), script.Digest(), r.lease.Token())
 	started.At = at
 	if _, err := r.j.Write(started); err != nil {
@@ -271,7 +281,7 @@ func (r *runner) writeStarted(script *vm.VM, at time.Time, warnings *Warnings) e
 			w.ProcessLockError().Error()}.Row())
 	}
 	if warnings != nil {
-		warnings.bind(r.j)
+		warnings.Bind(r.j)
 	}
 	return nil
 }
@@ -344,7 +354,7 @@ func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status
 		}
 	case w.cancelled:
 		end.Status = store.RunCancelled
-		end.Error = CancelledError(r.id)
+		end.Error = ends.CancelledError(r.id)
 	case w.deadline:
 		end.Status = store.RunFailed
 		e := errs.New(errs.BudgetExhausted, "the run passed its deadline of %s (--deadline): the calls in flight were interrupted",
@@ -355,7 +365,7 @@ func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status
 	case runErr == nil:
 		end.Status, end.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
-		end.Status, end.Error = store.RunFailed, ThrownError(se)
+		end.Status, end.Error = store.RunFailed, ends.ThrownError(se)
 	default:
 		return nil, nil, runErr
 	}
@@ -397,7 +407,7 @@ func newRunner(cfg Config) *runner {
 		dryRun: cfg.DryRun,
 		id:     spec.Run, spec: spec, lease: cfg.Lease, backend: cfg.Backend,
 		roles: inputs.RoleTable(spec.Roles), h: cfg.History, console: cfg.Console,
-		pool: newPool(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
+		pool: pool.New(spec.Pool), rng: rand.New(rand.NewPCG(Seed(spec.Run, "crw.random"), 0)),
 		clock: time.Now().UTC(), flushKick: make(chan struct{}, 1),
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{},
 	}
@@ -408,7 +418,7 @@ func newRunner(cfg Config) *runner {
 	if r.console == nil {
 		r.console = io.Discard
 	}
-	r.scriptLog = newScriptLog(r.console, cfg.Log, spec.Limits.Log())
+	r.scriptLog = scriptlog.New(r.console, cfg.Log, spec.Limits.Log())
 	if h := r.h; h != nil {
 		r.clock = h.ClockStart()
 		r.spent = h.Spent
@@ -528,72 +538,6 @@ func (r *runner) stopError(cause error) error {
 	return e
 }
 
-// ThrownError is how a run records what its workflow threw: the code crw gave the error (a
-// host method's refusal, a limit), else workflow_failed; its fixed message; the thrown text as
-// the detail, with the stack; and a diagnostic whose next action names where it threw. The
-// journal's ended row is its full account: what a workflow throws is its own and may quote its
-// calls' answers, so it is not written to the run's log.
-func ThrownError(se *vm.ScriptError) *journal.RunError {
-	code, reason, detail := errs.Code(se.Code), se.Reason, se.Message
-	next := code.SafeResponse()
-	if !code.Known() {
-		if se.Code != "" {
-			detail += " (its code: " + se.Code + ")"
-		}
-		code = errs.WorkflowFailed
-		next = "fix the workflow or its input"
-		if at := topFrame(se.Stack); at != "" {
-			next += " (it threw at " + at + ")"
-		}
-		next += ", then run it again"
-	}
-	if reason == "" {
-		reason = "threw"
-	}
-	// The detail is what was thrown, whole: the runtime read at most 4 KiB of it already.
-	e := (&errs.Error{Code: code, Message: code.Message(), Detail: detail}).
-		Because("workflow", reason, errs.Stopped, errs.Certain).Next(next)
-	return journal.RunErrorOf(e, se.Stack)
-}
-
-// topFrame is the place of a stack's first frame in a file: "file:line:col".
-func topFrame(stack string) string {
-	for _, line := range strings.Split(stack, "\n") {
-		if m := framePlace.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-			return m[1]
-		}
-	}
-	return ""
-}
-
-// framePlace is the place of a stack frame: "at fn (file:line:col)" or "at file:line:col".
-var framePlace = regexp.MustCompile(`^at (?:.* \()?([^()]+:\d+:\d+)\)?$`)
-
-// CancelledError is how a cancelled run's end records why it ended.
-func CancelledError(run string) *journal.RunError {
-	e := errs.New(errs.RunUnavailable, "the run was cancelled").
-		Because("lifecycle", "cancelled", errs.Stopped, errs.Certain).Next("crw flow show " + run + " shows what it did")
-	return journal.RunErrorOf(e, "")
-}
-
-// LoadError turns a workflow that does not load into invalid input naming the place.
-func LoadError(err error) error {
-	var le *loader.LoadError
-	if errors.As(err, &le) {
-		return errs.New(errs.InvalidRequest, "%s", le.Error()).Wrap(err)
-	}
-	var lim *vm.LimitError
-	if errors.As(err, &lim) {
-		return errs.New(errs.BudgetExhausted, "the workflow did not load: %s", lim.Message).Wrap(err).
-			Because("load", lim.Reason, "not_started", errs.Certain)
-	}
-	var se *vm.ScriptError
-	if errors.As(err, &se) {
-		return errs.New(errs.InvalidRequest, "the workflow threw while loading: %s\n%s", se.Message, se.Stack).Wrap(err)
-	}
-	return errs.New(errs.InvalidRequest, "%v", err).Wrap(err)
-}
-
 // Now implements crw.Host: the time of the last step the script has seen.
 func (r *runner) Now() time.Time { return r.clock }
 
@@ -607,20 +551,7 @@ func (r *runner) Log(level, message string) {
 		return
 	}
 	// A process that stopped (its lease lost, say) writes nothing of the run's any more.
-	r.scriptLog.write(level, message, r.stopped() == nil)
-}
-
-// WriteConsole writes a line of a script's console: log and info lines as they are, the others
-// after their level.
-func WriteConsole(w io.Writer, level, message string) {
-	// Escape sequences and line breaks a workflow prints cannot restyle the terminal or
-	// pass for crw's own lines.
-	message = termtext.Safe(message, "    ")
-	if level == "log" || level == "info" {
-		fmt.Fprintln(w, message)
-		return
-	}
-	fmt.Fprintf(w, "%s: %s\n", level, message)
+	r.scriptLog.Write(level, message, r.stopped() == nil)
 }
 
 // CheckSchema implements vm.Host.

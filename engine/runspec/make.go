@@ -15,6 +15,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/ends"
 	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/lib"
@@ -201,7 +202,7 @@ func Load(ctx context.Context, wf string, libs []string, input json.RawMessage, 
 			return nil, errs.New(errs.RunUnavailable, "the workflow was not loaded: this process was stopped").Wrap(err).
 				Because("load", "process_stopped", "not_started", errs.Certain)
 		}
-		return nil, runner.LoadError(err)
+		return nil, ends.LoadError(err)
 	}
 	return script, nil
 }

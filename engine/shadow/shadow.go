@@ -22,6 +22,8 @@ import (
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
+	"github.com/crw-dev/crw/engine/runner/ends"
+	"github.com/crw-dev/crw/engine/runner/scriptlog"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
@@ -120,7 +122,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Seed: runner.Seed(h.Run, "Math.random"), Host: s,
 	})
 	if err != nil {
-		return nil, runner.LoadError(err)
+		return nil, ends.LoadError(err)
 	}
 	out, runErr := script.Run(ctx)
 	var se *vm.ScriptError
@@ -128,7 +130,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	case runErr == nil:
 		report.Status, report.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
-		report.Status, report.Error = store.RunFailed, runner.ThrownError(se)
+		report.Status, report.Error = store.RunFailed, ends.ThrownError(se)
 	default:
 		return nil, errs.New(errs.CapabilityUnavailable, "the shadow replay could not run the script").Wrap(runErr)
 	}
@@ -183,7 +185,7 @@ func (s *host) CheckSchema(b []byte) []loader.Problem { return inputs.CheckSchem
 func (s *host) SetWake(wake func())                   { s.wake = wake }
 func (s *host) Idle()                                 { s.replay.Idle() }
 
-func (s *host) Log(level, message string) { runner.WriteConsole(s.log, level, message) }
+func (s *host) Log(level, message string) { scriptlog.WriteConsole(s.log, level, message) }
 
 // Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
 // shadow commits nothing.

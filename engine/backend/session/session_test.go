@@ -24,7 +24,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/sessiontest"
 	"github.com/crw-dev/crw/engine/inputs"
-	"github.com/crw-dev/crw/engine/runner"
+	"github.com/crw-dev/crw/engine/runner/turns"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -1579,7 +1579,7 @@ func TestSessionContinuationCarriesEachConversationTurn(t *testing.T) {
 	assert.Contains(t, string(packet), "## Conversation so far\n\nYou continue this conversation: the earlier turns and their answers, oldest first. Build on them; do not redo them.\n\n"+
 		"### c1, turn 1: task\n\ncount the files\n\n"+
 		"### c1, turn 1: answer\n\nabout three\n\n"+
-		"### c1, turn 2: repair\n\n"+runner.RepairPrompt("no JSON document")+"\n\n"+
+		"### c1, turn 2: repair\n\n"+turns.RepairPrompt("no JSON document")+"\n\n"+
 		"### c1, turn 2: answer (completed)\n\n{\"n\":3}\n\n"+
 		"## The call you continue\n\nYou go on from call c1: its task packet is "+filepath.Join(runDir, "steps", "c1", "packet-t2-a2.md")+
 		", and its answer is in "+filepath.Join(runDir, "steps", "c2", "continues-c1-answer.md")+".\n\n")
@@ -1674,7 +1674,7 @@ export default async function main() {
 	packet, err := os.ReadFile(steps[0].Packet)
 	require.NoError(t, err)
 	assert.Contains(t, string(packet), "## Earlier attempts\n\nGeneration 1 of this call stopped in its repair turn: it was held (engine_paused). This one takes that turn again.\n\n")
-	assert.Contains(t, string(packet), "## Task\n\ncount\n\n### The answer to repair\n\nabout five\n\n### What to do\n\n"+runner.RepairPrompt("no JSON document")+"\n\n")
+	assert.Contains(t, string(packet), "## Task\n\ncount\n\n### The answer to repair\n\nabout five\n\n### What to do\n\n"+turns.RepairPrompt("no JSON document")+"\n\n")
 	term := after[len(after)-1]
 	assert.Equal(t, journal.TypeCompleted, term.Type)
 	assert.True(t, term.RepairUsed)

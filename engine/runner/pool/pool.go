@@ -1,26 +1,28 @@
-package runner
+// Package pool admits a run's calls: at most n at once, in the order they were issued.
+package pool
 
 import (
 	"context"
 	"sync"
 )
 
-// pool admits at most n calls at once, in the order they were issued. A call waiting for its
+// Pool admits at most n calls at once, in the order they were issued. A call waiting for its
 // turn is a queued function, not a goroutine: a script that issues 50,000 calls at once must
 // not make the run hold 50,000 goroutine stacks, only what the calls themselves are.
-type pool struct {
+type Pool struct {
 	mu      sync.Mutex
 	free    int
 	waiters []func(error) // in issue order
 	watched bool          // a watch on the run's context is in place
 }
 
-func newPool(n int) *pool { return &pool{free: n} }
+// New returns a Pool of n slots.
+func New(n int) *Pool { return &Pool{free: n} }
 
-// submit runs start on a goroutine of its own once the pool admits the call, with nil, or, when
+// Submit runs start on a goroutine of its own once the pool admits the call, with nil, or, when
 // ctx ends before it is admitted, with ctx's error: the call gives up its place. A call
 // admitted must release its slot when it is done.
-func (p *pool) submit(ctx context.Context, start func(admitErr error)) {
+func (p *Pool) Submit(ctx context.Context, start func(admitErr error)) {
 	p.mu.Lock()
 	if !p.watched {
 		p.watched = true
@@ -42,7 +44,7 @@ func (p *pool) submit(ctx context.Context, start func(admitErr error)) {
 
 // giveUp tells every call still waiting that ctx ended, one after the other on one goroutine,
 // in issue order.
-func (p *pool) giveUp(ctx context.Context) func() {
+func (p *Pool) giveUp(ctx context.Context) func() {
 	return func() {
 		p.mu.Lock()
 		waiting := p.waiters
@@ -54,8 +56,8 @@ func (p *pool) giveUp(ctx context.Context) func() {
 	}
 }
 
-// release frees a slot: the next call waiting takes it.
-func (p *pool) release() {
+// Release frees a slot: the next call waiting takes it.
+func (p *Pool) Release() {
 	p.mu.Lock()
 	if len(p.waiters) > 0 {
 		start := p.waiters[0]

@@ -1,4 +1,4 @@
-package runner
+package runwarn
 
 import (
 	"context"
@@ -27,14 +27,14 @@ func TestWarningsFollowTheRunsJournal(t *testing.T) {
 	defer lease.Release()
 
 	var stop error
-	gate := stopGate{Journal: lease.Journal(), stopped: func() error { return stop }}
-	w := &Warnings{}
+	gate := stopping{Journal: lease.Journal(), stopped: func() error { return stop }}
+	w := &Sink{}
 	for i := 0; i < maxEarlyWarnings+10; i++ {
 		w.Warn("early", fmt.Sprint(i))
 	}
 	_, err = gate.Write(&journal.Row{Type: journal.TypeStarted, Run: run})
 	require.NoError(t, err)
-	w.bind(gate)
+	w.Bind(gate)
 	w.Warn("late", "")
 	stop = errors.New("stopped")
 	w.Warn("after the stop", "")
@@ -48,4 +48,31 @@ func TestWarningsFollowTheRunsJournal(t *testing.T) {
 	assert.Equal(t, "0", rows[1].Detail)
 	assert.Equal(t, fmt.Sprint(maxEarlyWarnings-1), rows[maxEarlyWarnings].Detail)
 	assert.Equal(t, "late", rows[len(rows)-1].Reason)
+}
+
+// stopping is a journal that writes nothing once stopped says so, as the runner's does.
+type stopping struct {
+	store.Journal
+	stopped func() error
+}
+
+func (g stopping) Append(rows ...*journal.Row) uint64 {
+	if g.stopped() != nil {
+		return 0
+	}
+	return g.Journal.Append(rows...)
+}
+
+func (g stopping) Sync(seq uint64) error {
+	if err := g.stopped(); err != nil {
+		return err
+	}
+	return g.Journal.Sync(seq)
+}
+
+func (g stopping) Write(rows ...*journal.Row) (uint64, error) {
+	if err := g.stopped(); err != nil {
+		return 0, err
+	}
+	return g.Journal.Write(rows...)
 }

@@ -1,4 +1,6 @@
-package runner
+// Package scriptlog takes a workflow's console and crw.log lines to the console and the run's
+// log, within the log's bound.
+package scriptlog
 
 import (
 	"encoding/json"
@@ -7,16 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/store"
 )
 
-// scriptLog takes the script's console and crw.log lines to the console and the run's log
+// Log takes the script's console and crw.log lines to the console and the run's log
 // until the next line would pass the log's bound (store.Limits.Log): a runaway workflow must
 // not fill the disk every run shares. From there every line of this process is dropped and
 // counted: the log gets one line where
 // it reached the bound and, when the process ends, one saying how many were dropped (both
 // written past the bound), and the console the same.
-type scriptLog struct {
+type Log struct {
 	mu      sync.Mutex
 	console io.Writer
 	log     store.Log // nil: nowhere
@@ -27,17 +30,19 @@ type scriptLog struct {
 	since                 time.Time // the first line dropped
 }
 
-func newScriptLog(console io.Writer, log store.Log, max int64) *scriptLog {
-	s := &scriptLog{console: console, log: log, max: max}
+// New returns the Log of a run's process: console gets every line, log (nil: none) those
+// within max bytes.
+func New(console io.Writer, log store.Log, max int64) *Log {
+	s := &Log{console: console, log: log, max: max}
 	if log != nil {
 		s.used, _ = log.Size()
 	}
 	return s
 }
 
-// write takes one line; toLog is false once the process has stopped (it writes nothing of the
+// Write takes one line; toLog is false once the process has stopped (it writes nothing of the
 // run's any more).
-func (s *scriptLog) write(level, message string, toLog bool) {
+func (s *Log) Write(level, message string, toLog bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dropped > 0 {
@@ -66,8 +71,8 @@ func (s *scriptLog) write(level, message string, toLog bool) {
 	}
 }
 
-// close says how many lines this process dropped, if any.
-func (s *scriptLog) close(toLog bool) {
+// Close says how many lines this process dropped, if any.
+func (s *Log) Close(toLog bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dropped == 0 {
@@ -82,7 +87,7 @@ func (s *scriptLog) close(toLog bool) {
 	s.dropped, s.droppedBytes = 0, 0
 }
 
-func (s *scriptLog) append(d store.Dropped) {
+func (s *Log) append(d store.Dropped) {
 	if s.log == nil {
 		return
 	}
@@ -102,4 +107,20 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// RunLog is the run's log the lines go to; nil for none.
+func (s *Log) RunLog() store.Log { return s.log }
+
+// WriteConsole writes a line of a script's console: log and info lines as they are, the others
+// after their level.
+func WriteConsole(w io.Writer, level, message string) {
+	// Escape sequences and line breaks a workflow prints cannot restyle the terminal or
+	// pass for crw's own lines.
+	message = termtext.Safe(message, "    ")
+	if level == "log" || level == "info" {
+		fmt.Fprintln(w, message)
+		return
+	}
+	fmt.Fprintf(w, "%s: %s\n", level, message)
 }

@@ -1,4 +1,4 @@
-package runner
+package pool
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestPoolWaitersAreNotGoroutines(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := newPool(1)
+	p := New(1)
 	before := runtime.NumGoroutine()
 
 	var mu sync.Mutex
@@ -28,7 +28,7 @@ func TestPoolWaitersAreNotGoroutines(t *testing.T) {
 	const n = 2000
 	running.Add(n)
 	for i := range n {
-		p.submit(ctx, func(err error) {
+		p.Submit(ctx, func(err error) {
 			defer running.Done()
 			mu.Lock()
 			if err != nil {
@@ -39,7 +39,7 @@ func TestPoolWaitersAreNotGoroutines(t *testing.T) {
 			admitted = append(admitted, i)
 			mu.Unlock()
 			<-hold
-			p.release()
+			p.Release()
 		})
 	}
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(admitted) == 1 }, 5*time.Second, time.Millisecond)
@@ -63,6 +63,6 @@ func TestPoolWaitersAreNotGoroutines(t *testing.T) {
 
 	// A call submitted after the context ended is told at once.
 	got := make(chan error, 1)
-	p.submit(ctx, func(err error) { got <- err })
+	p.Submit(ctx, func(err error) { got <- err })
 	assert.ErrorIs(t, <-got, context.Canceled)
 }

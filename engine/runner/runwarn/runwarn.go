@@ -1,4 +1,6 @@
-package runner
+// Package runwarn carries what a backend reports outside any call (warnings, wakes, escalations)
+// into the run's journal once its process writes.
+package runwarn
 
 import (
 	"sync"
@@ -11,17 +13,17 @@ import (
 // maxEarlyWarnings bounds the warnings kept before the run's process starts writing.
 const maxEarlyWarnings = 64
 
-// Warnings carries a backend's warnings that belong to no call into the run's journal, through
+// Sink carries a backend's warnings that belong to no call into the run's journal, through
 // the journal the runner writes: after the started row, and never once the run has stopped.
 // Its Warn is what backend.Config.Warn is given.
-type Warnings struct {
+type Sink struct {
 	mu    sync.Mutex
 	j     store.Journal
 	early []*journal.Row
 }
 
 // Warn journals a warning, or keeps it until the run's process writes.
-func (w *Warnings) Warn(reason, detail string) {
+func (w *Sink) Warn(reason, detail string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	row := journal.Warning{Reason: reason, Detail: detail}.Row()
@@ -36,7 +38,7 @@ func (w *Warnings) Warn(reason, detail string) {
 
 // Report journals a backend's event of the run, durably before it returns (a wake's row tells
 // of a turn started on the owner's thread), or keeps it until the run's process writes.
-func (w *Warnings) Report(e backend.Event) {
+func (w *Sink) Report(e backend.Event) {
 	row := e.Row()
 	w.mu.Lock()
 	if w.j == nil {
@@ -52,8 +54,8 @@ func (w *Warnings) Report(e backend.Event) {
 	_ = j.Sync(seq) // a journal that cannot be written stops the run on its own
 }
 
-// bind sends the warnings to j from now on, the ones kept so far first.
-func (w *Warnings) bind(j store.Journal) {
+// Bind sends the warnings to j from now on, the ones kept so far first.
+func (w *Sink) Bind(j store.Journal) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.j = j
