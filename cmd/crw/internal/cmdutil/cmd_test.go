@@ -35,6 +35,10 @@ func TestNewCmdTakesTheArgumentsWithTheOptionsTake(t *testing.T) {
 	assert.Equal(t, "b", opts.B)
 	assert.True(t, opts.JSON, "the Factory's part is taken")
 	assert.Same(t, e.Factory.Outcome, opts.Outcome)
+	assert.Same(t, e.Factory.Backends, opts.Backends)
+	state, err := opts.StateDir()
+	require.NoError(t, err)
+	assert.Equal(t, e.State, state)
 
 	cmd := newCmd(e.Factory, nil)
 	cmd.SetArgs([]string{"c", "d"})
