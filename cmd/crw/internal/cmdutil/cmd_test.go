@@ -63,3 +63,15 @@ func TestNewRunCmdTakesOneRun(t *testing.T) {
 	_, err = cmdtest.Parse(t, e, newCmd, "a", "b")
 	assert.EqualError(t, err, "accepts 1 arg(s), received 2")
 }
+
+func TestNewGroupHoldsItsCommands(t *testing.T) {
+	t.Parallel()
+	g := cmdutil.NewGroup("g", "a group", &cobra.Command{Use: "a"}, &cobra.Command{Use: "b"})
+	assert.Equal(t, "g", g.Use)
+	assert.Equal(t, "a group", g.Short)
+	require.Len(t, g.Commands(), 2)
+	root := &cobra.Command{Use: "r", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(g)
+	root.SetArgs([]string{"g", "c"})
+	assert.EqualError(t, root.Execute(), `invalid_request: unknown command "c" for "r g" (see r g --help)`)
+}
