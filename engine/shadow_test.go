@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,4 +71,38 @@ func TestShadowAlignsEditsWithTheRecord(t *testing.T) {
 			assert.Equal(t, store.RunCompleted, rep.Status)
 		})
 	}
+}
+
+// A shadow checks a tier step's evidence as the run checked it, against the record: the same
+// refusals and so the same result; an evidence the record has no ended call for is refused too.
+func TestShadowChecksTierStepsAsTheRunDid(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	_, end, rows := runIn(t, svc, repo, tierStepWorkflow, tierStepAnswers, nil)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+
+	shadowOf := func(script string) *shadow.Report {
+		path := filepath.Join(t.TempDir(), "wf.js")
+		require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
+		rep, err := shadow.Run(context.Background(), shadow.Options{Script: path, Rows: rows})
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, rep.Status, "%+v", rep.Error)
+		return rep
+	}
+	rep := shadowOf(tierStepWorkflow)
+	assert.False(t, rep.Differs())
+	assert.JSONEq(t, string(end.Result), string(rep.Result))
+
+	rep = shadowOf(strings.Replace(tierStepWorkflow, `const step = crw.tierStep("f", build);`,
+		`refusals.push(attempt(() => crw.tierStep("f", { callId: "c9" })));
+  const step = crw.tierStep("f", build);`, 1))
+	var out struct{ Refusals []string }
+	require.NoError(t, json.Unmarshal(rep.Result, &out))
+	assert.Equal(t, []string{
+		"invalid_request: crw.tierStep: the evidence is call c2, a explorer call: a tier step moves a node's executor calls",
+		`invalid_request: crw.tierStep: the evidence is call c1, of node "f", not of node "g"`,
+		`invalid_request: crw.tierStep: the evidence names call "c9", which is no ended call of the recorded run`,
+		`invalid_request: crw.tierStep: node "f" runs at the top tier already (executor-t1)`,
+	}, out.Refusals)
 }

@@ -210,19 +210,14 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	if _, held := s.h.Holds[node]; held {
 		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
 	}
-	// The runner's checks, against the record: a refused step takes no place among the steps.
+	// The runner's checks, against the record.
+	var ended effects.Ended
 	e := s.h.ByID[evidence]
-	switch {
-	case e == nil || e.EndType == "":
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of the recorded run", evidence)
-	case e.Node != node:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.Node, node)
-	case !replay.Writes(e.Role):
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.Role)
-	case e.EndType != journal.TypeNullModel:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, journal.StatusOf(e.EndType))
-	case s.tiers[node] >= 1:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
+	if e != nil {
+		ended = effects.Ended{Node: e.Node, Role: e.Role, Status: journal.StatusOf(e.EndType)}
+	}
+	if err := effects.CheckTierStep(node, evidence, ended, e != nil && e.EndType != "", s.tiers[node], "the recorded run"); err != nil {
+		return nil, err
 	}
 	k := s.tierSteps
 	if k >= len(s.h.TierSteps) || s.h.TierSteps[k].Node != node {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/locked"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -659,17 +660,9 @@ func (j *memJournal) error() error {
 	return j.err
 }
 
-func (j *memJournal) LastSeq() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.next
-}
+func (j *memJournal) LastSeq() uint64 { return locked.Read(&j.mu, &j.next) }
 
-func (j *memJournal) DurableSeq() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.durable
-}
+func (j *memJournal) DurableSeq() uint64 { return locked.Read(&j.mu, &j.durable) }
 
 func (j *memJournal) Rows() ([]journal.Row, error) {
 	j.l.s.mu.Lock()

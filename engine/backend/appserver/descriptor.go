@@ -17,16 +17,13 @@ import (
 // identity as headers (Options.CallHeaders), for a scripted model in tests.
 const CallHeadersEnv = "CRW_APPSERVER_CALL_HEADERS"
 
-// LogFile is the app server's stderr, in the run's folder.
-const LogFile = "app-server.log"
-
 // Descriptor registers the app-server backend: its one option is the codex binary, found when
 // a run is created and recorded, so every process of the run uses the same one.
 func Descriptor() backend.Descriptor {
 	return backend.Descriptor{
 		Name:    Name,
 		Summary: "real Codex turns on `codex app-server`",
-		Options: []backend.Option{{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"}},
+		Options: []backend.Option{codex.Option},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
 			bin, err := codex.FindCodex(opts["codex"])
 			if err != nil {
@@ -41,7 +38,7 @@ func Descriptor() backend.Descriptor {
 			}
 			log, runJSON := "", ""
 			if cfg.Dir != "" {
-				log, runJSON = filepath.Join(cfg.Dir, LogFile), filepath.Join(cfg.Dir, "run.json")
+				log, runJSON = filepath.Join(cfg.Dir, codex.LogFile), filepath.Join(cfg.Dir, "run.json")
 			}
 			o := Options{
 				Codex: bin, Log: log, Cwd: cfg.Cwd, Env: cfg.Env, RunJSON: runJSON,

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/crw-dev/crw/engine/backend"
 )
 
 // ErrCodexMissing: no codex binary was found. The engine reports it as capability_unavailable
@@ -26,6 +28,14 @@ const (
 	CodexVersion   = "0.169.0"
 	InstallCommand = "npm install @openai/codex@" + CodexVersion
 )
+
+// Option is --codex, the codex binary FindCodex is given: an option of the app-server backend
+// and of a session run's private app server alike.
+var Option = backend.Option{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"}
+
+// LogFile is the stderr of a run's app server (the app-server backend's, or a session run's
+// private one), in the run's folder.
+const LogFile = "app-server.log"
 
 // FindCodex finds the codex binary: path when given (--codex), else $CRW_CODEX, else codex on
 // PATH. A binary that is not there is ErrCodexMissing.

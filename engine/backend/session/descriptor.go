@@ -9,6 +9,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/bound"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/errs"
@@ -36,9 +37,6 @@ type Hosts struct {
 	FindCodex func(path string) (string, error)
 }
 
-// LogFile is the private app server's stderr, in the run's folder.
-const LogFile = "app-server.log"
-
 // isThreadID is the form of a thread id: a letter or digit, then up to 127 letters, digits, -
 // and _ (a function: the regular expression's counted repetition cost every start of crw 1.5 ms).
 func isThreadID(s string) bool { return bus.ValidName(s) && s[0] != '-' && s[0] != '_' }
@@ -61,7 +59,7 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 var options = []backend.Option{
 	{Name: "owner", Usage: "the owner thread of --backend session (default $" + OwnerEnv + ")"},
 	{Name: "host", Usage: "the owner's app server socket of --backend session, unix:///abs/path (default $" + HostEnv + ", else a private app server)"},
-	{Name: "codex", Usage: "the codex binary of --backend app-server, and of --backend session's private app server (default $CRW_CODEX, else codex on PATH)"},
+	codex.Option,
 	{Name: "lost-after", Usage: "how long a gone subagent's turn may stand still before its attempt is lost, --backend session (default 10m)"},
 	{Name: "poll", Usage: "how often --backend session reads its inbox and the host (default 250ms)"},
 	{Name: "wake", Usage: "on (default) wakes the owner when steps wait, --backend session; off for an owner that polls crw flow next"},
@@ -176,7 +174,7 @@ func reach(hosts Hosts, cfg backend.Config) (host.Host, error) {
 	if addr := cfg.Options["host"]; addr == PrivateHost {
 		log := ""
 		if cfg.Dir != "" {
-			log = filepath.Join(cfg.Dir, LogFile)
+			log = filepath.Join(cfg.Dir, codex.LogFile)
 		}
 		h, err = hosts.Private(ctx, cfg.Options["codex"], cfg.Options["codex-home"], log)
 	} else {

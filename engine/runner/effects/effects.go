@@ -347,17 +347,8 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], f.cfg.Run, told[0])
 	}
 	e, ok := f.host.Ended(evidence)
-	switch {
-	case !ok:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of this run", evidence)
-	case e.Node != node:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.Node, node)
-	case !replay.Writes(e.Role):
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.Role)
-	case e.Status != journal.StatusNullModel:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, e.Status)
-	case f.tiers[node] >= 1:
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
+	if err := CheckTierStep(node, evidence, e, ok, f.tiers[node], "this run"); err != nil {
+		return nil, err
 	}
 	f.tierSteps++
 	f.tiers[node]++
@@ -388,6 +379,26 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 	f.host.Append(rows...)
 	f.host.FlushSoon()
 	return TierOutcome(row)
+}
+
+// CheckTierStep refuses a tier step of node, at tier (its steps so far), whose evidence is not
+// a null_model of one of the node's executor calls: e is how the call evidence ended, when it
+// did (ended), among the calls of the run named by of. A refused step takes no place among the
+// steps.
+func CheckTierStep(node, evidence string, e Ended, ended bool, tier int, of string) error {
+	switch {
+	case !ended:
+		return errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence names call %q, which is no ended call of %s", evidence, of)
+	case e.Node != node:
+		return errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, of node %q, not of node %q", evidence, e.Node, node)
+	case !replay.Writes(e.Role):
+		return errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, a %s call: a tier step moves a node's executor calls", evidence, e.Role)
+	case e.Status != journal.StatusNullModel:
+		return errs.Throw(errs.InvalidRequest, "", "crw.tierStep: the evidence is call %s, which ended %s: only a null_model is evidence for a tier step", evidence, e.Status)
+	case tier >= 1:
+		return errs.Throw(errs.InvalidRequest, "", "crw.tierStep: node %q runs at the top tier already (executor-t1)", node)
+	}
+	return nil
 }
 
 // TierDecisionID is the decision a tier step of node to tier waits for under --tier-steps ask.

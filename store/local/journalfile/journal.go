@@ -24,6 +24,7 @@ import (
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/crw-dev/crw/internal/locked"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -235,18 +236,10 @@ func (j *Journal) Path() string { return j.path }
 
 // LastSeq returns the last seq assigned, durable or not; at open it is the
 // last row in the file.
-func (j *Journal) LastSeq() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.next
-}
+func (j *Journal) LastSeq() uint64 { return locked.Read(&j.mu, &j.next) }
 
 // DurableSeq returns the last seq known to be committed.
-func (j *Journal) DurableSeq() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.durable
-}
+func (j *Journal) DurableSeq() uint64 { return locked.Read(&j.mu, &j.durable) }
 
 // Rows returns every durable row in seq order. Rows still buffered are not
 // included; Sync first to see them.

@@ -25,22 +25,19 @@ func RunE[O any](f *Factory, common *Common, opts O, take func(*cobra.Command, [
 	}
 }
 
-// Options are what NewCmd fills: a command's Options, which embed Common. Those that take the
-// command line's arguments have a Take method (RunArg's, or their own).
-type Options interface{ common() *Common }
+// Options are what NewCmd fills: a command's Options, which embed Common and take the command
+// line's arguments with their Take (RunArg's, or their own).
+type Options interface {
+	common() *Common
+	Take(cmd *cobra.Command, args []string)
+}
 
 func (c *Common) common() *Common { return c }
 
 // NewCmd is cmd run on opts by run, or by runF (a test's) when it is given: once the flags are
-// parsed, opts takes the Factory's part and, with its Take when it has one, the arguments.
+// parsed, opts takes the Factory's part and, with its Take, the arguments.
 func NewCmd[O Options](f *Factory, opts O, runF, run func(O) error, cmd *cobra.Command) *cobra.Command {
-	var take func(*cobra.Command, []string)
-	if t, ok := any(opts).(interface {
-		Take(*cobra.Command, []string)
-	}); ok {
-		take = t.Take
-	}
-	cmd.RunE = RunE(f, opts.common(), opts, take, runF, run)
+	cmd.RunE = RunE(f, opts.common(), opts, opts.Take, runF, run)
 	return cmd
 }
 

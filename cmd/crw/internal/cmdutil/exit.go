@@ -27,6 +27,13 @@ func (e ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 // Failed is a failure the command has said all of already.
 var Failed = ExitError{Code: ExitFailed}
 
+// NewGroup is a command that only holds cmds, its subcommands: Group runs it.
+func NewGroup(use, short string, cmds ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, RunE: Group}
+	cmd.AddCommand(cmds...)
+	return cmd
+}
+
 // Group runs a command that only holds subcommands: alone it prints its help, and an argument
 // that names none of its subcommands is an unknown command. (cobra checks unknown commands only
 // on the root.)

@@ -49,17 +49,19 @@ type Outcome struct {
 
 // Common is what every command's Options take from the Factory once its flags are parsed.
 type Common struct {
-	Ctx     context.Context
-	IO      *iostreams.IOStreams
-	JSON    bool
-	Service func() (*engine.Service, error)
-	Store   func() (*local.Store, error)
-	Outcome *Outcome
+	Ctx      context.Context
+	IO       *iostreams.IOStreams
+	JSON     bool
+	Backends *backend.Registry
+	StateDir func() (string, error)
+	Service  func() (*engine.Service, error)
+	Store    func() (*local.Store, error)
+	Outcome  *Outcome
 }
 
 // Common is what a command's Options take of f, in ctx (the command's context).
 func (f *Factory) Common(ctx context.Context) Common {
-	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Service: f.Service, Store: f.Store, Outcome: f.Outcome}
+	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Backends: f.Backends, StateDir: f.StateDir, Service: f.Service, Store: f.Store, Outcome: f.Outcome}
 }
 
 // Print writes v as one JSON object with --json, else what text writes for a reader. A write

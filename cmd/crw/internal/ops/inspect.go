@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -16,7 +17,7 @@ import (
 // server's log in the run's folder, and whether the owner's app server a session run reaches
 // answers on its socket.
 func HostState(st *local.Store, in *engine.Inspection) {
-	if log := filepath.Join(st.RunDir(in.Status.Run), session.LogFile); fileExists(log) {
+	if log := filepath.Join(st.RunDir(in.Status.Run), codex.LogFile); fileExists(log) {
 		in.Backend.HostLog = log
 	}
 	host := in.Backend.Options["host"]

@@ -11,7 +11,6 @@ import (
 
 // NewCmdCodex is crw codex and its subcommands.
 func NewCmdCodex(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "codex", Short: "Set Codex up for session runs: crw's roles and its spawn hook", RunE: cmdutil.Group}
-	cmd.AddCommand(setup.NewCmdSetup(f, nil), hook.NewCmdHook(f, nil))
-	return cmd
+	return cmdutil.NewGroup("codex", "Set Codex up for session runs: crw's roles and its spawn hook",
+		setup.NewCmdSetup(f, nil), hook.NewCmdHook(f, nil))
 }

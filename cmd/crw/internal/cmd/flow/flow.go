@@ -31,8 +31,7 @@ import (
 
 // NewCmdFlow is crw flow and its subcommands.
 func NewCmdFlow(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "flow", Short: "Run, watch and inspect workflow runs", RunE: cmdutil.Group}
-	cmd.AddCommand(
+	return cmdutil.NewGroup("flow", "Run, watch and inspect workflow runs",
 		run.NewCmdRun(f, nil), check.NewCmdCheck(f, nil), start.NewCmdStart(f, nil), resume.NewCmdResume(f, nil),
 		follow.NewCmdFollow(f, nil), cancel.NewCmdCancel(f, nil), answer.NewCmdAnswer(f, nil), recovercmd.NewCmdRecover(f, nil),
 		effects.NewCmdEffects(f, nil), inspect.NewCmdInspect(f, nil), audit.NewCmdAudit(f, nil), list.NewCmdList(f, nil),
@@ -40,5 +39,4 @@ func NewCmdFlow(f *cmdutil.Factory) *cobra.Command {
 		deletecmd.NewCmdDelete(f, nil), prune.NewCmdPrune(f, nil), logs.NewCmdLogs(f, nil), exec.NewCmdExec(f, nil),
 		next.NewCmdNext(f, nil), dispatched.NewCmdDispatched(f, nil),
 	)
-	return cmd
 }

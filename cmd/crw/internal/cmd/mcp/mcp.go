@@ -17,7 +17,6 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/iostreams"
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver"
-	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/userfile"
@@ -35,8 +34,6 @@ var httpFlags = []string{"token-file", "allow-remote", "allow-origin", "max-conn
 // Options are crw mcp's.
 type Options struct {
 	cmdutil.Common
-	StateDir func() (string, error)
-	Backends *backend.Registry
 	// Listen is the address of the HTTP transport; "" serves stdio.
 	Listen, TokenFile string
 	AllowRemote       bool
@@ -48,7 +45,7 @@ type Options struct {
 
 // NewCmdMCP is crw mcp; runF, when not nil, runs in place of the command.
 func NewCmdMCP(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{StateDir: f.StateDir, Backends: f.Backends}
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve crw's run lifecycle and recovery reads as a Model Context Protocol server",

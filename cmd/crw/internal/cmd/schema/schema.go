@@ -10,7 +10,5 @@ import (
 
 // NewCmdSchema is crw schema and its subcommands.
 func NewCmdSchema(f *cmdutil.Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "schema", Short: "Check JSON Schemas against the strict structured-output rules", RunE: cmdutil.Group}
-	cmd.AddCommand(check.NewCmdCheck(f, nil))
-	return cmd
+	return cmdutil.NewGroup("schema", "Check JSON Schemas against the strict structured-output rules", check.NewCmdCheck(f, nil))
 }

@@ -21,7 +21,6 @@ import (
 // Options are crw codex hook's.
 type Options struct {
 	cmdutil.Common
-	StateDir func() (string, error)
 	// EventWait is how long the hook waits for the whole event.
 	EventWait time.Duration
 }
@@ -35,7 +34,7 @@ const (
 
 // NewCmdHook is crw codex hook; runF, when not nil, runs in place of the command.
 func NewCmdHook(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{StateDir: f.StateDir, EventWait: hookEventWait}
+	opts := &Options{EventWait: hookEventWait}
 	return &cobra.Command{
 		Use:   "hook",
 		Short: "The spawn hook: Codex runs it on each spawn_agent of a session run's owner",

@@ -18,7 +18,7 @@ func TestHookLetsThroughWhatItCannotRead(t *testing.T) {
 	} {
 		e := cmdtest.New(t)
 		e.In.WriteString(c.in)
-		require.NoError(t, runHook(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, EventWait: hookEventWait}))
+		require.NoError(t, runHook(&Options{Common: e.Common(), EventWait: hookEventWait}))
 		assert.Equal(t, c.warning, e.ErrOut.String(), c.in)
 		assert.Empty(t, e.Out.String(), "the spawn is let through as sent")
 	}
@@ -28,6 +28,6 @@ func TestHookPassesASpawnOfAnOwnerNoRunBinds(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	e.In.WriteString(`{"tool_name": "spawn_agent", "session_id": "019a0000-0000-7000-8000-000000000001", "tool_input": {"message": "hi"}}`)
-	require.NoError(t, runHook(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, EventWait: hookEventWait}))
+	require.NoError(t, runHook(&Options{Common: e.Common(), EventWait: hookEventWait}))
 	assert.Empty(t, e.ErrOut.String())
 }

@@ -23,7 +23,6 @@ import (
 // Options are crw codex setup's.
 type Options struct {
 	cmdutil.Common
-	StateDir func() (string, error)
 	// CodexHome is --codex-home as given; Roles a role table file; Codex the codex binary.
 	CodexHome, Roles, Codex string
 	// Check writes nothing: it reports what is missing.
@@ -32,7 +31,7 @@ type Options struct {
 
 // NewCmdSetup is crw codex setup; runF, when not nil, runs in place of the command.
 func NewCmdSetup(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{StateDir: f.StateDir}
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Write crw's six roles and its spawn hook, trusted, into a CODEX_HOME",

@@ -34,7 +34,7 @@ func TestSetupWithACodexThatIsNot(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	codex := filepath.Join(e.Dir, "no-codex")
-	err := runSetup(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, CodexHome: filepath.Join(e.Dir, "home"), Codex: codex, Check: true})
+	err := runSetup(&Options{Common: e.Common(), CodexHome: filepath.Join(e.Dir, "home"), Codex: codex, Check: true})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid_request: --codex "+codex+": ")
 	assert.Empty(t, e.Out.String())
@@ -44,7 +44,7 @@ func TestSetupWithACodexThatIsNot(t *testing.T) {
 func TestSetupWithARoleTableThatIsNot(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
-	err := runSetup(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, CodexHome: filepath.Join(e.Dir, "home"), Roles: filepath.Join(e.Dir, "none.json")})
+	err := runSetup(&Options{Common: e.Common(), CodexHome: filepath.Join(e.Dir, "home"), Roles: filepath.Join(e.Dir, "none.json")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "none.json")
 	assert.Equal(t, "CODEX_HOME "+filepath.Join(e.Dir, "home"), e.Factory.Outcome.AuditDetail, "a setup is audited with its CODEX_HOME")

@@ -39,7 +39,14 @@ func (o *Options) Take(_ *cobra.Command, args []string) {
 	}
 }
 
+// runAudit lists the entries; of a run named, its errors name the run and --json carries it, as
+// those of the commands that work on a run do.
 func runAudit(opts *Options) error {
+	out := map[string]any{}
+	if opts.Run != "" {
+		opts.WorksOn(opts.Run)
+		out["run"] = opts.Run
+	}
 	svc, err := opts.Service()
 	if err != nil {
 		return err
@@ -48,7 +55,8 @@ func runAudit(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Print(map[string]any{"audit": entries}, func(w io.Writer) {
+	out["audit"] = entries
+	opts.Print(out, func(w io.Writer) {
 		printEntries(w, entries)
 	})
 	return nil

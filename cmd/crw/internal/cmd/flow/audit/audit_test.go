@@ -33,4 +33,25 @@ func TestAuditOfAStateFolderWithNoEntry(t *testing.T) {
 	e.JSON = true
 	require.NoError(t, runAudit(&Options{Common: e.Common(), Limit: 50}))
 	assert.Equal(t, `{"audit":[]}`+"\n", e.Out.String())
+	assert.Empty(t, e.Factory.Outcome.Run, "no run named")
+}
+
+func TestAuditOfARunNamesIt(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	e.JSON = true
+	require.NoError(t, runAudit(&Options{Common: e.Common(), Run: end.Run, Limit: 50}))
+	assert.Equal(t, `{"audit":[],"run":"`+end.Run+`"}`+"\n", e.Out.String())
+	assert.Equal(t, end.Run, e.Factory.Outcome.Run, "its errors name the run")
+}
+
+func TestAuditOfARunRefusedNamesIt(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	err := runAudit(&Options{Common: e.Common(), Run: end.Run, Limit: 0})
+	assert.EqualError(t, err, "invalid_request: --limit: 1 to 10000, got 0")
+	assert.Equal(t, end.Run, e.Factory.Outcome.Run, "the error names the run")
+	assert.Empty(t, e.Out.String())
 }

@@ -17,7 +17,6 @@ import (
 // Options are crw flow show's.
 type Options struct {
 	cmdutil.Common
-	StateDir func() (string, error)
 	// Args are RUN and CALL, as many as were given.
 	Args []string
 	HTML bool
@@ -32,7 +31,7 @@ type Options struct {
 
 // NewCmdShow is crw flow show; runF, when not nil, runs in place of the command.
 func NewCmdShow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{StateDir: f.StateDir}
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "show RUN [CALL]",
 		Short: "Show a run's timeline of calls, or one call, while it runs too",

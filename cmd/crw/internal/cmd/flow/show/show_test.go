@@ -45,7 +45,7 @@ func TestShowRefusesFlagsThatGoWithHTML(t *testing.T) {
 	} {
 		e := cmdtest.New(t)
 		o := c.opts
-		o.Common, o.StateDir = e.Common(), e.Factory.StateDir
+		o.Common = e.Common()
 		assert.EqualError(t, runShow(&o), c.want)
 	}
 }

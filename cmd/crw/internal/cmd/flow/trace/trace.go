@@ -17,8 +17,7 @@ import (
 // Options are crw flow trace's.
 type Options struct {
 	cmdutil.Common
-	StateDir func() (string, error)
-	Run      string
+	Run string
 	// Output is the file to write ("" or "-": stdout), with Mode (its octal text) when ModeSet.
 	Output  string
 	Mode    string
@@ -27,7 +26,7 @@ type Options struct {
 
 // NewCmdTrace is crw flow trace; runF, when not nil, runs in place of the command.
 func NewCmdTrace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{StateDir: f.StateDir}
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "trace RUN",
 		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",

@@ -33,7 +33,7 @@ func TestTraceToStdout(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
-	require.NoError(t, runTrace(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, Run: end.Run}))
+	require.NoError(t, runTrace(&Options{Common: e.Common(), Run: end.Run}))
 	lines := strings.Split(strings.TrimSuffix(e.Out.String(), "\n"), "\n")
 	assert.Contains(t, lines[0], `"format":"crw-trace/1"`)
 	assert.Contains(t, lines[0], `"run":"`+end.Run+`"`)
@@ -49,7 +49,7 @@ func TestTraceToAFile(t *testing.T) {
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
 	out := filepath.Join(e.Dir, "t.jsonl")
 	e.JSON = true
-	require.NoError(t, runTrace(&Options{Common: e.Common(), StateDir: e.Factory.StateDir, Run: end.Run, Output: out, Mode: "0640", ModeSet: true}))
+	require.NoError(t, runTrace(&Options{Common: e.Common(), Run: end.Run, Output: out, Mode: "0640", ModeSet: true}))
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, 7, strings.Count(string(data), "\n"), "the header and the run's six rows")
@@ -73,7 +73,7 @@ func TestTraceRefusals(t *testing.T) {
 		{Options{Output: filepath.Join(e.Dir, "y.jsonl"), Mode: "0400"}, "invalid_request: --mode 0400: an octal mode such as 0600 or 0644 that lets its owner read and write it"},
 	} {
 		o := c.opts
-		o.Common, o.StateDir, o.Run = e.Common(), e.Factory.StateDir, end.Run
+		o.Common, o.Run = e.Common(), end.Run
 		assert.EqualError(t, runTrace(&o), c.want)
 	}
 	assert.Empty(t, e.Out.String())
