@@ -49,7 +49,7 @@ func (w *Writer) Answer(id string, doc json.RawMessage, by string) error {
 				d.Answer.At.Format("2006-01-02 15:04:05Z"), OrSomeone(d.Answer.By))
 		}
 	}
-	return w.write(&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: id, Output: doc, By: by})
+	return w.write(journal.DecisionAnswered{ID: id, Output: doc, By: by}.Row())
 }
 
 // Reconcile journals an operator's verdict on call's unknown outcome: one verdict a call.
@@ -86,7 +86,8 @@ func (w *Writer) Cancel(spec *store.Spec, cleanUp func(dir string) *journal.Row)
 			if c.EndType != "" {
 				continue
 			}
-			row := &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled while no process held it"}
+			row := journal.Held("cancelled", "the run was cancelled while no process held it")
+		row.Call = id
 			for _, t := range c.Turns {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}

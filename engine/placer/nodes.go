@@ -131,9 +131,9 @@ func (p *Placer) commitRowsLocked(ctx context.Context, repo *workspace.Repo, n *
 		cur, _ := repo.Ref(ctx, intent.Ref)
 		if cur != commit {
 			if errors.Is(err, workspace.ErrRefMoved) {
-				return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Ref: intent.Ref, Reason: "revision_conflict",
+				return record(journal.CommitResult{Node: intent.Node, Ref: intent.Ref, Reason: "revision_conflict",
 					Detail: fmt.Sprintf("%s is at %s, not at %s as the run recorded: it moved under the run, and is left as it is",
-						intent.Ref, orNone(cur), orNone(intent.Old))})
+						intent.Ref, orNone(cur), orNone(intent.Old))}.Row())
 			}
 			return nil, p.thrown(errs.CapabilityUnavailable, "worktree_failed", err, "crw.commit: node %q: git could not move its ref", intent.Node)
 		}
@@ -149,7 +149,7 @@ func (p *Placer) commitRowsLocked(ctx context.Context, repo *workspace.Repo, n *
 		n.At, n.Tree = commit, intent.Tree
 	}
 	n.Ref = commit
-	return record(&journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref})
+	return record(journal.CommitResult{Node: intent.Node, Commit: commit, Tree: intent.Tree, Parent: intent.Parent, Ref: intent.Ref}.Row())
 }
 
 // finishDeadCommit records what git did for the node's commit intent whose process died before

@@ -518,7 +518,7 @@ func (c *call) endsWith(out backend.Outcome, validator *schema.Validator) (ended
 			r.hostBudgetHeld = true
 			r.mu.Unlock()
 		}
-		r.end(c, &journal.Row{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail})
+		r.end(c, journal.End{Type: string(out.Failure.End), Reason: out.Failure.Reason, Detail: out.Failure.Detail}.Row())
 		return true, ""
 	}
 	if validator == nil {
@@ -600,7 +600,7 @@ func (c *call) Dispatched(st backend.Step) {
 // Thread implements backend.Recorder: the call's thread, chained to the thread of the call a
 // continuation resumes.
 func (c *call) Thread(th backend.Thread) {
-	row := &journal.Row{Type: journal.TypeThreadStarted, Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}
+	row := journal.ThreadStarted{Call: c.id, ThreadID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: th.Cwd, RolloutPath: th.RolloutPath}.Row()
 	c.r.mu.Lock()
 	c.th = th
 	if c.resumeOf != nil {
@@ -625,7 +625,7 @@ func (c *call) Thread(th backend.Thread) {
 func (c *call) Started(turnID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	row := &journal.Row{Type: journal.TypeTurnStarted, Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair, PreviousAnswer: c.previous}
+	row := journal.TurnStarted{Call: c.id, K: c.k, TurnID: turnID, Repair: c.repair, PreviousAnswer: c.previous}.Row()
 	if st := c.step; st != nil && st.K == c.k {
 		row.Op, row.Marker, row.Attempt = st.Op, st.Marker, st.Attempt
 		row.ConversationTurn, row.ReplacesTurn = st.ConversationTurn, st.ReplacesTurn
@@ -649,8 +649,7 @@ func (c *call) Warn(reason, detail string) {
 func (c *call) CheckpointStarted(cp backend.Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	row := &journal.Row{Type: journal.TypeCheckpointStarted, Call: c.id, ChainedFrom: cp.Handle,
-		ConversationCalls: cp.Calls, ConversationDigest: cp.Digest}
+	row := journal.CheckpointStarted{Call: c.id, ChainedFrom: cp.Handle, Calls: cp.Calls, Digest: cp.Digest}.Row()
 	if !c.take(row) {
 		return
 	}
@@ -662,8 +661,8 @@ func (c *call) CheckpointStarted(cp backend.Checkpoint) {
 func (c *call) AttemptLost(l backend.LostAttempt) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	row := &journal.Row{Type: journal.TypeAttemptLost, Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,
-		TurnID: l.TurnID, Reason: l.Reason, HostStatus: l.HostStatus, TurnStatus: l.TurnStatus}
+	row := journal.AttemptLost{Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,
+		TurnID: l.TurnID, Reason: l.Reason, HostStatus: l.HostStatus, TurnStatus: l.TurnStatus}.Row()
 	if !c.take(row) {
 		return
 	}

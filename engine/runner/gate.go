@@ -53,7 +53,7 @@ func (r *runner) pause(by *call, detail string) {
 		return
 	}
 	r.paused = true
-	r.j.Append(&journal.Row{Type: journal.TypeEscalation, Call: by.id, Reason: "quota_or_rate", Detail: detail})
+	r.j.Append(journal.Escalation{Call: by.id, Reason: "quota_or_rate", Detail: detail}.Row())
 	others := make([]*call, 0, len(r.inflight))
 	for o := range r.inflight {
 		if o != by {
@@ -82,15 +82,16 @@ func (r *runner) interruptAll(reason string) {
 
 // interruptCall journals the interrupt before it is sent, then cancels the call's turn.
 func (r *runner) interruptCall(c *call, reason string) {
-	row := &journal.Row{Type: journal.TypeInterruptRequested, Call: c.id, Reason: reason}
+	ir := journal.InterruptRequested{Call: c.id, Reason: reason}
 	if c.running != nil {
 		// The step published last: the turn the interrupt is for (a pull backend's).
 		c.mu.Lock()
 		if c.step != nil {
-			row.Op, row.Attempt = c.step.Op, c.step.Attempt
+			ir.Op, ir.Attempt = c.step.Op, c.step.Attempt
 		}
 		c.mu.Unlock()
 	}
+	row := ir.Row()
 	r.mu.Lock()
 	if c.ended || c.interrupt != "" {
 		r.mu.Unlock()

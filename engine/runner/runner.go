@@ -617,13 +617,14 @@ func (r *runner) endUnmade(cancelled bool) {
 		}
 		// A turn an earlier process left running runs nothing once the call ends without it.
 		r.stopTurns(rec)
-		row := &journal.Row{Type: journal.TypeSuperseded, Call: id, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}
+		row := journal.End{Type: journal.TypeSuperseded, Reason: "superseded_by_resume", Detail: "the resumed script did not make this call again"}.Row()
 		if cancelled {
-			row = &journal.Row{Type: journal.TypeHeld, Call: id, Reason: "cancelled", Detail: "the run was cancelled before the resumed script made this call again"}
+			row = journal.Held("cancelled", "the run was cancelled before the resumed script made this call again")
 			for _, t := range rec.Turns {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}
 		}
+		row.Call = id
 		if err := rec.Machine().Apply(row); err != nil {
 			r.stop(err)
 			return

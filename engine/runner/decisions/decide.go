@@ -82,8 +82,8 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			}
 			if rec.Answer != nil {
 				if changed {
-					b.j.Append(&journal.Row{Type: journal.TypeWarning, Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
-						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, termtext.Clip(d.Question, 80), termtext.Clip(rec.Request.Question, 80))})
+					b.j.Append(journal.Warning{Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
+						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, termtext.Clip(d.Question, 80), termtext.Clip(rec.Request.Question, 80))}.Row())
 					b.host.FlushSoon()
 				}
 				answer := rec.Answer.Output
@@ -92,7 +92,7 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			}
 			if changed {
 				// Asked again with the question as it reads now: status shows that one.
-				b.j.Append(&journal.Row{Type: journal.TypeDecisionRequested, DecisionID: d.ID, Question: d.Question, Schema: d.Schema})
+				b.j.Append(journal.DecisionRequested{ID: d.ID, Question: d.Question, Schema: d.Schema}.Row())
 				b.host.FlushSoon()
 				b.host.PublishSoon()
 			}
@@ -101,7 +101,7 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			return nil
 		}
 	}
-	b.j.Append(&journal.Row{Type: journal.TypeDecisionRequested, DecisionID: d.ID, Question: d.Question, Schema: d.Schema})
+	b.j.Append(journal.DecisionRequested{ID: d.ID, Question: d.Question, Schema: d.Schema}.Row())
 	b.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 	b.host.FlushSoon()
 	b.host.PublishSoon()

@@ -267,7 +267,7 @@ func (b *Book) answer(a store.Answer) {
 	if ask != nil {
 		ask.answered, ask.approve = true, approves(value)
 	}
-	b.j.Append(&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: a.ID, Output: value, By: a.By})
+	b.j.Append(journal.DecisionAnswered{ID: a.ID, Output: value, By: a.By}.Row())
 	b.replay.Live(func() { w.settle(value, nil) })
 	b.host.FlushSoon()
 	b.host.PublishSoon()

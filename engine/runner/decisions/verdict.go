@@ -25,12 +25,12 @@ const (
 
 // ReconciledRow is the effect_reconciled row of a verdict on call.
 func ReconciledRow(call string, v Verdict, by string) *journal.Row {
-	row := &journal.Row{Type: journal.TypeEffectReconciled, Effect: call, Verdict: v.Verdict, By: by}
+	r := journal.Reconciled{Call: call, Verdict: v.Verdict, By: by}
 	if len(v.Output) > 0 {
-		row.Output = journal.Canonical(v.Output)
-		row.OutputDigest = replay.Digest(string(row.Output))
+		r.Output = journal.Canonical(v.Output)
+		r.OutputDigest = replay.Digest(string(r.Output))
 	}
-	return row
+	return r.Row()
 }
 
 // VerdictValue is what crw.effect resolves to: {callId, verdict, output, by}, output null

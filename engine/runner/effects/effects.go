@@ -296,7 +296,7 @@ func (f *Effects) adopt(intent *journal.Row) *journal.Row {
 		f.superseded = f.superseded[i+1:]
 		intent.Parent, intent.Old, intent.Head = c.Intent.Parent, c.Intent.Old, c.Intent.Head
 		intent.Author, intent.Email, intent.At = c.Intent.Author, c.Intent.Email, c.Intent.At
-		return &journal.Row{Type: journal.TypeCommitResult, Node: intent.Node, Commit: res.Commit, Tree: res.Tree, Parent: res.Parent, Ref: res.Ref}
+		return journal.CommitResult{Node: intent.Node, Commit: res.Commit, Tree: res.Tree, Parent: res.Parent, Ref: res.Ref}.Row()
 	}
 	return nil
 }
@@ -371,9 +371,9 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 		// The step waits for the owner: the node's next executor call runs only once the
 		// decision approves it (missing_step_decision until then).
 		row.DecisionID = TierDecisionID(node, row.Tier)
-		rows = append(rows, &journal.Row{Type: journal.TypeDecisionRequested, DecisionID: row.DecisionID, Node: node,
+		rows = append(rows, journal.DecisionRequested{ID: row.DecisionID, Node: node,
 			Question: fmt.Sprintf("Move node %q's executor calls up to %s (%s)? Its executor call %s ended null_model.", node, row.Role, pairText(pair), evidence),
-			Schema:   json.RawMessage(ApproveSchema)})
+			Schema:   json.RawMessage(ApproveSchema)}.Row())
 		f.host.AskStep(row.DecisionID)
 	}
 	f.host.Append(rows...)
