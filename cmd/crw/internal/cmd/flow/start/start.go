@@ -20,7 +20,7 @@ type Options struct {
 	cmdutil.Common
 	Backends *backend.Registry
 	// Create is what the run is created with.
-	Create ops.RunOptions
+	Create createflags.Flags
 	DryRun bool
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 )
 
 func TestNewCmdStart(t *testing.T) {
@@ -31,7 +30,7 @@ func TestNewCmdStart(t *testing.T) {
 func TestStartRefusesABadPool(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
-	err := runStart(&Options{Common: e.Common(), Create: ops.RunOptions{Workflow: "wf.js", Backend: "fake", Pool: 0}})
+	err := cmdtest.Exec(t, e, NewCmdStart, e.File(t, "wf.js", cmdtest.OneCall), "--backend", "fake", "--no-repo", "--pool", "0")
 	assert.EqualError(t, err, "invalid_request: --pool: must be 1 or more, got 0")
 	assert.True(t, e.Factory.Outcome.Detached, "it hands the run to a process of its own")
 	assert.Empty(t, e.Out.String())
