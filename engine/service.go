@@ -76,6 +76,13 @@ func (s *Service) Run(ctx context.Context, opts CreateOptions, x ExecOptions) (*
 	return s.Execute(ctx, id, x)
 }
 
+// Validate checks the options a run would be created with, as Create does, creating nothing and
+// loading no workflow (a dry run): it returns the backend's options as the run would record
+// them.
+func (s *Service) Validate(ctx context.Context, opts CreateOptions) (map[string]string, error) {
+	return runspec.Validate(ctx, opts, s.Backends)
+}
+
 // Create checks a workflow and its options and records the run: its spec (runspec.Make) and
 // an empty journal. Nothing is recorded when the workflow does not load or an option is wrong:
 // a wrong option is an errs.FieldError naming it (Fields).

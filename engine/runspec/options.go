@@ -89,6 +89,16 @@ func validate(ctx context.Context, opts *Options, backends *backend.Registry) (*
 	return v, nil
 }
 
+// Validate checks a run's create options as Make does, but loads and keeps nothing: what a dry
+// run is refused. It returns the backend's options as the run would record them.
+func Validate(ctx context.Context, opts Options, backends *backend.Registry) (map[string]string, error) {
+	v, err := validate(ctx, &opts, backends)
+	if err != nil {
+		return nil, err
+	}
+	return v.backendOpts, nil
+}
+
 // workflowFile is the workflow's file, absolute: it must be a file.
 func workflowFile(wf string) (string, error) {
 	if st, err := os.Stat(wf); err != nil || st.IsDir() {

@@ -11,14 +11,12 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/session"
 )
 
 // Options are crw flow start's.
 type Options struct {
 	cmdutil.Common
-	Backends *backend.Registry
 	// Create is what the run is created with.
 	Create createflags.Flags
 	DryRun bool
@@ -26,7 +24,7 @@ type Options struct {
 
 // NewCmdStart is crw flow start; runF, when not nil, runs in place of the command.
 func NewCmdStart(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{Backends: f.Backends}
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "start WORKFLOW",
 		Short: "Start a workflow in its own process and return at once",
@@ -57,7 +55,7 @@ func runStart(opts *Options) error {
 		return err
 	}
 	if opts.DryRun {
-		return preview(opts, st, co)
+		return preview(opts, svc, st, co)
 	}
 	started, err := ops.Start(opts.Ctx, svc, st, co, func(s *ops.Started) {
 		opts.WorksOn(s.Run)
