@@ -54,7 +54,7 @@ type StartIn struct {
 	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536)"`
 	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024)"`
 	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
-	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none)"`
+	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too)"`
 	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory)"`
 	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
 	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
