@@ -10,7 +10,7 @@ import (
 
 // Flags are the flags of the fields the engine's errors name (errs.FieldError; engine.Fields
 // and ops.Fields list them), the one table of them: an error about a field says its flag. A
-// backend's option is the flag of its name (OptionFlag).
+// backend's option is the flag of its name (FlagOf).
 var Flags = map[string]string{
 	"workflow":            "workflow", // the WORKFLOW argument
 	"input":               "--input",
