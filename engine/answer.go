@@ -78,7 +78,7 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		return nil, errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, run, answered.At.Format("2006-01-02 15:04:05Z"), offline.OrSomeone(answered.By))
 	}
 	if len(value) > MaxAnswer {
-		return nil, errs.New(errs.InvalidRequest, "--value: the answer is %d bytes long; the limit is %d", len(value), MaxAnswer)
+		return nil, errs.Field("value", "", "the answer is %d bytes long; the limit is %d", len(value), MaxAnswer)
 	}
 	v, err := schema.Compile(asked.Schema)
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		err = v.Validate(doc)
 	}
 	if err != nil {
-		return nil, errs.New(errs.InvalidRequest, "--value: the answer to %q (%s) does not satisfy its schema: %v", id, clipText(asked.Question), err)
+		return nil, errs.Field("value", "", "the answer to %q (%s) does not satisfy its schema: %v", id, clipText(asked.Question), err)
 	}
 	if resume {
 		if _, err := s.Env(ctx, run); err != nil {

@@ -59,7 +59,7 @@ func (s *Service) Audit(ctx context.Context, e AuditEntry) {
 // oldest first.
 func (s *Service) AuditLog(ctx context.Context, run string, limit int) ([]AuditEntry, error) {
 	if limit < 1 || limit > MaxAudit {
-		return nil, errs.New(errs.InvalidRequest, "--limit: 1 to %d, got %d", MaxAudit, limit)
+		return nil, errs.Field("limit", "", "1 to %d, got %d", MaxAudit, limit)
 	}
 	all, err := s.Store.Records("", store.KindAudit).List(ctx, "")
 	if err != nil {

@@ -34,7 +34,7 @@ func benchmarkCalls(b *testing.B, width int) {
 	b.ResetTimer()
 	svc := localService(b, filepath.Join(dir, "state"))
 	res, err := svc.Run(context.Background(), engine.CreateOptions{
-		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: width,
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: new(width),
 	}, engine.ExecOptions{})
 	b.StopTimer()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runspec"
@@ -36,7 +37,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 		return nil
 	}
 	if c.BudgetTokens != nil && *c.BudgetTokens < 0 {
-		return errs.New(errs.InvalidRequest, "--budget-tokens: must not be negative, got %d", *c.BudgetTokens)
+		return errs.Field("budget_tokens", "", "must not be negative, got %d", *c.BudgetTokens)
 	}
 	st, err := s.Status(ctx, run)
 	if err != nil {
@@ -60,7 +61,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	}
 	if c.Answers != "" {
 		if spec.Backend != "fake" {
-			return errs.New(errs.InvalidRequest, "--answers: run %s runs on the %s backend; an answers file is the fake backend's", run, spec.Backend)
+			return errs.Field(backend.OptionField("answers"), "", "run %s runs on the %s backend; an answers file is the fake backend's", run, spec.Backend)
 		}
 		opts, err := s.Backends.Prepare(spec.Backend, map[string]string{"answers": c.Answers})
 		if err != nil {
@@ -71,7 +72,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if c.Script != "" {
 		wf, err := filepath.Abs(c.Script)
 		if err != nil {
-			return errs.New(errs.InvalidRequest, "--script %s: %v", c.Script, err)
+			return errs.Field("script", c.Script, "%v", err)
 		}
 		var limits store.Limits
 		if spec.Limits != nil {
@@ -150,7 +151,7 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		}
 	}
 	if len(why) > 0 {
-		return errs.New(errs.RevisionConflict, "--script %s takes another path than run %s recorded: %s", script, run, strings.Join(why, "; ")).
+		return errs.NewField(errs.RevisionConflict, "script", script, "takes another path than run %s recorded: %s", run, strings.Join(why, "; ")).
 			Because("replay", "divergence", errs.NotStarted, errs.Certain).
 			Next("crw flow shadow " + script + " --run " + run + " shows every difference; resume with a script that replays the journal")
 	}

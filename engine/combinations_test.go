@@ -601,7 +601,7 @@ export default async function main() {
 	for n := uint64(1); n < 50; n++ {
 		st := mem.New()
 		svc := enginetest.Service(st)
-		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Pool: 1})
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Pool: new(1)})
 		require.NoError(t, err)
 		st.CrashAfterCommit(id, n)
 		host := fake.NewHost("")

@@ -324,7 +324,7 @@ export default async function main() {
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 400}]}]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
-			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: 2})
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: new(2)})
 			require.NoError(t, err)
 
 			err = stopWhenSent(t, svc, id, fake.New(a, host), host, 2)
@@ -505,7 +505,7 @@ export default async function main() {
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 500}]}]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
-			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: 1})
+			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: new(1)})
 			require.NoError(t, err)
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()

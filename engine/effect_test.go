@@ -70,7 +70,7 @@ func TestAWorkflowWaitsForTheVerdict(t *testing.T) {
 		for _, bad := range []string{`{"steps": "two"}`, `{"steps": 1, "more": true}`, `"text"`, `{`} {
 			_, err = svc.Recover(ctx, id, "c1", decisions.Verdict{Verdict: decisions.VerdictApplied, Output: json.RawMessage(bad)}, "t", false)
 			assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "%s: %v", bad, err)
-			assert.ErrorContains(t, err, "--output", bad)
+			assert.Equal(t, "output", errs.FieldOf(err).Field, "%s: %v", bad, err)
 		}
 		after, err := svc.Rows(ctx, id)
 		require.NoError(t, err)

@@ -61,7 +61,7 @@ export default async function main() {
   return r.status;
 }
 `), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Limits: store.Limits{LogBytes: 1 << 20}})
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Limits: engine.CreateLimits{LogBytes: new(int64(1 << 20))}})
 	require.NoError(t, err)
 	limited, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"turns": [{"error": "rateLimitExceeded"}]}]}`))
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ export default async function main() {
   return out;
 }
 `
-	st, rows := enginetest.Run(t, script, "", enginetest.Configure(func(o *engine.CreateOptions) { o.Limits.PromptBytes = 1 << 10 }))
+	st, rows := enginetest.Run(t, script, "", enginetest.Configure(func(o *engine.CreateOptions) { o.Limits.PromptBytes = new(int64(1 << 10)) }))
 	var got []string
 	enginetest.Decode(t, st, &got)
 	assert.Equal(t, []string{

@@ -42,16 +42,19 @@ type Reconciled struct {
 // too (the effect stays unresolved until someone verifies it) and is never resumed.
 func (s *Service) Recover(ctx context.Context, run, call string, v decisions.Verdict, by string, resume bool) (*Reconciled, error) {
 	if v.Verdict != decisions.VerdictApplied && v.Verdict != decisions.VerdictNotApplied {
-		return nil, errs.New(errs.InvalidRequest, "recover: give the verdict: --applied (the effect happened) or --not-applied (it did not)")
+		if v.Verdict == "" {
+			return nil, errs.Field("verdict", "", "missing: give the verdict, applied (the effect happened) or not_applied (it did not)")
+		}
+		return nil, errs.Field("verdict", "", "%q is neither applied (the effect happened) nor not_applied (it did not)", v.Verdict)
 	}
 	if v.Verdict == decisions.VerdictNotApplied && len(v.Output) > 0 {
-		return nil, errs.New(errs.InvalidRequest, "recover: --output goes with --applied: an effect that did not happen has no output")
+		return nil, errs.Field("output", "", "only with the verdict applied: an effect that did not happen has no output")
 	}
 	if len(v.Output) > MaxAnswer {
-		return nil, errs.New(errs.InvalidRequest, "--output: %d bytes; the limit is %d", len(v.Output), MaxAnswer)
+		return nil, errs.Field("output", "", "%d bytes; the limit is %d", len(v.Output), MaxAnswer)
 	}
 	if len(v.Output) > 0 && !json.Valid(v.Output) {
-		return nil, errs.New(errs.InvalidRequest, "--output: not one JSON value (a call without a schema answers a JSON string)")
+		return nil, errs.Field("output", "", "not one JSON value (a call without a schema answers a JSON string)")
 	}
 	st, err := s.Status(ctx, run)
 	if err != nil {
@@ -169,11 +172,11 @@ func waitsFor(st *store.Status, id string) bool {
 func checkOutput(end *journal.Row, output json.RawMessage) (json.RawMessage, error) {
 	doc, _, err := schema.ParseAnswer(string(output))
 	if err != nil {
-		return nil, errs.New(errs.InvalidRequest, "--output: %v", err)
+		return nil, errs.Field("output", "", "%v", err)
 	}
 	if len(end.Schema) == 0 {
 		if end.SchemaDigest == "" && (len(doc) == 0 || doc[0] != '"') {
-			return nil, errs.New(errs.InvalidRequest, "--output: call %s has no schema, so its answer is text: give it as one JSON string", end.Call)
+			return nil, errs.Field("output", "", "call %s has no schema, so its answer is text: give it as one JSON string", end.Call)
 		}
 		return doc, nil // journaled before its row kept the schema: taken as given
 	}
@@ -182,7 +185,7 @@ func checkOutput(end *journal.Row, output json.RawMessage) (json.RawMessage, err
 		return nil, errs.New(errs.IncompatibleSchema, "call %s: its recorded schema: %v", end.Call, err)
 	}
 	if err := v.Validate(doc); err != nil {
-		return nil, errs.New(errs.InvalidRequest, "--output: it does not satisfy the schema of call %s: %v", end.Call, err)
+		return nil, errs.Field("output", "", "it does not satisfy the schema of call %s: %v", end.Call, err)
 	}
 	return doc, nil
 }
@@ -235,7 +238,7 @@ const MaxEffects = 10000
 // its rows.
 func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Effect, error) {
 	if limit < 1 || limit > MaxEffects {
-		return nil, errs.New(errs.InvalidRequest, "--limit: 1 to %d, got %d", MaxEffects, limit)
+		return nil, errs.Field("limit", "", "1 to %d, got %d", MaxEffects, limit)
 	}
 	all := len(runs) == 0
 	if all {

@@ -48,6 +48,13 @@ type Service struct {
 // CreateOptions are what a run is created with (runspec.Options).
 type CreateOptions = runspec.Options
 
+// DefaultPool is the pool of a run created with none.
+const DefaultPool = runspec.DefaultPool
+
+// CreateLimits bound what a run's workflow may take, each nil for its default
+// (runspec.Limits).
+type CreateLimits = runspec.Limits
+
 // ExecOptions are how this process executes a run.
 type ExecOptions struct {
 	// Console receives the script's console and crw.log lines (muted while it replays).
@@ -71,8 +78,16 @@ func (s *Service) Run(ctx context.Context, opts CreateOptions, x ExecOptions) (*
 	return s.Execute(ctx, id, x)
 }
 
+// Validate checks the options a run would be created with, as Create does, creating nothing and
+// loading no workflow (a dry run): it returns the backend's options as the run would record
+// them.
+func (s *Service) Validate(ctx context.Context, opts CreateOptions) (map[string]string, error) {
+	return runspec.Validate(ctx, opts, s.Backends)
+}
+
 // Create checks a workflow and its options and records the run: its spec (runspec.Make) and
-// an empty journal. Nothing is recorded when the workflow does not load or an option is wrong.
+// an empty journal. Nothing is recorded when the workflow does not load or an option is wrong:
+// a wrong option is an errs.FieldError naming it (Fields).
 func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error) {
 	spec, err := runspec.Make(ctx, opts, s.Backends, s.Store)
 	if err != nil {

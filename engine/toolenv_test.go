@@ -16,7 +16,7 @@ import (
 	"github.com/crw-dev/crw/store/local"
 )
 
-// TestToolEnvironmentIsRecordedAndChecked: --tool-env and --tool-path go into run.json's env
+// TestToolEnvironmentIsRecordedAndChecked: a tool environment and tool path go into run.json's env
 // beside the TMPDIR; a process puts them into its own environment with the tool path before
 // its PATH; names crw or Codex set, bad names and values, and tool paths that are no
 // directories are refused before a run exists; an edited run.json's env is refused when the
@@ -46,21 +46,22 @@ func TestToolEnvironmentIsRecordedAndChecked(t *testing.T) {
 		path []string
 		want string
 	}{
-		{env: map[string]string{"TMPDIR": "/x"}, want: "--tool-env TMPDIR: not settable"},
-		{env: map[string]string{"PATH": "/x"}, want: "--tool-env PATH: not settable: give the directories with --tool-path"},
-		{env: map[string]string{"CRW_STATE": "/x"}, want: "--tool-env CRW_STATE: not settable"},
-		{env: map[string]string{"CODEX_HOME": "/x"}, want: "--tool-env CODEX_HOME: not settable"},
-		{env: map[string]string{"1GO": "x"}, want: `--tool-env 1GO: "1GO" is not a variable name`},
-		{env: map[string]string{"GO": "a\nb"}, want: "--tool-env GO: a value with a line break or a NUL"},
-		{path: []string{"relative/bin"}, want: `--tool-path "relative/bin": not an absolute directory path`},
-		{path: []string{filepath.Join(dir, "missing")}, want: "--tool-path " + filepath.Join(dir, "missing") + ": not a directory"},
-		{path: []string{wf}, want: "--tool-path " + wf + ": not a directory"},
+		{env: map[string]string{"TMPDIR": "/x"}, want: "tool_env TMPDIR: not settable"},
+		{env: map[string]string{"PATH": "/x"}, want: "tool_env PATH: not settable: the run's tool path goes before $PATH"},
+		{env: map[string]string{"CRW_STATE": "/x"}, want: "tool_env CRW_STATE: not settable"},
+		{env: map[string]string{"CODEX_HOME": "/x"}, want: "tool_env CODEX_HOME: not settable"},
+		{env: map[string]string{"1GO": "x"}, want: `tool_env 1GO: "1GO" is not a variable name`},
+		{env: map[string]string{"GO": "a\nb"}, want: "tool_env GO: a value with a line break or a NUL"},
+		{path: []string{"relative/bin"}, want: `tool_path "relative/bin": not an absolute directory path`},
+		{path: []string{filepath.Join(dir, "missing")}, want: "tool_path " + filepath.Join(dir, "missing") + ": not a directory"},
+		{path: []string{wf}, want: "tool_path " + wf + ": not a directory"},
 	} {
 		before, err := svc.Store.List(ctx)
 		require.NoError(t, err)
 		_, err = svc.Create(ctx, engine.CreateOptions{Workflow: wf, ToolEnv: tt.env, ToolPath: tt.path})
 		assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err), "%v", err)
 		assert.ErrorContains(t, err, tt.want)
+		assert.Contains(t, []string{"tool_env", "tool_path"}, errs.FieldOf(err).Field)
 		after, err := svc.Store.List(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, before, after, "a refused create leaves no run")

@@ -175,6 +175,7 @@ type Error struct {
 	Diagnostic *Diagnostic `json:"diagnostic,omitempty"`
 
 	cause error
+	field *FieldError
 }
 
 func (e *Error) Error() string {
@@ -233,6 +234,15 @@ func (e *Error) Next(action string) *Error {
 	}
 	e.Diagnostic.NextAction = Bound(action)
 	return e
+}
+
+// As lets errors.As find the FieldError an error about a field carries.
+func (e *Error) As(target any) bool {
+	if p, ok := target.(**FieldError); ok && e.field != nil {
+		*p = e.field
+		return true
+	}
+	return false
 }
 
 // Wrap keeps err as e's cause: its text goes to a log, not to the user.

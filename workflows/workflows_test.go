@@ -32,7 +32,7 @@ func run(t *testing.T, workflow, answers string, input json.RawMessage) *store.S
 	// The executors work in worktrees of the run's repository.
 	repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
 	ctx := context.Background()
-	res, err := svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Input: input, BackendOpts: opts, Pool: 4, Repo: repo}, engine.ExecOptions{})
+	res, err := svc.Run(ctx, engine.CreateOptions{Workflow: workflow, Input: input, BackendOpts: opts, Pool: new(4), Repo: repo}, engine.ExecOptions{})
 	require.NoError(t, err)
 	// A decision the workflow asks is answered with a value its schema allows, and the run
 	// resumed, until it ends.

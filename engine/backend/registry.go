@@ -16,7 +16,8 @@ type Descriptor struct {
 	Summary string   // one line for the command line's help
 	Options []Option // each is also a flag of crw flow run and start: --<name>
 	// Prepare checks the options a run is created with and returns them as the run records
-	// them (paths made absolute, a binary found). Its errors are *errs.Error naming the option.
+	// them (paths made absolute, a binary found). An error about an option is an errs.Field of
+	// OptionField(its name).
 	Prepare func(opts map[string]string) (map[string]string, error)
 	// Open builds the backend for one process of a run.
 	Open func(cfg Config) (Backend, error)
@@ -27,6 +28,10 @@ type Option struct {
 	Name  string
 	Usage string
 }
+
+// OptionField is the field of the backend option name in an error about it (errs.FieldError):
+// backend_opts.<name>.
+func OptionField(name string) string { return "backend_opts." + name }
 
 // Config is what a process of a run gives its backend.
 type Config struct {
@@ -97,12 +102,13 @@ func (r *Registry) Options() []Option {
 	return out
 }
 
-// Lookup finds a backend by name; an unknown one is invalid_request listing those there are.
+// Lookup finds a backend by name; an unknown one is invalid_request about the field backend,
+// listing those there are.
 func (r *Registry) Lookup(name string) (*Descriptor, error) {
 	if d := r.byName[name]; d != nil {
 		return d, nil
 	}
-	return nil, errs.New(errs.InvalidRequest, "--backend %q: not a backend of this build (one of %s)", name, strings.Join(r.Names(), ", "))
+	return nil, errs.Field("backend", fmt.Sprintf("%q", name), "not a backend of this build (one of %s)", strings.Join(r.Names(), ", "))
 }
 
 // Prepare checks the options a run of backend name is created with. An option the backend does
@@ -119,7 +125,7 @@ func (r *Registry) Prepare(name string, opts map[string]string) (map[string]stri
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !takes(d, k) {
-			return nil, errs.New(errs.InvalidRequest, "--%s is %s, not --backend %s", k, r.takenBy(k), name)
+			return nil, errs.Field(OptionField(k), "", "%s, not of backend %s", r.takenBy(k), name)
 		}
 	}
 	if d.Prepare == nil {
@@ -155,16 +161,16 @@ func takes(d *Descriptor, option string) bool {
 	return false
 }
 
-// takenBy names the backends that take an option: "for --backend fake".
+// takenBy names the backends that take an option: "an option of backend fake".
 func (r *Registry) takenBy(option string) string {
 	var by []string
 	for _, n := range r.Names() {
 		if takes(r.byName[n], option) {
-			by = append(by, "--backend "+n)
+			by = append(by, n)
 		}
 	}
 	if len(by) == 0 {
 		return "an option of no backend"
 	}
-	return "for " + strings.Join(by, " or ")
+	return "an option of backend " + strings.Join(by, " or ")
 }

@@ -28,7 +28,7 @@ func registry() *backend.Registry {
 		backend.Descriptor{Name: "one", Options: []backend.Option{{Name: "answers"}}, Open: open("one"),
 			Prepare: func(o map[string]string) (map[string]string, error) {
 				if o["answers"] == "bad" {
-					return nil, errs.New(errs.InvalidRequest, "--answers bad: no such file")
+					return nil, errs.Field(backend.OptionField("answers"), "bad", "no such file")
 				}
 				return map[string]string{"answers": "/abs/" + o["answers"]}, nil
 			}},
@@ -50,12 +50,14 @@ func TestRegistry(t *testing.T) {
 	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
 
 	_, err = r.Prepare("three", map[string]string{"codex": "/bin/codex"})
-	assert.EqualError(t, err, "invalid_request: --codex is for --backend two, not --backend three")
+	assert.EqualError(t, err, "invalid_request: backend_opts.codex: an option of backend two, not of backend three")
+	assert.Equal(t, "backend_opts.codex", errs.FieldOf(err).Field)
 	_, err = r.Prepare("three", map[string]string{"answers": "a.json"})
-	assert.EqualError(t, err, "invalid_request: --answers is for --backend one or --backend two, not --backend three")
+	assert.EqualError(t, err, "invalid_request: backend_opts.answers: an option of backend one or two, not of backend three")
 
 	_, err = r.Prepare("nope", nil)
-	assert.EqualError(t, err, `invalid_request: --backend "nope": not a backend of this build (one of one, three, two)`)
+	assert.EqualError(t, err, `invalid_request: backend "nope": not a backend of this build (one of one, three, two)`)
+	assert.Equal(t, "backend", errs.FieldOf(err).Field)
 	_, err = r.Open("nope", backend.Config{})
 	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
 	b, err := r.Open("two", backend.Config{})

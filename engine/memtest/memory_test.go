@@ -37,7 +37,7 @@ func peakLiveHeap(t testing.TB, n int) uint64 {
 
 	stop := sampleLiveHeap()
 	res, err := svc.Run(context.Background(), engine.CreateOptions{
-		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: 16,
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: new(16),
 	}, engine.ExecOptions{})
 	peak := stop()
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func resumeHeap(t testing.TB, n int) (peak, mid, before uint64) {
 	input, _ := json.Marshal(map[string]int{"n": n, "width": 16})
 	svc := localService(t, filepath.Join(dir, "state"))
 	res, err := svc.Run(context.Background(), engine.CreateOptions{
-		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: 16,
+		Workflow: wf, Input: input, BackendOpts: map[string]string{"answers": answers}, Pool: new(16),
 	}, engine.ExecOptions{})
 	require.NoError(t, err)
 	all, err := svc.Rows(context.Background(), res.Run)
@@ -250,7 +250,7 @@ func liveHeapWhileWaiting(t testing.TB, script string, n, started int) uint64 {
 		}
 	}
 	gated := &gatedBackend{Backend: fake.New(nil, fake.NewHost("")), open: allIssued}
-	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: wf, Input: input, Pool: 4}, engine.ExecOptions{OnEvent: onEvent, Backend: gated})
+	res, err := svc.Run(context.Background(), engine.CreateOptions{Workflow: wf, Input: input, Pool: new(4)}, engine.ExecOptions{OnEvent: onEvent, Backend: gated})
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, res.Status)
 	require.NotZero(t, at)

@@ -87,7 +87,7 @@ func (w *Writer) Cancel(spec *store.Spec, cleanUp func(dir string) *journal.Row)
 				continue
 			}
 			row := journal.Held("cancelled", "the run was cancelled while no process held it")
-		row.Call = id
+			row.Call = id
 			for _, t := range c.Turns {
 				row.TurnIDs = append(row.TurnIDs, t.TurnID)
 			}

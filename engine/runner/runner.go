@@ -40,6 +40,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/engine/runner/runwarn"
 	"github.com/crw-dev/crw/engine/runner/scriptlog"
+	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	defer func() { r.scriptLog.Close(r.stopped() == nil) }()
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
-		Seed: Seed(r.id, "Math.random"), Host: r, Limits: VMLimits(r.spec.Limits), Context: ctx,
+		Seed: Seed(r.id, "Math.random"), Host: r, Limits: runspec.VMLimits(r.spec.Limits), Context: ctx,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -453,14 +454,6 @@ var errDeadline = errors.New("the run's deadline passed")
 // ReasonDeadline is the reason the calls a deadline interrupts end held with: the closed set's
 // budget_exhausted, the run's time being its budget.
 const ReasonDeadline = "budget_exhausted"
-
-// VMLimits are the runtime's limits a spec records (nil: the defaults).
-func VMLimits(l *store.Limits) vm.Limits {
-	if l == nil {
-		return vm.Limits{}
-	}
-	return vm.Limits{StackDepth: l.StackDepth, HeapBytes: l.HeapBytes, LoadTime: time.Duration(l.LoadTimeMS) * time.Millisecond}
-}
 
 // heldReason is the reason a call that never started ends held with once the run stops
 // admitting calls: budget_exhausted past the deadline, else cancelled.

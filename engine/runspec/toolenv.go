@@ -11,7 +11,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 )
 
-// A run's tool environment (--tool-env NAME=VALUE, --tool-path DIR) is recorded in run.json's
+// A run's tool environment (tool_env NAME=VALUE, tool_path DIR) is recorded in run.json's
 // env beside its TMPDIR. The host's shell is the owner's or the app server's and a subagent is
 // spawned with no environment of its own, so the packet's and the turn's tools section name
 // each entry and the prefix every command takes; an App Server thread also gets them in its
@@ -31,7 +31,7 @@ func reservedEnv(name string) string {
 	case name == "TMPDIR":
 		return "crw records the run's TMPDIR itself (the caller's $TMPDIR)"
 	case name == "PATH":
-		return "give the directories with --tool-path"
+		return "the run's tool path goes before $PATH"
 	case strings.HasPrefix(name, "CRW_"), strings.HasPrefix(name, "CODEX_"):
 		return "crw and Codex read it themselves"
 	}
@@ -39,15 +39,15 @@ func reservedEnv(name string) string {
 }
 
 // toolEnv checks a run's tool environment and returns the entries run.json records: each
-// --tool-env, and PATH as the --tool-path directories before $PATH.
+// tool_env entry, and PATH as the tool_path directories before $PATH.
 func toolEnv(set map[string]string, path []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(set) > maxToolEnv {
-		return nil, errs.New(errs.InvalidRequest, "--tool-env: %d entries, more than %d", len(set), maxToolEnv)
+		return nil, errs.Field("tool_env", "", "%d entries, more than %d", len(set), maxToolEnv)
 	}
 	for name, value := range set {
 		if err := checkToolEnv(name, value); err != nil {
-			return nil, errs.New(errs.InvalidRequest, "--tool-env %s: %v", name, err)
+			return nil, errs.Field("tool_env", name, "%v", err)
 		}
 		out[name] = value
 	}
@@ -55,10 +55,10 @@ func toolEnv(set map[string]string, path []string) (map[string]string, error) {
 		dirs := make([]string, 0, len(path))
 		for _, d := range path {
 			if !filepath.IsAbs(d) || strings.ContainsAny(d, ":\n\x00") {
-				return nil, errs.New(errs.InvalidRequest, "--tool-path %q: not an absolute directory path without ':'", d)
+				return nil, errs.Field("tool_path", fmt.Sprintf("%q", d), "not an absolute directory path without ':'")
 			}
 			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-				return nil, errs.New(errs.InvalidRequest, "--tool-path %s: not a directory", d)
+				return nil, errs.Field("tool_path", d, "not a directory")
 			}
 			dirs = append(dirs, filepath.Clean(d))
 		}

@@ -108,7 +108,7 @@ func execCase(ctx context.Context, c *Case, dir string, faulty bool) *Outcome {
 		x.violate("setup", "%v", err)
 		return x.out
 	}
-	opts := engine.CreateOptions{Workflow: x.wf, Pool: c.Pool, Repo: x.repo}
+	opts := engine.CreateOptions{Workflow: x.wf, Pool: &c.Pool, Repo: x.repo}
 	if faulty {
 		opts.BudgetTokens = c.Faults.Budget
 	}

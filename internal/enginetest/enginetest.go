@@ -25,6 +25,18 @@ import (
 	"github.com/crw-dev/crw/store/mem"
 )
 
+// DecisionWorkflow is a workflow of one explorer call on node n (prompt "try"), then the
+// decision go ({"go": boolean}, question "go on?"); it returns 1.
+const DecisionWorkflow = `import { agent } from "crw:agent";
+import crw from "crw";
+const go = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  await agent.call({ role: "explorer", node: "n", prompt: "try" });
+  await crw.decide({ id: "go", question: "go on?", schema: go });
+  return 1;
+}
+`
+
 // Timeout bounds one run; a run that takes longer fails the test instead of hanging it.
 const Timeout = 20 * time.Second
 
@@ -65,9 +77,9 @@ type config struct {
 }
 
 // Pool sets the number of calls in flight (the engine's default is 4).
-func Pool(n int) Option { return func(c *config) { c.opts.Pool = n } }
+func Pool(n int) Option { return func(c *config) { c.opts.Pool = &n } }
 
-// Budget sets --budget-tokens.
+// Budget sets the token budget.
 func Budget(n int64) Option { return func(c *config) { c.opts.BudgetTokens = n } }
 
 // Roles sets the role table.

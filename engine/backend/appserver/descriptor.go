@@ -74,6 +74,6 @@ func codexMissing(tried string, err error) error {
 	if tried != "" {
 		where = tried + " is not an executable"
 	}
-	return errs.New(errs.CapabilityUnavailable, "no codex binary: %s; install it with %s, or name it with --codex or CRW_CODEX", where, codex.InstallCommand).
+	return errs.NewField(errs.CapabilityUnavailable, backend.OptionField("codex"), "", "no codex binary: %s; install it with %s, or name it (or $CRW_CODEX)", where, codex.InstallCommand).
 		Wrap(err).Because("start", "codex_missing", "not_started", errs.Certain).Next(codex.InstallCommand)
 }

@@ -6,6 +6,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,10 +40,10 @@ func Descriptor() backend.Descriptor {
 			}
 			abs, err := filepath.Abs(path)
 			if err != nil {
-				return nil, errs.New(errs.InvalidRequest, "--answers %s: %v", path, err)
+				return nil, errs.Field(backend.OptionField("answers"), path, "%v", err)
 			}
 			if _, err := LoadAnswers(path); err != nil {
-				return nil, errs.New(errs.InvalidRequest, "--answers %v", err)
+				return nil, answersError(path, err)
 			}
 			return map[string]string{"answers": abs}, nil
 		},
@@ -57,6 +58,20 @@ func Descriptor() backend.Descriptor {
 			return New(a, logOnlyHost(os.Getenv(HostLogEnv))), nil
 		},
 	}
+}
+
+// answersError is the error of an answers file a run is created with: about the backend's
+// option answers, naming the file and where in it the mistake is.
+func answersError(path string, err error) error {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		problem := fe.Msg
+		if fe.Field != "" {
+			problem = fe.Field + ": " + fe.Msg
+		}
+		return errs.Field(backend.OptionField("answers"), fe.File, "%s", problem)
+	}
+	return errs.Field(backend.OptionField("answers"), path, "%v", err)
 }
 
 // Backend is the fake backend: the engine's side of the fake host.

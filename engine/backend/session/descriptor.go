@@ -15,7 +15,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 )
 
-// HostEnv names the owner's app server socket when --host is not given.
+// HostEnv names the owner's app server socket when the option host is not given.
 const HostEnv = "CRW_SESSION_HOST"
 
 // OwnerEnv is the thread id Codex sets in the shell of a turn: the owner of a run started there.
@@ -89,7 +89,7 @@ func prepare(hosts Hosts, opts map[string]string) (map[string]string, error) {
 	case "off":
 		out["wake"] = "off"
 	default:
-		return nil, errs.New(errs.InvalidRequest, "--wake: %q is neither on nor off", w)
+		return nil, errs.Field(backend.OptionField("wake"), "", "%q is neither on nor off", w)
 	}
 	for _, d := range durations {
 		if v := strings.TrimSpace(opts[d.name]); v != "" {
@@ -102,38 +102,41 @@ func prepare(hosts Hosts, opts map[string]string) (map[string]string, error) {
 	return out, nil
 }
 
-// ownerOf is the owner thread: --owner, else $CODEX_THREAD_ID.
+// ownerOf is the owner thread: the option owner, else $CODEX_THREAD_ID.
 func ownerOf(opts map[string]string) (string, error) {
 	owner := firstSet(opts["owner"], os.Getenv(OwnerEnv))
 	if owner == "" {
-		return "", errs.New(errs.CapabilityUnavailable,
-			"--backend session: no owner thread: run crw from a shell of a Codex turn (it sets $%s) or give --owner THREAD; else use --backend fake", OwnerEnv).
-			Because("start", "owner_missing", "not_started", errs.Certain).Next("--backend fake (offline), or --backend app-server")
+		return "", errs.NewField(errs.CapabilityUnavailable, backend.OptionField("owner"), "",
+			"no owner thread for backend session: run crw from a shell of a Codex turn (it sets $%s) or give the owner thread; else use another backend", OwnerEnv).
+			Because("start", "owner_missing", "not_started", errs.Certain).Next("backend fake (offline), or backend app-server")
 	}
 	if !isThreadID(owner) {
-		return "", errs.New(errs.InvalidRequest, "--owner: %q is not a thread id", owner)
+		return "", errs.Field(backend.OptionField("owner"), "", "%q is not a thread id", owner)
 	}
 	return owner, nil
 }
 
-// prepareHost records the run's host in out: the owner's app server at its socket (--host,
-// else $CRW_SESSION_HOST), else a private app server with its codex binary.
+// prepareHost records the run's host in out: the owner's app server at its socket (the option
+// host, else $CRW_SESSION_HOST), else a private app server with its codex binary.
 func prepareHost(hosts Hosts, opts, out map[string]string) error {
 	if addr := firstSet(opts["host"], os.Getenv(HostEnv)); addr != "" {
 		path := strings.TrimPrefix(addr, "unix://")
 		if !filepath.IsAbs(path) {
-			return errs.New(errs.InvalidRequest, "--host: %q is not unix:///absolute/path", addr)
+			return errs.Field(backend.OptionField("host"), "", "%q is not unix:///absolute/path", addr)
 		}
 		if opts["codex"] != "" {
-			return errs.New(errs.InvalidRequest, "--codex names the binary of a private app server: with --host %s the owner's app server serves the run", addr)
+			return errs.Field(backend.OptionField("codex"), "", "names the binary of a private app server, but the owner's app server at %s serves the run", addr)
 		}
 		out["host"] = "unix://" + path
 		return nil
 	}
 	bin, err := hosts.FindCodex(opts["codex"])
 	if err != nil {
-		return errs.New(errs.CapabilityUnavailable,
-			"--backend session: no host to read the owner's subagents from: give --host unix:///abs/path.sock (the socket of `codex app-server --listen`, or $%s), or a codex binary for a private app server (--codex, $CRW_CODEX or codex on PATH)", HostEnv).Wrap(err)
+		const noHost = "backend session has no host to read the owner's subagents from: give the owner's app server socket, unix:///abs/path.sock (of `codex app-server --listen`, or $%s), or a codex binary for a private app server ($CRW_CODEX, or codex on PATH)"
+		if opts["codex"] != "" {
+			return errs.NewField(errs.CapabilityUnavailable, backend.OptionField("codex"), "", "not a codex binary: "+noHost, HostEnv).Wrap(err)
+		}
+		return errs.NewField(errs.CapabilityUnavailable, backend.OptionField("host"), "", "none given: "+noHost, HostEnv).Wrap(err)
 	}
 	out["host"], out["codex"] = PrivateHost, bin
 	return nil
@@ -181,7 +184,7 @@ func reach(hosts Hosts, cfg backend.Config) (host.Host, error) {
 		h, err = hosts.Dial(ctx, addr)
 	}
 	if err != nil {
-		return nil, errs.New(errs.CapabilityUnavailable, "--backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
+		return nil, errs.New(errs.CapabilityUnavailable, "backend session: the owner's host %s cannot be reached", cfg.Options["host"]).Wrap(err)
 	}
 	return h, nil
 }
@@ -218,7 +221,7 @@ type durationOption struct {
 func parseDuration(d durationOption, v string) (time.Duration, error) {
 	n, err := time.ParseDuration(v)
 	if err != nil || n < d.min || n > d.max {
-		return 0, errs.New(errs.InvalidRequest, "--%s: %q is not a duration from %s to %s (as 90s or 10m)", d.name, v, d.min, d.max)
+		return 0, errs.Field(backend.OptionField(d.name), "", "%q is not a duration from %s to %s (as 90s or 10m)", v, d.min, d.max)
 	}
 	return n, nil
 }
@@ -234,7 +237,7 @@ func codexHome() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", errs.New(errs.CapabilityUnavailable, "--backend session: neither $CODEX_HOME nor a home directory names the owner's Codex home").Wrap(err)
+		return "", errs.New(errs.CapabilityUnavailable, "backend session: neither $CODEX_HOME nor a home directory names the owner's Codex home").Wrap(err)
 	}
 	return filepath.Join(home, ".codex"), nil
 }

@@ -489,7 +489,7 @@ export default async function main() { return (await agent.call({ role: "explore
 				_ = os.Remove(filepath.Join(c.Dir, "steps")) // the helper reads the bus when the run ends
 			}
 		}
-	}, func(co *engine.CreateOptions) { co.Limits.DeadlineMS = 500 })
+	}, func(co *engine.CreateOptions) { co.Limits.Deadline = new(500 * time.Millisecond) })
 	require.Equal(t, store.RunFailed, end.Status)
 	unwritten := enginetest.OfType(flows.all(), journal.TypeStepUnwritten)
 	require.NotEmpty(t, unwritten)

@@ -26,7 +26,6 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/lint"
-	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
 )
 
@@ -39,7 +38,7 @@ type Options struct {
 	// MaxCalls bounds the rehearsal's calls (default 1000); Timeout its time (default 60 s).
 	MaxCalls int
 	Timeout  time.Duration
-	Limits   store.Limits
+	Limits   engine.CreateLimits
 	// Faults is how many fault schedules to rehearse the workflow under after the plain
 	// rehearsal (0: none); schedule i has seed Seed+i.
 	Faults int
@@ -97,9 +96,10 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	svc := &engine.Service{Store: st, Backends: backend.NewRegistry(fake.Descriptor())}
 	c := lint.New(inputs.CheckSchema)
 	limits := opts.Limits
-	limits.DeadlineMS = opts.Timeout.Milliseconds()
-	if limits.LoadTimeMS == 0 {
-		limits.LoadTimeMS = opts.Timeout.Milliseconds() // loading is bounded by it too
+	timeout := max(opts.Timeout, time.Millisecond)
+	limits.Deadline = &timeout
+	if limits.LoadTime == nil {
+		limits.LoadTime = &timeout // loading is bounded by it too
 	}
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: opts.Workflow, Input: opts.Input, LibDirs: opts.LibDirs,
 		Roles: opts.Roles, Limits: limits, OmitCallSeqs: true, Lint: c})

@@ -99,14 +99,25 @@ func (e *Env) Run(t testing.TB, script, answers string) *store.Status {
 func Parse[O any](t testing.TB, e *Env, newCmd func(*cmdutil.Factory, func(O) error) *cobra.Command, args ...string) (O, error) {
 	t.Helper()
 	var got O
-	cmd := newCmd(e.Factory, func(o O) error { got = o; return nil })
+	err := execute(e, newCmd(e.Factory, func(o O) error { got = o; return nil }), args)
+	return got, err
+}
+
+// Exec runs cmd on args as the command line would, and returns its error as the root would
+// be given it (an error about a field of the engine's naming its flag).
+func Exec[O any](t testing.TB, e *Env, newCmd func(*cmdutil.Factory, func(O) error) *cobra.Command, args ...string) error {
+	t.Helper()
+	return execute(e, newCmd(e.Factory, nil), args)
+}
+
+func execute(e *Env, cmd *cobra.Command, args []string) error {
 	cmd.SetArgs(args)
 	cmd.SetIn(e.In)
 	cmd.SetOut(e.ErrOut)
 	cmd.SetErr(e.ErrOut)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	_, err := cmd.ExecuteC()
-	return got, err
+	return err
 }
 
 // OneCall is a workflow of one explorer call on node a, which returns {"v": the answer's v}.

@@ -11,7 +11,8 @@ import (
 
 // RunE is a command's RunE: once its flags are parsed, opts takes the Factory's part (into
 // common) and, with take, what it takes of the command line; then runF, a test's, runs in place
-// of run when it is given.
+// of run when it is given. An error about a field of the engine's names it by its flag
+// (FlagNamed).
 func RunE[O any](f *Factory, common *Common, opts O, take func(*cobra.Command, []string), runF, run func(O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		*common = f.Common(cmd.Context())
@@ -19,9 +20,9 @@ func RunE[O any](f *Factory, common *Common, opts O, take func(*cobra.Command, [
 			take(cmd, args)
 		}
 		if runF != nil {
-			return runF(opts)
+			run = runF
 		}
-		return run(opts)
+		return FlagNamed(run(opts), common.Outcome)
 	}
 }
 

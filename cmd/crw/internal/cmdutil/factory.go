@@ -45,6 +45,17 @@ type Outcome struct {
 	Detached bool
 	// AuditDetail is what an audited command that succeeded tells its audit entry.
 	AuditDetail string
+	// Given names the fields this command line gave otherwise than by their flag alone (the
+	// file --input @FILE read): an error about one names it so (FlagNamed).
+	Given map[string]string
+}
+
+// give says the command line gave field as name.
+func (o *Outcome) give(field, name string) {
+	if o.Given == nil {
+		o.Given = map[string]string{}
+	}
+	o.Given[field] = name
 }
 
 // Common is what every command's Options take from the Factory once its flags are parsed.

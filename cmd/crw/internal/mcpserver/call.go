@@ -103,7 +103,7 @@ func digest(tool string, in any) string {
 func (s *Server) answer(t tools.Tool, c *tools.Call, out any, err error) *mcp.CallToolResult {
 	env := map[string]any{t.Payload: out, "error": nil}
 	if err != nil {
-		e := s.coded(c, err)
+		e := s.coded(c, tools.Named(err))
 		env = map[string]any{t.Payload: nil, "error": wire.Error(e, s.errorRun(c.Run))}
 	}
 	data, merr := json.Marshal(env)

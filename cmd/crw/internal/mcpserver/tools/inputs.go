@@ -2,8 +2,11 @@ package tools
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -51,7 +54,7 @@ type StartIn struct {
 	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536)"`
 	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024)"`
 	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
-	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none)"`
+	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too)"`
 	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory)"`
 	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
 	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
@@ -62,18 +65,65 @@ type StartIn struct {
 	ToolPath          []string        `json:"tool_path,omitempty" jsonschema:"directories of tools the run's agents' commands find before the shell's PATH"`
 }
 
-// backendOptions are the backends' options start was given, by their flag names.
+// backendOptions are the backends' options start was given, by their names: each member that
+// Args names the argument of a backend's option.
 func (in *StartIn) backendOptions() map[string]string {
-	all := map[string]string{"answers": in.Answers, "codex": in.Codex, "owner": in.Owner, "host": in.Host,
-		"lost-after": in.LostAfter, "poll": in.Poll, "wake": in.Wake, "wake-after": in.WakeAfter,
-		"renotify-max": in.RenotifyMax, "unresponsive-after": in.UnresponsiveAfter}
+	data, _ := json.Marshal(in)
+	var args map[string]any
+	_ = json.Unmarshal(data, &args)
 	set := map[string]string{}
-	for k, v := range all {
-		if v != "" {
-			set[k] = v
+	for field, arg := range Args {
+		if name, ok := strings.CutPrefix(field, backend.OptionField("")); ok {
+			if v, _ := args[arg].(string); v != "" {
+				set[name] = v
+			}
 		}
 	}
 	return set
+}
+
+// Args are the arguments of the tools the fields the engine's errors name are given as
+// (errs.FieldError; engine.Fields and ops.Fields list them), the one table of them: an error
+// about a field names its argument (Named).
+var Args = map[string]string{
+	"workflow":                        "workflow",
+	"input":                           "input",
+	"backend":                         "backend",
+	"pool":                            "pool",
+	"budget_tokens":                   "budget_tokens",
+	"lib_dirs":                        "lib",
+	"limits.stack_depth":              "max_stack_depth",
+	"limits.heap_bytes":               "max_heap_mib",
+	"limits.load_time":                "max_load_time",
+	"limits.deadline":                 "deadline",
+	"limits.prompt_bytes":             "max_prompt_kib",
+	"limits.log_bytes":                "max_log_mib",
+	"tier_steps":                      "tier_steps",
+	"tool_env":                        "tool_env",
+	"tool_path":                       "tool_path",
+	"repo":                            "repo",
+	"head":                            "head",
+	"no_repo":                         "no_repo",
+	"backend_opts.answers":            "answers",
+	"backend_opts.codex":              "codex",
+	"backend_opts.owner":              "owner",
+	"backend_opts.host":               "host",
+	"backend_opts.lost-after":         "lost_after",
+	"backend_opts.poll":               "poll",
+	"backend_opts.wake":               "wake",
+	"backend_opts.wake-after":         "wake_after",
+	"backend_opts.renotify-max":       "renotify_max",
+	"backend_opts.unresponsive-after": "unresponsive_after",
+	"verdict":                         "verdict",
+	"output":                          "output",
+	"value":                           "value",
+	"limit":                           "limit",
+	"script":                          "script",
+}
+
+// Named is err with the field it is about (errs.FieldError) named by its argument.
+func Named(err error) error {
+	return errs.Named(err, func(field string) string { return Args[field] })
 }
 
 // RunIn names a run: status and inspect.
@@ -166,16 +216,39 @@ func seconds(v *float64, def time.Duration) time.Duration {
 	return time.Duration(*v * float64(time.Second))
 }
 
-// duration reads a Go duration member; "" is def.
-func duration(name, v string, def time.Duration) (time.Duration, error) {
+// limits are the run's limits start was given, in the engine's units: each nil when its member
+// is absent (the engine's default), a member that is not a duration refused. The engine checks
+// their bounds.
+func (in *StartIn) limits() (engine.CreateLimits, error) {
+	l := engine.CreateLimits{StackDepth: in.MaxStackDepth, HeapBytes: scaled(in.MaxHeapMiB, 20),
+		PromptBytes: scaled(in.MaxPromptKiB, 10), LogBytes: scaled(in.MaxLogMiB, 20)}
+	var err error
+	if l.LoadTime, err = duration("max_load_time", in.MaxLoadTime); err != nil {
+		return l, err
+	}
+	l.Deadline, err = duration("deadline", in.Deadline)
+	return l, err
+}
+
+// scaled is *v << shift (MiB or KiB to bytes); nil when v is. The input schema bounds v.
+func scaled(v *int64, shift uint) *int64 {
+	if v == nil {
+		return nil
+	}
+	out := *v << shift
+	return &out
+}
+
+// duration reads a Go duration member; nil when it is absent ("").
+func duration(name, v string) (*time.Duration, error) {
 	if v == "" {
-		return def, nil
+		return nil, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, errs.New(errs.InvalidRequest, "%s: %q is not a duration (30s, 2m)", name, v)
+		return nil, errs.New(errs.InvalidRequest, "%s: %q is not a duration (30s, 2m)", name, v)
 	}
-	return d, nil
+	return &d, nil
 }
 
 func intOr(v *int, def int) int {

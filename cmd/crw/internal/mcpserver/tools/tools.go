@@ -12,7 +12,6 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/runner/decisions"
-	"github.com/crw-dev/crw/runtime/vm"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -185,19 +184,8 @@ func toAny(ss []string) []any {
 	return out
 }
 
-func int64Or(v *int64, def int64) int64 {
-	if v == nil {
-		return def
-	}
-	return *v
-}
-
 func (rs *runs) start(ctx context.Context, c *Call, in *StartIn) (*Started, error) {
-	load, err := duration("max_load_time", in.MaxLoadTime, vm.DefaultLoadTime)
-	if err != nil {
-		return nil, err
-	}
-	deadline, err := duration("deadline", in.Deadline, 0)
+	limits, err := in.limits()
 	if err != nil {
 		return nil, err
 	}
@@ -205,21 +193,14 @@ func (rs *runs) start(ctx context.Context, c *Call, in *StartIn) (*Started, erro
 	if backendName == "" {
 		backendName = session.Name // as crw flow start
 	}
-	heap := int64(vm.DefaultHeapBytes >> 20)
-	if in.MaxHeapMiB != nil {
-		heap = *in.MaxHeapMiB
-	}
 	tierSteps := in.TierSteps
 	if tierSteps == "" {
 		tierSteps = "auto"
 	}
-	opts := &ops.RunOptions{Workflow: in.Workflow, Input: string(in.Input), Backend: backendName, BackendOpts: in.backendOptions(),
-		Roles: in.Roles, Pool: intOr(in.Pool, 4), BudgetTokens: in.BudgetTokens, LibDirs: in.Lib,
-		Limits: ops.LimitFlags{StackDepth: intOr(in.MaxStackDepth, vm.DefaultStackDepth), HeapMiB: heap, LoadTime: load, Deadline: deadline,
-			PromptKiB: int64Or(in.MaxPromptKiB, store.DefaultPromptBytes>>10), LogMiB: int64Or(in.MaxLogMiB, store.DefaultLogBytes>>20)},
+	co, err := ops.CreateOptions(&ops.RunOptions{Workflow: in.Workflow, Input: in.Input, Backend: backendName, BackendOpts: in.backendOptions(),
+		Roles: in.Roles, Pool: in.Pool, BudgetTokens: in.BudgetTokens, LibDirs: in.Lib, Limits: limits,
 		Repo: in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
-		ToolEnv: in.ToolEnv, ToolPath: in.ToolPath}
-	co, err := ops.CreateOptions(opts)
+		ToolEnv: in.ToolEnv, ToolPath: in.ToolPath})
 	if err != nil {
 		return nil, err
 	}

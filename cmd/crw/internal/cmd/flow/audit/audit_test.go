@@ -51,7 +51,7 @@ func TestAuditOfARunRefusedNamesIt(t *testing.T) {
 	e := cmdtest.New(t)
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
 	err := runAudit(&Options{Common: e.Common(), Run: end.Run, Limit: 0})
-	assert.EqualError(t, err, "invalid_request: --limit: 1 to 10000, got 0")
+	assert.EqualError(t, err, "invalid_request: limit: 1 to 10000, got 0", "the engine names its field; RunE names the flag")
 	assert.Equal(t, end.Run, e.Factory.Outcome.Run, "the error names the run")
 	assert.Empty(t, e.Out.String())
 }

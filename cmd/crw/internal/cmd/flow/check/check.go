@@ -5,7 +5,6 @@ package check
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/check"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
 )
@@ -103,23 +101,18 @@ func runCheck(opts *Options) error {
 	return nil
 }
 
-// checkOptions are the rehearsals' options, read and checked from the flags.
+// checkOptions are the rehearsals' options, read from the flags and checked but for those of
+// the run it rehearses (its workflow, input and lib folders), which the engine checks.
 func checkOptions(opts *Options) (check.Options, error) {
-	if st, err := os.Stat(opts.Workflow); err != nil || st.IsDir() {
-		return check.Options{}, errs.New(errs.InvalidRequest, "workflow %s: not a readable file", opts.Workflow)
-	}
-	in, err := ops.ReadInput(opts.Input, opts.IO.In)
+	in, err := opts.ReadInput(opts.Input)
 	if err != nil {
 		return check.Options{}, err
 	}
-	co := check.Options{Workflow: opts.Workflow, Input: in, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout}
+	co := check.Options{Workflow: opts.Workflow, Input: in, LibDirs: opts.LibDirs, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout}
 	if opts.Roles != "" {
 		if co.Roles, err = inputs.LoadRoles(opts.Roles); err != nil {
 			return co, err
 		}
-	}
-	if co.LibDirs, err = ops.LibFolders(opts.LibDirs); err != nil {
-		return co, err
 	}
 	if opts.MaxCalls < 0 || opts.Timeout < 0 || opts.Faults < 0 {
 		return co, errs.New(errs.InvalidRequest, "--max-calls, --timeout and --faults must not be negative")

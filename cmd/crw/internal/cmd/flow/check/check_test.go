@@ -41,8 +41,13 @@ func TestCheckOptions(t *testing.T) {
 
 	_, err = checkOptions(&Options{Common: e.Common(), Workflow: wf, Faults: 10001})
 	assert.EqualError(t, err, "invalid_request: --faults 10001: at most 10000 schedules")
-	_, err = checkOptions(&Options{Common: e.Common(), Workflow: e.Dir})
+	// The run it rehearses is checked by the engine: its errors name their flags.
+	err = cmdtest.Exec(t, e, NewCmdCheck, e.Dir)
 	assert.EqualError(t, err, "invalid_request: workflow "+e.Dir+": not a readable file")
+	err = cmdtest.Exec(t, e, NewCmdCheck, wf, "--lib", e.Dir+"/nope")
+	assert.EqualError(t, err, "invalid_request: --lib "+e.Dir+"/nope: not a folder")
+	err = cmdtest.Exec(t, e, NewCmdCheck, wf, "--input", "@"+wf)
+	assert.ErrorContains(t, err, "invalid_request: --input @"+wf+": not JSON: ")
 }
 
 func TestCheckFindsNothingInOneCall(t *testing.T) {

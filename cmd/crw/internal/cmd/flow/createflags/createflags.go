@@ -3,7 +3,9 @@
 package createflags
 
 import (
+	"math"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,11 +16,35 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
+// Flags are the flags a run is created with, as the command line gives them: the run's options
+// (ops.RunOptions) but for those the command line reads or converts, which are its own here and
+// take the RunOptions' place: its input (JSON, @FILE or @-, read by Open), its pool and its
+// limits (in the flags' units; each set in the RunOptions only when its flag is given, so that
+// the engine's default is the one a flag not given takes and an explicit 0 is the engine's to
+// refuse). The engine checks every option; a flag that does not parse is the command line's.
+type Flags struct {
+	ops.RunOptions
+	Input  string
+	Pool   int
+	Limits LimitFlags
+}
+
+// LimitFlags bound what a run's workflow may take of the host, in the flags' units; run.json
+// records them, so every process of the run applies them.
+type LimitFlags struct {
+	StackDepth int
+	HeapMiB    int64
+	LoadTime   time.Duration
+	Deadline   time.Duration
+	PromptKiB  int64
+	LogMiB     int64
+}
+
 // Add declares the flags a run is created with on cmd, into opts: the backends' options among
 // them, as the Factory's registry lists them. defaultBackend is the backend of a run that names
 // none. The returned take, once the flags are parsed, puts into opts the workflow (the command's
-// first argument), the backends' options that were set and the stdin --input @- reads.
-func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *ops.RunOptions, defaultBackend string) (take func(*cobra.Command, []string)) {
+// first argument), the backends' options and the pool and limits that were set.
+func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *Flags, defaultBackend string) (take func(*cobra.Command, []string)) {
 	f := cmd.Flags()
 	f.StringVar(&opts.Input, "input", "", "the workflow's input: JSON, @FILE, or @- to read it from stdin")
 	f.StringVar(&opts.Backend, "backend", defaultBackend, "where turns run: "+strings.Join(fac.Backends.Names(), ", "))
@@ -27,15 +53,16 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *ops.RunOptions, default
 		values[o.Name] = f.String(o.Name, "", o.Usage)
 	}
 	f.StringVar(&opts.Roles, "roles", "", "a role table file: each role's model and effort")
-	f.IntVar(&opts.Pool, "pool", 4, "how many calls may be in flight at once")
+	f.IntVar(&opts.Pool, "pool", engine.DefaultPool, "how many calls may be in flight at once")
 	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
-	f.IntVar(&opts.Limits.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
-	f.Int64Var(&opts.Limits.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
-	f.Int64Var(&opts.Limits.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
-	f.Int64Var(&opts.Limits.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
-	f.DurationVar(&opts.Limits.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
-	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
+	l := &opts.Limits
+	f.IntVar(&l.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
+	f.Int64Var(&l.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
+	f.Int64Var(&l.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
+	f.Int64Var(&l.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
+	f.DurationVar(&l.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
+	f.DurationVar(&l.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
 	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")
 	f.BoolVar(&opts.NoRepo, "no-repo", false, "run without a repository: executor calls are held worktree_failed")
 	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
@@ -51,15 +78,51 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *ops.RunOptions, default
 				set[name] = *v
 			}
 		}
-		opts.Workflow, opts.BackendOpts, opts.Stdin = args[0], set, fac.IOStreams.In
+		opts.Workflow, opts.BackendOpts = args[0], set
+		opts.given(f.Changed)
 	}
 }
 
-// Open checks what the run is to be created with, reads its input and role table, and opens the
-// run service it is created in.
-func Open(c *cmdutil.Common, opts *ops.RunOptions) (engine.CreateOptions, *engine.Service, error) {
-	co, err := ops.CreateOptions(opts)
+// given sets the RunOptions' pool and limits of the flags changed says were given.
+func (opts *Flags) given(changed func(flag string) bool) {
+	ro, l := &opts.RunOptions, opts.Limits
+	set := func(flag string, v func()) {
+		if changed(flag) {
+			v()
+		}
+	}
+	set("pool", func() { ro.Pool = &opts.Pool })
+	set("max-stack-depth", func() { ro.Limits.StackDepth = &l.StackDepth })
+	set("max-heap", func() { ro.Limits.HeapBytes = scaled(l.HeapMiB, 20) })
+	set("max-prompt", func() { ro.Limits.PromptBytes = scaled(l.PromptKiB, 10) })
+	set("max-log", func() { ro.Limits.LogBytes = scaled(l.LogMiB, 20) })
+	set("max-load-time", func() { ro.Limits.LoadTime = &l.LoadTime })
+	set("deadline", func() { ro.Limits.Deadline = &l.Deadline })
+}
+
+// scaled is v << shift (MiB or KiB to bytes), held at the bounds of an int64 where it would
+// overflow: the engine refuses it as out of its bounds.
+func scaled(v int64, shift uint) *int64 {
+	out := v << shift
+	switch {
+	case v > math.MaxInt64>>shift:
+		out = math.MaxInt64
+	case v < math.MinInt64>>shift:
+		out = math.MinInt64
+	}
+	return &out
+}
+
+// Open reads the run's input and role table, and opens the run service the run is created in
+// with the engine's create options (which the engine checks).
+func Open(c *cmdutil.Common, opts *Flags) (engine.CreateOptions, *engine.Service, error) {
+	var co engine.CreateOptions
+	input, err := c.ReadInput(opts.Input)
 	if err != nil {
+		return co, nil, err
+	}
+	opts.RunOptions.Input = input
+	if co, err = ops.CreateOptions(&opts.RunOptions); err != nil {
 		return co, nil, err
 	}
 	svc, err := c.Service()

@@ -7,14 +7,13 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/createflags"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 )
 
 // Options are crw flow run's.
 type Options struct {
 	cmdutil.Common
 	// Create is what the run is created with.
-	Create ops.RunOptions
+	Create createflags.Flags
 }
 
 // NewCmdRun is crw flow run; runF, when not nil, runs in place of the command.

@@ -10,10 +10,11 @@ import (
 	"github.com/crw-dev/crw/store/local"
 )
 
-// preview is crw flow start --dry-run: the flags checked as a start checks them, and, for a
-// session run, its spawn formats and session facts; nothing is created or started.
-func preview(opts *Options, st *local.Store, co engine.CreateOptions) error {
-	backendOpts, err := opts.Backends.Prepare(co.Backend, co.BackendOpts)
+// preview is crw flow start --dry-run: the flags checked as a start checks them (the engine's
+// Validate), and, for a session run, its spawn formats and session facts; nothing is created or
+// started.
+func preview(opts *Options, svc *engine.Service, st *local.Store, co engine.CreateOptions) error {
+	backendOpts, err := svc.Validate(opts.Ctx, co)
 	if err != nil {
 		return err
 	}

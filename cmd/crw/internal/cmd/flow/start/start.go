@@ -18,7 +18,7 @@ import (
 type Options struct {
 	cmdutil.Common
 	// Create is what the run is created with.
-	Create ops.RunOptions
+	Create createflags.Flags
 	DryRun bool
 }
 
@@ -55,7 +55,7 @@ func runStart(opts *Options) error {
 		return err
 	}
 	if opts.DryRun {
-		return preview(opts, st, co)
+		return preview(opts, svc, st, co)
 	}
 	started, err := ops.Start(opts.Ctx, svc, st, co, func(s *ops.Started) {
 		opts.WorksOn(s.Run)

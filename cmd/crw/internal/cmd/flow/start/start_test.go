@@ -1,13 +1,13 @@
 package start
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 )
 
 func TestNewCmdStart(t *testing.T) {
@@ -18,7 +18,6 @@ func TestNewCmdStart(t *testing.T) {
 	assert.Equal(t, "wf.js", opts.Create.Workflow)
 	assert.Equal(t, "session", opts.Create.Backend, "a started run is a session run unless --backend says otherwise")
 	assert.False(t, opts.DryRun)
-	assert.Same(t, e.Factory.Backends, opts.Backends)
 
 	opts, err = cmdtest.Parse(t, e, NewCmdStart, "wf.js", "--backend", "fake", "--answers", "a.json", "--dry-run", "--budget-tokens", "900")
 	require.NoError(t, err)
@@ -31,7 +30,7 @@ func TestNewCmdStart(t *testing.T) {
 func TestStartRefusesABadPool(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
-	err := runStart(&Options{Common: e.Common(), Create: ops.RunOptions{Workflow: "wf.js", Backend: "fake", Pool: 0}})
+	err := cmdtest.Exec(t, e, NewCmdStart, e.File(t, "wf.js", cmdtest.OneCall), "--backend", "fake", "--no-repo", "--pool", "0")
 	assert.EqualError(t, err, "invalid_request: --pool: must be 1 or more, got 0")
 	assert.True(t, e.Factory.Outcome.Detached, "it hands the run to a process of its own")
 	assert.Empty(t, e.Out.String())
@@ -44,6 +43,34 @@ func TestStartDryRunStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, runStart(opts))
 	assert.Equal(t, "a fake run would start; nothing was started\n", e.Out.String())
+	svc, err := e.Factory.Service()
+	require.NoError(t, err)
+	runs, err := svc.List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, runs, "no run was made")
+}
+
+// TestStartDryRunIsRefusedWhatAStartIs: a dry run's options are checked by the engine as a
+// start's are, its errors naming their flags, and nothing is made.
+func TestStartDryRunIsRefusedWhatAStartIs(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	wf := e.File(t, "wf.js", cmdtest.OneCall)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pool", "0"}, "invalid_request: --pool: must be 1 or more, got 0"},
+		{[]string{"--max-log", "0"}, "invalid_request: --max-log: 0 bytes; it must be from 1 MiB to 1 GiB"},
+		{[]string{"--tier-steps", "x"}, `invalid_request: --tier-steps: "x" is not auto or ask`},
+		{[]string{"--input", "{"}, "invalid_request: --input: not JSON: unexpected end of JSON input"},
+		{[]string{"--answers", e.Dir}, "invalid_request: --answers " + e.Dir + ": cannot read"},
+	} {
+		err := cmdtest.Exec(t, e, NewCmdStart, append([]string{wf, "--backend", "fake", "--no-repo", "--dry-run"}, tt.args...)...)
+		require.Error(t, err, tt.args)
+		assert.True(t, strings.HasPrefix(err.Error(), tt.want), "%v: %v", tt.args, err)
+	}
+	assert.Empty(t, e.Out.String())
 	svc, err := e.Factory.Service()
 	require.NoError(t, err)
 	runs, err := svc.List(t.Context())
