@@ -54,7 +54,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if err != nil {
 		return err
 	}
-	row := &journal.Row{Type: journal.TypeResumeChanged, By: by, Rare: &journal.Rare{}}
+	row := journal.ResumeChanged{By: by}
 	if c.BudgetTokens != nil {
 		b := *c.BudgetTokens
 		row.Budget = &b
@@ -115,7 +115,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if row.Workflow == "" && row.BackendOptions == nil && row.Budget == nil {
 		return nil
 	}
-	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Change(row) })
+	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Change(row.Row()) })
 	if errors.Is(err, store.ErrHeld) {
 		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run)
 	}

@@ -1,6 +1,9 @@
 package journal
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Typed rows: what code writes is built through these, each naming the fields its row type
 // carries, so a reader sees which of Row's fields a row of that type uses. Row stays the wire
@@ -167,4 +170,113 @@ type CommitResult struct {
 // Row is the commit_result row.
 func (c CommitResult) Row() *Row {
 	return &Row{Type: TypeCommitResult, Node: c.Node, Ref: c.Ref, Commit: c.Commit, Tree: c.Tree, Parent: c.Parent, Reason: c.Reason, Detail: c.Detail}
+}
+
+// Prepared is a call's inputs as the script gave them and the role table decided: what a
+// replay matches and a divergence names.
+type Prepared struct {
+	Role, Node, Prompt, SchemaDigest, Handle, Site string
+	// RequestedPair is the pair the call asked for (nil: none); ConfiguredPair the pair its
+	// role runs (nil: the role table has none).
+	RequestedPair, ConfiguredPair *Pair
+}
+
+// Row is the prepared row; the runner gives it the call's id and issue index.
+func (p Prepared) Row() *Row {
+	return &Row{Type: TypePrepared, Role: p.Role, Node: p.Node, Prompt: p.Prompt, SchemaDigest: p.SchemaDigest,
+		Handle: p.Handle, Site: p.Site, RequestedPair: p.RequestedPair, ConfiguredPair: p.ConfiguredPair}
+}
+
+// Started opens every process's rows: the run, its backend, its workflow and script digest, the
+// role table and its digest, the process, and what the run was created with.
+type Started struct {
+	Run, Backend, Workflow, ScriptDigest, PolicyDigest, Process string
+	RolePairs                                                   map[string]Pair
+	Pool                                                        int
+	BudgetTokens                                                int64
+	Input                                                       json.RawMessage
+	OmitCallSeqs                                                bool
+}
+
+// Row is the started row.
+func (s Started) Row() *Row {
+	return &Row{Type: TypeStarted, Run: s.Run, Backend: s.Backend, Workflow: s.Workflow, ScriptDigest: s.ScriptDigest,
+		RolePairs: s.RolePairs, PolicyDigest: s.PolicyDigest, Process: s.Process, Pool: s.Pool, BudgetTokens: s.BudgetTokens,
+		Input: s.Input, OmitCallSeqs: s.OmitCallSeqs}
+}
+
+// Ended is a process's last row when the run ended or waits: its status, and its result or
+// error; a run waiting for verdicts names them (Awaited), a paused one what paused it.
+type Ended struct {
+	Status  string
+	Result  json.RawMessage
+	Error   *RunError
+	Awaited []PendingDecision
+	Paused  *Paused
+}
+
+// Row is the ended row.
+func (e Ended) Row() *Row {
+	row := &Row{Type: TypeEnded, Status: e.Status, Result: e.Result, Error: e.Error}
+	if len(e.Awaited) > 0 || e.Paused != nil {
+		row.Rare = &Rare{Awaited: e.Awaited, Paused: e.Paused}
+	}
+	return row
+}
+
+// Commit is a crw.commit's intent: the commit about to be made on a node's ref (the tree, the
+// parent, the ref's value before, the worktree's HEAD, the message and identity), or refused
+// (Status the error's code, Reason and Detail why) with no result to follow.
+type Commit struct {
+	Node, Ref, Tree, Parent, Old, Head, Message, Author, Email string
+	Alloc                                                      int
+	At                                                         time.Time
+	Status, Reason, Detail                                     string
+}
+
+// Row is the commit_intent row.
+func (c Commit) Row() *Row {
+	return &Row{Type: TypeCommitIntent, Node: c.Node, Ref: c.Ref, Alloc: c.Alloc, Tree: c.Tree, Parent: c.Parent, Old: c.Old,
+		Head: c.Head, Message: c.Message, Author: c.Author, Email: c.Email, At: c.At, Status: c.Status, Reason: c.Reason, Detail: c.Detail}
+}
+
+// WorkspacePlaced is how a call's directory P was made (Placement), in which node's allocation,
+// at which commit (Start, Commit) and, for a checkout of pending work, holding which tree.
+type WorkspacePlaced struct {
+	Call, Placement, Node, Start, Commit, Tree, Workspace string
+	Alloc                                                 int
+}
+
+// Row is the workspace_placed row.
+func (w WorkspacePlaced) Row() *Row {
+	return &Row{Type: TypeWorkspacePlaced, Call: w.Call, Placement: w.Placement, Node: w.Node, Alloc: w.Alloc,
+		Start: w.Start, Commit: w.Commit, Tree: w.Tree, Workspace: w.Workspace}
+}
+
+// TierStep moves a node's executor calls up a tier on the evidence of a call that ended
+// null_model: the tier reached, the role and pair it runs, the allocation it takes.
+type TierStep struct {
+	Node, Evidence, Role string
+	Tier, Alloc          int
+	ConfiguredPair       *Pair
+}
+
+// Row is the tier_step row.
+func (t TierStep) Row() *Row {
+	return &Row{Type: TypeTierStep, Node: t.Node, Evidence: t.Evidence, Tier: t.Tier, Role: t.Role, ConfiguredPair: t.ConfiguredPair, Alloc: t.Alloc}
+}
+
+// ResumeChanged is what a resume goes on with instead of what run.json names: another
+// script (Workflow, with its digest), other backend options, a token budget from now on; By
+// who asked.
+type ResumeChanged struct {
+	By, Workflow, ScriptDigest string
+	BackendOptions             map[string]string
+	Budget                     *int64
+}
+
+// Row is the resume_changed row.
+func (r ResumeChanged) Row() *Row {
+	return &Row{Type: TypeResumeChanged, By: r.By, Workflow: r.Workflow, ScriptDigest: r.ScriptDigest,
+		Rare: &Rare{BackendOptions: r.BackendOptions, Budget: r.Budget}}
 }

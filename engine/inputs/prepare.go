@@ -23,18 +23,16 @@ func Prepare(req agent.Request, roles RoleTable, schemas *Schemas) Prepared {
 		p.Schema = schemas.Get(req.Schema)
 		schemaDigest = p.Schema.Digest
 	}
-	p.Row = &journal.Row{
-		Type: journal.TypePrepared, Role: req.Role, Node: req.Node,
-		Prompt: req.Prompt, SchemaDigest: schemaDigest, Handle: req.Resume, Site: req.Site,
-	}
+	row := journal.Prepared{Role: req.Role, Node: req.Node, Prompt: req.Prompt, SchemaDigest: schemaDigest, Handle: req.Resume, Site: req.Site}
 	if requested != (journal.Pair{}) {
-		p.Row.RequestedPair = &requested
+		row.RequestedPair = &requested
 	}
 	// A refused pair records the role table's (what the request contradicted) as configured.
 	p.Configured, p.PairErr = roles.Decide(req.Role, requested)
 	if p.Configured != (journal.Pair{}) {
 		c := p.Configured
-		p.Row.ConfiguredPair = &c
+		row.ConfiguredPair = &c
 	}
+	p.Row = row.Row()
 	return p
 }

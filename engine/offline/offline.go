@@ -102,7 +102,7 @@ func (w *Writer) Cancel(spec *store.Spec, cleanUp func(dir string) *journal.Row)
 			out = append(out, row)
 		}
 	}
-	out = append(out, &journal.Row{Type: journal.TypeEnded, Status: string(store.RunCancelled), Error: ends.CancelledError(w.run)})
+	out = append(out, journal.Ended{Status: string(store.RunCancelled), Error: ends.CancelledError(w.run)}.Row())
 	if err := w.write(out...); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "run %s: its journal could not be written", w.run).Wrap(err).
 			Because("journal", "journal_write_failed", "not_started", errs.Certain).

@@ -61,8 +61,8 @@ func (p *Placer) Intent(node, message string) (*journal.Row, *Refusal) {
 			"node %q: its worktree cannot be read", node).Wrap(err).Because("commit", "worktree_failed", errs.NotStarted, errs.Certain)))
 	}
 	name, email := repo.Author(ctx)
-	return &journal.Row{Type: journal.TypeCommitIntent, Node: node, Ref: NodeRef(p.cfg.Run, node), Alloc: n.Alloc, Tree: tree,
-		Parent: n.At, Old: n.Ref, Head: head, Message: message, Author: name, Email: email, At: time.Now().UTC().Truncate(time.Second)}, nil
+	return journal.Commit{Node: node, Ref: NodeRef(p.cfg.Run, node), Alloc: n.Alloc, Tree: tree,
+		Parent: n.At, Old: n.Ref, Head: head, Message: message, Author: name, Email: email, At: time.Now().UTC().Truncate(time.Second)}.Row(), nil
 }
 
 // thrown is an error thrown into the workflow for a failure whose cause is raw text (git's

@@ -360,8 +360,8 @@ func (p *Placer) placeAttempt(pl *Placement, n *nodeState, repo *workspace.Repo)
 		return nil, held(restoreReason(why), "%s", withCause(why, cause))
 	}
 	n.open[pl], n.worked = n.Alloc, true
-	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: pl.call.ID, Placement: PlaceAttempt, Node: n.Name, Alloc: n.Alloc,
-		Start: n.Start, Commit: n.At, Workspace: n.Path}, nil
+	return journal.WorkspacePlaced{Call: pl.call.ID, Placement: PlaceAttempt, Node: n.Name, Alloc: n.Alloc,
+		Start: n.Start, Commit: n.At, Workspace: n.Path}.Row(), nil
 }
 
 // restoreReason tells a directory git could not make from a tree that is not the recorded one.
@@ -480,7 +480,7 @@ func (p *Placer) placeCheckout(pl *Placement, n *nodeState, repo *workspace.Repo
 		}
 		p.setSeal(path, seal)
 	}
-	return &journal.Row{Type: journal.TypeWorkspacePlaced, Call: c.ID, Placement: PlaceCheckout, Node: n.Name, Commit: commit, Tree: tree, Workspace: path}, nil
+	return journal.WorkspacePlaced{Call: c.ID, Placement: PlaceCheckout, Node: n.Name, Commit: commit, Tree: tree, Workspace: path}.Row(), nil
 }
 
 // reuse gives a call an idle checkout moved to commit, "" when there is none that is as its

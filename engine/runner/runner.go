@@ -340,16 +340,13 @@ func (r *runner) stopCause(w why, cause error) error {
 // error when the script failed in a way that stops the process instead.
 func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status, *journal.Row, error) {
 	end := &store.Status{}
-	ended := &journal.Row{Type: journal.TypeEnded}
+	ended := journal.Ended{}
 	var se *vm.ScriptError
 	switch {
 	case w.waitsForDecision:
 		end.Status = store.RunWaitingDecision
 		for _, d := range r.book.Pending() {
 			if strings.HasPrefix(d.ID, decisions.EffectPrefix) {
-				if ended.Rare == nil {
-					ended.Rare = &journal.Rare{}
-				}
 				ended.Awaited = append(ended.Awaited, d)
 			}
 		}
@@ -379,14 +376,11 @@ func (r *runner) runEnd(w why, out json.RawMessage, runErr error) (*store.Status
 		if r.budgetHeld {
 			end.Paused.Budget, end.Paused.Spent = r.spec.BudgetTokens, r.spent.Total
 		}
-		if ended.Rare == nil {
-			ended.Rare = &journal.Rare{}
-		}
 		ended.Paused = end.Paused
 	}
 	r.mu.Unlock()
 	ended.Status, ended.Result, ended.Error = string(end.Status), end.Result, end.Error
-	return end, ended, nil
+	return end, ended.Row(), nil
 }
 
 // StartedRow is the started row of a process of the run spec describes, on backend with the
@@ -397,9 +391,9 @@ func StartedRow(spec *store.Spec, backend, scriptDigest, process string) *journa
 	if roles == nil {
 		roles = inputs.RoleTable{}
 	}
-	return &journal.Row{Type: journal.TypeStarted, Run: spec.Run, Backend: backend, Workflow: spec.Workflow,
+	return journal.Started{Run: spec.Run, Backend: backend, Workflow: spec.Workflow,
 		ScriptDigest: scriptDigest, RolePairs: roles, PolicyDigest: roles.Digest(), Process: process,
-		Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs}
+		Pool: spec.Pool, BudgetTokens: spec.BudgetTokens, Input: spec.Input, OmitCallSeqs: spec.OmitCallSeqs}.Row()
 }
 
 func newRunner(cfg Config) *runner {

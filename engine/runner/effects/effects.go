@@ -159,8 +159,8 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 	// and no result): a replay, whose worktrees are as the run left them, gives the same.
 	intent, refusal := f.cfg.Placer.Intent(node, message)
 	if refusal != nil {
-		row := &journal.Row{Type: journal.TypeCommitIntent, Node: node, Message: message, Status: string(refusal.Code), Reason: refusal.Reason,
-			Detail: "crw.commit: " + refusal.Detail}
+		row := journal.Commit{Node: node, Message: message, Status: string(refusal.Code), Reason: refusal.Reason,
+			Detail: "crw.commit: " + refusal.Detail}.Row()
 		f.host.Append(row)
 		f.host.FlushSoon()
 		return CommitOutcome(row, nil)
@@ -364,8 +364,8 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 		}
 		return TierOutcome(rec)
 	}
-	row := &journal.Row{Type: journal.TypeTierStep, Node: node, Evidence: evidence, Tier: f.tiers[node], Role: "executor-t1",
-		ConfiguredPair: &pair, Alloc: f.cfg.Placer.StepTier(node, f.tiers[node])}
+	row := journal.TierStep{Node: node, Evidence: evidence, Tier: f.tiers[node], Role: "executor-t1",
+		ConfiguredPair: &pair, Alloc: f.cfg.Placer.StepTier(node, f.tiers[node])}.Row()
 	rows := []*journal.Row{row}
 	if f.cfg.TierSteps == "ask" {
 		// The step waits for the owner: the node's next executor call runs only once the
