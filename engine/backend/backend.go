@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 // Call is what a backend knows of the call a turn belongs to.
@@ -300,4 +301,33 @@ type Stopper interface {
 	// StopTurns interrupts the turns of a call that still run on its thread and reads the
 	// thread until none does (bounded by the backend's own wait). It writes no row.
 	StopTurns(ctx context.Context, call Call, th Thread, turnIDs []string)
+}
+
+// Lifecycle is a backend that does something of its own when a process of the run starts and
+// ends it (the session backend binds its owner thread to the run, and lets it go once the run
+// has ended). The engine asks for it by a type assertion and calls its hooks from the process
+// that executes the run, one process's hooks one after the other:
+//
+//   - OnStart once the process's started row is durable, before the script runs: not for a
+//     process that stops before (a workflow that does not load, a journal that cannot be
+//     written).
+//   - OnEnd once for every process that executed the run on the backend, OnStart or not, after
+//     the runner is done and before Close: with the run's end as the process published it (its
+//     State says ended, paused or waiting for a decision), or nil when the process stopped
+//     without ending the run (a workflow that did not load, a divergence, a lost lease, a
+//     signal). Its ctx is not cut short by the caller's stop.
+//
+// A hook's error is a warning of this process (not of the run: nothing journals it), and the
+// run goes on as if the hook had done nothing.
+type Lifecycle interface {
+	OnStart(ctx context.Context, s RunStarted) error
+	OnEnd(ctx context.Context, end *store.Status) error
+}
+
+// RunStarted is what OnStart is told of the process that started the run.
+type RunStarted struct {
+	Run string
+	// Process is the process's place among the run's processes: 1 for the first, n for the one
+	// that wrote the run's n-th started row.
+	Process int
 }

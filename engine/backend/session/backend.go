@@ -66,6 +66,9 @@ type Config struct {
 	// Bindings is the state folder's flow-bound folder ("": none), whose owner bindings are
 	// shared state for the trace isolation digests.
 	Bindings string
+	// Binding, when not nil, is the owner's binding to the run that the process holds
+	// (lifecycle.go): bound again once its started row is durable, let go once the run ends.
+	Binding *Binding
 }
 
 // LedgerLine is what the session backend reads of a spawn hook's ledger line: the step's
