@@ -20,7 +20,7 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 	}
 	rules := map[string][]string{}
 	for _, pkg := range []string{"engine", "engine/runner", "engine/placer", "engine/offline", "engine/callstate", "engine/replay",
-		"engine/shadow", "engine/inputs", "engine/result", "engine/backend", "store"} {
+		"engine/shadow", "engine/inputs", "engine/result", "engine/backend", "engine/backend/pull", "store"} {
 		rules[module+pkg] = forbidden
 	}
 	depstest.Forbid(t, rules)
@@ -38,6 +38,19 @@ func TestNoBackendImportsAnother(t *testing.T) {
 				rules[pkg] = append(rules[pkg], other)
 			}
 		}
+	}
+	depstest.Forbid(t, rules)
+}
+
+// TestPushBackendsDoNotImportPull: the pull contract (engine/backend/pull) is the pull backends'
+// (the session backend, internal/pulltest) and the runner's that serves them: the core contract,
+// the push backends (the fake, the App Server) and what the backends share beneath the contract
+// are built without it.
+func TestPushBackendsDoNotImportPull(t *testing.T) {
+	t.Parallel()
+	rules := map[string][]string{}
+	for _, pkg := range []string{"engine/backend", "engine/backend/fake", "engine/backend/appserver", "engine/backend/codex", "engine/backend/bound"} {
+		rules[module+pkg] = []string{module + "engine/backend/pull"}
 	}
 	depstest.Forbid(t, rules)
 }

@@ -61,8 +61,13 @@ type ExecOptions struct {
 	Console io.Writer
 	// OnEvent receives live progress; it is called from many goroutines, one event at a time.
 	OnEvent func(progress.Event)
-	// OnStart is called once the process holds the run and its started row is durable.
+	// OnStart is called once the process holds the run and its started row is durable (before
+	// the backend's OnStart hook, backend.Lifecycle).
 	OnStart func(run string)
+	// Warn is told what a backend's lifecycle hook could not do (a session run's owner that
+	// cannot be bound), one warning each: the run goes on. They are this process's, not the
+	// run's: nothing journals them. nil drops them.
+	Warn func(warning string)
 	// Backend replaces the backend the spec names (tests, a dry run).
 	Backend backend.Backend
 	// DryRun runs it as a rehearsal (runner.Config.DryRun): crw flow check.
@@ -154,20 +159,58 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
-			Report: warnings.Report, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles,
+			Report: warnings.Report, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles, Live: s.live,
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
 	defer be.Close()
+	onStart, onEnd := hooks(ctx, be, process, x)
 	if h != nil && h.Backend != "" && h.Backend != be.Name() {
-		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", run, h.Backend, be.Name())
+		return onEnd(nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", run, h.Backend, be.Name()))
 	}
-	return runner.Run(ctx, runner.Config{
+	return onEnd(runner.Run(ctx, runner.Config{
 		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
-		Console: x.Console, OnEvent: x.OnEvent, OnStart: x.OnStart, DryRun: x.DryRun, Log: s.Store.Log(run),
-	})
+		Console: x.Console, OnEvent: x.OnEvent, OnStart: onStart, DryRun: x.DryRun, Log: s.Store.Log(run),
+	}))
+}
+
+// hooks are what the runner calls once the process's started row is durable (x.OnStart, then
+// the backend's OnStart) and what the process's end goes through (the backend's OnEnd), when
+// be is a backend.Lifecycle; their errors go to x.Warn.
+func hooks(ctx context.Context, be backend.Backend, process int, x ExecOptions) (onStart func(string), onEnd func(*store.Status, error) (*store.Status, error)) {
+	warn := func(err error) {
+		if err != nil && x.Warn != nil {
+			x.Warn(err.Error())
+		}
+	}
+	life, _ := be.(backend.Lifecycle)
+	onStart = func(run string) {
+		if x.OnStart != nil {
+			x.OnStart(run)
+		}
+		if life != nil {
+			warn(life.OnStart(ctx, backend.RunStarted{Run: run, Process: process}))
+		}
+	}
+	onEnd = func(end *store.Status, err error) (*store.Status, error) {
+		if life != nil {
+			warn(life.OnEnd(context.WithoutCancel(ctx), end))
+		}
+		return end, err
+	}
+	return onStart, onEnd
+}
+
+// live tells whether a run of the store is live (backend.Config.Live): as the store says, for
+// a store.Liveness, else while a process holds it (or while that cannot be read).
+func (s *Service) live(run string) bool {
+	if l, ok := s.Store.(store.Liveness); ok {
+		return l.Live(run)
+	}
+	_, held, err := s.Store.Published(context.Background(), run)
+	return err != nil || held
 }
 
 // readJournal reads a held run's journal a page at a time into a History that keeps no rows

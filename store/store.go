@@ -407,6 +407,14 @@ type FileCollector interface {
 	CollectFiles(ctx context.Context, grace time.Duration) (removed int, err error)
 }
 
+// Liveness is a store whose runs may be live before a process holds them (the local store's
+// start lock, held from a run's start until its process holds it): Live tells whether a process
+// holds the run, or its start does. A store that is not one has its runs live while held
+// (Published).
+type Liveness interface {
+	Live(run string) bool
+}
+
 // Answer is the answer to a decision of a run (crw flow answer): the decision's id, the value
 // (JSON, valid against the decision's schema) and who gave it.
 type Answer struct {

@@ -1,4 +1,4 @@
-// Package backend is the whole contract between the engine and the hosts that run turns: the
+// Package backend is the contract every backend speaks with the engine, and the registry: the
 // fake, the Codex App Server, the session owner. The engine owns the call's state machine (the
 // gate, validation, the one repair, terminal rows); a backend runs one turn at a time and says
 // how it ended, in the typed Outcome below, and reports what happens on the way through a
@@ -6,12 +6,10 @@
 //
 // Two kinds of backend fit it. A push backend acts itself: it opens a thread, commits, sends
 // the turn, reports the turn's id, and waits for the answer (the fake, the App Server). A pull
-// backend hands the turn to an outside party and waits: it reports the step it publishes
-// (Recorder.Dispatched), commits, makes the step visible, and when the party reports the thread
-// and turn it started for it (a bind), reports those; it harvests the answer, retracts a step
-// nobody took when ctx ends, and lets the thread go in Done. Both are told, for a turn an
-// earlier process may have dispatched, what the journal recorded of it (Turn.Sent): a backend
-// finds such a turn on its host and never dispatches it again.
+// backend hands the turn to an outside party and waits, and speaks engine/backend/pull besides
+// (the steps it publishes, its binds, its lost attempts), which only it and the runner import.
+// Both are told, for a turn an earlier process may have dispatched, what the journal recorded
+// of it (Turn.Sent): a backend finds such a turn on its host and never dispatches it again.
 package backend
 
 import (
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 )
 
 // Call is what a backend knows of the call a turn belongs to.
@@ -27,14 +26,11 @@ type Call struct {
 	ID      string // the journal's call id
 	Index   int    // 1-based order in which the script issued the call
 	Attempt int    // 1 for the call's first prepared row, 2 when a resume ran it again, ...
-	// StepAttempts is the highest attempt of a step an earlier generation of the call
-	// published (0: none); a pull backend numbers the generation's first step above it.
-	StepAttempts int
-	Role         string
-	Node         string
-	Pair         journal.Pair    // the configured pair; an empty part is left to the host
-	Schema       json.RawMessage // nil: a text answer
-	Resume       string          // the handle a continuation resumes; "" for any other call
+	Role    string
+	Node    string
+	Pair    journal.Pair    // the configured pair; an empty part is left to the host
+	Schema  json.RawMessage // nil: a text answer
+	Resume  string          // the handle a continuation resumes; "" for any other call
 	// Workspace is the call's directory P, which the placer made (docs/workspaces.md): the
 	// thread's cwd, the subagent's workspace, where the fake writes its files. "" when the
 	// run has no repository and the call writes nothing: the run's cwd.
@@ -48,41 +44,17 @@ type Thread struct {
 	Effort      string
 	Cwd         string
 	RolloutPath string
-	// A pull backend's bind: the subagent's place on the host and the step it was bound to.
-	Bind *Bind
+	// Bind is how a pull backend bound the thread to its step (engine/backend/pull.Bind); nil
+	// for a thread the backend opened itself. The engine keeps it with the thread without
+	// reading it: journaled in the thread's row (Binding.Row), and read back from that row with
+	// the thread.
+	Bind Binding
 }
 
-// Bind is what a pull backend read of a subagent it bound to a step.
-type Bind struct {
-	Via            string // "session"
-	HostCwd        string // the cwd the host reports (a subagent's is its parent's)
-	ParentThreadID string
-	AgentRole      string
-	Marker         string
-	Attempt        int
-	PairCheck      string         // pair_unchecked, effort_unchecked, model_unchecked, or "" (checked)
-	PriorPairs     []journal.Pair // the pairs earlier attempts (or the handle's subagent) ran, when they differ
-}
-
-// Step is a turn a pull backend hands over: the members of its step_published row.
-type Step struct {
-	Marker           string // <call>/t<k>-a<attempt>
-	Op               string // <call>/t<k>
-	Attempt          int
-	Action           string // spawn or send_input
-	Input            string // the message the subagent is sent
-	Packet           string // the packet file, relative to the run's folder
-	PacketDigest     string
-	Role, AgentType  string
-	Model, Effort    string
-	Workspace        string
-	AgentID          string // a send_input's subagent
-	Note             string
-	PreviousAnswer   string
-	TokensSeen       journal.Tokens
-	CallTokens       journal.Tokens
-	ConversationTurn int
-	ReplacesTurn     int
+// Binding is how a backend came by a thread it did not open (a pull backend's bind,
+// engine/backend/pull.Bind): it writes what the journal keeps of it into the thread's row.
+type Binding interface {
+	Row(row *journal.Row)
 }
 
 // Turn is one turn the engine asks for: the call's task (K 1) or its repair (K 2).
@@ -91,11 +63,9 @@ type Turn struct {
 	K      int
 	Prompt string
 	// Task is the call's own prompt (a repair turn's Prompt is the repair instruction), and
-	// PreviousAnswer the answer a repair turn repairs; Spent is what the call's turns so far
-	// counted. A pull backend puts them in the step it publishes.
+	// PreviousAnswer the answer a repair turn repairs (RepairOnItsOwn).
 	Task           string
 	PreviousAnswer string
-	Spent          journal.Tokens
 	// Thread is the call's thread when it has one: the task turn's, for the repair, or one an
 	// earlier process of the run opened. Empty, the backend opens one and reports it.
 	Thread Thread
@@ -106,8 +76,6 @@ type Turn struct {
 	// goes on from: the calls of its handle chain, oldest first. A backend that cannot fork
 	// the handle's thread gives it to the new one. nil for any other call.
 	Conversation func() ([]Exchange, error)
-	// Resumed tells the turn runs in a resume's suffix: this process replayed the journal.
-	Resumed bool
 	// Sent is not nil when an earlier process of the run may have dispatched this very turn:
 	// its intent is durable, whether it reached the host is unknown. The backend finds it on
 	// its host and takes its outcome, and reports Lost when the host does not know it.
@@ -115,13 +83,6 @@ type Turn struct {
 	// OpensWithRepair: the call's generation starts with this repair (its held generation was
 	// in it), so the thread it runs on never had the task: the turn's text is RepairOnItsOwn.
 	OpensWithRepair bool
-	// Note says why an earlier generation of the call stopped (a held call going on): a pull
-	// backend's packet gives it with the earlier attempts. "" for none.
-	Note string
-	// Counted, when not nil, is what an earlier process counted for this turn (the call_tokens
-	// of the step it published for the turn after it): the backend reports it as the turn's
-	// tokens instead of measuring the turn again, which a rollout gone since could not do.
-	Counted *journal.Tokens
 }
 
 // RepairOnItsOwn is a repair turn's text for a thread that never had the task (a new subagent,
@@ -152,24 +113,11 @@ type ExchangeTurn struct {
 	Answer string
 }
 
-// Checkpoint is a continuation that starts from the journal's record of its conversation
-// instead of forking its handle's thread.
-type Checkpoint struct {
-	Handle string   // the resume handle
-	Calls  []string // the calls of the conversation, oldest first
-	Digest string   // of the conversation the new thread is given
-}
-
-// Sent is what the journal recorded of a turn an earlier process dispatched.
+// Sent is what the journal recorded of a turn an earlier process dispatched (a pull backend is
+// told the step it published for it besides: engine/backend/pull.Sent).
 type Sent struct {
-	TurnID string // "" when the process died before it recorded one
-	Marker string // the step a pull backend published for it ("" for a push backend)
-	// Attempt is the step's attempt, as its step_published row recorded it (0 without a step).
-	Attempt int
-	// Lost is the reason the journal recorded the step's attempt lost with ("": it did not):
-	// the backend goes on to the next attempt without judging it again.
-	Lost string
-	At   time.Time // when its intent was recorded
+	TurnID string    // "" when the process died before it recorded one
+	At     time.Time // when its intent was recorded
 }
 
 // Recorder is how a backend reports what happens while it runs a turn; the engine journals
@@ -178,32 +126,13 @@ type Recorder interface {
 	// Commit makes every row reported so far durable. A backend calls it before an effect
 	// leaves the process: a thread or turn started on a host, a step published.
 	Commit() error
-	// Dispatched reports the step a pull backend hands the turn over as (a step_published
-	// row); commit before the step becomes visible.
-	Dispatched(step Step)
-	// Thread reports the call's thread (a thread_started row).
+	// Thread reports the call's thread (a thread_started row, with its Bind).
 	Thread(Thread)
 	// Started reports the turn's id on the host (a turn_started row).
 	Started(turnID string)
 	// Warn records something of the host's that the run should keep (a warning row of the
 	// call): a request it declined, a step it could not write.
 	Warn(reason, detail string)
-	// AttemptLost reports that a pull backend's attempt will not finish (a session_attempt_lost
-	// row): its subagent stopped before it answered. The backend goes on with the next attempt.
-	AttemptLost(LostAttempt)
-	// CheckpointStarted reports a continuation that starts from the journal's record of its
-	// conversation (a checkpoint_started row), before its first step or thread.
-	CheckpointStarted(Checkpoint)
-}
-
-// LostAttempt is an attempt a pull backend gave up on.
-type LostAttempt struct {
-	Attempt    int
-	AgentID    string
-	TurnID     string
-	Reason     string // thread_gone, turn_stopped, no_progress
-	HostStatus string // the thread's status on the host ("unknown" when the host does not know it)
-	TurnStatus string
 }
 
 // Status is how a turn ended.
@@ -300,4 +229,33 @@ type Stopper interface {
 	// StopTurns interrupts the turns of a call that still run on its thread and reads the
 	// thread until none does (bounded by the backend's own wait). It writes no row.
 	StopTurns(ctx context.Context, call Call, th Thread, turnIDs []string)
+}
+
+// Lifecycle is a backend that does something of its own when a process of the run starts and
+// ends it (the session backend binds its owner thread to the run, and lets it go once the run
+// has ended). The engine asks for it by a type assertion and calls its hooks from the process
+// that executes the run, one process's hooks one after the other:
+//
+//   - OnStart once the process's started row is durable, before the script runs: not for a
+//     process that stops before (a workflow that does not load, a journal that cannot be
+//     written).
+//   - OnEnd once for every process that executed the run on the backend, OnStart or not, after
+//     the runner is done and before Close: with the run's end as the process published it (its
+//     State says ended, paused or waiting for a decision), or nil when the process stopped
+//     without ending the run (a workflow that did not load, a divergence, a lost lease, a
+//     signal). Its ctx is not cut short by the caller's stop.
+//
+// A hook's error is a warning of this process (not of the run: nothing journals it), and the
+// run goes on as if the hook had done nothing.
+type Lifecycle interface {
+	OnStart(ctx context.Context, s RunStarted) error
+	OnEnd(ctx context.Context, end *store.Status) error
+}
+
+// RunStarted is what OnStart is told of the process that started the run.
+type RunStarted struct {
+	Run string
+	// Process is the process's place among the run's processes: 1 for the first, n for the one
+	// that wrote the run's n-th started row.
+	Process int
 }

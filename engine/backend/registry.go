@@ -54,6 +54,9 @@ type Config struct {
 	// owner bindings are; Roles are the run's role pairs, which its bindings carry.
 	State string
 	Roles map[string]journal.Pair
+	// Live tells whether another run of the store is live: a process holds it, or its start
+	// does (the state folder's start lock). An owner's binding to a live run stays in force.
+	Live func(run string) bool
 }
 
 // Registry holds the backends a build of crw offers, by name. The command line builds it in
@@ -148,6 +151,10 @@ func (r *Registry) Open(name string, cfg Config) (Backend, error) {
 	}
 	if cfg.Process < 1 {
 		cfg.Process = 1
+	}
+	if cfg.Live == nil {
+		// Without a way to tell, every run is taken to be live: nothing it holds is taken from it.
+		cfg.Live = func(string) bool { return true }
 	}
 	return d.Open(cfg)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/placer"
@@ -71,6 +72,7 @@ type running struct {
 	k        int          // the turn the backend runs
 	repair   string       // what that turn, a repair, names as wrong
 	previous string       // and the answer it repairs
+	pulled   pull.Turn    // and what a pull backend is told of it besides (pull.Recorder.Turn)
 	step     *journal.Row // the newest step published, whose place its turn_started repeats
 
 	turnIDs    []string
@@ -141,9 +143,8 @@ func (c *call) take(row *journal.Row) bool {
 
 func threadOf(row *journal.Row) backend.Thread {
 	th := backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
-	if row.Via != "" {
-		th.Bind = &backend.Bind{Via: row.Via, HostCwd: row.HostCwd, ParentThreadID: row.ParentThreadID, AgentRole: row.AgentRole,
-			Marker: row.Marker, Attempt: row.Attempt, PairCheck: row.PairCheck, PriorPairs: row.PriorPairs}
+	if b := pull.ReadBind(row); b != nil {
+		th.Bind = b
 	}
 	return th
 }
@@ -343,7 +344,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	defer c.cancel()
 
-	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, StepAttempts: c.stepAttempts, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
+	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	if !c.placeDir(rec, &bc) {
 		return
 	}
@@ -458,10 +459,15 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 			// what an earlier process may have sent.
 			rec = nil
 		}
+		sent := turns.Sent(rec, k)
+		c.pulled = pull.Turn{StepAttempts: c.stepAttempts, Sent: sent, Spent: c.tokens, Note: c.prepared.Note,
+			Counted: turns.Counted(rec, k), Resumed: r.h != nil}
 		c.mu.Unlock()
-		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Spent: c.tokens,
-			Thread: th, Sent: turns.Sent(rec, k), Resumed: r.h != nil, Counted: turns.Counted(rec, k), Note: c.prepared.Note,
+		t := backend.Turn{Call: bc, K: k, Prompt: prompt, Task: c.req.Prompt, PreviousAnswer: previous, Thread: th,
 			OpensWithRepair: first == 2}
+		if sent != nil {
+			t.Sent = &sent.Sent
+		}
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.th
 			from := c.resumeOf
@@ -553,8 +559,17 @@ func (r *runner) goOnFrom(row *journal.Row, held *replay.Call) {
 	turns.GoOn(row, held, rows)
 }
 
-// The call is its turns' backend.Recorder: what the backend reports becomes rows of the call.
-var _ backend.Recorder = (*call)(nil)
+// The call is its turns' Recorder, a pull.Recorder for every backend: what the backend reports
+// becomes rows of the call.
+var _ pull.Recorder = (*call)(nil)
+
+// Turn implements pull.Recorder: what the journal holds of the turn the backend runs that a
+// pull backend needs.
+func (c *call) Turn() pull.Turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pulled
+}
 
 // Commit implements backend.Recorder: the call's rows so far, and every row before them, are
 // made durable. A journal that cannot be written stops the run.
@@ -569,8 +584,8 @@ func (c *call) Commit() error {
 	return nil
 }
 
-// Dispatched implements backend.Recorder: the step a pull backend publishes the turn as.
-func (c *call) Dispatched(st backend.Step) {
+// Dispatched implements pull.Recorder: the step a pull backend publishes the turn as.
+func (c *call) Dispatched(st pull.Step) {
 	row := &journal.Row{Type: journal.TypeStepPublished, Call: c.id, Marker: st.Marker, Op: st.Op, Attempt: st.Attempt,
 		Action: st.Action, Packet: st.Packet, PacketDigest: st.PacketDigest, Role: st.Role, AgentType: st.AgentType,
 		Model: st.Model, Effort: st.Effort, Workspace: st.Workspace, AgentID: st.AgentID, Note: st.Note,
@@ -608,9 +623,8 @@ func (c *call) Thread(th backend.Thread) {
 		row.ChainThread = c.resumeOf.th.ID
 	}
 	c.r.mu.Unlock()
-	if b := th.Bind; b != nil {
-		row.Via, row.HostCwd, row.ParentThreadID, row.AgentRole = b.Via, b.HostCwd, b.ParentThreadID, b.AgentRole
-		row.Marker, row.Attempt, row.PairCheck, row.PriorPairs = b.Marker, b.Attempt, b.PairCheck, b.PriorPairs
+	if th.Bind != nil {
+		th.Bind.Row(row)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -645,8 +659,8 @@ func (c *call) Warn(reason, detail string) {
 	c.r.flushSoon()
 }
 
-// CheckpointStarted implements backend.Recorder: a checkpoint_started row of the call.
-func (c *call) CheckpointStarted(cp backend.Checkpoint) {
+// CheckpointStarted implements pull.Recorder: a checkpoint_started row of the call.
+func (c *call) CheckpointStarted(cp pull.Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	row := journal.CheckpointStarted{Call: c.id, ChainedFrom: cp.Handle, Calls: cp.Calls, Digest: cp.Digest}.Row()
@@ -657,8 +671,8 @@ func (c *call) CheckpointStarted(cp backend.Checkpoint) {
 	c.r.flushSoon()
 }
 
-// AttemptLost implements backend.Recorder: a session_attempt_lost row of the call.
-func (c *call) AttemptLost(l backend.LostAttempt) {
+// AttemptLost implements pull.Recorder: a session_attempt_lost row of the call.
+func (c *call) AttemptLost(l pull.LostAttempt) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	row := journal.AttemptLost{Call: c.id, K: c.k, Attempt: l.Attempt, AgentID: l.AgentID,

@@ -19,11 +19,13 @@ package pulltest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/backend/pull"
 )
 
 // Name is the backend's name in the journal.
@@ -201,12 +203,8 @@ type subagent struct {
 	thread backend.Thread
 }
 
-func (a *subagent) Commit() error                   { return nil }
-func (a *subagent) Dispatched(backend.Step)         {}
-func (a *subagent) AttemptLost(backend.LostAttempt) {}
-
-func (a *subagent) CheckpointStarted(backend.Checkpoint) {}
-func (a *subagent) Warn(string, string)                  {}
+func (a *subagent) Commit() error       { return nil }
+func (a *subagent) Warn(string, string) {}
 func (a *subagent) Thread(th backend.Thread) {
 	a.thread = th
 }
@@ -293,11 +291,15 @@ func (b *Backend) Done(_ backend.Call, th backend.Thread) {
 func Marker(c backend.Call, k int) string { return fmt.Sprintf("%s/t%d-a%d", c.ID, k, c.Attempt) }
 
 // Run implements backend.Backend: publish (or, after a restart, find) the step, wait for its
-// bind, and harvest the bound turn.
-func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+// bind, and harvest the bound turn. Its recorder is the engine's pull.Recorder.
+func (b *Backend) Run(ctx context.Context, t backend.Turn, r backend.Recorder) backend.Outcome {
+	rec, ok := r.(pull.Recorder)
+	if !ok {
+		return backend.Outcome{Status: backend.Unavailable, Cause: errors.New("pulltest reports through a pull.Recorder")}
+	}
 	st := Step{Marker: Marker(t.Call, t.K), Call: t.Call, K: t.K, Prompt: t.Prompt, Thread: t.Thread, From: t.From}
-	if t.Sent == nil || t.Sent.Marker == "" {
-		rec.Dispatched(backend.Step{Marker: st.Marker})
+	if sent := rec.Turn().Sent; sent == nil || sent.Marker == "" {
+		rec.Dispatched(pull.Step{Marker: st.Marker})
 		if err := rec.Commit(); err != nil {
 			return backend.Outcome{Status: backend.Unavailable, Cause: err}
 		}

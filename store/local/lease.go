@@ -411,3 +411,8 @@ func Live(root, run string) bool {
 	}
 	return Held(root, run) || lockedByOther(filepath.Join(root, "flow", run, StartLockFile))
 }
+
+// Live implements store.Liveness: Live of the store's state folder.
+func (s *Store) Live(run string) bool { return Live(s.root, run) }
+
+var _ store.Liveness = (*Store)(nil)

@@ -116,13 +116,9 @@ func (r *recorder) add(s string) {
 	r.reports = append(r.reports, s)
 }
 
-func (r *recorder) Commit() error                     { r.add("commit"); return nil }
-func (r *recorder) Dispatched(st backend.Step)        { r.add("dispatched " + st.Marker) }
-func (r *recorder) AttemptLost(l backend.LostAttempt) { r.add("lost " + l.Reason) }
-
-func (r *recorder) CheckpointStarted(cp backend.Checkpoint) { r.add("checkpoint " + cp.Handle) }
-func (r *recorder) Thread(th backend.Thread)                { r.add("thread") }
-func (r *recorder) Started(turnID string)                   { r.add("started"); r.started <- turnID }
+func (r *recorder) Commit() error            { r.add("commit"); return nil }
+func (r *recorder) Thread(th backend.Thread) { r.add("thread") }
+func (r *recorder) Started(turnID string)    { r.add("started"); r.started <- turnID }
 func (r *recorder) Warn(reason, detail string) {
 	r.add("warn " + reason)
 }

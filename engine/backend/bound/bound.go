@@ -347,6 +347,20 @@ func (s Store) Bind(thread string, l Line, live func(run string) bool) (Outcome,
 	return Outcome{Bound: true}, nil
 }
 
+// BindOwner binds a session run's owner thread to the run's line l (Bind): what keeps it from
+// binding is returned as a warning, never an error, for the run goes on, and its binds still
+// check every subagent's pair.
+func (s Store) BindOwner(owner string, l Line, live func(run string) bool) string {
+	out, err := s.Bind(owner, l, live)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the owner thread %s cannot be bound to run %s: %v; its spawns get no pair from the run", owner, l.RunID, err)
+	case !out.Bound:
+		return out.Warning
+	}
+	return ""
+}
+
 // Close lets the thread go from run: a closing line, when the line in force is the run's.
 func (s Store) Close(thread, run string) error {
 	if !ValidThread(thread) {

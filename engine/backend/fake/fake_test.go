@@ -24,14 +24,10 @@ func (r *recorder) add(s string) {
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, s)
 }
-func (r *recorder) Commit() error                     { r.add("commit"); return nil }
-func (r *recorder) Dispatched(st backend.Step)        { r.add("dispatched " + st.Marker) }
-func (r *recorder) AttemptLost(l backend.LostAttempt) { r.add("lost " + l.Reason) }
-
-func (r *recorder) CheckpointStarted(cp backend.Checkpoint) { r.add("checkpoint " + cp.Handle) }
-func (r *recorder) Thread(th backend.Thread)                { r.add("thread " + th.ID) }
-func (r *recorder) Started(id string)                       { r.add("started " + id) }
-func (r *recorder) Warn(reason, detail string)              { r.add("warn " + reason) }
+func (r *recorder) Commit() error              { r.add("commit"); return nil }
+func (r *recorder) Thread(th backend.Thread)   { r.add("thread " + th.ID) }
+func (r *recorder) Started(id string)          { r.add("started " + id) }
+func (r *recorder) Warn(reason, detail string) { r.add("warn " + reason) }
 
 func answers(t *testing.T, js string) *fake.Answers {
 	t.Helper()

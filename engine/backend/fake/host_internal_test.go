@@ -16,14 +16,10 @@ import (
 
 type nopRecorder struct{}
 
-func (nopRecorder) Commit() error                   { return nil }
-func (nopRecorder) Dispatched(backend.Step)         {}
-func (nopRecorder) AttemptLost(backend.LostAttempt) {}
-
-func (nopRecorder) CheckpointStarted(backend.Checkpoint) {}
-func (nopRecorder) Thread(backend.Thread)                {}
-func (nopRecorder) Started(string)                       {}
-func (nopRecorder) Warn(reason, detail string)           {}
+func (nopRecorder) Commit() error              { return nil }
+func (nopRecorder) Thread(backend.Thread)      {}
+func (nopRecorder) Started(string)             {}
+func (nopRecorder) Warn(reason, detail string) {}
 
 // TestTheRunsOwnHostKeepsNothingPerTurn: the host a run's process opens is read by nobody, so
 // it must not keep a count or a prompt of every turn (a 100,000-call run would hold them all);

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/engine/backend/session/wake"
@@ -66,6 +67,9 @@ type Config struct {
 	// Bindings is the state folder's flow-bound folder ("": none), whose owner bindings are
 	// shared state for the trace isolation digests.
 	Bindings string
+	// Binding, when not nil, is the owner's binding to the run that the process holds
+	// (lifecycle.go): bound again once its started row is durable, let go once the run ends.
+	Binding *Binding
 }
 
 // LedgerLine is what the session backend reads of a spawn hook's ledger line: the step's
@@ -243,8 +247,13 @@ func (b *Backend) route(r bus.Report) {
 // secondSubagent is the detail of a close reply to a report of a second subagent for an attempt.
 const secondSubagent = "the attempt has its subagent already (a second subagent for it): close this one"
 
-// Run implements backend.Backend: publish, bind, harvest.
-func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+// Run implements backend.Backend: publish, bind, harvest. Its recorder is the engine's
+// pull.Recorder: with any other, nothing is published (Unavailable).
+func (b *Backend) Run(ctx context.Context, t backend.Turn, r backend.Recorder) backend.Outcome {
+	rec, ok := r.(pull.Recorder)
+	if !ok {
+		return backend.Outcome{Status: backend.Unavailable, Cause: errors.New("the session backend reports through a pull.Recorder")}
+	}
 	b.runsMu.Lock()
 	if b.runsClosed {
 		b.runsMu.Unlock()
@@ -262,34 +271,35 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, rec backend.Recorder)
 	}()
 	// The attempt is the one the step was published under, else the bound subagent's (a
 	// repair on it), else the first above every earlier generation's (a paused call run again).
-	attempt := t.Call.StepAttempts + 1
-	if t.Thread.ID != "" && t.Thread.Bind != nil && t.Thread.Bind.Attempt > 0 {
-		attempt = t.Thread.Bind.Attempt
+	p, bind := rec.Turn(), pull.BindOf(t.Thread)
+	attempt := p.StepAttempts + 1
+	if t.Thread.ID != "" && bind != nil && bind.Attempt > 0 {
+		attempt = bind.Attempt
 	}
-	if t.Sent != nil && t.Sent.Attempt > 0 {
-		attempt = t.Sent.Attempt
+	if p.Sent != nil && p.Sent.Attempt > 0 {
+		attempt = p.Sent.Attempt
 	}
-	if t.Sent != nil && t.Sent.Marker == "" && t.Sent.TurnID == "" {
+	if p.Sent != nil && p.Sent.Marker == "" && p.Sent.TurnID == "" {
 		// No step row: no process published this turn's step (a step's row comes first).
-		t.Sent = nil
+		t.Sent, p.Sent = nil, nil
 	}
 	var prior []journal.Pair
-	if t.Thread.Bind != nil {
-		prior = append(prior, t.Thread.Bind.PriorPairs...)
+	if bind != nil {
+		prior = append(prior, bind.PriorPairs...)
 	}
-	if t.K == 1 && t.Thread.Bind != nil && t.Thread.Bind.Attempt != attempt {
+	if t.K == 1 && bind != nil && bind.Attempt != attempt {
 		prior = append(prior, journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort})
 		t.Thread = backend.Thread{} // an earlier attempt's subagent: this one has none yet
 	}
 	if t.Conversation != nil && t.From.ID != "" {
 		from := journal.Pair{Model: t.From.Model, Effort: t.From.Effort}
-		if part, differs := decidedPartDiffers(t.Call.Pair, from); differs && t.Sent == nil {
+		if part, differs := decidedPartDiffers(t.Call.Pair, from); differs && p.Sent == nil {
 			return backend.Outcome{Status: backend.Failed, Failure: &backend.Failure{End: backend.EndRefused, Reason: "pair_refused",
 				Detail: fmt.Sprintf("the continuation's %s %q is not the %q its handle's subagent ran", part, partOf(t.Call.Pair, part), partOf(from, part))}}
 		}
 		prior = append(prior, from)
 	}
-	s := &step{b: b, t: t, rec: rec, attempt: attempt, reports: make(chan bus.Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: t.Note}
+	s := &step{b: b, t: t, p: p, rec: rec, attempt: attempt, reports: make(chan bus.Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: p.Note}
 	s.register(bus.Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
 	return s.run(ctx)
@@ -350,8 +360,8 @@ func (b *Backend) Done(call backend.Call, th backend.Thread) {
 	b.mu.Unlock()
 	b.bus.Unbind(call.ID, 0)
 	attempt := 1
-	if th.Bind != nil && th.Bind.Attempt > 0 {
-		attempt = th.Bind.Attempt
+	if bind := pull.BindOf(th); bind != nil && bind.Attempt > 0 {
+		attempt = bind.Attempt
 	}
 	if err := b.closeStep(call.ID, attempt, th.ID); err != nil {
 		b.cfg.Warn("step_unwritten", "the close step of "+call.ID+" could not be written")

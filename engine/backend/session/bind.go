@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 	"github.com/crw-dev/crw/journal"
@@ -191,7 +192,7 @@ func (s *step) judge(ctx context.Context, agent string) bus.Reply {
 			}
 		}
 		s.rec.Thread(backend.Thread{ID: th.ID, Model: th.Model, Effort: th.Effort, Cwd: s.file.Workspace, RolloutPath: th.RolloutPath,
-			Bind: &backend.Bind{Via: Name, HostCwd: th.Cwd, ParentThreadID: th.ParentThreadID, AgentRole: th.AgentRole, Marker: s.marker, Attempt: s.attempt,
+			Bind: &pull.Bind{Via: Name, HostCwd: th.Cwd, ParentThreadID: th.ParentThreadID, AgentRole: th.AgentRole, Marker: s.marker, Attempt: s.attempt,
 				PairCheck: pairCheck(s.t.Call.Pair), PriorPairs: prior}})
 	}
 	s.rec.Started(turn.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
+	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -143,7 +144,8 @@ func prepareHost(hosts Hosts, opts, out map[string]string) error {
 }
 
 // open starts the backend of one process of a run on the options the run recorded: its host
-// reached, the owner bindings and the spawn hook's ledger of the state folder, its durations.
+// reached, the owner bindings (the owner's, which the process binds and lets go) and the spawn
+// hook's ledger of the state folder, its durations.
 func open(hosts Hosts, cfg backend.Config) (backend.Backend, error) {
 	h, err := reach(hosts, cfg)
 	if err != nil {
@@ -154,6 +156,7 @@ func open(hosts Hosts, cfg backend.Config) (backend.Backend, error) {
 	c.Wake.Off = cfg.Options["wake"] == "off"
 	if cfg.State != "" {
 		c.Bindings, c.Ledger = ledgerOf(cfg.State)
+		c.Binding = &Binding{Bindings: bound.New(cfg.State), Line: bound.Orchestrator(cfg.Run, inputs.RoleTable(cfg.Roles).Digest(), cfg.Roles), Live: cfg.Live}
 	}
 	// The recorded durations were checked when the run was created; a run.json edited since is refused.
 	for _, d := range durations {

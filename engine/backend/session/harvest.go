@@ -10,6 +10,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 )
 
@@ -26,7 +27,7 @@ const interruptSettle = 10 * time.Second
 // judges nothing and leaves the time of the last change as it is. On a private host, where a
 // running subagent reads notLoaded with its turn interrupted, neither is evidence: an attempt
 // is lost only when its turn, its thread and its rollout have not changed for LostAfter.
-func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttempt) {
+func (s *step) harvest(ctx context.Context) (backend.Outcome, *pull.LostAttempt) {
 	tick := time.NewTicker(s.b.cfg.Poll)
 	defer tick.Stop()
 	private := s.b.cfg.PrivateHost
@@ -65,7 +66,7 @@ func (s *step) harvest(ctx context.Context) (backend.Outcome, *backend.LostAttem
 					if !stopped {
 						reason = "no_progress"
 					}
-					return backend.Outcome{}, &backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, TurnID: s.turnID,
+					return backend.Outcome{}, &pull.LostAttempt{Attempt: s.attempt, AgentID: s.agent, TurnID: s.turnID,
 						Reason: reason, HostStatus: hostStatus, TurnStatus: turnStatus}
 				}
 				suspect = true // read once more before judging
@@ -124,9 +125,9 @@ func (s *step) outcome(th host.Thread, turn *host.Turn) backend.Outcome {
 	default:
 		out.Status = backend.Interrupted
 	}
-	if s.t.Counted != nil && s.t.Sent != nil && turn.ID == s.t.Sent.TurnID {
+	if s.p.Counted != nil && s.p.Sent != nil && turn.ID == s.p.Sent.TurnID {
 		// An earlier process measured this turn and recorded it in the next turn's step.
-		out.Tokens = *s.t.Counted
+		out.Tokens = *s.p.Counted
 	} else if tokens, ok := codex.RolloutTokens(th.RolloutPath, turn.ID); ok {
 		out.Tokens = tokens
 	} else {

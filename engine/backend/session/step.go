@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/roles"
 	"github.com/crw-dev/crw/journal"
@@ -19,7 +20,8 @@ import (
 type step struct {
 	b       *Backend
 	t       backend.Turn
-	rec     backend.Recorder
+	p       pull.Turn // what the engine tells a pull backend of it besides
+	rec     pull.Recorder
 	marker  string
 	attempt int
 	// rerun: this step runs its turn again, the attempt before it lost.
@@ -63,7 +65,7 @@ func (s *step) register(marker string) {
 func (s *step) run(ctx context.Context) backend.Outcome {
 	b := s.b
 	s.file = s.stepFile()
-	s.recovered = s.t.Sent != nil
+	s.recovered = s.p.Sent != nil
 	if s.t.Conversation != nil && s.file.Action == bus.ActionSpawn {
 		// A continuation runs on a new subagent, which cannot fork the handle's: its packet
 		// carries the journal's record of the conversation instead.
@@ -72,12 +74,12 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 			return backend.Outcome{Status: backend.Unavailable, Cause: err}
 		}
 		s.conversation = bus.ConversationSection(ex)
-		if s.t.Sent == nil && s.t.Resumed {
+		if s.p.Sent == nil && s.p.Resumed {
 			calls := make([]string, len(ex))
 			for i, e := range ex {
 				calls[i] = e.Call
 			}
-			s.rec.CheckpointStarted(backend.Checkpoint{Handle: s.t.Call.Resume, Calls: calls, Digest: digest(s.conversation)})
+			s.rec.CheckpointStarted(pull.Checkpoint{Handle: s.t.Call.Resume, Calls: calls, Digest: digest(s.conversation)})
 		}
 		if n := len(ex); n > 0 {
 			// The call it continues: its packet, and its answer in a file beside this call's
@@ -90,10 +92,10 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 			s.conversation += bus.ContinuesSection(from.Call, from.Packet, answerFile)
 		}
 	}
-	if sent := s.t.Sent; sent != nil && sent.Lost != "" {
+	if sent := s.p.Sent; sent != nil && sent.Lost != "" {
 		// The journal has the attempt lost already: on to the next one, without judging it again.
 		s.agent = s.t.Thread.ID
-		if out, ok := s.nextAttempt(backend.LostAttempt{Attempt: s.attempt, AgentID: s.agent, Reason: sent.Lost}, true); !ok {
+		if out, ok := s.nextAttempt(pull.LostAttempt{Attempt: s.attempt, AgentID: s.agent, Reason: sent.Lost}, true); !ok {
 			return out
 		}
 	} else if sent != nil && sent.TurnID != "" && s.t.Thread.ID != "" && s.t.K == 1 || sent != nil && sent.TurnID != "" && s.file.Action == bus.ActionSendInput {
@@ -101,7 +103,7 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 		s.agent, s.turnID = s.t.Thread.ID, sent.TurnID
 		b.setBound(s.marker, s.agent)
 		_ = b.bus.Retract(s.t.Call.ID, s.t.K, s.attempt)
-	} else if s.t.Sent == nil {
+	} else if s.p.Sent == nil {
 		if out, ok := s.dispatch(); !ok {
 			return out
 		}
@@ -131,12 +133,12 @@ func (s *step) run(ctx context.Context) backend.Outcome {
 // dispatch journals the step (its row committed first) and publishes it.
 func (s *step) dispatch() (backend.Outcome, bool) {
 	packet := s.packet()
-	st := backend.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
+	st := pull.Step{Marker: s.marker, Op: s.file.Op, Attempt: s.attempt, Action: s.file.Action, Input: s.file.Message,
 		Packet: s.file.Packet, PacketDigest: digest(packet), Role: s.t.Call.Role, AgentType: s.file.AgentType,
 		Model: s.file.Model, Effort: s.file.ReasoningEffort, Workspace: s.file.Workspace, AgentID: s.file.AgentID,
-		Note: s.note, ConversationTurn: s.t.K, PreviousAnswer: s.t.PreviousAnswer, CallTokens: s.t.Spent}
+		Note: s.note, ConversationTurn: s.t.K, PreviousAnswer: s.t.PreviousAnswer, CallTokens: s.p.Spent}
 	if st.Action == bus.ActionSendInput {
-		st.TokensSeen = s.t.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
+		st.TokensSeen = s.p.Spent // the subagent's earlier turns: the call's (a lost attempt's turn counts nothing)
 	}
 	if s.rerun {
 		// The next attempt of a lost turn: a turn run again, at the place of the one it
@@ -153,7 +155,7 @@ func (s *step) dispatch() (backend.Outcome, bool) {
 
 // nextAttempt gives up on a lost attempt: its row (unless recorded already), a close step for
 // its subagent, and the next attempt's step, a spawn in the same workspace whose packet says why.
-func (s *step) nextAttempt(lost backend.LostAttempt, recorded bool) (backend.Outcome, bool) {
+func (s *step) nextAttempt(lost pull.LostAttempt, recorded bool) (backend.Outcome, bool) {
 	if !recorded {
 		s.rec.AttemptLost(lost)
 		// Durable before the close step acts on the host: a process that can no longer write

@@ -7,24 +7,26 @@ import (
 	"fmt"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/journal"
 )
 
 // Sent tells whether turn k of a call an earlier process left open may have been
-// dispatched, and what the journal recorded of it. A backend dispatches a turn only after the
+// dispatched, and what the journal recorded of it (with the step a pull backend published for
+// it). A backend dispatches a turn only after the
 // rows before it are durable, so a recorded step or turn of k says so, a last row of
 // thread_started means the task turn may have gone, and a last turn_started k means turn k+1
 // may have.
-func Sent(rec *replay.Call, k int) *backend.Sent {
+func Sent(rec *replay.Call, k int) *pull.Sent {
 	if rec == nil {
 		return nil
 	}
-	var sent *backend.Sent
+	var sent *pull.Sent
 	attempt := 0
 	for _, st := range rec.Steps {
 		if st.K == k {
-			sent, attempt = &backend.Sent{Marker: st.Marker, Attempt: st.Attempt, At: st.At}, st.Attempt
+			sent, attempt = &pull.Sent{Sent: backend.Sent{At: st.At}, Marker: st.Marker, Attempt: st.Attempt}, st.Attempt
 		}
 	}
 	for _, l := range rec.Lost {
@@ -36,7 +38,7 @@ func Sent(rec *replay.Call, k int) *backend.Sent {
 		// A turn of the step's own attempt: an earlier attempt's turn is not this step's.
 		if t.K == k && (sent == nil || sent.Marker == "" || t.Marker == sent.Marker) {
 			if sent == nil {
-				sent = &backend.Sent{At: t.At}
+				sent = &pull.Sent{Sent: backend.Sent{At: t.At}}
 			}
 			sent.TurnID = t.TurnID
 		}
@@ -47,9 +49,9 @@ func Sent(rec *replay.Call, k int) *backend.Sent {
 	last := rec.LastRow()
 	switch {
 	case k == 1 && last.Type == journal.TypeThreadStarted:
-		return &backend.Sent{At: last.At}
+		return &pull.Sent{Sent: backend.Sent{At: last.At}}
 	case k == 2 && last.Type == journal.TypeTurnStarted && last.K == 1:
-		return &backend.Sent{At: last.At}
+		return &pull.Sent{Sent: backend.Sent{At: last.At}}
 	}
 	return nil
 }

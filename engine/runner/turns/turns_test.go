@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/turns"
 	"github.com/crw-dev/crw/journal"
@@ -25,7 +26,7 @@ func TestSentSaysWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	assert.Nil(t, turns.Sent(&replay.Call{Prepared: prepared}, 1), "only prepared: nothing sent")
 
 	threaded := &replay.Call{Prepared: prepared, Thread: row(2, journal.TypeThreadStarted, 0)}
-	assert.Equal(t, &backend.Sent{At: at.Add(2 * time.Second)}, turns.Sent(threaded, 1), "the task turn may have gone")
+	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: at.Add(2 * time.Second)}}, turns.Sent(threaded, 1), "the task turn may have gone")
 	assert.Nil(t, turns.Sent(threaded, 2))
 
 	step := row(3, journal.TypeStepPublished, 1)
@@ -38,16 +39,16 @@ func TestSentSaysWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	own.Marker, own.TurnID = "m-2", "turn-of-attempt-2"
 	stepped := &replay.Call{Prepared: prepared, Thread: threaded.Thread, Steps: []*journal.Row{step}, Lost: []*journal.Row{lost},
 		Turns: []*journal.Row{old, own}}
-	assert.Equal(t, &backend.Sent{Marker: "m-2", Attempt: 2, At: step.At, Lost: "subagent_closed", TurnID: "turn-of-attempt-2"},
+	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: step.At, TurnID: "turn-of-attempt-2"}, Marker: "m-2", Attempt: 2, Lost: "subagent_closed"},
 		turns.Sent(stepped, 1), "the step's own attempt's turn")
 	stepped.Turns = []*journal.Row{old}
-	assert.Equal(t, &backend.Sent{Marker: "m-2", Attempt: 2, At: step.At, Lost: "subagent_closed"},
+	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: step.At}, Marker: "m-2", Attempt: 2, Lost: "subagent_closed"},
 		turns.Sent(stepped, 1), "an earlier attempt's turn is not the step's")
 
 	first := row(7, journal.TypeTurnStarted, 1)
 	first.TurnID = "t1"
 	repairing := &replay.Call{Prepared: prepared, Thread: threaded.Thread, Turns: []*journal.Row{first}}
-	assert.Equal(t, &backend.Sent{At: first.At}, turns.Sent(repairing, 2), "the turn after a started one may have gone")
+	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: first.At}}, turns.Sent(repairing, 2), "the turn after a started one may have gone")
 }
 
 func TestCountedIsTheTokensTheNextStepPublished(t *testing.T) {

@@ -12,13 +12,9 @@ import (
 	"syscall"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/cmd/crw/internal/runlog"
 	"github.com/crw-dev/crw/engine"
-	"github.com/crw-dev/crw/engine/backend/bound"
-	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // Run executes (or resumes) a run in this process with live progress and prints its end.
@@ -26,16 +22,9 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 	ctx, stop := signal.NotifyContext(c.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
-	bindStart, onEnd := OwnerHooks(ctx, c.Store, svc, id, c.IO.ErrOut)
 	end, err := Execute(ctx, svc, id, engine.ExecOptions{
-		Console: prog.logWriter(), OnEvent: prog.event, OnStart: func(run string) {
-			prog.started(run)
-			if bindStart != nil {
-				bindStart(run)
-			}
-		},
+		Console: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started, Warn: Warner(c.IO.ErrOut),
 	})
-	onEnd(end)
 	prog.done()
 	if err != nil {
 		return err
@@ -86,6 +75,12 @@ func Execute(ctx context.Context, svc *engine.Service, id string, x engine.ExecO
 	return svc.Execute(ctx, id, x)
 }
 
+// Warner prints a warning of this process (engine.ExecOptions.Warn: what a backend's lifecycle
+// hook could not do) on w.
+func Warner(w io.Writer) func(string) {
+	return func(warning string) { fmt.Fprintf(w, "crw: warning: %s\n", warning) }
+}
+
 // useEnv sets the variables env names in this process's environment and returns what puts
 // back what was there.
 func useEnv(env map[string]string) (restore func()) {
@@ -108,32 +103,4 @@ func useEnv(env map[string]string) (restore func()) {
 			}
 		}
 	}
-}
-
-// OwnerHooks are what a process of a session run does with its owner's binding: bind it again
-// once the run's started row is durable, when its line is not the one in force, and close it
-// when the run ends. Warnings go to w.
-func OwnerHooks(ctx context.Context, localStore func() (*local.Store, error), svc *engine.Service, id string, w io.Writer) (onStart func(string), onEnd func(*store.Status)) {
-	st, err := localStore()
-	if err != nil {
-		return nil, func(*store.Status) {}
-	}
-	spec, err := svc.Store.Spec(ctx, id)
-	if err != nil || spec.Backend != session.Name {
-		return nil, func(*store.Status) {}
-	}
-	onStart = func(string) {
-		if warning := ops.BindOwner(st, spec); warning != "" {
-			fmt.Fprintf(w, "crw: warning: %s\n", warning)
-		}
-	}
-	onEnd = func(end *store.Status) {
-		if end == nil || end.State != store.StateEnded {
-			return // a paused run keeps its owner: its line is closed by the next bind once it is not live
-		}
-		if err := bound.New(st.Root()).Close(spec.BackendOptions["owner"], id); err != nil {
-			fmt.Fprintf(w, "crw: warning: the owner's binding cannot be closed: %v\n", err)
-		}
-	}
-	return onStart, onEnd
 }

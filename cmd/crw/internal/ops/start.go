@@ -45,7 +45,7 @@ func Start(ctx context.Context, svc *engine.Service, st *local.Store, co engine.
 		p := SessionPreview(st, PreviewOf{Run: id, Owner: spec.BackendOptions["owner"], Host: spec.BackendOptions["host"],
 			CodexHome: spec.BackendOptions["codex-home"], Repo: spec.Repo, Roles: spec.Roles})
 		out.Preview = &p
-		if w := BindOwner(st, spec); w != "" {
+		if w := bindOwner(st, spec); w != "" {
 			out.Warnings = append(out.Warnings, w)
 		}
 	}

@@ -34,9 +34,7 @@ func runExec(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	onStart, onEnd := foreground.OwnerHooks(ctx, opts.Store, svc, opts.Run, opts.IO.ErrOut)
-	end, err := foreground.Execute(ctx, svc, opts.Run, engine.ExecOptions{Console: opts.IO.ErrOut, OnStart: onStart})
-	onEnd(end)
+	end, err := foreground.Execute(ctx, svc, opts.Run, engine.ExecOptions{Console: opts.IO.ErrOut, Warn: foreground.Warner(opts.IO.ErrOut)})
 	if err != nil {
 		return err
 	}
