@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -396,6 +398,12 @@ var runIDPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
 
 // ValidRunID reports whether id has the form of a run id: 20261130-052301-a1b2c3.
 func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+
+// Digest is the sha256 of a text, as rows record digests (sha256:<hex>).
+func Digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
 
 // Canonical is an answer as stored and delivered: compact, with its key order and numbers
 // exactly as written; doc as it is when it is not JSON.

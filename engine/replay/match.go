@@ -10,12 +10,6 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
-// Digest is the sha256 of a text, as rows record digests.
-func Digest(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(h[:])
-}
-
 // InputDigest identifies a call's inputs (role, prompt, schema, requested pair, handle, node):
 // a replayed call must have the same.
 func InputDigest(p *journal.Row) string {
@@ -38,13 +32,13 @@ func InputDigest(p *journal.Row) string {
 // needs them; a replayed call only compares its inputs.
 func WithDigests(row *journal.Row) *journal.Row {
 	if row.InputDigest == "" {
-		row.PromptDigest = Digest(row.Prompt)
+		row.PromptDigest = journal.Digest(row.Prompt)
 		row.InputDigest = InputDigest(row)
 	}
 	return row
 }
 
-var emptyPromptDigest = Digest("")
+var emptyPromptDigest = journal.Digest("")
 
 // EffectKey identifies the effect a call asks for: its role, node, prompt and schema. Two calls
 // with one key ask for an equivalent mutation, which only a proven not_applied verdict on the
@@ -55,7 +49,7 @@ type EffectKey [sha256.Size]byte
 func EffectKeyOf(p *journal.Row) EffectKey {
 	prompt := p.PromptDigest
 	if prompt == "" || p.Prompt != "" {
-		prompt = Digest(p.Prompt)
+		prompt = journal.Digest(p.Prompt)
 	}
 	h := sha256.New()
 	for _, f := range [...]string{p.Role, p.Node, prompt, p.SchemaDigest} {
@@ -145,7 +139,7 @@ type FieldDiff struct {
 func FieldDiffs(want, got *journal.Row) []FieldDiff {
 	wf, gf := inputFields(want), inputFields(got)
 	if want.Prompt == "" && want.PromptDigest != "" && want.PromptDigest != emptyPromptDigest {
-		wf[2][1], gf[2][1] = want.PromptDigest, Digest(got.Prompt)
+		wf[2][1], gf[2][1] = want.PromptDigest, journal.Digest(got.Prompt)
 	}
 	var out []FieldDiff
 	for i := range wf {

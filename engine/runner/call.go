@@ -586,25 +586,9 @@ func (c *call) Commit() error {
 
 // Dispatched implements pull.Recorder: the step a pull backend publishes the turn as.
 func (c *call) Dispatched(st pull.Step) {
-	row := &journal.Row{Type: journal.TypeStepPublished, Call: c.id, Marker: st.Marker, Op: st.Op, Attempt: st.Attempt,
-		Action: st.Action, Packet: st.Packet, PacketDigest: st.PacketDigest, Role: st.Role, AgentType: st.AgentType,
-		Model: st.Model, Effort: st.Effort, Workspace: st.Workspace, AgentID: st.AgentID, Note: st.Note,
-		PreviousAnswer: st.PreviousAnswer, ConversationTurn: st.ConversationTurn, ReplacesTurn: st.ReplacesTurn}
-	if st.Input != "" {
-		row.Input, _ = json.Marshal(st.Input)
-		row.InputDigest = replay.Digest(st.Input)
-	}
-	if !st.TokensSeen.IsZero() {
-		t := st.TokensSeen
-		row.TokensSeen = &t
-	}
-	if !st.CallTokens.IsZero() {
-		t := st.CallTokens
-		row.CallTokens = &t
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	row.K = c.k
+	row := st.Row(c.id, c.k)
 	if !c.take(row) {
 		return
 	}
@@ -713,7 +697,7 @@ func (r *runner) end(c *call, row *journal.Row) {
 	row.TurnIDs = c.turnIDs
 	row.RepairUsed = c.repairUsed
 	if row.Type == journal.TypeCompleted {
-		row.ResultDigest = replay.Digest(string(row.Output))
+		row.ResultDigest = journal.Digest(string(row.Output))
 	}
 	if !c.tokens.IsZero() {
 		t := c.tokens

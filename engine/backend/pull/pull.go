@@ -16,6 +16,8 @@
 package pull
 
 import (
+	"encoding/json"
+
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/journal"
 )
@@ -91,6 +93,27 @@ type Step struct {
 	CallTokens       journal.Tokens
 	ConversationTurn int
 	ReplacesTurn     int
+}
+
+// Row is the step_published row of the step, of turn k of call.
+func (st Step) Row(call string, k int) *journal.Row {
+	row := &journal.Row{Type: journal.TypeStepPublished, Call: call, K: k, Marker: st.Marker, Op: st.Op, Attempt: st.Attempt,
+		Action: st.Action, Packet: st.Packet, PacketDigest: st.PacketDigest, Role: st.Role, AgentType: st.AgentType,
+		Model: st.Model, Effort: st.Effort, Workspace: st.Workspace, AgentID: st.AgentID, Note: st.Note,
+		PreviousAnswer: st.PreviousAnswer, ConversationTurn: st.ConversationTurn, ReplacesTurn: st.ReplacesTurn}
+	if st.Input != "" {
+		row.Input, _ = json.Marshal(st.Input)
+		row.InputDigest = journal.Digest(st.Input)
+	}
+	if !st.TokensSeen.IsZero() {
+		t := st.TokensSeen
+		row.TokensSeen = &t
+	}
+	if !st.CallTokens.IsZero() {
+		t := st.CallTokens
+		row.CallTokens = &t
+	}
+	return row
 }
 
 // Bind is what a pull backend read of a subagent it bound to a step: a thread's

@@ -3,7 +3,6 @@ package decisions
 import (
 	"encoding/json"
 
-	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -28,7 +27,7 @@ func ReconciledRow(call string, v Verdict, by string) *journal.Row {
 	r := journal.Reconciled{Call: call, Verdict: v.Verdict, By: by}
 	if len(v.Output) > 0 {
 		r.Output = journal.Canonical(v.Output)
-		r.OutputDigest = replay.Digest(string(r.Output))
+		r.OutputDigest = journal.Digest(string(r.Output))
 	}
 	return r.Row()
 }
