@@ -20,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -151,7 +152,7 @@ func testResumeSupersedesUnmadeCall(t *testing.T, svc *engine.Service) {
 	ended := enginetest.OfType(rows, journal.TypeEnded)
 	require.Len(t, ended, 1)
 	assert.Less(t, fallback[1].Seq, ended[0].Seq)
-	s := engine.Summarize(rows)
+	s := timeline.Summarize(rows)
 	assert.Equal(t, store.Counts{"completed": 1, "superseded": 1}, s.Counts)
 	require.Len(t, s.Calls, 2, "no other call")
 	assert.Equal(t, 2, s.Calls[0].Attempts)
@@ -183,7 +184,7 @@ func testResumeSupersedesReplacedCall(t *testing.T, svc *engine.Service) {
 	types := enginetest.Types(fallback)
 	require.Equal(t, []string{journal.TypePrepared, journal.TypeSuperseded}, types)
 	assert.Equal(t, "superseded_by_resume", fallback[1].Reason)
-	assert.Equal(t, store.Counts{"completed": 2, "superseded": 1}, engine.Summarize(rows).Counts)
+	assert.Equal(t, store.Counts{"completed": 2, "superseded": 1}, timeline.Summarize(rows).Counts)
 }
 
 // TestReplayMutesTheConsole: a resumed script's console is muted while it replays what the

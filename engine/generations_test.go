@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -94,7 +95,7 @@ func testHeldCallKeepsItsTerminalRow(t *testing.T, svc *engine.Service) {
 	}, enginetest.Types(enginetest.CallRows(rows, "c1")), "a was prepared again and held again")
 	// What the process published counts b as the journal does.
 	assert.Equal(t, store.Counts{"held": 2}, res.Calls)
-	s := engine.Summarize(rows)
+	s := timeline.Summarize(rows)
 	assert.Equal(t, store.Counts{"held": 2}, s.Counts)
 	require.Len(t, s.Calls, 2)
 	assert.Equal(t, journal.CallStatus("held"), s.Calls[1].Status)
@@ -129,7 +130,7 @@ func testHeldCallKeepsItsTerminalRow(t *testing.T, svc *engine.Service) {
 	assert.Empty(t, enginetest.OfType(rows, journal.TypeSuperseded), "nothing is superseded")
 
 	// show reports the newest generation of each call.
-	s = engine.Summarize(rows)
+	s = timeline.Summarize(rows)
 	assert.Equal(t, store.Counts{"completed": 2}, s.Counts)
 	require.Len(t, s.Calls, 2)
 	assert.Equal(t, journal.CallStatus("completed"), s.Calls[1].Status)
@@ -214,5 +215,5 @@ export default async function main() {
 	assert.Equal(t, slow, enginetest.Types(c2), "the interrupted call keeps its one terminal row")
 	assert.Equal(t, "engine_paused", c2[4].Reason)
 	assert.Equal(t, store.Counts{"completed": 1, "held": 1}, res.Calls)
-	assert.Equal(t, store.Counts{"completed": 1, "held": 1}, engine.Summarize(rows).Counts)
+	assert.Equal(t, store.Counts{"completed": 1, "held": 1}, timeline.Summarize(rows).Counts)
 }

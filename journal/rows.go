@@ -1,3 +1,11 @@
+// Package journal is a run's record: the row (the wire format of every row type, one struct
+// whose members each row type uses a part of), the typed rows code builds them through, their
+// codec and checksum, export and import as JSON Lines, and the summary a writer keeps beside
+// the rows (Summary, Outstanding).
+//
+// It is over 1,500 lines because it is the one vocabulary every other package reads and
+// writes: each row type's members, its constructor and the summary's fold of it sit together,
+// so a row type is changed in one place.
 package journal
 
 import (

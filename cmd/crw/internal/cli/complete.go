@@ -11,7 +11,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/list"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/timeline"
 )
 
 // flagValues are the values a flag takes, where they are a closed set.
@@ -132,7 +132,7 @@ func callIDs(inv *invocation, ref string) []string {
 	return out
 }
 
-func statusOr(c engine.TimelineCall) string {
+func statusOr(c timeline.Call) string {
 	if c.Status == "" {
 		return "under way"
 	}

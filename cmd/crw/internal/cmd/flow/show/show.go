@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -94,7 +94,7 @@ func runShow(opts *Options) error {
 	return nil
 }
 
-func showCall(opts *Options, s *engine.Timeline, id string) error {
+func showCall(opts *Options, s *timeline.Timeline, id string) error {
 	for _, c := range s.Calls {
 		if c.Call == id {
 			opts.Print(c, func(w io.Writer) { printCall(w, c) })
@@ -104,7 +104,7 @@ func showCall(opts *Options, s *engine.Timeline, id string) error {
 	return errs.New(errs.InvalidRequest, "run %s has no call %q", s.Run, id)
 }
 
-func printCall(w io.Writer, c engine.TimelineCall) {
+func printCall(w io.Writer, c timeline.Call) {
 	status := cmdutil.Dash(string(c.Status))
 	if c.Reason != "" {
 		status += " " + c.Reason

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/journal"
 )
 
@@ -16,7 +16,7 @@ const maxShownWarnings = 20
 
 // printTimeline prints a run's timeline: its calls in a table, then its escalations, warnings,
 // steps and a summary.
-func printTimeline(w io.Writer, s *engine.Timeline) {
+func printTimeline(w io.Writer, s *timeline.Timeline) {
 	status := string(s.Status)
 	if status == "" {
 		status = "not ended"
