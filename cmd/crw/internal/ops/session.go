@@ -251,6 +251,10 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 		if ok {
 			return got, nil
 		}
+		// Whether a process holds the run is read before its status: a holder that ends the
+		// run publishes its end before it lets go, so a run no process held at the first read
+		// has its last word in the second.
+		held := local.Held(st.Root(), id)
 		if status, err := svc.Status(ctx, id); err == nil {
 			// No process will answer soon: a run that ended is done with every subagent, and
 			// a paused one with every step it no longer publishes.
@@ -268,7 +272,7 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 				return bus.Reply{Reply: bus.ReplyClose, Marker: r.Marker(), Agent: agent, Detail: detail}, nil
 			}
 		}
-		if !local.Held(st.Root(), id) {
+		if !held {
 			// No process holds the run to answer it (seed 003): queued at once. The process
 			// the owner's next crw flow next resumes reads it from the inbox.
 			reply.Detail = "no process holds the run: the report waits in the run's inbox; crw flow next " + id + " resumes the run, which answers it"
