@@ -180,12 +180,14 @@ func (d *stdinReader) end() {
 	case d.unanswerableID(line):
 	default:
 		for _, m := range messages(line) {
-			switch {
-			case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
+			if m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0 {
 				if key, ok := idKey(m.Params.RequestID); ok {
 					d.p.update(func(ids map[string]bool) { delete(ids, key) })
 				}
-			case m.Method != "":
+			}
+			// A message with a method and an id is a request, a cancel written with an id too:
+			// the SDK answers it, and the session's end waits for that answer.
+			if m.Method != "" {
 				if key, ok := idKey(m.ID); ok {
 					d.p.update(func(ids map[string]bool) { ids[key] = true })
 				}
