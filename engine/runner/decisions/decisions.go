@@ -21,6 +21,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -227,7 +228,7 @@ func (b *Book) answer(a store.Answer) {
 	defer b.mu.Unlock()
 	w := b.waiting[a.ID]
 	refuse := func(why string) {
-		b.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)}.Row())
+		b.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", termtext.Clip(a.ID, 200), why)}.Row())
 		b.host.FlushSoon()
 	}
 	ask := b.stepAsks[a.ID]
