@@ -286,3 +286,45 @@ func TestHostileAnswersAreWarningsAndChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestAStoppedRunLeavesItsAnswersForTheNextProcess: a process that stopped does not take the
+// answers left for the run: taken, they would be dropped (it writes nothing more), and the
+// process that resumes the run would never see them.
+func TestAStoppedRunLeavesItsAnswersForTheNextProcess(t *testing.T) {
+	h := &host{calls: map[string]journal.CallStatus{"c1": journal.StatusUnknown}}
+	_, _, j := book(t, h)
+	taken := 0
+	b := decisions.New(decisions.Config{Run: run, Replay: replay.New(nil, replay.Strict, nil), Journal: j, Host: h,
+		TakeAnswers: func() ([]store.Answer, error) {
+			taken++
+			return []store.Answer{{ID: "ship", Value: json.RawMessage(`{"ok":true}`)}}, nil
+		}})
+	require.NoError(t, b.Decide(crw.Decision{ID: "ship", Question: "Ship?", Schema: json.RawMessage(okSchema)}, func(json.RawMessage, error) {}))
+	b.EndedUnknown("n", "c1", nil)
+	h.Stop(errors.New("lease lost"))
+	b.Take()
+	assert.Zero(t, taken, "the answers are left in the store")
+	assert.Equal(t, []journal.PendingDecision{{ID: "ship", Question: "Ship?"}}, b.Pending())
+}
+
+// TestAStopBetweenTakingAndAnsweringJournalsNothing: the run stops while its answers are being
+// taken: none of them is journaled or delivered, and nothing waiting is released.
+func TestAStopBetweenTakingAndAnsweringJournalsNothing(t *testing.T) {
+	h := &host{calls: map[string]journal.CallStatus{"c1": journal.StatusUnknown}}
+	_, _, j := book(t, h)
+	b := decisions.New(decisions.Config{Run: run, Replay: replay.New(nil, replay.Strict, nil), Journal: j, Host: h,
+		TakeAnswers: func() ([]store.Answer, error) {
+			h.Stop(errors.New("lease lost"))
+			return []store.Answer{{ID: "ship", Value: json.RawMessage(`{"ok":true}`)}, {ID: "effect/c1", Value: json.RawMessage(`{"verdict":"applied"}`)}}, nil
+		}})
+	var got []string
+	require.NoError(t, b.Decide(crw.Decision{ID: "ship", Question: "Ship?", Schema: json.RawMessage(okSchema)},
+		func(v json.RawMessage, err error) { got = append(got, string(v)) }))
+	b.EndedUnknown("n", "c1", nil)
+	b.Take()
+	assert.Equal(t, []string{"decision_requested/ship"}, rowsOf(t, j))
+	assert.Empty(t, got)
+	assert.Equal(t, []journal.PendingDecision{{ID: "ship", Question: "Ship?"}}, b.Pending())
+	_, held := b.Hold("n")
+	assert.True(t, held)
+}

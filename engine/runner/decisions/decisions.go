@@ -197,8 +197,13 @@ func (b *Book) Loop() (stop func()) {
 }
 
 // Take journals and delivers the answers waiting for this process. An answer that fits no
-// decision the script waits for, or not its schema, is a warning row and is dropped.
+// decision the script waits for, or not its schema, is a warning row and is dropped. A process
+// that stopped takes none: it journals nothing more, and the answers are left for the process
+// that resumes the run.
 func (b *Book) Take() {
+	if b.host.Stopped() != nil {
+		return
+	}
 	b.mu.Lock()
 	idle := len(b.waiting) == 0
 	for _, ask := range b.stepAsks {
