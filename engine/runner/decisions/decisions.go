@@ -21,6 +21,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/schema"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -196,8 +197,13 @@ func (b *Book) Loop() (stop func()) {
 }
 
 // Take journals and delivers the answers waiting for this process. An answer that fits no
-// decision the script waits for, or not its schema, is a warning row and is dropped.
+// decision the script waits for, or not its schema, is a warning row and is dropped. A process
+// that stopped takes none: it journals nothing more, and the answers are left for the process
+// that resumes the run.
 func (b *Book) Take() {
+	if b.host.Stopped() != nil {
+		return
+	}
 	b.mu.Lock()
 	idle := len(b.waiting) == 0
 	for _, ask := range b.stepAsks {
@@ -227,7 +233,7 @@ func (b *Book) answer(a store.Answer) {
 	defer b.mu.Unlock()
 	w := b.waiting[a.ID]
 	refuse := func(why string) {
-		b.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", a.ID, why)}.Row())
+		b.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", termtext.Clip(a.ID, 200), why)}.Row())
 		b.host.FlushSoon()
 	}
 	ask := b.stepAsks[a.ID]

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/plant"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -19,12 +21,29 @@ func (b *Book) reconcile(call string, a store.Answer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	refuse := func(why string) {
-		b.j.Append(journal.Warning{Reason: "verdict_refused", Detail: fmt.Sprintf("the verdict on %s: %s", call, why)}.Row())
+		b.j.Append(journal.Warning{Reason: "verdict_refused", Detail: fmt.Sprintf("the verdict on %q: %s", termtext.Clip(call, 200), why)}.Row())
 		b.host.FlushSoon()
+	}
+	if len(a.Value) > MaxAnswer {
+		refuse(fmt.Sprintf("the verdict is %d bytes long; the limit is %d", len(a.Value), MaxAnswer))
+		return
 	}
 	if err := json.Unmarshal(a.Value, &v); err != nil || (v.Verdict != VerdictApplied && v.Verdict != VerdictNotApplied) {
 		refuse("not a verdict")
 		return
+	}
+	if len(v.Output) > 0 {
+		// The output is read as an answer is (UTF-8, within its depth): the script is given it.
+		if v.Verdict != VerdictApplied {
+			refuse("only an applied verdict has an output")
+			return
+		}
+		doc, _, err := schema.ParseAnswer(string(v.Output))
+		if err != nil {
+			refuse("its output: " + err.Error())
+			return
+		}
+		v.Output = doc
 	}
 	if b.reconciled[call] {
 		refuse("it was reconciled already")
