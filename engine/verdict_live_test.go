@@ -18,7 +18,8 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// liveVerdictThenCommit keeps its process alive with a slow call, loses a call of node n, waits
+// liveVerdictThenCommit keeps its process alive with a slow call (20 s: far longer than a
+// verdict takes to reach a live process, even on a loaded machine), loses a call of node n, waits
 // for the verdict, builds again on n and commits it.
 const liveVerdictThenCommit = `import { agent } from "crw:agent";
 import crw from "crw";
@@ -47,7 +48,7 @@ func TestTwoLiveVerdictsAtOnceThenACommit(t *testing.T) {
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
 	require.NoError(t, err)
 	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
-  {"match": {"call": 1}, "turns": [{"text": "late", "delay_ms": 4000}]},
+  {"match": {"call": 1}, "turns": [{"text": "late", "delay_ms": 20000}]},
   {"match": {"call": 2}, "turns": [{"lost": true}]},
   {"match": {"call": 3}, "turns": [{"text": "done", "files": {"out.txt": "x\n"}}]}
 ]}`))
