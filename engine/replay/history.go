@@ -13,12 +13,10 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crw-dev/crw/engine/callstate"
@@ -71,27 +69,17 @@ type Call struct {
 	Placement string
 	Alloc     int
 	Placed    *journal.Row
-
-	// The CallResult a settled call replays, built ahead of the replay or on demand,
-	// whichever comes first (both build the same bytes).
-	result atomic.Pointer[json.RawMessage]
 }
 
 // Result is the CallResult a call with a terminal row gives the script again; omitSeqs is the
 // run's started row's OmitCallSeqs, the same for every call. A call without its rows has none:
 // Load it first.
-func (c *Call) Result(run string, omitSeqs bool) json.RawMessage {
-	if res := c.result.Load(); res != nil {
-		return *res
-	}
+func (c *Call) Result(run string, omitSeqs bool) result.CallResult {
 	cr := result.Build(run, c.Prepared, c.Thread, c.Terminal)
 	if omitSeqs {
 		cr = cr.WithoutSeqs()
 	}
-	b, _ := json.Marshal(cr)
-	res := json.RawMessage(b)
-	c.result.Store(&res)
-	return res
+	return cr
 }
 
 // Began reports whether the call went past its gate in an earlier process: it has a row after
@@ -681,8 +669,8 @@ func (h *History) loadLocked(c *Call) (*Call, error) {
 const prefetchAhead = 128
 
 // Prefetch loads the paged calls given, in that order (the order a replay delivers them), on a
-// goroutine of its own, at most prefetchAhead ahead of the deliveries, and builds their results:
-// a replay mostly finds a call's rows read and its result built when its turn comes, the
+// goroutine of its own, at most prefetchAhead ahead of the deliveries: a replay mostly finds a
+// call's rows read when its turn comes, the
 // journal's second reading done beside the script rather than in its way. It stops at the
 // first call it cannot load (Load then says why), or at StopPrefetch.
 func (h *History) Prefetch(calls []*Call) {
@@ -690,7 +678,6 @@ func (h *History) Prefetch(calls []*Call) {
 		return
 	}
 	h.room, h.stop = make(chan struct{}, prefetchAhead), make(chan struct{})
-	omit := h.OmitCallSeqs()
 	go func() {
 		for _, c := range calls {
 			if c.Decision || !c.Paged() {
@@ -717,7 +704,6 @@ func (h *History) Prefetch(calls []*Call) {
 			h.prefetched[c] = got
 			h.prefetchMu.Unlock()
 			h.loadMu.Unlock()
-			got.Result(h.Run, omit)
 		}
 	}()
 }
@@ -787,18 +773,6 @@ func (h *History) Outcomes() []*Call {
 		}
 	}
 	return out
-}
-
-// BuildResults makes the CallResults of calls in the background, in the order given (the order
-// a replay hands them over), so the script's loop mostly finds them ready.
-func (h *History) BuildResults(calls []*Call) {
-	go func() {
-		for _, c := range calls {
-			if !c.Decision {
-				c.Result(h.Run, h.OmitCallSeqs())
-			}
-		}
-	}()
 }
 
 // OmitCallSeqs reports whether the run's CallResults go without meta.startSeq and meta.endSeq,

@@ -107,7 +107,7 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	for _, id := range []string{"c1", "c3", "c2"} {
 		got, err := paged.Load(paged.ByID[id])
 		require.NoError(t, err)
-		assert.Equal(t, string(full.ByID[id].Result(full.Run, false)), string(got.Result(paged.Run, false)), id)
+		assert.Equal(t, full.ByID[id].Result(full.Run, false), got.Result(paged.Run, false), id)
 		assert.Equal(t, full.ByID[id].Terminal.At, got.Terminal.At, id)
 	}
 	_, err = paged.Load(paged.ByID["c1"])
@@ -152,7 +152,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	late := paged.Order[1499]
 	got, err := paged.Load(late)
 	require.NoError(t, err)
-	assert.Equal(t, string(full.ByID[late.ID].Result(full.Run, false)), string(got.Result(paged.Run, false)))
+	assert.Equal(t, full.ByID[late.ID].Result(full.Run, false), got.Result(paged.Run, false))
 	for i, c := range paged.Order {
 		if i == 1600 {
 			require.Eventually(t, func() bool { return replay.Prefetched(paged) == min(replay.PrefetchAhead, n-1600) }, time.Minute, time.Millisecond,
@@ -165,7 +165,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 		}
 		got, err := paged.Load(c)
 		require.NoError(t, err, c.ID)
-		require.Equal(t, string(full.ByID[c.ID].Result(full.Run, false)), string(got.Result(paged.Run, false)), c.ID)
+		require.Equal(t, full.ByID[c.ID].Result(full.Run, false), got.Result(paged.Run, false), c.ID)
 		require.Equal(t, "th-"+c.ID, got.Thread.ThreadID)
 	}
 	paged.StopPrefetch()

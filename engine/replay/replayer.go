@@ -87,13 +87,9 @@ func New(h *History, mode Mode, wake func()) *Replayer {
 		if mode == Align {
 			r.order = h.Outcomes()
 		}
-		if h.src == nil {
-			h.BuildResults(r.order)
-		} else {
-			// A paged History reads each call's rows again for its delivery (Load), a bounded
-			// number of calls ahead.
-			h.Prefetch(r.order)
-		}
+		// A paged History reads each call's rows again for its delivery (Load), a bounded
+		// number of calls ahead.
+		h.Prefetch(r.order)
 	}
 	return r
 }

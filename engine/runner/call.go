@@ -770,27 +770,28 @@ func (r *runner) replayed(c *call, rec *replay.Call) func() {
 			return
 		}
 		c.fromRecord(full)
-		r.delivery(c, full.Terminal, full.Result(r.id, r.spec.OmitCallSeqs), true)()
+		cr := full.Result(r.id, r.spec.OmitCallSeqs)
+		r.delivery(c, full.Terminal, &cr, true)()
 	}
 }
 
-// delivery is what gives the script a call's CallResult: res when the record has it built,
+// delivery is what gives the script a call's CallResult: cr when the record has it built,
 // else built from the call's rows. It runs under the replay's lock and must not take r.mu.
-func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replayed bool) func() {
+func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, replayed bool) func() {
 	return func() {
 		status := journal.StatusOf(row.Type)
-		if res == nil {
+		if cr == nil {
 			c.mu.Lock()
 			thread := c.thread
 			c.mu.Unlock()
-			cr := result.Build(r.id, c.prepared, thread, row)
+			built := result.Build(r.id, c.prepared, thread, row)
 			if r.spec.OmitCallSeqs {
-				cr = cr.WithoutSeqs()
+				built = built.WithoutSeqs()
 			}
-			res, _ = json.Marshal(cr)
+			cr = &built
 		}
 		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
-		c.settle(res, func() {
+		c.settle(ScriptResult(*cr), func() {
 			r.clock = row.At
 			r.mu.Lock()
 			delete(r.calls, c.id)
@@ -805,4 +806,9 @@ func (r *runner) delivery(c *call, row *journal.Row, res json.RawMessage, replay
 			}
 		})
 	}
+}
+
+// ScriptResult is the CallResult cr as the agent module takes it.
+func ScriptResult(cr result.CallResult) agent.Result {
+	return agent.Result{CallID: cr.CallID, Handle: cr.Handle, Status: string(cr.Status), Output: cr.Output, Reason: cr.Reason, Meta: cr.Meta}
 }

@@ -298,7 +298,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 			return
 		}
 		res, at := full.Result(s.h.Run, s.h.OmitCallSeqs()), full.Terminal.At
-		settle(res, func() { s.clock = at })
+		settle(runner.ScriptResult(res), func() { s.clock = at })
 	})
 	return nil
 }
@@ -315,7 +315,7 @@ func (s *host) held(p *journal.Row, settle agent.Settle, why string, nth int) fu
 	if s.h.OmitCallSeqs() {
 		cr = cr.WithoutSeqs()
 	}
-	res, _ := json.Marshal(cr)
+	res := runner.ScriptResult(cr)
 	return func() { settle(res, nil) }
 }
 

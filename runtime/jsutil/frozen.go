@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/dop251/goja"
@@ -12,18 +11,14 @@ import (
 
 // FrozenParser returns a parser of JSON into deeply frozen JS values. It builds every object
 // with non-writable, non-configurable properties and then freezes it, which is several times
-// cheaper than JSON.parse followed by a freezing walk: a CallResult is parsed once per call.
+// cheaper than JSON.parse followed by a freezing walk: a call's output is parsed once per call.
 // The values are what JSON.parse would give: same keys in the same order, same numbers.
 //
-// Members of the top-level object named in lazy are built on first read: each is a
-// non-configurable getter that parses its value (deeply frozen) once. A result's meta is seldom
-// read, and building it is most of the work of a replayed call.
-//
 // It freezes with the intrinsics in took before the script ran.
-func FrozenParser(in *Intrinsics, lazy ...string) func(data []byte) (goja.Value, error) {
+func FrozenParser(in *Intrinsics) func(data []byte) (goja.Value, error) {
 	rt, freeze, seal := in.rt, in.freeze, in.preventEx
 	return func(data []byte) (goja.Value, error) {
-		p := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: data, lazy: lazy}
+		p := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: data}
 		p.space()
 		if p.i >= len(p.data) {
 			return goja.Null(), nil
@@ -40,10 +35,10 @@ func FrozenParser(in *Intrinsics, lazy ...string) func(data []byte) (goja.Value,
 	}
 }
 
-// maxFrozenDepth bounds recursion on hostile input. It is engine/result.MaxOutputDepth: a
-// CallResult's output may nest that deeply inside the result's own object (answers are held
-// to fewer levels, schema.MaxDataDepth), and a journal row beyond it is refused as damaged
-// before any result is built.
+// maxFrozenDepth bounds recursion on hostile input: the arrays and objects a value may nest.
+// It is engine/result.MaxOutputDepth, which replay.Read holds every output it delivers to, so
+// every output crw journals can be given to a script; answers are held to fewer levels
+// (schema.MaxDataDepth).
 const maxFrozenDepth = 512
 
 type frozenParser struct {
@@ -52,7 +47,6 @@ type frozenParser struct {
 	preventExtensions goja.Callable
 	data              []byte
 	i                 int
-	lazy              []string
 }
 
 func (p *frozenParser) errorf(format string, args ...any) error {
@@ -70,14 +64,14 @@ func (p *frozenParser) space() {
 	}
 }
 
+// value reads the value at p.i; depth is how many arrays and objects hold it.
 func (p *frozenParser) value(depth int) (goja.Value, error) {
-	if depth > maxFrozenDepth {
-		return nil, p.errorf("nested too deeply")
-	}
 	if p.i >= len(p.data) {
 		return nil, p.errorf("unexpected end")
 	}
 	switch c := p.data[p.i]; {
+	case (c == '{' || c == '[') && depth >= maxFrozenDepth:
+		return nil, p.errorf("nested too deeply")
 	case c == '{':
 		return p.object(depth)
 	case c == '[':
@@ -169,21 +163,11 @@ func (p *frozenParser) object(depth int) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		var defined error
-		if depth == 0 && slices.Contains(p.lazy, key) {
-			getter, err := p.lazyGetter()
-			if err != nil {
-				return nil, err
-			}
-			defined = obj.DefineAccessorProperty(key, getter, nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
-		} else {
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			defined = obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
 		}
-		if defined != nil {
+		if obj.DefineDataProperty(key, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE) != nil {
 			// The name came before (RFC 8259 leaves a repeated name's meaning open), and a
 			// frozen member cannot be defined again: build this object again the slow way,
 			// where the last value wins, as JSON.parse has it.
@@ -245,28 +229,6 @@ func (p *frozenParser) frozen(obj *goja.Object) (goja.Value, error) {
 	return obj, nil
 }
 
-// lazyGetter moves past a member's value and returns a getter that builds it on first read.
-func (p *frozenParser) lazyGetter() (goja.Value, error) {
-	start := p.i
-	if err := p.skip(1); err != nil {
-		return nil, err
-	}
-	raw := p.data[start:p.i]
-	var built goja.Value
-	rt, freeze, seal := p.rt, p.freeze, p.preventExtensions
-	return rt.ToValue(func(goja.FunctionCall) goja.Value {
-		if built == nil {
-			sub := &frozenParser{rt: rt, freeze: freeze, preventExtensions: seal, data: raw}
-			v, err := sub.value(1)
-			if err != nil {
-				panic(rt.NewGoError(err))
-			}
-			built = v
-		}
-		return built
-	}), nil
-}
-
 // objectWithRepeats builds an object some of whose member names repeat: each name stands
 // where it first appears, with the value it last has.
 func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
@@ -279,12 +241,7 @@ func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		var v goja.Value
-		if depth == 0 && slices.Contains(p.lazy, key) {
-			v, err = p.lazyGetter()
-		} else {
-			v, err = p.value(depth + 1)
-		}
+		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
@@ -304,73 +261,11 @@ func (p *frozenParser) objectWithRepeats(depth int) (goja.Value, error) {
 	}
 	obj := p.rt.NewObject()
 	for i, key := range names {
-		var err error
-		if depth == 0 && slices.Contains(p.lazy, key) {
-			err = obj.DefineAccessorProperty(key, values[i], nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
-		} else {
-			err = obj.DefineDataProperty(key, values[i], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
-		}
-		if err != nil {
+		if err := obj.DefineDataProperty(key, values[i], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 			return nil, p.errorf("member %q: %v", key, err)
 		}
 	}
 	return p.sealed(obj)
-}
-
-// skip moves past one JSON value without building it.
-func (p *frozenParser) skip(depth int) error {
-	if depth > maxFrozenDepth {
-		return p.errorf("nested too deeply")
-	}
-	p.space()
-	if p.i >= len(p.data) {
-		return p.errorf("unexpected end")
-	}
-	switch p.data[p.i] {
-	case '"':
-		_, err := p.str()
-		return err
-	case '{', '[':
-		closer := byte('}')
-		if p.data[p.i] == '[' {
-			closer = ']'
-		}
-		p.i++
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == closer {
-			p.i++
-			return nil
-		}
-		for {
-			if closer == '}' {
-				p.space()
-				if _, err := p.str(); err != nil {
-					return err
-				}
-				p.space()
-				if p.i >= len(p.data) || p.data[p.i] != ':' {
-					return p.errorf("expected ':'")
-				}
-				p.i++
-			}
-			if err := p.skip(depth + 1); err != nil {
-				return err
-			}
-			p.space()
-			if p.i < len(p.data) && p.data[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.data) && p.data[p.i] == closer {
-				p.i++
-				return nil
-			}
-			return p.errorf("expected ',' or %q", closer)
-		}
-	default:
-		_, err := p.value(depth)
-		return err
-	}
 }
 
 // memberName reads an object member's name and the colon after it, and the space around them.

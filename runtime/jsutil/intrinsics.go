@@ -106,6 +106,12 @@ func (in *Intrinsics) Data(o *goja.Object, name string) (Prop, error) {
 	return Prop{}, nil
 }
 
+// PreventExtensions is the pristine Object.preventExtensions: an object whose properties are
+// all non-writable and non-configurable is frozen by it.
+func (in *Intrinsics) PreventExtensions(o *goja.Object) (goja.Value, error) {
+	return in.preventEx(goja.Undefined(), o)
+}
+
 // Parse is the pristine JSON.parse.
 func (in *Intrinsics) Parse(data []byte) (goja.Value, error) {
 	if len(data) == 0 {

@@ -186,6 +186,8 @@ type Host struct {
 	Order []int         // for InOrder
 	// Result builds the CallResult JSON of a call (default DefaultResult).
 	Result func(c Call) json.RawMessage
+	// Given, when set, is the CallResult of a call as the module takes it, instead of Result's.
+	Given func(c Call) agent.Result
 	// CallError, when it returns an error, refuses the call at its call site.
 	CallError func(req agent.Request) error
 	// TierStepError and CommitError are thrown by crw.tierStep and crw.commit.
@@ -338,14 +340,41 @@ func (h *Host) deliver(c *Call, result json.RawMessage) {
 	c.settled = true
 	snapshot := *c
 	h.mu.Unlock()
-	if result == nil {
-		result = h.Result(snapshot)
+	var given agent.Result
+	switch {
+	case result != nil:
+		given = resultOf(result)
+	case h.Given != nil:
+		given = h.Given(snapshot)
+	default:
+		given = resultOf(h.Result(snapshot))
 	}
-	c.settle(result, func() {
+	c.settle(given, func() {
 		h.mu.Lock()
 		h.delivered = append(h.delivered, c.Index)
 		h.mu.Unlock()
 	})
+}
+
+// resultOf is the agent.Result a CallResult's JSON gives. A text that is not a CallResult's
+// JSON is given as the output, which the module then cannot parse: a host's bad result.
+func resultOf(data json.RawMessage) agent.Result {
+	var r struct {
+		CallID string          `json:"callId"`
+		Handle *string         `json:"handle"`
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+		Reason *string         `json:"reason"`
+		Meta   json.RawMessage `json:"meta"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return agent.Result{Output: data}
+	}
+	out := agent.Result{CallID: r.CallID, Handle: r.Handle, Status: r.Status, Output: r.Output, Reason: r.Reason}
+	if r.Meta != nil {
+		out.Meta = r.Meta
+	}
+	return out
 }
 
 // Settle settles call i (Manual mode), from any goroutine; a nil result is the host's Result.

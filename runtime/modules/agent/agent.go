@@ -40,16 +40,29 @@ type Request struct {
 
 // Caller runs calls for the module. Call is invoked on the loop goroutine in the order the
 // script issues calls; it must not block. The caller calls settle exactly once, from any
-// goroutine, with the CallResult as JSON; results reach the script in the order settle is
-// called. An error from Call is thrown at the call site (an errs.Coded sets its code and reason),
-// and settle is then never called.
+// goroutine, with the CallResult; results reach the script in the order settle is called. An
+// error from Call is thrown at the call site (an errs.Coded sets its code and reason), and
+// settle is then never called.
 type Caller interface {
 	Call(req Request, settle Settle) error
 }
 
-// Settle delivers a call's CallResult (JSON). onLoop, when not nil, runs on the loop goroutine
-// right before the script sees the result: the run advances its clock there.
-type Settle func(result json.RawMessage, onLoop func())
+// Settle delivers a call's CallResult. onLoop, when not nil, runs on the loop goroutine right
+// before the script sees the result: the run advances its clock there.
+type Settle func(result Result, onLoop func())
+
+// Result is a call's CallResult as a host gives it (call-result.md). The module builds the
+// deeply frozen object the script sees from it directly, its members in this order: only
+// Output is JSON text, and Meta is made JSON (encoding/json) when the script first reads
+// result.meta, which most scripts seldom do; building it is most of a replayed call's work.
+type Result struct {
+	CallID string
+	Handle *string // nil: null
+	Status string
+	Output json.RawMessage // nil: null
+	Reason *string         // nil: null
+	Meta   any             // nil: null
+}
 
 type agentModule struct {
 	rt          *goja.Runtime
@@ -57,7 +70,7 @@ type agentModule struct {
 	loop        *eventloop.Loop
 	caller      Caller
 	freeze      func(goja.Value) goja.Value
-	parseResult func([]byte) (goja.Value, error) // JSON to a deeply frozen value
+	parseFrozen func([]byte) (goja.Value, error) // JSON to a deeply frozen value
 	// schemas keeps the JSON of the schema objects calls were given: a workflow passes the same
 	// few to thousands of calls (the exports of crw:lib/schemas modules, frozen once checked,
 	// or its own constants).
@@ -78,7 +91,7 @@ const maxSites = 4096
 // when not nil, follows the promises the calls return.
 func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker *Tracker) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseResult: jsutil.FrozenParser(in, "meta"), schemas: in.NewMemo(maxSchemas, MaxSchemaBytes)}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseFrozen: jsutil.FrozenParser(in), schemas: in.NewMemo(maxSchemas, MaxSchemaBytes)}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -115,12 +128,12 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 
 	promise, resolve, _ := rt.NewPromise()
 	enqueue := m.loop.Reserve()
-	settle := func(result json.RawMessage, onLoop func()) {
+	settle := func(result Result, onLoop func()) {
 		enqueue(func() error {
 			if onLoop != nil {
 				onLoop()
 			}
-			v, err := m.parseResult(result)
+			v, err := m.resultValue(result, req.Site)
 			if err != nil {
 				// The host's failure, not an exception of the script. The parser's words are
 				// left out: they quote the answer (a member's name), which no error carries.
@@ -135,6 +148,75 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	}
 	m.tracker.add(promise)
 	return rt.ToValue(promise)
+}
+
+// resultValue builds the deeply frozen CallResult object of r: its members non-writable and
+// non-configurable, meta a non-configurable getter that builds its value once.
+func (m *agentModule) resultValue(r Result, site string) (goja.Value, error) {
+	rt := m.rt
+	output := goja.Null()
+	if r.Output != nil {
+		v, err := m.parseFrozen(r.Output)
+		if err != nil {
+			return nil, err
+		}
+		output = v
+	}
+	obj := rt.NewObject()
+	for _, p := range [...]struct {
+		name  string
+		value goja.Value
+	}{
+		{"callId", rt.ToValue(r.CallID)},
+		{"handle", m.orNull(r.Handle)},
+		{"status", rt.ToValue(r.Status)},
+		{"output", output},
+		{"reason", m.orNull(r.Reason)},
+	} {
+		if err := obj.DefineDataProperty(p.name, p.value, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+			return nil, err
+		}
+	}
+	if err := obj.DefineAccessorProperty("meta", m.metaGetter(r.Meta, site), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		return nil, err
+	}
+	return m.in.PreventExtensions(obj)
+}
+
+func (m *agentModule) orNull(s *string) goja.Value {
+	if s == nil {
+		return goja.Null()
+	}
+	return m.rt.ToValue(*s)
+}
+
+// metaGetter is the getter of a result's meta: it builds the value on its first read, deeply
+// frozen, and gives that same value on every read. A meta that cannot be built (no host's
+// can) throws at the read; the words of the failure are left out, as for a result.
+func (m *agentModule) metaGetter(meta any, site string) goja.Value {
+	var built goja.Value
+	rt := m.rt
+	return rt.ToValue(func(goja.FunctionCall) goja.Value {
+		if built == nil {
+			v, err := m.metaValue(meta)
+			if err != nil {
+				panic(rt.NewGoError(fmt.Errorf("agent.call: the meta of the result of %s could not be given to the script", site)))
+			}
+			built, meta = v, nil
+		}
+		return built
+	})
+}
+
+func (m *agentModule) metaValue(meta any) (goja.Value, error) {
+	if meta == nil {
+		return goja.Null(), nil
+	}
+	data, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	return m.parseFrozen(data)
 }
 
 func (m *agentModule) parse(arg goja.Value) Request {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,14 +285,59 @@ func TestResultShape(t *testing.T) {
 	t.Parallel()
 	script := runtimetest.Main(`
 	const r = await agent.call({ role: "executor", prompt: "hello" });
-	return r;`)
+	const d = Object.getOwnPropertyDescriptor(r, "meta");
+	const m = r.meta;
+	return { text: JSON.stringify(r), keys: Object.keys(r).join(","), frozen: Object.isFrozen(r) && Object.isFrozen(m) && Object.isFrozen(m.z),
+		meta: [typeof d.get, d.set === undefined, d.enumerable, d.configurable, m === r.meta],
+		data: ["callId", "status", "output"].map(k => { const x = Object.getOwnPropertyDescriptor(r, k); return [x.writable, x.configurable, x.enumerable]; }) };`)
 	out, _ := run(t, script, hostOpt(func(h *runtimetest.Host) {
 		h.Result = func(runtimetest.Call) json.RawMessage {
-			return json.RawMessage(`{"callId":"c9","status":"null_model","output":null,"reason":"schema_invalid_after_repair","meta":{"z":1,"a":2}}`)
+			return json.RawMessage(`{"callId":"c9","status":"null_model","output":null,"reason":"schema_invalid_after_repair","meta":{"z":[1],"a":2}}`)
 		}
 	}))
-	// The result reaches the script as the JSON the host gave, key order included.
-	assert.Equal(t, `{"callId":"c9","status":"null_model","output":null,"reason":"schema_invalid_after_repair","meta":{"z":1,"a":2}}`, string(out))
+	// Every member of call-result.md, in its order, whatever the host left out; meta is a
+	// getter that gives one frozen value, built from the host's meta with its keys' order.
+	assert.JSONEq(t, `{
+		"text": "{\"callId\":\"c9\",\"handle\":null,\"status\":\"null_model\",\"output\":null,\"reason\":\"schema_invalid_after_repair\",\"meta\":{\"z\":[1],\"a\":2}}",
+		"keys": "callId,handle,status,output,reason,meta",
+		"frozen": true,
+		"meta": ["function", true, true, false, true],
+		"data": [[false, false, true], [false, false, true], [false, false, true]]
+	}`, string(out))
+}
+
+// countedMeta is a meta that counts how often it is made JSON, and fails when told to.
+type countedMeta struct {
+	n    *atomic.Int32
+	fail bool
+}
+
+func (m countedMeta) MarshalJSON() ([]byte, error) {
+	m.n.Add(1)
+	if m.fail {
+		return nil, errors.New("meta cannot be made")
+	}
+	return []byte(`{"n":7}`), nil
+}
+
+// TestMetaNotBuiltUntilRead: a result's meta is made JSON when the script first reads it, once,
+// and a meta that cannot be made throws at that read, the run going on.
+func TestMetaNotBuiltUntilRead(t *testing.T) {
+	t.Parallel()
+	var built atomic.Int32
+	out, r := run(t, runtimetest.Main(`
+	const a = await agent.call({ role: "executor", prompt: "a" });
+	const b = await agent.call({ role: "executor", prompt: "b" });
+	const c = await agent.call({ role: "executor", prompt: "fail" });
+	let thrown = "";
+	try { c.meta; } catch (e) { thrown = String(e.message || e); }
+	return [a.status, JSON.stringify(b), b.meta.n, b.meta === b.meta, thrown];`), hostOpt(func(h *runtimetest.Host) {
+		h.Given = func(c runtimetest.Call) agent.Result {
+			return agent.Result{CallID: "c", Status: "completed", Output: json.RawMessage(`"o"`), Meta: countedMeta{n: &built, fail: c.Request.Prompt == "fail"}}
+		}
+	}))
+	assert.JSONEq(t, `["completed", "{\"callId\":\"c\",\"handle\":null,\"status\":\"completed\",\"output\":\"o\",\"reason\":null,\"meta\":{\"n\":7}}", 7, true, "agent.call: the meta of the result of `+r.Path+`:8:24 could not be given to the script"]`, string(out))
+	assert.Equal(t, int32(2), built.Load(), "b's meta once, c's once; a's never")
 }
 
 // TestSettleOrder: whatever order the calls were issued in, the script observes them in the
