@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -104,7 +105,7 @@ export default async function main() {
 	key := enginetest.OfType(enginetest.CallRows(rows, "c1"), journal.TypeNullModel)
 	require.Len(t, key, 1)
 	assert.Equal(t, `/key: "`+secretValue+`" does not match the pattern "^ok-[0-9]+$"`, key[0].Detail)
-	tl, err := svc.Timeline(ctx, id)
+	tl, err := svc.Timeline(ctx, id, timeline.Options{})
 	require.NoError(t, err)
 	require.Len(t, tl.Calls, 2)
 	assert.Contains(t, tl.Calls[0].Detail, secretValue)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -191,7 +192,7 @@ export default async function main() {
 			assert.Equal(t, []string{journal.TypeStarted, journal.TypeEnded}, enginetest.Types(rows))
 			assert.Equal(t, id, rows[0].Run)
 			assert.Equal(t, wfPath, rows[0].Workflow)
-			tl, err := svc.Timeline(ctx, id)
+			tl, err := svc.Timeline(ctx, id, timeline.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, id, tl.Run)
 			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, host)})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -61,7 +62,7 @@ export default async function main() {
 			require.Len(t, list, 1)
 			assert.Equal(t, *st, list[0])
 
-			tl, err := o.Service.Timeline(context.Background(), o.Status.Run)
+			tl, err := o.Service.Timeline(context.Background(), o.Status.Run, timeline.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, tl.Counts, st.Calls, "as the timeline counts")
 			assert.Equal(t, tl.Tokens, st.Tokens)

@@ -118,7 +118,7 @@ func callIDs(inv *invocation, ref string) []string {
 	if err != nil {
 		return nil
 	}
-	tl, err := svc.Timeline(ctx, run)
+	tl, err := svc.Timeline(ctx, run, timeline.Options{})
 	if err != nil {
 		return nil
 	}

@@ -11,13 +11,22 @@ import (
 // WriteJSON prints v as one JSON object on a line, escaped as every command escapes: <, > and &
 // as they are, also inside what the journal kept escaped.
 func WriteJSON(w io.Writer, v any) {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// MarshalJSON is v's JSON as WriteJSON writes it, without the line's end.
+func MarshalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return
+		return nil, err
 	}
-	_, _ = w.Write(journal.UnescapeHTML(b.Bytes()))
+	return journal.UnescapeHTML(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
 }
 
 // Compact is a JSON value on one line, unescaped as WriteJSON writes it.

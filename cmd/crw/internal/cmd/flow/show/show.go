@@ -3,6 +3,7 @@
 package show
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
 )
@@ -83,25 +85,77 @@ func runShow(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	s, err := svc.Timeline(opts.Ctx, run)
+	if len(opts.Args) == 2 {
+		return showCall(opts, svc, run, opts.Args[1])
+	}
+	if opts.JSON {
+		return writeJSON(opts, svc, run)
+	}
+	// The table needs no call's prompt or answer: what is kept of a call is its entry.
+	f, err := svc.Fold(opts.Ctx, run, timeline.Options{})
 	if err != nil {
 		return err
 	}
-	if len(opts.Args) == 2 {
-		return showCall(opts, s, opts.Args[1])
-	}
-	opts.Print(s, func(w io.Writer) { printTimeline(w, s) })
+	printTimeline(opts.IO.Out, f)
 	return nil
 }
 
-func showCall(opts *Options, s *timeline.Timeline, id string) error {
-	for _, c := range s.Calls {
-		if c.Call == id {
-			opts.Print(c, func(w io.Writer) { printCall(w, c) })
-			return nil
-		}
+func showCall(opts *Options, svc *engine.Service, run, id string) error {
+	s, err := svc.Timeline(opts.Ctx, run, timeline.Options{Call: id})
+	if err != nil {
+		return err
 	}
-	return errs.New(errs.InvalidRequest, "run %s has no call %q", s.Run, id)
+	if len(s.Calls) == 0 {
+		return errs.New(errs.InvalidRequest, "run %s has no call %q", run, id)
+	}
+	c := s.Calls[0]
+	opts.Print(c, func(w io.Writer) { printCall(w, c) })
+	return nil
+}
+
+// writeJSON writes the run's Timeline as --json writes a value, its calls streamed from a
+// second reading of the journal: memory stays flat however many calls the run has.
+func writeJSON(opts *Options, svc *engine.Service, run string) error {
+	out := bufio.NewWriter(opts.IO.Out)
+	var tail string
+	calls := 0
+	begin := func(f *timeline.Fold) error {
+		head, err := jsonMembers(f.Head())
+		if err != nil {
+			return err
+		}
+		if tail, err = jsonMembers(f.Tail()); err != nil {
+			return err
+		}
+		_, _ = out.WriteString("{" + head + `,"calls":[`)
+		return nil
+	}
+	emit := func(c *timeline.Call) error {
+		b, err := cmdutil.MarshalJSON(c)
+		if err != nil {
+			return err
+		}
+		if calls > 0 {
+			_ = out.WriteByte(',')
+		}
+		calls++
+		_, err = out.Write(b)
+		return err
+	}
+	if err := svc.TimelineCalls(opts.Ctx, run, begin, emit); err != nil {
+		return err
+	}
+	_, _ = out.WriteString("]," + tail + "}\n")
+	return out.Flush()
+}
+
+// jsonMembers is v's JSON object without its braces.
+func jsonMembers(v any) (string, error) {
+	b, err := cmdutil.MarshalJSON(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b[1 : len(b)-1]), nil
 }
 
 func printCall(w io.Writer, c timeline.Call) {

@@ -1,0 +1,114 @@
+package timeline
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// bodiesRows: c2 ends before c1, which a pause holds and a resume prepares again (with another
+// prompt) and completes after c3; c4 stays open.
+func bodiesRows() []journal.Row {
+	at := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	rows := []journal.Row{
+		{Type: journal.TypeStarted, Run: "r1", Workflow: "wf.js", Backend: "fake"},
+		{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "explorer", Node: "a", Prompt: "look"},
+		{Type: journal.TypePrepared, Call: "c2", Index: 2, Role: "critic", Node: "b", Prompt: "judge"},
+		{Type: journal.TypeThreadStarted, Call: "c2", ThreadID: "t2", Model: "m", Effort: "low"},
+		{Type: journal.TypeTurnStarted, Call: "c2", K: 1},
+		{Type: journal.TypeTurnStarted, Call: "c2", K: 2, Repair: "fix it"},
+		{Type: journal.TypeCompleted, Call: "c2", Output: json.RawMessage(`{"v":2}`), RepairUsed: true, Tokens: &journal.Tokens{Input: 5, Total: 5}},
+		{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "t1"},
+		{Type: journal.TypeTurnStarted, Call: "c1", K: 1},
+		{Type: journal.TypeHeld, Call: "c1", Reason: "engine_paused"},
+		{Type: journal.TypeEnded, Status: "paused"},
+		{Type: journal.TypeStarted, Run: "r1"},
+		{Type: journal.TypePrepared, Call: "c3", Index: 3, Role: "critic", Node: "b", Prompt: "again"},
+		{Type: journal.TypeCompleted, Call: "c3", Output: json.RawMessage(`3`)},
+		{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "explorer", Node: "a", Prompt: "look again"},
+		{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "t1b"},
+		{Type: journal.TypeTurnStarted, Call: "c1", K: 1},
+		{Type: journal.TypeCompleted, Call: "c1", Output: json.RawMessage(`"one"`), Tokens: &journal.Tokens{Input: 7, Total: 7}},
+		{Type: journal.TypePrepared, Call: "c4", Index: 4, Role: "explorer", Node: "a", Prompt: "open"},
+	}
+	for i := range rows {
+		rows[i].Seq, rows[i].At = uint64(i+1), at.Add(time.Duration(i)*time.Second)
+	}
+	return rows
+}
+
+// The second reading gives every call what a fold that kept bodies has, in the same order,
+// each only once every call issued before it was whole, and lets go of what it handed over.
+func TestBodiesGiveWhatAFoldKeepingThemHas(t *testing.T) {
+	rows := bodiesRows()
+	want := Summarize(rows)
+	require.Len(t, want.Calls, 4)
+	assert.Equal(t, "look again", want.Calls[0].Prompt)
+	assert.Equal(t, 2, want.Calls[0].Attempts)
+	assert.Equal(t, "fix it", want.Calls[1].Repair)
+	assert.JSONEq(t, `{"v":2}`, string(want.Calls[1].Output))
+	assert.Equal(t, "crwh1:r1:c2", want.Calls[1].Handle)
+	assert.Equal(t, store.Counts{"completed": 3}, want.Counts)
+	assert.Equal(t, int64(12), want.Tokens.Total)
+
+	f := NewFold(Options{})
+	for i := range rows {
+		f.Add(&rows[i])
+	}
+	lean := f.Timeline()
+	for _, c := range lean.Calls {
+		assert.Empty(t, c.Prompt+c.Repair+string(c.Output), "no bodies are kept: %s", c.Call)
+	}
+	assert.Equal(t, want.Head, f.Head())
+	assert.Equal(t, want.Tail, f.Tail())
+
+	var got []Call
+	var at []uint64 // the seq of the row read when each call was handed over
+	var seq uint64
+	b := f.Bodies(func(c *Call) error {
+		got, at = append(got, *c), append(at, seq)
+		return nil
+	})
+	for i := range rows {
+		seq = rows[i].Seq
+		require.NoError(t, b.Add(&rows[i]))
+	}
+	assert.Len(t, got, 3, "c4 is open: it waits for the end")
+	seq = 0
+	require.NoError(t, b.Finish())
+	assert.Equal(t, want.Calls, got)
+	// c1 and c2 wait for c1's second generation's end (seq 18), c3 too; c4 for Finish.
+	assert.Equal(t, []uint64{18, 18, 18, 0}, at)
+	assert.Empty(t, f.bodies, "what was handed over is let go")
+
+	// A row written after the fold read its rows is not the timeline's.
+	extra := journal.Row{Seq: uint64(len(rows) + 1), Type: journal.TypeCompleted, Call: "c4", Output: json.RawMessage(`4`)}
+	b = f.Bodies(func(*Call) error { return nil })
+	assert.ErrorIs(t, b.Add(&extra), ErrRead)
+}
+
+// A fold of one call keeps that call alone, its bodies included.
+func TestFoldOfOneCall(t *testing.T) {
+	rows := bodiesRows()
+	f := NewFold(Options{Call: "c2"})
+	for i := range rows {
+		f.Add(&rows[i])
+	}
+	tl := f.Timeline()
+	require.Len(t, tl.Calls, 1)
+	c := tl.Calls[0]
+	assert.Equal(t, "c2", c.Call)
+	assert.Equal(t, "judge", c.Prompt)
+	assert.Equal(t, "fix it", c.Repair)
+	assert.JSONEq(t, `{"v":2}`, string(c.Output))
+	assert.Equal(t, 2, c.Turns)
+	assert.Equal(t, int64(4000), c.DurationMS)
+	assert.Equal(t, store.Counts{"completed": 1}, tl.Counts)
+	assert.Equal(t, int64(5), tl.Tokens.Total)
+}
