@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/termtext"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -177,9 +178,16 @@ func (s *Service) answerLive(ctx context.Context, out *Answered, a store.Answer)
 }
 
 // awaitTaken leaves a for the run's live process and waits up to answerWait for the row it
-// journals for it (the first that match takes): nil when none came in time, or ctx ended. Each
-// look reads only the rows journaled since the one before, so a long journal is read once.
+// journals for it (the first that match takes): nil when none came in time, or ctx ended; an
+// error when the process refused this answer (a warning row that names it), in the process's
+// words. Each look reads only the rows journaled since the one before, so a long journal is
+// read once.
 func (s *Service) awaitTaken(ctx context.Context, run string, a store.Answer, match func(*journal.Row) bool) (*journal.Row, error) {
+	digest := journal.Digest(string(journal.Canonical(a.Value)))
+	refused := func(r *journal.Row) bool {
+		return r.Type == journal.TypeWarning && (r.Reason == journal.ReasonAnswerRefused || r.Reason == journal.ReasonVerdictRefused) &&
+			r.DecisionID == a.ID && r.OutputDigest == digest && r.By == termtext.Clip(a.By, 200)
+	}
 	from := uint64(1)
 	if sum, err := s.Store.Summary(ctx, run); err == nil {
 		from = sum.LastSeq + 1 // the rows before were read already: none is this answer's
@@ -194,15 +202,22 @@ func (s *Service) awaitTaken(ctx context.Context, run string, a store.Answer, ma
 			return nil, nil
 		case <-time.After(50 * time.Millisecond):
 		}
-		var got *journal.Row
+		var got, refusal *journal.Row
 		_ = s.Store.Rows(ctx, run, from, func(r *journal.Row) error {
 			from = r.Seq + 1
-			if got == nil && match(r) {
+			if got == nil && refusal == nil && (match(r) || refused(r)) {
 				cp := *r
-				got = &cp
+				if match(r) {
+					got = &cp
+				} else {
+					refusal = &cp
+				}
 			}
 			return nil
 		})
+		if refusal != nil {
+			return nil, errs.New(errs.InvalidRequest, "run %s's process refused it: %s", run, refusal.Detail)
+		}
 		if got != nil {
 			return got, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,6 +139,71 @@ export default async function main() {
 	require.NoError(t, err)
 	assert.Len(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), 1)
 	assert.Equal(t, 1, enginetest.Count(rows, "", journal.TypeStarted), "one process did it all")
+}
+
+// TestALiveRunThatRefusesAnAnswerSaysSo: an answer to a decision the journal asked but the
+// live process does not wait for (its script, changed, now asks another) is refused by the
+// process, and the command says so in the process's words, at once, rather than wait and
+// report it left; the decision the process waits for is taken.
+func TestALiveRunThatRefusesAnAnswerSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	const head = `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false };
+`
+	require.NoError(t, os.WriteFile(wf, []byte(head+`export default async function main() {
+  return (await crw.decide({ id: "n", question: "How many?", schema })).n;
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	first, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, first.Status)
+
+	// The script changed: it now asks m, with a call in flight that keeps its process alive.
+	require.NoError(t, os.WriteFile(wf, []byte(head+`export default async function main() {
+  const slow = agent.call({ role: "explorer", node: "slow", prompt: "take your time" });
+  const m = await crw.decide({ id: "m", question: "How many more?", schema });
+  return [m.n, (await slow).output];
+}
+`), 0o644))
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 5000}]}]}`))
+	require.NoError(t, err)
+	done := make(chan *store.Status, 1)
+	go func() {
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		assert.NoError(t, err)
+		done <- end
+	}()
+	require.Eventually(t, func() bool {
+		st, err := svc.Status(ctx, id)
+		return err == nil && slices.ContainsFunc(st.Decisions, func(d journal.PendingDecision) bool { return d.ID == "m" })
+	}, 5*time.Second, 10*time.Millisecond)
+
+	_, err = svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
+	require.Error(t, err, "the process refused it: no success is reported")
+	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
+	assert.Equal(t, "invalid_request: run "+id+`'s process refused it: the answer to "n": the run waits for no such decision`, err.Error())
+
+	got, err := svc.Answer(ctx, id, "m", json.RawMessage(`{"n": 3}`), "uid 1", true)
+	require.NoError(t, err)
+	assert.True(t, got.Journaled)
+	end := <-done
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `[3, "done"]`, string(end.Result))
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	refused := enginetest.OfType(rows, journal.TypeWarning)
+	require.Len(t, refused, 1)
+	assert.Equal(t, journal.ReasonAnswerRefused, refused[0].Reason)
+	assert.Equal(t, "n", refused[0].DecisionID)
+	assert.Equal(t, "uid 1", refused[0].By)
+	assert.Equal(t, journal.Digest(`{"n":7}`), refused[0].OutputDigest)
 }
 
 // TestDecisionIdsOfTierStepsAreReserved: a workflow cannot ask a decision under a tier step's

@@ -13,14 +13,22 @@ import (
 // (Call "").
 type Warning struct {
 	Call, Reason, Detail string
-	// DecisionID and Question: a warning of a decision.
-	DecisionID, Question string
+	// DecisionID and Question: a warning of a decision. Of an answer (or a verdict) the run's
+	// process refused: DecisionID is the answer's id, By its author and OutputDigest the
+	// digest of its value, so whoever left it knows it for theirs.
+	DecisionID, Question, By, OutputDigest string
 }
 
 // Row is the warning row.
 func (w Warning) Row() *Row {
-	return &Row{Type: TypeWarning, Call: w.Call, Reason: w.Reason, Detail: w.Detail, DecisionID: w.DecisionID, Question: w.Question}
+	return &Row{Type: TypeWarning, Call: w.Call, Reason: w.Reason, Detail: w.Detail, DecisionID: w.DecisionID, Question: w.Question, By: w.By, OutputDigest: w.OutputDigest}
 }
+
+// Reasons of the warning rows of an answer or a verdict the run's process refused.
+const (
+	ReasonAnswerRefused  = "answer_refused"
+	ReasonVerdictRefused = "verdict_refused"
+)
 
 // End is how a call ended, by its terminal row's type (TypeHeld, TypeRefused, TypeSuperseded,
 // TypeOutcomeUnknown, TypeNullModel), with the reason from the closed set and a detail. A

@@ -22,6 +22,7 @@ func TestTypedRowsCarryTheirFields(t *testing.T) {
 		got, want *journal.Row
 	}{
 		{journal.Warning{Call: "c1", Reason: "r", Detail: "d"}.Row(), &journal.Row{Type: "warning", Call: "c1", Reason: "r", Detail: "d"}},
+		{journal.Warning{Reason: "answer_refused", Detail: "d", DecisionID: "q", By: "ann", OutputDigest: "sha256:0"}.Row(), &journal.Row{Type: "warning", Reason: "answer_refused", Detail: "d", DecisionID: "q", By: "ann", OutputDigest: "sha256:0"}},
 		{journal.Held("quota", "d"), &journal.Row{Type: "held", Reason: "quota", Detail: "d"}},
 		{journal.Refused("pair_refused", "d"), &journal.Row{Type: "refused", Reason: "pair_refused", Detail: "d"}},
 		{journal.End{Type: journal.TypeSuperseded, Reason: "s"}.Row(), &journal.Row{Type: "superseded", Reason: "s"}},

@@ -122,7 +122,7 @@ func TestAnAnswerWhileCallsAreInFlightAndThenAPause(t *testing.T) {
 	end := <-done
 	require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
 	rows := entries(t, st)
-	inOrder(t, rows, "started", "prepared c1", "decision_requested go", "decision_answered go", "warning answer_refused",
+	inOrder(t, rows, "started", "prepared c1", "decision_requested go", "decision_answered go", "warning go answer_refused",
 		"prepared c2", "escalation c2 quota_or_rate", "interrupt_requested c1 engine_paused", "held c1 engine_paused", "ended")
 	inOrder(t, rows, "escalation c2 quota_or_rate", "held c2 host_infra_rate", "ended")
 
@@ -130,7 +130,7 @@ func TestAnAnswerWhileCallsAreInFlightAndThenAPause(t *testing.T) {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[true, "completed", "completed"]`, string(end.Result))
 	rows = entries(t, st)
-	for typ, n := range map[string]int{"decision_requested go": 1, "decision_answered go": 1, "warning answer_refused": 1, "started": 2, "ended": 2,
+	for typ, n := range map[string]int{"decision_requested go": 1, "decision_answered go": 1, "warning go answer_refused": 1, "started": 2, "ended": 2,
 		"completed c1": 1, "completed c2": 1, "held c1 engine_paused": 1, "held c2 host_infra_rate": 1} {
 		assert.Equal(t, n, count(rows, typ), "%s in %q", typ, rows)
 	}

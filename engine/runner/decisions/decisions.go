@@ -233,7 +233,7 @@ func (b *Book) answer(a store.Answer) {
 	defer b.mu.Unlock()
 	w := b.waiting[a.ID]
 	refuse := func(why string) {
-		b.j.Append(journal.Warning{Reason: "answer_refused", Detail: fmt.Sprintf("the answer to %q: %s", termtext.Clip(a.ID, 200), why)}.Row())
+		b.j.Append(refusal(journal.ReasonAnswerRefused, fmt.Sprintf("the answer to %q: %s", termtext.Clip(a.ID, 200), why), a))
 		b.host.FlushSoon()
 	}
 	ask := b.stepAsks[a.ID]
@@ -285,6 +285,20 @@ func (b *Book) Waiting() bool {
 	defer b.mu.Unlock()
 	return len(b.waiting) > 0
 }
+
+// refusal is the warning row of an answer (or a verdict) the run refuses: it names the
+// answer's id, author and value (by digest), for the one who left it to know it.
+func refusal(reason, detail string, a store.Answer) *journal.Row {
+	w := journal.Warning{Reason: reason, Detail: detail, By: termtext.Clip(a.By, 200), OutputDigest: journal.Digest(string(journal.Canonical(a.Value)))}
+	if len(a.ID) <= maxAnswerID {
+		w.DecisionID = a.ID
+	}
+	return w.Row()
+}
+
+// maxAnswerID bounds the id a refusal row names: an id past it names no decision or call a
+// run has.
+const maxAnswerID = 1024
 
 // approves reads a tier step decision's answer.
 func approves(v json.RawMessage) bool {

@@ -92,8 +92,8 @@ func TestADecisionIsAnsweredOnceAndAgainstItsSchema(t *testing.T) {
 	put("merge", `{"ok":false}`)
 	assert.False(t, b.Waiting())
 	put("ship", `{"ok":true}`) // nothing waits: left for a process that does
-	assert.Equal(t, []string{"decision_requested/ship", "decision_requested/merge", "warning/answer_refused", "decision_answered/ship",
-		"warning/answer_refused", "warning/answer_refused", "decision_answered/merge"}, rowsOf(t, j))
+	assert.Equal(t, []string{"decision_requested/ship", "decision_requested/merge", "warning/answer_refusedship", "decision_answered/ship",
+		"warning/answer_refusedship", "warning/answer_refusedother", "decision_answered/merge"}, rowsOf(t, j))
 
 	err := b.Decide(crw.Decision{ID: "ship", Schema: json.RawMessage(okSchema)}, func(json.RawMessage, error) {})
 	assert.ErrorContains(t, err, "asked already")
@@ -133,7 +133,14 @@ func TestAVerdictReleasesTheNodeItsUnknownCallHeld(t *testing.T) {
 	by, applied := b.AppliedBy(func() replay.EffectKey { return key })
 	assert.True(t, applied)
 	assert.Equal(t, "c1", by)
-	assert.Equal(t, []string{"warning/verdict_refused", "warning/verdict_refused", "effect_reconciled/c1", "warning/verdict_refused"}, rowsOf(t, j))
+	assert.Equal(t, []string{"warning/verdict_refusedeffect/c1", "warning/verdict_refusedeffect/c2", "effect_reconciled/c1", "warning/verdict_refusedeffect/c1"}, rowsOf(t, j))
+	// A refusal names the verdict's author and value (by digest): its author knows it for theirs.
+	require.NoError(t, j.Sync(j.LastSeq()))
+	rows, err := j.Rows()
+	require.NoError(t, err)
+	assert.Equal(t, "ops", rows[0].By)
+	assert.Equal(t, journal.Digest(`{"verdict":"maybe"}`), rows[0].OutputDigest)
+	assert.Equal(t, journal.Digest(`{"verdict":"not_applied"}`), rows[3].OutputDigest)
 }
 
 func TestATierStepDecisionGatesItsExecutor(t *testing.T) {

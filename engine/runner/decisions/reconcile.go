@@ -21,7 +21,7 @@ func (b *Book) reconcile(call string, a store.Answer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	refuse := func(why string) {
-		b.j.Append(journal.Warning{Reason: "verdict_refused", Detail: fmt.Sprintf("the verdict on %q: %s", termtext.Clip(call, 200), why)}.Row())
+		b.j.Append(refusal(journal.ReasonVerdictRefused, fmt.Sprintf("the verdict on %q: %s", termtext.Clip(call, 200), why), a))
 		b.host.FlushSoon()
 	}
 	if len(a.Value) > MaxAnswer {
