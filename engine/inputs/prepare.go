@@ -5,13 +5,23 @@ import (
 	"github.com/crw-dev/crw/runtime/modules/agent"
 )
 
-// Prepared is a call's prepared row (without its id and index) and what was worked out of its
-// inputs.
+// Prepared is what a call asked (its prepared row's inputs, without its id and index) and what
+// was worked out of them.
 type Prepared struct {
-	Row        *journal.Row
+	Inputs     journal.Prepared
 	Configured journal.Pair // the pair the call runs with; with PairErr, the role table's
 	PairErr    error        // the requested pair contradicts the role table
 	Schema     *Schema      // nil for a call without a schema
+	row        *journal.Row
+}
+
+// Row is the call's prepared row, made on its first use: a call the journal answers (a
+// replay) is matched by its Inputs and never needs one.
+func (p *Prepared) Row() *journal.Row {
+	if p.row == nil {
+		p.row = p.Inputs.Row()
+	}
+	return p.row
 }
 
 // Prepare works out a call's inputs: the pair the roles configure, its schema compiled.
@@ -33,6 +43,6 @@ func Prepare(req agent.Request, roles RoleTable, schemas *Schemas) Prepared {
 		c := p.Configured
 		row.ConfiguredPair = &c
 	}
-	p.Row = row.Row()
+	p.Inputs = row
 	return p
 }

@@ -113,22 +113,27 @@ func (c *Call) Machine() *callstate.Machine {
 func (c *Call) Paged() bool { return c.paged }
 
 // SameInputs reports whether a script's call p asks what the recorded call asked.
-func (c *Call) SameInputs(p *journal.Row) bool {
+func (c *Call) SameInputs(p *journal.Prepared) bool {
 	if c.promptless {
-		return SameInputs(c.Prepared, p)
+		return SameInputs(c.Prepared, p.Row())
 	}
-	return inputKey(p) == c.inputs
+	return inputKey(p.Role, p.Node, p.Prompt, p.SchemaDigest, p.RequestedPair, p.Handle) == c.inputs
+}
+
+// rowInputKey is inputKey of a prepared row's inputs.
+func rowInputKey(p *journal.Row) [sha256.Size]byte {
+	return inputKey(p.Role, p.Node, p.Prompt, p.SchemaDigest, p.RequestedPair, p.Handle)
 }
 
 // inputKey hashes every input SameInputs compares, the prompt itself rather than its digest, so
 // two keys are equal exactly when SameInputs would say so.
-func inputKey(p *journal.Row) [sha256.Size]byte {
+func inputKey(role, node, prompt, schemaDigest string, requested *journal.Pair, handle string) [sha256.Size]byte {
 	pair := journal.Pair{}
-	if p.RequestedPair != nil {
-		pair = *p.RequestedPair
+	if requested != nil {
+		pair = *requested
 	}
 	h := sha256.New()
-	for _, f := range [...]string{p.Role, p.Node, p.Prompt, p.SchemaDigest, pair.Model, pair.Effort, p.Handle} {
+	for _, f := range [...]string{role, node, prompt, schemaDigest, pair.Model, pair.Effort, handle} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -436,7 +441,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	}
 	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 	fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
-		inputs: inputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
+		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
 	delete(b.effects, c)
 	b.effects[fresh] = EffectKeyOf(row)
 	if c != nil {

@@ -96,12 +96,12 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	require.False(t, open.Paged(), "an open call keeps its rows: it goes on from its last row")
 	assert.Equal(t, "t5", open.Turns[0].TurnID)
 
-	assert.True(t, paged.ByID["c1"].SameInputs(ask("a", "first")))
-	assert.False(t, paged.ByID["c1"].SameInputs(ask("a", "First")), "a paged call compares the prompt")
-	assert.False(t, paged.ByID["c1"].SameInputs(ask("b", "first")), "and the node")
+	assert.True(t, paged.ByID["c1"].SameInputs(inputsOf(ask("a", "first"))))
+	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(ask("a", "First"))), "a paged call compares the prompt")
+	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(ask("b", "first"))), "and the node")
 	other := ask("a", "first")
 	other.Handle = "crwh1:20261201-000000-abcdef:c2"
-	assert.False(t, paged.ByID["c1"].SameInputs(other), "and the handle")
+	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(other)), "and the handle")
 
 	// Loaded against the journal's order (c1's terminal row is after c2's), then again.
 	for _, id := range []string{"c1", "c3", "c2"} {

@@ -109,9 +109,9 @@ func (r *Replayer) OnCaughtUp(fn func()) {
 	r.caughtUp = fn
 }
 
-// Next matches the script's next call, p its prepared row (without its id and index), with the
+// Next matches the script's next call, p what it asks (its prepared row's inputs), with the
 // record. It is called in the order the script issues its calls.
-func (r *Replayer) Next(p *journal.Row) Match {
+func (r *Replayer) Next(p *journal.Prepared) Match {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.issued++
@@ -138,7 +138,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 	if !r.made[rec] && !rec.Reopened() && (same || !r.offRecord) {
 		if !same {
 			r.diverged = true
-			m.Divergence = NewDivergence(m.Index, r.h.PreparedRow(rec), p)
+			m.Divergence = NewDivergence(m.Index, r.h.PreparedRow(rec), p.Row())
 			return m
 		}
 		r.made[rec] = true
@@ -176,7 +176,7 @@ func (r *Replayer) Next(p *journal.Row) Match {
 // alignLocked finds the recorded call a script's call stands for: the next one when it asks the
 // same, else one a little further on that does (those skipped were never made), else the next
 // one when it is of the same role and node (a divergence), else none (a new call).
-func (r *Replayer) alignLocked(p *journal.Row) (rec *Call, same bool) {
+func (r *Replayer) alignLocked(p *journal.Prepared) (rec *Call, same bool) {
 	last := r.h.MaxIndex
 	for r.cursor <= last && (r.h.ByIndex[r.cursor] == nil || r.made[r.h.ByIndex[r.cursor]]) {
 		r.cursor++

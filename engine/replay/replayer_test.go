@@ -58,6 +58,12 @@ func held(call, reason string) journal.Row {
 }
 
 // ask is the prepared row a script's call gives, before it has an id.
+// inputsOf is what a prepared row asks.
+func inputsOf(r *journal.Row) *journal.Prepared {
+	return &journal.Prepared{Role: r.Role, Node: r.Node, Prompt: r.Prompt, SchemaDigest: r.SchemaDigest, Handle: r.Handle,
+		Site: r.Site, RequestedPair: r.RequestedPair, ConfiguredPair: r.ConfiguredPair}
+}
+
 func ask(node, prompt string) *journal.Row {
 	return &journal.Row{Type: journal.TypePrepared, Role: "explorer", Node: node, Prompt: prompt}
 }
@@ -82,7 +88,7 @@ func TestRecordedResultsComeInRecordedOrder(t *testing.T) {
 	r := replay.New(h, replay.Strict, nil)
 	var got delivered
 	for _, node := range []string{"a", "b", "c"} {
-		m := r.Next(ask(node, node))
+		m := r.Next(inputsOf(ask(node, node)))
 		require.Equal(t, replay.Replay, m.Kind)
 		require.True(t, m.Same)
 		r.Recorded(m.Rec, got.fn(node))
@@ -102,17 +108,17 @@ func TestLiveResultsWaitBehindRecordedCompletions(t *testing.T) {
 	woken := 0
 	r := replay.New(h, replay.Strict, func() { woken++ })
 	var got delivered
-	ma := r.Next(ask("a", "a"))
+	ma := r.Next(inputsOf(ask("a", "a")))
 	require.Equal(t, replay.Continue, ma.Kind, "a goes on from its last row")
 	// a's live result comes before the script has even issued b and c.
 	r.Live(got.fn("a"))
 	assert.Empty(t, got, "held back: b and c are due first")
 	assert.Equal(t, 1, woken, "a script that may be waiting is woken")
 	assert.True(t, r.Replaying())
-	mb := r.Next(ask("b", "b"))
+	mb := r.Next(inputsOf(ask("b", "b")))
 	r.Recorded(mb.Rec, got.fn("b"))
 	assert.Equal(t, delivered{"b"}, got)
-	mc := r.Next(ask("c", "c"))
+	mc := r.Next(inputsOf(ask("c", "c")))
 	r.Recorded(mc.Rec, got.fn("c"))
 	assert.Equal(t, delivered{"b", "c", "a"}, got)
 	assert.False(t, r.Replaying())
@@ -130,12 +136,12 @@ func TestIdleReleasesHeldResultsThenPassesOver(t *testing.T) {
 	assert.Equal(t, delivered{"live"}, got, "what is held back goes first")
 
 	// The script made b but not a: a's turn is passed over so b can come.
-	mb := r.Next(ask("a", "other path"))
+	mb := r.Next(inputsOf(ask("a", "other path")))
 	require.NotNil(t, mb.Divergence)
 	h2 := history(t, prepared("c1", 1, "a", "a"), prepared("c2", 2, "b", "b"), completed("c1"), completed("c2"))
 	r2 := replay.New(h2, replay.Align, nil)
 	var got2 delivered
-	m := r2.Next(ask("b", "b"))
+	m := r2.Next(inputsOf(ask("b", "b")))
 	require.Equal(t, 2, m.Rec.Prepared.Index)
 	r2.Recorded(m.Rec, got2.fn("b"))
 	assert.Empty(t, got2, "a is due first")
@@ -150,7 +156,7 @@ func TestOnCaughtUpOnce(t *testing.T) {
 	r := replay.New(h, replay.Strict, nil)
 	calls := 0
 	r.OnCaughtUp(func() { calls++ })
-	m := r.Next(ask("a", "a"))
+	m := r.Next(inputsOf(ask("a", "a")))
 	r.Recorded(m.Rec, func() {})
 	r.Live(func() {})
 	assert.Equal(t, 1, calls)
@@ -185,13 +191,13 @@ func TestStrictMatchesEveryInput(t *testing.T) {
 		h := history(t, rec, completed("c1"))
 
 		same := base()
-		m := replay.New(h, replay.Strict, nil).Next(same)
+		m := replay.New(h, replay.Strict, nil).Next(inputsOf(same))
 		require.Nil(t, m.Divergence, "the same call matches")
 		assert.Equal(t, replay.Replay, m.Kind)
 
 		got := base()
 		tt.edit(got)
-		m = replay.New(h, replay.Strict, nil).Next(got)
+		m = replay.New(h, replay.Strict, nil).Next(inputsOf(got))
 		require.NotNil(t, m.Divergence, "a call whose %s differs is a divergence", tt.field)
 		assert.Equal(t, tt.field, m.Divergence.Field)
 		assert.Equal(t, rec.InputDigest, m.Divergence.WantHash)
@@ -206,10 +212,10 @@ func TestStrictMatchesEveryInput(t *testing.T) {
 	replay.WithDigests(&rec)
 	rec.Prompt = ""
 	h := history(t, rec, completed("c1"))
-	assert.Nil(t, replay.New(h, replay.Strict, nil).Next(base()).Divergence, "the digest matches")
+	assert.Nil(t, replay.New(h, replay.Strict, nil).Next(inputsOf(base())).Divergence, "the digest matches")
 	other := base()
 	other.Prompt = "something else"
-	m := replay.New(h, replay.Strict, nil).Next(other)
+	m := replay.New(h, replay.Strict, nil).Next(inputsOf(other))
 	require.NotNil(t, m.Divergence, "a row without its prompt does not match anything")
 	assert.Equal(t, "prompt", m.Divergence.Field, "its prompt's digest differs")
 	assert.Equal(t, `"`+rec.PromptDigest+`"`, m.Divergence.Want)
@@ -222,11 +228,11 @@ func TestStrictAfterAPausedCallRunsAgain(t *testing.T) {
 	h := history(t, prepared("c1", 1, "gate", "which way"), held("c1", "host_infra_rate"),
 		prepared("c2", 2, "left", "go left"), completed("c2"))
 	r := replay.New(h, replay.Strict, nil)
-	m := r.Next(ask("gate", "which way"))
+	m := r.Next(inputsOf(ask("gate", "which way")))
 	assert.Equal(t, replay.Rerun, m.Kind)
 	assert.Equal(t, "c1", m.Rec.Prepared.Call)
 	assert.False(t, r.Replaying(), "the record no longer holds anything back")
-	m = r.Next(ask("right", "go right"))
+	m = r.Next(inputsOf(ask("right", "go right")))
 	assert.Nil(t, m.Divergence, "another path is no divergence once the record is left")
 	assert.Equal(t, replay.Fresh, m.Kind)
 	assert.False(t, r.Made(h.ByID["c2"]))
@@ -236,10 +242,10 @@ func TestStrictGoesOnWithAnOpenCall(t *testing.T) {
 	t.Parallel()
 	h := history(t, prepared("c1", 1, "a", "a"), journal.Row{Type: journal.TypeThreadStarted, Call: "c1", ThreadID: "t"})
 	r := replay.New(h, replay.Strict, nil)
-	m := r.Next(ask("a", "a"))
+	m := r.Next(inputsOf(ask("a", "a")))
 	assert.Equal(t, replay.Continue, m.Kind)
 	assert.True(t, r.Made(m.Rec))
-	assert.Equal(t, replay.Fresh, r.Next(ask("b", "b")).Kind, "past the record")
+	assert.Equal(t, replay.Fresh, r.Next(inputsOf(ask("b", "b"))).Kind, "past the record")
 }
 
 // TestStrictLeavesTheRecordAtARerunStillUnderWay: a pause held c1 and c2; a resume ran c1
@@ -253,10 +259,10 @@ func TestStrictLeavesTheRecordAtARerunStillUnderWay(t *testing.T) {
 		journal.Row{Type: journal.TypeStarted, Run: "20261201-000000-abcdef", Backend: "fake"},
 		prepared("c1", 1, "a", "a"))
 	r := replay.New(h, replay.Strict, nil)
-	m := r.Next(ask("a", "a"))
+	m := r.Next(inputsOf(ask("a", "a")))
 	assert.Equal(t, replay.Continue, m.Kind)
 	assert.False(t, r.Replaying(), "the held c2 is no longer owed to the record")
-	m = r.Next(ask("c", "another path"))
+	m = r.Next(inputsOf(ask("c", "another path")))
 	assert.Nil(t, m.Divergence)
 }
 
@@ -275,10 +281,10 @@ func TestAlignLooksAheadSixteen(t *testing.T) {
 		same    bool
 	}{{1, true}, {10, true}, {16, true}, {17, false}, {25, false}} {
 		r := replay.New(h, replay.Align, nil)
-		require.True(t, r.Next(ask("n", "step 1")).Same)
-		require.True(t, r.Next(ask("n", "step 2")).Same)
+		require.True(t, r.Next(inputsOf(ask("n", "step 1"))).Same)
+		require.True(t, r.Next(inputsOf(ask("n", "step 2"))).Same)
 		want := 3 + tt.dropped
-		m := r.Next(ask("n", fmt.Sprintf("step %d", want)))
+		m := r.Next(inputsOf(ask("n", fmt.Sprintf("step %d", want))))
 		require.NotNil(t, m.Rec, "dropped %d", tt.dropped)
 		assert.Equal(t, tt.same, m.Same, "dropped %d", tt.dropped)
 		if tt.same {
@@ -292,7 +298,7 @@ func TestAlignLooksAheadSixteen(t *testing.T) {
 	}
 	// A call of another role and node that nothing matches is new.
 	r := replay.New(h, replay.Align, nil)
-	m := r.Next(&journal.Row{Type: journal.TypePrepared, Role: "critic", Node: "z", Prompt: "?"})
+	m := r.Next(inputsOf(&journal.Row{Type: journal.TypePrepared, Role: "critic", Node: "z", Prompt: "?"}))
 	assert.Equal(t, replay.Fresh, m.Kind)
 	assert.Nil(t, m.Rec)
 }
@@ -321,16 +327,16 @@ func TestReplayingUntilEveryRecordedCallIsMadeAgain(t *testing.T) {
 	r := replay.New(h, replay.Strict, nil)
 	r.OnCaughtUp(func() { caught++ })
 	assert.True(t, r.Replaying())
-	r.Next(ask("a", "a"))
+	r.Next(inputsOf(ask("a", "a")))
 	assert.False(t, r.Replaying())
 	assert.Equal(t, 1, caught)
 
 	r = replay.New(h, replay.Strict, nil)
 	r.OnCaughtUp(func() { caught++ })
-	m := r.Next(ask("a", "edited"))
+	m := r.Next(inputsOf(ask("a", "edited")))
 	require.NotNil(t, m.Divergence)
 	assert.True(t, r.Replaying(), "a script that diverged never caught up")
-	r.Next(ask("b", "b"))
+	r.Next(inputsOf(ask("b", "b")))
 	assert.True(t, r.Replaying())
 	assert.Equal(t, 1, caught, "no second call for the diverged replay")
 
@@ -385,10 +391,10 @@ func TestARerunSupersedesTheCommitsMadeAfterTheHeldRow(t *testing.T) {
 	paused := history(t, rs...)
 	require.Len(t, paused.Commits, 2, "before a resume every commit is where it was made")
 	r := replay.New(paused, replay.Strict, nil)
-	r.Next(ask("a", "a"))
+	r.Next(inputsOf(ask("a", "a")))
 	_, left := r.LeftAt()
 	assert.False(t, left, "c1 is replayed: the record is not left")
-	assert.Equal(t, replay.Rerun, r.Next(ask("b", "b")).Kind)
+	assert.Equal(t, replay.Rerun, r.Next(inputsOf(ask("b", "b"))).Kind)
 	at, left := r.LeftAt()
 	require.True(t, left)
 	assert.Equal(t, paused.ByID["c2"].EndSeq, at, "left at c2's held row")
@@ -421,8 +427,8 @@ func TestARerunSupersedesTheCommitsMadeAfterTheHeldRow(t *testing.T) {
 	assert.Equal(t, "k2", h4.Superseded[0].Result.Commit)
 
 	r = replay.New(h, replay.Strict, nil)
-	r.Next(ask("a", "a"))
-	assert.Equal(t, replay.Replay, r.Next(ask("b", "b")).Kind)
+	r.Next(inputsOf(ask("a", "a")))
+	assert.Equal(t, replay.Replay, r.Next(inputsOf(ask("b", "b"))).Kind)
 	_, left = r.LeftAt()
 	assert.False(t, left, "the rerun is the record now")
 }

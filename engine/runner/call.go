@@ -171,13 +171,12 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	}
 	p := inputs.Prepare(req, r.roles, &r.schemas)
 	r.mu.Lock()
-	m := r.replay.Next(p.Row)
+	m := r.replay.Next(&p.Inputs)
 	if m.Divergence != nil {
 		r.mu.Unlock()
 		r.stop(m.Divergence)
 		return errs.Throw(errs.RevisionConflict, "divergence", "%s", m.Divergence.Summary())
 	}
-	p.Row.Index = m.Index
 	c := &call{r: r, index: m.Index, req: req, settle: settle, resumeOf: resumeOf}
 	switch m.Kind {
 	case replay.Replay:
@@ -205,18 +204,21 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 			c.stale = m.Rec
 		}
 		// It goes on where the held generation stopped (seed 003): its prepared row says so.
-		r.goOnFrom(p.Row, m.Rec)
-		c.goesOn = &journal.Row{K: p.Row.K, Repair: p.Row.Repair, PreviousAnswer: p.Row.PreviousAnswer, Note: p.Row.Note}
+		row := p.Row()
+		row.Index = m.Index
+		r.goOnFrom(row, m.Rec)
+		c.goesOn = &journal.Row{K: row.K, Repair: row.Repair, PreviousAnswer: row.PreviousAnswer, Note: row.Note}
 	default:
 		// A call the journal does not have at this position; a recorded call it replaces is
 		// never matched against, and ends superseded if nothing makes it again.
 		r.nextID++
 		c.id, c.attempt = "c"+strconv.Itoa(r.nextID), 1
 	}
-	p.Row.Call = c.id
+	row := p.Row()
+	row.Index, row.Call = m.Index, c.id
 	r.calls[c.id] = c
-	c.preparedSeq = r.j.Append(replay.WithDigests(p.Row))
-	c.preparedAt = p.Row.At
+	c.preparedSeq = r.j.Append(replay.WithDigests(row))
+	c.preparedAt = row.At
 	if detail := sameThreadReview(req.Role, resumeOf); detail != "" {
 		r.j.Append(journal.Warning{Call: c.id, Reason: ReasonSameThreadReview, Detail: detail}.Row())
 	}
@@ -292,7 +294,7 @@ func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
 		p = &again
 	}
 	if c.prepared == nil {
-		row := p.Row
+		row := p.Row()
 		row.Index, row.Call, row.Seq, row.At = c.index, c.id, c.preparedSeq, c.preparedAt
 		if g := c.goesOn; g != nil {
 			row.K, row.Repair, row.PreviousAnswer, row.Note = g.K, g.Repair, g.PreviousAnswer, g.Note

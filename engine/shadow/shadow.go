@@ -264,21 +264,20 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		req.Role = "executor-t1"
 	}
 	p := inputs.Prepare(req, s.roles, &s.schemas)
-	m := s.replay.Next(p.Row)
-	p.Row.Index = m.Index
+	m := s.replay.Next(&p.Inputs)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch m.Kind {
 	case replay.Fresh:
 		s.report.New = append(s.report.New, Call{Position: m.Index, Role: req.Role, Node: req.Node, Prompt: short(req.Prompt), Site: req.Site})
-		s.replay.Live(s.held(p.Row, settle, "the recorded run has no such call: it cannot run in a shadow", len(s.report.New)))
+		s.replay.Live(s.held(indexed(&p, m.Index), settle, "the recorded run has no such call: it cannot run in a shadow", len(s.report.New)))
 		return nil
 	}
 	if m.Same {
 		s.report.Matched++
 	} else {
-		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, s.h.PreparedRow(m.Rec), replay.WithDigests(p.Row)))
+		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, s.h.PreparedRow(m.Rec), replay.WithDigests(indexed(&p, m.Index))))
 	}
 	if m.Kind == replay.Continue {
 		s.replay.Live(s.held(m.Rec.Prepared, settle, "the recorded call has no outcome to replay", 0))
@@ -294,13 +293,20 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 				s.loadErr = err
 			}
 			s.errMu.Unlock()
-			s.held(p.Row, settle, "the recorded call's rows cannot be read again", 0)()
+			s.held(indexed(&p, m.Index), settle, "the recorded call's rows cannot be read again", 0)()
 			return
 		}
 		res, at := full.Result(s.h.Run, s.h.OmitCallSeqs()), full.Terminal.At
 		settle(runner.ScriptResult(res), func() { s.clock = at })
 	})
 	return nil
+}
+
+// indexed is p's prepared row at issue index i.
+func indexed(p *inputs.Prepared, i int) *journal.Row {
+	row := p.Row()
+	row.Index = i
+	return row
 }
 
 // held resolves a call the shadow cannot answer: held, with nothing sent. A call the record
