@@ -13,10 +13,12 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crw-dev/crw/engine/callstate"
@@ -58,8 +60,11 @@ type Call struct {
 	inputs     [sha256.Size]byte
 	promptless bool
 	// paged: its rows were let go once its terminal row was read (see ReadPages); loaded: Load
-	// gave them back (once), under the History's loadMu.
+	// gave them back (once), under the History's loadMu. kept: what its delivery reads of
+	// them, kept by the first reading while the History's budget lasted (Load needs no
+	// second reading then).
 	paged, loaded bool
+	kept          atomic.Pointer[kept]
 	// interrupted is the reason of its interrupt_requested row ("" without one).
 	interrupted string
 	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
@@ -250,11 +255,12 @@ type History struct {
 	Changes []*journal.Row
 
 	// A paged History's source, how far Load has read it, and the rows read for calls not
-	// loaded yet.
-	src     Source
-	loadMu  sync.Mutex
-	cursor  uint64
-	pending map[*Call]*Call
+	// loaded yet; what the calls' kept rows weigh (keptBudget).
+	src        Source
+	loadMu     sync.Mutex
+	cursor     uint64
+	pending    map[*Call]*Call
+	keptWeight int
 
 	// What Prefetch loaded ahead of the deliveries (under prefetchMu, not loadMu, which
 	// Prefetch holds while it reads a page), the room it has left, and how it is stopped.
@@ -290,8 +296,13 @@ const PageRows = 1024
 // call once its terminal row is read (Call.Paged): a resume's memory does not grow with the
 // rows its journal holds. Load reads a call's rows again from src when the call is delivered.
 // An empty journal is a nil History.
-func ReadPages(src Source) (*History, error) {
+func ReadPages(src Source) (*History, error) { return readPages(src, KeptBudget) }
+
+// readPages is ReadPages keeping what the deliveries of the settled calls read of their rows
+// (kept) up to budget bytes, in the order the calls end.
+func readPages(src Source, budget int) (*History, error) {
 	b := newBuilder(true)
+	b.budget = budget
 	next := uint64(1)
 	err := src(1, 0, func(row *journal.Row) error {
 		if err := b.add(row, next); err != nil {
@@ -313,8 +324,64 @@ func ReadPages(src Source) (*History, error) {
 	if err := h.hydrate(src); err != nil {
 		return nil, err
 	}
-	h.src, h.cursor, h.pending, h.prefetched = src, 1, map[*Call]*Call{}, map[*Call]*Call{}
+	h.src, h.cursor, h.pending, h.prefetched = src, h.LastSeq+1, map[*Call]*Call{}, map[*Call]*Call{}
+	for _, c := range h.ByID {
+		if c.paged && c.kept.Load() == nil {
+			// Load reads again from the first row of a call whose rows were not kept.
+			h.cursor = min(h.cursor, c.PreparedSeq)
+		}
+	}
 	return h, nil
+}
+
+// KeptBudget bounds what a paged History keeps of its calls' rows (kept.weight), in all: the
+// calls past it are read again when they are delivered, and what a call's delivery took is let
+// go. A 10,000-call run of short answers keeps them all (~5 MB), so its journal is read once.
+const KeptBudget = 6 << 20
+
+// kept is what a settled call's delivery reads of its rows (its CallResult, and the thread a
+// continuation goes on), kept by a paged History's first reading.
+type kept struct {
+	preparedAt, endAt     time.Time
+	requested, configured *journal.Pair
+	thread                *keptThread // nil: the call had no thread
+	output                json.RawMessage
+	turnIDs               []string
+	repairUsed            bool
+	tokens                *journal.Tokens
+}
+
+// keptTaken stands for the kept rows of a call Load gave.
+var keptTaken = &kept{}
+
+// keptThread is what is kept of a call's thread_started row (one no pull backend bound).
+type keptThread struct{ id, model, effort, cwd, rollout string }
+
+// weight is about what k holds in memory.
+func (k *kept) weight() int {
+	w := 200 + len(k.output)
+	for _, t := range k.turnIDs {
+		w += 16 + len(t)
+	}
+	if t := k.thread; t != nil {
+		w += 80 + len(t.id) + len(t.rollout)
+	}
+	return w
+}
+
+// fromKept is the call with the rows its delivery reads, made of what was kept of them: what
+// Load reading them again would give of them.
+func (c *Call) fromKept(k *kept) *Call {
+	got := &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+		PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
+	got.Prepared = &journal.Row{Seq: c.PreparedSeq, Type: journal.TypePrepared, At: k.preparedAt, Call: c.ID, Index: c.Index,
+		Role: c.Role, Node: c.Node, RequestedPair: k.requested, ConfiguredPair: k.configured}
+	if t := k.thread; t != nil {
+		got.Thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+	}
+	got.Terminal = &journal.Row{Seq: c.EndSeq, Type: c.EndType, At: k.endAt, Call: c.ID, Reason: c.EndReason, Output: k.output,
+		TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
+	return got
 }
 
 // builder reads rows into a History, in seq order.
@@ -327,11 +394,15 @@ type builder struct {
 	// effects are the EffectKeys of the calls' newest attempts, while the journal is read: a
 	// History keeps them only of the calls that ended unknown (UnknownKeys).
 	effects map[*Call]EffectKey
+	// parts are what a paged reading keeps of the open calls' prepared and thread rows, for
+	// their kept rows once they end, within budget bytes in all.
+	parts  map[*Call]*kept
+	budget int
 }
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, effects: map[*Call]EffectKey{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, effects: map[*Call]EffectKey{}, parts: map[*Call]*kept{}}
 }
 
 // own is a row the History keeps: a copy when the rows read are transient (ReadPages).
@@ -413,6 +484,13 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	if !c.paged {
 		b.attach(c, row)
 	}
+	if k := b.parts[c]; k != nil && row.Type == journal.TypeThreadStarted {
+		if row.Via != "" {
+			delete(b.parts, c) // a pull backend's thread, with its binding: read again (Load)
+		} else {
+			k.thread = &keptThread{id: row.ThreadID, model: b.name(row.Model), effort: b.name(row.Effort), cwd: b.name(row.Cwd), rollout: row.RolloutPath}
+		}
+	}
 	switch {
 	case row.Type == journal.TypeStepPublished:
 		c.StepAttempts = max(c.StepAttempts, row.Attempt)
@@ -443,7 +521,11 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
 		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
 	delete(b.effects, c)
+	delete(b.parts, c)
 	b.effects[fresh] = EffectKeyOf(row)
+	if b.paged {
+		b.parts[fresh] = &kept{preparedAt: row.At, requested: row.RequestedPair, configured: row.ConfiguredPair}
+	}
 	if c != nil {
 		fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
 	} else {
@@ -489,12 +571,35 @@ func (b *builder) terminal(c *Call, row *journal.Row) error {
 	}
 	h.Finished = append(h.Finished, c)
 	if b.paged && !c.promptless {
-		// Its rows are read again when it is delivered (Load). A row without its prompt (a
-		// hand-written trace) keeps them: only its digest can be compared.
+		// Its rows are read again when it is delivered (Load), unless what the delivery reads
+		// of them is kept. A row without its prompt (a hand-written trace) keeps them: only its
+		// digest can be compared.
 		c.paged = true
 		c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
+		b.keep(c, row)
 	}
 	return nil
+}
+
+// keep keeps what a paged call's delivery reads of its rows while the History's budget lasts:
+// its prepared and thread rows' (parts), and its terminal row's.
+func (b *builder) keep(c *Call, terminal *journal.Row) {
+	h := b.h
+	if k := c.kept.Swap(nil); k != nil {
+		h.keptWeight -= k.weight()
+	}
+	k := b.parts[c]
+	if k == nil {
+		return
+	}
+	k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens = terminal.At, terminal.Output, terminal.TurnIDs, terminal.RepairUsed, terminal.Tokens
+	if w := k.weight(); h.keptWeight+w <= b.budget {
+		h.keptWeight += w
+		c.kept.Store(k)
+	}
+	if c.EndType != journal.TypeHeld {
+		delete(b.parts, c) // a second terminal row (see terminal) comes only after a held one
+	}
 }
 
 // callNumber is the number of a call id crw gives ("c" and a number; a sign and text after the
@@ -609,13 +714,21 @@ func (b *builder) finish() (*History, error) {
 }
 
 // Load gives a call with its rows: itself, unless it is Paged; then a copy with the rows its
-// CallResult is built from (prepared, thread, terminal), read again from the journal. Calls are
-// mostly loaded in the order of their terminal rows, as a replay delivers them: the journal is
-// read on from where the last load stopped, and the rows of the calls it passes are kept until
-// they are loaded. A call is loaded once.
+// CallResult is built from (prepared, thread, terminal): made of what the first reading kept of
+// them (what its delivery reads: kept), else read again from the journal. Calls are mostly
+// loaded in the order of their terminal rows, as a replay delivers them: the journal is read on
+// from where the last load stopped, and the rows of the calls it passes are kept until they are
+// loaded. A call read again is loaded once.
 func (h *History) Load(c *Call) (*Call, error) {
 	if !c.Paged() {
 		return c, nil
+	}
+	if k := c.kept.Load(); k != nil {
+		// Given once, as rows read again are, and let go: the call keeps only that it was.
+		if k == keptTaken || !c.kept.CompareAndSwap(k, keptTaken) {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s were given already", h.Run, c.ID)
+		}
+		return c.fromKept(k), nil
 	}
 	if got := h.takePrefetched(c); got != nil {
 		return got, nil
@@ -685,7 +798,7 @@ func (h *History) Prefetch(calls []*Call) {
 	h.room, h.stop = make(chan struct{}, prefetchAhead), make(chan struct{})
 	go func() {
 		for _, c := range calls {
-			if c.Decision || !c.Paged() {
+			if c.Decision || !c.Paged() || c.kept.Load() != nil {
 				continue
 			}
 			select {
@@ -723,7 +836,7 @@ func (h *History) StopPrefetch() {
 // keep keeps a row Load will need: one of a Paged call's rows a CallResult is built from.
 func (h *History) keep(p *journal.Row) {
 	c := h.ByID[p.Call]
-	if p.Call == "" || c == nil || !c.Paged() || p.Seq < c.PreparedSeq || p.Seq > c.EndSeq {
+	if p.Call == "" || c == nil || !c.Paged() || c.kept.Load() != nil || p.Seq < c.PreparedSeq || p.Seq > c.EndSeq {
 		return
 	}
 	switch {

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	}
 	full, err := replay.Read(all)
 	require.NoError(t, err)
-	paged, err := replay.ReadPages(source(all))
+	paged, err := replay.ReadPagesKeeping(source(all), 0)
 	require.NoError(t, err)
 
 	assert.Equal(t, ids(full.Order), ids(paged.Order))
@@ -121,12 +122,12 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 	all := rows(prepared("c1", 1, "a", "first"), completed("c1"))
 	broken := false
 	read := source(all)
-	h, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
+	h, err := replay.ReadPagesKeeping(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		if broken {
 			return assert.AnError
 		}
 		return read(from, limit, fn)
-	})
+	}, 0)
 	require.NoError(t, err)
 	broken = true
 	_, err = h.Load(h.ByID["c1"])
@@ -143,7 +144,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	full, err := replay.Read(all)
 	require.NoError(t, err)
 
-	paged, err := replay.ReadPages(source(all))
+	paged, err := replay.ReadPagesKeeping(source(all), 0)
 	require.NoError(t, err)
 	paged.Prefetch(paged.Order)
 	require.Eventually(t, func() bool { return replay.Prefetched(paged) == replay.PrefetchAhead }, time.Minute, time.Millisecond,
@@ -171,7 +172,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	paged.StopPrefetch()
 
 	// A replay that delivers a few calls and stops: the prefetch stops with it.
-	stopped, err := replay.ReadPages(source(all))
+	stopped, err := replay.ReadPagesKeeping(source(all), 0)
 	require.NoError(t, err)
 	stopped.Prefetch(stopped.Order)
 	for _, c := range stopped.Order[:3] {
@@ -195,7 +196,7 @@ func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var enteredOnce sync.Once
 	timedOut := false
-	paged, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
+	paged, err := replay.ReadPagesKeeping(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		if from > replay.PageRows && release != nil {
 			enteredOnce.Do(func() { close(entered) })
 			select {
@@ -205,7 +206,7 @@ func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
 			}
 		}
 		return read(from, limit, fn)
-	})
+	}, 0)
 	require.NoError(t, err)
 	paged.Prefetch(paged.Order)
 	defer paged.StopPrefetch()
@@ -250,5 +251,115 @@ func TestCallNumber(t *testing.T) {
 			n = -1
 		}
 		assert.Equal(t, want, n, id)
+	}
+}
+
+// variedCalls is the journal of n calls of every shape a delivery reads: threads with a model,
+// effort, folder and rollout, one a pull backend bound, pairs asked and configured, tokens,
+// turns and a repair, answers of growing size, ends other than completed, and a held call
+// whose second terminal row is its outcome.
+func variedCalls(n int) []journal.Row {
+	at := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	var all []journal.Row
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		p := prepared(id, i, "n", fmt.Sprintf("prompt %d", i))
+		p.At = at.Add(time.Duration(i) * time.Second)
+		if i%3 == 0 {
+			p.RequestedPair, p.ConfiguredPair = &journal.Pair{Model: "m1", Effort: "low"}, &journal.Pair{Model: "m1", Effort: "low"}
+		}
+		all = append(all, p)
+		if i%5 != 0 {
+			th := journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "th-" + id, Model: "m1", Effort: "high", Cwd: "/w/" + id, RolloutPath: "/r/" + id}
+			if i == 7 {
+				th.Via, th.Marker, th.Attempt = "owner", "crw:7", 1 // a pull backend's binding
+			}
+			all = append(all, th, journal.Row{Type: journal.TypeTurnStarted, Call: id, K: 1, TurnID: "t1-" + id})
+		}
+		end := journal.Row{Call: id, At: p.At.Add(time.Second), Tokens: &journal.Tokens{Input: int64(i), Output: 2, Total: int64(i) + 2}}
+		switch {
+		case i%11 == 0:
+			end.Type, end.Reason = journal.TypeNullModel, "schema_invalid_after_repair"
+			end.RepairUsed, end.TurnIDs = true, []string{"t1-" + id, "t2-" + id}
+		case i%13 == 0:
+			end.Type, end.Reason = journal.TypeRefused, "pair_refused"
+		case i == 17:
+			all = append(all, journal.Row{Type: journal.TypeHeld, Call: id, Reason: "engine_paused", At: end.At})
+			end.Type, end.Reason = journal.TypeSuperseded, "superseded_by_resume"
+		default:
+			end.Type, end.Output, end.TurnIDs = journal.TypeCompleted, []byte(fmt.Sprintf(`{"n":%d,"s":%q}`, i, strings.Repeat("x", i))), []string{"t1-" + id}
+		}
+		all = append(all, end)
+	}
+	return rows(all...)
+}
+
+// What the first reading keeps of a call's rows gives its delivery what reading them again
+// gives: the same CallResult, thread, times and seqs. Within the budget nothing is read
+// again; past it, the calls that did not fit are, and a pull backend's thread always is.
+func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	all := variedCalls(n)
+	full, err := replay.Read(all)
+	require.NoError(t, err)
+	reads := 0
+	counted := func(src replay.Source) replay.Source {
+		return func(from uint64, limit int, fn func(*journal.Row) error) error {
+			reads++
+			return src(from, limit, fn)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		budget int
+		kept   func(i int) bool // whether call i is kept
+	}{
+		{"none kept", 0, func(int) bool { return false }},
+		{"some kept", 10_000, nil},
+		{"all kept", 1 << 20, func(i int) bool { return i != 7 }},
+	} {
+		reads = 0
+		paged, err := replay.ReadPagesKeeping(counted(source(all)), c.budget)
+		require.NoError(t, err, c.name)
+		require.Equal(t, 1, reads, c.name)
+		keptN := 0
+		for i := 1; i <= n; i++ {
+			call := paged.ByID[fmt.Sprintf("c%d", i)]
+			if replay.Kept(call) {
+				keptN++
+			}
+			if c.kept != nil {
+				assert.Equal(t, c.kept(i), replay.Kept(call), "%s: c%d", c.name, i)
+			}
+		}
+		if c.name == "some kept" {
+			assert.True(t, keptN > 10 && keptN < n-10, "%s: %d of %d calls kept", c.name, keptN, n)
+		}
+		for _, rec := range paged.Order {
+			want := full.ByID[rec.ID]
+			got, err := paged.Load(rec)
+			require.NoError(t, err, "%s: %s", c.name, rec.ID)
+			assert.Equal(t, want.Result(full.Run, false), got.Result(paged.Run, false), "%s: %s", c.name, rec.ID)
+			assert.Equal(t, want.Result(full.Run, true), got.Result(paged.Run, true), "%s: %s", c.name, rec.ID)
+			assert.Equal(t, []any{want.Prepared.Seq, want.Prepared.At, want.Terminal.Seq, want.Terminal.At, want.Terminal.Type},
+				[]any{got.Prepared.Seq, got.Prepared.At, got.Terminal.Seq, got.Terminal.At, got.Terminal.Type}, "%s: %s", c.name, rec.ID)
+			if want.Thread == nil {
+				assert.Nil(t, got.Thread, "%s: %s", c.name, rec.ID)
+				continue
+			}
+			w, g := want.Thread, got.Thread
+			assert.Equal(t, []string{w.ThreadID, w.Model, w.Effort, w.Cwd, w.RolloutPath, w.Via, w.Marker},
+				[]string{g.ThreadID, g.Model, g.Effort, g.Cwd, g.RolloutPath, g.Via, g.Marker}, "%s: %s", c.name, rec.ID)
+			assert.Equal(t, w.Attempt, g.Attempt, "%s: %s", c.name, rec.ID)
+		}
+		assert.LessOrEqual(t, replay.KeptWeight(paged), c.budget, c.name)
+		for _, rec := range paged.Order {
+			_, err := paged.Load(rec)
+			assert.Error(t, err, "%s: %s: a call is loaded once", c.name, rec.ID)
+		}
+		if c.name == "all kept" {
+			assert.Equal(t, 2, reads, "only the call a pull backend's thread names is read again")
+		}
 	}
 }

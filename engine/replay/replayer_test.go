@@ -57,13 +57,13 @@ func held(call, reason string) journal.Row {
 	return journal.Row{Type: journal.TypeHeld, Call: call, Reason: reason}
 }
 
-// ask is the prepared row a script's call gives, before it has an id.
 // inputsOf is what a prepared row asks.
 func inputsOf(r *journal.Row) *journal.Prepared {
 	return &journal.Prepared{Role: r.Role, Node: r.Node, Prompt: r.Prompt, SchemaDigest: r.SchemaDigest, Handle: r.Handle,
 		Site: r.Site, RequestedPair: r.RequestedPair, ConfiguredPair: r.ConfiguredPair}
 }
 
+// ask is the prepared row a script's call gives, before it has an id.
 func ask(node, prompt string) *journal.Row {
 	return &journal.Row{Type: journal.TypePrepared, Role: "explorer", Node: node, Prompt: prompt}
 }
