@@ -344,7 +344,9 @@ const KeptBudget = 6 << 20
 type kept struct {
 	preparedAt, endAt     time.Time
 	requested, configured *journal.Pair
-	thread                *keptThread // nil: the call had no thread
+	thread                *keptThread  // nil: the call had no thread
+	bound                 bool         // its thread a pull backend bound: its rows are read again
+	effect                *journal.Row // while the call is open: what its EffectKey is made of
 	output                json.RawMessage
 	turnIDs               []string
 	repairUsed            bool
@@ -391,9 +393,6 @@ type builder struct {
 	// left: the process whose rows are being read left the record at a call a pause held.
 	left  bool
 	names map[string]string // roles and nodes, one string each however many calls name them
-	// effects are the EffectKeys of the calls' newest attempts, while the journal is read: a
-	// History keeps them only of the calls that ended unknown (UnknownKeys).
-	effects map[*Call]EffectKey
 	// parts are what a paged reading keeps of the open calls' prepared and thread rows, for
 	// their kept rows once they end, within budget bytes in all.
 	parts  map[*Call]*kept
@@ -402,7 +401,7 @@ type builder struct {
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, effects: map[*Call]EffectKey{}, parts: map[*Call]*kept{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, parts: map[*Call]*kept{}}
 }
 
 // own is a row the History keeps: a copy when the rows read are transient (ReadPages).
@@ -486,7 +485,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	}
 	if k := b.parts[c]; k != nil && row.Type == journal.TypeThreadStarted {
 		if row.Via != "" {
-			delete(b.parts, c) // a pull backend's thread, with its binding: read again (Load)
+			k.bound = true // a pull backend's thread, with its binding: read again (Load)
 		} else {
 			k.thread = &keptThread{id: row.ThreadID, model: b.name(row.Model), effort: b.name(row.Effort), cwd: b.name(row.Cwd), rollout: row.RolloutPath}
 		}
@@ -520,11 +519,12 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
 	fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
 		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
-	delete(b.effects, c)
 	delete(b.parts, c)
-	b.effects[fresh] = EffectKeyOf(row)
 	if b.paged {
-		b.parts[fresh] = &kept{preparedAt: row.At, requested: row.RequestedPair, configured: row.ConfiguredPair}
+		// What its delivery reads of the row, and what its EffectKey is made of should it end
+		// unknown (the row is gone by then).
+		b.parts[fresh] = &kept{preparedAt: row.At, requested: row.RequestedPair, configured: row.ConfiguredPair,
+			effect: &journal.Row{Role: row.Role, Node: row.Node, Prompt: row.Prompt, PromptDigest: row.PromptDigest, SchemaDigest: row.SchemaDigest}}
 	}
 	if c != nil {
 		fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
@@ -564,7 +564,7 @@ func (b *builder) terminal(c *Call, row *journal.Row) error {
 			h.Holds[c.Node] = row.Call
 		}
 		h.Unknown[c.Node] = append(h.Unknown[c.Node], row.Call)
-		h.UnknownKeys[row.Call] = b.effects[c]
+		h.UnknownKeys[row.Call] = b.effectKey(c)
 	}
 	if c.Settled() {
 		h.Order = append(h.Order, c)
@@ -581,6 +581,18 @@ func (b *builder) terminal(c *Call, row *journal.Row) error {
 	return nil
 }
 
+// effectKey is the EffectKey of c's newest attempt, from its prepared row: kept with the call
+// (Read), or what a paged reading kept of it until the call's end.
+func (b *builder) effectKey(c *Call) EffectKey {
+	if c.Prepared != nil {
+		return EffectKeyOf(c.Prepared)
+	}
+	if k := b.parts[c]; k != nil && k.effect != nil {
+		return EffectKeyOf(k.effect)
+	}
+	return EffectKey{}
+}
+
 // keep keeps what a paged call's delivery reads of its rows while the History's budget lasts:
 // its prepared and thread rows' (parts), and its terminal row's.
 func (b *builder) keep(c *Call, terminal *journal.Row) {
@@ -593,7 +605,10 @@ func (b *builder) keep(c *Call, terminal *journal.Row) {
 		return
 	}
 	k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens = terminal.At, terminal.Output, terminal.TurnIDs, terminal.RepairUsed, terminal.Tokens
-	if w := k.weight(); h.keptWeight+w <= b.budget {
+	if c.EndType != journal.TypeHeld {
+		k.effect = nil // its key was made at its end, if it was to be; a held call may end again
+	}
+	if w := k.weight(); !k.bound && h.keptWeight+w <= b.budget {
 		h.keptWeight += w
 		c.kept.Store(k)
 	}

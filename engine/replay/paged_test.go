@@ -278,6 +278,11 @@ func variedCalls(n int) []journal.Row {
 		}
 		end := journal.Row{Call: id, At: p.At.Add(time.Second), Tokens: &journal.Tokens{Input: int64(i), Output: 2, Total: int64(i) + 2}}
 		switch {
+		case i%19 == 0 || i == 7:
+			end.Type, end.Reason = journal.TypeOutcomeUnknown, "dispatch_unknown"
+		case i == 23:
+			all = append(all, journal.Row{Type: journal.TypeHeld, Call: id, Reason: "engine_paused", At: end.At})
+			end.Type, end.Reason = journal.TypeOutcomeUnknown, "dispatch_unknown"
 		case i%11 == 0:
 			end.Type, end.Reason = journal.TypeNullModel, "schema_invalid_after_repair"
 			end.RepairUsed, end.TurnIDs = true, []string{"t1-" + id, "t2-" + id}
@@ -323,6 +328,8 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 		paged, err := replay.ReadPagesKeeping(counted(source(all)), c.budget)
 		require.NoError(t, err, c.name)
 		require.Equal(t, 1, reads, c.name)
+		assert.Len(t, full.UnknownKeys, 12, "c7, c23 and the 10 multiples of 19")
+		assert.Equal(t, full.UnknownKeys, paged.UnknownKeys, "%s: an unknown outcome's effect key is its prepared row's", c.name)
 		keptN := 0
 		for i := 1; i <= n; i++ {
 			call := paged.ByID[fmt.Sprintf("c%d", i)]
