@@ -126,7 +126,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 // than the run did: a call asked otherwise, or a call the journal has that it no longer makes
 // (one a pause held excepted: a resume runs those again, or lets them go).
 func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, libs []string) error {
-	h, err := replay.ReadPages(s.rowSource(ctx, run))
+	h, err := replay.ReadPagesWithin(s.rowSource(ctx, run), s.replayBudget())
 	if err != nil {
 		return err
 	}

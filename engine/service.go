@@ -43,6 +43,18 @@ type Service struct {
 	Backends *backend.Registry
 	// Launcher starts a run's process for Start; nil when this service cannot.
 	Launcher Launcher
+	// ReplayBudget is what a reading of a run's journal keeps of its calls' rows for their
+	// deliveries, in bytes: 0 is replay.KeptBudget, less than 0 nothing (each call's rows are
+	// read again when it is delivered). The simulator varies it.
+	ReplayBudget int
+}
+
+// replayBudget is the budget of the service's readings of journals (ReplayBudget).
+func (s *Service) replayBudget() int {
+	if s.ReplayBudget == 0 {
+		return replay.KeptBudget
+	}
+	return s.ReplayBudget
 }
 
 // CreateOptions are what a run is created with (runspec.Options).
@@ -126,7 +138,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return nil, s.whyNotResumed(ctx, run, err)
 	}
 	defer lease.Release()
-	h, err := readJournal(run, lease.Journal())
+	h, err := readJournal(run, lease.Journal(), s.replayBudget())
 	if err != nil {
 		return nil, s.whyNotResumed(ctx, run, err)
 	}
@@ -232,9 +244,9 @@ func (s *Service) whyNotResumed(ctx context.Context, run string, err error) erro
 	return err
 }
 
-func readJournal(run string, j store.Journal) (*replay.History, error) {
+func readJournal(run string, j store.Journal, budget int) (*replay.History, error) {
 	var readErr error
-	h, err := replay.ReadPages(func(from uint64, limit int, fn func(*journal.Row) error) error {
+	h, err := replay.ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		var fnErr error
 		err := j.Each(from, limit, func(row *journal.Row) error {
 			fnErr = fn(row)
@@ -244,7 +256,7 @@ func readJournal(run string, j store.Journal) (*replay.History, error) {
 			readErr = err
 		}
 		return err
-	})
+	}, budget)
 	if readErr != nil {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(readErr)
 	}
@@ -359,7 +371,7 @@ func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool
 // not "", else opts.Rows (a trace).
 func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (*shadow.Report, error) {
 	if run != "" {
-		h, err := replay.ReadPages(s.rowSource(ctx, run))
+		h, err := replay.ReadPagesWithin(s.rowSource(ctx, run), s.replayBudget())
 		if err != nil {
 			return nil, err
 		}

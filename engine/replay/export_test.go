@@ -13,10 +13,6 @@ const PrefetchAhead = prefetchAhead
 // CallNumber is callNumber, for the tests.
 var CallNumber = callNumber
 
-// ReadPagesKeeping is ReadPages keeping the settled calls' rows within budget bytes (0: none,
-// every call's rows are read again when it is delivered).
-func ReadPagesKeeping(src Source, budget int) (*History, error) { return readPages(src, budget) }
-
 // Kept reports whether what c's delivery reads of its rows was kept.
 func Kept(c *Call) bool { k := c.kept.Load(); return k != nil && k != keptTaken }
 

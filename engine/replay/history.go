@@ -296,11 +296,11 @@ const PageRows = 1024
 // call once its terminal row is read (Call.Paged): a resume's memory does not grow with the
 // rows its journal holds. Load reads a call's rows again from src when the call is delivered.
 // An empty journal is a nil History.
-func ReadPages(src Source) (*History, error) { return readPages(src, KeptBudget) }
+func ReadPages(src Source) (*History, error) { return ReadPagesWithin(src, KeptBudget) }
 
-// readPages is ReadPages keeping what the deliveries of the settled calls read of their rows
-// (kept) up to budget bytes, in the order the calls end.
-func readPages(src Source, budget int) (*History, error) {
+// ReadPagesWithin is ReadPages keeping what the deliveries of the settled calls read of their
+// rows up to budget bytes (0 or less: nothing), in the order the calls end.
+func ReadPagesWithin(src Source, budget int) (*History, error) {
 	b := newBuilder(true)
 	b.budget = budget
 	next := uint64(1)

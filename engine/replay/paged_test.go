@@ -66,7 +66,7 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	}
 	full, err := replay.Read(all)
 	require.NoError(t, err)
-	paged, err := replay.ReadPagesKeeping(source(all), 0)
+	paged, err := replay.ReadPagesWithin(source(all), 0)
 	require.NoError(t, err)
 
 	assert.Equal(t, ids(full.Order), ids(paged.Order))
@@ -122,7 +122,7 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 	all := rows(prepared("c1", 1, "a", "first"), completed("c1"))
 	broken := false
 	read := source(all)
-	h, err := replay.ReadPagesKeeping(func(from uint64, limit int, fn func(*journal.Row) error) error {
+	h, err := replay.ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		if broken {
 			return assert.AnError
 		}
@@ -144,7 +144,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	full, err := replay.Read(all)
 	require.NoError(t, err)
 
-	paged, err := replay.ReadPagesKeeping(source(all), 0)
+	paged, err := replay.ReadPagesWithin(source(all), 0)
 	require.NoError(t, err)
 	paged.Prefetch(paged.Order)
 	require.Eventually(t, func() bool { return replay.Prefetched(paged) == replay.PrefetchAhead }, time.Minute, time.Millisecond,
@@ -172,7 +172,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	paged.StopPrefetch()
 
 	// A replay that delivers a few calls and stops: the prefetch stops with it.
-	stopped, err := replay.ReadPagesKeeping(source(all), 0)
+	stopped, err := replay.ReadPagesWithin(source(all), 0)
 	require.NoError(t, err)
 	stopped.Prefetch(stopped.Order)
 	for _, c := range stopped.Order[:3] {
@@ -196,7 +196,7 @@ func TestADeliveryDoesNotWaitForThePagePrefetchReads(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var enteredOnce sync.Once
 	timedOut := false
-	paged, err := replay.ReadPagesKeeping(func(from uint64, limit int, fn func(*journal.Row) error) error {
+	paged, err := replay.ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		if from > replay.PageRows && release != nil {
 			enteredOnce.Do(func() { close(entered) })
 			select {
@@ -325,7 +325,7 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 		{"all kept", 1 << 20, func(i int) bool { return i != 7 }},
 	} {
 		reads = 0
-		paged, err := replay.ReadPagesKeeping(counted(source(all)), c.budget)
+		paged, err := replay.ReadPagesWithin(counted(source(all)), c.budget)
 		require.NoError(t, err, c.name)
 		require.Equal(t, 1, reads, c.name)
 		assert.Len(t, full.UnknownKeys, 12, "c7, c23 and the 10 multiples of 19")

@@ -33,6 +33,10 @@ type Case struct {
 	// given as applied; Decisions the boolean each decision is answered with.
 	Verdicts  map[int]bool    `json:"verdicts,omitempty"`
 	Decisions map[string]bool `json:"decisions,omitempty"`
+	// ReplayBudget is the service's (engine.Service.ReplayBudget): what a resume keeps of
+	// the calls' rows it delivers, the rest read again. 0 is crw's; small and none take a
+	// run's resumes down the reading-again path.
+	ReplayBudget int `json:"replay_budget,omitempty"`
 }
 
 // Faults are what goes wrong around a run beyond what its answers script.
@@ -129,6 +133,9 @@ func Generate(seed uint64) *Case {
 	if size := rand.New(rand.NewPCG(seed, 0x7265706f)); c.Repo && size.Float64() < 0.15 {
 		c.RepoFiles = 800
 	}
+	// Apart too: a third of the cases keep no call's rows, a third a few calls' (about 600
+	// bytes each), a third crw's budget.
+	c.ReplayBudget = [...]int{-1, 1500, 0}[rand.New(rand.NewPCG(seed, 0x6b657074)).IntN(3)]
 	return c
 }
 

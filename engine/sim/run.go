@@ -155,7 +155,7 @@ func (x *execution) prepare() error {
 	}
 	x.st = mem.New()
 	x.st.Dir = filepath.Join(x.dir, "state")
-	x.svc = &engine.Service{Store: x.st, Backends: backend.NewRegistry(fake.Descriptor())}
+	x.svc = &engine.Service{Store: x.st, Backends: backend.NewRegistry(fake.Descriptor()), ReplayBudget: x.c.ReplayBudget}
 	return nil
 }
 
