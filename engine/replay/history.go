@@ -368,6 +368,9 @@ func (k *kept) weight() int {
 	if t := k.thread; t != nil {
 		w += 80 + len(t.id) + len(t.rollout)
 	}
+	if e := k.effect; e != nil {
+		w += len(e.Prompt) // a held call's, which may end again
+	}
 	return w
 }
 
@@ -608,7 +611,8 @@ func (b *builder) keep(c *Call, terminal *journal.Row) {
 	if c.EndType != journal.TypeHeld {
 		k.effect = nil // its key was made at its end, if it was to be; a held call may end again
 	}
-	if w := k.weight(); !k.bound && h.keptWeight+w <= b.budget {
+	// Only a settled call is delivered again: a call a pause held runs again as a new attempt.
+	if w := k.weight(); c.Settled() && !k.bound && h.keptWeight+w <= b.budget {
 		h.keptWeight += w
 		c.kept.Store(k)
 	}
