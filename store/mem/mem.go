@@ -54,8 +54,9 @@ type run struct {
 	published  *store.Status
 	cancel     bool
 	holder     *lease
-	crashAfter uint64 // the next holder's journal ends it after this many commits (0: never)
-	commits    uint64 // the commits every holder of the run made
+	crashAfter uint64                  // the next holder's journal ends it after this many commits (0: never)
+	crashAtRow func(*journal.Row) bool // or after the commit that stores a row this holds for
+	commits    uint64                  // the commits every holder of the run made
 }
 
 func (s *Store) get(id string) (*run, error) {
@@ -433,10 +434,10 @@ func (s *Store) Acquire(ctx context.Context, id string) (store.Lease, error) {
 	}
 	s.tokens++
 	l := &lease{s: s, r: r, id: id, token: fmt.Sprintf("mem%d", s.tokens),
-		cancelled: make(chan struct{}), lost: make(chan struct{}), crashAfter: r.crashAfter}
+		cancelled: make(chan struct{}), lost: make(chan struct{}), crashAfter: r.crashAfter, crashAtRow: r.crashAtRow}
 	l.j = &memJournal{l: l, next: uint64(len(r.rows)), durable: uint64(len(r.rows))}
 	r.holder = l
-	r.crashAfter = 0
+	r.crashAfter, r.crashAtRow = 0, nil
 	if r.cancel {
 		close(l.cancelled)
 		l.cancelOnce.Do(func() {})
@@ -452,6 +453,17 @@ func (s *Store) CrashAfterCommit(id string, n uint64) {
 	defer s.mu.Unlock()
 	if r := s.runs[id]; r != nil {
 		r.crashAfter = n
+	}
+}
+
+// CrashAfterRow makes the next holder of a run lose its lease right after the commit that
+// stores the first row at holds for, as a process killed there would: a test that needs the
+// journal to end at one row gets it whatever the order the commits before it came in.
+func (s *Store) CrashAfterRow(id string, at func(*journal.Row) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runs[id]; r != nil {
+		r.crashAtRow = at
 	}
 }
 
@@ -486,6 +498,7 @@ type lease struct {
 	id, token  string
 	j          *memJournal
 	crashAfter uint64
+	crashAtRow func(*journal.Row) bool
 
 	cancelOnce, lostOnce, releaseOnce sync.Once
 	cancelled, lost                   chan struct{}
@@ -634,6 +647,15 @@ func (j *memJournal) commit(batch [][]byte, parts []journal.SummaryPart) error {
 	j.commits++
 	crash := j.l.crashAfter != 0 && j.commits == j.l.crashAfter
 	j.mu.Unlock()
+	if at := j.l.crashAtRow; at != nil {
+		for i, data := range batch {
+			var r journal.Row
+			if journal.DecodeInto(data, &r, stored-uint64(len(batch)-i)+1) == nil && at(&r) {
+				crash = true
+				break
+			}
+		}
+	}
 	if crash {
 		j.l.lose()
 	}

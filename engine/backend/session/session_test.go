@@ -1481,75 +1481,71 @@ export default async function main() {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
-	for n := uint64(1); n < 40; n++ {
-		st, svc, id, host := freshRun(ctx, t, wf)
-		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id}
-		o.Answer = func(sf bus.StepFile) sessiontest.Answer {
-			if sf.Call == "c2" {
-				go func() { // c2 fails once c1 is bound, so that the pause finds c1's turn running
-					for ctx.Err() == nil {
-						bound := false
-						for _, r := range o.AllReplies() {
-							bound = bound || r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyBound
-						}
-						if agent, turn, ok := host.Find(sf.Marker); bound && ok {
-							host.End(agent, turn, "", "usageLimitExceeded")
-							return
-						}
-						time.Sleep(time.Millisecond)
+	st, svc, id, host := freshRun(ctx, t, wf)
+	runDir := filepath.Join(dir, "run")
+	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id}
+	o.Answer = func(sf bus.StepFile) sessiontest.Answer {
+		if sf.Call == "c2" {
+			go func() { // c2 fails once c1 is bound, so that the pause finds c1's turn running
+				for ctx.Err() == nil {
+					bound := false
+					for _, r := range o.AllReplies() {
+						bound = bound || r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyBound
 					}
-				}()
-			}
-			return sessiontest.Answer{Hold: true}
+					if agent, turn, ok := host.Find(sf.Marker); bound && ok {
+						host.End(agent, turn, "", "usageLimitExceeded")
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
 		}
-		ownerCtx, stopOwner := context.WithCancel(ctx)
-		go o.Loop(ownerCtx)
-		var heldAtInterrupt []bool
-		watched := &interruptWatch{Host: host, before: func() {
-			rows, _ := svc.Rows(context.Background(), id)
-			held := false
-			for _, r := range enginetest.CallRows(rows, "c1") {
-				held = held || r.Type == journal.TypeHeld
-			}
-			heldAtInterrupt = append(heldAtInterrupt, held)
-		}}
-		process := func(dies bool) (*store.Status, error) {
-			cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
-			if dies {
-				cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
-			}
-			var b backend.Backend = session.New(cfg)
-			defer b.Close()
-			if dies {
-				b = diesAtItsCrash{b}
-			}
-			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
-		}
-		st.CrashAfterCommit(id, n)
-		if _, err := process(true); err == nil {
-			stopOwner() // this run took fewer commits (the pause came at another moment): the next n
-			continue
-		}
-		rows, err := svc.Rows(ctx, id)
-		require.NoError(t, err)
-		c1 := enginetest.CallRows(rows, "c1")
-		if len(c1) == 0 || c1[len(c1)-1].Type != journal.TypeInterruptRequested || c1[len(c1)-1].Reason != "engine_paused" {
-			stopOwner()
-			continue
-		}
-		agent, _, _ := host.Find("c1/t1-a1")
-		_, err = process(false)
-		require.NoError(t, err)
-		stopOwner()
-		require.NotEmpty(t, heldAtInterrupt, "the resumed process interrupted nothing")
-		assert.False(t, heldAtInterrupt[0], "the turn was interrupted before the call's held row")
-		th, err := host.ReadThread(ctx, agent)
-		require.NoError(t, err)
-		assert.Equal(t, "interrupted", th.Turns[0].Status)
-		return
+		return sessiontest.Answer{Hold: true}
 	}
-	t.Fatal("no commit left the journal at c1's interrupt_requested row")
+	ownerCtx, stopOwner := context.WithCancel(ctx)
+	go o.Loop(ownerCtx)
+	var heldAtInterrupt []bool
+	watched := &interruptWatch{Host: host, before: func() {
+		rows, _ := svc.Rows(context.Background(), id)
+		held := false
+		for _, r := range enginetest.CallRows(rows, "c1") {
+			held = held || r.Type == journal.TypeHeld
+		}
+		heldAtInterrupt = append(heldAtInterrupt, held)
+	}}
+	process := func(dies bool) (*store.Status, error) {
+		cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
+		if dies {
+			cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
+		}
+		var b backend.Backend = session.New(cfg)
+		defer b.Close()
+		if dies {
+			b = diesAtItsCrash{b}
+		}
+		return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	}
+	// the process dies right after the commit of c1's interrupt_requested row, whatever the
+	// order the owner's replies and c2's end came in
+	st.CrashAfterRow(id, func(r *journal.Row) bool {
+		return r.Call == "c1" && r.Type == journal.TypeInterruptRequested && r.Reason == "engine_paused"
+	})
+	_, err := process(true)
+	require.Error(t, err, "the process never wrote c1's interrupt_requested row")
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.CallRows(rows, "c1")
+	require.NotEmpty(t, c1)
+	require.Equal(t, journal.TypeInterruptRequested, c1[len(c1)-1].Type)
+	agent, _, _ := host.Find("c1/t1-a1")
+	_, err = process(false)
+	require.NoError(t, err)
+	stopOwner()
+	require.NotEmpty(t, heldAtInterrupt, "the resumed process interrupted nothing")
+	assert.False(t, heldAtInterrupt[0], "the turn was interrupted before the call's held row")
+	th, err := host.ReadThread(ctx, agent)
+	require.NoError(t, err)
+	assert.Equal(t, "interrupted", th.Turns[0].Status)
 }
 
 // TestSessionContinuationCarriesEachConversationTurn: seed 003, a continuation's packet carries
