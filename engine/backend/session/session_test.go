@@ -1047,74 +1047,39 @@ export default async function main() { return (await agent.call({ role: "explore
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o600))
-	for n := uint64(1); n < 30; n++ {
-		st, svc, id, host := freshRun(ctx, t, wf)
-		runDir := filepath.Join(dir, fmt.Sprint("run", n))
-		o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: func(st bus.StepFile) sessiontest.Answer {
-			go func() { // cancelled once its subagent is at work
-				require.Eventually(t, func() bool { _, _, ok := host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
-				time.Sleep(30 * time.Millisecond)
-				_, _ = svc.Cancel(ctx, id, 0)
-			}()
-			return sessiontest.Answer{Hold: true}
-		}}
-		ownerCtx, stopOwner := context.WithCancel(ctx)
-		go o.Loop(ownerCtx)
-		// What the journal holds of the call when the host is asked to interrupt its turn.
-		var heldAtInterrupt []bool
-		watched := &interruptWatch{Host: host, before: func() {
-			rows, _ := svc.Rows(context.Background(), id)
-			held := false
-			for _, r := range enginetest.CallRows(rows, "c1") {
-				held = held || r.Type == journal.TypeHeld
-			}
-			heldAtInterrupt = append(heldAtInterrupt, held)
-		}}
-		process := func(dies bool) (*store.Status, error) {
-			cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
-			if dies {
-				// Killed at its commit, it interrupts nothing (and does not wait for the turn).
-				cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
-			}
-			var b backend.Backend = session.New(cfg)
-			defer b.Close()
-			if dies {
-				b = diesAtItsCrash{b} // a process killed at its crash does nothing more
-			}
-			return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
-		}
-		st.CrashAfterCommit(id, n)
-		_, err := process(true)
-		require.Error(t, err, "commit %d: the run ends after more commits than this", n)
-		rows, err := svc.Rows(ctx, id)
-		require.NoError(t, err)
-		if last := rows[len(rows)-1]; last.Type != journal.TypeInterruptRequested {
-			stopOwner()
-			continue
-		}
-		agent, _, _ := host.Find("c1/t1-a1")
-		require.False(t, host.Closed(agent))
-		steps, _, _ := o.Bus.Steps()
-		require.Empty(t, steps, "the dead process left no close step")
-		end, err := process(false)
-		require.NoError(t, err)
-		require.Equal(t, store.RunCancelled, end.Status, "%+v", end.Error)
-		rows, err = svc.Rows(ctx, id)
-		require.NoError(t, err)
-		c1 := enginetest.CallRows(rows, "c1")
-		assert.Equal(t, journal.TypeHeld, c1[len(c1)-1].Type)
-		assert.Eventually(t, func() bool { o.Pass(); return host.Closed(agent) }, 5*time.Second, 5*time.Millisecond,
-			"the subagent of the call the dead process interrupted gets a close step")
-		// Seed 003: the resumed process interrupts the turn the dead one left running, and reads
-		// it until it runs no more, before the call ends held.
-		assert.Equal(t, []bool{false}, heldAtInterrupt, "one interrupt, before the call's held row")
-		th, err := host.ReadThread(ctx, agent)
-		require.NoError(t, err)
-		assert.Equal(t, "interrupted", th.Turns[0].Status)
-		stopOwner()
-		return
-	}
-	t.Fatal("no commit left the journal at the interrupt_requested row")
+	st, svc, id, host := freshRun(ctx, t, wf)
+	runDir := filepath.Join(dir, "run")
+	var o *sessiontest.Owner
+	o = &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id, Answer: func(st bus.StepFile) sessiontest.Answer {
+		// cancelled once its subagent is at work on a turn the engine bound
+		go afterBound(ctx, o, st.Marker, func() { _, _ = svc.Cancel(ctx, id, 0) })
+		return sessiontest.Answer{Hold: true}
+	}}
+	ownerCtx, stopOwner := context.WithCancel(ctx)
+	defer stopOwner()
+	go o.Loop(ownerCtx)
+	process, heldAtInterrupt := dyingAndResumed(ctx, svc, id, host, runDir)
+	rows := diesAtTheInterrupt(ctx, t, st, svc, id, "cancelled", process)
+	require.Equal(t, journal.TypeInterruptRequested, rows[len(rows)-1].Type)
+	agent, _, _ := host.Find("c1/t1-a1")
+	require.False(t, host.Closed(agent))
+	steps, _, _ := o.Bus.Steps()
+	require.Empty(t, steps, "the dead process left no close step")
+	end, err := process(false)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCancelled, end.Status, "%+v", end.Error)
+	rows, err = svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.CallRows(rows, "c1")
+	assert.Equal(t, journal.TypeHeld, c1[len(c1)-1].Type)
+	assert.Eventually(t, func() bool { o.Pass(); return host.Closed(agent) }, 20*time.Second, 5*time.Millisecond,
+		"the subagent of the call the dead process interrupted gets a close step")
+	// Seed 003: the resumed process interrupts the turn the dead one left running, and reads
+	// it until it runs no more, before the call ends held.
+	assert.Equal(t, []bool{false}, *heldAtInterrupt, "one interrupt, before the call's held row")
+	th, err := host.ReadThread(ctx, agent)
+	require.NoError(t, err)
+	assert.Equal(t, "interrupted", th.Turns[0].Status)
 }
 
 // diesAtItsCrash is a backend whose process dies at its store's crash: it closes no subagent.
@@ -1461,6 +1426,65 @@ func (w *interruptWatch) InterruptTurn(ctx context.Context, thread, turn string)
 	return w.Host.InterruptTurn(ctx, thread, turn)
 }
 
+// dyingAndResumed gives a run's processes: one that dies (its store set to crash it) having
+// interrupted nothing and closed nothing, and the ones after it, which record in held, at
+// each turn/interrupt they ask the host for, whether the journal held c1's held row by then.
+func dyingAndResumed(ctx context.Context, svc *engine.Service, id string, host *sessiontest.Host, runDir string) (process func(dies bool) (*store.Status, error), held *[]bool) {
+	held = new([]bool)
+	watched := &interruptWatch{Host: host, before: func() {
+		rows, _ := svc.Rows(context.Background(), id)
+		c1Held := false
+		for _, r := range enginetest.CallRows(rows, "c1") {
+			c1Held = c1Held || r.Type == journal.TypeHeld
+		}
+		*held = append(*held, c1Held)
+	}}
+	return func(dies bool) (*store.Status, error) {
+		cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
+		if dies {
+			// Killed at its commit, it interrupts nothing (and does not wait for the turn).
+			cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
+		}
+		var b backend.Backend = session.New(cfg)
+		defer b.Close()
+		if dies {
+			b = diesAtItsCrash{b} // a process killed at its crash does nothing more
+		}
+		return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	}, held
+}
+
+// diesAtTheInterrupt runs the process that dies right after the commit of c1's
+// interrupt_requested row (for reason), whatever the order the owner's replies and the calls'
+// ends came in, and gives the rows it left.
+func diesAtTheInterrupt(ctx context.Context, t *testing.T, st *mem.Store, svc *engine.Service, id, reason string, process func(dies bool) (*store.Status, error)) []journal.Row {
+	t.Helper()
+	st.CrashAfterRow(id, func(r *journal.Row) bool {
+		return r.Call == "c1" && r.Type == journal.TypeInterruptRequested && r.Reason == reason
+	})
+	_, err := process(true)
+	require.Error(t, err, "the process never wrote c1's interrupt_requested row")
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	c1 := enginetest.CallRows(rows, "c1")
+	require.NotEmpty(t, c1)
+	require.Equal(t, journal.TypeInterruptRequested, c1[len(c1)-1].Type)
+	return rows
+}
+
+// afterBound runs then once the owner replied bound to marker: once the engine bound its turn.
+func afterBound(ctx context.Context, o *sessiontest.Owner, marker string, then func()) {
+	for ctx.Err() == nil {
+		for _, r := range o.AllReplies() {
+			if r.Marker == marker && r.Reply == bus.ReplyBound {
+				then()
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestSessionResumeAfterAPauseInterruptStopsTheTurnFirst: seed 003, the process dies right
 // after it recorded the pause's interrupt of c1's bound turn, before it reached the host; the
 // resumed process, making c1 again, interrupts that turn on the host and reads it until it runs
@@ -1486,63 +1510,26 @@ export default async function main() {
 	o := &sessiontest.Owner{Host: host, Bus: bus.Bus{Dir: runDir}, Run: id}
 	o.Answer = func(sf bus.StepFile) sessiontest.Answer {
 		if sf.Call == "c2" {
-			go func() { // c2 fails once c1 is bound, so that the pause finds c1's turn running
-				for ctx.Err() == nil {
-					bound := false
-					for _, r := range o.AllReplies() {
-						bound = bound || r.Marker == "c1/t1-a1" && r.Reply == bus.ReplyBound
-					}
-					if agent, turn, ok := host.Find(sf.Marker); bound && ok {
-						host.End(agent, turn, "", "usageLimitExceeded")
-						return
-					}
-					time.Sleep(time.Millisecond)
-				}
-			}()
+			// c2 fails once both are bound, so that the pause finds c1's turn running
+			go afterBound(ctx, o, "c1/t1-a1", func() {
+				afterBound(ctx, o, sf.Marker, func() {
+					agent, turn, _ := host.Find(sf.Marker)
+					host.End(agent, turn, "", "usageLimitExceeded")
+				})
+			})
 		}
 		return sessiontest.Answer{Hold: true}
 	}
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	go o.Loop(ownerCtx)
-	var heldAtInterrupt []bool
-	watched := &interruptWatch{Host: host, before: func() {
-		rows, _ := svc.Rows(context.Background(), id)
-		held := false
-		for _, r := range enginetest.CallRows(rows, "c1") {
-			held = held || r.Type == journal.TypeHeld
-		}
-		heldAtInterrupt = append(heldAtInterrupt, held)
-	}}
-	process := func(dies bool) (*store.Status, error) {
-		cfg := session.Config{Run: id, Owner: owner, Host: watched, Dir: runDir, Poll: 5 * time.Millisecond, LookupEvery: 4}
-		if dies {
-			cfg.Host, cfg.InterruptWait = &interruptWatch{Host: host, drop: true}, time.Millisecond
-		}
-		var b backend.Backend = session.New(cfg)
-		defer b.Close()
-		if dies {
-			b = diesAtItsCrash{b}
-		}
-		return svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
-	}
-	// the process dies right after the commit of c1's interrupt_requested row, whatever the
-	// order the owner's replies and c2's end came in
-	st.CrashAfterRow(id, func(r *journal.Row) bool {
-		return r.Call == "c1" && r.Type == journal.TypeInterruptRequested && r.Reason == "engine_paused"
-	})
-	_, err := process(true)
-	require.Error(t, err, "the process never wrote c1's interrupt_requested row")
-	rows, err := svc.Rows(ctx, id)
-	require.NoError(t, err)
-	c1 := enginetest.CallRows(rows, "c1")
-	require.NotEmpty(t, c1)
-	require.Equal(t, journal.TypeInterruptRequested, c1[len(c1)-1].Type)
+	process, heldAtInterrupt := dyingAndResumed(ctx, svc, id, host, runDir)
+	diesAtTheInterrupt(ctx, t, st, svc, id, "engine_paused", process)
 	agent, _, _ := host.Find("c1/t1-a1")
-	_, err = process(false)
+	_, err := process(false)
 	require.NoError(t, err)
 	stopOwner()
-	require.NotEmpty(t, heldAtInterrupt, "the resumed process interrupted nothing")
-	assert.False(t, heldAtInterrupt[0], "the turn was interrupted before the call's held row")
+	require.NotEmpty(t, *heldAtInterrupt, "the resumed process interrupted nothing")
+	assert.False(t, (*heldAtInterrupt)[0], "the turn was interrupted before the call's held row")
 	th, err := host.ReadThread(ctx, agent)
 	require.NoError(t, err)
 	assert.Equal(t, "interrupted", th.Turns[0].Status)
