@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/internal/enginetest"
@@ -18,8 +19,8 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// liveVerdictThenCommit keeps its process alive with a slow call (20 s: far longer than a
-// verdict takes to reach a live process, even on a loaded machine), loses a call of node n, waits
+// liveVerdictThenCommit keeps its process alive with a slow call (held by the test's backend
+// until the verdicts are given), loses a call of node n, waits
 // for the verdict, builds again on n and commits it.
 const liveVerdictThenCommit = `import { agent } from "crw:agent";
 import crw from "crw";
@@ -48,14 +49,16 @@ func TestTwoLiveVerdictsAtOnceThenACommit(t *testing.T) {
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
 	require.NoError(t, err)
 	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
-  {"match": {"call": 1}, "turns": [{"text": "late", "delay_ms": 20000}]},
+  {"match": {"call": 1}, "turns": [{"text": "late"}]},
   {"match": {"call": 2}, "turns": [{"lost": true}]},
   {"match": {"call": 3}, "turns": [{"text": "done", "files": {"out.txt": "x\n"}}]}
 ]}`))
 	require.NoError(t, err)
+	// the slow call is in flight until both verdicts were given
+	slow := enginetest.Gate(fake.New(a, nil), func(c backend.Call) bool { return c.Index == 1 })
 	done := make(chan *store.Status, 1)
 	go func() {
-		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
 		assert.NoError(t, err)
 		done <- end
 	}()
@@ -71,6 +74,7 @@ func TestTwoLiveVerdictsAtOnceThenACommit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	slow.Open()
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 
