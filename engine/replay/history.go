@@ -344,9 +344,9 @@ const KeptBudget = 6 << 20
 type kept struct {
 	preparedAt, endAt     time.Time
 	requested, configured *journal.Pair
-	thread                *keptThread  // nil: the call had no thread
-	bound                 bool         // its thread a pull backend bound: its rows are read again
-	effect                *journal.Row // while the call is open: what its EffectKey is made of
+	thread                *keptThread   // nil: the call had no thread
+	bound                 bool          // its thread a pull backend bound: its rows are read again
+	effect                *effectInputs // while the call is open: what its EffectKey is made of
 	output                json.RawMessage
 	turnIDs               []string
 	repairUsed            bool
@@ -369,7 +369,7 @@ func (k *kept) weight() int {
 		w += 80 + len(t.id) + len(t.rollout)
 	}
 	if e := k.effect; e != nil {
-		w += len(e.Prompt) // a held call's, which may end again
+		w += len(e.prompt) // a held call's, which may end again
 	}
 	return w
 }
@@ -377,15 +377,24 @@ func (k *kept) weight() int {
 // fromKept is the call with the rows its delivery reads, made of what was kept of them: what
 // Load reading them again would give of them.
 func (c *Call) fromKept(k *kept) *Call {
-	got := &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
-		PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
-	got.Prepared = &journal.Row{Seq: c.PreparedSeq, Type: journal.TypePrepared, At: k.preparedAt, Call: c.ID, Index: c.Index,
-		Role: c.Role, Node: c.Node, RequestedPair: k.requested, ConfiguredPair: k.configured}
-	if t := k.thread; t != nil {
-		got.Thread = &journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+	// one allocation for the call and its rows: a replay delivers thousands of them
+	all := &struct {
+		call                       Call
+		prepared, thread, terminal journal.Row
+	}{
+		call: Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq},
+		prepared: journal.Row{Seq: c.PreparedSeq, Type: journal.TypePrepared, At: k.preparedAt, Call: c.ID, Index: c.Index,
+			Role: c.Role, Node: c.Node, RequestedPair: k.requested, ConfiguredPair: k.configured},
+		terminal: journal.Row{Seq: c.EndSeq, Type: c.EndType, At: k.endAt, Call: c.ID, Reason: c.EndReason, Output: k.output,
+			TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens},
 	}
-	got.Terminal = &journal.Row{Seq: c.EndSeq, Type: c.EndType, At: k.endAt, Call: c.ID, Reason: c.EndReason, Output: k.output,
-		TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
+	got := &all.call
+	got.Prepared, got.Terminal = &all.prepared, &all.terminal
+	if t := k.thread; t != nil {
+		all.thread = journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+		got.Thread = &all.thread
+	}
 	return got
 }
 
@@ -527,7 +536,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 		// What its delivery reads of the row, and what its EffectKey is made of should it end
 		// unknown (the row is gone by then).
 		b.parts[fresh] = &kept{preparedAt: row.At, requested: row.RequestedPair, configured: row.ConfiguredPair,
-			effect: &journal.Row{Role: row.Role, Node: row.Node, Prompt: row.Prompt, PromptDigest: row.PromptDigest, SchemaDigest: row.SchemaDigest}}
+			effect: &effectInputs{row.Role, row.Node, row.Prompt, row.PromptDigest, row.SchemaDigest}}
 	}
 	if c != nil {
 		fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
@@ -591,7 +600,7 @@ func (b *builder) effectKey(c *Call) EffectKey {
 		return EffectKeyOf(c.Prepared)
 	}
 	if k := b.parts[c]; k != nil && k.effect != nil {
-		return EffectKeyOf(k.effect)
+		return k.effect.key()
 	}
 	return EffectKey{}
 }

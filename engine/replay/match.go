@@ -47,12 +47,19 @@ type EffectKey [sha256.Size]byte
 
 // EffectKeyOf is the EffectKey of a call's prepared row.
 func EffectKeyOf(p *journal.Row) EffectKey {
-	prompt := p.PromptDigest
-	if prompt == "" || p.Prompt != "" {
-		prompt = journal.Digest(p.Prompt)
+	return effectInputs{p.Role, p.Node, p.Prompt, p.PromptDigest, p.SchemaDigest}.key()
+}
+
+// effectInputs are the fields of a prepared row an EffectKey is made of.
+type effectInputs struct{ role, node, prompt, promptDigest, schemaDigest string }
+
+func (e effectInputs) key() EffectKey {
+	prompt := e.promptDigest
+	if prompt == "" || e.prompt != "" {
+		prompt = journal.Digest(e.prompt)
 	}
 	h := sha256.New()
-	for _, f := range [...]string{p.Role, p.Node, prompt, p.SchemaDigest} {
+	for _, f := range [...]string{e.role, e.node, prompt, e.schemaDigest} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
