@@ -25,9 +25,46 @@ const wrapperHead = "(function (exports, require, module, __filename, __dirname)
 // builtinPrograms caches compiled built-ins across loaders and runtimes,
 // keyed by name and content: a *goja.Program is immutable and may run in
 // several runtimes at once, and the same built-ins would be compiled for
-// every run otherwise. Disk files are cached per Loader instead, so edited
-// workflows do not pile up in a long-lived process.
+// every run otherwise.
 var builtinPrograms sync.Map // [32]byte -> *goja.Program
+
+// diskPrograms caches the workflows' own files across loaders, keyed by name
+// and content as builtinPrograms: a run created and run in one process (crw
+// flow run) loads its workflow to check it and again to run it. It is bounded
+// by the sources' bytes, and emptied when full, so edited workflows do not pile
+// up in a long-lived process (crw mcp).
+var diskPrograms = programCache{limit: 16 << 20}
+
+type programCache struct {
+	mu       sync.Mutex
+	programs map[[32]byte]*goja.Program
+	bytes    int
+	limit    int
+}
+
+func programKey(kind sourceKind, file string, src []byte) [32]byte {
+	return sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s", kind, file, src)))
+}
+
+func (c *programCache) get(key [32]byte) *goja.Program {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.programs[key]
+}
+
+func (c *programCache) put(key [32]byte, size int, prg *goja.Program) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size > c.limit {
+		return
+	}
+	if c.programs == nil || c.bytes+size > c.limit {
+		c.programs, c.bytes = map[[32]byte]*goja.Program{}, 0
+	}
+	if _, ok := c.programs[key]; !ok {
+		c.programs[key], c.bytes = prg, c.bytes+size
+	}
+}
 
 // esbuild's target: goja runs ES2022 syntax (class fields, private
 // members, static blocks, optional chaining, ??, logical assignment) but
@@ -69,7 +106,7 @@ func kindOf(name string) (sourceKind, bool) {
 // program returns the compiled module of a JS or TS target.
 func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 	if t.builtin {
-		key := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s", t.kind, t.file, src)))
+		key := programKey(t.kind, t.file, src)
 		if p, ok := builtinPrograms.Load(key); ok {
 			return p.(*goja.Program), nil
 		}
@@ -86,9 +123,16 @@ func (l *Loader) program(t *target, src []byte) (*goja.Program, error) {
 	if prg != nil {
 		return prg, nil
 	}
-	prg, err := compile(t.file, t.name, t.kind, src, l.onParse)
-	if err != nil {
-		return nil, err
+	key := programKey(t.kind, t.file, src)
+	if l.onParse == nil { // a static pass is shown every module's AST: it compiles them all
+		prg = diskPrograms.get(key)
+	}
+	if prg == nil {
+		var err error
+		if prg, err = compile(t.file, t.name, t.kind, src, l.onParse); err != nil {
+			return nil, err
+		}
+		diskPrograms.put(key, len(src), prg)
 	}
 	l.mu.Lock()
 	l.programs[t.real] = prg
