@@ -47,20 +47,20 @@ type StartIn struct {
 	UnresponsiveAfter string          `json:"unresponsive_after,omitempty" jsonschema:"session: how long steps wait before the session_unresponsive escalation (default 2h)"`
 	Roles             string          `json:"roles,omitempty" jsonschema:"a role table file: each role's model and effort"`
 	Pool              *int            `json:"pool,omitempty" jsonschema:"at most this many calls in flight (default 4)"`
-	BudgetTokens      int64           `json:"budget_tokens,omitempty" jsonschema:"calls that would start once the run has spent this many tokens end held budget_exhausted (default 0: none)"`
+	BudgetTokens      int64           `json:"budget_tokens,omitempty" jsonschema:"calls that would start once the run has spent this many tokens end held budget_exhausted (default 0: none); crw flow's --budget-tokens, as the run's messages name it"`
 	Lib               []string        `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
 	MaxStackDepth     *int            `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
 	MaxHeapMiB        *int64          `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
-	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536)"`
-	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024)"`
+	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536); crw flow's --max-prompt, as the run's messages name it"`
+	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024); crw flow's --max-log, as the run's messages name it"`
 	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
-	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too)"`
-	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory)"`
+	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too); crw flow's --deadline, as the run's messages name it"`
+	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory); crw flow's --repo, as the run's messages name it"`
 	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
 	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
 	KeepWorktrees     bool            `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
 	TraceIsolation    bool            `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
-	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision"`
+	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision; crw flow's --tier-steps, as the run's messages name it"`
 	ToolEnv           []string        `json:"tool_env,omitempty" jsonschema:"entries NAME=VALUE: variables every command of the run's agents takes, named in each turn's tools section"`
 	ToolPath          []string        `json:"tool_path,omitempty" jsonschema:"directories of tools the run's agents' commands find before the shell's PATH"`
 }
