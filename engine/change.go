@@ -166,15 +166,15 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 	}
 	out := *spec
 	out.BackendOptions = maps.Clone(spec.BackendOptions)
-	for _, c := range changes {
+	for _, row := range changes {
+		c := row.AsResumeChanged()
 		if c.Workflow != "" {
 			out.Workflow = c.Workflow
 		}
-		rare := c.Rares()
-		if rare.Budget != nil {
-			out.BudgetTokens = *rare.Budget
+		if c.Budget != nil {
+			out.BudgetTokens = *c.Budget
 		}
-		for k, v := range rare.BackendOptions {
+		for k, v := range c.BackendOptions {
 			if out.BackendOptions == nil {
 				out.BackendOptions = map[string]string{}
 			}

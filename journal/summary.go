@@ -174,19 +174,20 @@ func (s *Summary) Add(r SummaryPart, calls Index) error {
 	}
 	switch {
 	case r.Type == TypeEnded:
-		e := r.Ended
-		if e == nil {
-			e = &Row{}
+		row := r.Ended
+		if row == nil {
+			row = &Row{}
 		}
-		s.Status, s.Ended, s.Result, s.Error, s.Paused = e.Status, e.At, e.Result, e.Error, nil
-		if p := e.Rares().Paused; p != nil && e.Status == "paused" {
+		e := row.AsEnded()
+		s.Status, s.Ended, s.Result, s.Error, s.Paused = e.Status, row.At, e.Result, e.Error, nil
+		if p := e.Paused; p != nil && e.Status == "paused" {
 			cp := *p
 			s.Paused = &cp
 		}
 		if e.Status != "paused" && e.Status != "waiting_decision" {
 			s.Decisions = nil // a run that ended waits for nothing
 		}
-		for _, d := range e.Rares().Awaited {
+		for _, d := range e.Awaited {
 			s.await(d)
 		}
 	case r.Type == TypeStarted:

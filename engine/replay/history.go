@@ -499,7 +499,8 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		if row.Via != "" {
 			k.bound = true // a pull backend's thread, with its binding: read again (Load)
 		} else {
-			k.thread = &keptThread{id: row.ThreadID, model: b.name(row.Model), effort: b.name(row.Effort), cwd: b.name(row.Cwd), rollout: row.RolloutPath}
+			t := row.AsThreadStarted()
+			k.thread = &keptThread{id: t.ThreadID, model: b.name(t.Model), effort: b.name(t.Effort), cwd: b.name(t.Cwd), rollout: t.RolloutPath}
 		}
 	}
 	switch {

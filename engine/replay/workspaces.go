@@ -142,19 +142,20 @@ func (h *History) UnfinishedCommit() *Commit {
 
 // placed reads a call's workspace_placed row.
 func (h *History) placed(c *Call, row *journal.Row) {
-	c.Placement, c.Alloc = row.Placement, row.Alloc
-	if row.Placement != "attempt" {
+	p := row.AsWorkspacePlaced()
+	c.Placement, c.Alloc = p.Placement, p.Alloc
+	if p.Placement != "attempt" {
 		return
 	}
-	nd := h.node(row.Node)
+	nd := h.node(p.Node)
 	nd.PlacedSeq = max(nd.PlacedSeq, row.Seq)
-	if row.Alloc > nd.Alloc {
-		nd.Alloc, nd.Path, nd.Start, nd.At, nd.Tree = row.Alloc, row.Workspace, row.Start, row.Start, ""
-		if row.Commit != "" {
-			nd.At = row.Commit
+	if p.Alloc > nd.Alloc {
+		nd.Alloc, nd.Path, nd.Start, nd.At, nd.Tree = p.Alloc, p.Workspace, p.Start, p.Start, ""
+		if p.Commit != "" {
+			nd.At = p.Commit
 		}
 	}
-	if row.Alloc == nd.Alloc {
+	if p.Alloc == nd.Alloc {
 		nd.Open = true
 	}
 }

@@ -142,7 +142,8 @@ func (c *call) take(row *journal.Row) bool {
 }
 
 func threadOf(row *journal.Row) backend.Thread {
-	th := backend.Thread{ID: row.ThreadID, Model: row.Model, Effort: row.Effort, Cwd: row.Cwd, RolloutPath: row.RolloutPath}
+	t := row.AsThreadStarted()
+	th := backend.Thread{ID: t.ThreadID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
 	if b := pull.ReadBind(row); b != nil {
 		th.Bind = b
 	}

@@ -14,7 +14,7 @@ import (
 // disagrees with the started row its journal begins with (nil when the run never started).
 // The spec is a file the user can edit (run.json); a resume goes on with what the run started
 // with, or not at all. (The backend is compared where it is opened: tests may replace it.)
-func Check(run string, spec *store.Spec, started *journal.Row) error {
+func Check(run string, spec *store.Spec, startedRow *journal.Row) error {
 	where := spec.Path
 	if where == "" {
 		where = "the spec of run " + run
@@ -38,9 +38,10 @@ func Check(run string, spec *store.Spec, started *journal.Row) error {
 	if err := checkInput(spec.Input); err != nil {
 		return bad("input", "%v", err)
 	}
-	if started == nil {
+	if startedRow == nil {
 		return nil
 	}
+	started := startedRow.AsStarted()
 	const row = "(its journal's started row)"
 	switch {
 	case spec.Workflow != started.Workflow:

@@ -35,11 +35,12 @@ func ReconciledRow(call string, v Verdict, by string) *journal.Row {
 // VerdictValue is what crw.effect resolves to: {callId, verdict, output, by}, output null
 // unless an applied verdict recorded one.
 func VerdictValue(call string, row *journal.Row) json.RawMessage {
+	v := row.AsReconciled()
 	out, _ := json.Marshal(struct {
 		CallID  string          `json:"callId"`
 		Verdict string          `json:"verdict"`
 		Output  json.RawMessage `json:"output"`
 		By      string          `json:"by"`
-	}{call, row.Verdict, row.Output, row.By})
+	}{call, v.Verdict, v.Output, v.By})
 	return out
 }
