@@ -133,7 +133,7 @@ func (s *step) joinLedger(ctx context.Context) bool {
 	if len(warnings) > 0 && !s.hostWarned {
 		s.hostWarned = true
 		slices.Sort(warnings)
-		s.b.cfg.Report(backend.HostWarning{Op: s.file.Op, Marker: s.marker, Warnings: slices.Compact(warnings),
+		s.b.cfg.Report(pull.HostWarning{Op: s.file.Op, Marker: s.marker, Warnings: slices.Compact(warnings),
 			Detail: fmt.Sprintf("the owner's spawns tied to %s: %d", s.marker, len(tied))})
 	}
 	for _, sp := range tied {

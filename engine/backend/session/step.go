@@ -255,7 +255,7 @@ func (s *step) closeUnwritten(written bool) {
 
 // unwritten writes a step_unwritten flow row of the step.
 func (s *step) unwritten(written *bool) {
-	s.b.cfg.Report(backend.StepUnwritten{Call: s.t.Call.ID, Marker: s.marker, K: s.t.K, Attempt: s.attempt, Action: s.file.Action,
+	s.b.cfg.Report(pull.StepUnwritten{Call: s.t.Call.ID, Marker: s.marker, K: s.t.K, Attempt: s.attempt, Action: s.file.Action,
 		Unwritten: journal.Unwritten{InputState: "not_delivered", Error: s.lastError, Failures: s.failures, FirstAt: s.firstFailure,
 			LastAt: s.lastFailure, Written: written}})
 }

@@ -3,12 +3,19 @@
 package runwarn
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
+
+// ReasonEventRefused is the warning's reason of an event a backend reported that is none of
+// backend.EventTypes: it is not journaled.
+const ReasonEventRefused = "backend_event_refused"
 
 // maxEarlyWarnings bounds the warnings kept before the run's process starts writing.
 const maxEarlyWarnings = 64
@@ -40,6 +47,14 @@ func (w *Sink) Warn(reason, detail string) {
 // of a turn started on the owner's thread), or keeps it until the run's process writes.
 func (w *Sink) Report(e backend.Event) {
 	row := e.Row()
+	if row == nil || !slices.Contains(backend.EventTypes, row.Type) {
+		// A backend reports the events of the pull contract, no row of its own making.
+		what := "no row"
+		if row != nil {
+			what = fmt.Sprintf("a row of type %q", row.Type)
+		}
+		row = journal.Warning{Reason: ReasonEventRefused, Detail: fmt.Sprintf("the backend reported %s as an event of the run; only %s are", what, strings.Join(backend.EventTypes, ", "))}.Row()
+	}
 	w.mu.Lock()
 	if w.j == nil {
 		if len(w.early) < maxEarlyWarnings {

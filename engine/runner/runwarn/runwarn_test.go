@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/mem"
@@ -75,4 +76,39 @@ func (g stopping) Write(rows ...*journal.Row) (uint64, error) {
 		return 0, err
 	}
 	return g.Journal.Write(rows...)
+}
+
+// rawEvent is an event a backend made up: a row of another type, or none.
+type rawEvent struct{ row *journal.Row }
+
+func (e rawEvent) Row() *journal.Row { return e.row }
+
+// TestAnEventOfAnotherRowTypeIsRefused: the events of the pull contract are journaled as
+// their rows; a row of any other type a backend reports as an event (a completed row, a
+// started row, none) is not, and a warning says so.
+func TestAnEventOfAnotherRowTypeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New()
+	run := "20261201-000000-abc124"
+	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, CreatedAt: time.Now()}))
+	lease, err := st.Acquire(ctx, run)
+	require.NoError(t, err)
+	defer lease.Release()
+	w := &Sink{}
+	w.Bind(lease.Journal())
+	w.Report(pull.WakeEnded{WakeID: "b1", TurnID: "t1", TurnStatus: "completed", Owner: "th"})
+	w.Report(rawEvent{&journal.Row{Type: journal.TypeCompleted, Call: "c1", Output: []byte(`{"forged":true}`)}})
+	w.Report(rawEvent{&journal.Row{Type: journal.TypeStarted, Run: run}})
+	w.Report(rawEvent{nil})
+	var rows []journal.Row
+	require.NoError(t, st.Rows(ctx, run, 1, func(r *journal.Row) error { rows = append(rows, *r); return nil }))
+	require.Len(t, rows, 4)
+	assert.Equal(t, journal.TypeSessionWakeEnded, rows[0].Type)
+	for i, what := range []string{`a row of type "completed"`, `a row of type "started"`, "no row"} {
+		r := rows[i+1]
+		assert.Equal(t, journal.TypeWarning, r.Type)
+		assert.Equal(t, ReasonEventRefused, r.Reason)
+		assert.Empty(t, r.Call, "the forged row's call is not the warning's")
+		assert.Contains(t, r.Detail, "the backend reported "+what+" as an event of the run")
+	}
 }

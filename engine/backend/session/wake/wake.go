@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/host"
 )
@@ -136,7 +137,7 @@ func (w *Wakes) Look(ctx context.Context, waiting func() []string) {
 	waited := now.Sub(w.since)
 	if !w.escalated && waited >= cfg.UnresponsiveAfter {
 		w.escalated = true
-		w.owner.Report(backend.Escalation{Reason: "session_unresponsive", Owner: w.owner.Thread,
+		w.owner.Report(pull.Escalation{Reason: "session_unresponsive", Owner: w.owner.Thread,
 			Ops: ops(markers), Batch: batchOf(markers), WaitingSeconds: int64(waited / time.Second),
 			Detail: fmt.Sprintf("steps have waited %s without a report from the owner; the run goes on waiting", waited.Round(time.Second))})
 	}
@@ -174,8 +175,8 @@ func (w *Wakes) Look(ctx context.Context, waiting func() []string) {
 }
 
 // row is the wake of markers.
-func (w *Wakes) row(markers []string, status string, waited time.Duration) *backend.Wake {
-	row := &backend.Wake{Batch: batchOf(markers), Ops: ops(markers), Owner: w.owner.Thread, OwnerStatus: status,
+func (w *Wakes) row(markers []string, status string, waited time.Duration) *pull.Wake {
+	row := &pull.Wake{Batch: batchOf(markers), Ops: ops(markers), Owner: w.owner.Thread, OwnerStatus: status,
 		WaitingSeconds: int64(waited / time.Second)}
 	row.WakeID = row.Batch
 	if w.owner.Process > 1 {
@@ -187,7 +188,7 @@ func (w *Wakes) row(markers []string, status string, waited time.Duration) *back
 // deliver wakes the owner with a turn on its thread when the host can start one, and writes
 // the wake's row: staged when the turn started. It is false when the wake was cut short by this
 // process's own end: nothing failed, no row is written, and a resume wakes again.
-func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row *backend.Wake, markers []string) bool {
+func (w *Wakes) deliver(ctx context.Context, waker host.Waker, canWake bool, row *pull.Wake, markers []string) bool {
 	switch {
 	case !canWake || w.owner.PrivateHost:
 		row.Reason = "no_owner_host"
@@ -228,7 +229,7 @@ func (w *Wakes) Follow(ctx context.Context) {
 		case err != nil || status == "" || status == "inProgress":
 			left = append(left, d)
 		default:
-			w.owner.Report(backend.WakeEnded{WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: w.owner.Thread})
+			w.owner.Report(pull.WakeEnded{WakeID: d.wakeID, TurnID: d.turnID, TurnStatus: status, Owner: w.owner.Thread})
 		}
 	}
 	w.delivering = left
