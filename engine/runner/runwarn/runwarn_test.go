@@ -19,13 +19,7 @@ import (
 // TestWarningsFollowTheRunsJournal: a backend's warnings wait for the started row, at most
 // maxEarlyWarnings of them, and none is written once the run has stopped.
 func TestWarningsFollowTheRunsJournal(t *testing.T) {
-	ctx := context.Background()
-	st := mem.New()
-	run := "20261201-000000-abc123"
-	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, CreatedAt: time.Now()}))
-	lease, err := st.Acquire(ctx, run)
-	require.NoError(t, err)
-	defer lease.Release()
+	_, run, lease := leased(t)
 
 	var stop error
 	gate := stopping{Journal: lease.Journal(), stopped: func() error { return stop }}
@@ -33,7 +27,7 @@ func TestWarningsFollowTheRunsJournal(t *testing.T) {
 	for i := 0; i < maxEarlyWarnings+10; i++ {
 		w.Warn("early", fmt.Sprint(i))
 	}
-	_, err = gate.Write(&journal.Row{Type: journal.TypeStarted, Run: run})
+	_, err := gate.Write(&journal.Row{Type: journal.TypeStarted, Run: run})
 	require.NoError(t, err)
 	w.Bind(gate)
 	w.Warn("late", "")
@@ -78,6 +72,18 @@ func (g stopping) Write(rows ...*journal.Row) (uint64, error) {
 	return g.Journal.Write(rows...)
 }
 
+// leased is a new run of a store of its own, and its lease.
+func leased(t *testing.T) (*mem.Store, string, store.Lease) {
+	ctx := context.Background()
+	st := mem.New()
+	run := "20261201-000000-abc123"
+	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, CreatedAt: time.Now()}))
+	lease, err := st.Acquire(ctx, run)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lease.Release() })
+	return st, run, lease
+}
+
 // rawEvent is an event a backend made up: a row of another type, or none.
 type rawEvent struct{ row *journal.Row }
 
@@ -88,12 +94,7 @@ func (e rawEvent) Row() *journal.Row { return e.row }
 // started row, none) is not, and a warning says so.
 func TestAnEventOfAnotherRowTypeIsRefused(t *testing.T) {
 	ctx := context.Background()
-	st := mem.New()
-	run := "20261201-000000-abc124"
-	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, CreatedAt: time.Now()}))
-	lease, err := st.Acquire(ctx, run)
-	require.NoError(t, err)
-	defer lease.Release()
+	st, run, lease := leased(t)
 	w := &Sink{}
 	w.Bind(lease.Journal())
 	w.Report(pull.WakeEnded{WakeID: "b1", TurnID: "t1", TurnStatus: "completed", Owner: "th"})
