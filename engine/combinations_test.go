@@ -219,10 +219,11 @@ func TestAPauseIsNotHiddenByADecision(t *testing.T) {
 			require.NoError(t, err)
 			limited, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
   {"match": {"node": "a"}, "turns": [{"error": "rateLimitExceeded"}]},
-  {"match": {"node": "b"}, "turns": [{"text": "ok", "delay_ms": 5000}]}
+  {"match": {"node": "b"}, "turns": [{"text": "ok"}]}
 ]}`))
 			require.NoError(t, err)
-			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(limited, nil)})
+			// b's answer is held: only the pause ends its turn.
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: enginetest.GateAnswers(fake.New(limited, nil), enginetest.Nodes("b"))})
 			require.NoError(t, err)
 			require.Equal(t, store.RunPaused, end.Status, "calls are held for the pause: the run is paused")
 			st, err := svc.Status(ctx, id)

@@ -117,21 +117,24 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 3000}]}]}`))
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`))
 	require.NoError(t, err)
+	// The slow call keeps the process alive: its answer is held until the decision's was given.
+	slow := enginetest.GateAnswers(fake.New(answers, nil), enginetest.Nodes("slow"))
 	done := make(chan *store.Status, 1)
 	go func() {
-		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
 		assert.NoError(t, err)
 		done <- end
 	}()
 	require.Eventually(t, func() bool {
 		st, err := svc.Status(ctx, id)
 		return err == nil && len(st.Decisions) == 1
-	}, 5*time.Second, 10*time.Millisecond)
+	}, enginetest.Timeout, 10*time.Millisecond)
 	got, err := svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled, "the live process journaled it, and the command saw it")
+	slow.Open()
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
@@ -172,18 +175,20 @@ const schema = { type: "object", properties: { n: { type: "integer" } }, require
   return [m.n, (await slow).output];
 }
 `), 0o644))
-	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 5000}]}]}`))
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`))
 	require.NoError(t, err)
+	// The slow call's answer is held until the decision the process waits for was answered.
+	slow := enginetest.GateAnswers(fake.New(answers, nil), enginetest.Nodes("slow"))
 	done := make(chan *store.Status, 1)
 	go func() {
-		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
 		assert.NoError(t, err)
 		done <- end
 	}()
 	require.Eventually(t, func() bool {
 		st, err := svc.Status(ctx, id)
 		return err == nil && slices.ContainsFunc(st.Decisions, func(d journal.PendingDecision) bool { return d.ID == "m" })
-	}, 5*time.Second, 10*time.Millisecond)
+	}, enginetest.Timeout, 10*time.Millisecond)
 
 	_, err = svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
 	require.Error(t, err, "the process refused it: no success is reported")
@@ -193,6 +198,7 @@ const schema = { type: "object", properties: { n: { type: "integer" } }, require
 	got, err := svc.Answer(ctx, id, "m", json.RawMessage(`{"n": 3}`), "uid 1", true)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled)
+	slow.Open()
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[3, "done"]`, string(end.Result))

@@ -133,14 +133,15 @@ export default async function main() {
 	require.NoError(t, os.WriteFile(wf, script("use"), 0o644))
 	a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
   {"match": {"node": "a"}, "turns": [{"text": "`+secret+`"}]},
-  {"match": {"node": "b"}, "turns": [{"text": "done", "delay_ms": 5000}]}
+  {"match": {"node": "b"}, "turns": [{"text": "done"}]}
 ]}`))
 	require.NoError(t, err)
 	host := fake.NewHost("")
 	ctx := context.Background()
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+	// b is in flight (its answer held) when the process stops.
+	require.Error(t, stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(a, host), enginetest.Nodes("b")), host, 2))
 
 	require.NoError(t, os.WriteFile(wf, script("USE"), 0o644))
 	_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host)})

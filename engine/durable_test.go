@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/progress"
@@ -287,8 +288,9 @@ export default async function main() {
 // stopWhenSent runs the run in this process and stops the process once the host has received
 // n turns and their turn_started rows are durable (the row, not only the send: a test that
 // reads the turn ids back must not depend on when the row was committed before the stop). It
-// returns what Execute returned.
-func stopWhenSent(t *testing.T, svc *engine.Service, id string, b *fake.Backend, host *fake.Host, n int) error {
+// returns what Execute returned. A call that must still be in flight at the stop is held by b
+// (enginetest.GateAnswers, never opened: the stop ends its turn).
+func stopWhenSent(t *testing.T, svc *engine.Service, id string, b backend.Backend, host *fake.Host, n int) error {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -307,6 +309,9 @@ func stopWhenSent(t *testing.T, svc *engine.Service, id string, b *fake.Backend,
 	return err
 }
 
+// all holds every call.
+func all(backend.Call) bool { return true }
+
 // TestStoppedProcessWritesNothingForWaitingCalls: calls waiting for a place in the pool when the
 // process is stopped have not run: they must not end (held cancelled) in the journal, or the
 // resume would give the script those ends instead of running the calls.
@@ -322,13 +327,14 @@ export default async function main() {
   return results.map((r) => r.status + ":" + r.output);
 }
 `), 0o644))
-			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 400}]}]}`))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done"}]}]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
 			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: new(2)})
 			require.NoError(t, err)
 
-			err = stopWhenSent(t, svc, id, fake.New(a, host), host, 2)
+			// The two calls sent are in flight until the stop: none ends, none frees its place.
+			err = stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(a, host), all), host, 2)
 			e, ok := errs.As(err)
 			require.True(t, ok, "%v", err)
 			assert.Equal(t, "process_stopped", e.Reason())
@@ -368,13 +374,13 @@ export default async function main() {
 			require.NoError(t, os.WriteFile(wfPath, recorded, 0o644))
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
   {"match": {"node": "a"}, "turns": [{"text": "A"}]},
-  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 1000}]}
+  {"match": {"node": "b"}, "turns": [{"text": "B"}]}
 ]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
 			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath})
 			require.NoError(t, err)
-			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+			require.Error(t, stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(a, host), enginetest.Nodes("b")), host, 2))
 			before, err := svc.Rows(context.Background(), id)
 			require.NoError(t, err)
 
@@ -429,13 +435,13 @@ function reason(node) {
 `), 0o644))
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
   {"match": {"node": "x"}, "turns": [{"lost": true}]},
-  {"match": {"node": "y"}, "turns": [{"text": "Y", "delay_ms": 1000}]}
+  {"match": {"node": "y"}, "turns": [{"text": "Y"}]}
 ]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
 			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath})
 			require.NoError(t, err)
-			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+			require.Error(t, stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(a, host), enginetest.Nodes("y")), host, 2))
 
 			end, err := svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, host)})
 			require.NoError(t, err)
@@ -463,16 +469,18 @@ export default async function main() {
 `), 0o644))
 			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
   {"match": {"node": "a"}, "turns": [{"text": "A"}]},
-  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 5000}]}
+  {"match": {"node": "b"}, "turns": [{"text": "B"}]}
 ]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
 			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
 			require.NoError(t, err)
-			require.Error(t, stopWhenSent(t, svc, id, fake.New(a, host), host, 2))
+			require.Error(t, stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(a, host), enginetest.Nodes("b")), host, 2))
 			require.NoError(t, svc.Store.RequestCancel(ctx, id))
 
-			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host)})
+			// b's answer is still held when the resume finds its turn on the host: only the
+			// cancel can end it.
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: enginetest.GateAnswers(fake.New(a, host), enginetest.Nodes("b"))})
 			require.NoError(t, err)
 			assert.Equal(t, store.RunCancelled, end.Status)
 			assert.False(t, end.Replaying)
@@ -503,7 +511,7 @@ export default async function main() {
   return Promise.all(["n1", "n2", "n3"].map((node) => agent.call({ role: "explorer", node, prompt: node })));
 }
 `), 0o644))
-			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done", "delay_ms": 500}]}]}`))
+			a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"turns": [{"text": "done"}]}]}`))
 			require.NoError(t, err)
 			host := fake.NewHost("")
 			id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wfPath, Pool: new(1)})
@@ -518,7 +526,10 @@ export default async function main() {
 			}()
 			var mu sync.Mutex
 			var ended []string
-			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, host), OnEvent: func(e progress.Event) {
+			// The call sent is in flight until the stop, its answer held; the gate opens once
+			// the process stopped, in case anything of it were still running.
+			gated := enginetest.GateAnswers(fake.New(a, host), all)
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: gated, OnEvent: func(e progress.Event) {
 				if e.Kind == progress.EventCallEnded {
 					mu.Lock()
 					ended = append(ended, e.Call+" "+string(e.Status))
@@ -526,7 +537,8 @@ export default async function main() {
 				}
 			}})
 			require.Error(t, err)
-			time.Sleep(600 * time.Millisecond) // the call in flight has its answer by now
+			gated.Open()
+			time.Sleep(600 * time.Millisecond) // time for a late event, were there one
 			mu.Lock()
 			defer mu.Unlock()
 			assert.Empty(t, ended)

@@ -123,11 +123,13 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done", "delay_ms": 3000}]}, {"match": {"call": 2}, "turns": [{"lost": true}]}]}`))
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}, {"match": {"call": 2}, "turns": [{"lost": true}]}]}`))
 	require.NoError(t, err)
+	// The slow call keeps the process alive: its answer is held until the verdict was given.
+	slow := enginetest.GateAnswers(fake.New(a, nil), enginetest.Nodes("slow"))
 	done := make(chan *store.Status, 1)
 	go func() {
-		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
 		assert.NoError(t, err)
 		done <- end
 	}()
@@ -135,10 +137,11 @@ export default async function main() {
 		st, err := svc.Status(ctx, id)
 		effects, _ := svc.Effects(ctx, 100, id)
 		return err == nil && len(st.Decisions) == 1 && st.Decisions[0].ID == "effect/c2" && st.State == store.StateRunning && len(effects) == 1
-	}, 5*time.Second, 20*time.Millisecond)
+	}, enginetest.Timeout, 20*time.Millisecond)
 	got, err := svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictApplied, Output: json.RawMessage(`"it ran"`)}, "uid 1", false)
 	require.NoError(t, err)
 	assert.True(t, got.Journaled, "the live process journaled it")
+	slow.Open()
 	end := <-done
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["applied", "it ran", "it ran"]`, string(end.Result))

@@ -147,15 +147,15 @@ export default async function main() {
 `), 0o644))
 			answers, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [
   {"match": {"node": "a"}, "turns": [{"text": "A"}]},
-  {"match": {"node": "b"}, "turns": [{"text": "B", "delay_ms": 1000}]}
+  {"match": {"node": "b"}, "turns": [{"text": "B"}]}
 ]}`))
 			require.NoError(t, err)
 
-			// Crashed: its process stopped while call b was in flight.
+			// Crashed: its process stopped while call b was in flight (its answer held).
 			host := fake.NewHost("")
 			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wfPath})
 			require.NoError(t, err)
-			require.Error(t, stopWhenSent(t, svc, id, fake.New(answers, host), host, 2))
+			require.Error(t, stopWhenSent(t, svc, id, enginetest.GateAnswers(fake.New(answers, host), enginetest.Nodes("b")), host, 2))
 			st, err := svc.Cancel(ctx, id, time.Second)
 			require.NoError(t, err)
 			assert.Equal(t, store.StateEnded, st.State)

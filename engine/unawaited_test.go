@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/replay"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -86,9 +87,16 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"text": "x", "delay_ms": 2000}]}, {"match": {"node": "b"}, "turns": [{"text": "x", "delay_ms": 2000}]}]}`))
+	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"text": "x"}]}, {"match": {"node": "b"}, "turns": [{"text": "x"}]}]}`))
 	require.NoError(t, err)
-	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, nil)})
+	// a's and b's answers are held until w's call_ended event, sent once w's result was queued
+	// for the script: theirs come after it, when main has returned.
+	held := enginetest.GateAnswers(fake.New(a, nil), enginetest.Nodes("a", "b"))
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: held, OnEvent: func(e progress.Event) {
+		if e.Kind == progress.EventCallEnded && e.Node == "w" {
+			held.Open()
+		}
+	}})
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 0]`, string(end.Result))

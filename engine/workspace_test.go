@@ -36,6 +36,17 @@ func show(t testing.TB, repo, commit, path string) string {
 // runIn creates a run of script on repo and executes it with the fake backend's answers.
 func runIn(t testing.TB, svc *engine.Service, repo, script, answers string, configure func(*engine.CreateOptions)) (string, *store.Status, []journal.Row) {
 	t.Helper()
+	return execIn(t, svc, repo, script, answers, configure, nil)
+}
+
+// runWith is runIn on the backend wrap makes of the fake.
+func runWith(t testing.TB, svc *engine.Service, repo, script, answers string, wrap func(backend.Backend) backend.Backend) (string, *store.Status, []journal.Row) {
+	t.Helper()
+	return execIn(t, svc, repo, script, answers, nil, wrap)
+}
+
+func execIn(t testing.TB, svc *engine.Service, repo, script, answers string, configure func(*engine.CreateOptions), wrap func(backend.Backend) backend.Backend) (string, *store.Status, []journal.Row) {
+	t.Helper()
 	ctx := context.Background()
 	wf := filepath.Join(t.TempDir(), "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
@@ -50,7 +61,11 @@ func runIn(t testing.TB, svc *engine.Service, repo, script, answers string, conf
 		a, err = fake.ParseAnswers("answers.json", []byte(answers))
 		require.NoError(t, err)
 	}
-	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+	var b backend.Backend = fake.New(a, fake.NewHost(""))
+	if wrap != nil {
+		b = wrap(b)
+	}
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
 	require.NoError(t, err)
 	rows, err := svc.Rows(ctx, id)
 	require.NoError(t, err)
@@ -600,7 +615,8 @@ func TestANewAllocationSupersedesTheOldOnesCalls(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t, map[string]string{"README": "hello\n"})
 	svc, _ := enginetest.LocalService(t)
-	_, end, rows := runIn(t, svc, repo, `import { agent } from "crw:agent";
+	// The slow call's answer is held: only the new allocation ends its turn.
+	_, end, rows := runWith(t, svc, repo, `import { agent } from "crw:agent";
 import crw from "crw";
 const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
 export default async function main() {
@@ -612,10 +628,12 @@ export default async function main() {
   return [failed.status, stronger.status, stronger.meta.role, old.status, old.reason];
 }
 `, `{"answers": [
-  {"match": {"call": 1}, "turns": [{"json": {"ok": true}, "delay_ms": 5000}]},
+  {"match": {"call": 1}, "turns": [{"json": {"ok": true}}]},
   {"match": {"call": 2}, "turns": [{"text": "no"}, {"text": "no"}]},
   {"match": {"call": 3}, "turns": [{"json": {"ok": true}}]}
-]}`, nil)
+]}`, func(b backend.Backend) backend.Backend {
+		return enginetest.GateAnswers(b, func(c backend.Call) bool { return c.Index == 1 })
+	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["null_model", "completed", "executor-t1", "superseded", "superseded_by_attempt"]`, string(end.Result))
 	interrupts := enginetest.OfType(rows, journal.TypeInterruptRequested)

@@ -14,6 +14,8 @@ type Gated struct {
 	backend.Backend
 	Holds func(backend.Call) bool
 
+	// sent: the held turns are sent first, their answers wait (GateAnswers).
+	sent bool
 	once sync.Once
 	open chan struct{}
 }
@@ -23,16 +25,60 @@ func Gate(b backend.Backend, holds func(backend.Call) bool) *Gated {
 	return &Gated{Backend: b, Holds: holds, open: make(chan struct{})}
 }
 
+// GateAnswers wraps b, holding the answers of the turns of the calls holds matches, as a
+// delay_ms would but for no set time: each such turn is sent (the host receives it, its
+// turn_started row is reported), and its answer waits for Open or for the turn's context to
+// end (then the turn is interrupted). A turn an earlier process sent waits the same way before
+// it is reconciled. It is for a backend that reports through backend.Recorder only (the fake).
+func GateAnswers(b backend.Backend, holds func(backend.Call) bool) *Gated {
+	g := Gate(b, holds)
+	g.sent = true
+	return g
+}
+
 // Open lets the held turns, and every turn after them, run.
 func (g *Gated) Open() { g.once.Do(func() { close(g.open) }) }
 
 // Run implements backend.Backend.
 func (g *Gated) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
-	if g.Holds(t.Call) {
-		select {
-		case <-g.open:
-		case <-ctx.Done():
-		}
+	if !g.Holds(t.Call) {
+		return g.Backend.Run(ctx, t, rec)
 	}
+	if g.sent && t.Sent == nil {
+		return g.Backend.Run(ctx, t, heldAnswer{Recorder: rec, g: g, ctx: ctx})
+	}
+	g.wait(ctx)
 	return g.Backend.Run(ctx, t, rec)
+}
+
+func (g *Gated) wait(ctx context.Context) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+}
+
+// heldAnswer is the recorder of a turn whose answer waits: once the backend reported the turn
+// sent, it waits for the gate before the backend goes on to the answer.
+type heldAnswer struct {
+	backend.Recorder
+	g   *Gated
+	ctx context.Context
+}
+
+func (r heldAnswer) Started(turnID string) {
+	r.Recorder.Started(turnID)
+	r.g.wait(r.ctx)
+}
+
+// Nodes holds the calls of these nodes.
+func Nodes(nodes ...string) func(backend.Call) bool {
+	return func(c backend.Call) bool {
+		for _, n := range nodes {
+			if c.Node == n {
+				return true
+			}
+		}
+		return false
+	}
 }
