@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -52,7 +54,8 @@ func TestContractConcurrency(t *testing.T) {
 	t.Run("pool", func(t *testing.T) {
 		t.Parallel()
 		// Hundreds of milliseconds apart, so that the order of completions is the delays'
-		// even on a loaded machine, where sending a turn can take tens of milliseconds.
+		// even on a loaded machine, where sending a turn can take tens of milliseconds. The
+		// answers wait until the first three turns were sent: the pool is full before any ends.
 		delays := []int{900, 400, 600, 100, 700, 300, 400, 100}
 		var entries []string
 		for i, d := range delays {
@@ -66,7 +69,9 @@ for (let i = 1; i <= 8; i++) {
 }
 const all = await Promise.all(calls);
 return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n), statuses: all.map((r) => r.status) };`),
-			answers(entries...), enginetest.Pool(3))
+			answers(entries...), enginetest.Pool(3), enginetest.Wrap(func(b backend.Backend) backend.Backend {
+				return enginetest.GateAnswers(b, func(backend.Call) bool { return true }).OpenAfter(3)
+			}))
 		require.Equal(t, store.RunCompleted, res.Status)
 		var got struct {
 			Seen, IDs, Statuses []string
@@ -124,12 +129,15 @@ return { seen, ids: all.map((r) => r.callId), outputs: all.map((r) => r.output.n
 		t.Parallel()
 		var entries []string
 		for i := 1; i <= 6; i++ {
-			entries = append(entries, fmt.Sprintf(`{"match": {"call": %d}, "turns": [{"json": {"n": %d}, "delay_ms": 1000}]}`, i, i))
+			entries = append(entries, fmt.Sprintf(`{"match": {"call": %d}, "turns": [{"json": {"n": %d}}]}`, i, i))
 		}
+		// The answers wait until four turns were sent: four calls are in flight at once.
 		res, rows := enginetest.Run(t, wf(`
 const calls = [];
 for (let i = 1; i <= 6; i++) calls.push(agent.call({ role: "critic", prompt: "t" + i, schema: S }));
-return (await Promise.all(calls)).length;`), answers(entries...))
+return (await Promise.all(calls)).length;`), answers(entries...), enginetest.Wrap(func(b backend.Backend) backend.Backend {
+			return enginetest.GateAnswers(b, func(backend.Call) bool { return true }).OpenAfter(4)
+		}))
 		require.Equal(t, store.RunCompleted, res.Status)
 		assert.JSONEq(t, `6`, string(res.Result))
 		assert.Equal(t, 4, maxInFlight(rows))
@@ -137,6 +145,9 @@ return (await Promise.all(calls)).length;`), answers(entries...))
 
 	t.Run("race", func(t *testing.T) {
 		t.Parallel()
+		// The slow and middle calls' answers are held until the fast one's end was given to
+		// the script (its call_ended event is sent then).
+		var held *enginetest.Gated
 		res, rows := enginetest.Run(t, wf(`
 const order = [];
 const track = (p) => p.then((r) => { order.push(r.callId); return r; });
@@ -148,12 +159,19 @@ const winner = await Promise.race([
 const seenAtWin = order.slice();
 return { winner, seenAtWin };`),
 			answers(
-				// Seconds apart: under load the three are sent at slightly different times, and
-				// the fast one must still be the first to complete.
-				`{"match": {"call": 1}, "turns": [{"json": {"n": 1}, "delay_ms": 3000}]}`,
+				`{"match": {"call": 1}, "turns": [{"json": {"n": 1}}]}`,
 				`{"match": {"call": 2}, "turns": [{"json": {"n": 2}}]}`,
-				`{"match": {"call": 3}, "turns": [{"json": {"n": 3}, "delay_ms": 1500}]}`,
-			))
+				`{"match": {"call": 3}, "turns": [{"json": {"n": 3}}]}`,
+			),
+			enginetest.Wrap(func(b backend.Backend) backend.Backend {
+				held = enginetest.GateAnswers(b, func(c backend.Call) bool { return c.Index != 2 })
+				return held
+			}),
+			enginetest.OnEvent(func(e progress.Event) {
+				if e.Kind == progress.EventCallEnded && e.Call == "c2" {
+					held.Open()
+				}
+			}))
 		require.Equal(t, store.RunCompleted, res.Status)
 		winner := call(t, res, rows, "winner")
 		first := enginetest.Terminals(rows)[0]

@@ -18,6 +18,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/appserver"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
@@ -72,8 +73,10 @@ type config struct {
 	files  map[string]string
 	opts   engine.CreateOptions
 	before func(*engine.CreateOptions)
-	memory bool
-	host   *fake.Host
+	memory  bool
+	host    *fake.Host
+	wrap    func(backend.Backend) backend.Backend
+	onEvent func(progress.Event)
 }
 
 // Pool sets the number of calls in flight (the engine's default is 4).
@@ -102,6 +105,14 @@ func Configure(fn func(*engine.CreateOptions)) Option { return func(c *config) {
 
 // Host runs the turns on this fake host, which keeps what it received.
 func Host(h *fake.Host) Option { return func(c *config) { c.host = h } }
+
+// Wrap runs the turns on the backend wrap makes of the fake (e.g. a Gate).
+func Wrap(wrap func(backend.Backend) backend.Backend) Option {
+	return func(c *config) { c.wrap = wrap }
+}
+
+// OnEvent is given the run's progress events (engine.ExecOptions.OnEvent).
+func OnEvent(fn func(progress.Event)) Option { return func(c *config) { c.onEvent = fn } }
 
 // Memory runs on an in-memory store instead of a state folder.
 func Memory() Option { return func(c *config) { c.memory = true } }
@@ -166,9 +177,16 @@ func Start(t testing.TB, script, answers string, opts ...Option) Outcome {
 
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	var x engine.ExecOptions
+	x := engine.ExecOptions{OnEvent: c.onEvent}
 	if c.host != nil {
 		x.Backend = fake.New(parsed, c.host)
+	}
+	if c.wrap != nil {
+		host := c.host
+		if host == nil {
+			host = fake.NewHost("")
+		}
+		x.Backend = c.wrap(fake.New(parsed, host))
 	}
 	res, err := svc.Run(ctx, eo, x)
 	out := Outcome{Status: res, Err: err, Service: svc, Dir: dir}

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/crw-dev/crw/engine/backend"
 )
@@ -16,8 +17,11 @@ type Gated struct {
 
 	// sent: the held turns are sent first, their answers wait (GateAnswers).
 	sent bool
-	once sync.Once
-	open chan struct{}
+	// openAt: the gate opens by itself once that many held turns were sent (OpenAfter).
+	openAt int
+	nSent  atomic.Int64
+	once   sync.Once
+	open   chan struct{}
 }
 
 // Gate wraps b, holding the turns of the calls holds matches.
@@ -33,6 +37,13 @@ func Gate(b backend.Backend, holds func(backend.Call) bool) *Gated {
 func GateAnswers(b backend.Backend, holds func(backend.Call) bool) *Gated {
 	g := Gate(b, holds)
 	g.sent = true
+	return g
+}
+
+// OpenAfter makes a GateAnswers gate open by itself once n held turns were sent (their
+// turn_started rows reported): n calls are in flight at once, whatever the machine's load.
+func (g *Gated) OpenAfter(n int) *Gated {
+	g.openAt = n
 	return g
 }
 
@@ -68,6 +79,9 @@ type heldAnswer struct {
 
 func (r heldAnswer) Started(turnID string) {
 	r.Recorder.Started(turnID)
+	if n := r.g.nSent.Add(1); r.g.openAt > 0 && n == int64(r.g.openAt) {
+		r.g.Open()
+	}
 	r.g.wait(r.ctx)
 }
 
