@@ -69,10 +69,10 @@ func JournalPath(svc *engine.Service, run string) string {
 type Option func(*config)
 
 type config struct {
-	name   string
-	files  map[string]string
-	opts   engine.CreateOptions
-	before func(*engine.CreateOptions)
+	name    string
+	files   map[string]string
+	opts    engine.CreateOptions
+	before  func(*engine.CreateOptions)
 	memory  bool
 	host    *fake.Host
 	wrap    func(backend.Backend) backend.Backend
