@@ -94,7 +94,8 @@ type Lease interface {
 	// Publish makes st what readers of the run see while it is held. It may keep only the
 	// latest of several quick calls.
 	Publish(st *Status)
-	// Cancelled is closed once a cancel request of the run is stored.
+	// Cancelled is closed once a cancel request of the run is stored; already closed when
+	// Acquire returns if one was stored before.
 	Cancelled() <-chan struct{}
 	// Lost is closed if the lease is lost; the journal then refuses every write.
 	Lost() <-chan struct{}

@@ -76,6 +76,9 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 		// Readers are told the holder does not answer; the run itself is not held up.
 		l.ln = nil
 	}
+	// A cancel stored before the lease was taken is the lease's from its first moment, not
+	// from the watcher's first look: a script that ends at once must not outrun it.
+	l.checkCancel()
 	l.wg.Add(1)
 	go l.watch()
 	if l.ln != nil {
