@@ -1,0 +1,68 @@
+package etcdtest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/internal/etcdtest"
+)
+
+// TestAClusterOutlivesAStoppedMemberAndItsLeader: a three-member cluster of real etcd
+// processes takes writes while a follower is SIGSTOPped and after its leader is SIGKILLed; the
+// members, continued and started again on their data, catch up with every write they missed,
+// each once.
+func TestAClusterOutlivesAStoppedMemberAndItsLeader(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	cli := c.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	via := func(m *etcdtest.Member, key, value string) {
+		t.Helper()
+		one, err := etcdtest.NewClient(m.ClientURL)
+		require.NoError(t, err)
+		defer one.Close()
+		_, err = one.Put(ctx, key, value)
+		require.NoError(t, err, "put %s=%s through %s", key, value, m.Name)
+	}
+	read := func(m *etcdtest.Member) (string, int64) {
+		t.Helper()
+		one, err := etcdtest.NewClient(m.ClientURL)
+		require.NoError(t, err)
+		defer one.Close()
+		got, err := one.Get(ctx, "k") // linearizable: the member answers once it has the log
+		require.NoError(t, err)
+		require.Len(t, got.Kvs, 1)
+		return string(got.Kvs[0].Value), got.Kvs[0].Version
+	}
+
+	leader, err := c.WaitLeader(ctx, cli, nil)
+	require.NoError(t, err)
+	via(leader, "k", "1")
+
+	var follower *etcdtest.Member
+	for _, m := range c.Members {
+		if m != leader {
+			follower = m
+			break
+		}
+	}
+	follower.Stop()
+	via(leader, "k", "2") // two of three answer: a quorum
+	follower.Cont()
+
+	leader.Kill()
+	next, err := c.WaitLeader(ctx, cli, leader)
+	require.NoError(t, err)
+	via(next, "k", "3")
+
+	require.NoError(t, c.Restart(ctx, leader))
+	for _, m := range c.Members {
+		value, version := read(m)
+		assert.Equal(t, "3", value, m.Name)
+		assert.Equal(t, int64(3), version, "%s: the three writes, each once", m.Name)
+	}
+}
