@@ -1,0 +1,371 @@
+// Package etcd keeps crw's runs on an etcd cluster (docs/scale-out.md). So far it holds a run
+// and writes its journal: a run is held through an etcd lease and an owner key bound to it
+// (Hold), and every commit of the journal is a transaction conditioned on that owner key's
+// create revision, so a process that lost its lease (paused, partitioned, stopped past its
+// TTL) can never write another row, even when it wakes up later: the next holder's owner key
+// has another create revision.
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// Limits of one commit transaction, within etcd's defaults (--max-txn-ops 128,
+// --max-request-bytes 1.5 MiB): a batch past them is committed as several transactions, each
+// conditioned on the holding, in seq order.
+const (
+	maxTxnRows  = 100
+	maxTxnBytes = 1 << 20
+	// MaxRowBytes is the largest row a journal takes: a row is one value of one transaction.
+	MaxRowBytes = maxTxnBytes
+)
+
+// keys are a run's keys under the store's prefix.
+type keys struct{ run string }
+
+func runKeys(prefix, run string) keys { return keys{run: prefix + "/runs/" + run + "/"} }
+
+// owner is the key of the run's holder, bound to its lease: its create revision names the holding.
+func (k keys) owner() string { return k.run + "owner" }
+
+// rows is the prefix of the journal's rows; row is one row's key, its seq in fixed-width hex
+// so the keys sort in seq order.
+func (k keys) rows() string          { return k.run + "rows/" }
+func (k keys) row(seq uint64) string { return k.rows() + fmt.Sprintf("%016x", seq) }
+
+// Holding is a run held by this process: its lease, kept alive while the process lives, and
+// the owner key whose create revision every commit is conditioned on.
+type Holding struct {
+	cli   *clientv3.Client
+	run   string
+	keys  keys
+	lease clientv3.LeaseID
+	rev   int64 // the owner key's create revision
+	token string
+
+	stopKeepAlive context.CancelFunc
+	lostOnce      sync.Once
+	lost          chan struct{}
+	j             *Journal
+}
+
+// Hold takes run's holding for ttl (kept alive while the process lives, lost when it has not
+// been for ttl): run_unavailable (store.ErrHeld) when another process holds it.
+func Hold(ctx context.Context, cli *clientv3.Client, prefix, run string, ttl time.Duration) (*Holding, error) {
+	k := runKeys(prefix, run)
+	grant, err := cli.Grant(ctx, max(1, int64(ttl/time.Second)))
+	if err != nil {
+		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster gave no lease", run).Wrap(err)
+	}
+	token := strconv.FormatInt(int64(grant.ID), 16)
+	resp, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", 0)).
+		Then(clientv3.OpPut(k.owner(), token, clientv3.WithLease(grant.ID))).
+		Commit()
+	if err != nil {
+		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
+		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster did not answer", run).Wrap(err)
+	}
+	if !resp.Succeeded {
+		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
+		return nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", run).Wrap(store.ErrHeld)
+	}
+	h := &Holding{cli: cli, run: run, keys: k, lease: grant.ID, rev: resp.Header.Revision, token: token, lost: make(chan struct{})}
+	keepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	h.stopKeepAlive = stop
+	alive, err := cli.KeepAlive(keepCtx, grant.ID)
+	if err != nil {
+		stop()
+		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
+		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd lease cannot be kept alive", run).Wrap(err)
+	}
+	go func() {
+		for range alive { // the channel closes when the lease can no longer be kept alive
+		}
+		h.lose()
+	}()
+	last, err := lastSeq(ctx, cli, k)
+	if err != nil {
+		h.release(ctx)
+		return nil, err
+	}
+	h.j = &Journal{h: h, next: last, durable: last}
+	return h, nil
+}
+
+func lastSeq(ctx context.Context, cli *clientv3.Client, k keys) (uint64, error) {
+	resp, err := cli.Get(ctx, k.rows(), append([]clientv3.OpOption{clientv3.WithKeysOnly()}, clientv3.WithLastKey()...)...)
+	if err != nil {
+		return 0, errs.New(errs.RunUnavailable, "the journal's last row could not be read").Wrap(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	key := string(resp.Kvs[0].Key)
+	seq, err := strconv.ParseUint(key[len(k.rows()):], 16, 64)
+	if err != nil || key != k.row(seq) {
+		return 0, errs.New(errs.IncompatibleSchema, "journal: the key %q is no row's", key)
+	}
+	return seq, nil
+}
+
+// Token names the holding: its lease's id.
+func (h *Holding) Token() string { return h.token }
+
+// Journal is the run's journal as this holding writes it.
+func (h *Holding) Journal() *Journal { return h.j }
+
+// Lost is closed once the holding is lost: its lease expired or was revoked, or a commit
+// found another owner. The journal then refuses every write.
+func (h *Holding) Lost() <-chan struct{} { return h.lost }
+
+func (h *Holding) lose() {
+	h.lostOnce.Do(func() {
+		h.j.fence(fmt.Errorf("journal: %w", store.ErrLeaseLost))
+		close(h.lost)
+	})
+}
+
+// Release commits what the journal buffered (unless it was fenced) and lets the run go.
+func (h *Holding) Release(ctx context.Context) error {
+	err := h.j.close(ctx)
+	h.release(ctx)
+	return err
+}
+
+func (h *Holding) release(ctx context.Context) {
+	h.stopKeepAlive()
+	// Revoking the lease deletes the owner key: the run is free at once, not after the TTL.
+	_, _ = h.cli.Revoke(context.WithoutCancel(ctx), h.lease)
+	h.lose()
+}
+
+// Journal is a run's journal on etcd, as its holder writes it: appended rows wait in memory
+// until a commit, a transaction conditioned on the holding (several, in seq order, for a batch
+// past one transaction's limits). A commit whose outcome etcd did not say (a timeout, a lost
+// connection) may have been applied: the journal then takes no more rows, and a resume reads
+// what is there.
+type Journal struct {
+	h        *Holding
+	commitMu sync.Mutex // one commit at a time, in seq order
+	mu       sync.Mutex
+	next     uint64
+	durable  uint64
+	pending  [][]byte
+	err      error
+	closed   bool
+}
+
+var _ store.Journal = (*Journal)(nil)
+
+// Append implements store.Journal.
+func (j *Journal) Append(rows ...*journal.Row) uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || j.closed {
+		return 0
+	}
+	now := time.Now().UTC()
+	for _, r := range rows {
+		r.Seq = j.next + 1
+		if r.At.IsZero() {
+			r.At = now
+		}
+		data, err := json.Marshal(r)
+		if err == nil && len(data) > MaxRowBytes {
+			err = fmt.Errorf("%d bytes, past the %d an etcd journal's row may take", len(data), MaxRowBytes)
+		}
+		if err != nil {
+			j.err = fmt.Errorf("journal: row %d (%s): %w", r.Seq, r.Type, err)
+			j.pending = nil
+			return 0
+		}
+		j.next++
+		j.pending = append(j.pending, data)
+	}
+	return j.next
+}
+
+// Sync implements store.Journal.
+func (j *Journal) Sync(seq uint64) error {
+	j.commitMu.Lock()
+	defer j.commitMu.Unlock()
+	j.mu.Lock()
+	switch {
+	case j.err != nil:
+		err := j.err
+		j.mu.Unlock()
+		return err
+	case seq <= j.durable:
+		j.mu.Unlock()
+		return nil
+	case seq > j.next:
+		j.mu.Unlock()
+		return fmt.Errorf("journal: sync %d: only %d rows were appended", seq, j.next)
+	}
+	batch, first := j.pending, j.durable+1
+	j.pending = nil
+	j.mu.Unlock()
+	return j.commit(context.Background(), batch, first)
+}
+
+// commit writes batch, whose first row has seq first, in transactions conditioned on the
+// holding.
+func (j *Journal) commit(ctx context.Context, batch [][]byte, first uint64) error {
+	for len(batch) > 0 {
+		n, size := 0, 0
+		for n < len(batch) && n < maxTxnRows && (n == 0 || size+len(batch[n]) <= maxTxnBytes) {
+			size += len(batch[n])
+			n++
+		}
+		ops := make([]clientv3.Op, n)
+		for i := range n {
+			ops[i] = clientv3.OpPut(j.h.keys.row(first+uint64(i)), string(batch[i]))
+		}
+		resp, err := j.h.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(j.h.keys.owner()), "=", j.h.rev)).
+			Then(ops...).
+			Commit()
+		switch {
+		case err != nil:
+			// Applied or not, etcd did not say: nothing more is written.
+			j.fence(fmt.Errorf("journal: the commit of rows %d to %d has no known outcome: %w", first, first+uint64(n)-1, err))
+			return j.failed()
+		case !resp.Succeeded:
+			j.h.lose() // another process holds the run: this one's lease had expired
+			return j.failed()
+		}
+		j.mu.Lock()
+		j.durable = first + uint64(n) - 1
+		j.mu.Unlock()
+		batch, first = batch[n:], first+uint64(n)
+	}
+	return nil
+}
+
+func (j *Journal) failed() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// Write implements store.Journal.
+func (j *Journal) Write(rows ...*journal.Row) (uint64, error) {
+	seq := j.Append(rows...)
+	if seq == 0 && len(rows) > 0 {
+		j.mu.Lock()
+		err := j.err
+		if err == nil {
+			err = errors.New("journal: closed")
+		}
+		j.mu.Unlock()
+		return 0, err
+	}
+	return seq, j.Sync(seq)
+}
+
+// LastSeq implements store.Journal.
+func (j *Journal) LastSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next
+}
+
+// DurableSeq implements store.Journal.
+func (j *Journal) DurableSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.durable
+}
+
+// Rows implements store.Journal.
+func (j *Journal) Rows() ([]journal.Row, error) { return j.Page(1, 0) }
+
+// Page implements store.Journal.
+func (j *Journal) Page(from uint64, limit int) ([]journal.Row, error) {
+	var rows []journal.Row
+	err := j.Each(from, limit, func(r *journal.Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	return rows, err
+}
+
+// Each implements store.Journal: the durable rows from seq from on, read a range at a time.
+func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
+	return eachRow(context.Background(), j.h.cli, j.h.keys, max(from, 1), j.DurableSeq(), limit, fn)
+}
+
+// readPage is how many rows one range read of a journal asks for.
+const readPage = 512
+
+// eachRow calls fn with the rows from seq from to seq to (up to limit of them, 0: every one).
+func eachRow(ctx context.Context, cli *clientv3.Client, k keys, from, to uint64, limit int, fn func(*journal.Row) error) error {
+	if limit > 0 {
+		to = min(to, from+uint64(limit)-1)
+	}
+	var row journal.Row
+	for from <= to {
+		resp, err := cli.Get(ctx, k.row(from), clientv3.WithRange(k.row(to+1)), clientv3.WithLimit(readPage))
+		if err != nil {
+			return errs.New(errs.RunUnavailable, "journal: rows from %d could not be read", from).Wrap(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return errs.New(errs.IncompatibleSchema, "journal: row %d is missing", from)
+		}
+		for _, kv := range resp.Kvs {
+			if string(kv.Key) != k.row(from) {
+				return errs.New(errs.IncompatibleSchema, "journal: row %d is missing (the next key is %q)", from, kv.Key)
+			}
+			row = journal.Row{}
+			if err := journal.DecodeInto(kv.Value, &row, from); err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+			if err := fn(&row); err != nil {
+				return err
+			}
+			from++
+		}
+	}
+	return nil
+}
+
+func (j *Journal) fence(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = err
+	}
+	j.pending = nil
+}
+
+// close commits what is buffered, unless the journal was fenced.
+func (j *Journal) close(ctx context.Context) error {
+	j.commitMu.Lock()
+	defer j.commitMu.Unlock()
+	j.mu.Lock()
+	if j.err != nil || j.closed {
+		j.closed = true
+		j.mu.Unlock()
+		return nil
+	}
+	batch, first := j.pending, j.durable+1
+	j.pending, j.closed = nil, true
+	j.mu.Unlock()
+	if len(batch) > 0 {
+		return j.commit(ctx, batch, first)
+	}
+	return nil
+}

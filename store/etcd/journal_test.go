@@ -1,0 +1,151 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/etcdtest"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd"
+)
+
+const run = "20261205-070000-abc123"
+
+func warnings(n int, detail string) []*journal.Row {
+	rows := make([]*journal.Row, n)
+	for i := range rows {
+		rows[i] = journal.Warning{Reason: "r", Detail: fmt.Sprintf("%s %d", detail, i)}.Row()
+	}
+	return rows
+}
+
+func details(t *testing.T, j store.Journal) []string {
+	t.Helper()
+	rows, err := j.Rows()
+	require.NoError(t, err)
+	var out []string
+	for i, r := range rows {
+		require.Equal(t, uint64(i+1), r.Seq)
+		out = append(out, r.Detail)
+	}
+	return out
+}
+
+// TestAJournalIsFencedByItsHolding: a holder whose lease is gone (revoked here, as an expiry
+// would) writes nothing more, not even once another process holds the run; the next holder
+// goes on from the last durable row.
+func TestAJournalIsFencedByItsHolding(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	ctx := context.Background()
+
+	first, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	_, err = etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.ErrorIs(t, err, store.ErrHeld)
+	assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
+
+	seq, err := first.Journal().Write(warnings(3, "first")...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), seq)
+	late := first.Journal().Append(warnings(1, "late")...)
+	require.Equal(t, uint64(4), late)
+
+	// The lease ends under the holder's feet, and another process takes the run.
+	id, err := strconvLease(first.Token())
+	require.NoError(t, err)
+	_, err = cli.Revoke(ctx, id)
+	require.NoError(t, err)
+	second, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	seq, err = second.Journal().Write(warnings(1, "second")...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), seq, "the next holder goes on after the last durable row")
+
+	err = first.Journal().Sync(late)
+	require.ErrorIs(t, err, store.ErrLeaseLost, "the late row is refused")
+	<-first.Lost()
+	assert.Zero(t, first.Journal().Append(warnings(1, "later")...))
+	require.NoError(t, first.Release(ctx))
+
+	assert.Equal(t, []string{"first 0", "first 1", "first 2", "second 0"}, details(t, second.Journal()))
+	require.NoError(t, second.Release(ctx))
+	again, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err, "a released run is free at once")
+	assert.Equal(t, uint64(4), again.Journal().LastSeq())
+	require.NoError(t, again.Release(ctx))
+}
+
+// TestABatchPastOneTransaction: a commit of more rows than one transaction takes, and of rows
+// whose bytes pass one transaction's, is several transactions in seq order; the rows read back
+// whole, a page at a time too.
+func TestABatchPastOneTransaction(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	h, err := etcd.Hold(ctx, c.Client(t), "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	defer h.Release(ctx)
+	j := h.Journal()
+	big := strings.Repeat("x", 300<<10)
+	rows := append(warnings(250, "small"), journal.Warning{Reason: "r", Detail: big}.Row(), journal.Warning{Reason: "r", Detail: big}.Row(),
+		journal.Warning{Reason: "r", Detail: big}.Row(), journal.Warning{Reason: "r", Detail: big}.Row())
+	seq, err := j.Write(rows...)
+	require.NoError(t, err)
+	require.Equal(t, uint64(254), seq)
+	assert.Equal(t, uint64(254), j.DurableSeq())
+	got := details(t, j)
+	require.Len(t, got, 254)
+	assert.Equal(t, "small 249", got[249])
+	assert.Equal(t, big, got[253])
+	page, err := j.Page(100, 3)
+	require.NoError(t, err)
+	require.Len(t, page, 3)
+	assert.Equal(t, []uint64{100, 101, 102}, []uint64{page[0].Seq, page[1].Seq, page[2].Seq})
+
+	_, err = j.Write(journal.Warning{Reason: "r", Detail: strings.Repeat("y", etcd.MaxRowBytes)}.Row())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "row 255 (warning)")
+	assert.Contains(t, err.Error(), "past the")
+}
+
+// TestAJournalGoesOnAfterItsLeaderDies: a three-member cluster loses its leader between two
+// commits; the holding keeps its lease and the journal commits on under the new leader.
+func TestAJournalGoesOnAfterItsLeaderDies(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	cli := c.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, err := etcd.Hold(ctx, cli, "/crw", run, 10*time.Second)
+	require.NoError(t, err)
+	defer h.Release(ctx)
+	_, err = h.Journal().Write(warnings(2, "before")...)
+	require.NoError(t, err)
+	leader, err := c.WaitLeader(ctx, cli, nil)
+	require.NoError(t, err)
+	leader.Kill()
+	_, err = c.WaitLeader(ctx, cli, leader)
+	require.NoError(t, err)
+	_, err = h.Journal().Write(warnings(2, "after")...)
+	require.NoError(t, err)
+	select {
+	case <-h.Lost():
+		t.Fatal("the holding was lost with the leader")
+	default:
+	}
+	assert.Equal(t, []string{"before 0", "before 1", "after 0", "after 1"}, details(t, h.Journal()))
+}
+
+func strconvLease(token string) (clientv3.LeaseID, error) {
+	id, err := strconv.ParseInt(token, 16, 64)
+	return clientv3.LeaseID(id), err
+}
