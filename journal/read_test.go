@@ -24,7 +24,11 @@ func filled(t *testing.T, v reflect.Value, path string, n *int) {
 		v.SetString(fmt.Sprintf("%s-%d", path, *n))
 	case reflect.Bool:
 		v.SetBool(true)
-	case reflect.Int, reflect.Int64:
+	case reflect.Uint, reflect.Uint32, reflect.Uint64:
+		v.SetUint(uint64(*n))
+	case reflect.Float64:
+		v.SetFloat(float64(*n) + 0.5)
+	case reflect.Int, reflect.Int32, reflect.Int64:
 		if v.Type() == reflect.TypeOf(time.Duration(0)) {
 			v.SetInt(int64(*n) * int64(time.Second))
 		} else {

@@ -592,7 +592,7 @@ func (j *memJournal) Append(rows ...*journal.Row) uint64 {
 		if r.At.IsZero() {
 			r.At = now
 		}
-		data, err := json.Marshal(r)
+		data, err := journal.Encode(r)
 		if err != nil {
 			j.err = fmt.Errorf("journal: encode row %d (%s): %w", r.Seq, r.Type, err)
 			j.pending, j.parts = nil, nil

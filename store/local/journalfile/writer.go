@@ -1,7 +1,6 @@
 package journalfile
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -110,7 +109,7 @@ func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 			}
 			r.At = now
 		}
-		data, err := json.Marshal(r)
+		data, err := journal.Encode(r)
 		if err != nil {
 			// Append cannot return the error and a row dropped quietly would
 			// leave the engine holding a seq with no row: poison, so that
