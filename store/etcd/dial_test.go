@@ -1,0 +1,80 @@
+package etcd_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/etcdtest"
+	"github.com/crw-dev/crw/store/etcd"
+)
+
+// TestDialAsAUser: a cluster with etcd's auth on takes the user an address names with the
+// password from $CRW_ETCD_PASSWORD; a missing or wrong password, or no user, is said at Dial,
+// and the password is in no error.
+func TestDialAsAUser(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	admin := c.Client(t)
+	_, err := admin.UserAdd(ctx, "root", "root-secret-1")
+	require.NoError(t, err)
+	_, err = admin.UserGrantRole(ctx, "root", "root")
+	require.NoError(t, err)
+	_, err = admin.AuthEnable(ctx)
+	require.NoError(t, err)
+
+	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	withUser, err := etcd.ParseAddress("etcd://root@" + host + "/crw")
+	require.NoError(t, err)
+	noUser, err := etcd.ParseAddress("etcd://" + host + "/crw")
+	require.NoError(t, err)
+
+	t.Setenv(etcd.PasswordEnv, "root-secret-1")
+	cli, err := etcd.Dial(ctx, withUser)
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "/crw/k", "v")
+	require.NoError(t, err, "the user writes")
+	cli.Close()
+
+	t.Setenv(etcd.PasswordEnv, "wrong-secret-2")
+	_, err = etcd.Dial(ctx, withUser)
+	require.Error(t, err)
+	assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
+	assert.NotContains(t, err.Error(), "wrong-secret-2")
+
+	_, err = etcd.Dial(ctx, noUser)
+	require.Error(t, err, "no user, and the cluster asks for one")
+	assert.Contains(t, err.Error(), "etcd://"+host+"/crw")
+}
+
+// TestDialSaysWhatIsMissing: a user with no password given, and TLS files that cannot be
+// read, are refused before any connection, naming the variable or file.
+func TestDialSaysWhatIsMissing(t *testing.T) {
+	ctx := context.Background()
+	a, err := etcd.ParseAddress("etcd://ops@127.0.0.1:1/crw")
+	require.NoError(t, err)
+	t.Setenv(etcd.PasswordEnv, "")
+	require.NoError(t, os.Unsetenv(etcd.PasswordEnv))
+	_, err = etcd.Dial(ctx, a)
+	require.Error(t, err)
+	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
+	assert.Contains(t, err.Error(), "give the password in $CRW_ETCD_PASSWORD")
+
+	a, err = etcd.ParseAddress("etcd://127.0.0.1:1/crw?ca=/no/such/ca.pem")
+	require.NoError(t, err)
+	_, err = etcd.Dial(ctx, a)
+	require.Error(t, err)
+	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
+	assert.Contains(t, err.Error(), "/no/such/ca.pem")
+
+	a, err = etcd.ParseAddress("etcd://127.0.0.1:1/crw?cert=/no/c.pem&key=/no/k.pem")
+	require.NoError(t, err)
+	_, err = etcd.Dial(ctx, a)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "/no/c.pem")
+}
