@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
@@ -24,8 +26,11 @@ import (
 
 // Limits of one commit transaction, within etcd's defaults (--max-txn-ops 128,
 // --max-request-bytes 1.5 MiB): a batch past them is committed as several transactions, each
-// conditioned on the holding, in seq order.
+// conditioned on the holding, in seq order. A transaction's operations are its rows, the
+// index keys their fold changed and the summary; its rows take at most 1 MiB, which leaves
+// the index and the summary half a megabyte.
 const (
+	maxTxnOps   = 128
 	maxTxnRows  = 100
 	maxTxnBytes = 1 << 20
 	// MaxRowBytes is the largest row a journal takes: a row is one value of one transaction.
@@ -44,6 +49,23 @@ func (k keys) owner() string { return k.run + "owner" }
 // so the keys sort in seq order.
 func (k keys) rows() string          { return k.run + "rows/" }
 func (k keys) row(seq uint64) string { return k.rows() + fmt.Sprintf("%016x", seq) }
+
+// summary is the journal's summary, rewritten by every commit transaction; call, open,
+// unknown and verdict are its index's entries (index.go).
+func (k keys) summary() string            { return k.run + "summary" }
+func (k keys) call(id string) string      { return k.run + "calls/" + id }
+func (k keys) opens() string              { return k.run + "open/" }
+func (k keys) open(id string) string      { return k.opens() + id }
+func (k keys) unknowns() string           { return k.run + "unknown/" }
+func (k keys) unknown(id string) string   { return k.unknowns() + id }
+func (k keys) verdicts() string           { return k.run + "verdicts/" }
+func (k keys) verdict(seq uint64) string  { return k.verdicts() + fmt.Sprintf("%016x", seq) }
+func (k keys) spec() string               { return k.run + "spec" }
+func (k keys) status() string             { return k.run + "status" }
+func (k keys) cancel() string             { return k.run + "cancel" }
+func (k keys) answers() string            { return k.run + "answers/" }
+func (k keys) records(kind string) string { return k.run + "records/" + kind + "/" }
+func (k keys) log() string                { return k.run + "log/" }
 
 // Holding is a run held by this process: its lease, kept alive while the process lives, and
 // the owner key whose create revision every commit is conditioned on.
@@ -64,23 +86,41 @@ type Holding struct {
 // Hold takes run's holding for ttl (kept alive while the process lives, lost when it has not
 // been for ttl): run_unavailable (store.ErrHeld) when another process holds it.
 func Hold(ctx context.Context, cli *clientv3.Client, prefix, run string, ttl time.Duration) (*Holding, error) {
-	k := runKeys(prefix, run)
+	h, _, err := hold(ctx, cli, runKeys(prefix, run), run, ttl, nil)
+	return h, err
+}
+
+// errNoRun: the holding was refused because a condition of the caller's failed.
+var errNoRun = errors.New("no such run")
+
+// hold is Hold, the owner key created only if the conditions also hold (errNoRun otherwise);
+// the same transaction reads the journal's summary and last row and the run's cancel request,
+// which it returns.
+func hold(ctx context.Context, cli *clientv3.Client, k keys, run string, ttl time.Duration, conds []clientv3.Cmp) (*Holding, *mvccpb.KeyValue, error) {
 	grant, err := cli.Grant(ctx, max(1, int64(ttl/time.Second)))
 	if err != nil {
-		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster gave no lease", run).Wrap(err)
+		return nil, nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster gave no lease", run).Wrap(err)
 	}
 	token := strconv.FormatInt(int64(grant.ID), 16)
+	free := clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", 0)
 	resp, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", 0)).
-		Then(clientv3.OpPut(k.owner(), token, clientv3.WithLease(grant.ID))).
+		If(append(slices.Clone(conds), free)...).
+		Then(clientv3.OpPut(k.owner(), token, clientv3.WithLease(grant.ID)),
+			clientv3.OpGet(k.summary()),
+			clientv3.OpGet(k.rows(), append([]clientv3.OpOption{clientv3.WithKeysOnly()}, clientv3.WithLastKey()...)...),
+			clientv3.OpGet(k.cancel())).
+		Else(clientv3.OpTxn([]clientv3.Cmp{free}, nil, nil)).
 		Commit()
 	if err != nil {
 		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
-		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster did not answer", run).Wrap(err)
+		return nil, nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster did not answer", run).Wrap(err)
 	}
 	if !resp.Succeeded {
 		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
-		return nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", run).Wrap(store.ErrHeld)
+		if resp.Responses[0].GetResponseTxn().Succeeded {
+			return nil, nil, errNoRun
+		}
+		return nil, nil, errs.New(errs.RunUnavailable, "run %s is held by another live process", run).Wrap(store.ErrHeld)
 	}
 	h := &Holding{cli: cli, run: run, keys: k, lease: grant.ID, rev: resp.Header.Revision, token: token, lost: make(chan struct{})}
 	keepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,36 +129,64 @@ func Hold(ctx context.Context, cli *clientv3.Client, prefix, run string, ttl tim
 	if err != nil {
 		stop()
 		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
-		return nil, errs.New(errs.RunUnavailable, "run %s: the etcd lease cannot be kept alive", run).Wrap(err)
+		return nil, nil, errs.New(errs.RunUnavailable, "run %s: the etcd lease cannot be kept alive", run).Wrap(err)
 	}
 	go func() {
 		for range alive { // the channel closes when the lease can no longer be kept alive
 		}
 		h.lose()
 	}()
-	last, err := lastSeq(ctx, cli, k)
+	h.j = &Journal{h: h}
+	sum, last, err := journalState(k, resp.Responses[1].GetResponseRange().Kvs, resp.Responses[2].GetResponseRange().Kvs)
 	if err != nil {
 		h.release(ctx)
-		return nil, err
+		return nil, nil, err
 	}
-	h.j = &Journal{h: h, next: last, durable: last}
-	return h, nil
+	h.j.next, h.j.durable, h.j.sum = last, last, sum
+	// A journal found empty has no index entry this holder does not make.
+	h.j.idx = &index{cli: cli, keys: k, calls: map[string]*callEntry{}, complete: last == 0}
+	var cancel *mvccpb.KeyValue
+	if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
+		cancel = kvs[0]
+	}
+	return h, cancel, nil
 }
 
-func lastSeq(ctx context.Context, cli *clientv3.Client, k keys) (uint64, error) {
-	resp, err := cli.Get(ctx, k.rows(), append([]clientv3.OpOption{clientv3.WithKeysOnly()}, clientv3.WithLastKey()...)...)
+// journalState is the journal's summary and last seq, as its summary key and last row key
+// read; they must agree.
+func journalState(k keys, summary, last []*mvccpb.KeyValue) (*journal.Summary, uint64, error) {
+	var seq uint64
+	if len(last) > 0 {
+		key := string(last[0].Key)
+		var err error
+		seq, err = strconv.ParseUint(key[len(k.rows()):], 16, 64)
+		if err != nil || key != k.row(seq) {
+			return nil, 0, errs.New(errs.IncompatibleSchema, "journal: the key %q is no row's", key)
+		}
+	}
+	sum, err := decodeSummary(summary)
 	if err != nil {
-		return 0, errs.New(errs.RunUnavailable, "the journal's last row could not be read").Wrap(err)
+		return nil, 0, err
 	}
-	if len(resp.Kvs) == 0 {
-		return 0, nil
+	if sum.LastSeq != seq {
+		return nil, 0, errs.New(errs.IncompatibleSchema, "journal: the summary covers the rows to %d but the rows end at %d", sum.LastSeq, seq)
 	}
-	key := string(resp.Kvs[0].Key)
-	seq, err := strconv.ParseUint(key[len(k.rows()):], 16, 64)
-	if err != nil || key != k.row(seq) {
-		return 0, errs.New(errs.IncompatibleSchema, "journal: the key %q is no row's", key)
+	return sum, seq, nil
+}
+
+// decodeSummary reads a summary key (an empty journal's when there is none).
+func decodeSummary(kvs []*mvccpb.KeyValue) (*journal.Summary, error) {
+	sum := journal.NewSummary()
+	if len(kvs) == 0 {
+		return sum, nil
 	}
-	return seq, nil
+	if err := json.Unmarshal(kvs[0].Value, sum); err != nil {
+		return nil, errs.New(errs.IncompatibleSchema, "journal: the summary does not read").Wrap(err)
+	}
+	if sum.Calls == nil {
+		sum.Calls = map[journal.CallStatus]int{}
+	}
+	return sum, nil
 }
 
 // Token names the holding: its lease's id.
@@ -164,8 +232,13 @@ type Journal struct {
 	next     uint64
 	durable  uint64
 	pending  [][]byte
+	parts    []journal.SummaryPart // what the summary's fold reads of the pending rows
 	err      error
 	closed   bool
+
+	// What the commits fold the rows into, as committed (guarded by commitMu).
+	sum *journal.Summary
+	idx *index
 }
 
 var _ store.Journal = (*Journal)(nil)
@@ -189,11 +262,12 @@ func (j *Journal) Append(rows ...*journal.Row) uint64 {
 		}
 		if err != nil {
 			j.err = fmt.Errorf("journal: row %d (%s): %w", r.Seq, r.Type, err)
-			j.pending = nil
+			j.pending, j.parts = nil, nil
 			return 0
 		}
 		j.next++
 		j.pending = append(j.pending, data)
+		j.parts = append(j.parts, r.ForSummary())
 	}
 	return j.next
 }
@@ -215,25 +289,49 @@ func (j *Journal) Sync(seq uint64) error {
 		j.mu.Unlock()
 		return fmt.Errorf("journal: sync %d: only %d rows were appended", seq, j.next)
 	}
-	batch, first := j.pending, j.durable+1
-	j.pending = nil
+	batch, parts, first := j.pending, j.parts, j.durable+1
+	j.pending, j.parts = nil, nil
 	j.mu.Unlock()
-	return j.commit(context.Background(), batch, first)
+	return j.commit(context.Background(), batch, parts, first)
 }
 
 // commit writes batch, whose first row has seq first, in transactions conditioned on the
-// holding.
-func (j *Journal) commit(ctx context.Context, batch [][]byte, first uint64) error {
+// holding. Each transaction folds its own rows into the summary and the index and writes them
+// with the rows, so what is committed of a batch split in several is always summarized.
+func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.SummaryPart, first uint64) error {
 	for len(batch) > 0 {
+		if err := j.idx.load(ctx, parts[:min(len(parts), maxTxnRows)]); err != nil {
+			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
+			return j.failed()
+		}
+		st, sum := j.idx.stage(ctx), j.sum.Clone()
 		n, size := 0, 0
-		for n < len(batch) && n < maxTxnRows && (n == 0 || size+len(batch[n]) <= maxTxnBytes) {
+		for n < len(batch) && n < maxTxnRows {
+			if n > 0 && (size+len(batch[n]) > maxTxnBytes || n+1+st.ops+1+maxRowIndexOps > maxTxnOps) {
+				break
+			}
+			if err := sum.Add(parts[n], st); err != nil {
+				j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
+				return j.failed()
+			}
 			size += len(batch[n])
 			n++
 		}
-		ops := make([]clientv3.Op, n)
-		for i := range n {
-			ops[i] = clientv3.OpPut(j.h.keys.row(first+uint64(i)), string(batch[i]))
+		index, err := st.txnOps()
+		var sumData []byte
+		if err == nil {
+			sumData, err = json.Marshal(sum)
 		}
+		if err != nil {
+			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
+			return j.failed()
+		}
+		ops := make([]clientv3.Op, 0, n+len(index)+1)
+		for i := range n {
+			ops = append(ops, clientv3.OpPut(j.h.keys.row(first+uint64(i)), string(batch[i])))
+		}
+		ops = append(ops, index...)
+		ops = append(ops, clientv3.OpPut(j.h.keys.summary(), string(sumData)))
 		resp, err := j.h.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(j.h.keys.owner()), "=", j.h.rev)).
 			Then(ops...).
@@ -247,10 +345,12 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, first uint64) erro
 			j.h.lose() // another process holds the run: this one's lease had expired
 			return j.failed()
 		}
+		st.apply()
+		j.sum = sum
 		j.mu.Lock()
 		j.durable = first + uint64(n) - 1
 		j.mu.Unlock()
-		batch, first = batch[n:], first+uint64(n)
+		batch, parts, first = batch[n:], parts[n:], first+uint64(n)
 	}
 	return nil
 }
@@ -348,7 +448,7 @@ func (j *Journal) fence(err error) {
 	if j.err == nil {
 		j.err = err
 	}
-	j.pending = nil
+	j.pending, j.parts = nil, nil
 }
 
 // close commits what is buffered, unless the journal was fenced.
@@ -361,11 +461,11 @@ func (j *Journal) close(ctx context.Context) error {
 		j.mu.Unlock()
 		return nil
 	}
-	batch, first := j.pending, j.durable+1
-	j.pending, j.closed = nil, true
+	batch, parts, first := j.pending, j.parts, j.durable+1
+	j.pending, j.parts, j.closed = nil, nil, true
 	j.mu.Unlock()
 	if len(batch) > 0 {
-		return j.commit(ctx, batch, first)
+		return j.commit(ctx, batch, parts, first)
 	}
 	return nil
 }
