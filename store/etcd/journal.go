@@ -239,6 +239,8 @@ type Journal struct {
 	// What the commits fold the rows into, as committed (guarded by commitMu).
 	sum *journal.Summary
 	idx *index
+	// afterTxn, when set (by a test), is called after each commit transaction that succeeded.
+	afterTxn func(last uint64)
 }
 
 var _ store.Journal = (*Journal)(nil)
@@ -350,6 +352,9 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		j.mu.Lock()
 		j.durable = first + uint64(n) - 1
 		j.mu.Unlock()
+		if j.afterTxn != nil {
+			j.afterTxn(first + uint64(n) - 1)
+		}
 		batch, parts, first = batch[n:], parts[n:], first+uint64(n)
 	}
 	return nil

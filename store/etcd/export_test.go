@@ -1,0 +1,7 @@
+package etcd
+
+import "github.com/crw-dev/crw/store"
+
+// AfterTxn has fn called after each commit transaction of l's journal that succeeded, with the
+// last seq it wrote.
+func AfterTxn(l store.Lease, fn func(last uint64)) { l.(*lease).h.j.afterTxn = fn }
