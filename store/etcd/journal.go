@@ -1,9 +1,10 @@
-// Package etcd keeps crw's runs on an etcd cluster (docs/scale-out.md). So far it holds a run
-// and writes its journal: a run is held through an etcd lease and an owner key bound to it
-// (Hold), and every commit of the journal is a transaction conditioned on that owner key's
-// create revision, so a process that lost its lease (paused, partitioned, stopped past its
-// TTL) can never write another row, even when it wakes up later: the next holder's owner key
-// has another create revision.
+// Package etcd keeps crw's runs on an etcd cluster (docs/scale-out.md): Open returns a
+// store.Store under a key prefix. A run is held through an etcd lease and an owner key bound
+// to it (Hold), and every commit of the journal is a transaction conditioned on that owner
+// key's create revision, so a process that lost its lease (paused, partitioned, stopped past
+// its TTL) can never write another row, even when it wakes up later: the next holder's owner
+// key has another create revision. The same transaction writes the journal's summary and the
+// index entries its rows changed.
 package etcd
 
 import (
