@@ -259,7 +259,7 @@ func (j *Journal) Append(rows ...*journal.Row) uint64 {
 		if r.At.IsZero() {
 			r.At = now
 		}
-		data, err := json.Marshal(r)
+		data, err := journal.Encode(r)
 		if err == nil && len(data) > MaxRowBytes {
 			err = fmt.Errorf("%d bytes, past the %d an etcd journal's row may take", len(data), MaxRowBytes)
 		}
