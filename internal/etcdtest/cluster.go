@@ -117,8 +117,10 @@ func (m *Member) start(bin, state string) error {
 		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
 		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
 		"--initial-cluster", m.initial, "--initial-cluster-state", state, "--initial-cluster-token", "crw-test",
-		// Short Raft timers: a lost leader is replaced in about a second, not ten.
-		"--heartbeat-interval", "100", "--election-timeout", "1000",
+		// Raft timers shorter than etcd's (a lost leader is replaced in a few seconds, not ten)
+		// but not so short that a member a loaded machine starves for a second loses its
+		// leader: a test that is not about an election must not see one.
+		"--heartbeat-interval", "250", "--election-timeout", "2500",
 		"--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no member outlives a killed test
