@@ -47,6 +47,8 @@ func Binary(t testing.TB) string {
 type Cluster struct {
 	Members []*Member
 	bin     string
+	// Certs are what the members serve clients with, when StartTLS started them.
+	Certs *Certs
 }
 
 // Member is one etcd server process of a cluster.
@@ -55,6 +57,8 @@ type Member struct {
 	ClientURL, PeerURL string
 	dir                string
 	initial            string // the cluster's --initial-cluster
+	certs              *Certs // clients are served over TLS, and must show a certificate of the CA
+	health             *http.Client
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -62,15 +66,31 @@ type Member struct {
 }
 
 // Start starts a cluster of n members and waits until each serves.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t testing.TB, n int) *Cluster { return start(t, n, nil) }
+
+// StartTLS starts a cluster of n members that serve clients over TLS with certs, and take
+// only clients that show a certificate of its CA.
+func StartTLS(t testing.TB, n int, certs Certs) *Cluster { return start(t, n, &certs) }
+
+func start(t testing.TB, n int, certs *Certs) *Cluster {
 	t.Helper()
-	c := &Cluster{bin: Binary(t)}
+	c := &Cluster{bin: Binary(t), Certs: certs}
+	health := &http.Client{}
+	scheme := "http://"
+	if certs != nil {
+		tc, err := certs.clientTLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		health.Transport = &http.Transport{TLSClientConfig: tc}
+		scheme = "https://"
+	}
 	dir := t.TempDir()
 	var peers []string
 	for i := range n {
 		client, peer := freePort(t), freePort(t)
-		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: "http://" + client, PeerURL: "http://" + peer,
-			dir: filepath.Join(dir, fmt.Sprintf("m%d", i))}
+		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: scheme + client, PeerURL: "http://" + peer,
+			dir: filepath.Join(dir, fmt.Sprintf("m%d", i)), certs: certs, health: health}
 		c.Members = append(c.Members, m)
 		peers = append(peers, m.Name+"="+m.PeerURL)
 	}
@@ -122,6 +142,10 @@ func (m *Member) start(bin, state string) error {
 		// leader: a test that is not about an election must not see one.
 		"--heartbeat-interval", "250", "--election-timeout", "2500",
 		"--log-level", "warn")
+	if m.certs != nil {
+		cmd.Args = append(cmd.Args, "--cert-file", m.certs.ServerCert, "--key-file", m.certs.ServerKey,
+			"--trusted-ca-file", m.certs.CA, "--client-cert-auth")
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no member outlives a killed test
 	if err := cmd.Start(); err != nil {
@@ -146,7 +170,7 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 			return errors.New("its process exited")
 		default:
 		}
-		if healthy(ctx, m.ClientURL) {
+		if healthy(ctx, m.health, m.ClientURL) {
 			return nil
 		}
 		select {
@@ -159,14 +183,14 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-func healthy(ctx context.Context, url string) bool {
+func healthy(ctx context.Context, client *http.Client, url string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}

@@ -78,3 +78,37 @@ func TestDialSaysWhatIsMissing(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/no/c.pem")
 }
+
+// TestDialOverTLS: a cluster that serves clients over TLS and takes only those that show a
+// certificate of its CA is reached with the address's CA and client certificate; without the
+// client certificate, without the CA (the system's roots do not know it) or without TLS, Dial
+// says it cannot reach the cluster.
+func TestDialOverTLS(t *testing.T) {
+	certs := etcdtest.NewCerts(t)
+	c := etcdtest.StartTLS(t, 1, certs)
+	ctx := context.Background()
+	host := strings.TrimPrefix(c.Members[0].ClientURL, "https://")
+	full, err := etcd.ParseAddress("etcd://" + host + "/crw?ca=" + certs.CA + "&cert=" + certs.ClientCert + "&key=" + certs.ClientKey)
+	require.NoError(t, err)
+	cli, err := etcd.Dial(ctx, full)
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "/crw/k", "over TLS")
+	require.NoError(t, err)
+	cli.Close()
+
+	for name, query := range map[string]string{
+		"no client certificate": "?ca=" + certs.CA,
+		"no CA":                 "?tls=1&cert=" + certs.ClientCert + "&key=" + certs.ClientKey,
+		"no TLS":                "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, err := etcd.ParseAddress("etcd://" + host + "/crw" + query)
+			require.NoError(t, err)
+			_, err = etcd.Dial(ctx, a)
+			require.Error(t, err)
+			assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
+			assert.Contains(t, err.Error(), "the etcd cluster did not answer")
+		})
+	}
+}
