@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,9 +28,10 @@ const DefaultTTL = 10 * time.Second
 
 // Store keeps runs under a prefix of an etcd cluster: store.Store (docs/scale-out.md).
 type Store struct {
-	cli    *clientv3.Client
-	prefix string
-	ttl    time.Duration
+	cli     *clientv3.Client
+	prefix  string
+	ttl     time.Duration
+	hostDir string
 
 	mu     sync.Mutex
 	leases map[*lease]struct{}
@@ -41,6 +44,10 @@ type Option func(*Store)
 
 // WithTTL sets how long a holder may go unheard before its run is free (DefaultTTL).
 func WithTTL(ttl time.Duration) Option { return func(s *Store) { s.ttl = ttl } }
+
+// WithHostDir gives each run this process holds a folder on this host, dir/<run> (its
+// Lease's Dir): where its worktrees and a backend's files go. Without it a lease has none.
+func WithHostDir(dir string) Option { return func(s *Store) { s.hostDir = dir } }
 
 // Open is the store under prefix (a key prefix such as /crw) of the cluster cli talks to; it
 // checks that the cluster answers. The client stays the caller's: Close does not close it.
@@ -395,8 +402,16 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	var dir string
+	if s.hostDir != "" {
+		dir = filepath.Join(s.hostDir, run)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			h.release(ctx)
+			return nil, errs.New(errs.RunUnavailable, "run %s: its folder on this host %s cannot be made: %v", run, dir, err)
+		}
+	}
 	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l := &lease{s: s, h: h, cancelled: make(chan struct{}), stopWatch: stop}
+	l := &lease{s: s, h: h, dir: dir, cancelled: make(chan struct{}), stopWatch: stop}
 	if cancel != nil {
 		l.cancel()
 	} else {
@@ -419,6 +434,7 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 type lease struct {
 	s         *Store
 	h         *Holding
+	dir       string // its folder on this host ("" without WithHostDir)
 	stopWatch context.CancelFunc
 
 	cancelOnce, releaseOnce sync.Once
@@ -430,7 +446,7 @@ var _ store.Lease = (*lease)(nil)
 func (l *lease) Run() string                { return l.h.run }
 func (l *lease) Token() string              { return l.h.token }
 func (l *lease) Journal() store.Journal     { return l.h.j }
-func (l *lease) Dir() string                { return "" }
+func (l *lease) Dir() string                { return l.dir }
 func (l *lease) Cancelled() <-chan struct{} { return l.cancelled }
 func (l *lease) Lost() <-chan struct{}      { return l.h.lost }
 

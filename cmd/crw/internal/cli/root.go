@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
 
@@ -42,10 +44,12 @@ func Main(backends *backend.Registry) int {
 // itself.
 type invocation struct {
 	state    string // --state
+	storeArg string // --store
 	json     bool   // --json
 	backends *backend.Registry
 	svc      *engine.Service
-	store    *local.Store
+	store    store.Store
+	local    *local.Store // the store when it is the state folder's, else nil
 	outcome  cmdutil.Outcome
 	f        *cmdutil.Factory
 }
@@ -88,20 +92,24 @@ func (inv *invocation) service() (*engine.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, st, err := ops.Open(root, inv.backends)
+	svc, st, loc, err := ops.OpenStore(context.Background(), ops.StoreAddress(inv.storeArg), root, inv.backends)
 	if err != nil {
 		return nil, err
 	}
-	inv.svc, inv.store = svc, st
+	inv.svc, inv.store, inv.local = svc, st, loc
 	return svc, nil
 }
 
-// localStore is the store the run service is on.
+// localStore is the store the run service is on, when it is the state folder's: what needs
+// a run's folder on this host (a detached start, a session run's steps) needs it.
 func (inv *invocation) localStore() (*local.Store, error) {
 	if _, err := inv.service(); err != nil {
 		return nil, err
 	}
-	return inv.store, nil
+	if inv.local == nil {
+		return nil, errs.New(errs.InvalidRequest, "this command works on runs in the state folder; the store is %s, on which crw flow run, resume, status, list, show, logs, inspect and cancel work so far", ops.StoreAddress(inv.storeArg))
+	}
+	return inv.local, nil
 }
 
 func newRoot(inv *invocation) *cobra.Command {
@@ -116,6 +124,7 @@ func newRoot(inv *invocation) *cobra.Command {
 	root.SetOut(inv.f.IOStreams.Out)
 	root.SetErr(inv.f.IOStreams.ErrOut)
 	root.PersistentFlags().StringVar(&inv.state, "state", "", "the state folder (default $CRW_STATE, else $XDG_STATE_HOME/crw, else ~/.local/state/crw)")
+	root.PersistentFlags().StringVar(&inv.storeArg, "store", "", "where runs live: etcd://HOST:PORT[,HOST:PORT…]/PREFIX for an etcd cluster (default $CRW_STORE, else the state folder)")
 	root.PersistentFlags().BoolVar(&inv.json, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.New(errs.InvalidRequest, "%v (see %s --help)", err, c.CommandPath())

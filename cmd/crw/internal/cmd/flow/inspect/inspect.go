@@ -26,11 +26,9 @@ func runInspect(opts *Options) error {
 		if err != nil {
 			return nil, err
 		}
-		st, err := opts.Store()
-		if err != nil {
-			return nil, err
+		if st, err := opts.Store(); err == nil {
+			ops.HostState(st, in) // what the run's host adds, when its folder is on this host
 		}
-		ops.HostState(st, in) // what the run's host adds
 		return in, nil
 	}, printInspection)
 	return err

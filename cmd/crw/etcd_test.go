@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crw-dev/crw/internal/etcdtest"
+)
+
+// TestARunOnEtcdGoesOnOnAnotherHost: with --store etcd://…, a run lives on the cluster. Host
+// A runs it in the foreground and is SIGKILLed while its second call is in flight; host B (a
+// state folder of its own, sharing nothing with A but the cluster) sees it running while A's
+// lease lasts, then crashed, resumes it once the lease has expired (the first call from the
+// journal, the second sent once, answered), and reads the run's result, rows and list.
+func TestARunOnEtcdGoesOnOnAnotherHost(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	address := "etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/crw"
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "first" });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "slow" });
+  return [a.status, b.status];
+}
+`), 0o644))
+	answers := filepath.Join(dir, "a.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "b"}, "turns": [{"text": "late", "delay_ms": 25000}]}]}`), 0o644))
+	env := []string{"CRW_STORE=" + address}
+	hostA, hostB := filepath.Join(dir, "hostA"), filepath.Join(dir, "hostB")
+
+	a := exec.Command("crw", "flow", "run", wf, "--answers", answers, "--no-repo")
+	a.Dir = dir
+	a.Env = append(os.Environ(), append(env, "CRW_STATE="+hostA, "GORACE=atexit_sleep_ms=0")...)
+	var aOut strings.Builder
+	a.Stdout, a.Stderr = &aOut, &aOut
+	require.NoError(t, a.Start())
+	aDone := make(chan struct{})
+	go func() { _ = a.Wait(); close(aDone) }()
+	t.Cleanup(func() { _ = a.Process.Kill(); <-aDone })
+
+	// Host B waits for the run to have its second call in flight: a state, not a time.
+	var run string
+	for {
+		res := durableCrw(t, hostB, env, "flow", "list", "--json")
+		require.Equal(t, 0, res.exit, res.stderr)
+		var list struct {
+			Runs []struct {
+				Run      string         `json:"run"`
+				Calls    map[string]int `json:"calls"`
+				InFlight int            `json:"in_flight"`
+			} `json:"runs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
+		if len(list.Runs) == 1 && list.Runs[0].Calls["completed"] == 1 && list.Runs[0].InFlight == 1 {
+			run = list.Runs[0].Run
+			break
+		}
+		select {
+		case <-aDone:
+			t.Fatalf("host A's process ended before its second call was in flight: %s", aOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	owner := cli.Watch(context.Background(), "/crw/runs/"+run+"/owner", clientv3.WithFilterPut())
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	<-aDone
+
+	res := durableCrw(t, hostB, env, "flow", "resume", run)
+	assert.Equal(t, 1, res.exit, "A's lease lasts: %s", res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "held by another live process")
+	<-owner // A's lease expired: its owner key is deleted
+
+	res = durableCrw(t, hostB, env, "flow", "status", run, "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var st struct{ State string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &st), res.stdout)
+	assert.Equal(t, "crashed", st.State)
+
+	res = durableCrw(t, hostB, env, "--json", "flow", "resume", run)
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	var end struct {
+		Status string          `json:"status"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &end), res.stdout)
+	assert.Equal(t, "completed", end.Status)
+	assert.JSONEq(t, `["completed", "completed"]`, string(end.Result))
+
+	// The journal, read from the cluster: one row of each call's turn, two processes.
+	res = durableCrw(t, hostB, env, "flow", "trace", run, "--output", filepath.Join(dir, "trace.jsonl"))
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	trace, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(trace)), "\n") {
+		var row struct{ Type, Call string }
+		require.NoError(t, json.Unmarshal([]byte(line), &row), line)
+		counts[row.Type+" "+row.Call]++
+	}
+	assert.Equal(t, 2, counts["started "], "host A's process and host B's")
+	assert.Equal(t, 1, counts["turn_started c1"])
+	assert.Equal(t, 1, counts["turn_started c2"], "the second call's turn was sent once, by host A")
+	assert.Equal(t, 1, counts["completed c1"])
+	assert.Equal(t, 1, counts["completed c2"])
+	assert.Equal(t, 1, counts["ended "])
+
+	// Nothing of the run is in either host's state folder but its folder on the host.
+	_, err = os.Stat(filepath.Join(hostA, "flow", run))
+	assert.True(t, os.IsNotExist(err), "host A keeps no run folder of the local store")
+}

@@ -1,0 +1,79 @@
+package ops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/local"
+)
+
+// StoreEnv names the store a command works on when --store does not.
+const StoreEnv = "CRW_STORE"
+
+// StoreAddress is the store a command works on: flag (--store) when set, else $CRW_STORE;
+// "" is the local store in the state folder.
+func StoreAddress(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(StoreEnv)
+}
+
+// etcdHostDir is the folder of the state folder root where the runs this host holds on an
+// etcd store keep their worktrees and files.
+const etcdHostDir = "etcd"
+
+// OpenStore is the run service on the store address names ("": the local store in the state
+// folder root; etcd://…: a store on an etcd cluster, its runs' folders on this host under
+// root), with the local store when it is the local one (nil otherwise: what needs a run's
+// folder on this host, a session run's bus, is not there).
+func OpenStore(ctx context.Context, address, root string, backends *backend.Registry) (*engine.Service, store.Store, *local.Store, error) {
+	if address == "" {
+		svc, st, err := Open(root, backends)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return svc, st, st, nil
+	}
+	if !strings.HasPrefix(address, etcd.Scheme+"://") {
+		return nil, nil, nil, errs.New(errs.InvalidRequest, "the store %q is no store address: give etcd://HOST:PORT[,HOST:PORT…]/PREFIX, or none for the state folder", address)
+	}
+	a, err := etcd.ParseAddress(address)
+	if err != nil {
+		return nil, nil, nil, errs.New(errs.InvalidRequest, "the store: %v", err)
+	}
+	cli, err := etcd.Dial(ctx, a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := etcd.Open(ctx, cli, a.Prefix, etcd.WithHostDir(filepath.Join(root, etcdHostDir)))
+	if err != nil {
+		cli.Close()
+		return nil, nil, nil, err
+	}
+	cs := &etcdStore{Store: st, cli: cli}
+	return &engine.Service{Store: cs, Backends: backends}, cs, nil, nil
+}
+
+// etcdStore is a store on etcd that closes its client with it.
+type etcdStore struct {
+	*etcd.Store
+	cli *clientv3.Client
+}
+
+func (s *etcdStore) Close() error {
+	err := s.Store.Close()
+	if cerr := s.cli.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
