@@ -122,3 +122,45 @@ export default async function main() {
 	_, err = os.Stat(filepath.Join(hostA, "flow", run))
 	assert.True(t, os.IsNotExist(err), "host A keeps no run folder of the local store")
 }
+
+// TestADetachedRunOnEtcd: crw flow start on an etcd store starts the run's process on this
+// host (its log in the state folder's etcd/RUN/), and another host follows it to its end; a
+// session run, whose owner's binding lives in the state folder, is refused, saying so.
+func TestADetachedRunOnEtcd(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	address := "etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/team/crw"
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  return (await agent.call({ role: "explorer", prompt: "look" })).status;
+}
+`), 0o644))
+	hostA, hostB := filepath.Join(dir, "hostA"), filepath.Join(dir, "hostB")
+
+	res := durableCrw(t, hostA, nil, "--store", address, "flow", "start", wf, "--backend", "fake", "--no-repo", "--json")
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	var started struct {
+		Run string `json:"run"`
+		PID int    `json:"pid"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), res.stdout)
+	require.NotZero(t, started.PID)
+
+	res = durableCrw(t, hostB, []string{"CRW_STORE=" + address}, "flow", "follow", started.Run)
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "1 completed")
+	assert.Equal(t, `"completed"`, strings.TrimSpace(res.stdout))
+	_, err := os.Stat(filepath.Join(hostA, "etcd", started.Run, "process.log"))
+	assert.NoError(t, err, "the process's log is in its folder on host A")
+
+	res = durableCrw(t, hostA, nil, "--store", address, "flow", "start", wf, "--no-repo")
+	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address)
+	res = durableCrw(t, hostB, []string{"CRW_STORE=" + address}, "flow", "list", "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var list struct{ Runs []struct{ Run string } }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
+	assert.Len(t, list.Runs, 1, "the refused start created no run")
+}

@@ -107,7 +107,7 @@ func (inv *invocation) localStore() (*local.Store, error) {
 		return nil, err
 	}
 	if inv.local == nil {
-		return nil, errs.New(errs.InvalidRequest, "this command works on runs in the state folder; the store is %s, on which crw flow run, resume, status, list, show, logs, inspect and cancel work so far", ops.StoreAddress(inv.storeArg))
+		return nil, errs.New(errs.InvalidRequest, "this command works on runs in the state folder; the store is %s, on which crw flow run, start and resume (of a run of another backend than session), status, list, show, trace, logs, inspect and cancel work so far", ops.StoreAddress(inv.storeArg))
 	}
 	return inv.local, nil
 }

@@ -19,9 +19,17 @@ const ExecCommand = "_exec"
 const ProcessLog = "process.log"
 
 // Launcher starts run processes as crw itself (crw flow _exec RUN), in a session of their own,
-// their output appended to process.log in the run's folder.
+// their output appended to process.log in the run's folder on this host.
 type Launcher struct {
-	Store *local.Store
+	// RunDir is a run's folder on this host, made when missing.
+	RunDir func(run string) string
+	// Store are the arguments that name the store to the process: --state, and --store.
+	Store []string
+}
+
+// localLauncher launches the runs of the local store st.
+func localLauncher(st *local.Store) *Launcher {
+	return &Launcher{RunDir: st.RunDir, Store: []string{"--state", st.Root()}}
 }
 
 // Launch starts the process of run with env in its environment.
@@ -30,13 +38,17 @@ func (l *Launcher) Launch(run string, env map[string]string) (engine.Process, er
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(l.Store.RunDir(run), ProcessLog)
+	dir := l.RunDir(run)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, ProcessLog)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(self, "flow", ExecCommand, run, "--state", l.Store.Root())
+	cmd := exec.Command(self, append([]string{"flow", ExecCommand, run}, l.Store...)...)
 	cmd.Args[0] = self
 	cmd.Env = withEnv(os.Environ(), env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

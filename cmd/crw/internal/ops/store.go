@@ -55,13 +55,16 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	st, err := etcd.Open(ctx, cli, a.Prefix, etcd.WithHostDir(filepath.Join(root, etcdHostDir)))
+	hostDir := filepath.Join(root, etcdHostDir)
+	st, err := etcd.Open(ctx, cli, a.Prefix, etcd.WithHostDir(hostDir))
 	if err != nil {
 		cli.Close()
 		return nil, nil, nil, err
 	}
 	cs := &etcdStore{Store: st, cli: cli}
-	return &engine.Service{Store: cs, Backends: backends}, cs, nil, nil
+	launcher := &Launcher{RunDir: func(run string) string { return filepath.Join(hostDir, run) },
+		Store: []string{"--state", root, "--store", address}}
+	return &engine.Service{Store: cs, Backends: backends, Launcher: launcher}, cs, nil, nil
 }
 
 // etcdStore is a store on etcd that closes its client with it.

@@ -50,8 +50,10 @@ func runStart(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The local store, which only a session run needs (its owner's binding lives in the state
+	// folder); nil on a store of another kind.
 	st, err := opts.Store()
-	if err != nil {
+	if err != nil && co.Backend == session.Name {
 		return err
 	}
 	if opts.DryRun {
