@@ -125,7 +125,8 @@ export default async function main() {
 
 // TestADetachedRunOnEtcd: crw flow start on an etcd store starts the run's process on this
 // host (its log in the state folder's etcd/RUN/), and another host follows it to its end; a
-// session run, whose owner's binding lives in the state folder, is refused, saying so.
+// session run, whose owner's binding lives in the state folder, is refused, saying so, and so
+// is crw mcp, which serves the state folder's runs.
 func TestADetachedRunOnEtcd(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, 1)
@@ -163,4 +164,10 @@ export default async function main() {
 	var list struct{ Runs []struct{ Run string } }
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
 	assert.Len(t, list.Runs, 1, "the refused start created no run")
+
+	// crw mcp serves the state folder's runs: it refuses a store elsewhere rather than serve
+	// another one quietly.
+	res = durableCrw(t, hostA, nil, "--store", address, "mcp")
+	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address)
 }

@@ -88,6 +88,11 @@ func runMCP(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The server serves the state folder's runs: a store named elsewhere (--store, $CRW_STORE)
+	// is refused here rather than quietly not served.
+	if _, err := opts.Store(); err != nil {
+		return err
+	}
 	root, err := opts.StateDir()
 	if err != nil {
 		return err
