@@ -6,10 +6,12 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/internal/gctune"
 )
 
 func main() {
 	gctune.Tune()
-	os.Exit(cli.Main(backends.Registry()))
+	// A command on a store on etcd is handed to crw-etcd: etcd's client is not linked here.
+	os.Exit(cli.Main(backends.Registry(), ops.CrwStores()))
 }
