@@ -480,3 +480,80 @@ func TestScan(t *testing.T) {
 		})
 	}
 }
+
+// TestEachGivesTheRowsScanDoes: Each, pipelined (a reading longer than a batch) or not, gives
+// fn the rows Scan gives, from where it is asked to up to its limit, across the boundaries of
+// its chunks (1,024 rows) and batches (256); fn's error comes back as is, and no row after it
+// is given.
+func TestEachGivesTheRowsScanDoes(t *testing.T) {
+	t.Parallel()
+	const n = 2600
+	j, _ := journalfiletest.Create(t)
+	last, err := j.Write(journalfiletest.SampleRows(n)...)
+	require.NoError(t, err)
+	require.NoError(t, j.Sync(last))
+	var all []journal.Row
+	require.NoError(t, j.Scan(1, func(r *journal.Row) error { all = append(all, *r); return nil }))
+	require.Len(t, all, n)
+
+	for _, tt := range []struct {
+		from  uint64
+		limit int
+	}{
+		{1, 0}, {0, 0}, {1, 1}, {1, 255}, {1, 256}, {1, 257}, {1, 1023}, {1, 1024}, {1, 1025},
+		{1, 2599}, {1, 2600}, {1, 9000}, {2, 0}, {256, 300}, {1024, 0}, {1025, 1024}, {2600, 0},
+		{2601, 0}, {2000, 1000},
+	} {
+		var got []journal.Row
+		require.NoError(t, j.Each(tt.from, tt.limit, func(r *journal.Row) error { got = append(got, *r); return nil }))
+		first := max(tt.from, 1)
+		last := uint64(n)
+		if tt.limit > 0 {
+			last = min(last, first+uint64(tt.limit)-1)
+		}
+		var want []journal.Row
+		if first <= uint64(n) {
+			want = all[first-1 : last]
+		}
+		require.Equal(t, len(want), len(got), "from %d limit %d", tt.from, tt.limit)
+		for i := range want {
+			require.Equal(t, want[i], got[i], "from %d limit %d: row %d", tt.from, tt.limit, want[i].Seq)
+		}
+	}
+
+	stop := errors.New("stop")
+	for _, at := range []uint64{1, 256, 257, 1024, 1500, n} {
+		var seen []uint64
+		err := j.Each(1, 0, func(r *journal.Row) error {
+			seen = append(seen, r.Seq)
+			if r.Seq == at {
+				return stop
+			}
+			return nil
+		})
+		assert.Same(t, stop, err, "fn's error at row %d comes back as is", at)
+		require.Len(t, seen, int(at), "rows given up to fn's error at %d", at)
+		assert.Equal(t, at, seen[len(seen)-1])
+	}
+}
+
+// TestEachStopsAtAnUnreadableRowFarIn: a row that is not JSON under its checksum far into a
+// long journal is an error naming it, after fn was given every row before it and none after.
+func TestEachStopsAtAnUnreadableRowFarIn(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	good, err := os.ReadFile(goodJournal(t, 2000))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, good, 0o600))
+	require.NoError(t, journalfile.PutSealed(path, 1300, []byte(`{"seq":1300,"ty`)))
+	j, err := journalfile.OpenReader(path)
+	require.NoError(t, err)
+	defer j.Close()
+	var last uint64
+	n := 0
+	err = j.Each(1, 0, func(r *journal.Row) error { last, n = r.Seq, n+1; return nil })
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	assert.Contains(t, err.Error(), "row 1300")
+	assert.Equal(t, 1299, n)
+	assert.Equal(t, uint64(1299), last)
+}
