@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/crw-dev/crw/internal/depstest"
 	"github.com/crw-dev/crw/internal/etcdtest"
 )
 
@@ -171,30 +170,4 @@ export default async function main() {
 	res = durableCrw(t, hostA, nil, "--store", address, "mcp")
 	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
 	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address)
-}
-
-// TestCrwIsBuiltWithoutEtcdsClient: etcd's client (and the gRPC and protobuf it brings, whose
-// initialisation costs every process) is crw-etcd's alone.
-func TestCrwIsBuiltWithoutEtcdsClient(t *testing.T) {
-	t.Parallel()
-	for _, dep := range depstest.Deps(t, "github.com/crw-dev/crw/cmd/crw") {
-		for _, heavy := range []string{"go.etcd.io/etcd", "google.golang.org/grpc", "google.golang.org/protobuf", "github.com/crw-dev/crw/store/etcd"} {
-			assert.False(t, depstest.Under(dep, heavy), "crw is built with %s", dep)
-		}
-	}
-	assert.Contains(t, depstest.Deps(t, "github.com/crw-dev/crw/cmd/crw/crw-etcd"), "github.com/crw-dev/crw/store/etcd")
-}
-
-// TestCrwHandsAStoreOnEtcdToCrwEtcd: crw does not speak etcd itself: told it is the process a
-// command was handed to, it refuses a store on etcd by name instead of handing it on. The etcd
-// tests above run crw, so each of them goes through the hand-off to crw-etcd.
-func TestCrwHandsAStoreOnEtcdToCrwEtcd(t *testing.T) {
-	t.Parallel()
-	state := filepath.Join(t.TempDir(), "state")
-	address := "etcd://127.0.0.1:1/crw"
-	res := durableCrw(t, state, []string{"CRW_STORE=" + address, "CRW_HANDED_OFF=the-test"}, "flow", "list")
-	assert.Equal(t, 1, res.exit)
-	assert.Contains(t, res.stderr, "capability_unavailable")
-	assert.Contains(t, res.stderr, "does not speak either")
-	assert.Contains(t, res.stderr, "crw-etcd")
 }

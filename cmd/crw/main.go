@@ -6,12 +6,10 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/internal/gctune"
 )
 
 func main() {
 	gctune.Tune()
-	// A command on a store on etcd is handed to crw-etcd: etcd's client is not linked here.
-	os.Exit(cli.Main(backends.Registry(), ops.CrwStores()))
+	os.Exit(cli.Main(backends.Registry()))
 }

@@ -18,9 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/cmd/crw/internal/etcdstore"
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
@@ -35,8 +32,7 @@ import (
 // subprocess with `exec crw …`.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"crw":      func() { os.Exit(cli.Main(backends.Registry(), ops.CrwStores())) },
-		"crw-etcd": func() { os.Exit(cli.Main(backends.Registry(), etcdstore.Stores())) },
+		"crw": func() { os.Exit(cli.Main(backends.Registry())) },
 	})
 }
 

@@ -4,8 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
@@ -16,6 +14,6 @@ import (
 // they can kill.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"crw": func() { os.Exit(cli.Main(backends.Registry(), ops.CrwStores())) },
+		"crw": func() { os.Exit(cli.Main(backends.Registry())) },
 	})
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,7 +139,7 @@ func TestTheDocsCommandsParse(t *testing.T) {
 				where := fmt.Sprintf("%s:%d", b.file, b.line+1+i)
 				words, err := shellWords(args)
 				require.NoError(t, err, where)
-				root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{})), ops.Stores{}))
+				root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 				cmd, rest, err := root.Find(words)
 				require.NoError(t, err, where)
 				require.NotEqual(t, root, cmd, "%s: no such command: %s", where, part)
@@ -157,7 +155,7 @@ func TestTheDocsCommandsParse(t *testing.T) {
 func TestTheHelpExamplesParse(t *testing.T) {
 	t.Parallel()
 	newRootForTest := func() *cobra.Command {
-		root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{})), ops.Stores{}))
+		root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 		root.InitDefaultVersionFlag()
 		return root
 	}

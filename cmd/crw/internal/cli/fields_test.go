@@ -37,7 +37,7 @@ func TestEveryFieldHasAFlag(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRoot(newInvocation(&IO{}, backends.Registry(), ops.Stores{})))
+	walk(newRoot(newInvocation(&IO{}, backends.Registry())))
 	flag := regexp.MustCompile(`--[a-z-]+`)
 	all := fields()
 	for _, f := range all {

@@ -3,8 +3,6 @@ package cli
 import (
 	"testing"
 
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 
@@ -17,7 +15,7 @@ import (
 // TestEveryCommandHasExamples: every command a user runs shows Examples in its --help.
 func TestEveryCommandHasExamples(t *testing.T) {
 	t.Parallel()
-	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{})), ops.Stores{}))
+	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
 	root.InitDefaultCompletionCmd()
 	n := 0
 	var walk func(c *cobra.Command)

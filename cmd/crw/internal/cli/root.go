@@ -31,13 +31,12 @@ import (
 type IO = iostreams.IOStreams
 
 // Main runs crw with the process's arguments and streams and returns the exit code. backends
-// and stores are the backends and stores of this build; a command on a store this build
-// leaves to another executable (stores.HandOff) becomes that executable's.
-func Main(backends *backend.Registry, stores ops.Stores) int {
+// are the backends of this build.
+func Main(backends *backend.Registry) int {
 	// A reader that went away (crw … | head) makes a write fail with EPIPE instead of killing
 	// the process: a run goes on to its end, and the command reports what it could not write.
 	signal.Ignore(syscall.SIGPIPE)
-	return run(os.Args[1:], *iostreams.System(), backends, stores, true)
+	return Run(os.Args[1:], *iostreams.System(), backends)
 }
 
 // invocation is one command line as the root sees it: its root flags, the Factory its commands
@@ -48,19 +47,15 @@ type invocation struct {
 	storeArg string // --store
 	json     bool   // --json
 	backends *backend.Registry
-	stores   ops.Stores
-	// args are the command line after the executable's name, for a hand-off; nil when this
-	// invocation may not hand off (its streams are not the process's).
-	args    []string
-	svc     *engine.Service
-	store   store.Store
-	local   *local.Store // the store when it is the state folder's, else nil
-	outcome cmdutil.Outcome
-	f       *cmdutil.Factory
+	svc      *engine.Service
+	store    store.Store
+	local    *local.Store // the store when it is the state folder's, else nil
+	outcome  cmdutil.Outcome
+	f        *cmdutil.Factory
 }
 
-func newInvocation(ios *iostreams.IOStreams, backends *backend.Registry, stores ops.Stores) *invocation {
-	inv := &invocation{backends: backends, stores: stores}
+func newInvocation(ios *iostreams.IOStreams, backends *backend.Registry) *invocation {
+	inv := &invocation{backends: backends}
 	inv.f = &cmdutil.Factory{
 		IOStreams: ios,
 		Backends:  backends,
@@ -97,7 +92,7 @@ func (inv *invocation) service() (*engine.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, st, loc, err := inv.stores.OpenStore(context.Background(), ops.StoreAddress(inv.storeArg), root, inv.backends)
+	svc, st, loc, err := ops.OpenStore(context.Background(), ops.StoreAddress(inv.storeArg), root, inv.backends)
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +119,7 @@ func newRoot(inv *invocation) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// A run named by "last" or a unique prefix is its id by the time a command runs.
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if inv.args != nil {
-				// Before the command reads anything (its standard input among it).
-				if err := inv.stores.HandOff(ops.StoreAddress(inv.storeArg), inv.args); err != nil {
-					return err
-				}
-			}
-			return resolveRunArgs(inv, cmd, args)
-		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return resolveRunArgs(inv, cmd, args) },
 	}
 	root.SetOut(inv.f.IOStreams.Out)
 	root.SetErr(inv.f.IOStreams.ErrOut)

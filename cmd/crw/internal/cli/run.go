@@ -20,21 +20,11 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// Run runs crw with args on streams and returns the exit code; its stores are the state
-// folder's.
+// Run runs crw with args and returns the exit code.
 func Run(args []string, streams IO, backends *backend.Registry) int {
-	return run(args, streams, backends, ops.Stores{}, false)
-}
-
-// run runs crw with args on streams; handOff tells whether a command on a store this build
-// leaves to another executable may become that executable (streams are the process's).
-func run(args []string, streams IO, backends *backend.Registry, stores ops.Stores, handOff bool) int {
 	out := &writeTracker{w: streams.Out}
 	streams.Out = out
-	inv := newInvocation(&streams, backends, stores)
-	if handOff {
-		inv.args = append([]string{}, args...)
-	}
+	inv := newInvocation(&streams, backends)
 	root := newRoot(inv)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +27,7 @@ import (
 // (crw flow _exec RUN, started as the running binary).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "flow" && os.Args[2] == "_exec" {
-		os.Exit(cli.Main(backends(), ops.CrwStores()))
+		os.Exit(cli.Main(backends()))
 	}
 	// Under -race every run process would sleep a second at exit.
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
