@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
+	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/etcdtest"
 )
 
@@ -125,8 +128,7 @@ export default async function main() {
 
 // TestADetachedRunOnEtcd: crw flow start on an etcd store starts the run's process on this
 // host (its log in the state folder's etcd/RUN/), and another host follows it to its end; a
-// session run, whose owner's binding lives in the state folder, is refused, saying so, and so
-// is crw mcp, which serves the state folder's runs.
+// session run, whose owner's binding lives in the state folder, is refused, saying so.
 func TestADetachedRunOnEtcd(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, 1)
@@ -158,16 +160,63 @@ export default async function main() {
 
 	res = durableCrw(t, hostA, nil, "--store", address, "flow", "start", wf, "--no-repo")
 	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
-	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address)
+	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address+", where a session run")
 	res = durableCrw(t, hostB, []string{"CRW_STORE=" + address}, "flow", "list", "--json")
 	require.Equal(t, 0, res.exit, res.stderr)
 	var list struct{ Runs []struct{ Run string } }
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
 	assert.Len(t, list.Runs, 1, "the refused start created no run")
 
-	// crw mcp serves the state folder's runs: it refuses a store elsewhere rather than serve
-	// another one quietly.
-	res = durableCrw(t, hostA, nil, "--store", address, "mcp")
-	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
-	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address)
+}
+
+// TestMCPOnEtcd: crw mcp serves the runs of an etcd cluster, from any host. Host A's server
+// starts a run that a rate limit pauses, inspects it and resumes it (PauseAndResume, the
+// stdio test's scenario, in a repository); host B's server, sharing nothing with A but the
+// cluster, reads it ended and its audit, answers A's request keys with A's results instead of
+// starting or resuming again, and refuses a session run, whose owner's binding lives in a
+// state folder.
+func TestMCPOnEtcd(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	address := "etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/mcp"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	server := func(name string) *mcptest.Client {
+		cmd := mcpCommand(t, filepath.Join(dir, name), "--store", address)
+		return mcptest.Connect(t, ctx, name, &mcp.CommandTransport{Command: cmd})
+	}
+	a, b := server("hostA"), server("hostB")
+	repo := enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
+	scenario := filepath.Join(dir, "scenario")
+	require.NoError(t, os.Mkdir(scenario, 0o755))
+	run := a.PauseAndResume(ctx, scenario, repo)
+
+	st := b.Call(ctx, "status", map[string]any{"run": run})
+	require.False(t, st.IsError, st.Text)
+	assert.Equal(t, "ended", st.Get("status.state"))
+	assert.Equal(t, "completed", st.Get("status.status"))
+	audit := b.Call(ctx, "audit", map[string]any{"run": run})
+	require.False(t, audit.IsError, audit.Text)
+	assert.Contains(t, audit.Text, `"resume"`)
+
+	// A's keys, sent to B: A's answers again, nothing done twice.
+	again := b.Call(ctx, "resume", map[string]any{"request_key": "resume-scenario", "run": run,
+		"answers": filepath.Join(scenario, "through.json")})
+	require.False(t, again.IsError, again.Text)
+	assert.Equal(t, run, again.Get("run.run"))
+	wf := filepath.Join(mcptest.Repo(t), "workflows", "plan-build-review.js")
+	restart := b.Call(ctx, "start", map[string]any{"request_key": "start-scenario", "workflow": wf,
+		"input": map[string]any{"task": "Add a --verbose flag"}, "backend": "fake", "answers": filepath.Join(scenario, "answers.json"), "repo": repo})
+	require.False(t, restart.IsError, restart.Text)
+	assert.Equal(t, run, restart.Get("run.run"), "the start was done again")
+	res := durableCrw(t, filepath.Join(dir, "hostB"), []string{"CRW_STORE=" + address}, "flow", "list", "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var list struct{ Runs []struct{ Run string } }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
+	assert.Len(t, list.Runs, 1, "one run on the cluster")
+
+	session := b.Call(ctx, "start", map[string]any{"request_key": "session-1", "workflow": wf, "no_repo": true})
+	assert.Equal(t, "invalid_request", session.Code(), session.Text)
+	assert.Contains(t, session.Text, "the store is "+address)
 }

@@ -57,13 +57,14 @@ type invocation struct {
 func newInvocation(ios *iostreams.IOStreams, backends *backend.Registry) *invocation {
 	inv := &invocation{backends: backends}
 	inv.f = &cmdutil.Factory{
-		IOStreams: ios,
-		Backends:  backends,
-		StateDir:  inv.stateDir,
-		Store:     inv.localStore,
-		Service:   inv.service,
-		JSON:      func() bool { return inv.json },
-		Outcome:   &inv.outcome,
+		IOStreams:    ios,
+		Backends:     backends,
+		StateDir:     inv.stateDir,
+		StoreAddress: func() string { return ops.StoreAddress(inv.storeArg) },
+		Store:        inv.localStore,
+		Service:      inv.service,
+		JSON:         func() bool { return inv.json },
+		Outcome:      &inv.outcome,
 	}
 	return inv
 }
@@ -107,7 +108,7 @@ func (inv *invocation) localStore() (*local.Store, error) {
 		return nil, err
 	}
 	if inv.local == nil {
-		return nil, errs.New(errs.InvalidRequest, "this command works on runs in the state folder; the store is %s, on which crw flow run, start and resume (of a run of another backend than session), status, list, show, trace, logs, inspect and cancel work so far", ops.StoreAddress(inv.storeArg))
+		return nil, ops.NotInStateFolder("this command", ops.StoreAddress(inv.storeArg))
 	}
 	return inv.local, nil
 }

@@ -44,13 +44,14 @@ func New(t testing.TB) *Env {
 	e := &Env{In: in, Out: out, ErrOut: errOut, State: filepath.Join(dir, "state"), Dir: dir}
 	backends := backend.NewRegistry(fake.Descriptor())
 	e.Factory = &cmdutil.Factory{
-		IOStreams: ios,
-		Backends:  backends,
-		StateDir:  func() (string, error) { return e.State, nil },
-		Store:     func() (*local.Store, error) { _, err := e.service(backends); return e.st, err },
-		Service:   func() (*engine.Service, error) { return e.service(backends) },
-		JSON:      func() bool { return e.JSON },
-		Outcome:   &cmdutil.Outcome{},
+		IOStreams:    ios,
+		Backends:     backends,
+		StateDir:     func() (string, error) { return e.State, nil },
+		StoreAddress: func() string { return "" },
+		Store:        func() (*local.Store, error) { _, err := e.service(backends); return e.st, err },
+		Service:      func() (*engine.Service, error) { return e.service(backends) },
+		JSON:         func() bool { return e.JSON },
+		Outcome:      &cmdutil.Outcome{},
 	}
 	return e
 }

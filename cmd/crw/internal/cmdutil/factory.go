@@ -21,6 +21,8 @@ type Factory struct {
 	// StateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
 	// ~/.local/state/crw.
 	StateDir func() (string, error)
+	// StoreAddress is where runs live: --store, else $CRW_STORE; "" is the state folder.
+	StoreAddress func() string
 	// Store is the local store on the state folder, and Service the run service on it: both
 	// opened when first asked for, and the same after.
 	Store   func() (*local.Store, error)
@@ -60,19 +62,20 @@ func (o *Outcome) give(field, name string) {
 
 // Common is what every command's Options take from the Factory once its flags are parsed.
 type Common struct {
-	Ctx      context.Context
-	IO       *iostreams.IOStreams
-	JSON     bool
-	Backends *backend.Registry
-	StateDir func() (string, error)
-	Service  func() (*engine.Service, error)
-	Store    func() (*local.Store, error)
-	Outcome  *Outcome
+	Ctx          context.Context
+	IO           *iostreams.IOStreams
+	JSON         bool
+	Backends     *backend.Registry
+	StateDir     func() (string, error)
+	StoreAddress func() string
+	Service      func() (*engine.Service, error)
+	Store        func() (*local.Store, error)
+	Outcome      *Outcome
 }
 
 // Common is what a command's Options take of f, in ctx (the command's context).
 func (f *Factory) Common(ctx context.Context) Common {
-	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Backends: f.Backends, StateDir: f.StateDir, Service: f.Service, Store: f.Store, Outcome: f.Outcome}
+	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Backends: f.Backends, StateDir: f.StateDir, StoreAddress: f.StoreAddress, Service: f.Service, Store: f.Store, Outcome: f.Outcome}
 }
 
 // Print writes v as one JSON object with --json, else what text writes for a reader. A write

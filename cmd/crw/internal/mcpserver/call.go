@@ -75,7 +75,7 @@ func (s *Server) resolveRun(ctx context.Context, c *tools.Call, in any) error {
 		return nil
 	}
 	c.Run = r.RunID()
-	id, err := ops.ResolveRun(ctx, s.svc.Store, s.st.Root(), r.RunID())
+	id, err := ops.ResolveRun(ctx, s.svc.Store, s.state, r.RunID())
 	if err != nil {
 		return err
 	}

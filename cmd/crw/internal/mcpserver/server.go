@@ -34,6 +34,9 @@ const Name = "crw"
 type Options struct {
 	// State is the state folder (ops.StateDir).
 	State string
+	// Store is where the runs live (ops.StoreAddress): "" the state folder, etcd://… a
+	// cluster, the state folder then keeping this host's part (the request keys' locks).
+	Store string
 	// Backends are the backends of this build.
 	Backends *backend.Registry
 	// Version is crw's version, as the server introduces itself.
@@ -44,14 +47,14 @@ type Options struct {
 type Server struct {
 	mcp   *mcp.Server
 	svc   *engine.Service
-	st    *local.Store
+	state string
 	keys  *keys.Keys
 	tools []tools.Tool
 }
 
-// New builds the server and its tools on the state folder.
+// New builds the server and its tools on the runs of the store o names.
 func New(o Options) (*Server, error) {
-	svc, st, err := ops.Open(o.State, o.Backends)
+	svc, st, loc, err := ops.OpenStore(context.Background(), o.Store, o.State, o.Backends)
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +66,23 @@ func New(o Options) (*Server, error) {
 		mcp: mcp.NewServer(&mcp.Implementation{Name: Name, Title: "crw: durable agent workflows", Version: version}, &mcp.ServerOptions{
 			Instructions: instructions,
 		}),
-		svc:  svc,
-		st:   st,
-		keys: keys.New(st.Records("", store.KindIdempotency), filepath.Join(st.Root(), "mcp", "locks")),
+		svc:   svc,
+		state: stateRoot(o.State, loc),
+		keys:  keys.New(st.Records("", store.KindIdempotency), filepath.Join(o.State, "mcp", "locks")),
 	}
-	for _, t := range tools.All(svc, st, o.Backends) {
+	for _, t := range tools.All(svc, loc, o.Store, o.Backends) {
 		s.add(t)
 	}
 	return s, nil
+}
+
+// stateRoot is the state folder as messages name it: the local store's (absolute) when the
+// runs live there.
+func stateRoot(state string, loc *local.Store) string {
+	if loc != nil {
+		return loc.Root()
+	}
+	return state
 }
 
 // MCP is the SDK's server, to run on a transport.

@@ -67,6 +67,13 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 	return &engine.Service{Store: cs, Backends: backends, Launcher: launcher}, cs, nil, nil
 }
 
+// NotInStateFolder is the refusal of what needs a run's folder on this host (a session run:
+// its owner's binding, its steps and replies live in the state folder of its owner's host)
+// when the store at address is another.
+func NotInStateFolder(what, address string) error {
+	return errs.New(errs.InvalidRequest, "%s works on runs in the state folder; the store is %s, where a session run (its owner's binding, its steps and replies) cannot live yet: run it in a state folder, or choose another backend", what, address)
+}
+
 // etcdStore is a store on etcd that closes its client with it.
 type etcdStore struct {
 	*etcd.Store

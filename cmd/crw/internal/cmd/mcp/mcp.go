@@ -52,7 +52,8 @@ func NewCmdMCP(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Long: `Serve the tools start, status, next, dispatched, answer, cancel, resume, inspect, effects,
 audit, recover and shadow over the Model Context Protocol: on stdin and stdout (the default; the
 server exits 0 at the end of its input), or with --listen ADDR over streamable HTTP. Runs live
-in the state folder (--state, $CRW_STATE, ...), as for every crw flow command.
+in the state folder (--state, $CRW_STATE, ...), or on the etcd cluster --store (or $CRW_STORE)
+names, as for every crw flow command.
 
 Over HTTP every request needs the bearer token (--token-file FILE, else $CRW_MCP_TOKEN; at
 least 16 bytes): without it, or with another, the answer is 401 invalid_authority. The address
@@ -88,16 +89,11 @@ func runMCP(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	// The server serves the state folder's runs: a store named elsewhere (--store, $CRW_STORE)
-	// is refused here rather than quietly not served.
-	if _, err := opts.Store(); err != nil {
-		return err
-	}
 	root, err := opts.StateDir()
 	if err != nil {
 		return err
 	}
-	srv, err := mcpserver.New(mcpserver.Options{State: root, Backends: opts.Backends, Version: codex.Version()})
+	srv, err := mcpserver.New(mcpserver.Options{State: root, Store: opts.StoreAddress(), Backends: opts.Backends, Version: codex.Version()})
 	if err != nil {
 		return err
 	}

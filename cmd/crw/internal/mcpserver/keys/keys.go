@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,19 +33,34 @@ const MaxKeyLength = 256
 // keyWait bounds how long a request waits for another with its key to end.
 const keyWait = 5 * time.Minute
 
-// Keys are the request keys of mutations, kept as records of the state folder
+// Keys are the request keys of mutations, kept as records of the store
 // (store.KindIdempotency), so they outlive the server. A key's first request is done under a
 // lock of its stripe (<state>/mcp/locks/, a flock: it is let go when its process dies), so a
-// request with the same key, in this process or another, waits for it to end and then gets its
-// result.
+// request with the same key, in this process or another of this host, waits for it to end and
+// then gets its result. On a store that servers of other hosts share (etcd), the key is
+// claimed by creating its record, which only one request can: a request whose key another
+// host claimed waits for that request's result.
 type Keys struct {
 	recs  store.Records
 	locks string
+	host  string
+	wait  time.Duration
 }
 
 // New keeps keys in recs, locking their stripes in the folder locks.
 func New(recs store.Records, locks string) *Keys {
-	return &Keys{recs: recs, locks: locks}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return NewOn(recs, locks, host+":"+locks, keyWait)
+}
+
+// NewOn is New for the servers whose locks are the folder locks, which a key's record names
+// as host (the servers a flock of locks excludes: one host's, of one state folder), a request
+// waiting up to wait for another host's.
+func NewOn(recs store.Records, locks, host string, wait time.Duration) *Keys {
+	return &Keys{recs: recs, locks: locks, host: host, wait: wait}
 }
 
 // keyRecord is what a key's record holds: the request it was first used for (its tool and the
@@ -53,6 +69,7 @@ type keyRecord struct {
 	At      time.Time       `json:"at"`
 	Tool    string          `json:"tool"`
 	Digest  string          `json:"digest"`
+	Host    string          `json:"host,omitempty"` // the host (and locks folder) of the server that took it
 	Done    bool            `json:"done"`
 	IsError bool            `json:"is_error,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
@@ -67,33 +84,40 @@ func (k *Keys) Do(ctx context.Context, tool, key, dig string, run func() *mcp.Ca
 	}
 	sum := sha256.Sum256([]byte(key))
 	name := "mcp-" + hex.EncodeToString(sum[:])
-	unlock, err := k.lock(ctx, sum[0])
+	locked, err := k.lock(ctx, sum[0])
 	if err != nil {
 		return nil, false, err
 	}
+	unlock := sync.OnceFunc(locked)
 	defer unlock()
 	if data, err := k.recs.Get(ctx, name); err == nil {
-		var rec keyRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, false, errs.New(errs.IncompatibleSchema, "request_key: its record cannot be read").Wrap(err).
-				Because("mcp", "key_record_damaged", "not_started", errs.Certain).Next("send the request with a new request_key")
+		rec, err := readKeyRecord(data)
+		if err != nil {
+			return nil, false, err
 		}
 		if rec.Tool != tool || rec.Digest != dig {
-			return nil, false, errs.New(errs.IdempotencyConflict, "request_key was used at %s for another %s request", rec.At.Format(time.RFC3339), rec.Tool)
+			return nil, false, conflict(rec)
 		}
 		if !rec.Done {
+			if rec.Host != "" && rec.Host != k.host {
+				unlock() // what this host does with other keys of the stripe need not wait too
+				return k.awaitOther(ctx, name, tool, dig)
+			}
 			// Its lock is ours: the request that wrote this ended with its process.
 			return nil, false, errs.New(errs.RunUnavailable, "request_key: the first %s request with this key did not end (its server stopped); what it did is unknown", tool).
 				Because("mcp", "request_outcome_unknown", "unknown", errs.Uncertain).
 				Next("look for what it did with the audit, status and inspect tools; send a new request_key for new intent")
 		}
-		return &mcp.CallToolResult{IsError: rec.IsError, StructuredContent: rec.Result,
-			Content: []mcp.Content{&mcp.TextContent{Text: string(rec.Result)}}}, true, nil
+		return replay(rec), true, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, err
 	}
-	pending, _ := json.Marshal(keyRecord{At: time.Now().UTC(), Tool: tool, Digest: dig})
-	if err := k.recs.Put(ctx, name, pending); err != nil {
+	pending, _ := json.Marshal(keyRecord{At: time.Now().UTC(), Tool: tool, Digest: dig, Host: k.host})
+	if err := k.recs.Create(ctx, name, pending); errors.Is(err, store.ErrExists) {
+		// A server of another host took the key since: its request is the one.
+		unlock()
+		return k.awaitOther(ctx, name, tool, dig)
+	} else if err != nil {
 		return nil, false, err
 	}
 	res = run()
@@ -111,6 +135,64 @@ func (k *Keys) Do(ctx context.Context, tool, key, dig string, run func() *mcp.Ca
 		k.prune(context.WithoutCancel(ctx))
 	}
 	return res, false, nil
+}
+
+// readKeyRecord reads a key's record.
+func readKeyRecord(data []byte) (keyRecord, error) {
+	var rec keyRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, errs.New(errs.IncompatibleSchema, "request_key: its record cannot be read").Wrap(err).
+			Because("mcp", "key_record_damaged", "not_started", errs.Certain).Next("send the request with a new request_key")
+	}
+	return rec, nil
+}
+
+func conflict(rec keyRecord) error {
+	return errs.New(errs.IdempotencyConflict, "request_key was used at %s for another %s request", rec.At.Format(time.RFC3339), rec.Tool)
+}
+
+// replay is the answer a key's first request gave.
+func replay(rec keyRecord) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: rec.IsError, StructuredContent: rec.Result,
+		Content: []mcp.Content{&mcp.TextContent{Text: string(rec.Result)}}}
+}
+
+// awaitOther waits for the request a server of another host does under the key's record name
+// to end, and gives its answer; past k.wait what that request did is unknown (its server may
+// have stopped: no lock of this host tells).
+func (k *Keys) awaitOther(ctx context.Context, name, tool, dig string) (*mcp.CallToolResult, bool, error) {
+	deadline := time.Now().Add(k.wait)
+	for {
+		data, err := k.recs.Get(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Its request was refused as invalid and let the key go: this one is refused alike.
+			return nil, false, errs.New(errs.RunUnavailable, "request_key: the first %s request with this key, on another host, did nothing; send the request again", tool).
+				Because("mcp", "request_pending", "not_started", errs.Certain).Next("send the same request again")
+		case err != nil:
+			return nil, false, err
+		}
+		rec, err := readKeyRecord(data)
+		if err != nil {
+			return nil, false, err
+		}
+		if rec.Tool != tool || rec.Digest != dig {
+			return nil, false, conflict(rec)
+		}
+		if rec.Done {
+			return replay(rec), true, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, false, errs.New(errs.RunUnavailable, "request_key: the first %s request with this key, on host %s, has not ended within %s; what it did is unknown", tool, rec.Host, k.wait).
+				Because("mcp", "request_outcome_unknown", "unknown", errs.Uncertain).
+				Next("look for what it did with the audit, status and inspect tools; send a new request_key for new intent")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // lock takes the flock of a stripe of the keys, waiting for it as long as ctx and keyWait let.

@@ -30,16 +30,26 @@ const (
 		`inspect and act on its state.`
 )
 
-// runs is what the tools work on: the run service and the store of the state folder.
+// runs is what the tools work on: the run service, and the store of the state folder when
+// the runs live there (nil on another store, address: a session run cannot live there).
 type runs struct {
-	svc *engine.Service
-	st  *local.Store
+	svc     *engine.Service
+	st      *local.Store
+	address string
 }
 
-// All is every tool on the run service svc and its store st, in the order tools/list gives
-// them.
-func All(svc *engine.Service, st *local.Store, backends *backend.Registry) []Tool {
-	rs := &runs{svc: svc, st: st}
+// local is the state folder's store, for a tool that needs it (a session run's).
+func (rs *runs) local(tool string) (*local.Store, error) {
+	if rs.st == nil {
+		return nil, ops.NotInStateFolder("the "+tool+" tool", rs.address)
+	}
+	return rs.st, nil
+}
+
+// All is every tool on the run service svc, in the order tools/list gives them; st is the
+// state folder's store when the runs live there, nil when they live on the store at address.
+func All(svc *engine.Service, st *local.Store, address string, backends *backend.Registry) []Tool {
+	rs := &runs{svc: svc, st: st, address: address}
 	return slices.Concat(rs.runTools(backends), rs.controlTools(), rs.recoveryTools())
 }
 
@@ -204,6 +214,9 @@ func (rs *runs) start(ctx context.Context, c *Call, in *StartIn) (*Started, erro
 	if err != nil {
 		return nil, err
 	}
+	if co.Backend == session.Name && rs.st == nil {
+		return nil, ops.NotInStateFolder("a session run", rs.address)
+	}
 	started, err := ops.Start(ctx, rs.svc, rs.st, co, func(st *ops.Started) { c.Run = st.Run })
 	if started != nil {
 		c.Run = started.Run
@@ -223,7 +236,11 @@ func (rs *runs) status(ctx context.Context, c *Call, in *RunIn) (*Status, error)
 }
 
 func (rs *runs) next(ctx context.Context, c *Call, in *NextIn) (*Next, error) {
-	v, err := ops.Next(ctx, rs.svc, rs.st, in.Run, seconds(in.WaitSeconds, 0))
+	st, err := rs.local("next")
+	if err != nil {
+		return nil, err
+	}
+	v, err := ops.Next(ctx, rs.svc, st, in.Run, seconds(in.WaitSeconds, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +249,11 @@ func (rs *runs) next(ctx context.Context, c *Call, in *NextIn) (*Next, error) {
 
 func (rs *runs) dispatched(ctx context.Context, c *Call, in *DispatchedIn) (*Reply, error) {
 	report := bus.Report{Run: in.Run, Call: in.Call, Agent: in.Agent, K: intOr(in.K, 1), Attempt: intOr(in.Attempt, 1)}
-	r, err := ops.Dispatched(ctx, rs.svc, rs.st, report, seconds(in.WaitSeconds, 120*time.Second))
+	st, err := rs.local("dispatched")
+	if err != nil {
+		return nil, err
+	}
+	r, err := ops.Dispatched(ctx, rs.svc, st, report, seconds(in.WaitSeconds, 120*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +291,9 @@ func (rs *runs) inspect(ctx context.Context, c *Call, in *RunIn) (*Inspection, e
 	if err != nil {
 		return nil, err
 	}
-	ops.HostState(rs.st, got)
+	if rs.st != nil {
+		ops.HostState(rs.st, got) // a run held elsewhere has no host state here
+	}
 	return inspectionOf(got), nil
 }
 
