@@ -110,12 +110,26 @@ func (s *Service) List(ctx context.Context) ([]store.Status, error) {
 	return out, nil
 }
 
-// FollowEvery is how often Follow looks at a run.
-const FollowEvery = 150 * time.Millisecond
+// FollowEvery is how often Follow looks at a run on a store that cannot tell it of changes;
+// FollowWatched how often it looks besides the changes a store.Watcher tells (a safety net: a
+// change the watch gives is seen at once).
+const (
+	FollowEvery   = 150 * time.Millisecond
+	FollowWatched = 10 * time.Second
+)
 
 // Follow watches a run until it ends (or pauses with no process left), giving each look to
 // each; it returns the run's end. A run no process holds that has not ended is run_unavailable.
+// On a store.Watcher it looks again when the store tells of a change, not on a timer.
 func (s *Service) Follow(ctx context.Context, run string, each func(*store.Status)) (*store.Status, error) {
+	every, changes := s.followEvery(), (<-chan struct{})(nil)
+	if w, ok := s.Store.(store.Watcher); ok {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if ch, err := w.Changes(wctx, run); err == nil {
+			every, changes = s.followWatched(), ch
+		}
+	}
 	for {
 		st, err := s.Status(ctx, run)
 		if err != nil {
@@ -137,9 +151,27 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(FollowEvery):
+		case _, ok := <-changes:
+			if !ok { // the watch failed: back to looking on the timer
+				every, changes = s.followEvery(), nil
+			}
+		case <-time.After(every):
 		}
 	}
+}
+
+func (s *Service) followEvery() time.Duration {
+	if s.FollowEvery > 0 {
+		return s.FollowEvery
+	}
+	return FollowEvery
+}
+
+func (s *Service) followWatched() time.Duration {
+	if s.FollowWatched > 0 {
+		return s.FollowWatched
+	}
+	return FollowWatched
 }
 
 // Cancel ends a run cancelled. A live run's process is asked to (a stored cancel request) and

@@ -47,6 +47,9 @@ type Service struct {
 	// deliveries, in bytes: 0 is replay.KeptBudget, less than 0 nothing (each call's rows are
 	// read again when it is delivered). The simulator varies it.
 	ReplayBudget int
+	// FollowEvery and FollowWatched are Follow's intervals when not 0 (FollowEvery,
+	// FollowWatched): a test that must see Follow move on changes alone sets them long.
+	FollowEvery, FollowWatched time.Duration
 }
 
 // replayBudget is the budget of the service's readings of journals (ReplayBudget).

@@ -23,6 +23,16 @@ import (
 	"github.com/crw-dev/crw/journal"
 )
 
+// Watcher is a store that tells when what a run's status is made of changes (its published
+// status, its holder, its journal's summary), so that a follower looks again then rather than
+// on a timer.
+type Watcher interface {
+	// Changes gives a value after each change of the run's status, several coalesced into one,
+	// until ctx ends or the watch fails, when it is closed (the follower goes back to its
+	// timer). It returns once the watch is in place: a look taken after it misses no change.
+	Changes(ctx context.Context, run string) (<-chan struct{}, error)
+}
+
 // Store is where runs live. Its methods are safe for concurrent use.
 type Store interface {
 	// Create records a new run: its spec, and an empty journal. A run that exists already is

@@ -22,12 +22,18 @@ type Gated struct {
 	nSent  atomic.Int64
 	once   sync.Once
 	open   chan struct{}
+	// firstSent is closed once a held turn was sent (GateAnswers).
+	firstSent chan struct{}
 }
 
 // Gate wraps b, holding the turns of the calls holds matches.
 func Gate(b backend.Backend, holds func(backend.Call) bool) *Gated {
-	return &Gated{Backend: b, Holds: holds, open: make(chan struct{})}
+	return &Gated{Backend: b, Holds: holds, open: make(chan struct{}), firstSent: make(chan struct{})}
 }
+
+// FirstSent is closed once a GateAnswers gate held a turn it sent (its turn_started row
+// reported): a call is in flight.
+func (g *Gated) FirstSent() <-chan struct{} { return g.firstSent }
 
 // GateAnswers wraps b, holding the answers of the turns of the calls holds matches, as a
 // delay_ms would but for no set time: each such turn is sent (the host receives it, its
@@ -79,7 +85,11 @@ type heldAnswer struct {
 
 func (r heldAnswer) Started(turnID string) {
 	r.Recorder.Started(turnID)
-	if n := r.g.nSent.Add(1); r.g.openAt > 0 && n == int64(r.g.openAt) {
+	n := r.g.nSent.Add(1)
+	if n == 1 {
+		close(r.g.firstSent)
+	}
+	if r.g.openAt > 0 && n == int64(r.g.openAt) {
 		r.g.Open()
 	}
 	r.g.wait(r.ctx)
