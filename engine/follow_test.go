@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +76,47 @@ export default async function main() { return (await agent.call({ role: "explore
 	assert.Equal(t, store.StateEnded, end.State)
 	assert.Equal(t, store.RunCompleted, end.Status)
 	assert.Equal(t, store.StateEnded, <-looks)
+}
+
+// countingStore counts the runs whose published status was read.
+type countingStore struct {
+	*mem.Store
+	published atomic.Int64
+}
+
+func (c *countingStore) Published(ctx context.Context, run string) (*store.Status, bool, error) {
+	c.published.Add(1)
+	return c.Store.Published(ctx, run)
+}
+
+// TestAListPageReadsItsOwnRuns: a page of the newest runs reads the status of its own runs, not
+// of every run the store has (that older ones are left is known from their ids).
+func TestAListPageReadsItsOwnRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &countingStore{Store: mem.New()}
+	svc := enginetest.Service(st)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`export default async function main() { return 1; }`), 0o644))
+	var ids []string
+	for range 40 {
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	st.published.Store(0)
+	page, err := svc.ListPage(ctx, engine.ListQuery{Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 5)
+	assert.Equal(t, ids[35], page.Runs[0].Run, "the newest five, oldest first")
+	assert.Equal(t, ids[39], page.Runs[4].Run)
+	assert.Equal(t, ids[35], page.Next)
+	assert.Equal(t, int64(5), st.published.Load(), "status reads for a page of 5 of 40 runs")
+
+	page, err = svc.ListPage(ctx, engine.ListQuery{Limit: 5, Before: ids[2]})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 2)
+	assert.Equal(t, []string{ids[0], ids[1]}, []string{page.Runs[0].Run, page.Runs[1].Run})
+	assert.Empty(t, page.Next, "no run is older")
 }

@@ -94,20 +94,65 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 // List tells where every run stands, oldest first; a run whose files cannot be read is listed
 // unreadable, with its error.
 func (s *Service) List(ctx context.Context) ([]store.Status, error) {
+	page, err := s.ListPage(ctx, ListQuery{})
+	if err != nil {
+		return nil, err
+	}
+	return page.Runs, nil
+}
+
+// ListQuery chooses the runs ListPage gives.
+type ListQuery struct {
+	// States keeps the runs in these states (none: every state).
+	States []store.State
+	// Since keeps the runs that started at or after it (zero: whenever).
+	Since time.Time
+	// Before keeps the runs older than this one (a page's Next; "": the newest on).
+	Before string
+	// Limit is how many runs a page holds at most, the newest of those kept (0: all).
+	Limit int
+}
+
+// ListPage is a page of runs: Runs oldest first, and Next, the Before of the page of older
+// runs ("" when there is none).
+type ListPage struct {
+	Runs []store.Status
+	Next string
+}
+
+// ListPage tells where the runs q keeps stand, the newest Limit of them: it reads the status of
+// the runs from the newest down until the page is full, so a page of a store of 100,000 runs
+// costs its own runs' reads (and the ids' listing), not every run's.
+func (s *Service) ListPage(ctx context.Context, q ListQuery) (*ListPage, error) {
 	ids, err := s.Store.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Status, 0, len(ids))
-	for _, id := range ids {
+	page := &ListPage{Runs: []store.Status{}}
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
+		if q.Before != "" && id >= q.Before {
+			continue
+		}
+		if q.Limit > 0 && len(page.Runs) == q.Limit {
+			page.Next = page.Runs[len(page.Runs)-1].Run
+			break
+		}
 		st, err := s.Status(ctx, id)
 		if err != nil {
 			st = &store.Status{Run: id, State: store.StateUnreadable, Calls: store.Counts{}, Result: json.RawMessage("null"),
 				Error: unreadableError(err)}
 		}
-		out = append(out, *st)
+		if len(q.States) > 0 && !slices.Contains(q.States, st.State) {
+			continue
+		}
+		if !q.Since.IsZero() && (st.Started.IsZero() || st.Started.Before(q.Since)) {
+			continue
+		}
+		page.Runs = append(page.Runs, *st)
 	}
-	return out, nil
+	slices.Reverse(page.Runs)
+	return page, nil
 }
 
 // FollowEvery is how often Follow looks at a run on a store that cannot tell it of changes;

@@ -5,3 +5,10 @@ import "github.com/crw-dev/crw/store"
 // AfterTxn has fn called after each commit transaction of l's journal that succeeded, with the
 // last seq it wrote.
 func AfterTxn(l store.Lease, fn func(last uint64)) { l.(*lease).h.j.afterTxn = fn }
+
+// SetListPage makes List read n run ids at a time, until the test ends.
+func SetListPage(t interface{ Cleanup(func()) }, n int64) {
+	old := listPage
+	listPage = n
+	t.Cleanup(func() { listPage = old })
+}

@@ -169,16 +169,32 @@ func (s *Store) Spec(ctx context.Context, run string) (*store.Spec, error) {
 // List implements store.Store: a keys-only range over the list keys.
 func (s *Store) List(ctx context.Context) ([]string, error) {
 	from := s.listKey("")
-	resp, err := s.cli.Get(ctx, from, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, unavailable(err)
+	end := clientv3.GetPrefixRangeEnd(from)
+	var ids []string
+	var rev int64
+	for key := from; ; {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(listPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev)) // every page of one listing at one revision
+		}
+		resp, err := s.cli.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		rev = resp.Header.Revision
+		for _, kv := range resp.Kvs {
+			ids = append(ids, string(kv.Key[len(from):]))
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return ids, nil // keys come in byte order, which is the ids' time order
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	ids := make([]string, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		ids = append(ids, string(kv.Key[len(from):]))
-	}
-	return ids, nil // keys come in byte order, which is the ids' time order
 }
+
+// listPage is how many run ids one range read of List takes: a store of 100,000 runs is
+// listed in ten reads, none of them a response of megabytes. A test makes it smaller.
+var listPage int64 = 10000
 
 // Published implements store.Store: the status key, and whether the owner key exists.
 func (s *Store) Published(ctx context.Context, run string) (*store.Status, bool, error) {

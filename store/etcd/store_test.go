@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -238,4 +239,22 @@ func TestAnswersAreTakenOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got)
 	assert.ErrorIs(t, other.PutAnswer(ctx, storetest.ID(9), store.Answer{ID: "x"}), store.ErrNotFound)
+}
+
+// TestListReadsItsIdsAPageAtATime: List reads the ids a range of listPage keys at a time, all of
+// them, in order, whatever the page size says.
+func TestListReadsItsIdsAPageAtATime(t *testing.T) {
+	s, _, _ := stores(t)
+	etcd.SetListPage(t, 3)
+	ctx := context.Background()
+	var want []string
+	for i := 1; i <= 10; i++ {
+		id := storetest.ID(i)
+		require.NoError(t, s.Create(ctx, storetest.Spec(id)))
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	got, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -25,7 +27,11 @@ type Options struct {
 	States []string
 	Limit  int
 	Since  time.Duration
+	Before string
 }
+
+// DefaultLimit is how many runs a page holds unless --limit says.
+const DefaultLimit = 100
 
 // NewCmdList is crw flow list; runF, when not nil, runs in place of the command.
 func NewCmdList(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -33,19 +39,25 @@ func NewCmdList(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the runs in the state folder",
-		Long: `List the runs in the state folder, oldest first: each with its state, its status once it has
-ended, its calls, when it started and its workflow. --status keeps the runs in the states named
-(running, paused, waiting_decision, waiting_resume, ended, crashed; repeatable or comma-separated), --since those
-started within the last D, and --limit the newest N of what is left.`,
+		Long: `List the runs in the state folder (or on the store --store names), a page of the newest at a
+time shown oldest first: each with its state, its status once it has ended, its calls, when it
+started and its workflow. --status keeps the runs in the states named (running, paused,
+waiting_decision, waiting_resume, ended, crashed; repeatable or comma-separated), --since those
+started within the last D, and --limit the newest N of what is left (100 unless it says; 0: all).
+When older runs are left, the command that lists the next page is said on stderr (with --json,
+"next" is the run to give --before; null when none is left); a page costs the reads of its own
+runs, however many the store holds.`,
 		Example: `  crw flow list
   crw flow list --status running,paused --since 24h
-  crw flow list --limit 5 --json`,
+  crw flow list --limit 5 --json
+  crw flow list --before 20261130-052301-a1b2c3`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runList),
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&opts.States, "status", nil, "keep the runs in these states: "+strings.Join(States, ", "))
-	fl.IntVar(&opts.Limit, "limit", 0, "the newest N runs only (0: all)")
+	fl.IntVar(&opts.Limit, "limit", DefaultLimit, "the newest N runs only (0: all)")
+	fl.StringVar(&opts.Before, "before", "", "the runs older than this one only: the next page")
 	fl.DurationVar(&opts.Since, "since", 0, "the runs started within this long only (24h, 30m)")
 	return cmd
 }
@@ -59,29 +71,54 @@ func runList(opts *Options) error {
 	if opts.Limit < 0 || opts.Since < 0 {
 		return errs.New(errs.InvalidRequest, "--limit and --since must not be negative")
 	}
+	if opts.Before != "" && !journal.ValidRunID(opts.Before) {
+		return errs.New(errs.InvalidRequest, "--before %q: a run id (like 20261130-052301-a1b2c3)", opts.Before)
+	}
 	svc, err := opts.Service()
 	if err != nil {
 		return err
 	}
-	all, err := svc.List(opts.Ctx)
+	q := engine.ListQuery{Limit: opts.Limit, Before: opts.Before}
+	for _, s := range opts.States {
+		q.States = append(q.States, store.State(s))
+	}
+	if opts.Since > 0 {
+		q.Since = time.Now().Add(-opts.Since)
+	}
+	page, err := svc.ListPage(opts.Ctx, q)
 	if err != nil {
 		return err
 	}
-	runs := []store.Status{}
-	for _, r := range all {
-		if len(opts.States) > 0 && !slices.Contains(opts.States, string(r.State)) {
-			continue
-		}
-		if opts.Since > 0 && (r.Started.IsZero() || time.Since(r.Started) > opts.Since) {
-			continue
-		}
-		runs = append(runs, r)
+	var next *string
+	if page.Next != "" {
+		next = &page.Next
 	}
-	if opts.Limit > 0 && len(runs) > opts.Limit {
-		runs = runs[len(runs)-opts.Limit:]
-	}
-	opts.Print(map[string]any{"runs": runs}, func(w io.Writer) { printRuns(w, runs) })
+	out := struct {
+		Runs []store.Status `json:"runs"`
+		Next *string        `json:"next"` // the run to give --before for the page of older runs
+	}{page.Runs, next}
+	opts.Print(out, func(w io.Writer) {
+		printRuns(w, page.Runs)
+		if next != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "crw: older runs: %s\n", nextCommand(opts, *next))
+		}
+	})
 	return nil
+}
+
+// nextCommand is the command line that lists the page after this one.
+func nextCommand(opts *Options, before string) string {
+	cmd := "crw flow list --before " + before
+	if len(opts.States) > 0 {
+		cmd += " --status " + strings.Join(opts.States, ",")
+	}
+	if opts.Since > 0 {
+		cmd += " --since " + opts.Since.String()
+	}
+	if opts.Limit != DefaultLimit {
+		cmd += fmt.Sprintf(" --limit %d", opts.Limit)
+	}
+	return cmd
 }
 
 func printRuns(w io.Writer, runs []store.Status) {
