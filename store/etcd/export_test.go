@@ -12,3 +12,10 @@ func SetListPage(t interface{ Cleanup(func()) }, n int64) {
 	listPage = n
 	t.Cleanup(func() { listPage = old })
 }
+
+// SetMaxRow makes the largest row a journal takes n bytes, until the test ends.
+func SetMaxRow(t interface{ Cleanup(func()) }, n int) {
+	old := maxRow
+	maxRow = n
+	t.Cleanup(func() { maxRow = old })
+}

@@ -29,14 +29,19 @@ import (
 // --max-request-bytes 1.5 MiB): a batch past them is committed as several transactions, each
 // conditioned on the holding, in seq order. A transaction's operations are its rows, the
 // index keys their fold changed and the summary; its rows take at most 1 MiB, which leaves
-// the index and the summary half a megabyte.
+// the index and the summary half a megabyte. A row past 512 KiB is stored in chunks, each put
+// by a transaction of its own (chunks.go), and its key holds a reference to them.
 const (
 	maxTxnOps   = 128
 	maxTxnRows  = 100
 	maxTxnBytes = 1 << 20
-	// MaxRowBytes is the largest row a journal takes: a row is one value of one transaction.
-	MaxRowBytes = maxTxnBytes
+	// MaxRowBytes is the largest row a journal takes: 256 chunks, past the largest prompt a
+	// run may be given (store.MaxPromptBytes).
+	MaxRowBytes = 256 << 20
 )
+
+// maxRow is MaxRowBytes, which a test makes smaller.
+var maxRow = MaxRowBytes
 
 // keys are a run's keys under the store's prefix.
 type keys struct{ run string }
@@ -260,8 +265,8 @@ func (j *Journal) Append(rows ...*journal.Row) uint64 {
 			r.At = now
 		}
 		data, err := journal.Encode(r)
-		if err == nil && len(data) > MaxRowBytes {
-			err = fmt.Errorf("%d bytes, past the %d an etcd journal's row may take", len(data), MaxRowBytes)
+		if err == nil && len(data) > maxRow {
+			err = fmt.Errorf("%d bytes, past the %d an etcd journal's row may take", len(data), maxRow)
 		}
 		if err != nil {
 			j.err = fmt.Errorf("journal: row %d (%s): %w", r.Seq, r.Type, err)
@@ -310,14 +315,14 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		st, sum := j.idx.stage(ctx), j.sum.Clone()
 		n, size := 0, 0
 		for n < len(batch) && n < maxTxnRows {
-			if n > 0 && (size+len(batch[n]) > maxTxnBytes || n+1+st.ops+1+maxRowIndexOps > maxTxnOps) {
+			if n > 0 && (size+stored(batch[n]) > maxTxnBytes || n+1+st.ops+1+maxRowIndexOps > maxTxnOps) {
 				break
 			}
 			if err := sum.Add(parts[n], st); err != nil {
 				j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
 				return j.failed()
 			}
-			size += len(batch[n])
+			size += stored(batch[n])
 			n++
 		}
 		index, err := st.txnOps()
@@ -331,7 +336,20 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		}
 		ops := make([]clientv3.Op, 0, n+len(index)+1)
 		for i := range n {
-			ops = append(ops, clientv3.OpPut(j.h.keys.row(first+uint64(i)), string(batch[i])))
+			value := string(batch[i])
+			if chunked(batch[i]) {
+				ref, held, err := j.putRowChunks(ctx, first+uint64(i), batch[i])
+				switch {
+				case err != nil:
+					j.fence(fmt.Errorf("journal: the chunks of row %d have no known outcome: %w", first+uint64(i), err))
+					return j.failed()
+				case !held:
+					j.h.lose()
+					return j.failed()
+				}
+				value = ref
+			}
+			ops = append(ops, clientv3.OpPut(j.h.keys.row(first+uint64(i)), value))
 		}
 		ops = append(ops, index...)
 		ops = append(ops, clientv3.OpPut(j.h.keys.summary(), string(sumData)))
@@ -435,8 +453,11 @@ func eachRow(ctx context.Context, cli *clientv3.Client, k keys, from, to uint64,
 			if string(kv.Key) != k.row(from) {
 				return errs.New(errs.IncompatibleSchema, "journal: row %d is missing (the next key is %q)", from, kv.Key)
 			}
-			row = journal.Row{}
-			if err := journal.DecodeInto(kv.Value, &row, from); err != nil {
+			value, err := rowBytes(ctx, cli, k, from, kv.Value)
+			if err != nil {
+				return err
+			}
+			if err := journal.DecodeInto(value, &row, from); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
 			if err := fn(&row); err != nil {

@@ -112,7 +112,8 @@ func TestABatchPastOneTransaction(t *testing.T) {
 	require.Len(t, page, 3)
 	assert.Equal(t, []uint64{100, 101, 102}, []uint64{page[0].Seq, page[1].Seq, page[2].Seq})
 
-	_, err = j.Write(journal.Warning{Reason: "r", Detail: strings.Repeat("y", etcd.MaxRowBytes)}.Row())
+	etcd.SetMaxRow(t, 4<<20)
+	_, err = j.Write(journal.Warning{Reason: "r", Detail: strings.Repeat("y", 4<<20)}.Row())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "row 255 (warning)")
 	assert.Contains(t, err.Error(), "past the")
@@ -148,4 +149,69 @@ func TestAJournalGoesOnAfterItsLeaderDies(t *testing.T) {
 func strconvLease(token string) (clientv3.LeaseID, error) {
 	id, err := strconv.ParseInt(token, 16, 64)
 	return clientv3.LeaseID(id), err
+}
+
+// TestALargeRowIsStoredInChunks: rows past what one etcd value should hold (a 3 MiB prompt, a
+// row of a little more than a chunk) are stored in chunks their keys reference, and read back
+// whole by the holder, a page and the next holder; a chunk changed behind the journal's back
+// is an error naming the row, never a row read wrong; a holder whose lease is gone writes no
+// chunk.
+func TestALargeRowIsStoredInChunks(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	ctx := context.Background()
+	h, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	j := h.Journal()
+	prompt := strings.Repeat("a long prompt. ", 3<<20/15)
+	justPast := strings.Repeat("z", 1<<20+10)
+	rows := append(warnings(2, "small"), journal.Warning{Reason: "r", Detail: prompt}.Row(),
+		journal.Warning{Reason: "r", Detail: "between"}.Row(), journal.Warning{Reason: "r", Detail: justPast}.Row())
+	seq, err := j.Write(rows...)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), seq)
+	want := []string{"small 0", "small 1", prompt, "between", justPast}
+	assert.Equal(t, want, details(t, j))
+	page, err := j.Page(3, 2)
+	require.NoError(t, err)
+	require.Len(t, page, 2)
+	assert.Equal(t, prompt, page[0].Detail)
+
+	raw, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/"+fmt.Sprintf("%016x", 3))
+	require.NoError(t, err)
+	require.Len(t, raw.Kvs, 1)
+	assert.True(t, strings.HasPrefix(string(raw.Kvs[0].Value), "crw-chunks 4 "), "row 3's key: %.40q", raw.Kvs[0].Value)
+	raw, err = cli.Get(ctx, "/crw/runs/"+run+"/rows/"+fmt.Sprintf("%016x", 4))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw.Kvs[0].Value), `"between"`, "a small row is its own value")
+	require.NoError(t, h.Release(ctx))
+
+	next, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, want, details(t, next.Journal()))
+	require.NoError(t, next.Release(ctx))
+
+	// A chunk of the prompt's row changed to other text of its length: still JSON, another row.
+	chunk0 := "/crw/runs/" + run + "/chunks/" + fmt.Sprintf("%016x", 3) + "/0000"
+	got, err := cli.Get(ctx, chunk0)
+	require.NoError(t, err)
+	require.Len(t, got.Kvs, 1)
+	_, err = cli.Put(ctx, chunk0, strings.ReplaceAll(string(got.Kvs[0].Value), "a long prompt", "b long prompt"))
+	require.NoError(t, err)
+	damaged, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	_, err = damaged.Journal().Rows()
+	require.Error(t, err)
+	assert.Equal(t, errs.IncompatibleSchema, errs.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "row 3")
+
+	id, err := strconv.ParseInt(damaged.Token(), 16, 64)
+	require.NoError(t, err)
+	_, err = cli.Revoke(ctx, clientv3.LeaseID(id))
+	require.NoError(t, err)
+	_, err = damaged.Journal().Write(journal.Warning{Reason: "r", Detail: prompt}.Row())
+	require.Error(t, err, "a holder whose lease is gone wrote a large row")
+	left, err := cli.Get(ctx, "/crw/runs/"+run+"/chunks/"+fmt.Sprintf("%016x", 6), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	assert.Zero(t, left.Count, "chunks written after the lease was gone")
 }

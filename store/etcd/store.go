@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -377,16 +378,32 @@ func heldError(run string) error {
 func (s *Store) PutFile(ctx context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
-	if len(data) > maxTxnBytes {
-		return "", errs.New(errs.InvalidRequest, "a file of %d bytes is past the %d an etcd store keeps in one value", len(data), maxTxnBytes)
+	if len(data) > MaxFileBytes {
+		return "", errs.New(errs.InvalidRequest, "a file of %d bytes is past the %d an etcd store keeps", len(data), MaxFileBytes)
 	}
-	if _, err := s.cli.Put(ctx, s.fileKey(digest), string(data)); err != nil {
+	value := string(data)
+	if chunked(data) {
+		ref, _, err := putChunks(ctx, s.cli, s.fileChunkKey(digest), data)
+		if err != nil {
+			return "", unavailable(err)
+		}
+		value = ref
+	}
+	if _, err := s.cli.Put(ctx, s.fileKey(digest), value); err != nil {
 		return "", unavailable(err)
 	}
 	return digest, nil
 }
 
+// MaxFileBytes is the largest file an etcd store keeps: a large one is stored in chunks.
+const MaxFileBytes = 256 << 20
+
 func (s *Store) fileKey(digest string) string { return s.prefix + "/files/" + digest }
+
+// fileChunkKey names the keys of the chunks of a large file.
+func (s *Store) fileChunkKey(digest string) func(i int) string {
+	return func(i int) string { return fmt.Sprintf("%s/filechunks/%s/%04x", s.prefix, digest, i) }
+}
 
 // File implements store.Store.
 func (s *Store) File(ctx context.Context, digest string) ([]byte, error) {
@@ -401,7 +418,7 @@ func (s *Store) File(ctx context.Context, digest string) ([]byte, error) {
 	if len(resp.Kvs) == 0 {
 		return nil, errs.New(errs.RunUnavailable, "no file %s in the store", digest).Wrap(store.ErrNotFound)
 	}
-	return resp.Kvs[0].Value, nil
+	return unchunked(ctx, s.cli, s.fileChunkKey(digest), resp.Kvs[0].Value, "file "+digest)
 }
 
 // Acquire implements store.Store: the run held (Hold, if its spec exists), its journal, and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -257,4 +259,29 @@ func TestListReadsItsIdsAPageAtATime(t *testing.T) {
 	got, err := s.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
+}
+
+// TestALargeFileIsStoredInChunks: a file past one etcd value (a 3 MiB workflow bundle) is kept
+// in chunks and read back whole; a small file that reads like a reference to chunks, and an
+// empty one, come back as they were; a chunk changed behind the store's back is an error
+// naming the file.
+func TestALargeFileIsStoredInChunks(t *testing.T) {
+	s, other, cli := stores(t)
+	ctx := context.Background()
+	big := []byte(strings.Repeat("export const x = 1;\n", 3<<20/20))
+	for _, data := range [][]byte{big, []byte("crw-chunks 1 5 not-a-digest"), {}} {
+		digest, err := s.PutFile(ctx, data)
+		require.NoError(t, err)
+		got, err := other.File(ctx, digest)
+		require.NoError(t, err)
+		assert.Equal(t, string(data), string(got), "%.30q", data)
+	}
+	digest, err := s.PutFile(ctx, big)
+	require.NoError(t, err)
+	_, err = cli.Put(ctx, "/crw/filechunks/"+digest+"/0001", strings.Repeat("y", 1<<20))
+	require.NoError(t, err)
+	_, err = other.File(ctx, digest)
+	require.Error(t, err)
+	assert.Equal(t, errs.IncompatibleSchema, errs.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), digest)
 }
