@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmd/schema"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmd/types"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmd/version"
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/worker"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/iostreams"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
@@ -132,7 +133,7 @@ func newRoot(inv *invocation) *cobra.Command {
 	})
 	f := inv.f
 	root.AddCommand(flow.NewCmdFlow(f), schema.NewCmdSchema(f), codex.NewCmdCodex(f),
-		types.NewCmdTypes(f, nil), version.NewCmdVersion(f, nil), mcp.NewCmdMCP(f, nil))
+		types.NewCmdTypes(f, nil), version.NewCmdVersion(f, nil), mcp.NewCmdMCP(f, nil), worker.NewCmdWorker(f, nil))
 	v := version.Build()
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())

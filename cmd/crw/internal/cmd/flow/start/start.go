@@ -4,6 +4,7 @@ package start
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/foreground"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/errs"
 )
 
 // Options are crw flow start's.
@@ -20,6 +23,8 @@ type Options struct {
 	// Create is what the run is created with.
 	Create createflags.Flags
 	DryRun bool
+	// Queue: the run is created and left for a worker (crw worker) to take.
+	Queue bool
 }
 
 // NewCmdStart is crw flow start; runF, when not nil, runs in place of the command.
@@ -35,11 +40,15 @@ crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw fl
 
 A started run is a session run unless --backend says otherwise: its calls are taken by role
 subagents of the Codex session it is started from (CODEX_THREAD_ID, or --owner THREAD). Outside
-one, give --backend fake (offline) or --backend app-server.`,
+one, give --backend fake (offline) or --backend app-server.
+
+--queue creates the run and starts no process: a worker (crw worker, on any host of the store)
+takes it, or crw flow resume RUN runs it here.`,
 		Args: cobra.ExactArgs(1),
 	}
 	take := createflags.Add(cmd, f, &opts.Create, session.Name)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "start nothing: check the flags and say what a session run would meet (its spawn formats and session facts)")
+	cmd.Flags().BoolVar(&opts.Queue, "queue", false, "create the run and start no process: a worker (crw worker) takes it")
 	cmd.RunE = cmdutil.RunE(f, &opts.Common, opts, take, runF, runStart)
 	return cmd
 }
@@ -58,6 +67,9 @@ func runStart(opts *Options) error {
 	}
 	if opts.DryRun {
 		return preview(opts, svc, st, co)
+	}
+	if opts.Queue {
+		return queue(opts, svc, co)
 	}
 	started, err := ops.Start(opts.Ctx, svc, st, co, func(s *ops.Started) {
 		opts.WorksOn(s.Run)
@@ -85,4 +97,21 @@ func printWarnings(opts *Options, p ops.Preview) {
 			fmt.Fprintf(opts.IO.ErrOut, "crw: warning: %s: %s\n", f.Name, f.Detail)
 		}
 	}
+}
+
+// queue creates the run and leaves it for a worker.
+func queue(opts *Options, svc *engine.Service, co engine.CreateOptions) error {
+	if co.Backend == session.Name {
+		return errs.New(errs.InvalidRequest, "--queue: a session run is started by its owner's host, which binds it: give --backend fake or app-server")
+	}
+	id, err := svc.Create(opts.Ctx, co)
+	if err != nil {
+		return err
+	}
+	opts.WorksOn(id)
+	opts.Print(map[string]any{"run": id, "queued": true}, func(w io.Writer) {
+		fmt.Fprintln(w, id)
+		fmt.Fprintf(opts.IO.ErrOut, "run %s queued: a worker (crw worker) takes it, or crw flow resume %s runs it here\n", id, id)
+	})
+	return nil
 }

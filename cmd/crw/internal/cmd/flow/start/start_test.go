@@ -77,3 +77,29 @@ func TestStartDryRunIsRefusedWhatAStartIs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, runs, "no run was made")
 }
+
+// TestStartQueueMakesARunAndStartsNothing: --queue creates the run and starts no process: the
+// run is there, no process holds it (a worker takes it); a session run cannot be queued (its
+// owner's host binds it), and nothing is made then.
+func TestStartQueueMakesARunAndStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	wf := e.File(t, "wf.js", cmdtest.OneCall)
+	e.JSON = true
+	require.NoError(t, cmdtest.Exec(t, e, NewCmdStart, wf, "--backend", "fake", "--no-repo", "--queue"))
+	svc, err := e.Factory.Service()
+	require.NoError(t, err)
+	runs, err := svc.List(t.Context())
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	assert.JSONEq(t, `{"run":"`+runs[0].Run+`","queued":true}`, e.Out.String())
+	assert.Equal(t, "crashed", string(runs[0].State), "no process holds it")
+	assert.Zero(t, runs[0].Calls.Total())
+	assert.Equal(t, runs[0].Run, e.Factory.Outcome.Run)
+
+	err = cmdtest.Exec(t, e, NewCmdStart, wf, "--no-repo", "--queue")
+	assert.EqualError(t, err, "invalid_request: --queue: a session run is started by its owner's host, which binds it: give --backend fake or app-server")
+	runs, err = svc.List(t.Context())
+	require.NoError(t, err)
+	assert.Len(t, runs, 1, "the refused queue made no run")
+}

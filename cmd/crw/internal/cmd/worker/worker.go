@@ -1,0 +1,62 @@
+// Package worker is crw worker: a process that takes the runs no process holds and executes
+// each in a child process of its own (package cmd/crw/internal/worker).
+package worker
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/worker"
+	"github.com/crw-dev/crw/errs"
+)
+
+// DefaultSlots is how many runs a worker executes at once unless --slots says.
+const DefaultSlots = 4
+
+// Options are crw worker's.
+type Options struct {
+	cmdutil.Common
+	Slots int
+}
+
+// NewCmdWorker is crw worker; runF, when not nil, runs in place of the command.
+func NewCmdWorker(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Take the runs no process holds and execute them, each in a process of its own",
+		Long: `Take the runs of the store (--store, $CRW_STORE: an etcd cluster; else the state folder) that
+no process holds and that can go on, and execute each in a child process of its own, at most
+--slots at a time: a run queued by crw flow start --queue, one whose process died (on an etcd
+cluster, once its lease has expired: any host's worker resumes it), one whose decisions were
+answered with --no-resume. A run whose last process stopped on an error (a divergence), a
+paused one and a session run are left alone. Workers on any number of hosts share a cluster:
+a run is held by one process at a time.
+
+SIGTERM or SIGINT stops the worker: its children are stopped (their calls in flight
+interrupted, their runs left to resume, by another worker or crw flow resume) and waited for.
+A line on stderr tells of each run taken and of each child that ended.`,
+		Example: `  CRW_STORE=etcd://10.0.0.1:2379/team/crw crw worker --slots 8`,
+		Args:    cobra.NoArgs,
+		RunE:    cmdutil.RunE(f, &opts.Common, opts, nil, runF, runWorker),
+	}
+	cmd.Flags().IntVar(&opts.Slots, "slots", DefaultSlots, "how many runs to execute at once")
+	return cmd
+}
+
+func runWorker(opts *Options) error {
+	if opts.Slots < 1 {
+		return errs.New(errs.InvalidRequest, "--slots must be 1 or more, got %d", opts.Slots)
+	}
+	svc, err := opts.Service()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(opts.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return worker.Run(ctx, worker.Options{Service: svc, Slots: opts.Slots, Log: opts.IO.ErrOut})
+}

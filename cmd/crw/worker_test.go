@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/crw-dev/crw/internal/etcdtest"
+)
+
+// listed is a run as crw flow list --json tells it.
+type listed struct {
+	Run      string         `json:"run"`
+	State    string         `json:"state"`
+	Status   string         `json:"status"`
+	Calls    map[string]int `json:"calls"`
+	InFlight int            `json:"in_flight"`
+	PID      int            `json:"pid"`
+}
+
+// listRuns is crw flow list --json --limit 0 on state (and the store env names).
+func listRuns(t *testing.T, state string, env []string) map[string]listed {
+	t.Helper()
+	res := durableCrw(t, state, env, "flow", "list", "--json", "--limit", "0")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var out struct{ Runs []listed }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+	runs := map[string]listed{}
+	for _, r := range out.Runs {
+		runs[r.Run] = r
+	}
+	return runs
+}
+
+// untilRuns lists the runs until done says they are as the test waits for them to be: a
+// state, not a time. A process the test watches that exits first fails it.
+func untilRuns(t *testing.T, state string, env []string, exited <-chan struct{}, what string, done func(map[string]listed) bool) map[string]listed {
+	t.Helper()
+	for {
+		runs := listRuns(t, state, env)
+		if done(runs) {
+			return runs
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the worker exited before %s: %v", what, runs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// syncLog is a process's output, read while the process writes it.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// startWorker starts crw worker on state (and the store env names); its stderr is in log.
+func startWorker(t *testing.T, state string, env []string, args ...string) (cmd *exec.Cmd, exited chan struct{}, log *syncLog) {
+	t.Helper()
+	cmd = exec.Command("crw", append([]string{"worker"}, args...)...)
+	cmd.Dir = filepath.Dir(state)
+	cmd.Env = append(append(os.Environ(), "CRW_STATE="+state, "GORACE=atexit_sleep_ms=0"), env...)
+	log = &syncLog{}
+	cmd.Stderr = log
+	require.NoError(t, cmd.Start())
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	return cmd, exited, log
+}
+
+const workerFlow = `import { agent } from "crw:agent";
+export default async function main({ node }) {
+  return (await agent.call({ role: "explorer", node, prompt: "look" })).status;
+}
+`
+
+// TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM: runs queued with crw flow start --queue
+// are taken by crw worker, two at a time, each once, and end completed; SIGTERM stops the
+// worker once its child of a run still in flight has stopped, and that run is left to resume,
+// which ends it with the call answered once.
+func TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
+	answers := filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	var fast []string
+	for range 3 {
+		fast = append(fast, queueWith(t, state, nil, wf, answers, `{"node": "quick"}`))
+	}
+	slow := queueWith(t, state, nil, wf, answers, `{"node": "slow"}`)
+
+	w, exited, log := startWorker(t, state, nil, "--slots", "2")
+	untilRuns(t, state, nil, exited, "the quick runs ended and the slow one was in flight", func(runs map[string]listed) bool {
+		for _, id := range fast {
+			if runs[id].State != "ended" {
+				return false
+			}
+		}
+		return runs[slow].State == "running" && runs[slow].InFlight == 1
+	})
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	<-exited
+	assert.Equal(t, 0, w.ProcessState.ExitCode(), log.String())
+	for _, id := range append(fast, slow) {
+		assert.Equal(t, 1, strings.Count(log.String(), "run "+id+" taken"), "%s taken once: %s", id, log.String())
+	}
+	assert.Contains(t, log.String(), "run "+slow+": its process")
+
+	runs := listRuns(t, state, nil)
+	for _, id := range fast {
+		assert.Equal(t, "completed", runs[id].Status)
+	}
+	assert.Equal(t, "crashed", runs[slow].State, "handed back to resume")
+	quick := filepath.Join(dir, "quick.json")
+	require.NoError(t, os.WriteFile(quick, []byte(`{"answers": []}`), 0o644))
+	res := durableCrw(t, state, nil, "--json", "flow", "resume", slow, "--answers", quick)
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, `"status":"completed"`)
+}
+
+// queueWith is queue with the run's input.
+func queueWith(t *testing.T, state string, env []string, wf, answers, input string) string {
+	t.Helper()
+	res := durableCrw(t, state, env, "flow", "start", "--queue", wf, "--backend", "fake", "--answers", answers, "--no-repo", "--input", input, "--json")
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	var q struct{ Run string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &q), res.stdout)
+	return q.Run
+}
+
+// TestAWorkerOnEtcdResumesTheRunOfAWorkerThatDied: two workers on two hosts of one etcd
+// cluster. Worker A takes a queued run; while its call is in flight worker A and its child are
+// SIGKILLed (their host died); worker B, which saw the run held, takes it once A's lease has
+// expired and ends it completed, the call's turn sent once.
+func TestAWorkerOnEtcdResumesTheRunOfAWorkerThatDied(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	address := "etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/workers"
+	env := []string{"CRW_STORE=" + address}
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
+	answers := filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 25000}]}]}`), 0o644))
+	hostA, hostB, hostC := filepath.Join(dir, "hostA"), filepath.Join(dir, "hostB"), filepath.Join(dir, "hostC")
+	run := queueWith(t, hostC, env, wf, answers, `{"node": "slow"}`)
+
+	a, aExited, aLog := startWorker(t, hostA, env, "--slots", "1")
+	held := untilRuns(t, hostC, env, aExited, "worker A's child had the call in flight", func(runs map[string]listed) bool {
+		return runs[run].State == "running" && runs[run].InFlight == 1 && runs[run].PID != 0
+	})
+	_, bExited, bLog := startWorker(t, hostB, env, "--slots", "1")
+	owner := cli.Watch(context.Background(), "/workers/runs/"+run+"/owner", clientv3.WithFilterPut())
+	require.NoError(t, syscall.Kill(held[run].PID, syscall.SIGKILL))
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	<-aExited
+	<-owner // A's lease expired: its owner key is deleted
+
+	untilRuns(t, hostC, env, bExited, "worker B ended the run", func(runs map[string]listed) bool { return runs[run].State == "ended" })
+	st := listRuns(t, hostC, env)[run]
+	assert.Equal(t, "completed", st.Status)
+	assert.Contains(t, aLog.String(), "run "+run+" taken")
+	assert.Contains(t, bLog.String(), "run "+run+" taken")
+
+	res := durableCrw(t, hostC, env, "flow", "trace", run, "--output", filepath.Join(dir, "trace.jsonl"))
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	trace, err := os.ReadFile(filepath.Join(dir, "trace.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(trace), `"type":"turn_started"`), "the call's turn was sent once")
+	assert.Equal(t, 2, strings.Count(string(trace), `"type":"started"`), "worker A's child and worker B's")
+}
