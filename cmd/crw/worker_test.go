@@ -45,10 +45,15 @@ func listRuns(t *testing.T, state string, env []string) map[string]listed {
 }
 
 // untilRuns lists the runs until done says they are as the test waits for them to be: a
-// state, not a time. A process the test watches that exits first fails it.
+// state, not a time. A process the test watches that exits first fails it; the bound only
+// keeps a broken worker from hanging the test.
 func untilRuns(t *testing.T, state string, env []string, exited <-chan struct{}, what string, done func(map[string]listed) bool) map[string]listed {
 	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %s", what)
+		}
 		runs := listRuns(t, state, env)
 		if done(runs) {
 			return runs
@@ -128,7 +133,11 @@ func TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM(t *testing.T) {
 		return runs[slow].State == "running" && runs[slow].InFlight == 1
 	})
 	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-	<-exited
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Minute): // only a broken worker takes this long
+		t.Fatalf("the worker did not exit on SIGTERM: %s", log.String())
+	}
 	assert.Equal(t, 0, w.ProcessState.ExitCode(), log.String())
 	for _, id := range append(fast, slow) {
 		assert.Equal(t, 1, strings.Count(log.String(), "run "+id+" taken"), "%s taken once: %s", id, log.String())
