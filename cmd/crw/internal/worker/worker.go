@@ -11,7 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"math/rand/v2"
 	"syscall"
 	"time"
 
@@ -93,7 +93,9 @@ type worker struct {
 // again: long enough that a run whose process dies at once does not keep a slot spinning.
 const retryAfter = 5 * time.Second
 
-// take starts a child for each takeable run, newest last, while slots are free.
+// take starts a child for each takeable run while slots are free, in an order of its own: the
+// workers of a cluster that look at once reach for different runs rather than all for the
+// oldest, of which each would get one child in vain.
 func (w *worker) take(ctx context.Context) {
 	if len(w.children) >= w.o.Slots {
 		return
@@ -103,7 +105,7 @@ func (w *worker) take(ctx context.Context) {
 		w.logf("crw worker: the runs cannot be listed: %v", err)
 		return
 	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Run < runs[j].Run })
+	rand.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
 	now := time.Now()
 	for i := range runs {
 		st := &runs[i]
