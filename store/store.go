@@ -33,6 +33,15 @@ type Watcher interface {
 	Changes(ctx context.Context, run string) (<-chan struct{}, error)
 }
 
+// RunsWatcher is a store that tells when a run may have become free to take: a run was
+// created, or a holder let one go (its process ended, or died and its lease expired), so that a
+// worker looks for runs then rather than on a timer.
+type RunsWatcher interface {
+	// RunsChanged gives a value after each such change, several coalesced into one, until ctx
+	// ends or the watch fails, when it is closed. It returns once the watch is in place.
+	RunsChanged(ctx context.Context) (<-chan struct{}, error)
+}
+
 // Store is where runs live. Its methods are safe for concurrent use.
 type Store interface {
 	// Create records a new run: its spec, and an empty journal. A run that exists already is

@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -10,7 +12,10 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-var _ store.Watcher = (*Store)(nil)
+var (
+	_ store.Watcher     = (*Store)(nil)
+	_ store.RunsWatcher = (*Store)(nil)
+)
 
 // Changes implements store.Watcher with etcd watches of the keys a run's status is read from:
 // its published status, its owner key (a holder taking or losing the run) and its journal's
@@ -18,12 +23,42 @@ var _ store.Watcher = (*Store)(nil)
 // need a leader (a member cut off from the others ends them), and end with ctx.
 func (s *Store) Changes(ctx context.Context, run string) (<-chan struct{}, error) {
 	k := s.keys(run)
+	ch, err := s.watch(ctx, []watched{{key: k.status()}, {key: k.owner()}, {key: k.summary()}})
+	if err != nil {
+		return nil, errs.New(errs.RunUnavailable, "run %s: its changes cannot be watched", run).Wrap(err)
+	}
+	return ch, nil
+}
+
+// RunsChanged implements store.RunsWatcher with a watch of the runs' list keys (a run created)
+// and one of the deletions under the runs' keys: an owner key's (a holder let a run go, or its
+// lease expired), and the fewer others (an answer taken, a run deleted). No row or status
+// write is seen: they are puts.
+func (s *Store) RunsChanged(ctx context.Context) (<-chan struct{}, error) {
+	ch, err := s.watch(ctx, []watched{
+		{key: s.listKey(""), opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterDelete()}},
+		{key: s.prefix + "/runs/", opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterPut()}},
+	})
+	if err != nil {
+		return nil, errs.New(errs.RunUnavailable, "the runs' changes cannot be watched").Wrap(err)
+	}
+	return ch, nil
+}
+
+// watched is a key (or range) a watch covers.
+type watched struct {
+	key  string
+	opts []clientv3.OpOption
+}
+
+// watch merges watches of ws into one channel of coalesced changes, returned once every watch
+// is in place (etcd's created notice), closed when one of them ends or ctx does.
+func (s *Store) watch(ctx context.Context, ws []watched) (<-chan struct{}, error) {
 	wctx, cancelWatches := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	cancel := sync.OnceFunc(cancelWatches) // the watches' goroutines end them
-	keys := []string{k.status(), k.owner(), k.summary()}
-	watches := make([]clientv3.WatchChan, len(keys))
-	for i, key := range keys {
-		watches[i] = s.cli.Watch(wctx, key, clientv3.WithCreatedNotify())
+	watches := make([]clientv3.WatchChan, len(ws))
+	for i, w := range ws {
+		watches[i] = s.cli.Watch(wctx, w.key, append(slices.Clone(w.opts), clientv3.WithCreatedNotify())...)
 	}
 	// In place once each says it was created: a look after this misses no change.
 	for _, w := range watches {
@@ -35,7 +70,10 @@ func (s *Store) Changes(ctx context.Context, run string) (<-chan struct{}, error
 				if ok && resp.Err() != nil {
 					err = resp.Err()
 				}
-				return nil, errs.New(errs.RunUnavailable, "run %s: its changes cannot be watched", run).Wrap(err)
+				if err == nil {
+					err = errors.New("the watch ended before it was in place")
+				}
+				return nil, err
 			}
 		case <-ctx.Done():
 			cancel()

@@ -53,3 +53,35 @@ func TestChangesTellOfWhatAStatusIsReadFrom(t *testing.T) {
 	})
 	told("the holder lets the run go", func() { require.NoError(t, lease.Release()) })
 }
+
+// TestRunsChangedTellsOfARunBecomingFree: a watch of the runs, in place when RunsChanged
+// returns, tells of a run created and of a holder letting a run go, each seen from another
+// client; it is closed when its context ends.
+func TestRunsChangedTellsOfARunBecomingFree(t *testing.T) {
+	s, other, _ := stores(t)
+	ctx := context.Background()
+	told := func(what string, act func()) {
+		t.Helper()
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ch, err := other.RunsChanged(wctx)
+		require.NoError(t, err)
+		act()
+		select {
+		case _, ok := <-ch:
+			require.True(t, ok, "%s: the watch ended instead", what)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no change told", what)
+		}
+		cancel()
+		for range ch { // closed once its context ends
+		}
+	}
+	id := storetest.ID(1)
+	told("a run is created", func() { require.NoError(t, s.Create(ctx, storetest.Spec(id))) })
+	lease, err := s.Acquire(ctx, id)
+	require.NoError(t, err)
+	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: id})
+	require.NoError(t, err)
+	told("its holder lets it go", func() { require.NoError(t, lease.Release()) })
+}

@@ -25,14 +25,20 @@ type Options struct {
 	Service *engine.Service
 	// Slots bounds the runs its children execute at once.
 	Slots int
-	// Every is how often it looks for runs to take (DefaultEvery when 0).
+	// Every is how often it looks for runs to take (DefaultEvery when 0); on a store that tells
+	// of runs becoming free (store.RunsWatcher) it looks then, and every WatchedEvery besides.
 	Every time.Duration
 	// Log is told of each run taken and each child that ended, a line each.
 	Log io.Writer
 }
 
-// DefaultEvery is how often a worker looks for runs to take.
-const DefaultEvery = time.Second
+// DefaultEvery is how often a worker looks for runs to take on a store that does not tell it
+// of runs becoming free; WatchedEvery how often on one that does (a safety net, and what tells
+// it of a run whose decisions were answered with no process to go on).
+const (
+	DefaultEvery = time.Second
+	WatchedEvery = 10 * time.Second
+)
 
 // Takeable tells whether a worker takes a run in the state st: no process holds it, it has not
 // ended and nothing but a process stands between it and its end (crashed: its process died, or
@@ -64,6 +70,12 @@ func Run(ctx context.Context, o Options) error {
 	if every <= 0 {
 		every = DefaultEvery
 	}
+	var changed <-chan struct{}
+	if rw, ok := o.Service.Store.(store.RunsWatcher); ok && o.Every == 0 {
+		if ch, err := rw.RunsChanged(ctx); err == nil {
+			changed, every = ch, WatchedEvery
+		}
+	}
 	w := &worker{o: o, children: map[string]*child{}, retry: map[string]time.Time{}, exited: make(chan *child, o.Slots)}
 	defer w.stop()
 	tick := time.NewTicker(every)
@@ -75,6 +87,11 @@ func Run(ctx context.Context, o Options) error {
 			return nil
 		case c := <-w.exited:
 			w.reap(ctx, c)
+		case _, ok := <-changed:
+			if !ok { // the watch failed: back to looking on the timer
+				changed = nil
+				tick.Reset(DefaultEvery)
+			}
 		case <-tick.C:
 		}
 	}
