@@ -376,11 +376,14 @@ func TestAnExecutorEditsItsWorktreeOnTheRealAppServer(t *testing.T) {
 	e := newE2E(t, "")
 	e.repo = enginetest.GitRepo(t, map[string]string{"README.md": "# the project\n"})
 	head := enginetest.Git(t, e.repo, "rev-parse", "HEAD")
+	// Codex gives a command yield_time_ms (10 s unless told) to finish before it answers the
+	// model that it still runs: on a loaded machine a sandboxed shell can take that long to
+	// start, and the turn would end before the file is written. 30 s is Codex's most.
 	e.mock.OwnPrompt("write the greeting",
-		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "printf 'hello from the executor\\n' > greeting.txt && pwd"}},
+		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "printf 'hello from the executor\\n' > greeting.txt && pwd", "yield_time_ms": 30000}},
 		mockmodel.OwnerStep{Text: "wrote greeting.txt"})
 	e.mock.OwnPrompt("read the greeting",
-		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "cat greeting.txt"}},
+		mockmodel.OwnerStep{Tool: "exec_command", Args: map[string]any{"cmd": "cat greeting.txt", "yield_time_ms": 30000}},
 		mockmodel.OwnerStep{Text: "read it"})
 	res, rows := e.run(writeWorkflow(t, `import { agent } from "crw:agent";
 import crw from "crw";
