@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options) error {
 			changed, every = ch, WatchedEvery
 		}
 	}
-	w := &worker{o: o, children: map[string]*child{}, retry: map[string]time.Time{}, exited: make(chan *child, o.Slots)}
+	w := &worker{o: o, children: map[string]*child{}, retry: map[string]backoff{}, exited: make(chan *child, o.Slots)}
 	defer w.stop()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -101,14 +101,32 @@ type worker struct {
 	o        Options
 	children map[string]*child
 	// retry holds off a run whose child ended without ending it (it could not take the run,
-	// or died): it is taken again no sooner than this.
-	retry  map[string]time.Time
+	// or died), or could not be started: it is taken again no sooner than its backoff says.
+	retry  map[string]backoff
 	exited chan *child
 }
 
-// retryAfter is how long a run whose child ended without ending it waits before it is taken
-// again: long enough that a run whose process dies at once does not keep a slot spinning.
-const retryAfter = 5 * time.Second
+// A run whose child ended without ending it waits retryFirst before it is taken again, twice
+// that after a second time, and so on up to retryMost: a run whose process dies at once (its
+// workflow gone, a host it cannot reach) costs a process now and then, not a slot spinning.
+const (
+	retryFirst = 5 * time.Second
+	retryMost  = 5 * time.Minute
+)
+
+// backoff is when a run may be taken again, and how long it waited last.
+type backoff struct {
+	at    time.Time
+	delay time.Duration
+}
+
+// holdOff makes run wait before it is taken again, twice as long as the last time.
+func (w *worker) holdOff(run string) {
+	b := w.retry[run]
+	b.delay = min(max(2*b.delay, retryFirst), retryMost)
+	b.at = time.Now().Add(b.delay)
+	w.retry[run] = b
+}
 
 // take starts a child for each takeable run while slots are free, in an order of its own: the
 // workers of a cluster that look at once reach for different runs rather than all for the
@@ -129,19 +147,19 @@ func (w *worker) take(ctx context.Context) {
 		if len(w.children) >= w.o.Slots {
 			return
 		}
-		if _, busy := w.children[st.Run]; busy || !Takeable(st) || now.Before(w.retry[st.Run]) {
+		if _, busy := w.children[st.Run]; busy || !Takeable(st) || now.Before(w.retry[st.Run].at) {
 			continue
 		}
 		env, err := w.o.Service.Env(ctx, st.Run)
 		if err != nil {
 			w.logf("crw worker: run %s: %v", st.Run, err)
-			w.retry[st.Run] = now.Add(retryAfter)
+			w.holdOff(st.Run)
 			continue
 		}
 		p, err := w.o.Service.Launcher.Launch(st.Run, env)
 		if err != nil {
 			w.logf("crw worker: run %s: its process cannot be started: %v", st.Run, err)
-			w.retry[st.Run] = now.Add(retryAfter)
+			w.holdOff(st.Run)
 			continue
 		}
 		c := &child{run: st.Run, proc: p}
@@ -164,7 +182,10 @@ func (w *worker) reap(ctx context.Context, c *child) {
 	default:
 		w.logf("crw worker: run %s: its process (pid %d) exited; the run is %s", c.run, c.proc.Pid(), st.State)
 		if Takeable(st) {
-			w.retry[c.run] = time.Now().Add(retryAfter)
+			w.holdOff(c.run)
+			w.logf("crw worker: run %s is taken again in %s at the soonest", c.run, w.retry[c.run].delay)
+		} else {
+			delete(w.retry, c.run)
 		}
 	}
 }
