@@ -107,8 +107,8 @@ export default async function main({ node }) {
 
 // TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM: runs queued with crw flow start --queue
 // are taken by crw worker, two at a time, each once, and end completed; SIGTERM stops the
-// worker once its child of a run still in flight has stopped, and that run is left to resume,
-// which ends it with the call answered once.
+// worker once its child of a run still in flight has stopped, and the next worker takes that
+// run and ends it.
 func TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -149,11 +149,14 @@ func TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM(t *testing.T) {
 		assert.Equal(t, "completed", runs[id].Status)
 	}
 	assert.Equal(t, "crashed", runs[slow].State, "handed back to resume")
-	quick := filepath.Join(dir, "quick.json")
-	require.NoError(t, os.WriteFile(quick, []byte(`{"answers": []}`), 0o644))
-	res := durableCrw(t, state, nil, "--json", "flow", "resume", slow, "--answers", quick)
-	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
-	assert.Contains(t, res.stdout, `"status":"completed"`)
+
+	// The next worker takes it: a run its process was told to stop is no run for a person.
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": []}`), 0o644)) // the call's answer comes at once now
+	_, exited2, log2 := startWorker(t, state, nil, "--slots", "2")
+	untilRuns(t, state, nil, exited2, "the next worker ended the handed-back run", func(runs map[string]listed) bool { return runs[slow].State == "ended" })
+	assert.Equal(t, "completed", listRuns(t, state, nil)[slow].Status)
+	assert.Contains(t, log2.String(), "run "+slow+" taken")
+	assert.NotContains(t, log2.String(), "run "+fast[0]+" taken", "an ended run is not taken")
 }
 
 // queueWith is queue with the run's input.

@@ -12,11 +12,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -32,6 +36,9 @@ type Options struct {
 	Log io.Writer
 }
 
+// MaxSlots bounds the runs one worker executes at once: each is a process of its own.
+const MaxSlots = 1024
+
 // DefaultEvery is how often a worker looks for runs to take on a store that does not tell it
 // of runs becoming free; WatchedEvery how often on one that does (a safety net, and what tells
 // it of a run whose decisions were answered with no process to go on).
@@ -41,15 +48,27 @@ const (
 )
 
 // Takeable tells whether a worker takes a run in the state st: no process holds it, it has not
-// ended and nothing but a process stands between it and its end (crashed: its process died, or
-// none ever ran it; waiting_resume: its decisions are answered). A run whose last process
-// stopped on an error (a divergence, a journal that failed) waits for a person, a paused one
-// for its limit to pass, and a session run for its owner's host.
+// ended and nothing but a process stands between it and its end (crashed: its process died,
+// was stopped, lost its lease, or none ever ran it; waiting_resume: its decisions are
+// answered). A run whose last process stopped on an error of another kind (a divergence, a
+// journal that failed) waits for a person, a paused one for its limit to pass, and a session
+// run for its owner's host.
 func Takeable(st *store.Status) bool {
-	if st.Backend == session.Name || st.Error != nil {
+	if st.Backend == session.Name || (st.Error != nil && !resumable(st.Error)) {
 		return false
 	}
 	return st.State == store.StateCrashed || st.State == store.StateWaitingResume
+}
+
+// resumable tells whether the error a run's last process stopped with is one a resume goes on
+// from as from a crash: the process was told to stop (a worker's SIGTERM, an interrupt), or it
+// lost its hold on the run.
+func resumable(e *journal.RunError) bool {
+	reason := e.Reason
+	if reason == "" && e.Diagnostic != nil {
+		reason = e.Diagnostic.Reason
+	}
+	return e.Code == string(errs.RunUnavailable) && (reason == "process_stopped" || reason == "lease_lost")
 }
 
 // child is a run a worker's child process executes.
@@ -60,8 +79,8 @@ type child struct {
 
 // Run takes runs until ctx ends, then stops its children and waits for them to exit.
 func Run(ctx context.Context, o Options) error {
-	if o.Slots < 1 {
-		return fmt.Errorf("worker: slots must be 1 or more, got %d", o.Slots)
+	if o.Slots < 1 || o.Slots > MaxSlots {
+		return fmt.Errorf("worker: slots must be 1 to %d, got %d", MaxSlots, o.Slots)
 	}
 	if o.Service.Launcher == nil {
 		return fmt.Errorf("worker: this process cannot start run processes")
@@ -76,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 			changed, every = ch, WatchedEvery
 		}
 	}
-	w := &worker{o: o, children: map[string]*child{}, retry: map[string]backoff{}, exited: make(chan *child, o.Slots)}
+	w := &worker{o: o, children: map[string]*child{}, retry: map[string]backoff{}, ended: map[string]bool{}, exited: make(chan *child, o.Slots)}
 	defer w.stop()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -102,7 +121,9 @@ type worker struct {
 	children map[string]*child
 	// retry holds off a run whose child ended without ending it (it could not take the run,
 	// or died), or could not be started: it is taken again no sooner than its backoff says.
-	retry  map[string]backoff
+	retry map[string]backoff
+	// ended are the runs seen ended: an end is final, so their status is not read again.
+	ended  map[string]bool
 	exited chan *child
 }
 
@@ -135,19 +156,30 @@ func (w *worker) take(ctx context.Context) {
 	if len(w.children) >= w.o.Slots {
 		return
 	}
-	runs, err := w.o.Service.List(ctx)
+	ids, err := w.o.Service.Store.List(ctx)
 	if err != nil {
 		w.logf("crw worker: the runs cannot be listed: %v", err)
 		return
 	}
-	rand.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	now := time.Now()
-	for i := range runs {
-		st := &runs[i]
+	for _, id := range ids {
 		if len(w.children) >= w.o.Slots {
 			return
 		}
-		if _, busy := w.children[st.Run]; busy || !Takeable(st) || now.Before(w.retry[st.Run].at) {
+		if _, busy := w.children[id]; busy || w.ended[id] || now.Before(w.retry[id].at) {
+			continue
+		}
+		st, err := w.o.Service.Status(ctx, id)
+		if err != nil {
+			continue // deleted meanwhile, or unreadable: inspect says why
+		}
+		if st.State == store.StateEnded {
+			w.ended[id] = true
+			delete(w.retry, id)
+			continue
+		}
+		if !Takeable(st) {
 			continue
 		}
 		env, err := w.o.Service.Env(ctx, st.Run)
@@ -172,34 +204,76 @@ func (w *worker) take(ctx context.Context) {
 	}
 }
 
-// reap lets go of a child that exited, saying how its run stands.
+// reap lets go of a child that exited, saying how its run stands: a run it did not end is
+// taken again after a backoff, and the last line of the child's log says why (it is on this
+// host alone).
 func (w *worker) reap(ctx context.Context, c *child) {
 	delete(w.children, c.run)
 	st, err := w.o.Service.Status(ctx, c.run)
 	switch {
 	case err != nil:
 		w.logf("crw worker: run %s: its process (pid %d) exited; its status cannot be read: %v", c.run, c.proc.Pid(), err)
+		w.holdOff(c.run)
+	case Takeable(st):
+		w.holdOff(c.run)
+		w.logf("crw worker: run %s: its process (pid %d) exited, the run %s (%s); taken again in %s at the soonest",
+			c.run, c.proc.Pid(), st.State, lastLine(c.proc.Log()), w.retry[c.run].delay)
 	default:
 		w.logf("crw worker: run %s: its process (pid %d) exited; the run is %s", c.run, c.proc.Pid(), st.State)
-		if Takeable(st) {
-			w.holdOff(c.run)
-			w.logf("crw worker: run %s is taken again in %s at the soonest", c.run, w.retry[c.run].delay)
-		} else {
-			delete(w.retry, c.run)
+		delete(w.retry, c.run)
+		if st.State == store.StateEnded {
+			w.ended[c.run] = true
 		}
 	}
 }
 
+// lastLine is the last line of a child's log ("no log" when it cannot be read), at most 300
+// bytes of it.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "no log"
+	}
+	defer f.Close()
+	const tail = 4096
+	buf := make([]byte, tail)
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return "no log"
+	}
+	n, _ := f.ReadAt(buf, max(0, size-tail))
+	lines := strings.Split(strings.TrimSpace(string(buf[:n])), "\n")
+	line := lines[len(lines)-1]
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return "its log: " + path + ": " + line
+}
+
+// stopWait bounds how long a stopping worker waits for its children before it kills them: a
+// child stopped (SIGSTOP) or stuck would otherwise hold the worker forever. A killed child's
+// run is left as a crash leaves it.
+const stopWait = 30 * time.Second
+
 // stop asks each child to stop (SIGTERM: its run's calls in flight are interrupted and the run
-// is left as a crash leaves it, to resume) and waits for them to exit.
+// is left for a resume) and waits for them to exit, killing those still there after stopWait.
 func (w *worker) stop() {
 	for _, c := range w.children {
 		_ = syscall.Kill(c.proc.Pid(), syscall.SIGTERM)
 	}
+	deadline := time.After(stopWait)
 	for len(w.children) > 0 {
-		c := <-w.exited
-		delete(w.children, c.run)
-		w.logf("crw worker: run %s: its process (pid %d) stopped", c.run, c.proc.Pid())
+		select {
+		case c := <-w.exited:
+			delete(w.children, c.run)
+			w.logf("crw worker: run %s: its process (pid %d) stopped", c.run, c.proc.Pid())
+		case <-deadline:
+			for _, c := range w.children {
+				w.logf("crw worker: run %s: its process (pid %d) did not stop within %s: killed", c.run, c.proc.Pid(), stopWait)
+				_ = syscall.Kill(c.proc.Pid(), syscall.SIGKILL) // a stopped process too
+			}
+			deadline = nil
+		}
 	}
 }
 

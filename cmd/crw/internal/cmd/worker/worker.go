@@ -38,8 +38,11 @@ paused one and a session run are left alone. Workers on any number of hosts shar
 a run is held by one process at a time.
 
 SIGTERM or SIGINT stops the worker: its children are stopped (their calls in flight
-interrupted, their runs left to resume, by another worker or crw flow resume) and waited for.
-A line on stderr tells of each run taken and of each child that ended.`,
+interrupted, their runs left to resume, by another worker or crw flow resume) and waited for,
+30 s at most (then killed: their runs are left as a crash leaves them). A line on stderr tells
+of each run taken and of each child that ended; a child that ended without ending its run (its
+workflow gone, say) has the last line of its log quoted there, and its run is taken again after
+5 s, then twice as long each time up to 5 minutes.`,
 		Example: `  CRW_STORE=etcd://10.0.0.1:2379/team/crw crw worker --slots 8`,
 		Args:    cobra.NoArgs,
 		RunE:    cmdutil.RunE(f, &opts.Common, opts, nil, runF, runWorker),
@@ -49,8 +52,8 @@ A line on stderr tells of each run taken and of each child that ended.`,
 }
 
 func runWorker(opts *Options) error {
-	if opts.Slots < 1 {
-		return errs.New(errs.InvalidRequest, "--slots must be 1 or more, got %d", opts.Slots)
+	if opts.Slots < 1 || opts.Slots > worker.MaxSlots {
+		return errs.New(errs.InvalidRequest, "--slots must be 1 to %d, got %d", worker.MaxSlots, opts.Slots)
 	}
 	svc, err := opts.Service()
 	if err != nil {

@@ -26,5 +26,7 @@ func TestAWorkerNeedsASlot(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	err := runWorker(&Options{Common: e.Common(), Slots: 0})
-	assert.EqualError(t, err, "invalid_request: --slots must be 1 or more, got 0")
+	assert.EqualError(t, err, "invalid_request: --slots must be 1 to 1024, got 0")
+	err = runWorker(&Options{Common: e.Common(), Slots: 1 << 62})
+	assert.EqualError(t, err, "invalid_request: --slots must be 1 to 1024, got 4611686018427387904")
 }
