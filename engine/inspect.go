@@ -125,7 +125,7 @@ func StateNext(st *store.Status) string {
 	run := st.Run
 	switch st.State {
 	case store.StateCrashed:
-		return "no process holds the run and it has not ended: crw flow resume " + run
+		return "no process holds the run and it has not ended: crw flow resume " + run + " (a worker, crw worker, takes such runs too)"
 	case store.StateWaitingResume:
 		return "the decisions it waited for are answered and no process holds it: crw flow resume " + run + " goes on"
 	case store.StatePaused:
