@@ -371,12 +371,14 @@ const eachChunk = 1024
 // row of its own for the rows it only looks at. The rows are copied out a chunk at a time in
 // short read transactions, so fn may do anything, Sync included.
 //
-// A long reading is a pipeline: another goroutine reads and decodes the rows ahead of fn, a
-// batch at a time, so that a replay's reading of its journal and its work on the rows share
-// the machine's cores.
+// A reading of the whole journal from a seq on (limit 0: a replay's first reading) is a
+// pipeline: another goroutine reads and decodes the rows ahead of fn, a batch at a time, so
+// that the reading and the work on the rows share the machine's cores. A bounded reading (a
+// page Load reads again for a delivery) is done here alone: its batches would cost more than
+// the overlap gives.
 func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
 	from = max(from, 1)
-	if (limit > 0 && limit <= eachBatch) || runtime.GOMAXPROCS(0) < 2 {
+	if limit > 0 || runtime.GOMAXPROCS(0) < 2 {
 		return j.eachInline(from, limit, fn)
 	}
 	stop := make(chan struct{})
@@ -389,7 +391,7 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 	go func() {
 		defer close(done)
 		defer close(ready)
-		j.decodeAhead(from, limit, stop, free, ready)
+		j.decodeAhead(from, stop, free, ready)
 	}()
 	defer func() {
 		close(stop)
@@ -425,9 +427,9 @@ type rowBatch struct {
 	err  error
 }
 
-// decodeAhead reads and decodes up to limit rows from seq from on into the batches it takes
+// decodeAhead reads and decodes the rows from seq from on into the batches it takes
 // from free and gives to ready, until the rows end, a row cannot be read or stop is closed.
-func (j *Journal) decodeAhead(from uint64, limit int, stop <-chan struct{}, free <-chan *rowBatch, ready chan<- *rowBatch) {
+func (j *Journal) decodeAhead(from uint64, stop <-chan struct{}, free <-chan *rowBatch, ready chan<- *rowBatch) {
 	var c chunk
 	take := func() *rowBatch {
 		select {
@@ -446,16 +448,12 @@ func (j *Journal) decodeAhead(from uint64, limit int, stop <-chan struct{}, free
 			return false
 		}
 	}
-	for done := 0; limit <= 0 || done < limit; {
-		n := eachChunk
-		if limit > 0 {
-			n = min(n, limit-done)
-		}
+	for {
 		b := take()
 		if b == nil {
 			return
 		}
-		if err := j.readChunk(from, n, &c); err != nil {
+		if err := j.readChunk(from, eachChunk, &c); err != nil {
 			b.err = err
 			give(b)
 			return
@@ -481,11 +479,10 @@ func (j *Journal) decodeAhead(from uint64, limit int, stop <-chan struct{}, free
 		if b.n > 0 && !give(b) {
 			return
 		}
-		if len(raw) < n {
+		if len(raw) < eachChunk {
 			return
 		}
 		from += uint64(len(raw))
-		done += len(raw)
 	}
 }
 
