@@ -22,36 +22,19 @@ func TestChangesTellOfWhatAStatusIsReadFrom(t *testing.T) {
 	id := storetest.ID(1)
 	require.NoError(t, s.Create(ctx, storetest.Spec(id)))
 
-	// told waits for the change one act makes, seen by a watch made before it.
-	told := func(what string, act func()) {
-		t.Helper()
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ch, err := other.Changes(wctx, id)
-		require.NoError(t, err)
-		act()
-		select {
-		case _, ok := <-ch:
-			require.True(t, ok, "%s: the watch ended instead", what)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no change told", what)
-		}
-		cancel()
-		for range ch { // closed once its context ends
-		}
-	}
+	changes := func(ctx context.Context) (<-chan struct{}, error) { return other.Changes(ctx, id) }
 	var lease store.Lease
-	told("a holder takes the run", func() {
+	told(t, "a holder takes the run", changes, func() {
 		var err error
 		lease, err = s.Acquire(ctx, id)
 		require.NoError(t, err)
 	})
-	told("a status is published", func() { lease.Publish(&store.Status{Run: id, State: store.StateRunning}) })
-	told("a commit", func() {
+	told(t, "a status is published", changes, func() { lease.Publish(&store.Status{Run: id, State: store.StateRunning}) })
+	told(t, "a commit", changes, func() {
 		_, err := lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: id})
 		require.NoError(t, err)
 	})
-	told("the holder lets the run go", func() { require.NoError(t, lease.Release()) })
+	told(t, "the holder lets the run go", changes, func() { require.NoError(t, lease.Release()) })
 }
 
 // TestRunsChangedTellsOfARunBecomingFree: a watch of the runs, in place when RunsChanged
@@ -60,28 +43,31 @@ func TestChangesTellOfWhatAStatusIsReadFrom(t *testing.T) {
 func TestRunsChangedTellsOfARunBecomingFree(t *testing.T) {
 	s, other, _ := stores(t)
 	ctx := context.Background()
-	told := func(what string, act func()) {
-		t.Helper()
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ch, err := other.RunsChanged(wctx)
-		require.NoError(t, err)
-		act()
-		select {
-		case _, ok := <-ch:
-			require.True(t, ok, "%s: the watch ended instead", what)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no change told", what)
-		}
-		cancel()
-		for range ch { // closed once its context ends
-		}
-	}
 	id := storetest.ID(1)
-	told("a run is created", func() { require.NoError(t, s.Create(ctx, storetest.Spec(id))) })
+	told(t, "a run is created", other.RunsChanged, func() { require.NoError(t, s.Create(ctx, storetest.Spec(id))) })
 	lease, err := s.Acquire(ctx, id)
 	require.NoError(t, err)
 	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: id})
 	require.NoError(t, err)
-	told("its holder lets it go", func() { require.NoError(t, lease.Release()) })
+	told(t, "its holder lets it go", other.RunsChanged, func() { require.NoError(t, lease.Release()) })
+}
+
+// told waits for the change act makes, seen by a watch watch makes before it; the watch is
+// closed once its context ends.
+func told(t *testing.T, what string, watch func(ctx context.Context) (<-chan struct{}, error), act func()) {
+	t.Helper()
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := watch(wctx)
+	require.NoError(t, err)
+	act()
+	select {
+	case _, ok := <-ch:
+		require.True(t, ok, "%s: the watch ended instead", what)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no change told", what)
+	}
+	cancel()
+	for range ch { // closed once its context ends
+	}
 }
