@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Scheme is the scheme of a store address on etcd: etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
@@ -26,13 +27,25 @@ type Address struct {
 	// with the client certificate Cert and its key Key when given.
 	TLS           bool
 	CA, Cert, Key string
+	// TTL is how long a holder of a run may go unheard before its run is free (0: DefaultTTL),
+	// whole seconds from MinTTL to MaxTTL.
+	TTL time.Duration
 }
+
+// A holder's TTL is at least MinTTL (etcd's leases are granted in whole seconds, and a lease
+// shorter than a leader election would expire in every one) and at most MaxTTL (a run whose
+// host died waits that long for another).
+const (
+	MinTTL = 2 * time.Second
+	MaxTTL = time.Hour
+)
 
 // maxEndpoints bounds the members an address may list.
 const maxEndpoints = 64
 
 // ParseAddress reads an address: etcd://[USER@]HOST:PORT[,HOST:PORT…]/PREFIX, with the query
-// parameters tls=1 (implied by any of the others), ca=FILE, cert=FILE and key=FILE. A password
+// parameters tls=1 (implied by any of ca, cert and key), ca=FILE, cert=FILE, key=FILE and
+// ttl=DURATION (the holders' lease, e.g. 30s). A password
 // in the address is refused: it would be shown wherever the address is.
 func ParseAddress(s string) (Address, error) {
 	var a Address
@@ -94,8 +107,14 @@ func ParseAddress(s string) (Address, error) {
 			a.Cert, a.TLS = v, true
 		case "key":
 			a.Key, a.TLS = v, true
+		case "ttl":
+			ttl, err := time.ParseDuration(v)
+			if err != nil || ttl%time.Second != 0 || ttl < MinTTL || ttl > MaxTTL {
+				return a, fmt.Errorf("%s://…: ttl is whole seconds from %s to %s, like 30s, not %q", Scheme, MinTTL, MaxTTL, v)
+			}
+			a.TTL = ttl
 		default:
-			return a, fmt.Errorf("%s://…: unknown parameter %q (tls, ca, cert and key are)", Scheme, name)
+			return a, fmt.Errorf("%s://…: unknown parameter %q (tls, ca, cert, key and ttl are)", Scheme, name)
 		}
 	}
 	if (a.Cert == "") != (a.Key == "") {
@@ -121,6 +140,9 @@ func (a Address) String() string {
 		if v != "" {
 			q.Set(name, v)
 		}
+	}
+	if a.TTL != 0 {
+		q.Set("ttl", a.TTL.String())
 	}
 	if len(q) > 0 {
 		b.WriteString("?" + q.Encode())

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,8 @@ func TestParseAddress(t *testing.T) {
 		{"etcd://a:2379/crw?ca=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw",
 			TLS: true, CA: "/etc/ca.pem", Cert: "/etc/c.pem", Key: "/etc/k.pem"}},
 		{"etcd://a:2379/with%20space", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/with space"}},
+		{"etcd://a:2379/crw?ttl=30s", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: 30 * time.Second}},
+		{"etcd://a:2379/crw?ttl=1h", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: time.Hour}},
 	} {
 		got, err := etcd.ParseAddress(tt.in)
 		require.NoError(t, err, tt.in)
@@ -51,6 +54,10 @@ func TestParseAddressRefuses(t *testing.T) {
 		{"etcd://a:2379/crw?cert=/c.pem", "both cert and key"},
 		{"etcd://a:2379/crw?ca=a&ca=b", "given 2 times"},
 		{"etcd://a:2379/crw?timeout=5", `unknown parameter "timeout"`},
+		{"etcd://a:2379/crw?ttl=1s", "ttl is whole seconds from 2s to 1h0m0s"},
+		{"etcd://a:2379/crw?ttl=2h", "ttl is whole seconds"},
+		{"etcd://a:2379/crw?ttl=2500ms", "ttl is whole seconds"},
+		{"etcd://a:2379/crw?ttl=30", "ttl is whole seconds"},
 		{"etcd://" + strings.Repeat("h:1,", 65) + "h:1/crw", "at most 64"},
 	} {
 		_, err := etcd.ParseAddress(tt.in)

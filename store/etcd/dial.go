@@ -20,7 +20,10 @@ const dialTimeout = 5 * time.Second
 // password in $CRW_ETCD_PASSWORD. The client is checked by one request, so a wrong address,
 // certificate or password is said here, naming what is wrong, not at the first read.
 func Dial(ctx context.Context, a Address) (*clientv3.Client, error) {
-	cfg := clientv3.Config{Endpoints: a.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop()}
+	// Keepalive pings find a connection that stalls (a partition that drops no packet, a member
+	// SIGSTOPped) and move the client to another member; etcd takes pings no oftener than 5 s.
+	cfg := clientv3.Config{Endpoints: a.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop(),
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second}
 	if a.TLS {
 		tc, err := tlsConfig(a)
 		if err != nil {

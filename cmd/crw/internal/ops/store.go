@@ -56,7 +56,11 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 		return nil, nil, nil, err
 	}
 	hostDir := filepath.Join(root, etcdHostDir)
-	st, err := etcd.Open(ctx, cli, a.Prefix, etcd.WithHostDir(hostDir))
+	opts := []etcd.Option{etcd.WithHostDir(hostDir)}
+	if a.TTL != 0 {
+		opts = append(opts, etcd.WithTTL(a.TTL))
+	}
+	st, err := etcd.Open(ctx, cli, a.Prefix, opts...)
 	if err != nil {
 		cli.Close()
 		return nil, nil, nil, err
