@@ -205,6 +205,10 @@ var (
 	ErrExists    = errors.New("already exists")
 	ErrHeld      = errors.New("held by another process")
 	ErrLeaseLost = errors.New("the run's lease was lost")
+	// ErrUnreachable: the store did not answer for as long as a holder waits (a cluster that
+	// lost its quorum, a host cut off from it); what is durable is as it was, and any process
+	// that reaches the store can resume the run.
+	ErrUnreachable = errors.New("the store cannot be reached")
 )
 
 // ValidKey reports whether key may name a record: 1 to 128 of A-Z a-z 0-9 _ - and ., not

@@ -511,6 +511,10 @@ func (r *runner) stopError(cause error) error {
 		e = errs.New(errs.RunUnavailable, "run %s: this process lost its hold on the run and stopped writing to it", r.id).Wrap(cause).
 			Because("lease", "lease_lost", "stopped", errs.Uncertain).
 			Next("see whether another process holds the run (crw flow status); resume it if none does")
+	case errors.Is(cause, store.ErrUnreachable):
+		e = errs.New(errs.RunUnavailable, "run %s: the store did not answer; this process stopped writing to the run", r.id).Wrap(cause).
+			Because("journal", "store_unreachable", "stopped", errs.Uncertain).
+			Next("once the store answers again: crw flow resume " + r.id)
 	case errors.As(cause, &e):
 		return e
 	case errors.As(cause, &t):

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
@@ -228,9 +231,10 @@ func (h *Holding) release(ctx context.Context) {
 
 // Journal is a run's journal on etcd, as its holder writes it: appended rows wait in memory
 // until a commit, a transaction conditioned on the holding (several, in seq order, for a batch
-// past one transaction's limits). A commit whose outcome etcd did not say (a timeout, a lost
-// connection) may have been applied: the journal then takes no more rows, and a resume reads
-// what is there.
+// past one transaction's limits). A commit whose outcome etcd did not say (no leader, a lost
+// connection) may have been applied: it is sent again, on the condition that its first row is
+// not there yet, until it is or is found applied, the holding is lost, or retryMost has passed
+// (then the journal takes no more rows, and a resume reads what is there).
 type Journal struct {
 	h        *Holding
 	commitMu sync.Mutex // one commit at a time, in seq order
@@ -308,7 +312,7 @@ func (j *Journal) Sync(seq uint64) error {
 // with the rows, so what is committed of a batch split in several is always summarized.
 func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.SummaryPart, first uint64) error {
 	for len(batch) > 0 {
-		if err := j.idx.load(ctx, parts[:min(len(parts), maxTxnRows)]); err != nil {
+		if err := j.h.retry(ctx, func() error { return j.idx.load(ctx, parts[:min(len(parts), maxTxnRows)]) }); err != nil {
 			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
 			return j.failed()
 		}
@@ -353,18 +357,36 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		}
 		ops = append(ops, index...)
 		ops = append(ops, clientv3.OpPut(j.h.keys.summary(), string(sumData)))
-		resp, err := j.h.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(j.h.keys.owner()), "=", j.h.rev)).
-			Then(ops...).
-			Commit()
-		switch {
-		case err != nil:
+		// The transaction also needs its first row's key to be new: one whose outcome etcd did
+		// not say is sent again, and whichever of the two comes second (the first delivered
+		// late, after a partition healed) changes nothing.
+		firstKey := j.h.keys.row(first)
+		var resp *clientv3.TxnResponse
+		err = j.h.retry(ctx, func() (err error) {
+			resp, err = j.h.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(j.h.keys.owner()), "=", j.h.rev),
+					clientv3.Compare(clientv3.Version(firstKey), "=", 0)).
+				Then(ops...).
+				Else(clientv3.OpGet(j.h.keys.owner()), clientv3.OpGet(firstKey)).
+				Commit()
+			return err
+		})
+		if err != nil {
 			// Applied or not, etcd did not say: nothing more is written.
 			j.fence(fmt.Errorf("journal: the commit of rows %d to %d has no known outcome: %w", first, first+uint64(n)-1, err))
 			return j.failed()
-		case !resp.Succeeded:
-			j.h.lose() // another process holds the run: this one's lease had expired
-			return j.failed()
+		}
+		if !resp.Succeeded {
+			owner, row := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+			switch {
+			case len(owner) == 0 || owner[0].CreateRevision != j.h.rev:
+				j.h.lose() // another process holds the run: this one's lease had expired
+				return j.failed()
+			case len(row) == 0 || string(row[0].Value) != string(ops[0].ValueBytes()):
+				j.fence(fmt.Errorf("journal: row %d was written by another commit than this holder's", first))
+				return j.failed()
+			}
+			// This holder's own transaction, sent before, was applied: the rows are committed.
 		}
 		st.apply()
 		j.sum = sum
@@ -377,6 +399,47 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		batch, parts, first = batch[n:], parts[n:], first+uint64(n)
 	}
 	return nil
+}
+
+// retryMost bounds how long a holder tries an operation whose failure etcd says may pass (no
+// leader, a member gone, a connection lost): its lease outlives that only when the cluster
+// keeps answering its keepalives but not its requests.
+const retryMost = time.Minute
+
+// retry runs op until it succeeds, fails in a way that does not pass, or the holding is lost;
+// an error that passes is retried after 50 ms, twice that after another, up to a second, for
+// retryMost at most; then op's last error is ErrUnreachable's.
+func (h *Holding) retry(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(retryMost)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := op()
+		if err == nil || !passes(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %w", store.ErrUnreachable, err)
+		}
+		select {
+		case <-h.lost:
+			return fmt.Errorf("%w: %w", store.ErrLeaseLost, err)
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// passes tells whether an etcd request's failure may pass: the cluster had no leader, changed
+// it, timed out or could not be reached. Such a request may have been applied.
+func passes(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	code := status.Code(err)
+	if ev, ok := err.(rpctypes.EtcdError); ok {
+		code = ev.Code()
+	}
+	return code == codes.Unavailable || code == codes.DeadlineExceeded
 }
 
 func (j *Journal) failed() error {

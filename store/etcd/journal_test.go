@@ -2,14 +2,17 @@ package etcd_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
@@ -214,4 +217,90 @@ func TestALargeRowIsStoredInChunks(t *testing.T) {
 	left, err := cli.Get(ctx, "/crw/runs/"+run+"/chunks/"+fmt.Sprintf("%016x", 6), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	assert.Zero(t, left.Count, "chunks written after the lease was gone")
+}
+
+// unsureKV is a client's KV whose next Txn commits fail as a lost connection does (etcd's
+// Unavailable): applied, or not, as the test says, and either way not said.
+type unsureKV struct {
+	clientv3.KV
+	mu    sync.Mutex
+	fails []bool // each next commit's fate: true applied, false not
+}
+
+func (kv *unsureKV) Txn(ctx context.Context) clientv3.Txn {
+	return &unsureTxn{Txn: kv.KV.Txn(ctx), kv: kv}
+}
+
+type unsureTxn struct {
+	clientv3.Txn
+	kv *unsureKV
+}
+
+func (t *unsureTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *unsureTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *unsureTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+func (t *unsureTxn) Commit() (*clientv3.TxnResponse, error) {
+	t.kv.mu.Lock()
+	var applied, fail bool
+	if len(t.kv.fails) > 0 {
+		applied, fail = t.kv.fails[0], true
+		t.kv.fails = t.kv.fails[1:]
+	}
+	t.kv.mu.Unlock()
+	if !fail {
+		return t.Txn.Commit()
+	}
+	if applied {
+		if _, err := t.Txn.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, rpctypes.ErrTimeoutDueToConnectionLost
+}
+
+// TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce: a commit etcd applied but whose answer was
+// lost, and one it never applied, are each sent again: the rows are in the journal once each,
+// every row key put once (version 1), and the holder goes on writing.
+func TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	ctx := context.Background()
+	kv := &unsureKV{KV: cli.KV}
+	unsure, err := etcdtest.NewClient(c.Endpoints()...)
+	require.NoError(t, err)
+	defer unsure.Close()
+	unsure.KV = kv
+
+	h, err := etcd.Hold(ctx, unsure, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	// The first commit's two index reads and its transaction go first; then a commit applied
+	// but not said, then two not applied, then one applied.
+	_, err = h.Journal().Write(warnings(1, "plain")...)
+	require.NoError(t, err)
+	kv.mu.Lock()
+	kv.fails = []bool{true, false, false}
+	kv.mu.Unlock()
+	_, err = h.Journal().Write(warnings(2, "applied unsaid")...)
+	require.NoError(t, err, "the lost answer of an applied commit")
+	_, err = h.Journal().Write(warnings(1, "sent thrice")...)
+	require.NoError(t, err)
+	_, err = h.Journal().Write(warnings(1, "after")...)
+	require.NoError(t, err)
+	require.NoError(t, h.Release(ctx))
+
+	got, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Len(t, got.Kvs, 5)
+	var rows []string
+	for _, kv := range got.Kvs {
+		assert.Equal(t, int64(1), kv.Version, "%s put once", kv.Key)
+		var r journal.Row
+		require.NoError(t, json.Unmarshal(kv.Value, &r))
+		rows = append(rows, r.Detail)
+	}
+	assert.Equal(t, []string{"plain 0", "applied unsaid 0", "applied unsaid 1", "sent thrice 0", "after 0"}, rows)
+	next, err := etcd.Hold(ctx, cli, "/crw", run, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), next.Journal().LastSeq(), "the summary agrees with the rows")
+	require.NoError(t, next.Release(ctx))
 }

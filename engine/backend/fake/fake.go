@@ -55,7 +55,7 @@ func Descriptor() backend.Descriptor {
 					return nil, errs.New(errs.InvalidRequest, "the run's answers file: %v", err)
 				}
 			}
-			return New(a, logOnlyHost(os.Getenv(HostLogEnv))), nil
+			return New(a, logOnlyHost(os.Getenv(HostLogEnv), cfg.Run)), nil
 		},
 	}
 }
@@ -88,7 +88,7 @@ var _ backend.Backend = (*Backend)(nil)
 // host (nil: a host of its own, which counts nothing).
 func New(answers *Answers, host *Host) *Backend {
 	if host == nil {
-		host = logOnlyHost("")
+		host = logOnlyHost("", "")
 	}
 	return &Backend{answers: answers, host: host, now: time.Now}
 }

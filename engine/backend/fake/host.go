@@ -9,15 +9,16 @@ import (
 // Host is the fake host: the party that receives turns. It outlives the engine's process as a
 // real host does, and keeps count of every turn it received, so tests can prove that no turn
 // is ever sent twice, across crashes and resumes included. With a log file the count survives
-// the process: each turn received appends a line {"turn": ID, "tmpdir": TMPDIR}, the second
-// being the temporary folder of the process that sent it, which a real host's child processes
-// would inherit. The host a run's own process opens (Descriptor, New without a host) counts
+// the process: each turn received appends a line {"turn": ID, "tmpdir": TMPDIR, "run": RUN},
+// TMPDIR being the temporary folder of the process that sent it, which a real host's child
+// processes would inherit, and RUN the run whose process it is (turn ids are a run's own). The host a run's own process opens (Descriptor, New without a host) counts
 // nothing in memory: nobody could read the count, and it would grow with every turn.
 type Host struct {
 	mu      sync.Mutex
 	sends   map[string]int
 	prompts map[string]string
 	log     string
+	run     string // the run a run process's host serves, named in its log's lines
 }
 
 // NewHost returns a host that appends to log ("" keeps the count in memory only).
@@ -54,10 +55,12 @@ func (h *Host) Received() map[string]int {
 type HostLine struct {
 	Turn   string `json:"turn"`
 	TmpDir string `json:"tmpdir"`
+	Run    string `json:"run,omitempty"`
 }
 
-// logOnlyHost returns a host that keeps no count in memory, only the log's lines ("" none).
-func logOnlyHost(log string) *Host { return &Host{log: log} }
+// logOnlyHost returns a host that keeps no count in memory, only the log's lines ("" none), of
+// run's turns.
+func logOnlyHost(log, run string) *Host { return &Host{log: log, run: run} }
 
 func (h *Host) receive(turnID, prompt string) {
 	h.mu.Lock()
@@ -69,7 +72,7 @@ func (h *Host) receive(turnID, prompt string) {
 	if h.log == "" {
 		return
 	}
-	line, _ := json.Marshal(HostLine{Turn: turnID, TmpDir: os.Getenv("TMPDIR")})
+	line, _ := json.Marshal(HostLine{Turn: turnID, TmpDir: os.Getenv("TMPDIR"), Run: h.run})
 	f, err := os.OpenFile(h.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return

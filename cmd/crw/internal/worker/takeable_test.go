@@ -10,7 +10,7 @@ import (
 )
 
 // TestWhatAWorkerTakes: a run no process holds that a process can take on (crashed, also after
-// its process was told to stop or lost its lease; waiting for a resume), not one that ended,
+// its process was told to stop, lost its lease or was not answered by the store; waiting for a resume), not one that ended,
 // runs, waits for a decision or its limit, stopped on an error for a person, or is a session
 // run.
 func TestWhatAWorkerTakes(t *testing.T) {
@@ -25,6 +25,8 @@ func TestWhatAWorkerTakes(t *testing.T) {
 		{"waiting for a resume", store.Status{State: store.StateWaitingResume, Backend: "app-server"}, true},
 		{"its process was told to stop", store.Status{State: store.StateCrashed, Error: stopped("run_unavailable", "process_stopped")}, true},
 		{"its process lost its lease", store.Status{State: store.StateCrashed, Error: stopped("run_unavailable", "lease_lost")}, true},
+		{"the store did not answer its process", store.Status{State: store.StateCrashed, Error: stopped("run_unavailable", "store_unreachable")}, true},
+		{"its journal could not be written", store.Status{State: store.StateCrashed, Error: stopped("capability_unavailable", "journal_write_failed")}, false},
 		{"a divergence", store.Status{State: store.StateCrashed, Error: stopped("revision_conflict", "divergence")}, false},
 		{"an error of no code of crw's", store.Status{State: store.StateCrashed, Error: stopped("capability_unavailable", "process_stopped")}, false},
 		{"a row out of place", store.Status{State: store.StateCrashed, Error: stopped("capability_unavailable", "row_out_of_place")}, false},

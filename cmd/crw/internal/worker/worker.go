@@ -61,14 +61,14 @@ func Takeable(st *store.Status) bool {
 }
 
 // resumable tells whether the error a run's last process stopped with is one a resume goes on
-// from as from a crash: the process was told to stop (a worker's SIGTERM, an interrupt), or it
-// lost its hold on the run.
+// from as from a crash: the process was told to stop (a worker's SIGTERM, an interrupt), it
+// lost its hold on the run, or the store did not answer it for a while.
 func resumable(e *journal.RunError) bool {
 	reason := e.Reason
 	if reason == "" && e.Diagnostic != nil {
 		reason = e.Diagnostic.Reason
 	}
-	return e.Code == string(errs.RunUnavailable) && (reason == "process_stopped" || reason == "lease_lost")
+	return e.Code == string(errs.RunUnavailable) && (reason == "process_stopped" || reason == "lease_lost" || reason == "store_unreachable")
 }
 
 // child is a run a worker's child process executes.
