@@ -86,6 +86,15 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 			return err
 		}
 		row.Workflow, row.ScriptDigest = wf, script.Digest()
+		if spec.CodeKept {
+			// The run's code travels with it: the edited script's files too.
+			row.Files = map[string]string{}
+			for path, data := range script.Sources() {
+				if row.Files[path], err = s.Store.PutFile(ctx, data); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	// What the run goes on with already is no change: nothing is written for it.
 	var changes []*journal.Row
@@ -170,6 +179,9 @@ func withChanges(spec *store.Spec, changes []*journal.Row) *store.Spec {
 		c := row.AsResumeChanged()
 		if c.Workflow != "" {
 			out.Workflow = c.Workflow
+		}
+		if c.Files != nil {
+			out.Files = c.Files
 		}
 		if c.Budget != nil {
 			out.BudgetTokens = *c.Budget

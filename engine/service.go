@@ -17,6 +17,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -109,6 +111,9 @@ func (s *Service) Validate(ctx context.Context, opts CreateOptions) (map[string]
 // an empty journal. Nothing is recorded when the workflow does not load or an option is wrong:
 // a wrong option is an errs.FieldError naming it (Fields).
 func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error) {
+	if sh, ok := s.Store.(store.Shared); ok && sh.Shared() {
+		opts.KeepCode = true // a process of any host may go on with the run
+	}
 	spec, err := runspec.Make(ctx, opts, s.Backends, s.Store)
 	if err != nil {
 		return "", err
@@ -160,6 +165,10 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if h != nil {
 		spec = withChanges(spec, h.Changes)
 	}
+	kept, err := s.keptCode(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
 	if h != nil && h.Backend != "" && x.Backend == nil && h.Backend != spec.Backend {
 		// A mixed resume: refused before the backend is opened, as before any row.
 		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s (the backend of its run.json)", run, h.Backend, spec.Backend).
@@ -186,9 +195,33 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return onEnd(nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s", run, h.Backend, be.Name()))
 	}
 	return onEnd(runner.Run(ctx, runner.Config{
-		Spec: spec, Lease: lease, Backend: be, History: h, Warnings: warnings,
+		Spec: spec, Code: kept, Lease: lease, Backend: be, History: h, Warnings: warnings,
 		Console: x.Console, OnEvent: x.OnEvent, OnStart: onStart, DryRun: x.DryRun, Log: s.Store.Log(run),
 	}))
+}
+
+// keptCode is the code a run whose code is kept loads, each of its files read from the store by
+// its digest and checked against it; nil for a run that loads its workflow from disk.
+func (s *Service) keptCode(ctx context.Context, spec *store.Spec) (map[string][]byte, error) {
+	if !spec.CodeKept {
+		return nil, nil
+	}
+	if len(spec.Files) == 0 {
+		return nil, errs.New(errs.IncompatibleSchema, "run %s keeps its code, but its spec names no file of it", spec.Run)
+	}
+	kept := make(map[string][]byte, len(spec.Files))
+	for path, digest := range spec.Files {
+		data, err := s.Store.File(ctx, digest)
+		if err != nil {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: its workflow's file %s (%s) cannot be read from the store: %v", spec.Run, path, digest, err).Wrap(err)
+		}
+		sum := sha256.Sum256(data)
+		if "sha256:"+hex.EncodeToString(sum[:]) != digest {
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: its workflow's file %s is not the content of its digest %s in the store", spec.Run, path, digest)
+		}
+		kept[path] = data
+	}
+	return kept, nil
 }
 
 // hooks are what the runner calls once the process's started row is durable (x.OnStart, then

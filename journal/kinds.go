@@ -281,10 +281,13 @@ type ResumeChanged struct {
 	By, Workflow, ScriptDigest string
 	BackendOptions             map[string]string
 	Budget                     *int64
+	// Files are the script's files by path, each by its digest in the store, when the run's
+	// code is kept.
+	Files map[string]string
 }
 
 // Row is the resume_changed row.
 func (r ResumeChanged) Row() *Row {
 	return &Row{Type: TypeResumeChanged, By: r.By, Workflow: r.Workflow, ScriptDigest: r.ScriptDigest,
-		Rare: &Rare{BackendOptions: r.BackendOptions, Budget: r.Budget}}
+		Rare: &Rare{BackendOptions: r.BackendOptions, Budget: r.Budget, Files: r.Files}}
 }

@@ -106,5 +106,5 @@ func (r *Row) AsTierStep() TierStep {
 // AsResumeChanged reads a resume_changed row.
 func (r *Row) AsResumeChanged() ResumeChanged {
 	rare := r.Rares()
-	return ResumeChanged{By: r.By, Workflow: r.Workflow, ScriptDigest: r.ScriptDigest, BackendOptions: rare.BackendOptions, Budget: rare.Budget}
+	return ResumeChanged{By: r.By, Workflow: r.Workflow, ScriptDigest: r.ScriptDigest, BackendOptions: rare.BackendOptions, Budget: rare.Budget, Files: rare.Files}
 }

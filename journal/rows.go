@@ -167,6 +167,9 @@ type Rare struct {
 	// now on, 0: none), and By who asked.
 	BackendOptions map[string]string `json:"backend_options,omitempty"`
 	Budget         *int64            `json:"budget,omitempty"`
+	// Files: the edited script's files by path, each by the digest its store keeps it under,
+	// for a run whose code is kept (store.Spec.CodeKept).
+	Files map[string]string `json:"files,omitempty"`
 	// ended (waiting_decision): the verdicts the workflow waits for (crw.effect), which no
 	// decision_requested row names.
 	Awaited []PendingDecision `json:"awaited,omitempty"`

@@ -42,6 +42,12 @@ type RunsWatcher interface {
 	RunsChanged(ctx context.Context) (<-chan struct{}, error)
 }
 
+// Shared is a store whose runs a process of any host may execute (a cluster's): a run created
+// on it keeps its code (Spec.CodeKept), so that it loads the same code wherever it goes on.
+type Shared interface {
+	Shared() bool
+}
+
 // Store is where runs live. Its methods are safe for concurrent use.
 type Store interface {
 	// Create records a new run: its spec, and an empty journal. A run that exists already is
@@ -258,7 +264,11 @@ type Spec struct {
 	// path, each the digest of its content as the store keeps it (PutFile) from the run's
 	// creation on.
 	Files map[string]string `json:"files,omitempty"`
-	Env   map[string]string `json:"env,omitempty"`
+	// CodeKept: every process of the run loads its workflow from Files (or a resume change's
+	// files), as the store keeps them, never from the disk of the host it runs on: the run's
+	// code travels with it (a queued run, a run on a cluster a worker of any host may take).
+	CodeKept bool              `json:"code_kept,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
 	// The run's repository (docs/workspaces.md): its top level, the head its calls start
 	// from as given (--head) and the commit that named when the run was created. A run without
 	// one has Repo "".

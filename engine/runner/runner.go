@@ -52,7 +52,10 @@ import (
 
 // Config is one process's execution of a run.
 type Config struct {
-	Spec    *store.Spec
+	Spec *store.Spec
+	// Code, when not nil, is the run's workflow as its store keeps it (store.Spec.CodeKept): the
+	// files it loads, by path; the disk is not read.
+	Code    map[string][]byte
 	Lease   store.Lease
 	Backend backend.Backend
 	// History is what the run's journal held when the lease was taken; nil when it held
@@ -151,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 	defer func() { r.scriptLog.Close(r.stopped() == nil) }()
 	script, err := vm.New(vm.Config{
 		Workflow: r.spec.Workflow, LibDirs: r.spec.LibDirs, Builtin: lib.FS, Input: r.spec.Input,
-		Seed: Seed(r.id, "Math.random"), Host: r, Limits: runspec.VMLimits(r.spec.Limits), Context: ctx,
+		Seed: Seed(r.id, "Math.random"), Host: r, Limits: runspec.VMLimits(r.spec.Limits), Context: ctx, Kept: cfg.Code,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -21,7 +21,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -55,6 +54,10 @@ type Config struct {
 	// OnParse, when not nil, is shown the AST of every module of the workflow's own as it is
 	// parsed (a static pass: runtime/lint); the built-ins are not.
 	OnParse func(prog *ast.Program, src []byte)
+	// Kept, when not nil, is the only place the workflow's own files are found: each file's
+	// content by the real path it was first loaded from (a run's code as its store keeps it,
+	// so that a run loads the same code on any host). The disk is not read.
+	Kept map[string][]byte
 }
 
 // Loader loads one workflow. It may serve several runtimes, one Main each,
@@ -67,6 +70,7 @@ type Config struct {
 // ModuleResolver.Lock).
 type Loader struct {
 	entry   *target
+	disk    disk     // where the workflow's own files are
 	dir     string   // the workflow folder, symlinks resolved
 	libDirs []string // symlinks resolved, in priority order
 	builtin fs.FS
@@ -105,14 +109,19 @@ func New(cfg Config) (*Loader, error) {
 		return nil, &LoadError{Code: CodeEntryInvalid, File: abs,
 			Message: "a workflow must be a .js, .mjs, .cjs, .ts or .mts file"}
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	var d disk = hostDisk{}
+	if cfg.Kept != nil {
+		d = keptDisk(cfg.Kept)
+	}
+	real, err := d.realPath(abs)
 	if err != nil {
 		return nil, &LoadError{Code: CodeEntryInvalid, File: abs, Message: "workflow file not found"}
 	}
-	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+	if !d.isFile(real) {
 		return nil, &LoadError{Code: CodeEntryInvalid, File: abs, Message: "workflow is not a regular file"}
 	}
 	l := &Loader{
+		disk:     d,
 		dir:      filepath.Dir(real),
 		builtin:  cfg.Builtin,
 		native:   cfg.Native,
@@ -122,16 +131,16 @@ func New(cfg Config) (*Loader, error) {
 		programs: make(map[string]*goja.Program),
 		resolved: make(map[string]*target),
 	}
-	if own := filepath.Join(l.dir, "lib"); isDir(own) {
+	if own := filepath.Join(l.dir, "lib"); d.isDir(own) {
 		l.libDirs = append(l.libDirs, own)
 	}
-	for _, d := range cfg.LibDirs {
-		abs, err := filepath.Abs(d)
+	for _, dir := range cfg.LibDirs {
+		abs, err := filepath.Abs(dir)
 		if err == nil {
-			abs, err = filepath.EvalSymlinks(abs)
+			abs, err = d.realPath(abs)
 		}
-		if err != nil || !isDir(abs) {
-			return nil, &LoadError{Code: CodeConfigInvalid, File: d, Message: "lib folder is not a directory"}
+		if err != nil || !d.isDir(abs) {
+			return nil, &LoadError{Code: CodeConfigInvalid, File: dir, Message: "lib folder is not a directory"}
 		}
 		if !slices.Contains(l.libDirs, abs) {
 			l.libDirs = append(l.libDirs, abs)
@@ -267,9 +276,4 @@ func (l *Loader) Digest() string {
 		h.Write(s.data)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }

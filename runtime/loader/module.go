@@ -190,7 +190,7 @@ func (l *Loader) read(t *target) ([]byte, error) {
 	if t.kind == kindJSON {
 		limit = userfile.MaxJSONModule
 	}
-	data, err := userfile.Read(t.real, limit)
+	data, err := l.disk.read(t.real, limit)
 	if err != nil {
 		return nil, errorf(CodeReadFailed, t.name, t.file, "%v", err)
 	}

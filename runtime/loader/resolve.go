@@ -3,7 +3,6 @@ package loader
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -82,10 +81,10 @@ func (l *Loader) resolveRel(from *target, spec string) (*target, error) {
 		return nil, l.outside(from, spec, lex)
 	}
 	for _, c := range candidates(lex, filepath.Join) {
-		if !isFile(c) {
+		if !l.disk.isFile(c) {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(c)
+		real, err := l.disk.realPath(c)
 		if err != nil {
 			continue
 		}
@@ -129,10 +128,10 @@ func (l *Loader) resolveLib(from *target, spec, p string) (*target, error) {
 	for _, dir := range l.libDirs {
 		lex := filepath.Join(dir, filepath.FromSlash(p))
 		for _, c := range candidates(lex, filepath.Join) {
-			if !isFile(c) {
+			if !l.disk.isFile(c) {
 				continue
 			}
-			real, err := filepath.EvalSymlinks(c)
+			real, err := l.disk.realPath(c)
 			if err != nil {
 				continue
 			}
@@ -332,9 +331,4 @@ func mustRel(root, p string) string {
 		return p
 	}
 	return rel
-}
-
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }

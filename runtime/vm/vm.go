@@ -84,6 +84,9 @@ type Config struct {
 	// Lint, when not nil, is given every module of the workflow's own as it is parsed: a static
 	// pass over them (crw flow check).
 	Lint *lint.Collector
+	// Kept, when not nil, are the workflow's own files as a run keeps them (loader.Config.Kept):
+	// they are loaded, and the disk is not read.
+	Kept map[string][]byte
 }
 
 // ReasonNondeterministic is the reason of an error thrown for something a replay could not
@@ -171,6 +174,7 @@ func New(cfg Config) (*VM, error) {
 		},
 		CheckSchema: cfg.Host.CheckSchema,
 		OnParse:     onParse(cfg.Lint),
+		Kept:        cfg.Kept,
 	})
 	if err != nil {
 		return nil, err

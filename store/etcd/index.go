@@ -45,6 +45,8 @@ type index struct {
 	keys     keys
 	calls    map[string]*callEntry
 	complete bool // every call the index has is in calls (a journal found empty, nothing forgotten)
+	// retry runs a read again while its failure may pass (Holding.retry).
+	retry func(ctx context.Context, op func() error) error
 }
 
 // load reads the entries of the calls the parts name that are not cached.
@@ -82,7 +84,11 @@ func (x *index) read(ctx context.Context, calls []string) error {
 	for _, c := range calls {
 		ops = append(ops, clientv3.OpGet(x.keys.call(c)), clientv3.OpGet(x.keys.open(c)), clientv3.OpGet(x.keys.unknown(c)))
 	}
-	resp, err := x.cli.Txn(ctx).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	err := x.retry(ctx, func() (err error) {
+		resp, err = x.cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
 	if err != nil {
 		return errs.New(errs.RunUnavailable, "journal: the index could not be read").Wrap(err)
 	}

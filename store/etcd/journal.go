@@ -19,9 +19,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -153,7 +153,7 @@ func hold(ctx context.Context, cli *clientv3.Client, k keys, run string, ttl tim
 	}
 	h.j.next, h.j.durable, h.j.sum = last, last, sum
 	// A journal found empty has no index entry this holder does not make.
-	h.j.idx = &index{cli: cli, keys: k, calls: map[string]*callEntry{}, complete: last == 0}
+	h.j.idx = &index{cli: cli, keys: k, calls: map[string]*callEntry{}, complete: last == 0, retry: h.retry}
 	var cancel *mvccpb.KeyValue
 	if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
 		cancel = kvs[0]
@@ -312,7 +312,7 @@ func (j *Journal) Sync(seq uint64) error {
 // with the rows, so what is committed of a batch split in several is always summarized.
 func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.SummaryPart, first uint64) error {
 	for len(batch) > 0 {
-		if err := j.h.retry(ctx, func() error { return j.idx.load(ctx, parts[:min(len(parts), maxTxnRows)]) }); err != nil {
+		if err := j.idx.load(ctx, parts[:min(len(parts), maxTxnRows)]); err != nil {
 			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
 			return j.failed()
 		}
@@ -436,7 +436,8 @@ func passes(err error) bool {
 		return true
 	}
 	code := status.Code(err)
-	if ev, ok := err.(rpctypes.EtcdError); ok {
+	var ev rpctypes.EtcdError
+	if errors.As(err, &ev) {
 		code = ev.Code()
 	}
 	return code == codes.Unavailable || code == codes.DeadlineExceeded

@@ -374,6 +374,9 @@ func heldError(run string) error {
 	return errs.New(errs.RunUnavailable, "run %s is held by a live process: cancel it first", run).Wrap(store.ErrHeld)
 }
 
+// Shared implements store.Shared: any host's process may execute a run of the cluster.
+func (s *Store) Shared() bool { return true }
+
 // PutFile implements store.Store: the content under files/<digest>, at most one value's bytes.
 func (s *Store) PutFile(ctx context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)

@@ -104,6 +104,7 @@ func queue(opts *Options, svc *engine.Service, co engine.CreateOptions) error {
 	if co.Backend == session.Name {
 		return errs.New(errs.InvalidRequest, "--queue: a session run is started by its owner's host, which binds it: give --backend fake or app-server")
 	}
+	co.KeepCode = true // the worker that takes it runs the code it was queued with
 	id, err := svc.Create(opts.Ctx, co)
 	if err != nil {
 		return err
