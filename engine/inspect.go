@@ -124,6 +124,13 @@ func (s *Service) Inspect(ctx context.Context, run string) (*Inspection, error) 
 func StateNext(st *store.Status) string {
 	run := st.Run
 	switch st.State {
+	case store.StateCrashed, store.StateWaitingResume:
+		if len(st.Unserved) > 0 {
+			return "no process holds the run, and the workers that looked could not take it (" + strings.Join(st.Unserved, "; ") +
+				"): start a worker that offers what it needs (crw worker --offers), or crw flow resume " + run + " on a host that has it"
+		}
+	}
+	switch st.State {
 	case store.StateCrashed:
 		return "no process holds the run and it has not ended: crw flow resume " + run + " (a worker, crw worker, takes such runs too)"
 	case store.StateWaitingResume:

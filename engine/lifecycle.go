@@ -88,7 +88,29 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		out.State = store.StateEnded
 	}
 	out.Decisions = sum.Decisions
+	if out.State == store.StateCrashed || out.State == store.StateWaitingResume {
+		out.Unserved = s.unserved(ctx, run)
+	}
 	return out, nil
+}
+
+// unserved are the notes of the workers that looked at a run no process holds and could not
+// take it (store.KindWorkers).
+func (s *Service) unserved(ctx context.Context, run string) []string {
+	recs, err := s.Store.Records(run, store.KindWorkers).List(ctx, "")
+	if err != nil {
+		return []string{"the notes of the workers that looked at the run cannot be read: " + err.Error()}
+	}
+	var out []string
+	for _, r := range recs {
+		var n store.WorkerNote
+		if err := json.Unmarshal(r.Value, &n); err != nil {
+			out = append(out, fmt.Sprintf("the note of worker %s does not read: %v", r.Key, err))
+			continue
+		}
+		out = append(out, n.String())
+	}
+	return out
 }
 
 // List tells where every run stands, oldest first; a run whose files cannot be read is listed

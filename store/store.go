@@ -165,10 +165,24 @@ const (
 	KindReplies     Kind = "replies"     // of a run: its answers to them
 	KindAudit       Kind = "audit"       // of the store: who changed what, when
 	KindIdempotency Kind = "idempotency" // of the store: a request's key and what it did
+	KindWorkers     Kind = "workers"     // of a run: why workers that looked at it could not take it (WorkerNote)
 )
 
+// WorkerNote is what a worker that could not take a run leaves on it (KindWorkers, under the
+// worker's id; deleted once it can): status and inspect say it.
+type WorkerNote struct {
+	Worker string    `json:"worker"`
+	Why    string    `json:"why"`
+	At     time.Time `json:"at"`
+}
+
+// String is the note as a status says it.
+func (n WorkerNote) String() string {
+	return "worker " + n.Worker + " at " + n.At.Format(time.RFC3339) + ": " + n.Why
+}
+
 // Kinds lists the collections a store keeps.
-var Kinds = []Kind{KindDecisions, KindInbox, KindReplies, KindAudit, KindIdempotency}
+var Kinds = []Kind{KindDecisions, KindInbox, KindReplies, KindAudit, KindIdempotency, KindWorkers}
 
 // Records is a collection of small documents (JSON) by key. A key is 1 to 128 characters of
 // letters, digits and . _ - (not starting with .), and keys list in byte order.
@@ -433,6 +447,9 @@ type Status struct {
 	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
 	// Paused is what paused a run whose process ended paused, when its ended row says.
 	Paused *journal.Paused `json:"paused,omitempty"`
+	// Unserved: a run no process holds that workers looked at and could not take, each with
+	// why (WorkerNote.String; a line saying so when their notes cannot be read).
+	Unserved []string `json:"unserved,omitempty"`
 }
 
 // FileCollector is a store that keeps a run's workflow files apart from the run (by digest,

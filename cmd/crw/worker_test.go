@@ -211,3 +211,60 @@ func TestAWorkerOnEtcdResumesTheRunOfAWorkerThatDied(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(string(trace), `"type":"turn_started"`), "the call's turn was sent once")
 	assert.Equal(t, 2, strings.Count(string(trace), `"type":"started"`), "worker A's child and worker B's")
 }
+
+// TestAWorkerLeavesARunItCannotServe: a worker that offers codex alone does not take a run
+// queued in a repository; it leaves a note, which status and inspect show, naming the
+// repository; a worker that offers every repository of its host takes the run and ends it.
+func TestAWorkerLeavesARunItCannotServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	repo := filepath.Join(dir, "repo")
+	require.NoError(t, os.MkdirAll(repo, 0o755))
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
+	res := durableCrw(t, state, nil, "flow", "start", "--queue", wf, "--backend", "fake", "--repo", repo, "--input", `{"node": "n"}`, "--json")
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	var q struct{ Run string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &q), res.stdout)
+
+	w, exited, log := startWorker(t, state, nil, "--offers", "codex")
+	var st struct {
+		State    string
+		Unserved []string
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(st.Unserved) == 0 {
+		require.True(t, time.Now().Before(deadline), "no note on the run: %s", log.String())
+		select {
+		case <-exited:
+			t.Fatalf("the worker exited: %s", log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		res := durableCrw(t, state, nil, "flow", "status", q.Run, "--json")
+		require.Equal(t, 0, res.exit, res.stderr)
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &st), res.stdout)
+	}
+	real, err := filepath.EvalSymlinks(repo)
+	require.NoError(t, err)
+	assert.Equal(t, "crashed", st.State, "not taken")
+	require.Len(t, st.Unserved, 1)
+	assert.Contains(t, st.Unserved[0], "the run works in the repository "+real+", which this worker does not offer (--offers codex)")
+	assert.Contains(t, log.String(), "run "+q.Run+": not taken")
+	assert.NotContains(t, log.String(), "run "+q.Run+" taken")
+	in := durableCrw(t, state, nil, "flow", "inspect", q.Run)
+	require.Equal(t, 0, in.exit, in.stderr)
+	assert.Contains(t, in.stdout, "the workers that looked could not take it")
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	<-exited
+
+	_, exited2, _ := startWorker(t, state, nil, "--offers", "repo:"+real)
+	untilRuns(t, state, nil, exited2, "the worker that offers the repository ended the run", func(runs map[string]listed) bool {
+		return runs[q.Run].State == "ended"
+	})
+	assert.Equal(t, "completed", listRuns(t, state, nil)[q.Run].Status)
+}

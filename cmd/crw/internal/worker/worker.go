@@ -9,6 +9,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -34,7 +35,15 @@ type Options struct {
 	Every time.Duration
 	// Log is told of each run taken and each child that ended, a line each.
 	Log io.Writer
+	// ID names the worker in the notes it leaves on runs it cannot take (ID); Offers are what
+	// its host offers the runs it takes.
+	ID     string
+	Offers Offers
 }
+
+// unservedWait is how long a worker waits before it looks again at a run it could not serve (a
+// repository fetched, codex installed meanwhile).
+const unservedWait = time.Minute
 
 // MaxSlots bounds the runs one worker executes at once: each is a process of its own.
 const MaxSlots = 1024
@@ -96,6 +105,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	w := &worker{o: o, children: map[string]*child{}, retry: map[string]backoff{}, ended: map[string]bool{}, exited: make(chan *child, o.Slots)}
+	w.logf("crw worker %s: %d slots, offers %s", o.ID, o.Slots, o.Offers)
 	defer w.stop()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -182,6 +192,9 @@ func (w *worker) take(ctx context.Context) {
 		if !Takeable(st) {
 			continue
 		}
+		if !w.serves(ctx, st.Run) {
+			continue
+		}
 		env, err := w.o.Service.Env(ctx, st.Run)
 		if err != nil {
 			w.logf("crw worker: run %s: %v", st.Run, err)
@@ -202,6 +215,35 @@ func (w *worker) take(ctx context.Context) {
 			w.exited <- c
 		}()
 	}
+}
+
+// serves tells whether this worker's host can serve the run; when it cannot, it leaves a note
+// on the run saying why (store.KindWorkers: status and inspect say it) and looks again after
+// unservedWait. A note of its own left earlier is deleted once it can.
+func (w *worker) serves(ctx context.Context, run string) bool {
+	spec, err := w.o.Service.Store.Spec(ctx, run)
+	if err != nil {
+		return false // deleted meanwhile, or unreadable: inspect says why
+	}
+	notes := w.o.Service.Store.Records(run, store.KindWorkers)
+	why := w.o.Offers.Serves(ctx, spec)
+	if why == "" {
+		if err := notes.Delete(ctx, w.o.ID); err != nil {
+			w.logf("crw worker: run %s: the note that this worker could not take it cannot be deleted: %v", run, err)
+		}
+		return true
+	}
+	w.retry[run] = backoff{at: time.Now().Add(unservedWait), delay: w.retry[run].delay}
+	data, err := json.Marshal(store.WorkerNote{Worker: w.o.ID, Why: why, At: time.Now().UTC()})
+	if err == nil {
+		err = notes.Put(ctx, w.o.ID, data)
+	}
+	if err != nil {
+		w.logf("crw worker: run %s: not taken (%s); the note saying so cannot be written: %v", run, why, err)
+	} else {
+		w.logf("crw worker: run %s: not taken: %s", run, why)
+	}
+	return false
 }
 
 // reap lets go of a child that exited, saying how its run stands: a run it did not end is

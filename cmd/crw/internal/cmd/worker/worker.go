@@ -5,6 +5,7 @@ package worker
 import (
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,8 @@ const DefaultSlots = 4
 // Options are crw worker's.
 type Options struct {
 	cmdutil.Common
-	Slots int
+	Slots  int
+	Offers []string
 }
 
 // NewCmdWorker is crw worker; runF, when not nil, runs in place of the command.
@@ -37,6 +39,13 @@ answered with --no-resume. A run whose last process stopped on an error (a diver
 paused one and a session run are left alone. Workers on any number of hosts share a cluster:
 a run is held by one process at a time.
 
+--offers says what this host offers the runs it takes: codex (an app-server run needs it),
+repo:PATH (a run in the repository whose top level is PATH; repo:* any), auto (the default:
+codex and repo:*, each checked on this host: a codex binary as the run names it, the
+repository at its path with the commit the run's calls start from). A run that needs what the
+worker does not offer, or what its host lacks, is left for another: the worker leaves a note on
+it, which crw flow status and inspect show, and looks at it again a minute later.
+
 SIGTERM or SIGINT stops the worker: its children are stopped (their calls in flight
 interrupted, their runs left to resume, by another worker or crw flow resume) and waited for,
 30 s at most (then killed: their runs are left as a crash leaves them). A line on stderr tells
@@ -48,6 +57,7 @@ workflow gone, say) has the last line of its log quoted there, and its run is ta
 		RunE:    cmdutil.RunE(f, &opts.Common, opts, nil, runF, runWorker),
 	}
 	cmd.Flags().IntVar(&opts.Slots, "slots", DefaultSlots, "how many runs to execute at once")
+	cmd.Flags().StringSliceVar(&opts.Offers, "offers", []string{"auto"}, "what this host offers runs: codex, repo:PATH, repo:* or auto (codex and repo:*, each checked on this host)")
 	return cmd
 }
 
@@ -55,11 +65,19 @@ func runWorker(opts *Options) error {
 	if opts.Slots < 1 || opts.Slots > worker.MaxSlots {
 		return errs.New(errs.InvalidRequest, "--slots must be 1 to %d, got %d", worker.MaxSlots, opts.Slots)
 	}
+	offers, err := worker.ParseOffers(opts.Offers)
+	if err != nil {
+		return errs.Field("offers", strings.Join(opts.Offers, ","), "%v", err)
+	}
+	state, err := opts.StateDir()
+	if err != nil {
+		return err
+	}
 	svc, err := opts.Service()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(opts.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	return worker.Run(ctx, worker.Options{Service: svc, Slots: opts.Slots, Log: opts.IO.ErrOut})
+	return worker.Run(ctx, worker.Options{Service: svc, Slots: opts.Slots, Log: opts.IO.ErrOut, ID: worker.ID(state), Offers: offers})
 }

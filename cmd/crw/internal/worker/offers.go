@@ -1,0 +1,134 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crw-dev/crw/engine/backend/appserver"
+	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/store"
+)
+
+// Offers are what a worker's host offers the runs it takes: codex (an app-server run needs
+// it), and repositories (a run in a repository needs that repository, at its path, with the
+// commit its calls start from). A run that needs what its worker does not offer, or what its
+// host lacks, is left for another worker.
+type Offers struct {
+	Codex bool
+	// AnyRepo: every repository on this host, as a run names it; else Repos, by top level.
+	AnyRepo bool
+	Repos   []string
+}
+
+// AutoOffers offer codex and every repository, each checked on the host for the run that needs
+// it: what a worker offers unless --offers says.
+var AutoOffers = Offers{Codex: true, AnyRepo: true}
+
+// ParseOffers reads --offers: a list of codex, repo:PATH (a repository by its top level),
+// repo:* (every repository) and auto (codex and repo:*). An empty list offers nothing a run may
+// need: such a worker takes runs without a repository on the fake backend.
+func ParseOffers(items []string) (Offers, error) {
+	var o Offers
+	for _, item := range items {
+		switch path, isRepo := strings.CutPrefix(item, "repo:"); {
+		case item == "auto":
+			o.Codex, o.AnyRepo = true, true
+		case item == "codex":
+			o.Codex = true
+		case isRepo && path == "*":
+			o.AnyRepo = true
+		case isRepo && filepath.IsAbs(path):
+			o.Repos = append(o.Repos, filepath.Clean(path))
+		case isRepo:
+			return o, fmt.Errorf("--offers: %q: a repository is named by the absolute path of its top level (repo:/src/app), or repo:*", item)
+		default:
+			return o, fmt.Errorf("--offers: %q is not an offer: codex, repo:PATH, repo:* or auto", item)
+		}
+	}
+	return o, nil
+}
+
+// String is the offers as --offers reads them.
+func (o Offers) String() string {
+	var items []string
+	if o.Codex {
+		items = append(items, "codex")
+	}
+	if o.AnyRepo {
+		items = append(items, "repo:*")
+	}
+	for _, r := range o.Repos {
+		items = append(items, "repo:"+r)
+	}
+	if len(items) == 0 {
+		return "nothing (runs without a repository, on the fake backend)"
+	}
+	return strings.Join(items, ",")
+}
+
+// Serves tells why this host cannot serve the run of spec ("" when it can): the run needs codex
+// (an app-server run) and the worker does not offer it or the host has no codex binary; or it
+// works in a repository the worker does not offer, or which this host does not have at that
+// path with the commit its calls start from.
+func (o Offers) Serves(ctx context.Context, spec *store.Spec) string {
+	if spec.Backend == appserver.Name {
+		if !o.Codex {
+			return "the run needs codex (the app-server backend), which this worker does not offer (--offers " + o.String() + ")"
+		}
+		if _, err := codex.FindCodex(spec.BackendOptions["codex"]); err != nil {
+			return "the run needs codex (the app-server backend), and this host has none: " + err.Error()
+		}
+	}
+	if spec.Repo != "" {
+		if !o.AnyRepo && !slices.Contains(o.Repos, spec.Repo) {
+			return "the run works in the repository " + spec.Repo + ", which this worker does not offer (--offers " + o.String() + ")"
+		}
+		check, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(check, "git", "-C", spec.Repo, "cat-file", "-e", spec.HeadCommit+"^{commit}")
+		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Sprintf("the run works in the repository %s at commit %s, which this host does not have (git: %s)",
+				spec.Repo, spec.HeadCommit, strings.TrimSpace(lastOf(string(out), err)))
+		}
+	}
+	return ""
+}
+
+// lastOf is a command's last line of output, or its error when it printed none.
+func lastOf(out string, err error) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if l := lines[len(lines)-1]; l != "" {
+		return l
+	}
+	return err.Error()
+}
+
+// ID names a worker among those of a store: its host's name and a digest of its state folder
+// (two state folders on one machine are two hosts), as a record key may be.
+func ID(stateDir string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "host"
+	}
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, host)
+	clean = strings.TrimLeft(clean, ".")
+	if len(clean) > 64 {
+		clean = clean[:64]
+	}
+	sum := sha256.Sum256([]byte(stateDir))
+	return clean + "-" + hex.EncodeToString(sum[:4])
+}
