@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/etcdtest"
@@ -87,4 +89,66 @@ func BenchmarkWorkersOnEtcd(b *testing.B) {
 	}
 	b.ReportMetric(float64(runs*b.N)/elapsed.Seconds(), "runs/s")
 	b.ReportMetric(float64(runs*calls*b.N)/elapsed.Seconds(), "calls/s")
+}
+
+// BenchmarkResumeFromEtcd is the resume of a run of n calls kept on an etcd cluster (1 and 3
+// members), as a whole crw process from exec to exit: the run waits for its last decision,
+// answered, and crw flow resume --store replays every call from the cluster's rows and returns.
+// Each resume starts from the same keys: the run's keys are put back as they were before it.
+// Reported: ns/call; BenchmarkReplayProcess/resume is the same on the state folder. (No peak
+// RSS: a child's, as Linux counts it, is at least its parent's at the fork, and this benchmark
+// holds the run's keys.)
+func BenchmarkResumeFromEtcd(b *testing.B) {
+	bin := crwBinary(b)
+	for _, members := range []int{1, 3} {
+		c := etcdtest.Start(b, members)
+		cli := c.Client(b)
+		address := "etcd://" + strings.Join(memberAddrs(c), ",") + "/bench"
+		for _, n := range replayCounts(b) {
+			dir := b.TempDir()
+			wf := filepath.Join(dir, "replay.js")
+			answers := filepath.Join(dir, "answers.json")
+			for path, text := range map[string]string{wf: replayBenchScript, answers: replayBenchAnswers} {
+				if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			state := filepath.Join(dir, "state")
+			out, err := exec.Command(bin, "--json", "--state", state, "--store", address, "flow", "run", wf, "--no-repo", "--answers", answers,
+				"--input", fmt.Sprintf(`{"n":%d}`, n)).Output()
+			var res struct{ Run, Status string }
+			if json.Unmarshal(out, &res) != nil || res.Status != "waiting_decision" {
+				b.Fatalf("crw flow run (n=%d): %v\n%s", n, err, out)
+			}
+			if out, err := exec.Command(bin, "--state", state, "--store", address, "flow", "answer", res.Run, "finish", "--value", `{"ok":true}`, "--no-resume").CombinedOutput(); err != nil {
+				b.Fatalf("crw flow answer: %v\n%s", err, out)
+			}
+			ctx := context.Background()
+			prefix := "/bench/runs/" + res.Run + "/"
+			kept, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("members=%d/calls=%d", members, n), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					if _, err := cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+						b.Fatal(err)
+					}
+					for k := 0; k < len(kept.Kvs); k += 100 {
+						var ops []clientv3.Op
+						for _, kv := range kept.Kvs[k:min(k+100, len(kept.Kvs))] {
+							ops = append(ops, clientv3.OpPut(string(kv.Key), string(kv.Value)))
+						}
+						if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					timedProcess(b, bin, fmt.Sprintf(`"result":%d`, n), "--json", "--state", state, "--store", address, "flow", "resume", res.Run)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+			})
+		}
+	}
 }
