@@ -62,12 +62,33 @@ func holder(endpoint string) int {
 // is refused (the lease was lost), and the journal has none of its rows after the new holder's.
 func TestAHolderStoppedPastItsLeaseWritesNothingWhenContinued(t *testing.T) {
 	c := etcdtest.Start(t, 1)
+	lateHolder(t, c, c.Members[0].ClientURL,
+		func(cmd *exec.Cmd) { require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP)) },
+		func(cmd *exec.Cmd) { require.NoError(t, cmd.Process.Signal(syscall.SIGCONT)) })
+}
+
+// TestAHolderPartitionedPastItsLeaseWritesNothingWhenHealed: a real holder process reaching the
+// cluster through a proxy is cut off (every byte stalled) until its lease has expired and
+// another process holds the run; when the partition heals, the commit it had sent arrives late
+// and is refused, as is every later one, and the journal has none of its rows after the new
+// holder's.
+func TestAHolderPartitionedPastItsLeaseWritesNothingWhenHealed(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	p := etcdtest.NewProxy(t, strings.TrimPrefix(c.Members[0].ClientURL, "http://"))
+	lateHolder(t, c, p.Addr, func(*exec.Cmd) { p.Partition() }, func(*exec.Cmd) { p.Heal() })
+}
+
+// lateHolder starts a holder process that reaches the cluster at endpoint and writes rows; cut
+// makes it unheard (its lease then expires), and once another process holds the run and has
+// written a row, heal lets it on: its next commit must be refused, and no row of it may follow
+// the new holder's.
+func lateHolder(t *testing.T, c *etcdtest.Cluster, endpoint string, cut, heal func(*exec.Cmd)) {
 	cli := c.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+c.Members[0].ClientURL)
+	cmd.Env = append(os.Environ(), holderEnv+"="+endpoint)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -97,19 +118,19 @@ func TestAHolderStoppedPastItsLeaseWritesNothingWhenContinued(t *testing.T) {
 
 	owner := "/crw/runs/" + run + "/owner"
 	gone := cli.Watch(ctx, owner, clientv3.WithFilterPut())
-	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
-	<-gone // the owner key is deleted when the stopped holder's lease expires
+	cut(cmd)
+	<-gone // the owner key is deleted when the unheard holder's lease expires
 
 	h, err := etcd.Hold(ctx, cli, "/crw", run, 10*time.Second)
-	require.NoError(t, err, "the run is free once the stopped holder's lease expired")
+	require.NoError(t, err, "the run is free once the unheard holder's lease expired")
 	defer h.Release(ctx)
 	taken, err := h.Journal().Write(journal.Warning{Reason: "r", Detail: "new holder"}.Row())
 	require.NoError(t, err)
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+	heal(cmd)
 	var last string
 	for last = next(); strings.HasPrefix(last, "wrote "); last = next() {
-		// A commit it had under way when stopped may still report; none may land after taken.
+		// A commit that was applied before the cut may still report; none may land after taken.
 	}
 	assert.Contains(t, last, "refused")
 	assert.Contains(t, last, store.ErrLeaseLost.Error())
@@ -123,6 +144,11 @@ func TestAHolderStoppedPastItsLeaseWritesNothingWhenContinued(t *testing.T) {
 	}
 	assert.Equal(t, "new holder", rows[taken-1].Detail)
 	for i, r := range rows[:taken-1] {
-		assert.Equal(t, fmt.Sprintf("holder %d", i), r.Detail, "the stopped holder's rows, in order, each once")
+		assert.Equal(t, fmt.Sprintf("holder %d", i), r.Detail, "the unheard holder's rows, in order, each once")
+	}
+	keys, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	for _, kv := range keys.Kvs {
+		assert.Equal(t, int64(1), kv.Version, "%s put once", kv.Key)
 	}
 }
