@@ -263,6 +263,9 @@ func (s *Summary) index(r SummaryPart, idx Index) error {
 		s.Commits = append(s.Commits, *part.Commit)
 	case r.Type == TypeCommitResult && len(s.Commits) > 0:
 		s.Commits = s.Commits[:len(s.Commits)-1]
+		if len(s.Commits) == 0 {
+			s.Commits = nil // none, as a summary read back from its JSON says
+		}
 	case r.Call == "":
 	case r.Type == TypePrepared:
 		if err := clearUnknown(idx, r.Call); err != nil {

@@ -68,9 +68,32 @@ const runTimeout = 90 * time.Second
 // RunCase runs a case with its faults and without, under dir (a folder of its own), and checks
 // the invariants.
 func RunCase(ctx context.Context, c *Case, dir string) *Report {
+	return RunCaseOn(ctx, c, dir, MemStore)
+}
+
+// Store is a store the simulator runs a case on: a Store with the fault of a process killed
+// right after a commit.
+type Store interface {
+	store.Store
+	// CrashAfterCommit makes the next holder of run lose its holding right after its nth
+	// commit, as a process killed there would, the run free at once for the next.
+	CrashAfterCommit(run string, n uint64)
+}
+
+// MemStore is the store the simulator runs on unless told otherwise: store/mem, its host's
+// folder dir.
+func MemStore(dir string) (Store, error) {
+	st := mem.New()
+	st.Dir = dir
+	return st, nil
+}
+
+// RunCaseOn is RunCase with each execution's store made by stores (given the folder of its
+// host's files: worktrees, backend files).
+func RunCaseOn(ctx context.Context, c *Case, dir string, stores func(dir string) (Store, error)) *Report {
 	rep := &Report{Case: c}
-	rep.Reference = execCase(ctx, c, filepath.Join(dir, "reference"), false)
-	rep.Faulty = execCase(ctx, c, filepath.Join(dir, "faulty"), true)
+	rep.Reference = execCase(ctx, c, filepath.Join(dir, "reference"), false, stores)
+	rep.Faulty = execCase(ctx, c, filepath.Join(dir, "faulty"), true, stores)
 	for _, v := range rep.Reference.Violations {
 		rep.Violations = append(rep.Violations, Violation{"reference:" + v.Invariant, v.Detail})
 	}
@@ -88,7 +111,7 @@ type execution struct {
 	dir    string
 	wf     string
 	repo   string
-	st     *mem.Store
+	st     Store
 	svc    *engine.Service
 	host   *fake.Host
 	out    *Outcome
@@ -102,9 +125,9 @@ func (x *execution) violate(invariant, format string, args ...any) {
 	x.out.Violations = append(x.out.Violations, Violation{invariant, fmt.Sprintf(format, args...)})
 }
 
-func execCase(ctx context.Context, c *Case, dir string, faulty bool) *Outcome {
+func execCase(ctx context.Context, c *Case, dir string, faulty bool, stores func(string) (Store, error)) *Outcome {
 	x := &execution{c: c, faulty: faulty, dir: dir, out: &Outcome{}, host: fake.NewHost("")}
-	if err := x.prepare(); err != nil {
+	if err := x.prepare(stores); err != nil {
 		x.violate("setup", "%v", err)
 		return x.out
 	}
@@ -127,7 +150,7 @@ func execCase(ctx context.Context, c *Case, dir string, faulty bool) *Outcome {
 }
 
 // prepare writes the workflow, the answers files and the repository.
-func (x *execution) prepare() error {
+func (x *execution) prepare(stores func(string) (Store, error)) error {
 	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		return err
 	}
@@ -153,8 +176,11 @@ func (x *execution) prepare() error {
 			return err
 		}
 	}
-	x.st = mem.New()
-	x.st.Dir = filepath.Join(x.dir, "state")
+	st, err := stores(filepath.Join(x.dir, "state"))
+	if err != nil {
+		return err
+	}
+	x.st = st
 	x.svc = &engine.Service{Store: x.st, Backends: backend.NewRegistry(fake.Descriptor()), ReplayBudget: x.c.ReplayBudget}
 	return nil
 }

@@ -107,7 +107,10 @@ func (f *figures) String() string {
 // git's checkouts of a scratch repository of some size take seconds on a slow disk.
 func simTmp(t *testing.T) string { return enginetest.FastTmp(t, "CRW_SIM_TMP", "crw-sim-") }
 
-func runSeed(t *testing.T, tmp string, s uint64) *sim.Report {
+func runSeed(t *testing.T, tmp string, s uint64) *sim.Report { return runSeedOn(t, tmp, s, sim.MemStore) }
+
+// runSeedOn runs a seed's case on the stores that stores makes.
+func runSeedOn(t *testing.T, tmp string, s uint64, stores func(string) (sim.Store, error)) *sim.Report {
 	c := sim.Generate(s)
 	dir, err := os.MkdirTemp(tmp, "sim-")
 	if err != nil {
@@ -115,7 +118,7 @@ func runSeed(t *testing.T, tmp string, s uint64) *sim.Report {
 		return nil
 	}
 	defer os.RemoveAll(dir)
-	rep := sim.RunCase(context.Background(), c, dir)
+	rep := sim.RunCaseOn(context.Background(), c, dir, stores)
 	for _, v := range rep.Violations {
 		t.Errorf("seed %d: %s", s, v)
 	}

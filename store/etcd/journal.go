@@ -222,6 +222,14 @@ func (h *Holding) Release(ctx context.Context) error {
 	return err
 }
 
+// crash ends the holding as a process killed now would: nothing more is written, and the lease
+// is revoked (the owner key deleted), as its expiry would, at once.
+func (h *Holding) crash() {
+	h.lose()
+	h.stopKeepAlive()
+	_, _ = h.cli.Revoke(context.Background(), h.lease)
+}
+
 func (h *Holding) release(ctx context.Context) {
 	h.stopKeepAlive()
 	// Revoking the lease deletes the owner key: the run is free at once, not after the TTL.
@@ -251,6 +259,9 @@ type Journal struct {
 	idx *index
 	// afterTxn, when set (by a test), is called after each commit transaction that succeeded.
 	afterTxn func(last uint64)
+	// crashAfter ends the holding after this many commits (Store.CrashAfterCommit); commits
+	// counts them (guarded by commitMu).
+	crashAfter, commits uint64
 }
 
 var _ store.Journal = (*Journal)(nil)
@@ -332,7 +343,7 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		index, err := st.txnOps()
 		var sumData []byte
 		if err == nil {
-			sumData, err = json.Marshal(sum)
+			sumData, err = marshal(sum)
 		}
 		if err != nil {
 			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
@@ -395,6 +406,13 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		j.mu.Unlock()
 		if j.afterTxn != nil {
 			j.afterTxn(first + uint64(n) - 1)
+		}
+		if j.commits++; j.crashAfter != 0 && j.commits == j.crashAfter {
+			j.h.crash()
+			if len(batch) > n {
+				return j.failed() // the batch's later transactions are never sent
+			}
+			return nil
 		}
 		batch, parts, first = batch[n:], parts[n:], first+uint64(n)
 	}

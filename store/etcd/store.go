@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -36,6 +37,21 @@ type Store struct {
 
 	mu     sync.Mutex
 	leases map[*lease]struct{}
+	// crashAfter: the next holder of a run this Store gives ends its holding, as a process
+	// killed there would, after this many commits (CrashAfterCommit).
+	crashAfter map[string]uint64
+}
+
+// CrashAfterCommit makes the next holder of run that this Store gives lose its holding right
+// after its nth commit, as a process killed there would (its lease revoked, so the next holder
+// need not wait for it to expire): the simulator's fault (engine/sim), as store/mem has it.
+func (s *Store) CrashAfterCommit(run string, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.crashAfter == nil {
+		s.crashAfter = map[string]uint64{}
+	}
+	s.crashAfter[run] = n
 }
 
 var _ store.Store = (*Store)(nil)
@@ -130,11 +146,11 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 	if !journal.ValidRunID(spec.Run) {
 		return errs.New(errs.InvalidRequest, "%q is not a run id", spec.Run)
 	}
-	data, err := json.Marshal(spec)
+	data, err := marshal(spec)
 	if err != nil {
 		return errs.New(errs.InvalidRequest, "run %s: its spec is not JSON", spec.Run).Wrap(err)
 	}
-	sum, _ := json.Marshal(journal.NewSummary())
+	sum, _ := marshal(journal.NewSummary())
 	k := s.keys(spec.Run)
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k.spec()), "=", 0)).
@@ -299,7 +315,7 @@ func (s *Store) Outstanding(ctx context.Context, run string, limit int) (*journa
 // PutAnswer implements store.Store: a key of its own under the run's answers, which the
 // holder reads in the order they were put (their create revisions).
 func (s *Store) PutAnswer(ctx context.Context, run string, a store.Answer) error {
-	data, err := json.Marshal(a)
+	data, err := marshal(a)
 	if err != nil {
 		return errs.New(errs.InvalidRequest, "the answer is not JSON").Wrap(err)
 	}
@@ -320,8 +336,9 @@ func (s *Store) RequestCancel(ctx context.Context, run string) error {
 }
 
 // Delete implements store.Store: one transaction deletes every key of the run, if no process
-// holds it. With a cleanup, the store holds the run itself while cleanup runs, and the delete
-// is conditioned on that holding.
+// holds it. With a cleanup, the store holds the run itself while cleanup runs on the run's
+// folder on this host (another host's worktrees of the run are that host's to remove), and the
+// delete is conditioned on that holding.
 func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string) error) error {
 	if err := checkID(run); err != nil {
 		return err
@@ -338,6 +355,11 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 		case err != nil:
 			return unavailable(err)
 		case resp.Succeeded:
+			if s.hostDir != "" {
+				// Its folder on this host holds no worktree (it has no repository): the
+				// logs of its processes here, gone with it.
+				_ = os.RemoveAll(filepath.Join(s.hostDir, run))
+			}
 			return nil
 		case resp.Responses[0].GetResponseRange().Count == 0:
 			return notFound(run)
@@ -354,8 +376,18 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 		return err
 	}
 	defer h.release(ctx)
-	if err := cleanup(""); err != nil {
+	// The run's folder on this host (its worktrees) is cleaned up; another host's are its own.
+	var dir string
+	if s.hostDir != "" {
+		dir = filepath.Join(s.hostDir, run)
+	}
+	if err := cleanup(dir); err != nil {
 		return err
+	}
+	if dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			return errs.New(errs.CapabilityUnavailable, "run %s: its folder on this host %s cannot be removed: %v", run, dir, err).Next("remove it, then crw flow delete " + run)
+		}
 	}
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", h.rev)).
@@ -438,6 +470,12 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if n := s.crashAfter[run]; n > 0 {
+		h.j.crashAfter = n
+		delete(s.crashAfter, run)
+	}
+	s.mu.Unlock()
 	var dir string
 	if s.hostDir != "" {
 		dir = filepath.Join(s.hostDir, run)
@@ -530,7 +568,7 @@ func (l *lease) watch(ctx context.Context, key string, rev int64, fn func(*clien
 
 // Publish implements store.Lease: the status key, put if the holding is still this one.
 func (l *lease) Publish(st *store.Status) {
-	data, err := json.Marshal(st)
+	data, err := marshal(st)
 	if err != nil {
 		return
 	}
@@ -590,4 +628,17 @@ func (l *lease) Release() error {
 		l.s.mu.Unlock()
 	})
 	return err
+}
+
+// marshal is v's JSON as json.Marshal makes it, but with <, > and & as they are: a result, an
+// input or an answer reads back with the bytes it was given (json.Marshal would escape them
+// inside a json.RawMessage too).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
