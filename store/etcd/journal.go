@@ -514,38 +514,74 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 	return eachRow(context.Background(), j.h.cli, j.h.keys, max(from, 1), j.DurableSeq(), limit, fn)
 }
 
-// readPage is how many rows one range read of a journal asks for.
-const readPage = 512
+// readPage is how many rows one range read of a journal asks for; readAhead how many range
+// reads a reading of several pages has under way besides the one it decodes: a row's key is
+// its seq, so the pages are known before they are read, and the round trips overlap.
+const (
+	readPage  = 512
+	readAhead = 3
+)
 
-// eachRow calls fn with the rows from seq from to seq to (up to limit of them, 0: every one).
+// page is one range read of rows, from seq start on.
+type page struct {
+	start uint64
+	resp  *clientv3.GetResponse
+	err   error
+}
+
+// eachRow calls fn with the rows from seq from to seq to (up to limit of them, 0: every one),
+// in order.
 func eachRow(ctx context.Context, cli *clientv3.Client, k keys, from, to uint64, limit int, fn func(*journal.Row) error) error {
 	if limit > 0 {
 		to = min(to, from+uint64(limit)-1)
 	}
-	var row journal.Row
-	for from <= to {
-		resp, err := cli.Get(ctx, k.row(from), clientv3.WithRange(k.row(to+1)), clientv3.WithLimit(readPage))
-		if err != nil {
-			return errs.New(errs.RunUnavailable, "journal: rows from %d could not be read", from).Wrap(err)
-		}
-		if len(resp.Kvs) == 0 {
-			return errs.New(errs.IncompatibleSchema, "journal: row %d is missing", from)
-		}
-		for _, kv := range resp.Kvs {
-			if string(kv.Key) != k.row(from) {
-				return errs.New(errs.IncompatibleSchema, "journal: row %d is missing (the next key is %q)", from, kv.Key)
+	if from > to {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan chan page, readAhead)
+	go func() {
+		defer close(pages)
+		for start := from; start <= to; start += readPage {
+			end := min(start+readPage-1, to)
+			got := make(chan page, 1)
+			select {
+			case pages <- got:
+			case <-ctx.Done():
+				return
 			}
-			value, err := rowBytes(ctx, cli, k, from, kv.Value)
+			go func() {
+				resp, err := cli.Get(ctx, k.row(start), clientv3.WithRange(k.row(end+1)))
+				got <- page{start: start, resp: resp, err: err}
+			}()
+		}
+	}()
+	var row journal.Row
+	for got := range pages {
+		p := <-got
+		if p.err != nil {
+			return errs.New(errs.RunUnavailable, "journal: rows from %d could not be read", p.start).Wrap(p.err)
+		}
+		seq := p.start
+		for _, kv := range p.resp.Kvs {
+			if string(kv.Key) != k.row(seq) {
+				return errs.New(errs.IncompatibleSchema, "journal: row %d is missing (the next key is %q)", seq, kv.Key)
+			}
+			value, err := rowBytes(ctx, cli, k, seq, kv.Value)
 			if err != nil {
 				return err
 			}
-			if err := journal.DecodeInto(value, &row, from); err != nil {
+			if err := journal.DecodeInto(value, &row, seq); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
 			if err := fn(&row); err != nil {
 				return err
 			}
-			from++
+			seq++
+		}
+		if end := min(p.start+readPage-1, to); seq <= end {
+			return errs.New(errs.IncompatibleSchema, "journal: row %d is missing", seq)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -303,4 +304,65 @@ func TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(5), next.Journal().LastSeq(), "the summary agrees with the rows")
 	require.NoError(t, next.Release(ctx))
+}
+
+// TestAJournalIsReadAcrossPages: a journal of 1,300 rows (three range reads, read ahead) is read
+// whole, from the middle and for a bound across pages, each row once and in order; a read that
+// stops early says why; a row missing in a page, or at the end, is named.
+func TestAJournalIsReadAcrossPages(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	ctx := context.Background()
+	h, err := etcd.Hold(ctx, cli, "/crw", run, 10*time.Second)
+	require.NoError(t, err)
+	const n = 1300
+	_, err = h.Journal().Write(warnings(n, "row")...)
+	require.NoError(t, err)
+
+	read := func(from uint64, limit int) (seqs []uint64, err error) {
+		err = h.Journal().Each(from, limit, func(r *journal.Row) error {
+			if r.Detail != fmt.Sprintf("row %d", r.Seq-1) {
+				return fmt.Errorf("row %d says %q", r.Seq, r.Detail)
+			}
+			seqs = append(seqs, r.Seq)
+			return nil
+		})
+		return seqs, err
+	}
+	span := func(from, to uint64) []uint64 {
+		var out []uint64
+		for s := from; s <= to; s++ {
+			out = append(out, s)
+		}
+		return out
+	}
+	all, err := read(1, 0)
+	require.NoError(t, err)
+	assert.Equal(t, span(1, n), all)
+	mid, err := read(500, 600)
+	require.NoError(t, err)
+	assert.Equal(t, span(500, 1099), mid, "a bound across two pages")
+	tail, err := read(1025, 0)
+	require.NoError(t, err)
+	assert.Equal(t, span(1025, n), tail)
+
+	stop := errors.New("enough")
+	seen := 0
+	err = h.Journal().Each(1, 0, func(*journal.Row) error {
+		if seen++; seen == 700 {
+			return stop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stop)
+	assert.Equal(t, 700, seen, "no row after the one that stopped it")
+
+	for _, missing := range []uint64{n, 700} { // the last first: each read stops at the first gap
+		_, err = cli.Delete(ctx, fmt.Sprintf("/crw/runs/%s/rows/%016x", run, missing))
+		require.NoError(t, err)
+		_, err = read(1, 0)
+		require.Error(t, err)
+		assert.Equal(t, errs.IncompatibleSchema, errs.CodeOf(err))
+		assert.Contains(t, err.Error(), fmt.Sprintf("row %d is missing", missing))
+	}
 }
