@@ -20,10 +20,19 @@ import (
 // runID matches a run id in an error.
 const runID = `\d{8}-\d{6}-[0-9a-f]{6}`
 
-// brokenOut is a standard output whose reader has gone (a closed pipe, a full disk).
+// brokenOut is a standard output that cannot be written (a full disk).
 type brokenOut struct{}
 
-func (brokenOut) Write([]byte) (int, error) { return 0, errors.New("write /dev/stdout: broken pipe") }
+func (brokenOut) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}
+}
+
+// closedPipe is a standard output whose reader has gone (crw … | head).
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+}
 
 // TestOutputThatCannotBeWrittenFailsTheCommand: a command whose output never reached its
 // reader does not exit 0, and what went wrong is said on standard error, whatever it was.
@@ -61,8 +70,37 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 	}
 }
 
+// TestAClosedPipeIsNoError: a reader that closed the pipe (crw flow trace RUN | head) had what
+// it wanted: the command ends as it would have, its own error (and code) said, nothing else.
+func TestAClosedPipeIsNoError(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{name: "a command that succeeded", args: []string{"flow", "list", "--json"}, code: 0, stderr: ""},
+		{name: "a run that completed", args: []string{"flow", "run", "../../workflows/plan-build-review.js"}, code: 0, stderr: ""},
+		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
+			code: 2, stderr: "crw: invalid_request: no run "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			code := cli.Run(append(tt.args, "--state", state), cli.IO{In: strings.NewReader(""), Out: closedPipe{}, ErrOut: &errOut}, backends.Registry())
+			assert.Equal(t, tt.code, code, "stderr: %s", errOut.String())
+			if tt.stderr == "" {
+				assert.NotContains(t, errOut.String(), "crw: ", "no error said")
+			} else {
+				assert.Regexp(t, "(?m)^"+tt.stderr, errOut.String())
+			}
+		})
+	}
+}
+
 // TestClosedPipeDoesNotKillARun: crw … | head, the reader gone before the run ends. The run goes
-// on to its end, and the command exits 1, not killed by SIGPIPE.
+// on to its end, and the command exits as the run ended (0: completed), not killed by SIGPIPE.
 func TestClosedPipeDoesNotKillARun(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
@@ -77,12 +115,11 @@ func TestClosedPipeDoesNotKillARun(t *testing.T) {
 	err = cmd.Run()
 	w.Close()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("want exit 1, got %v", err)
+	if errors.As(err, &ee) {
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		t.Fatalf("want exit 0, got exit %d (killed by a signal: %v)", ee.ExitCode(), ws.Signaled())
 	}
-	ws, _ := ee.Sys().(syscall.WaitStatus)
-	assert.False(t, ws.Signaled(), "killed by %v", ws.Signal())
-	assert.Equal(t, 1, ee.ExitCode())
+	assert.NoError(t, err)
 
 	list := durableCrw(t, state, nil, "flow", "list", "--json")
 	assert.Regexp(t, `^\{"runs":\[\{"run":"`+runID+`","state":"ended","status":"completed",`, list.stdout)

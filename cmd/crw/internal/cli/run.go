@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,9 +32,11 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
 		inv.audit(cmd, err) // the mutation is recorded, however it ended
 	}
-	if out.err != nil {
-		// What the command wrote never reached its reader: unless it failed with a coded
-		// error of its own, that is its failure.
+	if out.err != nil && !errors.Is(out.err, syscall.EPIPE) {
+		// What the command wrote never reached its reader (a full disk, a device gone):
+		// unless it failed with a coded error of its own, that is its failure. A closed pipe
+		// is none: its reader had what it wanted (crw flow trace RUN | head), and the command
+		// ends as it would have.
 		if _, coded := errs.As(err); !coded {
 			unwritten := errs.New(errs.CapabilityUnavailable, "cannot write to standard output").Wrap(out.err)
 			if run := inv.outcome.Run; run != "" {
