@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -66,3 +68,16 @@ func parallel(n int, fn func(i int)) {
 // Encode is a row as every store keeps it: the bytes encoding/json makes of it
 // (TestEncodeIsEncodingJSON holds that), made by the faster encoder the reader uses.
 func Encode(r *Row) ([]byte, error) { return fastjson.Marshal(r) }
+
+// MarshalPlain is v's JSON as json.Marshal makes it, but with <, > and & as they are (json.Marshal
+// escapes them, inside a json.RawMessage too): what a store keeps of a result, an input or an
+// answer reads back with the bytes it was given.
+func MarshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

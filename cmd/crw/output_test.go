@@ -124,3 +124,25 @@ func TestClosedPipeDoesNotKillARun(t *testing.T) {
 	list := durableCrw(t, state, nil, "flow", "list", "--json")
 	assert.Regexp(t, `^\{"runs":\[\{"run":"`+runID+`","state":"ended","status":"completed",`, list.stdout)
 }
+
+// TestFollowWritesAResultAsItIs: the result of a run that crw flow follow prints (read from the
+// status its process published) has <, > and & as the workflow returned them, as status does.
+func TestFollowWritesAResultAsItIs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	wf := filepath.Join(dir, "wf.js")
+	if err := os.WriteFile(wf, []byte(`export default async function main() { return {"id": "<a & b>"}; }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := durableCrw(t, state, nil, "flow", "start", wf, "--backend", "fake", "--no-repo")
+	if start.exit != 0 {
+		t.Fatalf("crw flow start: %s%s", start.stdout, start.stderr)
+	}
+	run := strings.TrimSpace(start.stdout)
+	for _, args := range [][]string{{"flow", "follow", run}, {"flow", "status", run, "--json"}, {"flow", "follow", run, "--json"}} {
+		res := durableCrw(t, state, nil, args...)
+		assert.Equal(t, 0, res.exit, "%v: %s", args, res.stderr)
+		assert.Contains(t, res.stdout, `{"id":"<a & b>"}`, "%v", args)
+	}
+}

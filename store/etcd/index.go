@@ -295,7 +295,7 @@ func putJSON[T any](key string, v *T) (clientv3.Op, error) {
 	if v == nil {
 		return clientv3.OpDelete(key), nil
 	}
-	data, err := marshal(v)
+	data, err := journal.MarshalPlain(v)
 	if err != nil {
 		return clientv3.Op{}, fmt.Errorf("journal: index: %w", err)
 	}

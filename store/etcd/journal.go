@@ -343,7 +343,7 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		index, err := st.txnOps()
 		var sumData []byte
 		if err == nil {
-			sumData, err = marshal(sum)
+			sumData, err = journal.MarshalPlain(sum)
 		}
 		if err != nil {
 			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))

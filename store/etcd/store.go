@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -146,11 +145,11 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 	if !journal.ValidRunID(spec.Run) {
 		return errs.New(errs.InvalidRequest, "%q is not a run id", spec.Run)
 	}
-	data, err := marshal(spec)
+	data, err := journal.MarshalPlain(spec)
 	if err != nil {
 		return errs.New(errs.InvalidRequest, "run %s: its spec is not JSON", spec.Run).Wrap(err)
 	}
-	sum, _ := marshal(journal.NewSummary())
+	sum, _ := journal.MarshalPlain(journal.NewSummary())
 	k := s.keys(spec.Run)
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k.spec()), "=", 0)).
@@ -315,7 +314,7 @@ func (s *Store) Outstanding(ctx context.Context, run string, limit int) (*journa
 // PutAnswer implements store.Store: a key of its own under the run's answers, which the
 // holder reads in the order they were put (their create revisions).
 func (s *Store) PutAnswer(ctx context.Context, run string, a store.Answer) error {
-	data, err := marshal(a)
+	data, err := journal.MarshalPlain(a)
 	if err != nil {
 		return errs.New(errs.InvalidRequest, "the answer is not JSON").Wrap(err)
 	}
@@ -568,7 +567,7 @@ func (l *lease) watch(ctx context.Context, key string, rev int64, fn func(*clien
 
 // Publish implements store.Lease: the status key, put if the holding is still this one.
 func (l *lease) Publish(st *store.Status) {
-	data, err := marshal(st)
+	data, err := journal.MarshalPlain(st)
 	if err != nil {
 		return
 	}
@@ -628,17 +627,4 @@ func (l *lease) Release() error {
 		l.s.mu.Unlock()
 	})
 	return err
-}
-
-// marshal is v's JSON as json.Marshal makes it, but with <, > and & as they are: a result, an
-// input or an answer reads back with the bytes it was given (json.Marshal would escape them
-// inside a json.RawMessage too).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -152,14 +152,14 @@ func (l *lease) answer(conn net.Conn) {
 		if err != nil {
 			return // closed: the reader goes to the file
 		}
-		data, _ := json.Marshal(sum)
+		data, _ := journal.MarshalPlain(sum)
 		w.Write(append(data, '\n'))
 	case "outstanding":
 		out, err := l.j.Outstanding(max(req.Limit, 0))
 		if err != nil {
 			return // closed: the reader goes to the file
 		}
-		data, _ := json.Marshal(out)
+		data, _ := journal.MarshalPlain(out)
 		w.Write(append(data, '\n'))
 	case "rows":
 		from := max(req.From, 1)

@@ -610,11 +610,15 @@ func (r *records) Delete(ctx context.Context, key string) error {
 // writeJSON writes v as a file others read: a temporary name, then a rename; durable fsyncs
 // the file before the rename.
 func writeJSON(path string, v any, durable bool) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := journal.MarshalPlain(v)
 	if err != nil {
 		return err
 	}
-	return writeFile(path, append(data, '\n'), durable)
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, data, "", "  "); err != nil {
+		return err
+	}
+	return writeFile(path, append(indented.Bytes(), '\n'), durable)
 }
 
 func writeFile(path string, data []byte, durable bool) error {

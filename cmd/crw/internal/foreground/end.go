@@ -65,7 +65,8 @@ func PrintEnd(c *cmdutil.Common, end *store.Status) {
 			fmt.Fprintf(w, "  %s: %s\n    crw flow answer %s %s --value JSON\n", d.ID, d.Question, end.Run, d.ID)
 		}
 	default:
-		fmt.Fprintln(c.IO.Out, string(end.Result))
+		// As the journal kept it, maybe escaped (<, > and & as \u003c…): written as it is.
+		fmt.Fprintln(c.IO.Out, cmdutil.Compact(end.Result))
 	}
 }
 
