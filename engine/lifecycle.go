@@ -125,8 +125,10 @@ func (s *Service) List(ctx context.Context) ([]store.Status, error) {
 
 // ListQuery chooses the runs ListPage gives.
 type ListQuery struct {
-	// States keeps the runs in these states (none: every state).
-	States []store.State
+	// States keeps the runs in these states and Statuses those of these statuses, a run kept
+	// when either names it (neither given: every run).
+	States   []store.State
+	Statuses []store.RunStatus
 	// Since keeps the runs that started at or after it (zero: whenever).
 	Since time.Time
 	// Before keeps the runs older than this one (a page's Next; "": the newest on).
@@ -165,7 +167,7 @@ func (s *Service) ListPage(ctx context.Context, q ListQuery) (*ListPage, error) 
 			st = &store.Status{Run: id, State: store.StateUnreadable, Calls: store.Counts{}, Result: json.RawMessage("null"),
 				Error: unreadableError(err)}
 		}
-		if len(q.States) > 0 && !slices.Contains(q.States, st.State) {
+		if (len(q.States) > 0 || len(q.Statuses) > 0) && !slices.Contains(q.States, st.State) && !slices.Contains(q.Statuses, st.Status) {
 			continue
 		}
 		if !q.Since.IsZero() && (st.Started.IsZero() || st.Started.Before(q.Since)) {

@@ -70,3 +70,48 @@ func CheckWait(wait time.Duration) error {
 	}
 	return nil
 }
+
+// AgeFlag is a duration given as Go writes one (30m, 24h) or with days (7d, 1d12h): how old
+// runs are, for list --since and prune --older-than.
+type AgeFlag time.Duration
+
+// maxAge bounds an age: a hundred years, within a time.Duration.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+func (a *AgeFlag) String() string {
+	d := time.Duration(*a)
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// Type implements pflag.Value.
+func (a *AgeFlag) Type() string { return "duration" }
+
+// Set implements pflag.Value.
+func (a *AgeFlag) Set(v string) error {
+	var days time.Duration
+	rest := v
+	if i := strings.Index(v, "d"); i > 0 {
+		n, err := strconv.ParseUint(v[:i], 10, 32)
+		if err != nil || n > uint64(maxAge/(24*time.Hour)) {
+			return fmt.Errorf("%q is not a duration (7d, 24h, 30m)", v)
+		}
+		days, rest = time.Duration(n)*24*time.Hour, v[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil || d < 0 {
+			return fmt.Errorf("%q is not a duration (7d, 24h, 30m)", v)
+		}
+	} else if days == 0 && v != "0d" {
+		return fmt.Errorf("%q is not a duration (7d, 24h, 30m)", v)
+	}
+	if days+d > maxAge {
+		return fmt.Errorf("%q is more than a hundred years", v)
+	}
+	*a = AgeFlag(days + d)
+	return nil
+}

@@ -21,13 +21,17 @@ import (
 // States are the states --status takes.
 var States = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed)}
 
+// Statuses are the statuses --status takes: how a run's last process ended it.
+var Statuses = []string{string(store.RunCompleted), string(store.RunFailed), string(store.RunCancelled), string(store.RunPaused), string(store.RunWaitingDecision)}
+
 // Options are crw flow list's.
 type Options struct {
 	cmdutil.Common
-	States []string
-	Limit  int
-	Since  time.Duration
-	Before string
+	States   []string
+	Statuses []string
+	Limit    int
+	Since    time.Duration
+	Before   string
 }
 
 // DefaultLimit is how many runs a page holds unless --limit says.
@@ -40,34 +44,51 @@ func NewCmdList(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "list",
 		Short: "List the runs in the state folder",
 		Long: `List the runs in the state folder (or on the store --store names), a page of the newest at a
-time shown oldest first: each with its state, its status once it has ended, its calls, when it
-started and its workflow. --status keeps the runs in the states named (running, paused,
-waiting_decision, waiting_resume, ended, crashed; repeatable or comma-separated), --since those
-started within the last D, and --limit the newest N of what is left (100 unless it says; 0: all).
+time, newest first: each with its state, its status once its process ended it, its calls, when
+it started and its workflow. --status keeps the runs whose STATUS column says one of the
+statuses named (completed, failed, cancelled, paused, waiting_decision) or whose STATE column
+says one of the states named (running, paused, waiting_decision, waiting_resume, ended,
+crashed), repeatable or comma-separated; --since those started within the last D (7d, 24h, 30m),
+and --limit the newest N of what is left (100 unless it says; 0: all).
 When older runs are left, the command that lists the next page is said on stderr (with --json,
 "next" is the run to give --before; null when none is left); a page costs the reads of its own
 runs, however many the store holds.`,
 		Example: `  crw flow list
   crw flow list --status running,paused --since 24h
+  crw flow list --status failed --since 7d
   crw flow list --limit 5 --json
   crw flow list --before 20261130-052301-a1b2c3`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runList),
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&opts.States, "status", nil, "keep the runs in these states: "+strings.Join(States, ", "))
+	fl.StringSliceVar(&opts.Statuses, "status", nil, "keep the runs of these statuses ("+strings.Join(Statuses, ", ")+") or states ("+strings.Join(States, ", ")+")")
 	fl.IntVar(&opts.Limit, "limit", DefaultLimit, "the newest N runs only (0: all)")
 	fl.StringVar(&opts.Before, "before", "", "the runs older than this one only: the next page")
-	fl.DurationVar(&opts.Since, "since", 0, "the runs started within this long only (24h, 30m)")
+	fl.Var((*cmdutil.AgeFlag)(&opts.Since), "since", "the runs started within this long only (7d, 24h, 30m)")
 	return cmd
 }
 
 func runList(opts *Options) error {
-	for _, s := range opts.States {
-		if !slices.Contains(States, s) && s != string(store.StateUnreadable) {
-			return errs.New(errs.InvalidRequest, "--status %q: one of %s", s, strings.Join(States, ", "))
+	// paused and waiting_decision are a state and a status alike: a run in the one has the other.
+	states := slices.Clone(opts.States)
+	var statuses []store.RunStatus
+	for _, s := range opts.Statuses {
+		switch {
+		case slices.Contains(States, s) || s == string(store.StateUnreadable):
+			states = append(states, s)
+		case slices.Contains(Statuses, s):
+			statuses = append(statuses, store.RunStatus(s))
+		default:
+			return errs.New(errs.InvalidRequest, "--status %q: a status (%s) or a state (%s)", s, strings.Join(Statuses, ", "), strings.Join(States, ", "))
 		}
 	}
+	for _, s := range opts.States {
+		if !slices.Contains(States, s) && s != string(store.StateUnreadable) {
+			return errs.New(errs.InvalidRequest, "--status %q: a status (%s) or a state (%s)", s, strings.Join(Statuses, ", "), strings.Join(States, ", "))
+		}
+	}
+
 	if opts.Limit < 0 || opts.Since < 0 {
 		return errs.New(errs.InvalidRequest, "--limit and --since must not be negative")
 	}
@@ -78,8 +99,8 @@ func runList(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	q := engine.ListQuery{Limit: opts.Limit, Before: opts.Before}
-	for _, s := range opts.States {
+	q := engine.ListQuery{Limit: opts.Limit, Before: opts.Before, Statuses: statuses}
+	for _, s := range states {
 		q.States = append(q.States, store.State(s))
 	}
 	if opts.Since > 0 {
@@ -89,6 +110,7 @@ func runList(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	slices.Reverse(page.Runs) // newest first
 	var next *string
 	if page.Next != "" {
 		next = &page.Next
@@ -109,11 +131,11 @@ func runList(opts *Options) error {
 // nextCommand is the command line that lists the page after this one.
 func nextCommand(opts *Options, before string) string {
 	cmd := "crw flow list --before " + before
-	if len(opts.States) > 0 {
-		cmd += " --status " + strings.Join(opts.States, ",")
+	if names := append(slices.Clone(opts.States), opts.Statuses...); len(names) > 0 {
+		cmd += " --status " + strings.Join(names, ",")
 	}
 	if opts.Since > 0 {
-		cmd += " --since " + opts.Since.String()
+		cmd += " --since " + (*cmdutil.AgeFlag)(&opts.Since).String()
 	}
 	if opts.Limit != DefaultLimit {
 		cmd += fmt.Sprintf(" --limit %d", opts.Limit)

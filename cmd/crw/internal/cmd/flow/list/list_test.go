@@ -16,10 +16,10 @@ import (
 func TestNewCmdList(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
-	opts, err := cmdtest.Parse(t, e, NewCmdList, "--status", "running,paused", "--status", "ended", "--since", "24h", "--limit", "5")
+	opts, err := cmdtest.Parse(t, e, NewCmdList, "--status", "running,paused", "--status", "failed", "--since", "7d", "--limit", "5")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"running", "paused", "ended"}, opts.States)
-	assert.Equal(t, 24*time.Hour, opts.Since)
+	assert.Equal(t, []string{"running", "paused", "failed"}, opts.Statuses)
+	assert.Equal(t, 7*24*time.Hour, opts.Since)
 	assert.Equal(t, 5, opts.Limit)
 
 	_, err = cmdtest.Parse(t, e, NewCmdList, "extra")
@@ -30,7 +30,9 @@ func TestListRefusesAStateItDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	err := runList(&Options{Common: e.Common(), States: []string{"done"}})
-	assert.EqualError(t, err, `invalid_request: --status "done": one of running, paused, waiting_decision, waiting_resume, ended, crashed`)
+	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed)`)
+	err = runList(&Options{Common: e.Common(), Statuses: []string{"done"}})
+	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed)`)
 	err = runList(&Options{Common: e.Common(), Limit: -1})
 	assert.EqualError(t, err, "invalid_request: --limit and --since must not be negative")
 }
@@ -57,7 +59,7 @@ func TestListOfOneRun(t *testing.T) {
 }
 
 // TestListPages: five runs listed two at a time: each page the newest runs older than the
-// page before, oldest first; the command that lists the next page said on stderr (with --json,
+// page before, newest first; the command that lists the next page said on stderr (with --json,
 // "next"), none after the last; every run listed once.
 func TestListPages(t *testing.T) {
 	t.Parallel()
@@ -75,7 +77,7 @@ func TestListPages(t *testing.T) {
 	e.JSON = true
 	var seen []string
 	before := ""
-	for i, want := range [][]string{ids[3:5], ids[1:3], ids[0:1]} {
+	for i, want := range [][]string{{ids[4], ids[3]}, {ids[2], ids[1]}, {ids[0]}} {
 		e.Out.Reset()
 		require.NoError(t, runList(&Options{Common: e.Common(), Limit: 2, Before: before}))
 		var got page
@@ -88,7 +90,7 @@ func TestListPages(t *testing.T) {
 		seen = append(seen, runs...)
 		if i < 2 {
 			require.NotNil(t, got.Next, "page %d", i+1)
-			assert.Equal(t, want[0], *got.Next)
+			assert.Equal(t, want[len(want)-1], *got.Next, "the oldest of the page")
 			before = *got.Next
 		} else {
 			assert.Nil(t, got.Next, "the last page")
@@ -103,7 +105,40 @@ func TestListPages(t *testing.T) {
 	require.NoError(t, runList(&Options{Common: e.Common(), Limit: 2, States: []string{"ended"}}))
 	assert.Equal(t, "crw: older runs: crw flow list --before "+ids[3]+" --status ended --limit 2\n", e.ErrOut.String())
 	assert.Len(t, strings.Split(strings.TrimSpace(e.Out.String()), "\n"), 3, "a header and two runs")
+	e.ErrOut.Reset()
+	require.NoError(t, runList(&Options{Common: e.Common(), Limit: 2, Statuses: []string{"completed"}, Since: 7 * 24 * time.Hour}))
+	assert.Equal(t, "crw: older runs: crw flow list --before "+ids[3]+" --status completed --since 7d --limit 2\n", e.ErrOut.String())
 
 	err := runList(&Options{Common: e.Common(), Before: "../x"})
 	assert.EqualError(t, err, `invalid_request: --before "../x": a run id (like 20261130-052301-a1b2c3)`)
+}
+
+// TestListByStatus: --status keeps the runs whose STATUS column says it (a failed run, not the
+// completed one), or whose STATE column does (a state's name), either naming it enough.
+func TestListByStatus(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	done := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer).Run
+	failed := e.Run(t, `export default function main() { throw new Error("no"); }`, "").Run
+	e.JSON = true
+	list := func(opts Options) []string {
+		t.Helper()
+		e.Out.Reset()
+		opts.Common = e.Common()
+		require.NoError(t, runList(&opts))
+		var got struct {
+			Runs []struct{ Run, Status string }
+		}
+		require.NoError(t, json.Unmarshal(e.Out.Bytes(), &got), e.Out.String())
+		var ids []string
+		for _, r := range got.Runs {
+			ids = append(ids, r.Run)
+		}
+		return ids
+	}
+	assert.Equal(t, []string{failed}, list(Options{Statuses: []string{"failed"}}))
+	assert.Equal(t, []string{done}, list(Options{Statuses: []string{"completed"}}))
+	assert.Equal(t, []string{failed, done}, list(Options{Statuses: []string{"ended"}}), "a state, newest first")
+	assert.Empty(t, list(Options{Statuses: []string{"cancelled"}}))
+	assert.Equal(t, []string{failed}, list(Options{Statuses: []string{"running", "failed"}}), "a state or a status")
 }

@@ -44,13 +44,13 @@ journals and every file of them, their worktrees and, unless --keep-refs, their 
 repositories. A run a process holds is never removed. A run that can still go
 on (paused, waiting for a decision, crashed) is kept unless --unfinished. --dry-run lists what
 would go and removes nothing.`,
-		Example: `  crw flow prune --older-than 720h
+		Example: `  crw flow prune --older-than 30d
   crw flow prune --older-than 24h --unfinished --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runPrune),
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.OlderThan, "older-than", 0, "remove the runs started longer ago than this (720h)")
+	fl.Var((*cmdutil.AgeFlag)(&opts.OlderThan), "older-than", "remove the runs started longer ago than this (30d, 720h)")
 	fl.BoolVar(&opts.Unfinished, "unfinished", false, "remove runs that could still go on too (paused, waiting, crashed)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "list what would go; remove nothing")
 	fl.BoolVar(&opts.Delete.KeepRefs, "keep-refs", false, "keep the runs' refs (refs/crw/flow/RUN/) in their repositories")
@@ -59,7 +59,7 @@ would go and removes nothing.`,
 
 func runPrune(opts *Options) error {
 	if opts.OlderThan <= 0 {
-		return errs.New(errs.InvalidRequest, "prune: --older-than D is required, more than 0 (720h, 30m)")
+		return errs.New(errs.InvalidRequest, "prune: --older-than D is required, more than 0 (30d, 720h, 30m)")
 	}
 	svc, err := opts.Service()
 	if err != nil {

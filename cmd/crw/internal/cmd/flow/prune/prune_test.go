@@ -25,7 +25,7 @@ func TestPruneNeedsADuration(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	err := runPrune(&Options{Common: e.Common()})
-	assert.EqualError(t, err, "invalid_request: prune: --older-than D is required, more than 0 (720h, 30m)")
+	assert.EqualError(t, err, "invalid_request: prune: --older-than D is required, more than 0 (30d, 720h, 30m)")
 }
 
 func TestPruneKeepsARunYoungerThanD(t *testing.T) {
