@@ -38,7 +38,7 @@ func NewCmdPrune(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than D",
-		Short: "Remove the runs that ended longer ago than D",
+		Short: "Remove the ended runs that started longer ago than D",
 		Long: `Remove the runs of the state folder that started longer ago than D and have ended, with their
 journals and every file of them, their worktrees and, unless --keep-refs, their refs in their
 repositories. A run a process holds is never removed. A run that can still go
@@ -81,7 +81,7 @@ func runPrune(opts *Options) error {
 	}
 	opts.Outcome.AuditDetail = fmt.Sprintf("%d runs deleted: %v", len(gone), gone)
 	opts.Print(map[string]any{"runs": out, "dry_run": opts.DryRun}, func(w io.Writer) {
-		printPruned(w, out)
+		printPruned(w, out, opts.DryRun)
 	})
 	return nil
 }
@@ -116,7 +116,7 @@ func prune(opts *Options, svc *engine.Service) ([]pruned, error) {
 	return out, nil
 }
 
-func printPruned(w io.Writer, out []pruned) {
+func printPruned(w io.Writer, out []pruned, dryRun bool) {
 	n := 0
 	for _, p := range out {
 		switch {
@@ -126,8 +126,21 @@ func printPruned(w io.Writer, out []pruned) {
 		case p.Kept != "":
 			fmt.Fprintf(w, "kept    %s (%s): %s\n", p.Run, p.State, p.Kept)
 		default:
+			n++
 			fmt.Fprintf(w, "would delete %s (%s)\n", p.Run, p.State)
 		}
 	}
-	fmt.Fprintf(w, "%d runs deleted\n", n)
+	if dryRun {
+		fmt.Fprintf(w, "%s would be deleted; nothing was (--dry-run)\n", runs(n))
+		return
+	}
+	fmt.Fprintf(w, "%s deleted\n", runs(n))
+}
+
+// runs is n runs, in words.
+func runs(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }

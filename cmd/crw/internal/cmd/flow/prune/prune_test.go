@@ -46,3 +46,16 @@ func TestPruneDeletesAnEndedRun(t *testing.T) {
 	assert.Equal(t, `{"dry_run":false,"runs":[{"run":"`+end.Run+`","state":"ended","deleted":true}]}`+"\n", e.Out.String())
 	assert.Equal(t, "1 runs deleted: ["+end.Run+"]", e.Factory.Outcome.AuditDetail)
 }
+
+// TestPruneDryRunSaysWhatWouldGo: --dry-run lists the runs it would delete, says how many, and
+// deletes none.
+func TestPruneDryRunSaysWhatWouldGo(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond, DryRun: true}))
+	assert.Equal(t, "would delete "+end.Run+" (ended)\n1 run would be deleted; nothing was (--dry-run)\n", e.Out.String())
+	e.Out.Reset()
+	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond}))
+	assert.Equal(t, "deleted "+end.Run+" (ended)\n1 run deleted\n", e.Out.String(), "the dry run deleted nothing")
+}
