@@ -2,7 +2,9 @@ package show
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
@@ -96,6 +98,18 @@ func writePage(opts *Options, mode os.FileMode, rows []journal.Row, view htmlvie
 	}
 	if err := cmdutil.WriteWhole(opts.Output, b.Bytes(), mode); err != nil {
 		return errs.New(errs.CapabilityUnavailable, "-o %s: cannot write: %v", opts.Output, err)
+	}
+	if !opts.told {
+		opts.told = true
+		where := opts.Output
+		if abs, err := filepath.Abs(where); err == nil {
+			where = abs
+		}
+		what := "rewritten until the run ends"
+		if !view.Live {
+			what = "open it in a browser"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "crw: wrote %s (%s)\n", where, what)
 	}
 	return nil
 }

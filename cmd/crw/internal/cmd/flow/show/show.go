@@ -29,6 +29,8 @@ type Options struct {
 	ModeSet bool
 	Trace   string
 	Follow  bool
+	// told: where the page went was said (once, however often --follow rewrites it).
+	told bool
 }
 
 // NewCmdShow is crw flow show; runF, when not nil, runs in place of the command.
