@@ -20,12 +20,19 @@ type RunOutput struct {
 	Result json.RawMessage `json:"result"`
 	Error  any             `json:"error"`
 	Calls  store.Counts    `json:"calls"`
+	// Decisions are what a run waiting for a decision waits for (each answered with crw flow
+	// answer RUN ID); Paused what paused a paused run.
+	Decisions []journal.PendingDecision `json:"decisions,omitempty"`
+	Paused    *journal.Paused           `json:"paused,omitempty"`
 }
 
 // PrintEnd prints a run's end as crw flow run does.
 func PrintEnd(c *cmdutil.Common, end *store.Status) {
 	if c.JSON {
-		out := RunOutput{Run: &end.Run, Status: string(end.Status), Result: end.Result, Calls: end.Calls}
+		out := RunOutput{Run: &end.Run, Status: string(end.Status), Result: end.Result, Calls: end.Calls, Paused: end.Paused}
+		if end.Status == store.RunWaitingDecision {
+			out.Decisions = end.Decisions
+		}
 		if out.Result == nil {
 			out.Result = json.RawMessage("null")
 		}
