@@ -103,8 +103,11 @@ func (m *module) namedImports(file string, src []byte) {
 				off += len(part) + 1
 				continue
 			}
-			if strings.HasPrefix(name[0], "type") && len(name) > 1 {
-				name = name[1:] // TypeScript: import { type X } names a type
+			if name[0] == "type" && len(name) > 1 {
+				// TypeScript: import { type X } names a type, which compiles to nothing: tsc
+				// checks it, against crw's typings.
+				off += len(part) + 1
+				continue
 			}
 			if !slices.Contains(exported[spec], name[0]) {
 				hint := ""

@@ -90,3 +90,20 @@ func TestANamedImportCrwDoesNotExportIsFoundAtTheImport(t *testing.T) {
 		`4:3 the module crw:agent has no export "nope"`,
 	}, got)
 }
+
+// TestTypeImportsAreNoExports: TypeScript's inline type imports (import { agent, type
+// CallResult } from "crw:agent", import crw, { type Verdict } from "crw") name types, which
+// compile to nothing: no finding; a name that only starts with "type" is still checked.
+func TestTypeImportsAreNoExports(t *testing.T) {
+	t.Parallel()
+	c := lint.New(strict)
+	wf, err := filepath.Abs("testdata/wf/typed.ts")
+	require.NoError(t, err)
+	_, _ = vm.New(vm.Config{Workflow: wf, Host: runtimetest.NewHost(), Lint: c, Context: context.Background()})
+	found, _ := c.Findings()
+	var got []string
+	for _, f := range found {
+		got = append(got, fmt.Sprintf("%d:%d %s", f.Line, f.Col, f.Message))
+	}
+	assert.Equal(t, []string{`3:10 the module crw:agent has no export "typeOf"`}, got)
+}
