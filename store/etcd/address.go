@@ -83,7 +83,7 @@ func ParseAddress(s string) (Address, error) {
 	prefix, err := url.PathUnescape(path)
 	prefix = strings.TrimSuffix(prefix, "/")
 	if err != nil || prefix == "" || strings.HasPrefix(prefix, "/") || strings.ContainsAny(prefix, "\x00\n") ||
-		strings.Contains("/"+prefix+"/", "/../") || strings.Contains("/"+prefix+"/", "/./") || strings.Contains(prefix, "//") {
+		strings.Contains("/"+prefix+"/", "/../") || strings.Contains("/"+prefix+"/", "/./") || strings.Contains("/"+prefix+"/", "//") {
 		return a, fmt.Errorf("%s://…: the prefix %q is not a path like /team/crw", Scheme, path)
 	}
 	a.Prefix = "/" + prefix

@@ -48,6 +48,7 @@ func TestParseAddressRefuses(t *testing.T) {
 		{"etcd://a:2379/", "prefix"},
 		{"etcd://a:2379/x/../y", "prefix"},
 		{"etcd://a:2379/x//y", "prefix"},
+		{"etcd://a:2379/x//", "prefix"},
 		{"etcd://a:2379/x%00y", "prefix"},
 		{"etcd://a:2379/x%zz", "prefix"},
 		{"etcd://a:2379/crw?tls=yes", "tls is 1 or 0"},
