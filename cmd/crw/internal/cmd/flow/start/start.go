@@ -35,12 +35,12 @@ func NewCmdStart(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Short: "Start a workflow in its own process and return at once",
 		Long: `Start a workflow in a detached process of its own and print the run's id.
 
-The run goes on after this command returns; watch it with crw flow follow RUN or
-crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.
-
 A started run is a session run unless --backend says otherwise: its calls are taken by role
 subagents of the Codex session it is started from (CODEX_THREAD_ID, or --owner THREAD). Outside
 one, give --backend fake (offline) or --backend app-server.
+
+The run goes on after this command returns; watch it with crw flow follow RUN or
+crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.
 
 --queue creates the run and starts no process: a worker (crw worker, on any host of the store)
 takes it, or crw flow resume RUN runs it here.`,
