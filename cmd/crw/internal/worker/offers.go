@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend/appserver"
 	"github.com/crw-dev/crw/engine/backend/codex"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -93,23 +93,17 @@ func (o Offers) Serves(ctx context.Context, spec *store.Spec) string {
 		}
 		check, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(check, "git", "-C", spec.Repo, "cat-file", "-e", spec.HeadCommit+"^{commit}")
-		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Sprintf("the run works in the repository %s at commit %s, which this host does not have (git: %s)",
-				spec.Repo, spec.HeadCommit, strings.TrimSpace(lastOf(string(out), err)))
+		repo, err := workspace.Open(check, spec.Repo)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("the run works in the repository %s, which this host does not have: %v", spec.Repo, err)
+		case repo.Dir != spec.Repo:
+			return fmt.Sprintf("the run works in the repository %s, which is no checkout's top level on this host (it is in %s)", spec.Repo, repo.Dir)
+		case !repo.Has(check, spec.HeadCommit+"^{commit}"):
+			return fmt.Sprintf("the run works in the repository %s at commit %s, which this host does not have", spec.Repo, spec.HeadCommit)
 		}
 	}
 	return ""
-}
-
-// lastOf is a command's last line of output, or its error when it printed none.
-func lastOf(out string, err error) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if l := lines[len(lines)-1]; l != "" {
-		return l
-	}
-	return err.Error()
 }
 
 // ID names a worker among those of a store: its host's name and a digest of its state folder

@@ -70,6 +70,9 @@ func TestWhatAHostServes(t *testing.T) {
 	inRepo := &store.Spec{Backend: "fake", Repo: repo, HeadCommit: head}
 	otherCommit := &store.Spec{Backend: "fake", Repo: repo, HeadCommit: strings.Repeat("1", 40)}
 	elsewhere := &store.Spec{Backend: "fake", Repo: filepath.Join(repo, "gone"), HeadCommit: head}
+	require.NoError(t, os.Mkdir(filepath.Join(repo, "sub"), 0o755))
+	inside := &store.Spec{Backend: "fake", Repo: filepath.Join(repo, "sub"), HeadCommit: head}
+	hostile := &store.Spec{Backend: "fake", Repo: repo, HeadCommit: "--output=" + filepath.Join(repo, "written")}
 	codexRun := &store.Spec{Backend: "app-server", BackendOptions: map[string]string{"codex": fakeBin}}
 	noCodex := &store.Spec{Backend: "app-server", BackendOptions: map[string]string{"codex": filepath.Join(repo, "no-codex")}}
 	for _, tt := range []struct {
@@ -84,6 +87,8 @@ func TestWhatAHostServes(t *testing.T) {
 		{"a repository not offered", Offers{Repos: []string{"/src/other"}}, inRepo, "which this worker does not offer (--offers repo:/src/other)"},
 		{"a commit the repository lacks", AutoOffers, otherCommit, "at commit 1111111111111111111111111111111111111111, which this host does not have"},
 		{"a repository not on this host", AutoOffers, elsewhere, "which this host does not have"},
+		{"a folder inside a repository", AutoOffers, inside, "which is no checkout's top level on this host"},
+		{"a commit that reads as an option", AutoOffers, hostile, "which this host does not have"},
 		{"codex, offered and found", Offers{Codex: true}, codexRun, ""},
 		{"codex not offered", Offers{AnyRepo: true}, codexRun, "needs codex (the app-server backend), which this worker does not offer (--offers repo:*)"},
 		{"codex offered, not on this host", AutoOffers, noCodex, "this host has none"},
@@ -95,6 +100,7 @@ func TestWhatAHostServes(t *testing.T) {
 			assert.Contains(t, got, tt.says, tt.name)
 		}
 	}
+	assert.NoFileExists(t, filepath.Join(repo, "written"), "a spec's commit is never an option to git")
 }
 
 func TestAWorkerIDIsARecordKey(t *testing.T) {
