@@ -3,7 +3,6 @@ package sim_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,27 +31,5 @@ func TestSeedsOnEtcd(t *testing.T) {
 	if *seeds > 0 {
 		first, n = *from, *seeds
 	}
-	began := time.Now()
-	tmp := simTmp(t)
-	var fig figures
-	next := make(chan uint64)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range next {
-				fig.add(runSeedOn(t, tmp, s, stores))
-			}
-		}()
-	}
-	for s := first; s < first+uint64(n); s++ {
-		if *limit > 0 && time.Since(began) > *limit {
-			break
-		}
-		next <- s
-	}
-	close(next)
-	wg.Wait()
-	t.Logf("seeds from %d on etcd, in %v; %s", first, time.Since(began).Round(time.Second), fig.String())
+	runSeeds(t, first, n, 4, stores)
 }

@@ -30,20 +30,25 @@ func TestSeeds(t *testing.T) {
 	if *seeds > 0 {
 		first, n = *from, *seeds
 	}
+	runSeeds(t, first, n, runtime.GOMAXPROCS(0)*3, sim.MemStore)
+}
+
+// runSeeds runs n seeds from first (for -sim.time at most), workers at a time, on the stores
+// stores makes, and logs what they did.
+func runSeeds(t *testing.T, first uint64, n, workers int, stores func(string) (sim.Store, error)) {
 	began := time.Now()
 	next := make(chan uint64)
 	var ran atomic.Int64
 	var fig figures
 	tmp := simTmp(t)
 	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0) * 3
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for s := range next {
 				done := ran.Add(1)
-				fig.add(runSeed(t, tmp, s))
+				fig.add(runSeedOn(t, tmp, s, stores))
 				if *seeds > 0 && done%1000 == 0 {
 					// A long run says how far it got, so one stopped early still has figures.
 					t.Logf("progress: %d seeds started by %v (the newest %d); %s", done, time.Since(began).Round(time.Second), s, fig.String())

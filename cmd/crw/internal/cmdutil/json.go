@@ -20,13 +20,11 @@ func WriteJSON(w io.Writer, v any) {
 
 // MarshalJSON is v's JSON as WriteJSON writes it, without the line's end.
 func MarshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := journal.MarshalPlain(v)
+	if err != nil {
 		return nil, err
 	}
-	return journal.UnescapeHTML(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	return journal.UnescapeHTML(b), nil
 }
 
 // Compact is a JSON value on one line, unescaped as WriteJSON writes it.
