@@ -112,10 +112,6 @@ func (f *figures) String() string {
 // git's checkouts of a scratch repository of some size take seconds on a slow disk.
 func simTmp(t *testing.T) string { return enginetest.FastTmp(t, "CRW_SIM_TMP", "crw-sim-") }
 
-func runSeed(t *testing.T, tmp string, s uint64) *sim.Report {
-	return runSeedOn(t, tmp, s, sim.MemStore)
-}
-
 // runSeedOn runs a seed's case on the stores that stores makes.
 func runSeedOn(t *testing.T, tmp string, s uint64, stores func(string) (sim.Store, error)) *sim.Report {
 	c := sim.Generate(s)
