@@ -334,6 +334,13 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 // reports it: a run held by a live process, a run that has ended, a spec that is not valid or
 // disagrees with the journal's started row, a recorded environment that cannot be used.
 func (s *Service) CheckResumable(ctx context.Context, run string) error {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return err
+	}
+	if err := s.OnThisHost(spec); err != nil {
+		return err
+	}
 	if _, held, err := s.Store.Published(ctx, run); err != nil {
 		return err
 	} else if held {
@@ -345,10 +352,6 @@ func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	}
 	if st.State == store.StateEnded {
 		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status)
-	}
-	spec, err := s.Store.Spec(ctx, run)
-	if err != nil {
-		return err
 	}
 	started, err := s.startedRow(ctx, run)
 	if err != nil {
@@ -385,6 +388,11 @@ const StartTimeout = 30 * time.Second
 func (s *Service) Start(ctx context.Context, run string) (pid int, err error) {
 	if s.Launcher == nil {
 		return 0, errs.New(errs.CapabilityUnavailable, "this process cannot start a run's process")
+	}
+	if spec, err := s.Store.Spec(ctx, run); err == nil {
+		if err := s.OnThisHost(spec); err != nil {
+			return 0, err
+		}
 	}
 	env, err := s.Env(ctx, run)
 	if err != nil {

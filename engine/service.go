@@ -52,6 +52,13 @@ type Service struct {
 	// FollowEvery and FollowWatched are Follow's intervals when not 0 (FollowEvery,
 	// FollowWatched): a test that must see Follow move on changes alone sets them long.
 	FollowEvery, FollowWatched time.Duration
+	// Host is this host's id among those that share the store (ops.HostID): a run created on a
+	// shared store on a backend whose runs are bound to their host is tied to it, and another
+	// host's service refuses to go on with it.
+	Host string
+	// StateDir is this host's state folder, where session runs' owner bindings are; "" is the
+	// one a run's folder is in (<state>/flow/<run>), none for another folder.
+	StateDir string
 }
 
 // replayBudget is the budget of the service's readings of journals (ReplayBudget).
@@ -113,6 +120,12 @@ func (s *Service) Validate(ctx context.Context, opts CreateOptions) (map[string]
 func (s *Service) Create(ctx context.Context, opts CreateOptions) (string, error) {
 	if sh, ok := s.Store.(store.Shared); ok && sh.Shared() {
 		opts.KeepCode = true // a process of any host may go on with the run
+		if d, err := s.Backends.Lookup(opts.Backend); err == nil && d.HostBound {
+			if s.Host == "" {
+				return "", errs.New(errs.CapabilityUnavailable, "a run on the %s backend is tied to its host, and this process does not know its host's id", opts.Backend)
+			}
+			opts.Host = s.Host
+		}
 	}
 	spec, err := runspec.Make(ctx, opts, s.Backends, s.Store)
 	if err != nil {
@@ -139,6 +152,9 @@ func (s *Service) Execute(ctx context.Context, run string, x ExecOptions) (*stor
 func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.OnThisHost(spec); err != nil {
 		return nil, err
 	}
 	lease, err := s.Store.Acquire(ctx, run)
@@ -183,7 +199,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if be == nil {
 		be, err = s.Backends.Open(spec.Backend, backend.Config{
 			Run: run, Options: spec.BackendOptions, Cwd: spec.Cwd, Env: spec.Env, Dir: lease.Dir(), Warn: warnings.Warn,
-			Report: warnings.Report, Process: process, State: stateOf(lease.Dir()), Roles: spec.Roles, Live: s.live,
+			Report: warnings.Report, Process: process, State: s.stateOf(lease.Dir()), Roles: spec.Roles, Live: s.live,
 		})
 		if err != nil {
 			return nil, err
@@ -441,8 +457,22 @@ func (s *Service) rowSource(ctx context.Context, run string) replay.Source {
 	}
 }
 
-// stateOf is the state folder of a run folder <state>/flow/<run>, "" for another.
-func stateOf(runDir string) string {
+// OnThisHost refuses a run tied to another host (store.Spec.Host): its steps, replies and
+// owner binding are in that host's state folder, which no process here can reach.
+func (s *Service) OnThisHost(spec *store.Spec) error {
+	if spec.Host == "" || spec.Host == s.Host {
+		return nil
+	}
+	return errs.New(errs.InvalidRequest, "run %s is a %s run of the host %s: its steps and its owner's binding are in that host's state folder", spec.Run, spec.Backend, spec.Host).
+		Next("run crw on the host " + spec.Host + " (its state folder and this store) to go on with it or to answer its steps")
+}
+
+// stateOf is the state folder of a run whose folder on this host is runDir: StateDir, else
+// the one of <state>/flow/<run>, "" for another.
+func (s *Service) stateOf(runDir string) string {
+	if s.StateDir != "" {
+		return s.StateDir
+	}
 	if runDir == "" || filepath.Base(filepath.Dir(runDir)) != "flow" {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"unicode/utf8"
 )
 
@@ -176,6 +177,8 @@ type Error struct {
 
 	cause error
 	field *FieldError
+	// nextNaming is the next action with the request's fields written {FIELD} (NextNaming).
+	nextNaming string
 }
 
 func (e *Error) Error() string {
@@ -235,6 +238,26 @@ func (e *Error) Next(action string) *Error {
 	e.Diagnostic.NextAction = Bound(action)
 	return e
 }
+
+// NextNaming is Next with fields of the request in action, each written {FIELD}: called by
+// the field's own name here, by its front end's name once Named (a flag, a tool's argument).
+func (e *Error) NextNaming(action string) *Error {
+	e.nextNaming = action
+	return e.Next(nameFields(action, func(string) string { return "" }))
+}
+
+// nameFields is action with each {FIELD} called as name calls it, else FIELD.
+func nameFields(action string, name func(field string) string) string {
+	return fieldRef.ReplaceAllStringFunc(action, func(ref string) string {
+		field := ref[1 : len(ref)-1]
+		if n := name(field); n != "" {
+			return n
+		}
+		return field
+	})
+}
+
+var fieldRef = regexp.MustCompile(`\{[a-z_.]+\}`)
 
 // As lets errors.As find the FieldError an error about a field carries.
 func (e *Error) As(target any) bool {

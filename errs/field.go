@@ -51,16 +51,26 @@ func FieldOf(err error) *FieldError {
 // Named is err with its field called as name calls it (a flag, a tool's argument): a copy of
 // its Error whose detail names the field so, the rest (code, diagnostic, cause, field) kept.
 // err is returned as it is when it is about no field, or name has no name for it ("").
+//
+// The fields its next action names (NextNaming) are called so too.
 func Named(err error, name func(field string) string) error {
 	e, ok := As(err)
-	if !ok || e.field == nil {
+	if !ok || (e.field == nil && e.nextNaming == "") {
 		return err
 	}
-	n := name(e.field.Field)
-	if n == "" {
+	c, named := *e, false
+	if e.field != nil {
+		if n := name(e.field.Field); n != "" {
+			c.Detail, named = Bound(e.field.Detail(n)), true
+		}
+	}
+	if e.nextNaming != "" && e.Diagnostic != nil {
+		d := *e.Diagnostic
+		d.NextAction = Bound(nameFields(e.nextNaming, name))
+		c.Diagnostic, named = &d, true
+	}
+	if !named {
 		return err
 	}
-	c := *e
-	c.Detail = Bound(e.field.Detail(n))
 	return &c
 }

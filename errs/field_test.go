@@ -63,3 +63,18 @@ func TestAFieldErrorNamesItsFieldAsTheCallerDoes(t *testing.T) {
 	assert.True(t, strings.HasPrefix(renamed.Detail, "--input: xxx"))
 	assert.LessOrEqual(t, len(renamed.Detail), errs.MaxDetail+40)
 }
+
+// TestANextActionNamesFieldsAsTheCallerDoes: a next action that names other fields of the
+// request (NextNaming) reads them by their own names until Named calls them as the caller
+// does, in a copy; a field the caller has no name for keeps its own.
+func TestANextActionNamesFieldsAsTheCallerDoes(t *testing.T) {
+	t.Parallel()
+	err := errs.New(errs.CapabilityUnavailable, "no owner").NextNaming("{backend} fake (offline), or {backend} app-server; {limits.deadline} 1h")
+	assert.Equal(t, "backend fake (offline), or backend app-server; limits.deadline 1h", err.Diagnostic.NextAction)
+	flags := func(f string) string { return map[string]string{"backend": "--backend"}[f] }
+	got, ok := errs.As(errs.Named(fmt.Errorf("create: %w", err), flags))
+	require.True(t, ok)
+	assert.Equal(t, "--backend fake (offline), or --backend app-server; limits.deadline 1h", got.Diagnostic.NextAction)
+	assert.Equal(t, "backend fake (offline), or backend app-server; limits.deadline 1h", err.Diagnostic.NextAction, "the engine's error is not changed")
+	assert.Equal(t, "no owner", got.Detail)
+}

@@ -281,8 +281,12 @@ type Spec struct {
 	// CodeKept: every process of the run loads its workflow from Files (or a resume change's
 	// files), as the store keeps them, never from the disk of the host it runs on: the run's
 	// code travels with it (a queued run, a run on a cluster a worker of any host may take).
-	CodeKept bool              `json:"code_kept,omitempty"`
-	Env      map[string]string `json:"env,omitempty"`
+	CodeKept bool `json:"code_kept,omitempty"`
+	// Host is the host the run is tied to (a session run on a shared store: its steps, its
+	// replies and its owner's binding are in that host's state folder), by its id; "" for a run
+	// a process of any host may go on with.
+	Host string            `json:"host,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
 	// The run's repository (docs/workspaces.md): its top level, the head its calls start
 	// from as given (--head) and the commit that named when the run was created. A run without
 	// one has Repo "".

@@ -17,8 +17,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine/backend/session/bus"
+	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/etcdtest"
+	"github.com/crw-dev/crw/internal/mockmodel"
+	"github.com/crw-dev/crw/journal"
 )
 
 // TestARunOnEtcdGoesOnOnAnotherHost: with --store etcd://…, a run lives on the cluster. Host
@@ -158,23 +163,82 @@ export default async function main() {
 	_, err := os.Stat(filepath.Join(hostA, "etcd", started.Run, "process.log"))
 	assert.NoError(t, err, "the process's log is in its folder on host A")
 
-	res = durableCrw(t, hostA, nil, "--store", address, "flow", "start", wf, "--no-repo")
-	assert.Equal(t, 2, res.exit, res.stdout+res.stderr)
-	assert.Contains(t, res.stderr, "this command works on runs in the state folder; the store is "+address+", where a session run")
+	// A session run with no owner is refused as in a state folder, creating nothing.
+	res = durableCrw(t, hostA, []string{"CODEX_THREAD_ID="}, "--store", address, "flow", "start", wf, "--no-repo")
+	assert.Equal(t, 1, res.exit, res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "capability_unavailable (owner_missing)")
 	res = durableCrw(t, hostB, []string{"CRW_STORE=" + address}, "flow", "list", "--json")
 	require.Equal(t, 0, res.exit, res.stderr)
 	var list struct{ Runs []struct{ Run string } }
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
 	assert.Len(t, list.Runs, 1, "the refused start created no run")
+}
 
+// TestASessionRunOnEtcdIsTiedToItsOwnersHost: a session run started on an etcd store from
+// host A keeps its steps and its owner's binding in A's state folder, is tied to A (its spec
+// names A's id), goes on there to its end, and is refused by host B's next and resume, which
+// name host A, while B reads its status from the cluster.
+func TestASessionRunOnEtcdIsTiedToItsOwnersHost(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	address := "etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/team/crw"
+	r := newOwnerRig(t, `{"answers": [{"match": {}, "turns": [{"text": "{\"verdict\": \"woken\"}"}]}]}`)
+	r.env = append(r.env, "CRW_STORE="+address)
+	run, _ := r.start(`
+import { agent } from "crw:agent";
+export default async function main() { return (await agent.call({ role: "explorer", prompt: "Explore when woken." })).output; }
+`, "--wake-after", "1s")
+	t.Cleanup(func() { r.crw("flow", "cancel", run) })
+	_, err := os.Stat(filepath.Join(r.state, "flow", run))
+	assert.True(t, os.IsNotExist(err), "no run folder of the local store")
+
+	// Its step is on host A's bus, in the run's folder there.
+	sb := bus.Bus{Dir: filepath.Join(r.state, "etcd", run)}
+	require.Eventually(t, func() bool { steps, _, _ := sb.Steps(); return len(steps) == 1 }, 30*time.Second, 50*time.Millisecond)
+
+	hostB := filepath.Join(r.dir, "hostB")
+	onB := []string{"CRW_STORE=" + address}
+	for _, args := range [][]string{{"flow", "next", run}, {"flow", "resume", run}, {"flow", "resume", "--detach", run}} {
+		res := durableCrw(t, hostB, onB, args...)
+		assert.Equal(t, 2, res.exit, "%v: %s%s", args, res.stdout, res.stderr)
+		assert.Contains(t, res.stderr, "run "+run+" is a session run of the host "+ops.HostID(r.state)+": its steps and its owner's binding are in that host's state folder", args)
+		assert.Contains(t, res.stderr, "next: run crw on the host "+ops.HostID(r.state), args)
+	}
+	res := durableCrw(t, hostB, onB, "--json", "flow", "status", run)
+	require.Equal(t, 0, res.exit, res.stderr)
+	assert.Contains(t, res.stdout, `"state":"running"`)
+
+	// The owner takes the step it is woken for: the run ends on host A.
+	steps, _, _ := sb.Steps()
+	st := nextview.Next(run, nextview.StateRunning, "", steps, nil, 4, nil).Steps[0]
+	r.mock.Own(r.ownerID, mockmodel.OwnerStep{Tool: st.HostCall.Tool, Args: st.HostCall.Arguments}, mockmodel.OwnerStep{Text: "Spawned it."})
+	require.Eventually(t, func() bool {
+		res = durableCrw(t, hostB, onB, "--json", "flow", "status", run)
+		return strings.Contains(res.stdout, `"state":"ended"`)
+	}, time.Minute, 200*time.Millisecond)
+	assert.Contains(t, res.stdout, `"status":"completed"`)
+	assert.Contains(t, res.stdout, `"result":"{\"verdict\": \"woken\"}"`)
+	bound := false
+	for _, row := range r.rows(run) {
+		if row.Type == journal.TypeThreadStarted {
+			bound = true
+			assert.Equal(t, "session", row.Via)
+			assert.Equal(t, r.ownerID, row.ParentThreadID)
+		}
+	}
+	assert.True(t, bound, "the call ran on a subagent of the owner")
+	lines, err := os.ReadFile(filepath.Join(r.state, "flow-bound", r.ownerID+".jsonl"))
+	require.NoError(t, err, "the owner's binding is in host A's state folder")
+	assert.Contains(t, string(lines), `"kind":"orchestrator","run_id":"`+run+`"`)
+	assert.Contains(t, string(lines), `"kind":"orchestrator_closed"`, "the ended run let its owner go")
 }
 
 // TestMCPOnEtcd: crw mcp serves the runs of an etcd cluster, from any host. Host A's server
 // starts a run that a rate limit pauses, inspects it and resumes it (PauseAndResume, the
 // stdio test's scenario, in a repository); host B's server, sharing nothing with A but the
 // cluster, reads it ended and its audit, answers A's request keys with A's results instead of
-// starting or resuming again, and refuses a session run, whose owner's binding lives in a
-// state folder.
+// starting or resuming again, and refuses a session run without an owner, its next action
+// naming the tool's argument.
 func TestMCPOnEtcd(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, 1)
@@ -184,6 +248,7 @@ func TestMCPOnEtcd(t *testing.T) {
 	dir := t.TempDir()
 	server := func(name string) *mcptest.Client {
 		cmd := mcpCommand(t, filepath.Join(dir, name), "--store", address)
+		cmd.Env = append(cmd.Env, "CODEX_THREAD_ID=") // no owner: a session run is refused for want of one
 		return mcptest.Connect(t, ctx, name, &mcp.CommandTransport{Command: cmd})
 	}
 	a, b := server("hostA"), server("hostB")
@@ -216,7 +281,9 @@ func TestMCPOnEtcd(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &list), res.stdout)
 	assert.Len(t, list.Runs, 1, "one run on the cluster")
 
+	// A session run needs its owner, as in a state folder: the next action names the tool's
+	// argument, not a flag.
 	session := b.Call(ctx, "start", map[string]any{"request_key": "session-1", "workflow": wf, "no_repo": true})
-	assert.Equal(t, "invalid_request", session.Code(), session.Text)
-	assert.Contains(t, session.Text, "the store is "+address)
+	assert.Equal(t, "capability_unavailable", session.Code(), session.Text)
+	assert.Contains(t, session.Text, `"nextAction":"backend fake (offline), or backend app-server"`)
 }

@@ -21,6 +21,10 @@ type Descriptor struct {
 	Prepare func(opts map[string]string) (map[string]string, error)
 	// Open builds the backend for one process of a run.
 	Open func(cfg Config) (Backend, error)
+	// HostBound: a run of this backend lives partly in the state folder of the host it is
+	// created on (a session run's steps, replies and owner binding), so on a store that hosts
+	// share only that host goes on with it.
+	HostBound bool
 }
 
 // Option is one option a backend takes.

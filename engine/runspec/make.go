@@ -59,6 +59,8 @@ type Options struct {
 	// KeepCode: every process of the run loads the code it is created with, as the store
 	// keeps it (store.Spec.CodeKept), not the files on its host's disk.
 	KeepCode bool
+	// Host ties the run to a host, by its id (store.Spec.Host): "" for none.
+	Host string
 	// Lint, when not nil, is given the workflow's modules as the check before the run loads
 	// them (crw flow check's static pass).
 	Lint *lint.Collector
@@ -104,7 +106,7 @@ func Make(ctx context.Context, opts Options, backends *backend.Registry, files F
 		BudgetTokens: opts.BudgetTokens, Roles: opts.Roles, LibDirs: v.libDirs, OmitCallSeqs: opts.OmitCallSeqs, Limits: limitsOrNil(v.limits),
 		Env: v.env, CreatedAt: now,
 		KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
-		CodeKept: opts.KeepCode,
+		CodeKept: opts.KeepCode, Host: opts.Host,
 	}
 	if v.repo != nil {
 		spec.Repo, spec.Head, spec.HeadCommit = v.repo.Dir, v.repo.head, v.repo.commit

@@ -361,6 +361,9 @@ func Held(root, run string) bool {
 	return lockedByOther(filepath.Join(root, "flow", run, RunLockFile))
 }
 
+// Held reports whether a process holds a run of the store now.
+func (s *Store) Held(run string) bool { return Held(s.root, run) }
+
 // ProcessLocks lists the tokens of a run's process locks that live processes hold.
 func ProcessLocks(root, run string) []string {
 	dir := filepath.Join(root, "flow", run)
@@ -399,12 +402,25 @@ func (s *Store) StartLock(run string) (release func(), err error) {
 	if !journal.ValidRunID(run) {
 		return nil, fmt.Errorf("%q is not a run id", run)
 	}
-	f, err := flockFile(filepath.Join(s.RunDir(run), StartLockFile))
+	return StartLockIn(s.RunDir(run))
+}
+
+// StartLockIn takes the start lock of the run whose folder on this host is dir (made when
+// missing): a run on another store whose start this host does (a session run's).
+func StartLockIn(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := flockFile(filepath.Join(dir, StartLockFile))
 	if err != nil {
 		return nil, err
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
+
+// Starting reports whether another process holds the start lock of the run whose folder on
+// this host is dir.
+func Starting(dir string) bool { return lockedByOther(filepath.Join(dir, StartLockFile)) }
 
 // Live reports whether a run of the state folder root is live: a process holds it, or its
 // start does.

@@ -53,6 +53,8 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 		Options: options,
 		Prepare: func(opts map[string]string) (map[string]string, error) { return prepare(hosts, opts) },
 		Open:    func(cfg backend.Config) (backend.Backend, error) { return open(hosts, cfg) },
+		// Its steps, replies and owner binding are in the state folder of its owner's host.
+		HostBound: true,
 	}
 }
 
@@ -109,7 +111,7 @@ func ownerOf(opts map[string]string) (string, error) {
 	if owner == "" {
 		return "", errs.NewField(errs.CapabilityUnavailable, backend.OptionField("owner"), "",
 			"no owner thread for backend session: run crw from a shell of a Codex turn (it sets $%s) or give the owner thread; else use another backend", OwnerEnv).
-			Because("start", "owner_missing", "not_started", errs.Certain).Next("backend fake (offline), or backend app-server")
+			Because("start", "owner_missing", "not_started", errs.Certain).NextNaming("{backend} fake (offline), or {backend} app-server")
 	}
 	if !isThreadID(owner) {
 		return "", errs.Field(backend.OptionField("owner"), "", "%q is not a thread id", owner)

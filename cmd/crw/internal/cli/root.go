@@ -25,7 +25,6 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // IO is the process's streams, injected so tests can capture them.
@@ -50,7 +49,7 @@ type invocation struct {
 	backends *backend.Registry
 	svc      *engine.Service
 	store    store.Store
-	local    *local.Store // the store when it is the state folder's, else nil
+	host     ops.Host
 	outcome  cmdutil.Outcome
 	f        *cmdutil.Factory
 }
@@ -62,7 +61,7 @@ func newInvocation(ios *iostreams.IOStreams, backends *backend.Registry) *invoca
 		Backends:     backends,
 		StateDir:     inv.stateDir,
 		StoreAddress: func() string { return ops.StoreAddress(inv.storeArg) },
-		Store:        inv.localStore,
+		Host:         inv.hostOf,
 		Service:      inv.service,
 		JSON:         func() bool { return inv.json },
 		Outcome:      &inv.outcome,
@@ -98,20 +97,17 @@ func (inv *invocation) service() (*engine.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv.svc, inv.store, inv.local = svc, st, loc
+	inv.svc, inv.store, inv.host = svc, st, loc
 	return svc, nil
 }
 
-// localStore is the store the run service is on, when it is the state folder's: what needs
-// a run's folder on this host (a detached start, a session run's steps) needs it.
-func (inv *invocation) localStore() (*local.Store, error) {
+// hostOf is this host, as the run service sees it: what needs a run's folder on this host
+// (a session run's steps, its owner's binding) needs it.
+func (inv *invocation) hostOf() (ops.Host, error) {
 	if _, err := inv.service(); err != nil {
 		return nil, err
 	}
-	if inv.local == nil {
-		return nil, ops.NotInStateFolder("this command", ops.StoreAddress(inv.storeArg))
-	}
-	return inv.local, nil
+	return inv.host, nil
 }
 
 func newRoot(inv *invocation) *cobra.Command {

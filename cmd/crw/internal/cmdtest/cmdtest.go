@@ -48,7 +48,7 @@ func New(t testing.TB) *Env {
 		Backends:     backends,
 		StateDir:     func() (string, error) { return e.State, nil },
 		StoreAddress: func() string { return "" },
-		Store:        func() (*local.Store, error) { _, err := e.service(backends); return e.st, err },
+		Host:         func() (ops.Host, error) { _, err := e.service(backends); return e.st, err },
 		Service:      func() (*engine.Service, error) { return e.service(backends) },
 		JSON:         func() bool { return e.JSON },
 		Outcome:      &cmdutil.Outcome{},

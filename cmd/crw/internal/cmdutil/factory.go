@@ -8,9 +8,9 @@ import (
 	"io"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/iostreams"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // Factory is what a command is built from: one for each command line.
@@ -23,10 +23,10 @@ type Factory struct {
 	StateDir func() (string, error)
 	// StoreAddress is where runs live: --store, else $CRW_STORE; "" is the state folder.
 	StoreAddress func() string
-	// Store is the local store on the state folder, and Service the run service on it: both
-	// opened when first asked for, and the same after.
-	Store   func() (*local.Store, error)
+	// Service is the run service on the store, and Host this host beside it (the state folder
+	// and the runs' folders here): both opened when first asked for, and the same after.
 	Service func() (*engine.Service, error)
+	Host    func() (ops.Host, error)
 	// JSON tells whether --json was given: the command prints one JSON object on stdout.
 	JSON func() bool
 	// Outcome is what the command tells the root besides its error.
@@ -69,13 +69,13 @@ type Common struct {
 	StateDir     func() (string, error)
 	StoreAddress func() string
 	Service      func() (*engine.Service, error)
-	Store        func() (*local.Store, error)
+	Host         func() (ops.Host, error)
 	Outcome      *Outcome
 }
 
 // Common is what a command's Options take of f, in ctx (the command's context).
 func (f *Factory) Common(ctx context.Context) Common {
-	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Backends: f.Backends, StateDir: f.StateDir, StoreAddress: f.StoreAddress, Service: f.Service, Store: f.Store, Outcome: f.Outcome}
+	return Common{Ctx: ctx, IO: f.IOStreams, JSON: f.JSON(), Backends: f.Backends, StateDir: f.StateDir, StoreAddress: f.StoreAddress, Service: f.Service, Host: f.Host, Outcome: f.Outcome}
 }
 
 // Print writes v as one JSON object with --json, else what text writes for a reader. A write

@@ -24,7 +24,6 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // Name is the server's name, as it introduces itself to clients.
@@ -67,22 +66,13 @@ func New(o Options) (*Server, error) {
 			Instructions: instructions,
 		}),
 		svc:   svc,
-		state: stateRoot(o.State, loc),
+		state: loc.Root(),
 		keys:  keys.New(st.Records("", store.KindIdempotency), filepath.Join(o.State, "mcp", "locks")),
 	}
-	for _, t := range tools.All(svc, loc, o.Store, o.Backends) {
+	for _, t := range tools.All(svc, loc, o.Backends) {
 		s.add(t)
 	}
 	return s, nil
-}
-
-// stateRoot is the state folder as messages name it: the local store's (absolute) when the
-// runs live there.
-func stateRoot(state string, loc *local.Store) string {
-	if loc != nil {
-		return loc.Root()
-	}
-	return state
 }
 
 // MCP is the SDK's server, to run on a transport.

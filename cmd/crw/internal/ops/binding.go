@@ -5,7 +5,6 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // ownerLine is the orchestrator line of a session run: its run, the digest of its role table
@@ -17,7 +16,7 @@ func ownerLine(spec *store.Spec) bound.Line {
 // bindOwner binds a session run's owner thread to the run, unless the thread serves another
 // live run; what keeps it from binding is returned as a warning, never an error: the run goes
 // on, and its binds still check every subagent's pair.
-func bindOwner(st *local.Store, spec *store.Spec) string {
+func bindOwner(st Host, spec *store.Spec) string {
 	if spec.Backend != session.Name {
 		return ""
 	}

@@ -40,7 +40,7 @@ func Open(root string, backends *backend.Registry) (*engine.Service, *local.Stor
 	if err != nil {
 		return nil, nil, err
 	}
-	return &engine.Service{Store: st, Backends: backends, Launcher: localLauncher(st)}, st, nil
+	return &engine.Service{Store: st, Backends: backends, Launcher: localLauncher(st), Host: HostID(st.Root()), StateDir: st.Root()}, st, nil
 }
 
 // Who is who a mutation of this process is by: the Codex thread it runs in, else the user.

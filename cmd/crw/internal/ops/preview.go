@@ -15,7 +15,6 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/modules/agent"
-	"github.com/crw-dev/crw/store/local"
 	"github.com/crw-dev/crw/userfile"
 )
 
@@ -43,7 +42,7 @@ type PreviewOf struct {
 }
 
 // SessionPreview judges the session facts of a run about to start.
-func SessionPreview(st *local.Store, of PreviewOf) Preview {
+func SessionPreview(st Host, of PreviewOf) Preview {
 	run, owner, codexHome, roles := of.Run, of.Owner, of.CodexHome, of.Roles
 	p := Preview{SpawnFormats: nextview.SpawnFormats(agent.Roles, roles), Next: "crw flow next " + orRun(run) + " --json"}
 	fact := func(name string, ok bool, format string, a ...any) {
@@ -56,7 +55,7 @@ func SessionPreview(st *local.Store, of PreviewOf) Preview {
 		fact("owner_bound", false, "%q is not a Codex thread id: the owner cannot be bound, and its spawns get no pair from the run", owner)
 	case err != nil:
 		fact("owner_bound", false, "the binding cannot be read: %v", err)
-	case last.Open() && last.RunID != run && local.Live(st.Root(), last.RunID):
+	case last.Open() && last.RunID != run && st.Live(last.RunID):
 		fact("owner_bound", false, "thread %s serves live run %s: this run will not bind it", owner, last.RunID)
 	default:
 		fact("owner_bound", true, "thread %s can be bound to the run", owner)

@@ -18,7 +18,6 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // sessionRun is a session run as the owner's commands read it.
@@ -33,13 +32,16 @@ type sessionRun struct {
 func (r sessionRun) private() bool { return r.spec.BackendOptions["host"] == session.PrivateHost }
 
 // sessionBus is the step bus of a session run, which must exist.
-func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id string) (sessionRun, error) {
+func sessionBus(ctx context.Context, svc *engine.Service, st Host, id string) (sessionRun, error) {
 	spec, err := svc.Store.Spec(ctx, id)
 	if err != nil {
 		return sessionRun{}, err
 	}
 	if spec.Backend != session.Name {
 		return sessionRun{}, errs.New(errs.InvalidRequest, "run %s runs on the %s backend, not session: it has no steps for an owner", id, spec.Backend)
+	}
+	if err := svc.OnThisHost(spec); err != nil {
+		return sessionRun{}, err // its steps and replies are in that host's folder
 	}
 	status, err := svc.Status(ctx, id)
 	if err != nil {
@@ -53,7 +55,7 @@ func sessionBus(ctx context.Context, svc *engine.Service, st *local.Store, id st
 // neither paused nor over, nor waits for a decision, is resumed once, as crw flow resume
 // --detach does. The close steps it hands out where nothing else will are taken back (an
 // ended run's) or noted (a private host's).
-func Next(ctx context.Context, svc *engine.Service, st *local.Store, id string, wait time.Duration) (nextview.NextView, error) {
+func Next(ctx context.Context, svc *engine.Service, st Host, id string, wait time.Duration) (nextview.NextView, error) {
 	if wait < 0 {
 		return nextview.NextView{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
 	}
@@ -160,7 +162,7 @@ func touchSeen(dir string) {
 
 // ownerWarnings says when the owner's line in force is not the run's while the run goes on:
 // the hook then gives the owner's spawns no pair of the run (the run's binds still check it).
-func ownerWarnings(st *local.Store, sr sessionRun, state string) []string {
+func ownerWarnings(st Host, sr sessionRun, state string) []string {
 	if state == nextview.StateEnded || state == nextview.StatePaused || state == nextview.StateWaitingDecision {
 		return nil
 	}
@@ -223,7 +225,7 @@ func nextView(sr sessionRun) (nextview.NextView, error) {
 // close). A report of a run no process holds is queued at once, and one no process of the
 // run answers in time is queued then: it stays in the run's inbox. A report for a run that has ended, or for a step a paused run no longer publishes, is
 // answered close at once.
-func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, report bus.Report, wait time.Duration) (bus.Reply, error) {
+func Dispatched(ctx context.Context, svc *engine.Service, st Host, report bus.Report, wait time.Duration) (bus.Reply, error) {
 	id := report.Run
 	if wait < 0 {
 		return bus.Reply{}, errs.New(errs.InvalidRequest, "--wait: must not be negative, got %s", wait)
@@ -254,7 +256,7 @@ func Dispatched(ctx context.Context, svc *engine.Service, st *local.Store, repor
 		// Whether a process holds the run is read before its status: a holder that ends the
 		// run publishes its end before it lets go, so a run no process held at the first read
 		// has its last word in the second.
-		held := local.Held(st.Root(), id)
+		held := st.Held(id)
 		if status, err := svc.Status(ctx, id); err == nil {
 			// No process will answer soon: a run that ended is done with every subagent, and
 			// a paused one with every step it no longer publishes.

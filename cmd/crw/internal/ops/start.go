@@ -7,7 +7,6 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/bound"
 	"github.com/crw-dev/crw/engine/backend/session"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // Started is what Start did: the run, its process, what kept a session run's owner from being
@@ -25,7 +24,7 @@ type Started struct {
 // let go again. announce, when not nil, is told the run, its warnings and preview once its
 // owner is bound, before its process starts. The Started it returns names the run whenever the
 // run was created, an error or not.
-func Start(ctx context.Context, svc *engine.Service, st *local.Store, co engine.CreateOptions, announce func(*Started)) (*Started, error) {
+func Start(ctx context.Context, svc *engine.Service, st Host, co engine.CreateOptions, announce func(*Started)) (*Started, error) {
 	id, err := svc.Create(ctx, co)
 	if err != nil {
 		return nil, err

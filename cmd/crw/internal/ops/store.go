@@ -13,7 +13,6 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // StoreEnv names the store a command works on when --store does not.
@@ -34,9 +33,8 @@ const etcdHostDir = "etcd"
 
 // OpenStore is the run service on the store address names ("": the local store in the state
 // folder root; etcd://…: a store on an etcd cluster, its runs' folders on this host under
-// root), with the local store when it is the local one (nil otherwise: what needs a run's
-// folder on this host, a session run's bus, is not there).
-func OpenStore(ctx context.Context, address, root string, backends *backend.Registry) (*engine.Service, store.Store, *local.Store, error) {
+// root), and this host: the state folder and the runs' folders here.
+func OpenStore(ctx context.Context, address, root string, backends *backend.Registry) (*engine.Service, store.Store, Host, error) {
 	if address == "" {
 		svc, st, err := Open(root, backends)
 		if err != nil {
@@ -55,6 +53,9 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs // as the local store names it: messages and the host's id read it
+	}
 	hostDir := filepath.Join(root, etcdHostDir)
 	opts := []etcd.Option{etcd.WithHostDir(hostDir)}
 	if a.TTL != 0 {
@@ -68,14 +69,8 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 	cs := &etcdStore{Store: st, cli: cli}
 	launcher := &Launcher{RunDir: func(run string) string { return filepath.Join(hostDir, run) },
 		Store: []string{"--state", root, "--store", address}}
-	return &engine.Service{Store: cs, Backends: backends, Launcher: launcher}, cs, nil, nil
-}
-
-// NotInStateFolder is the refusal of what needs a run's folder on this host (a session run:
-// its owner's binding, its steps and replies live in the state folder of its owner's host)
-// when the store at address is another.
-func NotInStateFolder(what, address string) error {
-	return errs.New(errs.InvalidRequest, "%s works on runs in the state folder; the store is %s, where a session run (its owner's binding, its steps and replies) cannot live yet: run it in a state folder, or choose another backend", what, address)
+	svc := &engine.Service{Store: cs, Backends: backends, Launcher: launcher, Host: HostID(root), StateDir: root}
+	return svc, cs, &sharedHost{root: root, dir: hostDir, st: cs}, nil
 }
 
 // etcdStore is a store on etcd that closes its client with it.

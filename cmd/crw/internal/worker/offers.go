@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,25 +101,4 @@ func (o Offers) Serves(ctx context.Context, spec *store.Spec) string {
 		}
 	}
 	return ""
-}
-
-// ID names a worker among those of a store: its host's name and a digest of its state folder
-// (two state folders on one machine are two hosts), as a record key may be.
-func ID(stateDir string) string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "host"
-	}
-	clean := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '-'
-	}, host)
-	clean = strings.TrimLeft(clean, ".")
-	if len(clean) > 64 {
-		clean = clean[:64]
-	}
-	sum := sha256.Sum256([]byte(stateDir))
-	return clean + "-" + hex.EncodeToString(sum[:4])
 }

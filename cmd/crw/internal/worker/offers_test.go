@@ -102,11 +102,3 @@ func TestWhatAHostServes(t *testing.T) {
 	}
 	assert.NoFileExists(t, filepath.Join(repo, "written"), "a spec's commit is never an option to git")
 }
-
-func TestAWorkerIDIsARecordKey(t *testing.T) {
-	t.Parallel()
-	a, b := ID("/var/lib/crw/a"), ID("/var/lib/crw/b")
-	assert.NotEqual(t, a, b, "two state folders are two workers")
-	assert.Equal(t, a, ID("/var/lib/crw/a"))
-	assert.True(t, store.ValidKey(a), a)
-}

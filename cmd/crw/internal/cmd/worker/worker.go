@@ -69,15 +69,11 @@ func runWorker(opts *Options) error {
 	if err != nil {
 		return errs.Field("offers", strings.Join(opts.Offers, ","), "%v", err)
 	}
-	state, err := opts.StateDir()
-	if err != nil {
-		return err
-	}
 	svc, err := opts.Service()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(opts.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	return worker.Run(ctx, worker.Options{Service: svc, Slots: opts.Slots, Log: opts.IO.ErrOut, ID: worker.ID(state), Offers: offers})
+	return worker.Run(ctx, worker.Options{Service: svc, Slots: opts.Slots, Log: opts.IO.ErrOut, ID: svc.Host, Offers: offers})
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/store"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // Every description ends with how failures answer, and each names what to do on its own.
@@ -30,26 +29,16 @@ const (
 		`inspect and act on its state.`
 )
 
-// runs is what the tools work on: the run service, and the store of the state folder when
-// the runs live there (nil on another store, address: a session run cannot live there).
+// runs is what the tools work on: the run service, and this host (a session run's steps and
+// its owner's binding are in its state folder).
 type runs struct {
-	svc     *engine.Service
-	st      *local.Store
-	address string
+	svc  *engine.Service
+	host ops.Host
 }
 
-// local is the state folder's store, for a tool that needs it (a session run's).
-func (rs *runs) local(tool string) (*local.Store, error) {
-	if rs.st == nil {
-		return nil, ops.NotInStateFolder("the "+tool+" tool", rs.address)
-	}
-	return rs.st, nil
-}
-
-// All is every tool on the run service svc, in the order tools/list gives them; st is the
-// state folder's store when the runs live there, nil when they live on the store at address.
-func All(svc *engine.Service, st *local.Store, address string, backends *backend.Registry) []Tool {
-	rs := &runs{svc: svc, st: st, address: address}
+// All is every tool on the run service svc and this host, in the order tools/list gives them.
+func All(svc *engine.Service, host ops.Host, backends *backend.Registry) []Tool {
+	rs := &runs{svc: svc, host: host}
 	return slices.Concat(rs.runTools(backends), rs.controlTools(), rs.recoveryTools())
 }
 
@@ -214,10 +203,7 @@ func (rs *runs) start(ctx context.Context, c *Call, in *StartIn) (*Started, erro
 	if err != nil {
 		return nil, err
 	}
-	if co.Backend == session.Name && rs.st == nil {
-		return nil, ops.NotInStateFolder("a session run", rs.address)
-	}
-	started, err := ops.Start(ctx, rs.svc, rs.st, co, func(st *ops.Started) { c.Run = st.Run })
+	started, err := ops.Start(ctx, rs.svc, rs.host, co, func(st *ops.Started) { c.Run = st.Run })
 	if started != nil {
 		c.Run = started.Run
 	}
@@ -236,11 +222,7 @@ func (rs *runs) status(ctx context.Context, c *Call, in *RunIn) (*Status, error)
 }
 
 func (rs *runs) next(ctx context.Context, c *Call, in *NextIn) (*Next, error) {
-	st, err := rs.local("next")
-	if err != nil {
-		return nil, err
-	}
-	v, err := ops.Next(ctx, rs.svc, st, in.Run, seconds(in.WaitSeconds, 0))
+	v, err := ops.Next(ctx, rs.svc, rs.host, in.Run, seconds(in.WaitSeconds, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +231,7 @@ func (rs *runs) next(ctx context.Context, c *Call, in *NextIn) (*Next, error) {
 
 func (rs *runs) dispatched(ctx context.Context, c *Call, in *DispatchedIn) (*Reply, error) {
 	report := bus.Report{Run: in.Run, Call: in.Call, Agent: in.Agent, K: intOr(in.K, 1), Attempt: intOr(in.Attempt, 1)}
-	st, err := rs.local("dispatched")
-	if err != nil {
-		return nil, err
-	}
-	r, err := ops.Dispatched(ctx, rs.svc, st, report, seconds(in.WaitSeconds, 120*time.Second))
+	r, err := ops.Dispatched(ctx, rs.svc, rs.host, report, seconds(in.WaitSeconds, 120*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -291,9 +269,7 @@ func (rs *runs) inspect(ctx context.Context, c *Call, in *RunIn) (*Inspection, e
 	if err != nil {
 		return nil, err
 	}
-	if rs.st != nil {
-		ops.HostState(rs.st, got) // a run held elsewhere has no host state here
-	}
+	ops.HostState(rs.host, got)
 	return inspectionOf(got), nil
 }
 

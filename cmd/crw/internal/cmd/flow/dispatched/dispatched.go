@@ -59,7 +59,7 @@ func runDispatched(opts *Options) error {
 		if err := cmdutil.CheckWait(opts.Wait); err != nil {
 			return bus.Reply{}, err
 		}
-		st, err := opts.Store()
+		st, err := opts.Host()
 		if err != nil {
 			return bus.Reply{}, err
 		}

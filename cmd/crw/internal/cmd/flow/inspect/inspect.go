@@ -26,7 +26,7 @@ func runInspect(opts *Options) error {
 		if err != nil {
 			return nil, err
 		}
-		if st, err := opts.Store(); err == nil {
+		if st, err := opts.Host(); err == nil {
 			ops.HostState(st, in) // what the run's host adds, when its folder is on this host
 		}
 		return in, nil

@@ -47,7 +47,7 @@ func runNext(opts *Options) error {
 		return err
 	}
 	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (nextview.NextView, error) {
-		st, err := opts.Store()
+		st, err := opts.Host()
 		if err != nil {
 			return nextview.NextView{}, err
 		}

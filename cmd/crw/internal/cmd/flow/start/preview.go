@@ -7,13 +7,12 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session"
-	"github.com/crw-dev/crw/store/local"
 )
 
 // preview is crw flow start --dry-run: the flags checked as a start checks them (the engine's
 // Validate), and, for a session run, its spawn formats and session facts; nothing is created or
 // started.
-func preview(opts *Options, svc *engine.Service, st *local.Store, co engine.CreateOptions) error {
+func preview(opts *Options, svc *engine.Service, st ops.Host, co engine.CreateOptions) error {
 	backendOpts, err := svc.Validate(opts.Ctx, co)
 	if err != nil {
 		return err

@@ -59,10 +59,9 @@ func runStart(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	// The local store, which only a session run needs (its owner's binding lives in the state
-	// folder); nil on a store of another kind.
-	st, err := opts.Store()
-	if err != nil && co.Backend == session.Name {
+	// This host: a session run's steps and its owner's binding are in its state folder.
+	st, err := opts.Host()
+	if err != nil {
 		return err
 	}
 	if opts.DryRun {
