@@ -31,6 +31,10 @@ type Call struct {
 	Pair    journal.Pair    // the configured pair; an empty part is left to the host
 	Schema  json.RawMessage // nil: a text answer
 	Resume  string          // the handle a continuation resumes; "" for any other call
+	// NodeCall and RoleCall are its 1-based order among the calls of its node, and of its
+	// role, that the script issued: counted as Index is, so a resume, which replays the
+	// journal's calls, gives a call the same ones.
+	NodeCall, RoleCall int
 	// Workspace is the call's directory P, which the placer made (docs/workspaces.md): the
 	// thread's cwd, the subagent's workspace, where the fake writes its files. "" when the
 	// run has no repository and the call writes nothing: the run's cwd.

@@ -50,6 +50,9 @@ type Match struct {
 	// Divergence, in Strict, is the script asking for another call than the record has at its
 	// position: the run must stop.
 	Divergence *Divergence
+	// NodeCall and RoleCall are its 1-based issue order among the calls of its node, and of
+	// its role.
+	NodeCall, RoleCall int
 }
 
 // Replayer matches a script's calls with a History, in issue order, and delivers their results
@@ -62,6 +65,8 @@ type Replayer struct {
 
 	mu        sync.Mutex
 	issued    int
+	byNode    map[string]int // calls issued per node
+	byRole    map[string]int // calls issued per role
 	made      map[*Call]bool // recorded calls the script made again
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
 	leftAt    uint64         // Strict: the held row of the call whose rerun left the record (0: none)
@@ -81,7 +86,7 @@ type Replayer struct {
 // wake is called, from any goroutine, when a result is held back, so a script that may be
 // waiting looks again (see Idle); nil when nothing needs waking.
 func New(h *History, mode Mode, wake func()) *Replayer {
-	r := &Replayer{h: h, mode: mode, wake: wake, made: map[*Call]bool{}, ready: map[*Call]func(){}, passed: map[*Call]bool{}, cursor: 1}
+	r := &Replayer{h: h, mode: mode, wake: wake, made: map[*Call]bool{}, byNode: map[string]int{}, byRole: map[string]int{}, ready: map[*Call]func(){}, passed: map[*Call]bool{}, cursor: 1}
 	if h != nil {
 		r.order = h.Order
 		if mode == Align {
@@ -115,7 +120,9 @@ func (r *Replayer) Next(p *journal.Prepared) Match {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.issued++
-	m := Match{Index: r.issued}
+	r.byNode[p.Node]++
+	r.byRole[p.Role]++
+	m := Match{Index: r.issued, NodeCall: r.byNode[p.Node], RoleCall: r.byRole[p.Role]}
 	if r.h == nil {
 		return m
 	}

@@ -32,7 +32,11 @@ import (
 //     sends per turn on the fake host (cmd/crw/killtest's TestCrashBetweenEveryCommit, engine's
 //     TestCrashAfterEveryCommit);
 //   - TestErrorKindsOnAppServer took its expected values from the production table: they are
-//     written out.
+//     written out;
+//   - node_call and role_call counted by the fake backend in its own process, or by the
+//     Replayer for the calls the journal lacks only (both start again at 1 on a resume):
+//     engine's TestFanOutNumbersTheSameAfterACrash and TestNthCallCountsReplayedCalls here;
+//     counted in the order calls finish: engine's TestFanOutAnswersByPromptAndNthCall.
 
 // rows builds a journal: a started row, then the rows given, seqs in order.
 func rows(rs ...journal.Row) []journal.Row {
@@ -431,4 +435,34 @@ func TestARerunSupersedesTheCommitsMadeAfterTheHeldRow(t *testing.T) {
 	assert.Equal(t, replay.Replay, r.Next(inputsOf(ask("b", "b"))).Kind)
 	_, left = r.LeftAt()
 	assert.False(t, left, "the rerun is the record now")
+}
+
+// TestNthCallCountsReplayedCalls: a call's order within its node and its role counts the calls
+// replayed from the record as well as the new ones, as Index does: a resume numbers them as the
+// process that issued them did.
+func TestNthCallCountsReplayedCalls(t *testing.T) {
+	t.Parallel()
+	h := history(t, prepared("c1", 1, "a", "a1"), prepared("c2", 2, "b", "b1"), completed("c2"), completed("c1"),
+		prepared("c3", 3, "a", "a2"))
+	for _, mode := range []replay.Mode{replay.Strict, replay.Align} {
+		r := replay.New(h, mode, nil)
+		var got []string
+		// The first three are the recorded ones; the last two are new.
+		for _, c := range []struct{ role, node, prompt string }{
+			{"explorer", "a", "a1"}, {"explorer", "b", "b1"}, {"explorer", "a", "a2"}, {"critic", "b", "b2"}, {"explorer", "a", "a3"},
+		} {
+			p := inputsOf(ask(c.node, c.prompt))
+			p.Role = c.role
+			m := r.Next(p)
+			require.Nil(t, m.Divergence)
+			got = append(got, fmt.Sprintf("%d %s/%s: node_call %d, role_call %d", m.Index, c.role, c.node, m.NodeCall, m.RoleCall))
+		}
+		assert.Equal(t, []string{
+			"1 explorer/a: node_call 1, role_call 1",
+			"2 explorer/b: node_call 1, role_call 2",
+			"3 explorer/a: node_call 2, role_call 3",
+			"4 critic/b: node_call 2, role_call 1",
+			"5 explorer/a: node_call 3, role_call 4",
+		}, got, "mode %d", mode)
+	}
 }

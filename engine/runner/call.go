@@ -35,6 +35,8 @@ type call struct {
 	id      string
 	index   int
 	attempt int // 1, or more when a resume runs the call again
+	// nodeCall and roleCall: the call's issue order among its node's calls and its role's.
+	nodeCall, roleCall int
 	// stepAttempts is the highest step attempt of the call's earlier generations.
 	stepAttempts int
 	req          agent.Request
@@ -178,7 +180,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		r.stop(m.Divergence)
 		return errs.Throw(errs.RevisionConflict, "divergence", "%s", m.Divergence.Summary())
 	}
-	c := &call{r: r, index: m.Index, req: req, settle: settle, resumeOf: resumeOf}
+	c := &call{r: r, index: m.Index, nodeCall: m.NodeCall, roleCall: m.RoleCall, req: req, settle: settle, resumeOf: resumeOf}
 	switch m.Kind {
 	case replay.Replay:
 		c.id, c.attempt = m.Rec.ID, m.Rec.Attempt
@@ -347,7 +349,7 @@ func (c *call) run(admitErr error, p inputs.Prepared, rec *replay.Call) {
 	}
 	defer c.cancel()
 
-	bc := backend.Call{ID: c.id, Index: c.index, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
+	bc := backend.Call{ID: c.id, Index: c.index, NodeCall: c.nodeCall, RoleCall: c.roleCall, Attempt: c.attempt, Role: c.req.Role, Node: c.req.Node, Pair: p.Configured, Schema: c.req.Schema, Resume: c.req.Resume}
 	if !c.placeDir(rec, &bc) {
 		return
 	}

@@ -62,6 +62,10 @@ type Request struct {
 	Schema json.RawMessage // the turn's outputSchema; nil for a text turn
 	Answer string          // json, text, synthesized, error:<kind>, lost or compaction
 	Items  int             // the request's input items: its history
+	// NodeCall and RoleCall are the call's orders within its node and its role (0 when the
+	// headers do not say), and Task the last user message of its thread's first turn.
+	NodeCall, RoleCall int
+	Task               string
 	// Outputs are an owner's function call outputs so far, by call id (call_owner_<step>).
 	Outputs map[string]string
 	// Tools are the function tools the request offers the model.
@@ -98,6 +102,9 @@ type thread struct {
 	call       int
 	role, node string
 	turns      []string
+	// nodeCall, roleCall and task: see Request.
+	nodeCall, roleCall int
+	task               string
 }
 
 // New starts a mock that answers from answers (nil: every answer is synthesized).
@@ -264,7 +271,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // answer synthesized from its schema.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request) {
 	s.locate(&req, r.Header)
-	turn := s.answers.Find(req.Call, req.Role, req.Node, req.K)
+	turn := s.answers.Find(fake.Query{Call: req.Call, NodeCall: req.NodeCall, RoleCall: req.RoleCall, Role: req.Role, Node: req.Node, Prompt: req.Task}, req.K)
 	var text string
 	switch {
 	case turn == nil:
@@ -357,6 +364,8 @@ func (s *Server) locate(req *Request, h http.Header) {
 		t = &thread{role: h.Get("x-crw-role"), node: h.Get("x-crw-node")}
 		if n, err := strconv.Atoi(h.Get("x-crw-call")); err == nil {
 			t.call = n
+			t.nodeCall, _ = strconv.Atoi(h.Get("x-crw-node-call"))
+			t.roleCall, _ = strconv.Atoi(h.Get("x-crw-role-call"))
 		} else if m := sessionStep.FindStringSubmatch(req.Prompt); m != nil {
 			// A session run's subagent: every subagent of the call shares its turns.
 			n, _ := strconv.Atoi(m[1])
@@ -370,7 +379,11 @@ func (s *Server) locate(req *Request, h http.Header) {
 		}
 		s.threads[req.Thread] = t
 	}
+	if len(t.turns) == 0 {
+		t.task = req.Prompt
+	}
 	req.Call, req.Role, req.Node = t.call, t.role, t.node
+	req.NodeCall, req.RoleCall, req.Task = t.nodeCall, t.roleCall, t.task
 	for i, id := range t.turns {
 		if id == req.Turn {
 			req.K = i + 1

@@ -37,6 +37,7 @@ type Step struct {
 	Call   backend.Call
 	K      int
 	Prompt string
+	Task   string         // the call's own prompt, which the fake's answers match
 	Thread backend.Thread // the call's open subagent (a repair); empty: spawn one
 	From   backend.Thread // the thread a continuation carries on
 }
@@ -188,7 +189,7 @@ func (s *Session) take(e *entry) {
 	}
 	e.interrupt = interrupt
 	s.mu.Unlock()
-	out := s.host.Run(ctx, backend.Turn{Call: st.Call, K: st.K, Prompt: st.Prompt, Thread: st.Thread, From: st.From}, rec)
+	out := s.host.Run(ctx, backend.Turn{Call: st.Call, K: st.K, Prompt: st.Prompt, Task: st.Task, Thread: st.Thread, From: st.From}, rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.outcome = &out
@@ -297,7 +298,7 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, r backend.Recorder) b
 	if !ok {
 		return backend.Outcome{Status: backend.Unavailable, Cause: errors.New("pulltest reports through a pull.Recorder")}
 	}
-	st := Step{Marker: Marker(t.Call, t.K), Call: t.Call, K: t.K, Prompt: t.Prompt, Thread: t.Thread, From: t.From}
+	st := Step{Marker: Marker(t.Call, t.K), Call: t.Call, K: t.K, Prompt: t.Prompt, Task: t.Task, Thread: t.Thread, From: t.From}
 	if sent := rec.Turn().Sent; sent == nil || sent.Marker == "" {
 		rec.Dispatched(pull.Step{Marker: st.Marker})
 		if err := rec.Commit(); err != nil {

@@ -22,11 +22,13 @@ import (
 const Name = "app-server"
 
 // The headers that carry a call's identity to the model provider named by
-// Options.CallHeaders, so a scripted model can answer by role, node and call index.
+// Options.CallHeaders, so a scripted model can answer by role, node and the call's orders.
 const (
-	HeaderCall = "x-crw-call"
-	HeaderRole = "x-crw-role"
-	HeaderNode = "x-crw-node"
+	HeaderCall     = "x-crw-call"
+	HeaderNodeCall = "x-crw-node-call"
+	HeaderRoleCall = "x-crw-role-call"
+	HeaderRole     = "x-crw-role"
+	HeaderNode     = "x-crw-node"
 )
 
 // Options configure a Backend.
@@ -147,7 +149,9 @@ func (b *Backend) params(c backend.Call, model, effort, cwd string) codex.Thread
 	}
 	if p := b.o.CallHeaders; p != "" {
 		h := "model_providers." + p + ".http_headers."
-		cfg = append(cfg, codex.Setting{Key: h + HeaderCall, Value: strconv.Itoa(c.Index)})
+		cfg = append(cfg, codex.Setting{Key: h + HeaderCall, Value: strconv.Itoa(c.Index)},
+			codex.Setting{Key: h + HeaderNodeCall, Value: strconv.Itoa(c.NodeCall)},
+			codex.Setting{Key: h + HeaderRoleCall, Value: strconv.Itoa(c.RoleCall)})
 		if c.Role != "" {
 			cfg = append(cfg, codex.Setting{Key: h + HeaderRole, Value: c.Role})
 		}

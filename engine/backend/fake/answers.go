@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/crw-dev/crw/journal"
@@ -29,6 +30,33 @@ type Match struct {
 	Role *string `json:"role,omitempty"`
 	Node *string `json:"node,omitempty"`
 	Call *int    `json:"call,omitempty"` // 1-based issue order
+	// NodeCall and RoleCall are the 1-based issue order among the calls of the call's node,
+	// and of its role: unlike Call, untouched by how other nodes' calls interleave.
+	NodeCall *int `json:"node_call,omitempty"`
+	RoleCall *int `json:"role_call,omitempty"`
+	// Prompt is a substring of the call's prompt (its task, on the repair turn too);
+	// PromptRegex a Go regular expression it must match.
+	Prompt      *string `json:"prompt,omitempty"`
+	PromptRegex *string `json:"prompt_regex,omitempty"`
+
+	re *regexp.Regexp // PromptRegex compiled, once, when the file is read
+}
+
+// Query is what a call shows an entry's match: see backend.Call.
+type Query struct {
+	Call, NodeCall, RoleCall int
+	Role, Node               string
+	Prompt                   string // the call's task
+}
+
+func (m *Match) matches(q Query) bool {
+	return (m.Role == nil || *m.Role == q.Role) &&
+		(m.Node == nil || *m.Node == q.Node) &&
+		(m.Call == nil || *m.Call == q.Call) &&
+		(m.NodeCall == nil || *m.NodeCall == q.NodeCall) &&
+		(m.RoleCall == nil || *m.RoleCall == q.RoleCall) &&
+		(m.Prompt == nil || strings.Contains(q.Prompt, *m.Prompt)) &&
+		(m.re == nil || m.re.MatchString(q.Prompt))
 }
 
 // TokenCounts is a TURN's token figures.
@@ -70,6 +98,10 @@ func (e *FileError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s: %s", e.File, e.Field, e.Msg)
 }
+
+// MaxPromptRegex bounds a match's prompt_regex, in bytes: RE2 matches in linear time, but a
+// long expression compiles to a large program that every call runs.
+const MaxPromptRegex = 4096
 
 // maxDelayMS bounds a turn's delay: a day, and no overflow of a time.Duration.
 const maxDelayMS = 24 * 60 * 60 * 1000
@@ -116,11 +148,8 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 			return nil, fail(at, "%v", err)
 		}
 		if e.Match != nil {
-			if err := strictDecode(e.Match, &a.Entries[i].Match); err != nil {
-				return nil, fail(at+".match", "%v (match takes role, node and call)", err)
-			}
-			if c := a.Entries[i].Match.Call; c != nil && *c < 1 {
-				return nil, fail(at+".match.call", "must be 1 or more (the order in which the script issued the call)")
+			if field, problem := parseMatch(e.Match, &a.Entries[i].Match); problem != "" {
+				return nil, fail(at+".match"+field, "%s", problem)
 			}
 		}
 		if e.Turns == nil {
@@ -180,6 +209,57 @@ func ParseAnswers(name string, data []byte) (*Answers, error) {
 	return a, nil
 }
 
+// parseMatch reads an entry's match; problem is "" when it is well formed, else what is wrong
+// with which field (".call", or "" for the match as a whole).
+func parseMatch(data []byte, m *Match) (field, problem string) {
+	bad := func(field, format string, args ...any) (string, string) {
+		return field, fmt.Sprintf(format, args...)
+	}
+	if err := strictDecode(data, m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if te.Field == "" {
+				return bad("", "must be an object, not a JSON %s", te.Value)
+			}
+			return bad("."+te.Field, "must be %s, not a JSON %s", matchFieldType(te.Field), te.Value)
+		}
+		return bad("", "%v (match takes role, node, call, node_call, role_call, prompt and prompt_regex)", err)
+	}
+	for _, c := range []struct {
+		name string
+		n    *int
+		what string
+	}{
+		{"call", m.Call, "the order in which the script issued the call"},
+		{"node_call", m.NodeCall, "the nth call of the call's node, in the order the script issued them"},
+		{"role_call", m.RoleCall, "the nth call of the call's role, in the order the script issued them"},
+	} {
+		if c.n != nil && *c.n < 1 {
+			return bad("."+c.name, "must be 1 or more (%s), got %d", c.what, *c.n)
+		}
+	}
+	if m.PromptRegex != nil {
+		if len(*m.PromptRegex) > MaxPromptRegex {
+			return bad(".prompt_regex", "is %d bytes long; the limit is %d", len(*m.PromptRegex), MaxPromptRegex)
+		}
+		re, err := regexp.Compile(*m.PromptRegex)
+		if err != nil {
+			return bad(".prompt_regex", "not a Go regular expression: %v", err)
+		}
+		m.re = re
+	}
+	return "", ""
+}
+
+// matchFieldType says what JSON a match field takes.
+func matchFieldType(field string) string {
+	switch field {
+	case "call", "node_call", "role_call":
+		return "a whole number"
+	}
+	return "a string"
+}
+
 func strictDecode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -193,14 +273,13 @@ func strictDecode(data []byte, v any) error {
 }
 
 // Find returns the scripted turn k (1-based) of a call: the first entry whose match fields all
-// equal the call's; nil when no entry matches or the entry has fewer turns.
-func (a *Answers) Find(index int, role, node string, k int) *Turn {
+// hold for the call; nil when no entry matches or the entry has fewer turns.
+func (a *Answers) Find(q Query, k int) *Turn {
 	if a == nil {
 		return nil
 	}
 	for i := range a.Entries {
-		m := a.Entries[i].Match
-		if (m.Role != nil && *m.Role != role) || (m.Node != nil && *m.Node != node) || (m.Call != nil && *m.Call != index) {
+		if !a.Entries[i].Match.matches(q) {
 			continue
 		}
 		if k > len(a.Entries[i].Turns) {

@@ -147,11 +147,21 @@ func (b *Backend) open(c backend.Call) backend.Thread {
 	return backend.Thread{ID: id, Model: model, Effort: effort}
 }
 
+// queryOf is what an answers entry's match is checked against. The prompt is the call's task,
+// so that a repair turn finds the entry its task turn did.
+func queryOf(t backend.Turn) Query {
+	task := t.Task
+	if task == "" && t.K == 1 {
+		task = t.Prompt
+	}
+	return Query{Call: t.Call.Index, NodeCall: t.Call.NodeCall, RoleCall: t.Call.RoleCall, Role: t.Call.Role, Node: t.Call.Node, Prompt: task}
+}
+
 func turnIDOf(th backend.Thread, k int) string { return fmt.Sprintf("%s-t%d", th.ID, k) }
 
 func (b *Backend) answer(ctx context.Context, t backend.Turn, rec backend.Recorder, turnID string, sentAt time.Time, reconciled bool) backend.Outcome {
 	out := backend.Outcome{TurnID: turnID}
-	turn := b.answers.Find(t.Call.Index, t.Call.Role, t.Call.Node, t.K)
+	turn := b.answers.Find(queryOf(t), t.K)
 	if reconciled {
 		due := sentAt
 		if turn != nil {

@@ -17,6 +17,14 @@ func FuzzParseAnswers(f *testing.F) {
 		`{"answers": [{"turns": [{"error": "usageLimitExceeded"}, {"lost": true}]}]}`,
 		`{"answers": [{"turns": [{"json": {"v": 1}, "text": "both"}]}]}`,
 		`{"answers": [{"match": {"call": 0}, "turns": []}]}`,
+		`{"answers": [{"match": {"role": "reviewer", "node_call": 2, "role_call": 5, "prompt": "security", "prompt_regex": "^Review (a|b)\\b"}, "turns": [{"text": "x"}]}]}`,
+		`{"answers": [{"match": {"prompt_regex": "(a"}, "turns": []}]}`,
+		`{"answers": [{"match": {"prompt_regex": "a{1001}"}, "turns": []}]}`,
+		`{"answers": [{"match": {"node_call": 0}, "turns": []}]}`,
+		`{"answers": [{"match": {"role_call": -3}, "turns": []}]}`,
+		`{"answers": [{"match": {"node_call": "1", "prompt": 5}, "turns": []}]}`,
+		`{"answers": [{"match": {"role_call": 1e99}, "turns": []}]}`,
+		`{"answers": [{"match": "reviewer", "turns": []}]}`,
 		`{"answers": [{"turns": [{"delay_ms": -1, "lost": true}]}]}`,
 		`{"answers": null}`,
 		`{"answers": []} []`,
@@ -33,6 +41,11 @@ func FuzzParseAnswers(f *testing.F) {
 				t.Fatalf("not a FileError naming the file: %#v", err)
 			}
 			return
+		}
+		// Matching never panics, whatever the file holds.
+		q := fake.Query{Call: 1, NodeCall: 2, RoleCall: 3, Role: "reviewer", Node: "a", Prompt: "Review a"}
+		for k := 1; k <= 2; k++ {
+			a.Find(q, k)
 		}
 		once, err := json.Marshal(a)
 		if err != nil {
