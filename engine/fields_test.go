@@ -73,6 +73,14 @@ func badOptions(dir, wf, repo string) []badOption {
 		{"repo", "", "repo " + dir + ": not in a git checkout", func(o *engine.CreateOptions) { o.Repo = dir }},
 		{"head", "", "head main: the run has no repository", func(o *engine.CreateOptions) { o.Head = "main" }},
 		{"head", "", "head nope: ", func(o *engine.CreateOptions) { o.Repo, o.Head = repo, "nope" }},
+		{"repo_url", "", "repo_url https://git.example/app.git: the run has no repository", func(o *engine.CreateOptions) { o.RepoURL = "https://git.example/app.git" }},
+		{"repo_url", "", `repo_url: "--upload-pack=touch x" is not a clone URL`, func(o *engine.CreateOptions) { o.Repo, o.RepoURL = repo, "--upload-pack=touch x" }},
+		{"repo_url", "", "repo_url: holds a password, which the run's spec would keep", func(o *engine.CreateOptions) {
+			o.Repo, o.RepoURL = repo, "https://me:secret@git.example/app.git"
+		}},
+		{"repo_url", errs.CapabilityUnavailable, "repo_url " + dir + "/gone.git: the run's head cannot be kept there", func(o *engine.CreateOptions) {
+			o.Repo, o.RepoURL = repo, filepath.Join(dir, "gone.git")
+		}},
 		{"backend_opts.answers", "", "backend_opts.answers " + dir + "/none.json: cannot read", func(o *engine.CreateOptions) {
 			o.BackendOpts = map[string]string{"answers": filepath.Join(dir, "none.json")}
 		}},

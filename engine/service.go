@@ -185,6 +185,13 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if err != nil {
 		return nil, err
 	}
+	if dir, err := s.repositoryHere(ctx, spec); err != nil {
+		return nil, err
+	} else if dir != spec.Repo {
+		here := *spec // this host's clone of the run's repository
+		here.Repo = dir
+		spec = &here
+	}
 	if h != nil && h.Backend != "" && x.Backend == nil && h.Backend != spec.Backend {
 		// A mixed resume: refused before the backend is opened, as before any row.
 		return nil, errs.New(errs.InvalidRequest, "run %s ran on backend %s; it cannot resume on %s (the backend of its run.json)", run, h.Backend, spec.Backend).

@@ -293,6 +293,11 @@ type Spec struct {
 	Repo       string `json:"repo,omitempty"`
 	Head       string `json:"head,omitempty"`
 	HeadCommit string `json:"head_commit,omitempty"`
+	// RepoURL is where the run's refs are kept besides (a clone URL; "" for none): its head
+	// commit from its creation, and every ref it moves, moved there first. A host without the
+	// repository at Repo clones it from there, and every process fetches the run's refs from
+	// it before it goes on.
+	RepoURL string `json:"repo_url,omitempty"`
 	// KeepWorktrees leaves the run's worktrees in place when it ends; TraceIsolation takes
 	// digests around every turn (write isolation, recorded); TierSteps is auto or ask.
 	KeepWorktrees  bool      `json:"keep_worktrees,omitempty"`

@@ -268,3 +268,88 @@ func TestAWorkerLeavesARunItCannotServe(t *testing.T) {
 	})
 	assert.Equal(t, "completed", listRuns(t, state, nil)[q.Run].Status)
 }
+
+const clonedFlow = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "build", prompt: "write a" });
+  const one = await crw.commit("build", { message: "a" });
+  await crw.decide({ id: "go", question: "Go on?", schema: { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false } });
+  await agent.call({ role: "executor", node: "build", prompt: "write b" });
+  const two = await crw.commit("build", { message: "b" });
+  return [one.commit, two.parent, two.ref];
+}
+`
+
+// TestAWorkerClonesARunsRepositoryFromItsCloneURL: a run queued on an etcd cluster in a
+// repository with a clone URL (--repo-url) keeps its head there; host B, which lacks the
+// repository, clones it, runs the run up to a decision and moves the node's ref at the URL first;
+// host C, after the answer, clones it too, fetches the run's refs and goes on from B's commit.
+// The commits are at the URL, each on the one before.
+func TestAWorkerClonesARunsRepositoryFromItsCloneURL(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Start(t, 1)
+	env := []string{"CRW_STORE=etcd://" + strings.TrimPrefix(c.Members[0].ClientURL, "http://") + "/crw"}
+	dir := t.TempDir()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return strings.TrimSpace(string(out))
+	}
+	repo, remote := filepath.Join(dir, "repo"), filepath.Join(dir, "remote.git")
+	require.NoError(t, os.MkdirAll(repo, 0o755))
+	git(repo, "init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "README"), []byte("start\n"), 0o644))
+	git(repo, "add", "README")
+	git(repo, "commit", "-q", "-m", "start")
+	head := git(repo, "rev-parse", "HEAD")
+	git(dir, "init", "-q", "--bare", remote)
+	git(repo, "push", "-q", remote, "main")
+	wf, answers := filepath.Join(dir, "wf.js"), filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(wf, []byte(clonedFlow), 0o644))
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [
+  {"match": {"prompt": "write a"}, "turns": [{"text": "done", "files": {"a.txt": "a\n"}}]},
+  {"match": {"prompt": "write b"}, "turns": [{"text": "done", "files": {"b.txt": "b\n"}}]}]}`), 0o644))
+
+	hostA, hostB, hostC := filepath.Join(dir, "hostA"), filepath.Join(dir, "hostB"), filepath.Join(dir, "hostC")
+	res := durableCrw(t, hostA, env, "flow", "start", "--queue", wf, "--backend", "fake", "--answers", answers, "--repo", repo, "--repo-url", remote, "--json")
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	var q struct{ Run string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &q), res.stdout)
+	refs := "refs/crw/flow/" + q.Run + "/"
+	assert.Equal(t, head, git(remote, "rev-parse", refs+"head"), "the run's head is kept at the URL")
+	require.NoError(t, os.Rename(repo, repo+".elsewhere")) // hosts B and C do not have it
+
+	w, exited, log := startWorker(t, hostB, env)
+	untilRuns(t, hostB, env, exited, "host B ran the run up to its decision", func(runs map[string]listed) bool { return runs[q.Run].State == "waiting_decision" })
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	<-exited
+	assert.Contains(t, log.String(), "run "+q.Run+" taken")
+	first := git(remote, "rev-parse", refs+"nodes/build")
+	assert.Equal(t, "a\n", git(remote, "show", first+":a.txt")+"\n", "the node's commit is at the URL")
+	clones, err := filepath.Glob(filepath.Join(hostB, "clones", "*", ".git"))
+	require.NoError(t, err)
+	assert.Len(t, clones, 1, "host B cloned the repository")
+
+	res = durableCrw(t, hostC, env, "flow", "answer", q.Run, "go", "--value", `{"go": true}`, "--no-resume")
+	require.Equal(t, 0, res.exit, res.stdout+res.stderr)
+	_, exited2, _ := startWorker(t, hostC, env)
+	untilRuns(t, hostC, env, exited2, "host C ended the run", func(runs map[string]listed) bool { return runs[q.Run].State == "ended" })
+	res = durableCrw(t, hostC, env, "flow", "status", q.Run, "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var st struct {
+		Status string
+		Result json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &st), res.stdout)
+	require.Equal(t, "completed", st.Status, res.stdout)
+	second := git(remote, "rev-parse", refs+"nodes/build")
+	assert.JSONEq(t, `["`+first+`", "`+first+`", "`+refs+`nodes/build"]`, string(st.Result), "host C's commit is on host B's")
+	assert.Equal(t, first, git(remote, "rev-parse", second+"^"))
+	assert.Equal(t, "a\n", git(remote, "show", second+":a.txt")+"\n")
+	assert.Equal(t, "b\n", git(remote, "show", second+":b.txt")+"\n")
+	clones, err = filepath.Glob(filepath.Join(hostC, "clones", "*", ".git"))
+	require.NoError(t, err)
+	assert.Len(t, clones, 1, "host C cloned the repository")
+}

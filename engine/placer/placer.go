@@ -48,6 +48,7 @@ type Journal interface {
 type Config struct {
 	Run           string
 	Repo          string // the run's repository; "" when it has none
+	Mirror        string // where the run's refs are kept besides (store.Spec.RepoURL); "" for none
 	Dir           string // the run's folder in the store; "" when the store keeps none
 	HeadCommit    string // the run's head: where checkouts start
 	KeepWorktrees bool
@@ -177,6 +178,7 @@ func (p *Placer) open(ctx context.Context) (*workspace.Repo, error) {
 			p.repoErr = fmt.Errorf("the run's repository %s: %w", p.cfg.Repo, p.repoErr)
 			return
 		}
+		p.repo.Mirror = p.cfg.Mirror
 		if p.cfg.History != nil {
 			p.removeStaleLocks()
 			if !p.cfg.KeepWorktrees {
@@ -214,7 +216,7 @@ func (p *Placer) node(name string) *nodeState {
 }
 
 // RunRefs is the prefix of every ref a run makes in its repository.
-func RunRefs(run string) string { return "refs/crw/flow/" + run + "/" }
+func RunRefs(run string) string { return workspace.RunRefs(run) }
 
 // NodeRef is the ref a node's commits go on.
 func NodeRef(run, node string) string {

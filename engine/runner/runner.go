@@ -263,7 +263,7 @@ func (r *runner) contexts(ctx context.Context) (context.Context, context.CancelC
 		}
 	})
 	r.stopCtx = stopCtx
-	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
+	r.placer = placer.New(placer.Config{Run: r.id, Repo: r.spec.Repo, Mirror: r.spec.RepoURL, Dir: r.lease.Dir(), HeadCommit: r.spec.HeadCommit,
 		KeepWorktrees: r.spec.KeepWorktrees, Pool: r.spec.Pool, History: r.h, Journal: r.j, Stop: stopCtx, Backend: r.backend,
 		Logged: r.logged, Flush: r.flushSoon})
 	r.fx = effects.New(effects.Config{Run: r.id, DryRun: r.dryRun, History: r.h, Placer: r.placer, Roles: r.roles, TierSteps: r.spec.TierSteps},

@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/inputs"
 	"github.com/crw-dev/crw/engine/runner/ends"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/lint"
@@ -47,7 +48,9 @@ type Options struct {
 	Limits       Limits
 	// Repo is a directory in the run's git checkout ("": the run has no repository) and Head
 	// the ref its calls start from ("": HEAD); see docs/workspaces.md.
-	Repo, Head     string
+	Repo, Head string
+	// RepoURL is where the run's refs are kept besides (store.Spec.RepoURL): "" for none.
+	RepoURL        string
 	KeepWorktrees  bool
 	TraceIsolation bool
 	// ToolEnv and ToolPath are the run's tool environment (NAME=VALUE entries, and directories
@@ -110,6 +113,14 @@ func Make(ctx context.Context, opts Options, backends *backend.Registry, files F
 	}
 	if v.repo != nil {
 		spec.Repo, spec.Head, spec.HeadCommit = v.repo.Dir, v.repo.head, v.repo.commit
+	}
+	if opts.RepoURL != "" {
+		// The head goes there first: a host that clones the URL finds the run's start.
+		repo := &workspace.Repo{Dir: v.repo.Dir, Mirror: opts.RepoURL}
+		if err := repo.SwapRef(ctx, workspace.HeadRef(spec.Run), spec.HeadCommit, ""); err != nil {
+			return nil, errs.NewField(errs.CapabilityUnavailable, "repo_url", opts.RepoURL, "the run's head cannot be kept there: %v", err)
+		}
+		spec.RepoURL = opts.RepoURL
 	}
 	return spec, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/inputs"
@@ -19,7 +21,7 @@ import (
 var Fields = []string{
 	"workflow", "input", "backend", "pool", "budget_tokens", "lib_dirs",
 	"limits.stack_depth", "limits.heap_bytes", "limits.load_time", "limits.deadline", "limits.prompt_bytes", "limits.log_bytes",
-	"tier_steps", "tool_env", "tool_path", "repo", "head",
+	"tier_steps", "tool_env", "tool_path", "repo", "head", "repo_url",
 }
 
 // valid is what a run's create options are once checked: their defaults given, paths made
@@ -86,6 +88,9 @@ func validate(ctx context.Context, opts *Options, backends *backend.Registry) (*
 	if v.repo, err = openRepo(ctx, opts.Repo, opts.Head); err != nil {
 		return nil, err
 	}
+	if err := checkRepoURL(opts.RepoURL, v.repo != nil); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -143,6 +148,26 @@ func libFolders(dirs []string) ([]string, error) {
 		libs = append(libs, abs)
 	}
 	return libs, nil
+}
+
+// checkRepoURL refuses a clone URL that a run cannot be created with: one without a
+// repository, one git would read as an option, and one that holds a password, which would be
+// written in the run's spec (git's credential helpers and ssh keys give it instead).
+func checkRepoURL(raw string, hasRepo bool) error {
+	switch {
+	case raw == "":
+		return nil
+	case !hasRepo:
+		return errs.Field("repo_url", raw, "the run has no repository")
+	case strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, "\x00\n\r"):
+		return errs.Field("repo_url", "", "%q is not a clone URL", raw)
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			return errs.Field("repo_url", "", "holds a password, which the run's spec would keep: give the URL without it, and the password through git's credential helper")
+		}
+	}
+	return nil
 }
 
 // repoAt is the run's repository as its spec records it.

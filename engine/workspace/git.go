@@ -21,6 +21,12 @@ import (
 	"time"
 )
 
+// RunRefs is the prefix of every ref a run makes in its repository.
+func RunRefs(run string) string { return "refs/crw/flow/" + run + "/" }
+
+// HeadRef is the ref a run with a clone URL keeps its head commit on there.
+func HeadRef(run string) string { return RunRefs(run) + "head" }
+
 // ZeroID is the object id git reads as "no such ref" in a compare-and-swap.
 const ZeroID = "0000000000000000000000000000000000000000"
 
@@ -37,6 +43,10 @@ type Repo struct {
 	GitDir string
 	// Git is the git binary ("git" on PATH when empty).
 	Git string
+	// Mirror is the clone URL the run's refs are kept at besides ("" for none): SwapRef and
+	// DeleteRef move a ref there first, by the same compare-and-swap, so a host that fetches
+	// the run's refs from it goes on from where this one was.
+	Mirror string
 
 	mu     sync.Mutex
 	admins map[string]string // worktree → the admin folder git keeps for it in GitDir
@@ -102,6 +112,9 @@ func (r *Repo) Refs(ctx context.Context, prefix string) (string, error) {
 // SwapRef moves ref to value if it holds old ("" : only if there is no such ref), atomically
 // (git update-ref's own compare-and-swap). A ref that holds anything else is ErrRefMoved.
 func (r *Repo) SwapRef(ctx context.Context, ref, value, old string) error {
+	if err := r.pushSwap(ctx, ref, value, old); err != nil {
+		return err
+	}
 	if old == "" {
 		old = ZeroID
 	}
@@ -116,7 +129,86 @@ func (r *Repo) SwapRef(ctx context.Context, ref, value, old string) error {
 
 // DeleteRef deletes ref if it holds old.
 func (r *Repo) DeleteRef(ctx context.Context, ref, old string) error {
+	if err := r.pushSwap(ctx, ref, "", old); err != nil {
+		return err
+	}
 	_, err := r.git(ctx, r.Dir, nil, "update-ref", "-d", ref, old)
+	return err
+}
+
+// pushSwap moves ref at the Mirror to value ("": deletes it) if it holds old there ("": only
+// if it has no such ref), with git push's own compare-and-swap (--force-with-lease). A ref
+// there that holds anything else is ErrRefMoved; a mirror that cannot be reached is an error
+// of its own, and the ref is left as it is here too.
+func (r *Repo) pushSwap(ctx context.Context, ref, value, old string) error {
+	if r.Mirror == "" {
+		return nil
+	}
+	if !strings.HasPrefix(ref, "refs/") {
+		return fmt.Errorf("%q is not a full ref name", ref)
+	}
+	_, err := r.git(ctx, r.Dir, nil, "push", "--quiet", "--no-verify", "--force-with-lease="+ref+":"+old, "--", r.Mirror, value+":"+ref)
+	if err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "[rejected]") {
+			return fmt.Errorf("%s at %s: %w (%s)", ref, r.Mirror, ErrRefMoved, strings.TrimSpace(ge.Stderr))
+		}
+		return &MirrorError{URL: r.Mirror, Says: gitSays(err), Err: err}
+	}
+	return nil
+}
+
+// MirrorError is a mirror that could not be reached or written: what git said of it, in one
+// line, and git's error.
+type MirrorError struct {
+	URL, Says string
+	Err       error
+}
+
+func (e *MirrorError) Error() string {
+	return "the run's refs cannot be kept at " + e.URL + ": " + e.Says
+}
+
+func (e *MirrorError) Unwrap() error { return e.Err }
+
+// gitSays is the first line git printed of a failure (the command line left out), else err.
+func gitSays(err error) string {
+	var ge *GitError
+	if errors.As(err, &ge) {
+		if line, _, _ := strings.Cut(strings.TrimSpace(ge.Stderr), "\n"); line != "" {
+			return line
+		}
+	}
+	return err.Error()
+}
+
+// Clone makes dir a clone of url without a checkout (its worktrees are made by the run), or
+// leaves it when it is one already.
+func Clone(ctx context.Context, url, dir string) (*Repo, error) {
+	if r, err := Open(ctx, dir); err == nil && r.Dir == dir {
+		return r, nil
+	}
+	tmp := dir + ".cloning"
+	_ = os.RemoveAll(tmp) // a clone a killed process left half made
+	if _, err := run(ctx, "", filepath.Dir(dir), nil, "clone", "--no-checkout", "--quiet", "--", url, tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	return Open(ctx, dir)
+}
+
+// Fetch fetches refspecs from url, refs that are gone there removed here (--prune), and no tags.
+func (r *Repo) Fetch(ctx context.Context, url string, refspecs ...string) error {
+	for _, spec := range refspecs {
+		if strings.HasPrefix(spec, "-") {
+			return fmt.Errorf("%q is not a refspec", spec)
+		}
+	}
+	_, err := r.git(ctx, r.Dir, nil, append([]string{"fetch", "--quiet", "--no-tags", "--prune", "--", url}, refspecs...)...)
 	return err
 }
 

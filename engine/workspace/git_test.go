@@ -333,3 +333,69 @@ func TestRemoveStaleLocksTakesOnlyAFolderOfRefs(t *testing.T) {
 	assert.Equal(t, []string{lock}, removed)
 	assert.NoFileExists(t, lock)
 }
+
+// TestAMirrorHoldsTheRunsRefsFirst: with a Mirror, SwapRef and DeleteRef move the ref there
+// first, by the same compare-and-swap: a mirror whose ref holds another value refuses
+// (ErrRefMoved) and one that cannot be reached fails, and either way the ref here is left as it
+// was. A clone of the mirror fetches the refs as they are there.
+func TestAMirrorHoldsTheRunsRefsFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, head := newRepo(t)
+	tree, err := repo.TreeOf(ctx, head)
+	require.NoError(t, err)
+	c1, err := repo.CommitTree(ctx, tree, head, "one\n", workspace.Identity{Name: "n", Email: "e", At: time.Unix(1e9, 0)})
+	require.NoError(t, err)
+	mirror := filepath.Join(t.TempDir(), "mirror.git")
+	git(t, filepath.Dir(mirror), "init", "-q", "--bare", mirror)
+	git(t, repo.Dir, "push", "-q", mirror, "main")
+	repo.Mirror = mirror
+	const ref = "refs/crw/flow/r/nodes/n"
+	there := func() string { return git(t, mirror, "for-each-ref", "--format=%(objectname)", ref) }
+	here := func() string { got, err := repo.Ref(ctx, ref); require.NoError(t, err); return got }
+
+	require.NoError(t, repo.SwapRef(ctx, ref, head, ""))
+	assert.Equal(t, head, there())
+	assert.Equal(t, head, here())
+
+	// Another host moved it at the mirror: this one's swap is refused, here too.
+	c2, err := repo.CommitTree(ctx, tree, head, "two\n", workspace.Identity{Name: "n", Email: "e", At: time.Unix(1e9, 0)})
+	require.NoError(t, err)
+	git(t, repo.Dir, "push", "-q", mirror, c2+":refs/heads/other") // c2 is known there
+	git(t, mirror, "update-ref", ref, c2)
+	err = repo.SwapRef(ctx, ref, c1, head)
+	assert.ErrorIs(t, err, workspace.ErrRefMoved)
+	assert.Equal(t, head, here(), "a swap the mirror refused is not made here")
+	git(t, mirror, "update-ref", ref, head)
+
+	require.NoError(t, repo.SwapRef(ctx, ref, c1, head))
+	assert.Equal(t, c1, there())
+	assert.Equal(t, c1, here())
+
+	// A clone fetches the run's refs as the mirror holds them.
+	clone, err := workspace.Clone(ctx, mirror, filepath.Join(t.TempDir(), "clone"))
+	require.NoError(t, err)
+	require.NoError(t, clone.Fetch(ctx, mirror, "+refs/crw/flow/r/*:refs/crw/flow/r/*"))
+	got, err := clone.Ref(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, c1, got)
+	again, err := workspace.Clone(ctx, mirror, clone.Dir)
+	require.NoError(t, err, "a clone there already is taken as it is")
+	assert.Equal(t, clone.Dir, again.Dir)
+
+	require.NoError(t, repo.DeleteRef(ctx, ref, c1))
+	assert.Empty(t, there())
+	assert.Empty(t, here())
+	require.NoError(t, clone.Fetch(ctx, mirror, "+refs/crw/flow/r/*:refs/crw/flow/r/*"))
+	got, err = clone.Ref(ctx, ref)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a ref gone from the mirror is gone from a fetch")
+
+	// A mirror that cannot be reached: nothing moves here.
+	repo.Mirror = filepath.Join(t.TempDir(), "gone.git")
+	err = repo.SwapRef(ctx, ref, head, "")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, workspace.ErrRefMoved)
+	assert.Contains(t, err.Error(), "the run's refs cannot be kept at "+repo.Mirror)
+	assert.Empty(t, here())
+}

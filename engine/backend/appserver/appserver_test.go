@@ -169,8 +169,9 @@ func TestTextTurn(t *testing.T) {
 	reqs := h.mock.Requests()
 	require.Len(t, reqs, 1)
 	tmp := h.opts.Env["TMPDIR"]
+	prompt := "Say hello.\n\n## Tools\n\n- The run's temporary directory is " + tmp + " (recorded in the run's run.json). Put TMPDIR=" + tmp + " in front of every command you run.\n"
 	assert.Equal(t, mockmodel.Request{Thread: th.ID, Turn: out.TurnID, Call: 1, Role: "architect", Node: "plan", K: 1,
-		Prompt: "Say hello.\n\n## Tools\n\n- The run's temporary directory is " + tmp + " (recorded in the run's run.json). Put TMPDIR=" + tmp + " in front of every command you run.\n",
+		Prompt: prompt, Task: prompt, // the thread's first turn: its task
 		Answer: "text", Items: reqs[0].Items, Tools: reqs[0].Tools}, reqs[0], "the turn's text ends with the tools section")
 }
 

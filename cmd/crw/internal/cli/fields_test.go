@@ -92,6 +92,7 @@ func createFlags(dir, wf, repo string) []badFlag {
 		{"tool_path", noRepo("--tool-path", "bin"), `invalid_request: --tool-path "bin": not an absolute directory path`},
 		{"repo", run("--repo", wf), "invalid_request: --repo " + wf + ": not a folder"},
 		{"head", run("--repo", repo, "--head", "nope"), "invalid_request: --head nope: "},
+		{"repo_url", run("--repo", repo, "--repo-url", "https://me:secret@git.example/app.git"), "invalid_request: --repo-url: holds a password"},
 		{"no_repo", run("--no-repo", "--head", "main"), "invalid_request: --no-repo: goes with no repository and no head"},
 		{"backend_opts.answers", noRepo("--answers", filepath.Join(dir, "none.json")), "invalid_request: --answers " + filepath.Join(dir, "none.json") + ": cannot read"},
 		{"backend_opts.codex", noRepo("--codex", "/no/codex"), "invalid_request: --codex: an option of backend app-server or session, not of backend fake"},

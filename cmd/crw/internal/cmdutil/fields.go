@@ -29,6 +29,7 @@ var Flags = map[string]string{
 	"tool_path":           "--tool-path",
 	"repo":                "--repo",
 	"head":                "--head",
+	"repo_url":            "--repo-url",
 	"no_repo":             "--no-repo",
 	"verdict":             "--applied or --not-applied",
 	"output":              "--output",

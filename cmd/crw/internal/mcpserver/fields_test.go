@@ -105,6 +105,7 @@ func startArgs(dir, wf, repo string) []badArg {
 		start("tool_path", map[string]any{"tool_path": []string{"bin"}}, `tool_path "bin": not an absolute directory path`),
 		start("repo", map[string]any{"no_repo": false, "repo": wf}, "repo "+wf+": not a folder"),
 		start("head", map[string]any{"no_repo": false, "repo": repo, "head": "nope"}, "head nope: "),
+		start("repo_url", map[string]any{"no_repo": false, "repo": repo, "repo_url": "https://me:secret@git.example/app.git"}, "repo_url: holds a password"),
 		start("no_repo", map[string]any{"head": "main"}, "no_repo: goes with no repository and no head"),
 		start("backend_opts.answers", map[string]any{"answers": none}, "answers "+none+": cannot read"),
 		start("backend_opts.codex", map[string]any{"codex": "/no/codex"}, "codex: an option of backend app-server or session, not of backend fake"),

@@ -34,6 +34,7 @@ type RunOptions struct {
 	Repo           string
 	NoRepo         bool
 	Head           string
+	RepoURL        string // where the run's refs are kept besides (a clone URL)
 	KeepWorktrees  bool
 	TraceIsolation bool
 	TierSteps      string
@@ -69,7 +70,7 @@ func CreateOptions(opts *RunOptions) (engine.CreateOptions, error) {
 		ToolEnv: toolEnv, ToolPath: opts.ToolPath,
 		Workflow: opts.Workflow, Input: opts.Input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: opts.LibDirs, Limits: opts.Limits,
-		Repo: repo, Head: opts.Head, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
+		Repo: repo, Head: opts.Head, RepoURL: opts.RepoURL, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}, nil
 }
 

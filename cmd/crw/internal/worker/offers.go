@@ -23,23 +23,29 @@ type Offers struct {
 	// AnyRepo: every repository on this host, as a run names it; else Repos, by top level.
 	AnyRepo bool
 	Repos   []string
+	// Clone: the repository of a run that has a clone URL, cloned into the state folder when
+	// this host does not have it where the run names it.
+	Clone bool
 }
 
-// AutoOffers offer codex and every repository, each checked on the host for the run that needs
-// it: what a worker offers unless --offers says.
-var AutoOffers = Offers{Codex: true, AnyRepo: true}
+// AutoOffers offer codex, every repository and clones, each checked on the host for the run
+// that needs it: what a worker offers unless --offers says.
+var AutoOffers = Offers{Codex: true, AnyRepo: true, Clone: true}
 
 // ParseOffers reads --offers: a list of codex, repo:PATH (a repository by its top level),
-// repo:* (every repository) and auto (codex and repo:*). An empty list offers nothing a run may
-// need: such a worker takes runs without a repository on the fake backend.
+// repo:* (every repository), clone (a run's repository cloned from its clone URL) and auto
+// (codex, repo:* and clone). An empty list offers nothing a run may need: such a worker takes
+// runs without a repository on the fake backend.
 func ParseOffers(items []string) (Offers, error) {
 	var o Offers
 	for _, item := range items {
 		switch path, isRepo := strings.CutPrefix(item, "repo:"); {
 		case item == "auto":
-			o.Codex, o.AnyRepo = true, true
+			o.Codex, o.AnyRepo, o.Clone = true, true, true
 		case item == "codex":
 			o.Codex = true
+		case item == "clone":
+			o.Clone = true
 		case isRepo && path == "*":
 			o.AnyRepo = true
 		case isRepo && filepath.IsAbs(path):
@@ -47,7 +53,7 @@ func ParseOffers(items []string) (Offers, error) {
 		case isRepo:
 			return o, fmt.Errorf("--offers: %q: a repository is named by the absolute path of its top level (repo:/src/app), or repo:*", item)
 		default:
-			return o, fmt.Errorf("--offers: %q is not an offer: codex, repo:PATH, repo:* or auto", item)
+			return o, fmt.Errorf("--offers: %q is not an offer: codex, repo:PATH, repo:*, clone or auto", item)
 		}
 	}
 	return o, nil
@@ -65,6 +71,9 @@ func (o Offers) String() string {
 	for _, r := range o.Repos {
 		items = append(items, "repo:"+r)
 	}
+	if o.Clone {
+		items = append(items, "clone")
+	}
 	if len(items) == 0 {
 		return "nothing (runs without a repository, on the fake backend)"
 	}
@@ -74,7 +83,8 @@ func (o Offers) String() string {
 // Serves tells why this host cannot serve the run of spec ("" when it can): the run needs codex
 // (an app-server run) and the worker does not offer it or the host has no codex binary; or it
 // works in a repository the worker does not offer, or which this host does not have at that
-// path with the commit its calls start from.
+// path with the commit its calls start from, unless the run has a clone URL and the worker
+// offers clones (the run's process clones it).
 func (o Offers) Serves(ctx context.Context, spec *store.Spec) string {
 	if spec.Backend == appserver.Name {
 		if !o.Codex {
@@ -85,20 +95,34 @@ func (o Offers) Serves(ctx context.Context, spec *store.Spec) string {
 		}
 	}
 	if spec.Repo != "" {
-		if !o.AnyRepo && !slices.Contains(o.Repos, spec.Repo) {
-			return "the run works in the repository " + spec.Repo + ", which this worker does not offer (--offers " + o.String() + ")"
+		why := o.hasRepo(ctx, spec)
+		if why != "" && spec.RepoURL != "" && o.Clone {
+			return "" // the run's process clones it (engine: Service.repositoryHere)
 		}
-		check, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		repo, err := workspace.Open(check, spec.Repo)
-		switch {
-		case err != nil:
-			return fmt.Sprintf("the run works in the repository %s, which this host does not have: %v", spec.Repo, err)
-		case repo.Dir != spec.Repo:
-			return fmt.Sprintf("the run works in the repository %s, which is no checkout's top level on this host (it is in %s)", spec.Repo, repo.Dir)
-		case !repo.Has(check, spec.HeadCommit+"^{commit}"):
-			return fmt.Sprintf("the run works in the repository %s at commit %s, which this host does not have", spec.Repo, spec.HeadCommit)
+		if why != "" && spec.RepoURL != "" {
+			why += ", and it does not offer clones of its clone URL " + spec.RepoURL
 		}
+		return why
+	}
+	return ""
+}
+
+// hasRepo tells why this host cannot serve the repository of spec's run at its path ("" when
+// it can).
+func (o Offers) hasRepo(ctx context.Context, spec *store.Spec) string {
+	if !o.AnyRepo && !slices.Contains(o.Repos, spec.Repo) {
+		return "the run works in the repository " + spec.Repo + ", which this worker does not offer (--offers " + o.String() + ")"
+	}
+	check, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	repo, err := workspace.Open(check, spec.Repo)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the run works in the repository %s, which this host does not have: %v", spec.Repo, err)
+	case repo.Dir != spec.Repo:
+		return fmt.Sprintf("the run works in the repository %s, which is no checkout's top level on this host (it is in %s)", spec.Repo, repo.Dir)
+	case !repo.Has(check, spec.HeadCommit+"^{commit}"):
+		return fmt.Sprintf("the run works in the repository %s at commit %s, which this host does not have", spec.Repo, spec.HeadCommit)
 	}
 	return ""
 }

@@ -20,7 +20,8 @@ func TestParseOffers(t *testing.T) {
 		in   []string
 		want Offers
 	}{
-		{[]string{"auto"}, Offers{Codex: true, AnyRepo: true}},
+		{[]string{"auto"}, Offers{Codex: true, AnyRepo: true, Clone: true}},
+		{[]string{"clone", "codex"}, Offers{Codex: true, Clone: true}},
 		{[]string{"codex"}, Offers{Codex: true}},
 		{[]string{"repo:/src/app/", "repo:/src/lib"}, Offers{Repos: []string{"/src/app", "/src/lib"}}},
 		{[]string{"repo:*", "codex"}, Offers{Codex: true, AnyRepo: true}},
@@ -75,6 +76,7 @@ func TestWhatAHostServes(t *testing.T) {
 	hostile := &store.Spec{Backend: "fake", Repo: repo, HeadCommit: "--output=" + filepath.Join(repo, "written")}
 	codexRun := &store.Spec{Backend: "app-server", BackendOptions: map[string]string{"codex": fakeBin}}
 	noCodex := &store.Spec{Backend: "app-server", BackendOptions: map[string]string{"codex": filepath.Join(repo, "no-codex")}}
+	cloned := &store.Spec{Backend: "fake", Repo: filepath.Join(repo, "gone"), HeadCommit: head, RepoURL: "https://git.example/app.git"}
 	for _, tt := range []struct {
 		name   string
 		offers Offers
@@ -92,6 +94,9 @@ func TestWhatAHostServes(t *testing.T) {
 		{"codex, offered and found", Offers{Codex: true}, codexRun, ""},
 		{"codex not offered", Offers{AnyRepo: true}, codexRun, "needs codex (the app-server backend), which this worker does not offer (--offers repo:*)"},
 		{"codex offered, not on this host", AutoOffers, noCodex, "this host has none"},
+		{"a repository elsewhere with a clone URL, clones offered", Offers{Clone: true}, cloned, ""},
+		{"a repository elsewhere with a clone URL, clones not offered", Offers{AnyRepo: true}, cloned,
+			", and it does not offer clones of its clone URL https://git.example/app.git"},
 	} {
 		got := tt.offers.Serves(ctx, tt.spec)
 		if tt.says == "" {

@@ -58,6 +58,7 @@ type StartIn struct {
 	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory); crw flow's --repo, as the run's messages name it"`
 	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
 	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
+	RepoURL           string          `json:"repo_url,omitempty" jsonschema:"a clone URL where the run keeps its head and moves its refs first: a host without the repository clones it from there"`
 	KeepWorktrees     bool            `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
 	TraceIsolation    bool            `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
 	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision; crw flow's --tier-steps, as the run's messages name it"`
@@ -103,6 +104,7 @@ var Args = map[string]string{
 	"tool_path":                       "tool_path",
 	"repo":                            "repo",
 	"head":                            "head",
+	"repo_url":                        "repo_url",
 	"no_repo":                         "no_repo",
 	"backend_opts.answers":            "answers",
 	"backend_opts.codex":              "codex",

@@ -198,7 +198,7 @@ func (rs *runs) start(ctx context.Context, c *Call, in *StartIn) (*Started, erro
 	}
 	co, err := ops.CreateOptions(&ops.RunOptions{Workflow: in.Workflow, Input: in.Input, Backend: backendName, BackendOpts: in.backendOptions(),
 		Roles: in.Roles, Pool: in.Pool, BudgetTokens: in.BudgetTokens, LibDirs: in.Lib, Limits: limits,
-		Repo: in.Repo, NoRepo: in.NoRepo, Head: in.Head, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
+		Repo: in.Repo, NoRepo: in.NoRepo, Head: in.Head, RepoURL: in.RepoURL, KeepWorktrees: in.KeepWorktrees, TraceIsolation: in.TraceIsolation, TierSteps: tierSteps,
 		ToolEnv: in.ToolEnv, ToolPath: in.ToolPath})
 	if err != nil {
 		return nil, err

@@ -66,6 +66,7 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *Flags, defaultBackend s
 	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")
 	f.BoolVar(&opts.NoRepo, "no-repo", false, "run without a repository: executor calls are held worktree_failed")
 	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
+	f.StringVar(&opts.RepoURL, "repo-url", "", "a clone URL where the run keeps its head and moves its refs first: a host without the repository clones it from there")
 	f.BoolVar(&opts.KeepWorktrees, "keep-worktrees", false, "leave the run's worktrees in place when it ends")
 	f.BoolVar(&opts.TraceIsolation, "trace-isolation", false, "digest each call's directory, the checkout and the shared refs around every turn, and warn when a call wrote where it should not")
 	f.StringArrayVar(&opts.ToolEnv, "tool-env", nil, "NAME=VALUE: a variable every command of the run's agents takes, named in each turn's tools section (repeatable)")
