@@ -19,6 +19,7 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		// A repeated member name: the last value wins, where the name first stands.
 		`{"v":"x","v":1}`, `{"v":1,"v":1}`, `{"a":1,"b":{"c":[1]},"a":{"d":2},"b":3}`, `[{"x":[],"x":[{"y":1,"y":2}]}]`,
 		`{"\ud800":1,"\udbff":2}`, `{"k":{"a":1},"k":{"a":1}}`,
+		"[" + strings.TrimSuffix(strings.Repeat(`"e",`, 150), ",") + "]",
 	}
 	rt := goja.New()
 	parse := FrozenParser(Capture(rt))
@@ -80,4 +81,20 @@ func TestFrozenParserNumbersBeyondFloat64(t *testing.T) {
 	got, err := rt.RunString(`r.map(String).join(" ") + " " + Object.is(r[3], -0)`)
 	require.NoError(t, err)
 	require.Equal(t, "Infinity -Infinity 0 0 12345678901234567000 true", got.String())
+}
+
+// TestAFrozenArrayIsAnArrayThatCannotChange: an array the parser builds is an Array whose
+// elements, length and extent cannot change, in strict code a TypeError, whose methods work.
+func TestAFrozenArrayIsAnArrayThatCannotChange(t *testing.T) {
+	rt := goja.New()
+	v, err := FrozenParser(Capture(rt))([]byte(`[1,"two",[3]]`))
+	require.NoError(t, err)
+	require.NoError(t, rt.Set("r", v))
+	got, err := rt.RunString(`"use strict";
+		const tries = [() => r.push(4), () => { r[0] = 9; }, () => { r.length = 0; }, () => { r[5] = 1; }, () => r[2].pop(), () => { delete r[1]; }];
+		const thrown = tries.map((f) => { try { f(); return "changed"; } catch (e) { return e.constructor.name; } });
+		const len = Object.getOwnPropertyDescriptor(r, "length");
+		[Array.isArray(r), Object.isFrozen(r), r.length, len.writable, len.enumerable, JSON.stringify(r), r.map(String).join("|"), thrown.join(",")].join(" ")`)
+	require.NoError(t, err)
+	require.Equal(t, `true true 3 false false [1,"two",[3]] 1|two|3 TypeError,TypeError,TypeError,TypeError,TypeError,TypeError`, got.String())
 }
