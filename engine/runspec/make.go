@@ -50,7 +50,11 @@ type Options struct {
 	// the ref its calls start from ("": HEAD); see docs/workspaces.md.
 	Repo, Head string
 	// RepoURL is where the run's refs are kept besides (store.Spec.RepoURL): "" for none.
-	RepoURL        string
+	RepoURL string
+	// NoRepoImplied: the run has no repository because none was given or refused and its
+	// working directory is in no checkout. A workflow whose executor calls the static pass sees
+	// is then refused, before any token is spent: they would end held worktree_failed.
+	NoRepoImplied  bool
 	KeepWorktrees  bool
 	TraceIsolation bool
 	// ToolEnv and ToolPath are the run's tool environment (NAME=VALUE entries, and directories
@@ -91,9 +95,19 @@ func Make(ctx context.Context, opts Options, backends *backend.Registry, files F
 	}
 	v.env["TMPDIR"] = tmp
 	// Load before anything is written: a workflow that does not load leaves no run behind.
-	script, err := Load(ctx, v.workflow, v.libDirs, opts.Input, v.limits, opts.Lint)
+	lc := opts.Lint
+	if lc == nil && opts.NoRepoImplied && v.repo == nil {
+		lc = lint.New(nil) // to see the executor calls
+	}
+	script, err := Load(ctx, v.workflow, v.libDirs, opts.Input, v.limits, lc)
 	if err != nil {
 		return nil, err
+	}
+	if opts.NoRepoImplied && v.repo == nil && lc != nil {
+		if ex := lc.Executors(); len(ex) > 0 {
+			return nil, errs.Field("repo", "", "none: the working directory is in no git checkout, and the workflow calls the %s role at %s:%d:%d, whose calls need one (they would end held worktree_failed)",
+				ex[0].Message, ex[0].File, ex[0].Line, ex[0].Col).NextNaming("{repo} DIR, or {no_repo} to run without one")
+		}
 	}
 	// The store keeps the code the run was created with, each file by its digest.
 	kept := map[string]string{}

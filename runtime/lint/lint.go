@@ -54,6 +54,20 @@ type Collector struct {
 	mu       sync.Mutex
 	findings []Finding
 	more     int
+	// executors are the agent.calls whose role is written out as an executor's, first few.
+	executors []Finding
+}
+
+// maxExecutors bounds the executor calls a Collector keeps: a run's refusal names the first.
+const maxExecutors = 16
+
+// Executors are the agent.calls whose role is written out as an executor's (executor,
+// executor-t1), in the order the modules were parsed, their rule empty: the calls that need
+// the run's repository, where the pass can see them.
+func (c *Collector) Executors() []Finding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.executors)
 }
 
 // New returns a Collector whose schemas are held to check (the strict rules).
@@ -193,6 +207,17 @@ func root(e ast.Expression) string {
 func (m *module) at(idx file.Idx, rule, format string, args ...any) {
 	p := m.file.Position(int(idx) - m.file.Base())
 	m.c.add(Finding{File: p.Filename, Line: p.Line, Col: p.Column, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// executor records an agent.call of an executor's role at idx.
+func (m *module) executor(idx file.Idx, role string) {
+	p := m.file.Position(int(idx) - m.file.Base())
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.executors) < maxExecutors {
+		c.executors = append(c.executors, Finding{File: p.Filename, Line: p.Line, Col: p.Column, Message: role})
+	}
 }
 
 // collect records the module's bindings the pass resolves names by.
@@ -380,6 +405,8 @@ func (m *module) value(name string, v ast.Expression) {
 		}
 		if s, ok := v.(*ast.StringLiteral); ok && !slices.Contains(allowed, s.Value.String()) {
 			m.at(s.Idx, RuleBadOption, "agent.call: %s %q is not one of %s%s", name, s.Value, strings.Join(allowed, ", "), didYouMean(s.Value.String(), allowed))
+		} else if ok && name == "role" && strings.HasPrefix(s.Value.String(), "executor") {
+			m.executor(s.Idx, s.Value.String())
 		}
 	case "prompt":
 		if s, ok := v.(*ast.StringLiteral); ok && strings.TrimSpace(s.Value.String()) == "" {

@@ -43,6 +43,9 @@ type Options struct {
 	// rehearsal (0: none); schedule i has seed Seed+i.
 	Faults int
 	Seed   uint64
+	// NoRepo: a run started where the check runs would have no repository (the working
+	// directory is in no git checkout), which its executor calls need.
+	NoRepo bool
 }
 
 // Finding is one mistake, where it is, and which pass found it: static (the pass over the
@@ -60,6 +63,8 @@ const (
 	RuleUnawaited = "unawaited_call"
 	RuleThrown    = "thrown"
 	RuleRefused   = "call_refused"
+	// RuleNoRepository: an executor call, and a run started here would have no repository.
+	RuleNoRepository = "no_repository"
 )
 
 // Report is what Check found, and how the rehearsal went.
@@ -109,6 +114,13 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{Workflow: opts.Workflow, Findings: []Finding{}}
 	found, more := c.Findings()
 	for _, f := range found {
+		rep.add(Finding{Finding: f, Source: "static"})
+	}
+	if ex := c.Executors(); opts.NoRepo && len(ex) > 0 {
+		f := ex[0]
+		f.Rule = RuleNoRepository
+		f.Message = "agent.call: the " + ex[0].Message + " role works in the run's repository, and the working directory is in no git checkout: " +
+			"crw flow run and start refuse the workflow here (give --repo DIR, or --no-repo to run without one: its executor calls then end held worktree_failed)"
 		rep.add(Finding{Finding: f, Source: "static"})
 	}
 	rep.More += more

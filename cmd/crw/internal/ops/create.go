@@ -70,7 +70,7 @@ func CreateOptions(opts *RunOptions) (engine.CreateOptions, error) {
 		ToolEnv: toolEnv, ToolPath: opts.ToolPath,
 		Workflow: opts.Workflow, Input: opts.Input, Backend: opts.Backend, BackendOpts: opts.BackendOpts,
 		Roles: roles, Pool: runPool(opts), BudgetTokens: opts.BudgetTokens, LibDirs: opts.LibDirs, Limits: opts.Limits,
-		Repo: repo, Head: opts.Head, RepoURL: opts.RepoURL, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
+		Repo: repo, NoRepoImplied: repo == "" && !opts.NoRepo, Head: opts.Head, RepoURL: opts.RepoURL, KeepWorktrees: opts.KeepWorktrees, TraceIsolation: opts.TraceIsolation, TierSteps: opts.TierSteps,
 	}, nil
 }
 

@@ -3,8 +3,11 @@
 package check
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/check"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/workspace"
 	"github.com/crw-dev/crw/errs"
 )
 
@@ -108,7 +112,7 @@ func checkOptions(opts *Options) (check.Options, error) {
 	if err != nil {
 		return check.Options{}, err
 	}
-	co := check.Options{Workflow: opts.Workflow, Input: in, LibDirs: opts.LibDirs, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout}
+	co := check.Options{Workflow: opts.Workflow, Input: in, LibDirs: opts.LibDirs, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout, NoRepo: noCheckoutHere(opts.Ctx)}
 	if opts.Roles != "" {
 		if co.Roles, err = inputs.LoadRoles(opts.Roles); err != nil {
 			return co, err
@@ -173,4 +177,15 @@ func count(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// noCheckoutHere tells whether the working directory is in no git checkout: a run started here
+// without --repo would have no repository.
+func noCheckoutHere(ctx context.Context) bool {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	_, err = workspace.Find(ctx, cwd)
+	return errors.Is(err, workspace.ErrNotRepository)
 }
