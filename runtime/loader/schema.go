@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -28,9 +29,13 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		return nil
 	}
 	var problems []string
+	first := "" // the export of the first problem, whose declaration the error points at
 	report := func(export, pointer, rule, msg string) {
 		if pointer == "" {
 			pointer = "(root)"
+		}
+		if first == "" {
+			first = export
 		}
 		problems = append(problems, fmt.Sprintf("%s: export %q: %s: %s: %s", t.name, export, pointer, rule, msg))
 	}
@@ -70,7 +75,35 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		}
 		return nil
 	}
-	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}
+	le := &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}
+	if src, err := s.l.read(t); err == nil {
+		le.Line, le.Column = exportAt(src, first)
+	}
+	return le
+}
+
+// exportAt is the 1-based line and column where the source declares the export name (export
+// const name, export { name }, export default, exports.name =), 0, 0 when it cannot tell.
+func exportAt(src []byte, name string) (line, col int) {
+	var patterns []string
+	q := regexp.QuoteMeta(name)
+	if name == "default" {
+		patterns = []string{`\bexport\s+default\b`, `\bmodule\.exports\s*=`}
+	} else {
+		patterns = []string{
+			`\bexport\s+(?:const|let|var|function\*?|class)\s+` + q + `\b`,
+			`\bexport\s*\{[^}]*\b` + q + `\b`,
+			`\b(?:module\.)?exports\.` + q + `\s*=`,
+			`\b(?:const|let|var)\s+` + q + `\s*=`, // module.exports = { name }
+			`\bmodule\.exports\s*=`,
+		}
+	}
+	for _, p := range patterns {
+		if loc := regexp.MustCompile(p).FindIndex(src); loc != nil {
+			return lineCol(src, loc[0])
+		}
+	}
+	return 0, 0
 }
 
 func isNamespace(exports *goja.Object, keys []string, def goja.Value) bool {

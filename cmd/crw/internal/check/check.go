@@ -26,6 +26,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/runtime/lint"
+	"github.com/crw-dev/crw/runtime/loader"
 	"github.com/crw-dev/crw/store/mem"
 )
 
@@ -108,6 +109,14 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	}
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: opts.Workflow, Input: opts.Input, LibDirs: opts.LibDirs,
 		Roles: opts.Roles, Limits: limits, OmitCallSeqs: true, Lint: c})
+	var le *loader.LoadError
+	if errors.As(err, &le) && le.Code == loader.CodeSchemaNotStrict {
+		// A schema module's export that is not strict is a mistake of the workflow's, where
+		// its module declares it: a finding, as a schema written out in an agent.call is.
+		rep := &Report{Workflow: opts.Workflow, Status: "not_loaded", Stopped: "a crw:lib/schemas export is not strict, so the workflow does not load"}
+		rep.add(Finding{Finding: lint.Finding{File: le.File, Line: le.Line, Col: le.Column, Rule: lint.RuleSchemaNotStrict, Message: le.Message}, Source: "static"})
+		return rep, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,2 @@
+import { review } from "crw:lib/schemas/cjs";
+export default async function main() { return 1 }
