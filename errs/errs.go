@@ -177,8 +177,9 @@ type Error struct {
 
 	cause error
 	field *FieldError
-	// nextNaming is the next action with the request's fields written {FIELD} (NextNaming).
-	nextNaming string
+	// nextNaming is the next action with the request's fields written {FIELD} (NextNaming);
+	// detailNaming the detail so written (NewNaming).
+	nextNaming, detailNaming string
 }
 
 func (e *Error) Error() string {
@@ -236,6 +237,15 @@ func (e *Error) Next(action string) *Error {
 		e.Because("request", string(e.Code), NotStarted, Certain)
 	}
 	e.Diagnostic.NextAction = Bound(action)
+	return e
+}
+
+// NewNaming is New whose detail names fields of the request, each written {FIELD}: called by
+// the field's own name here, by its front end's name once Named, as NextNaming's are. It is
+// for a detail about more than one field (a FieldError is about one).
+func NewNaming(code Code, detail string) *Error {
+	e := New(code, "%s", nameFields(detail, func(string) string { return "" }))
+	e.detailNaming = detail
 	return e
 }
 

@@ -52,13 +52,16 @@ func FieldOf(err error) *FieldError {
 // its Error whose detail names the field so, the rest (code, diagnostic, cause, field) kept.
 // err is returned as it is when it is about no field, or name has no name for it ("").
 //
-// The fields its next action names (NextNaming) are called so too.
+// The fields its next action (NextNaming) or its detail (NewNaming) names are called so too.
 func Named(err error, name func(field string) string) error {
 	e, ok := As(err)
-	if !ok || (e.field == nil && e.nextNaming == "") {
+	if !ok || (e.field == nil && e.nextNaming == "" && e.detailNaming == "") {
 		return err
 	}
 	c, named := *e, false
+	if e.detailNaming != "" {
+		c.Detail, named = Bound(nameFields(e.detailNaming, name)), true
+	}
 	if e.field != nil {
 		if n := name(e.field.Field); n != "" {
 			c.Detail, named = Bound(e.field.Detail(n)), true

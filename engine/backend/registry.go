@@ -15,6 +15,10 @@ type Descriptor struct {
 	Name    string
 	Summary string   // one line for the command line's help
 	Options []Option // each is also a flag of crw flow run and start: --<name>
+	// Prerequisites say what a run of the backend needs of its host, each in a line that
+	// names options by their names (none: it needs nothing). Prepare, with no options, tells
+	// whether this host has them.
+	Prerequisites []string
 	// Prepare checks the options a run is created with and returns them as the run records
 	// them (paths made absolute, a binary found). An error about an option is an errs.Field of
 	// OptionField(its name).

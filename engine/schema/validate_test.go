@@ -123,8 +123,13 @@ func TestValidate(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("Validate = %v, want a *ValidationError", err)
 			}
-			if !slices.Equal(ve.Problems, c.want) {
-				t.Errorf("problems:\n got  %+v\n want %+v", ve.Problems, c.want)
+			// Want is Brief's, which TestBriefSaysWhatAKeywordWants checks.
+			got := slices.Clone(ve.Problems)
+			for i := range got {
+				got[i].Want = ""
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("problems:\n got  %+v\n want %+v", got, c.want)
 			}
 		})
 	}
@@ -156,12 +161,45 @@ func TestValidateNotOneDocument(t *testing.T) {
 	}
 }
 
+// TestBriefSaysWhatAKeywordWants: a value of the wrong type, or past a bound, is said with the
+// types and bounds the schema wants and the value's JSON type, never the value itself.
+func TestBriefSaysWhatAKeywordWants(t *testing.T) {
+	v, err := Compile([]byte(`{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":10},` +
+		`"run":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}},` +
+		`"required":["limit","run","tags"],"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		`{"limit":"ten","run":null,"tags":[]}`:         `/limit: must be an integer, got a string`,
+		`{"limit":1.5,"run":null,"tags":[]}`:           `/limit: must be an integer, got a number`,
+		`{"limit":0,"run":null,"tags":[]}`:             `/limit: must be at least 1`,
+		`{"limit":11,"run":"secret","tags":[]}`:        `/limit: must be at most 10`,
+		`{"limit":1,"run":{"x":"secret"},"tags":[]}`:   `/run: must be a string or null, got an object`,
+		`{"limit":1,"run":null,"tags":["a",true]}`:     `/tags/1: must be a string, got a boolean`,
+		`{"limit":1,"run":null,"tags":[],"extra":"x"}`: `(root): fails "additionalProperties"`,
+	}
+	for doc, want := range cases {
+		var ve *ValidationError
+		if err := v.Validate([]byte(doc)); !errors.As(err, &ve) {
+			t.Fatalf("%s: %v, want a *ValidationError", doc, err)
+		}
+		if got := ve.Brief(); got != want {
+			t.Errorf("%s: Brief() = %q, want %q", doc, got, want)
+		}
+	}
+}
+
 func TestValidationErrorMessage(t *testing.T) {
 	e := &ValidationError{Problems: []Problem{{Path: "", Keyword: "required", Message: "missing required property \"a\""}, {Path: "/b/0", Keyword: "type", Message: "expected string, got 1"}}}
 	if got, want := e.Error(), `(root): missing required property "a"; /b/0: expected string, got 1`; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	if got, want := e.Brief(), `(root): fails "required"; /b/0: fails "type"`; got != want {
+		t.Errorf("Brief() = %q, want %q", got, want)
+	}
+	e.Problems[1].Want = "must be a string, got an integer"
+	if got, want := e.Brief(), `(root): fails "required"; /b/0: must be a string, got an integer`; got != want {
 		t.Errorf("Brief() = %q, want %q", got, want)
 	}
 	var many ValidationError

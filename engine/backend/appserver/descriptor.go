@@ -24,6 +24,8 @@ func Descriptor() backend.Descriptor {
 		Name:    Name,
 		Summary: "real Codex turns on `codex app-server`",
 		Options: []backend.Option{codex.Option},
+		Prerequisites: []string{"a codex binary: the option codex, else $CRW_CODEX, else codex on PATH (" + codex.InstallCommand + ")",
+			"a Codex login or API key in its CODEX_HOME, for the turns it runs"},
 		Prepare: func(opts map[string]string) (map[string]string, error) {
 			bin, err := codex.FindCodex(opts["codex"])
 			if err != nil {

@@ -51,6 +51,12 @@ func Descriptor(hosts Hosts) backend.Descriptor {
 		Name:    Name,
 		Summary: "each call a role subagent of the owner's Codex session (run from inside Codex)",
 		Options: options,
+		Prerequisites: []string{
+			"an owner thread: the option owner, else $" + OwnerEnv + " (set in a shell of a Codex turn)",
+			"a host: the owner's app server socket (the option host, else $" + HostEnv + "), else a codex binary for a private app server (the option codex, else $CRW_CODEX, else codex on PATH)",
+			"a state folder: the run's steps and its owner's binding live in the state folder of the owner's host",
+			"the roles crw codex setup writes into the owner's CODEX_HOME, and an owner that makes the steps' host calls",
+		},
 		Prepare: func(opts map[string]string) (map[string]string, error) { return prepare(hosts, opts) },
 		Open:    func(cfg backend.Config) (backend.Backend, error) { return open(hosts, cfg) },
 		// Its steps, replies and owner binding are in the state folder of its owner's host.

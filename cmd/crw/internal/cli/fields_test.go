@@ -118,6 +118,8 @@ func requestFlags(run, diverged string) []badFlag {
 		{"limit", []string{"flow", "audit", "--limit", "0"}, "invalid_request: --limit: 1 to "},
 		{"script", []string{"flow", "resume", run, "--script", diverged}, "revision_conflict (divergence): --script " + diverged + ": takes another path than run " + run + " recorded"},
 		{"budget_tokens", []string{"flow", "resume", run, "--budget-tokens", "-1"}, "invalid_request: --budget-tokens: must not be negative, got -1"},
+		{"run", []string{"flow", "shadow", diverged}, "invalid_request: give exactly one of --run RUN and --trace FILE"},
+		{"trace", []string{"flow", "shadow", diverged, "--trace", diverged}, "invalid_request: --trace " + diverged + ": journal: import: line 1: "},
 	}
 }
 

@@ -36,6 +36,8 @@ var Flags = map[string]string{
 	"value":               "--value",
 	"limit":               "--limit",
 	"script":              "--script",
+	"run":                 "--run",   // crw flow shadow's record: a run
+	"trace":               "--trace", // or a trace file
 }
 
 // FlagOf is the flag of field: the table's, or --NAME for the backend option NAME (each

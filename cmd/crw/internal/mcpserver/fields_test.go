@@ -131,6 +131,8 @@ func requestArgs(run, diverged string) []badArg {
 		{field: "limit", tool: "effects", args: map[string]any{"limit": 0}, detail: schemaRefuses},
 		{field: "script", tool: "resume", args: map[string]any{"run": run, "script": diverged}, code: "revision_conflict",
 			detail: "script " + diverged + ": takes another path than run " + run + " recorded"},
+		{field: "run", tool: "shadow", args: map[string]any{"script": diverged}, detail: "give exactly one of run RUN and trace FILE"},
+		{field: "trace", tool: "shadow", args: map[string]any{"script": diverged, "trace": diverged}, detail: "trace " + diverged + ": journal: import: line 1: "},
 		{field: "backend_opts.answers", tool: "resume", args: map[string]any{"run": run, "answers": filepath.Join(filepath.Dir(diverged), "none.json")},
 			detail: "answers " + filepath.Join(filepath.Dir(diverged), "none.json") + ": cannot read"},
 	}

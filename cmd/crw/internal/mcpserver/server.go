@@ -2,7 +2,7 @@
 // tools (package tools) are a run's lifecycle and the recovery reads, doing what the crw flow
 // commands of the same names do through the same code (package ops, the run service). It
 // keeps the server's bookkeeping of each call: who made it, the run it names, every answer, an
-// error's too, in the tool's strict envelope (package wire: seed 002's stable code, fixed
+// error's too, in the tool's strict envelope (package wire: the error contract's stable code, fixed
 // message, safe response and bounded diagnostic), mutations idempotent by a request key kept in
 // the state folder (package keys) and recorded in its audit. Its transports are packages stdio
 // and mcphttp.
@@ -69,7 +69,8 @@ func New(o Options) (*Server, error) {
 		state: loc.Root(),
 		keys:  keys.New(st.Records("", store.KindIdempotency), filepath.Join(o.State, "mcp", "locks")),
 	}
-	for _, t := range tools.All(svc, loc, o.Backends) {
+	facts := tools.Facts{Name: Name, Version: version, State: loc.Root(), Store: o.Store}
+	for _, t := range tools.All(svc, loc, o.Backends, facts) {
 		s.add(t)
 	}
 	return s, nil
@@ -106,7 +107,9 @@ func (s *Server) ToolNames() []string {
 const instructions = `crw runs durable agent workflows (JavaScript or TypeScript) whose every step is journaled. ` +
 	`start a run, watch it with status (next for a session run's steps), answer its decisions, resume it once ` +
 	`a usage or rate limit passed, cancel it; inspect, effects and audit diagnose it, recover reconciles a call ` +
-	`whose outcome is unknown, shadow replays a changed script against a recorded run. Every answer is ` +
+	`whose outcome is unknown, shadow replays a changed script against a recorded run. list finds runs, ` +
+	`show reads a run's calls (one call's prompt and answer), logs its log and trace its journal rows, a page at ` +
+	`a time; capabilities says which backends this host can run and what each lacks. Every answer is ` +
 	`{<member>: ..., "error": null}, or on a failure {<member>: null, "error": {code, message, detail, ` +
 	`safe_response, run, diagnostic}}: follow error.diagnostic.nextAction when there is one, else ` +
 	`error.safe_response. Mutations (start, dispatched, answer, cancel, resume, recover) take a request_key: ` +

@@ -19,7 +19,7 @@ import (
 	"github.com/crw-dev/crw/store/local"
 )
 
-// TestToolsAndTheirSchemas: the twelve tools, each documented, each output schema strict
+// TestToolsAndTheirSchemas: the seventeen tools, each documented, each output schema strict
 // under crw's own check and each input schema one crw's compiler and jsonschema-go take.
 func TestToolsAndTheirSchemas(t *testing.T) {
 	t.Parallel()
@@ -191,8 +191,9 @@ func TestErrorsCarryTheContract(t *testing.T) {
 		{"last of no run", "audit", map[string]any{"run": "last"}, errs.InvalidRequest, "there is no run in the state folder"},
 		{"missing member", "status", map[string]any{}, errs.InvalidRequest, "input schema"},
 		{"unknown member", "status", map[string]any{"run": "x", "extra": 1}, errs.InvalidRequest, "input schema"},
-		{"wrong type", "effects", map[string]any{"limit": "ten"}, errs.InvalidRequest, "input schema"},
-		{"out of bounds", "effects", map[string]any{"limit": 0}, errs.InvalidRequest, "input schema"},
+		{"wrong type", "effects", map[string]any{"limit": "ten"}, errs.InvalidRequest, "arguments do not match the tool's input schema: /limit: must be null or an integer, got a string"},
+		{"a fraction", "audit", map[string]any{"limit": 1.5}, errs.InvalidRequest, "/limit: must be null or an integer, got a number"},
+		{"out of bounds", "effects", map[string]any{"limit": 0}, errs.InvalidRequest, "/limit: must be at least 1"},
 		{"verdict not listed", "recover", map[string]any{"request_key": "r", "run": "20260101-000000-abcdef", "call": "c1", "verdict": "maybe"}, errs.InvalidRequest, "input schema"},
 		{"no request key", "cancel", map[string]any{"run": "20260101-000000-abcdef"}, errs.InvalidRequest, "input schema"},
 		{"empty request key", "cancel", map[string]any{"request_key": "", "run": "20260101-000000-abcdef"}, errs.InvalidRequest, "request_key"},
@@ -214,7 +215,8 @@ func TestErrorsCarryTheContract(t *testing.T) {
 }
 
 var payloads = map[string]string{"start": "run", "status": "status", "next": "next", "dispatched": "reply", "answer": "answer",
-	"cancel": "status", "resume": "run", "inspect": "inspection", "effects": "effects", "audit": "audit", "recover": "reconciled", "shadow": "report"}
+	"cancel": "status", "resume": "run", "inspect": "inspection", "effects": "effects", "audit": "audit", "recover": "reconciled", "shadow": "report",
+	"list": "page", "show": "timeline", "logs": "logs", "trace": "trace", "capabilities": "capabilities"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

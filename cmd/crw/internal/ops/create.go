@@ -43,9 +43,10 @@ type RunOptions struct {
 	ToolPath []string
 }
 
-// Fields are the fields of RunOptions its errors name (errs.FieldError) beside the engine's
-// (engine.Fields): those the engine has no option for.
-var Fields = []string{"no_repo"}
+// Fields are the fields the errors of ops name (errs.FieldError, errs.NewNaming) beside the
+// engine's (engine.Fields): of RunOptions those the engine has no option for, and of
+// ShadowOptions the record replayed, a run or a trace file.
+var Fields = []string{"no_repo", "run", "trace"}
 
 // CreateOptions are the engine's create options of opts: its role table read, its repository
 // found, its tool environment's entries split. The engine checks every option.

@@ -24,7 +24,7 @@ type ShadowOptions struct {
 // Shadow replays a script against a recorded run with no backend (crw flow shadow).
 func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.Report, error) {
 	if (o.Run == "") == (o.Trace == "") {
-		return nil, errs.New(errs.InvalidRequest, "give exactly one of --run RUN and --trace FILE")
+		return nil, errs.NewNaming(errs.InvalidRequest, "give exactly one of {run} RUN and {trace} FILE")
 	}
 	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
 		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)
@@ -33,12 +33,12 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 	if o.Run == "" {
 		f, err := userfile.Open(o.Trace)
 		if err != nil {
-			return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", o.Trace, err)
+			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
 		rows, err = journal.Import(f)
 		f.Close()
 		if err != nil {
-			return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", o.Trace, err)
+			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
 	}
 	var libDirs []string

@@ -22,6 +22,10 @@ type Problem struct {
 	Keyword string `json:"keyword"`
 	// Message says what is wrong; it may quote the document's values.
 	Message string `json:"message"`
+	// Want says what is wrong in words that quote none of the document's values (the
+	// schema's own terms and the value's JSON type), when the keyword has such words: Brief
+	// says it.
+	Want string `json:"-"`
 }
 
 // String reads like `/findings/0/line: expected integer, got "x"`.
@@ -31,6 +35,9 @@ func (p Problem) String() string { return jsontree.ShowPointer(p.Path) + ": " + 
 // diagnostics, which carry no provider text. A path holds only property names the schema
 // defines and array indexes, except under a schema that allows other properties.
 func (p Problem) Brief() string {
+	if p.Want != "" {
+		return jsontree.ShowPointer(p.Path) + ": " + p.Want
+	}
 	return jsontree.ShowPointer(p.Path) + ": fails " + strconv.Quote(p.Keyword)
 }
 
@@ -127,6 +134,34 @@ func (e *evaluator) add(path, keyword, format string, args ...any) {
 	e.out = append(e.out, Problem{Path: path, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
 }
 
+// want gives the problem just added its account without the document's values
+// (Problem.Want), when it was reported.
+func (e *evaluator) want(report bool, s string) {
+	if report && len(e.out) > 0 {
+		e.out[len(e.out)-1].Want = s
+	}
+}
+
+// typeWant is a type's failure without the value: "must be an integer, got a string".
+func typeWant(types []string, d *datum) string {
+	named := make([]string, len(types))
+	for i, t := range types {
+		named[i] = article(t)
+	}
+	return "must be " + orList(named) + ", got " + article(d.jsonType())
+}
+
+// article is a JSON type with its article: an integer, a string, null.
+func article(t string) string {
+	switch t {
+	case "null":
+		return t
+	case "integer", "object", "array":
+		return "an " + t
+	}
+	return "a " + t
+}
+
 func (e *evaluator) check(n *node, d *datum, path string, report bool) bool {
 	remember := !report && (n.ref != nil || n.anyOf != nil)
 	if remember {
@@ -174,6 +209,7 @@ func (e *evaluator) checkHere(n *node, d *datum, path string, report bool) bool 
 	}
 	if n.types != nil && !typeAllows(n.types, d) {
 		fail("type", "expected %s, got %s", orList(n.types), d.describe())
+		e.want(report, typeWant(n.types, d))
 		return false
 	}
 	if n.enum != nil && !slices.ContainsFunc(n.enum, d.equal) {
@@ -190,7 +226,9 @@ func (e *evaluator) checkHere(n *node, d *datum, path string, report bool) bool 
 	case jsontree.KindNumber:
 		for _, b := range n.bounds {
 			if c := d.num.Cmp(b.limit); !boundHolds(b.keyword, c) {
-				if !fail(b.keyword, "%s %s", boundWords[b.keyword], b.text) {
+				failed := fail(b.keyword, "%s %s", boundWords[b.keyword], b.text)
+				e.want(report, boundWords[b.keyword]+" "+b.text)
+				if !failed {
 					return false
 				}
 			}
@@ -341,6 +379,7 @@ func (e *evaluator) anyOf(n *node, d *datum, path string, report bool) bool {
 		e.check(fit[0], d, path, true)
 	case len(fit) == 0 && typed:
 		e.add(path, "type", "expected %s, got %s", orList(union), d.describe())
+		e.want(true, typeWant(union, d))
 	default:
 		e.add(path, "anyOf", "matches none of the %d alternatives (anyOf)", len(n.anyOf))
 	}

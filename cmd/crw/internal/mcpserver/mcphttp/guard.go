@@ -40,7 +40,7 @@ type Options struct {
 // Guard wraps h: a request whose Origin header names a host that is not loopback and not one of
 // the allowed origins is refused (403: a page's script reaching the server through DNS
 // rebinding), and one without the bearer token, or with another, is refused 401. Both answer
-// an error object with seed 002's invalid_authority and no more about the token.
+// an error object with the contract's invalid_authority and no more about the token.
 func Guard(h http.Handler, o Options) http.Handler {
 	want := sha256.Sum256([]byte(o.Token))
 	allowed := map[string]bool{}

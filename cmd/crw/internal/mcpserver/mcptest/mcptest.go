@@ -18,7 +18,7 @@ import (
 )
 
 // Tools are the tools crw mcp serves, in the order the SDK lists them (by name).
-var Tools = []string{"answer", "audit", "cancel", "dispatched", "effects", "inspect", "next", "recover", "resume", "shadow", "start", "status"}
+var Tools = []string{"answer", "audit", "cancel", "capabilities", "dispatched", "effects", "inspect", "list", "logs", "next", "recover", "resume", "shadow", "show", "start", "status", "trace"}
 
 // Mutations are the tools that take a request_key.
 var Mutations = []string{"start", "dispatched", "answer", "cancel", "resume", "recover"}

@@ -121,6 +121,8 @@ var Args = map[string]string{
 	"value":                           "value",
 	"limit":                           "limit",
 	"script":                          "script",
+	"run":                             "run",
+	"trace":                           "trace",
 }
 
 // Named is err with the field it is about (errs.FieldError) named by its argument.
@@ -268,3 +270,36 @@ func waitBounds(s map[string]any) {
 	p := property(s, "wait_seconds")
 	p["minimum"], p["maximum"] = 0, maxWaitSeconds
 }
+
+// RunsIn is what list takes: crw flow list's flags.
+type RunsIn struct {
+	Status []string `json:"status,omitempty" jsonschema:"keep the runs of these statuses (how a run's last process ended it) or states (default every run)"`
+	Limit  *int     `json:"limit,omitempty" jsonschema:"at most this many runs, the newest (default 100)"`
+	Before string   `json:"before,omitempty" jsonschema:"the runs older than this one only: the next of the page before"`
+}
+
+// ShowIn is what show takes: crw flow show RUN [CALL].
+type ShowIn struct {
+	runArg
+	Call   string `json:"call,omitempty" jsonschema:"one call (c3), with its prompt and answer (default every call, without them)"`
+	Offset *int   `json:"offset,omitempty" jsonschema:"without call: skip this many calls, in the order the workflow made them (default 0; next_offset of the page before)"`
+	Limit  *int   `json:"limit,omitempty" jsonschema:"without call: at most this many calls (default 100)"`
+}
+
+// LogsIn is what logs takes: crw flow logs RUN, a page at a time.
+type LogsIn struct {
+	runArg
+	Offset *int64 `json:"offset,omitempty" jsonschema:"the byte offset of the log to read from (default 0, its start; next_offset of the page before)"`
+	Tail   *int   `json:"tail,omitempty" jsonschema:"the log's last this many lines instead (not with offset)"`
+	Limit  *int   `json:"limit,omitempty" jsonschema:"at most this many lines (default 200)"`
+}
+
+// TraceIn is what trace takes: crw flow trace RUN, a page of rows at a time.
+type TraceIn struct {
+	runArg
+	After *uint64 `json:"after,omitempty" jsonschema:"the rows after this seq (default 0: from the first; next of the page before)"`
+	Limit *int    `json:"limit,omitempty" jsonschema:"at most this many rows (default 100)"`
+}
+
+// CapabilitiesIn is what capabilities takes: nothing.
+type CapabilitiesIn struct{}

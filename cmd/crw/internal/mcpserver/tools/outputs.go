@@ -433,3 +433,123 @@ func rawOrNull(r json.RawMessage) json.RawMessage {
 }
 
 func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Page is a page of runs, as crw flow list --json prints it: newest first.
+type Page struct {
+	Runs []*Status `json:"runs" jsonschema:"the runs, newest first"`
+	Next *string   `json:"next" jsonschema:"the run to give before for the page of older runs; null when none is left"`
+}
+
+// Shown is a run's timeline (timeline.Timeline), a page of its calls at a time.
+type Shown struct {
+	Run        string          `json:"run"`
+	Workflow   string          `json:"workflow"`
+	Backend    string          `json:"backend"`
+	Status     string          `json:"status" jsonschema:"how it ended (completed, failed, paused, waiting_decision, cancelled); empty until then"`
+	Started    string          `json:"started"`
+	Ended      *string         `json:"ended"`
+	Result     json.RawMessage `json:"result"`
+	Error      *RunError       `json:"error"`
+	Counts     Counts          `json:"counts" jsonschema:"the run's calls by status (the one call's, with call)"`
+	Tokens     Tokens          `json:"tokens"`
+	Calls      []CallView      `json:"calls" jsonschema:"the page's calls in the order the workflow made them; with call, that one, its prompt and answer too"`
+	TotalCalls int             `json:"total_calls" jsonschema:"how many calls the run has"`
+	NextOffset *int            `json:"next_offset" jsonschema:"the offset of the next page of calls; null when none is left"`
+}
+
+// CallView is timeline.Call: one call as the journal tells it, its newest generation.
+type CallView struct {
+	Call       string          `json:"call"`
+	Index      int             `json:"index"`
+	Role       string          `json:"role"`
+	Node       string          `json:"node"`
+	Status     string          `json:"status" jsonschema:"completed, null_model, held, refused, unknown or superseded; empty while it has no outcome"`
+	Reason     string          `json:"reason"`
+	Detail     string          `json:"detail"`
+	Site       string          `json:"site" jsonschema:"where the workflow made it: file:line:col"`
+	ThreadID   string          `json:"thread_id"`
+	Model      string          `json:"model"`
+	Effort     string          `json:"effort"`
+	Turns      int             `json:"turns"`
+	RepairUsed bool            `json:"repair_used"`
+	Repair     string          `json:"repair" jsonschema:"what its repair turn named as wrong"`
+	Tokens     Tokens          `json:"tokens"`
+	Started    string          `json:"started"`
+	Ended      *string         `json:"ended"`
+	DurationMS int64           `json:"duration_ms"`
+	Attempts   int             `json:"attempts" jsonschema:"its generations: more than 1 when a resume took it up again (trace has every one's rows)"`
+	StartSeq   uint64          `json:"start_seq"`
+	EndSeq     uint64          `json:"end_seq"`
+	Handle     string          `json:"handle"`
+	Continues  string          `json:"continues" jsonschema:"the handle of the call it continues"`
+	Prompt     string          `json:"prompt" jsonschema:"with call: the prompt it sent (clipped past 1 MiB)"`
+	Output     json.RawMessage `json:"output" jsonschema:"with call: its answer (null when none, or past 1 MiB)"`
+	Clipped    bool            `json:"clipped" jsonschema:"the prompt or the answer was past 1 MiB: trace has them whole"`
+}
+
+// Logs is a page of a run's log (crw flow logs): its workflow's lines and its errors' accounts.
+type Logs struct {
+	Run        string    `json:"run"`
+	Lines      []LogLine `json:"lines"`
+	NextOffset int64     `json:"next_offset" jsonschema:"the offset after the page's last line: give it as offset to read on"`
+	Size       int64     `json:"size" jsonschema:"the log's size in bytes now"`
+	More       bool      `json:"more" jsonschema:"the log has lines past the page now"`
+}
+
+// LogLine is one line of a run's log.
+type LogLine struct {
+	Offset int64           `json:"offset" jsonschema:"where the line starts in the log"`
+	Text   string          `json:"text" jsonschema:"the line as crw flow logs prints it"`
+	Entry  json.RawMessage `json:"entry" jsonschema:"the line as the log keeps it (crw flow logs --json), null for one that is not a JSON object"`
+}
+
+// Trace is a page of a run's journal as trace rows (crw flow trace, crw-trace/1).
+type Trace struct {
+	Run    string     `json:"run"`
+	Format string     `json:"format" jsonschema:"the trace format the rows are in: crw-trace/1"`
+	Rows   []TraceRow `json:"rows"`
+	Next   *uint64    `json:"next" jsonschema:"the seq to give after for the next page; null when the journal has no more rows now"`
+}
+
+// TraceRow is one journal row.
+type TraceRow struct {
+	Seq     uint64          `json:"seq"`
+	Type    string          `json:"type"`
+	Row     json.RawMessage `json:"row" jsonschema:"the row as a trace line holds it; null when clipped"`
+	Clipped bool            `json:"clipped" jsonschema:"the row is past 1 MiB: crw flow trace has it whole"`
+}
+
+// Capabilities is the capability descriptor: the backends of this build, what each needs of
+// the host and what this host lacks, and the server's own facts.
+type Capabilities struct {
+	Server   ServerFacts    `json:"server"`
+	Backends []BackendFacts `json:"backends"`
+	Host     []Fact         `json:"host" jsonschema:"what this host has that the backends look for"`
+}
+
+// ServerFacts are the server's own facts.
+type ServerFacts struct {
+	Name         string   `json:"name"`
+	Version      string   `json:"version"`
+	State        string   `json:"state" jsonschema:"the state folder"`
+	Store        string   `json:"store" jsonschema:"where the runs live: the state folder, or an etcd cluster"`
+	Tools        []string `json:"tools"`
+	MaxArguments int      `json:"max_arguments" jsonschema:"the largest arguments a call may have, in bytes"`
+}
+
+// BackendFacts is one backend of the build: what it needs, and whether this host has it.
+type BackendFacts struct {
+	Name          string    `json:"name"`
+	Summary       string    `json:"summary"`
+	Options       []string  `json:"options" jsonschema:"the arguments of start it takes"`
+	Prerequisites []string  `json:"prerequisites" jsonschema:"what a run of it needs of the host"`
+	Ready         bool      `json:"ready" jsonschema:"a start with none of its options would pass its checks on this host"`
+	Missing       *ToolFail `json:"missing" jsonschema:"what a start with none of its options is refused for here: the first prerequisite missing"`
+}
+
+// ToolFail is an error as a tool would answer it, without its diagnostic's bookkeeping.
+type ToolFail struct {
+	Code       string  `json:"code"`
+	Detail     string  `json:"detail"`
+	NextAction *string `json:"next_action"`
+}

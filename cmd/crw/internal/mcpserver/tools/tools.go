@@ -19,7 +19,8 @@ import (
 const (
 	onError = ` On a failure the answer is a tool error whose structured content has error: {code, message, detail, ` +
 		`safe_response, run, diagnostic}: follow error.diagnostic.nextAction when there is one, else error.safe_response. ` +
-		`invalid_request: correct the arguments from this tool's input schema (nothing was done).`
+		`invalid_request: correct the arguments from this tool's input schema (nothing was done). ` +
+		`capability_unavailable: the capabilities tool says what this host lacks and how to get it.`
 	onKey = ` request_key makes the call safe to retry: the same key with the same arguments answers the first ` +
 		`result again and does nothing twice, across server restarts (the state folder keeps the newest 10,000 keys); ` +
 		`the same key with other arguments is idempotency_conflict: send the original request, or a new key for new ` +
@@ -36,10 +37,21 @@ type runs struct {
 	host ops.Host
 }
 
-// All is every tool on the run service svc and this host, in the order tools/list gives them.
-func All(svc *engine.Service, host ops.Host, backends *backend.Registry) []Tool {
+// All is every tool on the run service svc and this host, in the order tools/list gives them;
+// facts are the server's own, as capabilities tells them.
+func All(svc *engine.Service, host ops.Host, backends *backend.Registry, facts Facts) []Tool {
 	rs := &runs{svc: svc, host: host}
-	return slices.Concat(rs.runTools(backends), rs.controlTools(), rs.recoveryTools())
+	var all []Tool
+	names := func() []string {
+		out := make([]string, len(all))
+		for i, t := range all {
+			out[i] = t.Name
+		}
+		slices.Sort(out)
+		return out
+	}
+	all = slices.Concat(rs.runTools(backends), rs.controlTools(), rs.recoveryTools(), rs.browseTools(backends, facts, names))
+	return all
 }
 
 // runTools are the tools that start a run and follow it: start, status, and a session

@@ -1,6 +1,6 @@
 // Package wire is what crosses the wire of crw mcp whatever the transport: the error member
-// of every tool's answer (seed 002's code, fixed message, safe response and bounded
-// diagnostic), a failed answer read back, the bound on a call's arguments, and the text a
+// of every tool's answer (the error contract's code, fixed message, safe response and
+// bounded diagnostic), a failed answer read back, the bound on a call's arguments, and the text a
 // client says of itself, cleaned before it is repeated.
 package wire
 
@@ -17,7 +17,7 @@ import (
 // MaxArguments bounds a tool call's arguments; the transports bound a message too (16 MiB).
 const MaxArguments = 16 << 20
 
-// ToolError is a tool's error: seed 002's code, its fixed message and safe response, a bounded
+// ToolError is a tool's error: the contract's code, its fixed message and safe response, a bounded
 // detail, the run it is about when that run exists, and the bounded diagnostic.
 type ToolError struct {
 	Code         string      `json:"code" jsonschema:"the stable error code"`
@@ -41,9 +41,15 @@ type Diagnostic struct {
 
 // Error is e as a tool's error about run (nil: none).
 func Error(e *errs.Error, run *string) *ToolError {
-	out := &ToolError{Code: string(e.Code), Message: e.Message, Detail: e.Detail, SafeResponse: e.Code.SafeResponse(), Run: run}
+	out := &ToolError{Code: string(e.Code), Message: e.Message, Detail: e.Detail, SafeResponse: SafeResponse(e.Code), Run: run}
 	out.Diagnostic = DiagnosticOf(e.Diagnostic)
 	return out
+}
+
+// SafeResponse is what a caller does on code, as the contract says it, the capability
+// descriptor it points at named: this server's capabilities tool.
+func SafeResponse(code errs.Code) string {
+	return strings.Replace(code.SafeResponse(), "the capability descriptor", "the capability descriptor (the capabilities tool)", 1)
 }
 
 // DiagnosticOf is d on the wire; nil stays nil.

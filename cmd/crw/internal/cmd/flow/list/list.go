@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
+	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -19,10 +20,10 @@ import (
 )
 
 // States are the states --status takes.
-var States = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed)}
+var States = ops.ListStates
 
 // Statuses are the statuses --status takes: how a run's last process ended it.
-var Statuses = []string{string(store.RunCompleted), string(store.RunFailed), string(store.RunCancelled), string(store.RunPaused), string(store.RunWaitingDecision)}
+var Statuses = ops.ListStatuses
 
 // Options are crw flow list's.
 type Options struct {
@@ -70,18 +71,9 @@ runs, however many the store holds.`,
 }
 
 func runList(opts *Options) error {
-	// paused and waiting_decision are a state and a status alike: a run in the one has the other.
-	states := slices.Clone(opts.States)
-	var statuses []store.RunStatus
-	for _, s := range opts.Statuses {
-		switch {
-		case slices.Contains(States, s) || s == string(store.StateUnreadable):
-			states = append(states, s)
-		case slices.Contains(Statuses, s):
-			statuses = append(statuses, store.RunStatus(s))
-		default:
-			return errs.New(errs.InvalidRequest, "--status %q: a status (%s) or a state (%s)", s, strings.Join(Statuses, ", "), strings.Join(States, ", "))
-		}
+	states, statuses, bad := ops.ListFilter(opts.Statuses)
+	if bad != "" {
+		return errs.New(errs.InvalidRequest, "--status %q: a status (%s) or a state (%s)", bad, strings.Join(Statuses, ", "), strings.Join(States, ", "))
 	}
 	for _, s := range opts.States {
 		if !slices.Contains(States, s) && s != string(store.StateUnreadable) {
@@ -99,8 +91,8 @@ func runList(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	q := engine.ListQuery{Limit: opts.Limit, Before: opts.Before, Statuses: statuses}
-	for _, s := range states {
+	q := engine.ListQuery{Limit: opts.Limit, Before: opts.Before, States: states, Statuses: statuses}
+	for _, s := range opts.States {
 		q.States = append(q.States, store.State(s))
 	}
 	if opts.Since > 0 {
