@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -125,6 +126,11 @@ func newRoot(inv *invocation) *cobra.Command {
 	root.PersistentFlags().StringVar(&inv.storeArg, "store", "", "where runs live: etcd://HOST:PORT[,HOST:PORT…]/PREFIX for an etcd cluster (default $CRW_STORE, else the state folder)")
 	root.PersistentFlags().BoolVar(&inv.json, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// pflag says "unknown flag: --NAME" of a long flag c does not take: name the ones it
+		// may have meant.
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			return cmdutil.UnknownFlag(c, name)
+		}
 		return errs.New(errs.InvalidRequest, "%v (see %s --help)", err, c.CommandPath())
 	})
 	f := inv.f

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +31,7 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 	root := newRoot(inv)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
+	err = rootUnknownCommand(cmd, err)
 	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
 		inv.audit(cmd, err) // the mutation is recorded, however it ended
 	}
@@ -54,6 +57,24 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		return cmdutil.ExitOK
 	}
 	return inv.fail(cmd, args, err, out)
+}
+
+// rootUnknownCommand is cobra's error of an unknown command on the root (it checks those
+// itself, and suggests in a shape of its own) as a group's is: one line, with its suggestions.
+func rootUnknownCommand(cmd *cobra.Command, err error) error {
+	if err == nil || cmd == nil || cmd.HasParent() {
+		return err
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "unknown command ")
+	if !ok {
+		return err
+	}
+	quoted, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return err
+	}
+	name, _ := strconv.Unquote(quoted)
+	return cmdutil.UnknownCommand(cmd, name)
 }
 
 // audited tells whether cmd is a mutation the audit records.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/crw-dev/crw/errs"
 )
 
 // Exit codes: 0 success, 1 the operation failed, 2 bad input; a run that is not over when its
@@ -41,5 +39,5 @@ func Group(c *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return c.Help()
 	}
-	return errs.New(errs.InvalidRequest, "unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())
+	return UnknownCommand(c, args[0])
 }
