@@ -7,13 +7,16 @@ import (
 )
 
 // Exit codes: 0 success, 1 the operation failed, 2 bad input; a run that is not over when its
-// process ends: 3 paused (a usage or rate limit), 4 waiting for a decision.
+// process ends: 3 paused (a usage or rate limit), 4 waiting for a decision; and, from crw flow
+// status --exit-status only, 5 a run still running, 6 one no process holds that has not ended.
 const (
-	ExitOK       = 0
-	ExitFailed   = 1
-	ExitBadInput = 2
-	ExitPaused   = 3
-	ExitWaiting  = 4
+	ExitOK        = 0
+	ExitFailed    = 1
+	ExitBadInput  = 2
+	ExitPaused    = 3
+	ExitWaiting   = 4
+	ExitRunning   = 5
+	ExitNoProcess = 6
 )
 
 // ExitError says a command already wrote its own output for a failure; only the exit code is
