@@ -28,7 +28,9 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		return nil
 	}
 	var problems []string
+	var found []Problem
 	report := func(export, pointer, rule, msg string) {
+		found = append(found, Problem{Export: export, Pointer: pointer, Rule: rule, Message: msg})
 		if pointer == "" {
 			pointer = "(root)"
 		}
@@ -70,7 +72,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		}
 		return nil
 	}
-	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}
+	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; "), Problems: found}
 }
 
 func isNamespace(exports *goja.Object, keys []string, def goja.Value) bool {
