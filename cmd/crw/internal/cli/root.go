@@ -113,8 +113,13 @@ func (inv *invocation) hostOf() (ops.Host, error) {
 
 func newRoot(inv *invocation) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "crw",
-		Short:         "Run agent workflows written in JavaScript or TypeScript",
+		Use:   "crw",
+		Short: "Run agent workflows written in JavaScript or TypeScript",
+		Long: `Run agent workflows written in JavaScript or TypeScript.
+
+Exit status: 0 success, 1 the operation failed, 2 bad input; 3 a run paused and 4 a run waiting
+for a decision (crw flow run, resume and follow), 5 and 6 a run still running or held by no
+process (crw flow status --exit-status). Each command's help says which it exits with.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// A run named by "last" or a unique prefix is its id by the time a command runs.

@@ -30,7 +30,9 @@ var Failed = ExitError{Code: ExitFailed}
 
 // NewGroup is a command that only holds cmds, its subcommands: Group runs it.
 func NewGroup(use, short string, cmds ...*cobra.Command) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short, RunE: Group}
+	cmd := &cobra.Command{Use: use, Short: short, RunE: Group, Long: short + `.
+
+Exit status: 0 (alone, it prints its help), 2 for a command it does not have.`}
 	cmd.AddCommand(cmds...)
 	return cmd
 }

@@ -51,7 +51,10 @@ page loads nothing from the network. --trace FILE draws a trace instead of a run
 rewrites FILE every two seconds until the run ends (the page reloads itself meanwhile).
 
 --trace FILE without --html shows a trace (crw flow trace) as a run is shown: its timeline, or
-with CALL that call's rows.`,
+with CALL that call's rows.
+
+Exit status: 0 when it was shown or written, 1 when the run could not be read or the page
+written, 2 on bad input (a run, call or trace that is not there included).`,
 		Example: `  crw flow show RUN
   crw flow show RUN c3
   crw flow show RUN --html -o run.html
