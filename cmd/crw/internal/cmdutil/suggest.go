@@ -34,19 +34,29 @@ func FlagSuggestions(c *cobra.Command, typed string) []string {
 	if dist <= 0 {
 		dist = 2
 	}
-	typed = strings.ToLower(typed)
-	var out []string
+	var names []string
 	visit := func(f *pflag.Flag) {
-		name := strings.ToLower(f.Name)
-		if f.Hidden || f.Deprecated != "" || slices.Contains(out, f.Name) {
-			return
-		}
-		if levenshtein(typed, name) <= dist || typed != "" && strings.HasPrefix(name, typed) {
-			out = append(out, f.Name)
+		if !f.Hidden && f.Deprecated == "" && !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
 		}
 	}
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
+	return similar(typed, names, dist)
+}
+
+// Similar are the names typed may have meant, by the rule of FlagSuggestions (two edits).
+func Similar(typed string, names []string) []string { return similar(typed, names, 2) }
+
+func similar(typed string, names []string, dist int) []string {
+	typed = strings.ToLower(typed)
+	var out []string
+	for _, n := range names {
+		name := strings.ToLower(n)
+		if levenshtein(typed, name) <= dist || typed != "" && strings.HasPrefix(name, typed) {
+			out = append(out, n)
+		}
+	}
 	slices.Sort(out)
 	return out
 }
