@@ -39,6 +39,9 @@ type LoadError struct {
 	Line    int
 	Column  int
 	Message string
+	// Problems are the violations of a schema_not_strict error, each with its export, in the
+	// order of the exports (crw schema check lists them).
+	Problems []Problem
 }
 
 func (e *LoadError) Error() string {

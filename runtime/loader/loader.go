@@ -33,8 +33,9 @@ import (
 	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
-// Problem is one violation found by Config.CheckSchema.
-type Problem struct{ Pointer, Rule, Message string }
+// Problem is one violation found by Config.CheckSchema. Export is the export of the schema
+// module it is in, which the loader fills in (LoadError.Problems).
+type Problem struct{ Export, Pointer, Rule, Message string }
 
 // Config says where a workflow and its modules come from.
 type Config struct {

@@ -463,6 +463,14 @@ func TestSchemaModules(t *testing.T) {
 		assert.NotContains(t, le.Message, `export "plan"`)
 		assert.Contains(t, le.Message, `crw:lib/schemas/mixed: export "version": (root): not_a_schema: a schema must be a JSON object, got a number`)
 		assert.Contains(t, le.Message, `export "tags": (root): not_a_schema: a schema must be a JSON object, got an array`)
+		// Each problem, with its export, for crw schema check to list.
+		var exports []string
+		for _, p := range le.Problems {
+			exports = append(exports, p.Export+" "+p.Rule)
+		}
+		assert.Contains(t, exports, "version not_a_schema")
+		assert.Contains(t, exports, "tags not_a_schema")
+		assert.NotContains(t, exports, "plan not_a_schema")
 	})
 	t.Run("builtin", func(t *testing.T) {
 		t.Parallel()

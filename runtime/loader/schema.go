@@ -30,7 +30,9 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	}
 	var problems []string
 	first := "" // the export of the first problem, whose declaration the error points at
+	var found []Problem
 	report := func(export, pointer, rule, msg string) {
+		found = append(found, Problem{Export: export, Pointer: pointer, Rule: rule, Message: msg})
 		if pointer == "" {
 			pointer = "(root)"
 		}
@@ -75,7 +77,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		}
 		return nil
 	}
-	le := &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; ")}
+	le := &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; "), Problems: found}
 	if src, err := s.l.read(t); err == nil {
 		le.Line, le.Column = exportAt(src, first)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -31,4 +33,41 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	}
 	walk(root)
 	assert.Greater(t, n, 25)
+}
+
+// exitStatus is the Exit status paragraph of a command's help, on one line.
+var exitStatus = regexp.MustCompile(`(?ms)^Exit status: (.*?)(?:\n\n|\z)`)
+
+// TestEveryCommandSaysItsExitStatus: every command a user runs has an "Exit status:" paragraph
+// in its --help, and those of the commands that end with a run's state name its codes.
+func TestEveryCommandSaysItsExitStatus(t *testing.T) {
+	t.Parallel()
+	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
+	said := map[string]string{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if m := exitStatus.FindStringSubmatch(c.Long); m != nil {
+			said[c.CommandPath()] = strings.Join(strings.Fields(m[1]), " ")
+		} else {
+			t.Errorf("%s: its help has no Exit status paragraph", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			if !sub.Hidden && sub.Name() != "help" {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
+	assert.Greater(t, len(said), 30)
+
+	run := said["crw flow run"]
+	for _, code := range []string{"0 when the workflow returned", "1 when it threw", "2 on bad input",
+		"3 when the run paused", "4 when it waits for a decision"} {
+		assert.Contains(t, run, code)
+	}
+	for _, cmd := range []string{"crw flow resume", "crw flow follow"} {
+		assert.Contains(t, said[cmd], "3 when it paused")
+		assert.Contains(t, said[cmd], "4 when it waits for a decision")
+	}
+	assert.Contains(t, said["crw flow status"], "0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 still running, 6 not over and held by no process")
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -45,7 +46,10 @@ func Main(backends *backend.Registry) int {
 type invocation struct {
 	state    string // --state
 	storeArg string // --store
-	json     bool   // --json
+	json     bool   // --json, in any of its forms, or --jq
+	jsonOpt  jsonFlag
+	jq       string // --jq
+	filter   *jsonFilter
 	backends *backend.Registry
 	svc      *engine.Service
 	store    store.Store
@@ -67,6 +71,24 @@ func newInvocation(ios *iostreams.IOStreams, backends *backend.Registry) *invoca
 		Outcome:      &inv.outcome,
 	}
 	return inv
+}
+
+// takeJSON takes --json and --jq: the output is JSON with either, cut and queried by the
+// filter on standard output.
+func (inv *invocation) takeJSON() error {
+	inv.json = inv.jsonOpt.on || inv.jq != ""
+	if inv.filter == nil {
+		return nil
+	}
+	inv.filter.fields = inv.jsonOpt.fields
+	if inv.jq != "" {
+		code, err := compileJQ(inv.jq)
+		if err != nil {
+			return err
+		}
+		inv.filter.query = code
+	}
+	return nil
 }
 
 // stateDir is where runs live: --state, else $CRW_STATE, else $XDG_STATE_HOME/crw, else
@@ -112,19 +134,37 @@ func (inv *invocation) hostOf() (ops.Host, error) {
 
 func newRoot(inv *invocation) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "crw",
-		Short:         "Run agent workflows written in JavaScript or TypeScript",
+		Use:   "crw",
+		Short: "Run agent workflows written in JavaScript or TypeScript",
+		Long: `Run agent workflows written in JavaScript or TypeScript.
+
+Exit status: 0 success, 1 the operation failed, 2 bad input; 3 a run paused and 4 a run waiting
+for a decision (crw flow run, resume and follow), 5 and 6 a run still running or held by no
+process (crw flow status --exit-status). Each command's help says which it exits with.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// A run named by "last" or a unique prefix is its id by the time a command runs.
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return resolveRunArgs(inv, cmd, args) },
+		// --json and --jq are taken, and a run named by "last" or a unique prefix is its id, by
+		// the time a command runs.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := inv.takeJSON(); err != nil {
+				return err
+			}
+			return resolveRunArgs(inv, cmd, args)
+		},
 	}
 	root.SetOut(inv.f.IOStreams.Out)
 	root.SetErr(inv.f.IOStreams.ErrOut)
 	root.PersistentFlags().StringVar(&inv.state, "state", "", "the state folder (default $CRW_STATE, else $XDG_STATE_HOME/crw, else ~/.local/state/crw)")
 	root.PersistentFlags().StringVar(&inv.storeArg, "store", "", "where runs live: etcd://HOST:PORT[,HOST:PORT…]/PREFIX for an etcd cluster (default $CRW_STORE, else the state folder)")
-	root.PersistentFlags().BoolVar(&inv.json, "json", false, "print one JSON object on stdout")
+	root.PersistentFlags().Var(&inv.jsonOpt, "json", "print one JSON object on stdout; --json=F1,F2 keeps the fields named")
+	root.PersistentFlags().Lookup("json").NoOptDefVal = "true"
+	root.PersistentFlags().StringVar(&inv.jq, "jq", "", "print what the jq expression makes of the JSON output (implies --json; strings as they are)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// pflag says "unknown flag: --NAME" of a long flag c does not take: name the ones it
+		// may have meant.
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			return cmdutil.UnknownFlag(c, name)
+		}
 		return errs.New(errs.InvalidRequest, "%v (see %s --help)", err, c.CommandPath())
 	})
 	f := inv.f

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,12 +25,21 @@ import (
 
 // Run runs crw with args and returns the exit code.
 func Run(args []string, streams IO, backends *backend.Registry) int {
-	out := &writeTracker{w: streams.Out}
+	filter := &jsonFilter{w: streams.Out, seen: map[string]bool{}}
+	out := &writeTracker{w: filter}
 	streams.Out = out
 	inv := newInvocation(&streams, backends)
+	inv.filter = filter
 	root := newRoot(inv)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
+	err = rootUnknownCommand(cmd, err)
+	if ferr := filter.done(); ferr != nil && (err == nil || errors.As(err, new(cmdutil.ExitError))) {
+		// What --json=FIELDS or --jq made of the output went wrong: the command's own failure,
+		// if it had one, is said already.
+		err = ferr
+	}
+	filter.raw = true // an error is printed whole
 	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
 		inv.audit(cmd, err) // the mutation is recorded, however it ended
 	}
@@ -54,6 +65,24 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		return cmdutil.ExitOK
 	}
 	return inv.fail(cmd, args, err, out)
+}
+
+// rootUnknownCommand is cobra's error of an unknown command on the root (it checks those
+// itself, and suggests in a shape of its own) as a group's is: one line, with its suggestions.
+func rootUnknownCommand(cmd *cobra.Command, err error) error {
+	if err == nil || cmd == nil || cmd.HasParent() {
+		return err
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "unknown command ")
+	if !ok {
+		return err
+	}
+	quoted, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return err
+	}
+	name, _ := strconv.Unquote(quoted)
+	return cmdutil.UnknownCommand(cmd, name)
 }
 
 // audited tells whether cmd is a mutation the audit records.
@@ -88,7 +117,8 @@ func (inv *invocation) fail(cmd *cobra.Command, args []string, err error, out *w
 	if !inv.json {
 		// The command line did not parse as far as --json: look for it all the same.
 		for _, a := range args {
-			inv.json = inv.json || a == "--json" || a == "--json=true"
+			inv.json = inv.json || a == "--json" || a == "--jq" || strings.HasPrefix(a, "--jq=") ||
+				strings.HasPrefix(a, "--json=") && a != "--json=false"
 		}
 		if cmd != nil && (cmd.Name() == "run" || cmd.Name() == "follow") && cmd.Parent() != nil && cmd.Parent().Name() == "flow" {
 			inv.outcome.RunOutput = true // its errors take the shape of its output, a run's end

@@ -10,8 +10,11 @@ import (
 )
 
 // runArg reports where a command takes a run: its first argument (RUN in its use line), else
-// its --run flag.
+// its --run flag; none when it was given a --trace file instead.
 func runArg(cmd *cobra.Command) (positional, flag bool) {
+	if f := cmd.Flags().Lookup("trace"); f != nil && f.Changed {
+		return false, false // it reads a trace file, not a run (show --trace FILE [CALL])
+	}
 	fields := strings.Fields(cmd.Use)
 	if len(fields) > 1 && strings.Trim(fields[1], "[]") == "RUN" {
 		return true, false

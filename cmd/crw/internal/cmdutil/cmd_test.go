@@ -66,12 +66,15 @@ func TestNewRunCmdTakesOneRun(t *testing.T) {
 
 func TestNewGroupHoldsItsCommands(t *testing.T) {
 	t.Parallel()
-	g := cmdutil.NewGroup("g", "a group", &cobra.Command{Use: "a"}, &cobra.Command{Use: "b"})
+	noop := func(*cobra.Command, []string) {}
+	g := cmdutil.NewGroup("g", "a group", &cobra.Command{Use: "a", Run: noop}, &cobra.Command{Use: "b", Run: noop})
 	assert.Equal(t, "g", g.Use)
 	assert.Equal(t, "a group", g.Short)
 	require.Len(t, g.Commands(), 2)
 	root := &cobra.Command{Use: "r", SilenceErrors: true, SilenceUsage: true}
 	root.AddCommand(g)
 	root.SetArgs([]string{"g", "c"})
-	assert.EqualError(t, root.Execute(), `invalid_request: unknown command "c" for "r g" (see r g --help)`)
+	assert.EqualError(t, root.Execute(), `invalid_request: unknown command "c" for "r g"; did you mean a or b? (see r g --help)`)
+	root.SetArgs([]string{"g", "zzz"})
+	assert.EqualError(t, root.Execute(), `invalid_request: unknown command "zzz" for "r g" (see r g --help)`)
 }

@@ -37,11 +37,16 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 // end.
 func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
-	prog.started(id)
 	var last string
+	begun := false
 	// The workflow's lines, as its log keeps them, above the progress.
 	runLog, logAt := svc.Store.Log(id), int64(0)
 	end, err := svc.Follow(c.Ctx, id, func(st *store.Status) {
+		if !begun {
+			// Said once the run was read: a run that is not there has only its error.
+			begun = true
+			prog.started(id)
+		}
 		logAt = runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
 		ev := progressEvent(st)
 		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {

@@ -15,6 +15,10 @@ import (
 // taken.
 const LastRun = "last"
 
+// noRunNext is what to do about a run a command names that is not there: as the store says of
+// a run id it does not hold, so that every way of naming no run reads alike.
+const noRunNext = "crw flow list names the runs there; --state DIR (or CRW_STATE) names another folder"
+
 // ResolveRun is the run an argument names: a run id, "last" (the newest run), or a unique
 // prefix of a run id or of its random part (20261202-0113 or 3a9707).
 func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, error) {
@@ -27,7 +31,7 @@ func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, 
 	}
 	if ref == LastRun {
 		if len(ids) == 0 {
-			return "", errs.New(errs.InvalidRequest, "last: there is no run in the state folder %s", root)
+			return "", errs.New(errs.InvalidRequest, "last: there is no run in the state folder %s", root).Next(noRunNext)
 		}
 		return slices.Max(ids), nil
 	}
@@ -42,8 +46,7 @@ func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, 
 	}
 	switch len(found) {
 	case 0:
-		return "", errs.New(errs.InvalidRequest, "no run %s in the state folder %s", ref, root).
-			Next("crw flow list names the runs there")
+		return "", errs.New(errs.InvalidRequest, "no run %s in the state folder %s", ref, root).Next(noRunNext)
 	case 1:
 		return found[0], nil
 	}

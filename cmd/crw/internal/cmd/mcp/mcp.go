@@ -58,7 +58,11 @@ names, as for every crw flow command.
 Over HTTP every request needs the bearer token (--token-file FILE, else $CRW_MCP_TOKEN; at
 least 16 bytes): without it, or with another, the answer is 401 invalid_authority. The address
 must be loopback unless --allow-remote, and a request whose Origin is not loopback is refused
-403 unless --allow-origin names it. docs/mcp.md describes every tool.`,
+403 unless --allow-origin names it. docs/mcp.md describes every tool.
+
+Exit status: 0 at the end of its input (stdio) or once stopped by SIGTERM, SIGINT or SIGHUP, 1 when it
+cannot serve (the address cannot be listened on, the state folder cannot be opened), 2 on bad
+input (flags, the token, messages that cannot be read).`,
 		Example: `  crw mcp
   CRW_MCP_TOKEN=$(cat ~/.crw-token) crw mcp --listen 127.0.0.1:8765`,
 		Args: cobra.NoArgs,

@@ -48,7 +48,9 @@ tsc --noEmit (or an editor) finds a misspelled option, a status or reason outsid
 sets, and a forgotten await whose result is used as a CallResult, before any call is made.
 
 A tsconfig.json of your own is left alone: tsconfig.crw.json is written beside it, for yours to
-extend. Running it again brings the declarations up to date.`,
+extend. Running it again brings the declarations up to date.
+
+Exit status: 0 when the files were written, 1 when one could not be, 2 on bad input.`,
 		Example: `  crw types workflows
   cd workflows && npx -p typescript tsc --noEmit`,
 		Args: cobra.MaximumNArgs(1),

@@ -68,6 +68,9 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print crw's version, and the Go, goja and Codex protocol versions it was built with",
+		Long: `Print crw's version, and the Go, goja and Codex protocol versions it was built with.
+
+Exit status: 0; 2 on bad input.`,
 		Example: `  crw version
   crw --version
   crw version --json`,

@@ -51,7 +51,10 @@ interrupted, their runs left to resume, by another worker or crw flow resume) an
 30 s at most (then killed: their runs are left as a crash leaves them). A line on stderr tells
 of each run taken and of each child that ended; a child that ended without ending its run (its
 workflow gone, say) has the last line of its log quoted there, and its run is taken again after
-5 s, then twice as long each time up to 5 minutes.`,
+5 s, then twice as long each time up to 5 minutes.
+
+Exit status: 0 once stopped by SIGTERM or SIGINT, 1 when it could not go on (the store cannot be read), 2 on bad
+input (--slots, --offers).`,
 		Example: `  CRW_STORE=etcd://10.0.0.1:2379/team/crw crw worker --slots 8`,
 		Args:    cobra.NoArgs,
 		RunE:    cmdutil.RunE(f, &opts.Common, opts, nil, runF, runWorker),

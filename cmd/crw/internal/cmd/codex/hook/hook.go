@@ -43,7 +43,9 @@ codex setup installs it). A spawn by a subagent and a full-history fork are refu
 spawn of a bound owner runs on its role's pair (the role of the message's CRW-ROLE: line, else of
 its agent_type). Each decision is a line of the owner's ledger, flow-bound/decisions/<owner>.jsonl.
 A spawn of an owner no run binds passes as sent. Whatever goes wrong, the spawn is let through and
-stderr says why: the run's bind checks the pair in the end.`,
+stderr says why: the run's bind checks the pair in the end.
+
+Exit status: 0, whatever it decided (the decision is its output to Codex); 2 on bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runHook),
 	}

@@ -43,7 +43,10 @@ role you do not define yourself, and the hook in hooks.json beside your own hook
 the hash Codex gives it (read from a codex app-server: --codex, else $CRW_CODEX, else codex on
 PATH). The hook gives each spawn of a session run's owner its role's pair.
 
-With --check nothing is written: it reports what is missing or out of date, and exits 1 then.`,
+With --check nothing is written: it reports what is missing or out of date.
+
+Exit status: 0 when everything was written (with --check: is up to date), 1 when something
+could not be written (with --check: is missing or out of date), 2 on bad input.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(f, &opts.Common, opts, nil, runF, runSetup),
 	}

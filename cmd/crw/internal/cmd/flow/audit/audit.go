@@ -26,7 +26,13 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := cmdutil.NewCmd(f, opts, runF, runAudit, &cobra.Command{
 		Use:   "audit [RUN]",
 		Short: "The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete, dispatched): who, when, and how each ended",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `The history of the mutations commands made (run, start, resume, cancel, answer, recover, delete,
+dispatched): when, which, on what run, by whom, and how each ended. With RUN, those
+of that run only: a run deleted since keeps its history, so RUN need not be there.
+
+Exit status: 0 when it was listed (nothing included), 1 when it could not be read, 2 on bad
+input.`,
+		Args: cobra.MaximumNArgs(1),
 	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")
 	return cmd

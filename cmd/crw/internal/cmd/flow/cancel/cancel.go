@@ -28,7 +28,11 @@ func NewCmdCancel(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short: "Stop a live run: its calls in flight end held (cancelled) and the run ends cancelled",
 		Long: `Stop a live run. The request is stored with the run and its process, wherever it runs,
 acts on it: the turns in flight are interrupted, their calls end held (cancelled), and the run
-ends cancelled. Exit status 1 when the run has not ended within --wait.`,
+ends cancelled. A crashed or paused run ends cancelled at once.
+
+Exit status: 0 when the run has ended cancelled, 1 when it has not ended within --wait, had
+ended already (run_unavailable: nothing to cancel) or the request could not be stored, 2 on bad
+input (a run that is not there included).`,
 	})
 	cmd.Flags().DurationVar(&opts.Wait, "wait", 30*time.Second, "how long to wait for the run to end")
 	return cmd

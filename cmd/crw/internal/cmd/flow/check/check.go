@@ -62,9 +62,11 @@ process after a commit and resume it. A schedule under which the workflow throws
 returns, or returns otherwise after the crash than without it is a finding, with its seed and
 the faults it injected; --seed S alone rehearses schedule S only.
 
-Each finding names its file, line and column. Exit status: 0 when nothing was found, 1 when
-something was (a crw:lib/schemas export that is not strict among them, at its declaration), 2
-when the workflow does not load otherwise or an option is wrong.`,
+Each finding names its file, line and column.
+
+Exit status: 0 when nothing was found, 1 when something was (a crw:lib/schemas export that is
+not strict among them, at its declaration), 2 when the workflow does not load otherwise or an
+option is wrong.`,
 		Example: `  crw flow check workflows/plan-build-review.js
   crw flow check wf.ts --input '{"task": "x"}' --json
   crw flow check workflows/triage.ts --faults 20

@@ -26,7 +26,10 @@ func NewCmdDelete(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Short:   "Remove a run that no process holds, its journal and every file of it",
 		Long: `Remove a run that no process holds: its journal and every file of it, every worktree it left in
 its repository (registered, locked or half made), and its refs (refs/crw/flow/RUN/) unless
---keep-refs.`,
+--keep-refs.
+
+Exit status: 0 when the run was removed, 1 when it could not be (a process holds it, a file
+stays), 2 on bad input (a run that is not there included).`,
 	})
 	cmd.Flags().BoolVar(&opts.Delete.KeepRefs, "keep-refs", false, "keep the run's refs (refs/crw/flow/RUN/) in its repository")
 	return cmd

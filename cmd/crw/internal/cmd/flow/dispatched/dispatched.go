@@ -36,7 +36,10 @@ bound (exit 0), or pair_mismatch, retry, refused or close (exit 1), each with wh
 report of a run no process holds is queued at once, and one that no process of the run answers
 in time is queued then (exit 1): it stays in the run's inbox and the run answers it when it
 reaches the step (crw flow next resumes a run no process holds). A report for a run that has ended, or for a step a paused
-run no longer publishes, is answered close at once.`,
+run no longer publishes, is answered close at once.
+
+Exit status: 0 when the step was bound, 1 when the reply was pair_mismatch, retry, refused or
+close, or the report was queued, 2 on bad input (a run that is not there included).`,
 		Args: cobra.ExactArgs(2),
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runDispatched),
 	}

@@ -26,7 +26,12 @@ func NewCmdEffects(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 	cmd := cmdutil.NewCmd(f, opts, runF, runEffects, &cobra.Command{
 		Use:   "effects [RUN]",
 		Short: "List the effects whose outcome is unknown: what to verify, where, and how to reconcile each",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `List the effects whose outcome is unknown, of every run or of RUN: the call, what to verify and
+where, and the crw flow recover command that reconciles each.
+
+Exit status: 0 when they were listed (none included), 1 when the runs could not be read, 2 on bad
+input (a run that is not there included).`,
+		Args: cobra.MaximumNArgs(1),
 	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 100, "list at most N effects")
 	return cmd

@@ -16,6 +16,13 @@ func NewCmdFollow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	return cmdutil.NewRunCmd(f, &Options{}, runF, runFollow, &cobra.Command{
 		Use:   "follow RUN",
 		Short: "Show a run's live progress until it ends",
+		Long: `Show the live progress of a run another process holds (its calls, and the lines its workflow
+writes) until it ends, then print its end as crw flow run does.
+
+Exit status: as crw flow run's: 0 when the workflow returned, 1 when it threw, met a limit or
+was cancelled, or when the run has no live process and has not ended (resume it), 2 on bad input
+(a run that is not there included), 3 when it paused (a usage or rate limit, or its token
+budget), 4 when it waits for a decision.`,
 	})
 }
 

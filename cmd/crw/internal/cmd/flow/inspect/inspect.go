@@ -17,6 +17,11 @@ func NewCmdInspect(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 	return cmdutil.NewRunCmd(f, &Options{}, runF, runInspect, &cobra.Command{
 		Use:   "inspect RUN",
 		Short: "A run's diagnosis: where it stands, what holds it, what it waits for, and what to do next",
+		Long: `A run's diagnosis: its state, its open calls, the nodes held and by what, the decisions it waits
+for, its last error, the tail of its log, and what to do next, most pressing first.
+
+Exit status: 0 when it was shown (whatever the run's state), 1 when the run could not be read, 2
+on bad input (a run that is not there included).`,
 	})
 }
 

@@ -53,7 +53,10 @@ crashed), repeatable or comma-separated; --since those started within the last D
 and --limit the newest N of what is left (100 unless it says; 0: all).
 When older runs are left, the command that lists the next page is said on stderr (with --json,
 "next" is the run to give --before; null when none is left); a page costs the reads of its own
-runs, however many the store holds.`,
+runs, however many the store holds.
+
+Exit status: 0 when the runs were listed (none included), 1 when the store could not be read, 2
+on bad input.`,
 		Example: `  crw flow list
   crw flow list --status running,paused --since 24h
   crw flow list --status failed --since 7d

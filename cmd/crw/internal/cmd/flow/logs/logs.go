@@ -27,7 +27,10 @@ func NewCmdLogs(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Long: `Print the run's log (crw.log in its folder): each line its workflow wrote with console.* or
 crw.log, and each error's full account with its correlationId, oldest first. -f goes on
 printing what is added until the run ends. --json prints the lines as the log keeps them, one
-JSON object a line (JSON Lines).`,
+JSON object a line (JSON Lines).
+
+Exit status: 0 when the log was printed (with -f: once the run ended), 1 when it could not be
+read, 2 on bad input (a run that is not there included).`,
 		Example: `  crw flow logs last
   crw flow logs RUN -f
   crw flow logs RUN --json`,

@@ -43,7 +43,10 @@ func NewCmdPrune(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 journals and every file of them, their worktrees and, unless --keep-refs, their refs in their
 repositories. A run a process holds is never removed. A run that can still go
 on (paused, waiting for a decision, crashed) is kept unless --unfinished. --dry-run lists what
-would go and removes nothing.`,
+would go and removes nothing.
+
+Exit status: 0 when what was due went (nothing included), 1 when a run could not be removed, 2
+on bad input.`,
 		Example: `  crw flow prune --older-than 30d
   crw flow prune --older-than 24h --unfinished --dry-run`,
 		Args: cobra.NoArgs,

@@ -43,8 +43,10 @@ The unknown call's rows are not changed, and it stays unknown for the workflow. 
 journaled (effect_reconciled); a run whose process is live takes it itself. A run whose workflow
 waits for the verdict (crw.effect) resumes in a process of its own, unless --no-resume; resume
 any other run no process holds with crw flow resume. A run that has ended takes the verdict
-too, for the record, and resumes nothing: its unresolved effects stay listed until then. Exit
-status 2, with nothing written, without a verdict or for a call that did not end unknown.`,
+too, for the record, and resumes nothing: its unresolved effects stay listed until then.
+
+Exit status: 0 when the verdict was taken, 1 when it could not be stored, 2 with nothing
+written without a verdict, for a call that did not end unknown, or a run that is not there.`,
 		Example: `  crw flow effects RUN
   crw flow recover RUN c3 --not-applied && crw flow resume RUN
   crw flow recover RUN c3 --applied --output @answer.json`,

@@ -24,9 +24,13 @@ func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Short: "Run a workflow in the foreground, with live progress",
 		Long: `Run a workflow (a .js or .ts file) to its end in this process.
 
-The workflow's return value is printed as JSON on stdout. Exit status: 0 when the workflow
-returned, 1 when it threw or met a limit, 2 on bad input. With --json, stdout is one JSON object:
-{"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.`,
+The workflow's return value is printed as JSON on stdout. With --json, stdout is one JSON
+object: {"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS: COUNT}}.
+
+Exit status: 0 when the workflow returned, 1 when it threw, met a limit or was cancelled, 2 on
+bad input (flags, input, answers or role file, a workflow that does not load), 3 when the run
+paused (a usage or rate limit, or its token budget: crw flow resume goes on with it), 4 when it
+waits for a decision (crw flow answer). Neither 3 nor 4 prints a result: the run is not over.`,
 		Args: cobra.ExactArgs(1),
 	}
 	take := createflags.Add(cmd, f, &opts.Create, "fake")

@@ -75,16 +75,25 @@ func showHTML(opts *Options) error {
 
 // traceHTML writes the page of a trace file.
 func traceHTML(opts *Options, mode os.FileMode) error {
-	f, err := userfile.Open(opts.Trace)
+	rows, err := readTrace(opts.Trace)
 	if err != nil {
-		return errs.New(errs.InvalidRequest, "--trace %s: %v", opts.Trace, err)
+		return err
+	}
+	return writePage(opts, mode, rows, htmlview.Options{})
+}
+
+// readTrace is the rows of a trace file.
+func readTrace(file string) ([]journal.Row, error) {
+	f, err := userfile.Open(file)
+	if err != nil {
+		return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", file, err)
 	}
 	rows, err := journal.Import(f)
 	f.Close()
 	if err != nil {
-		return errs.New(errs.InvalidRequest, "--trace %s: %v", opts.Trace, err)
+		return nil, errs.New(errs.InvalidRequest, "--trace %s: %v", file, err)
 	}
-	return writePage(opts, mode, rows, htmlview.Options{})
+	return rows, nil
 }
 
 func writePage(opts *Options, mode os.FileMode, rows []journal.Row, view htmlview.Options) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/timeline"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/journal"
 )
 
 // Options are crw flow show's.
@@ -47,10 +48,17 @@ standard output): a lane per node, each call a bar from its start to its end col
 status, its turns and repair inside it, continuations as links, held and unknown calls and the
 pause marked, times and tokens on hover, and the call's rows, prompt and answer on click. The
 page loads nothing from the network. --trace FILE draws a trace instead of a run; --follow
-rewrites FILE every two seconds until the run ends (the page reloads itself meanwhile).`,
+rewrites FILE every two seconds until the run ends (the page reloads itself meanwhile).
+
+--trace FILE without --html shows a trace (crw flow trace) as a run is shown: its timeline, or
+with CALL that call's rows.
+
+Exit status: 0 when it was shown or written, 1 when the run could not be read or the page
+written, 2 on bad input (a run, call or trace that is not there included).`,
 		Example: `  crw flow show RUN
   crw flow show RUN c3
   crw flow show RUN --html -o run.html
+  crw flow show --trace run.jsonl
   crw flow show --trace run.jsonl --html -o run.html`,
 		Args: cobra.RangeArgs(0, 2),
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShow),
@@ -59,7 +67,7 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 	fl.BoolVar(&opts.HTML, "html", false, "write the run as one self-contained HTML page")
 	fl.StringVarP(&opts.Output, "output", "o", "", "with --html: the file to write (default: standard output)")
 	fl.StringVar(&opts.Mode, "mode", "0600", "with --html -o: the file's mode, in octal (it holds prompts and answers)")
-	fl.StringVar(&opts.Trace, "trace", "", "with --html: draw this trace file (crw flow trace) instead of a run")
+	fl.StringVar(&opts.Trace, "trace", "", "show this trace file (crw flow trace) instead of a run")
 	fl.BoolVar(&opts.Follow, "follow", false, "with --html -o FILE: rewrite FILE until the run ends")
 	return cmd
 }
@@ -76,8 +84,11 @@ func runShow(opts *Options) error {
 	if opts.HTML {
 		return showHTML(opts)
 	}
-	if opts.Trace != "" || opts.Output != "" || opts.Follow {
-		return errs.New(errs.InvalidRequest, "--trace, -o and --follow go with --html")
+	if opts.Output != "" || opts.Follow {
+		return errs.New(errs.InvalidRequest, "-o and --follow go with --html")
+	}
+	if opts.Trace != "" {
+		return showTrace(opts)
 	}
 	if len(opts.Args) == 0 {
 		return errs.New(errs.InvalidRequest, "show: name the run")
@@ -99,6 +110,39 @@ func runShow(opts *Options) error {
 		return err
 	}
 	printTimeline(opts.IO.Out, f)
+	return nil
+}
+
+// showTrace shows a trace file (crw flow trace) as show shows a run: its timeline, or with
+// CALL that call's rows.
+func showTrace(opts *Options) error {
+	if len(opts.Args) > 1 || len(opts.Args) == 1 && journal.ValidRunID(opts.Args[0]) {
+		return errs.New(errs.InvalidRequest, "--trace shows a trace: name no run with it (only a CALL of the trace)")
+	}
+	rows, err := readTrace(opts.Trace)
+	if err != nil {
+		return err
+	}
+	// The trace is read whole already: its calls' bodies cost nothing more, and --json has them
+	// as a run's show --json does.
+	fo := timeline.Options{Bodies: opts.JSON}
+	if len(opts.Args) == 1 {
+		fo.Call = opts.Args[0]
+	}
+	f := timeline.NewFold(fo)
+	for i := range rows {
+		f.Add(&rows[i])
+	}
+	if fo.Call != "" {
+		s := f.Timeline()
+		if len(s.Calls) == 0 {
+			return errs.New(errs.InvalidRequest, "--trace %s has no call %q", opts.Trace, fo.Call)
+		}
+		c := s.Calls[0]
+		opts.Print(c, func(w io.Writer) { printCall(w, c) })
+		return nil
+	}
+	opts.Print(f.Timeline(), func(w io.Writer) { printTimeline(w, f) })
 	return nil
 }
 

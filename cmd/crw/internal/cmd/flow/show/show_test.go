@@ -36,7 +36,7 @@ func TestShowRefusesFlagsThatGoWithHTML(t *testing.T) {
 		want string
 	}{
 		{Options{ModeSet: true, Mode: "0644"}, "invalid_request: --mode goes with --html -o FILE"},
-		{Options{Follow: true, Args: []string{"x"}}, "invalid_request: --trace, -o and --follow go with --html"},
+		{Options{Follow: true, Args: []string{"x"}}, "invalid_request: -o and --follow go with --html"},
 		{Options{}, "invalid_request: show: name the run"},
 		{Options{HTML: true, Mode: "0600", Trace: "t.jsonl", Args: []string{"x"}}, "invalid_request: --trace draws a trace: name no run with it"},
 		{Options{HTML: true, Mode: "0600"}, "invalid_request: show --html: name one run (or --trace FILE)"},

@@ -43,7 +43,11 @@ The run goes on after this command returns; watch it with crw flow follow RUN or
 crw flow status RUN, stop it with crw flow cancel RUN. Takes the flags of crw flow run.
 
 --queue creates the run and starts no process: a worker (crw worker, on any host of the store)
-takes it, or crw flow resume RUN runs it here.`,
+takes it, or crw flow resume RUN runs it here.
+
+Exit status: 0 when the run was created and its process started (queued, with --queue; its
+preview shown, with --dry-run), 1 when it could not be, 2 on bad input (flags, input, answers
+or role file, a workflow that does not load).`,
 		Args: cobra.ExactArgs(1),
 	}
 	take := createflags.Add(cmd, f, &opts.Create, session.Name)

@@ -30,8 +30,14 @@ func NewCmdTrace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace RUN",
 		Short: "Export a run's journal as a trace (JSON Lines, crw-trace/1), while it runs too",
-		Args:  cobra.ExactArgs(1),
-		RunE:  cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runTrace),
+		Long: `Export a run's journal as a trace: JSON Lines, crw-trace/1, to standard output or to -o FILE
+(written 0600 unless --mode says otherwise); a live run's too. crw flow shadow --trace and crw
+flow show --trace read it.
+
+Exit status: 0 when the trace was written, 1 when the journal could not be read or the file
+written, 2 on bad input (a run that is not there included).`,
+		Args: cobra.ExactArgs(1),
+		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runTrace),
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the trace to this file instead of stdout")
 	cmd.Flags().StringVar(&opts.Mode, "mode", "0600", "with --output: the file's mode, in octal (it holds prompts and answers)")
