@@ -38,26 +38,32 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
 	var last string
-	begun := false
+	var calls *callLines
 	// The workflow's lines, as its log keeps them, above the progress.
 	runLog, logAt := svc.Store.Log(id), int64(0)
 	end, err := svc.Follow(c.Ctx, id, func(st *store.Status) {
-		if !begun {
+		if calls == nil {
 			// Said once the run was read: a run that is not there has only its error.
-			begun = true
 			prog.started(id)
+			calls = newCallLines(c.Ctx, svc.Store, id, st.LastSeq)
 		}
+		// The calls' ends first: a workflow's line is most often written on what a call gave.
+		calls.read(prog.event)
 		logAt = runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
 		ev := progressEvent(st)
 		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {
-			last = line
 			if prog.tty {
 				prog.event(ev)
-			} else {
+			} else if last == "" || st.State != store.StateRunning {
+				// The calls' lines say what a running run does; its other states are said once.
 				fmt.Fprintf(c.IO.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, cmdutil.CountsLine(st.Calls))
 			}
+			last = line
 		}
 	})
+	if calls != nil {
+		calls.read(prog.event) // the calls that ended with the run
+	}
 	runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
 	prog.done()
 	if err != nil {
