@@ -159,14 +159,19 @@ func (a *axis) gaps() []piece {
 	return out
 }
 
+// ticksAcross is how many steps the whole axis has at most.
+const ticksAcross = 48
+
 // tick is a time written on the axis.
 type tick struct {
 	Left  float64
 	Label string
+	I     int // its step within its stretch (0 the stretch's start): the page shows every nth
 }
 
 // ticks are the axis' times: each stretch drawn to scale starts with its clock time, and a
-// stretch wide enough has steps within it, a round duration apart, written from its start.
+// stretch wide enough has steps within it, a round duration apart, written from its start:
+// enough for a zoomed-in page to show some (the page hides those that would overlap).
 func (a *axis) ticks() []tick {
 	var out []tick
 	for _, p := range a.pieces {
@@ -175,13 +180,13 @@ func (a *axis) ticks() []tick {
 		}
 		out = append(out, tick{Left: a.at(p.from), Label: p.from.UTC().Format("15:04:05")})
 		share := float64(p.width) / float64(a.total)
-		n := int(share * 6) // at most ~6 steps across the whole axis
+		n := int(share * ticksAcross)
 		if n < 2 {
 			continue
 		}
 		step := roundStep(p.width / time.Duration(n))
-		for d := step; d < p.width-step/2; d += step {
-			out = append(out, tick{Left: a.at(p.from.Add(d)), Label: "+" + short(d)})
+		for i, d := 1, step; d < p.width-step/2; i, d = i+1, d+step {
+			out = append(out, tick{Left: a.at(p.from.Add(d)), Label: "+" + short(d), I: i})
 		}
 	}
 	return out
