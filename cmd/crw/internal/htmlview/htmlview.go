@@ -1,8 +1,11 @@
 // Package htmlview renders a run's journal as one self-contained HTML page (crw flow show
-// --html): a lane per node, each call a bar from its start to its end coloured by its status,
-// its turns and repair inside it, continuations as links to the call they continue, held and
-// unknown calls and the pause marked, times and tokens on hover, and the call's rows, prompt
-// and answer on click. The page loads nothing: its style and script are inline.
+// --html): a summary strip (calls per status, tokens, processes, wall and active time), a lane
+// per node with each call a labelled bar from its start to its end coloured by its status, its
+// turns and repair inside it, continuations as links to the call they continue, held and
+// unknown calls and the pause marked, decisions and verdicts waited for in lanes of their own,
+// idle stretches between processes drawn as breaks labelled with their length (layout.go),
+// zoom and pan, and a details panel: the run's summary, or the clicked call's prompt, answer,
+// tokens and rows. The page loads nothing: its style and script are inline.
 package htmlview
 
 import (
@@ -45,23 +48,41 @@ const (
 	shortText     = 256
 	maxTextBytes  = 16 << 10
 	minBarPercent = 0.15
-	rowHeight     = 20
+	rowHeight     = 22
 )
+
+// statuses are the calls' statuses in the order the summary and legend give them.
+var statuses = []string{"completed", "null_model", "held", "refused", "unknown", "superseded", "open"}
 
 type view struct {
 	Run, Workflow, Backend, Status string
 	Live                           bool
-	Started, Span                  string
-	Lanes                          []*lane
+	Started, Wall, Active          string
+	Lanes                          []*lane // a lane per node, then the decisions' and verdicts'
 	Marks                          []mark
-	Calls                          int
-	More                           int
-	Tokens                         int64
+	Gaps                           []gapMark
+	Ticks                          []tick
+	Counts                         []count
+	Calls, More, Processes         int
+	Tokens                         journal.Tokens
+	Waits                          []*bar // the decisions and verdicts, for the summary
 	Details                        template.JS
+}
+
+type count struct {
+	Status string
+	N      int
+}
+
+// gapMark is an idle stretch drawn as a break.
+type gapMark struct {
+	Left, Width  float64
+	Label, Title string
 }
 
 type lane struct {
 	Node   string
+	Kind   string // "" a node's calls; "waits" decisions or verdicts
 	Bars   []*bar
 	Ghosts []*bar // earlier generations of its calls (a pause held them; a resume ran them again)
 	Height int    // in px: one row of bars for each set of calls under way at once
@@ -82,6 +103,7 @@ func (l *lane) place(left, right float64) int {
 
 type bar struct {
 	Call, Status, Class, Title, Continues, Flag string
+	Labels                                      string // its labels, longest first, | between
 	Left, Width                                 float64
 	Top                                         int // px within the lane
 	Segments                                    []segment
@@ -97,18 +119,24 @@ type mark struct {
 	Left         float64
 }
 
-// detail is what a click on a call shows.
+// detail is what a click on a call, a decision or a verdict shows.
 type detail struct {
 	Call      string            `json:"call"`
-	Role      string            `json:"role"`
-	Node      string            `json:"node"`
+	Kind      string            `json:"kind,omitempty"` // "" a call; decision; verdict
+	Role      string            `json:"role,omitempty"`
+	Node      string            `json:"node,omitempty"`
 	Status    string            `json:"status"`
 	Reason    string            `json:"reason,omitempty"`
 	Detail    string            `json:"detail,omitempty"`
 	Continues string            `json:"continues,omitempty"`
-	Prompt    string            `json:"prompt"`
+	When      string            `json:"when,omitempty"` // its start, its length, its wait for a slot
+	Tokens    *journal.Tokens   `json:"tokens,omitempty"`
+	TurnIDs   []string          `json:"turn_ids,omitempty"`
+	Attempts  int               `json:"attempts,omitempty"`
+	Prompt    string            `json:"prompt,omitempty"`
 	Answer    string            `json:"answer,omitempty"`
-	Rows      []json.RawMessage `json:"rows"`
+	By        string            `json:"by,omitempty"`
+	Rows      []json.RawMessage `json:"rows,omitempty"`
 	Clipped   bool              `json:"clipped,omitempty"`
 }
 
@@ -117,6 +145,7 @@ type call struct {
 	id, role, node, status, reason, text, handle string
 	start, end                                   time.Time
 	turns                                        []turn
+	turnIDs                                      []string
 	tokens                                       journal.Tokens
 	rows                                         []json.RawMessage
 	rowBytes                                     int
@@ -136,6 +165,21 @@ type generation struct {
 	start, end     time.Time
 }
 
+// process is one process of the run, from its started row to its ended row (a process that
+// died without one: its last row, "crashed").
+type process struct {
+	from, to time.Time
+	status   string
+}
+
+// wait is a decision or a verdict the run waited for, from its request (a verdict: the
+// unknown end of its call) to its answer, if it has one.
+type wait struct {
+	kind, id, node, question, by, verdict string
+	from, to                              time.Time
+	answer                                json.RawMessage
+}
+
 // Render writes the page of a run's rows.
 func Render(w io.Writer, rows []journal.Row, opts Options) error {
 	v := &view{Status: "running", Live: opts.Live}
@@ -150,15 +194,29 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 	} else if !opts.Now.IsZero() && opts.Now.After(end) {
 		end = opts.Now
 	}
-	span := end.Sub(j.start)
-	if span <= 0 {
-		span = time.Millisecond
+	j.closeProcess(end, "")
+	var busy []span
+	for _, p := range j.procs {
+		busy = append(busy, span{p.from, p.to})
 	}
-	at := func(t time.Time) float64 { return clamp(100 * float64(t.Sub(j.start)) / float64(span)) }
-	v.Started, v.Span, v.Calls = j.start.UTC().Format(time.RFC3339), span.Round(time.Millisecond).String(), len(j.order)
+	for _, c := range j.order {
+		if !c.end.IsZero() {
+			busy = append(busy, span{c.start, c.end})
+		}
+	}
+	ax := newAxis(j.start, end, busy)
+	v.Started, v.Calls, v.Processes = j.start.UTC().Format(time.RFC3339), len(j.order), len(j.procs)
+	v.Wall, v.Active = short(end.Sub(j.start)), short(ax.busy)
+	v.Ticks = ax.ticks()
+	for _, g := range ax.gaps() {
+		label := gapLabel(j.endedAs(g.from), g.to.Sub(g.from))
+		v.Gaps = append(v.Gaps, gapMark{Left: ax.at(g.from), Width: ax.at(g.to) - ax.at(g.from), Label: label,
+			Title: fmt.Sprintf("%s: from %s to %s, drawn shortened", label, clock(g.from), clock(g.to))})
+	}
 
 	lanes := map[string]*lane{}
 	details := map[string]detail{}
+	counts := map[string]int{}
 	for _, c := range j.order {
 		l := lanes[c.node]
 		if l == nil {
@@ -166,12 +224,32 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 			lanes[c.node] = l
 			v.Lanes = append(v.Lanes, l)
 		}
-		details[c.id] = v.addCall(c, l, at, end, &budget)
+		d := v.addCall(c, l, ax.at, end, &budget)
+		counts[d.Status]++
+		details[c.id] = d
+	}
+	for _, s := range statuses {
+		if counts[s] > 0 {
+			v.Counts = append(v.Counts, count{s, counts[s]})
+		}
+	}
+	for _, kind := range []string{"decision", "verdict"} {
+		l := &lane{Node: kind + "s", Kind: "waits"}
+		for _, wt := range j.waits {
+			if wt.kind == kind {
+				b, d := addWait(wt, l, ax.at, end, &budget)
+				details[b.Call] = d
+				v.Waits = append(v.Waits, b)
+			}
+		}
+		if len(l.Bars) > 0 {
+			v.Lanes = append(v.Lanes, l)
+		}
 	}
 	for _, l := range v.Lanes {
 		l.Height = rowHeight*max(len(l.ends), 1) + 4
 	}
-	v.addMarks(j, at)
+	v.addMarks(j, ax.at)
 	// encoding/json writes <, > and & as \u escapes: the blob cannot end its script element.
 	blob, err := json.Marshal(details)
 	if err != nil {
@@ -183,16 +261,23 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 
 // journalRead is what the page takes of a run's rows.
 type journalRead struct {
-	start, last       time.Time
-	order             []*call       // the calls, as the journal first prepares them
-	pauses, processes []journal.Row // quota_or_rate escalations; ended rows of processes before the last
-	ended             *journal.Row  // the last process's
+	start, last time.Time
+	order       []*call       // the calls, as the journal first prepares them
+	pauses      []journal.Row // quota_or_rate escalations
+	processes   []journal.Row // ended rows of processes before the last
+	ended       *journal.Row  // the last process's
+	procs       []process
+	open        *process         // the process whose ended row is still to come
+	inFlight    map[string]*call // calls with no terminal row yet
+	waits       []*wait
 }
 
-// read goes through the rows once: the run's own, each call's generations, turns and end.
+// read goes through the rows once: the run's own, each call's generations, turns and end,
+// the processes, the decisions and verdicts waited for.
 func (v *view) read(rows []journal.Row, budget *int) *journalRead {
-	j := &journalRead{}
+	j := &journalRead{inFlight: map[string]*call{}}
 	byID := map[string]*call{}
+	waits := map[string]*wait{}
 	for i := range rows {
 		r := &rows[i]
 		if j.start.IsZero() || (r.Type == journal.TypeStarted && v.Run == "") {
@@ -203,17 +288,41 @@ func (v *view) read(rows []journal.Row, budget *int) *journalRead {
 				j.start = r.At
 			}
 		}
+		prev := j.last
 		if r.At.After(j.last) {
 			j.last = r.At
 		}
 		switch {
+		case r.Type == journal.TypeStarted:
+			// A process still open when the next starts died without its ended row.
+			j.closeProcess(prev, "crashed")
+			j.open = &process{from: r.At}
 		case r.Type == journal.TypeEnded:
 			if j.ended != nil {
 				j.processes = append(j.processes, *j.ended)
 			}
 			j.ended = r
+			as := r.Status
+			if as == "waiting_decision" && r.Rare != nil && len(r.Awaited) > 0 && !j.decisionOpen() {
+				as = "waiting_verdict" // crw.effect: no decision asked, a verdict awaited
+			}
+			j.closeProcess(r.At, as)
 		case r.Type == journal.TypeEscalation && r.Reason == "quota_or_rate":
 			j.pauses = append(j.pauses, *r)
+		case r.Type == journal.TypeDecisionRequested:
+			if waits["decision:"+r.DecisionID] == nil {
+				w := &wait{kind: "decision", id: r.DecisionID, node: r.Node, question: r.Question, from: r.At}
+				waits["decision:"+r.DecisionID] = w
+				j.waits = append(j.waits, w)
+			}
+		case r.Type == journal.TypeDecisionAnswered:
+			if w := waits["decision:"+r.DecisionID]; w != nil && w.to.IsZero() {
+				w.to, w.answer, w.by = r.At, r.Output, r.By
+			}
+		case r.Type == journal.TypeEffectReconciled:
+			if w := waits["verdict:"+r.Effect]; w != nil && w.to.IsZero() {
+				w.to, w.answer, w.by, w.verdict = r.At, r.Output, r.By, r.Verdict
+			}
 		case r.Call == "" || r.Type == journal.TypeWarning || r.Type == journal.TypeEscalation:
 		case r.Type == journal.TypePrepared:
 			c := byID[r.Call]
@@ -233,13 +342,60 @@ func (v *view) read(rows []journal.Row, budget *int) *journalRead {
 			}
 			*c = call{id: r.Call, role: r.Role, node: r.Node, start: r.At, prompt: r.Prompt, handle: r.Handle, gens: gens}
 			c.addRow(r, budget)
+			j.inFlight[c.id] = c
 		default:
 			if c := byID[r.Call]; c != nil {
 				c.take(r, budget)
+				if journal.IsTerminal(r.Type) {
+					delete(j.inFlight, c.id)
+					if r.Type == journal.TypeOutcomeUnknown && waits["verdict:"+c.id] == nil {
+						w := &wait{kind: "verdict", id: c.id, node: c.node, from: r.At}
+						waits["verdict:"+c.id] = w
+						j.waits = append(j.waits, w)
+					}
+				}
 			}
 		}
 	}
 	return j
+}
+
+// closeProcess ends the open process at t; the calls it left in flight end there too.
+func (j *journalRead) closeProcess(t time.Time, status string) {
+	if j.open == nil {
+		return
+	}
+	j.open.to, j.open.status = t, status
+	j.procs = append(j.procs, *j.open)
+	j.open = nil
+	if status == "" {
+		return // the run goes on: its calls in flight are drawn to its end
+	}
+	for id, c := range j.inFlight {
+		c.end = t
+		delete(j.inFlight, id)
+	}
+}
+
+// decisionOpen reports whether a decision asked is still unanswered.
+func (j *journalRead) decisionOpen() bool {
+	for _, w := range j.waits {
+		if w.kind == "decision" && w.to.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// endedAs is how the last process that ended at or before t ended.
+func (j *journalRead) endedAs(t time.Time) string {
+	as := ""
+	for _, p := range j.procs {
+		if !p.to.After(t) {
+			as = p.status
+		}
+	}
+	return as
 }
 
 // take adds a row of the call after its prepared row.
@@ -248,21 +404,31 @@ func (c *call) take(r *journal.Row, budget *int) {
 	switch {
 	case r.Type == journal.TypeTurnStarted:
 		c.turns = append(c.turns, turn{k: r.K, at: r.At})
+		if r.TurnID != "" {
+			c.turnIDs = append(c.turnIDs, r.TurnID)
+		}
 	case journal.IsTerminal(r.Type):
 		c.status, c.reason, c.text, c.end, c.output = string(journal.StatusOf(r.Type)), r.Reason, r.Detail, r.At, r.Output
 		if r.Tokens != nil {
 			c.tokens = *r.Tokens
 		}
+		if len(r.TurnIDs) > 0 {
+			c.turnIDs = r.TurnIDs
+		}
 	}
 }
 
 // addCall puts a call's bar, and the ghosts of its earlier generations, in its lane, and
-// returns what a click on it shows. An open call runs to end.
+// returns what a click on it shows. An open call runs to end; one whose process ended before
+// it did, to that end.
 func (v *view) addCall(c *call, l *lane, at func(time.Time) float64, end time.Time, budget *int) detail {
 	cend := c.end
 	status := c.status
 	if status == "" {
-		status, cend = "open", end
+		status = "open"
+		if cend.IsZero() {
+			cend = end
+		}
 	}
 	b := &bar{Call: c.id, Status: status, Left: at(c.start)}
 	b.Width = max(at(cend)-b.Left, minBarPercent)
@@ -281,19 +447,28 @@ func (v *view) addCall(c *call, l *lane, at func(time.Time) float64, end time.Ti
 	b.Class = "bar status-" + status
 	switch status {
 	case "held", "unknown":
-		b.Flag = map[string]string{"held": "held", "unknown": "?"}[status]
+		b.Flag = map[string]string{"held": "⏸", "unknown": "?"}[status]
 	}
 	if _, cont, ok := result.ParseHandle(c.handle); ok {
 		b.Continues = cont
 	}
+	b.Labels = strings.Join(labels(c.id, c.role, status), "|")
 	dur := cend.Sub(c.start)
-	b.Title = fmt.Sprintf("%s %s/%s %s%s\n%s, from %s\n%d tokens (input %d, output %d)", c.id, c.role, c.node, status, paren(c.reason),
-		dur.Round(time.Millisecond), c.start.UTC().Format("15:04:05.000"), c.tokens.Total, c.tokens.Input, c.tokens.Output)
-	v.Tokens += c.tokens.Total
+	when := fmt.Sprintf("%s, from %s", short(dur), clock(c.start))
+	if len(c.turns) > 0 {
+		when += fmt.Sprintf("; %s waiting for a slot", short(c.turns[0].at.Sub(c.start)))
+	}
+	b.Title = fmt.Sprintf("%s %s/%s %s%s\n%s\n%d tokens (input %d, output %d)", c.id, c.role, c.node, status, paren(c.reason),
+		when, c.tokens.Total, c.tokens.Input, c.tokens.Output)
+	v.Tokens.Input += c.tokens.Input
+	v.Tokens.Output += c.tokens.Output
+	v.Tokens.Total += c.tokens.Total
 	b.Segments = c.segments(cend, dur)
 	l.Bars = append(l.Bars, b)
+	tokens := c.tokens
 	d := detail{Call: c.id, Role: c.role, Node: c.node, Status: status, Reason: c.reason, Detail: c.text,
-		Continues: b.Continues, Prompt: text(c.prompt, budget), Rows: c.rows, Clipped: c.clipped}
+		Continues: b.Continues, When: when, Tokens: &tokens, TurnIDs: c.turnIDs, Attempts: len(c.gens) + 1,
+		Prompt: text(c.prompt, budget), Rows: c.rows, Clipped: c.clipped}
 	if len(c.output) > 0 {
 		d.Answer = text(string(c.output), budget)
 	}
@@ -301,6 +476,41 @@ func (v *view) addCall(c *call, l *lane, at func(time.Time) float64, end time.Ti
 		d.Rows = []json.RawMessage{}
 	}
 	return d
+}
+
+// addWait puts a decision's or a verdict's wait in its lane: from its request to its answer,
+// or to the run's end while it has none.
+func addWait(w *wait, l *lane, at func(time.Time) float64, end time.Time, budget *int) (*bar, detail) {
+	to, status := w.to, "answered"
+	if w.kind == "verdict" && w.verdict != "" {
+		status = w.verdict
+	}
+	if to.IsZero() {
+		to, status = end, "waiting"
+	}
+	key := w.kind + ":" + w.id
+	b := &bar{Call: key, Status: status, Class: "bar wait " + w.kind + " wait-" + status, Left: at(w.from)}
+	b.Width = max(at(to)-b.Left, minBarPercent)
+	b.Top = rowHeight * l.place(b.Left, b.Left+b.Width)
+	name := w.id
+	if w.kind == "verdict" {
+		name = w.id + " verdict"
+	}
+	b.Labels = strings.Join([]string{name + " " + status, name, w.id}, "|")
+	when := fmt.Sprintf("%s, from %s", short(to.Sub(w.from)), clock(w.from))
+	b.Title = fmt.Sprintf("%s %s: %s\n%s", w.kind, name, status, when)
+	if w.question != "" {
+		b.Title += "\n" + w.question
+	}
+	d := detail{Call: key, Kind: w.kind, Node: w.node, Status: status, When: when, Prompt: text(w.question, budget), By: w.by}
+	if w.kind == "verdict" {
+		d.Prompt = "the outcome of " + w.id + " is unknown: crw flow recover decides whether its turn ran"
+	}
+	if len(w.answer) > 0 {
+		d.Answer = text(string(w.answer), budget)
+	}
+	l.Bars = append(l.Bars, b)
+	return b, d
 }
 
 // segments are the call's turns within its bar, which lasts dur and ends at cend.
@@ -365,6 +575,8 @@ func text(s string, budget *int) string {
 	*budget -= min(len(s), *budget)
 	return s
 }
+
+func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") }
 
 func clamp(f float64) float64 { return min(max(f, 0), 100) }
 
