@@ -159,7 +159,7 @@ func lineCol(src []byte, off int) (int, int) {
 var timers = []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"}
 
 // exported are what crw's native modules export, by module.
-var exported = map[string][]string{"crw": {"default"}, "crw:agent": {"agent", "default"}}
+var exported = map[string][]string{"crw": {"default"}, "crw:agent": {"agent", "default", "schema"}}
 
 type module struct {
 	c    *Collector
