@@ -1,6 +1,6 @@
 // crw: the run's input and the deterministic services a workflow may use. Written by
 // `crw types`; see docs/workflows.md and docs/workspaces.md.
-import type { CallResult, Pair, Role, Schema } from "./agent";
+import type { AnswerOf, CallResult, Pair, Role, Schema } from "./agent";
 
 /** What crw.commit committed on the node's ref. */
 export interface Commit {
@@ -49,7 +49,7 @@ interface Crw {
   /** Moves the node's executor calls up a tier, on the evidence of one of its executor calls that ended null_model. */
   tierStep(node: string, evidence: CallResult): TierStep;
   /** Asks the run's owner a question; resolves to an answer that satisfies the schema (crw flow answer). */
-  decide<T = any>(decision: { readonly id: string; readonly question: string; readonly schema: Schema<T> }): Promise<T>;
+  decide<const S extends Schema>(decision: { readonly id: string; readonly question: string; readonly schema: S }): Promise<AnswerOf<S>>;
   /** Waits for the operator's verdict on a call that ended unknown. */
   effect<T = any>(call: CallResult<T> | string): Promise<Verdict<T>>;
 }

@@ -2,6 +2,8 @@ package types_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/internal/depstest"
+	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/lib/types"
 	"github.com/crw-dev/crw/lib/types/internal/libdecl"
+	"github.com/crw-dev/crw/runtime/vm"
 )
 
 func TestDeclareTypesASchemaByItsAnswers(t *testing.T) {
@@ -109,11 +113,6 @@ func TestTscFindsAuthoringMistakes(t *testing.T) {
 	t.Parallel()
 	out, err := tsc(t, readDir(t, "testdata/mistakes", func(string) bool { return true }))
 	require.Error(t, err)
-	var got []string
-	for _, m := range regexp.MustCompile(`(?m)^(\S+)\((\d+),\d+\): error (TS\d+)`).FindAllStringSubmatch(out, -1) {
-		got = append(got, m[1]+":"+m[2]+" "+m[3])
-	}
-	slices.Sort(got)
 	assert.Equal(t, []string{
 		"mistakes.js:10 TS2367", // status "complete"
 		"mistakes.js:12 TS2339", // a forgotten await's result used as a CallResult
@@ -126,9 +125,83 @@ func TestTscFindsAuthoringMistakes(t *testing.T) {
 		"mistakes.js:8 TS2561",  // efort, with did-you-mean
 		"mistakes.js:9 TS2322",  // effort "max"
 		"named.ts:1 TS2614",     // import { crw } from "crw"
-	}, got, out)
+	}, tscFindings(out), out)
 	assert.Contains(t, out, "Did you mean to write 'prompt'?")
 	assert.Contains(t, out, "Did you mean to use 'import crw from \"crw\"' instead?")
+}
+
+// readTree is every file under dir, by its path relative to dir.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	}))
+	return out
+}
+
+// tscFindings are tsc's errors as "file:line TScode", sorted.
+func tscFindings(out string) []string {
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^(\S+)\((\d+),\d+\): error (TS\d+)`).FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1]+":"+m[2]+" "+m[3])
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestTscInfersAnswersFromSchemas: an answer's type is read from its schema written as const,
+// in the call, in a module of the workflow's lib, or given to schema() (in JavaScript too);
+// testdata/inferred holds what each must be (Eq fails to compile otherwise), under strict.
+func TestTscInfersAnswersFromSchemas(t *testing.T) {
+	t.Parallel()
+	out, err := tsc(t, readTree(t, "testdata/inferred"))
+	assert.NoError(t, err, out)
+}
+
+// TestTscFindsMisreadAnswers: what tsc reports of answers read against their inferred types.
+func TestTscFindsMisreadAnswers(t *testing.T) {
+	t.Parallel()
+	out, err := tsc(t, readTree(t, "testdata/misread"))
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		"helper.js:8 TS2322",    // schema(): an enum's string assigned to a number
+		"helper.js:9 TS2339",    // a property the schema does not have
+		"misread.ts:10 TS18047", // a nullable field read as present
+		"misread.ts:11 TS2532",  // an optional field (not in required) read as present
+		"misread.ts:13 TS2339",  // a call without a schema answers text
+		"misread.ts:7 TS2322",   // a string field assigned to a number
+		"misread.ts:8 TS2339",   // a property the schema does not have
+		"misread.ts:9 TS2367",   // a value the enum does not have
+	}, tscFindings(out), out)
+	assert.Contains(t, out, `'"approve" | "reject"' and '"approved"' have no overlap`)
+}
+
+// TestFromSchemaReadsTheLibSchemasAsDeclared: FromSchema of each built-in schema, written as
+// const, is the type crw types declares for it: the type-level reading and Declare agree.
+func TestFromSchemaReadsTheLibSchemasAsDeclared(t *testing.T) {
+	t.Parallel()
+	exports, err := vm.Exports(lib.FS, "schemas.js")
+	require.NoError(t, err)
+	require.NotEmpty(t, exports)
+	var b strings.Builder
+	b.WriteString(`import type { FromSchema } from "crw:agent";
+import type * as schemas from "crw:lib/schemas";
+type Eq<A, B> = (<X>() => X extends A ? 1 : 2) extends (<X>() => X extends B ? 1 : 2) ? true : false;
+function expect<T extends true>(): void {}
+`)
+	for _, name := range slices.Sorted(maps.Keys(exports)) {
+		typ := strings.ToUpper(name[:1]) + name[1:]
+		fmt.Fprintf(&b, "const %s = %s as const;\nexpect<Eq<FromSchema<typeof %s>, schemas.%s>>();\n", name, exports[name], name, typ)
+	}
+	out, err := tsc(t, map[string]string{"lib.ts": b.String()})
+	assert.NoError(t, err, out)
 }
 
 // TestTheLibDeclarationsAreUpToDate: the declarations crw embeds for the built-in crw:lib

@@ -1,9 +1,9 @@
 // Package lint is a static pass over a workflow's modules, as the loader parses them: every
 // agent.call whose options are written out (an option it does not take, with a did-you-mean; an
-// unknown role or effort; a missing role or prompt; a schema written out that is not strict),
-// a named import crw and crw:agent do not export, and the timers a workflow cannot use. It
-// reads goja's AST of the transformed module, whose positions the source map takes back to the
-// original file, line and column.
+// unknown role or effort; a missing role or prompt; a schema written out, or given to schema(),
+// that is not strict), a named import crw and crw:agent do not export, and the timers a
+// workflow cannot use. It reads goja's AST of the transformed module, whose positions the
+// source map takes back to the original file, line and column.
 package lint
 
 import (
@@ -159,7 +159,7 @@ func lineCol(src []byte, off int) (int, int) {
 var timers = []string{"setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "queueMicrotask"}
 
 // exported are what crw's native modules export, by module.
-var exported = map[string][]string{"crw": {"default"}, "crw:agent": {"agent", "default"}}
+var exported = map[string][]string{"crw": {"default"}, "crw:agent": {"agent", "default", "schema"}}
 
 type module struct {
 	c    *Collector
@@ -416,6 +416,12 @@ func (m *module) value(name string, v ast.Expression) {
 		if c.checkSchema == nil {
 			return
 		}
+		if arg := m.schemaArg(v); arg != nil {
+			v = arg
+			if id, ok := v.(*ast.Identifier); ok && !m.twice[id.Name.String()] && m.consts[id.Name.String()] != nil {
+				v = m.consts[id.Name.String()]
+			}
+		}
 		o, ok := v.(*ast.ObjectLiteral)
 		if !ok {
 			return
@@ -433,6 +439,27 @@ func (m *module) value(name string, v ast.Expression) {
 			m.at(o.LeftBrace, RuleSchemaNotStrict, "agent.call: the schema is not strict: at %q: %s", p.Pointer, p.Message)
 		}
 	}
+}
+
+// schemaArg is x of schema(x), crw:agent's schema (esbuild's (0, m.schema)(x), or m.schema(x)),
+// which returns x: it only types x for tsc. Else nil.
+func (m *module) schemaArg(e ast.Expression) ast.Expression {
+	call, ok := e.(*ast.CallExpression)
+	if !ok || len(call.ArgumentList) != 1 {
+		return nil
+	}
+	callee := call.Callee
+	if seq, ok := callee.(*ast.SequenceExpression); ok && len(seq.Sequence) == 2 {
+		callee = seq.Sequence[1]
+	}
+	d, ok := callee.(*ast.DotExpression)
+	if !ok || d.Identifier.Name.String() != "schema" {
+		return nil
+	}
+	if id, ok := d.Left.(*ast.Identifier); !ok || m.imports[id.Name.String()] != "crw:agent" || m.twice[id.Name.String()] {
+		return nil
+	}
+	return call.ArgumentList[0]
 }
 
 // maxLiteral bounds the nesting literal follows.

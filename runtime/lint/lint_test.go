@@ -54,6 +54,7 @@ func TestTheStaticPassFindsEachMistakeAtItsPlace(t *testing.T) {
 		`main.js:12:58 invalid_option: agent.call: prompt is empty`,
 		`main.js:6:15 schema_not_strict: agent.call: the schema is not strict: at "": objects must set "additionalProperties": false`,
 		`main.js:16:3 nondeterministic: setTimeout is not available in a workflow: its timing cannot be replayed`,
+		`main.js:18:26 schema_not_strict: agent.call: the schema is not strict: at "": objects must set "additionalProperties": false`,
 		`helpers.js:4:53 unknown_option: agent.call: unknown option "modle" (did you mean "model"?) (it takes role, prompt, schema, node, model, effort, resume)`,
 	}, got)
 }

@@ -106,6 +106,9 @@ func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker 
 		_ = exports.DefineDataProperty("__esModule", rt.ToValue(true), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 		_ = exports.Set("agent", agentObj)
 		_ = exports.Set("default", agentObj)
+		// schema is for tsc, which types its argument by the answers it admits (crw-types'
+		// agent.d.ts); at run time it is the argument, which agent.call checks where it is used.
+		_ = exports.Set("schema", jsutil.Func(rt, "schema", func(c goja.FunctionCall) goja.Value { return c.Argument(0) }))
 		m.freeze(exports) // shared by every module of the workflow: none may replace agent.call
 	}
 }

@@ -554,11 +554,13 @@ func TestResultErrorQuotesNoAnswer(t *testing.T) {
 
 func TestModuleShapes(t *testing.T) {
 	t.Parallel()
-	script := `import agentDefault, { agent } from "crw:agent";
+	script := `import agentDefault, { agent, schema } from "crw:agent";
 const viaRequire = require("crw:agent");
 
 export default async function main() {
   if (agentDefault !== agent || viaRequire.agent !== agent) throw new Error("one agent object");
+  const s = { type: "object" };
+  if (schema(s) !== s || viaRequire.schema !== schema) throw new Error("schema returns its argument");
   const r = await viaRequire.agent.call({ role: "executor-t1", prompt: "via require" });
   return { roles: agent.roles, output: r.output };
 }

@@ -1,4 +1,4 @@
-import { agent } from "crw:agent";
+import { agent, schema } from "crw:agent";
 import { crw } from "crw";
 import { looseSchema } from "./helpers.js";
 
@@ -15,5 +15,8 @@ export default async function main(input) {
   const g = await agent.call({ role: "explorer", prompt: "hi", schema: looseSchema });
   setTimeout(() => {}, 10);
   crw.log("x");
-  return [a, b, c, d, e, f, g];
+  const wrapped = schema({ type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] });
+  const h = await agent.call({ role: "explorer", prompt: "hi", schema: wrapped });
+  const i = await agent.call({ role: "explorer", prompt: "hi", schema: schema(strict) });
+  return [a, b, c, d, e, f, g, h, i];
 }
