@@ -796,8 +796,14 @@ func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, repl
 			cr = &built
 		}
 		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
-		c.settle(ScriptResult(*cr), func() {
+		c.settle(ScriptResult(*cr), func() (after func()) {
 			r.clock = row.At
+			if replayed {
+				// What the script does with a recorded result, an earlier process did and
+				// printed: its lines are muted until the script awaits again.
+				r.inReplayed++
+				after = func() { r.inReplayed-- }
+			}
 			r.mu.Lock()
 			delete(r.calls, c.id)
 			prepared := c.preparedSeq
@@ -809,6 +815,7 @@ func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, repl
 			if row.Type == journal.TypeOutcomeUnknown {
 				r.book.Told(c.req.Node, c.id)
 			}
+			return after
 		})
 	}
 }

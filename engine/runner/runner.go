@@ -84,21 +84,24 @@ type Config struct {
 type runner struct {
 	dryRun    bool
 	scriptLog *scriptlog.Log // the script's lines: the console and the run's log, within its bound
-	id        string
-	spec      *store.Spec
-	lease     store.Lease
-	j         store.Journal
-	backend   backend.Backend
-	roles     inputs.RoleTable
-	schemas   inputs.Schemas
-	h         *replay.History // nil for the run's first process
-	replay    *replay.Replayer
-	console   io.Writer
-	progress  *progress.Progress
-	pool      *pool.Pool
-	rng       *rand.Rand
-	clock     time.Time // the script's clock; touched on the loop goroutine only
-	wake      func()    // makes a waiting script look again; set once, before the script runs
+	// inReplayed counts the recorded results the script is taking (loop goroutine only): its
+	// lines meanwhile were printed by the process that saw those calls end.
+	inReplayed int
+	id         string
+	spec       *store.Spec
+	lease      store.Lease
+	j          store.Journal
+	backend    backend.Backend
+	roles      inputs.RoleTable
+	schemas    inputs.Schemas
+	h          *replay.History // nil for the run's first process
+	replay     *replay.Replayer
+	console    io.Writer
+	progress   *progress.Progress
+	pool       *pool.Pool
+	rng        *rand.Rand
+	clock      time.Time // the script's clock; touched on the loop goroutine only
+	wake       func()    // makes a waiting script look again; set once, before the script runs
 
 	ctx  context.Context
 	fail context.CancelCauseFunc
@@ -539,9 +542,10 @@ func (r *runner) Now() time.Time { return r.clock }
 func (r *runner) Random() float64 { return r.rng.Float64() }
 
 // Log implements crw.Host: console and crw.log lines, muted while the script replays what the
-// journal recorded, as the earlier process printed them already.
+// journal recorded, or runs on a recorded call's result after it caught up (a call the earlier
+// process saw end): the earlier process printed them already.
 func (r *runner) Log(level, message string) {
-	if r.replay.Replaying() {
+	if r.replay.Replaying() || r.inReplayed > 0 {
 		return
 	}
 	// A process that stopped (its lease lost, say) writes nothing of the run's any more.

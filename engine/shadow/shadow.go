@@ -297,7 +297,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 			return
 		}
 		res, at := full.Result(s.h.Run, s.h.OmitCallSeqs()), full.Terminal.At
-		settle(runner.ScriptResult(res), func() { s.clock = at })
+		settle(runner.ScriptResult(res), func() func() { s.clock = at; return nil })
 	})
 	return nil
 }

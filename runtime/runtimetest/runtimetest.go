@@ -349,10 +349,11 @@ func (h *Host) deliver(c *Call, result json.RawMessage) {
 	default:
 		given = resultOf(h.Result(snapshot))
 	}
-	c.settle(given, func() {
+	c.settle(given, func() func() {
 		h.mu.Lock()
 		h.delivered = append(h.delivered, c.Index)
 		h.mu.Unlock()
+		return nil
 	})
 }
 

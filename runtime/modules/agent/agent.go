@@ -48,8 +48,10 @@ type Caller interface {
 }
 
 // Settle delivers a call's CallResult. onLoop, when not nil, runs on the loop goroutine right
-// before the script sees the result: the run advances its clock there.
-type Settle func(result Result, onLoop func())
+// before the script sees the result: the run advances its clock there. What onLoop returns,
+// when not nil, runs once the script has taken the result: after the code that awaited it ran
+// to its next await (the promise's reactions run as the result is given).
+type Settle func(result Result, onLoop func() (after func()))
 
 // Result is a call's CallResult as a host gives it (call-result.md). The module builds the
 // deeply frozen object the script sees from it directly, its members in this order: only
@@ -131,10 +133,12 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 
 	promise, resolve, _ := rt.NewPromise()
 	enqueue := m.loop.Reserve()
-	settle := func(result Result, onLoop func()) {
+	settle := func(result Result, onLoop func() (after func())) {
 		enqueue(func() error {
 			if onLoop != nil {
-				onLoop()
+				if after := onLoop(); after != nil {
+					defer after()
+				}
 			}
 			v, err := m.resultValue(result, req.Site)
 			if err != nil {
