@@ -94,10 +94,6 @@ type Book struct {
 	// answers as the recorded run did), and the crw.effect promises waiting for one.
 	verdicts    map[string]json.RawMessage
 	effectWaits map[string][]func(json.RawMessage, error)
-	// coming are the verdicts handed to the script's loop and not yet taken there: the script
-	// waits for them no more (its idling must not end the process), though crw.effect still
-	// answers from verdicts alone, at the loop's turn.
-	coming map[string]bool
 	// toldHolds are, by node, the calls whose unknown outcome the script has received and whose
 	// verdict has not reached it: what crw.tierStep and crw.commit answer from, so a replay
 	// answers as the recorded run did.
@@ -122,7 +118,7 @@ func New(cfg Config) *Book {
 		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{},
 		reconciled: map[string]bool{}, unknown: map[string][]string{}, holds: map[string]string{},
 		applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{},
-		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, coming: map[string]bool{},
+		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
 		toldHolds: map[string][]string{},
 	}
 	h := cfg.History

@@ -102,15 +102,8 @@ func (b *Book) verdictDelivery(call string, row *journal.Row) func() {
 		if b.post == nil {
 			return
 		}
-		// From its hand-over on the script waits for it no more: the loop takes it next, and
-		// a script that idles meanwhile has more than decisions coming.
-		b.mu.Lock()
-		b.coming[call] = true
-		delete(b.waiting, EffectPrefix+call)
-		b.mu.Unlock()
 		b.post(func() error {
 			b.mu.Lock()
-			delete(b.coming, call)
 			b.verdicts[call] = value
 			waits := b.effectWaits[call]
 			// The script's recovery hold of the node is released with the verdict's arrival,
@@ -161,7 +154,7 @@ func (b *Book) Effect(call string, settle func(json.RawMessage, error)) error {
 	}
 	b.effectWaits[call] = append(b.effectWaits[call], settle)
 	id := EffectPrefix + call
-	if b.waiting[id] == nil && !b.coming[call] {
+	if b.waiting[id] == nil {
 		b.waiting[id] = &waiting{question: fmt.Sprintf("did the turn of call %s run? Give the verdict: crw flow recover %s %s --applied [--output @FILE], or --not-applied", call, b.run, call)}
 	}
 	b.host.PublishSoon()
