@@ -94,6 +94,13 @@ type Book struct {
 	// answers as the recorded run did), and the crw.effect promises waiting for one.
 	verdicts    map[string]json.RawMessage
 	effectWaits map[string][]func(json.RawMessage, error)
+	// coming are the verdicts handed to the script's loop and not yet taken there. The script
+	// still waits for them (crw.effect answers at the loop's turn), but not for nothing: a
+	// process whose script idles meanwhile goes on to take them. Its own lock, taken after mu
+	// when both are: a verdict is handed over from within the replay's deliveries, which may
+	// run while mu is held.
+	comingMu sync.Mutex
+	coming   map[string]bool
 	// toldHolds are, by node, the calls whose unknown outcome the script has received and whose
 	// verdict has not reached it: what crw.tierStep and crw.commit answer from, so a replay
 	// answers as the recorded run did.
@@ -118,7 +125,7 @@ func New(cfg Config) *Book {
 		asked: map[string]bool{}, waiting: map[string]*waiting{}, stepAsks: map[string]*stepAsk{}, taken: map[string]bool{},
 		reconciled: map[string]bool{}, unknown: map[string][]string{}, holds: map[string]string{},
 		applied: map[replay.EffectKey]string{}, unknownKeys: map[string]replay.EffectKey{},
-		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
+		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, coming: map[string]bool{},
 		toldHolds: map[string][]string{},
 	}
 	h := cfg.History
@@ -279,11 +286,19 @@ func (b *Book) answer(a store.Answer) {
 	b.host.PublishSoon()
 }
 
-// Waiting reports whether the script waits for a decision or a verdict.
+// Waiting reports whether the script waits for a decision or a verdict that nothing is
+// bringing: a verdict handed to the script's loop and not yet taken there is on its way.
 func (b *Book) Waiting() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.waiting) > 0
+	b.comingMu.Lock()
+	defer b.comingMu.Unlock()
+	for id := range b.waiting {
+		if call, ok := strings.CutPrefix(id, EffectPrefix); !ok || !b.coming[call] {
+			return true
+		}
+	}
+	return false
 }
 
 // refusal is the warning row of an answer (or a verdict) the run refuses: it names the

@@ -102,8 +102,14 @@ func (b *Book) verdictDelivery(call string, row *journal.Row) func() {
 		if b.post == nil {
 			return
 		}
+		b.comingMu.Lock()
+		b.coming[call] = true
+		b.comingMu.Unlock()
 		b.post(func() error {
 			b.mu.Lock()
+			b.comingMu.Lock()
+			delete(b.coming, call)
+			b.comingMu.Unlock()
 			b.verdicts[call] = value
 			waits := b.effectWaits[call]
 			// The script's recovery hold of the node is released with the verdict's arrival,
