@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/crw-dev/crw/journal"
@@ -221,7 +222,9 @@ type Log interface {
 
 // Conditions callers branch on, wrapped in the errors a store returns; test with errors.Is.
 var (
-	ErrNotFound  = errors.New("not found")
+	ErrNotFound = errors.New("not found")
+	// ErrNoRun: the run named is not in the store (it wraps ErrNotFound).
+	ErrNoRun     = fmt.Errorf("no such run: %w", ErrNotFound)
 	ErrExists    = errors.New("already exists")
 	ErrHeld      = errors.New("held by another process")
 	ErrLeaseLost = errors.New("the run's lease was lost")

@@ -56,7 +56,7 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 		{name: "a run whose failure its output was to report", args: []string{"flow", "run", throws, "--json"},
 			code: 1, stderr: "crw: capability_unavailable: run " + runID + ": cannot write to standard output"},
 		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
-			code: 2, stderr: "crw: invalid_request: no run "},
+			code: 1, stderr: "crw: invalid_request: no run "},
 		{name: "a command line that does not parse", args: []string{"flow", "status", "--json", "--nope"},
 			code: 2, stderr: "crw: invalid_request: unknown flag: --nope"},
 	}
@@ -84,7 +84,7 @@ func TestAClosedPipeIsNoError(t *testing.T) {
 		{name: "a command that succeeded", args: []string{"flow", "list", "--json"}, code: 0, stderr: ""},
 		{name: "a run that completed", args: []string{"flow", "run", "../../workflows/plan-build-review.js"}, code: 0, stderr: ""},
 		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
-			code: 2, stderr: "crw: invalid_request: no run "},
+			code: 1, stderr: "crw: invalid_request: no run "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer

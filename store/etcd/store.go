@@ -90,7 +90,7 @@ func unavailable(err error) error {
 }
 
 func notFound(run string) error {
-	return errs.New(errs.InvalidRequest, "no run %s in the store", run).Wrap(store.ErrNotFound)
+	return errs.New(errs.InvalidRequest, "no run %s in the store", run).Wrap(store.ErrNoRun)
 }
 
 // checkID refuses what is no run id.

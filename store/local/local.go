@@ -97,7 +97,7 @@ func (s *Store) checkRun(run string) error {
 
 // notFound is a run id that names no run: bad input, naming the state folder looked in.
 func notFound(run, root string) error {
-	return errs.New(errs.InvalidRequest, "no run %s in the state folder %s", run, root).Wrap(store.ErrNotFound).
+	return errs.New(errs.InvalidRequest, "no run %s in the state folder %s", run, root).Wrap(store.ErrNoRun).
 		Next("crw flow list names the runs there; --state DIR (or CRW_STATE) names another folder")
 }
 

@@ -65,7 +65,7 @@ func (s *Store) get(id string) (*run, error) {
 	}
 	r := s.runs[id]
 	if r == nil {
-		return nil, errs.New(errs.InvalidRequest, "no run %s in the store", id).Wrap(store.ErrNotFound)
+		return nil, errs.New(errs.InvalidRequest, "no run %s in the store", id).Wrap(store.ErrNoRun)
 	}
 	return r, nil
 }

@@ -16,9 +16,9 @@ import (
 )
 
 // TestEveryCommandRefusesARunThatIsNotThere: whichever command names a run the state folder
-// does not hold, by its id, a prefix or last, it is bad input (exit 2, as every invalid_request
-// is), said alike: invalid_request, the run and the folder named, what to do next, and nothing
-// else on either stream.
+// does not hold, by its id, a prefix or last, it is not found (exit 1, as gh and Temporal's CLI
+// say it), said alike: invalid_request, the run and the folder named, what to do next, and
+// nothing else on either stream.
 func TestEveryCommandRefusesARunThatIsNotThere(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
@@ -67,13 +67,13 @@ func TestEveryCommandRefusesARunThatIsNotThere(t *testing.T) {
 
 			ios, _, out, errOut := iostreams.Test()
 			code := Run(args, *ios, backend.NewRegistry(fake.Descriptor()))
-			assert.Equal(t, 2, code, name)
+			assert.Equal(t, 1, code, name)
 			assert.Empty(t, out.String(), name)
 			assert.Equal(t, "crw: invalid_request: "+detail+"\ncrw: next: "+next+"\n", errOut.String(), name)
 
 			ios, _, out, errOut = iostreams.Test()
 			code = Run(append(args, "--json"), *ios, backend.NewRegistry(fake.Descriptor()))
-			assert.Equal(t, 2, code, name+" --json")
+			assert.Equal(t, 1, code, name+" --json")
 			assert.Empty(t, errOut.String(), name+" --json")
 			var got struct {
 				Run   *string `json:"run"`

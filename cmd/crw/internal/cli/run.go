@@ -193,9 +193,13 @@ func (inv *invocation) errorRun(err error) *string {
 
 // exitCode is the exit code of an error a command returned: bad input for a malformed request,
 // and for a run process that refuses the environment its run recorded (a detached resume,
-// whose process never started, reports that as a failure of the operation instead).
+// whose process never started, reports that as a failure of the operation instead). A run
+// that is not there is not found, as gh's and Temporal's commands say it: exit 1, its error
+// still invalid_request.
 func (inv *invocation) exitCode(e *errs.Error) int {
 	switch {
+	case errors.Is(e, store.ErrNoRun):
+		return cmdutil.ExitFailed
 	case e.Code == errs.InvalidRequest:
 		return cmdutil.ExitBadInput
 	case e.Code == errs.RunEnvUnusable && !inv.outcome.Detached:

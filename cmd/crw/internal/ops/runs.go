@@ -31,7 +31,7 @@ func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, 
 	}
 	if ref == LastRun {
 		if len(ids) == 0 {
-			return "", errs.New(errs.InvalidRequest, "last: there is no run in the state folder %s", root).Next(noRunNext)
+			return "", errs.New(errs.InvalidRequest, "last: there is no run in the state folder %s", root).Wrap(store.ErrNoRun).Next(noRunNext)
 		}
 		return slices.Max(ids), nil
 	}
@@ -46,7 +46,7 @@ func ResolveRun(ctx context.Context, st store.Store, root, ref string) (string, 
 	}
 	switch len(found) {
 	case 0:
-		return "", errs.New(errs.InvalidRequest, "no run %s in the state folder %s", ref, root).Next(noRunNext)
+		return "", errs.New(errs.InvalidRequest, "no run %s in the state folder %s", ref, root).Wrap(store.ErrNoRun).Next(noRunNext)
 	case 1:
 		return found[0], nil
 	}

@@ -34,8 +34,8 @@ stdin) and must satisfy the decision's schema; crw flow status RUN lists the dec
 waits for. The answer is journaled and the run resumes in a process of its own, unless
 --no-resume; a run whose process is live takes the answer itself.
 
-Exit status: 0 when the answer was taken, 2 when it was refused (no such run or decision,
-answered already, or not valid against its schema: nothing was written), 1 when the run's
+Exit status: 0 when the answer was taken, 2 when it was refused (no such decision, answered
+already, or not valid against its schema: nothing was written), 1 when the run is not there, its
 recorded environment cannot be used (run_env_unusable: nothing was written) or the answer could
 not be stored.`,
 		Example: `  crw flow status RUN

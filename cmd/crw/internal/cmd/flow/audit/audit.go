@@ -30,8 +30,8 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 dispatched): when, which, on what run, by whom, and how each ended. With RUN, those
 of that run only: a run deleted since keeps its history, so RUN need not be there.
 
-Exit status: 0 when it was listed (nothing included), 1 when it could not be read, 2 on bad
-input.`,
+Exit status: 0 when it was listed (nothing included), 1 when the run is not there or its
+audit could not be read, 2 on bad input.`,
 		Args: cobra.MaximumNArgs(1),
 	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "the newest N entries")

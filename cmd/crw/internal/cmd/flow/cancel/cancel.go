@@ -30,9 +30,9 @@ func NewCmdCancel(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 acts on it: the turns in flight are interrupted, their calls end held (cancelled), and the run
 ends cancelled. A crashed or paused run ends cancelled at once.
 
-Exit status: 0 when the run has ended cancelled, 1 when it has not ended within --wait, had
-ended already (run_unavailable: nothing to cancel) or the request could not be stored, 2 on bad
-input (a run that is not there included).`,
+Exit status: 0 when the run has ended cancelled, 1 when it is not there, has not ended within
+--wait, had ended already (run_unavailable: nothing to cancel) or the request could not be
+stored, 2 on bad input.`,
 	})
 	cmd.Flags().DurationVar(&opts.Wait, "wait", 30*time.Second, "how long to wait for the run to end")
 	return cmd

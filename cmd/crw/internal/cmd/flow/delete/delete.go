@@ -28,8 +28,8 @@ func NewCmdDelete(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 its repository (registered, locked or half made), and its refs (refs/crw/flow/RUN/) unless
 --keep-refs.
 
-Exit status: 0 when the run was removed, 1 when it could not be (a process holds it, a file
-stays), 2 on bad input (a run that is not there included).`,
+Exit status: 0 when the run was removed, 1 when it is not there or could not be removed (a
+process holds it, a file stays), 2 on bad input.`,
 	})
 	cmd.Flags().BoolVar(&opts.Delete.KeepRefs, "keep-refs", false, "keep the run's refs (refs/crw/flow/RUN/) in its repository")
 	return cmd

@@ -39,7 +39,7 @@ reaches the step (crw flow next resumes a run no process holds). A report for a 
 run no longer publishes, is answered close at once.
 
 Exit status: 0 when the step was bound, 1 when the reply was pair_mismatch, retry, refused or
-close, or the report was queued, 2 on bad input (a run that is not there included).`,
+close, the report was queued, or the run is not there, 2 on bad input.`,
 		Args: cobra.ExactArgs(2),
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runDispatched),
 	}

@@ -29,8 +29,8 @@ func NewCmdEffects(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		Long: `List the effects whose outcome is unknown, of every run or of RUN: the call, what to verify and
 where, and the crw flow recover command that reconciles each.
 
-Exit status: 0 when they were listed (none included), 1 when the runs could not be read, 2 on bad
-input (a run that is not there included).`,
+Exit status: 0 when they were listed (none included), 1 when the run is not there or the runs
+could not be read, 2 on bad input.`,
 		Args: cobra.MaximumNArgs(1),
 	})
 	cmd.Flags().IntVar(&opts.Limit, "limit", 100, "list at most N effects")

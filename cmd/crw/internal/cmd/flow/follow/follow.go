@@ -20,9 +20,9 @@ func NewCmdFollow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 writes) until it ends, then print its end as crw flow run does.
 
 Exit status: as crw flow run's: 0 when the workflow returned, 1 when it threw, met a limit or
-was cancelled, or when the run has no live process and has not ended (resume it), 2 on bad input
-(a run that is not there included), 3 when it paused (a usage or rate limit, or its token
-budget), 4 when it waits for a decision.`,
+was cancelled, when the run has no live process and has not ended (resume it), or when it is
+not there, 2 on bad input, 3 when it paused (a usage or rate limit, or its token budget), 4 when
+it waits for a decision.`,
 	})
 }
 

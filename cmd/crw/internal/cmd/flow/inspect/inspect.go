@@ -20,8 +20,8 @@ func NewCmdInspect(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		Long: `A run's diagnosis: its state, its open calls, the nodes held and by what, the decisions it waits
 for, its last error, the tail of its log, and what to do next, most pressing first.
 
-Exit status: 0 when it was shown (whatever the run's state), 1 when the run could not be read, 2
-on bad input (a run that is not there included).`,
+Exit status: 0 when it was shown (whatever the run's state), 1 when the run is not there or
+could not be read, 2 on bad input.`,
 	})
 }
 

@@ -29,8 +29,8 @@ crw.log, and each error's full account with its correlationId, oldest first. -f 
 printing what is added until the run ends. --json prints the lines as the log keeps them, one
 JSON object a line (JSON Lines).
 
-Exit status: 0 when the log was printed (with -f: once the run ended), 1 when it could not be
-read, 2 on bad input (a run that is not there included).`,
+Exit status: 0 when the log was printed (with -f: once the run ended), 1 when the run is not
+there or its log could not be read, 2 on bad input.`,
 		Example: `  crw flow logs last
   crw flow logs RUN -f
   crw flow logs RUN --json`,

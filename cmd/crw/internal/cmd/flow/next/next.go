@@ -37,8 +37,8 @@ that reports it, the subagent slots (agents.max_threads of <CODEX_HOME>/config.t
 resumed, as crw flow resume RUN --detach does; a resume that cannot start is a warning, with
 why and what to do. A starting run is read again for up to 15 s, whatever --wait says.
 
-Exit status: 0 when the steps were shown (none included), 1 when the run could not be read, 2
-on bad input (a run that is not there, or not a session run).`,
+Exit status: 0 when the steps were shown (none included), 1 when the run is not there or could
+not be read, 2 on bad input (a run that is not a session run included).`,
 	})
 	cmd.Flags().Var((*cmdutil.WaitFlag)(&opts.Wait), "wait", "wait up to this long (30, in seconds, or 30s) for a step or a change of the run's state")
 	return cmd

@@ -45,8 +45,8 @@ waits for the verdict (crw.effect) resumes in a process of its own, unless --no-
 any other run no process holds with crw flow resume. A run that has ended takes the verdict
 too, for the record, and resumes nothing: its unresolved effects stay listed until then.
 
-Exit status: 0 when the verdict was taken, 1 when it could not be stored, 2 with nothing
-written without a verdict, for a call that did not end unknown, or a run that is not there.`,
+Exit status: 0 when the verdict was taken, 1 when it could not be stored or the run is not
+there, 2 with nothing written without a verdict or for a call that did not end unknown.`,
 		Example: `  crw flow effects RUN
   crw flow recover RUN c3 --not-applied && crw flow resume RUN
   crw flow recover RUN c3 --applied --output @answer.json`,

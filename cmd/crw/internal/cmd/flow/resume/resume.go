@@ -46,9 +46,9 @@ by its token budget goes on with a larger one (its held calls run again). A chan
 (resume_changed) and holds for every later process of the run; run.json is not rewritten.
 
 Exit status: as crw flow run's: 0 when the workflow returned, 1 when it threw, met a limit or
-was cancelled, or the resume failed (a divergence included), 2 on bad input (a run that is not
-there included), 3 when it paused again, 4 when it waits for a decision. With --detach: 0 when
-its process started, 1 when it could not, 2 on bad input.`,
+was cancelled, the resume failed (a divergence included) or the run is not there, 2 on bad
+input, 3 when it paused again, 4 when it waits for a decision. With --detach: 0 when its process
+started, 1 when it could not or the run is not there, 2 on bad input.`,
 		Example: `  crw flow resume RUN
   crw flow resume RUN --answers more-answers.json
   crw flow resume RUN edited-workflow.js --detach`,

@@ -37,7 +37,7 @@ and new calls the record does not have (these resolve held so the script can go 
 script's result.
 
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
-differs or the script throws, 2 on bad input.`,
+differs, the script throws or the run is not there, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShadow),
 	}

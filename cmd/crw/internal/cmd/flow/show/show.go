@@ -53,8 +53,8 @@ rewrites FILE every two seconds until the run ends (the page reloads itself mean
 --trace FILE without --html shows a trace (crw flow trace) as a run is shown: its timeline, or
 with CALL that call's rows.
 
-Exit status: 0 when it was shown or written, 1 when the run could not be read or the page
-written, 2 on bad input (a run, call or trace that is not there included).`,
+Exit status: 0 when it was shown or written, 1 when the run is not there, could not be read or
+the page written, 2 on bad input (a call or trace that is not there included).`,
 		Example: `  crw flow show RUN
   crw flow show RUN c3
   crw flow show RUN --html -o run.html

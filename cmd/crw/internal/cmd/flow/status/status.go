@@ -27,8 +27,8 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 or crashed), its status once its process ended it, its calls and tokens, the decisions it waits
 for, its result or error, and what to do next.
 
-Exit status: 0 when the state was shown, 1 when it could not be read, 2 on bad input (a run
-that is not there included). With --exit-status the code is the run's instead, once its state
+Exit status: 0 when the state was shown, 1 when the run is not there or its state could not be
+read, 2 on bad input. With --exit-status the code is the run's instead, once its state
 is shown: 0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 still
 running, 6 not over and held by no process (crashed, or its decisions answered with
 --no-resume: crw flow resume goes on with it); 1 and 2 keep their meaning when the state

@@ -34,8 +34,8 @@ func NewCmdTrace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 (written 0600 unless --mode says otherwise); a live run's too. crw flow shadow --trace and crw
 flow show --trace read it.
 
-Exit status: 0 when the trace was written, 1 when the journal could not be read or the file
-written, 2 on bad input (a run that is not there included).`,
+Exit status: 0 when the trace was written, 1 when the run is not there, or its journal could not
+be read or the file written, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runTrace),
 	}
