@@ -5,6 +5,11 @@
 // its TTL) can never write another row, even when it wakes up later: the next holder's owner
 // key has another create revision. The same transaction writes the journal's summary and the
 // index entries its rows changed.
+//
+// It is over 1,500 lines because it is the whole store contract on etcd (runs, leases, the
+// journal with its summary and index, records, logs, files, watches), each part written
+// against the same key layout and holding condition; reaching a cluster (package cluster) and
+// values larger than one etcd value (package chunks) live apart.
 package etcd
 
 import (
@@ -26,6 +31,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd/chunks"
 )
 
 // Limits of one commit transaction, within etcd's defaults (--max-txn-ops 128,
@@ -330,14 +336,14 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		st, sum := j.idx.stage(ctx), j.sum.Clone()
 		n, size := 0, 0
 		for n < len(batch) && n < maxTxnRows {
-			if n > 0 && (size+stored(batch[n]) > maxTxnBytes || n+1+st.ops+1+maxRowIndexOps > maxTxnOps) {
+			if n > 0 && (size+chunks.Stored(batch[n]) > maxTxnBytes || n+1+st.ops+1+maxRowIndexOps > maxTxnOps) {
 				break
 			}
 			if err := sum.Add(parts[n], st); err != nil {
 				j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
 				return j.failed()
 			}
-			size += stored(batch[n])
+			size += chunks.Stored(batch[n])
 			n++
 		}
 		index, err := st.txnOps()
@@ -352,7 +358,7 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 		ops := make([]clientv3.Op, 0, n+len(index)+1)
 		for i := range n {
 			value := string(batch[i])
-			if chunked(batch[i]) {
+			if chunks.Chunked(batch[i]) {
 				ref, held, err := j.putRowChunks(ctx, first+uint64(i), batch[i])
 				switch {
 				case err != nil:

@@ -22,6 +22,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd/chunks"
 )
 
 // DefaultTTL is how long a holder may go unheard before its run is free.
@@ -416,8 +417,8 @@ func (s *Store) PutFile(ctx context.Context, data []byte) (string, error) {
 		return "", errs.New(errs.InvalidRequest, "a file of %d bytes is past the %d an etcd store keeps", len(data), MaxFileBytes)
 	}
 	value := string(data)
-	if chunked(data) {
-		ref, _, err := putChunks(ctx, s.cli, s.fileChunkKey(digest), data)
+	if chunks.Chunked(data) {
+		ref, _, err := chunks.Put(ctx, s.cli, s.fileChunkKey(digest), data)
 		if err != nil {
 			return "", unavailable(err)
 		}
@@ -452,7 +453,7 @@ func (s *Store) File(ctx context.Context, digest string) ([]byte, error) {
 	if len(resp.Kvs) == 0 {
 		return nil, errs.New(errs.RunUnavailable, "no file %s in the store", digest).Wrap(store.ErrNotFound)
 	}
-	return unchunked(ctx, s.cli, s.fileChunkKey(digest), resp.Kvs[0].Value, "file "+digest)
+	return chunks.Get(ctx, s.cli, s.fileChunkKey(digest), resp.Kvs[0].Value, "file "+digest)
 }
 
 // Acquire implements store.Store: the run held (Hold, if its spec exists), its journal, and a

@@ -13,6 +13,7 @@ import (
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/cluster"
 )
 
 // StoreEnv names the store a command works on when --store does not.
@@ -42,14 +43,14 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 		}
 		return svc, st, st, nil
 	}
-	if !strings.HasPrefix(address, etcd.Scheme+"://") {
+	if !strings.HasPrefix(address, cluster.Scheme+"://") {
 		return nil, nil, nil, errs.New(errs.InvalidRequest, "the store %q is no store address: give etcd://HOST:PORT[,HOST:PORT…]/PREFIX, or none for the state folder", address)
 	}
-	a, err := etcd.ParseAddress(address)
+	a, err := cluster.ParseAddress(address)
 	if err != nil {
 		return nil, nil, nil, errs.New(errs.InvalidRequest, "the store: %v", err)
 	}
-	cli, err := etcd.Dial(ctx, a)
+	cli, err := cluster.Dial(ctx, a)
 	if err != nil {
 		return nil, nil, nil, err
 	}

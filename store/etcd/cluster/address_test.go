@@ -1,4 +1,4 @@
-package etcd_test
+package cluster_test
 
 import (
 	"strings"
@@ -8,27 +8,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/cluster"
 )
 
 func TestParseAddress(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
-		want etcd.Address
+		want cluster.Address
 	}{
-		{"etcd://127.0.0.1:2379/crw", etcd.Address{Endpoints: []string{"127.0.0.1:2379"}, Prefix: "/crw"}},
-		{"etcd://a:1,b:2,[::1]:3/team/crw/", etcd.Address{Endpoints: []string{"a:1", "b:2", "[::1]:3"}, Prefix: "/team/crw"}},
-		{"etcd://ops@a:2379/crw?tls=1", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", User: "ops", TLS: true}},
-		{"etcd://a:2379/crw?ca=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw",
+		{"etcd://127.0.0.1:2379/crw", cluster.Address{Endpoints: []string{"127.0.0.1:2379"}, Prefix: "/crw"}},
+		{"etcd://a:1,b:2,[::1]:3/team/crw/", cluster.Address{Endpoints: []string{"a:1", "b:2", "[::1]:3"}, Prefix: "/team/crw"}},
+		{"etcd://ops@a:2379/crw?tls=1", cluster.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", User: "ops", TLS: true}},
+		{"etcd://a:2379/crw?ca=/etc/ca.pem&cert=/etc/c.pem&key=/etc/k.pem", cluster.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw",
 			TLS: true, CA: "/etc/ca.pem", Cert: "/etc/c.pem", Key: "/etc/k.pem"}},
-		{"etcd://a:2379/with%20space", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/with space"}},
-		{"etcd://a:2379/crw?ttl=30s", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: 30 * time.Second}},
-		{"etcd://a:2379/crw?ttl=1h", etcd.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: time.Hour}},
+		{"etcd://a:2379/with%20space", cluster.Address{Endpoints: []string{"a:2379"}, Prefix: "/with space"}},
+		{"etcd://a:2379/crw?ttl=30s", cluster.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: 30 * time.Second}},
+		{"etcd://a:2379/crw?ttl=1h", cluster.Address{Endpoints: []string{"a:2379"}, Prefix: "/crw", TTL: time.Hour}},
 	} {
-		got, err := etcd.ParseAddress(tt.in)
+		got, err := cluster.ParseAddress(tt.in)
 		require.NoError(t, err, tt.in)
 		assert.Equal(t, tt.want, got, tt.in)
-		again, err := etcd.ParseAddress(got.String())
+		again, err := cluster.ParseAddress(got.String())
 		require.NoError(t, err, "%s as %s", tt.in, got)
 		assert.Equal(t, got, again, "String reads back: %s", got)
 	}
@@ -61,7 +61,7 @@ func TestParseAddressRefuses(t *testing.T) {
 		{"etcd://a:2379/crw?ttl=30", "ttl is whole seconds"},
 		{"etcd://" + strings.Repeat("h:1,", 65) + "h:1/crw", "at most 64"},
 	} {
-		_, err := etcd.ParseAddress(tt.in)
+		_, err := cluster.ParseAddress(tt.in)
 		require.Error(t, err, tt.in)
 		assert.Contains(t, err.Error(), tt.says, tt.in)
 		assert.NotContains(t, err.Error(), "secret", "no password in the error")
@@ -71,11 +71,11 @@ func TestParseAddressRefuses(t *testing.T) {
 func FuzzParseAddress(f *testing.F) {
 	f.Add("etcd://ops@a:1,b:2/team/crw?ca=/x&tls=1")
 	f.Fuzz(func(t *testing.T, s string) {
-		a, err := etcd.ParseAddress(s)
+		a, err := cluster.ParseAddress(s)
 		if err != nil {
 			return
 		}
-		again, err := etcd.ParseAddress(a.String())
+		again, err := cluster.ParseAddress(a.String())
 		if err != nil {
 			t.Fatalf("%q parsed to %+v, whose String %q does not parse: %v", s, a, a.String(), err)
 		}

@@ -1,4 +1,4 @@
-package etcd_test
+package cluster_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/etcdtest"
-	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/cluster"
 )
 
 // TestDialAsAUser: a cluster with etcd's auth on takes the user an address names with the
@@ -29,25 +29,25 @@ func TestDialAsAUser(t *testing.T) {
 	require.NoError(t, err)
 
 	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
-	withUser, err := etcd.ParseAddress("etcd://root@" + host + "/crw")
+	withUser, err := cluster.ParseAddress("etcd://root@" + host + "/crw")
 	require.NoError(t, err)
-	noUser, err := etcd.ParseAddress("etcd://" + host + "/crw")
+	noUser, err := cluster.ParseAddress("etcd://" + host + "/crw")
 	require.NoError(t, err)
 
-	t.Setenv(etcd.PasswordEnv, "root-secret-1")
-	cli, err := etcd.Dial(ctx, withUser)
+	t.Setenv(cluster.PasswordEnv, "root-secret-1")
+	cli, err := cluster.Dial(ctx, withUser)
 	require.NoError(t, err)
 	_, err = cli.Put(ctx, "/crw/k", "v")
 	require.NoError(t, err, "the user writes")
 	cli.Close()
 
-	t.Setenv(etcd.PasswordEnv, "wrong-secret-2")
-	_, err = etcd.Dial(ctx, withUser)
+	t.Setenv(cluster.PasswordEnv, "wrong-secret-2")
+	_, err = cluster.Dial(ctx, withUser)
 	require.Error(t, err)
 	assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
 	assert.NotContains(t, err.Error(), "wrong-secret-2")
 
-	_, err = etcd.Dial(ctx, noUser)
+	_, err = cluster.Dial(ctx, noUser)
 	require.Error(t, err, "no user, and the cluster asks for one")
 	assert.Contains(t, err.Error(), "etcd://"+host+"/crw")
 }
@@ -56,25 +56,25 @@ func TestDialAsAUser(t *testing.T) {
 // read, are refused before any connection, naming the variable or file.
 func TestDialSaysWhatIsMissing(t *testing.T) {
 	ctx := context.Background()
-	a, err := etcd.ParseAddress("etcd://ops@127.0.0.1:1/crw")
+	a, err := cluster.ParseAddress("etcd://ops@127.0.0.1:1/crw")
 	require.NoError(t, err)
-	t.Setenv(etcd.PasswordEnv, "")
-	require.NoError(t, os.Unsetenv(etcd.PasswordEnv))
-	_, err = etcd.Dial(ctx, a)
+	t.Setenv(cluster.PasswordEnv, "")
+	require.NoError(t, os.Unsetenv(cluster.PasswordEnv))
+	_, err = cluster.Dial(ctx, a)
 	require.Error(t, err)
 	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
 	assert.Contains(t, err.Error(), "give the password in $CRW_ETCD_PASSWORD")
 
-	a, err = etcd.ParseAddress("etcd://127.0.0.1:1/crw?ca=/no/such/ca.pem")
+	a, err = cluster.ParseAddress("etcd://127.0.0.1:1/crw?ca=/no/such/ca.pem")
 	require.NoError(t, err)
-	_, err = etcd.Dial(ctx, a)
+	_, err = cluster.Dial(ctx, a)
 	require.Error(t, err)
 	assert.Equal(t, errs.InvalidRequest, errs.CodeOf(err))
 	assert.Contains(t, err.Error(), "/no/such/ca.pem")
 
-	a, err = etcd.ParseAddress("etcd://127.0.0.1:1/crw?cert=/no/c.pem&key=/no/k.pem")
+	a, err = cluster.ParseAddress("etcd://127.0.0.1:1/crw?cert=/no/c.pem&key=/no/k.pem")
 	require.NoError(t, err)
-	_, err = etcd.Dial(ctx, a)
+	_, err = cluster.Dial(ctx, a)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/no/c.pem")
 }
@@ -88,9 +88,9 @@ func TestDialOverTLS(t *testing.T) {
 	c := etcdtest.StartTLS(t, 1, certs)
 	ctx := context.Background()
 	host := strings.TrimPrefix(c.Members[0].ClientURL, "https://")
-	full, err := etcd.ParseAddress("etcd://" + host + "/crw?ca=" + certs.CA + "&cert=" + certs.ClientCert + "&key=" + certs.ClientKey)
+	full, err := cluster.ParseAddress("etcd://" + host + "/crw?ca=" + certs.CA + "&cert=" + certs.ClientCert + "&key=" + certs.ClientKey)
 	require.NoError(t, err)
-	cli, err := etcd.Dial(ctx, full)
+	cli, err := cluster.Dial(ctx, full)
 	require.NoError(t, err)
 	_, err = cli.Put(ctx, "/crw/k", "over TLS")
 	require.NoError(t, err)
@@ -103,9 +103,9 @@ func TestDialOverTLS(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			a, err := etcd.ParseAddress("etcd://" + host + "/crw" + query)
+			a, err := cluster.ParseAddress("etcd://" + host + "/crw" + query)
 			require.NoError(t, err)
-			_, err = etcd.Dial(ctx, a)
+			_, err = cluster.Dial(ctx, a)
 			require.Error(t, err)
 			assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
 			assert.Contains(t, err.Error(), "the etcd cluster did not answer")

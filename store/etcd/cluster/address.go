@@ -1,4 +1,8 @@
-package etcd
+// Package cluster is how crw reaches an etcd cluster: a store address
+// (etcd://HOST:PORT[,HOST:PORT…]/PREFIX, with its user and TLS) parsed and checked, and a
+// client dialled to it. The store on etcd (package etcd) takes the client; it never reads an
+// address.
+package cluster
 
 import (
 	"fmt"
