@@ -15,6 +15,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -299,10 +300,10 @@ export default async function main() {
 				assert.Equal(t, store.StateWaitingResume, st.State, "the answered decision is no longer waited for")
 				assert.Equal(t, store.RunWaitingDecision, st.Status, "how its process ended")
 				assert.Empty(t, st.Decisions)
-				assert.Equal(t, "the decisions it waited for are answered and no process holds it: crw flow resume "+id+" goes on", engine.StateNext(st))
+				assert.Equal(t, "the decisions it waited for are answered and no process holds it: crw flow resume "+id+" goes on", diagnosis.StateNext(st))
 				in, err := svc.Inspect(ctx, id)
 				require.NoError(t, err)
-				assert.Equal(t, []string{engine.StateNext(st)}, in.Next)
+				assert.Equal(t, []string{diagnosis.StateNext(st)}, in.Next)
 				_, err = svc.Follow(ctx, id, nil)
 				assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err), "no process will move it on: %v", err)
 				list, err := svc.List(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -22,7 +23,7 @@ export default async function main() {
 }`
 
 // resumes are the next actions of an inspection that resume the run.
-func resumes(in *engine.Inspection, run string) []string {
+func resumes(in *diagnosis.Inspection, run string) []string {
 	var out []string
 	for _, n := range in.Next {
 		if strings.Contains(n, "crw flow resume "+run) {
@@ -54,7 +55,7 @@ func TestAPausedRunSaysHowItGoesOn(t *testing.T) {
 			assert.Equal(t, store.StatePaused, st.State)
 			assert.Equal(t, &journal.Paused{Budget: 5, Spent: 12}, st.Paused)
 			assert.Equal(t, "its token budget of 5 paused it: crw flow resume "+run+" --budget-tokens N with N above the 12 tokens it has spent (0: no budget)",
-				engine.StateNext(st))
+				diagnosis.StateNext(st))
 			in, err := o.Service.Inspect(ctx, run)
 			require.NoError(t, err)
 			next := resumes(in, run)

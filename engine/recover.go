@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/offline"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/schema"
@@ -210,25 +210,6 @@ func (s *Service) verdictLive(ctx context.Context, out *Reconciled, a store.Answ
 	return out, nil
 }
 
-// Effect is an effect whose outcome is unknown and that no verdict decided: what to verify,
-// where, and the command that reconciles it.
-type Effect struct {
-	Run    string   `json:"run"`
-	Call   string   `json:"call"`
-	Kind   string   `json:"kind"` // call (a turn's answer was lost) or commit (its result was not recorded)
-	Node   string   `json:"node"`
-	Role   string   `json:"role,omitempty"`
-	Reason string   `json:"reason,omitempty"`
-	Thread string   `json:"thread,omitempty"`
-	Turns  []string `json:"turns,omitempty"`
-	Ref    string   `json:"ref,omitempty"`
-	Verify string   `json:"verify"`
-	Then   string   `json:"then"`
-	// RunEnded: the effect is of a run that has ended. Its verdict is recorded for the record
-	// (crw flow recover takes it) and resumes nothing.
-	RunEnded bool `json:"run_ended,omitempty"`
-}
-
 // MaxEffects bounds what Effects lists.
 const MaxEffects = 10000
 
@@ -236,7 +217,7 @@ const MaxEffects = 10000
 // limit of them, those of runs that have ended too (marked: a verdict on one resumes
 // nothing). Each run's are read from the index its journal keeps beside its summary, not from
 // its rows.
-func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Effect, error) {
+func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]diagnosis.Effect, error) {
 	if limit < 1 || limit > MaxEffects {
 		return nil, errs.Field("limit", "", "1 to %d, got %d", MaxEffects, limit)
 	}
@@ -248,7 +229,7 @@ func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Eff
 		}
 		runs = ids
 	}
-	out := []Effect{}
+	out := []diagnosis.Effect{}
 	for _, run := range runs {
 		st, err := s.Status(ctx, run)
 		if err != nil {
@@ -257,66 +238,18 @@ func (s *Service) Effects(ctx context.Context, limit int, runs ...string) ([]Eff
 			}
 			continue // an unreadable run is listed unreadable by crw flow list
 		}
-		effects, _, err := s.effects(ctx, st, limit-len(out))
+		idx, err := s.Store.Outstanding(ctx, run, limit-len(out))
 		if err != nil {
 			if !all {
 				return nil, err
 			}
 			continue
 		}
+		effects, _ := diagnosis.Effects(st, idx, limit-len(out))
 		out = append(out, effects...)
 		if len(out) == limit {
 			return out, nil
 		}
 	}
 	return out, nil
-}
-
-// effects are a run's unresolved effects, at most limit of them (and how many there are in
-// all), with what the index its journal keeps lists: the calls whose outcome is unknown and
-// has no verdict, in the order they were issued, then (unless the run has ended: no process
-// takes it again to finish one) the commits whose results were not recorded.
-func (s *Service) effects(ctx context.Context, st *store.Status, limit int) (effects []Effect, total int, err error) {
-	run, ended := st.Run, st.State == store.StateEnded
-	idx, err := s.Store.Outstanding(ctx, run, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	var commits []journal.CommitIntent
-	if !ended {
-		commits = idx.Commits
-	}
-	effects = []Effect{}
-	for _, c := range idx.Unknown {
-		e := Effect{Run: run, Call: c.Call, Kind: "call", Node: c.Node, Role: c.Role, Reason: c.Reason, Thread: c.Thread, Turns: c.Turns,
-			Verify: fmt.Sprintf("whether the host ran the turn of call %s (thread %s, turn %s) and what it answered", c.Call, orNone(c.Thread), orNone(last(c.Turns))),
-			Then:   fmt.Sprintf("crw flow recover %s %s --not-applied, or --applied [--output @FILE]", run, c.Call), RunEnded: ended}
-		if ended {
-			e.Then += " (the run has ended: the verdict is recorded and resumes nothing)"
-		}
-		effects = append(effects, e)
-	}
-	for _, in := range commits {
-		if len(effects) == limit {
-			break
-		}
-		effects = append(effects, Effect{Run: run, Kind: "commit", Node: in.Node, Ref: in.Ref,
-			Verify: fmt.Sprintf("%s: the commit of tree %s on %s, which a resume finishes from its intent", in.Ref, in.Tree, in.Parent),
-			Then:   "crw flow resume " + run})
-	}
-	return effects, idx.TotalUnknown + len(commits), nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none recorded"
-	}
-	return s
-}
-
-func last(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[len(s)-1]
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
@@ -55,7 +56,7 @@ func TestAVerdictReleasesTheNodesHold(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, effects, 1)
 		e := effects[0]
-		assert.Equal(t, engine.Effect{Run: id, Call: "c1", Kind: "call", Node: "n", Role: "explorer", Reason: "dispatch_unknown",
+		assert.Equal(t, diagnosis.Effect{Run: id, Call: "c1", Kind: "call", Node: "n", Role: "explorer", Reason: "dispatch_unknown",
 			Thread: "fake-c1", Turns: []string{"fake-c1-t1"},
 			Verify: "whether the host ran the turn of call c1 (thread fake-c1, turn fake-c1-t1) and what it answered",
 			Then:   "crw flow recover " + id + " c1 --not-applied, or --applied [--output @FILE]"}, e)

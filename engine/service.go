@@ -12,7 +12,7 @@
 // It is over 1,500 lines because it is the one API of a run's lifecycle (create, execute, start,
 // cancel, follow, answer, recover, change a resume, inspect, delete): each operation is a
 // method of the one Service over the store and the registry, and the work behind each lives in
-// the packages it calls (runspec, runner, offline, replay, shadow).
+// the packages it calls (runspec, runner, offline, replay, shadow, diagnosis).
 package engine
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/crw-dev/crw/engine/sim"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/cluster"
 )
 
 // TestSeedsOnEtcd runs the simulator's cases on a store on a real etcd cluster (3 members):
@@ -25,7 +26,7 @@ func TestSeedsOnEtcd(t *testing.T) {
 		prefix := fmt.Sprintf("/sim/%d", execution.Add(1))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return etcd.Open(ctx, cli, prefix, etcd.WithHostDir(dir), etcd.WithTTL(etcd.MinTTL))
+		return etcd.Open(ctx, cli, prefix, etcd.WithHostDir(dir), etcd.WithTTL(cluster.MinTTL))
 	}
 	first, n := uint64(1), 16
 	if *seeds > 0 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -60,7 +60,7 @@ func PrintEnd(c *cmdutil.Common, end *store.Status) {
 		fmt.Fprintf(w, "run %s was cancelled\n", end.Run)
 	case store.RunPaused:
 		// Not over: there is no result to print yet.
-		why, how := engine.PausedBy(end)
+		why, how := diagnosis.PausedBy(end)
 		fmt.Fprintf(w, "run %s is paused by %s; %s\n", end.Run, why, how)
 	case store.RunWaitingDecision:
 		fmt.Fprintf(w, "run %s waits for a decision; its process has ended:\n", end.Run)

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/codex"
 	"github.com/crw-dev/crw/engine/backend/session"
+	"github.com/crw-dev/crw/engine/diagnosis"
 )
 
 // HostState adds to an inspection what this process can see of the run's host: the app
 // server's log in the run's folder, and whether the owner's app server a session run reaches
 // answers on its socket.
-func HostState(st Host, in *engine.Inspection) {
+func HostState(st Host, in *diagnosis.Inspection) {
 	if log := filepath.Join(st.RunDir(in.Status.Run), codex.LogFile); fileExists(log) {
 		in.Backend.HostLog = log
 	}

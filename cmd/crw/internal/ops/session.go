@@ -15,6 +15,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
 	"github.com/crw-dev/crw/engine/backend/session/wake"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/runtime/modules/agent"
 	"github.com/crw-dev/crw/store"
@@ -215,7 +216,7 @@ func nextView(sr sessionRun) (nextview.NextView, error) {
 	v := nextview.Next(st.Run, state, string(st.Status), steps, agents, nextview.MaxThreads(sr.spec.BackendOptions["codex-home"]),
 		nextview.SpawnFormats(agent.Roles, sr.spec.Roles)).WithDecisions(st.Decisions)
 	if state == nextview.StatePaused {
-		v = v.WithPause(engine.PausedBy(st))
+		v = v.WithPause(diagnosis.PausedBy(st))
 	}
 	return v, nil
 }

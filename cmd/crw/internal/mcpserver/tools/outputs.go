@@ -9,6 +9,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -240,7 +241,7 @@ type Answered struct {
 	PID       int    `json:"pid" jsonschema:"the process a resume started (0: none)"`
 }
 
-// Inspection is engine.Inspection: a run's diagnosis.
+// Inspection is diagnosis.Inspection: a run's diagnosis.
 type Inspection struct {
 	Status   *Status    `json:"status"`
 	Held     []HeldNode `json:"held"`
@@ -252,7 +253,7 @@ type Inspection struct {
 	Backend  Backend    `json:"backend"`
 }
 
-// Verdict is engine.GivenVerdict: a verdict in the run's journal.
+// Verdict is diagnosis.GivenVerdict: a verdict in the run's journal.
 type Verdict struct {
 	Seq          uint64          `json:"seq" jsonschema:"the journal row the verdict is (crw flow show RUN --json has it whole)"`
 	Call         string          `json:"call"`
@@ -285,7 +286,7 @@ type Option struct {
 	Value string `json:"value"`
 }
 
-// Effect is engine.Effect: an effect whose outcome is unknown.
+// Effect is diagnosis.Effect: an effect whose outcome is unknown.
 type Effect struct {
 	Run    string   `json:"run"`
 	Call   string   `json:"call"`
@@ -300,7 +301,7 @@ type Effect struct {
 	Then   string   `json:"then" jsonschema:"the command that reconciles it"`
 }
 
-func inspectionOf(in *engine.Inspection) *Inspection {
+func inspectionOf(in *diagnosis.Inspection) *Inspection {
 	out := &Inspection{Status: statusOf(in.Status), Held: []HeldNode{}, InFlight: append([]string{}, in.InFlight...),
 		Effects: effectsOf(in.Effects), Log: in.Log, Next: append([]string{}, in.Next...),
 		Backend: Backend{Name: in.Backend.Name, Options: []Option{}, HostLog: in.Backend.HostLog, Host: in.Backend.Host, Reachable: in.Backend.Reachable}}
@@ -323,7 +324,7 @@ func inspectionOf(in *engine.Inspection) *Inspection {
 	return out
 }
 
-func effectsOf(es []engine.Effect) []Effect {
+func effectsOf(es []diagnosis.Effect) []Effect {
 	out := []Effect{}
 	for _, e := range es {
 		out = append(out, Effect{Run: e.Run, Call: e.Call, Kind: e.Kind, Node: e.Node, Role: e.Role, Reason: e.Reason,

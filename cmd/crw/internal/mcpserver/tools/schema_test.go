@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/backend/session/nextview"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/engine/shadow"
@@ -67,10 +68,10 @@ func TestOutputsMatchTheCommandLine(t *testing.T) {
 		Error: &journal.RunError{Message: "m", Code: "invalid_request"}, Calls: store.Counts{journal.StatusCompleted: 2, journal.StatusHeld: 1},
 		InFlight: 1, Tokens: journal.Tokens{Input: 5, Total: 9}, Workflow: "/w.js", Backend: "fake", Started: at, Replaying: true,
 		PID: 42, LastSeq: 7, Updated: at, Decisions: []journal.PendingDecision{{ID: "keep", Question: "keep it?"}}}
-	in := &engine.Inspection{Status: st, Held: []engine.HeldNode{{Node: "n", Call: "c1"}}, InFlight: []string{"c2"},
-		Effects:  []engine.Effect{{Run: "r1", Call: "c1", Kind: "call", Node: "n", Thread: "th", Turns: []string{"t1"}, Verify: "v", Then: "w"}},
-		Verdicts: []engine.GivenVerdict{{Call: "c1", Verdict: "applied", By: "me", At: at, Output: json.RawMessage(`{"ok": true}`), OutputDigest: "sha256:x"}},
-		Log:      "/l", Next: []string{"do"}, Backend: engine.BackendState{Name: "session", Options: map[string]string{"owner": "o", "host": "h"}, Host: "h", Reachable: "reachable"}}
+	in := &diagnosis.Inspection{Status: st, Held: []diagnosis.HeldNode{{Node: "n", Call: "c1"}}, InFlight: []string{"c2"},
+		Effects:  []diagnosis.Effect{{Run: "r1", Call: "c1", Kind: "call", Node: "n", Thread: "th", Turns: []string{"t1"}, Verify: "v", Then: "w"}},
+		Verdicts: []diagnosis.GivenVerdict{{Call: "c1", Verdict: "applied", By: "me", At: at, Output: json.RawMessage(`{"ok": true}`), OutputDigest: "sha256:x"}},
+		Log:      "/l", Next: []string{"do"}, Backend: diagnosis.BackendState{Name: "session", Options: map[string]string{"owner": "o", "host": "h"}, Host: "h", Reachable: "reachable"}}
 	view := nextview.NextView{Run: "r1", State: "waiting_session", Steps: []nextview.NextStep{{StepFile: bus.StepFile{Call: "c1", K: 1, Attempt: 1,
 		Marker: "c1/t1-a1", Action: "spawn", Message: "m"}, HostCall: nextview.HostCall{Tool: "spawn_agent", Arguments: map[string]any{"message": "m", "fork_context": false}}, Then: "t"}},
 		Slots: nextview.Slots{Limit: 6, Open: 1, Agents: []string{"a"}}, SpawnFormats: []nextview.SpawnFormat{{Role: "reviewer", AgentType: "reviewer", Call: "c"}},

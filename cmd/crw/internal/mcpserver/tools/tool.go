@@ -3,6 +3,10 @@
 // descriptions, each call's arguments checked by crw's schema compiler before they are
 // decoded, and what each tool does on the run service (package ops, as the crw flow commands
 // of the same names do).
+//
+// It is over 1,500 lines because each tool is its arguments, its answer, its
+// description and its call, side by side in one file per group of tools, and they share the
+// one place that makes every schema strict and every error name the tool's arguments.
 package tools
 
 import (

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 )
 
 // Options are crw flow effects'.
@@ -60,7 +60,7 @@ func runEffects(opts *Options) error {
 	return nil
 }
 
-func printEffects(w io.Writer, effects []engine.Effect) {
+func printEffects(w io.Writer, effects []diagnosis.Effect) {
 	if len(effects) == 0 {
 		fmt.Fprintln(w, "no unresolved effect")
 		return

@@ -7,6 +7,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 )
 
 // Options are crw flow inspect's: the run.
@@ -26,7 +27,7 @@ could not be read, 2 on bad input.`,
 }
 
 func runInspect(opts *Options) error {
-	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*engine.Inspection, error) {
+	_, err := cmdutil.Show(&opts.Common, opts.Run, func(svc *engine.Service) (*diagnosis.Inspection, error) {
 		in, err := svc.Inspect(opts.Ctx, opts.Run)
 		if err != nil {
 			return nil, err

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 )
 
 // printInspection writes a run's diagnosis as crw flow inspect shows it.
-func printInspection(w io.Writer, in *engine.Inspection) {
+func printInspection(w io.Writer, in *diagnosis.Inspection) {
 	st := in.Status
 	fmt.Fprintf(w, "run       %s\nstate     %s\n", st.Run, st.State)
 	if st.Status != "" {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
-	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
@@ -33,7 +33,7 @@ func printStatus(w io.Writer, st *store.Status) {
 	} else if st.State == store.StateEnded {
 		fmt.Fprintf(w, "result    %s\n", cmdutil.Compact(st.Result))
 	}
-	if n := engine.StateNext(st); n != "" {
+	if n := diagnosis.StateNext(st); n != "" {
 		fmt.Fprintf(w, "next      %s\n", n)
 	}
 }
