@@ -24,6 +24,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}}, journalfiletest.SampleRows(6)...)
 	rows = append(rows,
 		&journal.Row{Type: journal.TypeCompleted, Call: "ca", RawText: &raw, TurnIDs: []string{"t1", "t2"}},
+		// A resume with another answers file (crw flow resume RUN --answers F) writes one.
+		journal.ResumeChanged{By: "uid 1", BackendOptions: map[string]string{"answers": "after.json"}}.Row(),
 		&journal.Row{Type: journal.TypeEnded, Status: "failed", Error: &journal.RunError{Message: "boom", Code: "E1"}},
 	)
 	_, err := j.Write(rows...)

@@ -98,7 +98,7 @@ func IsKnownType(t string) bool {
 	case TypeStarted, TypeEnded, TypeEscalation, TypeWarning, TypeSessionWake, TypeSessionWakeEnded, TypeSessionHostWarning, TypeStepUnwritten,
 		TypeCommitIntent, TypeCommitResult, TypeTierStep, TypeDecisionRequested, TypeDecisionAnswered, TypeEffectReconciled,
 		TypePrepared, TypeThreadStarted, TypeTurnStarted, TypeStepPublished, TypeInterruptRequested, TypeAttemptLost, TypeCheckpointStarted,
-		TypeWorkspacePlaced:
+		TypeWorkspacePlaced, TypeResumeChanged:
 		return true
 	}
 	return IsTerminal(t)

@@ -225,6 +225,12 @@ type History struct {
 	// StartSeqs are the started rows' seqs: each process wrote the rows from its own on.
 	StartSeqs []uint64
 	IDs       []string // call ids in the order their first attempt was prepared
+	// OwedIndex is the highest issue index of a call a resumed script owes the record: every
+	// call but one a pause held that the process which held it issued after it left the
+	// record for another path (see builder.leave), which no process took again. A process
+	// issued it with a held result in hand, and the script that left the record there no longer
+	// retraces what led to it.
+	OwedIndex int
 
 	// The workspaces (workspaces.go): each node's, every crw.commit and tier step in the
 	// order the script made them, and the decisions asked for, by id and in order.
@@ -403,7 +409,9 @@ type builder struct {
 	h     *History
 	paged bool
 	// left: the process whose rows are being read left the record at a call a pause held.
-	left  bool
+	left bool
+	// lefts are the seqs of the held rows where processes left the record.
+	lefts []uint64
 	names map[string]string // roles and nodes, one string each however many calls name them
 	// parts are what a paged reading keeps of the open calls' prepared and thread rows, for
 	// their kept rows once they end, within budget bytes in all.
@@ -708,6 +716,7 @@ func (h *History) hydrate(src Source) error {
 // take their places.
 func (b *builder) leave(held uint64) {
 	b.left = true
+	b.lefts = append(b.lefts, held)
 	h := b.h
 	keep := h.Commits[:0:0]
 	for _, c := range h.Commits {
@@ -718,6 +727,20 @@ func (b *builder) leave(held uint64) {
 		keep = append(keep, c)
 	}
 	h.Commits = keep
+}
+
+// abandoned reports whether c is a call a pause held that was issued after the held row where
+// a later process left the record, by the process that wrote that row: no process took it again.
+func (b *builder) abandoned(c *Call) bool {
+	if !c.Reopened() {
+		return false
+	}
+	for _, held := range b.lefts {
+		if b.h.SupersededBy(c.PreparedSeq, held) {
+			return true
+		}
+	}
+	return false
 }
 
 // SupersededBy reports whether the row at seq was written by the process that wrote the held
@@ -736,10 +759,16 @@ func (h *History) SupersededBy(seq, held uint64) bool {
 }
 
 func (b *builder) finish() (*History, error) {
-	if b.h.Started == nil {
+	h := b.h
+	if h.Started == nil {
 		return nil, errs.New(errs.IncompatibleSchema, "journal: no started row")
 	}
-	return b.h, nil
+	for i, c := range h.ByIndex {
+		if i > h.OwedIndex && !b.abandoned(c) {
+			h.OwedIndex = i
+		}
+	}
+	return h, nil
 }
 
 // Load gives a call with its rows: itself, unless it is Paged; then a copy with the rows its

@@ -315,7 +315,7 @@ func (r *Replayer) caughtUpLocked() bool {
 	if r.diverged {
 		return false
 	}
-	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.h.MaxIndex)
+	return !r.pendingLocked() && (r.mode == Align || r.offRecord || r.issued >= r.h.OwedIndex)
 }
 
 // checkCaughtUpLocked calls the caughtUp function the first time the script has caught up.

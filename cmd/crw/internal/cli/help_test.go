@@ -43,6 +43,9 @@ var exitStatus = regexp.MustCompile(`(?ms)^Exit status: (.*?)(?:\n\n|\z)`)
 func TestEveryCommandSaysItsExitStatus(t *testing.T) {
 	t.Parallel()
 	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
+	// cobra adds its completion command when the root command runs: as it does, so that its
+	// help, and each shell's, is looked at too.
+	root.InitDefaultCompletionCmd()
 	said := map[string]string{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -69,5 +72,30 @@ func TestEveryCommandSaysItsExitStatus(t *testing.T) {
 		assert.Contains(t, said[cmd], "3 when it paused")
 		assert.Contains(t, said[cmd], "4 when it waits for a decision")
 	}
+	for _, cmd := range []string{"crw completion", "crw completion bash", "crw completion zsh", "crw completion fish"} {
+		_, ok := said[cmd]
+		assert.True(t, ok, "%s is not looked at", cmd)
+	}
 	assert.Contains(t, said["crw flow status"], "0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 still running, 6 not over and held by no process")
+}
+
+// TestCompletionRefusesAShellItDoesNotHave: crw completion alone prints its help; a shell it
+// does not have is an unknown command (exit 2) naming the ones it may have meant, not its help
+// and success.
+func TestCompletionRefusesAShellItDoesNotHave(t *testing.T) {
+	t.Parallel()
+	reg := backend.NewRegistry(fake.Descriptor())
+	var out, errOut strings.Builder
+	assert.Equal(t, 2, Run([]string{"completion", "zhs"}, IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, reg))
+	assert.Empty(t, out.String())
+	assert.Contains(t, errOut.String(), `unknown command "zhs" for "crw completion"; did you mean zsh?`)
+
+	out.Reset()
+	errOut.Reset()
+	assert.Equal(t, 0, Run([]string{"completion"}, IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, reg))
+	assert.Contains(t, out.String(), "Exit status: 0 (alone, it prints its help)")
+
+	out.Reset()
+	assert.Equal(t, 0, Run([]string{"completion", "bash"}, IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, reg))
+	assert.Contains(t, out.String(), "bash completion")
 }

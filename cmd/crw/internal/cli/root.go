@@ -174,6 +174,25 @@ process (crw flow status --exit-status). Each command's help says which it exits
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())
 	complete(inv, root)
+	completionExitStatus(root)
 	withExamples(root)
 	return root
+}
+
+// completionExitStatus makes cobra's completion command now (Execute would make it) and ends
+// its help, and each shell's, with its Exit status, as every other command's help does.
+func completionExitStatus(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		// Alone it prints its help, as crw flow does; a shell it does not have is an unknown
+		// command (cobra would print the help and exit 0).
+		c.Args, c.RunE = cobra.ArbitraryArgs, cmdutil.Group
+		c.Long = strings.TrimRight(c.Long, "\n") + "\n\nExit status: 0 (alone, it prints its help), 2 for a shell it does not have."
+		for _, cc := range c.Commands() {
+			cc.Long = strings.TrimRight(cc.Long, "\n") + "\n\nExit status: 0 when the script was written, 2 on bad input."
+		}
+	}
 }
