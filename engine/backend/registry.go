@@ -136,7 +136,16 @@ func (r *Registry) Prepare(name string, opts map[string]string) (map[string]stri
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !takes(d, k) {
-			return nil, errs.Field(OptionField(k), "", "%s, not of backend %s", r.takenBy(k), name)
+			e := errs.Field(OptionField(k), "", "%s, not of backend %s", r.takenBy(k), name)
+			if by := r.takers(k); len(by) > 0 {
+				// The backend meant is most often the one that takes it: say so first.
+				next := make([]string, len(by))
+				for i, b := range by {
+					next[i] = "{backend} " + b
+				}
+				e = e.NextNaming(strings.Join(next, ", or ") + ", which takes it; else leave it out")
+			}
+			return nil, e
 		}
 	}
 	if d.Prepare == nil {
@@ -176,14 +185,20 @@ func takes(d *Descriptor, option string) bool {
 	return false
 }
 
-// takenBy names the backends that take an option: "an option of backend fake".
-func (r *Registry) takenBy(option string) string {
+// takers are the backends that take an option, by name.
+func (r *Registry) takers(option string) []string {
 	var by []string
 	for _, n := range r.Names() {
 		if takes(r.byName[n], option) {
 			by = append(by, n)
 		}
 	}
+	return by
+}
+
+// takenBy names the backends that take an option: "an option of backend fake".
+func (r *Registry) takenBy(option string) string {
+	by := r.takers(option)
 	if len(by) == 0 {
 		return "an option of no backend"
 	}

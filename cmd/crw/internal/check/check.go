@@ -47,6 +47,8 @@ type Options struct {
 	// NoRepo: a run started where the check runs would have no repository (the working
 	// directory is in no git checkout), which its executor calls need.
 	NoRepo bool
+	// NoRepoAsked: the run is meant to have none (--no-repo): its executor calls end held.
+	NoRepoAsked bool
 }
 
 // Finding is one mistake, where it is, and which pass found it: static (the pass over the
@@ -129,7 +131,11 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		f := ex[0]
 		f.Rule = RuleNoRepository
 		f.Message = "agent.call: the " + ex[0].Message + " role works in the run's repository, and the working directory is in no git checkout: " +
-			"crw flow run and start refuse the workflow here (give --repo DIR, or --no-repo to run without one: its executor calls then end held worktree_failed)"
+			"crw flow run and start refuse the workflow here (give them --repo DIR, or --no-repo to run without one: its executor calls then end held worktree_failed; " +
+			"crw flow check --repo DIR checks it with that repository)"
+		if opts.NoRepoAsked {
+			f.Message = "agent.call: the " + ex[0].Message + " role works in the run's repository, and the run has none (--no-repo): its executor calls end held worktree_failed"
+		}
 		rep.add(Finding{Finding: f, Source: "static"})
 	}
 	rep.More += more

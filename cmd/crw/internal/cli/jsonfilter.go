@@ -66,9 +66,12 @@ type jsonFilter struct {
 	query  *gojq.Code
 	raw    bool
 	buf    []byte
-	// seen are the fields some object of the output had; err the first failure of the query.
+	// seen are the fields some object of the output had; err the first failure of the query;
+	// slip a field named that the first object lacks and that is a slip for one it has: then
+	// nothing of the output is written, only the error.
 	seen map[string]bool
 	err  error
+	slip error
 }
 
 func (f *jsonFilter) active() bool { return !f.raw && (len(f.fields) > 0 || f.query != nil) }
@@ -121,9 +124,18 @@ func (f *jsonFilter) line(line []byte) error {
 		_, werr := f.w.Write(append(line, '\n'))
 		return werr
 	}
+	if f.slip != nil {
+		return nil
+	}
 	if obj, ok := v.(map[string]any); ok && len(f.fields) > 0 {
+		first := len(f.seen) == 0
 		for k := range obj {
 			f.seen[k] = true
+		}
+		if first {
+			if f.slip = f.slipped(); f.slip != nil {
+				return nil
+			}
 		}
 		picked := make(map[string]any, len(f.fields))
 		for _, name := range f.fields {
@@ -204,9 +216,18 @@ func (f *jsonFilter) done() error {
 	if err := f.flush(); err != nil {
 		return err
 	}
+	if f.slip != nil {
+		return f.slip
+	}
 	if f.err != nil {
 		return errs.New(errs.InvalidRequest, "--jq: %v", f.err)
 	}
+	return f.slipped()
+}
+
+// slipped is the error of a field named that no object seen so far had and that is a slip for
+// one they had; nil when there is none.
+func (f *jsonFilter) slipped() error {
 	if len(f.fields) == 0 || len(f.seen) == 0 {
 		return nil
 	}

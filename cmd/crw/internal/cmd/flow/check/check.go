@@ -35,6 +35,10 @@ type Options struct {
 	Seed     uint64
 	// SeedOnly: --seed was given without --faults, so the one schedule it names is rehearsed.
 	SeedOnly bool
+	// Repo is the repository the run will have (default: the checkout the working directory
+	// is in); NoRepo: it will have none.
+	Repo   string
+	NoRepo bool
 }
 
 // maxFaults bounds --faults: each schedule is a rehearsal or three.
@@ -82,6 +86,9 @@ option is wrong.`,
 	fl.DurationVar(&opts.Timeout, "timeout", check.DefaultTimeout, "stop the rehearsal after this long")
 	fl.IntVar(&opts.Faults, "faults", 0, "rehearse the workflow under this many seeded fault schedules too")
 	fl.Uint64Var(&opts.Seed, "seed", check.DefaultSeed, "the seed of the first fault schedule (alone: rehearse that schedule only)")
+	fl.StringVar(&opts.Repo, "repo", "", "check it for a run in this repository (default: the checkout the working directory is in)")
+	fl.BoolVar(&opts.NoRepo, "no-repo", false, "check it for a run without a repository")
+	cmd.MarkFlagsMutuallyExclusive("repo", "no-repo")
 	return cmd
 }
 
@@ -115,7 +122,17 @@ func checkOptions(opts *Options) (check.Options, error) {
 	if err != nil {
 		return check.Options{}, err
 	}
-	co := check.Options{Workflow: opts.Workflow, Input: in, LibDirs: opts.LibDirs, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout, NoRepo: noCheckoutHere(opts.Ctx)}
+	co := check.Options{Workflow: opts.Workflow, Input: in, LibDirs: opts.LibDirs, MaxCalls: opts.MaxCalls, Timeout: opts.Timeout}
+	switch {
+	case opts.NoRepo:
+		co.NoRepo, co.NoRepoAsked = true, true
+	case opts.Repo != "":
+		if _, err := workspace.Find(opts.Ctx, opts.Repo); err != nil {
+			return co, errs.Field("repo", opts.Repo, "not a git checkout: %v", err)
+		}
+	default:
+		co.NoRepo = noCheckoutHere(opts.Ctx)
+	}
 	if opts.Roles != "" {
 		if co.Roles, err = inputs.LoadRoles(opts.Roles); err != nil {
 			return co, err
