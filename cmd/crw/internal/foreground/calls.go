@@ -2,6 +2,8 @@ package foreground
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/journal"
@@ -39,21 +41,36 @@ func newCallLines(ctx context.Context, st store.Store, run string, seq uint64) *
 	return l
 }
 
-// read gives event each call's start and end written since the last read. A journal that
-// cannot be read now is read again at the next change: the lines are a view, the run's end is
-// said all the same.
-func (l *callLines) read(event func(progress.Event)) {
+// read gives event each call's start and end written since the last read, with when its row
+// was written. A journal that cannot be read now is read again at the next change: the lines
+// are a view, the run's end is said all the same.
+func (l *callLines) read(event func(time.Time, progress.Event)) {
 	_ = l.st.Rows(l.ctx, l.run, l.from, func(r *journal.Row) error {
 		l.from = r.Seq + 1
 		switch {
 		case r.Type == journal.TypePrepared:
 			l.open[r.Call] = callOf{role: r.Role, node: r.Node}
-			event(progress.Event{Kind: progress.EventCallStarted, Call: r.Call, Role: r.Role, Node: r.Node})
+			event(r.At, progress.Event{Kind: progress.EventCallStarted, Call: r.Call, Role: r.Role, Node: r.Node})
 		case journal.IsTerminal(r.Type) && r.Call != "":
 			c := l.open[r.Call]
 			delete(l.open, r.Call)
-			event(progress.Event{Kind: progress.EventCallEnded, Call: r.Call, Role: c.role, Node: c.node, Status: journal.StatusOf(r.Type), Reason: r.Reason})
+			event(r.At, progress.Event{Kind: progress.EventCallEnded, Call: r.Call, Role: c.role, Node: c.node, Status: journal.StatusOf(r.Type), Reason: r.Reason})
 		}
 		return nil
 	})
+}
+
+// shown is a line of a followed run: a call's start or end, or a line of its workflow's.
+type shown struct {
+	at    time.Time
+	print func()
+}
+
+// inOrder prints lines in the order they were written; a call's line first of two written
+// at the same instant (a workflow's line is most often written on what a call gave).
+func inOrder(lines []shown) {
+	slices.SortStableFunc(lines, func(a, b shown) int { return a.at.Compare(b.at) })
+	for _, l := range lines {
+		l.print()
+	}
 }

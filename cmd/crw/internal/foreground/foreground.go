@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/runlog"
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -47,30 +49,46 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 			prog.started(id)
 			calls = newCallLines(c.Ctx, svc.Store, id, st.LastSeq)
 		}
-		// The calls' ends first: a workflow's line is most often written on what a call gave.
-		calls.read(prog.event)
-		logAt = runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
+		logAt = calls.readWith(prog, runLog, logAt)
 		ev := progressEvent(st)
 		if line := summary(id, ev, nil, -1, 0); line != last && !prog.quiet {
 			if prog.tty {
 				prog.event(ev)
 			} else if last == "" || st.State != store.StateRunning {
 				// The calls' lines say what a running run does; its other states are said once.
-				fmt.Fprintf(c.IO.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, cmdutil.CountsLine(st.Calls))
+				ended := cmdutil.CountsLine(st.Calls)
+				if len(st.Calls) == 0 {
+					ended = "no call ended yet"
+				}
+				fmt.Fprintf(c.IO.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, ended)
 			}
 			last = line
 		}
 	})
 	if calls != nil {
-		calls.read(prog.event) // the calls that ended with the run
+		calls.readWith(prog, runLog, logAt) // the calls that ended with the run, and its last lines
 	}
-	runlog.ConsoleLines(prog.logWriter(), runLog, logAt)
 	prog.done()
 	if err != nil {
 		return err
 	}
 	PrintEnd(c, end)
 	return ExitFor(end)
+}
+
+// readWith prints the calls' lines and the workflow's lines written since the last read, in
+// the order they were written, and returns the log's offset after them.
+func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) int64 {
+	var lines []shown
+	l.read(func(at time.Time, ev progress.Event) {
+		lines = append(lines, shown{at, func() { prog.event(ev) }})
+	})
+	logW := prog.logWriter()
+	logAt = runlog.ConsoleLines(runLog, logAt, func(at time.Time, text string) {
+		lines = append(lines, shown{at, func() { _, _ = io.WriteString(logW, text) }})
+	})
+	inOrder(lines)
+	return logAt
 }
 
 // Execute runs a run in this process, with the environment the run recorded put into the

@@ -85,17 +85,17 @@ func WriteLine(w io.Writer, raw []byte, asJSON bool) {
 	fmt.Fprintf(w, "%s [%s]\n", text, l.CorrelationID)
 }
 
-// ConsoleLines prints the workflow's lines a run's log gains (follow), from offset on, and
-// returns the offset after them.
-func ConsoleLines(w io.Writer, l store.Log, offset int64) int64 {
+// ConsoleLines gives the workflow's lines a run's log gains (follow), from offset on, each
+// with when it was written and as a terminal shows it, and returns the offset after them.
+func ConsoleLines(l store.Log, offset int64, each func(at time.Time, text string)) int64 {
 	next, _ := Tail(l, offset, func(raw []byte) {
 		var line line
 		switch {
 		case json.Unmarshal(raw, &line) != nil:
 		case line.Kind == "console":
-			fmt.Fprintf(w, "%s: %s\n", termtext.Safe(line.Level, ""), termtext.Safe(line.Message, "    "))
+			each(line.At, fmt.Sprintf("%s: %s\n", termtext.Safe(line.Level, ""), termtext.Safe(line.Message, "    ")))
 		case line.Kind == "dropped":
-			fmt.Fprintf(w, "crw: %s\n", termtext.Safe(line.Message, "    "))
+			each(line.At, fmt.Sprintf("crw: %s\n", termtext.Safe(line.Message, "    ")))
 		}
 	})
 	return next
