@@ -19,11 +19,15 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// Run executes (or resumes) a run in this process with live progress and prints its end.
-func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
+// Run executes (or, resumed, goes on with) a run in this process with live progress and
+// prints its end.
+func Run(c *cmdutil.Common, svc *engine.Service, id string, resumed bool) error {
 	ctx, stop := signal.NotifyContext(c.Ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	if resumed {
+		prog.verb = "resumed"
+	}
 	end, err := Execute(ctx, svc, id, engine.ExecOptions{
 		Console: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started, Warn: Warner(c.IO.ErrOut),
 	})
@@ -39,6 +43,7 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string) error {
 // end.
 func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 	prog := newProgressLine(c.IO.ErrOut, c.IO.ErrIsTTY, c.JSON && !c.IO.ErrIsTTY)
+	prog.verb = "followed"
 	var last string
 	var calls *callLines
 	// The workflow's lines, as its log keeps them, above the progress.

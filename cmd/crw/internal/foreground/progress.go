@@ -23,6 +23,7 @@ type progressLine struct {
 	last   progress.Event
 	drawn  time.Time
 	run    string
+	verb   string // what the first line says of the run: started, resumed or followed
 	start  time.Time
 	closed bool
 	stop   chan struct{}
@@ -40,7 +41,7 @@ type inflight struct {
 const maxNamed = 3
 
 func newProgressLine(w io.Writer, tty, quiet bool) *progressLine {
-	p := &progressLine{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{}), inflight: map[string]inflight{}}
+	p := &progressLine{w: w, tty: tty, quiet: quiet, start: time.Now(), stop: make(chan struct{}), inflight: map[string]inflight{}, verb: "started"}
 	if tty && !quiet {
 		// Redraw while calls are slow, so the elapsed time moves.
 		go func() {
@@ -68,7 +69,7 @@ func (p *progressLine) started(run string) {
 	defer p.mu.Unlock()
 	p.run = run
 	if !p.quiet && !p.tty {
-		fmt.Fprintf(p.w, "run %s started\n", run)
+		fmt.Fprintf(p.w, "run %s %s\n", run, p.verb)
 	}
 }
 

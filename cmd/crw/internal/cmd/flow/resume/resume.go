@@ -89,7 +89,7 @@ func runResume(opts *Options) error {
 	if err := svc.ChangeResume(opts.Ctx, opts.Run, change, ops.Who()); err != nil {
 		return err
 	}
-	return foreground.Run(&opts.Common, svc, opts.Run)
+	return foreground.Run(&opts.Common, svc, opts.Run, true)
 }
 
 // resumeChange is what the resume changes of the run: its script, answers or budget.

@@ -51,5 +51,5 @@ func runRun(opts *Options) error {
 		return err
 	}
 	opts.WorksOn(id)
-	return foreground.Run(&opts.Common, svc, id)
+	return foreground.Run(&opts.Common, svc, id, false)
 }
