@@ -16,6 +16,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/journal"
@@ -59,6 +60,7 @@ type view struct {
 	Live                           bool
 	Started, Wall, Active          string
 	Lanes                          []*lane // a lane per node, then the decisions' and verdicts'
+	Names                          int     // the width of the lanes' names, in px
 	Marks                          []mark
 	Gaps                           []gapMark
 	Ticks                          []tick
@@ -82,6 +84,7 @@ type gapMark struct {
 
 type lane struct {
 	Node   string
+	Label  string // the node as its lane's name shows it: whole, or its ends around an ellipsis
 	Kind   string // "" a node's calls; "waits" decisions or verdicts
 	Bars   []*bar
 	Ghosts []*bar // earlier generations of its calls (a pause held them; a resume ran them again)
@@ -246,9 +249,13 @@ func Render(w io.Writer, rows []journal.Row, opts Options) error {
 			v.Lanes = append(v.Lanes, l)
 		}
 	}
+	longest := 0
 	for _, l := range v.Lanes {
 		l.Height = rowHeight*max(len(l.ends), 1) + 4
+		l.Label = laneLabel(l.Node)
+		longest = max(longest, utf8.RuneCountInString(l.Label))
 	}
+	v.Names = min(max(minNames, longest*nameCharPx+nameMarginPx), maxNames)
 	v.addMarks(j, ax.at)
 	// encoding/json writes <, > and & as \u escapes: the blob cannot end its script element.
 	blob, err := json.Marshal(details)
@@ -592,4 +599,27 @@ func clip(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:maxTextBytes], "") + "…"
+}
+
+// The lanes' names column: as wide as the longest name needs (about 7 px a character of its
+// 12 px font, and its padding), within bounds. A name longer than maxLabel characters shows its
+// ends around an ellipsis: a fan-out's nodes differ most often at their ends
+// (review-auth-correctness, review-auth-security), which a cut at the right would hide.
+const (
+	minNames     = 110
+	maxNames     = 240
+	nameCharPx   = 7
+	nameMarginPx = 18
+	maxLabel     = 31
+)
+
+// laneLabel is a node's name as its lane shows it (its title keeps it whole).
+func laneLabel(node string) string {
+	r := []rune(node)
+	if len(r) <= maxLabel {
+		return node
+	}
+	head := (maxLabel - 1) / 2
+	tail := maxLabel - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }

@@ -1,12 +1,16 @@
 package htmlview
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/journal"
 )
 
 var t0 = time.Date(2026, 12, 5, 16, 0, 0, 0, time.UTC)
@@ -134,4 +138,37 @@ func TestTheLabelIsTheLongestThatFits(t *testing.T) {
 	} {
 		assert.Equal(t, want, fit(l, px), "%v px", px)
 	}
+}
+
+// TestLaneNamesKeepTheirEnds: a fan-out's nodes, which differ at their ends, are told apart in
+// the names column: it widens to the longest name (within bounds), and a name past the
+// longest shown keeps its two ends around an ellipsis, its title whole.
+func TestLaneNamesKeepTheirEnds(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "review-auth-security", laneLabel("review-auth-security"))
+	assert.Equal(t, "review-an-extre…the-correctness", laneLabel("review-an-extremely-long-part-of-the-correctness"))
+	assert.Equal(t, "é"+strings.Repeat("x", 14)+"…"+strings.Repeat("x", 14)+"é", laneLabel("é"+strings.Repeat("x", 40)+"é"), "cut by characters, not bytes")
+
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var rows []journal.Row
+	seq := uint64(0)
+	add := func(r journal.Row) {
+		seq++
+		r.Seq, r.At = seq, start.Add(time.Duration(seq)*time.Second)
+		rows = append(rows, r)
+	}
+	add(journal.Row{Type: journal.TypeStarted, Run: "20261201-100000-abcdef", Backend: "fake", Workflow: "wf.js"})
+	for i, node := range []string{"review-auth-correctness", "review-auth-security", "review-an-extremely-long-part-of-the-correctness"} {
+		call := fmt.Sprintf("c%d", i+1)
+		add(journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "reviewer", Node: node})
+		add(journal.Row{Type: journal.TypeCompleted, Call: call})
+	}
+	add(journal.Row{Type: journal.TypeEnded, Status: "completed"})
+	var b bytes.Buffer
+	require.NoError(t, Render(&b, rows, Options{}))
+	page := b.String()
+	assert.Contains(t, page, `<div id="canvas" style="--names: 235px">`, "31 characters × 7 px + 18")
+	assert.Contains(t, page, `title="review-auth-correctness">review-auth-correctness</div>`)
+	assert.Contains(t, page, `title="review-auth-security">review-auth-security</div>`)
+	assert.Contains(t, page, `title="review-an-extremely-long-part-of-the-correctness">review-an-extre…the-correctness</div>`)
 }
