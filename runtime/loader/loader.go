@@ -39,7 +39,11 @@ import (
 
 // Problem is one violation found by Config.CheckSchema. Export is the export of the schema
 // module it is in, which the loader fills in (LoadError.Problems).
-type Problem struct{ Export, Pointer, Rule, Message string }
+type Problem struct {
+	Export, Pointer, Rule, Message string
+	// Line and Column are where the module declares the export (0 when it cannot tell).
+	Line, Column int
+}
 
 // Config says where a workflow and its modules come from.
 type Config struct {

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -28,18 +29,9 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	if s.l.check == nil {
 		return nil
 	}
-	var problems []string
-	first := "" // the export of the first problem, whose declaration the error points at
 	var found []Problem
 	report := func(export, pointer, rule, msg string) {
 		found = append(found, Problem{Export: export, Pointer: pointer, Rule: rule, Message: msg})
-		if pointer == "" {
-			pointer = "(root)"
-		}
-		if first == "" {
-			first = export
-		}
-		problems = append(problems, fmt.Sprintf("%s: export %q: %s: %s: %s", t.name, export, pointer, rule, msg))
 	}
 	var checked []goja.Value
 	obj, ok := exports.(*goja.Object)
@@ -69,7 +61,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 			checked = append(checked, v)
 		}
 	}
-	if len(problems) == 0 {
+	if len(found) == 0 {
 		// A checked schema stays what was checked: no script can loosen it afterwards.
 		freeze := s.in.DeepFreeze
 		for _, v := range checked {
@@ -77,11 +69,37 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		}
 		return nil
 	}
-	le := &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; "), Problems: found}
+	// Each problem points at its export's declaration, and they are told in the order the
+	// module declares them (the exports object lists them by name): the error points at the
+	// first.
 	if src, err := s.l.read(t); err == nil {
-		le.Line, le.Column = exportAt(src, first)
+		at := map[string][2]int{}
+		for i, p := range found {
+			pos, ok := at[p.Export]
+			if !ok {
+				line, col := exportAt(src, p.Export)
+				pos = [2]int{line, col}
+				at[p.Export] = pos
+			}
+			found[i].Line, found[i].Column = pos[0], pos[1]
+		}
+		slices.SortStableFunc(found, func(a, b Problem) int {
+			if (a.Line == 0) != (b.Line == 0) {
+				return cmp.Compare(b.Line, a.Line) // those it cannot place last
+			}
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
 	}
-	return le
+	problems := make([]string, len(found))
+	for i, p := range found {
+		pointer := p.Pointer
+		if pointer == "" {
+			pointer = "(root)"
+		}
+		problems[i] = fmt.Sprintf("%s: export %q: %s: %s: %s", t.name, p.Export, pointer, p.Rule, p.Message)
+	}
+	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; "), Problems: found,
+		Line: found[0].Line, Column: found[0].Column}
 }
 
 // exportAt is the 1-based line and column where the source declares the export name (export

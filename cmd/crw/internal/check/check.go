@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +117,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		// A schema module's export that is not strict is a mistake of the workflow's, where
 		// its module declares it: a finding, as a schema written out in an agent.call is.
 		rep := &Report{Workflow: opts.Workflow, Status: "not_loaded", Stopped: "a crw:lib/schemas export is not strict, so the workflow does not load"}
-		rep.add(Finding{Finding: lint.Finding{File: le.File, Line: le.Line, Col: le.Column, Rule: lint.RuleSchemaNotStrict, Message: le.Message}, Source: "static"})
+		rep.addNotStrict(le)
 		return rep, nil
 	}
 	if err != nil {
@@ -286,4 +287,34 @@ func (b *cappedBackend) Run(ctx context.Context, t backend.Turn, rec backend.Rec
 		return backend.Outcome{Status: backend.Unavailable, Cause: errors.New("the rehearsal's call cap was reached")}
 	}
 	return b.Backend.Run(ctx, t, rec)
+}
+
+// addNotStrict adds a finding for each export of a schema module that is not strict, at its
+// declaration, with its violations.
+func (r *Report) addNotStrict(le *loader.LoadError) {
+	if len(le.Problems) == 0 {
+		r.add(Finding{Finding: lint.Finding{File: le.File, Line: le.Line, Col: le.Column, Rule: lint.RuleSchemaNotStrict, Message: le.Message}, Source: "static"})
+		return
+	}
+	var order []string
+	byExport := map[string][]loader.Problem{}
+	for _, p := range le.Problems {
+		if _, ok := byExport[p.Export]; !ok {
+			order = append(order, p.Export)
+		}
+		byExport[p.Export] = append(byExport[p.Export], p)
+	}
+	for _, export := range order {
+		ps := byExport[export]
+		parts := make([]string, len(ps))
+		for i, p := range ps {
+			pointer := p.Pointer
+			if pointer == "" {
+				pointer = "(root)"
+			}
+			parts[i] = fmt.Sprintf("%s: %s: %s", pointer, p.Rule, p.Message)
+		}
+		msg := fmt.Sprintf("%s: export %q is not strict: %s", le.Module, export, strings.Join(parts, "; "))
+		r.add(Finding{Finding: lint.Finding{File: le.File, Line: ps[0].Line, Col: ps[0].Column, Rule: lint.RuleSchemaNotStrict, Message: msg}, Source: "static"})
+	}
 }
