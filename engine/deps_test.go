@@ -19,7 +19,7 @@ func TestCoreImportsNoConcreteBackendOrStore(t *testing.T) {
 		module + "engine/backend/session", module + "store/local", module + "store/mem", "go.etcd.io/bbolt", module + "cmd",
 	}
 	rules := map[string][]string{}
-	for _, pkg := range []string{"engine", "engine/runner", "engine/placer", "engine/offline", "engine/callstate", "engine/replay",
+	for _, pkg := range []string{"engine", "engine/runner", "engine/placer", "engine/offline", "engine/diagnosis", "engine/callstate", "engine/replay",
 		"engine/shadow", "engine/inputs", "engine/result", "engine/backend", "engine/backend/pull", "store"} {
 		rules[module+pkg] = forbidden
 	}
