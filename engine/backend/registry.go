@@ -143,7 +143,11 @@ func (r *Registry) Prepare(name string, opts map[string]string) (map[string]stri
 				for i, b := range by {
 					next[i] = "{backend} " + b
 				}
-				e = e.NextNaming(strings.Join(next, ", or ") + ", which takes it; else leave it out")
+				takes := ", which takes it"
+				if len(by) > 1 {
+					takes = ", which take it"
+				}
+				e = e.NextNaming(strings.Join(next, " or ") + takes + "; else leave it out")
 			}
 			return nil, e
 		}

@@ -56,7 +56,7 @@ func TestRegistry(t *testing.T) {
 	assert.EqualError(t, err, "invalid_request: backend_opts.answers: an option of backend one or two, not of backend three")
 	var e *errs.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "backend one, or backend two, which takes it; else leave it out", e.Diagnostic.NextAction, "the backends that take it, first")
+	assert.Equal(t, "backend one or backend two, which take it; else leave it out", e.Diagnostic.NextAction, "the backends that take it, first")
 
 	_, err = r.Prepare("nope", nil)
 	assert.EqualError(t, err, `invalid_request: backend "nope": not a backend of this build (one of one, three, two)`)
