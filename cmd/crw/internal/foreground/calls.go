@@ -2,7 +2,6 @@ package foreground
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/crw-dev/crw/engine/runner/progress"
@@ -58,19 +57,4 @@ func (l *callLines) read(event func(time.Time, progress.Event)) {
 		}
 		return nil
 	})
-}
-
-// shown is a line of a followed run: a call's start or end, or a line of its workflow's.
-type shown struct {
-	at    time.Time
-	print func()
-}
-
-// inOrder prints lines in the order they were written; a call's line first of two written
-// at the same instant (a workflow's line is most often written on what a call gave).
-func inOrder(lines []shown) {
-	slices.SortStableFunc(lines, func(a, b shown) int { return a.at.Compare(b.at) })
-	for _, l := range lines {
-		l.print()
-	}
 }

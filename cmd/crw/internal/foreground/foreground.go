@@ -82,17 +82,28 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 }
 
 // readWith prints the calls' lines and the workflow's lines written since the last read, in
-// the order they were written, and returns the log's offset after them.
+// the order they were written, and returns the log's offset after them. Each source is in
+// time order already: the log's lines stream through, each after the calls' lines written
+// before it (or at the same instant: a workflow's line is most often written on what a call
+// gave), so only the calls' lines since the last read are held, never the log.
 func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) int64 {
-	var lines []shown
-	l.read(func(at time.Time, ev progress.Event) {
-		lines = append(lines, shown{at, func() { prog.event(ev) }})
-	})
+	type callLine struct {
+		at time.Time
+		ev progress.Event
+	}
+	var calls []callLine
+	l.read(func(at time.Time, ev progress.Event) { calls = append(calls, callLine{at, ev}) })
 	logW := prog.logWriter()
 	logAt = runlog.ConsoleLines(runLog, logAt, func(at time.Time, text string) {
-		lines = append(lines, shown{at, func() { _, _ = io.WriteString(logW, text) }})
+		for len(calls) > 0 && !calls[0].at.After(at) {
+			prog.event(calls[0].ev)
+			calls = calls[1:]
+		}
+		_, _ = io.WriteString(logW, text)
 	})
-	inOrder(lines)
+	for _, c := range calls {
+		prog.event(c.ev)
+	}
 	return logAt
 }
 
