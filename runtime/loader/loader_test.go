@@ -3,6 +3,7 @@ package loader_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -471,6 +472,39 @@ func TestSchemaModules(t *testing.T) {
 		assert.Contains(t, exports, "version not_a_schema")
 		assert.Contains(t, exports, "tags not_a_schema")
 		assert.NotContains(t, exports, "plan not_a_schema")
+	})
+	t.Run("many loose exports", func(t *testing.T) {
+		// Each export is placed at its declaration and told in the module's order, up to a
+		// bound of 100 exports: past it (a module of thousands of them, each a scan of the
+		// source) the rest are told after, without a place.
+		t.Parallel()
+		var src strings.Builder
+		for i := 1000; i > 0; i-- { // declared from e1000 down: not the exports' order by name
+			fmt.Fprintf(&src, "export const e%d = { type: \"object\", properties: {} };\n", i)
+		}
+		dir := writeTree(t, map[string]string{
+			"wf.js":               `import { e1 } from "crw:lib/schemas/many"; export default () => e1;`,
+			"lib/schemas/many.js": src.String(),
+		})
+		_, _, _, err := load(t, config(filepath.Join(dir, "wf.js")))
+		le := loadError(t, err, loader.CodeSchemaNotStrict)
+		require.Len(t, le.Problems, 1000)
+		placed, last := 0, 0
+		for i, p := range le.Problems {
+			if p.Line == 0 {
+				assert.GreaterOrEqual(t, i, 100, "the exports without a place come last")
+				continue
+			}
+			placed++
+			var n int
+			_, err := fmt.Sscanf(p.Export, "e%d", &n)
+			require.NoError(t, err)
+			assert.Equal(t, 1001-n, p.Line, "%s is told at its declaration", p.Export)
+			assert.Greater(t, p.Line, last, "in the module's order")
+			last = p.Line
+		}
+		assert.Equal(t, 100, placed, "the exports placed")
+		assert.Equal(t, le.Problems[0].Line, le.Line, "the error points at the first placed")
 	})
 	t.Run("builtin", func(t *testing.T) {
 		t.Parallel()

@@ -76,7 +76,7 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 		at := map[string][2]int{}
 		for i, p := range found {
 			pos, ok := at[p.Export]
-			if !ok {
+			if !ok && len(at) < maxPlaced {
 				line, col := exportAt(src, p.Export)
 				pos = [2]int{line, col}
 				at[p.Export] = pos
@@ -101,6 +101,11 @@ func (s *session) checkSchemas(t *target, exports goja.Value) error {
 	return &LoadError{Code: CodeSchemaNotStrict, Module: t.name, File: t.file, Message: strings.Join(problems, "; "), Problems: found,
 		Line: found[0].Line, Column: found[0].Column}
 }
+
+// maxPlaced bounds the exports whose declarations a schema module's error looks for: each
+// look scans the source, and a module of thousands of loose exports would be scanned as many
+// times. Those past it are told last, without a place.
+const maxPlaced = 100
 
 // exportAt is the 1-based line and column where the source declares the export name (export
 // const name, export { name }, export default, exports.name =), 0, 0 when it cannot tell.
