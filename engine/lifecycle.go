@@ -29,10 +29,9 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 	}
 	out := &store.Status{Run: run, Workflow: spec.Workflow, Backend: spec.Backend, Started: spec.CreatedAt,
 		Result: json.RawMessage("null"), Calls: store.Counts{}}
-	if held && pub != nil && (pub.State == store.StateEnded || pub.Status != "") {
-		// Its process wrote the ended row (ended, paused, or waiting for a decision: a run's
-		// status is published only then) and is letting the run go: the journal says how it
-		// ended, its result included (never "running", nor "starting" to crw flow next).
+	if held && lettingGo(pub) {
+		// The journal says how it ended, its result included (never "running", nor
+		// "starting" to crw flow next).
 		held = false
 	}
 	if held {
@@ -330,6 +329,40 @@ func (s *Service) cancelUnheld(ctx context.Context, run string) error {
 	return w.Cancel(spec, func(dir string) *journal.Row { return s.removeWorktrees(ctx, spec, run, dir) })
 }
 
+// lettingGo reports whether a holder's published status says its process wrote the run's
+// ended row (ended, paused, or waiting for a decision: a run's status is published only then)
+// and is letting the run go.
+func lettingGo(pub *store.Status) bool {
+	return pub != nil && (pub.State == store.StateEnded || pub.Status != "")
+}
+
+// Waiting for a holder that is letting its run go: how long at most, and how often to look.
+const (
+	letGoWithin = 10 * time.Second
+	letGoEvery  = 20 * time.Millisecond
+)
+
+// heldOn reports whether a process holds run and goes on with it. One letting the run go is
+// waited for, up to letGoWithin: status says such a run paused or waits for a decision, and a
+// resume right after it must not be refused for the moment its process takes to end.
+func (s *Service) heldOn(ctx context.Context, run string) (bool, error) {
+	deadline := time.Now().Add(letGoWithin)
+	for {
+		pub, held, err := s.Store.Published(ctx, run)
+		if err != nil || !held {
+			return held, err
+		}
+		if !lettingGo(pub) || time.Now().After(deadline) {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-time.After(letGoEvery):
+		}
+	}
+}
+
 // CheckResumable refuses early what a resume's process would refuse, so a detached resume
 // reports it: a run held by a live process, a run that has ended, a spec that is not valid or
 // disagrees with the journal's started row, a recorded environment that cannot be used.
@@ -341,7 +374,7 @@ func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	if err := s.OnThisHost(spec); err != nil {
 		return err
 	}
-	if _, held, err := s.Store.Published(ctx, run); err != nil {
+	if held, err := s.heldOn(ctx, run); err != nil {
 		return err
 	} else if held {
 		return errs.New(errs.RunUnavailable, "run %s is held by a live process", run).Wrap(store.ErrHeld)

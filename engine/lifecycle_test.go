@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +229,67 @@ func TestALostLeaseIsNotLoggedInTheRunsFolder(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(st.LogText(id)), "\n") {
 		// The workflow's lines from before the loss may be there; no account of the error.
 		assert.True(t, line == "" || strings.Contains(line, `"kind":"console"`), "a line of the lost process: %s", line)
+	}
+}
+
+// lettingGoStore is a store whose Published lets the lease go once it has been asked n times:
+// the holder's process, which wrote its run's end, ends while a resume looks at it.
+type lettingGoStore struct {
+	store.Store
+	lease store.Lease
+	n     int
+	asked int
+}
+
+func (s *lettingGoStore) Published(ctx context.Context, run string) (*store.Status, bool, error) {
+	s.asked++
+	if s.asked == s.n && s.lease != nil {
+		if err := s.lease.Release(); err != nil {
+			return nil, false, err
+		}
+		s.lease = nil
+	}
+	return s.Store.Published(ctx, run)
+}
+
+// TestAResumeWaitsForAHolderThatIsLettingGo: a run whose process published its end (paused) and
+// still holds it for the moment it takes to end is not refused held by a resume's check, which
+// waits for the hold to go; one whose holder goes on (it publishes no end) is refused at once.
+func TestAResumeWaitsForAHolderThatIsLettingGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte("export default async function main() { return 1; }\n"), 0o600))
+	for _, tt := range []struct {
+		name      string
+		published *store.Status
+		held      bool
+		asked     int
+	}{
+		{"letting go", &store.Status{State: store.StatePaused, Status: store.RunPaused}, false, 3},
+		{"going on", &store.Status{State: store.StateRunning}, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &lettingGoStore{Store: mem.New(), n: 3}
+			svc := enginetest.Service(st)
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+			require.NoError(t, err)
+			lease, err := st.Acquire(ctx, id)
+			require.NoError(t, err)
+			st.lease = lease
+			pub := *tt.published
+			pub.Run = id
+			lease.Publish(&pub)
+			err = svc.CheckResumable(ctx, id)
+			assert.Equal(t, tt.held, errors.Is(err, store.ErrHeld), "%v", err)
+			assert.GreaterOrEqual(t, st.asked, tt.asked, "the looks at its holder")
+			if !tt.held {
+				assert.Nil(t, st.lease, "the holder let the run go while the check waited")
+			} else {
+				assert.Equal(t, 1, st.asked, "refused at the first look")
+				require.NoError(t, lease.Release())
+			}
+		})
 	}
 }
