@@ -1,2 +1,0 @@
-import { review } from "crw:lib/schemas/cjs";
-export default async function main() { return 1 }
