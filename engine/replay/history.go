@@ -799,6 +799,30 @@ func (h *History) Load(c *Call) (*Call, error) {
 	return h.loadLocked(c)
 }
 
+// LoadResult is what Load and then Result give of a settled call, with its terminal row's
+// time, built from what the History kept of its rows when it kept them: a shadow replay
+// delivers thousands of calls and needs none of their rows.
+func (h *History) LoadResult(c *Call, omitSeqs bool) (result.CallResult, time.Time, error) {
+	if k := c.kept.Load(); k != nil && k != keptTaken && c.kept.CompareAndSwap(k, keptTaken) {
+		rec := result.Recorded{Call: c.ID, Role: c.Role, Requested: k.requested, Configured: k.configured,
+			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndSeq: c.EndSeq, Reason: c.EndReason, Output: k.output,
+			TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
+		if k.thread != nil {
+			rec.ThreadID = k.thread.id
+		}
+		cr := rec.Result(h.Run)
+		if omitSeqs {
+			cr = cr.WithoutSeqs()
+		}
+		return cr, k.endAt, nil
+	}
+	full, err := h.Load(c)
+	if err != nil {
+		return result.CallResult{}, time.Time{}, err
+	}
+	return full.Result(h.Run, omitSeqs), full.Terminal.At, nil
+}
+
 // takePrefetched is what Prefetch loaded of c, if it has: a delivery takes it without waiting
 // for the page Prefetch may be reading meanwhile.
 func (h *History) takePrefetched(c *Call) *Call {

@@ -368,5 +368,21 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 		if c.name == "all kept" {
 			assert.Equal(t, 2, reads, "only the call a pull backend's thread names is read again")
 		}
+
+		// A shadow takes each call's CallResult and end time alone: the same, kept or read again.
+		paged, err = replay.ReadPagesWithin(source(all), c.budget)
+		require.NoError(t, err, c.name)
+		for i, rec := range paged.Order {
+			want := full.ByID[rec.ID]
+			omit := i%2 == 0
+			got, at, err := paged.LoadResult(rec, omit)
+			require.NoError(t, err, "%s: %s", c.name, rec.ID)
+			assert.Equal(t, want.Result(full.Run, omit), got, "%s: %s", c.name, rec.ID)
+			assert.Equal(t, want.Terminal.At, at, "%s: %s", c.name, rec.ID)
+		}
+		for _, rec := range paged.Order {
+			_, _, err := paged.LoadResult(rec, false)
+			assert.Error(t, err, "%s: %s: a call is loaded once", c.name, rec.ID)
+		}
 	}
 }

@@ -140,17 +140,44 @@ func (r CallResult) WithoutSeqs() CallResult {
 
 // Build makes a call's CallResult from its rows, with meta.startSeq and meta.endSeq.
 func Build(run string, prepared, thread, terminal *journal.Row) CallResult {
-	start, end := prepared.Seq, terminal.Seq
+	rec := Recorded{Call: prepared.Call, Role: prepared.Role, Requested: prepared.RequestedPair, Configured: prepared.ConfiguredPair,
+		PreparedSeq: prepared.Seq, EndType: terminal.Type, EndSeq: terminal.Seq, Reason: terminal.Reason, Output: terminal.Output,
+		TurnIDs: terminal.TurnIDs, RepairUsed: terminal.RepairUsed, Tokens: terminal.Tokens}
+	if thread != nil {
+		rec.ThreadID = thread.ThreadID
+	}
+	return rec.Result(run)
+}
+
+// Recorded is what of a call's prepared, thread_started and terminal rows its CallResult is
+// made of: a replay that kept only these parts builds the result without the rows.
+type Recorded struct {
+	Call, Role            string
+	Requested, Configured *journal.Pair
+	PreparedSeq           uint64
+	ThreadID              string // "": the call had no thread
+	EndType               string
+	EndSeq                uint64
+	Reason                string
+	Output                json.RawMessage
+	TurnIDs               []string
+	RepairUsed            bool
+	Tokens                *journal.Tokens
+}
+
+// Result is the CallResult of the call rec records, with meta.startSeq and meta.endSeq.
+func (rec Recorded) Result(run string) CallResult {
+	start, end := rec.PreparedSeq, rec.EndSeq
 	r := CallResult{
-		CallID: prepared.Call,
-		Status: journal.StatusOf(terminal.Type),
+		CallID: rec.Call,
+		Status: journal.StatusOf(rec.EndType),
 		Output: json.RawMessage("null"),
 		Meta: CallMeta{
-			Role:           prepared.Role,
-			RequestedPair:  resultPair(prepared.RequestedPair),
-			ConfiguredPair: resultPair(prepared.ConfiguredPair),
-			TurnIDs:        terminal.TurnIDs,
-			RepairUsed:     terminal.RepairUsed,
+			Role:           rec.Role,
+			RequestedPair:  resultPair(rec.Requested),
+			ConfiguredPair: resultPair(rec.Configured),
+			TurnIDs:        rec.TurnIDs,
+			RepairUsed:     rec.RepairUsed,
 			StartSeq:       &start,
 			EndSeq:         &end,
 		},
@@ -158,19 +185,19 @@ func Build(run string, prepared, thread, terminal *journal.Row) CallResult {
 	if r.Meta.TurnIDs == nil {
 		r.Meta.TurnIDs = []string{}
 	}
-	if thread != nil && thread.ThreadID != "" {
-		h := Handle(run, prepared.Call)
+	if rec.ThreadID != "" {
+		h := Handle(run, rec.Call)
 		r.Handle = &h
-		id := thread.ThreadID
+		id := rec.ThreadID
 		r.Meta.ThreadID = &id
 	}
-	if terminal.Type == journal.TypeCompleted {
-		r.Output = terminal.Output
+	if rec.EndType == journal.TypeCompleted {
+		r.Output = rec.Output
 	} else {
-		reason := terminal.Reason
+		reason := rec.Reason
 		r.Reason = &reason
 	}
-	if t := terminal.Tokens; t != nil {
+	if t := rec.Tokens; t != nil {
 		r.Meta.Tokens = ResultTokens{Input: t.Input, CachedInput: t.CachedInput, Output: t.Output, ReasoningOutput: t.ReasoningOutput, Total: t.Total}
 	}
 	return r

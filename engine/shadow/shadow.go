@@ -286,7 +286,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	rec := m.Rec
 	s.replay.Recorded(rec, func() {
 		// A paged History reads the call's rows again now, as a resume delivers it.
-		full, err := s.h.Load(rec)
+		res, at, err := s.h.LoadResult(rec, s.h.OmitCallSeqs())
 		if err != nil {
 			s.errMu.Lock()
 			if s.loadErr == nil {
@@ -296,7 +296,6 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 			s.held(indexed(&p, m.Index), settle, "the recorded call's rows cannot be read again", 0)()
 			return
 		}
-		res, at := full.Result(s.h.Run, s.h.OmitCallSeqs()), full.Terminal.At
 		settle(runner.ScriptResult(res), func() func() { s.clock = at; return nil })
 	})
 	return nil
