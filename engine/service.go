@@ -448,6 +448,11 @@ var errEnoughRows = errors.New("enough rows")
 // rowSource reads a run's rows through the store, whether a process holds the run or not: a
 // replay.Source for a History of a run this process does not hold.
 func (s *Service) rowSource(ctx context.Context, run string) replay.Source {
+	if pages, ok := s.Store.(store.PageReader); ok {
+		return func(from uint64, limit int, fn func(*journal.Row) error) error {
+			return pages.RowsPage(ctx, run, from, limit, fn)
+		}
+	}
 	return func(from uint64, limit int, fn func(*journal.Row) error) error {
 		n := 0
 		err := s.Store.Rows(ctx, run, from, func(r *journal.Row) error {

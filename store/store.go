@@ -101,6 +101,13 @@ type Store interface {
 	Close() error
 }
 
+// PageReader is a Store that reads a page of a run's rows at the page's cost: a paged replay
+// reads a long journal again a page at a time, where Rows, stopped by fn, may read and decode
+// well past the page first. RowsPage is Rows stopping after limit rows (0: none).
+type PageReader interface {
+	RowsPage(ctx context.Context, run string, from uint64, limit int, fn func(*journal.Row) error) error
+}
+
 // ProcessLockWarner is a Lease that may hold its run without a process lock of its own (one
 // that could not be taken): the run goes on, and says so in a warning row.
 type ProcessLockWarner interface {

@@ -232,17 +232,44 @@ func (s *Store) poke(ctx context.Context, run string) error {
 // nobody holds is read from its file. A holder that goes (or comes) while rows are read is
 // followed: reading goes on from the first row not yet given to fn.
 func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error {
+	return s.RowsPage(ctx, run, from, 0, fn)
+}
+
+// RowsPage implements store.PageReader: Rows, stopping after limit rows (0: none), and
+// reading a journal no process holds no further than them.
+func (s *Store) RowsPage(ctx context.Context, run string, from uint64, limit int, fn func(*journal.Row) error) error {
 	if err := s.checkRun(run); err != nil {
 		return err
 	}
-	next := max(from, 1)
+	next, done := max(from, 1), 0
 	counted := func(r *journal.Row) error {
+		if limit > 0 && done == limit {
+			return errPageRead
+		}
 		if err := fn(r); err != nil {
 			return err
 		}
-		next = r.Seq + 1
+		next, done = r.Seq+1, done+1
 		return nil
 	}
+	err := s.rows(ctx, run, &next, func() int {
+		if limit > 0 {
+			return limit - done
+		}
+		return 0
+	}, counted)
+	if errors.Is(err, errPageRead) {
+		return nil
+	}
+	return err
+}
+
+// errPageRead stops a read of a page that has read it all.
+var errPageRead = errors.New("page read")
+
+// rows reads the run's rows from *next on with fn, from its holder or its file, again when a
+// holder comes or goes meanwhile; left is how many rows are still to read (0: all).
+func (s *Store) rows(ctx context.Context, run string, next *uint64, left func() int, counted func(*journal.Row) error) error {
 	var last error
 	for attempt := 0; attempt < 20; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -250,9 +277,9 @@ func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*jour
 		}
 		var err error
 		if Held(s.root, run) {
-			err = s.rowsFromHolder(ctx, run, next, counted)
+			err = s.rowsFromHolder(ctx, run, *next, counted)
 		} else {
-			err = s.rowsFromFile(run, next, counted)
+			err = s.rowsFromFile(run, *next, left(), counted)
 		}
 		var rowsErr *rowsError
 		if !errors.As(err, &rowsErr) {
@@ -459,7 +486,7 @@ func (s *Store) rowsFromHolder(ctx context.Context, run string, from uint64, fn 
 	}
 }
 
-func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) error) error {
+func (s *Store) rowsFromFile(run string, from uint64, limit int, fn func(*journal.Row) error) error {
 	path := s.path(run, JournalFile)
 	j, err := journalfile.OpenReader(path)
 	if err == nil && j.RunID() != run {
@@ -478,7 +505,7 @@ func (s *Store) rowsFromFile(run string, from uint64, fn func(*journal.Row) erro
 	}
 	defer j.Close()
 	var fnErr error
-	err = j.Each(from, 0, func(r *journal.Row) error {
+	err = j.Each(from, limit, func(r *journal.Row) error {
 		fnErr = fn(r)
 		return fnErr
 	})

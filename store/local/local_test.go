@@ -3,6 +3,8 @@ package local_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,4 +219,58 @@ func TestFilesNoRunNamesAreCollected(t *testing.T) {
 		_, err := s.File(ctx, digest)
 		assert.Equal(t, want, err == nil, "%s: %v", digest, err)
 	}
+}
+
+// A page of rows is the rows from its first seq on, at most its limit of them, whether the
+// run's holder serves them or they are read from the file; a page past the last row is empty.
+func TestRowsPageReadsAPage(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	reader, err := local.New(root)
+	require.NoError(t, err)
+	run := storetest.ID(8)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	var rows []*journal.Row
+	for i := range 3000 {
+		rows = append(rows, &journal.Row{Type: journal.TypeWarning, Reason: fmt.Sprintf("w%d", i+1)})
+	}
+	last, err := lease.Journal().Write(rows...)
+	require.NoError(t, err)
+	require.NoError(t, lease.Journal().Sync(last))
+
+	page := func(from uint64, limit int) []string {
+		t.Helper()
+		var got []string
+		require.NoError(t, reader.RowsPage(ctx, run, from, limit, func(r *journal.Row) error {
+			got = append(got, fmt.Sprintf("%d:%s", r.Seq, r.Reason))
+			return nil
+		}))
+		return got
+	}
+	check := func(how string) {
+		t.Helper()
+		assert.Equal(t, []string{"5:w5", "6:w6", "7:w7"}, page(5, 3), how)
+		got := page(1000, 1500) // more than one chunk of the file
+		require.Len(t, got, 1500, how)
+		assert.Equal(t, []string{"1000:w1000", "2499:w2499"}, []string{got[0], got[1499]}, how)
+		assert.Len(t, page(2990, 100), 11, "%s: a page cut at the last row", how)
+		assert.Len(t, page(1, 0), 3000, "%s: no limit", how)
+		assert.Empty(t, page(3001, 10), how)
+		stop := errors.New("stop")
+		n := 0
+		err := reader.RowsPage(ctx, run, 1, 10, func(*journal.Row) error {
+			if n++; n == 4 {
+				return stop
+			}
+			return nil
+		})
+		assert.ErrorIs(t, err, stop, "%s: fn's error is returned as is", how)
+	}
+	check("held")
+	require.NoError(t, lease.Release())
+	check("from the file")
 }
