@@ -137,16 +137,23 @@ func inputKey(role, node, prompt, schemaDigest string, requested *journal.Pair, 
 	if requested != nil {
 		pair = *requested
 	}
-	h := sha256.New()
-	for _, f := range [...]string{role, node, prompt, schemaDigest, pair.Model, pair.Effort, handle} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+	// One buffer hashed at once: a replay keys every call twice (its record, the script's ask),
+	// and a short prompt's key then costs no allocation.
+	var small [1024]byte
+	fields := [...]string{role, node, prompt, schemaDigest, pair.Model, pair.Effort, handle}
+	size := 0
+	for _, f := range fields {
+		size += 8 + len(f)
 	}
-	var k [sha256.Size]byte
-	h.Sum(k[:0])
-	return k
+	buf := small[:0]
+	if size > len(small) {
+		buf = make([]byte, 0, size)
+	}
+	for _, f := range fields {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, f...)
+	}
+	return sha256.Sum256(buf)
 }
 
 // PauseReasons are the held reasons a pause gives; a resume runs those calls again. A call held
