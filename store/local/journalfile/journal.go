@@ -372,69 +372,97 @@ const eachChunk = 1024
 // short read transactions, so fn may do anything, Sync included.
 //
 // A reading of the whole journal from a seq on (limit 0: a replay's first reading) is a
-// pipeline: another goroutine reads and decodes the rows ahead of fn, a batch at a time, so
-// that the reading and the work on the rows share the machine's cores. A bounded reading (a
-// page Load reads again for a delivery) is done here alone: its batches would cost more than
+// pipeline: decoders read and decode the chunks ahead of fn, each its own chunks in turn
+// (chunk k is decoder k mod n's), a batch at a time, so that the reading, the decoding and the
+// work on the rows share the machine's cores; fn is given the rows in order. A bounded reading
+// (a page Load reads again for a delivery) is done here alone: its batches would cost more than
 // the overlap gives.
 func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
 	from = max(from, 1)
-	if limit > 0 || runtime.GOMAXPROCS(0) < 2 {
+	decoders := min(runtime.GOMAXPROCS(0), maxDecoders)
+	if limit > 0 || decoders < 2 {
 		return j.eachInline(from, limit, fn)
 	}
 	stop := make(chan struct{})
-	ready := make(chan *rowBatch, 1)
-	free := make(chan *rowBatch, eachBatches)
-	for range eachBatches {
-		free <- &rowBatch{rows: make([]journal.Row, eachBatch)}
+	ready := make([]chan *rowBatch, decoders)
+	free := make([]chan *rowBatch, decoders)
+	var wg sync.WaitGroup
+	for d := range decoders {
+		ready[d], free[d] = make(chan *rowBatch, 1), make(chan *rowBatch, eachBatches)
+		for range eachBatches {
+			free[d] <- &rowBatch{rows: make([]journal.Row, eachBatch)}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.decodeAhead(chunking{from: from, first: d, every: decoders}, stop, free[d], ready[d])
+		}()
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(ready)
-		j.decodeAhead(from, stop, free, ready)
-	}()
 	defer func() {
 		close(stop)
-		<-done
+		wg.Wait()
 	}()
-	for b := range ready {
-		for i := range b.n {
-			if err := fn(&b.rows[i]); err != nil {
-				return err
+	for k := 0; ; k++ {
+		d := k % decoders
+		for {
+			b := <-ready[d] // a decoder gives every chunk of its a last batch, or an end
+			for i := range b.n {
+				if err := fn(&b.rows[i]); err != nil {
+					return err
+				}
+			}
+			if b.err != nil {
+				return b.err
+			}
+			if b.end {
+				return nil
+			}
+			last := b.last
+			free[d] <- b
+			if last {
+				break
 			}
 		}
-		if b.err != nil {
-			return b.err
-		}
-		free <- b
 	}
-	return nil
 }
 
+// maxDecoders bounds the decoders of a pipelined Each: with the reader of the rows, two fill a
+// 2-core machine, where a journal's decoding (~2 µs a row) is what the History waits for.
+const maxDecoders = 2
+
 // eachBatch is how many decoded rows a pipelined Each hands over at a time, and eachBatches
-// how many batches it has: what it holds in memory (about 1.5 KB a row) however long the
-// journal.
+// how many batches each decoder has: what it holds in memory (about 1.5 KB a row) however long
+// the journal.
 const (
 	eachBatch   = 256
 	eachBatches = 3
 )
 
 // rowBatch is rows decoded ahead of a pipelined Each's fn: the first n, then err, the
-// reading's end (the rows before it are good).
+// reading's end (the rows before it are good). last: the batch ends its chunk; end: it ends
+// the journal (its chunk was the last).
 type rowBatch struct {
-	rows []journal.Row
-	n    int
-	err  error
+	rows      []journal.Row
+	n         int
+	err       error
+	last, end bool
 }
 
-// decodeAhead reads and decodes the rows from seq from on into the batches it takes
-// from free and gives to ready, until the rows end, a row cannot be read or stop is closed.
-func (j *Journal) decodeAhead(from uint64, stop <-chan struct{}, free <-chan *rowBatch, ready chan<- *rowBatch) {
+// chunking is which chunks of a pipelined Each a decoder reads: chunk k starts at seq
+// from+k*eachChunk (a journal's seqs have no gaps), and the decoder's are first, first+every, …
+type chunking struct {
+	from         uint64
+	first, every int
+}
+
+// decodeAhead reads and decodes its chunks into the batches it takes from free and gives to
+// ready, in order, until the rows end, a row cannot be read or stop is closed.
+func (j *Journal) decodeAhead(ch chunking, stop <-chan struct{}, free <-chan *rowBatch, ready chan<- *rowBatch) {
 	var c chunk
 	take := func() *rowBatch {
 		select {
 		case b := <-free:
-			b.n, b.err = 0, nil
+			b.n, b.err, b.last, b.end = 0, nil, false, false
 			return b
 		case <-stop:
 			return nil
@@ -448,11 +476,12 @@ func (j *Journal) decodeAhead(from uint64, stop <-chan struct{}, free <-chan *ro
 			return false
 		}
 	}
-	for {
+	for k := ch.first; ; k += ch.every {
 		b := take()
 		if b == nil {
 			return
 		}
+		from := ch.from + uint64(k)*eachChunk
 		if err := j.readChunk(from, eachChunk, &c); err != nil {
 			b.err = err
 			give(b)
@@ -476,13 +505,10 @@ func (j *Journal) decodeAhead(from uint64, stop <-chan struct{}, free <-chan *ro
 			}
 			b.n++
 		}
-		if b.n > 0 && !give(b) {
+		b.last, b.end = true, len(raw) < eachChunk
+		if !give(b) || b.end {
 			return
 		}
-		if len(raw) < eachChunk {
-			return
-		}
-		from += uint64(len(raw))
 	}
 }
 
