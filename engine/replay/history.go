@@ -64,12 +64,13 @@ type Call struct {
 	// them, kept by the first reading while the History's budget lasted (Load needs no
 	// second reading then).
 	paged, loaded bool
-	kept          atomic.Pointer[kept]
+	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
+	// an operator's verdict (VerdictCalls). Beside the other flags: a Call is 320 bytes, not
+	// 352 (a replay keeps one for every call of its run).
+	Decision bool
+	kept     atomic.Pointer[kept]
 	// interrupted is the reason of its interrupt_requested row ("" without one).
 	interrupted string
-	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
-	// an operator's verdict (VerdictCalls).
-	Decision bool
 	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
 	Placement string
 	Alloc     int
