@@ -811,24 +811,47 @@ func (h *History) Load(c *Call) (*Call, error) {
 // time, built from what the History kept of its rows when it kept them: a shadow replay
 // delivers thousands of calls and needs none of their rows.
 func (h *History) LoadResult(c *Call, omitSeqs bool) (result.CallResult, time.Time, error) {
-	if k := c.kept.Load(); k != nil && k != keptTaken && c.kept.CompareAndSwap(k, keptTaken) {
-		rec := result.Recorded{Call: c.ID, Role: c.Role, Requested: k.requested, Configured: k.configured,
-			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndSeq: c.EndSeq, Reason: c.EndReason, Output: k.output,
-			TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
-		if k.thread != nil {
-			rec.ThreadID = k.thread.id
-		}
-		cr := rec.Result(h.Run)
-		if omitSeqs {
-			cr = cr.WithoutSeqs()
-		}
-		return cr, k.endAt, nil
+	if d, ok := h.TakeKept(c, omitSeqs); ok {
+		return d.Result, d.EndAt, nil
 	}
 	full, err := h.Load(c)
 	if err != nil {
 		return result.CallResult{}, time.Time{}, err
 	}
 	return full.Result(h.Run, omitSeqs), full.Terminal.At, nil
+}
+
+// Delivery is what a settled call's delivery takes of its rows, made of what a paged History
+// kept of them: its CallResult (Result with omitSeqs), its terminal row's time, and its thread.
+type Delivery struct {
+	Result result.CallResult
+	EndAt  time.Time
+	Thread *KeptThread // nil: the call had no thread
+}
+
+// KeptThread is what is kept of a call's thread_started row (one no pull backend bound).
+type KeptThread struct{ ID, Model, Effort, Cwd, RolloutPath string }
+
+// TakeKept gives, once, the Delivery of a call whose rows the History kept (false when it did
+// not: Load reads them again); Load gives that call no rows after.
+func (h *History) TakeKept(c *Call, omitSeqs bool) (Delivery, bool) {
+	k := c.kept.Load()
+	if k == nil || k == keptTaken || !c.kept.CompareAndSwap(k, keptTaken) {
+		return Delivery{}, false
+	}
+	rec := result.Recorded{Call: c.ID, Role: c.Role, Requested: k.requested, Configured: k.configured,
+		PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndSeq: c.EndSeq, Reason: c.EndReason, Output: k.output,
+		TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
+	d := Delivery{EndAt: k.endAt}
+	if t := k.thread; t != nil {
+		rec.ThreadID = t.id
+		d.Thread = &KeptThread{ID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+	}
+	d.Result = rec.Result(h.Run)
+	if omitSeqs {
+		d.Result = d.Result.WithoutSeqs()
+	}
+	return d, true
 }
 
 // takePrefetched is what Prefetch loaded of c, if it has: a delivery takes it without waiting

@@ -122,6 +122,24 @@ func (c *call) fromRecord(rec *replay.Call) {
 	}
 }
 
+// fromKept is fromRecord for a settled call delivered from what the History kept of its rows
+// (replay.Delivery): its identity, its thread, and a state machine that took its thread and
+// terminal rows, as fromRecord gives such a call.
+func (c *call) fromKept(rec *replay.Call, d replay.Delivery) {
+	if c.running == nil {
+		sm := callstate.New(rec.ID)
+		if d.Thread != nil {
+			_ = sm.Apply(&journal.Row{Type: journal.TypeThreadStarted, Call: rec.ID})
+		}
+		_ = sm.Apply(&journal.Row{Type: rec.EndType, Seq: rec.EndSeq, Call: rec.ID})
+		c.running = &running{sm: sm}
+	}
+	c.id, c.preparedSeq, c.attempt, c.stepAttempts = rec.ID, rec.PreparedSeq, rec.Attempt, rec.StepAttempts
+	if t := d.Thread; t != nil {
+		c.th = backend.Thread{ID: t.ID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
+	}
+}
+
 // placementOrNil is the call's directory, nil when it has none (or never ran).
 func (c *call) placementOrNil() *placer.Placement {
 	if c.running == nil {
@@ -769,6 +787,12 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 // journal that cannot be read again stops the run.
 func (r *runner) replayed(c *call, rec *replay.Call) func() {
 	return func() {
+		if d, ok := r.h.TakeKept(rec, r.spec.OmitCallSeqs); ok {
+			// What the first reading kept: no rows are made again for the delivery.
+			c.fromKept(rec, d)
+			r.deliver(c, ending{typ: rec.EndType, reason: rec.EndReason, seq: rec.EndSeq, at: d.EndAt}, &d.Result, true)()
+			return
+		}
 		full, err := r.h.Load(rec)
 		if err != nil {
 			r.stop(err)
@@ -780,24 +804,39 @@ func (r *runner) replayed(c *call, rec *replay.Call) func() {
 	}
 }
 
+// ending is what a call's delivery reads of its terminal row.
+type ending struct {
+	typ, reason string
+	seq         uint64
+	at          time.Time
+}
+
 // delivery is what gives the script a call's CallResult: cr when the record has it built,
 // else built from the call's rows. It runs under the replay's lock and must not take r.mu.
 func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, replayed bool) func() {
+	end := ending{typ: row.Type, reason: row.Reason, seq: row.Seq, at: row.At}
+	if cr != nil {
+		return r.deliver(c, end, cr, replayed)
+	}
 	return func() {
-		status := journal.StatusOf(row.Type)
-		if cr == nil {
-			c.mu.Lock()
-			thread := c.thread
-			c.mu.Unlock()
-			built := result.Build(r.id, c.prepared, thread, row)
-			if r.spec.OmitCallSeqs {
-				built = built.WithoutSeqs()
-			}
-			cr = &built
+		c.mu.Lock()
+		thread := c.thread
+		c.mu.Unlock()
+		built := result.Build(r.id, c.prepared, thread, row)
+		if r.spec.OmitCallSeqs {
+			built = built.WithoutSeqs()
 		}
-		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: row.Reason, Replayed: replayed})
+		r.deliver(c, end, &built, replayed)()
+	}
+}
+
+// deliver gives the script cr, the CallResult of c, which ended as end says.
+func (r *runner) deliver(c *call, end ending, cr *result.CallResult, replayed bool) func() {
+	return func() {
+		status := journal.StatusOf(end.typ)
+		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: c.id, Role: c.req.Role, Node: c.req.Node, Status: status, Reason: end.reason, Replayed: replayed})
 		c.settle(ScriptResult(*cr), func() (after func()) {
-			r.clock = row.At
+			r.clock = end.at
 			if replayed {
 				// What the script does with a recorded result, an earlier process did and
 				// printed: its lines are muted until the script awaits again.
@@ -810,9 +849,9 @@ func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, repl
 			if c.prepared != nil {
 				prepared = c.prepared.Seq
 			}
-			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: row.Seq, prev: c.resumeOf}
+			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: end.seq, prev: c.resumeOf}
 			r.mu.Unlock()
-			if row.Type == journal.TypeOutcomeUnknown {
+			if end.typ == journal.TypeOutcomeUnknown {
 				r.book.Told(c.req.Node, c.id)
 			}
 			return after
