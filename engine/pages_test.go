@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -66,4 +67,62 @@ export default async function main({ calls }) {
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[500500, true, true]`, string(end.Result), "the sum of 1..1000, each answer to its own call")
+}
+
+// A recorded call a resume delivers from what its first reading kept, or from its rows read
+// again, gives the script the same CallResult, and a continuation of it goes on with its
+// thread: the kept thread is the call's own.
+func TestAKeptCallIsDeliveredAsItsRowsWouldBe(t *testing.T) {
+	t.Parallel()
+	const wf = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "Look at A" });
+  await crw.decide({ id: "go", question: "Go on?", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "Go on from A", resume: a.handle });
+  return [JSON.stringify(a), b.status, b.meta.threadId];
+}`
+	results := map[string]string{}
+	for name, budget := range map[string]int{"kept": 0, "read again": -1} {
+		ctx := context.Background()
+		svc, _ := enginetest.LocalService(t)
+		svc.ReplayBudget = budget
+		path := filepath.Join(t.TempDir(), "wf.js")
+		require.NoError(t, os.WriteFile(path, []byte(wf), 0o644))
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: path})
+		require.NoError(t, err)
+		answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "a"}, "turns": [{"text": "A is fine", "tokens": {"input": 7, "output": 3}}]}]}`))
+		require.NoError(t, err)
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		require.NoError(t, err)
+		require.Equal(t, store.RunWaitingDecision, end.Status, "%s: %+v", name, end.Error)
+		_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"ok": true}`), "uid 1", false)
+		require.NoError(t, err)
+		end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+		require.NoError(t, err)
+		require.Equal(t, store.RunCompleted, end.Status, "%s: %+v", name, end.Error)
+		var got []string
+		require.NoError(t, json.Unmarshal(end.Result, &got), name)
+		require.Len(t, got, 3, name)
+		assert.Equal(t, []string{"completed", "fake-c2"}, got[1:], "%s: the continuation ran on a thread of its own", name)
+		var a map[string]any
+		require.NoError(t, json.Unmarshal([]byte(got[0]), &a), name)
+		assert.Equal(t, "completed", a["status"], name)
+		assert.Equal(t, "A is fine", a["output"], name)
+		meta := a["meta"].(map[string]any)
+		assert.Equal(t, "fake-c1", meta["threadId"], name)
+		assert.Equal(t, []any{"fake-c1-t1"}, meta["turnIds"], name)
+		assert.Equal(t, 10.0, meta["tokens"].(map[string]any)["total"], name)
+		results[name] = strings.ReplaceAll(got[0], id, "RUN") // two runs: their ids differ
+
+		var chained string
+		require.NoError(t, svc.Store.Rows(ctx, id, 1, func(r *journal.Row) error {
+			if r.Type == journal.TypeThreadStarted && r.Call == "c2" {
+				chained = r.ChainThread
+			}
+			return nil
+		}))
+		assert.Equal(t, "fake-c1", chained, "%s: the continuation carries the thread of the call it resumes", name)
+	}
+	assert.Equal(t, results["read again"], results["kept"])
 }
