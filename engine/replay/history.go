@@ -64,6 +64,9 @@ type Call struct {
 	// them, kept by the first reading while the History's budget lasted (Load needs no
 	// second reading then).
 	paged, loaded bool
+	// threadBound: its thread_started row is a pull backend's binding (Via), which what is
+	// kept of a thread does not hold: its rows are read again whole.
+	threadBound bool
 	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
 	// an operator's verdict (VerdictCalls). Beside the other flags: a Call is 320 bytes, not
 	// 352 (a replay keeps one for every call of its run).
@@ -273,13 +276,13 @@ type History struct {
 	src        Source
 	loadMu     sync.Mutex
 	cursor     uint64
-	pending    map[*Call]*Call
+	pending    map[*Call]*reread
 	keptWeight int
 
 	// What Prefetch loaded ahead of the deliveries (under prefetchMu, not loadMu, which
 	// Prefetch holds while it reads a page), the room it has left, and how it is stopped.
 	prefetchMu sync.Mutex
-	prefetched map[*Call]*Call
+	prefetched map[*Call]*reread
 	room       chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
@@ -338,7 +341,7 @@ func ReadPagesWithin(src Source, budget int) (*History, error) {
 	if err := h.hydrate(src); err != nil {
 		return nil, err
 	}
-	h.src, h.cursor, h.pending, h.prefetched = src, h.LastSeq+1, map[*Call]*Call{}, map[*Call]*Call{}
+	h.src, h.cursor, h.pending, h.prefetched = src, h.LastSeq+1, map[*Call]*reread{}, map[*Call]*reread{}
 	for _, c := range h.ByID {
 		if c.paged && c.kept.Load() == nil {
 			// Load reads again from the first row of a call whose rows were not kept.
@@ -365,6 +368,9 @@ type kept struct {
 	turnIDs               []string
 	repairUsed            bool
 	tokens                *journal.Tokens
+	// preparedSeen and endSeen: a second reading (History.keep) read its prepared and its
+	// terminal row.
+	preparedSeen, endSeen bool
 }
 
 // keptTaken stands for the kept rows of a call Load gave.
@@ -510,6 +516,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	}
 	if !c.paged {
 		b.attach(c, row)
+	}
+	if row.Type == journal.TypeThreadStarted {
+		c.threadBound = row.Via != ""
 	}
 	if k := b.parts[c]; k != nil && row.Type == journal.TypeThreadStarted {
 		if row.Via != "" {
@@ -797,14 +806,34 @@ func (h *History) Load(c *Call) (*Call, error) {
 		return c.fromKept(k), nil
 	}
 	if got := h.takePrefetched(c); got != nil {
-		return got, nil
+		return got.rows(c), nil
 	}
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
 	if got := h.takePrefetched(c); got != nil {
-		return got, nil // Prefetch was loading it
+		return got.rows(c), nil // Prefetch was loading it
 	}
-	return h.loadLocked(c)
+	got, err := h.loadLocked(c)
+	if err != nil {
+		return nil, err
+	}
+	return got.rows(c), nil
+}
+
+// reread is what the second reading of a paged call gave: what its delivery reads of its rows
+// (kept, as a first reading keeps them), or its rows themselves (call) when a pull backend
+// bound its thread, whose binding a kept thread does not hold.
+type reread struct {
+	kept *kept
+	call *Call
+}
+
+// rows is the call c with the rows its delivery reads.
+func (r *reread) rows(c *Call) *Call {
+	if r.kept != nil {
+		return c.fromKept(r.kept)
+	}
+	return r.call
 }
 
 // LoadResult is what Load and then Result give of a settled call, with its terminal row's
@@ -837,8 +866,16 @@ type KeptThread struct{ ID, Model, Effort, Cwd, RolloutPath string }
 func (h *History) TakeKept(c *Call, omitSeqs bool) (Delivery, bool) {
 	k := c.kept.Load()
 	if k == nil || k == keptTaken || !c.kept.CompareAndSwap(k, keptTaken) {
-		return Delivery{}, false
+		// What Prefetch read again of it, if it is what a first reading keeps.
+		if k = h.takePrefetchedKept(c); k == nil {
+			return Delivery{}, false
+		}
 	}
+	return h.delivery(c, k, omitSeqs), true
+}
+
+// delivery is the Delivery of the settled call c made of what was kept of its rows.
+func (h *History) delivery(c *Call, k *kept, omitSeqs bool) Delivery {
 	rec := result.Recorded{Call: c.ID, Role: c.Role, Requested: k.requested, Configured: k.configured,
 		PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndSeq: c.EndSeq, Reason: c.EndReason, Output: k.output,
 		TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
@@ -851,12 +888,12 @@ func (h *History) TakeKept(c *Call, omitSeqs bool) (Delivery, bool) {
 	if omitSeqs {
 		d.Result = d.Result.WithoutSeqs()
 	}
-	return d, true
+	return d
 }
 
 // takePrefetched is what Prefetch loaded of c, if it has: a delivery takes it without waiting
 // for the page Prefetch may be reading meanwhile.
-func (h *History) takePrefetched(c *Call) *Call {
+func (h *History) takePrefetched(c *Call) *reread {
 	h.prefetchMu.Lock()
 	got, ok := h.prefetched[c]
 	delete(h.prefetched, c)
@@ -868,7 +905,22 @@ func (h *History) takePrefetched(c *Call) *Call {
 	return got
 }
 
-func (h *History) loadLocked(c *Call) (*Call, error) {
+// takePrefetchedKept is what Prefetch read again of c when it is what a first reading keeps
+// (nil otherwise, and what it read is left for Load).
+func (h *History) takePrefetchedKept(c *Call) *kept {
+	h.prefetchMu.Lock()
+	got, ok := h.prefetched[c]
+	if !ok || got.kept == nil {
+		h.prefetchMu.Unlock()
+		return nil
+	}
+	delete(h.prefetched, c)
+	h.prefetchMu.Unlock()
+	<-h.room
+	return got.kept
+}
+
+func (h *History) loadLocked(c *Call) (*reread, error) {
 	if c.loaded {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s were read again already", h.Run, c.ID)
 	}
@@ -888,7 +940,7 @@ func (h *History) loadLocked(c *Call) (*Call, error) {
 	}
 	got := h.pending[c]
 	delete(h.pending, c)
-	if got == nil || got.Prepared == nil || got.Terminal == nil {
+	if got == nil || !got.whole() {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: the rows of call %s (seq %d to %d) cannot be read again", h.Run, c.ID, c.PreparedSeq, c.EndSeq)
 	}
 	c.loaded = true
@@ -946,7 +998,9 @@ func (h *History) StopPrefetch() {
 	}
 }
 
-// keep keeps a row Load will need: one of a Paged call's rows a CallResult is built from.
+// keep keeps what Load will need of a row: of one of a Paged call's rows a CallResult is
+// built from, what a first reading keeps (kept), or, of a call whose thread a pull backend
+// bound, the row itself.
 func (h *History) keep(p *journal.Row) {
 	c := h.ByID[p.Call]
 	if p.Call == "" || c == nil || !c.Paged() || c.kept.Load() != nil || p.Seq < c.PreparedSeq || p.Seq > c.EndSeq {
@@ -959,19 +1013,43 @@ func (h *History) keep(p *journal.Row) {
 	}
 	got := h.pending[c]
 	if got == nil {
-		got = &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
-			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
+		got = &reread{}
+		if c.threadBound {
+			got.call = &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+				PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
+		} else {
+			got.kept = &kept{}
+		}
 		h.pending[c] = got
+	}
+	if k := got.kept; k != nil {
+		switch {
+		case p.Type == journal.TypePrepared:
+			k.preparedAt, k.requested, k.configured, k.preparedSeen = p.At, p.RequestedPair, p.ConfiguredPair, true
+		case p.Type == journal.TypeThreadStarted:
+			k.thread = &keptThread{id: p.ThreadID, model: p.Model, effort: p.Effort, cwd: p.Cwd, rollout: p.RolloutPath}
+		default:
+			k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens, k.endSeen = p.At, p.Output, p.TurnIDs, p.RepairUsed, p.Tokens, true
+		}
+		return
 	}
 	row := *p // its own copy: the row read is reused
 	switch {
 	case row.Type == journal.TypePrepared:
-		got.Prepared = &row
+		got.call.Prepared = &row
 	case row.Type == journal.TypeThreadStarted:
-		got.Thread = &row
+		got.call.Thread = &row
 	default:
-		got.Terminal = &row
+		got.call.Terminal = &row
 	}
+}
+
+// whole reports whether the reading gave the call's prepared and terminal rows.
+func (r *reread) whole() bool {
+	if r.kept != nil {
+		return r.kept.preparedSeen && r.kept.endSeen
+	}
+	return r.call.Prepared != nil && r.call.Terminal != nil
 }
 
 // PreparedRow is a call's prepared row, read again from the journal for a Paged call (what a

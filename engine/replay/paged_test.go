@@ -165,6 +165,26 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 			assert.Error(t, err, "a call is loaded once")
 			continue
 		}
+		if i%2 == 1 {
+			// A shadow's or a resume's delivery: what Prefetch read, without rows made again.
+			d, ok := paged.TakeKept(c, true)
+			if i < replay.PrefetchAhead {
+				require.True(t, ok, "%s: prefetched, it is delivered from what was read", c.ID)
+			}
+			if !ok {
+				// Not read yet: Load reads it (the prefetch is not waited for).
+				got, err := paged.Load(c)
+				require.NoError(t, err, c.ID)
+				require.Equal(t, full.ByID[c.ID].Result(full.Run, false), got.Result(paged.Run, false), c.ID)
+				continue
+			}
+			require.Equal(t, full.ByID[c.ID].Result(full.Run, true), d.Result, c.ID)
+			require.Equal(t, full.ByID[c.ID].Terminal.At, d.EndAt, c.ID)
+			require.Equal(t, "th-"+c.ID, d.Thread.ID)
+			_, err := paged.Load(c)
+			require.Error(t, err, "%s: a call is loaded once", c.ID)
+			continue
+		}
 		got, err := paged.Load(c)
 		require.NoError(t, err, c.ID)
 		require.Equal(t, full.ByID[c.ID].Result(full.Run, false), got.Result(paged.Run, false), c.ID)
