@@ -14,11 +14,11 @@ func TestPercentFor(t *testing.T) {
 		live uint64
 		want int
 	}{
-		{0, 300},
-		{10 << 20, 300},
-		{32 << 20, 300},
-		{48 << 20, 200},
-		{96 << 20, 100},
+		{0, 200},
+		{10 << 20, 200},
+		{32 << 20, 200},
+		{40 << 20, 160},
+		{64 << 20, 100},
 		{1 << 30, 100},
 	} {
 		assert.Equal(t, c.want, PercentFor(c.live), "live %d MiB", c.live>>20)
@@ -26,7 +26,7 @@ func TestPercentFor(t *testing.T) {
 }
 
 // TestTuneFollowsTheLiveHeap: with 200 MiB live the target drops to 100%, and goes back to
-// 300% once the heap is small again.
+// 200% once the heap is small again.
 func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 200 MiB")
@@ -50,5 +50,5 @@ func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	}
 	becomes(100)
 	runtime.KeepAlive(big)
-	becomes(300)
+	becomes(200)
 }
