@@ -97,11 +97,44 @@ type running struct {
 type endedCall struct {
 	id, node, role string
 	status         journal.CallStatus
-	th             backend.Thread
+	// th is its thread (ID "": it had none); nil for a call a replay delivered, whose thread is
+	// read back from the journal when a continuation names it (endedThread): a resume of many
+	// recorded calls keeps no thread of each.
+	th *backend.Thread
 	// Where its prepared and terminal rows are (0: none, an outcome left unrecorded), and the
 	// call it continued: a continuation of it reads its conversation from the journal.
 	preparedSeq, endSeq uint64
 	prev                *endedCall
+}
+
+// thread is e's thread, once resumes has read it (the zero Thread before, and without one).
+func (e *endedCall) thread() backend.Thread {
+	if e.th == nil {
+		return backend.Thread{}
+	}
+	return *e.th
+}
+
+// endedThread reads back from the journal the thread of a call a replay delivered: its
+// thread_started row between its prepared and terminal rows (none: it had no thread).
+func (r *runner) endedThread(e *endedCall) (*backend.Thread, error) {
+	th := &backend.Thread{}
+	if e.preparedSeq == 0 || e.endSeq < e.preparedSeq {
+		return th, nil
+	}
+	if err := r.j.Sync(e.endSeq); err != nil {
+		return nil, err
+	}
+	rows, err := r.rowsOf(e.id, e.preparedSeq, e.endSeq)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if rows[i].Type == journal.TypeThreadStarted {
+			*th = threadOf(&rows[i])
+		}
+	}
+	return th, nil
 }
 
 // fromRecord takes a call's identity, and the turns it started, from the journal's account of
@@ -288,6 +321,18 @@ func (r *runner) resumes(handle string) (of *endedCall, foreign bool, err error)
 		return nil, false, errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", handle, callID)
 	case of == nil:
 		return nil, false, errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", handle)
+	}
+	if of.th == nil {
+		th, err := r.endedThread(of)
+		if err != nil {
+			// The journal failed this process (its lease lost): the run stops, nothing more is
+			// written, and the next process reads the thread again. The script is not told.
+			r.stop(err)
+			return of, false, nil
+		}
+		r.mu.Lock()
+		of.th = th
+		r.mu.Unlock()
 	}
 	return of, false, nil
 }
@@ -492,7 +537,7 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 			t.Sent = &sent.Sent
 		}
 		if th.ID == "" && c.resumeOf != nil {
-			t.From = c.resumeOf.th
+			t.From = c.resumeOf.thread()
 			from := c.resumeOf
 			t.Conversation = func() ([]backend.Exchange, error) { return r.conversation(from) }
 		}
@@ -627,7 +672,7 @@ func (c *call) Thread(th backend.Thread) {
 	c.th = th
 	if c.resumeOf != nil {
 		row.ChainedFrom = c.req.Resume
-		row.ChainThread = c.resumeOf.th.ID
+		row.ChainThread = c.resumeOf.thread().ID
 	}
 	c.r.mu.Unlock()
 	if th.Bind != nil {
@@ -849,7 +894,12 @@ func (r *runner) deliver(c *call, end ending, cr *result.CallResult, replayed bo
 			if c.prepared != nil {
 				prepared = c.prepared.Seq
 			}
-			r.ended[c.id] = &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, th: c.th, preparedSeq: prepared, endSeq: end.seq, prev: c.resumeOf}
+			e := &endedCall{id: c.id, node: c.req.Node, role: c.req.Role, status: status, preparedSeq: prepared, endSeq: end.seq, prev: c.resumeOf}
+			if !replayed {
+				th := c.th
+				e.th = &th
+			}
+			r.ended[c.id] = e
 			r.mu.Unlock()
 			if end.typ == journal.TypeOutcomeUnknown {
 				r.book.Told(c.req.Node, c.id)

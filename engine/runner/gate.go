@@ -38,7 +38,7 @@ func (r *runner) gateLocked(c *call) *journal.Row {
 		r.budgetHeld = true
 		return journal.Held("budget_exhausted", fmt.Sprintf("the run has spent %d of %d tokens", r.spent.Total, b))
 	}
-	if c.resumeOf != nil && c.resumeOf.th.ID == "" {
+	if c.resumeOf != nil && c.resumeOf.thread().ID == "" {
 		return journal.Refused("policy_refused", fmt.Sprintf("call %s has no thread to continue", c.resumeOf.id))
 	}
 	return nil
