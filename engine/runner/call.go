@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/runner/readback"
+
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/callstate"
@@ -108,33 +110,18 @@ type endedCall struct {
 }
 
 // thread is e's thread, once resumes has read it (the zero Thread before, and without one).
-func (e *endedCall) thread() backend.Thread {
-	if e.th == nil {
-		return backend.Thread{}
+func (e *endedCall) thread() (th backend.Thread) {
+	if e.th != nil {
+		th = *e.th
 	}
-	return *e.th
+	return th
 }
 
-// endedThread reads back from the journal the thread of a call a replay delivered: its
-// thread_started row between its prepared and terminal rows (none: it had no thread).
+// endedThread reads back from the journal the thread of a call a replay delivered (the zero
+// Thread: it had none).
 func (r *runner) endedThread(e *endedCall) (*backend.Thread, error) {
-	th := &backend.Thread{}
-	if e.preparedSeq == 0 || e.endSeq < e.preparedSeq {
-		return th, nil
-	}
-	if err := r.j.Sync(e.endSeq); err != nil {
-		return nil, err
-	}
-	rows, err := r.rowsOf(e.id, e.preparedSeq, e.endSeq)
-	if err != nil {
-		return nil, err
-	}
-	for i := range rows {
-		if rows[i].Type == journal.TypeThreadStarted {
-			*th = threadOf(&rows[i])
-		}
-	}
-	return th, nil
+	th, err := readback.EndedThread(r.j, e.id, e.preparedSeq, e.endSeq)
+	return &th, err
 }
 
 // fromRecord takes a call's identity, and the turns it started, from the journal's account of
@@ -145,7 +132,7 @@ func (c *call) fromRecord(rec *replay.Call) {
 	}
 	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt, rec.StepAttempts
 	if rec.Thread != nil {
-		c.th = threadOf(rec.Thread)
+		c.th = readback.Thread(rec.Thread)
 	}
 	for _, t := range rec.Turns {
 		c.turnIDs = append(c.turnIDs, t.TurnID)
@@ -192,15 +179,6 @@ func (c *call) take(row *journal.Row) bool {
 		return false
 	}
 	return true
-}
-
-func threadOf(row *journal.Row) backend.Thread {
-	t := row.AsThreadStarted()
-	th := backend.Thread{ID: t.ThreadID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
-	if b := pull.ReadBind(row); b != nil {
-		th.Bind = b
-	}
-	return th
 }
 
 // Call implements agent.Caller: it runs on the loop goroutine in the order the script issues
@@ -620,7 +598,7 @@ func (r *runner) goOnFrom(row *journal.Row, held *replay.Call) {
 		return
 	}
 	// The history keeps an ended call's summary, not its rows: they are read again.
-	rows, err := r.rowsOf(held.ID, held.PreparedSeq, held.EndSeq)
+	rows, err := readback.Rows(r.j, held.ID, held.PreparedSeq, held.EndSeq)
 	if err != nil {
 		return // it starts from its task, as a generation whose rows say nothing would
 	}
@@ -801,7 +779,7 @@ func (r *runner) end(c *call, row *journal.Row) {
 	if placement != nil {
 		r.placer.Park(placement, endSeq)
 	}
-	r.replay.Live(r.delivery(c, row, nil, false))
+	r.replay.Live(r.delivery(c, row))
 	r.mu.Unlock()
 	r.progress.Flush()
 	r.flushSoon()
@@ -822,7 +800,7 @@ func (r *runner) endUnrecorded(c *call, row *journal.Row) {
 		return
 	}
 	r.book.HoldFor(c.req.Node, c.id)
-	r.replay.Live(r.delivery(c, row, nil, false))
+	r.replay.Live(r.delivery(c, row))
 	r.mu.Unlock()
 	r.progress.Flush()
 }
@@ -844,8 +822,8 @@ func (r *runner) replayed(c *call, rec *replay.Call) func() {
 			return
 		}
 		c.fromRecord(full)
-		cr := full.Result(r.id, r.spec.OmitCallSeqs)
-		r.delivery(c, full.Terminal, &cr, true)()
+		cr, t := full.Result(r.id, r.spec.OmitCallSeqs), full.Terminal
+		r.deliver(c, ending{typ: t.Type, reason: t.Reason, seq: t.Seq, at: t.At}, &cr, true)()
 	}
 }
 
@@ -856,13 +834,9 @@ type ending struct {
 	at          time.Time
 }
 
-// delivery is what gives the script a call's CallResult: cr when the record has it built,
-// else built from the call's rows. It runs under the replay's lock and must not take r.mu.
-func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, replayed bool) func() {
-	end := ending{typ: row.Type, reason: row.Reason, seq: row.Seq, at: row.At}
-	if cr != nil {
-		return r.deliver(c, end, cr, replayed)
-	}
+// delivery gives the script the CallResult of a call that ended live with row, built from its
+// rows. It runs under the replay's lock and must not take r.mu.
+func (r *runner) delivery(c *call, row *journal.Row) func() {
 	return func() {
 		c.mu.Lock()
 		thread := c.thread
@@ -871,11 +845,12 @@ func (r *runner) delivery(c *call, row *journal.Row, cr *result.CallResult, repl
 		if r.spec.OmitCallSeqs {
 			built = built.WithoutSeqs()
 		}
-		r.deliver(c, end, &built, replayed)()
+		r.deliver(c, ending{typ: row.Type, reason: row.Reason, seq: row.Seq, at: row.At}, &built, false)()
 	}
 }
 
-// deliver gives the script cr, the CallResult of c, which ended as end says.
+// deliver gives the script cr, the CallResult of c, which ended as end says. It runs under
+// the replay's lock and must not take r.mu.
 func (r *runner) deliver(c *call, end ending, cr *result.CallResult, replayed bool) func() {
 	return func() {
 		status := journal.StatusOf(end.typ)

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crw-dev/crw/engine/runner/readback"
+
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
@@ -582,7 +584,7 @@ func (r *runner) stopTurns(rec *replay.Call) {
 	for _, t := range rec.Turns {
 		turns = append(turns, t.TurnID)
 	}
-	stopper.StopTurns(context.WithoutCancel(r.ctx), backend.Call{ID: rec.ID, Index: rec.Index, Role: rec.Role, Node: rec.Node}, threadOf(rec.Thread), turns)
+	stopper.StopTurns(context.WithoutCancel(r.ctx), backend.Call{ID: rec.ID, Index: rec.Index, Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread), turns)
 }
 
 // endUnmade ends the calls of the journal that the resumed script did not make again and that
@@ -631,7 +633,7 @@ func (r *runner) endUnmade(cancelled bool) {
 		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
 		if rec.Thread != nil {
-			threads = append(threads, ended{backend.Call{ID: id, Index: rec.Index, Role: rec.Role, Node: rec.Node}, threadOf(rec.Thread)})
+			threads = append(threads, ended{backend.Call{ID: id, Index: rec.Index, Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread)})
 		}
 	}
 	var seq uint64
