@@ -361,7 +361,7 @@ const KeptBudget = 6 << 20
 type kept struct {
 	preparedAt, endAt     time.Time
 	requested, configured *journal.Pair
-	thread                *keptThread   // nil: the call had no thread
+	thread                *KeptThread   // nil: the call had no thread
 	bound                 bool          // its thread a pull backend bound: its rows are read again
 	effect                *effectInputs // while the call is open: what its EffectKey is made of
 	output                json.RawMessage
@@ -376,8 +376,31 @@ type kept struct {
 // keptTaken stands for the kept rows of a call Load gave.
 var keptTaken = &kept{}
 
-// keptThread is what is kept of a call's thread_started row (one no pull backend bound).
-type keptThread struct{ id, model, effort, cwd, rollout string }
+// KeptThread is what is kept of a call's thread_started row (one no pull backend bound).
+type KeptThread struct{ ID, Model, Effort, Cwd, RolloutPath string }
+
+// Each reading of a journal, the first (builder) and the one a delivery asks for (keep),
+// takes what a delivery reads of a call's rows with these, so both keep the same.
+
+// takePrepared takes what a delivery reads of a call's prepared row.
+func (k *kept) takePrepared(row *journal.Row) {
+	k.preparedAt, k.requested, k.configured, k.preparedSeen = row.At, row.RequestedPair, row.ConfiguredPair, true
+}
+
+// takeThread takes a call's thread_started row; name gives the one string kept of a name
+// many rows repeat (the builder's), nil: the row's own.
+func (k *kept) takeThread(row *journal.Row, name func(string) string) {
+	t := row.AsThreadStarted()
+	if name == nil {
+		name = func(s string) string { return s }
+	}
+	k.thread = &KeptThread{ID: t.ThreadID, Model: name(t.Model), Effort: name(t.Effort), Cwd: name(t.Cwd), RolloutPath: t.RolloutPath}
+}
+
+// takeEnd takes what a delivery reads of a call's terminal row.
+func (k *kept) takeEnd(row *journal.Row) {
+	k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens, k.endSeen = row.At, row.Output, row.TurnIDs, row.RepairUsed, row.Tokens, true
+}
 
 // weight is about what k holds in memory.
 func (k *kept) weight() int {
@@ -386,7 +409,7 @@ func (k *kept) weight() int {
 		w += 16 + len(t)
 	}
 	if t := k.thread; t != nil {
-		w += 80 + len(t.id) + len(t.rollout)
+		w += 80 + len(t.ID) + len(t.RolloutPath)
 	}
 	if e := k.effect; e != nil {
 		w += len(e.prompt) // a held call's, which may end again
@@ -412,7 +435,7 @@ func (c *Call) fromKept(k *kept) *Call {
 	got := &all.call
 	got.Prepared, got.Terminal = &all.prepared, &all.terminal
 	if t := k.thread; t != nil {
-		all.thread = journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+		all.thread = journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.ID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
 		got.Thread = &all.thread
 	}
 	return got
@@ -524,8 +547,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		if row.Via != "" {
 			k.bound = true // a pull backend's thread, with its binding: read again (Load)
 		} else {
-			t := row.AsThreadStarted()
-			k.thread = &keptThread{id: t.ThreadID, model: b.name(t.Model), effort: b.name(t.Effort), cwd: b.name(t.Cwd), rollout: t.RolloutPath}
+			k.takeThread(row, b.name)
 		}
 	}
 	switch {
@@ -561,8 +583,9 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	if b.paged {
 		// What its delivery reads of the row, and what its EffectKey is made of should it end
 		// unknown (the row is gone by then).
-		b.parts[fresh] = &kept{preparedAt: row.At, requested: row.RequestedPair, configured: row.ConfiguredPair,
-			effect: &effectInputs{row.Role, row.Node, row.Prompt, row.PromptDigest, row.SchemaDigest}}
+		k := &kept{effect: &effectInputs{row.Role, row.Node, row.Prompt, row.PromptDigest, row.SchemaDigest}}
+		k.takePrepared(row)
+		b.parts[fresh] = k
 	}
 	if c != nil {
 		fresh.Attempt, fresh.StepAttempts = c.Attempt+1, c.StepAttempts
@@ -642,7 +665,7 @@ func (b *builder) keep(c *Call, terminal *journal.Row) {
 	if k == nil {
 		return
 	}
-	k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens = terminal.At, terminal.Output, terminal.TurnIDs, terminal.RepairUsed, terminal.Tokens
+	k.takeEnd(terminal)
 	if c.EndType != journal.TypeHeld {
 		k.effect = nil // its key was made at its end, if it was to be; a held call may end again
 	}
@@ -858,9 +881,6 @@ type Delivery struct {
 	Thread *KeptThread // nil: the call had no thread
 }
 
-// KeptThread is what is kept of a call's thread_started row (one no pull backend bound).
-type KeptThread struct{ ID, Model, Effort, Cwd, RolloutPath string }
-
 // TakeKept gives, once, the Delivery of a call whose rows the History kept (false when it did
 // not: Load reads them again); Load gives that call no rows after.
 func (h *History) TakeKept(c *Call, omitSeqs bool) (Delivery, bool) {
@@ -880,9 +900,8 @@ func (h *History) delivery(c *Call, k *kept, omitSeqs bool) Delivery {
 		PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndSeq: c.EndSeq, Reason: c.EndReason, Output: k.output,
 		TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens}
 	d := Delivery{EndAt: k.endAt}
-	if t := k.thread; t != nil {
-		rec.ThreadID = t.id
-		d.Thread = &KeptThread{ID: t.id, Model: t.model, Effort: t.effort, Cwd: t.cwd, RolloutPath: t.rollout}
+	if d.Thread = k.thread; d.Thread != nil {
+		rec.ThreadID = d.Thread.ID
 	}
 	d.Result = rec.Result(h.Run)
 	if omitSeqs {
@@ -1025,11 +1044,11 @@ func (h *History) keep(p *journal.Row) {
 	if k := got.kept; k != nil {
 		switch {
 		case p.Type == journal.TypePrepared:
-			k.preparedAt, k.requested, k.configured, k.preparedSeen = p.At, p.RequestedPair, p.ConfiguredPair, true
+			k.takePrepared(p)
 		case p.Type == journal.TypeThreadStarted:
-			k.thread = &keptThread{id: p.ThreadID, model: p.Model, effort: p.Effort, cwd: p.Cwd, rollout: p.RolloutPath}
+			k.takeThread(p, nil)
 		default:
-			k.endAt, k.output, k.turnIDs, k.repairUsed, k.tokens, k.endSeen = p.At, p.Output, p.TurnIDs, p.RepairUsed, p.Tokens, true
+			k.takeEnd(p)
 		}
 		return
 	}
