@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/runner/readback"
-
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/pull"
 	"github.com/crw-dev/crw/engine/callstate"
@@ -18,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/result"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/runner/readback"
 	"github.com/crw-dev/crw/engine/runner/turns"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"

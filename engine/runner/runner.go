@@ -28,8 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crw-dev/crw/engine/runner/readback"
-
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/callstate"
 	"github.com/crw-dev/crw/engine/inputs"
@@ -40,6 +38,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/ends"
 	"github.com/crw-dev/crw/engine/runner/pool"
 	"github.com/crw-dev/crw/engine/runner/progress"
+	"github.com/crw-dev/crw/engine/runner/readback"
 	"github.com/crw-dev/crw/engine/runner/runwarn"
 	"github.com/crw-dev/crw/engine/runner/scriptlog"
 	"github.com/crw-dev/crw/engine/runspec"
