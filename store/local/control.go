@@ -241,35 +241,17 @@ func (s *Store) RowsPage(ctx context.Context, run string, from uint64, limit int
 	if err := s.checkRun(run); err != nil {
 		return err
 	}
-	next, done := max(from, 1), 0
+	next, left := max(from, 1), limit
 	counted := func(r *journal.Row) error {
-		if limit > 0 && done == limit {
-			return errPageRead
-		}
 		if err := fn(r); err != nil {
 			return err
 		}
-		next, done = r.Seq+1, done+1
-		return nil
-	}
-	err := s.rows(ctx, run, &next, func() int {
-		if limit > 0 {
-			return limit - done
+		next = r.Seq + 1
+		if left--; left == 0 {
+			return errPageRead // 0 only for a page: left is below 0 all along without one
 		}
-		return 0
-	}, counted)
-	if errors.Is(err, errPageRead) {
 		return nil
 	}
-	return err
-}
-
-// errPageRead stops a read of a page that has read it all.
-var errPageRead = errors.New("page read")
-
-// rows reads the run's rows from *next on with fn, from its holder or its file, again when a
-// holder comes or goes meanwhile; left is how many rows are still to read (0: all).
-func (s *Store) rows(ctx context.Context, run string, next *uint64, left func() int, counted func(*journal.Row) error) error {
 	var last error
 	for attempt := 0; attempt < 20; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -277,9 +259,12 @@ func (s *Store) rows(ctx context.Context, run string, next *uint64, left func() 
 		}
 		var err error
 		if Held(s.root, run) {
-			err = s.rowsFromHolder(ctx, run, *next, counted)
+			err = s.rowsFromHolder(ctx, run, next, counted)
 		} else {
-			err = s.rowsFromFile(run, *next, left(), counted)
+			err = s.rowsFromFile(run, next, max(left, 0), counted)
+		}
+		if errors.Is(err, errPageRead) {
+			return nil
 		}
 		var rowsErr *rowsError
 		if !errors.As(err, &rowsErr) {
@@ -297,6 +282,9 @@ func (s *Store) rows(ctx context.Context, run string, next *uint64, left func() 
 	}
 	return errs.New(errs.RunUnavailable, "run %s: its journal could not be read while its holder came and went", run).Wrap(last)
 }
+
+// errPageRead stops a read of a page that has read it all.
+var errPageRead = errors.New("page read")
 
 // Summary implements store.Store: a held run's summary comes from its holder over the socket,
 // a run nobody holds has it read from its file without the rows. A journal written before
