@@ -201,14 +201,18 @@ func putSummary(meta *bbolt.Bucket, sum *journal.Summary) error {
 // foldSummary folds a batch into sum and stores it, within the batch's transaction.
 func foldSummary(tx *bbolt.Tx, sum *journal.Summary, batch []entry) error {
 	meta := tx.Bucket(bucketMeta)
-	idx, err := indexOf(tx)
+	disk, err := indexOf(tx)
 	if meta == nil || err != nil {
 		return fmt.Errorf("%w: no %q bucket or no index", ErrCorrupt, bucketMeta)
 	}
+	idx := stage(disk)
 	for i := range batch {
 		if err := sum.Add(batch[i].part, idx); err != nil {
 			return err
 		}
+	}
+	if err := idx.write(); err != nil {
+		return err
 	}
 	return putSummary(meta, sum)
 }

@@ -3,6 +3,8 @@ package journalfile_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +269,68 @@ func TestTheIndexIsKeptWithTheRows(t *testing.T) {
 	got.Verdicts[0].At = want.Verdicts[0].At
 	want.Open, want.TotalOpen = []journal.OpenCall{}, 0
 	assert.Equal(t, want, got, "made again when the journal was opened for writing")
+}
+
+// TestTheIndexIsTheFoldOfTheRowsAnyWayTheyAreCommitted: a commit's fold reads and writes each
+// record it touches once (staged), so a call's rows folded in one commit must leave the index a
+// row per commit leaves, which is the fold of the rows read back. Random journals of a few calls
+// that go through every record the index keeps: open, unknown, verdicts, a call prepared again.
+func TestTheIndexIsTheFoldOfTheRowsAnyWayTheyAreCommitted(t *testing.T) {
+	t.Parallel()
+	for seed := range int64(40) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		rows := randomIndexRows(rng)
+		j, path := journalfiletest.Create(t)
+		for len(rows) > 0 {
+			n := min(len(rows), 1+rng.IntN(6))
+			_, err := j.Write(rows[:n]...)
+			require.NoError(t, err)
+			rows = rows[n:]
+		}
+		got, err := j.Outstanding(1000)
+		require.NoError(t, err)
+		sum, err := j.Summary()
+		require.NoError(t, err)
+		all, err := j.Rows()
+		require.NoError(t, err)
+		require.NoError(t, j.Close())
+		wantSum, idx, err := journal.SummarizeIndexed(func(fn func(*journal.Row) error) error {
+			for i := range all {
+				if err := fn(&all[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		want := idx.Outstanding(1000)
+		want.Commits = wantSum.Commits
+		assert.Equal(t, want, got, "seed %d: the index", seed)
+		assert.Equal(t, wantSum, sum, "seed %d: the summary", seed)
+		journalfiletest.Check(t, path)
+	}
+}
+
+// randomIndexRows is a started row and 30 rows of calls c1..c4 in an order a run could write
+// them or a hand-written journal holds them: prepared, thread, turn, terminal rows of every
+// kind (outcome_unknown among them), verdicts on unknown outcomes, calls prepared again.
+func randomIndexRows(rng *rand.Rand) []*journal.Row {
+	rows := []*journal.Row{{Type: journal.TypeStarted, Run: journalfiletest.RunID}}
+	ends := []string{journal.TypeCompleted, journal.TypeOutcomeUnknown, journal.TypeHeld, journal.TypeRefused, journal.TypeSuperseded}
+	for range 30 {
+		call := fmt.Sprintf("c%d", 1+rng.IntN(4))
+		switch k := rng.IntN(10); {
+		case k < 3:
+			rows = append(rows, &journal.Row{Type: journal.TypePrepared, Call: call, Node: "n" + call, Role: "executor"})
+		case k < 5:
+			rows = append(rows, &journal.Row{Type: journal.TypeThreadStarted, Call: call, ThreadID: "th-" + call})
+		case k < 7:
+			rows = append(rows, &journal.Row{Type: journal.TypeTurnStarted, Call: call, TurnID: fmt.Sprintf("tu%d", len(rows))})
+		case k < 9:
+			rows = append(rows, &journal.Row{Type: ends[rng.IntN(len(ends))], Call: call, Reason: "dispatch_unknown"})
+		default:
+			rows = append(rows, &journal.Row{Type: journal.TypeEffectReconciled, Effect: call, Verdict: "not_applied", By: "op"})
+		}
+	}
+	return rows
 }
