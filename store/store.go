@@ -163,6 +163,13 @@ type Journal interface {
 	Each(from uint64, limit int, fn func(*journal.Row) error) error
 }
 
+// Expecter is a journal whose commits wait, briefly, for the rows of writers that announced
+// them (Expect; done once the writer asks for its commit or has none to ask for): calls that
+// start together share one commit.
+type Expecter interface {
+	Expect() (done func())
+}
+
 // Kind names a collection of records.
 type Kind string
 

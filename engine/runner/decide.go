@@ -25,8 +25,12 @@ func (r *runner) Effect(call string, settle func(json.RawMessage, error)) error 
 	return r.book.Effect(call, settle)
 }
 
-// SetPost implements vm.Poster: the verdicts reach the script's loop through it.
-func (r *runner) SetPost(post func(func() error)) { r.book.SetPost(post) }
+// SetPost implements vm.Poster: the verdicts reach the script's loop through it, and the calls
+// the script issues start from it.
+func (r *runner) SetPost(post func(func() error)) {
+	r.post = post
+	r.book.SetPost(post)
+}
 
 // waitsOnlyForDecisions reports whether the script can get nothing but decisions' answers:
 // no call of it is unsettled and the record has nothing left to give.

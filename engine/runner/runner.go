@@ -103,6 +103,13 @@ type runner struct {
 	rng        *rand.Rand
 	clock      time.Time // the script's clock; touched on the loop goroutine only
 	wake       func()    // makes a waiting script look again; set once, before the script runs
+	// post hands the loop a callback (vm.Poster), set once before the script runs; launching
+	// are the calls the script issued in the callbacks at hand, which start together once
+	// those are done (see launch). Both touched on the loop goroutine only.
+	post      func(func() error)
+	launching []launchable
+	// expecter is the journal, when its commits wait for the calls started together.
+	expecter store.Expecter
 
 	ctx  context.Context
 	fail context.CancelCauseFunc
@@ -218,7 +225,9 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		return stopped(stopCause)
 	}
 	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled;
-	// past the deadline, held budget_exhausted: the run's time is spent.
+	// past the deadline, held budget_exhausted: the run's time is spent. So do the calls the
+	// loop's last callbacks issued, which it ended before starting.
+	r.abandonIssued()
 	if why.deadline {
 		r.interruptAll(ReasonDeadline)
 	} else {
@@ -414,6 +423,7 @@ func newRunner(cfg Config) *runner {
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
+	r.expecter, _ = cfg.Lease.Journal().(store.Expecter)
 	if r.roles == nil {
 		r.roles = inputs.RoleTable{}
 	}

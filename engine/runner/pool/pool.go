@@ -21,8 +21,9 @@ func New(n int) *Pool { return &Pool{free: n} }
 
 // Submit runs start on a goroutine of its own once the pool admits the call, with nil, or, when
 // ctx ends before it is admitted, with ctx's error: the call gives up its place. A call
-// admitted must release its slot when it is done.
-func (p *Pool) Submit(ctx context.Context, start func(admitErr error)) {
+// admitted must release its slot when it is done. Submit reports whether start was run at
+// once, admitted: false when the call waits for a slot (or gave up its place).
+func (p *Pool) Submit(ctx context.Context, start func(admitErr error)) (admitted bool) {
 	p.mu.Lock()
 	if !p.watched {
 		p.watched = true
@@ -32,13 +33,16 @@ func (p *Pool) Submit(ctx context.Context, start func(admitErr error)) {
 	case ctx.Err() != nil:
 		p.mu.Unlock()
 		go start(ctx.Err())
+		return false
 	case p.free > 0 && len(p.waiters) == 0:
 		p.free--
 		p.mu.Unlock()
 		go start(nil)
+		return true
 	default:
 		p.waiters = append(p.waiters, start)
 		p.mu.Unlock()
+		return false
 	}
 }
 

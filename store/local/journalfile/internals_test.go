@@ -2,6 +2,7 @@ package journalfile
 
 import (
 	"encoding/json"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -19,6 +20,28 @@ func SetCommitHook(j *Journal, fn func(first, last uint64) error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.commitHook = fn
+}
+
+// SetMaxHold sets how long a commit waits for the writers Expect announced. Set it before the
+// first Expect.
+func SetMaxHold(j *Journal, d time.Duration) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.maxHold = d
+}
+
+// Expected returns how many writers Expect announced that the committer still waits for.
+func Expected(j *Journal) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.expected
+}
+
+// Asked reports whether a commit of rows not yet durable was asked for.
+func Asked(j *Journal) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.want > j.durable
 }
 
 // PendingLen returns how many rows wait for a commit.

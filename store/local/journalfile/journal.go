@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -53,6 +54,11 @@ type Journal struct {
 	// pendingBytes is the size of pending's rows: past maxPendingBytes, an append asks for a
 	// commit itself, so rows nobody syncs (a fan-out waiting for the pool) do not pile up.
 	pendingBytes int
+	// expected counts the writers Expect announced that have not asked for their commit yet;
+	// expectGen numbers the announcements a hold that ran out forgot.
+	expected  int
+	expectGen uint64
+	maxHold   time.Duration // maxHold; tests make it longer
 
 	sinceRelease int          // bytes committed since the mapped pages were last released; committer only
 	readSince    atomic.Int64 // bytes of rows read since the mapped pages were last released
@@ -223,7 +229,7 @@ func OpenReader(path string) (*Journal, error) {
 // newWriter starts the committer of a journal opened for writing.
 func newWriter(db *bbolt.DB, path string, st fileState) *Journal {
 	last := st.last
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, summary: st.summary, stopped: make(chan struct{})}
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, summary: st.summary, stopped: make(chan struct{}), maxHold: maxHold}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	go j.run()
 	return j

@@ -2,6 +2,7 @@ package journalfile
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -163,6 +164,7 @@ func (j *Journal) run() {
 		if len(j.pending) == 0 {
 			return // closed, and nothing left to write
 		}
+		j.hold()
 		batch, hook, sum := j.pending, j.commitHook, j.summary.Clone()
 		j.pending, j.spare, j.pendingBytes = j.spare[:0], nil, 0
 
@@ -186,6 +188,59 @@ func (j *Journal) run() {
 		}
 		clear(batch)
 		j.spare = batch[:0]
+	}
+}
+
+// Expect announces rows on their way to a commit their writer will ask for: a call just
+// started, which appends its intent and then waits for it to be durable. Until done is called
+// (at the writer's first Sync, or when it finds it has nothing to commit), a commit someone
+// asks for waits for it, at most maxHold: the calls a script issues together then share one
+// commit and its fsyncs, where the first to ask had one of its own. done may be called more
+// than once; a hold that ran out forgets every expectation then announced.
+func (j *Journal) Expect() (done func()) {
+	j.mu.Lock()
+	j.expected++
+	gen := j.expectGen
+	j.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			if j.expectGen == gen && j.expected > 0 {
+				if j.expected--; j.expected == 0 {
+					j.work.Signal()
+				}
+			}
+		})
+	}
+}
+
+// maxHold bounds how long a commit asked for waits for the rows Expect announced.
+const maxHold = 2 * time.Millisecond
+
+// hold waits, before a commit is taken, for the writers Expect announced, at most maxHold.
+// Called by the committer with j.mu held.
+func (j *Journal) hold() {
+	if j.expected == 0 || j.closed {
+		return
+	}
+	expired := false
+	t := time.AfterFunc(j.maxHold, func() {
+		j.mu.Lock()
+		expired = true
+		j.work.Signal()
+		j.mu.Unlock()
+	})
+	for j.expected > 0 && !expired && !j.closed {
+		j.work.Wait()
+	}
+	t.Stop()
+	if expired {
+		// A writer that did not come (it waits for something else first): the others are
+		// not held for it again.
+		j.expected = 0
+		j.expectGen++
 	}
 }
 

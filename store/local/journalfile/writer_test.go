@@ -410,3 +410,71 @@ func TestPoisonWakesWaiters(t *testing.T) {
 	}
 	assert.ErrorIs(t, j.Close(), fail)
 }
+
+// TestACommitWaitsForTheWritersExpected: a writer Expect announced has its rows in the commit
+// another asked for first, and the writer that asked waits for it; once every writer has
+// asked, one commit holds all their rows.
+func TestACommitWaitsForTheWritersExpected(t *testing.T) {
+	t.Parallel()
+	j, _ := journalfiletest.Create(t)
+	journalfile.SetMaxHold(j, time.Hour) // the hold ends when the writers come, not by its bound
+	var batches [][2]uint64
+	journalfile.SetCommitHook(j, func(first, last uint64) error {
+		batches = append(batches, [2]uint64{first, last})
+		return nil
+	})
+	doneA, doneB := j.Expect(), j.Expect()
+	seqA := j.Append(journalfiletest.SampleRows(1)...)
+	doneA()
+	synced := make(chan error, 1)
+	go func() { synced <- j.Sync(seqA) }()
+	require.Eventually(t, func() bool { return journalfile.Asked(j) || len(synced) > 0 }, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-synced:
+		t.Fatalf("the first writer's commit did not wait for the second (%v)", err)
+	default:
+	}
+	seqB := j.Append(journalfiletest.SampleRows(2)...)
+	doneB()
+	doneB() // twice: counted once
+	require.NoError(t, <-synced)
+	require.NoError(t, j.Sync(seqB))
+	assert.Equal(t, [][2]uint64{{1, 3}}, batches, "one commit of both writers' rows")
+	assert.Equal(t, 0, journalfile.Expected(j))
+}
+
+// TestAHoldRunsOut: a writer announced that never asks holds a commit no longer than the
+// bound, and not the next: the hold forgets it, and its late done counts for nothing.
+func TestAHoldRunsOut(t *testing.T) {
+	t.Parallel()
+	j, _ := journalfiletest.Create(t)
+	journalfile.SetMaxHold(j, time.Millisecond)
+	late := j.Expect()
+	_, err := j.Write(journalfiletest.SampleRows(1)...)
+	require.NoError(t, err, "committed once the hold ran out")
+	assert.Equal(t, 0, journalfile.Expected(j), "the writer that did not come is forgotten")
+	journalfile.SetMaxHold(j, time.Hour)
+	_, err = j.Write(journalfiletest.SampleRows(1)...)
+	require.NoError(t, err, "not held again for it")
+	done := j.Expect()
+	late()
+	assert.Equal(t, 1, journalfile.Expected(j), "its done, late, takes nothing from a later count")
+	done()
+	assert.Equal(t, 0, journalfile.Expected(j))
+}
+
+// TestCloseEndsAHold: a journal closed while its committer waits for a writer that never
+// comes commits what it has and closes.
+func TestCloseEndsAHold(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	journalfile.SetMaxHold(j, time.Hour)
+	j.Expect()
+	seq := j.Append(journalfiletest.SampleRows(1)...)
+	synced := make(chan error, 1)
+	go func() { synced <- j.Sync(seq) }()
+	require.Eventually(t, func() bool { return journalfile.Asked(j) }, 10*time.Second, time.Millisecond)
+	require.NoError(t, j.Close())
+	require.NoError(t, <-synced)
+	journalfiletest.Check(t, path)
+}
