@@ -46,9 +46,9 @@ type call struct {
 	resumeOf     *endedCall
 	stale        *replay.Call // an earlier generation without an end, whose turns are stopped first
 	goesOn       *journal.Row // where a held call's generation goes on from (goOnFrom), nil for none
-	// expected tells the journal the call asks for no commit it announced the call for (see
-	// start); it may be called more than once.
-	expected func()
+	// withdraw tells the journal the call will ask for no commit it was announced for
+	// (pool.Batch); set on the call's goroutine, before it runs.
+	withdraw func()
 
 	// The prepared row: nil while the call waits for the pool, which keeps only what Append
 	// gave the row (its seq and time).
@@ -354,100 +354,21 @@ func (c *call) admit(p *inputs.Prepared) inputs.Prepared {
 	return *p
 }
 
-// launchable is a call the script issued, to start on its own goroutine; rec is the call as an
-// earlier process left it (nil for a call this process prepares).
-type launchable struct {
-	c   *call
-	rec *replay.Call
-}
-
-// launch starts a call once the loop's callbacks at hand are done (on the loop goroutine): the
-// calls a script issues together (a fan-out, the calls after a Promise.all) then start together,
-// and their rows reach the journal's next commit together, where the first call started alone
-// had a commit, and its fsync, of its own.
+// launch starts a call on its own goroutine once the pool admits it, together with the calls
+// the script issued in the same callbacks (pool.Batch); rec is the call as an earlier process
+// left it (nil for a call this process prepares).
 func (r *runner) launch(c *call, rec *replay.Call) {
-	if r.post == nil {
-		c.expected = r.expectCommit()
-		r.start(c, rec)
-		return
-	}
-	r.launching = append(r.launching, launchable{c, rec})
-	if len(r.launching) == 1 {
-		r.post(func() error {
-			r.launchIssued()
-			return nil
-		})
-	}
-}
-
-// launchIssued starts the calls launch queued, in the order the script issued them. Each is
-// announced to the journal (store.Expecter) before the first starts, until it asks for its
-// first commit: the commit the first asks for waits for the rows of the others.
-func (r *runner) launchIssued() {
-	issued := r.launching
-	r.launching = nil
-	for _, l := range issued {
-		l.c.expected = r.expectCommit()
-	}
-	for _, l := range issued {
-		r.start(l.c, l.rec)
-	}
-}
-
-// abandonIssued ends the calls launch queued and the loop never started, as the pool ends the
-// calls still waiting for a slot when the run is cancelled: held, with what they asked
-// journaled. On the goroutine that ran the loop, once it has ended.
-func (r *runner) abandonIssued() {
-	issued := r.launching
-	r.launching = nil
-	for _, l := range issued {
-		l.c.expected = func() {}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			l.c.run(errNotStarted, l.c.admit(nil), l.rec)
-		}()
-	}
+	r.wg.Add(1)
+	r.batch.Add(r.ctx, func(admitErr error, withdraw func()) {
+		defer r.wg.Done()
+		c.withdraw = withdraw
+		defer withdraw()
+		c.run(admitErr, c.admit(nil), rec)
+	})
 }
 
 // errNotStarted is why a call the loop issued and never started is not admitted.
 var errNotStarted = errors.New("the script's loop ended before the call started")
-
-// start runs a call on its own goroutine once the pool admits it; a call that waits for a
-// slot is no longer expected to ask for a commit soon.
-func (r *runner) start(c *call, rec *replay.Call) {
-	r.wg.Add(1)
-	admitted := r.pool.Submit(r.ctx, func(admitErr error) {
-		defer r.wg.Done()
-		defer c.expected()
-		growStack()
-		c.run(admitErr, c.admit(nil), rec)
-	})
-	if !admitted {
-		c.expected() // a call waiting for a slot asks for no commit soon
-	}
-}
-
-// expectCommit announces a call's rows to a journal that waits for them (store.Expecter).
-func (r *runner) expectCommit() (done func()) {
-	if r.expecter == nil {
-		return func() {}
-	}
-	return r.expecter.Expect()
-}
-
-// growStack grows a call's new goroutine to a 16 KiB stack while the stack is all but empty.
-// The journal's row encoder (goccy/go-json's VM) needs more than a goroutine's first 8 KiB, and
-// growing there copied and adjusted a deep stack: 8% of a run's CPU at 16 calls in flight.
-//
-//go:noinline
-func growStack() byte {
-	var pad [8 << 10]byte
-	return padByte(pad[:])
-}
-
-//go:noinline
-func padByte(b []byte) byte { return b[len(b)-1] }
 
 // goEnd ends a call decided on the loop goroutine; the journal is synced off the loop.
 func (r *runner) goEnd(c *call, row *journal.Row) {
@@ -540,7 +461,7 @@ func (c *call) placeDir(rec *replay.Call, bc *backend.Call) bool {
 	if r.spec.Repo != "" {
 		// A checkout takes git's time, and may wait for an earlier call's end to be durable:
 		// no commit waits for this call's rows meanwhile.
-		c.expected()
+		c.withdraw()
 	}
 	placement, unplaced := r.place(c, rec)
 	if placement != nil {
@@ -713,7 +634,7 @@ func (c *call) Turn() pull.Turn {
 // Commit implements backend.Recorder: the call's rows so far, and every row before them, are
 // made durable. A journal that cannot be written stops the run.
 func (c *call) Commit() error {
-	c.expected()
+	c.withdraw()
 	c.mu.Lock()
 	seq := c.lastSeq
 	c.mu.Unlock()

@@ -28,7 +28,7 @@ func (r *runner) Effect(call string, settle func(json.RawMessage, error)) error 
 // SetPost implements vm.Poster: the verdicts reach the script's loop through it, and the calls
 // the script issues start from it.
 func (r *runner) SetPost(post func(func() error)) {
-	r.post = post
+	r.batch.Post = post
 	r.book.SetPost(post)
 }
 

@@ -67,6 +67,19 @@ func (r *runner) pause(by *call, detail string) {
 	}
 }
 
+// endCallsLeft ends the calls still in flight when the script is done (it threw, or the run was
+// cancelled): held cancelled, or past the deadline held budget_exhausted (the run's time is
+// spent); so do the calls the loop's last callbacks issued, which it ended before starting.
+func (r *runner) endCallsLeft(deadline bool) {
+	r.batch.Abandon(errNotStarted)
+	reason := "cancelled"
+	if deadline {
+		reason = ReasonDeadline
+	}
+	r.interruptAll(reason)
+	r.wg.Wait()
+}
+
 // interruptAll interrupts every call in flight, e.g. when the script is done or threw.
 func (r *runner) interruptAll(reason string) {
 	r.mu.Lock()

@@ -103,13 +103,9 @@ type runner struct {
 	rng        *rand.Rand
 	clock      time.Time // the script's clock; touched on the loop goroutine only
 	wake       func()    // makes a waiting script look again; set once, before the script runs
-	// post hands the loop a callback (vm.Poster), set once before the script runs; launching
-	// are the calls the script issued in the callbacks at hand, which start together once
-	// those are done (see launch). Both touched on the loop goroutine only.
-	post      func(func() error)
-	launching []launchable
-	// expecter is the journal, when its commits wait for the calls started together.
-	expecter store.Expecter
+	// batch starts the calls the script issues together, together (touched on the loop
+	// goroutine only; its Post is set once before the script runs).
+	batch pool.Batch
 
 	ctx  context.Context
 	fail context.CancelCauseFunc
@@ -224,16 +220,7 @@ func Run(ctx context.Context, cfg Config) (*store.Status, error) {
 		r.placer.Stop()
 		return stopped(stopCause)
 	}
-	// Calls still in flight (the script threw, or the run was cancelled) end held cancelled;
-	// past the deadline, held budget_exhausted: the run's time is spent. So do the calls the
-	// loop's last callbacks issued, which it ended before starting.
-	r.abandonIssued()
-	if why.deadline {
-		r.interruptAll(ReasonDeadline)
-	} else {
-		r.interruptAll("cancelled")
-	}
-	r.wg.Wait()
+	r.endCallsLeft(why.deadline)
 	cancel(nil)
 	<-watched
 	if cause := context.Cause(runCtx); isFailure(cause) {
@@ -423,7 +410,10 @@ func newRunner(cfg Config) *runner {
 		calls: map[string]*call{}, ended: map[string]*endedCall{}, inflight: map[*call]struct{}{},
 	}
 	r.j = stopGate{Journal: cfg.Lease.Journal(), stopped: r.stopped}
-	r.expecter, _ = cfg.Lease.Journal().(store.Expecter)
+	r.batch.Pool = r.pool
+	if e, ok := cfg.Lease.Journal().(store.Expecter); ok {
+		r.batch.Expect = e.Expect
+	}
 	if r.roles == nil {
 		r.roles = inputs.RoleTable{}
 	}
@@ -745,40 +735,17 @@ func (r *runner) Returned() {
 // resume that replays the run finds the warnings it wrote before.
 func (r *runner) warnUnobserved(script *vm.VM) {
 	calls, more, _ := script.Unobserved()
-	warned := 0
+	for i := range calls {
+		calls[i].Site = r.siteOf(calls[i].Call)
+	}
+	var warned map[string]bool
 	if r.h != nil {
-		warned = len(r.h.Unawaited)
+		warned = r.h.Unawaited
 	}
-	type warning struct {
-		agent.Unobserved
-		late bool
-	}
-	var all []warning
-	seen := map[string]bool{}
-	for _, c := range calls {
-		c.Site = r.siteOf(c.Call)
-		all, seen[c.Call] = append(all, warning{c, false}), true
-	}
-	for _, c := range r.late {
-		if !seen[c.Call] {
-			all, seen[c.Call] = append(all, warning{c, true}), true
-		}
-	}
-	for _, c := range all {
-		if c.Call == "" || (r.h != nil && r.h.Unawaited[c.Call]) {
-			continue
-		}
-		if warned >= replay.MaxUnawaited {
-			more++
-			continue
-		}
-		warned++
-		detail := fmt.Sprintf("agent.call at %s (call %s) was never awaited: the workflow ended without reading its result (a forgotten await?)", c.Site, c.Call)
-		if c.late {
-			detail = fmt.Sprintf("agent.call at %s (call %s) was still under way when the workflow returned: its result reached no one (an async callback nobody awaited, as forEach's?)", c.Site, c.Call)
-		}
-		r.j.Append(journal.Warning{Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail}.Row())
-		r.progress.Event(progress.Event{Kind: progress.EventWarning, Call: c.Call, Reason: replay.ReasonUnawaited, Detail: detail})
+	warnings, more := ends.Unawaited(calls, r.late, more, warned)
+	for _, w := range warnings {
+		r.j.Append(w.Row())
+		r.progress.Event(progress.Event{Kind: progress.EventWarning, Call: w.Call, Reason: w.Reason, Detail: w.Detail})
 	}
 	if more > 0 {
 		detail := fmt.Sprintf("and %d more agent.calls were never awaited", more)

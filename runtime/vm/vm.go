@@ -223,7 +223,7 @@ func (v *VM) Unobserved() (calls []agent.Unobserved, more int, known bool) {
 // settles and every call it issued was delivered. It returns the workflow's result as JSON
 // (null for undefined), or a *ScriptError.
 func (v *VM) Run(ctx context.Context) (json.RawMessage, error) {
-	// The guard interrupts from its own goroutine interrupts from its own goroutine: without this check a run whose ctx is already
+	// The guard interrupts from its own goroutine: without this check a run whose ctx is already
 	// done could start, and even finish, before the interrupt lands.
 	if err := ctx.Err(); err != nil {
 		return nil, err
