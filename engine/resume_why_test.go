@@ -73,3 +73,38 @@ func TestAResumeSaysWhatKeptItFromTheRun(t *testing.T) {
 	assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
 	assert.Contains(t, err.Error(), "was deleted while it was being taken")
 }
+
+// TestAnEndedRunIsRefusedFromItsSummary: on the state folder's store a resume of a run that has
+// ended is refused from the journal's summary, before its rows are read; one that ended
+// waiting for a decision, answered since, goes on.
+func TestAnEndedRunIsRefusedFromItsSummary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import crw from "crw";
+export default async function main({ ask }) {
+  if (ask) await crw.decide({ id: "go", question: "Go on?", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  return 1;
+}`), 0o644))
+	svc := localService(t, filepath.Join(t.TempDir(), "state"))
+	done, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Input: []byte(`{"ask":false}`)})
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, done, engine.ExecOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status)
+	_, err = svc.Execute(ctx, done, engine.ExecOptions{})
+	require.Error(t, err)
+	assert.Equal(t, errs.RunUnavailable, errs.CodeOf(err))
+	assert.Contains(t, err.Error(), "run "+done+" has ended (completed): there is nothing to resume")
+
+	waits, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Input: []byte(`{"ask":true}`)})
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, waits, engine.ExecOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	_, err = svc.Answer(ctx, waits, "go", []byte(`{"ok":true}`), "test", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, waits, engine.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, store.RunCompleted, end.Status)
+}

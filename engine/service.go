@@ -149,6 +149,17 @@ func (s *Service) Execute(ctx context.Context, run string, x ExecOptions) (*stor
 	return st, err
 }
 
+// summarized is a journal that keeps its summary in hand (store/local's).
+type summarized interface {
+	Summary() (*journal.Summary, error)
+}
+
+// endedForGood reports whether a run whose summary has status has ended and cannot be resumed:
+// a paused run and one waiting for a decision can.
+func endedForGood(status string) bool {
+	return status != "" && status != string(store.RunPaused) && status != string(store.RunWaitingDecision)
+}
+
 func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
@@ -162,6 +173,13 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 		return nil, s.whyNotResumed(ctx, run, err)
 	}
 	defer lease.Release()
+	if sj, ok := lease.Journal().(summarized); ok {
+		// The journal's own summary says what its ended row would: a run that has ended is
+		// refused before its rows are read (a 10,000-call run's, 0.3 s).
+		if sum, err := sj.Summary(); err == nil && endedForGood(sum.Status) {
+			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)
+		}
+	}
 	h, err := readJournal(run, lease.Journal(), s.replayBudget())
 	if err != nil {
 		return nil, s.whyNotResumed(ctx, run, err)
