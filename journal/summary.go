@@ -13,6 +13,9 @@ import (
 // rows it covers, a crash included.
 type Summary struct {
 	LastSeq uint64 `json:"last_seq"` // the last row folded in; 0 for an empty journal
+	// LastStart is the seq of the last started row, where the rows of the run's last process
+	// begin (0 before any; a summary of an earlier crw without it reads as 0).
+	LastStart uint64 `json:"last_start,omitempty"`
 	// From the last ended row: "" before any, and again once a process took a run that had
 	// ended paused or waiting (it is under way, or crashed).
 	Status string          `json:"status,omitempty"`
@@ -191,6 +194,7 @@ func (s *Summary) Add(r SummaryPart, calls Index) error {
 			s.await(d)
 		}
 	case r.Type == TypeStarted:
+		s.LastStart = r.Seq
 		// A process took the run after it ended paused or waiting: it is under way again (or
 		// crashed, when that process died), whatever the earlier process ended with.
 		if s.Status == "paused" || s.Status == "waiting_decision" {

@@ -55,7 +55,7 @@ func TestSummaryFoldsRowsAsTheTimelineCounts(t *testing.T) {
 		require.NoError(t, s.Add(rows[i].ForSummary(), calls))
 	}
 	assert.Equal(t, &journal.Summary{
-		LastSeq: 20, Status: "completed", Ended: time.Date(2026, 12, 1, 4, 0, 19, 0, time.UTC),
+		LastSeq: 20, LastStart: 9, Status: "completed", Ended: time.Date(2026, 12, 1, 4, 0, 19, 0, time.UTC),
 		Result: json.RawMessage(`{"ok":true}`),
 		Calls:  map[journal.CallStatus]int{"completed": 2, "superseded": 1, "unknown": 1},
 		Tokens: journal.Tokens{Input: 111, Total: 111},

@@ -281,7 +281,7 @@ func testSummary(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	paused := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	l.Journal().Append(&journal.Row{Type: journal.TypeEnded, Status: "paused", At: paused})
-	held := &journal.Summary{LastSeq: 5, Calls: map[journal.CallStatus]int{"completed": 1, "held": 1}, Tokens: journal.Tokens{Input: 4, Total: 4}}
+	held := &journal.Summary{LastSeq: 5, LastStart: 1, Calls: map[journal.CallStatus]int{"completed": 1, "held": 1}, Tokens: journal.Tokens{Input: 4, Total: 4}}
 	assert.Equal(t, held, summary(t, other, id, time.Time{}), "held, and only the durable rows")
 	require.NoError(t, l.Release())
 	held.LastSeq, held.Status = 6, "paused"
@@ -300,7 +300,7 @@ func testSummary(t *testing.T, h Harness) {
 	)
 	require.NoError(t, err)
 	require.NoError(t, l.Release())
-	want := &journal.Summary{LastSeq: 13, Status: "failed", Error: &journal.RunError{Message: "boom", Code: "invalid_request"},
+	want := &journal.Summary{LastSeq: 13, LastStart: 7, Status: "failed", Error: &journal.RunError{Message: "boom", Code: "invalid_request"},
 		Calls: map[journal.CallStatus]int{"completed": 1, "refused": 1, "superseded": 1}, Tokens: journal.Tokens{Input: 4, Total: 4}}
 	assert.Equal(t, want, summary(t, s, id, ended))
 

@@ -47,9 +47,9 @@ func readSummary(t *testing.T, path string) *journal.Summary {
 }
 
 var (
-	afterPause = &journal.Summary{LastSeq: 6, Status: "paused",
+	afterPause = &journal.Summary{LastSeq: 6, LastStart: 1, Status: "paused",
 		Calls: map[journal.CallStatus]int{"completed": 1, "held": 1}, Tokens: journal.Tokens{Output: 5, Total: 5}}
-	afterEnd = &journal.Summary{LastSeq: 10, Status: "completed", Result: json.RawMessage(`3`),
+	afterEnd = &journal.Summary{LastSeq: 10, LastStart: 7, Status: "completed", Result: json.RawMessage(`3`),
 		Calls: map[journal.CallStatus]int{"completed": 1, "null_model": 1}, Tokens: journal.Tokens{Output: 12, Total: 12}}
 )
 

@@ -2,6 +2,7 @@ package foreground
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/crw-dev/crw/engine/runner/progress"
@@ -9,14 +10,20 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// callLines are the calls of a followed run as its journal tells them after the follow began:
-// each start and each end, as crw flow run shows them, in the order they were written.
+// callLines are the calls of a followed run as its journal tells them after the follow began
+// (or, of a run no process holds, from its last process's start): each start and each end, as
+// crw flow run shows them, in the order they were written.
 type callLines struct {
 	ctx  context.Context
 	st   store.Store
 	run  string
 	from uint64            // the next row to read
 	open map[string]callOf // the calls started and not ended, by id
+	// backlog bounds the lines the next read gives when it tells a past process's calls (0:
+	// no bound); logFrom is when that process started: the workflow's lines before it are
+	// another process's.
+	backlog int
+	logFrom time.Time
 }
 
 type callOf struct{ role, node string }
@@ -39,6 +46,28 @@ func newCallLines(ctx context.Context, st store.Store, run string, seq uint64) *
 	}
 	return l
 }
+
+// maxBacklog bounds the call lines a follow prints of a process that is gone: the last ones.
+const maxBacklog = 1000
+
+// lastProcessLines tells run's calls from its last process's started row on: what a follow of
+// a run no process holds prints (a run that ended before the follow began, one that paused or
+// crashed), with the workflow's lines from that process's start. A journal whose summary does
+// not say where that process began is told from the follow's start, as a live run's is.
+func lastProcessLines(ctx context.Context, st store.Store, run string, seq uint64) *callLines {
+	sum, err := st.Summary(ctx, run)
+	if err != nil || sum.LastStart == 0 {
+		return newCallLines(ctx, st, run, seq)
+	}
+	l := &callLines{ctx: ctx, st: st, run: run, from: sum.LastStart, open: map[string]callOf{}, backlog: maxBacklog}
+	_ = st.Rows(ctx, run, sum.LastStart, func(r *journal.Row) error {
+		l.logFrom = r.At
+		return errFirstRow
+	})
+	return l
+}
+
+var errFirstRow = errors.New("the first row is read")
 
 // read gives event each call's start and end written since the last read, with when its row
 // was written. A journal that cannot be read now is read again at the next change: the lines

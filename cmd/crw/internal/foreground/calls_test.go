@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,63 @@ func TestFollowPrintsCallsAndLinesInTheOrderTheyWereWritten(t *testing.T) {
 	// Without a terminal a call's start is not a line of its own.
 	assert.Equal(t, "call c1 reviewer/a completed\ninfo: a reviewed\n"+
 		"info: between\ncall c2 reviewer/b completed\ninfo: both reviewed\n", out.String())
+}
+
+// TestAFollowOfARunNoProcessHoldsTellsItsLastProcess: a run that ended before the follow began
+// is told as its last process left it: that process's calls and the workflow's lines from its
+// start, in the order they were written, nothing of the process before it; past the bound,
+// its last calls' lines, and the lines of the workflow from the first of them.
+func TestAFollowOfARunNoProcessHoldsTellsItsLastProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := mem.New()
+	const run = "20260101-000000-abcdef"
+	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, Workflow: "wf.js", Backend: "fake"}))
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	write := func(rows ...*journal.Row) {
+		lease, err := st.Acquire(ctx, run)
+		require.NoError(t, err)
+		_, err = lease.Journal().Write(rows...)
+		require.NoError(t, err)
+		require.NoError(t, lease.Release())
+	}
+	write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(0)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "reviewer", Node: "a", At: at(10)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c1", At: at(20)},
+		&journal.Row{Type: journal.TypeEnded, Status: "paused", At: at(30)})
+	write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(100)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2, Role: "reviewer", Node: "b", At: at(110)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c2", At: at(120)},
+		&journal.Row{Type: journal.TypeEnded, Status: "completed", At: at(130)})
+	log := st.Log(run)
+	for _, line := range []string{
+		`{"at":"2026-12-01T10:00:00.025Z","kind":"console","level":"info","message":"first process"}`,
+		`{"at":"2026-12-01T10:00:00.115Z","kind":"console","level":"info","message":"between"}`,
+		`{"at":"2026-12-01T10:00:00.125Z","kind":"console","level":"info","message":"after c2"}`,
+	} {
+		require.NoError(t, log.Append([]byte(line+"\n")))
+	}
+	var out bytes.Buffer
+	lastProcessLines(ctx, st, run, 8).readWith(newProgressLine(&out, false, false), log, 0)
+	assert.Equal(t, "info: between\ncall c2 reviewer/b completed\ninfo: after c2\n", out.String())
+
+	// A last process of 600 calls: its last 1,000 starts and ends.
+	rows := []*journal.Row{{Type: journal.TypeStarted, Run: run, At: at(200)}}
+	for i := 1; i <= 600; i++ {
+		rows = append(rows, &journal.Row{Type: journal.TypePrepared, Call: fmt.Sprintf("c%d", 100+i), Index: 2 + i, Role: "critic", Node: "n", At: at(200 + 2*i)},
+			&journal.Row{Type: journal.TypeCompleted, Call: fmt.Sprintf("c%d", 100+i), At: at(201 + 2*i)})
+	}
+	write(append(rows, &journal.Row{Type: journal.TypeEnded, Status: "completed", At: at(2000)})...)
+	require.NoError(t, log.Append([]byte(`{"at":"2026-12-01T10:00:00.300Z","kind":"console","level":"info","message":"early in the last process"}`+"\n")))
+	require.NoError(t, log.Append([]byte(`{"at":"2026-12-01T10:00:01.500Z","kind":"console","level":"info","message":"late in the last process"}`+"\n")))
+	out.Reset()
+	lastProcessLines(ctx, st, run, 0).readWith(newProgressLine(&out, false, false), log, 0)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	assert.Equal(t, "(200 earlier starts and ends of calls of this run's last process are left out: crw flow trace "+run+" has every row)", lines[0])
+	assert.Equal(t, "call c201 critic/n completed", lines[1], "the first call whose start is among the last 1,000")
+	assert.Equal(t, "call c700 critic/n completed", lines[len(lines)-2])
+	assert.Equal(t, "info: late in the last process", lines[len(lines)-1], "after the last call's end, as it was written")
+	assert.Len(t, lines, 1+500+1, "the note, 500 calls' ends, the late line")
+	assert.NotContains(t, out.String(), "early in the last process", "a line before the first call told")
 }

@@ -52,7 +52,11 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 		if calls == nil {
 			// Said once the run was read: a run that is not there has only its error.
 			prog.started(id)
-			calls = newCallLines(c.Ctx, svc.Store, id, st.LastSeq)
+			if st.State == store.StateRunning {
+				calls = newCallLines(c.Ctx, svc.Store, id, st.LastSeq)
+			} else {
+				calls = lastProcessLines(c.Ctx, svc.Store, id, st.LastSeq)
+			}
 		}
 		logAt = calls.readWith(prog, runLog, logAt)
 		ev := progressEvent(st)
@@ -92,9 +96,24 @@ func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) 
 		ev progress.Event
 	}
 	var calls []callLine
-	l.read(func(at time.Time, ev progress.Event) { calls = append(calls, callLine{at, ev}) })
+	left := 0
+	l.read(func(at time.Time, ev progress.Event) {
+		if l.backlog > 0 && len(calls) == l.backlog {
+			calls, left = calls[1:], left+1
+		}
+		calls = append(calls, callLine{at, ev})
+	})
 	logW := prog.logWriter()
+	if l.backlog > 0 && left > 0 {
+		// A past process's calls past the bound: its last ones, and its lines from the first.
+		l.logFrom = calls[0].at
+		fmt.Fprintf(logW, "(%d earlier starts and ends of calls of this run's last process are left out: crw flow trace %s has every row)\n", left, l.run)
+	}
+	l.backlog = 0
 	logAt = runlog.ConsoleLines(runLog, logAt, func(at time.Time, text string) {
+		if at.Before(l.logFrom) {
+			return // another process's line, or one before what is told
+		}
 		for len(calls) > 0 && !calls[0].at.After(at) {
 			prog.event(calls[0].ev)
 			calls = calls[1:]

@@ -17,7 +17,9 @@ func NewCmdFollow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		Use:   "follow RUN",
 		Short: "Show a run's live progress until it ends",
 		Long: `Show the live progress of a run another process holds (its calls, and the lines its workflow
-writes) until it ends, then print its end as crw flow run does.
+writes) until it ends, then print its end as crw flow run does. A run no process holds (one
+that ended before the follow began) is shown as its last process left it: that process's calls
+(their last 1,000 starts and ends) and its workflow's lines.
 
 Exit status: as crw flow run's: 0 when the workflow returned, 1 when it threw, met a limit or
 was cancelled, when the run has no live process and has not ended (resume it), or when it is

@@ -27,6 +27,7 @@ func TestFollowAnEndedRunPrintsItsEnd(t *testing.T) {
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
 	require.NoError(t, runFollow(&Options{Common: e.Common(), RunArg: cmdutil.RunArg{Run: end.Run}}))
 	assert.Equal(t, `{"v":"hi"}`+"\n", e.Out.String(), "the run's result")
+	assert.Contains(t, e.ErrOut.String(), "call c1 ", "its last process's call, though it ended before the follow began")
 	assert.True(t, e.Factory.Outcome.RunOutput, "its errors take the shape of a run's end")
 	assert.Equal(t, end.Run, e.Factory.Outcome.Run)
 
