@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,6 +53,9 @@ type Cluster struct {
 	Certs *Certs
 }
 
+// errExited: a member's process exited before it served.
+var errExited = errors.New("its process exited")
+
 // Member is one etcd server process of a cluster.
 type Member struct {
 	Name               string
@@ -86,6 +91,25 @@ func start(t testing.TB, n int, certs *Certs) *Cluster {
 		scheme = "https://"
 	}
 	dir := t.TempDir()
+	t.Cleanup(c.stop)
+	// A member whose ports another process took between freePort and its bind exits at once:
+	// the cluster is started again on other ports, in a folder of its own.
+	for attempt := 1; ; attempt++ {
+		err := c.startMembers(t, n, filepath.Join(dir, fmt.Sprintf("try%d", attempt)), scheme, health, certs)
+		if err == nil {
+			return c
+		}
+		c.stop()
+		if attempt == 3 || !errors.Is(err, errExited) {
+			t.Fatal(err)
+		}
+		t.Logf("starting the etcd cluster again: %v", err)
+	}
+}
+
+// startMembers starts n members in dir and waits until each serves.
+func (c *Cluster) startMembers(t testing.TB, n int, dir, scheme string, health *http.Client, certs *Certs) error {
+	c.Members = nil
 	var peers []string
 	for i := range n {
 		client, peer := freePort(t), freePort(t)
@@ -94,26 +118,46 @@ func start(t testing.TB, n int, certs *Certs) *Cluster {
 		c.Members = append(c.Members, m)
 		peers = append(peers, m.Name+"="+m.PeerURL)
 	}
-	t.Cleanup(c.stop)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	for _, m := range c.Members {
 		m.initial = strings.Join(peers, ",")
 		if err := m.start(c.bin, "new"); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	for _, m := range c.Members {
 		if err := m.WaitHealthy(ctx); err != nil {
-			t.Fatalf("etcd member %s did not come up: %v (its log: %s)", m.Name, err, m.logPath())
+			return fmt.Errorf("etcd member %s did not come up: %w (its log: %s)", m.Name, err, m.logPath())
 		}
 	}
-	return c
+	return nil
 }
 
-// freePort is a loopback address no listener holds right now.
+// freePort is a loopback address no listener holds right now, below the ports the kernel
+// gives connections of their own (ip_local_port_range): another process's client socket
+// cannot take it before the member binds it, only another test's listener, which is rare.
 func freePort(t testing.TB) string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		port := 10000 + rand.IntN(low-10000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			addr := l.Addr().String()
+			l.Close()
+			return addr
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +211,7 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 		m.mu.Unlock()
 		select {
 		case <-done:
-			return errors.New("its process exited")
+			return errExited
 		default:
 		}
 		if healthy(ctx, m.health, m.ClientURL) {
@@ -177,7 +221,7 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-done:
-			return errors.New("its process exited")
+			return errExited
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -2,6 +2,8 @@ package etcdtest_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +106,23 @@ func TestAProxyPartitionsAClientAndDeliversLateWhenHealed(t *testing.T) {
 	got, err := direct.Get(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, "during", string(got.Kvs[0].Value), "the held put arrived once healed")
+}
+
+// TestAClusterWhoseMemberCouldNotBindIsStartedAgain: a member whose process exits before it
+// serves (another process took its port first) has the cluster started again on other ports.
+// The etcd here is a script that exits on its first start and runs the real server after.
+func TestAClusterWhoseMemberCouldNotBindIsStartedAgain(t *testing.T) {
+	etcd := etcdtest.Binary(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "etcd")
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+if mkdir "`+filepath.Join(dir, "once")+`" 2>/dev/null; then echo "listen tcp: address already in use" >&2; exit 1; fi
+exec "`+etcd+`" "$@"
+`), 0o700))
+	t.Setenv(etcdtest.Env, script)
+	c := etcdtest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.Client(t).Put(ctx, "k", "v")
+	require.NoError(t, err)
 }
