@@ -459,9 +459,7 @@ func (c *call) pastGate(rec *replay.Call) bool {
 func (c *call) placeDir(rec *replay.Call, bc *backend.Call) bool {
 	r := c.r
 	if r.spec.Repo != "" {
-		// A checkout takes git's time, and may wait for an earlier call's end to be durable:
-		// no commit waits for this call's rows meanwhile.
-		c.withdraw()
+		c.withdraw() // a checkout takes git's time, and may wait for a commit itself
 	}
 	placement, unplaced := r.place(c, rec)
 	if placement != nil {
@@ -531,7 +529,8 @@ func (c *call) turns(bc backend.Call, p inputs.Prepared, rec *replay.Call) {
 		if th.ID == "" && c.resumeOf != nil {
 			t.From = c.resumeOf.thread()
 			from := c.resumeOf
-			t.Conversation = func() ([]backend.Exchange, error) { return r.conversation(from) }
+			// It commits the journal first: no commit is to wait for this call's rows then.
+			t.Conversation = func() ([]backend.Exchange, error) { c.withdraw(); return r.conversation(from) }
 		}
 		out := r.backend.Run(c.ctx, t, c)
 		c.count(out.Tokens)
