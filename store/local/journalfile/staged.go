@@ -13,8 +13,8 @@ import (
 // fold read, decoded, encoded and put its open record once a row before.
 type staged struct {
 	disk    callStates
-	open    map[string]*stagedRecord[journal.OpenCall]
-	unknown map[string]*stagedRecord[journal.UnknownCall]
+	open    records[journal.OpenCall]
+	unknown records[journal.UnknownCall]
 	states  map[string]*stagedState
 }
 
@@ -34,70 +34,67 @@ type stagedState struct {
 var _ journal.Index = (*staged)(nil)
 
 func stage(disk callStates) *staged {
-	return &staged{disk: disk, open: map[string]*stagedRecord[journal.OpenCall]{},
-		unknown: map[string]*stagedRecord[journal.UnknownCall]{}, states: map[string]*stagedState{}}
+	return &staged{disk: disk, open: records[journal.OpenCall]{}, unknown: records[journal.UnknownCall]{},
+		states: map[string]*stagedState{}}
 }
 
-// copyOpen is o as a value of its own: the fold changes what it is given before setting it,
-// and a record's turns are appended to.
+// records are the fold's records of one bucket, each read from it at most once.
+type records[T any] map[string]*stagedRecord[T]
+
+// get is call's record: the fold's, or the bucket's (read); copied, as the fold changes what it
+// is given before it sets it, and appends to a record's turns.
+func (m records[T]) get(call string, read func(string) (*T, error), copied func(T) T) (*T, error) {
+	rec, ok := m[call]
+	if !ok {
+		v, err := read(call)
+		if err != nil {
+			return nil, err
+		}
+		rec = &stagedRecord[T]{v: v}
+		m[call] = rec
+	}
+	if rec.v == nil {
+		return nil, nil
+	}
+	v := copied(*rec.v)
+	return &v, nil
+}
+
+// set records v (nil: none) for call, to be written.
+func (m records[T]) set(call string, v *T, copied func(T) T) {
+	rec := &stagedRecord[T]{dirty: true}
+	if v != nil {
+		c := copied(*v)
+		rec.v = &c
+	}
+	m[call] = rec
+}
+
 func copyOpen(o journal.OpenCall) journal.OpenCall {
 	o.Turns = slices.Clip(o.Turns)
 	return o
 }
 
+func copyUnknown(u journal.UnknownCall) journal.UnknownCall {
+	u.OpenCall = copyOpen(u.OpenCall)
+	return u
+}
+
 func (s *staged) Open(call string) (*journal.OpenCall, error) {
-	rec, ok := s.open[call]
-	if !ok {
-		o, err := s.disk.Open(call)
-		if err != nil {
-			return nil, err
-		}
-		rec = &stagedRecord[journal.OpenCall]{v: o}
-		s.open[call] = rec
-	}
-	if rec.v == nil {
-		return nil, nil
-	}
-	o := copyOpen(*rec.v)
-	return &o, nil
+	return s.open.get(call, s.disk.Open, copyOpen)
 }
 
 func (s *staged) SetOpen(call string, o *journal.OpenCall) error {
-	rec := &stagedRecord[journal.OpenCall]{dirty: true}
-	if o != nil {
-		v := copyOpen(*o)
-		rec.v = &v
-	}
-	s.open[call] = rec
+	s.open.set(call, o, copyOpen)
 	return nil
 }
 
 func (s *staged) Unknown(call string) (*journal.UnknownCall, error) {
-	rec, ok := s.unknown[call]
-	if !ok {
-		u, err := s.disk.Unknown(call)
-		if err != nil {
-			return nil, err
-		}
-		rec = &stagedRecord[journal.UnknownCall]{v: u}
-		s.unknown[call] = rec
-	}
-	if rec.v == nil {
-		return nil, nil
-	}
-	u := *rec.v
-	u.OpenCall = copyOpen(u.OpenCall)
-	return &u, nil
+	return s.unknown.get(call, s.disk.Unknown, copyUnknown)
 }
 
 func (s *staged) SetUnknown(call string, u *journal.UnknownCall) error {
-	rec := &stagedRecord[journal.UnknownCall]{dirty: true}
-	if u != nil {
-		v := *u
-		v.OpenCall = copyOpen(v.OpenCall)
-		rec.v = &v
-	}
-	s.unknown[call] = rec
+	s.unknown.set(call, u, copyUnknown)
 	return nil
 }
 
