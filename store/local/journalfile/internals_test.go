@@ -37,6 +37,13 @@ func Expected(j *Journal) int {
 	return j.expected
 }
 
+// Holding reports whether the committer waits for the writers Expect announced.
+func Holding(j *Journal) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.holding
+}
+
 // Asked reports whether a commit of rows not yet durable was asked for.
 func Asked(j *Journal) bool {
 	j.mu.Lock()

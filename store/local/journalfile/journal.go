@@ -59,6 +59,7 @@ type Journal struct {
 	expected  int
 	expectGen uint64
 	maxHold   time.Duration // maxHold; tests make it longer
+	holding   bool          // the committer is in hold, for tests
 
 	sinceRelease int          // bytes committed since the mapped pages were last released; committer only
 	readSince    atomic.Int64 // bytes of rows read since the mapped pages were last released

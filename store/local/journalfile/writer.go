@@ -164,7 +164,9 @@ func (j *Journal) run() {
 		if len(j.pending) == 0 {
 			return // closed, and nothing left to write
 		}
-		j.hold()
+		if j.hold(); len(j.pending) == 0 {
+			continue // fenced or poisoned while it held: nothing is left to commit
+		}
 		batch, hook, sum := j.pending, j.commitHook, j.summary.Clone()
 		j.pending, j.spare, j.pendingBytes = j.spare[:0], nil, 0
 
@@ -220,7 +222,8 @@ func (j *Journal) Expect() (done func()) {
 const maxHold = 2 * time.Millisecond
 
 // hold waits, before a commit is taken, for the writers Expect announced, at most maxHold.
-// Called by the committer with j.mu held.
+// Called by the committer with j.mu held, which it lets go while it waits: the journal may be
+// fenced or poisoned meanwhile, and its pending rows dropped.
 func (j *Journal) hold() {
 	if j.expected == 0 || j.closed {
 		return
@@ -232,9 +235,11 @@ func (j *Journal) hold() {
 		j.work.Signal()
 		j.mu.Unlock()
 	})
+	j.holding = true
 	for j.expected > 0 && !expired && !j.closed {
 		j.work.Wait()
 	}
+	j.holding = false
 	t.Stop()
 	if expired {
 		// A writer that did not come (it waits for something else first): the others are

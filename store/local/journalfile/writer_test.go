@@ -478,3 +478,22 @@ func TestCloseEndsAHold(t *testing.T) {
 	require.NoError(t, <-synced)
 	journalfiletest.Check(t, path)
 }
+
+// TestAJournalFencedWhileItHoldsCommitsNothing: a lease lost while the committer waits for the
+// writers announced drops the pending rows; the committer then takes no empty batch (it read
+// the batch's first row and the process died), the Sync says why, and Close closes.
+func TestAJournalFencedWhileItHoldsCommitsNothing(t *testing.T) {
+	t.Parallel()
+	j, _ := journalfiletest.Create(t)
+	journalfile.SetMaxHold(j, time.Hour)
+	j.Expect()
+	seq := j.Append(journalfiletest.SampleRows(1)...)
+	synced := make(chan error, 1)
+	go func() { synced <- j.Sync(seq) }()
+	require.Eventually(t, func() bool { return journalfile.Holding(j) }, 10*time.Second, time.Millisecond)
+	lost := errors.New("the lease was lost")
+	j.Fence(lost)
+	require.ErrorIs(t, <-synced, lost)
+	require.ErrorIs(t, j.Close(), lost)
+	assert.Zero(t, journalfile.CommitCount(j))
+}
