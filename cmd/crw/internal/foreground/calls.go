@@ -59,13 +59,26 @@ func lastProcessLines(ctx context.Context, st store.Store, run string, seq uint6
 	if err != nil || sum.LastStart == 0 {
 		return newCallLines(ctx, st, run, seq)
 	}
-	l := &callLines{ctx: ctx, st: st, run: run, from: sum.LastStart, open: map[string]callOf{}, backlog: maxBacklog}
-	_ = st.Rows(ctx, run, sum.LastStart, func(r *journal.Row) error {
-		l.logFrom = r.At
-		return errFirstRow
+	l := &callLines{ctx: ctx, st: st, run: run, from: max(1, sum.LastStart-min(sum.LastStart, lookBack)), open: map[string]callOf{}, backlog: maxBacklog}
+	// The calls an earlier process prepared and the last one went on with end in what is told
+	// without a prepared row of their own there: their role and node are read from the rows
+	// before (at most lookBack of them).
+	_ = st.Rows(ctx, run, l.from, func(r *journal.Row) error {
+		if r.Seq >= sum.LastStart {
+			l.logFrom = r.At
+			return errFirstRow
+		}
+		if r.Type == journal.TypePrepared {
+			l.open[r.Call] = callOf{role: r.Role, node: r.Node}
+		}
+		return nil
 	})
+	l.from = sum.LastStart
 	return l
 }
+
+// lookBack bounds the rows before the last process's start read for the calls it went on with.
+const lookBack = 10000
 
 var errFirstRow = errors.New("the first row is read")
 

@@ -123,10 +123,12 @@ func TestAFollowOfARunNoProcessHoldsTellsItsLastProcess(t *testing.T) {
 	write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(0)},
 		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "reviewer", Node: "a", At: at(10)},
 		&journal.Row{Type: journal.TypeCompleted, Call: "c1", At: at(20)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c3", Index: 3, Role: "critic", Node: "d", At: at(25)},
 		&journal.Row{Type: journal.TypeEnded, Status: "paused", At: at(30)})
 	write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(100)},
 		&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2, Role: "reviewer", Node: "b", At: at(110)},
 		&journal.Row{Type: journal.TypeCompleted, Call: "c2", At: at(120)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c3", At: at(127)}, // went on with: prepared before
 		&journal.Row{Type: journal.TypeEnded, Status: "completed", At: at(130)})
 	log := st.Log(run)
 	for _, line := range []string{
@@ -137,8 +139,9 @@ func TestAFollowOfARunNoProcessHoldsTellsItsLastProcess(t *testing.T) {
 		require.NoError(t, log.Append([]byte(line+"\n")))
 	}
 	var out bytes.Buffer
-	lastProcessLines(ctx, st, run, 8).readWith(newProgressLine(&out, false, false), log, 0)
-	assert.Equal(t, "info: between\ncall c2 reviewer/b completed\ninfo: after c2\n", out.String())
+	lastProcessLines(ctx, st, run, 10).readWith(newProgressLine(&out, false, false), log, 0)
+	assert.Equal(t, "info: between\ncall c2 reviewer/b completed\ninfo: after c2\ncall c3 critic/d completed\n", out.String(),
+		"c3, which the first process prepared, with its role and node")
 
 	// A last process of 600 calls: its last 1,000 starts and ends.
 	rows := []*journal.Row{{Type: journal.TypeStarted, Run: run, At: at(200)}}
