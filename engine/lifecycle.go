@@ -68,23 +68,23 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 	if sum.Result != nil {
 		out.Result = sum.Result
 	}
-	switch out.Status {
-	case "":
+	switch {
+	case out.Status.Final():
+		out.State = store.StateEnded
+	case out.Status == "":
 		out.State = store.StateCrashed // no process holds it and it has not ended
 		if pub != nil && pub.State == store.StateStopped {
 			out.Error = pub.Error // why its last process stopped (a divergence, a failed journal)
 		}
-	case store.RunPaused:
+	case out.Status == store.RunPaused:
 		out.State, out.Paused = store.StatePaused, sum.Paused
-	case store.RunWaitingDecision:
+	default: // waiting for a decision
 		out.State = store.StateWaitingDecision
 		if len(sum.Decisions) == 0 {
 			// Every decision it waited for has been answered since (or its verdict given),
 			// and no process took it: it waits for a resume.
 			out.State = store.StateWaitingResume
 		}
-	default:
-		out.State = store.StateEnded
 	}
 	out.Decisions = sum.Decisions
 	if out.State == store.StateCrashed || out.State == store.StateWaitingResume {

@@ -154,12 +154,6 @@ type summarized interface {
 	Summary() (*journal.Summary, error)
 }
 
-// endedForGood reports whether a run whose summary has status has ended and cannot be resumed:
-// a paused run and one waiting for a decision can.
-func endedForGood(status string) bool {
-	return status != "" && status != string(store.RunPaused) && status != string(store.RunWaitingDecision)
-}
-
 func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
@@ -176,7 +170,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if sj, ok := lease.Journal().(summarized); ok {
 		// The journal's own summary says what its ended row would: a run that has ended is
 		// refused before its rows are read (a 10,000-call run's, 0.3 s).
-		if sum, err := sj.Summary(); err == nil && endedForGood(sum.Status) {
+		if sum, err := sj.Summary(); err == nil && store.RunStatus(sum.Status).Final() {
 			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)
 		}
 	}

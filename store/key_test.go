@@ -16,3 +16,12 @@ func TestValidKey(t *testing.T) {
 		}
 	}
 }
+
+func TestAFinalRunStatusIsOneNoResumeGoesOnWith(t *testing.T) {
+	for s, final := range map[RunStatus]bool{"": false, RunPaused: false, RunWaitingDecision: false,
+		RunCompleted: true, RunFailed: true, RunCancelled: true} {
+		if s.Final() != final {
+			t.Errorf("%q.Final() = %v, want %v", s, s.Final(), final)
+		}
+	}
+}

@@ -425,6 +425,10 @@ const (
 	RunCancelled       RunStatus = "cancelled"
 )
 
+// Final reports whether a run that ended with s is over for good: one that paused or waits for
+// a decision goes on with a resume, and "" has not ended.
+func (s RunStatus) Final() bool { return s != "" && s != RunPaused && s != RunWaitingDecision }
+
 // Counts are a run's calls by status.
 type Counts map[journal.CallStatus]int
 
