@@ -32,25 +32,28 @@ func Conversation(j Journal, run string, chain []Link) ([]backend.Exchange, erro
 	if err := j.Sync(j.LastSeq()); err != nil {
 		return nil, err
 	}
-	row := func(seq uint64, call string) (*journal.Row, error) {
-		rows, err := j.Page(seq, 1)
+	out := make([]backend.Exchange, 0, len(chain))
+	for _, x := range chain {
+		rows, err := Rows(j, x.Call, x.PreparedSeq, x.EndSeq)
 		if err != nil {
 			return nil, err
 		}
-		if len(rows) != 1 || rows[0].Call != call {
-			return nil, errs.New(errs.IncompatibleSchema, "run %s: journal row %d of call %s cannot be read again", run, seq, call)
+		// Its prepared and terminal rows are among its rows, read once.
+		at := func(seq uint64) (*journal.Row, error) {
+			for i := range rows {
+				if rows[i].Seq == seq {
+					return &rows[i], nil
+				}
+			}
+			return nil, errs.New(errs.IncompatibleSchema, "run %s: journal row %d of call %s cannot be read again", run, seq, x.Call)
 		}
-		return &rows[0], nil
-	}
-	out := make([]backend.Exchange, 0, len(chain))
-	for _, x := range chain {
-		p, err := row(x.PreparedSeq, x.Call)
+		p, err := at(x.PreparedSeq)
 		if err != nil {
 			return nil, err
 		}
 		ex := backend.Exchange{Call: x.Call, Prompt: p.Prompt, Status: string(journal.StatusUnknown)}
 		if x.EndSeq != 0 {
-			t, err := row(x.EndSeq, x.Call)
+			t, err := at(x.EndSeq)
 			if err != nil {
 				return nil, err
 			}
@@ -61,10 +64,6 @@ func Conversation(j Journal, run string, chain []Link) ([]backend.Exchange, erro
 			case t.Output != nil:
 				ex.Answer = string(t.Output)
 			}
-		}
-		rows, err := Rows(j, x.Call, x.PreparedSeq, x.EndSeq)
-		if err != nil {
-			return nil, err
 		}
 		ex.Turns, ex.Packet = turns.Conversation(p.Prompt, ex.Answer, rows)
 		out = append(out, ex)
