@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -244,11 +245,20 @@ func TestChaosOnEtcd(t *testing.T) {
 				continue
 			}
 			r := running[rng.IntN(len(running))]
+			// The process may end between the listing and the signal: the
+			// run ended, or its worker was killed with it. No fault is injected then.
+			if err := syscall.Kill(r.PID, syscall.SIGSTOP); errors.Is(err, syscall.ESRCH) {
+				t.Logf("fault %d: run %s's process %d exited before it could be stopped", fault, r.Run, r.PID)
+				continue
+			} else {
+				require.NoError(t, err)
+			}
 			t.Logf("fault %d: run %s's process %d SIGSTOPped", fault, r.Run, r.PID)
-			require.NoError(t, syscall.Kill(r.PID, syscall.SIGSTOP))
 			h.stopped = append(h.stopped, r.PID)
 			pause(ttl+time.Second, ttl+3*time.Second)
-			require.NoError(t, syscall.Kill(r.PID, syscall.SIGCONT))
+			if err := syscall.Kill(r.PID, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+				require.NoError(t, err)
+			}
 			t.Logf("fault %d: run %s's process %d continued", fault, r.Run, r.PID)
 		}
 	}
