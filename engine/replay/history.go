@@ -32,20 +32,17 @@ import (
 // generation (the rows from its newest prepared row on), which has at most one terminal row.
 //
 // A History read a page at a time (ReadPages) keeps no rows of a call once its terminal row is
-// read: Prepared, Steps, Thread, Turns, Interrupt and Terminal are then nil, the fields below
-// them say what the replay needs, and Load reads the rest again when the call is delivered.
+// read: its Rows are then none (every field nil), the fields below them say what the replay
+// needs, and Load reads the rest again when the call is delivered.
 type Call struct {
 	Attempt int // how many prepared rows the call has: this is its Attempt-th
 	// StepAttempts is the highest attempt of the call's published steps in any generation: a
 	// pull backend numbers a new generation's first step above it, so no marker is used twice.
 	StepAttempts int
-	Prepared     *journal.Row
-	Steps        []*journal.Row // step_published rows, in order
-	Lost         []*journal.Row // session_attempt_lost rows, in order
-	Thread       *journal.Row
-	Turns        []*journal.Row // turn_started rows, in order
-	Interrupt    *journal.Row
-	Terminal     *journal.Row
+	// Rows are the rows the History holds of the call; never nil. A call without rows shares
+	// one empty Rows with every other (noRows), which nothing writes: a replay of 100,000
+	// calls holds the rows of a few, and a Call is 224 bytes, not 320, without them.
+	*Rows
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
 	// node and seq, its terminal row's type, reason and seq ("" and 0 without one).
@@ -77,7 +74,30 @@ type Call struct {
 	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
 	Placement string
 	Alloc     int
+}
+
+// Rows are the rows of a call's newest generation a History holds.
+type Rows struct {
+	Prepared  *journal.Row
+	Steps     []*journal.Row // step_published rows, in order
+	Lost      []*journal.Row // session_attempt_lost rows, in order
+	Thread    *journal.Row
+	Turns     []*journal.Row // turn_started rows, in order
+	Interrupt *journal.Row
+	Terminal  *journal.Row
 	Placed    *journal.Row
+}
+
+// noRows are the Rows of every Call that holds none. Nothing writes them: a call's rows are
+// written through own, which gives it Rows of its own first.
+var noRows = &Rows{}
+
+// own is the call's Rows to write to: its own, made for it the first time.
+func (c *Call) own() *Rows {
+	if c.Rows == nil || c.Rows == noRows {
+		c.Rows = &Rows{}
+	}
+	return c.Rows
 }
 
 // Result is the CallResult a call with a terminal row gives the script again; omitSeqs is the
@@ -423,6 +443,7 @@ func (c *Call) fromKept(k *kept) *Call {
 	// one allocation for the call and its rows: a replay delivers thousands of them
 	all := &struct {
 		call                       Call
+		rows                       Rows
 		prepared, thread, terminal journal.Row
 	}{
 		call: Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
@@ -433,6 +454,7 @@ func (c *Call) fromKept(k *kept) *Call {
 			TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens},
 	}
 	got := &all.call
+	got.Rows = &all.rows
 	got.Prepared, got.Terminal = &all.prepared, &all.terminal
 	if t := k.thread; t != nil {
 		all.thread = journal.Row{Type: journal.TypeThreadStarted, Call: c.ID, ThreadID: t.ID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
@@ -577,7 +599,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 		b.leave(prev.EndSeq)
 	}
 	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-	fresh := &Call{Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
+	fresh := &Call{Rows: noRows, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
 		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
 	delete(b.parts, c)
 	if b.paged {
@@ -636,7 +658,7 @@ func (b *builder) terminal(c *Call, row *journal.Row) error {
 		// of them is kept. A row without its prompt (a hand-written trace) keeps them: only its
 		// digest can be compared.
 		c.paged = true
-		c.Prepared, c.Steps, c.Lost, c.Thread, c.Turns, c.Interrupt, c.Terminal, c.Placed = nil, nil, nil, nil, nil, nil, nil, nil
+		c.Rows = noRows
 		b.keep(c, row)
 	}
 	return nil
@@ -705,23 +727,24 @@ func (b *builder) attach(c *Call, row *journal.Row) {
 }
 
 func (c *Call) attach(row *journal.Row) {
+	r := c.own()
 	switch {
 	case row.Type == journal.TypePrepared:
-		c.Prepared = row
+		r.Prepared = row
 	case row.Type == journal.TypeThreadStarted:
-		c.Thread = row
+		r.Thread = row
 	case row.Type == journal.TypeTurnStarted:
-		c.Turns = append(c.Turns, row)
+		r.Turns = append(r.Turns, row)
 	case row.Type == journal.TypeAttemptLost:
-		c.Lost = append(c.Lost, row)
+		r.Lost = append(r.Lost, row)
 	case row.Type == journal.TypeStepPublished:
-		c.Steps = append(c.Steps, row)
+		r.Steps = append(r.Steps, row)
 	case row.Type == journal.TypeInterruptRequested:
-		c.Interrupt = row
+		r.Interrupt = row
 	case row.Type == journal.TypeWorkspacePlaced:
-		c.Placed = row
+		r.Placed = row
 	case journal.IsTerminal(row.Type):
-		c.Terminal = row
+		r.Terminal = row
 	}
 }
 
@@ -1034,7 +1057,7 @@ func (h *History) keep(p *journal.Row) {
 	if got == nil {
 		got = &reread{}
 		if c.threadBound {
-			got.call = &Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
+			got.call = &Call{Rows: &Rows{}, Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
 				PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
 		} else {
 			got.kept = &kept{}

@@ -87,7 +87,7 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 			d.Answer = own()
 			// The answer reaches the script at its place among the calls' results, as it
 			// did in the process that took it: it is one of the deliveries the replay orders.
-			d.Call = &Call{ID: "decision:" + row.DecisionID, EndType: row.Type, EndSeq: row.Seq, Decision: true}
+			d.Call = &Call{Rows: noRows, ID: "decision:" + row.DecisionID, EndType: row.Type, EndSeq: row.Seq, Decision: true}
 			h.Order = append(h.Order, d.Call)
 		}
 	case journal.TypeEffectReconciled:
@@ -101,7 +101,7 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 			}
 			// The verdict reaches the script (crw.effect) at its place among the deliveries,
 			// as it did in the process that journaled it.
-			c := &Call{ID: "effect:" + r.Effect, EndType: r.Type, EndSeq: r.Seq, Decision: true}
+			c := &Call{Rows: noRows, ID: "effect:" + r.Effect, EndType: r.Type, EndSeq: r.Seq, Decision: true}
 			h.VerdictCalls[r.Effect] = c
 			h.Order = append(h.Order, c)
 			// The verdict releases the node's recovery hold for the calls after it, once no

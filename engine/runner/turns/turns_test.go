@@ -23,9 +23,9 @@ func row(seq uint64, typ string, k int) *journal.Row {
 func TestSentSaysWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	prepared := row(1, journal.TypePrepared, 0)
 	assert.Nil(t, turns.Sent(nil, 1), "a call no process began")
-	assert.Nil(t, turns.Sent(&replay.Call{Prepared: prepared}, 1), "only prepared: nothing sent")
+	assert.Nil(t, turns.Sent(&replay.Call{Rows: &replay.Rows{Prepared: prepared}}, 1), "only prepared: nothing sent")
 
-	threaded := &replay.Call{Prepared: prepared, Thread: row(2, journal.TypeThreadStarted, 0)}
+	threaded := &replay.Call{Rows: &replay.Rows{Prepared: prepared, Thread: row(2, journal.TypeThreadStarted, 0)}}
 	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: at.Add(2 * time.Second)}}, turns.Sent(threaded, 1), "the task turn may have gone")
 	assert.Nil(t, turns.Sent(threaded, 2))
 
@@ -37,8 +37,8 @@ func TestSentSaysWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 	old.Marker, old.TurnID = "m-1", "turn-of-attempt-1"
 	own := row(6, journal.TypeTurnStarted, 1)
 	own.Marker, own.TurnID = "m-2", "turn-of-attempt-2"
-	stepped := &replay.Call{Prepared: prepared, Thread: threaded.Thread, Steps: []*journal.Row{step}, Lost: []*journal.Row{lost},
-		Turns: []*journal.Row{old, own}}
+	stepped := &replay.Call{Rows: &replay.Rows{Prepared: prepared, Thread: threaded.Thread, Steps: []*journal.Row{step}, Lost: []*journal.Row{lost},
+		Turns: []*journal.Row{old, own}}}
 	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: step.At, TurnID: "turn-of-attempt-2"}, Marker: "m-2", Attempt: 2, Lost: "subagent_closed"},
 		turns.Sent(stepped, 1), "the step's own attempt's turn")
 	stepped.Turns = []*journal.Row{old}
@@ -47,21 +47,21 @@ func TestSentSaysWhatAnEarlierProcessMayHaveSent(t *testing.T) {
 
 	first := row(7, journal.TypeTurnStarted, 1)
 	first.TurnID = "t1"
-	repairing := &replay.Call{Prepared: prepared, Thread: threaded.Thread, Turns: []*journal.Row{first}}
+	repairing := &replay.Call{Rows: &replay.Rows{Prepared: prepared, Thread: threaded.Thread, Turns: []*journal.Row{first}}}
 	assert.Equal(t, &pull.Sent{Sent: backend.Sent{At: first.At}}, turns.Sent(repairing, 2), "the turn after a started one may have gone")
 }
 
 func TestCountedIsTheTokensTheNextStepPublished(t *testing.T) {
 	step := row(3, journal.TypeStepPublished, 2)
 	step.CallTokens = &journal.Tokens{Input: 10, Output: 5, Total: 15}
-	rec := &replay.Call{Steps: []*journal.Row{row(2, journal.TypeStepPublished, 1), step}}
+	rec := &replay.Call{Rows: &replay.Rows{Steps: []*journal.Row{row(2, journal.TypeStepPublished, 1), step}}}
 	assert.Equal(t, &journal.Tokens{Input: 10, Output: 5, Total: 15}, turns.Counted(rec, 1))
 	assert.Nil(t, turns.Counted(rec, 2))
-	assert.Nil(t, turns.Counted(&replay.Call{Steps: []*journal.Row{row(2, journal.TypeStepPublished, 1)}}, 1))
+	assert.Nil(t, turns.Counted(&replay.Call{Rows: &replay.Rows{Steps: []*journal.Row{row(2, journal.TypeStepPublished, 1)}}}, 1))
 }
 
 func TestAHeldGenerationGoesOnWithItsRepair(t *testing.T) {
-	held := &replay.Call{Attempt: 1, EndReason: "engine_paused"}
+	held := &replay.Call{Rows: &replay.Rows{}, Attempt: 1, EndReason: "engine_paused"}
 	next := &journal.Row{Type: journal.TypePrepared}
 	turns.GoOn(next, held, []journal.Row{*row(2, journal.TypeTurnStarted, 1)})
 	assert.Equal(t, 0, next.K, "held in its task turn: it starts from the task")
