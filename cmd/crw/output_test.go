@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,9 +73,17 @@ func TestOutputThatCannotBeWrittenFailsTheCommand(t *testing.T) {
 
 // TestAClosedPipeIsNoError: a reader that closed the pipe (crw flow trace RUN | head) had what
 // it wanted: the command ends as it would have, its own error (and code) said, nothing else.
+// A command that stops at the failed write (trace, show --json) ends as if it had written all.
 func TestAClosedPipeIsNoError(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
+	var runOut bytes.Buffer
+	code := cli.Run([]string{"flow", "run", "../../workflows/plan-build-review.js", "--state", state, "--json=run"},
+		cli.IO{In: strings.NewReader(""), Out: &runOut, ErrOut: io.Discard}, backends.Registry())
+	run := regexp.MustCompile(runID).FindString(runOut.String())
+	if code != 0 || run == "" {
+		t.Fatalf("the run to read: exit %d, %s", code, runOut.String())
+	}
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -85,6 +94,9 @@ func TestAClosedPipeIsNoError(t *testing.T) {
 		{name: "a run that completed", args: []string{"flow", "run", "../../workflows/plan-build-review.js"}, code: 0, stderr: ""},
 		{name: "a coded error meant for standard output", args: []string{"flow", "status", "20261201-000000-abcdef", "--json"},
 			code: 1, stderr: "crw: invalid_request: no run "},
+		{name: "a trace", args: []string{"flow", "trace", run}, code: 0, stderr: ""},
+		{name: "a timeline in JSON", args: []string{"flow", "show", run, "--json"}, code: 0, stderr: ""},
+		{name: "a diagnosis in JSON", args: []string{"flow", "inspect", run, "--json"}, code: 0, stderr: ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
