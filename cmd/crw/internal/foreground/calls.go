@@ -19,9 +19,9 @@ type callLines struct {
 	run  string
 	from uint64            // the next row to read
 	open map[string]callOf // the calls started and not ended, by id
-	// backlog bounds the lines the next read gives when it tells a past process's calls (0:
-	// no bound); logFrom is when that process started: the workflow's lines before it are
-	// another process's.
+	// backlog bounds the starts and ends of calls, and the workflow's lines, the next read
+	// gives when it tells a past process (0: no bound); logFrom is when that process started:
+	// the workflow's lines before it are another process's.
 	backlog int
 	logFrom time.Time
 }
@@ -47,7 +47,8 @@ func newCallLines(ctx context.Context, st store.Store, run string, seq uint64) *
 	return l
 }
 
-// maxBacklog bounds the call lines a follow prints of a process that is gone: the last ones.
+// maxBacklog bounds the starts and ends of calls a follow prints of a process that is gone,
+// and the workflow's lines: the last ones of each.
 const maxBacklog = 1000
 
 // lastProcessLines tells run's calls from its last process's started row on: what a follow of

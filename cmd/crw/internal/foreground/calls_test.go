@@ -156,9 +156,37 @@ func TestAFollowOfARunNoProcessHoldsTellsItsLastProcess(t *testing.T) {
 	lastProcessLines(ctx, st, run, 0).readWith(newProgressLine(&out, false, false), log, 0)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	assert.Equal(t, "(200 earlier starts and ends of calls of this run's last process are left out: crw flow trace "+run+" has every row)", lines[0])
-	assert.Equal(t, "call c201 critic/n completed", lines[1], "the first call whose start is among the last 1,000")
+	assert.Equal(t, "info: early in the last process", lines[1], "the process's lines from its start, before the first call told")
+	assert.Equal(t, "call c201 critic/n completed", lines[2], "the first call whose start is among the last 1,000")
 	assert.Equal(t, "call c700 critic/n completed", lines[len(lines)-2])
 	assert.Equal(t, "info: late in the last process", lines[len(lines)-1], "after the last call's end, as it was written")
-	assert.Len(t, lines, 1+500+1, "the note, 500 calls' ends, the late line")
-	assert.NotContains(t, out.String(), "early in the last process", "a line before the first call told")
+	assert.Len(t, lines, 1+1+500+1, "the note, the early line, 500 calls' ends, the late line")
+
+	// A last process that wrote 1,500 lines and made one call: its last 1,000 lines.
+	write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(3000)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c800", Index: 700, Role: "critic", Node: "n", At: at(3001)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c800", At: at(5000)},
+		&journal.Row{Type: journal.TypeEnded, Status: "completed", At: at(5001)})
+	for i := 1; i <= 1500; i++ {
+		line := fmt.Sprintf(`{"at":%q,"kind":"console","level":"info","message":"line %d"}`, at(3001+i).Format(time.RFC3339Nano), i)
+		require.NoError(t, log.Append([]byte(line+"\n")))
+	}
+	out.Reset()
+	lastProcessLines(ctx, st, run, 0).readWith(newProgressLine(&out, false, false), log, 0)
+	lines = strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	assert.Equal(t, "(500 earlier lines of the workflow of this run's last process are left out: crw flow logs "+run+" every line)", lines[0])
+	assert.Equal(t, "info: line 501", lines[1])
+	assert.Equal(t, "info: line 1500", lines[len(lines)-2])
+	assert.Equal(t, "call c800 critic/n completed", lines[len(lines)-1])
+	assert.Len(t, lines, 1+1000+1, "the note, the last 1,000 lines, the call's end")
+}
+
+// TestACallEndWithoutItsStartSaysNoRoleOrNode: a follow that did not read a call's start (it was
+// prepared too far back) tells its end without a role and node it does not know.
+func TestACallEndWithoutItsStartSaysNoRoleOrNode(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgressLine(&out, false, false)
+	p.event(progress.Event{Kind: progress.EventCallEnded, Call: "c1", Status: "completed"})
+	p.event(progress.Event{Kind: progress.EventCallEnded, Call: "c2", Role: "critic", Node: "n", Status: "completed"})
+	assert.Equal(t, "call c1 completed\ncall c2 critic/n completed\n", out.String())
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -91,28 +92,15 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 // before it (or at the same instant: a workflow's line is most often written on what a call
 // gave), so only the calls' lines since the last read are held, never the log.
 func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) int64 {
-	type callLine struct {
-		at time.Time
-		ev progress.Event
+	if l.backlog > 0 {
+		return l.readPast(prog, runLog, logAt)
 	}
-	var calls []callLine
-	left := 0
-	l.read(func(at time.Time, ev progress.Event) {
-		if l.backlog > 0 && len(calls) == l.backlog {
-			calls, left = calls[1:], left+1
-		}
-		calls = append(calls, callLine{at, ev})
-	})
+	var calls []timedEvent
+	l.read(func(at time.Time, ev progress.Event) { calls = append(calls, timedEvent{at, ev}) })
 	logW := prog.logWriter()
-	if l.backlog > 0 && left > 0 {
-		// A past process's calls past the bound: its last ones, and its lines from the first.
-		l.logFrom = calls[0].at
-		fmt.Fprintf(logW, "(%d earlier starts and ends of calls of this run's last process are left out: crw flow trace %s has every row)\n", left, l.run)
-	}
-	l.backlog = 0
 	logAt = runlog.ConsoleLines(runLog, logAt, func(at time.Time, text string) {
 		if at.Before(l.logFrom) {
-			return // another process's line, or one before what is told
+			return // another process's line
 		}
 		for len(calls) > 0 && !calls[0].at.After(at) {
 			prog.event(calls[0].ev)
@@ -124,6 +112,72 @@ func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) 
 		prog.event(c.ev)
 	}
 	return logAt
+}
+
+type timedEvent struct {
+	at time.Time
+	ev progress.Event
+}
+
+// readPast tells a past process (a run no process holds): its calls' last l.backlog starts and
+// ends and the workflow's last l.backlog lines from that process's start, in the order they
+// were written, after a note of how many of each are left out.
+func (l *callLines) readPast(prog *progressLine, runLog store.Log, logAt int64) int64 {
+	type logLine struct {
+		at   time.Time
+		text string
+	}
+	var calls []timedEvent
+	var lines []logLine
+	leftCalls, leftLines := 0, 0
+	l.read(func(at time.Time, ev progress.Event) {
+		if len(calls) == l.backlog {
+			calls, leftCalls = calls[1:], leftCalls+1
+		}
+		calls = append(calls, timedEvent{at, ev})
+	})
+	logAt = runlog.ConsoleLines(runLog, logAt, func(at time.Time, text string) {
+		if at.Before(l.logFrom) {
+			return // another process's line
+		}
+		if len(lines) == l.backlog {
+			lines, leftLines = lines[1:], leftLines+1
+		}
+		lines = append(lines, logLine{at, text})
+	})
+	l.backlog = 0
+	logW := prog.logWriter()
+	if note := leftOutNote(leftCalls, leftLines, l.run); note != "" {
+		fmt.Fprintln(logW, note)
+	}
+	for _, line := range lines {
+		for len(calls) > 0 && !calls[0].at.After(line.at) {
+			prog.event(calls[0].ev)
+			calls = calls[1:]
+		}
+		_, _ = io.WriteString(logW, line.text)
+	}
+	for _, c := range calls {
+		prog.event(c.ev)
+	}
+	return logAt
+}
+
+// leftOutNote says what a follow of a past process left out ("" when nothing).
+func leftOutNote(calls, lines int, run string) string {
+	var what, where []string
+	if calls > 0 {
+		what = append(what, fmt.Sprintf("%d earlier starts and ends of calls", calls))
+		where = append(where, "crw flow trace "+run+" has every row")
+	}
+	if lines > 0 {
+		what = append(what, fmt.Sprintf("%d earlier lines of the workflow", lines))
+		where = append(where, "crw flow logs "+run+" every line")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("(%s of this run's last process are left out: %s)", strings.Join(what, " and "), strings.Join(where, ", "))
 }
 
 // Execute runs a run in this process, with the environment the run recorded put into the

@@ -94,6 +94,10 @@ func (p *progressLine) event(e progress.Event) {
 	p.last = e
 	if e.Kind == progress.EventCallEnded {
 		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
+		if e.Role == "" && e.Node == "" {
+			// A follow that did not read its start (prepared too far back) knows neither.
+			line = fmt.Sprintf("call %s %s", e.Call, e.Status)
+		}
 		if e.Reason != "" {
 			line += " (" + e.Reason + ")"
 		}
