@@ -47,7 +47,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	case store.StateEnded:
 		return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, st.Status)
 	case store.StateRunning:
-		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run).
+		return errs.New(errs.RunUnavailable, "run %s is held by another live process: a change goes to a run no process holds", run).Wrap(store.ErrHeld).
 			Next("wait for its process to end, or cancel it, then resume it with the change")
 	}
 	spec, err := s.Store.Spec(ctx, run)
@@ -126,7 +126,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	}
 	err = s.writeOffline(ctx, run, func(w *offline.Writer) error { return w.Change(row.Row()) })
 	if errors.Is(err, store.ErrHeld) {
-		return errs.New(errs.InvalidRequest, "run %s is running: a change goes to a run no process holds", run)
+		return errs.New(errs.RunUnavailable, "run %s is held by another live process: a change goes to a run no process holds", run).Wrap(err)
 	}
 	return err
 }
