@@ -10,9 +10,9 @@ import (
 	"github.com/crw-dev/crw/store"
 )
 
-// callLines are the calls of a followed run as its journal tells them after the follow began
-// (or, of a run no process holds, from its last process's start): each start and each end, as
-// crw flow run shows them, in the order they were written.
+// callLines are the calls of a followed run as its journal tells them from its last process's
+// start (or after the follow began, when the journal does not say where that was): each start
+// and each end, as crw flow run shows them, in the order they were written.
 type callLines struct {
 	ctx  context.Context
 	st   store.Store
@@ -47,14 +47,15 @@ func newCallLines(ctx context.Context, st store.Store, run string, seq uint64) *
 	return l
 }
 
-// maxBacklog bounds the starts and ends of calls a follow prints of a process that is gone,
-// and the workflow's lines: the last ones of each.
+// maxBacklog bounds the starts and ends of calls, and the workflow's lines, a follow prints of
+// what the run's last process wrote before the follow began: the last ones of each.
 const maxBacklog = 1000
 
-// lastProcessLines tells run's calls from its last process's started row on: what a follow of
-// a run no process holds prints (a run that ended before the follow began, one that paused or
-// crashed), with the workflow's lines from that process's start. A journal whose summary does
-// not say where that process began is told from the follow's start, as a live run's is.
+// lastProcessLines tells run's calls from its last process's started row on, with the
+// workflow's lines from that process's start: what a follow prints first, whether that process
+// still runs or is gone (a run that ended before the follow began, one that paused or
+// crashed). A journal whose summary does not say where that process began is told from the
+// follow's start.
 func lastProcessLines(ctx context.Context, st store.Store, run string, seq uint64) *callLines {
 	sum, err := st.Summary(ctx, run)
 	if err != nil || sum.LastStart == 0 {

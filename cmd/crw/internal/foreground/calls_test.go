@@ -190,3 +190,52 @@ func TestACallEndWithoutItsStartSaysNoRoleOrNode(t *testing.T) {
 	p.event(progress.Event{Kind: progress.EventCallEnded, Call: "c2", Role: "critic", Node: "n", Status: "completed"})
 	assert.Equal(t, "call c1 completed\ncall c2 critic/n completed\n", out.String())
 }
+
+// TestAFollowOfARunningRunBeginsWithItsProcess: a follow that begins while the run's process
+// runs tells what that process did before (its calls and the workflow's lines from its start,
+// nothing of the process before it), then what it writes on, each line once.
+func TestAFollowOfARunningRunBeginsWithItsProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := mem.New()
+	const run = "20260101-000000-abcdef"
+	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, Workflow: "wf.js", Backend: "fake"}))
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	first, err := st.Acquire(ctx, run)
+	require.NoError(t, err)
+	_, err = first.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(0)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "reviewer", Node: "a", At: at(10)},
+		&journal.Row{Type: journal.TypeHeld, Call: "c1", Reason: "engine_paused", At: at(20)},
+		&journal.Row{Type: journal.TypeEnded, Status: "paused", At: at(30)})
+	require.NoError(t, err)
+	require.NoError(t, first.Release())
+	lease, err := st.Acquire(ctx, run)
+	require.NoError(t, err)
+	defer lease.Release()
+	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(100)},
+		&journal.Row{Type: journal.TypePrepared, Call: "c1", Index: 1, Role: "reviewer", Node: "a", At: at(110)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c1", At: at(120)})
+	require.NoError(t, err)
+	log := st.Log(run)
+	for _, line := range []string{
+		`{"at":"2026-12-01T10:00:00.015Z","kind":"console","level":"info","message":"first process"}`,
+		`{"at":"2026-12-01T10:00:00.121Z","kind":"console","level":"info","message":"c1 reviewed"}`,
+	} {
+		require.NoError(t, log.Append([]byte(line+"\n")))
+	}
+
+	var out bytes.Buffer
+	prog := newProgressLine(&out, false, false)
+	l := lastProcessLines(ctx, st, run, 0)
+	logAt := l.readWith(prog, log, 0)
+	assert.Equal(t, "call c1 reviewer/a completed\ninfo: c1 reviewed\n", out.String(), "the running process's calls and lines so far")
+
+	out.Reset()
+	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypePrepared, Call: "c2", Index: 2, Role: "critic", Node: "b", At: at(130)},
+		&journal.Row{Type: journal.TypeCompleted, Call: "c2", At: at(140)})
+	require.NoError(t, err)
+	require.NoError(t, log.Append([]byte(`{"at":"2026-12-01T10:00:00.141Z","kind":"console","level":"info","message":"c2 reviewed"}`+"\n")))
+	l.readWith(prog, log, logAt)
+	assert.Equal(t, "call c2 critic/b completed\ninfo: c2 reviewed\n", out.String(), "then what it writes on, once")
+}

@@ -52,12 +52,11 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 	end, err := svc.Follow(c.Ctx, id, func(st *store.Status) {
 		if calls == nil {
 			// Said once the run was read: a run that is not there has only its error.
+			// Told from the start of the run's last process (its last calls and lines, then
+			// what it writes on), whether it still runs or not: the workflow's lines and the
+			// calls begin at the same point.
 			prog.started(id)
-			if st.State == store.StateRunning {
-				calls = newCallLines(c.Ctx, svc.Store, id, st.LastSeq)
-			} else {
-				calls = lastProcessLines(c.Ctx, svc.Store, id, st.LastSeq)
-			}
+			calls = lastProcessLines(c.Ctx, svc.Store, id, st.LastSeq)
 		}
 		logAt = calls.readWith(prog, runLog, logAt)
 		ev := progressEvent(st)
