@@ -106,7 +106,7 @@ func sessionRunCreated(t *testing.T, script string, answer func(bus.StepFile) se
 			}
 		}
 		return true
-	}, 5*time.Second, 5*time.Millisecond)
+	}, time.Minute, 5*time.Millisecond)
 	stopOwner()
 	_, _, agents, err := o.Bus.Read()
 	require.NoError(t, err)
@@ -147,7 +147,9 @@ func TestSessionCallsRunOnOwnerSubagents(t *testing.T) {
 	end, rows, host, o, runDir := sessionRunWith(t, threeCalls, answerN, nil, func(c *session.Config) { c.LookupEvery = 1 << 20 })
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", 3, 4, 7]`, string(end.Result))
-	assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 3 }, 5*time.Second, 5*time.Millisecond, "three replies: bound")
+	if !assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 3 }, time.Minute, 5*time.Millisecond, "three replies: bound") {
+		t.Logf("the replies the owner read: %+v", o.AllReplies())
+	}
 	assert.Equal(t, []string{"c1/t1-a1", "c2/t1-a1", "c3/t1-a1"}, sorted(o.Spawned))
 
 	for _, c := range []struct{ call, role, agentType string }{{"c1", "explorer", "explorer"}, {"c2", "reviewer", "reviewer"}, {"c3", "critic", "reviewer"}} {
@@ -226,7 +228,7 @@ export default async function main() {
 	require.Len(t, turns, 2)
 	assert.Equal(t, "c1/t2-a1", turns[1].Marker)
 	assert.Equal(t, 2, turns[1].K)
-	assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 2 }, 5*time.Second, 5*time.Millisecond, "two replies: bound")
+	assert.Eventually(t, func() bool { return o.RepliesOf(bus.ReplyBound) == 2 }, time.Minute, 5*time.Millisecond, "two replies: bound")
 }
 
 // TestSessionSpawnNeverReportedIsBoundByItsMarker: an owner that spawns and never reports: the
@@ -287,7 +289,7 @@ export default async function main() {
 	assert.JSONEq(t, `["completed", "looks fine"]`, string(end.Result))
 	assert.Equal(t, int32(3), spawns.Load())
 	// The third subagent is bound by its report or by its marker, whichever comes first.
-	require.Eventually(t, func() bool { return len(o.AllReplies()) >= 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(o.AllReplies()) >= 2 }, time.Minute, 5*time.Millisecond)
 	assert.Equal(t, 1, o.RepliesOf(bus.ReplyRefused))
 	assert.Equal(t, 1, o.RepliesOf(bus.ReplyPairMismatch))
 	for _, r := range o.AllReplies() {
@@ -766,7 +768,7 @@ export default async function main() {
 	end, _, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Call == "c2" {
 			// The owner closed c1's subagent in this pass, before it took c2's step.
-			retracted = assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
+			retracted = assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, time.Minute, time.Millisecond)
 		}
 		return sessiontest.Answer{Text: st.Call}
 	}, func(o *sessiontest.Owner) { runDir = o.Bus.Dir })
@@ -925,7 +927,7 @@ export default async function main() { return (await agent.call({ role: "explore
 		if st.Attempt == 1 {
 			go func() {
 				var agent string
-				require.Eventually(t, func() bool { var ok bool; agent, _, ok = host.Find(st.Marker); return ok }, 5*time.Second, time.Millisecond)
+				require.Eventually(t, func() bool { var ok bool; agent, _, ok = host.Find(st.Marker); return ok }, time.Minute, time.Millisecond)
 				host.Progress(agent) // on disk, then nothing more
 			}()
 			return sessiontest.Answer{Hold: true}
@@ -967,7 +969,7 @@ export default async function main() {
 			end, _, _, _, _ := sessionRunWith(t, script, func(st bus.StepFile) sessiontest.Answer {
 				if st.Call == "c2" {
 					if c.pending == 0 {
-						assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, 5*time.Second, time.Millisecond)
+						assert.Eventually(t, func() bool { return len(closeSteps(t, runDir, "c1")) == 0 }, time.Minute, time.Millisecond)
 					} else {
 						time.Sleep(100 * time.Millisecond) // many polls of the run
 					}

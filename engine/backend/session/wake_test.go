@@ -85,7 +85,7 @@ export default async function main() { return (await agent.call({ role: "explore
 	t.Cleanup(func() { cancel(); <-done; b.Close() })
 	wait := func(n int) []journal.Row {
 		t.Helper()
-		require.Eventually(t, func() bool { return len(rows.all()) >= n }, 5*time.Second, time.Millisecond, "%d rows: %+v", n, rows.all())
+		require.Eventually(t, func() bool { return len(rows.all()) >= n }, time.Minute, time.Millisecond, "%d rows: %+v", n, rows.all())
 		time.Sleep(20 * time.Millisecond) // no row more than that
 		got := rows.all()
 		require.Len(t, got, n, "%+v", got)

@@ -42,16 +42,16 @@ func TestPoolWaitersAreNotGoroutines(t *testing.T) {
 			p.Release()
 		})
 	}
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(admitted) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(admitted) == 1 }, time.Minute, time.Millisecond)
 	assert.Less(t, runtime.NumGoroutine()-before, 20, "goroutines while 1,999 calls wait")
 
 	// Ten more calls get through, one at a time, in order.
 	for range 10 {
 		hold <- struct{}{}
 	}
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(admitted) == 11 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(admitted) == 11 }, time.Minute, time.Millisecond)
 	cancel()
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(gaveUp) == n-11 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(gaveUp) == n-11 }, time.Minute, time.Millisecond)
 	close(hold)
 	running.Wait()
 	for i, call := range admitted {

@@ -276,7 +276,7 @@ func TestGroupCommit(t *testing.T) {
 			assert.NoError(t, err)
 		}()
 	}
-	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 15 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 15 }, time.Minute, time.Millisecond)
 	close(release)
 	wg.Wait()
 
@@ -403,7 +403,7 @@ func TestPoisonWakesWaiters(t *testing.T) {
 	for range 7 {
 		go func() { _, err := j.Write(journalfiletest.SampleRows(1)...); errs <- err }()
 	}
-	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 7 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.PendingLen(j) == 7 }, time.Minute, time.Millisecond)
 	close(release)
 	for range 8 {
 		assert.ErrorIs(t, <-errs, fail)
@@ -428,7 +428,7 @@ func TestACommitWaitsForTheWritersExpected(t *testing.T) {
 	doneA()
 	synced := make(chan error, 1)
 	go func() { synced <- j.Sync(seqA) }()
-	require.Eventually(t, func() bool { return journalfile.Asked(j) || len(synced) > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.Asked(j) || len(synced) > 0 }, time.Minute, time.Millisecond)
 	select {
 	case err := <-synced:
 		t.Fatalf("the first writer's commit did not wait for the second (%v)", err)
@@ -473,7 +473,7 @@ func TestCloseEndsAHold(t *testing.T) {
 	seq := j.Append(journalfiletest.SampleRows(1)...)
 	synced := make(chan error, 1)
 	go func() { synced <- j.Sync(seq) }()
-	require.Eventually(t, func() bool { return journalfile.Asked(j) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.Asked(j) }, time.Minute, time.Millisecond)
 	require.NoError(t, j.Close())
 	require.NoError(t, <-synced)
 	journalfiletest.Check(t, path)
@@ -490,7 +490,7 @@ func TestAJournalFencedWhileItHoldsCommitsNothing(t *testing.T) {
 	seq := j.Append(journalfiletest.SampleRows(1)...)
 	synced := make(chan error, 1)
 	go func() { synced <- j.Sync(seq) }()
-	require.Eventually(t, func() bool { return journalfile.Holding(j) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return journalfile.Holding(j) }, time.Minute, time.Millisecond)
 	lost := errors.New("the lease was lost")
 	j.Fence(lost)
 	require.ErrorIs(t, <-synced, lost)

@@ -483,9 +483,10 @@ func (o *Owner) Pass() int {
 }
 
 // await reads the reply to a report; a pair_mismatch or a refusal has the subagent closed and
-// the step taken again, as the hint tells an owner.
+// the step taken again, as the hint tells an owner. It waits for the reply as long as a test
+// may run on a loaded machine: the run answers when it gets to the report.
 func (o *Owner) await(id, marker, agent string) {
-	for range 2000 {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		if reply, ok, _ := o.Bus.ReplyTo(id); ok {
 			o.mu.Lock()
 			o.Replies = append(o.Replies, reply)
