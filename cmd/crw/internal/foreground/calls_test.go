@@ -103,16 +103,12 @@ func TestFollowPrintsCallsAndLinesInTheOrderTheyWereWritten(t *testing.T) {
 
 // TestAFollowOfARunNoProcessHoldsTellsItsLastProcess: a run that ended before the follow began
 // is told as its last process left it: that process's calls and the workflow's lines from its
-// start, in the order they were written, nothing of the process before it; past the bound,
-// its last calls' lines, and the lines of the workflow from the first of them.
+// start, in the order they were written, nothing of the process before it; past the bounds,
+// its last 1,000 starts and ends and the workflow's last 1,000 lines, after a note of what
+// is left out.
 func TestAFollowOfARunNoProcessHoldsTellsItsLastProcess(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := mem.New()
-	const run = "20260101-000000-abcdef"
-	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, Workflow: "wf.js", Backend: "fake"}))
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ctx, st, run, at := followedRun(t)
 	write := func(rows ...*journal.Row) {
 		lease, err := st.Acquire(ctx, run)
 		require.NoError(t, err)
@@ -196,12 +192,7 @@ func TestACallEndWithoutItsStartSaysNoRoleOrNode(t *testing.T) {
 // nothing of the process before it), then what it writes on, each line once.
 func TestAFollowOfARunningRunBeginsWithItsProcess(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := mem.New()
-	const run = "20260101-000000-abcdef"
-	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, Workflow: "wf.js", Backend: "fake"}))
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ctx, st, run, at := followedRun(t)
 	first, err := st.Acquire(ctx, run)
 	require.NoError(t, err)
 	_, err = first.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: run, At: at(0)},
@@ -238,4 +229,14 @@ func TestAFollowOfARunningRunBeginsWithItsProcess(t *testing.T) {
 	require.NoError(t, log.Append([]byte(`{"at":"2026-12-01T10:00:00.141Z","kind":"console","level":"info","message":"c2 reviewed"}`+"\n")))
 	l.readWith(prog, log, logAt)
 	assert.Equal(t, "call c2 critic/b completed\ninfo: c2 reviewed\n", out.String(), "then what it writes on, once")
+}
+
+// followedRun is a run in a store of its own, and at(ms) the time ms after its start.
+func followedRun(t *testing.T) (context.Context, store.Store, string, func(ms int) time.Time) {
+	ctx := context.Background()
+	st := mem.New()
+	const run = "20260101-000000-abcdef"
+	require.NoError(t, st.Create(ctx, &store.Spec{Schema: store.SpecSchema, Run: run, Workflow: "wf.js", Backend: "fake"}))
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	return ctx, st, run, func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 }
