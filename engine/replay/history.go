@@ -41,7 +41,7 @@ type Call struct {
 	StepAttempts int
 	// Rows are the rows the History holds of the call; never nil. A call without rows shares
 	// one empty Rows with every other (noRows), which nothing writes: a replay of 100,000
-	// calls holds the rows of a few, and a Call is 224 bytes, not 320, without them.
+	// calls holds the rows of a few, and a Call is 176 bytes, not 320, without them.
 	*Rows
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
@@ -64,16 +64,13 @@ type Call struct {
 	// threadBound: its thread_started row is a pull backend's binding (Via), which what is
 	// kept of a thread does not hold: its rows are read again whole.
 	threadBound bool
+	// pauseInterrupted: its interrupt_requested row has a pause's reason (PauseReasons).
+	pauseInterrupted bool
 	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
 	// an operator's verdict (VerdictCalls). Beside the other flags: a Call is 320 bytes, not
 	// 352 (a replay keeps one for every call of its run).
 	Decision bool
 	kept     atomic.Pointer[kept]
-	// interrupted is the reason of its interrupt_requested row ("" without one).
-	interrupted string
-	// Placement and Alloc are what its workspace_placed row says ("" and 0 without one).
-	Placement string
-	Alloc     int
 }
 
 // Rows are the rows of a call's newest generation a History holds.
@@ -204,7 +201,7 @@ func (c *Call) Reopened() bool {
 	if c.EndType != "" {
 		return !c.Settled()
 	}
-	return c.interrupted != "" && PauseReasons[c.interrupted]
+	return c.pauseInterrupted
 }
 
 // LastRow is the call's latest row of its latest attempt.
@@ -474,13 +471,15 @@ type builder struct {
 	names map[string]string // roles and nodes, one string each however many calls name them
 	// parts are what a paged reading keeps of the open calls' prepared and thread rows, for
 	// their kept rows once they end, within budget bytes in all.
-	parts  map[*Call]*kept
-	budget int
+	parts map[*Call]*kept
+	// placements are the calls' workspace_placed rows, for their terminal rows (History.ended).
+	placements map[*Call]placement
+	budget     int
 }
 
 func newBuilder(paged bool) *builder {
 	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
-		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, parts: map[*Call]*kept{}}
+		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, parts: map[*Call]*kept{}, placements: map[*Call]placement{}}
 }
 
 // own is a row the History keeps: a copy when the rows read are transient (ReadPages).
@@ -576,9 +575,9 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	case row.Type == journal.TypeStepPublished:
 		c.StepAttempts = max(c.StepAttempts, row.Attempt)
 	case row.Type == journal.TypeInterruptRequested:
-		c.interrupted = b.name(row.Reason)
+		c.pauseInterrupted = PauseReasons[row.Reason]
 	case row.Type == journal.TypeWorkspacePlaced:
-		h.placed(c, row)
+		b.placements[c] = h.placed(row)
 	case journal.IsTerminal(row.Type):
 		return b.terminal(c, row)
 	}
@@ -602,6 +601,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	fresh := &Call{Rows: noRows, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
 		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
 	delete(b.parts, c)
+	delete(b.placements, c)
 	if b.paged {
 		// What its delivery reads of the row, and what its EffectKey is made of should it end
 		// unknown (the row is gone by then).
@@ -627,7 +627,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 // terminal reads a call's terminal row.
 func (b *builder) terminal(c *Call, row *journal.Row) error {
 	h := b.h
-	h.ended(c, row)
+	h.ended(c, b.placements[c], row)
 	if d := result.OutputDepth(row.Output, result.MaxOutputDepth); d > result.MaxOutputDepth {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) of call %s has an output nested more than %d levels deep, which no CallResult can hold",
 			row.Seq, row.Type, row.Call, result.MaxOutputDepth)
@@ -697,7 +697,8 @@ func (b *builder) keep(c *Call, terminal *journal.Row) {
 		c.kept.Store(k)
 	}
 	if c.EndType != journal.TypeHeld {
-		delete(b.parts, c) // a second terminal row (see terminal) comes only after a held one
+		delete(b.parts, c)
+		delete(b.placements, c) // a second terminal row (see terminal) comes only after a held one
 	}
 }
 

@@ -140,12 +140,19 @@ func (h *History) UnfinishedCommit() *Commit {
 	return newest
 }
 
-// placed reads a call's workspace_placed row.
-func (h *History) placed(c *Call, row *journal.Row) {
+// placement is what a call's workspace_placed row says: its kind and its node's allocation.
+type placement struct {
+	kind  string
+	alloc int
+}
+
+// placed reads a call's workspace_placed row into its node; the placement it returns is what
+// the call's terminal row is read against (ended).
+func (h *History) placed(row *journal.Row) placement {
 	p := row.AsWorkspacePlaced()
-	c.Placement, c.Alloc = p.Placement, p.Alloc
+	pl := placement{kind: p.Placement, alloc: p.Alloc}
 	if p.Placement != "attempt" {
-		return
+		return pl
 	}
 	nd := h.node(p.Node)
 	nd.PlacedSeq = max(nd.PlacedSeq, row.Seq)
@@ -158,15 +165,16 @@ func (h *History) placed(c *Call, row *journal.Row) {
 	if p.Alloc == nd.Alloc {
 		nd.Open = true
 	}
+	return pl
 }
 
-// ended reads the terminal row of a call that placed a worktree: an executor's tree.
-func (h *History) ended(c *Call, row *journal.Row) {
-	if c.Placement != "attempt" {
+// ended reads the terminal row of a call placed as pl ("" when it was not): an executor's tree.
+func (h *History) ended(c *Call, pl placement, row *journal.Row) {
+	if pl.kind != "attempt" {
 		return
 	}
 	nd := h.node(c.Node)
-	if c.Alloc == nd.Alloc {
+	if pl.alloc == nd.Alloc {
 		if row.Tree != "" {
 			nd.Tree = row.Tree
 		}
