@@ -71,6 +71,8 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 	switch {
 	case out.Status.Final():
 		out.State = store.StateEnded
+	case out.Status == "" && sum.LastSeq == 0:
+		out.State = store.StateQueued // no process has run it yet
 	case out.Status == "":
 		out.State = store.StateCrashed // no process holds it and it has not ended
 		if pub != nil && pub.State == store.StateStopped {
@@ -87,7 +89,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		}
 	}
 	out.Decisions = sum.Decisions
-	if out.State == store.StateCrashed || out.State == store.StateWaitingResume {
+	if out.State == store.StateCrashed || out.State == store.StateWaitingResume || out.State == store.StateQueued {
 		out.Unserved = s.unserved(ctx, run)
 	}
 	return out, nil

@@ -405,6 +405,10 @@ const (
 	StateEnded State = "ended"
 	// StateCrashed: no process holds the run and it has not ended.
 	StateCrashed State = "crashed"
+	// StateQueued: no process has run it yet (its journal has no row): created for a worker
+	// to take (crw flow start --queue), or its first process died before its first row. A
+	// worker takes it, or crw flow resume runs it.
+	StateQueued State = "queued"
 	// StateStopped is published by a process that stops without ending its run (a
 	// divergence, a journal that failed): readers see the run crashed, with the reason.
 	StateStopped State = "stopped"

@@ -251,7 +251,7 @@ func TestAWorkerLeavesARunItCannotServe(t *testing.T) {
 	}
 	real, err := filepath.EvalSymlinks(repo)
 	require.NoError(t, err)
-	assert.Equal(t, "crashed", st.State, "not taken")
+	assert.Equal(t, "queued", st.State, "not taken")
 	require.Len(t, st.Unserved, 1)
 	assert.Contains(t, st.Unserved[0], "the run works in the repository "+real+", which this worker does not offer (--offers codex)")
 	assert.Contains(t, log.String(), "run "+q.Run+": not taken")

@@ -133,7 +133,7 @@ func Inspect(st *store.Status, spec *store.Spec, log string, idx *journal.Outsta
 func StateNext(st *store.Status) string {
 	run := st.Run
 	switch st.State {
-	case store.StateCrashed, store.StateWaitingResume:
+	case store.StateCrashed, store.StateWaitingResume, store.StateQueued:
 		if len(st.Unserved) > 0 {
 			return "no process holds the run, and the workers that looked could not take it (" + strings.Join(st.Unserved, "; ") +
 				"): start a worker that offers what it needs (crw worker --offers), or crw flow resume " + run + " on a host that has it"
@@ -142,6 +142,8 @@ func StateNext(st *store.Status) string {
 	switch st.State {
 	case store.StateCrashed:
 		return "no process holds the run and it has not ended: crw flow resume " + run + " (a worker, crw worker, takes such runs too)"
+	case store.StateQueued:
+		return "no process has run it yet: a worker (crw worker) takes it, or crw flow resume " + run + " runs it here"
 	case store.StateWaitingResume:
 		return "the decisions it waited for are answered and no process holds it: crw flow resume " + run + " goes on"
 	case store.StatePaused:

@@ -264,7 +264,7 @@ func (x *execution) drive(ctx context.Context, id string) {
 		if look == "" {
 			return
 		}
-		if look == last && st.State != store.StateCrashed {
+		if look == last && st.State != store.StateCrashed && st.State != store.StateQueued {
 			x.violate("moves_on", "the run is %s again after the action its inspection named (%s): no command leads on", st.State, look)
 			return
 		}
@@ -313,13 +313,15 @@ func (x *execution) act(ctx context.Context, id string, st *store.Status) string
 	}
 	look := string(st.State)
 	switch st.State {
-	case store.StateCrashed:
-		x.out.Crashes++
+	case store.StateCrashed, store.StateQueued:
+		if st.State == store.StateCrashed {
+			x.out.Crashes++
+		}
 		if !mentions(in.Next, "crw flow resume "+id) {
-			x.violate("next_action", "a crashed run's inspection does not say to resume it: %q", in.Next)
+			x.violate("next_action", "a %s run's inspection does not say to resume it: %q", st.State, in.Next)
 			return ""
 		}
-		x.out.Actions = append(x.out.Actions, "resume (crashed)")
+		x.out.Actions = append(x.out.Actions, "resume ("+look+")")
 		return look
 	case store.StatePaused, store.StateWaitingDecision:
 	default:

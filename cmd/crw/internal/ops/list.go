@@ -8,7 +8,7 @@ import (
 
 // ListStates are the states a listing keeps runs by (crw flow list --status, the list tool's
 // status).
-var ListStates = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed)}
+var ListStates = []string{string(store.StateRunning), string(store.StatePaused), string(store.StateWaitingDecision), string(store.StateWaitingResume), string(store.StateEnded), string(store.StateCrashed), string(store.StateQueued)}
 
 // ListStatuses are the statuses a listing keeps runs by: how a run's last process ended it.
 var ListStatuses = []string{string(store.RunCompleted), string(store.RunFailed), string(store.RunCancelled), string(store.RunPaused), string(store.RunWaitingDecision)}

@@ -22,6 +22,7 @@ func TestWhatAWorkerTakes(t *testing.T) {
 		take bool
 	}{
 		{"crashed", store.Status{State: store.StateCrashed, Backend: "fake"}, true},
+		{"queued", store.Status{State: store.StateQueued, Backend: "fake"}, true},
 		{"waiting for a resume", store.Status{State: store.StateWaitingResume, Backend: "app-server"}, true},
 		{"its process was told to stop", store.Status{State: store.StateCrashed, Error: stopped("run_unavailable", "process_stopped")}, true},
 		{"its process lost its lease", store.Status{State: store.StateCrashed, Error: stopped("run_unavailable", "lease_lost")}, true},

@@ -57,8 +57,8 @@ const (
 )
 
 // Takeable tells whether a worker takes a run in the state st: no process holds it, it has not
-// ended and nothing but a process stands between it and its end (crashed: its process died,
-// was stopped, lost its lease, or none ever ran it; waiting_resume: its decisions are
+// ended and nothing but a process stands between it and its end (queued: none ever ran it;
+// crashed: its process died, was stopped or lost its lease; waiting_resume: its decisions are
 // answered). A run whose last process stopped on an error of another kind (a divergence, a
 // journal that failed) waits for a person, a paused one for its limit to pass, and a session
 // run for its owner's host.
@@ -66,7 +66,7 @@ func Takeable(st *store.Status) bool {
 	if st.Backend == session.Name || (st.Error != nil && !resumable(st.Error)) {
 		return false
 	}
-	return st.State == store.StateCrashed || st.State == store.StateWaitingResume
+	return st.State == store.StateCrashed || st.State == store.StateWaitingResume || st.State == store.StateQueued
 }
 
 // resumable tells whether the error a run's last process stopped with is one a resume goes on

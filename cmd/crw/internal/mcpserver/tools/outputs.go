@@ -23,7 +23,7 @@ import (
 // Status is store.Status: where a run stands.
 type Status struct {
 	Run       string          `json:"run"`
-	State     string          `json:"state" jsonschema:"running, paused, waiting_decision, waiting_resume, ended or crashed"`
+	State     string          `json:"state" jsonschema:"running, paused, waiting_decision, waiting_resume, ended, crashed or queued"`
 	Status    string          `json:"status" jsonschema:"how it ended (completed, failed, paused, waiting_decision, cancelled); empty until then"`
 	Result    json.RawMessage `json:"result"`
 	Error     *RunError       `json:"error"`

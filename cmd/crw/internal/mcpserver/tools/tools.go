@@ -87,7 +87,8 @@ func (rs *runs) runTools(backends *backend.Registry) []Tool {
 				`waiting_decision: answer the decisions listed, but ` +
 				`one whose id starts effect/ is a verdict the workflow waits for (crw.effect): give it with recover; ` +
 				`waiting_resume: the decisions it waited for are answered, resume it; ended, ` +
-				`with its result or error; crashed: no process holds it and it has not ended, resume it), its calls by ` +
+				`with its result or error; crashed: no process holds it and it has not ended, resume it; queued: no process ` +
+				`has run it yet, a worker takes it or resume runs it), its calls by ` +
 				`status, tokens, and the decisions it waits for. Reads only, and answers at once while a process holds the run.` +
 				onError + onRun}, rs.status),
 		define(Tool{Name: "next", Title: "A session run's steps for its owner", Payload: "next",

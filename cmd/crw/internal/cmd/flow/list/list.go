@@ -49,7 +49,7 @@ time, newest first: each with its state, its status once its process ended it, i
 it started and its workflow. --status keeps the runs whose STATUS column says one of the
 statuses named (completed, failed, cancelled, paused, waiting_decision) or whose STATE column
 says one of the states named (running, paused, waiting_decision, waiting_resume, ended,
-crashed), repeatable or comma-separated; --since those started within the last D (7d, 24h, 30m),
+crashed, queued), repeatable or comma-separated; --since those started within the last D (7d, 24h, 30m),
 and --limit the newest N of what is left (100 unless it says; 0: all).
 When older runs are left, the command that lists the next page is said on stderr (with --json,
 "next" is the run to give --before; null when none is left); a page costs the reads of its own

@@ -30,9 +30,9 @@ func TestListRefusesAStateItDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	err := runList(&Options{Common: e.Common(), States: []string{"done"}})
-	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed)`)
+	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed, queued)`)
 	err = runList(&Options{Common: e.Common(), Statuses: []string{"done"}})
-	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed)`)
+	assert.EqualError(t, err, `invalid_request: --status "done": a status (completed, failed, cancelled, paused, waiting_decision) or a state (running, paused, waiting_decision, waiting_resume, ended, crashed, queued)`)
 	err = runList(&Options{Common: e.Common(), Limit: -1})
 	assert.EqualError(t, err, "invalid_request: --limit and --since must not be negative")
 }

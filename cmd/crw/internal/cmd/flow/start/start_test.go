@@ -93,7 +93,7 @@ func TestStartQueueMakesARunAndStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	assert.JSONEq(t, `{"run":"`+runs[0].Run+`","queued":true}`, e.Out.String())
-	assert.Equal(t, "crashed", string(runs[0].State), "no process holds it")
+	assert.Equal(t, "queued", string(runs[0].State), "no process has run it")
 	assert.Zero(t, runs[0].Calls.Total())
 	assert.Equal(t, runs[0].Run, e.Factory.Outcome.Run)
 

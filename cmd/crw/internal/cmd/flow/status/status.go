@@ -22,19 +22,19 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	opts := &Options{}
 	cmd := cmdutil.NewRunCmd(f, opts, runF, runStatus, &cobra.Command{
 		Use:   "status RUN",
-		Short: "Show a run's state: running, paused, waiting_decision, waiting_resume, ended or crashed",
-		Long: `Show where a run stands: its state (running, paused, waiting_decision, waiting_resume, ended
-or crashed), its status once its process ended it, its calls and tokens, the decisions it waits
+		Short: "Show a run's state: running, paused, waiting_decision, waiting_resume, ended, crashed or queued",
+		Long: `Show where a run stands: its state (running, paused, waiting_decision, waiting_resume, ended,
+crashed, or queued: no process has run it yet), its status once its process ended it, its calls and tokens, the decisions it waits
 for, its result or error, and what to do next.
 
 Exit status: 0 when the state was shown, 1 when the run is not there or its state could not be
 read, 2 on bad input. With --exit-status the code is the run's instead, once its state
 is shown: 0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 still
-running, 6 not over and held by no process (crashed, or its decisions answered with
+running, 6 not over and held by no process (crashed, queued, or its decisions answered with
 --no-resume: crw flow resume goes on with it); 1 and 2 keep their meaning when the state
 cannot be shown.`,
 	})
-	cmd.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit with the run's own code: 0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 running, 6 crashed")
+	cmd.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit with the run's own code: 0 completed, 1 failed or cancelled, 3 paused, 4 waiting for a decision, 5 running, 6 crashed or queued")
 	return cmd
 }
 
@@ -68,6 +68,6 @@ func ExitCode(st *store.Status) int {
 	case store.StateRunning:
 		return cmdutil.ExitRunning
 	}
-	// crashed, waiting_resume, stopped: no process holds it and it has not ended.
+	// crashed, queued, waiting_resume, stopped: no process holds it and it has not ended.
 	return cmdutil.ExitNoProcess
 }

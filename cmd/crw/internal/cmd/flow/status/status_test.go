@@ -69,6 +69,7 @@ func TestExitCodeByTheRunsState(t *testing.T) {
 		{store.StateWaitingDecision, store.RunWaitingDecision, 4},
 		{store.StateRunning, "", 5},
 		{store.StateCrashed, "", 6},
+		{store.StateQueued, "", 6},
 		{store.StateWaitingResume, "", 6},
 		{store.StateStopped, "", 6},
 	} {
