@@ -285,7 +285,44 @@ func lockRun(dir, id string) (*runLocks, error) {
 		}
 		return nil, errs.New(errs.CapabilityUnavailable, "run %s: cannot take the run lock", id).Wrap(err)
 	}
+	removeStaleProcessLocks(dir, l.token, time.Now())
 	return l, nil
+}
+
+// staleAfter is how old a process lock no process holds must be before the run's next holder
+// removes it: a process creates its lock file a moment before it locks it.
+const staleAfter = time.Minute
+
+// removeStaleProcessLocks removes the process locks of processes of the run that are gone (a
+// process killed leaves its own): those no process holds, made more than staleAfter before now.
+// A run killed a thousand times keeps no thousand files; what readers learn from a process
+// lock (whether the process a started row names is alive) is the same without it.
+func removeStaleProcessLocks(dir, own string, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		token, ok := strings.CutPrefix(e.Name(), "process.")
+		if token, ok2 := strings.CutSuffix(token, ".lock"); !ok || !ok2 || token == own {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || now.Sub(info.ModTime()) < staleAfter {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if sameFile(path, info) {
+				os.Remove(path) // while locked: no process takes it meanwhile
+			}
+		}
+		f.Close()
+	}
 }
 
 func (l *runLocks) release() {

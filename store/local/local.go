@@ -4,7 +4,8 @@
 //	<state>/flow/<run>/journal.db           the journal: a bbolt file (store/local/journalfile)
 //	<state>/flow/<run>/run.lock             flock'd by the process that holds the run: the lease
 //	<state>/flow/<run>/process.<token>.lock flock'd by that process from before it takes run.lock
-//	                                        until after it lets it go
+//	                                        until after it lets it go; a killed process's is
+//	                                        removed by the run's next holder
 //	<state>/flow/<run>/state.json           the status its holder publishes
 //	<state>/flow/<run>/control.sock         its holder's socket: readers get the journal's rows
 //	                                        there, since bbolt locks the file against them

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,6 +147,43 @@ func TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun(t *testing.T) {
 	assert.ErrorIs(t, err, store.ErrHeld, "a second process is still refused by the run lock")
 	require.NoError(t, lease.Release())
 	assert.False(t, local.Held(s.Root(), run))
+}
+
+// TestTheNextHolderRemovesTheProcessLocksOfDeadProcesses: a process killed leaves its process
+// lock; the run's next holder removes those no process holds that are older than a moment,
+// and keeps one a live process holds and one just made (its process locks it next).
+func TestTheNextHolderRemovesTheProcessLocksOfDeadProcesses(t *testing.T) {
+	ctx := context.Background()
+	s, err := local.New(t.TempDir())
+	require.NoError(t, err)
+	run := storetest.ID(1)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	dir := s.RunDir(run)
+	old := time.Now().Add(-2 * time.Minute)
+	for _, token := range []string{"dead1", "dead2", "alive", "fresh"} {
+		path := filepath.Join(dir, "process."+token+".lock")
+		require.NoError(t, os.WriteFile(path, []byte("1\n"), 0o600))
+		if token != "fresh" {
+			require.NoError(t, os.Chtimes(path, old, old))
+		}
+	}
+	alive, err := os.Open(filepath.Join(dir, "process.alive.lock"))
+	require.NoError(t, err)
+	defer alive.Close()
+	require.NoError(t, syscall.Flock(int(alive.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	defer lease.Release()
+	var left []string
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "process.") {
+			left = append(left, e.Name())
+		}
+	}
+	assert.ElementsMatch(t, []string{"process.alive.lock", "process.fresh.lock", "process." + lease.Token() + ".lock"}, left)
 }
 
 // TestADeleteThatDiedPartWayIsFinished: a delete (or prune) killed after it renamed a run's
