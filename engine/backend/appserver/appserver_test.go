@@ -271,7 +271,7 @@ func TestInterruptOnCancel(t *testing.T) {
 	cancel()
 	out := plain(h.b.wait(ctx, th, turnID))
 	assert.Equal(t, backend.Outcome{TurnID: turnID, Status: backend.Interrupted}, out)
-	assert.Less(t, time.Since(start), 5*time.Second, "interrupted at once, not after the delay")
+	assert.Less(t, time.Since(start), 30*time.Second, "interrupted at once, not after the 60 s delay")
 
 	// The thread goes on: the next turn runs normally.
 	assert.Equal(t, "next turn", h.run(th, c, 2, "Again.").Text)

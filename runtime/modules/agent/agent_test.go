@@ -393,7 +393,7 @@ func TestSettleManually(t *testing.T) {
 		out, err := r.Run(context.Background())
 		done <- res{out, err}
 	}()
-	require.True(t, r.Host.WaitCalls(3, 5*time.Second))
+	require.True(t, r.Host.WaitCalls(3, time.Minute))
 	for _, i := range []int{1, 2, 0} {
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -509,7 +509,7 @@ func TestHostCallError(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("the run did not end after a refused call")
 		}
 		var se *vm.ScriptError

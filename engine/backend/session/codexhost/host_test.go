@@ -23,7 +23,7 @@ import (
 
 func dial(t *testing.T, f *fakeHost, opts ...codexhost.Option) *codexhost.Host {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h, err := codexhost.Dial(ctx, "unix://"+f.sock, opts...)
 	require.NoError(t, err)
@@ -316,7 +316,7 @@ func TestHostThatNeverAnswers(t *testing.T) {
 	start := time.Now()
 	_, err := h.ReadThread(ctx, "silent")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), time.Second)
+	assert.Less(t, time.Since(start), 30*time.Second, "it ends with its ctx, not never (a loaded machine may be slow to say so)")
 
 	_, err = h.Subagents(context.Background())
 	assert.ErrorIs(t, err, codex.ErrLost, "the request timeout")
