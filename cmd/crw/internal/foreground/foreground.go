@@ -113,14 +113,16 @@ func (l *callLines) readWith(prog *progressLine, runLog store.Log, logAt int64) 
 	return logAt
 }
 
+// timedEvent is a call's start or end, with when its row was written.
 type timedEvent struct {
 	at time.Time
 	ev progress.Event
 }
 
-// readPast tells a past process (a run no process holds): its calls' last l.backlog starts and
-// ends and the workflow's last l.backlog lines from that process's start, in the order they
-// were written, after a note of how many of each are left out.
+// readPast tells what the run's last process wrote before the follow began, whether it still
+// runs or not: its calls' last l.backlog starts and ends and the workflow's last l.backlog
+// lines from that process's start, in the order they were written, after a note of how many
+// of each are left out.
 func (l *callLines) readPast(prog *progressLine, runLog store.Log, logAt int64) int64 {
 	type logLine struct {
 		at   time.Time
@@ -162,7 +164,7 @@ func (l *callLines) readPast(prog *progressLine, runLog store.Log, logAt int64) 
 	return logAt
 }
 
-// leftOutNote says what a follow of a past process left out ("" when nothing).
+// leftOutNote says what readPast left out ("" when nothing).
 func leftOutNote(calls, lines int, run string) string {
 	var what, where []string
 	if calls > 0 {
