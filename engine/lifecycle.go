@@ -89,7 +89,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		}
 	}
 	out.Decisions = sum.Decisions
-	if out.State == store.StateCrashed || out.State == store.StateWaitingResume || out.State == store.StateQueued {
+	if out.State.WaitsForAProcess() {
 		out.Unserved = s.unserved(ctx, run)
 	}
 	return out, nil
@@ -218,6 +218,7 @@ func (s *Service) Follow(ctx context.Context, run string, each func(*store.Statu
 		case store.StateCrashed, store.StateWaitingResume:
 			return nil, errs.New(errs.RunUnavailable, "run %s has no live process and has not ended; resume it with crw flow resume %s", run, run)
 		}
+		// A queued run is followed until a process takes it: it was left for one.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -17,6 +17,15 @@ func TestValidKey(t *testing.T) {
 	}
 }
 
+func TestTheStatesThatWaitForAProcess(t *testing.T) {
+	for s, waits := range map[State]bool{StateQueued: true, StateCrashed: true, StateWaitingResume: true,
+		StateRunning: false, StatePaused: false, StateWaitingDecision: false, StateEnded: false, StateStopped: false} {
+		if s.WaitsForAProcess() != waits {
+			t.Errorf("%q.WaitsForAProcess() = %v, want %v", s, s.WaitsForAProcess(), waits)
+		}
+	}
+}
+
 func TestAFinalRunStatusIsOneNoResumeGoesOnWith(t *testing.T) {
 	for s, final := range map[RunStatus]bool{"": false, RunPaused: false, RunWaitingDecision: false,
 		RunCompleted: true, RunFailed: true, RunCancelled: true} {

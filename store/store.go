@@ -429,6 +429,13 @@ const (
 	RunCancelled       RunStatus = "cancelled"
 )
 
+// WaitsForAProcess reports whether a run in state s needs only a process to go on: no
+// process holds it and it has not ended, nor waits for an answer or a limit (queued, crashed,
+// waiting_resume). A worker takes such a run, crw flow next resumes a session run in it.
+func (s State) WaitsForAProcess() bool {
+	return s == StateQueued || s == StateCrashed || s == StateWaitingResume
+}
+
 // Final reports whether a run that ended with s is over for good: one that paused or waits for
 // a decision goes on with a resume, and "" has not ended.
 func (s RunStatus) Final() bool { return s != "" && s != RunPaused && s != RunWaitingDecision }

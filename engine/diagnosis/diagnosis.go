@@ -132,12 +132,9 @@ func Inspect(st *store.Status, spec *store.Spec, log string, idx *journal.Outsta
 // or waits for decisions (each says how it is answered).
 func StateNext(st *store.Status) string {
 	run := st.Run
-	switch st.State {
-	case store.StateCrashed, store.StateWaitingResume, store.StateQueued:
-		if len(st.Unserved) > 0 {
-			return "no process holds the run, and the workers that looked could not take it (" + strings.Join(st.Unserved, "; ") +
-				"): start a worker that offers what it needs (crw worker --offers), or crw flow resume " + run + " on a host that has it"
-		}
+	if st.State.WaitsForAProcess() && len(st.Unserved) > 0 {
+		return "no process holds the run, and the workers that looked could not take it (" + strings.Join(st.Unserved, "; ") +
+			"): start a worker that offers what it needs (crw worker --offers), or crw flow resume " + run + " on a host that has it"
 	}
 	switch st.State {
 	case store.StateCrashed:

@@ -69,7 +69,7 @@ func Next(ctx context.Context, svc *engine.Service, st Host, id string, wait tim
 		if err != nil {
 			return nextview.NextView{}, err
 		}
-		if (sr.status.State == store.StateCrashed || sr.status.State == store.StateQueued || sr.status.State == store.StateWaitingResume) && resumed == 0 && notStarted == nil {
+		if sr.status.State.WaitsForAProcess() && resumed == 0 && notStarted == nil {
 			// Once: a resume that cannot start is said in a warning, with why, rather than
 			// tried again at every read; the run's state is answered as it is.
 			pid, err := svc.Start(ctx, id)

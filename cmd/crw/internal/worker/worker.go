@@ -66,7 +66,7 @@ func Takeable(st *store.Status) bool {
 	if st.Backend == session.Name || (st.Error != nil && !resumable(st.Error)) {
 		return false
 	}
-	return st.State == store.StateCrashed || st.State == store.StateWaitingResume || st.State == store.StateQueued
+	return st.State.WaitsForAProcess()
 }
 
 // resumable tells whether the error a run's last process stopped with is one a resume goes on
