@@ -40,11 +40,11 @@ func Run(args []string, streams IO, backends *backend.Registry) int {
 		err = ferr
 	}
 	filter.raw = true // an error is printed whole
-	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
-		inv.audit(cmd, err) // the mutation is recorded, however it ended
-	}
 	if errors.Is(out.err, syscall.EPIPE) && errors.Is(err, syscall.EPIPE) {
 		err = nil // the command stopped at the closed pipe: its reader had what it wanted
+	}
+	if cmd != nil && audited(cmd) && inv.store != nil && inv.stateExists() {
+		inv.audit(cmd, err) // the mutation is recorded, however it ended
 	}
 	if out.err != nil && !errors.Is(out.err, syscall.EPIPE) {
 		// What the command wrote never reached its reader (a full disk, a device gone):
