@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,13 +18,7 @@ import (
 func TestAChangeToARunAProcessHoldsIsRunUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := enginetest.LocalService(t)
-	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(keptFlow), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "label.js"), []byte(`export const label = (s) => s.join(",");`), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Backend: "fake"})
-	require.NoError(t, err)
+	svc, id := enginetest.Created(t, `export default async function main() { return "done"; }`)
 	lease, err := svc.Store.Acquire(ctx, id)
 	require.NoError(t, err)
 	defer lease.Release()

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,11 +19,7 @@ import (
 func TestARunNoProcessRanIsQueued(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := enginetest.LocalService(t)
-	wf := filepath.Join(t.TempDir(), "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(`export default async function main() { return "done"; }`), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Backend: "fake"})
-	require.NoError(t, err)
+	svc, id := enginetest.Created(t, `export default async function main() { return "done"; }`)
 
 	st, err := svc.Status(ctx, id)
 	require.NoError(t, err)

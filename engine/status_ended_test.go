@@ -23,11 +23,7 @@ import (
 func TestStatusOfARunWhoseProcessIsLettingItGo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := enginetest.LocalService(t)
-	wf := filepath.Join(t.TempDir(), "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(`export default async function main() { return "done"; }`), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
-	require.NoError(t, err)
+	svc, id := enginetest.Created(t, `export default async function main() { return "done"; }`)
 	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status)

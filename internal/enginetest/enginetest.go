@@ -60,6 +60,18 @@ func LocalService(t testing.TB) (*engine.Service, string) {
 	return Service(st), root
 }
 
+// Created creates a run of script (its workflow file wf.js, the fake backend) on a new state
+// folder and leaves it for a process: the service and the run's id.
+func Created(t testing.TB, script string) (*engine.Service, string) {
+	t.Helper()
+	svc, _ := LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
+	id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wf, Backend: "fake"})
+	require.NoError(t, err)
+	return svc, id
+}
+
 // JournalPath is the journal file of a run of a local store.
 func JournalPath(svc *engine.Service, run string) string {
 	return filepath.Join(svc.Store.(*local.Store).RunDir(run), local.JournalFile)
