@@ -221,6 +221,9 @@ func gitOut(dir string, args ...string) (string, error) {
 // drive runs the run's processes, one after another, acting between them as the run's
 // inspection says, until it ends or is stuck.
 func (x *execution) drive(ctx context.Context, id string) {
+	if !x.checkQueued(ctx, id) {
+		return
+	}
 	var last string // what the previous look at the run said, to see it move on
 	for p := 0; p < maxProcesses; p++ {
 		x.out.Processes++
@@ -301,6 +304,30 @@ func (x *execution) process(ctx context.Context, id string, p int) (end *store.S
 	}}
 	end, err = x.svc.Execute(stopCtx, id, opts)
 	return end, err, ctx.Err() != nil
+}
+
+// checkQueued checks the run as it was created, before any process took it: it is queued, and
+// its inspection says how a process takes it.
+func (x *execution) checkQueued(ctx context.Context, id string) bool {
+	st, err := x.svc.Status(ctx, id)
+	if err != nil {
+		x.violate("status_reads", "%v", err)
+		return false
+	}
+	if st.State != store.StateQueued {
+		x.violate("queued", "a run no process has taken is %s, not queued", st.State)
+		return false
+	}
+	in, err := x.svc.Inspect(ctx, id)
+	if err != nil {
+		x.violate("inspect_reads", "%v", err)
+		return false
+	}
+	if !mentions(in.Next, "crw flow resume "+id) {
+		x.violate("next_action", "a queued run's inspection does not say to resume it: %q", in.Next)
+		return false
+	}
+	return true
 }
 
 // act does what the run's inspection says to do next, as an operator would; it returns what it
