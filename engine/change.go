@@ -155,7 +155,7 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		why = append(why, fmt.Sprintf("call %s (#%d, node %s) asks another %s", d.Call, d.Position, d.Node, strings.Join(fields, ", ")))
 	}
 	for _, u := range rep.Unmade {
-		if c := h.ByID[u.Call]; c == nil || !replay.PauseReasons[c.EndReason] {
+		if c := h.Call(u.Call); c == nil || !replay.PauseReasons[c.EndReason] {
 			why = append(why, "it no longer makes call "+u.Call+" ("+u.Role+"/"+u.Node+")")
 		}
 	}

@@ -82,7 +82,7 @@ func (w *Writer) Cancel(spec *store.Spec, cleanUp func(dir string) *journal.Row)
 			return errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to cancel", w.run, w.h.Ended.Status)
 		}
 		for _, id := range w.h.IDs {
-			c := w.h.ByID[id]
+			c := w.h.Call(id)
 			if c.EndType != "" {
 				continue
 			}

@@ -154,8 +154,8 @@ func New(cfg Config) *Placer {
 		for name, nd := range h.Nodes {
 			p.nodes[name] = &nodeState{Node: *nd, open: map[*Placement]int{}}
 		}
-		for _, c := range h.ByID {
-			if c.EndType == "" && c.Placed != nil && c.Placed.Placement == PlaceCheckout {
+		for _, id := range h.IDs {
+			if c := h.Call(id); c.EndType == "" && c.Placed != nil && c.Placed.Placement == PlaceCheckout {
 				p.busy[filepath.Clean(c.Placed.Workspace)] = true
 			}
 		}

@@ -237,8 +237,16 @@ type History struct {
 	Started *journal.Row // the first started row: the run's clock starts there
 	Backend string
 	Ended   *journal.Row // nil while the run can go on (a paused run can)
-	ByID    map[string]*Call
-	ByIndex map[int]*Call // the calls the script issued, by issue order (latest attempt per index)
+	// The calls by id (Call): those whose id is one crw gives ("c" and its number) by that
+	// number, the others (a hand-written trace's) by id. A slice, not only a map: a replay of
+	// 100,000 calls keeps 0.8 MB of it, not 6 MB.
+	byNumber []*Call
+	byOther  map[string]*Call
+	// byIndex are the calls the script issued, by issue order (latest attempt per index;
+	// byIndex[0] is unused): AtIndex. A slice, not a map: a replay of 100,000 calls keeps
+	// 0.8 MB of it, not 6 MB.
+	byIndex []*Call
+	indexed int // how many indexes have a call
 	// Order is every settled call in the order the script received it: what a resume
 	// delivers again.
 	Order []*Call
@@ -305,6 +313,70 @@ type History struct {
 	stopOnce   sync.Once
 }
 
+// Call is the call of id (its latest attempt), nil when the record has none.
+func (h *History) Call(id string) *Call {
+	if n, ok := canonicalNumber(id); ok && n < len(h.byNumber) {
+		if c := h.byNumber[n]; c != nil {
+			return c
+		}
+	}
+	return h.byOther[id]
+}
+
+// setCall records c, prepared at seq, as the call of id. A number crw gives is at most its
+// prepared row's seq (one prepared row a call), so the slice is bounded by the journal's rows;
+// a larger one is kept by id.
+func (h *History) setCall(id string, seq uint64, c *Call) {
+	n, ok := canonicalNumber(id)
+	if !ok || uint64(n) > seq || h.byOther[id] != nil {
+		h.byOther[id] = c
+		return
+	}
+	if n >= len(h.byNumber) {
+		h.byNumber = slices.Grow(h.byNumber, n+1-len(h.byNumber))[:n+1]
+	}
+	h.byNumber[n] = c
+}
+
+// canonicalNumber is n for the id "c<n>" crw gives a call (n ≥ 1, without a sign or leading
+// zeros: "c07" is another id than "c7"), false for any other.
+func canonicalNumber(id string) (int, bool) {
+	if len(id) < 2 || len(id) > 19 || id[0] != 'c' || id[1] < '1' || id[1] > '9' {
+		return 0, false
+	}
+	n := 0
+	for i := 1; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(id[i]-'0')
+	}
+	return n, true
+}
+
+// AtIndex is the call the script issued i-th (its latest attempt), nil when the record has none.
+func (h *History) AtIndex(i int) *Call {
+	if i < 1 || i >= len(h.byIndex) {
+		return nil
+	}
+	return h.byIndex[i]
+}
+
+// Indexed is how many issue indexes have a recorded call.
+func (h *History) Indexed() int { return h.indexed }
+
+// setIndex records c as the call issued i-th. i is at most its prepared row's seq (prepared), so
+// the slice is bounded by the journal's rows.
+func (h *History) setIndex(i int, c *Call) {
+	if i >= len(h.byIndex) {
+		h.byIndex = slices.Grow(h.byIndex, i+1-len(h.byIndex))[:i+1]
+	}
+	if h.byIndex[i] == nil {
+		h.indexed++
+	}
+	h.byIndex[i] = c
+}
+
 // Read reads a journal's rows into a History. Rows out of place, a call's row with no prepared
 // row before it, an output too deep for its CallResult (result.MaxOutputDepth), or a journal
 // with no started row are incompatible_schema.
@@ -359,8 +431,8 @@ func ReadPagesWithin(src Source, budget int) (*History, error) {
 		return nil, err
 	}
 	h.src, h.cursor, h.pending, h.prefetched = src, h.LastSeq+1, map[*Call]*reread{}, map[*Call]*reread{}
-	for _, c := range h.ByID {
-		if c.paged && c.kept.Load() == nil {
+	for _, id := range h.IDs {
+		if c := h.Call(id); c.paged && c.kept.Load() == nil {
 			// Load reads again from the first row of a call whose rows were not kept.
 			h.cursor = min(h.cursor, c.PreparedSeq)
 		}
@@ -478,7 +550,7 @@ type builder struct {
 }
 
 func newBuilder(paged bool) *builder {
-	return &builder{h: &History{ByID: map[string]*Call{}, ByIndex: map[int]*Call{}, Holds: map[string]string{},
+	return &builder{h: &History{byOther: map[string]*Call{}, Holds: map[string]string{},
 		Nodes: map[string]*Node{}, Decisions: map[string]*Decision{}, Reconciled: map[string]*journal.Row{}, Unknown: map[string][]string{}, Applied: map[EffectKey]string{}, UnknownKeys: map[string]EffectKey{}, VerdictCalls: map[string]*Call{}, Unawaited: map[string]bool{}}, paged: paged, names: map[string]string{}, parts: map[*Call]*kept{}, placements: map[*Call]placement{}}
 }
 
@@ -548,7 +620,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	if row.Call == "" {
 		return nil
 	}
-	c := h.ByID[row.Call]
+	c := h.Call(row.Call)
 	if c != nil && c.paged && !journal.IsTerminal(row.Type) && row.Type != journal.TypePrepared {
 		return nil // past its terminal row; only a second terminal row or a new attempt count
 	}
@@ -594,7 +666,7 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
 			row.Seq, row.Call, row.Index, row.Seq)
 	}
-	if prev := h.ByIndex[row.Index]; prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
+	if prev := h.AtIndex(row.Index); prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
 		b.leave(prev.EndSeq)
 	}
 	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
@@ -615,8 +687,8 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 		h.IDs = append(h.IDs, row.Call)
 	}
 	b.attach(fresh, row)
-	h.ByID[row.Call] = fresh
-	h.ByIndex[row.Index] = fresh
+	h.setCall(row.Call, row.Seq, fresh)
+	h.setIndex(row.Index, fresh)
 	h.MaxIndex = max(h.MaxIndex, row.Index)
 	if n, ok := callNumber(row.Call); ok && n > h.MaxCall {
 		h.MaxCall = n
@@ -755,7 +827,7 @@ func (c *Call) attach(row *journal.Row) {
 func (h *History) hydrate(src Source) error {
 	var from uint64
 	for _, id := range h.IDs {
-		if c := h.ByID[id]; !c.paged && (from == 0 || c.PreparedSeq < from) {
+		if c := h.Call(id); !c.paged && (from == 0 || c.PreparedSeq < from) {
 			from = c.PreparedSeq
 		}
 	}
@@ -763,7 +835,7 @@ func (h *History) hydrate(src Source) error {
 		return nil
 	}
 	return src(from, int(h.LastSeq-from+1), func(row *journal.Row) error {
-		c := h.ByID[row.Call]
+		c := h.Call(row.Call)
 		if row.Call == "" || c == nil || c.paged || row.Seq < c.PreparedSeq {
 			return nil
 		}
@@ -827,8 +899,8 @@ func (b *builder) finish() (*History, error) {
 	if h.Started == nil {
 		return nil, errs.New(errs.IncompatibleSchema, "journal: no started row")
 	}
-	for i, c := range h.ByIndex {
-		if i > h.OwedIndex && !b.abandoned(c) {
+	for i, c := range h.byIndex {
+		if c != nil && i > h.OwedIndex && !b.abandoned(c) {
 			h.OwedIndex = i
 		}
 	}
@@ -1045,7 +1117,7 @@ func (h *History) StopPrefetch() {
 // built from, what a first reading keeps (kept), or, of a call whose thread a pull backend
 // bound, the row itself.
 func (h *History) keep(p *journal.Row) {
-	c := h.ByID[p.Call]
+	c := h.Call(p.Call)
 	if p.Call == "" || c == nil || !c.Paged() || c.kept.Load() != nil || p.Seq < c.PreparedSeq || p.Seq > c.EndSeq {
 		return
 	}
@@ -1117,14 +1189,22 @@ func (h *History) PreparedRow(c *Call) *journal.Row {
 
 // Outcomes is every call's latest outcome in the order the journal recorded it: what a shadow
 // replays, pause-held calls included, since the recorded script saw them.
+//
+// It is Finished itself when every call there is its latest attempt (a run no resume ran a
+// call of again): a replay of 100,000 calls holds no second list of them.
 func (h *History) Outcomes() []*Call {
-	var out []*Call
-	for _, c := range h.Finished {
-		if h.ByID[c.ID] == c {
-			out = append(out, c)
+	for i, c := range h.Finished {
+		if h.Call(c.ID) != c {
+			out := h.Finished[:i:i] // a copy from the first append on
+			for _, c := range h.Finished[i+1:] {
+				if h.Call(c.ID) == c {
+					out = append(out, c)
+				}
+			}
+			return out
 		}
 	}
-	return out
+	return h.Finished
 }
 
 // OmitCallSeqs reports whether the run's CallResults go without meta.startSeq and meta.endSeq,

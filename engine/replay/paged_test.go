@@ -79,7 +79,7 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 	assert.Equal(t, []int{full.MaxCall, full.MaxIndex}, []int{paged.MaxCall, paged.MaxIndex})
 	assert.Equal(t, full.LastSeq, paged.LastSeq)
 	for _, id := range full.IDs {
-		f, p := full.ByID[id], paged.ByID[id]
+		f, p := full.Call(id), paged.Call(id)
 		assert.Equal(t, f.Settled(), p.Settled(), id)
 		assert.Equal(t, f.Reopened(), p.Reopened(), id)
 		assert.Equal(t, f.Attempt, p.Attempt, id)
@@ -90,29 +90,29 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 			assert.Equal(t, []string{f.Terminal.Type, f.Terminal.Reason}, []string{p.EndType, p.EndReason}, id)
 		}
 	}
-	rerun := paged.ByID["c4"]
+	rerun := paged.Call("c4")
 	require.Equal(t, 2, rerun.Attempt, "a new attempt of a call whose rows were let go is read")
 	require.False(t, rerun.Paged())
 	assert.Equal(t, "t4", rerun.Turns[0].TurnID)
-	open := paged.ByID["c5"]
+	open := paged.Call("c5")
 	require.False(t, open.Paged(), "an open call keeps its rows: it goes on from its last row")
 	assert.Equal(t, "t5", open.Turns[0].TurnID)
 
-	assert.True(t, paged.ByID["c1"].SameInputs(inputsOf(ask("a", "first"))))
-	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(ask("a", "First"))), "a paged call compares the prompt")
-	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(ask("b", "first"))), "and the node")
+	assert.True(t, paged.Call("c1").SameInputs(inputsOf(ask("a", "first"))))
+	assert.False(t, paged.Call("c1").SameInputs(inputsOf(ask("a", "First"))), "a paged call compares the prompt")
+	assert.False(t, paged.Call("c1").SameInputs(inputsOf(ask("b", "first"))), "and the node")
 	other := ask("a", "first")
 	other.Handle = "crwh1:20261201-000000-abcdef:c2"
-	assert.False(t, paged.ByID["c1"].SameInputs(inputsOf(other)), "and the handle")
+	assert.False(t, paged.Call("c1").SameInputs(inputsOf(other)), "and the handle")
 
 	// Loaded against the journal's order (c1's terminal row is after c2's), then again.
 	for _, id := range []string{"c1", "c3", "c2"} {
-		got, err := paged.Load(paged.ByID[id])
+		got, err := paged.Load(paged.Call(id))
 		require.NoError(t, err)
-		assert.Equal(t, full.ByID[id].Result(full.Run, false), got.Result(paged.Run, false), id)
-		assert.Equal(t, full.ByID[id].Terminal.At, got.Terminal.At, id)
+		assert.Equal(t, full.Call(id).Result(full.Run, false), got.Result(paged.Run, false), id)
+		assert.Equal(t, full.Call(id).Terminal.At, got.Terminal.At, id)
 	}
-	_, err = paged.Load(paged.ByID["c1"])
+	_, err = paged.Load(paged.Call("c1"))
 	assert.Error(t, err, "a call is loaded once")
 	assert.True(t, replay.NoRowsUnwritten(), "no row was written to the rows the calls without rows share")
 }
@@ -132,9 +132,9 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 	}, 0)
 	require.NoError(t, err)
 	broken = true
-	_, err = h.Load(h.ByID["c1"])
+	_, err = h.Load(h.Call("c1"))
 	require.ErrorIs(t, err, assert.AnError)
-	assert.Equal(t, "c1", h.PreparedRow(h.ByID["c1"]).Call, "a divergence still names the call")
+	assert.Equal(t, "c1", h.PreparedRow(h.Call("c1")).Call, "a divergence still names the call")
 }
 
 // Prefetch loads calls ahead of their deliveries and builds their results: each delivery gets
@@ -155,7 +155,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 	late := paged.Order[1499]
 	got, err := paged.Load(late)
 	require.NoError(t, err)
-	assert.Equal(t, full.ByID[late.ID].Result(full.Run, false), got.Result(paged.Run, false))
+	assert.Equal(t, full.Call(late.ID).Result(full.Run, false), got.Result(paged.Run, false))
 	for i, c := range paged.Order {
 		if i == 1600 {
 			require.Eventually(t, func() bool { return replay.Prefetched(paged) == min(replay.PrefetchAhead, n-1600) }, time.Minute, time.Millisecond,
@@ -176,11 +176,11 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 				// Not read yet: Load reads it (the prefetch is not waited for).
 				got, err := paged.Load(c)
 				require.NoError(t, err, c.ID)
-				require.Equal(t, full.ByID[c.ID].Result(full.Run, false), got.Result(paged.Run, false), c.ID)
+				require.Equal(t, full.Call(c.ID).Result(full.Run, false), got.Result(paged.Run, false), c.ID)
 				continue
 			}
-			require.Equal(t, full.ByID[c.ID].Result(full.Run, true), d.Result, c.ID)
-			require.Equal(t, full.ByID[c.ID].Terminal.At, d.EndAt, c.ID)
+			require.Equal(t, full.Call(c.ID).Result(full.Run, true), d.Result, c.ID)
+			require.Equal(t, full.Call(c.ID).Terminal.At, d.EndAt, c.ID)
 			require.Equal(t, "th-"+c.ID, d.Thread.ID)
 			_, err := paged.Load(c)
 			require.Error(t, err, "%s: a call is loaded once", c.ID)
@@ -188,7 +188,7 @@ func TestPrefetchGivesWhatLoadGives(t *testing.T) {
 		}
 		got, err := paged.Load(c)
 		require.NoError(t, err, c.ID)
-		require.Equal(t, full.ByID[c.ID].Result(full.Run, false), got.Result(paged.Run, false), c.ID)
+		require.Equal(t, full.Call(c.ID).Result(full.Run, false), got.Result(paged.Run, false), c.ID)
 		require.Equal(t, "th-"+c.ID, got.Thread.ThreadID)
 	}
 	paged.StopPrefetch()
@@ -354,7 +354,7 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 		assert.Equal(t, full.UnknownKeys, paged.UnknownKeys, "%s: an unknown outcome's effect key is its prepared row's", c.name)
 		keptN := 0
 		for i := 1; i <= n; i++ {
-			call := paged.ByID[fmt.Sprintf("c%d", i)]
+			call := paged.Call(fmt.Sprintf("c%d", i))
 			if replay.Kept(call) {
 				keptN++
 			}
@@ -366,7 +366,7 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 			assert.True(t, keptN > 10 && keptN < n-10, "%s: %d of %d calls kept", c.name, keptN, n)
 		}
 		for _, rec := range paged.Order {
-			want := full.ByID[rec.ID]
+			want := full.Call(rec.ID)
 			got, err := paged.Load(rec)
 			require.NoError(t, err, "%s: %s", c.name, rec.ID)
 			assert.Equal(t, want.Result(full.Run, false), got.Result(paged.Run, false), "%s: %s", c.name, rec.ID)
@@ -395,7 +395,7 @@ func TestKeptRowsGiveWhatReadingAgainGives(t *testing.T) {
 		paged, err = replay.ReadPagesWithin(source(all), c.budget)
 		require.NoError(t, err, c.name)
 		for i, rec := range paged.Order {
-			want := full.ByID[rec.ID]
+			want := full.Call(rec.ID)
 			omit := i%2 == 0
 			got, at, err := paged.LoadResult(rec, omit)
 			require.NoError(t, err, "%s: %s", c.name, rec.ID)
@@ -430,8 +430,8 @@ func TestACallAPauseInterruptedRunsAgain(t *testing.T) {
 	paged, err := replay.ReadPagesWithin(source(all), 0)
 	require.NoError(t, err)
 	for _, h := range []*replay.History{full, paged} {
-		assert.True(t, h.ByID["c1"].Reopened(), "the pause's interrupt, the newest")
-		assert.False(t, h.ByID["c2"].Reopened(), "a cancel's interrupt")
-		assert.False(t, h.ByID["c3"].Reopened(), "no interrupt")
+		assert.True(t, h.Call("c1").Reopened(), "the pause's interrupt, the newest")
+		assert.False(t, h.Call("c2").Reopened(), "a cancel's interrupt")
+		assert.False(t, h.Call("c3").Reopened(), "no interrupt")
 	}
 }

@@ -239,7 +239,7 @@ func TestStrictAfterAPausedCallRunsAgain(t *testing.T) {
 	m = r.Next(inputsOf(ask("right", "go right")))
 	assert.Nil(t, m.Divergence, "another path is no divergence once the record is left")
 	assert.Equal(t, replay.Fresh, m.Kind)
-	assert.False(t, r.Made(h.ByID["c2"]))
+	assert.False(t, r.Made(h.Call("c2")))
 }
 
 func TestStrictGoesOnWithAnOpenCall(t *testing.T) {
@@ -294,7 +294,7 @@ func TestAlignLooksAheadSixteen(t *testing.T) {
 		if tt.same {
 			assert.Equal(t, want, m.Rec.Prepared.Index, "dropped %d: aligned with the call it asks for", tt.dropped)
 			for i := 3; i < want; i++ {
-				assert.False(t, r.Made(h.ByIndex[i]), "dropped %d: call %d never made", tt.dropped, i)
+				assert.False(t, r.Made(h.AtIndex(i)), "dropped %d: call %d never made", tt.dropped, i)
 			}
 		} else {
 			assert.Equal(t, 3, m.Rec.Prepared.Index, "dropped %d: a divergence at the next position", tt.dropped)
@@ -354,12 +354,12 @@ func TestSecondTerminalRowOfAGeneration(t *testing.T) {
 	t.Parallel()
 	h := history(t, prepared("c1", 1, "a", "a"), completed("c1"), prepared("c2", 2, "b", "b"), held("c2", "engine_paused"),
 		journal.Row{Type: journal.TypeSuperseded, Call: "c2", Reason: "superseded_by_resume"})
-	c2 := h.ByID["c2"]
+	c2 := h.Call("c2")
 	require.NotNil(t, c2.Terminal)
 	assert.Equal(t, journal.TypeSuperseded, c2.Terminal.Type)
-	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Outcomes())
-	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Finished)
-	assert.Equal(t, []*replay.Call{h.ByID["c1"], c2}, h.Order)
+	assert.Equal(t, []*replay.Call{h.Call("c1"), c2}, h.Outcomes())
+	assert.Equal(t, []*replay.Call{h.Call("c1"), c2}, h.Finished)
+	assert.Equal(t, []*replay.Call{h.Call("c1"), c2}, h.Order)
 }
 
 // TestIssueIndexesAreBoundedByTheRows: a prepared row whose issue index is 0, negative or
@@ -401,7 +401,7 @@ func TestARerunSupersedesTheCommitsMadeAfterTheHeldRow(t *testing.T) {
 	assert.Equal(t, replay.Rerun, r.Next(inputsOf(ask("b", "b"))).Kind)
 	at, left := r.LeftAt()
 	require.True(t, left)
-	assert.Equal(t, paused.ByID["c2"].EndSeq, at, "left at c2's held row")
+	assert.Equal(t, paused.Call("c2").EndSeq, at, "left at c2's held row")
 	assert.Less(t, paused.Commits[0].Intent.Seq, at, "k1 came before it")
 	assert.Greater(t, paused.Commits[1].Intent.Seq, at, "k2 after it")
 
@@ -465,4 +465,45 @@ func TestNthCallCountsReplayedCalls(t *testing.T) {
 			"5 explorer/a: node_call 3, role_call 4",
 		}, got, "mode %d", mode)
 	}
+}
+
+// A call is found by its id whatever the id: crw's own ("c" and a number), one that only
+// looks like it ("c07" beside "c7"), one numbered past its row (a hand-written trace's, which
+// must not make the History allocate up to its number), or another; a new attempt of each
+// replaces it under the same id.
+func TestCallsAreFoundByEveryKindOfID(t *testing.T) {
+	t.Parallel()
+	var rs []journal.Row
+	for i := 1; i <= 9; i++ {
+		id := fmt.Sprintf("c%d", i)
+		rs = append(rs, prepared(id, i, "n", "prompt "+id), completed(id))
+	}
+	rs = append(rs,
+		prepared("c07", 10, "n", "zero seven"), completed("c07"),
+		prepared("c900", 11, "n", "far"), completed("c900"),
+		prepared("c9999999999999999", 12, "n", "farther"), completed("c9999999999999999"),
+		prepared("step-a", 13, "n", "named"), completed("step-a"),
+		prepared("c12345678901234567890", 14, "n", "long"), completed("c12345678901234567890"),
+		prepared("c900", 11, "n", "far again"), completed("c900"),
+		prepared("c3", 3, "n", "three again"), completed("c3"),
+	)
+	h := history(t, rs...)
+	for id, prompt := range map[string]string{"c1": "prompt c1", "c7": "prompt c7", "c07": "zero seven", "c3": "three again",
+		"c900": "far again", "c9999999999999999": "farther", "step-a": "named", "c12345678901234567890": "long"} {
+		c := h.Call(id)
+		require.NotNil(t, c, id)
+		assert.Equal(t, id, c.ID)
+		assert.Equal(t, prompt, h.PreparedRow(c).Prompt, id)
+	}
+	assert.Equal(t, 2, h.Call("c900").Attempt)
+	assert.Equal(t, 2, h.Call("c3").Attempt)
+	for _, id := range []string{"c10", "c0", "c", "", "c+1", "c9000", "step-b", "c9999999999999998"} {
+		assert.Nil(t, h.Call(id), id)
+	}
+	assert.Len(t, h.IDs, 14)
+	assert.Equal(t, 14, h.Indexed())
+	assert.Same(t, h.Call("c07"), h.AtIndex(10))
+	assert.Same(t, h.Call("c3"), h.AtIndex(3))
+	assert.Nil(t, h.AtIndex(15))
+	assert.Nil(t, h.AtIndex(0))
 }

@@ -603,7 +603,7 @@ func (r *runner) endUnmade(cancelled bool) {
 	}
 	var threads []ended
 	for _, id := range r.h.IDs {
-		rec := r.h.ByID[id]
+		rec := r.h.Call(id)
 		if r.replay.Made(rec) {
 			continue
 		}
@@ -705,7 +705,7 @@ func (r *runner) siteOf(call string) string {
 		}
 	}
 	if r.h != nil {
-		if rec := r.h.ByID[call]; rec != nil {
+		if rec := r.h.Call(call); rec != nil {
 			return r.h.PreparedRow(rec).Site
 		}
 	}

@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	})
 	defer s.replay.Stop()
-	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: len(h.ByIndex),
+	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: h.Indexed(),
 		Divergences: []Divergence{}, Unmade: []Call{}, New: []Call{}}
 	s.report = report
 
@@ -141,7 +141,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, loadErr
 	}
 	for i := 1; i <= h.MaxIndex; i++ {
-		rec := h.ByIndex[i]
+		rec := h.AtIndex(i)
 		if rec == nil || s.replay.Made(rec) {
 			continue
 		}
@@ -212,7 +212,7 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	}
 	// The runner's checks, against the record.
 	var ended effects.Ended
-	e := s.h.ByID[evidence]
+	e := s.h.Call(evidence)
 	if e != nil {
 		ended = effects.Ended{Node: e.Node, Role: e.Role, Status: journal.StatusOf(e.EndType)}
 	}
@@ -241,7 +241,7 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 // Effect implements crw.Host: the recorded run's verdict on the call, or a rejection: nobody
 // gives a shadow one.
 func (s *host) Effect(call string, settle func(json.RawMessage, error)) error {
-	c := s.h.ByID[call]
+	c := s.h.Call(call)
 	if c == nil || c.EndType != journal.TypeOutcomeUnknown {
 		return errs.Throw(errs.InvalidRequest, "", "crw.effect: %q names no call of the recorded run that ended unknown", call)
 	}
