@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,42 +36,61 @@ import (
 // read: its Rows are then none (every field nil), the fields below them say what the replay
 // needs, and Load reads the rest again when the call is delivered.
 type Call struct {
-	Attempt int // how many prepared rows the call has: this is its Attempt-th
-	// StepAttempts is the highest attempt of the call's published steps in any generation: a
-	// pull backend numbers a new generation's first step above it, so no marker is used twice.
-	StepAttempts int
 	// Rows are the rows the History holds of the call; never nil. A call without rows shares
 	// one empty Rows with every other (noRows), which nothing writes: a replay of 100,000
-	// calls holds the rows of a few, and a Call is 176 bytes, not 320, without them.
+	// calls holds the rows of a few, and a Call is 144 bytes, not 288, without them.
 	*Rows
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
 	// node and seq, its terminal row's type, reason and seq ("" and 0 without one).
 	ID, Role, Node     string
-	Index              int
 	PreparedSeq        uint64
 	EndType, EndReason string
 	EndSeq             uint64
-	// inputs identifies what the call asked (inputKey), taken from its prepared row;
-	// promptless: that row has no prompt, only its digest (a hand-written trace), so its rows
-	// are kept to compare.
-	inputs     [sha256.Size]byte
-	promptless bool
-	// paged: its rows were let go once its terminal row was read (see ReadPages); loaded: Load
-	// gave them back (once), under the History's loadMu. kept: what its delivery reads of
-	// them, kept by the first reading while the History's budget lasted (Load needs no
-	// second reading then).
-	paged, loaded bool
-	// threadBound: its thread_started row is a pull backend's binding (Via), which what is
-	// kept of a thread does not hold: its rows are read again whole.
-	threadBound bool
-	// pauseInterrupted: its interrupt_requested row has a pause's reason (PauseReasons).
-	pauseInterrupted bool
+	// inputs identifies what the call asked (inputKey), taken from its prepared row.
+	inputs inputKeyBytes
+	kept   atomic.Pointer[kept]
+	Index  int32
+	// Attempt is how many prepared rows the call has: this is its Attempt-th.
+	Attempt int32
+	// StepAttempts is the highest attempt of the call's published steps in any generation: a
+	// pull backend numbers a new generation's first step above it, so no marker is used twice.
+	StepAttempts int32
+	// flags are what the builder notes of the call (callFlags), before the History is
+	// anyone's; loaded: Load gave its rows back (once), under the History's loadMu, a field
+	// of its own for it is written while others read the flags.
+	flags  callFlags
+	loaded bool
 	// Decision: this is no call but the delivery of a decision's answer (Decision.Call) or of
-	// an operator's verdict (VerdictCalls). Beside the other flags: a Call is 320 bytes, not
-	// 352 (a replay keeps one for every call of its run).
+	// an operator's verdict (VerdictCalls). The counters and flags share two words: a replay
+	// keeps a Call for every call of its run.
 	Decision bool
-	kept     atomic.Pointer[kept]
+}
+
+// callFlags are a Call's flags, one bit each.
+type callFlags uint8
+
+const (
+	// flagPromptless: its prepared row has no prompt, only its digest (a hand-written trace),
+	// so its rows are kept to compare.
+	flagPromptless callFlags = 1 << iota
+	// flagPaged: its rows were let go once its terminal row was read (see ReadPages).
+	flagPaged
+	// flagThreadBound: its thread_started row is a pull backend's binding (Via), which what is
+	// kept of a thread does not hold: its rows are read again whole.
+	flagThreadBound
+	// flagPauseInterrupted: its interrupt_requested row has a pause's reason (PauseReasons).
+	flagPauseInterrupted
+)
+
+func (c *Call) is(f callFlags) bool { return c.flags&f != 0 }
+
+func (c *Call) set(f callFlags, on bool) {
+	if on {
+		c.flags |= f
+	} else {
+		c.flags &^= f
+	}
 }
 
 // Rows are the rows of a call's newest generation a History holds.
@@ -125,7 +145,7 @@ func (c *Call) Machine() *callstate.Machine {
 			rows = append(rows, r)
 		}
 	}
-	if c.paged {
+	if c.is(flagPaged) {
 		rows = append(rows, &journal.Row{Type: c.EndType, Seq: c.EndSeq})
 	}
 	slices.SortFunc(rows, func(a, b *journal.Row) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -136,24 +156,28 @@ func (c *Call) Machine() *callstate.Machine {
 }
 
 // Paged reports whether the call's rows were let go (see ReadPages).
-func (c *Call) Paged() bool { return c.paged }
+func (c *Call) Paged() bool { return c.is(flagPaged) }
 
 // SameInputs reports whether a script's call p asks what the recorded call asked.
 func (c *Call) SameInputs(p *journal.Prepared) bool {
-	if c.promptless {
+	if c.is(flagPromptless) {
 		return SameInputs(c.Prepared, p.Row())
 	}
 	return inputKey(p.Role, p.Node, p.Prompt, p.SchemaDigest, p.RequestedPair, p.Handle) == c.inputs
 }
 
+// inputKeyBytes is an inputKey: the first 128 bits of a SHA-256, which no two inputs a replay
+// compares share but by a collision no one has found.
+type inputKeyBytes [16]byte
+
 // rowInputKey is inputKey of a prepared row's inputs.
-func rowInputKey(p *journal.Row) [sha256.Size]byte {
+func rowInputKey(p *journal.Row) inputKeyBytes {
 	return inputKey(p.Role, p.Node, p.Prompt, p.SchemaDigest, p.RequestedPair, p.Handle)
 }
 
 // inputKey hashes every input SameInputs compares, the prompt itself rather than its digest, so
 // two keys are equal exactly when SameInputs would say so.
-func inputKey(role, node, prompt, schemaDigest string, requested *journal.Pair, handle string) [sha256.Size]byte {
+func inputKey(role, node, prompt, schemaDigest string, requested *journal.Pair, handle string) inputKeyBytes {
 	pair := journal.Pair{}
 	if requested != nil {
 		pair = *requested
@@ -174,7 +198,8 @@ func inputKey(role, node, prompt, schemaDigest string, requested *journal.Pair, 
 		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
 		buf = append(buf, f...)
 	}
-	return sha256.Sum256(buf)
+	sum := sha256.Sum256(buf)
+	return inputKeyBytes(sum[:16])
 }
 
 // PauseReasons are the held reasons a pause gives; a resume runs those calls again. A call held
@@ -201,7 +226,7 @@ func (c *Call) Reopened() bool {
 	if c.EndType != "" {
 		return !c.Settled()
 	}
-	return c.pauseInterrupted
+	return c.is(flagPauseInterrupted)
 }
 
 // LastRow is the call's latest row of its latest attempt.
@@ -432,7 +457,7 @@ func ReadPagesWithin(src Source, budget int) (*History, error) {
 	}
 	h.src, h.cursor, h.pending, h.prefetched = src, h.LastSeq+1, map[*Call]*reread{}, map[*Call]*reread{}
 	for _, id := range h.IDs {
-		if c := h.Call(id); c.paged && c.kept.Load() == nil {
+		if c := h.Call(id); c.is(flagPaged) && c.kept.Load() == nil {
 			// Load reads again from the first row of a call whose rows were not kept.
 			h.cursor = min(h.cursor, c.PreparedSeq)
 		}
@@ -517,7 +542,7 @@ func (c *Call) fromKept(k *kept) *Call {
 	}{
 		call: Call{Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
 			PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq},
-		prepared: journal.Row{Seq: c.PreparedSeq, Type: journal.TypePrepared, At: k.preparedAt, Call: c.ID, Index: c.Index,
+		prepared: journal.Row{Seq: c.PreparedSeq, Type: journal.TypePrepared, At: k.preparedAt, Call: c.ID, Index: int(c.Index),
 			Role: c.Role, Node: c.Node, RequestedPair: k.requested, ConfiguredPair: k.configured},
 		terminal: journal.Row{Seq: c.EndSeq, Type: c.EndType, At: k.endAt, Call: c.ID, Reason: c.EndReason, Output: k.output,
 			TurnIDs: k.turnIDs, RepairUsed: k.repairUsed, Tokens: k.tokens},
@@ -547,6 +572,22 @@ type builder struct {
 	// placements are the calls' workspace_placed rows, for their terminal rows (History.ended).
 	placements map[*Call]placement
 	budget     int
+	// calls is where newCall takes the next Call from.
+	calls []Call
+}
+
+// callChunk is how many Calls newCall allocates at a time: a History's calls live as long as it
+// does, and side by side they fill their memory, where one at a time they would be scattered
+// among the rows read with them, which die young and leave their spans a third used.
+const callChunk = 256
+
+// newCall is a zero Call of the History's.
+func (b *builder) newCall() *Call {
+	if len(b.calls) == cap(b.calls) {
+		b.calls = make([]Call, 0, callChunk)
+	}
+	b.calls = b.calls[:len(b.calls)+1]
+	return &b.calls[len(b.calls)-1]
 }
 
 func newBuilder(paged bool) *builder {
@@ -621,7 +662,7 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 		return nil
 	}
 	c := h.Call(row.Call)
-	if c != nil && c.paged && !journal.IsTerminal(row.Type) && row.Type != journal.TypePrepared {
+	if c != nil && c.is(flagPaged) && !journal.IsTerminal(row.Type) && row.Type != journal.TypePrepared {
 		return nil // past its terminal row; only a second terminal row or a new attempt count
 	}
 	if row.Type == journal.TypePrepared {
@@ -630,11 +671,11 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	if c == nil {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (%s) names call %s, which has no prepared row", row.Seq, row.Type, row.Call)
 	}
-	if !c.paged {
+	if !c.is(flagPaged) {
 		b.attach(c, row)
 	}
 	if row.Type == journal.TypeThreadStarted {
-		c.threadBound = row.Via != ""
+		c.set(flagThreadBound, row.Via != "")
 	}
 	if k := b.parts[c]; k != nil && row.Type == journal.TypeThreadStarted {
 		if row.Via != "" {
@@ -645,9 +686,13 @@ func (b *builder) add(row *journal.Row, seq uint64) error {
 	}
 	switch {
 	case row.Type == journal.TypeStepPublished:
-		c.StepAttempts = max(c.StepAttempts, row.Attempt)
+		if row.Attempt < 0 || row.Attempt > math.MaxInt32 {
+			return errs.New(errs.IncompatibleSchema, "journal: row %d (step_published) of call %s has the attempt %d, outside 0..%d",
+				row.Seq, row.Call, row.Attempt, math.MaxInt32)
+		}
+		c.StepAttempts = max(c.StepAttempts, int32(row.Attempt))
 	case row.Type == journal.TypeInterruptRequested:
-		c.pauseInterrupted = PauseReasons[row.Reason]
+		c.set(flagPauseInterrupted, PauseReasons[row.Reason])
 	case row.Type == journal.TypeWorkspacePlaced:
 		b.placements[c] = h.placed(row)
 	case journal.IsTerminal(row.Type):
@@ -662,16 +707,18 @@ func (b *builder) prepared(c *Call, row *journal.Row) error {
 	// Issue indexes count the calls from 1, and each issued call has a prepared row of its
 	// own, so none exceeds its row's seq; a larger one (a trace written to hurt) would make
 	// the replayer walk up to it.
-	if row.Index < 1 || uint64(row.Index) > row.Seq {
+	if row.Index < 1 || uint64(row.Index) > row.Seq || row.Index > math.MaxInt32 {
 		return errs.New(errs.IncompatibleSchema, "journal: row %d (prepared) of call %s has the issue index %d, outside 1..%d",
-			row.Seq, row.Call, row.Index, row.Seq)
+			row.Seq, row.Call, row.Index, min(row.Seq, math.MaxInt32))
 	}
 	if prev := h.AtIndex(row.Index); prev != nil && prev.Reopened() && prev.EndType != "" && !b.left {
 		b.leave(prev.EndSeq)
 	}
 	// A new attempt of a call (a resume ran it again) starts over; its tokens stay spent.
-	fresh := &Call{Rows: noRows, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: row.Index, PreparedSeq: row.Seq,
-		inputs: rowInputKey(row), promptless: row.Prompt == "" && row.PromptDigest != emptyPromptDigest}
+	fresh := b.newCall()
+	*fresh = Call{Rows: noRows, Attempt: 1, ID: row.Call, Role: b.name(row.Role), Node: b.name(row.Node), Index: int32(row.Index), PreparedSeq: row.Seq,
+		inputs: rowInputKey(row)}
+	fresh.set(flagPromptless, row.Prompt == "" && row.PromptDigest != emptyPromptDigest)
 	delete(b.parts, c)
 	delete(b.placements, c)
 	if b.paged {
@@ -725,11 +772,11 @@ func (b *builder) terminal(c *Call, row *journal.Row) error {
 		h.Order = append(h.Order, c)
 	}
 	h.Finished = append(h.Finished, c)
-	if b.paged && !c.promptless {
+	if b.paged && !c.is(flagPromptless) {
 		// Its rows are read again when it is delivered (Load), unless what the delivery reads
 		// of them is kept. A row without its prompt (a hand-written trace) keeps them: only its
 		// digest can be compared.
-		c.paged = true
+		c.set(flagPaged, true)
 		c.Rows = noRows
 		b.keep(c, row)
 	}
@@ -827,7 +874,7 @@ func (c *Call) attach(row *journal.Row) {
 func (h *History) hydrate(src Source) error {
 	var from uint64
 	for _, id := range h.IDs {
-		if c := h.Call(id); !c.paged && (from == 0 || c.PreparedSeq < from) {
+		if c := h.Call(id); !c.is(flagPaged) && (from == 0 || c.PreparedSeq < from) {
 			from = c.PreparedSeq
 		}
 	}
@@ -836,7 +883,7 @@ func (h *History) hydrate(src Source) error {
 	}
 	return src(from, int(h.LastSeq-from+1), func(row *journal.Row) error {
 		c := h.Call(row.Call)
-		if row.Call == "" || c == nil || c.paged || row.Seq < c.PreparedSeq {
+		if row.Call == "" || c == nil || c.is(flagPaged) || row.Seq < c.PreparedSeq {
 			return nil
 		}
 		cp := *row // its own copy: the row read is reused
@@ -1129,7 +1176,7 @@ func (h *History) keep(p *journal.Row) {
 	got := h.pending[c]
 	if got == nil {
 		got = &reread{}
-		if c.threadBound {
+		if c.is(flagThreadBound) {
 			got.call = &Call{Rows: &Rows{}, Attempt: c.Attempt, ID: c.ID, Role: c.Role, Node: c.Node, Index: c.Index,
 				PreparedSeq: c.PreparedSeq, EndType: c.EndType, EndReason: c.EndReason, EndSeq: c.EndSeq}
 		} else {
@@ -1184,7 +1231,7 @@ func (h *History) PreparedRow(c *Call) *journal.Row {
 	if err == nil && got != nil {
 		return got
 	}
-	return &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: c.Index, Role: c.Role, Node: c.Node}
+	return &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: int(c.Index), Role: c.Role, Node: c.Node}
 }
 
 // Outcomes is every call's latest outcome in the order the journal recorded it: what a shadow

@@ -224,13 +224,13 @@ func (r *Replayer) Made(c *Call) bool {
 // makes again is the History's call at its issue index (AtIndex), so one bit an index says it:
 // a replay of 100,000 calls keeps 12.5 kB of them, not a 3 MB map.
 func (r *Replayer) isMade(c *Call) bool {
-	i := c.Index
+	i := int(c.Index)
 	return i >= 0 && i/64 < len(r.made) && r.made[i/64]&(1<<(i%64)) != 0 && r.h.AtIndex(i) == c
 }
 
 // setMade records that the script made the recorded call c (the History's at its index) again.
 func (r *Replayer) setMade(c *Call) {
-	i := c.Index
+	i := int(c.Index)
 	if n := i/64 + 1; n > len(r.made) {
 		r.made = slices.Grow(r.made, n-len(r.made))[:n]
 	}

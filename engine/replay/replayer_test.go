@@ -375,6 +375,22 @@ func TestIssueIndexesAreBoundedByTheRows(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A step's attempt a History keeps in 32 bits: one past them (a trace written to hurt) is
+// refused, not cut to another number a pull backend would publish again.
+func TestStepAttemptsAreBounded(t *testing.T) {
+	step := func(attempt int) journal.Row {
+		return journal.Row{Type: journal.TypeStepPublished, Call: "c1", K: 1, Marker: "crw:1", Op: "turn", Attempt: attempt}
+	}
+	for _, attempt := range []int{-1, 1 << 31, 1 << 40} {
+		_, err := replay.Read(rows(prepared("c1", 1, "a", "p"), step(attempt)))
+		require.Error(t, err, "attempt %d", attempt)
+		assert.Contains(t, err.Error(), fmt.Sprintf("row 3 (step_published) of call c1 has the attempt %d, outside 0..2147483647", attempt))
+	}
+	h, err := replay.Read(rows(prepared("c1", 1, "a", "p"), step(1<<31-1), step(3)))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1<<31-1, h.Call("c1").StepAttempts)
+}
+
 func commitRows(node, commit string) []journal.Row {
 	return []journal.Row{{Type: journal.TypeCommitIntent, Node: node, Message: node, Tree: "t-" + commit},
 		{Type: journal.TypeCommitResult, Node: node, Commit: commit, Tree: "t-" + commit}}
@@ -495,8 +511,8 @@ func TestCallsAreFoundByEveryKindOfID(t *testing.T) {
 		assert.Equal(t, id, c.ID)
 		assert.Equal(t, prompt, h.PreparedRow(c).Prompt, id)
 	}
-	assert.Equal(t, 2, h.Call("c900").Attempt)
-	assert.Equal(t, 2, h.Call("c3").Attempt)
+	assert.EqualValues(t, 2, h.Call("c900").Attempt)
+	assert.EqualValues(t, 2, h.Call("c3").Attempt)
 	for _, id := range []string{"c10", "c0", "c", "", "c+1", "c9000", "step-b", "c9999999999999998"} {
 		assert.Nil(t, h.Call(id), id)
 	}

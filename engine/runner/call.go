@@ -133,7 +133,7 @@ func (c *call) fromRecord(rec *replay.Call) {
 	if c.running == nil {
 		c.running = &running{sm: rec.Machine()}
 	}
-	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, rec.Attempt, rec.StepAttempts
+	c.id, c.prepared, c.thread, c.attempt, c.stepAttempts = rec.Prepared.Call, rec.Prepared, rec.Thread, int(rec.Attempt), int(rec.StepAttempts)
 	if rec.Thread != nil {
 		c.th = readback.Thread(rec.Thread)
 	}
@@ -157,7 +157,7 @@ func (c *call) fromKept(rec *replay.Call, d replay.Delivery) {
 		_ = sm.Apply(&journal.Row{Type: rec.EndType, Seq: rec.EndSeq, Call: rec.ID})
 		c.running = &running{sm: sm}
 	}
-	c.id, c.preparedSeq, c.attempt, c.stepAttempts = rec.ID, rec.PreparedSeq, rec.Attempt, rec.StepAttempts
+	c.id, c.preparedSeq, c.attempt, c.stepAttempts = rec.ID, rec.PreparedSeq, int(rec.Attempt), int(rec.StepAttempts)
 	if t := d.Thread; t != nil {
 		c.th = backend.Thread{ID: t.ID, Model: t.Model, Effort: t.Effort, Cwd: t.Cwd, RolloutPath: t.RolloutPath}
 	}
@@ -215,7 +215,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 	c := &call{r: r, index: m.Index, nodeCall: m.NodeCall, roleCall: m.RoleCall, req: req, settle: settle, resumeOf: resumeOf}
 	switch m.Kind {
 	case replay.Replay:
-		c.id, c.attempt = m.Rec.ID, m.Rec.Attempt
+		c.id, c.attempt = m.Rec.ID, int(m.Rec.Attempt)
 		c.ended = true
 		r.calls[c.id] = c
 		r.mu.Unlock()
@@ -232,7 +232,7 @@ func (r *runner) Call(req agent.Request, settle agent.Settle) error {
 		return nil
 	case replay.Rerun:
 		// The same call runs again, as a new attempt of the same id.
-		c.id, c.attempt, c.stepAttempts = m.Rec.ID, m.Rec.Attempt+1, m.Rec.StepAttempts
+		c.id, c.attempt, c.stepAttempts = m.Rec.ID, int(m.Rec.Attempt)+1, int(m.Rec.StepAttempts)
 		if m.Rec.EndType == "" {
 			// Its earlier generation has no end: its process died (after it asked for an
 			// interrupt, say) with a turn that may still run where hosts outlive processes.

@@ -583,7 +583,7 @@ func (r *runner) stopTurns(rec *replay.Call) {
 	for _, t := range rec.Turns {
 		turns = append(turns, t.TurnID)
 	}
-	stopper.StopTurns(context.WithoutCancel(r.ctx), backend.Call{ID: rec.ID, Index: rec.Index, Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread), turns)
+	stopper.StopTurns(context.WithoutCancel(r.ctx), backend.Call{ID: rec.ID, Index: int(rec.Index), Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread), turns)
 }
 
 // endUnmade ends the calls of the journal that the resumed script did not make again and that
@@ -632,7 +632,7 @@ func (r *runner) endUnmade(cancelled bool) {
 		r.progress.CallEnded(progress.Event{Kind: progress.EventCallEnded, Call: id, Role: rec.Role, Node: rec.Node,
 			Status: journal.StatusOf(row.Type), Reason: row.Reason})
 		if rec.Thread != nil {
-			threads = append(threads, ended{backend.Call{ID: id, Index: rec.Index, Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread)})
+			threads = append(threads, ended{backend.Call{ID: id, Index: int(rec.Index), Role: rec.Role, Node: rec.Node}, readback.Thread(rec.Thread)})
 		}
 	}
 	var seq uint64

@@ -20,19 +20,28 @@ import (
 // took 11% longer at 300% than at 200%, a fresh run no less.
 const ProcessPercent = 200
 
-// headroom is how much garbage Tune lets the heap gather between collections once the live
-// heap is large: a replay of 100,000 recorded calls has ~60 MB live, which at 200% would let
-// the process grow to 180 MB, at 96 MB of headroom to 200 MB resident, at 64 MB to 170 MB
-// (3% slower).
-const headroom = 64 << 20
+// ceiling is the heap Tune lets a process grow to while its live heap is under two thirds of
+// it: the collector's target falls from ProcessPercent as the live heap grows, so that live
+// heap and garbage together stay at ceiling. A shadow replay of 100,000 recorded calls (~30 MB
+// live) peaks at ~90 MB resident so, 7% slower than at 64 MiB of garbage whatever the live
+// heap (145 MB), and at a ceiling of 56 MiB at ~97 MB; at 200% it grew to 180 MB.
+const ceiling = 48 << 20
+
+// MinPercent is the collector's target once the live heap is two thirds of ceiling or more: the
+// heap grows with what is live, by half of it.
+const MinPercent = 50
 
 // PercentFor is the collector's target for a live heap of live bytes: ProcessPercent while
-// the garbage it allows stays under headroom, less as the heap grows, never under 100.
+// live heap and garbage stay under ceiling, less as the live heap grows, never under
+// MinPercent.
 func PercentFor(live uint64) int {
 	if live == 0 {
 		return ProcessPercent
 	}
-	return int(min(max(100*headroom/live, 100), ProcessPercent))
+	if live >= ceiling {
+		return MinPercent
+	}
+	return int(min(max(100*(ceiling-live)/live, MinPercent), ProcessPercent))
 }
 
 // Tune sets the process's GC target after every collection from the live heap it left

@@ -16,16 +16,19 @@ func TestPercentFor(t *testing.T) {
 	}{
 		{0, 200},
 		{10 << 20, 200},
-		{32 << 20, 200},
-		{40 << 20, 160},
-		{64 << 20, 100},
-		{1 << 30, 100},
+		{16 << 20, 200},
+		{20 << 20, 140},
+		{24 << 20, 100},
+		{30 << 20, 60},
+		{32 << 20, 50},
+		{48 << 20, 50},
+		{1 << 30, 50},
 	} {
 		assert.Equal(t, c.want, PercentFor(c.live), "live %d MiB", c.live>>20)
 	}
 }
 
-// TestTuneFollowsTheLiveHeap: with 200 MiB live the target drops to 100%, and goes back to
+// TestTuneFollowsTheLiveHeap: with 200 MiB live the target drops to 50%, and goes back to
 // 200% once the heap is small again.
 func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	if testing.Short() {
@@ -48,7 +51,7 @@ func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	for i := range big {
 		big[i] = make([]byte, 1<<20)
 	}
-	becomes(100)
+	becomes(50)
 	runtime.KeepAlive(big)
 	becomes(200)
 }
