@@ -41,11 +41,13 @@ const replayBenchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"stat
   "tokens": {"input": 100, "output": 50}}]}]}`
 
 // crwBinary builds crw itself (not this test binary): a whole-process figure is crw's own
-// start, its journal read and its VM, nothing of the test harness.
+// start, its journal read and its VM, nothing of the test harness. It is built as the README
+// builds it, static (CGO_ENABLED=0).
 func crwBinary(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "crw")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -75,10 +75,11 @@ export default async function main() {
 	}, 2*time.Minute, 50*time.Millisecond)
 	ready.Store(true)
 
-	// The command as users run it: a crw binary built from this tree (the test binary, which
-	// can be crw too, starts slower).
+	// The command as users run it: a crw binary built from this tree as the README builds it
+	// (the test binary, which can be crw too, starts slower).
 	self := filepath.Join(dir, "crw")
 	build := exec.Command("go", "build", "-o", self, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(b, err, "%s", out)
 	home := filepath.Join(dir, "codex-home")
