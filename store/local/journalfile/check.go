@@ -131,16 +131,20 @@ func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
 		// bbolt walks the tree on goroutines of its own (the freelist scan
 		// that NoFreelistSync implies has no recover), where a bad page
 		// kills the process. Walk it here first, where it cannot.
+		// Each walk reads every page of the file: what it read is let go as it goes.
+		rel := &walkReleaser{tx: tx}
 		if err := tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-			return walk(b)
+			return walk(b, rel)
 		}); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
+		checkWalked("walk")
 		if err := consistency(tx); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		var err error
-		st, err = readMeta(tx)
+		st, err = readMeta(tx, rel)
+		checkWalked("rows")
 		return err
 	})
 	return st, err
@@ -148,7 +152,7 @@ func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
 
 // walk visits every page and key of b and the buckets under it, checking
 // that keys ascend.
-func walk(b *bbolt.Bucket) error {
+func walk(b *bbolt.Bucket, rel *walkReleaser) error {
 	c := b.Cursor()
 	var prev []byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -156,9 +160,10 @@ func walk(b *bbolt.Bucket) error {
 			return fmt.Errorf("key %x after %x", k, prev)
 		}
 		prev = k
+		rel.read(len(k) + len(v))
 		if v == nil {
 			if child := b.Bucket(k); child != nil {
-				if err := walk(child); err != nil {
+				if err := walk(child, rel); err != nil {
 					return fmt.Errorf("bucket %q: %w", k, err)
 				}
 			}
@@ -170,6 +175,7 @@ func walk(b *bbolt.Bucket) error {
 // consistency runs tx.Check to the end and returns its first finding. The
 // channel is drained fully so the checking goroutine can finish.
 func consistency(tx *bbolt.Tx) error {
+	defer releasingEvery(tx, checkRelease)()
 	var first error
 	n := 0
 	for err := range tx.Check() {
@@ -184,10 +190,17 @@ func consistency(tx *bbolt.Tx) error {
 	return first
 }
 
+// checkWalked is called as each of the check's own walks ends (a test sees what it left mapped).
+var checkWalked = func(walk string) {}
+
+// checkRelease is how often the pages tx.Check mapped in are let go: it reads ~40 MB of a
+// journal's pages a second on the machines crw is measured on.
+const checkRelease = 5 * time.Millisecond
+
 // readMeta checks the schema, run id and row format and walks the rows, whose keys must
 // be 1, 2, … without a gap (later seqs are assigned from the last one) and
 // whose values must be JSON, with the checksum the format gives them.
-func readMeta(tx *bbolt.Tx) (fileState, error) {
+func readMeta(tx *bbolt.Tx, rel *walkReleaser) (fileState, error) {
 	var st fileState
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
@@ -221,6 +234,7 @@ func readMeta(tx *bbolt.Tx) (fileState, error) {
 		// bbolt keeps no checksum of values: a row's own checksum finds damage inside it
 		// (a row whose checksum holds is the JSON its writer encoded), and in a journal
 		// written before rows had one, only JSON that no longer parses does.
+		rel.read(len(v))
 		data, err := rowJSON(st.summed, seq, v)
 		if err != nil {
 			return st, err

@@ -151,3 +151,15 @@ func PutSealed(path string, seq uint64, data []byte) error {
 		return tx.Bucket(bucketRows).Put(seqKey(seq), seal(append([]byte(nil), data...)))
 	})
 }
+
+// CheckWalks checks the journal at path as an open to write does (openChecked), and calls
+// fn as each of the check's own walks ends ("walk", "rows"), while their pages are mapped.
+func CheckWalks(path string, fn func(walk string)) error {
+	checkWalked = fn
+	defer func() { checkWalked = func(string) {} }()
+	db, _, _, err := openChecked(path)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}

@@ -633,10 +633,13 @@ func (j *Journal) Close() error {
 	if j.stopped != nil {
 		<-j.stopped
 	}
-	closeErr := j.db.Close()
 	j.mu.Lock()
 	err := j.err
 	j.mu.Unlock()
+	if !j.readOnly && err == nil {
+		err = j.writeFreelist()
+	}
+	closeErr := j.db.Close()
 	if closeErr != nil {
 		closeErr = fmt.Errorf("journal: close %s: %w", j.path, closeErr)
 		if err == nil {
@@ -645,6 +648,20 @@ func (j *Journal) Close() error {
 		return errors.Join(err, closeErr)
 	}
 	return err
+}
+
+// writeFreelist commits the file's free pages once, as the writer lets go of it. Its commits
+// write none (NoFreelistSync: a commit rewrites only the pages it changed), so the next open to
+// write would find them by walking every page of the file (~165 MB mapped, ~0.3 s, for a
+// journal of 100,000 calls); with the list written it reads that one page. The next commit
+// lets the list go again, and a writer killed before its close leaves none, as before.
+func (j *Journal) writeFreelist() error {
+	j.db.NoFreelistSync = false
+	defer func() { j.db.NoFreelistSync = true }()
+	if err := j.db.Update(func(*bbolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("journal: close %s: write its free pages: %w", j.path, err)
+	}
+	return nil
 }
 
 // SyncDir fsyncs a directory so a file just created in it survives a crash.

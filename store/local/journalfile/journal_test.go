@@ -557,3 +557,52 @@ func TestEachStopsAtAnUnreadableRowFarIn(t *testing.T) {
 	assert.Equal(t, 1299, n)
 	assert.Equal(t, uint64(1299), last)
 }
+
+// freelistPages counts the pages of the journal at path that hold bbolt's list of free pages.
+func freelistPages(t *testing.T, path string) int {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Minute, PreLoadFreelist: true})
+	require.NoError(t, err)
+	defer db.Close()
+	n := 0
+	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
+		for id := 0; int64(id) < tx.Size()/int64(db.Info().PageSize); id++ {
+			p, err := tx.Page(id)
+			if err != nil {
+				return err
+			}
+			if p != nil && p.Type == "freelist" {
+				n++
+			}
+		}
+		return nil
+	}))
+	return n
+}
+
+// A writer's commits write no list of the file's free pages (the next open to write finds them
+// by walking every page); its close writes one, which the next writer reads instead and lets go
+// of at its first commit, and a close writes again.
+func TestAWriterWritesItsFreePagesAsItCloses(t *testing.T) {
+	t.Parallel()
+	j, path := journalfiletest.Create(t)
+	for range 20 {
+		_, err := j.Write(journalfiletest.SampleRows(10)...)
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+	assert.Equal(t, 1, freelistPages(t, path), "after the first close")
+
+	j = journalfiletest.Reopen(t, path)
+	_, err := j.Write(journalfiletest.SampleRows(10)...)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	assert.Equal(t, 1, freelistPages(t, path), "after the second close")
+
+	ro, err := journalfile.OpenReadOnly(path) // bbolt's consistency check: no page lost or twice free
+	require.NoError(t, err)
+	defer ro.Close()
+	rows, err := ro.Rows()
+	require.NoError(t, err)
+	assert.Len(t, rows, 210)
+}

@@ -108,3 +108,26 @@ func TestPagedReadsReleaseMappedPages(t *testing.T) {
 	t.Logf("resident through the mapping after reading every row: %d KiB", rss>>10)
 	assert.Less(t, rss, 512<<10, "resident pages of the journal's mapping")
 }
+
+// TestTheCheckReleasesMappedPages: the check before an open to write reads every page of the
+// file three times (its walk of every key, bbolt's consistency check, the rows), and would leave
+// them all resident; the calls' index, whose pages each commit moves to the end of the file,
+// maps the 64 KiB around each of them. After the walk of 1,600 calls' journal (~2 MiB) all of
+// it is resident without the releases, under 0.5 MiB with them; so after the rows.
+func TestTheCheckReleasesMappedPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 3,200 commits")
+	}
+	t.Cleanup(journalfile.SetReleaseEvery(64 << 10))
+	j, path := journalfiletest.Create(t)
+	writeSequentialCalls(t, j, 1600)
+	require.NoError(t, j.Close())
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	rss := map[string]int{}
+	require.NoError(t, journalfile.CheckWalks(path, func(walk string) { rss[walk] = mappedRSS(t, path) }))
+	t.Logf("file %d KiB, resident through the mapping after the walk %d KiB, after the rows %d KiB", info.Size()>>10, rss["walk"]>>10, rss["rows"]>>10)
+	require.Len(t, rss, 2)
+	assert.Less(t, rss["walk"], 512<<10, "resident pages of the journal's mapping after the walk")
+	assert.Less(t, rss["rows"], 512<<10, "resident pages of the journal's mapping after the rows")
+}
