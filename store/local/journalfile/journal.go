@@ -636,7 +636,9 @@ func (j *Journal) Close() error {
 	j.mu.Lock()
 	err := j.err
 	j.mu.Unlock()
-	if !j.readOnly && err == nil {
+	if !j.readOnly && err == nil && j.commits.Load() > 0 {
+		// A writer that wrote nothing (a resume refused once the journal was open) leaves the
+		// file as it found it.
 		err = j.writeFreelist()
 	}
 	closeErr := j.db.Close()

@@ -2,6 +2,7 @@ package journalfile_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"io"
@@ -582,7 +583,7 @@ func freelistPages(t *testing.T, path string) int {
 
 // A writer's commits write no list of the file's free pages (the next open to write finds them
 // by walking every page); its close writes one, which the next writer reads instead and lets go
-// of at its first commit, and a close writes again.
+// of at its first commit, and a close writes again; a writer that wrote nothing writes nothing.
 func TestAWriterWritesItsFreePagesAsItCloses(t *testing.T) {
 	t.Parallel()
 	j, path := journalfiletest.Create(t)
@@ -598,6 +599,15 @@ func TestAWriterWritesItsFreePagesAsItCloses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 	assert.Equal(t, 1, freelistPages(t, path), "after the second close")
+
+	// A writer that wrote nothing (a resume refused once the journal was open) leaves the file
+	// as it found it.
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, journalfiletest.Reopen(t, path).Close())
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(before, after), "a writer that wrote nothing changed the file")
 
 	ro, err := journalfile.OpenReadOnly(path) // bbolt's consistency check: no page lost or twice free
 	require.NoError(t, err)
