@@ -38,7 +38,7 @@ import (
 type Call struct {
 	// Rows are the rows the History holds of the call; never nil. A call without rows shares
 	// one empty Rows with every other (noRows), which nothing writes: a replay of 100,000
-	// calls holds the rows of a few, and a Call is 144 bytes, not 288, without them.
+	// calls holds the rows of a few, and a Call is 144 bytes, not 248, without them.
 	*Rows
 
 	// What is kept of every call, its rows or not: its prepared row's id, issue index, role,
