@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -110,6 +111,47 @@ type endedCall struct {
 	// call it continued: a continuation of it reads its conversation from the journal.
 	preparedSeq, endSeq uint64
 	prev                *endedCall
+}
+
+// endedOf is the call id that ended (its result was given to the script), nil while it has not.
+// It runs under r.mu.
+func (r *runner) endedOf(id string) *endedCall {
+	if e := r.ended[id]; e != nil || r.h == nil {
+		return e
+	}
+	rec := r.h.Call(id)
+	if rec == nil {
+		return nil
+	}
+	i := int(rec.Index)
+	if i/64 >= len(r.replayedEnded) || r.replayedEnded[i/64]&(1<<(i%64)) == 0 || r.h.AtIndex(i) != rec {
+		return nil
+	}
+	return endedOfRecord(rec)
+}
+
+// endedOfRecord is what the runner keeps of a call the script was given from the record.
+func endedOfRecord(rec *replay.Call) *endedCall {
+	return &endedCall{id: rec.ID, node: rec.Node, role: rec.Role, status: journal.StatusOf(rec.EndType), preparedSeq: rec.PreparedSeq, endSeq: rec.EndSeq}
+}
+
+// endedFromRecord notes that e, a call the script was given from the record, ended, when the
+// History has all of it (endedOf reads it there then), and reports whether it did: a
+// continuation (prev) or one that differs in anything is kept as it is. It runs under r.mu.
+func (r *runner) endedFromRecord(e *endedCall) bool {
+	if r.h == nil || e.prev != nil || e.th != nil {
+		return false
+	}
+	rec := r.h.Call(e.id)
+	if rec == nil || r.h.AtIndex(int(rec.Index)) != rec || *endedOfRecord(rec) != *e {
+		return false
+	}
+	i := int(rec.Index)
+	if n := i/64 + 1; n > len(r.replayedEnded) {
+		r.replayedEnded = slices.Grow(r.replayedEnded, n-len(r.replayedEnded))[:n]
+	}
+	r.replayedEnded[i/64] |= 1 << (i % 64)
+	return true
 }
 
 // thread is e's thread, once resumes has read it (the zero Thread before, and without one).
@@ -294,7 +336,7 @@ func (r *runner) resumes(handle string) (of *endedCall, foreign bool, err error)
 	// whether its call had a thread yet would depend on timing. Delivery runs on the loop
 	// goroutine too, so the answer is the same on every run of the script.
 	r.mu.Lock()
-	of = r.ended[callID]
+	of = r.endedOf(callID)
 	_, open := r.calls[callID]
 	r.mu.Unlock()
 	switch {
@@ -888,7 +930,9 @@ func (r *runner) deliver(c *call, end ending, cr *result.CallResult, replayed bo
 				th := c.th
 				e.th = &th
 			}
-			r.ended[c.id] = e
+			if !replayed || !r.endedFromRecord(e) {
+				r.ended[c.id] = e
+			}
 			r.mu.Unlock()
 			if end.typ == journal.TypeOutcomeUnknown {
 				r.book.Told(c.req.Node, c.id)

@@ -53,7 +53,7 @@ func (h effectsHost) AskStep(id string)                  { h.r.book.AskStep(id) 
 func (h effectsHost) Ended(call string) (effects.Ended, bool) {
 	h.r.mu.Lock()
 	defer h.r.mu.Unlock()
-	e := h.r.ended[call]
+	e := h.r.endedOf(call)
 	if e == nil {
 		return effects.Ended{}, false
 	}
@@ -73,7 +73,7 @@ func (h bookHost) PublishSoon()   { h.r.progress.PublishSoon() }
 func (h bookHost) Call(id string) (status journal.CallStatus, known bool) {
 	h.r.mu.Lock()
 	defer h.r.mu.Unlock()
-	if e := h.r.ended[id]; e != nil {
+	if e := h.r.endedOf(id); e != nil {
 		return e.status, true
 	}
 	return "", h.r.calls[id] != nil
