@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -49,7 +50,7 @@ type fileState struct {
 // read-write (it formats an empty one), so a damaged file must never get
 // that far. The returned db is read-only; info identifies the file checked.
 func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err error) {
-	db, info, err = openFile(path)
+	db, info, err = openFile(path, true)
 	if err != nil {
 		return nil, st, nil, err
 	}
@@ -62,8 +63,10 @@ func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err
 
 // openFile opens path read-only with bbolt, once the file is one a journal can be: regular,
 // not empty (a read-write open would format an empty file, and a read-only one refuses it
-// with an unhelpful error), with both meta pages (metaPages). info is the file bbolt opened.
-func openFile(path string) (*bbolt.DB, os.FileInfo, error) {
+// with an unhelpful error), with both meta pages (metaPages), and, for a check (freeList), its
+// list of free pages one bbolt can read (freeListPage): a reader reads none. info is the file
+// bbolt opened.
+func openFile(path string, freeList bool) (*bbolt.DB, os.FileInfo, error) {
 	pre, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: open %s: %w", path, err)
@@ -87,6 +90,9 @@ func openFile(path string) (*bbolt.DB, os.FileInfo, error) {
 	info, err := f.Stat()
 	if err == nil {
 		err = metaPages(f, db.Info().PageSize)
+	}
+	if err == nil && freeList {
+		err = freeListPage(f, db.Info().PageSize, info.Size())
 	}
 	if err != nil {
 		_ = db.Close()
@@ -259,7 +265,7 @@ func readMeta(tx *bbolt.Tx, rel *walkReleaser) (fileState, error) {
 // holds the pages its meta names, and the meta bucket says it is a journal of ours. Each read
 // then checks what it reads (guarded, eachRow, rowJSON).
 func openLight(path string) (db *bbolt.DB, st fileState, err error) {
-	db, info, err := openFile(path)
+	db, info, err := openFile(path, false)
 	if err != nil {
 		return nil, st, err
 	}
@@ -332,6 +338,65 @@ func metaPages(f *os.File, pageSize int) error {
 		case ne.Uint32(meta[0:4]) != magic || ne.Uint32(meta[4:8]) != version:
 			return fmt.Errorf("%w: meta page %d has no bbolt magic and version", ErrCorrupt, id)
 		}
+	}
+	return nil
+}
+
+// freeListPage checks the page that lists the file's free pages, when the current meta names
+// one (a writer's close writes it), before bbolt reads it: bbolt allocates room for as many
+// ids as the page says it holds, and a count garbled to 2^60 would end the process out of
+// memory, where no recover reaches. The current meta is the one bbolt takes: of those whose
+// checksum holds, the one of the later transaction. What the list names is bbolt's
+// consistency check's to judge.
+func freeListPage(f *os.File, pageSize int, fileSize int64) error {
+	const (
+		headerSize   = 16 // page id, flags, count, overflow
+		metaSize     = 64 // magic, version, page size, flags, root (2), free list, pgid, txid, checksum
+		freeListFlag = 0x10
+		noFreeList   = ^uint64(0)
+	)
+	ne := binary.NativeEndian
+	var free, txid uint64
+	found := false
+	for id := 0; id < 2; id++ {
+		page := make([]byte, headerSize+metaSize)
+		if _, err := f.ReadAt(page, int64(id*pageSize)); err != nil {
+			return fmt.Errorf("%w: meta page %d does not read: %v", ErrCorrupt, id, err)
+		}
+		meta := page[headerSize:]
+		h := fnv.New64a()
+		h.Write(meta[:56])
+		if h.Sum64() != ne.Uint64(meta[56:64]) {
+			continue // bbolt takes the other one
+		}
+		if t := ne.Uint64(meta[48:56]); !found || t > txid {
+			free, txid, found = ne.Uint64(meta[32:40]), t, true
+		}
+	}
+	if !found || free == noFreeList {
+		return nil
+	}
+	pages := uint64(fileSize) / uint64(pageSize)
+	if free < 2 || free >= pages {
+		return fmt.Errorf("%w: the list of free pages is at page %d, outside the file's pages 2..%d (truncated?)", ErrCorrupt, free, pages-1)
+	}
+	header := make([]byte, headerSize+8)
+	if _, err := f.ReadAt(header, int64(free)*int64(pageSize)); err != nil {
+		return fmt.Errorf("%w: the list of free pages does not read: %v", ErrCorrupt, err)
+	}
+	if ne.Uint16(header[8:10]) != freeListFlag {
+		return fmt.Errorf("%w: page %d, the list of free pages, is no such list", ErrCorrupt, free)
+	}
+	span := uint64(ne.Uint32(header[12:16])) + 1 // the page and its overflow
+	count, first := uint64(ne.Uint16(header[10:12])), uint64(0)
+	if count == 0xFFFF { // the count is the first element
+		count, first = ne.Uint64(header[headerSize:]), 1
+	}
+	switch {
+	case free+span > pages:
+		return fmt.Errorf("%w: the list of free pages (page %d, %d pages) runs past the file's %d pages", ErrCorrupt, free, span, pages)
+	case count > span*uint64(pageSize)/8 || (first+count)*8+headerSize > span*uint64(pageSize):
+		return fmt.Errorf("%w: the list of free pages (page %d) says it holds %d ids, more than its %d pages do", ErrCorrupt, free, count, span)
 	}
 	return nil
 }
