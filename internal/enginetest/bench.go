@@ -39,8 +39,10 @@ const BenchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
   "files": ["internal/runner/runner.go", "internal/runner/runner_test.go", "cmd/tool/main.go"]},
   "tokens": {"input": 100, "output": 50}}]}]}`
 
-// TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it.
+// TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it, and its heap
+// readied for huge pages as that of a crw command that runs workflows.
 func TuneGCAsCrw(b *testing.B) {
+	gctune.LargeHeap()
 	if os.Getenv("GOGC") == "" {
 		old := debug.SetGCPercent(gctune.ProcessPercent)
 		b.Cleanup(func() { debug.SetGCPercent(old) })

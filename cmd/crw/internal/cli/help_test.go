@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/appserver"
 	"github.com/crw-dev/crw/engine/backend/fake"
@@ -98,4 +99,25 @@ func TestCompletionRefusesAShellItDoesNotHave(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 0, Run([]string{"completion", "bash"}, IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, reg))
 	assert.Contains(t, out.String(), "bash completion")
+}
+
+// TestTheCommandsThatRunWorkflowsAreMarked: the commands that replay or run a workflow in their
+// own process, and those alone, have their heap readied for huge pages; one that prints a
+// run's state or starts another process to run it does not pay for it.
+func TestTheCommandsThatRunWorkflowsAreMarked(t *testing.T) {
+	t.Parallel()
+	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
+	var marked []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if cmdutil.WorkflowRunner(c) {
+			marked = append(marked, c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	assert.ElementsMatch(t, []string{"crw flow run", "crw flow resume", "crw flow shadow", "crw flow check",
+		"crw flow _exec", "crw worker", "crw mcp"}, marked)
 }

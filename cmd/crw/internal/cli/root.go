@@ -25,6 +25,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/gctune"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -148,6 +149,9 @@ process (crw flow status --exit-status). Each command's help says which it exits
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := inv.takeJSON(); err != nil {
 				return err
+			}
+			if cmdutil.WorkflowRunner(cmd) {
+				gctune.LargeHeap()
 			}
 			return resolveRunArgs(inv, cmd, args)
 		},

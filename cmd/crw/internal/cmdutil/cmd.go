@@ -83,3 +83,16 @@ func ShowRun[T any](opts *RunOptions, get func(*engine.Service, context.Context,
 	_, err := Show(&opts.Common, opts.Run, func(svc *engine.Service) (T, error) { return get(svc, opts.Ctx, opts.Run) }, text)
 	return err
 }
+
+// runsWorkflows is the annotation of a command that replays or runs a workflow in its own
+// process.
+const runsWorkflows = "crw:runs-workflows"
+
+// RunsWorkflows are the Annotations of a command that replays or runs a workflow in its own
+// process (not one that starts another process to): its heap is readied for huge pages before
+// it runs (gctune.LargeHeap), which costs a command that only reads a run's state more than it
+// saves.
+func RunsWorkflows() map[string]string { return map[string]string{runsWorkflows: "true"} }
+
+// WorkflowRunner reports whether cmd was made with RunsWorkflows.
+func WorkflowRunner(cmd *cobra.Command) bool { return cmd.Annotations[runsWorkflows] == "true" }

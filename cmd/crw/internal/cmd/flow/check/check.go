@@ -48,8 +48,9 @@ const maxFaults = 10000
 func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "check WORKFLOW",
-		Short: "Find a workflow's mistakes before any token is spent: a static pass, then a rehearsal on the fake backend",
+		Annotations: cmdutil.RunsWorkflows(),
+		Use:         "check WORKFLOW",
+		Short:       "Find a workflow's mistakes before any token is spent: a static pass, then a rehearsal on the fake backend",
 		Long: `Load the workflow and pass over every module of its own (agent.call options it does not take,
 with a did-you-mean; unknown roles and efforts; a missing role or prompt; schemas written out that
 are not strict; named imports crw and crw:agent do not export; timers), then rehearse it on the

@@ -21,8 +21,9 @@ type Options = cmdutil.RunOptions
 // NewCmdExec is crw flow _exec; runF, when not nil, runs in place of the command.
 func NewCmdExec(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	return cmdutil.NewRunCmd(f, &Options{}, runF, runExec, &cobra.Command{
-		Use:    ops.ExecCommand + " RUN",
-		Hidden: true,
+		Annotations: cmdutil.RunsWorkflows(),
+		Use:         ops.ExecCommand + " RUN",
+		Hidden:      true,
 	})
 }
 

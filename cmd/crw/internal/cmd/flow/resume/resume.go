@@ -29,8 +29,9 @@ type Options struct {
 func NewCmdResume(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "resume RUN [SCRIPT]",
-		Short: "Go on with a run that stopped: replay its journal and finish it",
+		Annotations: cmdutil.RunsWorkflows(),
+		Use:         "resume RUN [SCRIPT]",
+		Short:       "Go on with a run that stopped: replay its journal and finish it",
 		Long: `Resume a run whose process died or that a usage or rate limit paused.
 
 The script runs again from the top over the run's journal: every call the journal answered

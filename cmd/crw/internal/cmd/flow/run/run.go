@@ -20,8 +20,9 @@ type Options struct {
 func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "run WORKFLOW",
-		Short: "Run a workflow in the foreground, with live progress",
+		Annotations: cmdutil.RunsWorkflows(),
+		Use:         "run WORKFLOW",
+		Short:       "Run a workflow in the foreground, with live progress",
 		Long: `Run a workflow (a .js or .ts file) to its end in this process.
 
 The workflow's return value is printed as JSON on stdout. With --json, stdout is one JSON

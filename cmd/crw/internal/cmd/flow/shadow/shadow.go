@@ -28,8 +28,9 @@ type Options struct {
 func NewCmdShadow(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "shadow SCRIPT (--run RUN | --trace FILE)",
-		Short: "Replay a script, changed or not, against a recorded run with no backend",
+		Annotations: cmdutil.RunsWorkflows(),
+		Use:         "shadow SCRIPT (--run RUN | --trace FILE)",
+		Short:       "Replay a script, changed or not, against a recorded run with no backend",
 		Long: `Run SCRIPT against a recorded run (its journal, or a trace written by crw flow trace)
 with no backend at all, and report how it differs: calls matched, every divergence (position,
 call, the inputs that differ, a short diff of prompts), recorded calls the script never made,

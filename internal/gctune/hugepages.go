@@ -1,0 +1,20 @@
+package gctune
+
+import "sync"
+
+// HugeRegion is what LargeHeap readies for huge pages: the heap Tune lets a process grow to
+// while its live heap is small.
+const HugeRegion = ceiling
+
+// LargeHeap readies the heap of a process that is about to replay or run a workflow for
+// transparent huge pages, where the system gives them to a process that asks (Linux's
+// transparent_hugepage "madvise" or "always"; elsewhere it does nothing). A replay's heap grows
+// to tens of MiB within its first tenth of a second, and on a virtual machine each 4 KiB page
+// touched for the first time is a fault of ~15 µs, which 2 MiB pages take 512 at a time: a
+// 10,000-call shadow replay went from ~0.31 s to ~0.26 s. Go's heap asks for none. It costs a
+// process ~5 ms (a collection of a heap of one object), so the commands that print a run's state
+// do without it; the resident memory grows in 2 MiB steps (~5 MB more at 10,000 calls, ~1 MB at
+// 100,000). Calls after the first do nothing.
+func LargeHeap() { largeHeap.Do(func() { adviseHugePages(HugeRegion) }) }
+
+var largeHeap sync.Once

@@ -1,0 +1,31 @@
+package gctune
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hugePage is the size of a transparent huge page on the machines crw runs on (x86-64, and
+// arm64 with 4 KiB pages).
+const hugePage = 2 << 20
+
+// adviseHugePages has the runtime map size bytes of heap now, advises their 2 MiB-aligned
+// interior MADV_HUGEPAGE, and lets them go: the runtime maps its heap as it grows, and a
+// mapping made after advice given to the range it reserved drops that advice, so the range must
+// be mapped first. The allocation is fresh memory, known to be zero, which nothing touches; the
+// collection frees it, and the heap's next allocations land there once the pages below it are
+// taken (its page allocator takes the lowest free addresses first).
+func adviseHugePages(size int) {
+	region := make([]byte, size)
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+	start := (base + hugePage - 1) &^ (hugePage - 1)
+	end := (base + uintptr(size)) &^ (hugePage - 1)
+	if start < end {
+		// An error (a kernel without transparent huge pages) leaves the heap as it was.
+		_ = unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE)
+	}
+	runtime.KeepAlive(region)
+	runtime.GC() // region is dead: its last use is above
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package gctune
+
+func adviseHugePages(int) {}
