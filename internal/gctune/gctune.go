@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // ProcessPercent is the garbage collector's target in crw's process while its live heap is
@@ -31,17 +32,36 @@ const ceiling = 48 << 20
 // heap grows with what is live, by half of it.
 const MinPercent = 50
 
-// PercentFor is the collector's target for a live heap of live bytes: ProcessPercent while
-// live heap and garbage stay under ceiling, less as the live heap grows, never under
-// MinPercent.
-func PercentFor(live uint64) int {
+// HugePercent is the collector's highest target once LargeHeap readied the heap for huge
+// pages: filling the first ceiling bytes of heap then costs a fault each 2 MiB, not each
+// 4 KiB, so a small live heap lets garbage gather up to ceiling before a collection rather
+// than to twice itself. A 10,000-call shadow replay collects 7 times, not 12, and takes ~6%
+// less time, ~18 MB more resident (its heap grows to ceiling); a live run of 2,000 calls,
+// which gains nothing, ~8 MB more. At 1000% the live run took 30 MB more for no more gain.
+const HugePercent = 400
+
+// PercentFor is the collector's target for a live heap of live bytes: as high as most
+// (ProcessPercent, or HugePercent in a heap readied for huge pages) while live heap and
+// garbage stay under ceiling, less as the live heap grows, never under MinPercent.
+func PercentFor(live uint64, most int) int {
 	if live == 0 {
-		return ProcessPercent
+		return most
 	}
 	if live >= ceiling {
 		return MinPercent
 	}
-	return int(min(max(100*(ceiling-live)/live, MinPercent), ProcessPercent))
+	return int(min(max(100*(ceiling-live)/live, MinPercent), uint64(most)))
+}
+
+// hugeHeap is whether LargeHeap ran in this process.
+var hugeHeap atomic.Bool
+
+// mostPercent is PercentFor's most in this process.
+func mostPercent() int {
+	if hugeHeap.Load() {
+		return HugePercent
+	}
+	return ProcessPercent
 }
 
 // Tune sets the process's GC target after every collection from the live heap it left
@@ -60,7 +80,7 @@ func tuneOnce() {
 	var watch func(*gcSentinel)
 	watch = func(s *gcSentinel) {
 		metrics.Read(sample)
-		debug.SetGCPercent(PercentFor(sample[0].Value.Uint64()))
+		debug.SetGCPercent(PercentFor(sample[0].Value.Uint64(), mostPercent()))
 		runtime.SetFinalizer(s, watch) // again after the next collection
 	}
 	runtime.SetFinalizer(&gcSentinel{}, watch)

@@ -11,20 +11,24 @@ import (
 
 func TestPercentFor(t *testing.T) {
 	for _, c := range []struct {
-		live uint64
-		want int
+		live       uint64
+		want, huge int
 	}{
-		{0, 200},
-		{10 << 20, 200},
-		{16 << 20, 200},
-		{20 << 20, 140},
-		{24 << 20, 100},
-		{30 << 20, 60},
-		{32 << 20, 50},
-		{48 << 20, 50},
-		{1 << 30, 50},
+		{0, 200, 400},
+		{1 << 20, 200, 400},
+		{8 << 20, 200, 400},
+		{10 << 20, 200, 380},
+		{12 << 20, 200, 300},
+		{16 << 20, 200, 200},
+		{20 << 20, 140, 140},
+		{24 << 20, 100, 100},
+		{30 << 20, 60, 60},
+		{32 << 20, 50, 50},
+		{48 << 20, 50, 50},
+		{1 << 30, 50, 50},
 	} {
-		assert.Equal(t, c.want, PercentFor(c.live), "live %d MiB", c.live>>20)
+		assert.Equal(t, c.want, PercentFor(c.live, ProcessPercent), "live %d MiB", c.live>>20)
+		assert.Equal(t, c.huge, PercentFor(c.live, HugePercent), "live %d MiB, huge pages", c.live>>20)
 	}
 }
 
@@ -53,5 +57,5 @@ func TestTuneFollowsTheLiveHeap(t *testing.T) {
 	}
 	becomes(50)
 	runtime.KeepAlive(big)
-	becomes(200)
+	becomes(mostPercent())
 }

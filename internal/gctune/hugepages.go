@@ -15,6 +15,14 @@ const HugeRegion = ceiling
 // process ~5 ms (a collection of a heap of one object), so the commands that print a run's state
 // do without it; the resident memory grows in 2 MiB steps (~5 MB more at 10,000 calls, ~1 MB at
 // 100,000). Calls after the first do nothing.
-func LargeHeap() { largeHeap.Do(func() { adviseHugePages(HugeRegion) }) }
+//
+// The collector's target may then rise to HugePercent (PercentFor) from the collection it
+// makes on.
+func LargeHeap() {
+	largeHeap.Do(func() {
+		hugeHeap.Store(true)
+		adviseHugePages(HugeRegion)
+	})
+}
 
 var largeHeap sync.Once

@@ -16,9 +16,10 @@ import (
 // heap had lands in the region it readied, whose mapping is advised for huge pages ("hg" in
 // its VmFlags) from the first 2 MiB boundary in it, and is readable and writable. (The heap
 // finds room for an allocation at the lowest address it can: one nearly as large as the region
-// has none below it.)
+// has none below it.) The collector's target may then rise to HugePercent.
 func TestLargeHeapAdvisesHugePages(t *testing.T) {
 	LargeHeap()
+	assert.Equal(t, HugePercent, mostPercent())
 	obj := make([]byte, HugeRegion-2*hugePage)
 	addr := (uintptr(unsafe.Pointer(unsafe.SliceData(obj))) + hugePage) &^ (hugePage - 1)
 	flags := vmFlags(t, addr)
