@@ -2,23 +2,61 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestACommandThatRunsWorkflowsHasHugePages: a real crw mcp process, once it answers, has a
-// mapping advised for huge pages (its heap, readied before the command ran): the annotation
-// reaches the process, not only the command tree.
+// TestACommandThatRunsWorkflowsHasHugePages: the process that runs a started run (crw flow
+// _exec) has a mapping advised for huge pages once its call is in flight (its heap, readied
+// before the command ran), and a long-lived crw mcp, which readies nothing, has none once it
+// answers: the annotation reaches the process, not only the command tree.
 func TestACommandThatRunsWorkflowsHasHugePages(t *testing.T) {
 	t.Parallel()
-	cmd := mcpCommand(t, filepath.Join(t.TempDir(), "state"))
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  return (await agent.call({ role: "explorer", prompt: "slow" })).status;
+}
+`), 0o644))
+	answers := filepath.Join(dir, "slow.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	res := durableCrw(t, state, nil, "flow", "start", wf, "--backend", "fake", "--answers", answers, "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var started struct {
+		Run string `json:"run"`
+		PID int    `json:"pid"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), res.stdout)
+	require.NotZero(t, started.PID)
+	t.Cleanup(func() { _ = syscall.Kill(started.PID, syscall.SIGKILL) })
+	// Wait for the call to be in flight: the row, not a time.
+	for {
+		res = durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
+		require.Equal(t, 0, res.exit, res.stderr)
+		var st struct {
+			InFlight int `json:"in_flight"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &st), res.stdout)
+		if st.InFlight > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Positive(t, hugePageMappings(t, started.PID), "no mapping of the run's process is advised for huge pages")
+
+	cmd := mcpCommand(t, filepath.Join(dir, "mcp-state"))
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
@@ -33,14 +71,18 @@ func TestACommandThatRunsWorkflowsHasHugePages(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, line)
+	assert.Zero(t, hugePageMappings(t, cmd.Process.Pid), "crw mcp, a long-lived server, readies no huge pages")
+}
 
-	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", cmd.Process.Pid))
+// hugePageMappings counts the mappings of process pid advised for huge pages ("hg").
+func hugePageMappings(t *testing.T, pid int) int {
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	require.NoError(t, err)
-	advised := 0
+	n := 0
 	for _, l := range strings.Split(string(smaps), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == "VmFlags:" && slices.Contains(f[1:], "hg") {
-			advised++
+			n++
 		}
 	}
-	assert.Positive(t, advised, "no mapping of crw mcp is advised for huge pages")
+	return n
 }

@@ -102,8 +102,9 @@ func TestCompletionRefusesAShellItDoesNotHave(t *testing.T) {
 }
 
 // TestTheCommandsThatRunWorkflowsAreMarked: the commands that replay or run a workflow in their
-// own process, and those alone, have their heap readied for huge pages; one that prints a
-// run's state or starts another process to run it does not pay for it.
+// own process and end, and those alone, have their heap readied for huge pages; one that prints
+// a run's state or starts another process to run it does not pay for it, nor does a long-lived
+// server (mcp, worker), whose memory goes back when it is idle.
 func TestTheCommandsThatRunWorkflowsAreMarked(t *testing.T) {
 	t.Parallel()
 	root := newRoot(newInvocation(&IO{}, backend.NewRegistry(fake.Descriptor(), appserver.Descriptor(), session.Descriptor(session.Hosts{}))))
@@ -119,5 +120,5 @@ func TestTheCommandsThatRunWorkflowsAreMarked(t *testing.T) {
 	}
 	walk(root)
 	assert.ElementsMatch(t, []string{"crw flow run", "crw flow resume", "crw flow shadow", "crw flow check",
-		"crw flow _exec", "crw worker", "crw mcp"}, marked)
+		"crw flow _exec"}, marked)
 }

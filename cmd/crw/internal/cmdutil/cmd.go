@@ -89,9 +89,9 @@ func ShowRun[T any](opts *RunOptions, get func(*engine.Service, context.Context,
 const runsWorkflows = "crw:runs-workflows"
 
 // RunsWorkflows are the Annotations of a command that replays or runs a workflow in its own
-// process (not one that starts another process to): its heap is readied for huge pages before
-// it runs (gctune.LargeHeap), which costs a command that only reads a run's state more than it
-// saves.
+// process and ends (not one that starts another process to, nor a long-lived server, whose
+// memory must go back when it is idle): its heap is readied for huge pages before it runs
+// (gctune.LargeHeap), which costs a command that only reads a run's state more than it saves.
 func RunsWorkflows() map[string]string { return map[string]string{runsWorkflows: "true"} }
 
 // WorkflowRunner reports whether cmd was made with RunsWorkflows.

@@ -47,9 +47,8 @@ type Options struct {
 func NewCmdMCP(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Annotations: cmdutil.RunsWorkflows(),
-		Use:         "mcp",
-		Short:       "Serve crw's run lifecycle and recovery reads as a Model Context Protocol server",
+		Use:   "mcp",
+		Short: "Serve crw's run lifecycle and recovery reads as a Model Context Protocol server",
 		Long: `Serve the tools start, status, next, dispatched, answer, cancel, resume, inspect, effects,
 audit, recover and shadow over the Model Context Protocol: on stdin and stdout (the default; the
 server exits 0 at the end of its input), or with --listen ADDR over streamable HTTP. Runs live

@@ -29,9 +29,8 @@ type Options struct {
 func NewCmdWorker(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Annotations: cmdutil.RunsWorkflows(),
-		Use:         "worker",
-		Short:       "Take the runs no process holds and execute them, each in a process of its own",
+		Use:   "worker",
+		Short: "Take the runs no process holds and execute them, each in a process of its own",
 		Long: `Take the runs of the store (--store, $CRW_STORE: an etcd cluster; else the state folder) that
 no process holds and that can go on, and execute each in a child process of its own, at most
 --slots at a time: a run queued by crw flow start --queue, one whose process died (on an etcd
