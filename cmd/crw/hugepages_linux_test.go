@@ -24,26 +24,11 @@ func TestACommandThatRunsWorkflowsHasHugePages(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
-export default async function main() {
-  return (await agent.call({ role: "explorer", prompt: "slow" })).status;
-}
-`), 0o644))
-	answers := filepath.Join(dir, "slow.json")
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
-	res := durableCrw(t, state, nil, "flow", "start", wf, "--backend", "fake", "--answers", answers, "--json")
-	require.Equal(t, 0, res.exit, res.stderr)
-	var started struct {
-		Run string `json:"run"`
-		PID int    `json:"pid"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), res.stdout)
-	require.NotZero(t, started.PID)
+	started := startSlowRun(t, state)
 	t.Cleanup(func() { _ = syscall.Kill(started.PID, syscall.SIGKILL) })
 	// Wait for the call to be in flight: the row, not a time.
 	for {
-		res = durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
+		res := durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
 		require.Equal(t, 0, res.exit, res.stderr)
 		var st struct {
 			InFlight int `json:"in_flight"`

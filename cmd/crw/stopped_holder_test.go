@@ -24,24 +24,8 @@ func TestAStoppedHolderIsSaidAtOnce(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("a process's state is read from /proc")
 	}
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
-export default async function main() {
-  return (await agent.call({ role: "explorer", prompt: "slow" })).status;
-}
-`), 0o644))
-	answers := filepath.Join(dir, "slow.json")
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
-	res := durableCrw(t, state, nil, "flow", "start", wf, "--backend", "fake", "--answers", answers, "--json")
-	require.Equal(t, 0, res.exit, res.stderr)
-	var started struct {
-		Run string `json:"run"`
-		PID int    `json:"pid"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), res.stdout)
-	require.NotZero(t, started.PID)
+	state := filepath.Join(t.TempDir(), "state")
+	started := startSlowRun(t, state)
 	require.NoError(t, syscall.Kill(started.PID, syscall.SIGSTOP))
 	continued := false
 	t.Cleanup(func() {
@@ -57,7 +41,7 @@ export default async function main() {
 
 	// status answers from what the holder published, and says it is stopped.
 	began := time.Now()
-	res = durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
+	res := durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
 	t.Logf("status: %s", time.Since(began).Round(time.Millisecond))
 	require.Equal(t, 0, res.exit, res.stderr)
 	var st struct {
@@ -114,4 +98,31 @@ func stopped(pid int) bool {
 		}
 	}
 	return false
+}
+
+// slowRun is a run started in a process of its own (crw flow start) whose one call the fake
+// backend answers in ten minutes: its process stays alive, the call in flight.
+type slowRun struct {
+	Run string `json:"run"`
+	PID int    `json:"pid"`
+}
+
+// startSlowRun starts a slowRun in state; the caller kills its process.
+func startSlowRun(t *testing.T, state string) slowRun {
+	t.Helper()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+export default async function main() {
+  return (await agent.call({ role: "explorer", prompt: "slow" })).status;
+}
+`), 0o644))
+	answers := filepath.Join(dir, "slow.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	res := durableCrw(t, state, nil, "flow", "start", wf, "--backend", "fake", "--answers", answers, "--json")
+	require.Equal(t, 0, res.exit, res.stderr)
+	var started slowRun
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), res.stdout)
+	require.NotZero(t, started.PID)
+	return started
 }
