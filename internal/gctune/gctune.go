@@ -53,7 +53,7 @@ func PercentFor(live uint64, most int) int {
 	return int(min(max(100*(ceiling-live)/live, MinPercent), uint64(most)))
 }
 
-// hugeHeap is whether LargeHeap ran in this process.
+// hugeHeap is whether LargeHeap readied this process's heap for huge pages.
 var hugeHeap atomic.Bool
 
 // mostPercent is PercentFor's most in this process.

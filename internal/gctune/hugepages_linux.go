@@ -1,6 +1,8 @@
 package gctune
 
 import (
+	"bytes"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -16,16 +18,23 @@ const hugePage = 2 << 20
 // mapping made after advice given to the range it reserved drops that advice, so the range must
 // be mapped first. The allocation is fresh memory, known to be zero, which nothing touches; the
 // collection frees it, and the heap's next allocations land there once the pages below it are
-// taken (its page allocator takes the lowest free addresses first).
-func adviseHugePages(size int) {
+// taken (its page allocator takes the lowest free addresses first). It reports whether the
+// advice was taken; a system whose transparent huge pages are "never" is not asked, and costs
+// nothing.
+func adviseHugePages(size int) bool {
+	if mode, err := os.ReadFile(thpMode); err == nil && bytes.Contains(mode, []byte("[never]")) {
+		return false
+	}
 	region := make([]byte, size)
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
 	start := (base + hugePage - 1) &^ (hugePage - 1)
 	end := (base + uintptr(size)) &^ (hugePage - 1)
-	if start < end {
-		// An error (a kernel without transparent huge pages) leaves the heap as it was.
-		_ = unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE)
-	}
+	// An error (a kernel without transparent huge pages) leaves the heap as it was.
+	advised := start < end && unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE) == nil
 	runtime.KeepAlive(region)
 	runtime.GC() // region is dead: its last use is above
+	return advised
 }
+
+// thpMode is where Linux says when it gives transparent huge pages: always, madvise or never.
+var thpMode = "/sys/kernel/mm/transparent_hugepage/enabled"

@@ -2,6 +2,7 @@ package gctune
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ import (
 // finds room for an allocation at the lowest address it can: one nearly as large as the region
 // has none below it.) The collector's target may then rise to HugePercent.
 func TestLargeHeapAdvisesHugePages(t *testing.T) {
+	if mode, err := os.ReadFile(thpMode); err != nil || strings.Contains(string(mode), "[never]") {
+		t.Skipf("this system gives no transparent huge pages (%s: %q, %v)", thpMode, mode, err)
+	}
 	LargeHeap()
 	assert.Equal(t, HugePercent, mostPercent())
 	obj := make([]byte, HugeRegion-2*hugePage)
@@ -29,6 +33,20 @@ func TestLargeHeapAdvisesHugePages(t *testing.T) {
 	obj[len(obj)-1] = 1
 	runtime.KeepAlive(obj)
 
+}
+
+// TestNoHugePagesNoAdvice: where the system's transparent huge pages are "never", nothing is
+// advised (so the collector's target stays as it was), and where they are "madvise", the
+// advice is taken.
+func TestNoHugePagesNoAdvice(t *testing.T) {
+	mode := filepath.Join(t.TempDir(), "enabled")
+	old := thpMode
+	thpMode = mode
+	defer func() { thpMode = old }()
+	require.NoError(t, os.WriteFile(mode, []byte("always madvise [never]\n"), 0o600))
+	assert.False(t, adviseHugePages(HugeRegion))
+	require.NoError(t, os.WriteFile(mode, []byte("always [madvise] never\n"), 0o600))
+	assert.True(t, adviseHugePages(4*hugePage))
 }
 
 // vmFlags are the VmFlags of the mapping of this process that holds addr.

@@ -2,4 +2,4 @@
 
 package gctune
 
-func adviseHugePages(int) {}
+func adviseHugePages(int) bool { return false }
