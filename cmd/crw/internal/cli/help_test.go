@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/engine/backend"
@@ -121,4 +122,10 @@ func TestTheCommandsThatRunWorkflowsAreMarked(t *testing.T) {
 	walk(root)
 	assert.ElementsMatch(t, []string{"crw flow run", "crw flow resume", "crw flow shadow", "crw flow check",
 		"crw flow _exec"}, marked)
+
+	// crw flow resume --detach resumes in a process of its own, which is the one readied.
+	resume, _, err := root.Find([]string{"flow", "resume"})
+	require.NoError(t, err)
+	require.NoError(t, resume.ParseFlags([]string{"--detach"}))
+	assert.False(t, cmdutil.WorkflowRunner(resume), "crw flow resume --detach")
 }

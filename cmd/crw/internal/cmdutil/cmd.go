@@ -92,7 +92,21 @@ const runsWorkflows = "crw:runs-workflows"
 // process and ends (not one that starts another process to, nor a long-lived server, whose
 // memory must go back when it is idle): its heap is readied for huge pages before it runs
 // (gctune.LargeHeap), which costs a command that only reads a run's state more than it saves.
-func RunsWorkflows() map[string]string { return map[string]string{runsWorkflows: "true"} }
+func RunsWorkflows() map[string]string { return map[string]string{runsWorkflows: ""} }
 
-// WorkflowRunner reports whether cmd was made with RunsWorkflows.
-func WorkflowRunner(cmd *cobra.Command) bool { return cmd.Annotations[runsWorkflows] == "true" }
+// RunsWorkflowsUnless are RunsWorkflows of a command that runs its workflow in a process of
+// its own when its boolean flag is given (crw flow resume --detach).
+func RunsWorkflowsUnless(flag string) map[string]string {
+	return map[string]string{runsWorkflows: flag}
+}
+
+// WorkflowRunner reports whether cmd, its flags parsed, runs a workflow in this process: made
+// with RunsWorkflows, or with RunsWorkflowsUnless and without its flag.
+func WorkflowRunner(cmd *cobra.Command) bool {
+	flag, ok := cmd.Annotations[runsWorkflows]
+	if !ok {
+		return false
+	}
+	elsewhere, _ := cmd.Flags().GetBool(flag) // false for "": no such flag
+	return !elsewhere
+}

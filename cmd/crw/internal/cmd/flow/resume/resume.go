@@ -29,7 +29,7 @@ type Options struct {
 func NewCmdResume(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Annotations: cmdutil.RunsWorkflows(),
+		Annotations: cmdutil.RunsWorkflowsUnless("detach"),
 		Use:         "resume RUN [SCRIPT]",
 		Short:       "Go on with a run that stopped: replay its journal and finish it",
 		Long: `Resume a run whose process died or that a usage or rate limit paused.
