@@ -69,7 +69,7 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 				if len(st.Calls) == 0 {
 					ended = "no call ended yet"
 				}
-				fmt.Fprintf(c.IO.ErrOut, "%s: %d in flight, %s\n", st.State, st.InFlight, ended)
+				prog.writeLine(fmt.Sprintf("%s: %d in flight, %s", st.State, st.InFlight, ended))
 			}
 			last = line
 		}

@@ -29,6 +29,12 @@ type progressLine struct {
 	stop   chan struct{}
 	// inflight are the calls started and not ended, by id, as this process's events tell them.
 	inflight map[string]inflight
+	// replayed are the ends of calls a replay took from the journal since the last line was
+	// written, by status: they are written as one line when the next line is (a resume of
+	// 10,000 calls writes one, not 10,000). lastReplayed is the latest, written as its own
+	// line when it is the only one.
+	replayed     map[journal.CallStatus]int
+	lastReplayed progress.Event
 }
 
 // inflight is a call under way, as the status line names it.
@@ -81,6 +87,7 @@ func (p *progressLine) event(e progress.Event) {
 	}
 	if e.Kind == progress.EventWarning {
 		p.clear()
+		p.writeReplayed()
 		fmt.Fprintf(p.w, "warning: %s\n", e.Detail)
 		p.redraw()
 		return
@@ -92,21 +99,17 @@ func (p *progressLine) event(e progress.Event) {
 		delete(p.inflight, e.Call)
 	}
 	p.last = e
-	if e.Kind == progress.EventCallEnded {
-		line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
-		if e.Role == "" && e.Node == "" {
-			// A follow that did not read its start (prepared too far back) knows neither.
-			line = fmt.Sprintf("call %s %s", e.Call, e.Status)
+	if e.Kind == progress.EventCallEnded && e.Replayed && slices.Contains(journal.Statuses, e.Status) {
+		if p.replayed == nil {
+			p.replayed = map[journal.CallStatus]int{}
 		}
-		if e.Reason != "" {
-			line += " (" + e.Reason + ")"
-		}
-		if e.Replayed {
-			line += ", from the journal"
-		}
+		p.replayed[e.Status]++
+		p.lastReplayed = e
+	} else if e.Kind == progress.EventCallEnded {
 		// On a terminal too: above the status line, which is drawn again below it.
 		p.clear()
-		fmt.Fprintln(p.w, line)
+		p.writeReplayed()
+		fmt.Fprintln(p.w, callLine(e))
 		p.redraw()
 		return
 	}
@@ -114,6 +117,52 @@ func (p *progressLine) event(e progress.Event) {
 		// Redraw at most 20 times a second; the final state is drawn by done.
 		p.draw()
 	}
+}
+
+// callLine is the line of a call's end.
+func callLine(e progress.Event) string {
+	line := fmt.Sprintf("call %s %s/%s %s", e.Call, e.Role, e.Node, e.Status)
+	if e.Role == "" && e.Node == "" {
+		// A follow that did not read its start (prepared too far back) knows neither.
+		line = fmt.Sprintf("call %s %s", e.Call, e.Status)
+	}
+	if e.Reason != "" {
+		line += " (" + e.Reason + ")"
+	}
+	if e.Replayed {
+		line += ", from the journal"
+	}
+	return line
+}
+
+// writeReplayed writes the line of the calls a replay took from the journal since the last
+// line: the call's own line when it is one, else how many there were of each status.
+func (p *progressLine) writeReplayed() {
+	n := 0
+	var parts []string
+	for _, status := range journal.Statuses {
+		if c := p.replayed[status]; c > 0 {
+			n += c
+			parts = append(parts, fmt.Sprintf("%d %s", c, status))
+		}
+	}
+	switch {
+	case n == 1:
+		fmt.Fprintln(p.w, callLine(p.lastReplayed))
+	case n > 1:
+		fmt.Fprintf(p.w, "%d calls from the journal: %s\n", n, strings.Join(parts, ", "))
+	}
+	clear(p.replayed)
+}
+
+// writeLine writes a line of its own, after the calls' lines before it.
+func (p *progressLine) writeLine(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	p.writeReplayed()
+	fmt.Fprintln(p.w, line)
+	p.redraw()
 }
 
 // redraw draws the status line again on a terminal.
@@ -195,6 +244,7 @@ func (l logWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	p.writeReplayed()
 	n, err := p.w.Write(b)
 	if p.tty && !p.closed && p.run != "" {
 		p.draw()
@@ -207,6 +257,10 @@ func (p *progressLine) done() {
 	defer p.mu.Unlock()
 	if !p.closed {
 		close(p.stop)
+	}
+	if !p.quiet && !p.closed {
+		p.clear()
+		p.writeReplayed()
 	}
 	if p.tty && !p.quiet && p.run != "" {
 		p.draw()
