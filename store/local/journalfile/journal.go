@@ -386,6 +386,11 @@ const eachChunk = 1024
 // the overlap gives.
 func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) error {
 	from = max(from, 1)
+	if limit <= 0 {
+		// A file kept whole (keptWhole) stays mapped in through a read to its end: let it go
+		// once, at the end.
+		defer j.releaseMapped()
+	}
 	decoders := min(runtime.GOMAXPROCS(0), maxDecoders)
 	if limit > 0 || decoders < 2 {
 		return j.eachInline(from, limit, fn)
