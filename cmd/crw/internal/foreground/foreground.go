@@ -29,8 +29,12 @@ func Run(c *cmdutil.Common, svc *engine.Service, id string, resumed bool) error 
 	if resumed {
 		prog.verb = "resumed"
 	}
+	onEvent := prog.event
+	if prog.quiet {
+		onEvent = nil // it would show none: the run sends none (a resume's replay, one a call)
+	}
 	end, err := Execute(ctx, svc, id, engine.ExecOptions{
-		Console: prog.logWriter(), OnEvent: prog.event, OnStart: prog.started, Warn: Warner(c.IO.ErrOut),
+		Console: prog.logWriter(), OnEvent: onEvent, OnStart: prog.started, Warn: Warner(c.IO.ErrOut),
 	})
 	prog.done()
 	if err != nil {
