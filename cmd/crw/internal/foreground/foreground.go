@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/runlog"
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/diagnosis"
 	"github.com/crw-dev/crw/engine/runner/progress"
 	"github.com/crw-dev/crw/store"
 )
@@ -73,7 +74,12 @@ func Follow(c *cmdutil.Common, svc *engine.Service, id string) error {
 				if len(st.Calls) == 0 {
 					ended = "no call ended yet"
 				}
-				prog.writeLine(fmt.Sprintf("%s: %d in flight, %s", st.State, st.InFlight, ended))
+				line := fmt.Sprintf("%s: %d in flight, %s", st.State, st.InFlight, ended)
+				if st.State == store.StateQueued {
+					// It waits here for a process to take it: say what takes it.
+					line += "; " + diagnosis.StateNext(st)
+				}
+				prog.writeLine(line)
 			}
 			last = line
 		}
