@@ -63,6 +63,7 @@ type Journal struct {
 
 	sinceRelease int          // bytes committed since the mapped pages were last released; committer only
 	readSince    atomic.Int64 // bytes of rows read since the mapped pages were last released
+	wholeReads   atomic.Int32 // reads of every row under way (Each): a file kept whole is released at their end
 
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
 	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
@@ -389,7 +390,11 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 	if limit <= 0 {
 		// A file kept whole (keptWhole) stays mapped in through a read to its end: let it go
 		// once, at the end.
-		defer j.releaseMapped()
+		j.wholeReads.Add(1)
+		defer func() {
+			j.wholeReads.Add(-1)
+			j.releaseMapped()
+		}()
 	}
 	decoders := min(runtime.GOMAXPROCS(0), maxDecoders)
 	if limit > 0 || decoders < 2 {

@@ -25,12 +25,13 @@ func (j *Journal) noteCommitted(batch []entry) {
 
 // noteRead counts the bytes of rows read and releases the mapped pages once releaseEvery bytes
 // were read since the last release: a resume pages through the whole journal, and each page it
-// reads would stay mapped in. A file small enough to keep whole (keptWhole) stays mapped in.
+// reads would stay mapped in. While a read of every row is under way (Each, which releases
+// them at its end), a file small enough to keep whole (keptWhole) stays mapped in.
 func (j *Journal) noteRead(n int) {
 	if j.readSince.Add(int64(n)) >= int64(releaseEvery) {
 		j.readSince.Store(0)
 		_ = j.db.View(func(tx *bbolt.Tx) error {
-			if !keptWhole(tx) {
+			if j.wholeReads.Load() == 0 || !keptWhole(tx) {
 				releaseTx(tx)
 			}
 			return nil
