@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,19 +27,9 @@ func TestACommandThatRunsWorkflowsHasHugePages(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	started := startSlowRun(t, state)
 	t.Cleanup(func() { _ = syscall.Kill(started.PID, syscall.SIGKILL) })
-	// Wait for the call to be in flight: the row, not a time.
-	for {
-		res := durableCrw(t, state, nil, "flow", "status", started.Run, "--json")
-		require.Equal(t, 0, res.exit, res.stderr)
-		var st struct {
-			InFlight int `json:"in_flight"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(res.stdout), &st), res.stdout)
-		if st.InFlight > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	untilRuns(t, state, nil, nil, "the run's call in flight", func(runs map[string]listed) bool {
+		return runs[started.Run].InFlight > 0
+	})
 	assert.Positive(t, hugePageMappings(t, started.PID), "no mapping of the run's process is advised for huge pages")
 
 	cmd := mcpCommand(t, filepath.Join(dir, "mcp-state"))

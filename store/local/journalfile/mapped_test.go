@@ -67,6 +67,21 @@ func TestMappedPagesAreReleased(t *testing.T) {
 	assert.Len(t, rows, 6400, "every row still reads")
 }
 
+// readPages reads every row of j, size rows a Page at a time, and returns how many it read.
+func readPages(t *testing.T, j *journalfile.Journal, size int) int {
+	t.Helper()
+	read := 0
+	for from := uint64(1); ; {
+		page, err := j.Page(from, size)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			return read
+		}
+		read += len(page)
+		from += uint64(len(page))
+	}
+}
+
 // writeSequentialCalls commits n calls as a sequential run does: its intent, then its end.
 func writeSequentialCalls(t *testing.T, j *journalfile.Journal, n int) {
 	for i := range n {
@@ -93,17 +108,7 @@ func TestPagedReadsReleaseMappedPages(t *testing.T) {
 	t.Cleanup(journalfile.SetReleaseEvery(64 << 10))
 	j, path := journalfiletest.Create(t)
 	writeSequentialCalls(t, j, 1600)
-	read := 0
-	for from := uint64(1); ; {
-		page, err := j.Page(from, 256)
-		require.NoError(t, err)
-		if len(page) == 0 {
-			break
-		}
-		read += len(page)
-		from += uint64(len(page))
-	}
-	require.Equal(t, 6400, read)
+	require.Equal(t, 6400, readPages(t, j, 256))
 	rss := mappedRSS(t, path)
 	t.Logf("resident through the mapping after reading every row: %d KiB", rss>>10)
 	assert.Less(t, rss, 512<<10, "resident pages of the journal's mapping")
@@ -165,17 +170,7 @@ func TestASmallJournalStaysMappedThroughItsReads(t *testing.T) {
 
 	// Reads of some rows (a reader's pages) release as they go, as in a larger file: nothing
 	// would let them go at an end.
-	read = 0
-	for from := uint64(1); ; {
-		page, err := j.Page(from, 64)
-		require.NoError(t, err)
-		if len(page) == 0 {
-			break
-		}
-		read += len(page)
-		from += uint64(len(page))
-	}
-	require.Equal(t, 2400, read)
+	require.Equal(t, 2400, readPages(t, j, 64))
 	paged := mappedRSS(t, path)
 	t.Logf("resident through the mapping after reading every row a page at a time: %d KiB", paged>>10)
 	assert.Less(t, paged, 400<<10, "resident pages of the journal's mapping after the pages")
