@@ -445,7 +445,9 @@ const after = await agent.call({ role: "reviewer", prompt: "review", schema: S, 
 const text = await agent.call({ role: "critic", prompt: "judge" });
 return { slow: await slow, limited, after, text };`),
 				answers(
-					`{"match": {"node": "slow"}, "turns": [{"json": {"n": 1}, "delay_ms": 200}]}`,
+					// The slow call's answer never comes before the limit: only the pause's
+					// interrupt ends it (a wait for the event, not a race between two delays).
+					`{"match": {"node": "slow"}, "turns": [{"json": {"n": 1}, "delay_ms": 600000}]}`,
 					`{"match": {"node": "plan"}, "turns": [{"error": `+quote(tc.info)+`, "delay_ms": 60}]}`,
 				))
 			require.Equal(t, store.RunPaused, res.Status)
