@@ -145,13 +145,32 @@ func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		checkWalked("walk")
-		if err := consistency(tx); err != nil {
+		// The file's pages are sound: bbolt's consistency check and the walk of the rows
+		// run at once, each on a read transaction of its own (a Tx caches its buckets in
+		// maps that two goroutines may not share). The rows' transaction begins and ends
+		// here, on either side of the check: bbolt's check loads the db's free list, which
+		// a transaction's beginning and end read. A consistency finding is said first.
+		rtx, err := db.Begin(false)
+		if err != nil {
+			return err
+		}
+		var meta error
+		walked := make(chan struct{})
+		defer func() { <-walked; _ = rtx.Rollback() }()
+		go func() {
+			defer close(walked)
+			meta = guarded(func() (err error) {
+				st, err = readMeta(rtx, &walkReleaser{tx: rtx})
+				return err
+			})
+		}()
+		err = consistency(tx)
+		<-walked
+		checkWalked("rows")
+		if err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		var err error
-		st, err = readMeta(tx, rel)
-		checkWalked("rows")
-		return err
+		return meta
 	})
 	return st, err
 }
@@ -196,7 +215,8 @@ func consistency(tx *bbolt.Tx) error {
 	return first
 }
 
-// checkWalked is called as each of the check's own walks ends (a test sees what it left mapped).
+// checkWalked is called as each of the check's own walks ends (a test sees what it left mapped):
+// "walk", then "rows" once the rows and bbolt's own check are both through.
 var checkWalked = func(walk string) {}
 
 // checkRelease is how often the pages tx.Check mapped in are let go: it reads ~40 MB of a
