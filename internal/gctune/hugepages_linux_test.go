@@ -5,9 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -42,8 +44,20 @@ func TestLargeHeapAdvisesHugePages(t *testing.T) {
 const youngHeap = "CRW_GCTUNE_YOUNG_HEAP"
 
 func largeHeapLandsInHugePages(t *testing.T) {
+	tuned := os.Getenv("GOGC") == "" // Tune leaves a GOGC of the user's as it is
+	Tune()
 	LargeHeap()
 	assert.Equal(t, HugePercent, mostPercent())
+	if tuned {
+		// The collection LargeHeap ends with sets the target for a heap readied for huge
+		// pages already (its live heap is a few MiB), not at the next one. The target is
+		// set in the background once that collection ended: look until it is.
+		target := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		assert.Eventually(t, func() bool {
+			metrics.Read(target)
+			return target[0].Value.Uint64() == HugePercent
+		}, 10*time.Second, time.Millisecond, "the collector's target after LargeHeap")
+	}
 	obj := make([]byte, HugeRegion-2*hugePage)
 	addr := (uintptr(unsafe.Pointer(unsafe.SliceData(obj))) + hugePage) &^ (hugePage - 1)
 	flags := vmFlags(t, addr)
@@ -62,6 +76,7 @@ func TestNoHugePagesNoAdvice(t *testing.T) {
 	old := thpMode
 	thpMode = mode
 	defer func() { thpMode = old }()
+	defer hugeHeap.Store(hugeHeap.Load()) // an advice taken says so to the tests after this one
 	require.NoError(t, os.WriteFile(mode, []byte("always madvise [never]\n"), 0o600))
 	assert.False(t, adviseHugePages(HugeRegion))
 	require.NoError(t, os.WriteFile(mode, []byte("always [madvise] never\n"), 0o600))
