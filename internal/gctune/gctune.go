@@ -76,15 +76,32 @@ func tuneOnce() {
 		return
 	}
 	debug.SetGCPercent(ProcessPercent)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	tuning.Store(true)
 	var watch func(*gcSentinel)
 	watch = func(s *gcSentinel) {
-		metrics.Read(sample)
-		debug.SetGCPercent(PercentFor(sample[0].Value.Uint64(), mostPercent()))
+		retarget()
 		runtime.SetFinalizer(s, watch) // again after the next collection
 	}
 	runtime.SetFinalizer(&gcSentinel{}, watch)
 }
+
+// tuning is whether Tune sets the collector's target (no GOGC of the user's).
+var tuning atomic.Bool
+
+// retarget sets the collector's target from the live heap the last collection left
+// (PercentFor). The sentinel's finalizer and LargeHeap both call it, one at a time, so that
+// the last to set it reads the heap's state last.
+func retarget() {
+	retargetMu.Lock()
+	defer retargetMu.Unlock()
+	metrics.Read(liveSample)
+	debug.SetGCPercent(PercentFor(liveSample[0].Value.Uint64(), mostPercent()))
+}
+
+var (
+	retargetMu sync.Mutex
+	liveSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+)
 
 // gcSentinel is an object nothing refers to: its finalizer runs after each collection.
 type gcSentinel struct{ _ [16]byte } // 16 bytes: the tiny allocator's objects may never be finalized

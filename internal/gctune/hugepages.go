@@ -20,7 +20,15 @@ const HugeRegion = ceiling
 // (PercentFor); where it was not (another system, no huge pages), it stays as it was: garbage
 // let gather in 4 KiB pages costs their faults and gains nothing.
 func LargeHeap() {
-	largeHeap.Do(func() { hugeHeap.Store(adviseHugePages(HugeRegion)) })
+	largeHeap.Do(func() {
+		hugeHeap.Store(adviseHugePages(HugeRegion))
+		if tuning.Load() {
+			// Now, not at the end of the next collection: the target the collection that
+			// let the region go left was set without it (or not at all, its sentinel still
+			// being finalized from the one before).
+			retarget()
+		}
+	})
 }
 
 var largeHeap sync.Once

@@ -19,8 +19,7 @@ const hugePage = 2 << 20
 // be mapped first. The allocation is fresh memory, known to be zero, which nothing touches; the
 // collection frees it, and the heap's next allocations land there once the pages below it are
 // taken (its page allocator takes the lowest free addresses first). It reports whether the
-// advice was taken, and says so (hugeHeap) before that collection, whose end Tune sets the
-// collector's target at; a system whose transparent huge pages are "never" is not asked, and costs
+// advice was taken; a system whose transparent huge pages are "never" is not asked, and costs
 // nothing.
 func adviseHugePages(size int) bool {
 	if mode, err := os.ReadFile(thpMode); err == nil && bytes.Contains(mode, []byte("[never]")) {
@@ -32,9 +31,6 @@ func adviseHugePages(size int) bool {
 	end := (base + uintptr(size)) &^ (hugePage - 1)
 	// An error (a kernel without transparent huge pages) leaves the heap as it was.
 	advised := start < end && unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE) == nil
-	if advised {
-		hugeHeap.Store(true)
-	}
 	runtime.KeepAlive(region)
 	runtime.GC() // region is dead: its last use is above
 	return advised
