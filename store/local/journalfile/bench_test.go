@@ -2,6 +2,8 @@ package journalfile_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,4 +113,59 @@ func BenchmarkWriteCallSequential(b *testing.B) {
 	}
 	b.StopTimer()
 	reportCommits(b, j)
+}
+
+// BenchmarkOpenToWrite is what a resume pays before it reads a row: the check of the whole
+// file (its walk of every key, then bbolt's consistency check beside the walk of the rows) and
+// the open to write, of a journal of calls calls (4 rows each, written as a run writes them,
+// two commits a call) that its writer closed. Each op opens a fresh copy of the file, whose
+// pages the page cache holds.
+func BenchmarkOpenToWrite(b *testing.B) {
+	for _, calls := range []int{1000, 10000} {
+		b.Run("calls="+strconv.Itoa(calls), func(b *testing.B) {
+			j, path := journalfiletest.Create(b)
+			for i := range calls {
+				call := "c" + strconv.Itoa(i+1)
+				done := benchRow
+				done.Call = call
+				if _, err := j.Write(&journal.Row{Type: journal.TypePrepared, Call: call, Index: i + 1, Role: "reviewer", Node: "step",
+					Prompt: "Review step " + call, PromptDigest: journal.Digest(call), SchemaDigest: journal.Digest("schema"),
+					InputDigest: journal.Digest("input" + call)},
+					&journal.Row{Type: journal.TypeThreadStarted, Call: call, ThreadID: "fake-" + call, Model: "fake-model", Effort: "medium"}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := j.Write(&journal.Row{Type: journal.TypeTurnStarted, Call: call, K: 1, TurnID: "fake-" + call + "-t1"}, &done); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := j.Sync(j.LastSeq()); err != nil {
+				b.Fatal(err)
+			}
+			if err := j.Close(); err != nil {
+				b.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fresh := filepath.Join(b.TempDir(), "journal.db")
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				b.StopTimer()
+				if err := os.WriteFile(fresh, data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				w, err := journalfile.Open(fresh)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
 }
