@@ -130,7 +130,7 @@ func (s *Service) offline(ctx context.Context, run string) (*offline.Writer, err
 	if err != nil {
 		return nil, err
 	}
-	h, err := readJournal(run, lease.Journal(), s.replayBudget())
+	h, err := readJournal(run, lease.Journal().Each, s.replayBudget())
 	if err != nil {
 		_ = lease.Release()
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/crw-dev/crw/engine/backend"
@@ -162,22 +163,14 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if err := s.OnThisHost(spec); err != nil {
 		return nil, err
 	}
-	lease, err := s.Store.Acquire(ctx, run)
+	lease, h, err := s.takeAndRead(ctx, run)
 	if err != nil {
+		if ended, ok := err.(runEnded); ok {
+			return nil, ended.err
+		}
 		return nil, s.whyNotResumed(ctx, run, err)
 	}
 	defer lease.Release()
-	if sj, ok := lease.Journal().(summarized); ok {
-		// The journal's own summary says what its ended row would: a run that has ended is
-		// refused before its rows are read (a 10,000-call run's, 0.3 s).
-		if sum, err := sj.Summary(); err == nil && store.RunStatus(sum.Status).Final() {
-			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)
-		}
-	}
-	h, err := readJournal(run, lease.Journal(), s.replayBudget())
-	if err != nil {
-		return nil, s.whyNotResumed(ctx, run, err)
-	}
 	if h != nil {
 		if h.Ended != nil {
 			return nil, errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, h.Ended.Status)
@@ -296,8 +289,6 @@ func (s *Service) live(run string) bool {
 	return err != nil || held
 }
 
-// readJournal reads a held run's journal a page at a time into a History that keeps no rows
-// of the calls that ended (replay.ReadPages): nil when the journal is empty.
 // whyNotResumed says what kept a run from being taken, when err (taking its lease, reading
 // its journal) hides it: the run was deleted meanwhile (not a damaged journal), or it has
 // ended (not a lock a read-only state folder cannot give). Otherwise err stands.
@@ -315,11 +306,63 @@ func (s *Service) whyNotResumed(ctx context.Context, run string, err error) erro
 	return err
 }
 
-func readJournal(run string, j store.Journal, budget int) (*replay.History, error) {
+// takeAndRead takes a run's lease and reads its journal into a History (readJournal): where
+// the store can (store.ReadingAcquirer), on the journal it has just checked, before it is
+// opened to write, whose pages the check mapped in (a 10,000-call resume's History ~5 ms
+// sooner); the History's later pages (Load) are read on the lease's journal. A run whose
+// journal's summary says it has ended is refused before its rows are read (a 10,000-call
+// run's, 0.3 s).
+func (s *Service) takeAndRead(ctx context.Context, run string) (store.Lease, *replay.History, error) {
+	var src journalSource
+	var h *replay.History
+	read := func(j store.Journal) error {
+		if sj, ok := j.(summarized); ok {
+			if sum, err := sj.Summary(); err == nil && store.RunStatus(sum.Status).Final() {
+				return runEnded{errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)}
+			}
+		}
+		src.set(j)
+		var err error
+		h, err = readJournal(run, src.each, s.replayBudget())
+		return err
+	}
+	var lease store.Lease
+	var err error
+	if ra, ok := s.Store.(store.ReadingAcquirer); ok {
+		lease, err = ra.AcquireReading(ctx, run, read)
+	} else if lease, err = s.Store.Acquire(ctx, run); err == nil {
+		if err = read(lease.Journal()); err != nil {
+			_ = lease.Release()
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	src.set(lease.Journal())
+	return lease, h, nil
+}
+
+// runEnded is takeAndRead's refusal of a run that has ended, said as it is.
+type runEnded struct{ err error }
+
+func (e runEnded) Error() string { return e.err.Error() }
+
+// journalSource reads the rows of the journal it was last set to.
+type journalSource struct{ j atomic.Pointer[store.Journal] }
+
+func (s *journalSource) set(j store.Journal) { s.j.Store(&j) }
+
+func (s *journalSource) each(from uint64, limit int, fn func(*journal.Row) error) error {
+	return (*s.j.Load()).Each(from, limit, fn)
+}
+
+// readJournal reads a run's journal, by each, a page at a time into a History that keeps no
+// rows of the calls that ended (replay.ReadPages): nil when the journal is empty.
+func readJournal(run string, each replay.Source, budget int) (*replay.History, error) {
 	var readErr error
 	h, err := replay.ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
 		var fnErr error
-		err := j.Each(from, limit, func(row *journal.Row) error {
+		err := each(from, limit, func(row *journal.Row) error {
 			fnErr = fn(row)
 			return fnErr
 		})

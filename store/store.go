@@ -108,6 +108,14 @@ type PageReader interface {
 	RowsPage(ctx context.Context, run string, from uint64, limit int, fn func(*journal.Row) error) error
 }
 
+// ReadingAcquirer is a Store that reads a run's rows as it takes it: AcquireReading is Acquire
+// that gives read the run's journal, read-only, once it is checked and before it is opened to
+// write (store/local: on the pages the check mapped in, so that a resume's History reads the
+// file's pages once fewer). An error of read's is AcquireReading's, and the run is let go.
+type ReadingAcquirer interface {
+	AcquireReading(ctx context.Context, run string, read func(Journal) error) (Lease, error)
+}
+
 // ProcessLockWarner is a Lease that may hold its run without a process lock of its own (one
 // that could not be taken): the run goes on, and says so in a warning row.
 type ProcessLockWarner interface {

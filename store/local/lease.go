@@ -38,6 +38,20 @@ const watchEvery = 100 * time.Millisecond
 // lease serves the journal's rows to readers on the run's socket and watches for a cancel
 // request and for the loss of its lock file (the run's folder removed or replaced).
 func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
+	return s.AcquireReading(ctx, run, nil)
+}
+
+var _ store.ReadingAcquirer = (*Store)(nil)
+
+// readError is an error of AcquireReading's read, returned as it is.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+// AcquireReading implements store.ReadingAcquirer: Acquire that, once the journal is checked,
+// gives read the journal read-only on the file just checked, before it is opened to write
+// (journalfile.OpenReading). An error of read's is returned as it is, and the run let go.
+func (s *Store) AcquireReading(ctx context.Context, run string, read func(store.Journal) error) (store.Lease, error) {
 	if err := s.checkRun(run); err != nil {
 		return nil, err
 	}
@@ -47,7 +61,23 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, JournalFile)
-	j, err := journalfile.Open(path)
+	var readJournal func(*journalfile.Journal) error
+	if read != nil {
+		readJournal = func(ro *journalfile.Journal) error {
+			if ro.RunID() != run {
+				return nil // refused below, as the open to write is
+			}
+			if err := read(ro); err != nil {
+				return readError{err}
+			}
+			return nil
+		}
+	}
+	j, err := journalfile.OpenReading(path, readJournal)
+	if re, ok := err.(readError); ok {
+		locks.release()
+		return nil, re.err
+	}
 	if err == nil && j.RunID() != run {
 		j.Close()
 		err = fmt.Errorf("%w: the journal is run %s's", journalfile.ErrSchema, j.RunID())

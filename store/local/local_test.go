@@ -128,10 +128,7 @@ func TestCreateIsWholeOrNothing(t *testing.T) {
 // without one; its token is empty, so its started row names no process, and it says why.
 func TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun(t *testing.T) {
 	ctx := context.Background()
-	s, err := local.New(t.TempDir())
-	require.NoError(t, err)
-	run := storetest.ID(1)
-	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	s, run := createdRun(t)
 	local.FailProcessLocks(t)
 
 	lease, err := s.Acquire(ctx, run)
@@ -154,10 +151,7 @@ func TestAProcessLockThatCannotBeTakenDoesNotRefuseTheRun(t *testing.T) {
 // and keeps one a live process holds and one just made (its process locks it next).
 func TestTheNextHolderRemovesTheProcessLocksOfDeadProcesses(t *testing.T) {
 	ctx := context.Background()
-	s, err := local.New(t.TempDir())
-	require.NoError(t, err)
-	run := storetest.ID(1)
-	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	s, run := createdRun(t)
 	dir := s.RunDir(run)
 	old := time.Now().Add(-2 * time.Minute)
 	for _, token := range []string{"dead1", "dead2", "alive", "fresh"} {
@@ -311,4 +305,52 @@ func TestRowsPageReadsAPage(t *testing.T) {
 	check("held")
 	require.NoError(t, lease.Release())
 	check("from the file")
+}
+
+// TestAcquireReadingReadsBeforeTheOpenToWrite: AcquireReading gives its read the run's journal,
+// read-only, and then holds the run with the journal open to write; an error of read's is
+// AcquireReading's, as it is, and the run is let go.
+func TestAcquireReadingReadsBeforeTheOpenToWrite(t *testing.T) {
+	ctx := context.Background()
+	s, run := createdRun(t)
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: run}, &journal.Row{Type: journal.TypeWarning, Reason: "first"})
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+
+	var types []string
+	lease, err = s.AcquireReading(ctx, run, func(j store.Journal) error {
+		assert.True(t, local.Held(s.Root(), run), "read while the run is held")
+		assert.Equal(t, uint64(0), j.Append(&journal.Row{Type: journal.TypeWarning}), "the journal read is given is read-only")
+		return j.Each(1, 0, func(r *journal.Row) error {
+			types = append(types, r.Type)
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{journal.TypeStarted, journal.TypeWarning}, types)
+	seq, err := lease.Journal().Write(&journal.Row{Type: journal.TypeWarning, Reason: "second"})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), seq, "the lease's journal writes after what was read")
+	require.NoError(t, lease.Release())
+
+	refused := errors.New("refused by read")
+	_, err = s.AcquireReading(ctx, run, func(store.Journal) error { return refused })
+	assert.Equal(t, refused, err, "read's error, as it is")
+	assert.False(t, local.Held(s.Root(), run), "and the run let go")
+	lease, err = s.Acquire(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), lease.Journal().(interface{ LastSeq() uint64 }).LastSeq())
+	require.NoError(t, lease.Release())
+}
+
+// createdRun is a store in a folder of its own and a run created in it.
+func createdRun(t *testing.T) (*local.Store, string) {
+	t.Helper()
+	s, err := local.New(t.TempDir())
+	require.NoError(t, err)
+	run := storetest.ID(1)
+	require.NoError(t, s.Create(context.Background(), storetest.Spec(run)))
+	return s, run
 }

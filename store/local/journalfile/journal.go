@@ -141,10 +141,28 @@ func Create(path, runID string) (*Journal, error) {
 // checked read-only first (bbolt consistency, schema, seq keys), so a damaged
 // file returns ErrCorrupt and is not written to. Another open handle on the
 // file gives ErrLocked.
-func Open(path string) (*Journal, error) {
-	rdb, _, checked, err := openChecked(path)
+func Open(path string) (*Journal, error) { return OpenReading(path, nil) }
+
+// OpenReading is Open that, once the file is checked and before it is opened to write, gives
+// read the journal read-only on the file just checked (a resume reads its rows there: on the
+// pages the check mapped in, not on the mapping of the open to write, where each would be
+// mapped in again). The journal read has is closed when read returns. An error of read's is
+// OpenReading's, as it is, and the file is not opened to write.
+func OpenReading(path string, read func(*Journal) error) (*Journal, error) {
+	rdb, checkedState, checked, err := openChecked(path)
 	if err != nil {
 		return nil, err
+	}
+	if read != nil {
+		ro := readOnly(rdb, path, checkedState)
+		err := read(ro)
+		ro.mu.Lock()
+		ro.closed = true // read's, and read has returned: a later use is ErrClosed
+		ro.mu.Unlock()
+		if err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
 	}
 	if err := rdb.Close(); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
@@ -201,6 +219,13 @@ func Open(path string) (*Journal, error) {
 	return newWriter(db, path, st), nil
 }
 
+// readOnly is a journal that reads db, read-only, of the file at path whose state st is.
+func readOnly(db *bbolt.DB, path string, st fileState) *Journal {
+	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
+	j.work.L, j.done.L = &j.mu, &j.mu
+	return j
+}
+
 // OpenReadOnly opens a journal for reading under a shared lock, with the same
 // checks and errors as Open. Append and Sync on it fail with ErrReadOnly.
 func OpenReadOnly(path string) (*Journal, error) {
@@ -208,9 +233,7 @@ func OpenReadOnly(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
-	j.work.L, j.done.L = &j.mu, &j.mu
-	return j, nil
+	return readOnly(db, path, st), nil
 }
 
 // OpenReader opens a journal for reading under a shared lock, as OpenReadOnly does, but checks
@@ -223,9 +246,7 @@ func OpenReader(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, readOnly: true, next: st.last, durable: st.last, summary: st.summary}
-	j.work.L, j.done.L = &j.mu, &j.mu
-	return j, nil
+	return readOnly(db, path, st), nil
 }
 
 // newWriter starts the committer of a journal opened for writing.

@@ -462,6 +462,52 @@ func TestReadOnly(t *testing.T) {
 	assert.Equal(t, before, digest(t, path))
 }
 
+// TestOpenReadingReadsTheCheckedFile: OpenReading gives its read the journal read-only, on the
+// file it has just checked, before it opens it to write; the journal it returns writes. An error
+// of read's is OpenReading's, and the file is then neither opened to write nor changed; a file
+// that fails the check is never given to read.
+func TestOpenReadingReadsTheCheckedFile(t *testing.T) {
+	t.Parallel()
+	path := goodJournal(t, 40)
+	var read []uint64
+	var given *journalfile.Journal
+	j, err := journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+		given = ro
+		assert.Equal(t, uint64(0), ro.Append(journalfiletest.SampleRows(1)...), "the journal read is given is read-only")
+		assert.ErrorIs(t, ro.Sync(1), journalfile.ErrReadOnly)
+		return ro.Each(1, 0, func(r *journal.Row) error {
+			read = append(read, r.Seq)
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	require.Len(t, read, 40)
+	assert.Equal(t, uint64(1), read[0])
+	assert.Equal(t, uint64(40), read[39])
+	seq, err := j.Write(journalfiletest.SampleRows(1)...)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(41), seq, "the journal OpenReading returns writes after the rows read")
+	assert.Error(t, given.Each(1, 0, func(*journal.Row) error { return nil }), "the journal read was given is closed once read returned")
+	require.NoError(t, j.Close())
+
+	before := digest(t, path)
+	refused := errors.New("refused by read")
+	_, err = journalfile.OpenReading(path, func(*journalfile.Journal) error { return refused })
+	assert.Equal(t, refused, err, "read's error, as it is")
+	assert.Equal(t, before, digest(t, path), "a read that failed leaves the file as it was")
+	j, err = journalfile.Open(path)
+	require.NoError(t, err, "and lets it go")
+	require.NoError(t, j.Close())
+
+	damaged := filepath.Join(t.TempDir(), "journal.db")
+	require.NoError(t, os.WriteFile(damaged, []byte(strings.Repeat("this is not a database\n", 1000)), 0o600))
+	_, err = journalfile.OpenReading(damaged, func(*journalfile.Journal) error {
+		t.Error("read was given a file that failed the check")
+		return nil
+	})
+	assert.ErrorIs(t, err, journalfile.ErrCorrupt)
+}
+
 func TestScan(t *testing.T) {
 	t.Parallel()
 	j, _ := journalfiletest.Create(t)
