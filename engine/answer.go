@@ -126,13 +126,8 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 // offline is the run's offline writer, on the run's lease, over the History its journal reads
 // to now: store.ErrHeld when a process holds the run.
 func (s *Service) offline(ctx context.Context, run string) (*offline.Writer, error) {
-	lease, err := s.Store.Acquire(ctx, run)
+	lease, h, err := s.takeAndRead(ctx, run, false)
 	if err != nil {
-		return nil, err
-	}
-	h, err := readJournal(run, lease.Journal().Each, s.replayBudget())
-	if err != nil {
-		_ = lease.Release()
 		return nil, err
 	}
 	return offline.New(run, lease, h), nil

@@ -163,7 +163,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if err := s.OnThisHost(spec); err != nil {
 		return nil, err
 	}
-	lease, h, err := s.takeAndRead(ctx, run)
+	lease, h, err := s.takeAndRead(ctx, run, true)
 	if err != nil {
 		if ended, ok := err.(runEnded); ok {
 			return nil, ended.err
@@ -309,14 +309,14 @@ func (s *Service) whyNotResumed(ctx context.Context, run string, err error) erro
 // takeAndRead takes a run's lease and reads its journal into a History (readJournal): where
 // the store can (store.ReadingAcquirer), on the journal it has just checked, before it is
 // opened to write, whose pages the check mapped in (a 10,000-call resume's History ~5 ms
-// sooner); the History's later pages (Load) are read on the lease's journal. A run whose
-// journal's summary says it has ended is refused before its rows are read (a 10,000-call
-// run's, 0.3 s).
-func (s *Service) takeAndRead(ctx context.Context, run string) (store.Lease, *replay.History, error) {
+// sooner); the History's later pages (Load) are read on the lease's journal. With
+// refuseEnded, a run whose journal's summary says it has ended is refused (runEnded) before
+// its rows are read (a 10,000-call run's, 0.3 s).
+func (s *Service) takeAndRead(ctx context.Context, run string, refuseEnded bool) (store.Lease, *replay.History, error) {
 	var src journalSource
 	var h *replay.History
 	read := func(j store.Journal) error {
-		if sj, ok := j.(summarized); ok {
+		if sj, ok := j.(summarized); ok && refuseEnded {
 			if sum, err := sj.Summary(); err == nil && store.RunStatus(sum.Status).Final() {
 				return runEnded{errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)}
 			}
