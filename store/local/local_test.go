@@ -354,3 +354,46 @@ func createdRun(t *testing.T) (*local.Store, string) {
 	require.NoError(t, s.Create(context.Background(), storetest.Spec(run)))
 	return s, run
 }
+
+// TestALargeJournalIsReadOnceTheLeaseServesItsReaders: AcquireReading reads a journal too large
+// to stay mapped in once the lease serves its readers (another process reads the run's rows
+// through it meanwhile), and one small enough before, on the file just checked; either way an
+// error of read's lets the run go.
+func TestALargeJournalIsReadOnceTheLeaseServesItsReaders(t *testing.T) {
+	ctx := context.Background()
+	s, run := createdRun(t)
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	_, err = lease.Journal().Write(&journal.Row{Type: journal.TypeStarted, Run: run})
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+	socket := filepath.Join(s.RunDir(run), local.ControlSocket)
+
+	lease, err = s.AcquireReading(ctx, run, func(store.Journal) error {
+		_, err := os.Stat(socket)
+		assert.ErrorIs(t, err, os.ErrNotExist, "a small journal is read before the lease serves its readers")
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+
+	local.ReadAfterTheLease(t)
+	reader, err := local.New(s.Root())
+	require.NoError(t, err)
+	lease, err = s.AcquireReading(ctx, run, func(j store.Journal) error {
+		var seen []string
+		require.NoError(t, reader.Rows(ctx, run, 1, func(r *journal.Row) error {
+			seen = append(seen, r.Type)
+			return nil
+		}), "another reader reads the run through its holder while it reads")
+		assert.Equal(t, []string{journal.TypeStarted}, seen)
+		return j.Each(1, 0, func(*journal.Row) error { return nil })
+	})
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+
+	refused := errors.New("refused by read")
+	_, err = s.AcquireReading(ctx, run, func(store.Journal) error { return refused })
+	assert.Equal(t, refused, err)
+	assert.False(t, local.Held(s.Root(), run), "the run let go")
+}

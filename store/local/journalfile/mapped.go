@@ -45,7 +45,11 @@ func (j *Journal) noteRead(n int) {
 // have each walk and read after the release fault them in again: the check before an open to
 // write walks the file three times, and releasing every 1,024 keys made a 10,000-call
 // journal's check ~58 ms instead of ~20.
-func keptWhole(tx *bbolt.Tx) bool { return tx.Size() <= 16*int64(releaseEvery) }
+func keptWhole(tx *bbolt.Tx) bool { return KeptWhole(tx.Size()) }
+
+// KeptWhole reports whether a journal of size bytes is small enough for its reads to leave all
+// of it mapped in (keptWhole).
+func KeptWhole(size int64) bool { return size <= 16*int64(releaseEvery) }
 
 // releaseMapped drops the file's pages from this process's mapping (MADV_DONTNEED). bbolt
 // reads through its mmap the page each commit appends to, so over a long run every page of
