@@ -8,6 +8,8 @@ import (
 	"github.com/crw-dev/crw/cmd/crw/internal/backends"
 	"github.com/crw-dev/crw/cmd/crw/internal/cli"
 	"github.com/crw-dev/crw/internal/gctune"
+	// The heap the packages are initialized in, readied for huge pages before most of them are.
+	_ "github.com/crw-dev/crw/internal/gctune/earlyheap"
 )
 
 func main() {
