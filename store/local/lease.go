@@ -119,6 +119,9 @@ func (s *Store) AcquireReading(ctx context.Context, run string, read func(store.
 		s: s, run: run, dir: dir, locks: locks, j: j, conns: map[net.Conn]struct{}{},
 		cancelled: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{}),
 	}
+	if n := s.takeCrashAfter(run); n > 0 {
+		l.crashAfter(n)
+	}
 	if st, err := locks.run.Stat(); err == nil {
 		l.lockFile = st
 	}
@@ -147,6 +150,43 @@ func armCrashPoint(j *journalfile.Journal) {
 		if commits == n {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way; nothing more may happen
+		}
+	})
+}
+
+// CrashAfterCommit makes the next lease of run this Store gives lose its holding right after
+// its journal's nth commit, as a process killed there would: nothing more is written (the
+// journal is fenced by the commit itself, before the next one can start), and the lease is
+// lost, so the run's process stops and lets the run go for the next. It is the simulator's
+// fault (engine/sim), in process, as store/mem and store/etcd have it; the crash tests kill a
+// real process instead (CrashAfterCommitEnv).
+func (s *Store) CrashAfterCommit(run string, n uint64) {
+	s.crashMu.Lock()
+	defer s.crashMu.Unlock()
+	if s.crashAfter == nil {
+		s.crashAfter = map[string]uint64{}
+	}
+	s.crashAfter[run] = n
+}
+
+// takeCrashAfter is the commit after which the lease of run now given is to lose its holding
+// (0: none), which no later lease has.
+func (s *Store) takeCrashAfter(run string) uint64 {
+	s.crashMu.Lock()
+	defer s.crashMu.Unlock()
+	n := s.crashAfter[run]
+	delete(s.crashAfter, run)
+	return n
+}
+
+// crashAfter has the lease lose its holding right after its journal's nth commit. The fence
+// is set on the committer, between that commit and the next; the journal's close, which waits
+// for the committer, is left to a goroutine, as the watcher's loss of the lease is.
+func (l *lease) crashAfter(n uint64) {
+	l.j.OnCommit(func(commits uint64) {
+		if commits == n {
+			l.j.Fence(fmt.Errorf("journal: %w", store.ErrLeaseLost))
+			go l.loseLease()
 		}
 	})
 }

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,6 +63,11 @@ const StateSchema = "crw-flow-state/1"
 // Store is a state folder.
 type Store struct {
 	root string
+
+	crashMu sync.Mutex
+	// crashAfter: the next lease of a run this Store gives loses its holding after this many
+	// commits of its journal (CrashAfterCommit).
+	crashAfter map[string]uint64
 }
 
 var _ store.Store = (*Store)(nil)

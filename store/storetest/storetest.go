@@ -36,6 +36,7 @@ func Run(t *testing.T, h Harness) {
 		"LeaseIsExclusive":    testLeaseIsExclusive,
 		"RowsWhileHeld":       testRowsWhileHeld,
 		"Summary":             testSummary,
+		"ResultAsWritten":     testResultAsWritten,
 		"SummaryWhenFenced":   testSummaryWhenFenced,
 		"Outstanding":         testOutstanding,
 		"Published":           testPublished,
@@ -308,6 +309,29 @@ func testSummary(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	folded.Ended = time.Time{}
 	assert.Equal(t, want, folded, "the summary is the fold of the rows")
+}
+
+// testResultAsWritten: a run's result and error read back from its summary with the bytes
+// its ended row has, <, > and & as they are (encoding/json would write them \u003c, \u003e and
+// \u0026: the same value, other bytes, and a status that shows them so).
+func testResultAsWritten(t *testing.T, h Harness) {
+	s, other := h.New(t)
+	id := create(t, s, 1)
+	l := acquire(t, s, id)
+	result := json.RawMessage(`{"summary":"<b> & <i>","n":[1,2]}`)
+	runErr := &journal.RunError{Message: "a <script> & more", Code: "invalid_request"}
+	_, err := l.Journal().Write(
+		&journal.Row{Type: journal.TypeStarted, Run: id},
+		&journal.Row{Type: journal.TypeEnded, Status: "completed", Result: result, Error: runErr},
+	)
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+	for name, st := range map[string]store.Store{"the store": s, "another process": other} {
+		sum, err := st.Summary(ctx, id)
+		require.NoError(t, err, name)
+		assert.Equal(t, string(result), string(sum.Result), "the result, read by %s", name)
+		assert.Equal(t, runErr, sum.Error, "the error, read by %s", name)
+	}
 }
 
 // testOutstanding: what a run has outstanding (its open calls, unknown outcomes, verdicts) is

@@ -98,7 +98,7 @@ func putJSON[T any](b *bbolt.Bucket, key []byte, v *T) error {
 	if v == nil {
 		return b.Delete(key)
 	}
-	data, err := json.Marshal(v)
+	data, err := journal.MarshalPlain(v)
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
@@ -191,7 +191,8 @@ func (c callStates) SetCallState(call string, status journal.CallStatus) error {
 }
 
 func putSummary(meta *bbolt.Bucket, sum *journal.Summary) error {
-	data, err := json.Marshal(sum)
+	// The bytes of a result, an error or a detail as the rows have them, <, > and & included.
+	data, err := journal.MarshalPlain(sum)
 	if err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
