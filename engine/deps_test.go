@@ -66,3 +66,15 @@ func TestTestKitsStayInTests(t *testing.T) {
 		}
 	}
 }
+
+// TestCrwIsBuiltWithoutGRPC: crw speaks etcd's gRPC API with a client of its own
+// (store/etcd/etcdrpc), not etcd's Go client: the gRPC and protobuf runtimes that client
+// brings cost every crw process ~5 ms of its start in their package inits, a store on etcd or
+// not. Tests may use etcd's client (internal/etcdtest's admin client); crw is never built with
+// it.
+func TestCrwIsBuiltWithoutGRPC(t *testing.T) {
+	t.Parallel()
+	depstest.Forbid(t, map[string][]string{module + "cmd/crw": {
+		"google.golang.org/grpc", "google.golang.org/protobuf", "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3",
+	}})
+}

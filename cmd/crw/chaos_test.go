@@ -134,7 +134,7 @@ func TestChaosOnEtcd(t *testing.T) {
 	const runs, prefix, ttl = 30, "/chaos", 2 * time.Second
 
 	c := etcdtest.Start(t, 3)
-	cli := c.Client(t)
+	cli := c.AdminClient(t)
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(chaosFlow), 0o644))

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/mcpserver/mcptest"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
@@ -24,6 +23,7 @@ import (
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/internal/mockmodel"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // TestARunOnEtcdGoesOnOnAnotherHost: with --store etcd://…, a run lives on the cluster. Host
@@ -83,7 +83,7 @@ export default async function main() {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	owner := cli.Watch(context.Background(), "/crw/runs/"+run+"/owner", clientv3.WithFilterPut())
+	owner := cli.Watch(context.Background(), "/crw/runs/"+run+"/owner", etcdrpc.WithFilterPut())
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	<-aDone
 

@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // BenchmarkWorkersOnEtcd is what 3 workers (crw worker --slots 4, each a process with a state
@@ -125,20 +124,20 @@ func BenchmarkResumeFromEtcd(b *testing.B) {
 			}
 			ctx := context.Background()
 			prefix := "/bench/runs/" + res.Run + "/"
-			kept, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+			kept, err := cli.Get(ctx, prefix, etcdrpc.WithPrefix())
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("members=%d/calls=%d", members, n), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					if _, err := cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+					if _, err := cli.Delete(ctx, prefix, etcdrpc.WithPrefix()); err != nil {
 						b.Fatal(err)
 					}
 					for k := 0; k < len(kept.Kvs); k += 100 {
-						var ops []clientv3.Op
+						var ops []etcdrpc.Op
 						for _, kv := range kept.Kvs[k:min(k+100, len(kept.Kvs))] {
-							ops = append(ops, clientv3.OpPut(string(kv.Key), string(kv.Value)))
+							ops = append(ops, etcdrpc.OpPut(string(kv.Key), string(kv.Value)))
 						}
 						if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 							b.Fatal(err)

@@ -15,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/internal/etcdtest"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // listed is a run as crw flow list --json tells it.
@@ -192,7 +192,7 @@ func TestAWorkerOnEtcdResumesTheRunOfAWorkerThatDied(t *testing.T) {
 		return runs[run].State == "running" && runs[run].InFlight == 1 && runs[run].PID != 0
 	})
 	_, bExited, bLog := startWorker(t, hostB, env, "--slots", "1")
-	owner := cli.Watch(context.Background(), "/workers/runs/"+run+"/owner", clientv3.WithFilterPut())
+	owner := cli.Watch(context.Background(), "/workers/runs/"+run+"/owner", etcdrpc.WithFilterPut())
 	require.NoError(t, syscall.Kill(held[run].PID, syscall.SIGKILL))
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	<-aExited

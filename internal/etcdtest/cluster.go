@@ -23,6 +23,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // Env names the etcd binary the tests run.
@@ -286,10 +288,23 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
-// Client is a client of the whole cluster, closed when the test ends.
-func (c *Cluster) Client(t testing.TB) *clientv3.Client {
+// Client is a client of the whole cluster as the store has one (etcdrpc), closed when the
+// test ends.
+func (c *Cluster) Client(t testing.TB) *etcdrpc.Client {
 	t.Helper()
 	cli, err := NewClient(c.Endpoints()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// AdminClient is a client of the whole cluster with etcd's own Go client, for what the store
+// never does (a member's status, users, compaction), closed when the test ends.
+func (c *Cluster) AdminClient(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cli, err := NewAdminClient(c.Endpoints()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +348,14 @@ func (c *Cluster) WaitLeader(ctx context.Context, cli *clientv3.Client, gone *Me
 	}
 }
 
-// NewClient is a client of these endpoints that logs nothing: a test says what failed.
-func NewClient(endpoints ...string) (*clientv3.Client, error) {
+// NewClient is a client of these endpoints as the store has one.
+func NewClient(endpoints ...string) (*etcdrpc.Client, error) {
+	return etcdrpc.New(etcdrpc.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+}
+
+// NewAdminClient is etcd's own Go client of these endpoints, logging nothing: a test says what
+// failed.
+func NewAdminClient(endpoints ...string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 

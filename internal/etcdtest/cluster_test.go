@@ -20,7 +20,7 @@ import (
 // each once.
 func TestAClusterOutlivesAStoppedMemberAndItsLeader(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	cli := c.Client(t)
+	cli := c.AdminClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	via := func(m *etcdtest.Member, key, value string) {

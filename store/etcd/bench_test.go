@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // BenchmarkCallOnEtcd is one sequential call on the fake backend with its run on an etcd
@@ -78,7 +77,7 @@ func BenchmarkCallOnEtcd(b *testing.B) {
 
 // etcdLatency is the mean time of n sequential puts, and of n transactions shaped as a
 // commit's (a compare on a key's create revision, four puts of a few hundred bytes).
-func etcdLatency(b *testing.B, cli *clientv3.Client, n int) (putNs, txnNs float64) {
+func etcdLatency(b *testing.B, cli *etcdrpc.Client, n int) (putNs, txnNs float64) {
 	ctx := context.Background()
 	value := strings.Repeat("x", 300)
 	start := time.Now()
@@ -90,9 +89,9 @@ func etcdLatency(b *testing.B, cli *clientv3.Client, n int) (putNs, txnNs float6
 	putNs = float64(time.Since(start).Nanoseconds()) / float64(n)
 	start = time.Now()
 	for i := range n {
-		_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision("/latency/owner"), "=", 0)).
-			Then(clientv3.OpPut(fmt.Sprintf("/latency/txn/%d/a", i), value), clientv3.OpPut(fmt.Sprintf("/latency/txn/%d/b", i), value),
-				clientv3.OpPut(fmt.Sprintf("/latency/txn/%d/c", i), value), clientv3.OpPut("/latency/summary", value)).Commit()
+		_, err := cli.Txn(ctx).If(etcdrpc.Compare(etcdrpc.CreateRevision("/latency/owner"), "=", 0)).
+			Then(etcdrpc.OpPut(fmt.Sprintf("/latency/txn/%d/a", i), value), etcdrpc.OpPut(fmt.Sprintf("/latency/txn/%d/b", i), value),
+				etcdrpc.OpPut(fmt.Sprintf("/latency/txn/%d/c", i), value), etcdrpc.OpPut("/latency/summary", value)).Commit()
 		if err != nil {
 			b.Fatal(err)
 		}

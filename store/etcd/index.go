@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // The summary's index (journal.Index) lives in keys of its own beside the summary, one per
@@ -41,7 +40,7 @@ type callEntry struct {
 
 // index is the holder's cache of the run's index, as committed.
 type index struct {
-	cli      *clientv3.Client
+	cli      *etcdrpc.Client
 	keys     keys
 	calls    map[string]*callEntry
 	complete bool // every call the index has is in calls (a journal found empty, nothing forgotten)
@@ -80,11 +79,11 @@ func (x *index) load(ctx context.Context, parts []journal.SummaryPart) error {
 
 // read reads calls' entries in one transaction and caches them.
 func (x *index) read(ctx context.Context, calls []string) error {
-	ops := make([]clientv3.Op, 0, 3*len(calls))
+	ops := make([]etcdrpc.Op, 0, 3*len(calls))
 	for _, c := range calls {
-		ops = append(ops, clientv3.OpGet(x.keys.call(c)), clientv3.OpGet(x.keys.open(c)), clientv3.OpGet(x.keys.unknown(c)))
+		ops = append(ops, etcdrpc.OpGet(x.keys.call(c)), etcdrpc.OpGet(x.keys.open(c)), etcdrpc.OpGet(x.keys.unknown(c)))
 	}
-	var resp *clientv3.TxnResponse
+	var resp *etcdrpc.TxnResponse
 	err := x.retry(ctx, func() (err error) {
 		resp, err = x.cli.Txn(ctx).Then(ops...).Commit()
 		return err
@@ -257,13 +256,13 @@ func (s *stage) AddVerdict(v journal.Verdict) error {
 }
 
 // txnOps are the puts and deletes of what the stage changed.
-func (s *stage) txnOps() ([]clientv3.Op, error) {
-	ops := make([]clientv3.Op, 0, s.ops)
+func (s *stage) txnOps() ([]etcdrpc.Op, error) {
+	ops := make([]etcdrpc.Op, 0, s.ops)
 	k := s.x.keys
 	for call, bits := range s.dirty {
 		e := s.calls[call]
 		if bits&dirtyState != 0 {
-			ops = append(ops, clientv3.OpPut(k.call(call), e.state))
+			ops = append(ops, etcdrpc.OpPut(k.call(call), e.state))
 		}
 		if bits&dirtyOpen != 0 {
 			op, err := putJSON(k.open(call), e.open)
@@ -291,15 +290,15 @@ func (s *stage) txnOps() ([]clientv3.Op, error) {
 }
 
 // putJSON puts v's JSON under key, or deletes key when v is nil.
-func putJSON[T any](key string, v *T) (clientv3.Op, error) {
+func putJSON[T any](key string, v *T) (etcdrpc.Op, error) {
 	if v == nil {
-		return clientv3.OpDelete(key), nil
+		return etcdrpc.OpDelete(key), nil
 	}
 	data, err := journal.MarshalPlain(v)
 	if err != nil {
-		return clientv3.Op{}, fmt.Errorf("journal: index: %w", err)
+		return etcdrpc.Op{}, fmt.Errorf("journal: index: %w", err)
 	}
-	return clientv3.OpPut(key, string(data)), nil
+	return etcdrpc.OpPut(key, string(data)), nil
 }
 
 // apply makes the stage's changes the cache's, once its transaction succeeded.

@@ -22,16 +22,11 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd/chunks"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // Limits of one commit transaction, within etcd's defaults (--max-txn-ops 128,
@@ -85,10 +80,10 @@ func (k keys) log() string                { return k.run + "log/" }
 // Holding is a run held by this process: its lease, kept alive while the process lives, and
 // the owner key whose create revision every commit is conditioned on.
 type Holding struct {
-	cli   *clientv3.Client
+	cli   *etcdrpc.Client
 	run   string
 	keys  keys
-	lease clientv3.LeaseID
+	lease etcdrpc.LeaseID
 	rev   int64 // the owner key's create revision
 	token string
 
@@ -100,7 +95,7 @@ type Holding struct {
 
 // Hold takes run's holding for ttl (kept alive while the process lives, lost when it has not
 // been for ttl): run_unavailable (store.ErrHeld) when another process holds it.
-func Hold(ctx context.Context, cli *clientv3.Client, prefix, run string, ttl time.Duration) (*Holding, error) {
+func Hold(ctx context.Context, cli *etcdrpc.Client, prefix, run string, ttl time.Duration) (*Holding, error) {
 	h, _, err := hold(ctx, cli, runKeys(prefix, run), run, ttl, nil)
 	return h, err
 }
@@ -111,20 +106,20 @@ var errNoRun = errors.New("no such run")
 // hold is Hold, the owner key created only if the conditions also hold (errNoRun otherwise);
 // the same transaction reads the journal's summary and last row and the run's cancel request,
 // which it returns.
-func hold(ctx context.Context, cli *clientv3.Client, k keys, run string, ttl time.Duration, conds []clientv3.Cmp) (*Holding, *mvccpb.KeyValue, error) {
+func hold(ctx context.Context, cli *etcdrpc.Client, k keys, run string, ttl time.Duration, conds []etcdrpc.Cmp) (*Holding, *etcdrpc.KeyValue, error) {
 	grant, err := cli.Grant(ctx, max(1, int64(ttl/time.Second)))
 	if err != nil {
 		return nil, nil, errs.New(errs.RunUnavailable, "run %s: the etcd cluster gave no lease", run).Wrap(err)
 	}
 	token := strconv.FormatInt(int64(grant.ID), 16)
-	free := clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", 0)
+	free := etcdrpc.Compare(etcdrpc.CreateRevision(k.owner()), "=", 0)
 	resp, err := cli.Txn(ctx).
 		If(append(slices.Clone(conds), free)...).
-		Then(clientv3.OpPut(k.owner(), token, clientv3.WithLease(grant.ID)),
-			clientv3.OpGet(k.summary()),
-			clientv3.OpGet(k.rows(), append([]clientv3.OpOption{clientv3.WithKeysOnly()}, clientv3.WithLastKey()...)...),
-			clientv3.OpGet(k.cancel())).
-		Else(clientv3.OpTxn([]clientv3.Cmp{free}, nil, nil)).
+		Then(etcdrpc.OpPut(k.owner(), token, etcdrpc.WithLease(grant.ID)),
+			etcdrpc.OpGet(k.summary()),
+			etcdrpc.OpGet(k.rows(), append([]etcdrpc.OpOption{etcdrpc.WithKeysOnly()}, etcdrpc.WithLastKey()...)...),
+			etcdrpc.OpGet(k.cancel())).
+		Else(etcdrpc.OpTxn([]etcdrpc.Cmp{free}, nil, nil)).
 		Commit()
 	if err != nil {
 		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
@@ -160,7 +155,7 @@ func hold(ctx context.Context, cli *clientv3.Client, k keys, run string, ttl tim
 	h.j.next, h.j.durable, h.j.sum = last, last, sum
 	// A journal found empty has no index entry this holder does not make.
 	h.j.idx = &index{cli: cli, keys: k, calls: map[string]*callEntry{}, complete: last == 0, retry: h.retry}
-	var cancel *mvccpb.KeyValue
+	var cancel *etcdrpc.KeyValue
 	if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
 		cancel = kvs[0]
 	}
@@ -169,7 +164,7 @@ func hold(ctx context.Context, cli *clientv3.Client, k keys, run string, ttl tim
 
 // journalState is the journal's summary and last seq, as its summary key and last row key
 // read; they must agree.
-func journalState(k keys, summary, last []*mvccpb.KeyValue) (*journal.Summary, uint64, error) {
+func journalState(k keys, summary, last []*etcdrpc.KeyValue) (*journal.Summary, uint64, error) {
 	var seq uint64
 	if len(last) > 0 {
 		key := string(last[0].Key)
@@ -190,7 +185,7 @@ func journalState(k keys, summary, last []*mvccpb.KeyValue) (*journal.Summary, u
 }
 
 // decodeSummary reads a summary key (an empty journal's when there is none).
-func decodeSummary(kvs []*mvccpb.KeyValue) (*journal.Summary, error) {
+func decodeSummary(kvs []*etcdrpc.KeyValue) (*journal.Summary, error) {
 	sum := journal.NewSummary()
 	if len(kvs) == 0 {
 		return sum, nil
@@ -355,7 +350,7 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 			j.fence(fmt.Errorf("journal: rows %d on were not committed: %w", first, err))
 			return j.failed()
 		}
-		ops := make([]clientv3.Op, 0, n+len(index)+1)
+		ops := make([]etcdrpc.Op, 0, n+len(index)+1)
 		for i := range n {
 			value := string(batch[i])
 			if chunks.Chunked(batch[i]) {
@@ -370,21 +365,21 @@ func (j *Journal) commit(ctx context.Context, batch [][]byte, parts []journal.Su
 				}
 				value = ref
 			}
-			ops = append(ops, clientv3.OpPut(j.h.keys.row(first+uint64(i)), value))
+			ops = append(ops, etcdrpc.OpPut(j.h.keys.row(first+uint64(i)), value))
 		}
 		ops = append(ops, index...)
-		ops = append(ops, clientv3.OpPut(j.h.keys.summary(), string(sumData)))
+		ops = append(ops, etcdrpc.OpPut(j.h.keys.summary(), string(sumData)))
 		// The transaction also needs its first row's key to be new: one whose outcome etcd did
 		// not say is sent again, and whichever of the two comes second (the first delivered
 		// late, after a partition healed) changes nothing.
 		firstKey := j.h.keys.row(first)
-		var resp *clientv3.TxnResponse
+		var resp *etcdrpc.TxnResponse
 		err = j.h.retry(ctx, func() (err error) {
 			resp, err = j.h.cli.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(j.h.keys.owner()), "=", j.h.rev),
-					clientv3.Compare(clientv3.Version(firstKey), "=", 0)).
+				If(etcdrpc.Compare(etcdrpc.CreateRevision(j.h.keys.owner()), "=", j.h.rev),
+					etcdrpc.Compare(etcdrpc.Version(firstKey), "=", 0)).
 				Then(ops...).
-				Else(clientv3.OpGet(j.h.keys.owner()), clientv3.OpGet(firstKey)).
+				Else(etcdrpc.OpGet(j.h.keys.owner()), etcdrpc.OpGet(firstKey)).
 				Commit()
 			return err
 		})
@@ -459,12 +454,8 @@ func passes(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	code := status.Code(err)
-	var ev rpctypes.EtcdError
-	if errors.As(err, &ev) {
-		code = ev.Code()
-	}
-	return code == codes.Unavailable || code == codes.DeadlineExceeded
+	code := etcdrpc.CodeOf(err)
+	return code == etcdrpc.CodeUnavailable || code == etcdrpc.CodeDeadlineExceeded
 }
 
 func (j *Journal) failed() error {
@@ -531,13 +522,13 @@ const (
 // page is one range read of rows, from seq start on.
 type page struct {
 	start uint64
-	resp  *clientv3.GetResponse
+	resp  *etcdrpc.GetResponse
 	err   error
 }
 
 // eachRow calls fn with the rows from seq from to seq to (up to limit of them, 0: every one),
 // in order.
-func eachRow(ctx context.Context, cli *clientv3.Client, k keys, from, to uint64, limit int, fn func(*journal.Row) error) error {
+func eachRow(ctx context.Context, cli *etcdrpc.Client, k keys, from, to uint64, limit int, fn func(*journal.Row) error) error {
 	if limit > 0 {
 		to = min(to, from+uint64(limit)-1)
 	}
@@ -558,7 +549,7 @@ func eachRow(ctx context.Context, cli *clientv3.Client, k keys, from, to uint64,
 				return
 			}
 			go func() {
-				resp, err := cli.Get(ctx, k.row(start), clientv3.WithRange(k.row(end+1)))
+				resp, err := cli.Get(ctx, k.row(start), etcdrpc.WithRange(k.row(end+1)))
 				got <- page{start: start, resp: resp, err: err}
 			}()
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,14 +15,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 const run = "20261205-070000-abc123"
@@ -127,7 +128,7 @@ func TestABatchPastOneTransaction(t *testing.T) {
 // commits; the holding keeps its lease and the journal commits on under the new leader.
 func TestAJournalGoesOnAfterItsLeaderDies(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	cli := c.Client(t)
+	cli, admin := c.Client(t), c.AdminClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h, err := etcd.Hold(ctx, cli, "/crw", run, 10*time.Second)
@@ -135,10 +136,10 @@ func TestAJournalGoesOnAfterItsLeaderDies(t *testing.T) {
 	defer h.Release(ctx)
 	_, err = h.Journal().Write(warnings(2, "before")...)
 	require.NoError(t, err)
-	leader, err := c.WaitLeader(ctx, cli, nil)
+	leader, err := c.WaitLeader(ctx, admin, nil)
 	require.NoError(t, err)
 	leader.Kill()
-	_, err = c.WaitLeader(ctx, cli, leader)
+	_, err = c.WaitLeader(ctx, admin, leader)
 	require.NoError(t, err)
 	_, err = h.Journal().Write(warnings(2, "after")...)
 	require.NoError(t, err)
@@ -150,9 +151,9 @@ func TestAJournalGoesOnAfterItsLeaderDies(t *testing.T) {
 	assert.Equal(t, []string{"before 0", "before 1", "after 0", "after 1"}, details(t, h.Journal()))
 }
 
-func strconvLease(token string) (clientv3.LeaseID, error) {
+func strconvLease(token string) (etcdrpc.LeaseID, error) {
 	id, err := strconv.ParseInt(token, 16, 64)
-	return clientv3.LeaseID(id), err
+	return etcdrpc.LeaseID(id), err
 }
 
 // TestALargeRowIsStoredInChunks: rows past what one etcd value should hold (a 3 MiB prompt, a
@@ -211,52 +212,44 @@ func TestALargeRowIsStoredInChunks(t *testing.T) {
 
 	id, err := strconv.ParseInt(damaged.Token(), 16, 64)
 	require.NoError(t, err)
-	_, err = cli.Revoke(ctx, clientv3.LeaseID(id))
+	_, err = cli.Revoke(ctx, etcdrpc.LeaseID(id))
 	require.NoError(t, err)
 	_, err = damaged.Journal().Write(journal.Warning{Reason: "r", Detail: prompt}.Row())
 	require.Error(t, err, "a holder whose lease is gone wrote a large row")
-	left, err := cli.Get(ctx, "/crw/runs/"+run+"/chunks/"+fmt.Sprintf("%016x", 6), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	left, err := cli.Get(ctx, "/crw/runs/"+run+"/chunks/"+fmt.Sprintf("%016x", 6), etcdrpc.WithPrefix(), etcdrpc.WithCountOnly())
 	require.NoError(t, err)
 	assert.Zero(t, left.Count, "chunks written after the lease was gone")
 }
 
-// unsureKV is a client's KV whose next Txn commits fail as a lost connection does (etcd's
-// Unavailable): applied, or not, as the test says, and either way not said.
-type unsureKV struct {
-	clientv3.KV
+// unsureTransport carries a client's requests, and loses the answers of its next
+// transactions as a lost connection does: applied, or not, as the test says, and either way
+// not said.
+type unsureTransport struct {
+	http.RoundTripper
 	mu    sync.Mutex
-	fails []bool // each next commit's fate: true applied, false not
+	fails []bool // each next transaction's fate: true applied, false not
 }
 
-func (kv *unsureKV) Txn(ctx context.Context) clientv3.Txn {
-	return &unsureTxn{Txn: kv.KV.Txn(ctx), kv: kv}
-}
-
-type unsureTxn struct {
-	clientv3.Txn
-	kv *unsureKV
-}
-
-func (t *unsureTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
-func (t *unsureTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-func (t *unsureTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-func (t *unsureTxn) Commit() (*clientv3.TxnResponse, error) {
-	t.kv.mu.Lock()
+func (u *unsureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	u.mu.Lock()
 	var applied, fail bool
-	if len(t.kv.fails) > 0 {
-		applied, fail = t.kv.fails[0], true
-		t.kv.fails = t.kv.fails[1:]
+	if req.URL.Path == "/etcdserverpb.KV/Txn" && len(u.fails) > 0 {
+		applied, fail = u.fails[0], true
+		u.fails = u.fails[1:]
 	}
-	t.kv.mu.Unlock()
+	u.mu.Unlock()
 	if !fail {
-		return t.Txn.Commit()
+		return u.RoundTripper.RoundTrip(req)
 	}
 	if applied {
-		if _, err := t.Txn.Commit(); err != nil {
+		res, err := u.RoundTripper.RoundTrip(req)
+		if err != nil {
 			return nil, err
 		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
 	}
-	return nil, rpctypes.ErrTimeoutDueToConnectionLost
+	return nil, errors.New("connection reset by peer (the test's)")
 }
 
 // TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce: a commit etcd applied but whose answer was
@@ -266,11 +259,12 @@ func TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	cli := c.Client(t)
 	ctx := context.Background()
-	kv := &unsureKV{KV: cli.KV}
-	unsure, err := etcdtest.NewClient(c.Endpoints()...)
+	h2c := &http.Transport{Protocols: new(http.Protocols)} // gRPC without TLS: HTTP/2 from the first byte
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	kv := &unsureTransport{RoundTripper: h2c}
+	unsure, err := etcdrpc.New(etcdrpc.Config{Endpoints: c.Endpoints(), Transport: kv})
 	require.NoError(t, err)
 	defer unsure.Close()
-	unsure.KV = kv
 
 	h, err := etcd.Hold(ctx, unsure, "/crw", run, 5*time.Second)
 	require.NoError(t, err)
@@ -289,7 +283,7 @@ func TestACommitWhoseOutcomeWasNotSaidIsSentAgainOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Release(ctx))
 
-	got, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", clientv3.WithPrefix())
+	got, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", etcdrpc.WithPrefix())
 	require.NoError(t, err)
 	require.Len(t, got.Kvs, 5)
 	var rows []string

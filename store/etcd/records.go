@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strconv"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // Records implements store.Store: a run's records under <run>/records/<kind>/<key> (deleted
@@ -31,7 +30,7 @@ type records struct {
 
 // txn runs ops if the key is a record's (when checkKey) and the run (if any) exists, with the
 // conditions of cmps, in one transaction; ok says whether cmps held.
-func (r *records) txn(ctx context.Context, key string, checkKey bool, cmps []clientv3.Cmp, ops ...clientv3.Op) (resp *clientv3.TxnResponse, ok bool, err error) {
+func (r *records) txn(ctx context.Context, key string, checkKey bool, cmps []etcdrpc.Cmp, ops ...etcdrpc.Op) (resp *etcdrpc.TxnResponse, ok bool, err error) {
 	if checkKey && !store.ValidKey(key) {
 		return nil, false, errs.New(errs.InvalidRequest, "%q is not a record key (1 to 128 of A-Z a-z 0-9 . _ -)", key)
 	}
@@ -42,7 +41,7 @@ func (r *records) txn(ctx context.Context, key string, checkKey bool, cmps []cli
 		// The run's existence first: its failure is told apart from cmps'.
 		resp, err := r.s.cli.Txn(ctx).
 			If(exists(r.s.keys(r.run))).
-			Then(clientv3.OpTxn(cmps, ops, nil)).
+			Then(etcdrpc.OpTxn(cmps, ops, nil)).
 			Commit()
 		if err != nil {
 			return nil, false, unavailable(err)
@@ -51,7 +50,7 @@ func (r *records) txn(ctx context.Context, key string, checkKey bool, cmps []cli
 			return nil, false, notFound(r.run)
 		}
 		inner := resp.Responses[0].GetResponseTxn()
-		return (*clientv3.TxnResponse)(inner), inner.Succeeded, nil
+		return (*etcdrpc.TxnResponse)(inner), inner.Succeeded, nil
 	}
 	resp, err = r.s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
@@ -61,13 +60,13 @@ func (r *records) txn(ctx context.Context, key string, checkKey bool, cmps []cli
 }
 
 func (r *records) Put(ctx context.Context, key string, value []byte) error {
-	_, _, err := r.txn(ctx, key, true, nil, clientv3.OpPut(r.prefix+key, string(value)))
+	_, _, err := r.txn(ctx, key, true, nil, etcdrpc.OpPut(r.prefix+key, string(value)))
 	return err
 }
 
 func (r *records) Create(ctx context.Context, key string, value []byte) error {
-	free := clientv3.Compare(clientv3.CreateRevision(r.prefix+key), "=", 0)
-	_, ok, err := r.txn(ctx, key, true, []clientv3.Cmp{free}, clientv3.OpPut(r.prefix+key, string(value)))
+	free := etcdrpc.Compare(etcdrpc.CreateRevision(r.prefix+key), "=", 0)
+	_, ok, err := r.txn(ctx, key, true, []etcdrpc.Cmp{free}, etcdrpc.OpPut(r.prefix+key, string(value)))
 	if err == nil && !ok {
 		return errs.New(errs.IdempotencyConflict, "record %s exists already", key).Wrap(store.ErrExists)
 	}
@@ -75,7 +74,7 @@ func (r *records) Create(ctx context.Context, key string, value []byte) error {
 }
 
 func (r *records) Get(ctx context.Context, key string) ([]byte, error) {
-	resp, _, err := r.txn(ctx, key, true, nil, clientv3.OpGet(r.prefix+key))
+	resp, _, err := r.txn(ctx, key, true, nil, etcdrpc.OpGet(r.prefix+key))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +86,7 @@ func (r *records) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (r *records) List(ctx context.Context, prefix string) ([]store.Record, error) {
-	resp, _, err := r.txn(ctx, prefix, false, nil, clientv3.OpGet(r.prefix+prefix, clientv3.WithPrefix()))
+	resp, _, err := r.txn(ctx, prefix, false, nil, etcdrpc.OpGet(r.prefix+prefix, etcdrpc.WithPrefix()))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +98,7 @@ func (r *records) List(ctx context.Context, prefix string) ([]store.Record, erro
 }
 
 func (r *records) Delete(ctx context.Context, key string) error {
-	_, _, err := r.txn(ctx, key, true, nil, clientv3.OpDelete(r.prefix+key))
+	_, _, err := r.txn(ctx, key, true, nil, etcdrpc.OpDelete(r.prefix+key))
 	return err
 }
 
@@ -146,12 +145,12 @@ func (l *etcdLog) Append(line []byte) error {
 			}
 			modRev = got.Kvs[0].ModRevision
 		}
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.size()), "=", modRev)}
+		cmps := []etcdrpc.Cmp{etcdrpc.Compare(etcdrpc.ModRevision(l.size()), "=", modRev)}
 		if l.run != "" {
 			cmps = append(cmps, exists(l.s.keys(l.run)))
 		}
 		resp, err := l.s.cli.Txn(ctx).If(cmps...).
-			Then(clientv3.OpPut(l.line(size), string(line)), clientv3.OpPut(l.size(), strconv.FormatInt(size+int64(len(line)), 10))).
+			Then(etcdrpc.OpPut(l.line(size), string(line)), etcdrpc.OpPut(l.size(), strconv.FormatInt(size+int64(len(line)), 10))).
 			Commit()
 		if err != nil {
 			return unavailable(err)
@@ -187,8 +186,8 @@ func (l *etcdLog) Read(offset int64, max int) ([]byte, int64, error) {
 	}
 	ctx := l.ctx()
 	// The line that holds offset: the last key at or before it.
-	first, err := l.s.cli.Get(ctx, l.lines(), clientv3.WithRange(l.line(offset+1)),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	first, err := l.s.cli.Get(ctx, l.lines(), etcdrpc.WithRange(l.line(offset+1)),
+		etcdrpc.WithSort(etcdrpc.SortByKey, etcdrpc.SortDescend), etcdrpc.WithLimit(1), etcdrpc.WithKeysOnly())
 	if err != nil {
 		return nil, offset, unavailable(err)
 	}
@@ -198,9 +197,9 @@ func (l *etcdLog) Read(offset int64, max int) ([]byte, int64, error) {
 	}
 	var buf []byte
 	var base int64 = -1
-	end := clientv3.GetPrefixRangeEnd(l.lines())
+	end := etcdrpc.GetPrefixRangeEnd(l.lines())
 	for base < 0 || int64(len(buf))-(offset-base) < int64(max+store.MaxLogLine) {
-		resp, err := l.s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(64))
+		resp, err := l.s.cli.Get(ctx, from, etcdrpc.WithRange(end), etcdrpc.WithLimit(64))
 		if err != nil {
 			return nil, offset, unavailable(err)
 		}

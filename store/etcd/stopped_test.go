@@ -13,12 +13,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // holderEnv makes this test binary a holder process: it holds the run on the cluster the
@@ -117,7 +117,7 @@ func lateHolder(t *testing.T, c *etcdtest.Cluster, endpoint string, cut, heal fu
 	}
 
 	owner := "/crw/runs/" + run + "/owner"
-	gone := cli.Watch(ctx, owner, clientv3.WithFilterPut())
+	gone := cli.Watch(ctx, owner, etcdrpc.WithFilterPut())
 	cut(cmd)
 	<-gone // the owner key is deleted when the unheard holder's lease expires
 
@@ -146,7 +146,7 @@ func lateHolder(t *testing.T, c *etcdtest.Cluster, endpoint string, cut, heal fu
 	for i, r := range rows[:taken-1] {
 		assert.Equal(t, fmt.Sprintf("holder %d", i), r.Detail, "the unheard holder's rows, in order, each once")
 	}
-	keys, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", clientv3.WithPrefix())
+	keys, err := cli.Get(ctx, "/crw/runs/"+run+"/rows/", etcdrpc.WithPrefix())
 	require.NoError(t, err)
 	for _, kv := range keys.Kvs {
 		assert.Equal(t, int64(1), kv.Version, "%s put once", kv.Key)

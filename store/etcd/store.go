@@ -16,13 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd/chunks"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // DefaultTTL is how long a holder may go unheard before its run is free.
@@ -30,7 +28,7 @@ const DefaultTTL = 10 * time.Second
 
 // Store keeps runs under a prefix of an etcd cluster: store.Store (docs/scale-out.md).
 type Store struct {
-	cli     *clientv3.Client
+	cli     *etcdrpc.Client
 	prefix  string
 	ttl     time.Duration
 	hostDir string
@@ -68,7 +66,7 @@ func WithHostDir(dir string) Option { return func(s *Store) { s.hostDir = dir } 
 
 // Open is the store under prefix (a key prefix such as /crw) of the cluster cli talks to; it
 // checks that the cluster answers. The client stays the caller's: Close does not close it.
-func Open(ctx context.Context, cli *clientv3.Client, prefix string, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, cli *etcdrpc.Client, prefix string, opts ...Option) (*Store, error) {
 	prefix = strings.TrimRight(prefix, "/")
 	if prefix == "" {
 		return nil, errs.New(errs.InvalidRequest, "an etcd store needs a key prefix (such as /crw)")
@@ -77,7 +75,7 @@ func Open(ctx context.Context, cli *clientv3.Client, prefix string, opts ...Opti
 	for _, o := range opts {
 		o(s)
 	}
-	if _, err := cli.Get(ctx, s.listKey(""), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+	if _, err := cli.Get(ctx, s.listKey(""), etcdrpc.WithPrefix(), etcdrpc.WithCountOnly()); err != nil {
 		return nil, unavailable(err)
 	}
 	return s, nil
@@ -108,10 +106,10 @@ func (s *Store) listKey(run string) string { return s.prefix + "/list/" + run }
 func (s *Store) keys(run string) keys { return runKeys(s.prefix, run) }
 
 // exists is the condition that the run exists: its spec key does.
-func exists(k keys) clientv3.Cmp { return clientv3.Compare(clientv3.CreateRevision(k.spec()), ">", 0) }
+func exists(k keys) etcdrpc.Cmp { return etcdrpc.Compare(etcdrpc.CreateRevision(k.spec()), ">", 0) }
 
 // ifRun runs ops in one transaction if the run exists: not found otherwise.
-func (s *Store) ifRun(ctx context.Context, run string, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+func (s *Store) ifRun(ctx context.Context, run string, ops ...etcdrpc.Op) (*etcdrpc.TxnResponse, error) {
 	if err := checkID(run); err != nil {
 		return nil, err
 	}
@@ -153,8 +151,8 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 	sum, _ := journal.MarshalPlain(journal.NewSummary())
 	k := s.keys(spec.Run)
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k.spec()), "=", 0)).
-		Then(clientv3.OpPut(k.spec(), string(data)), clientv3.OpPut(s.listKey(spec.Run), ""), clientv3.OpPut(k.summary(), string(sum))).
+		If(etcdrpc.Compare(etcdrpc.CreateRevision(k.spec()), "=", 0)).
+		Then(etcdrpc.OpPut(k.spec(), string(data)), etcdrpc.OpPut(s.listKey(spec.Run), ""), etcdrpc.OpPut(k.summary(), string(sum))).
 		Commit()
 	if err != nil {
 		return unavailable(err)
@@ -167,7 +165,7 @@ func (s *Store) Create(ctx context.Context, spec *store.Spec) error {
 
 // Spec implements store.Store.
 func (s *Store) Spec(ctx context.Context, run string) (*store.Spec, error) {
-	resp, err := s.ifRun(ctx, run, clientv3.OpGet(s.keys(run).spec()))
+	resp, err := s.ifRun(ctx, run, etcdrpc.OpGet(s.keys(run).spec()))
 	if err != nil {
 		return nil, err
 	}
@@ -186,13 +184,13 @@ func (s *Store) Spec(ctx context.Context, run string) (*store.Spec, error) {
 // List implements store.Store: a keys-only range over the list keys.
 func (s *Store) List(ctx context.Context) ([]string, error) {
 	from := s.listKey("")
-	end := clientv3.GetPrefixRangeEnd(from)
+	end := etcdrpc.GetPrefixRangeEnd(from)
 	var ids []string
 	var rev int64
 	for key := from; ; {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(listPage)}
+		opts := []etcdrpc.OpOption{etcdrpc.WithRange(end), etcdrpc.WithKeysOnly(), etcdrpc.WithLimit(listPage)}
 		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev)) // every page of one listing at one revision
+			opts = append(opts, etcdrpc.WithRev(rev)) // every page of one listing at one revision
 		}
 		resp, err := s.cli.Get(ctx, key, opts...)
 		if err != nil {
@@ -216,7 +214,7 @@ var listPage int64 = 10000
 // Published implements store.Store: the status key, and whether the owner key exists.
 func (s *Store) Published(ctx context.Context, run string) (*store.Status, bool, error) {
 	k := s.keys(run)
-	resp, err := s.ifRun(ctx, run, clientv3.OpGet(k.status()), clientv3.OpGet(k.owner(), clientv3.WithCountOnly()))
+	resp, err := s.ifRun(ctx, run, etcdrpc.OpGet(k.status()), etcdrpc.OpGet(k.owner(), etcdrpc.WithCountOnly()))
 	if err != nil {
 		return nil, false, err
 	}
@@ -236,7 +234,7 @@ func (s *Store) Published(ctx context.Context, run string) (*store.Status, bool,
 // at a time.
 func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*journal.Row) error) error {
 	k := s.keys(run)
-	resp, err := s.ifRun(ctx, run, clientv3.OpGet(k.summary()))
+	resp, err := s.ifRun(ctx, run, etcdrpc.OpGet(k.summary()))
 	if err != nil {
 		return err
 	}
@@ -249,7 +247,7 @@ func (s *Store) Rows(ctx context.Context, run string, from uint64, fn func(*jour
 
 // Summary implements store.Store: the summary key, which every commit rewrites.
 func (s *Store) Summary(ctx context.Context, run string) (*journal.Summary, error) {
-	resp, err := s.ifRun(ctx, run, clientv3.OpGet(s.keys(run).summary()))
+	resp, err := s.ifRun(ctx, run, etcdrpc.OpGet(s.keys(run).summary()))
 	if err != nil {
 		return nil, err
 	}
@@ -260,16 +258,16 @@ func (s *Store) Summary(ctx context.Context, run string) (*journal.Summary, erro
 // and their count, and the summary, read in one transaction.
 func (s *Store) Outstanding(ctx context.Context, run string, limit int) (*journal.Outstanding, error) {
 	k := s.keys(run)
-	verdicts := clientv3.OpGet(k.verdicts(), clientv3.WithPrefix(), clientv3.WithLimit(int64(limit)))
+	verdicts := etcdrpc.OpGet(k.verdicts(), etcdrpc.WithPrefix(), etcdrpc.WithLimit(int64(limit)))
 	if limit <= 0 {
-		verdicts = clientv3.OpGet(k.verdicts(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		verdicts = etcdrpc.OpGet(k.verdicts(), etcdrpc.WithPrefix(), etcdrpc.WithCountOnly())
 	}
 	resp, err := s.ifRun(ctx, run,
-		clientv3.OpGet(k.opens(), clientv3.WithPrefix()),
-		clientv3.OpGet(k.unknowns(), clientv3.WithPrefix()),
+		etcdrpc.OpGet(k.opens(), etcdrpc.WithPrefix()),
+		etcdrpc.OpGet(k.unknowns(), etcdrpc.WithPrefix()),
 		verdicts,
-		clientv3.OpGet(k.verdicts(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.summary()))
+		etcdrpc.OpGet(k.verdicts(), etcdrpc.WithPrefix(), etcdrpc.WithCountOnly()),
+		etcdrpc.OpGet(k.summary()))
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +317,7 @@ func (s *Store) PutAnswer(ctx context.Context, run string, a store.Answer) error
 	if err != nil {
 		return errs.New(errs.InvalidRequest, "the answer is not JSON").Wrap(err)
 	}
-	_, err = s.ifRun(ctx, run, clientv3.OpPut(s.keys(run).answers()+randomHex(), string(data)))
+	_, err = s.ifRun(ctx, run, etcdrpc.OpPut(s.keys(run).answers()+randomHex(), string(data)))
 	return err
 }
 
@@ -331,7 +329,7 @@ func randomHex() string {
 
 // RequestCancel implements store.Store: the cancel key, which a holder watches.
 func (s *Store) RequestCancel(ctx context.Context, run string) error {
-	_, err := s.ifRun(ctx, run, clientv3.OpPut(s.keys(run).cancel(), time.Now().UTC().Format(time.RFC3339Nano)))
+	_, err := s.ifRun(ctx, run, etcdrpc.OpPut(s.keys(run).cancel(), time.Now().UTC().Format(time.RFC3339Nano)))
 	return err
 }
 
@@ -344,12 +342,12 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 		return err
 	}
 	k := s.keys(run)
-	deleteAll := []clientv3.Op{clientv3.OpDelete(k.run, clientv3.WithPrefix()), clientv3.OpDelete(s.listKey(run))}
+	deleteAll := []etcdrpc.Op{etcdrpc.OpDelete(k.run, etcdrpc.WithPrefix()), etcdrpc.OpDelete(s.listKey(run))}
 	if cleanup == nil {
 		resp, err := s.cli.Txn(ctx).
-			If(exists(k), clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", 0)).
+			If(exists(k), etcdrpc.Compare(etcdrpc.CreateRevision(k.owner()), "=", 0)).
 			Then(deleteAll...).
-			Else(clientv3.OpGet(k.spec(), clientv3.WithCountOnly())).
+			Else(etcdrpc.OpGet(k.spec(), etcdrpc.WithCountOnly())).
 			Commit()
 		switch {
 		case err != nil:
@@ -366,7 +364,7 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 		}
 		return heldError(run)
 	}
-	h, _, err := hold(ctx, s.cli, k, run, s.ttl, []clientv3.Cmp{exists(k)})
+	h, _, err := hold(ctx, s.cli, k, run, s.ttl, []etcdrpc.Cmp{exists(k)})
 	switch {
 	case errors.Is(err, errNoRun):
 		return notFound(run)
@@ -390,7 +388,7 @@ func (s *Store) Delete(ctx context.Context, run string, cleanup func(dir string)
 		}
 	}
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k.owner()), "=", h.rev)).
+		If(etcdrpc.Compare(etcdrpc.CreateRevision(k.owner()), "=", h.rev)).
 		Then(deleteAll...).
 		Commit()
 	if err != nil {
@@ -463,7 +461,7 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 		return nil, err
 	}
 	k := s.keys(run)
-	h, cancel, err := hold(ctx, s.cli, k, run, s.ttl, []clientv3.Cmp{exists(k)})
+	h, cancel, err := hold(ctx, s.cli, k, run, s.ttl, []etcdrpc.Cmp{exists(k)})
 	if errors.Is(err, errNoRun) {
 		return nil, notFound(run)
 	}
@@ -489,10 +487,10 @@ func (s *Store) Acquire(ctx context.Context, run string) (store.Lease, error) {
 	if cancel != nil {
 		l.cancel()
 	} else {
-		go l.watch(watchCtx, k.cancel(), h.rev+1, func(*clientv3.Event) bool { l.cancel(); return true })
+		go l.watch(watchCtx, k.cancel(), h.rev+1, func(*etcdrpc.Event) bool { l.cancel(); return true })
 	}
-	go l.watch(watchCtx, k.owner(), h.rev+1, func(ev *clientv3.Event) bool {
-		if ev.Type == mvccpb.DELETE || ev.Kv.CreateRevision != h.rev {
+	go l.watch(watchCtx, k.owner(), h.rev+1, func(ev *etcdrpc.Event) bool {
+		if ev.Type == etcdrpc.DELETE || ev.Kv.CreateRevision != h.rev {
 			h.lose()
 			return true
 		}
@@ -529,9 +527,9 @@ func (l *lease) cancel() { l.cancelOnce.Do(func() { close(l.cancelled) }) }
 // watch watches key from revision rev on until fn, called with each event, returns true or
 // ctx ends; a watch that ends otherwise (a compaction, a lost stream) is taken up again from
 // what the key holds then.
-func (l *lease) watch(ctx context.Context, key string, rev int64, fn func(*clientv3.Event) bool) {
+func (l *lease) watch(ctx context.Context, key string, rev int64, fn func(*etcdrpc.Event) bool) {
 	for ctx.Err() == nil {
-		for resp := range l.s.cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(rev)) {
+		for resp := range l.s.cli.Watch(etcdrpc.WithRequireLeader(ctx), key, etcdrpc.WithRev(rev)) {
 			for _, ev := range resp.Events {
 				if fn(ev) {
 					return
@@ -555,9 +553,9 @@ func (l *lease) watch(ctx context.Context, key string, rev int64, fn func(*clien
 			}
 			continue
 		}
-		ev := &clientv3.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: []byte(key)}}
+		ev := &etcdrpc.Event{Type: etcdrpc.DELETE, Kv: &etcdrpc.KeyValue{Key: []byte(key)}}
 		if len(got.Kvs) > 0 {
-			ev = &clientv3.Event{Type: mvccpb.PUT, Kv: got.Kvs[0]}
+			ev = &etcdrpc.Event{Type: etcdrpc.PUT, Kv: got.Kvs[0]}
 		}
 		if (len(got.Kvs) > 0 || key == l.h.keys.owner()) && fn(ev) {
 			return
@@ -573,8 +571,8 @@ func (l *lease) Publish(st *store.Status) {
 		return
 	}
 	_, _ = l.s.cli.Txn(context.Background()).
-		If(clientv3.Compare(clientv3.CreateRevision(l.h.keys.owner()), "=", l.h.rev)).
-		Then(clientv3.OpPut(l.h.keys.status(), string(data))).
+		If(etcdrpc.Compare(etcdrpc.CreateRevision(l.h.keys.owner()), "=", l.h.rev)).
+		Then(etcdrpc.OpPut(l.h.keys.status(), string(data))).
 		Commit()
 }
 
@@ -582,21 +580,21 @@ func (l *lease) Publish(st *store.Status) {
 // are read, if the holding is still this one.
 func (l *lease) TakeAnswers() ([]store.Answer, error) {
 	ctx := context.Background()
-	resp, err := l.s.cli.Get(ctx, l.h.keys.answers(), clientv3.WithPrefix())
+	resp, err := l.s.cli.Get(ctx, l.h.keys.answers(), etcdrpc.WithPrefix())
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	kvs := slices.Clone(resp.Kvs)
-	slices.SortFunc(kvs, func(a, b *mvccpb.KeyValue) int { return cmp.Compare(a.CreateRevision, b.CreateRevision) })
+	slices.SortFunc(kvs, func(a, b *etcdrpc.KeyValue) int { return cmp.Compare(a.CreateRevision, b.CreateRevision) })
 	var out []store.Answer
 	for len(kvs) > 0 {
 		n := min(len(kvs), maxTxnOps)
-		ops := make([]clientv3.Op, n)
+		ops := make([]etcdrpc.Op, n)
 		for i, kv := range kvs[:n] {
-			ops[i] = clientv3.OpDelete(string(kv.Key))
+			ops[i] = etcdrpc.OpDelete(string(kv.Key))
 		}
 		resp, err := l.s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(l.h.keys.owner()), "=", l.h.rev)).
+			If(etcdrpc.Compare(etcdrpc.CreateRevision(l.h.keys.owner()), "=", l.h.rev)).
 			Then(ops...).
 			Commit()
 		if err != nil {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 	"github.com/crw-dev/crw/store/storetest"
 )
 
@@ -52,7 +52,7 @@ func TestContract(t *testing.T) {
 }
 
 // stores is a store on a cluster of its own, another process's view of it, and a client.
-func stores(t *testing.T) (s, other *etcd.Store, cli *clientv3.Client) {
+func stores(t *testing.T) (s, other *etcd.Store, cli *etcdrpc.Client) {
 	t.Helper()
 	c := etcdtest.Start(t, 1)
 	cli = c.Client(t)
@@ -100,7 +100,7 @@ func folded(t *testing.T, s store.Store, id string) *journal.Summary {
 	return got
 }
 
-func revoke(t *testing.T, cli *clientv3.Client, l store.Lease) {
+func revoke(t *testing.T, cli *etcdrpc.Client, l store.Lease) {
 	t.Helper()
 	id, err := strconvLease(l.Token())
 	require.NoError(t, err)

@@ -6,10 +6,9 @@ import (
 	"slices"
 	"sync"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 var (
@@ -36,8 +35,8 @@ func (s *Store) Changes(ctx context.Context, run string) (<-chan struct{}, error
 // write is seen: they are puts.
 func (s *Store) RunsChanged(ctx context.Context) (<-chan struct{}, error) {
 	ch, err := s.watch(ctx, []watched{
-		{key: s.listKey(""), opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterDelete()}},
-		{key: s.prefix + "/runs/", opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterPut()}},
+		{key: s.listKey(""), opts: []etcdrpc.OpOption{etcdrpc.WithPrefix(), etcdrpc.WithFilterDelete()}},
+		{key: s.prefix + "/runs/", opts: []etcdrpc.OpOption{etcdrpc.WithPrefix(), etcdrpc.WithFilterPut()}},
 	})
 	if err != nil {
 		return nil, errs.New(errs.RunUnavailable, "the runs' changes cannot be watched").Wrap(err)
@@ -48,17 +47,17 @@ func (s *Store) RunsChanged(ctx context.Context) (<-chan struct{}, error) {
 // watched is a key (or range) a watch covers.
 type watched struct {
 	key  string
-	opts []clientv3.OpOption
+	opts []etcdrpc.OpOption
 }
 
 // watch merges watches of ws into one channel of coalesced changes, returned once every watch
 // is in place (etcd's created notice), closed when one of them ends or ctx does.
 func (s *Store) watch(ctx context.Context, ws []watched) (<-chan struct{}, error) {
-	wctx, cancelWatches := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancelWatches := context.WithCancel(etcdrpc.WithRequireLeader(ctx))
 	cancel := sync.OnceFunc(cancelWatches) // the watches' goroutines end them
-	watches := make([]clientv3.WatchChan, len(ws))
+	watches := make([]etcdrpc.WatchChan, len(ws))
 	for i, w := range ws {
-		watches[i] = s.cli.Watch(wctx, w.key, append(slices.Clone(w.opts), clientv3.WithCreatedNotify())...)
+		watches[i] = s.cli.Watch(wctx, w.key, append(slices.Clone(w.opts), etcdrpc.WithCreatedNotify())...)
 	}
 	// In place once each says it was created: a look after this misses no change.
 	for _, w := range watches {

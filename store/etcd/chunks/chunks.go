@@ -11,9 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // A value larger than InlineBytes (a row with a long prompt or a large answer, a large
@@ -48,11 +47,11 @@ func Chunked(data []byte) bool {
 // Put writes data's chunks under the keys chunkKey names, each transaction on conds,
 // and returns the reference to them. ok is false when conds failed; err when etcd did not say
 // whether a chunk was written.
-func Put(ctx context.Context, cli *clientv3.Client, chunkKey func(i int) string, data []byte, conds ...clientv3.Cmp) (ref string, ok bool, err error) {
+func Put(ctx context.Context, cli *etcdrpc.Client, chunkKey func(i int) string, data []byte, conds ...etcdrpc.Cmp) (ref string, ok bool, err error) {
 	n := 0
 	for off := 0; off < len(data) || n == 0; off += ChunkBytes {
 		part := data[off:min(off+ChunkBytes, len(data))]
-		resp, err := cli.Txn(ctx).If(conds...).Then(clientv3.OpPut(chunkKey(n), string(part))).Commit()
+		resp, err := cli.Txn(ctx).If(conds...).Then(etcdrpc.OpPut(chunkKey(n), string(part))).Commit()
 		if err != nil {
 			return "", false, err
 		}
@@ -68,7 +67,7 @@ func Put(ctx context.Context, cli *clientv3.Client, chunkKey func(i int) string,
 // Get is the value stored under a key: the value itself, or the chunks its reference
 // names (under the keys chunkKey names), read and checked against the reference. what names
 // the value in an error.
-func Get(ctx context.Context, cli *clientv3.Client, chunkKey func(i int) string, value []byte, what string) ([]byte, error) {
+func Get(ctx context.Context, cli *etcdrpc.Client, chunkKey func(i int) string, value []byte, what string) ([]byte, error) {
 	if !bytes.HasPrefix(value, []byte(Mark)) {
 		return value, nil
 	}
@@ -84,7 +83,7 @@ func Get(ctx context.Context, cli *clientv3.Client, chunkKey func(i int) string,
 	if errN != nil || errSize != nil || n < 1 || size < 0 || n != max(1, (size+ChunkBytes-1)/ChunkBytes) {
 		return nil, damaged("its reference does not read")
 	}
-	resp, err := cli.Get(ctx, chunkKey(0), clientv3.WithRange(chunkKey(n)))
+	resp, err := cli.Get(ctx, chunkKey(0), etcdrpc.WithRange(chunkKey(n)))
 	if err != nil {
 		return nil, errs.New(errs.RunUnavailable, "the chunks of %s could not be read", what).Wrap(err)
 	}

@@ -7,10 +7,8 @@ import (
 	"os"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // dialTimeout bounds how long reaching the cluster may take before a command says it cannot.
@@ -19,11 +17,11 @@ const dialTimeout = 5 * time.Second
 // Dial is a client of the cluster at a: over TLS when it says so, as its user with the
 // password in $CRW_ETCD_PASSWORD. The client is checked by one request, so a wrong address,
 // certificate or password is said here, naming what is wrong, not at the first read.
-func Dial(ctx context.Context, a Address) (*clientv3.Client, error) {
-	// Keepalive pings find a connection that stalls (a partition that drops no packet, a member
-	// SIGSTOPped) and move the client to another member; etcd takes pings no oftener than 5 s.
-	cfg := clientv3.Config{Endpoints: a.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop(),
-		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 3 * time.Second}
+func Dial(ctx context.Context, a Address) (*etcdrpc.Client, error) {
+	// A member that stalls (a partition that drops no packet, a member SIGSTOPped) is left
+	// for another once a request to it has gone unanswered for the client's RequestTimeout,
+	// and a watch on it once a probe of it has (etcdrpc.Config).
+	cfg := etcdrpc.Config{Endpoints: a.Endpoints, DialTimeout: dialTimeout}
 	if a.TLS {
 		tc, err := tlsConfig(a)
 		if err != nil {
@@ -38,13 +36,13 @@ func Dial(ctx context.Context, a Address) (*clientv3.Client, error) {
 		}
 		cfg.Username, cfg.Password = a.User, password
 	}
-	cli, err := clientv3.New(cfg)
+	cli, err := etcdrpc.New(cfg)
 	if err != nil {
-		return nil, errs.New(errs.RunUnavailable, "%s: the etcd cluster cannot be reached", a).Wrap(err)
+		return nil, errs.New(errs.RunUnavailable, "%s: the etcd cluster cannot be reached: %v", a, err).Wrap(err)
 	}
 	check, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	if _, err := cli.Get(check, "health-check-of-crw", clientv3.WithCountOnly()); err != nil {
+	if _, err := cli.Get(check, "health-check-of-crw", etcdrpc.WithCountOnly()); err != nil {
 		cli.Close()
 		return nil, errs.New(errs.RunUnavailable, "%s: the etcd cluster did not answer: %v", a, err).Wrap(err)
 	}

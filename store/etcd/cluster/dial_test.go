@@ -20,7 +20,7 @@ import (
 func TestDialAsAUser(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
-	admin := c.Client(t)
+	admin := c.AdminClient(t)
 	_, err := admin.UserAdd(ctx, "root", "root-secret-1")
 	require.NoError(t, err)
 	_, err = admin.UserGrantRole(ctx, "root", "root")

@@ -6,14 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/etcd"
 	"github.com/crw-dev/crw/store/etcd/cluster"
+	"github.com/crw-dev/crw/store/etcd/etcdrpc"
 )
 
 // StoreEnv names the store a command works on when --store does not.
@@ -77,7 +76,7 @@ func OpenStore(ctx context.Context, address, root string, backends *backend.Regi
 // etcdStore is a store on etcd that closes its client with it.
 type etcdStore struct {
 	*etcd.Store
-	cli *clientv3.Client
+	cli *etcdrpc.Client
 }
 
 func (s *etcdStore) Close() error {
