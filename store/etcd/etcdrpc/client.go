@@ -63,8 +63,9 @@ type Client struct {
 	watches *http.Client
 
 	mu     sync.Mutex
-	pinned int    // the endpoint requests go to first
-	token  string // the auth token, when authenticated
+	pinned int        // the endpoint requests go to first
+	token  string     // the auth token, when authenticated
+	authMu sync.Mutex // one authentication at a time
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -118,7 +119,7 @@ func New(cfg Config) (*Client, error) {
 	c.watches = &http.Client{Transport: rt}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if cfg.Username != "" {
-		if err := c.authenticate(context.Background()); err != nil {
+		if err := c.authenticate(context.Background(), ""); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -219,7 +220,8 @@ func (c *Client) call(ctx context.Context, path string, req []byte, retriable bo
 	var last error
 	for attempt := 0; attempt < len(c.endpoints); attempt++ {
 		i := c.pinnedEndpoint()
-		resp, err := c.unary(ctx, c.endpoints[i], path, req, c.cfg.RequestTimeout)
+		token := c.currentToken()
+		resp, err := c.unary(ctx, c.endpoints[i], path, req, min(c.cfg.RequestTimeout, perMember(ctx)))
 		if err == nil {
 			return resp, nil
 		}
@@ -228,11 +230,12 @@ func (c *Client) call(ctx context.Context, path string, req []byte, retriable bo
 		}
 		var e *Error
 		if errors.As(err, &e) {
-			if e.Code == CodeUnauthenticated && strings.Contains(e.Message, "invalid auth token") && !reauthenticated && c.cfg.Username != "" {
-				// A token expires: authenticate again, once, and send the request again
-				// (it was refused, so nothing was applied).
+			if tokenRefused(e) && !reauthenticated && c.cfg.Username != "" && path != authenticatePath {
+				// A token expires, or predates a change of users or roles: authenticate
+				// again, once, and send the request again (it was refused, so nothing was
+				// applied).
 				reauthenticated = true
-				if aerr := c.authenticate(ctx); aerr != nil {
+				if aerr := c.authenticate(ctx, token); aerr != nil {
 					return nil, aerr
 				}
 				attempt--
@@ -254,6 +257,31 @@ func (c *Client) call(ctx context.Context, path string, req []byte, retriable bo
 		return nil, last
 	}
 	return nil, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("etcdserver: no member answered: %v", last)}
+}
+
+// tokenRefused is whether etcd refused a request for its auth token: expired, older than the
+// last change of users or roles, or none (as clientv3's retry interceptor reads them).
+func tokenRefused(e *Error) bool {
+	for _, m := range []string{"invalid auth token", "revision of auth store is old", "user name is empty"} {
+		if strings.Contains(e.Message, m) {
+			return true
+		}
+	}
+	return false
+}
+
+type perMemberKey struct{}
+
+// withPerMember bounds each member's attempt at ctx's requests to d (RequestTimeout at most).
+func withPerMember(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, perMemberKey{}, d)
+}
+
+func perMember(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(perMemberKey{}).(time.Duration); ok {
+		return d
+	}
+	return time.Duration(1<<63 - 1)
 }
 
 // unsentError is a request that never reached its member: its connection could not be made.
@@ -279,6 +307,9 @@ func (c *Client) unary(ctx context.Context, endpoint, path string, req []byte, t
 		return nil, err
 	}
 	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, grpcStatus(res) // no gRPC server's answer (a proxy's, say): not etcd's
+	}
 	msg, err := readFrame(res.Body)
 	if err != nil && err != io.EOF {
 		return nil, err
@@ -323,8 +354,9 @@ func readFrame(r io.Reader) ([]byte, error) {
 	if n > maxMessage {
 		return nil, &Error{Code: codeBadResponse, Message: fmt.Sprintf("etcdrpc: a gRPC message of %d bytes", n)}
 	}
-	msg := make([]byte, n)
-	if _, err := io.ReadFull(r, msg); err != nil {
+	// Read as it comes, not allocated from the length alone: a header says what it likes.
+	msg, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil || len(msg) != int(n) {
 		return nil, errTruncated
 	}
 	return msg, nil
@@ -362,10 +394,7 @@ func (c *Client) newRequest(ctx context.Context, url string, body io.Reader) (*h
 	}
 	hr.Header.Set("Content-Type", "application/grpc")
 	hr.Header.Set("Te", "trailers")
-	c.mu.Lock()
-	token := c.token
-	c.mu.Unlock()
-	if token != "" {
+	if token := c.currentToken(); token != "" && !strings.HasSuffix(url, authenticatePath) {
 		hr.Header.Set("Token", token) // etcd's metadata key for an auth token
 	}
 	if requiresLeader(ctx) {
@@ -392,15 +421,27 @@ func (c *Client) leave(i int) {
 	}
 }
 
-// authenticate takes a token for the client's user.
-func (c *Client) authenticate(ctx context.Context) error {
+// authenticatePath is etcd's method that gives a token: it is sent with none.
+const authenticatePath = "/etcdserverpb.Auth/Authenticate"
+
+func (c *Client) currentToken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// authenticate takes a token for the client's user, unless another request took one since
+// stale was refused: one at a time, the token in use all along for the requests meanwhile.
+func (c *Client) authenticate(ctx context.Context, stale string) error {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if c.currentToken() != stale {
+		return nil // taken again already
+	}
 	var req []byte
 	req = putBytes(req, 1, []byte(c.cfg.Username))
 	req = putBytes(req, 2, []byte(c.cfg.Password))
-	c.mu.Lock()
-	c.token = ""
-	c.mu.Unlock()
-	data, err := c.call(ctx, "/etcdserverpb.Auth/Authenticate", req, true)
+	data, err := c.call(ctx, authenticatePath, req, true)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,11 @@ func (c *Client) keepAlive(ctx context.Context, id LeaseID, ttl int64, out chan<
 			return
 		}
 		sent := time.Now()
-		resp, err := c.KeepAliveOnce(ctx, id)
+		// A member with no leader refuses it at once (it would hold it for seconds), each
+		// member is given a third of the TTL, and none past the lease's end.
+		attempt, cancel := context.WithDeadline(withPerMember(WithRequireLeader(ctx), every), deadline)
+		resp, err := c.KeepAliveOnce(attempt, id)
+		cancel()
 		switch {
 		case err != nil:
 			wait = 500 * time.Millisecond // again soon, while the lease may still live

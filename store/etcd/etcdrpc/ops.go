@@ -148,7 +148,14 @@ type sortOption struct {
 
 // WithSort sorts a get's keys.
 func WithSort(target SortTarget, order SortOrder) OpOption {
-	return func(op *Op) { op.sort = &sortOption{target, order} }
+	return func(op *Op) {
+		if target == SortByKey && order == SortAscend {
+			// etcd returns keys in that order anyway, and a sort it is asked for reads the
+			// whole range before it applies the limit: as clientv3, ask for none.
+			order = SortNone
+		}
+		op.sort = &sortOption{target, order}
+	}
 }
 
 // WithLastKey gets the last key with the operation's key as prefix.
@@ -227,12 +234,14 @@ func Compare(cmp Cmp, result string, v any) Cmp {
 		cmp.num = x
 	case int:
 		cmp.num = int64(x)
-	case LeaseID:
-		cmp.num = int64(x)
 	case string:
 		cmp.value = []byte(x)
 	default:
 		panic(fmt.Sprintf("etcdrpc: a comparison with %T", v))
+	}
+	// As clientv3's: a value compared with a number, or a revision with a string, is a bug.
+	if _, isString := v.(string); isString != (cmp.target == "VALUE") {
+		panic(fmt.Sprintf("etcdrpc: a comparison of %s with %T", cmp.target, v))
 	}
 	return cmp
 }

@@ -81,12 +81,35 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 			return // the caller's end: no error to say
 		}
 		var e *Error
-		if errors.As(err, &e) && e.Code != CodeUnavailable {
-			out <- WatchResponse{err: e} // etcd's answer
-			return
+		if !errors.As(err, &e) || e.Code == CodeUnavailable {
+			c.leave(i)
+			e = &Error{Code: CodeUnavailable, Message: fmt.Sprintf("etcdserver: the watch at %s ended: %v", endpoint, err)}
 		}
-		c.leave(i)
-		out <- WatchResponse{err: &Error{Code: CodeUnavailable, Message: fmt.Sprintf("etcdserver: the watch at %s ended: %v", endpoint, err)}}
+		select {
+		case out <- WatchResponse{err: e}:
+		case <-ctx.Done():
+		case <-c.ctx.Done():
+		}
+	}
+	// The stream is silent while nothing changes, whether its member lives or not, and its
+	// opening may be too: a probe of the member, with the watch's own leader requirement,
+	// says which, from the first moment; one that fails ends the watch.
+	var probeErr error
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		if probeErr = c.probe(wctx, endpoint, op.key); probeErr != nil {
+			cancel()
+		}
+	}()
+	failed := func(err error) error {
+		if wctx.Err() != nil && ctx.Err() == nil && c.ctx.Err() == nil {
+			<-probed
+			if probeErr != nil {
+				return fmt.Errorf("its member did not answer a probe: %w", probeErr)
+			}
+		}
+		return err
 	}
 	// The request's body stays open while the watch lives: its end would be the client's
 	// half-close of the stream.
@@ -100,7 +123,7 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 	}
 	res, err := c.watches.Do(hr)
 	if err != nil {
-		end(err)
+		end(failed(err))
 		return
 	}
 	defer res.Body.Close()
@@ -108,44 +131,33 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 		end(grpcStatus(res))
 		return
 	}
-	// The stream is silent while nothing changes, whether its member lives or not: a probe
-	// of the member, with the watch's own leader requirement, says which.
-	probeFailed := make(chan error, 1)
-	go c.probe(wctx, endpoint, op.key, probeFailed)
-
 	msgs := make(chan watchMessage)
 	go readWatch(wctx, res, msgs)
 	for {
 		select {
 		case <-wctx.Done():
-			end(wctx.Err())
-			return
-		case err := <-probeFailed:
-			cancel()
-			end(fmt.Errorf("its member did not answer a probe: %w", err))
+			end(failed(wctx.Err()))
 			return
 		case m, ok := <-msgs:
 			switch {
 			case !ok:
-				end(io.ErrUnexpectedEOF)
+				end(failed(io.ErrUnexpectedEOF))
 				return
 			case m.err != nil:
-				end(m.err)
+				end(failed(m.err))
 				return
 			}
 			resp := m.resp
-			if resp.Created && !op.createdNotify && len(resp.Events) == 0 {
+			ends := resp.Canceled || resp.CompactRevision != 0 // etcd refused it (created and cancelled at once) or ended it
+			if resp.Created && !op.createdNotify && len(resp.Events) == 0 && !ends {
 				continue
-			}
-			if op.rev == 0 && resp.Created {
-				op.rev = resp.Header.Revision + 1
 			}
 			select {
 			case out <- resp:
 			case <-wctx.Done():
 				return
 			}
-			if resp.Canceled || resp.CompactRevision != 0 {
+			if ends {
 				return
 			}
 		}
@@ -191,27 +203,26 @@ func readWatch(ctx context.Context, res *http.Response, msgs chan<- watchMessage
 }
 
 // probe reads key's count from endpoint every ProbeEvery (a linearizable read: one the
-// member's leader must confirm) until ctx ends, and says the first that fails.
-func (c *Client) probe(ctx context.Context, endpoint string, key []byte, failed chan<- error) {
+// member's leader must confirm) until ctx ends (nil) or one is not answered (its error).
+func (c *Client) probe(ctx context.Context, endpoint string, key []byte) error {
 	op := Op{key: key, countOnly: true}
 	req := op.appendRange(nil)
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(c.cfg.ProbeEvery):
 		}
 		_, err := c.unary(WithRequireLeader(ctx), endpoint, "/etcdserverpb.KV/Range", req, min(c.cfg.RequestTimeout, probeTimeout))
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Code != CodeUnavailable && e.Code != CodeDeadlineExceeded {
 				continue // an answer: the member lives (a permission, say, is no reason to end)
 			}
-			failed <- err
-			return
+			return err
 		}
 	}
 }
