@@ -62,10 +62,10 @@ type Client struct {
 	// watches is the client without a timeout of its own, for the watches' streams.
 	watches *http.Client
 
-	mu     sync.Mutex
-	pinned int        // the endpoint requests go to first
-	token  string     // the auth token, when authenticated
-	authMu sync.Mutex // one authentication at a time
+	mu      sync.Mutex
+	pinned  int           // the endpoint requests go to first
+	token   string        // the auth token, when authenticated
+	authSem chan struct{} // one authentication at a time: a slot taken
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -91,7 +91,7 @@ func New(cfg Config) (*Client, error) {
 		scheme = "https://"
 		cfg.TLS = cfg.TLS.Clone()
 	}
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, authSem: make(chan struct{}, 1)}
 	for _, ep := range cfg.Endpoints {
 		if !strings.Contains(ep, "://") {
 			ep = scheme + ep
@@ -221,7 +221,7 @@ func (c *Client) call(ctx context.Context, path string, req []byte, retriable bo
 	for attempt := 0; attempt < len(c.endpoints); attempt++ {
 		i := c.pinnedEndpoint()
 		token := c.currentToken()
-		resp, err := c.unary(ctx, c.endpoints[i], path, req, min(c.cfg.RequestTimeout, perMember(ctx)))
+		resp, err := c.unary(ctx, c.endpoints[i], path, req, c.attemptTimeout(ctx, attempt), token)
 		if err == nil {
 			return resp, nil
 		}
@@ -270,18 +270,25 @@ func tokenRefused(e *Error) bool {
 	return false
 }
 
-type perMemberKey struct{}
+type sharedKey struct{}
 
-// withPerMember bounds each member's attempt at ctx's requests to d (RequestTimeout at most).
-func withPerMember(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, perMemberKey{}, d)
+// withSharedDeadline has ctx's requests give each member they try an equal share of the time
+// left before ctx's deadline, so that every member is tried before it (a keepalive, which
+// must reach one that answers before its lease ends).
+func withSharedDeadline(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sharedKey{}, true)
 }
 
-func perMember(ctx context.Context) time.Duration {
-	if d, ok := ctx.Value(perMemberKey{}).(time.Duration); ok {
-		return d
+// attemptTimeout is how long the attempt-th member tried for ctx's request is given:
+// RequestTimeout, or its share of what is left (withSharedDeadline).
+func (c *Client) attemptTimeout(ctx context.Context, attempt int) time.Duration {
+	d := c.cfg.RequestTimeout
+	if shared, _ := ctx.Value(sharedKey{}).(bool); shared {
+		if deadline, ok := ctx.Deadline(); ok {
+			d = min(d, time.Until(deadline)/time.Duration(max(len(c.endpoints)-attempt, 1)))
+		}
 	}
-	return time.Duration(1<<63 - 1)
+	return d
 }
 
 // unsentError is a request that never reached its member: its connection could not be made.
@@ -291,10 +298,10 @@ func (e *unsentError) Error() string { return e.err.Error() }
 func (e *unsentError) Unwrap() error { return e.err }
 
 // unary is one gRPC call of one request and one response to one member, in timeout at most.
-func (c *Client) unary(ctx context.Context, endpoint, path string, req []byte, timeout time.Duration) ([]byte, error) {
+func (c *Client) unary(ctx context.Context, endpoint, path string, req []byte, timeout time.Duration, token string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hr, err := c.newRequest(ctx, endpoint+path, bytes.NewReader(frame(req)))
+	hr, err := c.newRequest(ctx, endpoint+path, bytes.NewReader(frame(req)), token)
 	if err != nil {
 		return nil, err
 	}
@@ -387,14 +394,15 @@ func grpcStatus(res *http.Response) error {
 	return &Error{Code: Code(code), Message: message}
 }
 
-func (c *Client) newRequest(ctx context.Context, url string, body io.Reader) (*http.Request, error) {
+// newRequest is a gRPC request of token's (none when "").
+func (c *Client) newRequest(ctx context.Context, url string, body io.Reader, token string) (*http.Request, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/grpc")
 	hr.Header.Set("Te", "trailers")
-	if token := c.currentToken(); token != "" && !strings.HasSuffix(url, authenticatePath) {
+	if token != "" && !strings.HasSuffix(url, authenticatePath) {
 		hr.Header.Set("Token", token) // etcd's metadata key for an auth token
 	}
 	if requiresLeader(ctx) {
@@ -433,8 +441,12 @@ func (c *Client) currentToken() string {
 // authenticate takes a token for the client's user, unless another request took one since
 // stale was refused: one at a time, the token in use all along for the requests meanwhile.
 func (c *Client) authenticate(ctx context.Context, stale string) error {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
+	select {
+	case c.authSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.authSem }()
 	if c.currentToken() != stale {
 		return nil // taken again already
 	}

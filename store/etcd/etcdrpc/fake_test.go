@@ -137,3 +137,48 @@ func TestAFrameLongerThanItsDataIsTruncated(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "truncated")
 }
+
+// TestAKeepAliveFindsTheMemberThatAnswers: with the first two members silent, a lease of the
+// shortest TTL is kept alive past it at the third: each member is given its share of the
+// time before the lease's end, not a whole RequestTimeout.
+func TestAKeepAliveFindsTheMemberThatAnswers(t *testing.T) {
+	silent := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	var kept atomic.Int64
+	healthy := func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "true", r.Header.Get("Hasleader"), "a keepalive requires a leader")
+		kept.Add(1)
+		var m []byte
+		m = putInt(m, 2, 42)
+		m = putInt(m, 3, 2)
+		answer(w, m, "0", "")
+	}
+	c, err := New(Config{Endpoints: []string{serve(t, silent), serve(t, silent), serve(t, healthy)}})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	alive, err := c.KeepAlive(ctx, 42)
+	require.NoError(t, err, "the first keepalive reaches the third member")
+	began := time.Now()
+	for time.Since(began) < 3*time.Second { // one and a half TTLs
+		_, ok := <-alive
+		require.True(t, ok, "the lease was let go %v after its first keepalive", time.Since(began))
+	}
+	assert.GreaterOrEqual(t, kept.Load(), int64(4))
+}
+
+// TestAShortTransactionAnswerIsRefused: a transaction answered with fewer responses than the
+// branch it took has operations (or of other kinds) is an error, not a response the store
+// would read past the end of.
+func TestAShortTransactionAnswerIsRefused(t *testing.T) {
+	addr := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		answer(w, putBool(nil, 2, true), "0", "") // succeeded, no response
+	})
+	c, err := New(Config{Endpoints: []string{addr}})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Txn(context.Background()).Then(OpGet("a"), OpPut("b", "c")).Commit()
+	require.Error(t, err)
+	assert.Equal(t, codeBadResponse, CodeOf(err))
+	assert.Contains(t, err.Error(), "2 operations answered with 0 responses")
+}

@@ -45,7 +45,11 @@ func (c *Client) KeepAliveOnce(ctx context.Context, id LeaseID) (*LeaseKeepAlive
 // client closes, or the lease is gone (expired, revoked, or not kept alive for its TTL): then
 // the channel closes. Each keepalive's response is sent on the channel when it is free.
 func (c *Client) KeepAlive(ctx context.Context, id LeaseID) (<-chan *LeaseKeepAliveResponse, error) {
-	first, err := c.KeepAliveOnce(ctx, id)
+	// The first as the others: from a member with a leader, each member given its share of
+	// the shortest TTL a lease has (the lease was just granted).
+	attempt, cancel := context.WithTimeout(withSharedDeadline(WithRequireLeader(ctx)), firstKeepAliveWithin)
+	first, err := c.KeepAliveOnce(attempt, id)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -58,36 +62,40 @@ func (c *Client) KeepAlive(ctx context.Context, id LeaseID) (<-chan *LeaseKeepAl
 	return out, nil
 }
 
+// firstKeepAliveWithin bounds the first keepalive of a lease just granted: less than the
+// shortest TTL a store's lease has (2 s).
+const firstKeepAliveWithin = 1500 * time.Millisecond
+
 func (c *Client) keepAlive(ctx context.Context, id LeaseID, ttl int64, out chan<- *LeaseKeepAliveResponse) {
 	defer close(out)
 	deadline := time.Now().Add(time.Duration(ttl) * time.Second) // the lease expires then unless kept alive
 	every := max(time.Duration(ttl)*time.Second/3, 500*time.Millisecond)
-	wait := every
+	next := time.Now().Add(every)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(time.Until(next)):
 		}
-		if time.Now().After(deadline) {
+		if !time.Now().Before(deadline) {
 			return
 		}
 		sent := time.Now()
-		// A member with no leader refuses it at once (it would hold it for seconds), each
-		// member is given a third of the TTL, and none past the lease's end.
-		attempt, cancel := context.WithDeadline(withPerMember(WithRequireLeader(ctx), every), deadline)
+		// A member with no leader refuses it at once (it would hold it for seconds), and the
+		// members share the time left before the lease's end, so each is tried before it.
+		attempt, cancel := context.WithDeadline(withSharedDeadline(WithRequireLeader(ctx)), deadline)
 		resp, err := c.KeepAliveOnce(attempt, id)
 		cancel()
 		switch {
 		case err != nil:
-			wait = 500 * time.Millisecond // again soon, while the lease may still live
+			next = time.Now().Add(min(500*time.Millisecond, time.Until(deadline))) // again soon, while the lease may still live
 			continue
 		case resp.TTL <= 0:
 			return // gone
 		}
-		deadline, wait = sent.Add(time.Duration(resp.TTL)*time.Second), every
+		deadline, next = sent.Add(time.Duration(resp.TTL)*time.Second), sent.Add(every)
 		select {
 		case out <- resp:
 		default:

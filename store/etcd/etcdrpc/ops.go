@@ -283,7 +283,14 @@ func (t *Txn) Commit() (*TxnResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decoded(decodeTxn(data))
+	resp, err := decoded(decodeTxn(data))
+	if err == nil {
+		err = answersTo(resp, t.thenOps, t.elseOps)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 func readOnlyOps(ops []Op) bool {
@@ -297,4 +304,34 @@ func readOnlyOps(ops []Op) bool {
 		}
 	}
 	return true
+}
+
+// answersTo checks that a transaction's response has a response of its kind for each
+// operation of the branch it took, nested ones too: the store reads them by position.
+func answersTo(resp *TxnResponse, thenOps, elseOps []Op) error {
+	ops := elseOps
+	if resp.Succeeded {
+		ops = thenOps
+	}
+	if len(resp.Responses) != len(ops) {
+		return &Error{Code: codeBadResponse, Message: fmt.Sprintf("etcdrpc: a transaction of %d operations answered with %d responses", len(ops), len(resp.Responses))}
+	}
+	for i, op := range ops {
+		r := resp.Responses[i]
+		ok := false
+		switch op.t {
+		case tRange:
+			ok = r.Range != nil
+		case tPut:
+			ok = r.Put != nil
+		case tDeleteRange:
+			ok = r.Delete != nil
+		case tTxn:
+			ok = r.Txn != nil && answersTo(r.Txn, op.thenOps, op.elseOps) == nil
+		}
+		if !ok {
+			return &Error{Code: codeBadResponse, Message: fmt.Sprintf("etcdrpc: a transaction's response %d is not its operation's", i)}
+		}
+	}
+	return nil
 }

@@ -116,7 +116,7 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 	reqBody, sendBody := io.Pipe()
 	defer sendBody.Close()
 	go func() { _, _ = sendBody.Write(body) }()
-	hr, err := c.newRequest(wctx, endpoint+"/etcdserverpb.Watch/Watch", reqBody)
+	hr, err := c.newRequest(wctx, endpoint+"/etcdserverpb.Watch/Watch", reqBody, c.currentToken())
 	if err != nil {
 		out <- WatchResponse{err: err}
 		return
@@ -155,6 +155,7 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 			select {
 			case out <- resp:
 			case <-wctx.Done():
+				end(failed(wctx.Err())) // nothing, when its caller ended it
 				return
 			}
 			if ends {
@@ -213,7 +214,7 @@ func (c *Client) probe(ctx context.Context, endpoint string, key []byte) error {
 			return nil
 		case <-time.After(c.cfg.ProbeEvery):
 		}
-		_, err := c.unary(WithRequireLeader(ctx), endpoint, "/etcdserverpb.KV/Range", req, min(c.cfg.RequestTimeout, probeTimeout))
+		_, err := c.unary(WithRequireLeader(ctx), endpoint, "/etcdserverpb.KV/Range", req, min(c.cfg.RequestTimeout, probeTimeout), c.currentToken())
 		if ctx.Err() != nil {
 			return nil
 		}
