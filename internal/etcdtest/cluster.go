@@ -312,6 +312,23 @@ func (c *Cluster) AdminClient(t testing.TB) *clientv3.Client {
 	return cli
 }
 
+// EnableAuth turns etcd's auth on, with its root user, whose password is password: from then
+// on a client without a user is refused.
+func (c *Cluster) EnableAuth(t testing.TB, password string) {
+	t.Helper()
+	admin := c.AdminClient(t)
+	ctx := context.Background()
+	for _, step := range []func() error{
+		func() error { _, err := admin.UserAdd(ctx, "root", password); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := admin.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Leader is the member that leads the cluster now, as the members that answer say.
 func (c *Cluster) Leader(ctx context.Context, cli *clientv3.Client) (*Member, error) {
 	ids := map[uint64]*Member{}

@@ -20,13 +20,7 @@ import (
 func TestDialAsAUser(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
-	admin := c.AdminClient(t)
-	_, err := admin.UserAdd(ctx, "root", "root-secret-1")
-	require.NoError(t, err)
-	_, err = admin.UserGrantRole(ctx, "root", "root")
-	require.NoError(t, err)
-	_, err = admin.AuthEnable(ctx)
-	require.NoError(t, err)
+	c.EnableAuth(t, "root-secret-1")
 
 	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
 	withUser, err := cluster.ParseAddress("etcd://root@" + host + "/crw")

@@ -59,8 +59,6 @@ type Client struct {
 	cfg       Config
 	endpoints []string // base URLs
 	http      *http.Client
-	// watches is the client without a timeout of its own, for the watches' streams.
-	watches *http.Client
 
 	mu      sync.Mutex
 	pinned  int           // the endpoint requests go to first
@@ -116,7 +114,6 @@ func New(cfg Config) (*Client, error) {
 		rt = cfg.Transport
 	}
 	c.http = &http.Client{Transport: rt}
-	c.watches = &http.Client{Transport: rt}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if cfg.Username != "" {
 		if err := c.authenticate(context.Background(), ""); err != nil {

@@ -320,17 +320,11 @@ func TestAWriteToAMemberThatStopsIsUnavailable(t *testing.T) {
 // without a user is refused.
 func TestAuthentication(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	admin := c.AdminClient(t)
 	ctx := context.Background()
-	_, err := admin.UserAdd(ctx, "root", "root-secret-1")
-	require.NoError(t, err)
-	_, err = admin.UserGrantRole(ctx, "root", "root")
-	require.NoError(t, err)
-	_, err = admin.AuthEnable(ctx)
-	require.NoError(t, err)
+	c.EnableAuth(t, "root-secret-1")
 
 	cli := newClient(t, c, etcdrpc.Config{Username: "root", Password: "root-secret-1"})
-	_, err = cli.Put(ctx, "/a", "b")
+	_, err := cli.Put(ctx, "/a", "b")
 	require.NoError(t, err)
 	got, err := cli.Get(ctx, "/a")
 	require.NoError(t, err)

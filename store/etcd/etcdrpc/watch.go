@@ -121,7 +121,7 @@ func (c *Client) watch(ctx context.Context, op *Op, out chan<- WatchResponse) {
 		out <- WatchResponse{err: err}
 		return
 	}
-	res, err := c.watches.Do(hr)
+	res, err := c.http.Do(hr)
 	if err != nil {
 		end(failed(err))
 		return
