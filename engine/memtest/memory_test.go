@@ -123,6 +123,7 @@ func resumeHeap(t testing.TB, n int) (peak, mid, before uint64) {
 	path := filepath.Join(svc.Store.(*local.Store).RunDir(res.Run), local.JournalFile)
 	{
 		require.NoError(t, os.Remove(path))
+		require.NoError(t, os.Remove(path+"-log"))
 		j, err := journalfile.Create(path, res.Run)
 		require.NoError(t, err)
 		ptrs := make([]*journal.Row, len(rows))

@@ -48,9 +48,12 @@ import (
 
 // Files of a run's folder.
 const (
-	SpecFile      = "run.json"
-	StateFile     = "state.json"
-	JournalFile   = "journal.db"
+	SpecFile    = "run.json"
+	StateFile   = "state.json"
+	JournalFile = "journal.db"
+	// JournalLog is the journal's log (rowlog.Path of JournalFile): each commit's rows,
+	// fsync'd there before the journal file takes them.
+	JournalLog    = "journal.db-log"
 	RunLockFile   = "run.lock"
 	CancelFile    = "cancel.json"
 	ControlSocket = "control.sock"

@@ -19,6 +19,7 @@ import (
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 	"github.com/crw-dev/crw/store/storetest"
 )
 
@@ -396,4 +397,8 @@ func TestALargeJournalIsReadOnceTheLeaseServesItsReaders(t *testing.T) {
 	_, err = s.AcquireReading(ctx, run, func(store.Journal) error { return refused })
 	assert.Equal(t, refused, err)
 	assert.False(t, local.Held(s.Root(), run), "the run let go")
+}
+
+func TestTheJournalLogIsNamedAsTheJournalFileSays(t *testing.T) {
+	assert.Equal(t, rowlog.Path(local.JournalFile), local.JournalLog)
 }

@@ -58,7 +58,7 @@ func TestModesIgnoreTheUmask(t *testing.T) {
 		}
 		return nil
 	}))
-	for _, name := range []string{local.JournalFile, local.SpecFile, local.ControlSocket, local.RunLockFile, "crw.log", "cancel.json", "k1.json", "k2.json"} {
+	for _, name := range []string{local.JournalFile, local.JournalLog, local.SpecFile, local.ControlSocket, local.RunLockFile, "crw.log", "cancel.json", "k1.json", "k2.json"} {
 		assert.True(t, seen[name], "%s was made", name)
 	}
 	require.NoError(t, lease.Release())

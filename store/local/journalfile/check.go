@@ -42,6 +42,7 @@ type fileState struct {
 	runID   string
 	last    uint64
 	summed  bool             // rows end in a checksum (keyFormat)
+	logged  bool             // rows go to the log first (formatLogged)
 	summary *journal.Summary // nil for a journal written before summaries were kept
 }
 
@@ -236,13 +237,9 @@ func readMeta(tx *bbolt.Tx, rel *walkReleaser) (fileState, error) {
 		return st, fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
 	}
 	st.runID = string(meta.Get(keyRun))
-	switch f := meta.Get(keyFormat); {
-	case f == nil:
-		// Written before rows had a checksum: read as it is, and kept so when appended to.
-	case string(f) == formatSummed:
-		st.summed = true
-	default:
-		return st, fmt.Errorf("%w: row format %q, want %q", ErrSchema, f, formatSummed)
+	var err error
+	if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
+		return st, err
 	}
 	if st.runID == "" {
 		return st, fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
@@ -304,14 +301,10 @@ func openLight(path string) (db *bbolt.DB, st fileState, err error) {
 			if st.runID = string(meta.Get(keyRun)); st.runID == "" {
 				return fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
 			}
-			switch f := meta.Get(keyFormat); {
-			case f == nil:
-			case string(f) == formatSummed:
-				st.summed = true
-			default:
-				return fmt.Errorf("%w: row format %q, want %q", ErrSchema, f, formatSummed)
-			}
 			var err error
+			if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
+				return err
+			}
 			if st.last, err = lastSeq(tx); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package journalfile
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -14,7 +15,7 @@ import (
 // CommitCount returns how many commits j has made.
 func CommitCount(j *Journal) uint64 { return j.commits.Load() }
 
-// SetCommitHook makes fn run inside every later commit's transaction; an
+// SetCommitHook makes fn run as every later commit begins, before it writes; an
 // error from fn fails the commit. Set it before the first Append.
 func SetCommitHook(j *Journal, fn func(first, last uint64) error) {
 	j.mu.Lock()
@@ -162,4 +163,19 @@ func CheckWalks(path string, fn func(walk string)) error {
 		return err
 	}
 	return db.Close()
+}
+
+// Abandon lets j go as a process killed now would: the committer stopped once the rows asked
+// for are committed, the files closed with no checkpoint in the log and no free pages written.
+func Abandon(j *Journal) {
+	j.mu.Lock()
+	j.poison(errors.New("abandoned"))
+	j.closed = true
+	j.work.Signal()
+	j.mu.Unlock()
+	<-j.stopped
+	if j.log != nil {
+		_ = j.log.Close()
+	}
+	_ = j.db.Close()
 }

@@ -28,12 +28,14 @@ import (
 
 	"github.com/crw-dev/crw/internal/locked"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 // Journal is an open journal. A writable one (Create, Open) owns a committer
 // goroutine until Close. Its methods are safe for concurrent use.
 type Journal struct {
 	db       *bbolt.DB
+	log      *rowlog.Log // the rows' log, for a writer of a journal that keeps one (logged.go)
 	path     string
 	runID    string
 	readOnly bool
@@ -66,7 +68,7 @@ type Journal struct {
 	wholeReads   atomic.Int32 // reads of every row under way (Each): a file kept whole is released at their end
 
 	commits    atomic.Uint64                  // successful commits, for tests and benchmarks
-	commitHook func(first, last uint64) error // test hook, run inside each commit's transaction
+	commitHook func(first, last uint64) error // test hook, run as each commit begins
 	onCommit   atomic.Pointer[func(commits uint64)]
 }
 
@@ -102,39 +104,50 @@ func Create(path, runID string) (*Journal, error) {
 		}
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		meta, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keySchema, []byte(Schema)); err != nil {
-			return err
-		}
-		if err := meta.Put(keyRun, []byte(runID)); err != nil {
-			return err
-		}
-		if err := meta.Put(keyFormat, []byte(formatSummed)); err != nil {
-			return err
-		}
-		if err := putSummary(meta, journal.NewSummary()); err != nil {
-			return err
-		}
-		if _, err := createIndex(tx); err != nil {
-			return err
-		}
-		_, err = tx.CreateBucket(bucketRows)
-		return err
-	})
+	err = db.Update(func(tx *bbolt.Tx) error { return formatFile(tx, runID, formatLogged) })
+	var lg *rowlog.Log
 	if err == nil {
-		// The rows are only durable if the file's name is.
+		lg, err = rowlog.Create(rowlog.Path(path), runID)
+	}
+	if err == nil {
+		// The rows are only durable if the files' names are.
 		err = SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = db.Close()
+		if lg != nil {
+			_ = lg.Close()
+			_ = os.Remove(rowlog.Path(path))
+		}
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return newWriter(db, path, fileState{runID: runID, summed: true, summary: journal.NewSummary()}), nil
+	return newWriter(db, lg, path, fileState{runID: runID, summed: true, logged: true, summary: journal.NewSummary()}), nil
+}
+
+// formatFile makes a new journal's buckets and meta in tx: no rows, an empty summary.
+func formatFile(tx *bbolt.Tx, runID, format string) error {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(keySchema, []byte(Schema)); err != nil {
+		return err
+	}
+	if err := meta.Put(keyRun, []byte(runID)); err != nil {
+		return err
+	}
+	if err := meta.Put(keyFormat, []byte(format)); err != nil {
+		return err
+	}
+	if err := putSummary(meta, journal.NewSummary()); err != nil {
+		return err
+	}
+	if _, err := createIndex(tx); err != nil {
+		return err
+	}
+	_, err = tx.CreateBucket(bucketRows)
+	return err
 }
 
 // Open opens an existing journal for writing, to resume its run. The file is
@@ -148,10 +161,34 @@ func Open(path string) (*Journal, error) { return OpenReading(path, nil) }
 // pages the check mapped in, not on the mapping of the open to write, where each would be
 // mapped in again). The journal read has is closed when read returns. An error of read's is
 // OpenReading's, as it is, and the file is not opened to write.
-func OpenReading(path string, read func(*Journal) error) (*Journal, error) {
+func OpenReading(path string, read func(*Journal) error) (j *Journal, err error) {
+	lg, logState, err := openLog(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && lg != nil {
+			_ = lg.Close()
+		}
+	}()
 	rdb, checkedState, checked, err := openChecked(path)
 	if err != nil {
 		return nil, err
+	}
+	if err := matchLog(path, checkedState, lg, logState); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	if lg != nil && logState.Last > checkedState.last {
+		// A writer died between its log's fsync and its commit to the file: the file gets
+		// those rows before anything reads it, and is checked again.
+		_ = rdb.Close()
+		if err := applyTail(path, checked, lg, checkedState.last); err != nil {
+			return nil, err
+		}
+		if rdb, checkedState, checked, err = openChecked(path); err != nil {
+			return nil, err
+		}
 	}
 	if read != nil {
 		ro := readOnly(rdb, path, checkedState)
@@ -167,20 +204,8 @@ func OpenReading(path string, read func(*Journal) error) (*Journal, error) {
 	if err := rdb.Close(); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	// Reopen read-write only the very file that passed, never creating one:
-	// a file swapped in or emptied since the check is refused, not formatted.
-	same := func(name string, flag int, perm os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
-		if err != nil {
-			return nil, err
-		}
-		if info, err := f.Stat(); err != nil || !os.SameFile(info, checked) || info.Size() == 0 {
-			_ = f.Close()
-			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("file changed since it was checked")}
-		}
-		return f, nil
-	}
-	db, err := bbolt.Open(path, 0o600, boltOptions(false, same))
+	// Reopen read-write only the very file that passed.
+	db, err := bbolt.Open(path, 0o600, boltOptions(false, sameFile(checked)))
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -192,8 +217,10 @@ func OpenReading(path string, read func(*Journal) error) (*Journal, error) {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
 		}
 		st.runID = string(meta.Get(keyRun))
-		st.summed = string(meta.Get(keyFormat)) == formatSummed
 		var err error
+		if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
+			return err
+		}
 		if st.last, err = lastSeq(tx); err != nil {
 			return err
 		}
@@ -216,7 +243,23 @@ func OpenReading(path string, read func(*Journal) error) (*Journal, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	st.summary = sum
-	return newWriter(db, path, st), nil
+	if lg != nil {
+		// The file's commits from now on are not fsync'd: the log says from where it must be
+		// made again after a machine's crash, once the file holds what the last writer put.
+		st.logged = true
+		err = logMissing(db, lg, logState.Last, st.last)
+		if err == nil {
+			err = db.Sync()
+		}
+		if err == nil {
+			err = lg.Begin(st.last, st.runID)
+		}
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("journal: open %s: %w", path, err)
+		}
+	}
+	return newWriter(db, lg, path, st), nil
 }
 
 // readOnly is a journal that reads db, read-only, of the file at path whose state st is.
@@ -250,9 +293,11 @@ func OpenReader(path string) (*Journal, error) {
 }
 
 // newWriter starts the committer of a journal opened for writing.
-func newWriter(db *bbolt.DB, path string, st fileState) *Journal {
+func newWriter(db *bbolt.DB, lg *rowlog.Log, path string, st fileState) *Journal {
 	last := st.last
-	j := &Journal{db: db, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, summary: st.summary, stopped: make(chan struct{}), maxHold: maxHold}
+	// A logged journal's commits are durable once its log is fsync'd.
+	db.NoSync = lg != nil
+	j := &Journal{db: db, log: lg, path: path, runID: st.runID, summed: st.summed, next: last, durable: last, want: last, summary: st.summary, stopped: make(chan struct{}), maxHold: maxHold}
 	j.work.L, j.done.L = &j.mu, &j.mu
 	go j.run()
 	return j
@@ -671,6 +716,13 @@ func (j *Journal) Close() error {
 		// A writer that wrote nothing (a resume refused once the journal was open) leaves the
 		// file as it found it.
 		err = j.writeFreelist()
+		if err == nil && j.log != nil {
+			// writeFreelist's commit was fsync'd, and every commit before it with it.
+			err = j.log.Checkpoint(j.durable)
+		}
+	}
+	if j.log != nil {
+		_ = j.log.Close()
 	}
 	closeErr := j.db.Close()
 	if closeErr != nil {
@@ -689,7 +741,7 @@ func (j *Journal) Close() error {
 // journal of 100,000 calls); with the list written it reads that one page. The next commit
 // lets the list go again, and a writer killed before its close leaves none, as before.
 func (j *Journal) writeFreelist() error {
-	j.db.NoFreelistSync = false
+	j.db.NoFreelistSync, j.db.NoSync = false, false
 	defer func() { j.db.NoFreelistSync = true }()
 	if err := j.db.Update(func(*bbolt.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("journal: close %s: write its free pages: %w", j.path, err)

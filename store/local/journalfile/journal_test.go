@@ -145,6 +145,16 @@ func goodJournal(t *testing.T, n int) string {
 	return path
 }
 
+// copyJournal copies the journal at src, its file and its log, to dst.
+func copyJournal(t *testing.T, src, dst string) {
+	t.Helper()
+	for _, suffix := range []string{"", "-log"} {
+		data, err := os.ReadFile(src + suffix)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst+suffix, data, 0o600))
+	}
+}
+
 func digest(t *testing.T, path string) [32]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -322,9 +332,7 @@ func TestOpenCorrupt(t *testing.T) {
 func TestARowNotJSONUnderItsChecksum(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	good, err := os.ReadFile(goodJournal(t, 40))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, good, 0o600))
+	copyJournal(t, goodJournal(t, 40), path)
 	require.NoError(t, journalfile.PutSealed(path, 9, []byte(`{"seq":9,"ty`)))
 
 	j, err := journalfile.Open(path)

@@ -1,6 +1,9 @@
 package journalfile
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Schema is the layout version kept under meta/schema. Open refuses any other value.
 const Schema = "crw-journal/1"
@@ -12,7 +15,8 @@ var (
 	keySchema  = []byte("schema")
 	keyRun     = []byte("run")
 	// keyFormat says how rows are stored: absent in journals written before rows had a
-	// checksum (plain JSON), formatSummed since (JSON then its CRC-32C, see sum.go).
+	// checksum (plain JSON), formatSummed since (JSON then its CRC-32C, see sum.go), and
+	// formatLogged in a journal with a log beside it (see rowlog).
 	keyFormat = []byte("format")
 	// keySummary is the journal.Summary of every row, as JSON, rewritten by each commit.
 	keySummary = []byte("summary")
@@ -35,8 +39,26 @@ var (
 	bucketRows = []byte("rows")
 )
 
-// formatSummed is keyFormat's value in a journal whose rows end in a checksum.
-const formatSummed = "2"
+// keyFormat's values: formatSummed in a journal whose rows end in a checksum, formatLogged in
+// one whose rows also go to its log (rowlog) first, each commit fsync'd there alone.
+const (
+	formatSummed = "2"
+	formatLogged = "3"
+)
+
+// rowFormat reads keyFormat's value f: an unknown one is ErrSchema (a newer crw wrote it).
+func rowFormat(f []byte) (summed, logged bool, err error) {
+	switch {
+	case f == nil:
+		// Written before rows had a checksum: read as it is, and kept so when appended to.
+		return false, false, nil
+	case string(f) == formatSummed:
+		return true, false, nil
+	case string(f) == formatLogged:
+		return true, true, nil
+	}
+	return false, false, fmt.Errorf("%w: row format %q, want %q or %q", ErrSchema, f, formatSummed, formatLogged)
+}
 
 // rowsFillPercent packs pages tightly: rows are only ever appended, so split
 // pages never get the inserts that bbolt's default half-empty pages wait for.

@@ -108,6 +108,7 @@ func TestRawIsTheRowsJSON(t *testing.T) {
 // each row its bare JSON.
 func stripSums(t *testing.T, path string) {
 	t.Helper()
+	require.NoError(t, os.Remove(path+"-log"), "such a journal had no log")
 	editBolt(t, path, func(tx *bbolt.Tx) error {
 		if err := tx.Bucket([]byte("meta")).Delete([]byte("format")); err != nil {
 			return err

@@ -257,7 +257,10 @@ func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
 		return nil, err
 	}
 	sum := journal.NewSummary()
-	summed := string(tx.Bucket(bucketMeta).Get(keyFormat)) == formatSummed
+	summed, _, err := rowFormat(tx.Bucket(bucketMeta).Get(keyFormat))
+	if err != nil {
+		return nil, err
+	}
 	err = eachRow(tx, 1, func(seq uint64, v []byte) (bool, error) {
 		data, err := rowJSON(summed, seq, v)
 		if err != nil {

@@ -1,0 +1,239 @@
+package journalfile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
+)
+
+// A journal of formatLogged has a log beside its bbolt file (rowlog): a commit appends its rows
+// there and fsyncs that file alone, then puts them in the bbolt file without an fsync. Readers
+// read the bbolt file as before. The writer's open recovers it from the log first: the rows a
+// writer that died logged but did not put are put, and a file a machine's crash may have torn
+// (its commits were not fsync'd, and the machine restarted since) is made again from the log.
+
+// openLog opens the log of the journal at path to write, once its file is known safe to check:
+// rebuilt from the log if the machine restarted since rows were put in it unsynced. A journal
+// without a log (written before logs were kept) gives nil.
+func openLog(path string) (*rowlog.Log, rowlog.State, error) {
+	logPath := rowlog.Path(path)
+	if _, err := os.Lstat(logPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, rowlog.State{}, nil
+	}
+	lg, st, err := rowlog.Open(logPath, nil)
+	if err != nil {
+		return nil, st, logError(path, err)
+	}
+	if !st.Synced(rowlog.BootID()) {
+		if err := rebuild(path, lg, st.Run); err != nil {
+			_ = lg.Close()
+			return nil, st, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
+		}
+	}
+	return lg, st, nil
+}
+
+// logError maps the log's errors onto the journal's.
+func logError(path string, err error) error {
+	switch {
+	case errors.Is(err, rowlog.ErrLocked):
+		return fmt.Errorf("journal: open %s: %w: %w", path, ErrLocked, err)
+	case errors.Is(err, rowlog.ErrCorrupt):
+		return fmt.Errorf("journal: open %s: %w: %w", path, ErrCorrupt, err)
+	}
+	return fmt.Errorf("journal: open %s: %w", path, err)
+}
+
+// matchLog checks the bbolt file's state st against its log's (nil: none).
+func matchLog(path string, st fileState, lg *rowlog.Log, ls rowlog.State) error {
+	switch {
+	case st.logged && lg == nil:
+		return fmt.Errorf("journal: open %s: %w: its log %s is missing", path, ErrCorrupt, rowlog.Path(path))
+	case !st.logged && lg != nil:
+		return fmt.Errorf("journal: open %s: %w: a log %s beside a journal that keeps none", path, ErrCorrupt, rowlog.Path(path))
+	case lg == nil:
+		return nil
+	case ls.Run != st.runID:
+		return fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, ls.Run)
+	}
+	return nil
+}
+
+// logMissing logs the rows the file db holds past the log's last, fsync'd: a writer that died
+// between its commit to the file and its log's fsync left them (rows nobody was told were
+// durable, and so nobody acted on).
+func logMissing(db *bbolt.DB, lg *rowlog.Log, logged, last uint64) error {
+	if last <= logged {
+		return nil
+	}
+	var rows [][]byte
+	err := db.View(func(tx *bbolt.Tx) error {
+		return eachRow(tx, logged+1, func(seq uint64, v []byte) (bool, error) {
+			rows = append(rows, append([]byte(nil), v...))
+			return seq < last, nil
+		})
+	})
+	if err == nil && uint64(len(rows)) != last-logged {
+		err = fmt.Errorf("%w: rows %d-%d are not all in the file", ErrCorrupt, logged+1, last)
+	}
+	if err == nil {
+		err = lg.Append(logged+1, rows)
+	}
+	return err
+}
+
+// rebuild makes the bbolt file at path again from the log's rows, under a temporary name
+// renamed over it once fsync'd.
+func rebuild(path string, lg *rowlog.Log, runID string) error {
+	tmp := path + ".rebuilt"
+	_ = os.Remove(tmp)
+	db, err := bbolt.Open(tmp, 0o600, boltOptions(false, nil))
+	if err != nil {
+		return err
+	}
+	db.NoSync = true
+	err = db.Update(func(tx *bbolt.Tx) error { return formatFile(tx, runID, formatLogged) })
+	if err == nil {
+		err = applyLog(db, lg, 0)
+	}
+	if err == nil {
+		err = db.Sync()
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = SyncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// applyLog puts the log's rows after seq after in db, folded into the summary and its index as
+// the commits that logged them would have; a transaction takes the commits of up to
+// applyBatch rows (a file made again from a long log is one transaction per commit otherwise).
+func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
+	var batch []entry
+	put := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := db.Update(func(tx *bbolt.Tx) error {
+			sum, err := summaryOf(tx, batch[0].seq-1)
+			if err != nil {
+				return err
+			}
+			if err := putRows(tx, batch); err != nil {
+				return err
+			}
+			return foldSummary(tx, sum, batch)
+		})
+		batch = batch[:0]
+		return err
+	}
+	err := lg.Each(func(first uint64, rows [][]byte) error {
+		last := first + uint64(len(rows)) - 1
+		if last <= after {
+			return nil
+		}
+		if first <= after {
+			return fmt.Errorf("%w: the log's commit of rows %d-%d straddles the file's end at %d", ErrCorrupt, first, last, after)
+		}
+		for i, v := range rows {
+			seq := first + uint64(i)
+			data, err := unseal(seq, v)
+			if err != nil {
+				return err
+			}
+			var r journal.Row
+			if err := json.Unmarshal(data, &r); err != nil {
+				return fmt.Errorf("%w: row %d of the log: %w", ErrCorrupt, seq, err)
+			}
+			part := r.ForSummary()
+			part.Seq = seq
+			batch = append(batch, entry{seq: seq, data: append([]byte(nil), v...), part: part})
+		}
+		if len(batch) >= applyBatch {
+			return put()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return put()
+}
+
+// applyBatch is how many rows applyLog puts in one transaction, at most a commit's more.
+const applyBatch = 4096
+
+// applyTail puts the rows a writer that died logged but did not put in the file at path, which
+// was checked and found to be checked: the file opened to write is that file.
+func applyTail(path string, checked os.FileInfo, lg *rowlog.Log, after uint64) error {
+	db, err := bbolt.Open(path, 0o600, boltOptions(false, sameFile(checked)))
+	if err != nil {
+		return openError(path, err)
+	}
+	err = applyLog(db, lg, after)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: open %s: put the rows its log holds: %w", path, err)
+	}
+	return nil
+}
+
+// sameFile is an OpenFile for bbolt that opens only the very file checked, never creating one:
+// a file swapped in or emptied since the check is refused, not formatted.
+func sameFile(checked os.FileInfo) func(string, int, os.FileMode) (*os.File, error) {
+	return func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+		if err != nil {
+			return nil, err
+		}
+		if info, err := f.Stat(); err != nil || !os.SameFile(info, checked) || info.Size() == 0 {
+			_ = f.Close()
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("file changed since it was checked")}
+		}
+		return f, nil
+	}
+}
+
+// putRows puts a batch's rows, which must follow the file's last.
+func putRows(tx *bbolt.Tx, batch []entry) error {
+	b := tx.Bucket(bucketRows)
+	if b == nil {
+		return fmt.Errorf("%w: no %q bucket", ErrCorrupt, bucketRows)
+	}
+	// FillPercent is per transaction, so it is set on every commit.
+	b.FillPercent = rowsFillPercent
+	stored, err := lastSeq(tx)
+	if err != nil {
+		return err
+	}
+	// Our counter and the file must agree, or seqs the engine already holds would land on
+	// the wrong rows.
+	if first := batch[0].seq; first != stored+1 {
+		return fmt.Errorf("first new row is %d but the file ends at %d", first, stored)
+	}
+	for _, e := range batch {
+		if err := b.Put(seqKey(e.seq), e.data); err != nil {
+			return fmt.Errorf("put row %d: %w", e.seq, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package journalfile_test
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile"
+	"github.com/crw-dev/crw/store/local/journalfile/journalfiletest"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
+)
+
+// loggedJournal writes n sample rows to a new journal, one commit each, and lets it go as a
+// killed process would: no checkpoint after its rows. It returns the path and the rows' JSON.
+func loggedJournal(t *testing.T, n int) (string, []string) {
+	t.Helper()
+	return loggedJournalOf(t, "run-logged", n)
+}
+
+func loggedJournalOf(t *testing.T, run string, n int) (string, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, run)
+	require.NoError(t, err)
+	writeSample(t, j, n)
+	want := rowsJSON(t, j)
+	journalfile.Abandon(j)
+	return path, want
+}
+
+// writeSample writes n sample rows, a commit each.
+func writeSample(t *testing.T, j *journalfile.Journal, n int) {
+	t.Helper()
+	for _, r := range journalfiletest.SampleRows(n) {
+		_, err := j.Write(r)
+		require.NoError(t, err)
+	}
+}
+
+func rowsJSON(t *testing.T, j *journalfile.Journal) []string {
+	t.Helper()
+	raw, err := j.Raw(1, 1<<30)
+	require.NoError(t, err)
+	out := make([]string, len(raw))
+	for i, r := range raw {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// reopened opens the journal at path to write, reads its rows and summary, and closes it.
+func reopened(t *testing.T, path string) ([]string, *journal.Summary) {
+	t.Helper()
+	j, err := journalfile.Open(path)
+	require.NoError(t, err)
+	rows := rowsJSON(t, j)
+	sum, err := j.Summary()
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	journalfiletest.Check(t, path)
+	return rows, sum
+}
+
+// playBoot makes rowlog read the boot id given, as a machine that restarted would have.
+func playBoot(t *testing.T, id string) {
+	t.Helper()
+	saved := rowlog.BootIDFile
+	t.Cleanup(func() { rowlog.BootIDFile = saved })
+	rowlog.BootIDFile = filepath.Join(t.TempDir(), "boot_id")
+	require.NoError(t, os.WriteFile(rowlog.BootIDFile, []byte(id+"\n"), 0o600))
+}
+
+// A journal keeps a log beside its file, and a commit is durable by the log's fsync alone: a
+// writer killed after its commits leaves a file its next open reads as it is.
+func TestAWriterKilledLeavesItsRows(t *testing.T) {
+	path, want := loggedJournal(t, 30)
+	_, err := os.Stat(path + "-log")
+	require.NoError(t, err, "the journal keeps a log")
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(30), sum.LastSeq)
+}
+
+// After the machine restarted, a file whose commits were not fsync'd since its last checkpoint
+// may be torn: it is made again from the log, rows, summary and index, whatever it holds.
+func TestAFileTornByAMachineCrashIsMadeAgainFromTheLog(t *testing.T) {
+	for name, tear := range map[string]func(t *testing.T, path string){
+		"its rows' pages zeroed": func(t *testing.T, path string) {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			for i := 4 * 4096; i < len(data); i++ {
+				data[i] = 0
+			}
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+		},
+		"its last rows lost": func(t *testing.T, path string) {
+			editFile(t, path, func(tx *bbolt.Tx) error {
+				for seq := byte(31); seq <= 40; seq++ {
+					if err := tx.Bucket([]byte("rows")).Delete([]byte{0, 0, 0, 0, 0, 0, 0, seq}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			playBoot(t, "boot-1")
+			path, want := loggedJournal(t, 40)
+			// What the file held before it was torn, read from a copy.
+			intact := filepath.Join(t.TempDir(), "journal.db")
+			copyJournal(t, path, intact)
+			_, intactSum := reopened(t, intact)
+			tear(t, path)
+			playBoot(t, "boot-2")
+			got, sum := reopened(t, path)
+			assert.Equal(t, want, got)
+			assert.Equal(t, uint64(40), sum.LastSeq)
+			assert.Equal(t, intactSum.Calls, sum.Calls)
+			assert.Equal(t, intactSum.Tokens, sum.Tokens)
+			_, err := os.Stat(path + ".rebuilt")
+			assert.ErrorIs(t, err, os.ErrNotExist, "the file made again is renamed into place")
+		})
+	}
+}
+
+// A writer closed cleanly leaves a checkpoint: its file is trusted after a restart, and not
+// made again (the same file, not a new one, is opened).
+func TestACleanCloseIsTrustedAfterARestart(t *testing.T) {
+	playBoot(t, "boot-1")
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, "run-clean")
+	require.NoError(t, err)
+	writeSample(t, j, 10)
+	require.NoError(t, j.Close())
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+	playBoot(t, "boot-2")
+	rows, _ := reopened(t, path)
+	assert.Len(t, rows, 10)
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "the file was made again")
+}
+
+// A writer killed between its commit to the file and its log's fsync leaves rows in the file
+// the log lacks: the next open logs them, so a later restart makes the file again with them.
+func TestRowsTheLogLacksAreLoggedAtTheOpen(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 20)
+	// The log as it was before its last commit's frame: 19 rows.
+	cutLogAfter(t, path, 19)
+	got, _ := reopened(t, path)
+	require.Equal(t, want, got)
+	// Killed again, and the machine restarted: the file is made from the log alone.
+	j, err := journalfile.Open(path)
+	require.NoError(t, err)
+	_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Reason: "after"})
+	require.NoError(t, err)
+	journalfile.Abandon(j)
+	playBoot(t, "boot-2")
+	got, sum := reopened(t, path)
+	require.Len(t, got, 21)
+	assert.Equal(t, want, got[:20])
+	assert.Equal(t, uint64(21), sum.LastSeq)
+}
+
+// A log ahead of its file (a file put back from an older copy) gives the file its rows.
+func TestALogAheadOfItsFileGivesItsRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, "run-ahead")
+	require.NoError(t, err)
+	writeSample(t, j, 10)
+	require.NoError(t, j.Close())
+	older, err := os.ReadFile(path)
+	require.NoError(t, err)
+	j, err = journalfile.Open(path)
+	require.NoError(t, err)
+	writeSample(t, j, 5)
+	want := rowsJSON(t, j)
+	journalfile.Abandon(j)
+	require.NoError(t, os.WriteFile(path, older, 0o600))
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(15), sum.LastSeq)
+}
+
+func TestAJournalWithoutItsLogIsRefused(t *testing.T) {
+	path, _ := loggedJournal(t, 5)
+	require.NoError(t, os.Remove(path+"-log"))
+	_, err := journalfile.Open(path)
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	assert.Contains(t, err.Error(), "its log")
+	// Readers read the file alone.
+	j, err := journalfile.OpenReadOnly(path)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+}
+
+func TestAnotherRunsLogIsRefused(t *testing.T) {
+	path, _ := loggedJournal(t, 5)
+	other, _ := loggedJournalOf(t, "run-other", 5)
+	data, err := os.ReadFile(other + "-log")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path+"-log", data, 0o600))
+	_, err = journalfile.Open(path)
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+}
+
+// A journal written before logs were kept (format "2") is read and written as it was: its
+// commits fsync the file, and it gets no log.
+func TestAJournalOfTheFormerFormatKeepsNoLog(t *testing.T) {
+	path, want := loggedJournal(t, 8)
+	require.NoError(t, os.Remove(path+"-log"))
+	editFile(t, path, func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("2")) })
+	j, err := journalfile.Open(path)
+	require.NoError(t, err)
+	_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Reason: "later"})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	_, err = os.Stat(path + "-log")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	got, _ := reopened(t, path)
+	assert.Equal(t, want, got[:8])
+	assert.Len(t, got, 9)
+}
+
+// A format this crw does not know is ErrSchema: a newer crw wrote it.
+func TestAnUnknownFormatIsRefused(t *testing.T) {
+	path, _ := loggedJournal(t, 3)
+	editFile(t, path, func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("4")) })
+	_, err := journalfile.Open(path)
+	require.ErrorIs(t, err, journalfile.ErrSchema)
+	_, err = journalfile.OpenReader(path)
+	require.ErrorIs(t, err, journalfile.ErrSchema)
+}
+
+func editFile(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(fn))
+	require.NoError(t, db.Close())
+}
+
+// cutLogAfter cuts the journal's log after the frame that holds row seq.
+func cutLogAfter(t *testing.T, path string, seq uint64) {
+	t.Helper()
+	data, err := os.ReadFile(path + "-log")
+	require.NoError(t, err)
+	// Frame by frame (its length, its checksum, its payload) until a prefix ends at row seq.
+	for end := 8; end+8 <= len(data); {
+		end += 8 + int(binary.LittleEndian.Uint32(data[end:]))
+		require.NoError(t, os.WriteFile(path+"-cut", data[:end], 0o600))
+		l, st, err := rowlog.Open(path+"-cut", nil)
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		if st.Last == seq {
+			require.NoError(t, os.Rename(path+"-cut", path+"-log"))
+			return
+		}
+	}
+	t.Fatalf("no frame ends at row %d", seq)
+}

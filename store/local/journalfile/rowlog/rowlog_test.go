@@ -1,0 +1,231 @@
+package rowlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// frame is one rows frame as a test wrote it.
+type frame struct {
+	first uint64
+	rows  []string
+}
+
+func readAll(t *testing.T, path string) ([]frame, State) {
+	t.Helper()
+	var got []frame
+	l, st, err := Open(path, func(first uint64, rows [][]byte) error {
+		f := frame{first: first}
+		for _, r := range rows {
+			f.rows = append(f.rows, string(r))
+		}
+		got = append(got, f)
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	return got, st
+}
+
+func rowsOf(rows ...string) [][]byte {
+	out := make([][]byte, len(rows))
+	for i, r := range rows {
+		out[i] = []byte(r)
+	}
+	return out
+}
+
+func TestFramesReadBackInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf(`{"seq":1}`, `{"seq":2}`)))
+	require.NoError(t, l.Append(3, rowsOf(`{"seq":3}`)))
+	require.NoError(t, l.Checkpoint(3))
+	require.NoError(t, l.Append(4, rowsOf(`{"seq":4}`, ``, `{"seq":6}`)))
+	require.NoError(t, l.Close())
+
+	got, st := readAll(t, path)
+	assert.Equal(t, []frame{
+		{1, []string{`{"seq":1}`, `{"seq":2}`}},
+		{3, []string{`{"seq":3}`}},
+		{4, []string{`{"seq":4}`, ``, `{"seq":6}`}},
+	}, got)
+	assert.Equal(t, "run-a", st.Run)
+	assert.Equal(t, BootID(), st.Boot)
+	assert.Equal(t, uint64(3), st.Checkpoint)
+	assert.Equal(t, uint64(6), st.Last)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, info.Size(), st.End)
+}
+
+func TestCreateRefusesAnExistingLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	require.NoError(t, os.WriteFile(path, []byte("x"), 0o600))
+	_, err := Create(path, "run-a")
+	require.ErrorIs(t, err, os.ErrExist)
+}
+
+// A write a crash cut short is the log's end: the frames before it read, the rest is cut off
+// at the open, and what is appended after reads on.
+func TestATornTailIsCutOff(t *testing.T) {
+	for name, tear := range map[string]func(data []byte, lastFrame int) []byte{
+		"cut in its header":  func(d []byte, at int) []byte { return d[:at+3] },
+		"cut in its payload": func(d []byte, at int) []byte { return d[:len(d)-2] },
+		"zeros after it":     func(d []byte, at int) []byte { return append(d[:at], make([]byte, 4096)...) },
+		"a bit flipped":      func(d []byte, at int) []byte { d[len(d)-1] ^= 1; return d },
+		"a length past the file": func(d []byte, at int) []byte {
+			binary.LittleEndian.PutUint32(d[at:], 0xffffffff)
+			return d
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db-log")
+			l, err := Create(path, "run-a")
+			require.NoError(t, err)
+			require.NoError(t, l.Append(1, rowsOf("one", "two")))
+			st := State{End: l.end}
+			require.NoError(t, l.Append(3, rowsOf("three")))
+			require.NoError(t, l.Close())
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, tear(data, int(st.End)), 0o600))
+
+			l, st2, err := Open(path, nil)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(2), st2.Last)
+			assert.Equal(t, st.End, st2.End)
+			info, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, st.End, info.Size(), "the torn end is cut off")
+			require.NoError(t, l.Append(3, rowsOf("three again")))
+			require.NoError(t, l.Close())
+			got, _ := readAll(t, path)
+			assert.Equal(t, []frame{{1, []string{"one", "two"}}, {3, []string{"three again"}}}, got)
+		})
+	}
+}
+
+// rawFrame is a frame whose payload a test wrote by hand, its checksum right.
+func rawFrame(payload []byte) []byte {
+	return appendFrame(nil, payload)
+}
+
+func rowsPayload(first uint64, rows ...string) []byte {
+	p := binary.LittleEndian.AppendUint64([]byte{kindRows}, first)
+	for _, r := range rows {
+		p = binary.LittleEndian.AppendUint32(p, uint32(len(r)))
+		p = append(p, r...)
+	}
+	return p
+}
+
+// Frames that read whole but say what a log cannot: ErrCorrupt, naming the frame, never a
+// panic or an allocation of what a length claims.
+func TestFramesThatDoNotMakeSense(t *testing.T) {
+	boot := rawFrame(bootPayload("b1", "run-a"))
+	for name, tt := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"no magic":                {[]byte("crw-log2"), "no \"crw-log1\""},
+		"empty":                   {nil, "no \"crw-log1\""},
+		"no boot frame":           {[]byte(magic), "no boot frame"},
+		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "x"))...), "rows before the boot frame"},
+		"a gap in seqs":           {cat(boot, rawFrame(rowsPayload(1, "x")), rawFrame(rowsPayload(3, "y"))), "rows from seq 3 after seq 1"},
+		"rows from seq 0":         {cat(boot, rawFrame(rowsPayload(0, "x"))), "a rows frame from seq 0"},
+		"a row longer than":       {cat(boot, rawFrame(append(rowsPayload(1, "x"), 0xff, 0xff, 0xff, 0x7f, 'y'))), "a row cut short"},
+		"a rows frame of no rows": {cat(boot, rawFrame(rowsPayload(1))), "without rows"},
+		"a checkpoint past":       {cat(boot, rawFrame(checkpointPayload(5))), "checkpoint at seq 5 past the last row 0"},
+		"a short checkpoint":      {cat(boot, rawFrame([]byte{kindCheckpoint, 1})), "checkpoint frame of 2 bytes"},
+		"an unknown kind":         {cat(boot, rawFrame([]byte{'z', 1})), "frame of kind 'z'"},
+		"another run's boot":      {cat(boot, rawFrame(bootPayload("b2", "run-b"))), `boot frame of run "run-b"`},
+		"a boot cut short":        {cat(rawFrame([]byte{kindBoot, 9, 'a'})), "boot frame cut short"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db-log")
+			require.NoError(t, os.WriteFile(path, tt.data, 0o600))
+			_, _, err := Open(path, nil)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func cat(parts ...[]byte) []byte {
+	out := []byte(magic)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestASecondWriterIsLockedOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	defer l.Close()
+	_, _, err = Open(path, nil)
+	require.ErrorIs(t, err, ErrLocked)
+}
+
+func TestSynced(t *testing.T) {
+	for _, tt := range []struct {
+		st   State
+		boot string
+		want bool
+	}{
+		{State{Boot: "b1", Checkpoint: 5, Last: 5}, "b2", true},  // every row fsync'd into the file
+		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b1", true},  // the writer died, the machine did not
+		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b2", false}, // the machine restarted
+		{State{Boot: "", Checkpoint: 4, Last: 5}, "", false},     // no boot id: no telling
+		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "", false},
+	} {
+		assert.Equal(t, tt.want, tt.st.Synced(tt.boot), "%+v at boot %q", tt.st, tt.boot)
+	}
+}
+
+func TestBootIDFromTheKernelOrNone(t *testing.T) {
+	saved := BootIDFile
+	defer func() { BootIDFile = saved }()
+	dir := t.TempDir()
+	BootIDFile = filepath.Join(dir, "boot_id")
+	require.NoError(t, os.WriteFile(BootIDFile, []byte("1915e1f7-c39c-441e-8269-4c433f2ad20d\n"), 0o600))
+	assert.Equal(t, "1915e1f7-c39c-441e-8269-4c433f2ad20d", BootID())
+	BootIDFile = filepath.Join(dir, "none")
+	assert.Equal(t, "", BootID())
+}
+
+// FuzzOpen: whatever follows the magic, Open gives a state or ErrCorrupt, never a panic, and
+// the rows it gives follow one another.
+func FuzzOpen(f *testing.F) {
+	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "a", "b")), rawFrame(checkpointPayload(2))))
+	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "a")), []byte{1, 2, 3}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "journal.db-log")
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		var next uint64 = 1
+		l, st, err := Open(path, func(first uint64, rows [][]byte) error {
+			if first != next {
+				return fmt.Errorf("rows from %d, want %d", first, next)
+			}
+			next += uint64(len(rows))
+			return nil
+		})
+		if err != nil {
+			require.True(t, errors.Is(err, ErrCorrupt), "%v", err)
+			return
+		}
+		defer l.Close()
+		assert.Equal(t, next-1, st.Last)
+		assert.LessOrEqual(t, st.Checkpoint, st.Last)
+	})
+}
