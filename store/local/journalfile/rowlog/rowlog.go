@@ -78,11 +78,15 @@ func (s State) Synced(boot string) bool {
 
 // Log is a log open to append, held by one writer (an exclusive lock on the file).
 type Log struct {
-	f    *os.File
-	path string
-	end  int64
-	buf  []byte
+	f     *os.File
+	path  string
+	end   int64 // past the last frame
+	ahead int64 // the file's blocks are allocated up to here (preallocate)
+	buf   []byte
 }
+
+// allocStep is how far ahead of the appends the file's blocks are allocated.
+const allocStep = 1 << 20
 
 // Path is the log of the journal at dbPath.
 func Path(dbPath string) string { return dbPath + "-log" }
@@ -174,12 +178,23 @@ func (l *Log) Checkpoint(seq uint64) error {
 	return l.append(checkpointPayload(seq))
 }
 
-// Close lets the log go.
-func (l *Log) Close() error { return l.f.Close() }
+// Close lets the log go, the blocks allocated past its last frame given back.
+func (l *Log) Close() error {
+	err := l.f.Truncate(l.end)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // append writes what l.buf holds and the frame of payload at the log's end, then fsyncs.
 func (l *Log) append(payload []byte) error {
 	l.buf = appendFrame(l.buf, payload)
+	if end := l.end + int64(len(l.buf)); end > l.ahead {
+		// What follows the frames reads as zeros: a length of 0, the log's end.
+		l.ahead = end + allocStep
+		preallocate(l.f, l.end, l.ahead-l.end)
+	}
 	if _, err := l.f.WriteAt(l.buf, l.end); err != nil {
 		return fmt.Errorf("journal log: write %s: %w", l.path, err)
 	}

@@ -229,3 +229,26 @@ func FuzzOpen(f *testing.F) {
 		assert.LessOrEqual(t, st.Checkpoint, st.Last)
 	})
 }
+
+// The blocks allocated ahead of the appends read as zeros, the log's end, as a process killed
+// before its Close leaves them; Close gives them back.
+func TestBlocksAllocatedAheadAreTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("one")))
+	require.NoError(t, l.Append(2, rowsOf("two")))
+	killed, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, int64(len(killed)), l.end, "blocks are allocated ahead")
+	require.NoError(t, l.Close())
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, l.end, info.Size())
+
+	copied := filepath.Join(t.TempDir(), "journal.db-log")
+	require.NoError(t, os.WriteFile(copied, killed, 0o600))
+	got, st := readAll(t, copied)
+	assert.Equal(t, []frame{{1, []string{"one"}}, {2, []string{"two"}}}, got)
+	assert.Equal(t, l.end, st.End)
+}
