@@ -240,6 +240,7 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	}
 	st.End = int64(len(magic))
 	var payload []byte
+	var scratch [][]byte
 	for {
 		var h [headerLen]byte
 		if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -259,7 +260,7 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(h[4:]) {
 			break
 		}
-		if err := st.read(payload, fn); err != nil {
+		if err := st.read(payload, fn, &scratch); err != nil {
 			return st, fmt.Errorf("frame at offset %d: %w", st.End, err)
 		}
 		st.End += headerLen + n
@@ -270,8 +271,8 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	return st, nil
 }
 
-// read takes in one whole frame.
-func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error) error {
+// read takes in one whole frame; scratch holds the rows of the frame before, for fn.
+func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error, scratch *[][]byte) error {
 	switch p[0] {
 	case kindBoot:
 		if len(p) < 2 || len(p) < 2+int(p[1]) {
@@ -296,7 +297,7 @@ func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error) erro
 		if st.Run == "" {
 			return fmt.Errorf("%w: rows before the boot frame", ErrCorrupt)
 		}
-		rows, first, err := splitRows(p)
+		rows, first, n, err := splitRows(p, (*scratch)[:0], fn != nil)
 		if err != nil {
 			return err
 		}
@@ -304,37 +305,42 @@ func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error) erro
 			return fmt.Errorf("%w: rows from seq %d after seq %d", ErrCorrupt, first, st.Last)
 		}
 		if fn != nil {
+			*scratch = rows
 			if err := fn(first, rows); err != nil {
 				return err
 			}
 		}
-		st.Last = first + uint64(len(rows)) - 1
+		st.Last = first + uint64(n) - 1
 	default:
 		return fmt.Errorf("%w: a frame of kind %q", ErrCorrupt, p[0])
 	}
 	return nil
 }
 
-func splitRows(p []byte) (rows [][]byte, first uint64, err error) {
+// splitRows reads a rows frame's payload: its first seq and its number of rows, and with keep
+// the rows themselves, appended to rows.
+func splitRows(p []byte, rows [][]byte, keep bool) (_ [][]byte, first uint64, n int, err error) {
 	if len(p) < 9 {
-		return nil, 0, fmt.Errorf("%w: a rows frame cut short", ErrCorrupt)
+		return nil, 0, 0, fmt.Errorf("%w: a rows frame cut short", ErrCorrupt)
 	}
 	first = binary.LittleEndian.Uint64(p[1:9])
 	if first == 0 {
-		return nil, 0, fmt.Errorf("%w: a rows frame from seq 0", ErrCorrupt)
+		return nil, 0, 0, fmt.Errorf("%w: a rows frame from seq 0", ErrCorrupt)
 	}
-	for rest := p[9:]; len(rest) > 0; {
+	for rest := p[9:]; len(rest) > 0; n++ {
 		if len(rest) < 4 || uint64(len(rest)-4) < uint64(binary.LittleEndian.Uint32(rest)) {
-			return nil, 0, fmt.Errorf("%w: a row cut short in the rows frame from seq %d", ErrCorrupt, first)
+			return nil, 0, 0, fmt.Errorf("%w: a row cut short in the rows frame from seq %d", ErrCorrupt, first)
 		}
-		n := binary.LittleEndian.Uint32(rest)
-		rows = append(rows, rest[4:4+n])
-		rest = rest[4+n:]
+		size := binary.LittleEndian.Uint32(rest)
+		if keep {
+			rows = append(rows, rest[4:4+size])
+		}
+		rest = rest[4+size:]
 	}
-	if len(rows) == 0 {
-		return nil, 0, fmt.Errorf("%w: a rows frame without rows", ErrCorrupt)
+	if n == 0 {
+		return nil, 0, 0, fmt.Errorf("%w: a rows frame without rows", ErrCorrupt)
 	}
-	return rows, first, nil
+	return rows, first, n, nil
 }
 
 // BootIDFile is where Linux gives the id of the running kernel's boot. Tests point it at a
