@@ -716,10 +716,11 @@ func (j *Journal) Close() error {
 		// A writer that wrote nothing (a resume refused once the journal was open) leaves the
 		// file as it found it.
 		err = j.writeFreelist()
-		if err == nil && j.log != nil {
-			// writeFreelist's commit was fsync'd, and every commit before it with it.
-			err = j.log.Checkpoint(j.durable)
-		}
+	}
+	if !j.readOnly && err == nil && j.log != nil {
+		// writeFreelist's commit was fsync'd, and every commit before it with it (with none,
+		// the open's fsync holds): the log says its file may be trusted after a restart.
+		err = j.log.Checkpoint(j.durable)
 	}
 	if j.log != nil {
 		_ = j.log.Close()

@@ -33,12 +33,52 @@ func openLog(path string) (*rowlog.Log, rowlog.State, error) {
 		return nil, st, logError(path, err)
 	}
 	if !st.Synced(rowlog.BootID()) {
-		if err := rebuild(path, lg, st.Run); err != nil {
+		err := theLogsFile(path, st.Run)
+		if err == nil {
+			err = rebuild(path, lg, st.Run)
+		}
+		if err != nil {
 			_ = lg.Close()
 			return nil, st, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
 		}
 	}
 	return lg, st, nil
+}
+
+// theLogsFile checks, before the file at path is made again from the log of run, that the file
+// is that log's as far as it reads: a file whose meta bucket reads and names another run, keeps
+// no log, or has a format this crw does not know is refused, not replaced. A file that does not
+// read (torn, as a machine's crash may leave it) is the log's to make again.
+func theLogsFile(path, run string) error {
+	var db *bbolt.DB
+	if guarded(func() (err error) { db, err = bbolt.Open(path, 0o600, boltOptions(true, nil)); return err }) != nil {
+		return nil
+	}
+	defer db.Close()
+	var refused error
+	_ = guarded(func() error {
+		return db.View(func(tx *bbolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			if meta == nil {
+				return nil
+			}
+			if schema := meta.Get(keySchema); schema != nil && string(schema) != Schema {
+				refused = fmt.Errorf("%w: %q, want %q", ErrSchema, schema, Schema)
+				return nil
+			}
+			_, logged, err := rowFormat(meta.Get(keyFormat))
+			switch id := meta.Get(keyRun); {
+			case err != nil:
+				refused = err
+			case !logged:
+				refused = fmt.Errorf("%w: a log beside a journal that keeps none", ErrCorrupt)
+			case id != nil && string(id) != run:
+				refused = fmt.Errorf("%w: its log is run %s's, the journal run %s's", ErrCorrupt, run, id)
+			}
+			return nil
+		})
+	})
+	return refused
 }
 
 // logError maps the log's errors onto the journal's.
@@ -91,7 +131,7 @@ func logMissing(db *bbolt.DB, lg *rowlog.Log, logged, last uint64) error {
 }
 
 // rebuild makes the bbolt file at path again from the log's rows, under a temporary name
-// renamed over it once fsync'd.
+// renamed over it once fsync'd; the file it replaces stays as path.torn.
 func rebuild(path string, lg *rowlog.Log, runID string) error {
 	tmp := path + ".rebuilt"
 	_ = os.Remove(tmp)
@@ -111,6 +151,9 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 		err = cerr
 	}
 	if err == nil {
+		// The file replaced is kept beside it (the last one only), for whoever looks into why.
+		_ = os.Remove(path + ".torn")
+		_ = os.Link(path, path+".torn")
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {

@@ -268,3 +268,83 @@ func cutLogAfter(t *testing.T, path string, seq uint64) {
 	}
 	t.Fatalf("no frame ends at row %d", seq)
 }
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
+}
+
+// tearTo is what a power loss leaves of a file whose last writes were not fsync'd: the meta
+// pages (0 and 1) of post reached the disk, every other page is still what pre held (zeros
+// where the file grew).
+func tearTo(pre, post []byte) []byte {
+	torn := append([]byte(nil), post...)
+	for i := 2 * 4096; i < len(torn); i++ {
+		torn[i] = 0
+		if i < len(pre) {
+			torn[i] = pre[i]
+		}
+	}
+	return torn
+}
+
+// The machine loses power in the first commit after an open: the file's commit was not fsync'd
+// and the log's append never reached the disk, so the log ends with the open's checkpoint and
+// boot frame. The file is not trusted for that checkpoint: it is made again from the log.
+func TestAPowerLossInTheFirstCommitAfterAnOpen(t *testing.T) {
+	playBoot(t, "boot-1")
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, "run-first")
+	require.NoError(t, err)
+	writeSample(t, j, 10)
+	want := rowsJSON(t, j)
+	require.NoError(t, j.Close())
+
+	j, err = journalfile.Open(path)
+	require.NoError(t, err)
+	preFile, preLog := mustRead(t, path), mustRead(t, path+"-log")
+	_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Reason: "in flight"})
+	require.NoError(t, err)
+	journalfile.Abandon(j)
+	require.NoError(t, os.WriteFile(path, tearTo(preFile, mustRead(t, path)), 0o600))
+	require.NoError(t, os.WriteFile(path+"-log", preLog, 0o600))
+
+	playBoot(t, "boot-2")
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(10), sum.LastSeq)
+	_, err = os.Stat(path + ".torn")
+	assert.NoError(t, err, "the file replaced is kept")
+}
+
+// A file is made again from its log only if it is that log's as far as it reads: another run's
+// log, or a format this crw does not know, is refused and the file left as it is.
+func TestARebuildIsRefusedForAFileNotTheLogs(t *testing.T) {
+	for name, tt := range map[string]struct {
+		edit func(t *testing.T, path string)
+		want error
+		says string
+	}{
+		"another run's log": {func(t *testing.T, path string) {
+			other, _ := loggedJournalOf(t, "run-other", 3)
+			require.NoError(t, os.WriteFile(path+"-log", mustRead(t, other+"-log"), 0o600))
+		}, journalfile.ErrCorrupt, "its log is run run-other's"},
+		"an unknown format": {func(t *testing.T, path string) {
+			editFile(t, path, func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("4")) })
+		}, journalfile.ErrSchema, `row format "4"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			playBoot(t, "boot-1")
+			path, _ := loggedJournal(t, 5)
+			tt.edit(t, path)
+			before := mustRead(t, path)
+			playBoot(t, "boot-2")
+			_, err := journalfile.Open(path)
+			require.ErrorIs(t, err, tt.want)
+			assert.Contains(t, err.Error(), tt.says)
+			assert.Equal(t, before, mustRead(t, path), "the file is left as it is")
+		})
+	}
+}

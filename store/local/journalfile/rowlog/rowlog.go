@@ -41,9 +41,14 @@ const (
 	kindCheckpoint = 'c'
 )
 
-// maxFrame bounds a frame's payload as it is read: a length past it, or past the file's end,
-// is the log's end, never an allocation.
-const maxFrame = 1 << 30
+// maxFrame bounds a frame's payload: a commit of more is written as several frames, and a row
+// of more is refused (as etcd's store refuses one past 256 MiB). A scan allocates no more for a
+// frame, whatever a length claims. Tests make it smaller.
+var maxFrame int64 = 256 << 20
+
+// minRow is the shortest row a rows frame may hold: a row is JSON and its 4-byte checksum. A
+// frame of empty rows would make a scan's work grow with no bytes on disk behind it.
+const minRow = 6
 
 // headerLen is a frame's length and checksum.
 const headerLen = 8
@@ -67,13 +72,17 @@ type State struct {
 	Checkpoint, Last uint64
 	// End is the offset past the last frame that reads whole.
 	End int64
+	// Closed is whether the log's last frame is a checkpoint: its last writer closed it, the
+	// bbolt file fsync'd, and no commit of the file came after (a writer's open appends its
+	// boot frame after its checkpoint, and its commits of the file are not fsync'd).
+	Closed bool
 }
 
-// Synced reports whether the bbolt file may be trusted as it is: every row the log holds was
-// fsync'd into it, or the machine has not restarted since the last writer opened the log (a
-// process that died left its pages in the page cache).
+// Synced reports whether the bbolt file may be trusted as it is: its last writer closed the
+// log, or the machine has not restarted since that writer opened it (a process that died left
+// its pages in the page cache).
 func (s State) Synced(boot string) bool {
-	return s.Last <= s.Checkpoint || (boot != "" && s.Boot == boot)
+	return s.Closed || (boot != "" && s.Boot == boot)
 }
 
 // Log is a log open to append, held by one writer (an exclusive lock on the file).
@@ -156,20 +165,35 @@ func (l *Log) Begin(seq uint64, runID string) error {
 
 // Append writes one commit's rows, first seq first, and fsyncs the log: once it returns they
 // are durable. An error leaves the log's end unknown: the writer stops.
+// A commit of more than a frame holds is written as several, in one write and one fsync; a
+// row longer than a frame, or shorter than a row can be, is refused.
 func (l *Log) Append(first uint64, rows [][]byte) error {
-	n := 1 + 8
-	for _, r := range rows {
-		n += 4 + len(r)
-	}
-	p := make([]byte, 0, n)
-	p = append(p, kindRows)
-	p = binary.LittleEndian.AppendUint64(p, first)
-	for _, r := range rows {
-		p = binary.LittleEndian.AppendUint32(p, uint32(len(r)))
-		p = append(p, r...)
-	}
 	l.buf = l.buf[:0]
-	return l.append(p)
+	for len(rows) > 0 {
+		n, size := 0, 1+8
+		for ; n < len(rows) && int64(size+4+len(rows[n])) <= maxFrame; n++ {
+			if len(rows[n]) < minRow {
+				return fmt.Errorf("journal log: row %d has %d bytes", first+uint64(n), len(rows[n]))
+			}
+			size += 4 + len(rows[n])
+		}
+		if n == 0 {
+			return fmt.Errorf("journal log: row %d has %d bytes, more than a log's frame holds (%d)", first, len(rows[0]), maxFrame-13)
+		}
+		p := make([]byte, 0, size)
+		p = append(p, kindRows)
+		p = binary.LittleEndian.AppendUint64(p, first)
+		for _, r := range rows[:n] {
+			p = binary.LittleEndian.AppendUint32(p, uint32(len(r)))
+			p = append(p, r...)
+		}
+		if n == len(rows) {
+			return l.append(p)
+		}
+		l.buf = appendFrame(l.buf, p)
+		first, rows = first+uint64(n), rows[n:]
+	}
+	return nil
 }
 
 // Checkpoint records that the bbolt file was fsync'd with every row up to seq.
@@ -247,8 +271,15 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 			break
 		}
 		n := int64(binary.LittleEndian.Uint32(h[:4]))
-		if n == 0 || n > maxFrame || st.End+headerLen+n > size {
+		if n == 0 {
+			// The blocks allocated ahead: nothing may follow.
+			if err := zeros(r); err != nil {
+				return st, fmt.Errorf("frame at offset %d: %w", st.End, err)
+			}
 			break
+		}
+		if n > maxFrame || st.End+headerLen+n > size {
+			break // a write cut short as it grew the file
 		}
 		if int64(cap(payload)) < n {
 			payload = make([]byte, n)
@@ -258,6 +289,11 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 			break
 		}
 		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(h[4:]) {
+			// Torn only if nothing was written after it: a frame damaged in the middle
+			// of the log is not its end, and the frames after it are not cut off.
+			if err := zeros(r); err != nil {
+				return st, fmt.Errorf("frame at offset %d: %w", st.End, err)
+			}
 			break
 		}
 		if err := st.read(payload, fn, &scratch); err != nil {
@@ -271,8 +307,29 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	return st, nil
 }
 
+// zeros reads what is left of the log after a frame whose checksum fails: a write a crash cut
+// short is the last, followed by the zeros of the blocks allocated ahead or by nothing.
+func zeros(r io.Reader) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return fmt.Errorf("%w: the log goes on after a frame that does not read", ErrCorrupt)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // read takes in one whole frame; scratch holds the rows of the frame before, for fn.
 func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error, scratch *[][]byte) error {
+	st.Closed = p[0] == kindCheckpoint
 	switch p[0] {
 	case kindBoot:
 		if len(p) < 2 || len(p) < 2+int(p[1]) {
@@ -332,6 +389,9 @@ func splitRows(p []byte, rows [][]byte, keep bool) (_ [][]byte, first uint64, n 
 			return nil, 0, 0, fmt.Errorf("%w: a row cut short in the rows frame from seq %d", ErrCorrupt, first)
 		}
 		size := binary.LittleEndian.Uint32(rest)
+		if size < minRow {
+			return nil, 0, 0, fmt.Errorf("%w: a row of %d bytes in the rows frame from seq %d", ErrCorrupt, size, first)
+		}
 		if keep {
 			rows = append(rows, rest[4:4+size])
 		}

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,14 +51,14 @@ func TestFramesReadBackInOrder(t *testing.T) {
 	require.NoError(t, l.Append(1, rowsOf(`{"seq":1}`, `{"seq":2}`)))
 	require.NoError(t, l.Append(3, rowsOf(`{"seq":3}`)))
 	require.NoError(t, l.Checkpoint(3))
-	require.NoError(t, l.Append(4, rowsOf(`{"seq":4}`, ``, `{"seq":6}`)))
+	require.NoError(t, l.Append(4, rowsOf(`{"seq":4}`, `{"seq":5}`, `{"seq":6}`)))
 	require.NoError(t, l.Close())
 
 	got, st := readAll(t, path)
 	assert.Equal(t, []frame{
 		{1, []string{`{"seq":1}`, `{"seq":2}`}},
 		{3, []string{`{"seq":3}`}},
-		{4, []string{`{"seq":4}`, ``, `{"seq":6}`}},
+		{4, []string{`{"seq":4}`, `{"seq":5}`, `{"seq":6}`}},
 	}, got)
 	assert.Equal(t, "run-a", st.Run)
 	assert.Equal(t, BootID(), st.Boot)
@@ -91,9 +93,9 @@ func TestATornTailIsCutOff(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "journal.db-log")
 			l, err := Create(path, "run-a")
 			require.NoError(t, err)
-			require.NoError(t, l.Append(1, rowsOf("one", "two")))
+			require.NoError(t, l.Append(1, rowsOf("row one", "row two")))
 			st := State{End: l.end}
-			require.NoError(t, l.Append(3, rowsOf("three")))
+			require.NoError(t, l.Append(3, rowsOf("row three")))
 			require.NoError(t, l.Close())
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -106,10 +108,10 @@ func TestATornTailIsCutOff(t *testing.T) {
 			info, err := os.Stat(path)
 			require.NoError(t, err)
 			assert.Equal(t, st.End, info.Size(), "the torn end is cut off")
-			require.NoError(t, l.Append(3, rowsOf("three again")))
+			require.NoError(t, l.Append(3, rowsOf("row three again")))
 			require.NoError(t, l.Close())
 			got, _ := readAll(t, path)
-			assert.Equal(t, []frame{{1, []string{"one", "two"}}, {3, []string{"three again"}}}, got)
+			assert.Equal(t, []frame{{1, []string{"row one", "row two"}}, {3, []string{"row three again"}}}, got)
 		})
 	}
 }
@@ -139,10 +141,10 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 		"no magic":                {[]byte("crw-log2"), "no \"crw-log1\""},
 		"empty":                   {nil, "no \"crw-log1\""},
 		"no boot frame":           {[]byte(magic), "no boot frame"},
-		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "x"))...), "rows before the boot frame"},
-		"a gap in seqs":           {cat(boot, rawFrame(rowsPayload(1, "x")), rawFrame(rowsPayload(3, "y"))), "rows from seq 3 after seq 1"},
-		"rows from seq 0":         {cat(boot, rawFrame(rowsPayload(0, "x"))), "a rows frame from seq 0"},
-		"a row longer than":       {cat(boot, rawFrame(append(rowsPayload(1, "x"), 0xff, 0xff, 0xff, 0x7f, 'y'))), "a row cut short"},
+		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "row xx"))...), "rows before the boot frame"},
+		"a gap in seqs":           {cat(boot, rawFrame(rowsPayload(1, "row xx")), rawFrame(rowsPayload(3, "row yy"))), "rows from seq 3 after seq 1"},
+		"rows from seq 0":         {cat(boot, rawFrame(rowsPayload(0, "row xx"))), "a rows frame from seq 0"},
+		"a row longer than":       {cat(boot, rawFrame(append(rowsPayload(1, "row xx"), 0xff, 0xff, 0xff, 0x7f, 'y'))), "a row cut short"},
 		"a rows frame of no rows": {cat(boot, rawFrame(rowsPayload(1))), "without rows"},
 		"a checkpoint past":       {cat(boot, rawFrame(checkpointPayload(5))), "checkpoint at seq 5 past the last row 0"},
 		"a short checkpoint":      {cat(boot, rawFrame([]byte{kindCheckpoint, 1})), "checkpoint frame of 2 bytes"},
@@ -183,14 +185,37 @@ func TestSynced(t *testing.T) {
 		boot string
 		want bool
 	}{
-		{State{Boot: "b1", Checkpoint: 5, Last: 5}, "b2", true},  // every row fsync'd into the file
-		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b1", true},  // the writer died, the machine did not
-		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b2", false}, // the machine restarted
-		{State{Boot: "", Checkpoint: 4, Last: 5}, "", false},     // no boot id: no telling
+		{State{Boot: "b1", Checkpoint: 5, Last: 5, Closed: true}, "b2", true}, // closed: the file fsync'd, nothing after
+		{State{Boot: "b1", Checkpoint: 5, Last: 5}, "b2", false},              // opened again, and the machine restarted
+		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b1", true},               // the writer died, the machine did not
+		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "b2", false},              // the machine restarted
+		{State{Boot: "", Checkpoint: 4, Last: 5}, "", false},                  // no boot id: no telling
 		{State{Boot: "b1", Checkpoint: 4, Last: 5}, "", false},
 	} {
 		assert.Equal(t, tt.want, tt.st.Synced(tt.boot), "%+v at boot %q", tt.st, tt.boot)
 	}
+}
+
+// A log closed ends in a checkpoint; opened again, it ends in the writer's boot frame, and its
+// file is not trusted after a restart until that writer closes it (its commits of the file are
+// not fsync'd, and a power loss in the first of them leaves the log as the open left it).
+func TestOnlyACloseLeavesTheLogClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	require.NoError(t, l.Checkpoint(1))
+	require.NoError(t, l.Close())
+	_, st := readAll(t, path)
+	assert.True(t, st.Closed)
+
+	l, _, err = Open(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Begin(1, "run-a"))
+	require.NoError(t, l.Close())
+	_, st = readAll(t, path)
+	assert.False(t, st.Closed, "opened and not closed by its writer")
+	assert.Equal(t, uint64(1), st.Checkpoint)
 }
 
 func TestBootIDFromTheKernelOrNone(t *testing.T) {
@@ -207,8 +232,8 @@ func TestBootIDFromTheKernelOrNone(t *testing.T) {
 // FuzzOpen: whatever follows the magic, Open gives a state or ErrCorrupt, never a panic, and
 // the rows it gives follow one another.
 func FuzzOpen(f *testing.F) {
-	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "a", "b")), rawFrame(checkpointPayload(2))))
-	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "a")), []byte{1, 2, 3}))
+	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "row aa", "row bb")), rawFrame(checkpointPayload(2))))
+	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "row aa")), []byte{1, 2, 3}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "journal.db-log")
 		require.NoError(t, os.WriteFile(path, data, 0o600))
@@ -236,8 +261,8 @@ func TestBlocksAllocatedAheadAreTheEnd(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db-log")
 	l, err := Create(path, "run-a")
 	require.NoError(t, err)
-	require.NoError(t, l.Append(1, rowsOf("one")))
-	require.NoError(t, l.Append(2, rowsOf("two")))
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	require.NoError(t, l.Append(2, rowsOf("row two")))
 	killed, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Greater(t, int64(len(killed)), l.end, "blocks are allocated ahead")
@@ -249,6 +274,88 @@ func TestBlocksAllocatedAheadAreTheEnd(t *testing.T) {
 	copied := filepath.Join(t.TempDir(), "journal.db-log")
 	require.NoError(t, os.WriteFile(copied, killed, 0o600))
 	got, st := readAll(t, copied)
-	assert.Equal(t, []frame{{1, []string{"one"}}, {2, []string{"two"}}}, got)
+	assert.Equal(t, []frame{{1, []string{"row one"}}, {2, []string{"row two"}}}, got)
 	assert.Equal(t, l.end, st.End)
+}
+
+// A frame damaged in the middle of the log is not its end: the frames after it are not cut
+// off, and the open says the log is damaged.
+func TestAFrameDamagedInTheMiddleIsNotTheEnd(t *testing.T) {
+	for name, damage := range map[string]func(data []byte, second int){
+		"a bit flipped in its rows": func(d []byte, at int) { d[at+8+12] ^= 1 },
+		"its header zeroed":         func(d []byte, at int) { copy(d[at:at+8], make([]byte, 8)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db-log")
+			l, err := Create(path, "run-a")
+			require.NoError(t, err)
+			require.NoError(t, l.Append(1, rowsOf("row one")))
+			second := int(l.end)
+			require.NoError(t, l.Append(2, rowsOf("row two")))
+			require.NoError(t, l.Append(3, rowsOf("row three")))
+			require.NoError(t, l.Checkpoint(3))
+			require.NoError(t, l.Close())
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			damage(data, second)
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+
+			_, _, err = Open(path, nil)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), fmt.Sprintf("frame at offset %d", second))
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, data, after, "the log is left as it is")
+		})
+	}
+}
+
+// A crafted frame of empty rows in a sparse file (no blocks on disk behind its length) is
+// refused at its first row: a scan's work does not grow with what a length claims.
+func TestAFrameOfEmptyRowsIsRefused(t *testing.T) {
+	n := int64(16<<20 + 1)
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	hdr := []byte{kindRows, 1, 0, 0, 0, 0, 0, 0, 0} // rows from seq 1, then zeros: empty rows
+	crc := crc32.Update(crc32.Checksum(hdr, castagnoli), castagnoli, make([]byte, n-int64(len(hdr))))
+	var h [headerLen]byte
+	binary.LittleEndian.PutUint32(h[:4], uint32(n))
+	binary.LittleEndian.PutUint32(h[4:], crc)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = f.Write(cat(rawFrame(bootPayload("b", "run")), h[:], hdr))
+	require.NoError(t, err)
+	off, err := f.Seek(0, 1)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(off+n-int64(len(hdr))))
+	require.NoError(t, f.Close())
+	_, _, err = Open(path, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "a row of 0 bytes")
+}
+
+// A commit of more than a frame holds is written as several frames and reads back whole; a
+// row longer than a frame is refused, and the log is as it was.
+func TestACommitLargerThanAFrame(t *testing.T) {
+	saved := maxFrame
+	defer func() { maxFrame = saved }()
+	maxFrame = 64
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	rows := rowsOf("row number 1 of six", "row number 2 of six", "row number 3 of six", "row number 4 of six", "row number 5 of six", "row number 6 of six")
+	require.NoError(t, l.Append(1, rows))
+	end := l.end
+	err = l.Append(7, rowsOf(strings.Repeat("x", 60)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "row 7 has 60 bytes, more than a log's frame holds")
+	assert.Equal(t, end, l.end)
+	require.NoError(t, l.Close())
+	got, st := readAll(t, path)
+	require.Len(t, got, 3, "two rows a frame")
+	var all []string
+	for _, f := range got {
+		all = append(all, f.rows...)
+	}
+	assert.Equal(t, []string{"row number 1 of six", "row number 2 of six", "row number 3 of six", "row number 4 of six", "row number 5 of six", "row number 6 of six"}, all)
+	assert.Equal(t, uint64(6), st.Last)
 }
