@@ -353,6 +353,8 @@ func readKept[T any](s *Store, ctx context.Context, run, what string, holder fun
 				return fromRows()
 			case errors.Is(err, journalfile.ErrLocked):
 				last = err // a holder has just taken it: ask it
+			case errors.Is(err, journalfile.ErrUnrecovered):
+				return zero, unrecovered(run, err)
 			case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
 				return zero, damaged(run, path, err)
 			case errors.Is(err, os.ErrNotExist):
@@ -484,6 +486,8 @@ func (s *Store) rowsFromFile(run string, from uint64, limit int, fn func(*journa
 	switch {
 	case errors.Is(err, journalfile.ErrLocked):
 		return &rowsError{err: err, retry: true} // a holder has just taken it: ask it
+	case errors.Is(err, journalfile.ErrUnrecovered):
+		return &rowsError{err: unrecovered(run, err)}
 	case errors.Is(err, journalfile.ErrCorrupt), errors.Is(err, journalfile.ErrSchema):
 		return &rowsError{err: damaged(run, path, err)}
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOENT):
@@ -510,6 +514,13 @@ func (s *Store) rowsFromFile(run string, from uint64, limit int, fn func(*journa
 func noJournal(run, path string) error {
 	return errs.New(errs.IncompatibleSchema, "run %s has no journal: %s is missing", run, path).
 		Because("store", "journal_missing", "not_started", errs.Certain).Next("crw flow delete " + run)
+}
+
+// unrecovered is the error of a journal a reader may not trust yet: the machine restarted while
+// it was being written, and the resume that goes on with the run makes it again from its log.
+func unrecovered(run string, err error) error {
+	return errs.New(errs.RunUnavailable, "run %s: the machine restarted while its journal was being written; resuming it recovers the journal from its log first", run).Wrap(err).
+		Because("store", "journal_unrecovered", "not_started", errs.Certain).Next("crw flow resume " + run)
 }
 
 // damaged is the error of a journal that is damaged: it names the file and the damage, and it

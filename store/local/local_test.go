@@ -402,3 +402,48 @@ func TestALargeJournalIsReadOnceTheLeaseServesItsReaders(t *testing.T) {
 func TestTheJournalLogIsNamedAsTheJournalFileSays(t *testing.T) {
 	assert.Equal(t, rowlog.Path(local.JournalFile), local.JournalLog)
 }
+
+// A run whose process died as the machine went down is not read from a journal file that may be
+// torn: its readers say so, naming the resume, and the resume's open recovers it from its log.
+func TestAJournalTheMachinesRestartMayHaveTornWaitsForItsResume(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := local.New(root)
+	require.NoError(t, err)
+	run := storetest.ID(9)
+	require.NoError(t, s.Create(ctx, storetest.Spec(run)))
+	s.CrashAfterCommit(run, 2)
+	lease, err := s.Acquire(ctx, run)
+	require.NoError(t, err)
+	for _, reason := range []string{"first", "second", "third"} {
+		_, _ = lease.Journal().Write(&journal.Row{Type: journal.TypeWarning, Reason: reason})
+	}
+	<-lease.Lost()
+	_ = lease.Release()
+
+	saved := rowlog.BootIDFile
+	t.Cleanup(func() { rowlog.BootIDFile = saved })
+	rowlog.BootIDFile = filepath.Join(t.TempDir(), "boot_id")
+	require.NoError(t, os.WriteFile(rowlog.BootIDFile, []byte("after-the-restart\n"), 0o600))
+
+	reader, err := local.New(root)
+	require.NoError(t, err)
+	for what, read := range map[string]func() error{
+		"summary": func() error { _, err := reader.Summary(ctx, run); return err },
+		"rows":    func() error { return reader.Rows(ctx, run, 1, func(*journal.Row) error { return nil }) },
+	} {
+		err := read()
+		e, ok := errs.As(err)
+		require.True(t, ok, "%s: %v", what, err)
+		assert.Equal(t, errs.RunUnavailable, e.Code, what)
+		assert.Equal(t, "journal_unrecovered", e.Reason(), what)
+		assert.Contains(t, e.Detail, "run "+run+": the machine restarted while its journal was being written", what)
+	}
+
+	lease, err = s.Acquire(ctx, run)
+	require.NoError(t, err)
+	require.NoError(t, lease.Release())
+	sum, err := reader.Summary(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), sum.LastSeq, "the rows of the two commits made")
+}

@@ -20,6 +20,10 @@ var (
 	ErrClosed = errors.New("journal closed")
 	// ErrReadOnly: a write on a journal opened with OpenReadOnly.
 	ErrReadOnly = errors.New("journal is read-only")
+	// ErrUnrecovered: a reader's journal whose file may be torn: the machine restarted since
+	// its last writer opened it, and that writer did not close it. The next open to write
+	// makes it again from its log.
+	ErrUnrecovered = errors.New("journal not yet recovered from its log")
 )
 
 // Damage is what a damaged journal's error says of the damage itself ("truncated", "empty

@@ -140,6 +140,9 @@ func formatFile(tx *bbolt.Tx, runID, format string) error {
 	if err := meta.Put(keyFormat, []byte(format)); err != nil {
 		return err
 	}
+	if err := meta.Put(keyBoot, []byte(rowlog.BootID())); err != nil {
+		return err
+	}
 	if err := putSummary(meta, journal.NewSummary()); err != nil {
 		return err
 	}
@@ -216,7 +219,7 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 		if meta == nil || string(meta.Get(keySchema)) != Schema {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
 		}
-		st.runID = string(meta.Get(keyRun))
+		st.runID, st.boot = string(meta.Get(keyRun)), string(meta.Get(keyBoot))
 		var err error
 		if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
 			return err
@@ -248,8 +251,12 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 		// made again after a machine's crash, once the file holds what the last writer put.
 		st.logged = true
 		err = logMissing(db, lg, logState.Last, st.last)
+		if boot := rowlog.BootID(); err == nil && st.boot != boot {
+			// Readers trust a file its writer has not closed in this boot alone (forReader).
+			err = db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyBoot, []byte(boot)) })
+		}
 		if err == nil {
-			err = db.Sync()
+			err = db.Sync() // what the last writer put unsynced
 		}
 		if err == nil {
 			err = lg.Begin(st.last, st.runID)
@@ -272,8 +279,17 @@ func readOnly(db *bbolt.DB, path string, st fileState) *Journal {
 // OpenReadOnly opens a journal for reading under a shared lock, with the same
 // checks and errors as Open. Append and Sync on it fail with ErrReadOnly.
 func OpenReadOnly(path string) (*Journal, error) {
-	db, st, _, err := openChecked(path)
+	var db *bbolt.DB
+	var st fileState
+	err := forReader(path, func(boot *string) (err error) {
+		db, st, _, err = openChecked(path)
+		*boot = st.boot
+		return err
+	})
 	if err != nil {
+		if db != nil {
+			_ = db.Close()
+		}
 		return nil, err
 	}
 	return readOnly(db, path, st), nil
@@ -285,8 +301,17 @@ func OpenReadOnly(path string) (*Journal, error) {
 // ErrCorrupt rather than a crash. A reader that passes over the rows once (a replay, a trace)
 // would otherwise read the whole file twice, and a reader of a few rows all of it.
 func OpenReader(path string) (*Journal, error) {
-	db, st, err := openLight(path)
+	var db *bbolt.DB
+	var st fileState
+	err := forReader(path, func(boot *string) (err error) {
+		db, st, err = openLight(path)
+		*boot = st.boot
+		return err
+	})
 	if err != nil {
+		if db != nil {
+			_ = db.Close()
+		}
 		return nil, err
 	}
 	return readOnly(db, path, st), nil

@@ -280,3 +280,32 @@ func putRows(tx *bbolt.Tx, batch []entry) error {
 	}
 	return nil
 }
+
+// forReader runs read, a reader's reading of the journal's file at path (which no writer's
+// open recovered), and says ErrUnrecovered instead of what it found when the file may be torn:
+// a journal with a log its last writer did not close, opened to write last in another boot
+// than the machine's (or in one no one can tell), as the file's meta says (keyBoot, which read
+// sets when it gets that far), or else the log's last boot frame.
+func forReader(path string, read func(boot *string) error) error {
+	var boot string
+	err := read(&boot)
+	if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrSchema) {
+		return err // held (ErrLocked: its writer recovered it), missing, …
+	}
+	logPath := rowlog.Path(path)
+	if _, serr := os.Lstat(logPath); serr != nil || rowlog.Closed(logPath) {
+		return err
+	}
+	if err != nil {
+		// The file does not read: damaged, or torn by the restart, as its log says.
+		ls, lerr := rowlog.ReadState(logPath)
+		if lerr != nil {
+			return err
+		}
+		boot = ls.Boot
+	}
+	if now := rowlog.BootID(); now != "" && boot == now {
+		return err
+	}
+	return fmt.Errorf("%w: the machine restarted since its last writer opened it, and its file may be torn: the next open to write makes it again from its log", ErrUnrecovered)
+}

@@ -348,3 +348,65 @@ func TestARebuildIsRefusedForAFileNotTheLogs(t *testing.T) {
 		})
 	}
 }
+
+// A reader does not trust a file the machine's restart may have torn: its log was not closed
+// and its last writer opened it in another boot. It says so until a writer's open recovers it;
+// a log closed, or a writer of this boot, is read as it is.
+func TestReadersWaitForTheRecovery(t *testing.T) {
+	readers := map[string]func(path string) error{
+		"ReadSummary": func(path string) error { _, _, err := journalfile.ReadSummary(path); return err },
+		"ReadOutstanding": func(path string) error {
+			_, _, err := journalfile.ReadOutstanding(path, 10)
+			return err
+		},
+		"OpenReader": func(path string) error {
+			j, err := journalfile.OpenReader(path)
+			if err == nil {
+				_ = j.Close()
+			}
+			return err
+		},
+		"OpenReadOnly": func(path string) error {
+			j, err := journalfile.OpenReadOnly(path)
+			if err == nil {
+				_ = j.Close()
+			}
+			return err
+		},
+	}
+	playBoot(t, "boot-1")
+	killed, _ := loggedJournal(t, 12)
+	closed, _ := loggedJournalOf(t, "run-closed", 12)
+	_, _ = reopened(t, closed)
+	for name, read := range readers {
+		require.NoError(t, read(killed), "%s: the writer died, the machine did not", name)
+	}
+	playBoot(t, "boot-2")
+	for name, read := range readers {
+		err := read(killed)
+		require.ErrorIs(t, err, journalfile.ErrUnrecovered, name)
+		require.NoError(t, read(closed), "%s: a log its writer closed", name)
+	}
+	rows, _ := reopened(t, killed)
+	require.Len(t, rows, 12)
+	for name, read := range readers {
+		require.NoError(t, read(killed), "%s: once a writer recovered it", name)
+	}
+}
+
+// A file that does not read is torn by the restart when its log's last writer opened it in
+// another boot, and damaged when in this one.
+func TestAFileThatDoesNotReadIsTornOrDamagedByItsLogsBoot(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, _ := loggedJournal(t, 12)
+	data := mustRead(t, path)
+	require.NoError(t, os.WriteFile(path, data[:8192], 0o600))
+	_, _, err := journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	require.NotErrorIs(t, err, journalfile.ErrUnrecovered)
+	playBoot(t, "boot-2")
+	_, _, err = journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	rows, _ := reopened(t, path)
+	assert.Len(t, rows, 12, "made again from its log")
+}

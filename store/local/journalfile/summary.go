@@ -364,28 +364,32 @@ func readFew(path, what string, fn func(tx *bbolt.Tx) error) error {
 	if !info.Mode().IsRegular() || info.Size() == 0 {
 		return fmt.Errorf("journal: %s %s: %w: empty or not a regular file", what, path, ErrCorrupt)
 	}
-	opts := boltOptions(true, nil)
-	opts.Timeout = readerLockWait
-	db, err := bbolt.Open(path, 0o600, opts)
-	if err != nil {
-		return openError(path, err)
-	}
-	defer db.Close()
-	err = guarded(func() error {
-		return db.View(func(tx *bbolt.Tx) error {
-			if info.Size() < tx.Size() {
-				return fmt.Errorf("%w: file has %d bytes but its pages need %d (truncated)", ErrCorrupt, info.Size(), tx.Size())
-			}
-			meta := tx.Bucket(bucketMeta)
-			if meta == nil || string(meta.Get(keySchema)) != Schema {
-				return fmt.Errorf("%w: not a %s journal", ErrSchema, Schema)
-			}
-			return fn(tx)
+	err = forReader(path, func(boot *string) error {
+		opts := boltOptions(true, nil)
+		opts.Timeout = readerLockWait
+		db, err := bbolt.Open(path, 0o600, opts)
+		if err != nil {
+			return openError(path, err)
+		}
+		defer db.Close()
+		err = guarded(func() error {
+			return db.View(func(tx *bbolt.Tx) error {
+				if info.Size() < tx.Size() {
+					return fmt.Errorf("%w: file has %d bytes but its pages need %d (truncated)", ErrCorrupt, info.Size(), tx.Size())
+				}
+				meta := tx.Bucket(bucketMeta)
+				if meta == nil || string(meta.Get(keySchema)) != Schema {
+					return fmt.Errorf("%w: not a %s journal", ErrSchema, Schema)
+				}
+				*boot = string(meta.Get(keyBoot))
+				return fn(tx)
+			})
 		})
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			err = ErrClosed
+		}
+		return err
 	})
-	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		err = ErrClosed
-	}
 	if err != nil {
 		return fmt.Errorf("journal: %s %s: %w", what, path, err)
 	}

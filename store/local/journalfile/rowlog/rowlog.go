@@ -85,6 +85,28 @@ func (s State) Synced(boot string) bool {
 	return s.Closed || (boot != "" && s.Boot == boot)
 }
 
+// Closed reports, from its last bytes alone, whether the log at path ends in a checkpoint: its
+// last writer closed it (State.Closed), for a reader that will not read every frame. A log a
+// writer holds, or one whose writer died, ends in the zeros of the blocks allocated ahead.
+func Closed(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	const n = headerLen + 9
+	if err != nil || info.Size() < int64(len(magic))+n {
+		return false
+	}
+	var b [n]byte
+	if _, err := f.ReadAt(b[:], info.Size()-n); err != nil {
+		return false
+	}
+	return binary.LittleEndian.Uint32(b[:4]) == 9 && b[headerLen] == kindCheckpoint &&
+		crc32.Checksum(b[headerLen:], castagnoli) == binary.LittleEndian.Uint32(b[4:8])
+}
+
 // Log is a log open to append, held by one writer (an exclusive lock on the file).
 type Log struct {
 	f     *os.File
@@ -146,6 +168,20 @@ func Open(path string, fn func(first uint64, rows [][]byte) error) (*Log, State,
 		return nil, State{}, fmt.Errorf("journal log: %s: %w", path, err)
 	}
 	return &Log{f: f, path: path, end: st.End}, st, nil
+}
+
+// ReadState scans the log at path as it is, for a reader: no lock taken, nothing cut off.
+func ReadState(path string) (State, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return State{}, fmt.Errorf("journal log: read %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := scan(f, nil)
+	if err != nil {
+		return st, fmt.Errorf("journal log: %s: %w", path, err)
+	}
+	return st, nil
 }
 
 // Each reads the rows frames of the log already open as l, in order, as Open's fn does.
