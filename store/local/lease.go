@@ -93,7 +93,7 @@ func (s *Store) AcquireReading(ctx context.Context, run string, read func(store.
 			return nil
 		}
 	}
-	j, err := journalfile.OpenReading(path, readJournal)
+	j, err := journalfile.OpenRun(path, run, readJournal)
 	if re, ok := err.(readError); ok {
 		locks.release()
 		return nil, re.err

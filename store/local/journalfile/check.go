@@ -43,7 +43,6 @@ type fileState struct {
 	last    uint64
 	summed  bool             // rows end in a checksum (keyFormat)
 	logged  bool             // rows go to the log first (formatLogged)
-	boot    string           // keyBoot
 	summary *journal.Summary // nil for a journal written before summaries were kept
 }
 
@@ -237,7 +236,7 @@ func readMeta(tx *bbolt.Tx, rel *walkReleaser) (fileState, error) {
 	if got := string(meta.Get(keySchema)); got != Schema {
 		return st, fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
 	}
-	st.runID, st.boot = string(meta.Get(keyRun)), string(meta.Get(keyBoot))
+	st.runID = string(meta.Get(keyRun))
 	var err error
 	if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
 		return st, err
@@ -299,7 +298,6 @@ func openLight(path string) (db *bbolt.DB, st fileState, err error) {
 			if got := string(meta.Get(keySchema)); got != Schema {
 				return fmt.Errorf("%w: %q, want %q", ErrSchema, got, Schema)
 			}
-			st.boot = string(meta.Get(keyBoot))
 			if st.runID = string(meta.Get(keyRun)); st.runID == "" {
 				return fmt.Errorf("%w: no run id in %q", ErrCorrupt, bucketMeta)
 			}

@@ -140,9 +140,6 @@ func formatFile(tx *bbolt.Tx, runID, format string) error {
 	if err := meta.Put(keyFormat, []byte(format)); err != nil {
 		return err
 	}
-	if err := meta.Put(keyBoot, []byte(rowlog.BootID())); err != nil {
-		return err
-	}
 	if err := putSummary(meta, journal.NewSummary()); err != nil {
 		return err
 	}
@@ -165,7 +162,13 @@ func Open(path string) (*Journal, error) { return OpenReading(path, nil) }
 // mapped in again). The journal read has is closed when read returns. An error of read's is
 // OpenReading's, as it is, and the file is not opened to write.
 func OpenReading(path string, read func(*Journal) error) (j *Journal, err error) {
-	lg, logState, err := openLog(path)
+	return OpenRun(path, "", read)
+}
+
+// OpenRun is OpenReading of the journal of run: a journal whose log is another run's is refused
+// before anything is made of it (after a machine's restart, the file is made again from the log).
+func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error) {
+	lg, logState, err := openLog(path, run)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +222,7 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 		if meta == nil || string(meta.Get(keySchema)) != Schema {
 			return fmt.Errorf("%w: schema changed since it was checked", ErrSchema)
 		}
-		st.runID, st.boot = string(meta.Get(keyRun)), string(meta.Get(keyBoot))
+		st.runID = string(meta.Get(keyRun))
 		var err error
 		if st.summed, st.logged, err = rowFormat(meta.Get(keyFormat)); err != nil {
 			return err
@@ -251,10 +254,6 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 		// made again after a machine's crash, once the file holds what the last writer put.
 		st.logged = true
 		err = logMissing(db, lg, logState.Last, st.last)
-		if boot := rowlog.BootID(); err == nil && st.boot != boot {
-			// Readers trust a file its writer has not closed in this boot alone (forReader).
-			err = db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyBoot, []byte(boot)) })
-		}
 		if err == nil {
 			err = db.Sync() // what the last writer put unsynced
 		}
@@ -281,9 +280,8 @@ func readOnly(db *bbolt.DB, path string, st fileState) *Journal {
 func OpenReadOnly(path string) (*Journal, error) {
 	var db *bbolt.DB
 	var st fileState
-	err := forReader(path, func(boot *string) (err error) {
+	err := forReader(path, func() (err error) {
 		db, st, _, err = openChecked(path)
-		*boot = st.boot
 		return err
 	})
 	if err != nil {
@@ -303,9 +301,8 @@ func OpenReadOnly(path string) (*Journal, error) {
 func OpenReader(path string) (*Journal, error) {
 	var db *bbolt.DB
 	var st fileState
-	err := forReader(path, func(boot *string) (err error) {
+	err := forReader(path, func() (err error) {
 		db, st, err = openLight(path)
-		*boot = st.boot
 		return err
 	})
 	if err != nil {

@@ -20,9 +20,6 @@ var (
 	keyFormat = []byte("format")
 	// keySummary is the journal.Summary of every row, as JSON, rewritten by each commit.
 	keySummary = []byte("summary")
-	// keyBoot is the kernel's boot id when the last writer opened the journal (formatLogged):
-	// a reader trusts a file its last writer did not close only in that boot (forReader).
-	keyBoot = []byte("boot")
 
 	// bucketCalls maps a call id to what the summary's fold knows of it: callOpen while its
 	// newest attempt has no terminal row, else that row's status.

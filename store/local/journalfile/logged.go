@@ -21,9 +21,12 @@ import (
 // (its commits were not fsync'd, and the machine restarted since) is made again from the log.
 
 // openLog opens the log of the journal at path to write, once its file is known safe to check:
-// rebuilt from the log if the machine restarted since rows were put in it unsynced. A journal
-// without a log (written before logs were kept) gives nil.
-func openLog(path string) (*rowlog.Log, rowlog.State, error) {
+// made again from the log if the machine restarted since rows were put in it unsynced. A journal
+// without a log (written before logs were kept) gives nil. run, if not "", is the run the
+// journal must be: a log of another is refused before anything is made of it. The file itself
+// is not read before it is made again (a torn file may hold anything, a cycle of pages that
+// bbolt would follow until its stack ran out among them); the one replaced is kept.
+func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 	logPath := rowlog.Path(path)
 	if _, err := os.Lstat(logPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, rowlog.State{}, nil
@@ -32,53 +35,17 @@ func openLog(path string) (*rowlog.Log, rowlog.State, error) {
 	if err != nil {
 		return nil, st, logError(path, err)
 	}
+	if run != "" && st.Run != run {
+		_ = lg.Close()
+		return nil, st, fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, st.Run)
+	}
 	if !st.Synced(rowlog.BootID()) {
-		err := theLogsFile(path, st.Run)
-		if err == nil {
-			err = rebuild(path, lg, st.Run)
-		}
-		if err != nil {
+		if err := rebuild(path, lg, st.Run); err != nil {
 			_ = lg.Close()
 			return nil, st, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
 		}
 	}
 	return lg, st, nil
-}
-
-// theLogsFile checks, before the file at path is made again from the log of run, that the file
-// is that log's as far as it reads: a file whose meta bucket reads and names another run, keeps
-// no log, or has a format this crw does not know is refused, not replaced. A file that does not
-// read (torn, as a machine's crash may leave it) is the log's to make again.
-func theLogsFile(path, run string) error {
-	var db *bbolt.DB
-	if guarded(func() (err error) { db, err = bbolt.Open(path, 0o600, boltOptions(true, nil)); return err }) != nil {
-		return nil
-	}
-	defer db.Close()
-	var refused error
-	_ = guarded(func() error {
-		return db.View(func(tx *bbolt.Tx) error {
-			meta := tx.Bucket(bucketMeta)
-			if meta == nil {
-				return nil
-			}
-			if schema := meta.Get(keySchema); schema != nil && string(schema) != Schema {
-				refused = fmt.Errorf("%w: %q, want %q", ErrSchema, schema, Schema)
-				return nil
-			}
-			_, logged, err := rowFormat(meta.Get(keyFormat))
-			switch id := meta.Get(keyRun); {
-			case err != nil:
-				refused = err
-			case !logged:
-				refused = fmt.Errorf("%w: a log beside a journal that keeps none", ErrCorrupt)
-			case id != nil && string(id) != run:
-				refused = fmt.Errorf("%w: its log is run %s's, the journal run %s's", ErrCorrupt, run, id)
-			}
-			return nil
-		})
-	})
-	return refused
 }
 
 // logError maps the log's errors onto the journal's.
@@ -166,8 +133,9 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 }
 
 // applyLog puts the log's rows after seq after in db, folded into the summary and its index as
-// the commits that logged them would have; a transaction takes the commits of up to
-// applyBatch rows (a file made again from a long log is one transaction per commit otherwise).
+// the commits that logged them would have; a transaction takes up to applyBatch rows (a file
+// made again from a long log is one transaction per commit otherwise, and a crafted frame of
+// many rows is not held whole).
 func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
 	var batch []entry
 	put := func() error {
@@ -208,9 +176,11 @@ func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
 			part := r.ForSummary()
 			part.Seq = seq
 			batch = append(batch, entry{seq: seq, data: append([]byte(nil), v...), part: part})
-		}
-		if len(batch) >= applyBatch {
-			return put()
+			if len(batch) >= applyBatch {
+				if err := put(); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -220,7 +190,7 @@ func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
 	return put()
 }
 
-// applyBatch is how many rows applyLog puts in one transaction, at most a commit's more.
+// applyBatch is how many rows applyLog puts in one transaction.
 const applyBatch = 4096
 
 // applyTail puts the rows a writer that died logged but did not put in the file at path, which
@@ -282,30 +252,21 @@ func putRows(tx *bbolt.Tx, batch []entry) error {
 }
 
 // forReader runs read, a reader's reading of the journal's file at path (which no writer's
-// open recovered), and says ErrUnrecovered instead of what it found when the file may be torn:
-// a journal with a log its last writer did not close, opened to write last in another boot
-// than the machine's (or in one no one can tell), as the file's meta says (keyBoot, which read
-// sets when it gets that far), or else the log's last boot frame.
-func forReader(path string, read func(boot *string) error) error {
-	var boot string
-	err := read(&boot)
-	if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrSchema) {
-		return err // held (ErrLocked: its writer recovered it), missing, …
-	}
+// open recovered), unless the file may be torn: a journal whose log its last writer did not
+// close (its last bytes are not a checkpoint), opened to write last in another boot than the
+// machine's (or in one no one can tell), is ErrUnrecovered, the file not read at all (a torn
+// file may hold a cycle of pages bbolt would follow until its stack ran out).
+func forReader(path string, read func() error) error {
 	logPath := rowlog.Path(path)
-	if _, serr := os.Lstat(logPath); serr != nil || rowlog.Closed(logPath) {
-		return err
+	if _, err := os.Lstat(logPath); err != nil || rowlog.Closed(logPath) {
+		return read()
 	}
+	ls, err := rowlog.ReadState(logPath)
 	if err != nil {
-		// The file does not read: damaged, or torn by the restart, as its log says.
-		ls, lerr := rowlog.ReadState(logPath)
-		if lerr != nil {
-			return err
-		}
-		boot = ls.Boot
+		return logError(path, err)
 	}
-	if now := rowlog.BootID(); now != "" && boot == now {
-		return err
+	if now := rowlog.BootID(); now == "" || ls.Boot != now {
+		return fmt.Errorf("%w: the machine restarted since its last writer opened it, and its file may be torn: the next open to write makes it again from its log", ErrUnrecovered)
 	}
-	return fmt.Errorf("%w: the machine restarted since its last writer opened it, and its file may be torn: the next open to write makes it again from its log", ErrUnrecovered)
+	return read()
 }

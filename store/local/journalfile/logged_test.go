@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -319,34 +320,27 @@ func TestAPowerLossInTheFirstCommitAfterAnOpen(t *testing.T) {
 	assert.NoError(t, err, "the file replaced is kept")
 }
 
-// A file is made again from its log only if it is that log's as far as it reads: another run's
-// log, or a format this crw does not know, is refused and the file left as it is.
-func TestARebuildIsRefusedForAFileNotTheLogs(t *testing.T) {
-	for name, tt := range map[string]struct {
-		edit func(t *testing.T, path string)
-		want error
-		says string
-	}{
-		"another run's log": {func(t *testing.T, path string) {
-			other, _ := loggedJournalOf(t, "run-other", 3)
-			require.NoError(t, os.WriteFile(path+"-log", mustRead(t, other+"-log"), 0o600))
-		}, journalfile.ErrCorrupt, "its log is run run-other's"},
-		"an unknown format": {func(t *testing.T, path string) {
-			editFile(t, path, func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("4")) })
-		}, journalfile.ErrSchema, `row format "4"`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			playBoot(t, "boot-1")
-			path, _ := loggedJournal(t, 5)
-			tt.edit(t, path)
-			before := mustRead(t, path)
-			playBoot(t, "boot-2")
-			_, err := journalfile.Open(path)
-			require.ErrorIs(t, err, tt.want)
-			assert.Contains(t, err.Error(), tt.says)
-			assert.Equal(t, before, mustRead(t, path), "the file is left as it is")
-		})
-	}
+// The log of another run is refused before anything is made of it; a file made again from its
+// log is kept as it was beside it, for whoever looks into why.
+func TestARebuildIsTheRunsAndKeepsTheFileItReplaces(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 5)
+	other, _ := loggedJournalOf(t, "run-other", 3)
+	mine := mustRead(t, path+"-log")
+	require.NoError(t, os.WriteFile(path+"-log", mustRead(t, other+"-log"), 0o600))
+	before := mustRead(t, path)
+	playBoot(t, "boot-2")
+	_, err := journalfile.OpenRun(path, "run-logged", nil)
+	require.ErrorIs(t, err, journalfile.ErrCorrupt)
+	assert.Contains(t, err.Error(), "its log is run run-other's")
+	assert.Equal(t, before, mustRead(t, path), "the file is left as it is")
+
+	require.NoError(t, os.WriteFile(path+"-log", mine, 0o600))
+	j, err := journalfile.OpenRun(path, "run-logged", nil)
+	require.NoError(t, err)
+	assert.Equal(t, want, rowsJSON(t, j))
+	require.NoError(t, j.Close())
+	assert.Equal(t, before, mustRead(t, path+".torn"), "the file replaced")
 }
 
 // A reader does not trust a file the machine's restart may have torn: its log was not closed
@@ -409,4 +403,72 @@ func TestAFileThatDoesNotReadIsTornOrDamagedByItsLogsBoot(t *testing.T) {
 	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
 	rows, _ := reopened(t, path)
 	assert.Len(t, rows, 12, "made again from its log")
+}
+
+// A row longer than the log's frames is refused at its append, before the file takes it: the
+// journal is poisoned, and its next open finds the file and the log as they were.
+func TestARowLongerThanTheLogTakesIsRefusedBeforeTheFile(t *testing.T) {
+	defer rowlog.SetMaxFrame(4096)()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, "run-long")
+	require.NoError(t, err)
+	writeSample(t, j, 3)
+	want := rowsJSON(t, j)
+	_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Reason: strings.Repeat("x", 5000)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than a journal's row may")
+	_ = j.Close()
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(3), sum.LastSeq)
+}
+
+// A commit of more rows than one transaction of a rebuild takes (applyBatch) is made again
+// whole, in several.
+func TestARebuildOfACommitOfManyRows(t *testing.T) {
+	playBoot(t, "boot-1")
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, "run-many")
+	require.NoError(t, err)
+	_, err = j.Write(journalfiletest.SampleRows(10000)...)
+	require.NoError(t, err)
+	want := rowsJSON(t, j)
+	journalfile.Abandon(j)
+	require.NoError(t, os.WriteFile(path, mustRead(t, path)[:8192], 0o600))
+	playBoot(t, "boot-2")
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(10000), sum.LastSeq)
+}
+
+// A file torn so that its root page is a branch that points to itself would send bbolt round
+// it until its stack ran out: after a restart, neither a reader nor the writer's open reads it
+// before it is made again from its log.
+func TestACyclicTornFileIsNotRead(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 5)
+	data := mustRead(t, path)
+	const page = 4096
+	meta := 0
+	if binary.LittleEndian.Uint64(data[page+16+48:]) > binary.LittleEndian.Uint64(data[16+48:]) {
+		meta = page // the meta of the higher txid
+	}
+	root := binary.LittleEndian.Uint64(data[meta+16+16:])
+	p := data[int(root)*page : int(root+1)*page]
+	clear(p)
+	binary.LittleEndian.PutUint64(p[0:], root)
+	binary.LittleEndian.PutUint16(p[8:], 0x01) // a branch page
+	binary.LittleEndian.PutUint16(p[10:], 1)   // of one element
+	binary.LittleEndian.PutUint32(p[16:], 16)  // its key 16 bytes on
+	binary.LittleEndian.PutUint32(p[20:], 4)
+	binary.LittleEndian.PutUint64(p[24:], root) // pointing to itself
+	copy(p[32:], "meta")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	playBoot(t, "boot-2")
+	_, _, err := journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	_, err = journalfile.OpenReader(path)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	got, _ := reopened(t, path)
+	assert.Equal(t, want, got)
 }

@@ -364,7 +364,7 @@ func readFew(path, what string, fn func(tx *bbolt.Tx) error) error {
 	if !info.Mode().IsRegular() || info.Size() == 0 {
 		return fmt.Errorf("journal: %s %s: %w: empty or not a regular file", what, path, ErrCorrupt)
 	}
-	err = forReader(path, func(boot *string) error {
+	err = forReader(path, func() error {
 		opts := boltOptions(true, nil)
 		opts.Timeout = readerLockWait
 		db, err := bbolt.Open(path, 0o600, opts)
@@ -381,7 +381,6 @@ func readFew(path, what string, fn func(tx *bbolt.Tx) error) error {
 				if meta == nil || string(meta.Get(keySchema)) != Schema {
 					return fmt.Errorf("%w: not a %s journal", ErrSchema, Schema)
 				}
-				*boot = string(meta.Get(keyBoot))
 				return fn(tx)
 			})
 		})

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 // Append gives each row the next seq, sets At to now (UTC) where it is zero,
@@ -120,6 +121,11 @@ func (j *Journal) append(rows []*journal.Row, after func()) (uint64, error) {
 		}
 		if j.summed {
 			data = seal(data)
+		}
+		if j.log != nil && len(data) > rowlog.MaxRow() {
+			// The log would refuse it after the file took it: refused before either does.
+			j.poison(fmt.Errorf("journal: row %d (%s) has %d bytes, more than a journal's row may (%d)", r.Seq, r.Type, len(data), rowlog.MaxRow()))
+			return 0, j.err
 		}
 		j.pending = append(j.pending, entry{seq: r.Seq, data: data, part: r.ForSummary()})
 		j.pendingBytes += len(data)

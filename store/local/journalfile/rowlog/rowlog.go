@@ -46,6 +46,17 @@ const (
 // frame, whatever a length claims. Tests make it smaller.
 var maxFrame int64 = 256 << 20
 
+// MaxRow is the longest row a frame holds: a journal refuses a longer one before its commit.
+func MaxRow() int { return int(maxFrame) - 1 - 8 - 4 }
+
+// SetMaxFrame makes frames hold at most n bytes until restore is called, for tests of what a
+// longer commit or row does.
+func SetMaxFrame(n int64) (restore func()) {
+	saved := maxFrame
+	maxFrame = n
+	return func() { maxFrame = saved }
+}
+
 // minRow is the shortest row a rows frame may hold: a row is JSON and its 4-byte checksum. A
 // frame of empty rows would make a scan's work grow with no bytes on disk behind it.
 const minRow = 6
@@ -89,7 +100,7 @@ func (s State) Synced(boot string) bool {
 // last writer closed it (State.Closed), for a reader that will not read every frame. A log a
 // writer holds, or one whose writer died, ends in the zeros of the blocks allocated ahead.
 func Closed(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return false
 	}
@@ -150,7 +161,7 @@ func Create(path, runID string) (*Log, error) {
 // left is cut off; fn, if not nil, is given every rows frame in
 // order (first seq and stored values, valid until fn returns).
 func Open(path string, fn func(first uint64, rows [][]byte) error) (*Log, State, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, State{}, fmt.Errorf("journal log: open %s: %w", path, err)
 	}
@@ -172,7 +183,7 @@ func Open(path string, fn func(first uint64, rows [][]byte) error) (*Log, State,
 
 // ReadState scans the log at path as it is, for a reader: no lock taken, nothing cut off.
 func ReadState(path string) (State, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return State{}, fmt.Errorf("journal log: read %s: %w", path, err)
 	}
@@ -232,9 +243,15 @@ func (l *Log) Append(first uint64, rows [][]byte) error {
 	return nil
 }
 
-// Checkpoint records that the bbolt file was fsync'd with every row up to seq.
+// Checkpoint records that the bbolt file was fsync'd with every row up to seq, as a writer
+// closes the log: the blocks allocated ahead are given back first, so that the fsync of the
+// checkpoint makes the log end with it (a reader reads only its last bytes: Closed).
 func (l *Log) Checkpoint(seq uint64) error {
+	if err := l.f.Truncate(l.end); err != nil {
+		return fmt.Errorf("journal log: %s: %w", l.path, err)
+	}
 	l.buf = l.buf[:0]
+	l.ahead = l.end + headerLen + 9
 	return l.append(checkpointPayload(seq))
 }
 
@@ -307,27 +324,18 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 			break
 		}
 		n := int64(binary.LittleEndian.Uint32(h[:4]))
-		if n == 0 {
-			// The blocks allocated ahead: nothing may follow.
-			if err := zeros(r); err != nil {
-				return st, fmt.Errorf("frame at offset %d: %w", st.End, err)
+		whole := n > 0 && n <= maxFrame && st.End+headerLen+n <= size
+		if whole {
+			if int64(cap(payload)) < n {
+				payload = make([]byte, n)
 			}
-			break
+			payload = payload[:n]
+			_, err := io.ReadFull(r, payload)
+			whole = err == nil && crc32.Checksum(payload, castagnoli) == binary.LittleEndian.Uint32(h[4:])
 		}
-		if n > maxFrame || st.End+headerLen+n > size {
-			break // a write cut short as it grew the file
-		}
-		if int64(cap(payload)) < n {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(r, payload); err != nil {
-			break
-		}
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(h[4:]) {
-			// Torn only if nothing was written after it: a frame damaged in the middle
-			// of the log is not its end, and the frames after it are not cut off.
-			if err := zeros(r); err != nil {
+		if !whole {
+			// The end, where a crash cut the last append short, unless the log goes on.
+			if err := continues(f, st.End, size, st.Last); err != nil {
 				return st, fmt.Errorf("frame at offset %d: %w", st.End, err)
 			}
 			break
@@ -343,25 +351,41 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	return st, nil
 }
 
-// zeros reads what is left of the log after a frame whose checksum fails: a write a crash cut
-// short is the last, followed by the zeros of the blocks allocated ahead or by nothing.
-func zeros(r io.Reader) error {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		for _, b := range buf[:n] {
-			if b != 0 {
-				return fmt.Errorf("%w: the log goes on after a frame that does not read", ErrCorrupt)
-			}
+// continues is ErrCorrupt when the log goes on after the frame at offset at, which does not
+// read whole: a rows frame that reads whole and follows the rows read (first seq past last)
+// starts somewhere after it. A crash that cut the last append short leaves some of its pages
+// and not others, zeros after them, and no such frame (an append holds one rows frame, or a
+// checkpoint and a boot frame); a frame damaged in the middle of the log has the frames of the
+// commits after it behind it, which are not cut off. The search reads at most what a torn end
+// can hold, and checks at most searchBudget bytes of candidates' payloads.
+func continues(f *os.File, at, size int64, last uint64) error {
+	rest := size - at
+	if rest > maxFrame+2*allocStep {
+		return fmt.Errorf("%w: %d bytes follow a frame that does not read, more than a write cut short leaves", ErrCorrupt, rest)
+	}
+	b := make([]byte, rest)
+	if _, err := f.ReadAt(b, at); err != nil && err != io.EOF {
+		return err
+	}
+	budget := searchBudget
+	for o := 1; o+headerLen+9 <= len(b); o++ {
+		n := int(binary.LittleEndian.Uint32(b[o:]))
+		if n < 9 || o+headerLen+n > len(b) || b[o+headerLen] != kindRows ||
+			binary.LittleEndian.Uint64(b[o+headerLen+1:]) <= last {
+			continue
 		}
-		if err == io.EOF {
-			return nil
+		if budget -= n; budget < 0 {
+			return fmt.Errorf("%w: cannot tell a torn end from damage after the frame that does not read", ErrCorrupt)
 		}
-		if err != nil {
-			return err
+		if crc32.Checksum(b[o+headerLen:o+headerLen+n], castagnoli) == binary.LittleEndian.Uint32(b[o+4:]) {
+			return fmt.Errorf("%w: the log goes on after a frame that does not read (a rows frame at offset %d)", ErrCorrupt, at+int64(o))
 		}
 	}
+	return nil
 }
+
+// searchBudget bounds the payload bytes continues checksums.
+const searchBudget = 64 << 20
 
 // read takes in one whole frame; scratch holds the rows of the frame before, for fn.
 func (st *State) read(p []byte, fn func(first uint64, rows [][]byte) error, scratch *[][]byte) error {
@@ -455,6 +479,20 @@ func BootID() string {
 		return ""
 	}
 	return id
+}
+
+// openRegular opens path with flag, refusing what is not a regular file (a FIFO would block
+// its reader, a device give no end) without blocking on it.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrCorrupt, path)
+	}
+	return f, nil
 }
 
 // lock takes the log's exclusive lock, waiting at most 2 s for another writer to let it go.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -208,11 +209,13 @@ func TestOnlyACloseLeavesTheLogClosed(t *testing.T) {
 	require.NoError(t, l.Close())
 	_, st := readAll(t, path)
 	assert.True(t, st.Closed)
+	assert.True(t, Closed(path), "its last bytes are the checkpoint")
 
 	l, _, err = Open(path, nil)
 	require.NoError(t, err)
 	require.NoError(t, l.Begin(1, "run-a"))
 	require.NoError(t, l.Close())
+	assert.False(t, Closed(path), "its last bytes are the writer's boot frame")
 	_, st = readAll(t, path)
 	assert.False(t, st.Closed, "opened and not closed by its writer")
 	assert.Equal(t, uint64(1), st.Checkpoint)
@@ -336,9 +339,7 @@ func TestAFrameOfEmptyRowsIsRefused(t *testing.T) {
 // A commit of more than a frame holds is written as several frames and reads back whole; a
 // row longer than a frame is refused, and the log is as it was.
 func TestACommitLargerThanAFrame(t *testing.T) {
-	saved := maxFrame
-	defer func() { maxFrame = saved }()
-	maxFrame = 64
+	defer SetMaxFrame(64)()
 	path := filepath.Join(t.TempDir(), "journal.db-log")
 	l, err := Create(path, "run-a")
 	require.NoError(t, err)
@@ -358,4 +359,55 @@ func TestACommitLargerThanAFrame(t *testing.T) {
 	}
 	assert.Equal(t, []string{"row number 1 of six", "row number 2 of six", "row number 3 of six", "row number 4 of six", "row number 5 of six", "row number 6 of six"}, all)
 	assert.Equal(t, uint64(6), st.Last)
+}
+
+// An append whose first page a power loss kept from the disk while a later one reached it (a
+// header of zeros, then bytes): a torn end, not damage, since no rows frame follows.
+func TestAnAppendTornAcrossPagesIsTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	end := l.end
+	require.NoError(t, l.Append(2, rowsOf(strings.Repeat("x", 12000))))
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	page := (end/4096 + 1) * 4096
+	copy(data[end:page], make([]byte, page-end)) // the append's first page lost
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	got, st := readAll(t, path)
+	assert.Equal(t, []frame{{1, []string{"row one"}}}, got)
+	assert.Equal(t, end, st.End)
+}
+
+// A frame whose length was damaged in the middle of the log (claiming past the file's end) is
+// not its end: the rows frames after it are found.
+func TestADamagedLengthInTheMiddleIsNotTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	second := l.end
+	require.NoError(t, l.Append(2, rowsOf("row two")))
+	require.NoError(t, l.Append(3, rowsOf("row three")))
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(data[second:], 0x7fff0000)
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	_, _, err = Open(path, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "the log goes on")
+}
+
+// A log that is not a regular file is refused at once, never waited on.
+func TestALogThatIsAFIFOIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	require.NoError(t, syscall.Mkfifo(path, 0o600))
+	_, err := ReadState(path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.False(t, Closed(path))
+	_, _, err = Open(path, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
 }
