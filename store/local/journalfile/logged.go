@@ -14,11 +14,12 @@ import (
 	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
-// A journal of formatLogged has a log beside its bbolt file (rowlog): a commit appends its rows
-// there and fsyncs that file alone, then puts them in the bbolt file without an fsync. Readers
-// read the bbolt file as before. The writer's open recovers it from the log first: the rows a
-// writer that died logged but did not put are put, and a file a machine's crash may have torn
-// (its commits were not fsync'd, and the machine restarted since) is made again from the log.
+// A journal of formatLogged has a log beside its bbolt file (rowlog): a commit puts its rows in
+// the bbolt file without an fsync, then appends them to the log and fsyncs that file alone.
+// Readers read the bbolt file as before, unless it may be torn (forReader). The writer's open
+// recovers it from the log first: a file a machine's crash may have torn (its commits were not
+// fsync'd, and the machine restarted since) is made again from the log, rows the log holds and
+// the file lacks are put in it, and rows the file holds and the log lacks are logged.
 
 // openLog opens the log of the journal at path to write, once its file is known safe to check:
 // made again from the log if the machine restarted since rows were put in it unsynced. A journal

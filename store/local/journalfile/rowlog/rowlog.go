@@ -1,20 +1,20 @@
 // Package rowlog is a journal's log: each commit's rows appended to one file and made durable
-// by one fdatasync, before the journal's bbolt file takes them without an fsync of its own.
+// by one fdatasync, once the journal's bbolt file has taken them without an fsync of its own.
 //
 // A commit of the bbolt file alone costs two fdatasyncs (its pages, then its meta page); the
 // log's costs one, on a file that is only ever appended to. The bbolt file stays what every
 // reader reads; the log is what a crash of the machine is recovered from: a bbolt file whose
 // commits were not fsync'd may be torn by a power loss, and is then made again from the log's
 // rows (see journalfile). A process that dies leaves the bbolt file as its last commit made
-// it (its pages are in the page cache), and the log's rows past it are applied at the next
-// open.
+// it (its pages are in the page cache), and the next open logs what the log lacks of it.
 //
 // The file is a magic string, then frames: the payload's length and CRC-32C (little-endian
 // uint32 each), then the payload, whose first byte is its kind: a boot frame (the kernel's boot
 // id when a writer opened the file, and the run id), a rows frame (a commit: its first seq and
 // its rows' stored values) or a checkpoint frame (the bbolt file was fsync'd with every row up
-// to a seq). The log ends at its first frame that does not read whole: what a write cut short
-// by a crash leaves, and what the next writer cuts off before it appends.
+// to a seq). The log ends at its first frame that does not read whole, what a write cut short
+// by a crash leaves and the next writer cuts off before it appends, unless a rows frame that
+// goes on from it follows (damage in the middle of the log: ErrCorrupt).
 package rowlog
 
 import (
@@ -66,7 +66,8 @@ const headerLen = 8
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorrupt is a log that is not one: no magic, or a boot frame that does not read.
+// ErrCorrupt is a log that does not read: no magic, a frame that says what a log cannot, a
+// frame damaged in its middle, a file that is not a regular one.
 var ErrCorrupt = errors.New("corrupt journal log")
 
 // ErrLocked is a log another writer holds.
