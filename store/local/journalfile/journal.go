@@ -186,8 +186,9 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 		return nil, err
 	}
 	if lg != nil && logState.Last > checkedState.last {
-		// A writer died between its log's fsync and its commit to the file: the file gets
-		// those rows before anything reads it, and is checked again.
+		// The log holds rows the file lacks (a file put back from an older copy, or one whose
+		// last commits a failed write lost): the file gets them before anything reads it,
+		// and is checked again.
 		_ = rdb.Close()
 		if err := applyTail(path, checked, lg, checkedState.last); err != nil {
 			return nil, err
