@@ -1,7 +1,6 @@
 package journalfile
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
@@ -170,12 +168,10 @@ func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
 			if err != nil {
 				return err
 			}
-			var r journal.Row
-			if err := json.Unmarshal(data, &r); err != nil {
-				return fmt.Errorf("%w: row %d of the log: %w", ErrCorrupt, seq, err)
+			part, err := summaryPart(seq, data)
+			if err != nil {
+				return err
 			}
-			part := r.ForSummary()
-			part.Seq = seq
 			batch = append(batch, entry{seq: seq, data: append([]byte(nil), v...), part: part})
 			if len(batch) >= applyBatch {
 				if err := put(); err != nil {
@@ -194,8 +190,8 @@ func applyLog(db *bbolt.DB, lg *rowlog.Log, after uint64) error {
 // applyBatch is how many rows applyLog puts in one transaction.
 const applyBatch = 4096
 
-// applyTail puts the rows a writer that died logged but did not put in the file at path, which
-// was checked and found to be checked: the file opened to write is that file.
+// applyTail puts the rows the log holds past seq after in the file at path, the very file
+// checked (checked) and no other.
 func applyTail(path string, checked os.FileInfo, lg *rowlog.Log, after uint64) error {
 	db, err := bbolt.Open(path, 0o600, boltOptions(false, sameFile(checked)))
 	if err != nil {

@@ -35,6 +35,17 @@ func loggedJournalOf(t *testing.T, run string, n int) (string, []string) {
 	return path, want
 }
 
+// closedJournal writes n sample rows to a new journal of run, a commit each, and closes it.
+func closedJournal(t *testing.T, run string, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := journalfile.Create(path, run)
+	require.NoError(t, err)
+	writeSample(t, j, n)
+	require.NoError(t, j.Close())
+	return path
+}
+
 // writeSample writes n sample rows, a commit each.
 func writeSample(t *testing.T, j *journalfile.Journal, n int) {
 	t.Helper()
@@ -135,11 +146,7 @@ func TestAFileTornByAMachineCrashIsMadeAgainFromTheLog(t *testing.T) {
 // made again (the same file, not a new one, is opened).
 func TestACleanCloseIsTrustedAfterARestart(t *testing.T) {
 	playBoot(t, "boot-1")
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := journalfile.Create(path, "run-clean")
-	require.NoError(t, err)
-	writeSample(t, j, 10)
-	require.NoError(t, j.Close())
+	path := closedJournal(t, "run-clean", 10)
 	before, err := os.Stat(path)
 	require.NoError(t, err)
 	playBoot(t, "boot-2")
@@ -174,14 +181,10 @@ func TestRowsTheLogLacksAreLoggedAtTheOpen(t *testing.T) {
 
 // A log ahead of its file (a file put back from an older copy) gives the file its rows.
 func TestALogAheadOfItsFileGivesItsRows(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := journalfile.Create(path, "run-ahead")
-	require.NoError(t, err)
-	writeSample(t, j, 10)
-	require.NoError(t, j.Close())
+	path := closedJournal(t, "run-ahead", 10)
 	older, err := os.ReadFile(path)
 	require.NoError(t, err)
-	j, err = journalfile.Open(path)
+	j, err := journalfile.Open(path)
 	require.NoError(t, err)
 	writeSample(t, j, 5)
 	want := rowsJSON(t, j)

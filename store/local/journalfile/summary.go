@@ -249,6 +249,17 @@ func summaryOf(tx *bbolt.Tx, last uint64) (*journal.Summary, error) {
 // reading its rows.
 var ErrNoIndex = errors.New("journal has no index of what is outstanding")
 
+// summaryPart is what the summary's fold reads of the row seq whose JSON is data.
+func summaryPart(seq uint64, data []byte) (journal.SummaryPart, error) {
+	var r journal.Row
+	if err := json.Unmarshal(data, &r); err != nil {
+		return journal.SummaryPart{}, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
+	}
+	part := r.ForSummary()
+	part.Seq = seq
+	return part, nil
+}
+
 // rebuildSummary folds every row again into a new summary and its call states, and stores
 // both, within tx (a write transaction).
 func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
@@ -266,12 +277,10 @@ func rebuildSummary(tx *bbolt.Tx) (*journal.Summary, error) {
 		if err != nil {
 			return false, err
 		}
-		var r journal.Row
-		if err := json.Unmarshal(data, &r); err != nil {
-			return false, fmt.Errorf("%w: row %d: %w", ErrCorrupt, seq, err)
+		part, err := summaryPart(seq, data)
+		if err != nil {
+			return false, err
 		}
-		part := r.ForSummary()
-		part.Seq = seq
 		return true, sum.Add(part, calls)
 	})
 	if err != nil {

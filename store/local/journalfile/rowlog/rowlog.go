@@ -26,6 +26,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -228,20 +229,21 @@ func (l *Log) Append(first uint64, rows [][]byte) error {
 		if n == 0 {
 			return fmt.Errorf("journal log: row %d has %d bytes, more than a log's frame holds (%d)", first, len(rows[0]), maxFrame-13)
 		}
-		p := make([]byte, 0, size)
-		p = append(p, kindRows)
-		p = binary.LittleEndian.AppendUint64(p, first)
+		// The frame is made in place, its header filled in once its payload is there.
+		at := len(l.buf)
+		l.buf = slices.Grow(l.buf, headerLen+size)[:at+headerLen]
+		l.buf = append(l.buf, kindRows)
+		l.buf = binary.LittleEndian.AppendUint64(l.buf, first)
 		for _, r := range rows[:n] {
-			p = binary.LittleEndian.AppendUint32(p, uint32(len(r)))
-			p = append(p, r...)
+			l.buf = binary.LittleEndian.AppendUint32(l.buf, uint32(len(r)))
+			l.buf = append(l.buf, r...)
 		}
-		if n == len(rows) {
-			return l.append(p)
-		}
-		l.buf = appendFrame(l.buf, p)
+		payload := l.buf[at+headerLen:]
+		binary.LittleEndian.PutUint32(l.buf[at:], uint32(len(payload)))
+		binary.LittleEndian.PutUint32(l.buf[at+4:], crc32.Checksum(payload, castagnoli))
 		first, rows = first+uint64(n), rows[n:]
 	}
-	return nil
+	return l.write()
 }
 
 // Checkpoint records that the bbolt file was fsync'd with every row up to seq, as a writer
@@ -268,6 +270,11 @@ func (l *Log) Close() error {
 // append writes what l.buf holds and the frame of payload at the log's end, then fsyncs.
 func (l *Log) append(payload []byte) error {
 	l.buf = appendFrame(l.buf, payload)
+	return l.write()
+}
+
+// write writes the frames l.buf holds at the log's end, then fsyncs.
+func (l *Log) write() error {
 	if end := l.end + int64(len(l.buf)); end > l.ahead {
 		// What follows the frames reads as zeros: a length of 0, the log's end.
 		l.ahead = end + allocStep
