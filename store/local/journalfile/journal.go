@@ -495,9 +495,6 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 	var wg sync.WaitGroup
 	for d := range decoders {
 		ready[d], free[d] = make(chan *rowBatch, 1), make(chan *rowBatch, eachBatches)
-		for range eachBatches {
-			free[d] <- &rowBatch{rows: make([]journal.Row, eachBatch)}
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -537,11 +534,12 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 const maxDecoders = 2
 
 // eachBatch is how many decoded rows a pipelined Each hands over at a time, and eachBatches
-// how many batches each decoder has: what it holds in memory (about 1.5 KB a row) however long
-// the journal.
+// how many batches each decoder makes at most, as it needs them: what it holds in memory
+// (a journal.Row is ~1.5 KB) however long the journal. Batches of 256 rows, all made before
+// the first row was read, cost a replay of a run of one call ~5 ms of page faults.
 const (
-	eachBatch   = 256
-	eachBatches = 3
+	eachBatch   = 64
+	eachBatches = 4
 )
 
 // rowBatch is rows decoded ahead of a pipelined Each's fn: the first n, then err, the
@@ -565,14 +563,24 @@ type chunking struct {
 // ready, in order, until the rows end, a row cannot be read or stop is closed.
 func (j *Journal) decodeAhead(ch chunking, stop <-chan struct{}, free <-chan *rowBatch, ready chan<- *rowBatch) {
 	var c chunk
+	made := 0
 	take := func() *rowBatch {
+		var b *rowBatch
 		select {
-		case b := <-free:
-			b.n, b.err, b.last, b.end = 0, nil, false, false
-			return b
-		case <-stop:
-			return nil
+		case b = <-free:
+		default:
+			if made < eachBatches {
+				made++
+				return &rowBatch{rows: make([]journal.Row, eachBatch)}
+			}
+			select {
+			case b = <-free:
+			case <-stop:
+				return nil
+			}
 		}
+		b.n, b.err, b.last, b.end = 0, nil, false, false
+		return b
 	}
 	give := func(b *rowBatch) bool {
 		select {

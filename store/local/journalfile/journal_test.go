@@ -557,8 +557,8 @@ func TestScan(t *testing.T) {
 
 // TestEachGivesTheRowsScanDoes: Each, pipelined (a reading longer than a batch) or not, gives
 // fn the rows Scan gives, from where it is asked to up to its limit, across the boundaries of
-// its chunks (1,024 rows) and batches (256); fn's error comes back as is, and no row after it
-// is given.
+// its chunks (1,024 rows) and batches (64, at most four a decoder, reused); fn's error comes
+// back as is, and no row after it is given.
 func TestEachGivesTheRowsScanDoes(t *testing.T) {
 	t.Parallel()
 	const n = 2600
@@ -574,7 +574,7 @@ func TestEachGivesTheRowsScanDoes(t *testing.T) {
 		from  uint64
 		limit int
 	}{
-		{1, 0}, {0, 0}, {1, 1}, {1, 255}, {1, 256}, {1, 257}, {1, 1023}, {1, 1024}, {1, 1025},
+		{1, 0}, {0, 0}, {1, 1}, {1, 63}, {1, 64}, {1, 65}, {1, 255}, {1, 256}, {1, 257}, {1, 1023}, {1, 1024}, {1, 1025},
 		{1, 2599}, {1, 2600}, {1, 9000}, {2, 0}, {256, 300}, {1024, 0}, {1025, 1024}, {2600, 0},
 		{2601, 0}, {2000, 1000}, {553, 0}, {1577, 0}, // the last chunk full: an empty one ends the reading
 	} {
@@ -596,7 +596,7 @@ func TestEachGivesTheRowsScanDoes(t *testing.T) {
 	}
 
 	stop := errors.New("stop")
-	for _, at := range []uint64{1, 256, 257, 1024, 1500, n} {
+	for _, at := range []uint64{1, 64, 65, 256, 257, 1024, 1500, n} {
 		var seen []uint64
 		err := j.Each(1, 0, func(r *journal.Row) error {
 			seen = append(seen, r.Seq)
