@@ -39,10 +39,19 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 		return nil, st, fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, st.Run)
 	}
 	if !st.Synced(rowlog.BootID()) {
-		if err := rebuild(path, lg, st.Run); err != nil {
+		err := rebuild(path, lg, st.Run)
+		if err == nil {
+			// The file made again is fsync'd with every row of the log: the log says so at
+			// once, for readers and for the next open, whatever becomes of this one (a resume
+			// of a run that has ended reads the file and goes no further, the log left as it
+			// is: without this, readers would wait for a recovery no command makes).
+			err = lg.Checkpoint(st.Last)
+		}
+		if err != nil {
 			_ = lg.Close()
 			return nil, st, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
 		}
+		st.Checkpoint, st.Closed = st.Last, true
 	}
 	return lg, st, nil
 }

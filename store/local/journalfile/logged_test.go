@@ -2,6 +2,7 @@ package journalfile_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -389,6 +390,55 @@ func TestReadersWaitForTheRecovery(t *testing.T) {
 	for name, read := range readers {
 		require.NoError(t, read(killed), "%s: once a writer recovered it", name)
 	}
+}
+
+// A file a machine's restart cut to nothing is torn, not damaged: readers wait for the
+// recovery that makes it again, which loses nothing.
+func TestAFileCutToNothingWaitsForItsRecovery(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 9)
+	require.NoError(t, os.Truncate(path, 0))
+	playBoot(t, "boot-2")
+	_, _, err := journalfile.ReadSummary(path)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	_, _, err = journalfile.ReadOutstanding(path, 10)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	_, err = journalfile.OpenReader(path)
+	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	got, sum := reopened(t, path)
+	assert.Equal(t, want, got)
+	assert.Equal(t, uint64(9), sum.LastSeq)
+}
+
+// An open to write that makes the file again from the log and then goes no further (its
+// reading refuses the journal: a resume of a run that has ended) leaves a journal readers
+// read: the recovery is not lost with the open, nor asked for again of a command that will not
+// make it.
+func TestARecoveryStandsWhenItsOpenGoesNoFurther(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 12)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for i := 4 * 4096; i < len(data); i++ {
+		data[i] = 0 // torn by the restart
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	playBoot(t, "boot-2")
+	refused := errors.New("the run has ended: nothing to resume")
+	_, err = journalfile.OpenReading(path, func(*journalfile.Journal) error { return refused })
+	require.ErrorIs(t, err, refused)
+	r, err := journalfile.OpenReader(path)
+	require.NoError(t, err, "the file made again is read, not waited for")
+	got := rowsJSON(t, r)
+	require.NoError(t, r.Close())
+	assert.Equal(t, want, got)
+	_, _, err = journalfile.ReadSummary(path)
+	require.NoError(t, err)
+	playBoot(t, "boot-3")
+	_, _, err = journalfile.ReadSummary(path)
+	require.NoError(t, err, "the file made again was fsync'd: a later restart leaves it as it is")
+	rows, _ := reopened(t, path)
+	assert.Equal(t, want, rows)
 }
 
 // A file that does not read is torn by the restart when its log's last writer opened it in

@@ -370,10 +370,12 @@ func readFew(path, what string, fn func(tx *bbolt.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("journal: %s %s: %w", what, path, err)
 	}
-	if !info.Mode().IsRegular() || info.Size() == 0 {
-		return fmt.Errorf("journal: %s %s: %w: empty or not a regular file", what, path, ErrCorrupt)
-	}
 	err = forReader(path, func() error {
+		// Within forReader: a file a machine's restart cut to nothing waits for its recovery,
+		// as any torn file does; one whose log says it is whole is damaged.
+		if !info.Mode().IsRegular() || info.Size() == 0 {
+			return fmt.Errorf("%w: empty or not a regular file", ErrCorrupt)
+		}
 		opts := boltOptions(true, nil)
 		opts.Timeout = readerLockWait
 		db, err := bbolt.Open(path, 0o600, opts)
