@@ -81,3 +81,19 @@ func MarshalPlain(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
+
+// plainResult is a run's result as a summary keeps it: compact, with the <, > and & that a
+// row's encoding (encoding/json's, which escapes HTML) wrote as escapes given back
+// (UnescapeHTML). A summary folded from the rows as written (a writer's) and one folded from
+// the rows as stored (a journal's file made again from its log, a journal read without its
+// summary) then hold the same bytes. A result that is no JSON is kept as it is.
+func plainResult(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return UnescapeHTML(b.Bytes())
+}

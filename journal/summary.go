@@ -116,7 +116,7 @@ func (r *Row) ForSummary() SummaryPart {
 	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
 	switch {
 	case r.Type == TypeEnded:
-		out.Ended = &Row{Status: r.Status, At: r.At, Result: r.Result, Error: r.Error}
+		out.Ended = &Row{Status: r.Status, At: r.At, Result: plainResult(r.Result), Error: r.Error}
 		if rare := r.Rares(); len(rare.Awaited) > 0 || rare.Paused != nil {
 			out.Ended.Rare = &Rare{Awaited: rare.Awaited, Paused: rare.Paused}
 		}

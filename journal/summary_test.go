@@ -183,3 +183,30 @@ func TestCallsSortByIssue(t *testing.T) {
 	slices.SortFunc(ids, journal.ByIssue)
 	assert.Equal(t, []string{"c1", "c2", "c10", "b", "c", "c01", "x"}, ids)
 }
+
+// A run's result is kept in the summary with the same bytes whether the fold reads the rows as
+// written or as stored (encoded, which escapes <, > and &, and compacted): a journal's file made
+// again from its log says what the writer's said.
+func TestTheResultIsKeptTheSameFromTheRowsAsStored(t *testing.T) {
+	t.Parallel()
+	for _, result := range []string{
+		`{"summary":"<b> & c","files":["a>b"]}`, `"plain"`, `{ "a" : [1, 2] }`, `"\u2028 and \\u003c"`, `null`,
+	} {
+		written := journal.Row{Seq: 1, Type: journal.TypeEnded, Status: "completed", Result: json.RawMessage(result)}
+		data, err := json.Marshal(&written)
+		require.NoError(t, err)
+		var stored journal.Row
+		require.NoError(t, json.Unmarshal(data, &stored))
+		fromWritten, fromStored := journal.NewSummary(), journal.NewSummary()
+		require.NoError(t, fromWritten.Add(written.ForSummary(), journal.NewMemIndex()))
+		require.NoError(t, fromStored.Add(stored.ForSummary(), journal.NewMemIndex()))
+		assert.Equal(t, string(fromWritten.Result), string(fromStored.Result), result)
+		var want, got any
+		require.NoError(t, json.Unmarshal([]byte(result), &want))
+		require.NoError(t, json.Unmarshal(fromStored.Result, &got))
+		assert.Equal(t, want, got, "the same value: %s", result)
+	}
+	sum := journal.NewSummary()
+	require.NoError(t, sum.Add((&journal.Row{Seq: 1, Type: journal.TypeEnded, Status: "completed", Result: json.RawMessage(`{"s":"<x>"}`)}).ForSummary(), journal.NewMemIndex()))
+	assert.Equal(t, `{"s":"<x>"}`, string(sum.Result), "as crw's walk of the value wrote it")
+}
