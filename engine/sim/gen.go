@@ -53,6 +53,10 @@ type Faults struct {
 	CancelAfter int `json:"cancel_after,omitempty"`
 	// Abandon: the run is deleted after its first crash instead of being resumed.
 	Abandon bool `json:"abandon,omitempty"`
+	// Restarts are, for the crashes in turn, whether the machine restarted after it (not 0),
+	// where a store plays one (MachineRestarter): the value picks how much of the journal's
+	// unsynced file the restart took.
+	Restarts []uint64 `json:"restarts,omitempty"`
 }
 
 // Racy reports whether the program's result may depend on timing: a race.
@@ -136,6 +140,18 @@ func Generate(seed uint64) *Case {
 	// Apart too: a third of the cases keep no call's rows, a third a few calls' (about 600
 	// bytes each), a third crw's budget.
 	c.ReplayBudget = [...]int{-1, 1500, 0}[rand.New(rand.NewPCG(seed, 0x6b657074)).IntN(3)]
+	// Apart too: a third of the crashes are the machine's.
+	restarts := rand.New(rand.NewPCG(seed, 0x626f6f74))
+	for _, n := range c.Faults.Crashes {
+		var tear uint64
+		if n > 0 && restarts.IntN(3) == 0 {
+			tear = 1 + restarts.Uint64N(1<<20)
+		}
+		c.Faults.Restarts = append(c.Faults.Restarts, tear)
+	}
+	if !slices.ContainsFunc(c.Faults.Restarts, func(t uint64) bool { return t > 0 }) {
+		c.Faults.Restarts = nil
+	}
 	return c
 }
 

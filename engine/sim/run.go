@@ -80,6 +80,14 @@ type Store interface {
 	CrashAfterCommit(run string, n uint64)
 }
 
+// MachineRestarter is a Store that plays a machine's restart after a process's crash
+// (store/local: its journal's file is written without an fsync and recovered from its log).
+type MachineRestarter interface {
+	// RestartMachine plays the restart on run's journal; torn is whether its file may have
+	// lost writes (its last writer did not close it).
+	RestartMachine(run string, tear uint64) (torn bool, err error)
+}
+
 // MemStore is the store the simulator runs on unless told otherwise: store/mem, its host's
 // folder dir.
 func MemStore(dir string) (Store, error) {
@@ -233,9 +241,23 @@ func (x *execution) drive(ctx context.Context, id string) {
 			x.violate("ends", "process %d of the run did not end within %v", p+1, runTimeout)
 			return
 		}
+		if x.restarted(ctx, id, p) {
+			last = "restarted"
+			continue
+		}
 		st, serr := x.svc.Status(ctx, id)
 		if serr != nil {
 			x.violate("status_reads", "%v", serr)
+			return
+		}
+		if last == "restarted" && endedRefusal(err) {
+			// The crashed process had ended the run: the resume its status named after the
+			// restart recovered the journal and had nothing to run. The status says so now.
+			if st.State != store.StateEnded {
+				x.violate("restart_unrecovered", "a resume after the restart said the run had ended, and its status says %s", st.State)
+			}
+			x.out.End = st
+			x.finished(ctx, id)
 			return
 		}
 		x.checkEnd(ctx, id, end, err, st)
@@ -274,6 +296,39 @@ func (x *execution) drive(ctx context.Context, id string) {
 		last = look
 	}
 	x.violate("ends", "the run did not end after %d processes", maxProcesses)
+}
+
+// restarted plays the machine's restart the case has after process p's crash, where the store
+// plays one, and checks what readers say of the run then: it cannot be read until a resume
+// recovers its journal, and they say to resume it. It reports whether the machine restarted.
+func (x *execution) restarted(ctx context.Context, id string, p int) bool {
+	f := x.c.Faults
+	restarter, ok := x.st.(MachineRestarter)
+	if !x.faulty || !ok || p >= len(f.Restarts) || f.Restarts[p] == 0 || p >= len(f.Crashes) || f.Crashes[p] == 0 {
+		return false
+	}
+	torn, err := restarter.RestartMachine(id, f.Restarts[p])
+	if err != nil {
+		x.violate("restart", "the machine's restart could not be played: %v", err)
+		return false
+	}
+	if !torn {
+		// The process closed the journal (it ended before its crash came, or was stopped):
+		// its file was fsync'd, nothing was lost, and nothing changes for readers.
+		x.out.Actions = append(x.out.Actions, "restart (closed)")
+		return false
+	}
+	x.out.Actions = append(x.out.Actions, "restart")
+	_, err = x.svc.Status(ctx, id)
+	var e *errs.Error
+	switch {
+	case err == nil:
+		x.violate("restart_unrecovered", "after the machine's restart the run's status reads its journal's file, which may be torn")
+	case !errors.As(err, &e) || e.Code != errs.RunUnavailable || e.Reason() != "journal_unrecovered" ||
+		!strings.Contains(e.Diagnostic.NextAction, "crw flow resume "+id):
+		x.violate("restart_unrecovered", "after the machine's restart the run's status says %v, not to resume it", err)
+	}
+	return true
 }
 
 // process executes one process of the run: with its fault, in the faulty run.
@@ -479,6 +534,15 @@ func errOf(err error) (errs.Code, string) {
 		return "", err.Error()
 	}
 	return e.Code, e.Reason()
+}
+
+// endedRefusal is whether err is a resume's refusal of a run that has ended.
+func endedRefusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	code, _ := errOf(err)
+	return code == errs.RunUnavailable && strings.Contains(err.Error(), "there is nothing to resume")
 }
 
 // expectedStop reports whether a process's error is one its fault explains: a crash (the lease

@@ -83,9 +83,19 @@ func (c *Case) candidates() []*Case {
 	}
 	// A fault less, or a crash earlier.
 	f := c.Faults
+	for i := range f.Restarts {
+		if f.Restarts[i] > 0 {
+			cand := c.clone()
+			cand.Faults.Restarts[i] = 0
+			out = append(out, cand)
+		}
+	}
 	for i := range f.Crashes {
 		cand := c.clone()
 		cand.Faults.Crashes = slices.Delete(cand.Faults.Crashes, i, i+1)
+		if i < len(cand.Faults.Restarts) {
+			cand.Faults.Restarts = slices.Delete(cand.Faults.Restarts, i, i+1)
+		}
 		out = append(out, cand)
 		if f.Crashes[i] > 1 {
 			cand := c.clone()
@@ -217,6 +227,9 @@ func faultsText(f Faults) string {
 	for i, n := range f.Crashes {
 		if n > 0 {
 			parts = append(parts, fmt.Sprintf("process %d crashes after journal commit %d", i+1, n))
+		}
+		if n > 0 && i < len(f.Restarts) && f.Restarts[i] > 0 {
+			parts = append(parts, fmt.Sprintf("the machine restarts after it (on store/local: tear %d)", f.Restarts[i]))
 		}
 	}
 	for i, n := range f.Stops {

@@ -411,3 +411,44 @@ func TestALogThatIsAFIFOIsRefused(t *testing.T) {
 	_, _, err = Open(path, nil)
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// PlayRestart leaves a log its writer did not close as a machine's restart does: its boot id
+// another's (of the same length), the rows as they were, and an append cut short after them
+// that an open cuts off; a log its writer closed keeps reading as closed.
+func TestPlayRestart(t *testing.T) {
+	dir := t.TempDir()
+	saved := BootIDFile
+	defer func() { BootIDFile = saved }()
+	BootIDFile = filepath.Join(dir, "boot_id")
+	require.NoError(t, os.WriteFile(BootIDFile, []byte("1915e1f7-c39c-441e-8269-4c433f2ad20d\n"), 0o600))
+	killed := filepath.Join(dir, "killed-log")
+	l, err := Create(killed, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one", "row two")))
+	require.NoError(t, l.Close()) // its writer died: no checkpoint
+	_, before := readAll(t, killed)
+	closed, err := PlayRestart(killed, 100)
+	require.NoError(t, err)
+	assert.False(t, closed)
+	info, err := os.Stat(killed)
+	require.NoError(t, err)
+	assert.Greater(t, info.Size(), before.End, "an append cut short follows the last frame")
+	frames, after := readAll(t, killed)
+	assert.Equal(t, before.Last, after.Last)
+	assert.Equal(t, []frame{{1, []string{"row one", "row two"}}}, frames)
+	assert.Len(t, after.Boot, len(before.Boot))
+	assert.NotEqual(t, before.Boot, after.Boot)
+	assert.False(t, after.Synced(before.Boot), "the machine restarted since its writer opened it")
+	assert.Equal(t, before.End, after.End, "the append cut short is no frame: the open cut it off")
+
+	shut := filepath.Join(dir, "closed-log")
+	l, err = Create(shut, "run-b")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	require.NoError(t, l.Checkpoint(1))
+	require.NoError(t, l.Close())
+	closed, err = PlayRestart(shut, 100)
+	require.NoError(t, err)
+	assert.True(t, closed)
+	assert.True(t, Closed(shut), "nothing follows its checkpoint")
+}
