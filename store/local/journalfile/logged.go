@@ -261,17 +261,18 @@ func putRows(tx *bbolt.Tx, batch []entry) error {
 // open recovered), unless the file may be torn: a journal whose log its last writer did not
 // close (its last bytes are not a checkpoint), opened to write last in another boot than the
 // machine's (or in one no one can tell), is ErrUnrecovered, the file not read at all (a torn
-// file may hold a cycle of pages bbolt would follow until its stack ran out).
+// file may hold a cycle of pages bbolt would follow until its stack ran out). The last
+// writer's boot is read from the log's boot file (rowlog.LastBoot), not from every frame.
 func forReader(path string, read func() error) error {
 	logPath := rowlog.Path(path)
 	if _, err := os.Lstat(logPath); err != nil || rowlog.Closed(logPath) {
 		return read()
 	}
-	ls, err := rowlog.ReadState(logPath)
+	last, err := rowlog.LastBoot(logPath)
 	if err != nil {
 		return logError(path, err)
 	}
-	if now := rowlog.BootID(); now == "" || ls.Boot != now {
+	if now := rowlog.BootID(); now == "" || last != now {
 		return fmt.Errorf("%w: the machine restarted since its last writer opened it, and its file may be torn: the next open to write makes it again from its log", ErrUnrecovered)
 	}
 	return read()

@@ -10,7 +10,7 @@ import (
 
 // PlayRestart makes the log at path read as a machine's restart leaves it, for the tests and
 // the simulator that play one: the boot id its last writer recorded becomes another of the
-// same length (the machine has restarted since), and with torn > 0 an append that the power
+// same length, in its last boot frame and its boot file (the machine has restarted since), and with torn > 0 an append that the power
 // loss cut short follows its last frame: a header claiming torn bytes more than the few of its
 // payload that reached the disk. A log its writer closed (State.Closed) had no append under
 // way and its file lost nothing: it only has its boot id changed, and closed says so. It
@@ -35,6 +35,11 @@ func PlayRestart(path string, torn int) (closed bool, err error) {
 	frame := appendFrame(nil, payload)
 	if _, err := f.WriteAt(frame, at); err != nil {
 		return closed, err
+	}
+	if _, ok := readBoot(path); ok {
+		if err := writeBoot(path, string(payload[2:2+int(payload[1])])); err != nil {
+			return closed, err
+		}
 	}
 	if torn > 0 && !closed {
 		cut := binary.LittleEndian.AppendUint32(nil, uint32(torn+minRow+9))

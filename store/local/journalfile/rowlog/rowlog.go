@@ -152,7 +152,12 @@ func Create(path, runID string) (*Log, error) {
 		return nil, fmt.Errorf("journal log: create %s: %w", path, err)
 	}
 	l.end = int64(len(magic))
-	if err := l.append(bootPayload(BootID(), runID)); err != nil {
+	boot := BootID()
+	err = writeBoot(path, boot)
+	if err == nil {
+		err = l.append(bootPayload(boot, runID))
+	}
+	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -208,8 +213,12 @@ func (l *Log) Each(fn func(first uint64, rows [][]byte) error) error {
 // Begin appends a checkpoint at seq (the bbolt file was fsync'd with every row up to it) and the
 // boot id of this writer, fsync'd: the log is then ready for Append.
 func (l *Log) Begin(seq uint64, runID string) error {
+	boot := BootID()
+	if err := writeBoot(l.path, boot); err != nil {
+		return err
+	}
 	l.buf = appendFrame(l.buf[:0], checkpointPayload(seq))
-	return l.append(bootPayload(BootID(), runID))
+	return l.append(bootPayload(boot, runID))
 }
 
 // Append writes one commit's rows, first seq first, and fsyncs the log: once it returns they
@@ -471,6 +480,9 @@ func splitRows(p []byte, rows [][]byte, keep bool) (_ [][]byte, first uint64, n 
 	return rows, first, n, nil
 }
 
+// maxBootID bounds a boot id (a boot frame gives its length one byte).
+const maxBootID = 255
+
 // BootIDFile is where Linux gives the id of the running kernel's boot. Tests point it at a
 // file of their own to play a machine that restarted.
 var BootIDFile = "/proc/sys/kernel/random/boot_id"
@@ -483,7 +495,7 @@ func BootID() string {
 		return ""
 	}
 	id := strings.TrimSpace(string(b))
-	if len(id) > 255 || bytes.ContainsAny([]byte(id), "\x00\n") {
+	if len(id) > maxBootID || bytes.ContainsAny([]byte(id), "\x00\n") {
 		return ""
 	}
 	return id

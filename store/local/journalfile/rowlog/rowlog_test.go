@@ -452,3 +452,47 @@ func TestPlayRestart(t *testing.T) {
 	assert.True(t, closed)
 	assert.True(t, Closed(shut), "nothing follows its checkpoint")
 }
+
+// A writer's open writes its boot id to the log's boot file before its boot frame; LastBoot
+// reads it there, and scans the log when the file says nothing.
+func TestTheBootFileSaysTheLastWritersBoot(t *testing.T) {
+	dir := t.TempDir()
+	saved := BootIDFile
+	defer func() { BootIDFile = saved }()
+	BootIDFile = filepath.Join(dir, "boot_id")
+	boot := func(id string) { require.NoError(t, os.WriteFile(BootIDFile, []byte(id+"\n"), 0o600)) }
+	path := filepath.Join(dir, "journal.db-log")
+	boot("boot-one")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Append(1, rowsOf("row one")))
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(BootFile(path))
+	require.NoError(t, err)
+	assert.Equal(t, "boot-one\n", string(data))
+	info, err := os.Stat(BootFile(path))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	boot("boot-two")
+	l, _, err = Open(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Begin(1, "run-a"))
+	require.NoError(t, l.Close())
+	last, err := LastBoot(path)
+	require.NoError(t, err)
+	assert.Equal(t, "boot-two", last)
+
+	for name, content := range map[string]*string{"missing": nil, "cut short": ptr("boot-t"), "empty": ptr("")} {
+		if content == nil {
+			require.NoError(t, os.Remove(BootFile(path)))
+		} else {
+			require.NoError(t, os.WriteFile(BootFile(path), []byte(*content), 0o600))
+		}
+		last, err := LastBoot(path)
+		require.NoError(t, err, name)
+		assert.Equal(t, "boot-two", last, "%s: the log's last boot frame says", name)
+	}
+}
+
+func ptr(s string) *string { return &s }

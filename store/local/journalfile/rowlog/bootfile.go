@@ -1,0 +1,67 @@
+package rowlog
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+// The boot file beside a log says the boot id its last writer recorded as it opened it, so
+// that a reader of a log whose writer died need not scan every frame for its last boot frame
+// (~100 MB for 100,000 calls, ~40 ms). A writer writes it, fsync'd, before its boot frame:
+// whenever the log does not end in a checkpoint, the file says that frame's id, or a newer
+// writer's whose open found the file sound in this boot (a rebuild ends in a checkpoint).
+// A boot file missing, cut short or unreadable says nothing, and the log is scanned.
+
+// bootFile is the boot file of the log at logPath.
+func bootFile(logPath string) string { return logPath + ".boot" }
+
+// BootFile is the boot file of the log at logPath, for those who list a run's files.
+func BootFile(logPath string) string { return bootFile(logPath) }
+
+// writeBoot writes boot to the boot file of the log at logPath, fsync'd. Its directory entry
+// is not: a boot file a crash lost says nothing.
+func writeBoot(logPath, boot string) error {
+	f, err := os.OpenFile(bootFile(logPath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal log: %w", err)
+	}
+	_, err = f.Write([]byte(boot + "\n"))
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal log: boot file of %s: %w", logPath, err)
+	}
+	return nil
+}
+
+// LastBoot is the boot id the last writer of the log at logPath recorded as it opened it: from
+// its boot file, or from a scan of the log when that file says nothing.
+func LastBoot(logPath string) (string, error) {
+	if boot, ok := readBoot(logPath); ok {
+		return boot, nil
+	}
+	st, err := ReadState(logPath)
+	return st.Boot, err
+}
+
+// readBoot reads the boot file of the log at logPath: ok is false when it says nothing (none,
+// not a regular file, or not one line of a boot id).
+func readBoot(logPath string) (string, bool) {
+	f, err := openRegular(bootFile(logPath), os.O_RDONLY)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	var b [maxBootID + 2]byte
+	n, _ := f.Read(b[:])
+	line, ok := bytes.CutSuffix(b[:n], []byte("\n"))
+	if !ok || bytes.ContainsAny(line, "\x00\n") {
+		return "", false
+	}
+	return string(line), true
+}
