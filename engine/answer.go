@@ -34,7 +34,7 @@ type Answered struct {
 // itself. A run whose recorded environment cannot be used (its TMPDIR) is refused before
 // anything is written when it is to be resumed.
 func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMessage, by string, resume bool) (*Answered, error) {
-	st, err := s.Status(ctx, run)
+	st, err := s.ActingStatus(ctx, run)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (s *Service) ChangeResume(ctx context.Context, run string, c ResumeChange, 
 	if c.BudgetTokens != nil && *c.BudgetTokens < 0 {
 		return errs.Field("budget_tokens", "", "must not be negative, got %d", *c.BudgetTokens)
 	}
-	st, err := s.Status(ctx, run)
+	st, err := s.ActingStatus(ctx, run)
 	if err != nil {
 		return err
 	}

@@ -251,7 +251,7 @@ func (s *Service) followWatched() time.Duration {
 // its open calls end held cancelled and the run ends cancelled. It returns where the run stands
 // then; a run that has ended already is refused.
 func (s *Service) Cancel(ctx context.Context, run string, wait time.Duration) (*store.Status, error) {
-	st, err := s.Status(ctx, run)
+	st, err := s.ActingStatus(ctx, run)
 	switch {
 	case holderUnreachable(err):
 		// A holder that is stopped or stuck holds a run that has not ended: the request is
@@ -382,7 +382,7 @@ func (s *Service) CheckResumable(ctx context.Context, run string) error {
 	} else if held {
 		return errs.New(errs.RunUnavailable, "run %s is held by a live process", run).Wrap(store.ErrHeld)
 	}
-	st, err := s.Status(ctx, run)
+	st, err := s.ActingStatus(ctx, run)
 	if err != nil {
 		return err
 	}

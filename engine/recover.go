@@ -56,7 +56,7 @@ func (s *Service) Recover(ctx context.Context, run, call string, v decisions.Ver
 	if len(v.Output) > 0 && !json.Valid(v.Output) {
 		return nil, errs.Field("output", "", "not one JSON value (a call without a schema answers a JSON string)")
 	}
-	st, err := s.Status(ctx, run)
+	st, err := s.ActingStatus(ctx, run)
 	if err != nil {
 		return nil, err
 	}

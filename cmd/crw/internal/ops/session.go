@@ -44,7 +44,7 @@ func sessionBus(ctx context.Context, svc *engine.Service, st Host, id string) (s
 	if err := svc.OnThisHost(spec); err != nil {
 		return sessionRun{}, err // its steps and replies are in that host's folder
 	}
-	status, err := svc.Status(ctx, id)
+	status, err := svc.ActingStatus(ctx, id) // crw flow next resumes a run no process holds
 	if err != nil {
 		return sessionRun{}, err
 	}

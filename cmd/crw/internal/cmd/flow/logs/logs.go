@@ -47,7 +47,9 @@ func runLogs(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := svc.Status(opts.Ctx, opts.Run); err != nil {
+	// The run must exist; its log is read whatever its journal's state (one a machine's
+	// restart left waiting for its recovery included: its log says what happened).
+	if _, err := svc.Store.Spec(opts.Ctx, opts.Run); err != nil {
 		return err
 	}
 	l := svc.Store.Log(opts.Run)

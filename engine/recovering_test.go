@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/runner/decisions"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
+)
+
+const fiveCalls = `
+import { agent } from "crw:agent";
+export default async function main() {
+  for (let i = 0; i < 5; i++) await agent.call({ role: "reviewer", prompt: "Review step " + i });
+  return "done";
+}
+`
+
+// A command that acts on a run whose journal a machine's restart left waiting for its
+// recovery (cancel, a detached resume, a resume with a change, an answer, a verdict, crw flow next) recovers
+// it first, as the plain resume every reader names does, and goes on; none of them answers
+// with journal_unrecovered, which would name a resume that, with its flags, refused too.
+func TestActingOnARunWhoseMachineRestarted(t *testing.T) {
+	budget := int64(100000)
+	for name, act := range map[string]func(ctx context.Context, svc *engine.Service, id string) error{
+		"cancel": func(ctx context.Context, svc *engine.Service, id string) error {
+			end, err := svc.Cancel(ctx, id, 0)
+			if err == nil && end.Status != store.RunCancelled {
+				return errors.New("not cancelled: " + string(end.Status))
+			}
+			return err
+		},
+		"a detached resume's check": func(ctx context.Context, svc *engine.Service, id string) error {
+			return svc.CheckResumable(ctx, id)
+		},
+		"a resume with a change": func(ctx context.Context, svc *engine.Service, id string) error {
+			return svc.ChangeResume(ctx, id, engine.ResumeChange{BudgetTokens: &budget}, "test")
+		},
+		"a verdict": func(ctx context.Context, svc *engine.Service, id string) error {
+			_, err := svc.Recover(ctx, id, "c1", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "test", false)
+			if e, ok := errs.As(err); ok && e.Code == errs.InvalidRequest {
+				return nil // c1 ended completed: read, and refused for that alone
+			}
+			return err
+		},
+		"an answer": func(ctx context.Context, svc *engine.Service, id string) error {
+			_, err := svc.Answer(ctx, id, "no-such-decision", json.RawMessage(`true`), "test", false)
+			if e, ok := errs.As(err); ok && e.Code == errs.InvalidRequest {
+				return nil // the run asked no such decision: read, and refused for that alone
+			}
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+			defer cancel()
+			dir := t.TempDir()
+			wf := filepath.Join(dir, "wf.js")
+			require.NoError(t, os.WriteFile(wf, []byte(fiveCalls), 0o600))
+			st, err := local.New(filepath.Join(dir, "state"))
+			require.NoError(t, err)
+			svc := enginetest.Service(st)
+			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+			require.NoError(t, err)
+			st.CrashAfterCommit(id, 4)
+			_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+			require.ErrorIs(t, err, store.ErrLeaseLost)
+			before, err := svc.Rows(ctx, id)
+			require.NoError(t, err)
+			torn, err := st.RestartMachine(id, 2) // a page of the file zeroed
+			require.NoError(t, err)
+			require.True(t, torn)
+			_, err = svc.Status(ctx, id)
+			e, ok := errs.As(err)
+			require.True(t, ok, "%v", err)
+			require.Equal(t, "journal_unrecovered", e.Reason())
+
+			require.NoError(t, act(ctx, svc, id))
+			status, err := svc.Status(ctx, id)
+			require.NoError(t, err, "the journal was recovered")
+			assert.NotEqual(t, store.StateUnreadable, status.State)
+			after, err := svc.Rows(ctx, id)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(after), len(before))
+			assert.Equal(t, before, after[:len(before)], "no row the log held was lost")
+			_, err = os.Stat(filepath.Join(st.RunDir(id), local.JournalFile+".torn"))
+			assert.NoError(t, err, "the file made again replaced the torn one, kept beside it")
+		})
+	}
+}
