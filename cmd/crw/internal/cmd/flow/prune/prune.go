@@ -97,6 +97,12 @@ func prune(opts *Options, svc *engine.Service) ([]pruned, error) {
 	}
 	out := []pruned{}
 	for _, r := range runs {
+		if r.State == store.StateUnreadable && r.Error != nil && r.Error.Reason == "journal_unrecovered" {
+			// Its age cannot be read, and it is no damaged run: a resume recovers it.
+			out = append(out, pruned{Run: r.Run, State: string(r.State),
+				Kept: "its journal waits for its recovery after the machine's restart: crw flow resume " + r.Run})
+			continue
+		}
 		if r.Started.IsZero() || time.Since(r.Started) < opts.OlderThan {
 			continue
 		}

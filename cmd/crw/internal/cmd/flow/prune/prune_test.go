@@ -1,6 +1,8 @@
 package prune
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -8,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
+	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 func TestNewCmdPrune(t *testing.T) {
@@ -58,4 +62,23 @@ func TestPruneDryRunSaysWhatWouldGo(t *testing.T) {
 	e.Out.Reset()
 	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond}))
 	assert.Equal(t, "deleted "+end.Run+" (ended)\n1 run deleted\n", e.Out.String(), "the dry run deleted nothing")
+}
+
+// TestPruneKeepsARunWhoseJournalWaitsForItsRecovery: a run a machine's restart left waiting
+// for its recovery reads as unreadable, its age unknown; prune keeps it and says how it goes
+// on, rather than pass over it in silence (or delete it as a damaged run).
+func TestPruneKeepsARunWhoseJournalWaitsForItsRecovery(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	logPath := filepath.Join(e.State, "flow", end.Run, local.JournalLog)
+	info, err := os.Stat(logPath)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(logPath, info.Size()-17)) // its closing checkpoint: as if killed
+	_, err = rowlog.PlayRestart(logPath, 0)
+	require.NoError(t, err)
+	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond}))
+	assert.Equal(t, "kept    "+end.Run+" (unreadable): its journal waits for its recovery after the machine's restart: crw flow resume "+end.Run+"\n0 runs deleted\n", e.Out.String())
+	_, err = os.Stat(logPath)
+	assert.NoError(t, err, "the run is still there")
 }
