@@ -167,6 +167,9 @@ func (s *Service) ListPage(ctx context.Context, q ListQuery) (*ListPage, error) 
 		if err != nil {
 			st = &store.Status{Run: id, State: store.StateUnreadable, Calls: store.Counts{}, Result: json.RawMessage("null"),
 				Error: unreadableError(err)}
+			if spec, serr := s.Store.Spec(ctx, id); serr == nil {
+				st.Workflow = spec.Workflow // what the run is, from its spec, which its journal's state leaves as it is
+			}
 		}
 		if (len(q.States) > 0 || len(q.Statuses) > 0) && !slices.Contains(q.States, st.State) && !slices.Contains(q.Statuses, st.Status) {
 			continue

@@ -145,6 +145,9 @@ func printRuns(w io.Writer, runs []store.Status) {
 		status := string(r.Status)
 		if r.State == store.StateUnreadable && r.Error != nil {
 			status = r.Error.Code
+			if r.Error.Reason != "" {
+				status = r.Error.Reason // journal_unrecovered, journal_damaged, …: what to do differs
+			}
 		}
 		started := "-"
 		if !r.Started.IsZero() {

@@ -2,6 +2,8 @@ package list
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
+	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 func TestNewCmdList(t *testing.T) {
@@ -141,4 +145,23 @@ func TestListByStatus(t *testing.T) {
 	assert.Equal(t, []string{failed, done}, list(Options{Statuses: []string{"ended"}}), "a state, newest first")
 	assert.Empty(t, list(Options{Statuses: []string{"cancelled"}}))
 	assert.Equal(t, []string{failed}, list(Options{Statuses: []string{"running", "failed"}}), "a state or a status")
+}
+
+// TestListOfARunWhoseJournalWaitsForItsRecovery: a run a machine's restart left waiting for its
+// recovery is listed unreadable with why (journal_unrecovered, not the bare code) and its
+// workflow, which its spec says.
+func TestListOfARunWhoseJournalWaitsForItsRecovery(t *testing.T) {
+	t.Parallel()
+	e := cmdtest.New(t)
+	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
+	logPath := filepath.Join(e.State, "flow", end.Run, local.JournalLog)
+	info, err := os.Stat(logPath)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(logPath, info.Size()-17)) // its closing checkpoint: as if killed
+	_, err = rowlog.PlayRestart(logPath, 0)
+	require.NoError(t, err)
+	require.NoError(t, runList(&Options{Common: e.Common()}))
+	lines := strings.Split(e.Out.String(), "\n")
+	require.Len(t, lines, 3)
+	assert.Regexp(t, `^`+end.Run+` +unreadable +journal_unrecovered +0 +- +`+e.Dir+`/wf\.js$`, lines[1])
 }
