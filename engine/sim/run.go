@@ -300,7 +300,9 @@ func (x *execution) drive(ctx context.Context, id string) {
 
 // restarted plays the machine's restart the case has after process p's crash, where the store
 // plays one, and checks what readers say of the run then: it cannot be read until a resume
-// recovers its journal, and they say to resume it. It reports whether the machine restarted.
+// recovers its journal, and they say to resume it. It reports whether the next process is that
+// resume; half of the restarts are recovered instead by the operator's next command, whatever
+// it is (engine.Service.ActingStatus), and the run read and acted on as after any crash.
 func (x *execution) restarted(ctx context.Context, id string, p int) bool {
 	f := x.c.Faults
 	restarter, ok := x.st.(MachineRestarter)
@@ -328,7 +330,16 @@ func (x *execution) restarted(ctx context.Context, id string, p int) bool {
 		!strings.Contains(e.Diagnostic.NextAction, "crw flow resume "+id):
 		x.violate("restart_unrecovered", "after the machine's restart the run's status says %v, not to resume it", err)
 	}
-	return true
+	if f.Restarts[p]&8 == 0 {
+		return true // the operator resumes it, as its status says
+	}
+	// The operator acts on it otherwise (a cancel, an answer, a verdict, a resume with a
+	// change), which recovers the journal first; then the run is read and acted on as ever.
+	x.out.Actions = append(x.out.Actions, "restart-recovered-by-acting")
+	if _, err := x.svc.ActingStatus(ctx, id); err != nil {
+		x.violate("restart_unrecovered", "a command acting on the run after the machine's restart: %v", err)
+	}
+	return false
 }
 
 // process executes one process of the run: with its fault, in the faulty run.
