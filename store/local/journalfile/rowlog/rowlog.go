@@ -127,6 +127,8 @@ type Log struct {
 	end   int64 // past the last frame
 	ahead int64 // the file's blocks are allocated up to here (preallocate)
 	buf   []byte
+	// synced, when not nil, is told the log's end after each fsync (for tests).
+	synced func(end int64)
 }
 
 // allocStep is how far ahead of the appends the file's blocks are allocated.
@@ -223,36 +225,42 @@ func (l *Log) Begin(seq uint64, runID string) error {
 
 // Append writes one commit's rows, first seq first, and fsyncs the log: once it returns they
 // are durable. An error leaves the log's end unknown: the writer stops.
-// A commit of more than a frame holds is written as several, in one write and one fsync; a
-// row longer than a frame, or shorter than a row can be, is refused.
+// A commit of more than a frame holds is written as several, each written and fsync'd before
+// the next: a power loss tears the last frame being written at most, never one a later frame
+// follows (which would read as damage in the middle of the log), and leaves the rows of the
+// frames before it durable, a part of a commit none of whose writers was told so. A row longer
+// than a frame, or shorter than a row can be, is refused before anything is written.
 func (l *Log) Append(first uint64, rows [][]byte) error {
-	l.buf = l.buf[:0]
+	for i, r := range rows {
+		if len(r) < minRow {
+			return fmt.Errorf("journal log: row %d has %d bytes", first+uint64(i), len(r))
+		}
+		if int64(1+8+4+len(r)) > maxFrame {
+			return fmt.Errorf("journal log: row %d has %d bytes, more than a log's frame holds (%d)", first+uint64(i), len(r), maxFrame-13)
+		}
+	}
 	for len(rows) > 0 {
 		n, size := 0, 1+8
 		for ; n < len(rows) && int64(size+4+len(rows[n])) <= maxFrame; n++ {
-			if len(rows[n]) < minRow {
-				return fmt.Errorf("journal log: row %d has %d bytes", first+uint64(n), len(rows[n]))
-			}
 			size += 4 + len(rows[n])
 		}
-		if n == 0 {
-			return fmt.Errorf("journal log: row %d has %d bytes, more than a log's frame holds (%d)", first, len(rows[0]), maxFrame-13)
-		}
 		// The frame is made in place, its header filled in once its payload is there.
-		at := len(l.buf)
-		l.buf = slices.Grow(l.buf, headerLen+size)[:at+headerLen]
+		l.buf = slices.Grow(l.buf[:0], headerLen+size)[:headerLen]
 		l.buf = append(l.buf, kindRows)
 		l.buf = binary.LittleEndian.AppendUint64(l.buf, first)
 		for _, r := range rows[:n] {
 			l.buf = binary.LittleEndian.AppendUint32(l.buf, uint32(len(r)))
 			l.buf = append(l.buf, r...)
 		}
-		payload := l.buf[at+headerLen:]
-		binary.LittleEndian.PutUint32(l.buf[at:], uint32(len(payload)))
-		binary.LittleEndian.PutUint32(l.buf[at+4:], crc32.Checksum(payload, castagnoli))
+		payload := l.buf[headerLen:]
+		binary.LittleEndian.PutUint32(l.buf, uint32(len(payload)))
+		binary.LittleEndian.PutUint32(l.buf[4:], crc32.Checksum(payload, castagnoli))
+		if err := l.write(); err != nil {
+			return err
+		}
 		first, rows = first+uint64(n), rows[n:]
 	}
-	return l.write()
+	return nil
 }
 
 // Checkpoint records that the bbolt file was fsync'd with every row up to seq, as a writer
@@ -296,6 +304,9 @@ func (l *Log) write() error {
 		return fmt.Errorf("journal log: sync %s: %w", l.path, err)
 	}
 	l.end += int64(len(l.buf))
+	if l.synced != nil {
+		l.synced(l.end)
+	}
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // a large commit's buffer is not kept for the small ones after it
 	}
@@ -371,9 +382,10 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 // continues is ErrCorrupt when the log goes on after the frame at offset at, which does not
 // read whole: a rows frame that reads whole and follows the rows read (first seq past last)
 // starts somewhere after it. A crash that cut the last append short leaves some of its pages
-// and not others, zeros after them, and no such frame (an append holds one rows frame, or a
-// checkpoint and a boot frame); a frame damaged in the middle of the log has the frames of the
-// commits after it behind it, which are not cut off. The search reads at most what a torn end
+// and not others, zeros after them, and no such frame (an append holds one rows frame, Append
+// writing a larger commit a frame at a time, each fsync'd, or a checkpoint and a boot frame);
+// a frame damaged in the middle of the log has the frames of the commits after it behind it,
+// which are not cut off. The search reads at most what a torn end
 // can hold, and checks at most searchBudget bytes of candidates' payloads.
 func continues(f *os.File, at, size int64, last uint64) error {
 	rest := size - at

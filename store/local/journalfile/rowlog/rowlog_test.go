@@ -496,3 +496,41 @@ func TestTheBootFileSaysTheLastWritersBoot(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// A commit of more than a frame is written a frame at a time, each fsync'd before the next: a
+// power loss tears the frame being written, whose pages read as zeros, and no frame follows it:
+// the open cuts it off and keeps the frames before it (rows none was told were durable).
+func TestACommitLargerThanAFrameTornInItsLastFrame(t *testing.T) {
+	defer SetMaxFrame(64)()
+	path := filepath.Join(t.TempDir(), "journal.db-log")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	rows := rowsOf("row number 1 of six", "row number 2 of six", "row number 3 of six", "row number 4 of six", "row number 5 of six", "row number 6 of six")
+	var synced []int64
+	l.synced = func(end int64) { synced = append(synced, end) }
+	start := l.end
+	require.NoError(t, l.Append(1, rows))
+	require.NoError(t, l.Close())
+	frameLen := int64(headerLen + 1 + 8 + 2*(4+len("row number 5 of six")))
+	assert.Equal(t, []int64{start + frameLen, start + 2*frameLen, start + 3*frameLen}, synced, "each frame fsync'd before the next is written")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	last := len(data) - int(frameLen)
+	for i := last + 4; i < len(data); i++ {
+		data[i] = 0 // its length written, the rest of its page lost
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	got, st := readAll(t, path)
+	assert.Equal(t, []frame{{1, []string{"row number 1 of six", "row number 2 of six"}}, {3, []string{"row number 3 of six", "row number 4 of six"}}}, got)
+	assert.Equal(t, uint64(4), st.Last)
+	assert.Equal(t, int64(last), st.End)
+
+	l, err = Create(filepath.Join(t.TempDir(), "journal.db-log"), "run-b")
+	require.NoError(t, err)
+	defer l.Close()
+	end := l.end
+	err = l.Append(1, rowsOf("row number 1", strings.Repeat("x", 60)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "row 2 has 60 bytes, more than a log's frame holds")
+	assert.Equal(t, end, l.end, "nothing of a commit with a row too long is written")
+}
