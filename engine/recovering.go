@@ -13,7 +13,7 @@ import (
 // left waiting for its recovery from its log (journal_unrecovered, which every reader says,
 // naming the resume) is recovered first, as that resume would recover it, by taking the run
 // and letting it go at once, and its status read again. Without it each of those commands
-// refused and named a resume that, given with theirs flags, refused too.
+// refused and named a resume that, given with their flags, refused too.
 func (s *Service) ActingStatus(ctx context.Context, run string) (*store.Status, error) {
 	st, err := s.Status(ctx, run)
 	if !unrecovered(err) {

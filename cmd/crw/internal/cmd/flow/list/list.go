@@ -145,7 +145,7 @@ func printRuns(w io.Writer, runs []store.Status) {
 		status := string(r.Status)
 		if r.State == store.StateUnreadable && r.Error != nil {
 			status = r.Error.Code
-			if r.Error.Reason != "" {
+			if r.Error.Reason != "" && r.Error.Reason != "unreadable" {
 				status = r.Error.Reason // journal_unrecovered, journal_damaged, …: what to do differs
 			}
 		}
