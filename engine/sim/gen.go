@@ -55,7 +55,8 @@ type Faults struct {
 	Abandon bool `json:"abandon,omitempty"`
 	// Restarts are, for the crashes in turn, whether the machine restarted after it (not 0),
 	// where a store plays one (MachineRestarter): the value picks how much of the journal's
-	// unsynced file the restart took.
+	// unsynced file the restart took, and whether a resume or the operator's next command of
+	// another kind recovers it.
 	Restarts []uint64 `json:"restarts,omitempty"`
 }
 

@@ -10,12 +10,12 @@ import (
 
 // PlayRestart makes the log at path read as a machine's restart leaves it, for the tests and
 // the simulator that play one: the boot id its last writer recorded becomes another of the
-// same length, in its last boot frame and its boot file (the machine has restarted since), and with torn > 0 an append that the power
-// loss cut short follows its last frame: a header claiming torn bytes more than the few of its
-// payload that reached the disk. A log its writer closed (State.Closed) had no append under
-// way and its file lost nothing: it only has its boot id changed, and closed says so. It
-// waits for the log's writer, if one still holds it, to let it go (a process the simulator
-// killed closes it as it dies).
+// same length, in its last boot frame and its boot file (the machine has restarted since),
+// and with torn > 0 an append that the power loss cut short follows its last frame: a header
+// claiming torn bytes more than the few of its payload that reached the disk. A log its writer
+// closed (State.Closed) had no append under way and its file lost nothing: it only has its
+// boot id changed, and closed says so. It waits for the log's writer, if one still holds it,
+// to let it go (a process the simulator killed closes it as it dies).
 func PlayRestart(path string, torn int) (closed bool, err error) {
 	f, err := openRegular(path, os.O_RDWR)
 	if err != nil {
