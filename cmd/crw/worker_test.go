@@ -18,6 +18,8 @@ import (
 
 	"github.com/crw-dev/crw/internal/etcdtest"
 	"github.com/crw-dev/crw/store/etcd/etcdrpc"
+	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 // listed is a run as crw flow list --json tells it.
@@ -352,4 +354,39 @@ func TestAWorkerClonesARunsRepositoryFromItsCloneURL(t *testing.T) {
 	clones, err = filepath.Glob(filepath.Join(hostC, "clones", "*", ".git"))
 	require.NoError(t, err)
 	assert.Len(t, clones, 1, "host C cloned the repository")
+}
+
+// TestAWorkerTakesARunAfterItsMachineRestarted: a worker's child and the worker are killed
+// with a call in flight, and the machine restarts (the run's log played as written in an
+// earlier boot): every reader then says the run's journal waits for its recovery, and the next
+// worker recovers it, takes the run and ends it, rather than pass over it as unreadable.
+func TestAWorkerTakesARunAfterItsMachineRestarted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
+	answers := filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	slow := queueWith(t, state, nil, wf, answers, `{"node": "slow"}`)
+	w, exited, _ := startWorker(t, state, nil, "--slots", "1")
+	runs := untilRuns(t, state, nil, exited, "the run was in flight", func(runs map[string]listed) bool {
+		return runs[slow].State == "running" && runs[slow].InFlight == 1 && runs[slow].PID > 0
+	})
+	require.NoError(t, w.Process.Kill())
+	<-exited
+	require.NoError(t, syscall.Kill(runs[slow].PID, syscall.SIGKILL))
+	never := make(chan struct{})
+	untilRuns(t, state, nil, never, "the killed run was crashed", func(runs map[string]listed) bool { return runs[slow].State == "crashed" })
+	_, err := rowlog.PlayRestart(filepath.Join(state, "flow", slow, local.JournalLog), 0)
+	require.NoError(t, err)
+	res := durableCrw(t, state, nil, "flow", "status", slow)
+	require.NotEqual(t, 0, res.exit)
+	require.Contains(t, res.stderr, "journal_unrecovered")
+
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": []}`), 0o644)) // the call's answer comes at once now
+	_, exited2, log2 := startWorker(t, state, nil, "--slots", "1")
+	untilRuns(t, state, nil, exited2, "the next worker ended the run", func(runs map[string]listed) bool { return runs[slow].State == "ended" })
+	assert.Equal(t, "completed", listRuns(t, state, nil)[slow].Status)
+	assert.Contains(t, log2.String(), "run "+slow+" taken")
 }

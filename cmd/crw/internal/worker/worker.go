@@ -180,7 +180,10 @@ func (w *worker) take(ctx context.Context) {
 		if _, busy := w.children[id]; busy || w.ended[id] || now.Before(w.retry[id].at) {
 			continue
 		}
-		st, err := w.o.Service.Status(ctx, id)
+		// A journal a machine's restart left waiting for its recovery (the worker's own host
+		// restarted) is recovered here, as the resume that takes the run would: its status
+		// can then be read, and the run taken.
+		st, err := w.o.Service.ActingStatus(ctx, id)
 		if err != nil {
 			continue // deleted meanwhile, or unreadable: inspect says why
 		}
