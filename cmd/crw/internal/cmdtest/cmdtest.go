@@ -22,6 +22,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
+	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 // Env is one command line's surroundings in a test.
@@ -132,3 +133,16 @@ export default async function main() {
 
 // OneAnswer answers OneCall's call {"v": "hi"}, for 100 input and 20 output tokens.
 const OneAnswer = `{"answers": [{"turns": [{"json": {"v": "hi"}, "tokens": {"input": 100, "output": 20}}]}]}`
+
+// LeaveUnrecovered leaves an ended run's journal as a machine's restart leaves one whose
+// process was killed: its log's closing checkpoint (a frame of 17 bytes) cut off, and its boot
+// another's (rowlog.PlayRestart). Readers then say it waits for its recovery.
+func (e *Env) LeaveUnrecovered(t testing.TB, run string) {
+	t.Helper()
+	logPath := filepath.Join(e.State, "flow", run, local.JournalLog)
+	info, err := os.Stat(logPath)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(logPath, info.Size()-17))
+	_, err = rowlog.PlayRestart(logPath, 0)
+	require.NoError(t, err)
+}

@@ -2,8 +2,6 @@ package list
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
-	"github.com/crw-dev/crw/store/local"
-	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 func TestNewCmdList(t *testing.T) {
@@ -154,12 +150,7 @@ func TestListOfARunWhoseJournalWaitsForItsRecovery(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
-	logPath := filepath.Join(e.State, "flow", end.Run, local.JournalLog)
-	info, err := os.Stat(logPath)
-	require.NoError(t, err)
-	require.NoError(t, os.Truncate(logPath, info.Size()-17)) // its closing checkpoint: as if killed
-	_, err = rowlog.PlayRestart(logPath, 0)
-	require.NoError(t, err)
+	e.LeaveUnrecovered(t, end.Run)
 	require.NoError(t, runList(&Options{Common: e.Common()}))
 	lines := strings.Split(e.Out.String(), "\n")
 	require.Len(t, lines, 3)

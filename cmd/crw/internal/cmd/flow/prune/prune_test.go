@@ -11,7 +11,6 @@ import (
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdtest"
 	"github.com/crw-dev/crw/store/local"
-	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
 func TestNewCmdPrune(t *testing.T) {
@@ -71,14 +70,9 @@ func TestPruneKeepsARunWhoseJournalWaitsForItsRecovery(t *testing.T) {
 	t.Parallel()
 	e := cmdtest.New(t)
 	end := e.Run(t, cmdtest.OneCall, cmdtest.OneAnswer)
-	logPath := filepath.Join(e.State, "flow", end.Run, local.JournalLog)
-	info, err := os.Stat(logPath)
-	require.NoError(t, err)
-	require.NoError(t, os.Truncate(logPath, info.Size()-17)) // its closing checkpoint: as if killed
-	_, err = rowlog.PlayRestart(logPath, 0)
-	require.NoError(t, err)
+	e.LeaveUnrecovered(t, end.Run)
 	require.NoError(t, runPrune(&Options{Common: e.Common(), OlderThan: time.Nanosecond}))
 	assert.Equal(t, "kept    "+end.Run+" (unreadable): its journal waits for its recovery after the machine's restart: crw flow resume "+end.Run+"\n0 runs deleted\n", e.Out.String())
-	_, err = os.Stat(logPath)
+	_, err := os.Stat(filepath.Join(e.State, "flow", end.Run, local.JournalLog))
 	assert.NoError(t, err, "the run is still there")
 }
