@@ -72,11 +72,9 @@ func openFile(path string, freeList bool) (*bbolt.DB, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	if !pre.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("journal: open %s: not a regular file", path)
-	}
-	if pre.Size() == 0 {
-		return nil, nil, fmt.Errorf("journal: open %s: %w: empty file", path, ErrCorrupt)
+	if !pre.Mode().IsRegular() || pre.Size() == 0 {
+		// What a reader says of it too (summary.go): no command goes on from it.
+		return nil, nil, fmt.Errorf("journal: open %s: %w: empty or not a regular file", path, ErrCorrupt)
 	}
 	var f *os.File
 	capture := func(name string, flag int, perm os.FileMode) (*os.File, error) {

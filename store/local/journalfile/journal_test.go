@@ -327,6 +327,28 @@ func TestOpenCorrupt(t *testing.T) {
 	}
 }
 
+// A directory where the journal's file should be is damage to every opener, the writer too: it
+// is left as it is, and the run's commands say the journal is damaged rather than that it could
+// not be opened.
+func TestADirectoryInTheJournalsPlaceIsDamage(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	require.NoError(t, os.Mkdir(path, 0o700))
+	for name, open := range map[string]func(string) (*journalfile.Journal, error){
+		"Open": journalfile.Open, "OpenReadOnly": journalfile.OpenReadOnly, "OpenReader": journalfile.OpenReader,
+	} {
+		j, err := open(path)
+		if j != nil {
+			_ = j.Close()
+		}
+		require.ErrorIs(t, err, journalfile.ErrCorrupt, name)
+		assert.Equal(t, "empty or not a regular file", journalfile.Damage(err), name)
+		info, statErr := os.Stat(path)
+		require.NoError(t, statErr, name)
+		assert.True(t, info.IsDir(), "%s changed what was at the journal's path", name)
+	}
+}
+
 // A row whose checksum holds is taken at open as the JSON its writer encoded (the open does not
 // parse every row again); if it is not JSON after all, reading it says so and names it.
 func TestARowNotJSONUnderItsChecksum(t *testing.T) {
