@@ -179,3 +179,10 @@ func Abandon(j *Journal) {
 	}
 	_ = j.db.Close()
 }
+
+// KillAfterRebuild makes every later rebuild fail as its process killed between its rename and
+// its log's checkpoint would, until the returned func is called.
+func KillAfterRebuild() (restore func()) {
+	afterRebuild = func() error { return errors.New("killed after the rebuild's rename") }
+	return func() { afterRebuild = func() error { return nil } }
+}

@@ -41,6 +41,9 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 	if !st.Synced(rowlog.BootID()) {
 		err := rebuild(path, lg, st.Run)
 		if err == nil {
+			err = afterRebuild()
+		}
+		if err == nil {
 			// The file made again is fsync'd with every row of the log: the log says so at
 			// once, for readers and for the next open, whatever becomes of this one (a resume
 			// of a run that has ended reads the file and goes no further, the log left as it
@@ -53,8 +56,14 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 		}
 		st.Checkpoint, st.Closed = st.Last, true
 	}
+	// The log trusts the file: it is no rebuild's unconfirmed work any more (rebuild).
+	_ = os.Remove(madeFile(path))
 	return lg, st, nil
 }
+
+// afterRebuild runs between a rebuild's rename and the log's checkpoint; tests make it fail as
+// a process killed there would.
+var afterRebuild = func() error { return nil }
 
 // logError maps the log's errors onto the journal's.
 func logError(path string, err error) error {
@@ -105,8 +114,14 @@ func logMissing(db *bbolt.DB, lg *rowlog.Log, logged, last uint64) error {
 	return err
 }
 
+// madeFile names, from a rebuild's rename until the log's checkpoint that follows it, the file
+// that rebuild made (a second link to it): a rebuild killed in between is made again at the
+// next open, and the file it replaces then is that one, not a torn original.
+func madeFile(path string) string { return path + ".made" }
+
 // rebuild makes the bbolt file at path again from the log's rows, under a temporary name
-// renamed over it once fsync'd; the file it replaces stays as path.torn.
+// renamed over it once fsync'd; the file it replaces stays as path.torn, unless an earlier
+// rebuild made it (madeFile), which keeps the torn original there.
 func rebuild(path string, lg *rowlog.Log, runID string) error {
 	tmp := path + ".rebuilt"
 	_ = os.Remove(tmp)
@@ -127,8 +142,9 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 	}
 	if err == nil {
 		// The file replaced is kept beside it (the last one only), for whoever looks into why.
-		_ = os.Remove(path + ".torn")
-		_ = os.Link(path, path+".torn")
+		keepTorn(path)
+		_ = os.Remove(madeFile(path))
+		_ = os.Link(tmp, madeFile(path)) // what a rebuild of it would keep otherwise is no loss
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
@@ -136,8 +152,21 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		_ = os.Remove(madeFile(path))
 	}
 	return err
+}
+
+// keepTorn links the file at path, which a rebuild is to replace, as path.torn: unless it is
+// the file an earlier rebuild made (madeFile), whose process was killed before its checkpoint.
+func keepTorn(path string) {
+	if cur, err := os.Stat(path); err == nil {
+		if made, err := os.Stat(madeFile(path)); err == nil && os.SameFile(cur, made) {
+			return
+		}
+	}
+	_ = os.Remove(path + ".torn")
+	_ = os.Link(path, path+".torn")
 }
 
 // applyLog puts the log's rows after seq after in db, folded into the summary and its index as

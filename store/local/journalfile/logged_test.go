@@ -347,6 +347,45 @@ func TestARebuildIsTheRunsAndKeepsTheFileItReplaces(t *testing.T) {
 	assert.Equal(t, before, mustRead(t, path+".torn"), "the file replaced")
 }
 
+// A rebuild killed between its rename and its log's checkpoint is made again at the next open:
+// the file kept as .torn is still the torn original, not the file the first rebuild made.
+func TestARebuildKilledBeforeItsCheckpointKeepsTheTornOriginal(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, want := loggedJournal(t, 5)
+	torn := mustRead(t, path)
+	torn[len(torn)-1] ^= 0xff // what the restart left differs from any file made from the log
+	require.NoError(t, os.WriteFile(path, torn, 0o600))
+	playBoot(t, "boot-2")
+
+	restore := journalfile.KillAfterRebuild()
+	_, err := journalfile.OpenRun(path, "run-logged", nil)
+	restore()
+	require.Error(t, err)
+	assert.Equal(t, torn, mustRead(t, path+".torn"), "the first rebuild kept the torn original")
+	assert.NotEqual(t, torn, mustRead(t, path), "the first rebuild's file is in place")
+
+	j, err := journalfile.OpenRun(path, "run-logged", nil)
+	require.NoError(t, err)
+	assert.Equal(t, want, rowsJSON(t, j))
+	require.NoError(t, j.Close())
+	assert.Equal(t, torn, mustRead(t, path+".torn"), "the second rebuild kept it too")
+	_, err = os.Stat(path + ".made")
+	assert.ErrorIs(t, err, os.ErrNotExist, "the log's checkpoint confirmed the file made")
+
+	// A later restart that tears the file again keeps that one.
+	j, err = journalfile.OpenRun(path, "run-logged", nil)
+	require.NoError(t, err)
+	journalfile.Abandon(j)
+	again := mustRead(t, path)
+	again[len(again)-1] ^= 0x0f
+	require.NoError(t, os.WriteFile(path, again, 0o600))
+	playBoot(t, "boot-3")
+	j, err = journalfile.OpenRun(path, "run-logged", nil)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	assert.Equal(t, again, mustRead(t, path+".torn"), "a new torn original replaces the old")
+}
+
 // A reader does not trust a file the machine's restart may have torn: its log was not closed
 // and its last writer opened it in another boot. It says so until a writer's open recovers it;
 // a log closed, or a writer of this boot, is read as it is.
