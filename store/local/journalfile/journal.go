@@ -263,7 +263,7 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 		}
 		if err != nil {
 			_ = db.Close()
-			return nil, fmt.Errorf("journal: open %s: %w", path, err)
+			return nil, logError(path, err)
 		}
 	}
 	return newWriter(db, lg, path, st), nil

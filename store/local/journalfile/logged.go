@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"go.etcd.io/bbolt"
 
@@ -39,9 +40,9 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 		return nil, st, fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, st.Run)
 	}
 	if !st.Synced(rowlog.BootID()) {
-		err := rebuild(path, lg, st.Run)
+		err := rebuild(path, lg, st)
 		if err == nil {
-			err = afterRebuild()
+			err = rebuildStep("renamed")
 		}
 		if err == nil {
 			// The file made again is fsync'd with every row of the log: the log says so at
@@ -56,14 +57,13 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 		}
 		st.Checkpoint, st.Closed = st.Last, true
 	}
-	// The log trusts the file: it is no rebuild's unconfirmed work any more (rebuild).
-	_ = os.Remove(madeFile(path))
 	return lg, st, nil
 }
 
-// afterRebuild runs between a rebuild's rename and the log's checkpoint; tests make it fail as
-// a process killed there would.
-var afterRebuild = func() error { return nil }
+// rebuildStep runs at the steps of a rebuild a test names: "kept" (the torn file kept, before
+// the rename) and "renamed" (before the log's checkpoint); tests make it fail as a process
+// killed there would.
+var rebuildStep = func(string) error { return nil }
 
 // logError maps the log's errors onto the journal's.
 func logError(path string, err error) error {
@@ -114,23 +114,24 @@ func logMissing(db *bbolt.DB, lg *rowlog.Log, logged, last uint64) error {
 	return err
 }
 
-// madeFile names, from a rebuild's rename until the log's checkpoint that follows it, the file
-// that rebuild made (a second link to it): a rebuild killed in between is made again at the
-// next open, and the file it replaces then is that one, not a torn original.
-func madeFile(path string) string { return path + ".made" }
-
-// rebuild makes the bbolt file at path again from the log's rows, under a temporary name
-// renamed over it once fsync'd; the file it replaces stays as path.torn, unless an earlier
-// rebuild made it (madeFile), which keeps the torn original there.
-func rebuild(path string, lg *rowlog.Log, runID string) error {
+// rebuild makes the bbolt file at path again from the rows of its log lg, whose state is st,
+// under a temporary name renamed over it once fsync'd; the file it replaces is kept (keepTorn).
+// What is at path must be a file, or nothing (a restart may leave none): a directory there is
+// damage, which no rebuild would get past.
+func rebuild(path string, lg *rowlog.Log, st rowlog.State) error {
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		return fmt.Errorf("%w: empty or not a regular file", ErrCorrupt)
+	}
 	tmp := path + ".rebuilt"
-	_ = os.Remove(tmp)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is in the way and cannot be taken away: %w", ErrCorrupt, tmp, err)
+	}
 	db, err := bbolt.Open(tmp, 0o600, boltOptions(false, nil))
 	if err != nil {
 		return err
 	}
 	db.NoSync = true
-	err = db.Update(func(tx *bbolt.Tx) error { return formatFile(tx, runID, formatLogged) })
+	err = db.Update(func(tx *bbolt.Tx) error { return formatFile(tx, st.Run, formatLogged) })
 	if err == nil {
 		err = applyLog(db, lg, 0)
 	}
@@ -141,10 +142,10 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 		err = cerr
 	}
 	if err == nil {
-		// The file replaced is kept beside it (the last one only), for whoever looks into why.
-		keepTorn(path)
-		_ = os.Remove(madeFile(path))
-		_ = os.Link(tmp, madeFile(path)) // what a rebuild of it would keep otherwise is no loss
+		keepTorn(path, tornOf(st))
+		err = rebuildStep("kept")
+	}
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
@@ -152,21 +153,38 @@ func rebuild(path string, lg *rowlog.Log, runID string) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		_ = os.Remove(madeFile(path))
 	}
 	return err
 }
 
-// keepTorn links the file at path, which a rebuild is to replace, as path.torn: unless it is
-// the file an earlier rebuild made (madeFile), whose process was killed before its checkpoint.
-func keepTorn(path string) {
-	if cur, err := os.Stat(path); err == nil {
-		if made, err := os.Stat(madeFile(path)); err == nil && os.SameFile(cur, made) {
+// tornFrom is the file beside path.torn that says which writer left the file kept there: the
+// boot id of its log's last boot frame, and the log's end then (tornOf). A rebuild killed after
+// its rename and before the log's checkpoint is made again at the next open, from the same log:
+// the file it replaces then is the one that rebuild made, and the torn original stays.
+func tornFrom(path string) string { return path + ".torn.from" }
+
+// tornOf says which writer left a file a rebuild from a log of state st replaces.
+func tornOf(st rowlog.State) string { return fmt.Sprintf("boot %s, log end %d\n", st.Boot, st.End) }
+
+// keepTorn keeps the file at path, which a rebuild replaces, as path.torn (the last one only),
+// for whoever looks into why, unless path.torn is already the file that writer left (from).
+// What it keeps is no part of the journal: a file it cannot keep is not kept.
+func keepTorn(path, from string) {
+	if f, err := os.OpenFile(tornFrom(path), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0); err == nil {
+		var b [512]byte
+		n, _ := f.Read(b[:])
+		_ = f.Close()
+		if string(b[:n]) == from {
 			return
 		}
 	}
+	if _, err := os.Stat(path); err != nil {
+		return // none: the restart left no file
+	}
 	_ = os.Remove(path + ".torn")
-	_ = os.Link(path, path+".torn")
+	if os.Link(path, path+".torn") == nil {
+		_ = rowlog.WriteOwnFile(tornFrom(path), []byte(from))
+	}
 }
 
 // applyLog puts the log's rows after seq after in db, folded into the summary and its index as

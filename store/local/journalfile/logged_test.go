@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -347,43 +348,166 @@ func TestARebuildIsTheRunsAndKeepsTheFileItReplaces(t *testing.T) {
 	assert.Equal(t, before, mustRead(t, path+".torn"), "the file replaced")
 }
 
-// A rebuild killed between its rename and its log's checkpoint is made again at the next open:
-// the file kept as .torn is still the torn original, not the file the first rebuild made.
-func TestARebuildKilledBeforeItsCheckpointKeepsTheTornOriginal(t *testing.T) {
-	playBoot(t, "boot-1")
-	path, want := loggedJournal(t, 5)
-	torn := mustRead(t, path)
-	torn[len(torn)-1] ^= 0xff // what the restart left differs from any file made from the log
-	require.NoError(t, os.WriteFile(path, torn, 0o600))
-	playBoot(t, "boot-2")
+// A rebuild killed or failing at any step is made again at the next open, from the same log:
+// the file kept as .torn is the torn original, never a file a rebuild made, whether the first
+// rebuild's file is already in place or not, the second fails too, or the run's folder was
+// copied in between (hard links not kept). A later restart's torn file replaces it.
+func TestARebuildStoppedAnywhereKeepsTheTornOriginal(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		first  string // where the first rebuild is killed
+		second string // where the second is ("": it goes through)
+		copied bool   // the run's folder is copied, without its hard links, after the first
+	}{
+		{name: "killed after the rename", first: "renamed"},
+		{name: "killed before the rename", first: "kept"},
+		{name: "killed after the rename, then before it", first: "renamed", second: "kept"},
+		{name: "killed after the rename twice", first: "renamed", second: "renamed"},
+		{name: "killed after the rename, folder copied", first: "renamed", copied: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			playBoot(t, "boot-1")
+			path, want := loggedJournal(t, 5)
+			torn := mustRead(t, path)
+			torn[len(torn)-1] ^= 0xff // what the restart left differs from any file made from the log
+			require.NoError(t, os.WriteFile(path, torn, 0o600))
+			playBoot(t, "boot-2")
 
-	restore := journalfile.KillAfterRebuild()
-	_, err := journalfile.OpenRun(path, "run-logged", nil)
-	restore()
-	require.Error(t, err)
-	assert.Equal(t, torn, mustRead(t, path+".torn"), "the first rebuild kept the torn original")
-	assert.NotEqual(t, torn, mustRead(t, path), "the first rebuild's file is in place")
+			for _, step := range []string{tt.first, tt.second} {
+				if step == "" {
+					continue
+				}
+				restore := journalfile.KillRebuildAt(step)
+				_, err := journalfile.OpenRun(path, "run-logged", nil)
+				restore()
+				require.Error(t, err)
+				assert.Equal(t, torn, mustRead(t, path+".torn"), "killed at %s", step)
+			}
+			if tt.copied {
+				dir := filepath.Dir(path)
+				entries, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				for _, e := range entries {
+					if !e.Type().IsRegular() {
+						continue
+					}
+					name := filepath.Join(dir, e.Name())
+					data := mustRead(t, name)
+					require.NoError(t, os.Remove(name))
+					require.NoError(t, os.WriteFile(name, data, 0o600))
+				}
+			}
+			j, err := journalfile.OpenRun(path, "run-logged", nil)
+			require.NoError(t, err)
+			assert.Equal(t, want, rowsJSON(t, j))
+			assert.Equal(t, torn, mustRead(t, path+".torn"), "the rebuild that went through kept it too")
 
-	j, err := journalfile.OpenRun(path, "run-logged", nil)
-	require.NoError(t, err)
-	assert.Equal(t, want, rowsJSON(t, j))
-	require.NoError(t, j.Close())
-	assert.Equal(t, torn, mustRead(t, path+".torn"), "the second rebuild kept it too")
-	_, err = os.Stat(path + ".made")
-	assert.ErrorIs(t, err, os.ErrNotExist, "the log's checkpoint confirmed the file made")
+			// A later restart that tears the file again keeps that one.
+			journalfile.Abandon(j)
+			again := mustRead(t, path)
+			again[len(again)-1] ^= 0x0f
+			require.NoError(t, os.WriteFile(path, again, 0o600))
+			playBoot(t, "boot-3")
+			j, err = journalfile.OpenRun(path, "run-logged", nil)
+			require.NoError(t, err)
+			assert.Equal(t, want, rowsJSON(t, j))
+			require.NoError(t, j.Close())
+			assert.Equal(t, again, mustRead(t, path+".torn"), "a new torn original replaces the old")
+		})
+	}
+}
 
-	// A later restart that tears the file again keeps that one.
-	j, err = journalfile.OpenRun(path, "run-logged", nil)
-	require.NoError(t, err)
-	journalfile.Abandon(j)
-	again := mustRead(t, path)
-	again[len(again)-1] ^= 0x0f
-	require.NoError(t, os.WriteFile(path, again, 0o600))
-	playBoot(t, "boot-3")
-	j, err = journalfile.OpenRun(path, "run-logged", nil)
-	require.NoError(t, err)
-	require.NoError(t, j.Close())
-	assert.Equal(t, again, mustRead(t, path+".torn"), "a new torn original replaces the old")
+// What is planted beside a journal is never written through nor waited on, and what is in a
+// rebuild's way is damage the writer's open says, not an error no command gets past: a symlink
+// or a FIFO where the boot file or the torn file's record goes is replaced; a directory where
+// the file itself is, or that holds something where the boot file or the rebuild's file goes,
+// is ErrCorrupt.
+func TestWhatIsPlantedBesideAJournal(t *testing.T) {
+	outside := func(t *testing.T) string {
+		p := filepath.Join(t.TempDir(), "outside")
+		require.NoError(t, os.WriteFile(p, []byte("do not touch\n"), 0o600))
+		return p
+	}
+	fullDir := func(t *testing.T, p string) {
+		require.NoError(t, os.Mkdir(p, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(p, "x"), []byte("x"), 0o600))
+	}
+	for _, tt := range []struct {
+		name    string
+		restart bool // the machine restarts after the plant: the open rebuilds
+		plant   func(t *testing.T, path string) (check func(t *testing.T))
+		corrupt bool // the open is ErrCorrupt; else it goes through
+	}{
+		{name: "symlink at the boot file", plant: func(t *testing.T, path string) func(*testing.T) {
+			o := outside(t)
+			require.NoError(t, os.Remove(path+"-log.boot"))
+			require.NoError(t, os.Symlink(o, path+"-log.boot"))
+			return func(t *testing.T) { assert.Equal(t, "do not touch\n", string(mustRead(t, o))) }
+		}},
+		{name: "symlink from the boot file to the journal", plant: func(t *testing.T, path string) func(*testing.T) {
+			require.NoError(t, os.Remove(path+"-log.boot"))
+			require.NoError(t, os.Symlink(path, path+"-log.boot"))
+			return func(t *testing.T) {}
+		}},
+		{name: "FIFO at the boot file", plant: func(t *testing.T, path string) func(*testing.T) {
+			require.NoError(t, os.Remove(path+"-log.boot"))
+			require.NoError(t, syscall.Mkfifo(path+"-log.boot", 0o600))
+			return func(t *testing.T) {}
+		}},
+		{name: "directory holding a file at the boot file", corrupt: true, plant: func(t *testing.T, path string) func(*testing.T) {
+			require.NoError(t, os.Remove(path+"-log.boot"))
+			fullDir(t, path+"-log.boot")
+			return func(t *testing.T) {}
+		}},
+		{name: "symlink at the torn file's record", restart: true, plant: func(t *testing.T, path string) func(*testing.T) {
+			o := outside(t)
+			require.NoError(t, os.Symlink(o, path+".torn.from"))
+			return func(t *testing.T) {
+				assert.Equal(t, "do not touch\n", string(mustRead(t, o)))
+				_, err := os.Stat(path + ".torn")
+				assert.NoError(t, err, "the torn file is kept")
+			}
+		}},
+		{name: "directory holding a file at the rebuild's file", restart: true, corrupt: true, plant: func(t *testing.T, path string) func(*testing.T) {
+			fullDir(t, path+".rebuilt")
+			return func(t *testing.T) {}
+		}},
+		{name: "directory in the journal's place", restart: true, corrupt: true, plant: func(t *testing.T, path string) func(*testing.T) {
+			require.NoError(t, os.Remove(path))
+			fullDir(t, path)
+			return func(t *testing.T) {}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			playBoot(t, "boot-1")
+			path, want := loggedJournal(t, 5)
+			if tt.restart {
+				j, err := journalfile.OpenRun(path, "run-logged", nil)
+				require.NoError(t, err)
+				journalfile.Abandon(j)
+			}
+			check := tt.plant(t, path)
+			if tt.restart {
+				playBoot(t, "boot-2")
+			}
+			j, err := journalfile.OpenRun(path, "run-logged", nil)
+			if tt.corrupt {
+				require.ErrorIs(t, err, journalfile.ErrCorrupt)
+				t.Log(err)
+				check(t)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want, rowsJSON(t, j))
+			_, err = j.Write(&journal.Row{Type: journal.TypeWarning, Reason: "after"})
+			require.NoError(t, err)
+			require.NoError(t, j.Close())
+			check(t)
+			info, err := os.Lstat(path + "-log.boot")
+			require.NoError(t, err)
+			assert.True(t, info.Mode().IsRegular(), "the boot file is a file of crw's own again")
+		})
+	}
 }
 
 // A reader does not trust a file the machine's restart may have torn: its log was not closed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // The boot file beside a log says the boot id its last writer recorded as it opened it, so
@@ -19,21 +20,10 @@ func bootFile(logPath string) string { return logPath + ".boot" }
 // BootFile is the boot file of the log at logPath, for those who list a run's files.
 func BootFile(logPath string) string { return bootFile(logPath) }
 
-// writeBoot writes boot to the boot file of the log at logPath, fsync'd. Its directory entry
-// is not: a boot file a crash lost says nothing.
+// writeBoot writes boot to the boot file of the log at logPath, fsync'd (WriteOwnFile). Its
+// directory entry is not: a boot file a crash lost says nothing.
 func writeBoot(logPath, boot string) error {
-	f, err := os.OpenFile(bootFile(logPath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("journal log: %w", err)
-	}
-	_, err = f.Write([]byte(boot + "\n"))
-	if err == nil {
-		err = fdatasync(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := WriteOwnFile(bootFile(logPath), []byte(boot+"\n")); err != nil {
 		return fmt.Errorf("journal log: boot file of %s: %w", logPath, err)
 	}
 	return nil
@@ -52,7 +42,7 @@ func LastBoot(logPath string) (string, error) {
 // readBoot reads the boot file of the log at logPath: ok is false when it says nothing (none,
 // not a regular file, or not one line of a boot id).
 func readBoot(logPath string) (string, bool) {
-	f, err := openRegular(bootFile(logPath), os.O_RDONLY)
+	f, err := openRegular(bootFile(logPath), os.O_RDONLY|syscall.O_NOFOLLOW) // a link to elsewhere says nothing
 	if err != nil {
 		return "", false
 	}
