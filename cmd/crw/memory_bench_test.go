@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -49,7 +48,7 @@ type processRun struct {
 }
 
 // runProcess runs `crw flow run` on script with input n in a process of its own, in a new
-// state folder under dir, and measures it.
+// state folder under dir, and measures it through the peakrss built in dir (peakRSSBinary).
 func runProcess(b *testing.B, dir, script string, n, pool int) processRun {
 	b.Helper()
 	wf := filepath.Join(dir, fmt.Sprintf("wf-%d.js", n))
@@ -61,9 +60,7 @@ func runProcess(b *testing.B, dir, script string, n, pool int) processRun {
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	wall, rss, err := measured(b, filepath.Join(dir, "peakrss"), cmd)
 	var res struct {
 		Run    string          `json:"run"`
 		Status string          `json:"status"`
@@ -72,7 +69,7 @@ func runProcess(b *testing.B, dir, script string, n, pool int) processRun {
 	if err != nil || json.Unmarshal(out.Bytes(), &res) != nil || res.Status != "completed" || string(res.Result) != fmt.Sprint(n) {
 		b.Fatalf("crw flow run (n=%d): %v\n%s\n%s", n, err, out.String(), errOut.String())
 	}
-	return processRun{state: state, run: res.Run, wall: wall, maxRSS: cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10}
+	return processRun{state: state, run: res.Run, wall: wall, maxRSS: rss}
 }
 
 // BenchmarkSequentialProcess runs 1,000 and then 100,000 sequential calls, each as a whole
@@ -86,6 +83,7 @@ func BenchmarkSequentialProcess(b *testing.B) {
 		fmt.Sscan(v, &large)
 	}
 	dir := b.TempDir()
+	peakRSSBinary(b, dir)
 	for b.Loop() {
 		small := runProcess(b, dir, sequentialScript, 1000, 4)
 		big := runProcess(b, dir, sequentialScript, large, 4)
@@ -112,6 +110,7 @@ func BenchmarkFanOutProcess(b *testing.B) {
 		fmt.Sscan(v, &large)
 	}
 	dir := b.TempDir()
+	peakRSSBinary(b, dir)
 	for b.Loop() {
 		small := runProcess(b, dir, fanOutScript, 1000, 4)
 		big := runProcess(b, dir, fanOutScript, large, 4)
@@ -133,6 +132,7 @@ func BenchmarkStatusOfLargeRun(b *testing.B) {
 		fmt.Sscan(v, &large)
 	}
 	dir := b.TempDir()
+	peakRSSBinary(b, dir)
 	r := runProcess(b, dir, sequentialScript, large, 4)
 	for _, args := range [][]string{{"flow", "status", r.run}, {"flow", "list"}} {
 		b.Run(args[1], func(b *testing.B) {
@@ -140,10 +140,13 @@ func BenchmarkStatusOfLargeRun(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command("crw", append([]string{"--json", "--state", r.state}, args...)...)
 				cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-				if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), fmt.Sprintf(`"completed":%d`, large)) {
-					b.Fatalf("crw %v: %v\n%s", args, err, out)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				_, peak, err := measured(b, filepath.Join(dir, "peakrss"), cmd)
+				if err != nil || !strings.Contains(out.String(), fmt.Sprintf(`"completed":%d`, large)) {
+					b.Fatalf("crw %v: %v\n%s", args, err, out.String())
 				}
-				rss = max(rss, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss<<10)
+				rss = max(rss, peak)
 			}
 			b.ReportMetric(float64(rss)/1e6, "MB-rss")
 		})
