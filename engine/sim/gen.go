@@ -55,8 +55,8 @@ type Faults struct {
 	Abandon bool `json:"abandon,omitempty"`
 	// Restarts are, for the crashes in turn, whether the machine restarted after it (not 0),
 	// where a store plays one (MachineRestarter): the value picks how much of the journal's
-	// unsynced file the restart took, and whether a resume or the operator's next command of
-	// another kind recovers it.
+	// unsynced file the restart took, whether a resume or the operator's next command of
+	// another kind recovers it, and whether a first recovery is killed midway (recoveryKill).
 	Restarts []uint64 `json:"restarts,omitempty"`
 }
 
@@ -153,7 +153,32 @@ func Generate(seed uint64) *Case {
 	if !slices.ContainsFunc(c.Faults.Restarts, func(t uint64) bool { return t > 0 }) {
 		c.Faults.Restarts = nil
 	}
+	// Apart too: a third of the restarts' recoveries are killed once, at one of the rebuild's
+	// steps (recoveryKill), before the recovery that goes through.
+	kills := rand.New(rand.NewPCG(seed, 0x6b696c6c))
+	for i, tear := range c.Faults.Restarts {
+		if tear > 0 && kills.IntN(3) == 0 {
+			c.Faults.Restarts[i] |= uint64(1+kills.IntN(2)) << killShift
+		}
+	}
 	return c
+}
+
+// killShift is where a restart's value says whether its first recovery is killed: 0 not, 1 with
+// the torn file kept aside, 2 with the file made again in place, before the log says so. The
+// bits below it pick the tear (local.Store.RestartMachine).
+const killShift = 20
+
+// recoveryKill is the step of the rebuild at which the first recovery after a restart of value
+// tear is killed, "" when it is not.
+func recoveryKill(tear uint64) string {
+	switch tear >> killShift & 3 {
+	case 1:
+		return "kept"
+	case 2:
+		return "renamed"
+	}
+	return ""
 }
 
 func (g *gen) chance(p float64) bool { return g.rnd.Float64() < p }

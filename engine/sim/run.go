@@ -86,6 +86,10 @@ type MachineRestarter interface {
 	// RestartMachine plays the restart on run's journal; torn is whether its file may have
 	// lost writes (its last writer did not close it).
 	RestartMachine(run string, tear uint64) (torn bool, err error)
+	// KillNextRecovery makes the next recovery of run's journal from its log (the open to
+	// write after the restart) stop at step ("kept": the torn file kept aside; "renamed": the
+	// file made again in place, before the log says so), as its process killed there would.
+	KillNextRecovery(run, step string)
 }
 
 // MemStore is the store the simulator runs on unless told otherwise: store/mem, its host's
@@ -322,13 +326,23 @@ func (x *execution) restarted(ctx context.Context, id string, p int) bool {
 	}
 	x.out.Actions = append(x.out.Actions, "restart")
 	_, err = x.svc.Status(ctx, id)
-	var e *errs.Error
 	switch {
 	case err == nil:
 		x.violate("restart_unrecovered", "after the machine's restart the run's status reads its journal's file, which may be torn")
-	case !errors.As(err, &e) || e.Code != errs.RunUnavailable || e.Reason() != "journal_unrecovered" ||
-		!strings.Contains(e.Diagnostic.NextAction, "crw flow resume "+id):
+	case !unrecoveredSaid(err, id):
 		x.violate("restart_unrecovered", "after the machine's restart the run's status says %v, not to resume it", err)
+	}
+	if step := recoveryKill(f.Restarts[p]); step != "" {
+		// The first command that recovers it is killed midway: what it left must still read
+		// as waiting for the recovery, which the next command makes.
+		x.out.Actions = append(x.out.Actions, "restart-recovery-killed")
+		restarter.KillNextRecovery(id, step)
+		if _, err := x.svc.ActingStatus(ctx, id); err == nil {
+			x.violate("restart_unrecovered", "a recovery killed at its step %q went through", step)
+		}
+		if _, err := x.svc.Status(ctx, id); !unrecoveredSaid(err, id) {
+			x.violate("restart_unrecovered", "after a recovery killed at its step %q the run's status says %v, not to resume it", step, err)
+		}
 	}
 	if f.Restarts[p]&8 == 0 {
 		return true // the operator resumes it, as its status says
@@ -340,6 +354,14 @@ func (x *execution) restarted(ctx context.Context, id string, p int) bool {
 		x.violate("restart_unrecovered", "a command acting on the run after the machine's restart: %v", err)
 	}
 	return false
+}
+
+// unrecoveredSaid is whether err is what a reader says of a journal waiting for its recovery:
+// run_unavailable, journal_unrecovered, naming the resume of run.
+func unrecoveredSaid(err error, run string) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == errs.RunUnavailable && e.Reason() == "journal_unrecovered" &&
+		strings.Contains(e.Diagnostic.NextAction, "crw flow resume "+run)
 }
 
 // process executes one process of the run: with its fault, in the faulty run.

@@ -230,6 +230,9 @@ func faultsText(f Faults) string {
 		}
 		if n > 0 && i < len(f.Restarts) && f.Restarts[i] > 0 {
 			parts = append(parts, fmt.Sprintf("the machine restarts after it (on store/local: tear %d)", f.Restarts[i]))
+			if step := recoveryKill(f.Restarts[i]); step != "" {
+				parts = append(parts, fmt.Sprintf("its first recovery is killed at the rebuild's step %q", step))
+			}
 		}
 	}
 	for i, n := range f.Stops {

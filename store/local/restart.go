@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/crw-dev/crw/store/local/journalfile"
 	"github.com/crw-dev/crw/store/local/journalfile/rowlog"
 )
 
@@ -58,4 +59,11 @@ func (s *Store) RestartMachine(run string, tear uint64) (torn bool, err error) {
 		return false, fmt.Errorf("run %s: play a machine's restart on %s: %w", run, journalPath, err)
 	}
 	return true, nil
+}
+
+// KillNextRecovery makes the next open to write of run's journal that makes its file again from
+// its log (after RestartMachine) stop at step (journalfile.RebuildKept, RebuildRenamed), as its
+// process killed there would: the simulator's fault (engine/sim).
+func (s *Store) KillNextRecovery(run, step string) {
+	journalfile.FailNextRebuild(s.path(run, JournalFile), step)
 }

@@ -179,16 +179,3 @@ func Abandon(j *Journal) {
 	}
 	_ = j.db.Close()
 }
-
-// KillRebuildAt makes every later rebuild fail at step ("kept": the torn file kept, before the
-// rename; "renamed": before the log's checkpoint) as its process killed there would, until the
-// returned func is called.
-func KillRebuildAt(step string) (restore func()) {
-	rebuildStep = func(at string) error {
-		if at == step {
-			return errors.New("killed at " + at)
-		}
-		return nil
-	}
-	return func() { rebuildStep = func(string) error { return nil } }
-}

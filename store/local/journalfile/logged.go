@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"go.etcd.io/bbolt"
@@ -42,7 +43,7 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 	if !st.Synced(rowlog.BootID()) {
 		err := rebuild(path, lg, st)
 		if err == nil {
-			err = rebuildStep("renamed")
+			err = rebuildStep(path, RebuildRenamed)
 		}
 		if err == nil {
 			// The file made again is fsync'd with every row of the log: the log says so at
@@ -60,10 +61,39 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 	return lg, st, nil
 }
 
-// rebuildStep runs at the steps of a rebuild a test names: "kept" (the torn file kept, before
-// the rename) and "renamed" (before the log's checkpoint); tests make it fail as a process
-// killed there would.
-var rebuildStep = func(string) error { return nil }
+// Steps of a rebuild at which FailNextRebuild stops it.
+const (
+	RebuildKept    = "kept"    // the torn file kept, before the rename
+	RebuildRenamed = "renamed" // the file made renamed in place, before the log's checkpoint
+)
+
+// FailNextRebuild makes the next rebuild of the journal at path stop at step, as its process
+// killed there would: what it did so far stays, and the open fails. It is the simulator's
+// fault (engine/sim, through store/local), and the tests'.
+func FailNextRebuild(path, step string) {
+	rebuildFaults.Lock()
+	defer rebuildFaults.Unlock()
+	if rebuildFaults.at == nil {
+		rebuildFaults.at = map[string]string{}
+	}
+	rebuildFaults.at[path] = step
+}
+
+var rebuildFaults struct {
+	sync.Mutex
+	at map[string]string // the step by journal path
+}
+
+// rebuildStep is where FailNextRebuild stops the rebuild of the journal at path.
+func rebuildStep(path, step string) error {
+	rebuildFaults.Lock()
+	defer rebuildFaults.Unlock()
+	if rebuildFaults.at[path] != step {
+		return nil
+	}
+	delete(rebuildFaults.at, path)
+	return fmt.Errorf("the rebuild was stopped at its step %q (FailNextRebuild)", step)
+}
 
 // logError maps the log's errors onto the journal's.
 func logError(path string, err error) error {
@@ -143,7 +173,7 @@ func rebuild(path string, lg *rowlog.Log, st rowlog.State) error {
 	}
 	if err == nil {
 		keepTorn(path, tornOf(st))
-		err = rebuildStep("kept")
+		err = rebuildStep(path, RebuildKept)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
