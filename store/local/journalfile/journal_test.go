@@ -699,9 +699,8 @@ func freelistPages(t *testing.T, path string) int {
 	return n
 }
 
-// A writer's commits write no list of the file's free pages (the next open to write finds them
-// by walking every page); its close writes one, which the next writer reads instead and lets go
-// of at its first commit, and a close writes again; a writer that wrote nothing writes nothing.
+// A writer's commits write the list of the file's free pages, one page, which the next writer
+// reads instead of walking every page for them; a writer that wrote nothing writes nothing.
 func TestAWriterWritesItsFreePagesAsItCloses(t *testing.T) {
 	t.Parallel()
 	j, path := journalfiletest.Create(t)

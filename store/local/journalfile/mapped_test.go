@@ -175,3 +175,25 @@ func TestASmallJournalStaysMappedThroughItsReads(t *testing.T) {
 	t.Logf("resident through the mapping after reading every row a page at a time: %d KiB", paged>>10)
 	assert.Less(t, paged, 400<<10, "resident pages of the journal's mapping after the pages")
 }
+
+// A writer killed with no close leaves the file's list of free pages as its last commit wrote
+// it: the next open to write reads that page instead of walking every page of the file for the
+// free ones, which mapped the whole file in (a 100,000-call journal: ~150 MB of a resume's peak
+// RSS of ~190 MB).
+func TestAnOpenAfterAKilledWriterDoesNotWalkTheFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 3,200 commits")
+	}
+	j, path := journalfiletest.Create(t)
+	writeSequentialCalls(t, j, 1600)
+	journalfile.Abandon(j)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+
+	j, err = journalfile.Open(path)
+	require.NoError(t, err)
+	defer j.Close()
+	resident := mappedRSS(t, path)
+	t.Logf("file %d KiB, resident through the mapping after the open to write %d KiB", info.Size()>>10, resident>>10)
+	assert.Less(t, resident, int(info.Size()/4), "resident pages of the journal's mapping after the open")
+}
