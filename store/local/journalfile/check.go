@@ -24,14 +24,13 @@ import (
 // fails because a status command happened to be reading.
 const lockTimeout = 2 * time.Second
 
-// boltOptions are the options of every open. NoSync stays off: a commit is
-// durable when it returns. The freelist is rebuilt at open instead of being
-// written on every commit, which keeps appends to the pages that changed.
+// boltOptions are the options of every open of a journal's file. A writer with a log turns
+// NoSync on: its commits are durable once the log is (newWriter). Each commit writes the list
+// of the file's free pages (bbolt's default, one page more a commit, which costs a call nothing
+// measurable): the next open to write reads it, where a file without one has the open walk
+// every page for the free ones, mapping the whole file in (~150 MB for a 100,000-call run whose
+// process was killed).
 func boltOptions(readOnly bool, openFile func(string, int, os.FileMode) (*os.File, error)) *bbolt.Options {
-	// Each commit writes the list of the file's free pages (bbolt's default, one page more a
-	// commit, which costs a call nothing measurable): the next open to write reads it, where a
-	// file without one has the open walk every page for the free ones, mapping the whole file
-	// in (~150 MB for a 100,000-call run whose process was killed).
 	return &bbolt.Options{
 		Timeout:      lockTimeout,
 		ReadOnly:     readOnly,

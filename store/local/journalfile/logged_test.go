@@ -417,8 +417,8 @@ func TestARebuildStoppedAnywhereKeepsTheTornOriginal(t *testing.T) {
 }
 
 // What is planted beside a journal is never written through nor waited on, and what is in a
-// rebuild's way is damage the writer's open says, not an error no command gets past: a symlink
-// or a FIFO where the boot file or the torn file's record goes is replaced; a directory where
+// rebuild's way is damage the writer's open says, not an error no command gets past: a symlink,
+// a hard link or a FIFO where the boot file or the torn file's record goes is replaced; a directory where
 // the file itself is, or that holds something where the boot file or the rebuild's file goes,
 // is ErrCorrupt.
 func TestWhatIsPlantedBesideAJournal(t *testing.T) {
@@ -441,6 +441,12 @@ func TestWhatIsPlantedBesideAJournal(t *testing.T) {
 			o := outside(t)
 			require.NoError(t, os.Remove(path+"-log.boot"))
 			require.NoError(t, os.Symlink(o, path+"-log.boot"))
+			return func(t *testing.T) { assert.Equal(t, "do not touch\n", string(mustRead(t, o))) }
+		}},
+		{name: "hard link at the boot file", plant: func(t *testing.T, path string) func(*testing.T) {
+			o := outside(t)
+			require.NoError(t, os.Remove(path+"-log.boot"))
+			require.NoError(t, os.Link(o, path+"-log.boot"))
 			return func(t *testing.T) { assert.Equal(t, "do not touch\n", string(mustRead(t, o))) }
 		}},
 		{name: "symlink from the boot file to the journal", plant: func(t *testing.T, path string) func(*testing.T) {
