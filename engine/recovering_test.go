@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/store/local"
 )
@@ -99,5 +100,54 @@ func TestActingOnARunWhoseMachineRestarted(t *testing.T) {
 			_, err = os.Stat(filepath.Join(st.RunDir(id), local.JournalFile+".torn"))
 			assert.NoError(t, err, "the file made again replaced the torn one, kept beside it")
 		})
+	}
+}
+
+// A resume of a run whose process was killed at the commit of its ended row, on a machine that
+// then restarted, recovers the journal and finds the run ended: it says so, and that the journal
+// was made again from its log (the operator ran it because the status asked for it); the run
+// reads as ended from then on.
+func TestAResumeThatRecoversAnEndedRunSaysSo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(fiveCalls), 0o600))
+	st, err := local.New(filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	svc := enginetest.Service(st)
+	backend := fake.New(nil, fake.NewHost(""))
+	// The commit that ends the run is the last of an uninterrupted one: crash after each in
+	// turn until the run has ended when its process dies.
+	for n := uint64(1); ; n++ {
+		require.Less(t, n, uint64(50), "no commit of the run wrote its end")
+		id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+		require.NoError(t, err)
+		st.CrashAfterCommit(id, n)
+		if _, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: backend}); err == nil {
+			t.Fatalf("the run's process outlived its commit %d", n)
+		}
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		if rows[len(rows)-1].Type != journal.TypeEnded {
+			continue
+		}
+		torn, err := st.RestartMachine(id, 2)
+		require.NoError(t, err)
+		require.True(t, torn)
+
+		_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: backend})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "run "+id+" has ended (completed): there is nothing to resume; its journal, which the machine's restart had left to recover, was made again from its log")
+		status, err := svc.Status(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, store.StateEnded, status.State)
+
+		// Once recovered, a resume says only that the run has ended.
+		_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: backend})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "there is nothing to resume")
+		assert.NotContains(t, err.Error(), "made again")
+		return
 	}
 }

@@ -155,6 +155,12 @@ type summarized interface {
 	Summary() (*journal.Summary, error)
 }
 
+// rebuilt is a journal that says whether its open made its file again from its log (a store
+// whose journals keep a log: store/local's).
+type rebuilt interface {
+	Rebuilt() bool
+}
+
 func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*store.Status, error) {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
@@ -318,7 +324,11 @@ func (s *Service) takeAndRead(ctx context.Context, run string, refuseEnded bool)
 	read := func(j store.Journal) error {
 		if sj, ok := j.(summarized); ok && refuseEnded {
 			if sum, err := sj.Summary(); err == nil && store.RunStatus(sum.Status).Final() {
-				return runEnded{errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume", run, sum.Status)}
+				recovered := ""
+				if r, ok := j.(rebuilt); ok && r.Rebuilt() {
+					recovered = "; its journal, which the machine's restart had left to recover, was made again from its log"
+				}
+				return runEnded{errs.New(errs.RunUnavailable, "run %s has ended (%s): there is nothing to resume%s", run, sum.Status, recovered)}
 			}
 		}
 		src.set(j)

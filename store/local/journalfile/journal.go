@@ -40,6 +40,7 @@ type Journal struct {
 	runID    string
 	readOnly bool
 	summed   bool // its rows end in a checksum (keyFormat)
+	rebuilt  bool // the open that gave it made the file again from its log (Rebuilt)
 
 	mu      sync.Mutex
 	work    sync.Cond        // the committer waits here for rows to commit or for Close
@@ -168,7 +169,7 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 // OpenRun is OpenReading of the journal of run: a journal whose log is another run's is refused
 // before anything is made of it (after a machine's restart, the file is made again from the log).
 func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error) {
-	lg, logState, err := openLog(path, run)
+	lg, logState, rebuilt, err := openLog(path, run)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +200,7 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 	}
 	if read != nil {
 		ro := readOnly(rdb, path, checkedState)
+		ro.rebuilt = rebuilt
 		err := read(ro)
 		ro.mu.Lock()
 		ro.closed = true // read's, and read has returned: a later use is ErrClosed
@@ -268,6 +270,10 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 	}
 	return newWriter(db, lg, path, st), nil
 }
+
+// Rebuilt reports whether the open that gave the journal made its file again from its log: the
+// machine had restarted while the file was being written (a journal OpenRun gives its read).
+func (j *Journal) Rebuilt() bool { return j.rebuilt }
 
 // readOnly is a journal that reads db, read-only, of the file at path whose state st is.
 func readOnly(db *bbolt.DB, path string, st fileState) *Journal {

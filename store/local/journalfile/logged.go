@@ -22,23 +22,23 @@ import (
 // the file lacks are put in it, and rows the file holds and the log lacks are logged.
 
 // openLog opens the log of the journal at path to write, once its file is known safe to check:
-// made again from the log if the machine restarted since rows were put in it unsynced. A journal
+// made again from the log if the machine restarted since rows were put in it unsynced (rebuilt). A journal
 // without a log (written before logs were kept) gives nil. run, if not "", is the run the
 // journal must be: a log of another is refused before anything is made of it. The file itself
 // is not read before it is made again (a torn file may hold anything, a cycle of pages that
 // bbolt would follow until its stack ran out among them); the one replaced is kept.
-func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
+func openLog(path, run string) (lg *rowlog.Log, st rowlog.State, rebuilt bool, err error) {
 	logPath := rowlog.Path(path)
 	if _, err := os.Lstat(logPath); errors.Is(err, fs.ErrNotExist) {
-		return nil, rowlog.State{}, nil
+		return nil, rowlog.State{}, false, nil
 	}
-	lg, st, err := rowlog.Open(logPath, nil)
+	lg, st, err = rowlog.Open(logPath, nil)
 	if err != nil {
-		return nil, st, logError(path, err)
+		return nil, st, false, logError(path, err)
 	}
 	if run != "" && st.Run != run {
 		_ = lg.Close()
-		return nil, st, fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, st.Run)
+		return nil, st, false, fmt.Errorf("journal: open %s: %w: its log is run %s's", path, ErrCorrupt, st.Run)
 	}
 	if !st.Synced(rowlog.BootID()) {
 		err := rebuild(path, lg, st)
@@ -54,11 +54,11 @@ func openLog(path, run string) (*rowlog.Log, rowlog.State, error) {
 		}
 		if err != nil {
 			_ = lg.Close()
-			return nil, st, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
+			return nil, st, false, fmt.Errorf("journal: open %s: make it again from its log: %w", path, err)
 		}
-		st.Checkpoint, st.Closed = st.Last, true
+		st.Checkpoint, st.Closed, rebuilt = st.Last, true, true
 	}
-	return lg, st, nil
+	return lg, st, rebuilt, nil
 }
 
 // Steps of a rebuild at which FailNextRebuild stops it.
