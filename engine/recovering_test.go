@@ -29,6 +29,20 @@ export default async function main() {
 }
 `
 
+// fiveCallsOnTheStateFolder is a run service on a state folder's store of the test's own, the
+// fiveCalls workflow written in it, and a context that ends with the test's time.
+func fiveCallsOnTheStateFolder(t *testing.T) (context.Context, *local.Store, *engine.Service, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(fiveCalls), 0o600))
+	st, err := local.New(filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	return ctx, st, enginetest.Service(st), wf
+}
+
 // A command that acts on a run whose journal a machine's restart left waiting for its
 // recovery (cancel, a detached resume, a resume with a change, an answer, a verdict, crw flow next) recovers
 // it first, as the plain resume every reader names does, and goes on; none of them answers
@@ -66,14 +80,7 @@ func TestActingOnARunWhoseMachineRestarted(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
-			defer cancel()
-			dir := t.TempDir()
-			wf := filepath.Join(dir, "wf.js")
-			require.NoError(t, os.WriteFile(wf, []byte(fiveCalls), 0o600))
-			st, err := local.New(filepath.Join(dir, "state"))
-			require.NoError(t, err)
-			svc := enginetest.Service(st)
+			ctx, st, svc, wf := fiveCallsOnTheStateFolder(t)
 			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 			require.NoError(t, err)
 			st.CrashAfterCommit(id, 4)
@@ -108,14 +115,7 @@ func TestActingOnARunWhoseMachineRestarted(t *testing.T) {
 // was made again from its log (the operator ran it because the status asked for it); the run
 // reads as ended from then on.
 func TestAResumeThatRecoversAnEndedRunSaysSo(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
-	defer cancel()
-	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(fiveCalls), 0o600))
-	st, err := local.New(filepath.Join(dir, "state"))
-	require.NoError(t, err)
-	svc := enginetest.Service(st)
+	ctx, st, svc, wf := fiveCallsOnTheStateFolder(t)
 	backend := fake.New(nil, fake.NewHost(""))
 	// The commit that ends the run is the last of an uninterrupted one: crash after each in
 	// turn until the run has ended when its process dies.
