@@ -701,7 +701,7 @@ func freelistPages(t *testing.T, path string) int {
 
 // A writer's commits write the list of the file's free pages, one page, which the next writer
 // reads instead of walking every page for them; a writer that wrote nothing writes nothing.
-func TestAWriterWritesItsFreePagesAsItCloses(t *testing.T) {
+func TestAWriterKeepsOneListOfItsFreePages(t *testing.T) {
 	t.Parallel()
 	j, path := journalfiletest.Create(t)
 	for range 20 {
