@@ -107,18 +107,27 @@ export default async function main({ node }) {
 }
 `
 
+// workerFlowFiles writes workerFlow and its answers in a folder of the test's own, beside the
+// state folder it names: a call of the node "slow" is answered after 10 minutes, any other at
+// once.
+func workerFlowFiles(t *testing.T) (state, wf, answers string) {
+	t.Helper()
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state")
+	wf = filepath.Join(dir, "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
+	answers = filepath.Join(dir, "answers.json")
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	return state, wf, answers
+}
+
 // TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM: runs queued with crw flow start --queue
 // are taken by crw worker, two at a time, each once, and end completed; SIGTERM stops the
 // worker once its child of a run still in flight has stopped, and the next worker takes that
 // run and ends it.
 func TestAWorkerTakesQueuedRunsAndHandsThemBackOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
-	answers := filepath.Join(dir, "answers.json")
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	state, wf, answers := workerFlowFiles(t)
 	var fast []string
 	for range 3 {
 		fast = append(fast, queueWith(t, state, nil, wf, answers, `{"node": "quick"}`))
@@ -362,12 +371,7 @@ func TestAWorkerClonesARunsRepositoryFromItsCloneURL(t *testing.T) {
 // worker recovers it, takes the run and ends it, rather than pass over it as unreadable.
 func TestAWorkerTakesARunAfterItsMachineRestarted(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	wf := filepath.Join(dir, "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(workerFlow), 0o644))
-	answers := filepath.Join(dir, "answers.json")
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "late", "delay_ms": 600000}]}]}`), 0o644))
+	state, wf, answers := workerFlowFiles(t)
 	slow := queueWith(t, state, nil, wf, answers, `{"node": "slow"}`)
 	w, exited, _ := startWorker(t, state, nil, "--slots", "1")
 	runs := untilRuns(t, state, nil, exited, "the run was in flight", func(runs map[string]listed) bool {
