@@ -3,15 +3,17 @@
 // init.
 //
 // A crw process's packages allocate ~1.5 MB as they are initialized (goja, esbuild, the etcd
-// client's protobuf descriptors, the MCP SDK…) and its runtime more, all of it in the first 4 MiB
-// the runtime maps of its heap. Each 4 KiB page of it touched for the first time is a fault, and
-// on a virtual machine a fault costs ~10-25 µs: ~500 of them were ~7 ms of the ~30 ms of
-// `crw version` or `crw flow status`. Go's heap asks for no huge pages; this package's init,
-// early among the process's (it imports nothing that needs more than the runtime and syscall,
-// and packages are initialized in the order of their import paths once what they import is),
-// advises that first chunk MADV_HUGEPAGE and collapses its 2 MiB pages that are in use already
-// (MADV_COLLAPSE, Linux 6.1), so the rest of it faults 2 MiB at a time. It costs a process
-// ~0.1 ms and ~2 MB more resident at most.
+// client's protobuf descriptors, the MCP SDK…) and its runtime more, all of it in the first
+// 4 MiB chunks the runtime maps of its heap. Each 4 KiB page of it touched for the first time is
+// a fault, and on a virtual machine a fault costs ~10-25 µs: ~450 of the ~850 faults of `crw
+// --version` are its heap's, 30-45% of its time. Go's heap asks for no huge pages; this
+// package's init, early among the process's (it imports nothing that needs more than the
+// runtime and syscall, and packages are initialized in the order of their import paths once
+// what they import is), advises the chunk its own allocation lands in MADV_HUGEPAGE, and the
+// chunk before where the heap began there (Go starts its heap at a random page of its first
+// chunk), and collapses their 2 MiB pages that are in use already (MADV_COLLAPSE, Linux 6.1),
+// so the rest faults 2 MiB at a time. It costs a process ~0.1 ms and a few MB more resident
+// at most.
 //
 // Where the system gives no huge pages (transparent_hugepage "never", a kernel without them or
 // without MADV_COLLAPSE) the calls fail or change nothing, and the heap stays as it was. So does
@@ -23,14 +25,14 @@ import (
 	"strings"
 )
 
-// Readied is what the init did, for tests and for the curious: the first chunk's start, whether
-// it was advised, and whether its pages in use (from Chunk to InUse) were collapsed into huge
-// pages.
+// Readied is what the init did, for tests and for the curious: the range of the heap it
+// advised for huge pages (from Chunk to End: the chunk the probe is in, and the one before
+// where the heap began there), whether the advice was taken, and the 2 MiB pages of it that
+// were in use and were collapsed into huge pages.
 var Readied struct {
-	Chunk     uintptr
-	InUse     uintptr
-	Advised   bool
-	Collapsed bool
+	Chunk, End uintptr
+	Advised    bool
+	Collapsed  []uintptr
 }
 
 // refused is whether the process's GODEBUG turns Go's huge pages off (disablethp=1): its last

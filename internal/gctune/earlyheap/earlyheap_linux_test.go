@@ -15,7 +15,7 @@ import (
 
 // TestTheFirstChunkIsAdvisedForHugePages: this test binary imports the package, so its init has
 // run as it does in crw's process: the mapping of the heap's first chunk is advised for huge
-// pages ("hg" in its VmFlags), and where its pages in use were collapsed, they are huge pages.
+// pages ("hg" in its VmFlags), and the 2 MiB pages it collapsed are huge pages.
 func TestTheFirstChunkIsAdvisedForHugePages(t *testing.T) {
 	if mode, err := os.ReadFile(thpMode); err != nil || strings.Contains(string(mode), "[never]") {
 		t.Skipf("this system gives no transparent huge pages (%s: %q, %v)", thpMode, mode, err)
@@ -23,18 +23,41 @@ func TestTheFirstChunkIsAdvisedForHugePages(t *testing.T) {
 	require.True(t, Readied.Advised, "the first chunk's advice")
 	require.NotZero(t, Readied.Chunk)
 	assert.Zero(t, Readied.Chunk%chunk, "the chunk's start %#x", Readied.Chunk)
+	assert.Contains(t, []uintptr{chunk, 2 * chunk}, Readied.End-Readied.Chunk, "the range advised, %#x to %#x", Readied.Chunk, Readied.End)
 
 	flags, _ := mappingOf(t, Readied.Chunk)
 	assert.Contains(t, strings.Fields(flags), "hg", "VmFlags of the mapping at %#x", Readied.Chunk)
-	if Readied.Collapsed {
-		// The pages in use are huge pages now, all of them: the rest of the chunk is
-		// advised otherwise so that its mapping is one of its own, whose huge pages are
-		// only the ones collapsed.
-		require.True(t, madvise(Readied.InUse, Readied.Chunk+chunk-Readied.InUse, syscall.MADV_NOHUGEPAGE))
-		_, hugeKB := mappingOf(t, Readied.Chunk)
-		assert.Equal(t, int(Readied.InUse-Readied.Chunk)>>10, hugeKB, "AnonHugePages of the pages in use, %#x to %#x", Readied.Chunk, Readied.InUse)
-	} else {
-		t.Logf("the pages in use were not collapsed (the system had no huge page to give, or no MADV_COLLAPSE)")
+	if len(Readied.Collapsed) == 0 {
+		t.Logf("no page was collapsed (the system had no huge page to give, or no MADV_COLLAPSE)")
+	}
+	for _, at := range Readied.Collapsed {
+		assert.Zero(t, at%hugePage, "a collapsed page's start %#x", at)
+		assert.True(t, at >= Readied.Chunk && at < Readied.End, "collapsed page %#x outside %#x-%#x", at, Readied.Chunk, Readied.End)
+		// Each page is its own mapping once the rest around it is advised otherwise; its
+		// huge page is the one collapsed.
+		require.True(t, madvise(at-page, page, syscall.MADV_NOHUGEPAGE) || at == Readied.Chunk)
+		require.True(t, madvise(at+hugePage, page, syscall.MADV_NOHUGEPAGE))
+		_, hugeKB := mappingOf(t, at)
+		assert.GreaterOrEqual(t, hugeKB, hugePage>>10, "AnonHugePages of the mapping of %#x", at)
+	}
+}
+
+// TestTheHeapBeginsWhereTheAdviceDoes: the heap grows up from its first page, which Go places at
+// random in its first chunk; wherever that is, no page under the range advised is the heap's
+// (in use) in any of a few dozen processes, each with its own heap base.
+func TestTheHeapBeginsWhereTheAdviceDoes(t *testing.T) {
+	if os.Getenv(reportReadied) != "" {
+		var resident [chunk / page]byte
+		if Readied.Advised && inCore(Readied.Chunk-chunk, Readied.Chunk, resident[:]) && anyResident(resident[:]) {
+			t.Errorf("the chunk under %#x has pages in use", Readied.Chunk)
+		}
+		return
+	}
+	for i := 0; i < 32; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTheHeapBeginsWhereTheAdviceDoes$", "-test.v")
+		cmd.Env = append(os.Environ(), reportReadied+"=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "process %d:\n%s", i, out)
 	}
 }
 
@@ -42,14 +65,14 @@ func TestTheFirstChunkIsAdvisedForHugePages(t *testing.T) {
 // no advice.
 func TestGodebugDisablethpLeavesTheHeapAsItIs(t *testing.T) {
 	if os.Getenv(reportReadied) != "" {
-		t.Logf("readied advised=%v collapsed=%v", Readied.Advised, Readied.Collapsed)
+		t.Logf("readied advised=%v collapsed=%d", Readied.Advised, len(Readied.Collapsed))
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGodebugDisablethpLeavesTheHeapAsItIs$", "-test.v")
 	cmd.Env = append(os.Environ(), reportReadied+"=1", "GODEBUG=disablethp=1")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "readied advised=false collapsed=false", "%s", out)
+	assert.Contains(t, string(out), "readied advised=false collapsed=0", "%s", out)
 }
 
 // reportReadied marks the process TestGodebugDisablethpLeavesTheHeapAsItIs starts.
