@@ -12,8 +12,8 @@ const HugeRegion = ceiling
 // to tens of MiB within its first tenth of a second, and on a virtual machine each 4 KiB page
 // touched for the first time is a fault of ~15 µs, which 2 MiB pages take 512 at a time: a
 // 10,000-call shadow replay went from ~0.31 s to ~0.26 s. Go's heap asks for none. It costs a
-// process ~5 ms (a collection of a heap of one object), so the commands that print a run's state
-// do without it; the resident memory grows in 2 MiB steps (by itself ~5 MB more at 10,000
+// process ~1 ms and a collection of a heap of one object, in the background, so the commands
+// that print a run's state do without it; the resident memory grows in 2 MiB steps (by itself ~5 MB more at 10,000
 // calls, ~1 MB at 100,000). Calls after the first do nothing.
 //
 // Where the advice was taken, the collector's target may then rise to HugePercent
@@ -21,7 +21,11 @@ const HugeRegion = ceiling
 // let gather in 4 KiB pages costs their faults and gains nothing.
 func LargeHeap() {
 	largeHeap.Do(func() {
+		// No retarget (after a collection, by Tune's sentinel) may set the collector's target
+		// while the region is readied: adviseHugePages holds collections off meanwhile.
+		retargetMu.Lock()
 		hugeHeap.Store(adviseHugePages(HugeRegion))
+		retargetMu.Unlock()
 		if tuning.Load() {
 			// Now, not at the end of the next collection: the target the collection that
 			// let the region go left was set without it (or not at all, its sentinel still

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +18,7 @@ const hugePage = 2 << 20
 // interior MADV_HUGEPAGE, and lets them go: the runtime maps its heap as it grows, and a
 // mapping made after advice given to the range it reserved drops that advice, so the range must
 // be mapped first. The allocation is fresh memory, known to be zero, which nothing touches; the
-// collection frees it, and the heap's next allocations land there once the pages below it are
+// collection its size starts frees it, and the heap's next allocations land there once the pages below it are
 // taken (its page allocator takes the lowest free addresses first). It reports whether the
 // advice was taken; a system whose transparent huge pages are "never" is not asked, and costs
 // nothing.
@@ -25,6 +26,9 @@ func adviseHugePages(size int) bool {
 	if mode, err := os.ReadFile(thpMode); err == nil && bytes.Contains(mode, []byte("[never]")) {
 		return false
 	}
+	// No collection may start while the region is live: it would keep the region (reachable
+	// from here), and a second one would be needed to free it.
+	percent := debug.SetGCPercent(-1)
 	region := make([]byte, size)
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
 	start := (base + hugePage - 1) &^ (hugePage - 1)
@@ -32,7 +36,12 @@ func adviseHugePages(size int) bool {
 	// An error (a kernel without transparent huge pages) leaves the heap as it was.
 	advised := start < end && unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE) == nil
 	runtime.KeepAlive(region)
-	runtime.GC() // region is dead: its last use is above
+	// region is dead: its last use is above. The collection its size starts frees it, in the
+	// background, while the process goes on (runtime.GC would wait for it: ~3-8 ms).
+	debug.SetGCPercent(percent)
+	if percent < 0 {
+		runtime.GC() // a GOGC=off process collects nothing by itself
+	}
 	return advised
 }
 

@@ -40,18 +40,30 @@ func TestLargeHeapAdvisesHugePages(t *testing.T) {
 	assert.Contains(t, string(out), "--- PASS: TestLargeHeapAdvisesHugePages", "%s", out)
 }
 
+// allocated keeps what largeHeapLandsInHugePages allocates from being optimized away.
+var allocated []byte
+
 // youngHeap marks the process TestLargeHeapAdvisesHugePages starts.
 const youngHeap = "CRW_GCTUNE_YOUNG_HEAP"
 
 func largeHeapLandsInHugePages(t *testing.T) {
 	tuned := os.Getenv("GOGC") == "" // Tune leaves a GOGC of the user's as it is
 	Tune()
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(cycles)
+	before := cycles[0].Value.Uint64()
 	LargeHeap()
 	assert.Equal(t, HugePercent, mostPercent())
+	// The region is freed by the collection the process's next allocations start, in the
+	// background: allocate, as crw goes on doing, until one has run.
+	require.Eventually(t, func() bool {
+		allocated = make([]byte, 64<<10)
+		metrics.Read(cycles)
+		return cycles[0].Value.Uint64() > before
+	}, 10*time.Second, time.Millisecond, "a collection after LargeHeap")
 	if tuned {
-		// The collection LargeHeap ends with sets the target for a heap readied for huge
-		// pages already (its live heap is a few MiB), not at the next one. The target is
-		// set in the background once that collection ended: look until it is.
+		// LargeHeap sets the target for a heap readied for huge pages itself (its live heap
+		// is a few MiB), and so does each collection's end after it: look until it is.
 		target := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 		assert.Eventually(t, func() bool {
 			metrics.Read(target)
