@@ -169,6 +169,7 @@ func (s *Service) execute(ctx context.Context, run string, x ExecOptions) (*stor
 	if err := s.OnThisHost(spec); err != nil {
 		return nil, err
 	}
+	runner.Warm(spec)
 	lease, h, err := s.takeAndRead(ctx, run, true)
 	if err != nil {
 		if ended, ok := err.(runEnded); ok {
@@ -495,6 +496,7 @@ func removeFromRepo(ctx context.Context, run, repoDir, dir string, keepRefs bool
 // not "", else opts.Rows (a trace).
 func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (*shadow.Report, error) {
 	if run != "" {
+		shadow.Warm(opts)
 		h, err := replay.ReadPagesWithin(s.rowSource(ctx, run), s.replayBudget())
 		if err != nil {
 			return nil, err

@@ -154,6 +154,15 @@ var (
 	_ vm.Returner = (*runner)(nil)
 )
 
+// Warm starts compiling the workflow of the run spec describes, for Run to find it compiled
+// (vm.Warm): the caller takes the run and reads its journal meanwhile. A run whose code the
+// store keeps is loaded from there, read once its journal is: it is not warmed.
+func Warm(spec *store.Spec) {
+	if !spec.CodeKept {
+		vm.Warm(vm.Config{Workflow: spec.Workflow, LibDirs: spec.LibDirs, Builtin: lib.FS})
+	}
+}
+
 // Run executes a run in this process: it writes the started row, runs the script over the
 // journal's history and live to its end, and writes the ended row. It returns the run's end;
 // an error when the run could not go on (a workflow that does not load, a divergence, a journal

@@ -81,6 +81,12 @@ type Call struct {
 	Site     string `json:"site,omitempty"`
 }
 
+// Warm starts compiling the script opts names, for a Run of it to find compiled (vm.Warm): the
+// caller reads the run's journal meanwhile.
+func Warm(opts Options) {
+	vm.Warm(vm.Config{Workflow: opts.Script, LibDirs: opts.LibDirs, Builtin: lib.FS})
+}
+
 // Run runs a script against a recorded run. Every call resolves from the recorded call it is
 // aligned with, whatever it asked (so the script goes on and every divergence is found); a
 // call the record does not have resolves held. Nothing is written anywhere.

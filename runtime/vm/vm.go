@@ -126,6 +126,13 @@ type VM struct {
 	result    *goja.Promise // the entry function's promise: its rejection is the run's error, not an unhandled one
 }
 
+// Warm compiles the workflow cfg names (its entry module) ahead, in the background, for a New
+// of the same workflow to find compiled (loader.Warm): called by a command before it reads what
+// it needs to run the workflow.
+func Warm(cfg Config) {
+	go loader.Warm(loader.Config{Entry: cfg.Workflow, LibDirs: cfg.LibDirs, Builtin: cfg.Builtin, Kept: cfg.Kept})
+}
+
 // New builds the runtime and loads the workflow: its modules are evaluated and its entry
 // function found. A load failure is a *loader.LoadError or wraps a *goja.Exception.
 func New(cfg Config) (*VM, error) {
