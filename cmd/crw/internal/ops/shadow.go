@@ -29,8 +29,15 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
 		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)
 	}
+	var libDirs []string
+	for _, d := range o.LibDirs {
+		abs, _ := filepath.Abs(d)
+		libDirs = append(libDirs, abs)
+	}
 	var rows []journal.Row
 	if o.Run == "" {
+		// The script compiles while the trace is read (a run's journal: Service.Shadow).
+		shadow.Warm(shadow.Options{Script: o.Script, LibDirs: libDirs})
 		f, err := userfile.Open(o.Trace)
 		if err != nil {
 			return nil, errs.Field("trace", o.Trace, "%v", err)
@@ -40,11 +47,6 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 		if err != nil {
 			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
-	}
-	var libDirs []string
-	for _, d := range o.LibDirs {
-		abs, _ := filepath.Abs(d)
-		libDirs = append(libDirs, abs)
 	}
 	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Log: o.Log})
 }
