@@ -142,7 +142,11 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 	if h == nil {
 		return errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
 	}
-	rep, err := shadow.Run(ctx, shadow.Options{Script: script, History: h, LibDirs: libs})
+	limits, err := s.limitsOf(ctx, run, h)
+	if err != nil {
+		return err
+	}
+	rep, err := shadow.Run(ctx, shadow.Options{Script: script, History: h, LibDirs: libs, Limits: limits})
 	if err != nil {
 		return err
 	}

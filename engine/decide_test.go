@@ -118,10 +118,27 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`))
+	end, got := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`)
+	assert.True(t, got.Journaled, "the live process journaled it, and the command saw it")
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), 1)
+	assert.Equal(t, 1, enginetest.Count(rows, "", journal.TypeStarted), "one process did it all")
+}
+
+// answerWhileACallWaits executes run id on the fake backend with answers, its calls of node
+// slow held until decision is answered with value while the process lives (the answer is
+// given once the run asks it); it returns the run's end and what the answer command said.
+func answerWhileACallWaits(t *testing.T, svc *engine.Service, id, answers, slowNode, decision, value string) (*store.Status, *engine.Answered) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	a, err := fake.ParseAnswers("a.json", []byte(answers))
 	require.NoError(t, err)
 	// The slow call keeps the process alive: its answer is held until the decision's was given.
-	slow := enginetest.GateAnswers(fake.New(answers, nil), enginetest.Nodes("slow"))
+	slow := enginetest.GateAnswers(fake.New(a, nil), enginetest.Nodes(slowNode))
 	done := make(chan *store.Status, 1)
 	go func() {
 		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
@@ -132,17 +149,10 @@ export default async function main() {
 		st, err := svc.Status(ctx, id)
 		return err == nil && len(st.Decisions) == 1
 	}, enginetest.Timeout, 10*time.Millisecond)
-	got, err := svc.Answer(ctx, id, "n", json.RawMessage(`{"n": 7}`), "uid 1", true)
+	got, err := svc.Answer(ctx, id, decision, json.RawMessage(value), "uid 1", true)
 	require.NoError(t, err)
-	assert.True(t, got.Journaled, "the live process journaled it, and the command saw it")
 	slow.Open()
-	end := <-done
-	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
-	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
-	rows, err := svc.Rows(ctx, id)
-	require.NoError(t, err)
-	assert.Len(t, enginetest.OfType(rows, journal.TypeDecisionAnswered), 1)
-	assert.Equal(t, 1, enginetest.Count(rows, "", journal.TypeStarted), "one process did it all")
+	return <-done, got
 }
 
 // TestALiveRunThatRefusesAnAnswerSaysSo: an answer to a decision the journal asked but the

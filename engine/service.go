@@ -505,8 +505,21 @@ func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (
 			return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
 		}
 		opts.History = h
+		if opts.Limits, err = s.limitsOf(ctx, run, h); err != nil {
+			return nil, err
+		}
 	}
 	return shadow.Run(ctx, opts)
+}
+
+// limitsOf are the limits a process that resumes run applies (its spec's, with the changes
+// its journal h records): a shadow of it replays within them, as the run did.
+func (s *Service) limitsOf(ctx context.Context, run string, h *replay.History) (*store.Limits, error) {
+	spec, err := s.Store.Spec(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return withChanges(spec, h.Changes).Limits, nil
 }
 
 // errEnoughRows stops a read of rows that has read as many as it was asked for.

@@ -1254,6 +1254,32 @@ func (h *History) Outcomes() []*Call {
 	return h.Finished
 }
 
+// AlignOrder is the order a shadow delivers in (Align): the latest attempt of every call that
+// has an outcome (Outcomes), and among them, at their places, the deliveries of decisions'
+// answers and of operators' verdicts, as a resume delivers them (Order). A shadow that gave
+// the recorded answer to crw.decide at once would have it win every race against a call.
+func (h *History) AlignOrder() []*Call {
+	outcomes := h.Outcomes()
+	var standIns []*Call
+	for _, c := range h.Order {
+		if c.Decision {
+			standIns = append(standIns, c)
+		}
+	}
+	if len(standIns) == 0 {
+		return outcomes
+	}
+	out := make([]*Call, 0, len(outcomes)+len(standIns))
+	i := 0
+	for _, c := range outcomes {
+		for ; i < len(standIns) && standIns[i].EndSeq < c.EndSeq; i++ {
+			out = append(out, standIns[i])
+		}
+		out = append(out, c)
+	}
+	return append(out, standIns[i:]...)
+}
+
 // OmitCallSeqs reports whether the run's CallResults go without meta.startSeq and meta.endSeq,
 // as its started row says.
 func (h *History) OmitCallSeqs() bool { return h.Started != nil && h.Started.OmitCallSeqs }

@@ -91,7 +91,7 @@ func New(h *History, mode Mode, wake func()) *Replayer {
 	if h != nil {
 		r.order = h.Order
 		if mode == Align {
-			r.order = h.Outcomes()
+			r.order = h.AlignOrder()
 		}
 		// A paged History reads each call's rows again for its delivery (Load), a bounded
 		// number of calls ahead.

@@ -24,6 +24,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/runner/ends"
 	"github.com/crw-dev/crw/engine/runner/scriptlog"
+	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
@@ -42,6 +43,10 @@ type Options struct {
 	History *replay.History
 	LibDirs []string
 	Log     io.Writer // the script's console
+	// Limits are the run's (its spec's), which the script ran within: a deeper recursion or a
+	// longer prompt than the defaults allow takes the path it took. nil: the defaults (a trace
+	// does not carry them).
+	Limits *store.Limits
 }
 
 // Report is what a shadow replay found.
@@ -102,9 +107,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Log = io.Discard
 	}
 	s := &host{
-		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{},
+		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits,
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
+		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
+		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
+	}
+	for _, ts := range h.TierSteps {
+		if ts.DecisionID != "" {
+			s.stepAsked[ts.DecisionID] = true
+		}
 	}
 	if s.roles == nil {
 		s.roles = inputs.RoleTable{}
@@ -115,6 +127,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	})
 	defer s.replay.Stop()
+	for call, c := range h.VerdictCalls {
+		s.replay.Recorded(c, s.verdictDelivery(call, decisions.VerdictValue(call, h.Reconciled[call])))
+	}
 	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: h.Indexed(),
 		Divergences: []Divergence{}, Unmade: []Call{}, New: []Call{}}
 	s.report = report
@@ -125,7 +140,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	script, err := vm.New(vm.Config{
 		Workflow: opts.Script, LibDirs: opts.LibDirs, Builtin: lib.FS, Input: input,
-		Seed: runner.Seed(h.Run, "Math.random"), Host: s,
+		Seed: runner.Seed(h.Run, "Math.random"), Host: s, Limits: runspec.VMLimits(opts.Limits),
 	})
 	if err != nil {
 		return nil, ends.LoadError(err)
@@ -177,6 +192,22 @@ type host struct {
 	// crw.commit and crw.tierStep calls so far, and each node's tier (loop goroutine only).
 	commits, tierSteps int
 	tiers              map[string]int
+	limits             *store.Limits
+
+	// The decisions the script asked, and those of the record's tier steps (loop goroutine
+	// only): crw.decide refuses as the run's book does (decisions.CheckAsk).
+	asked, stepAsked map[string]bool
+
+	// The calls issued and not yet given to the script, and those given (by id): a resume:
+	// handle may name only a call given (callsMu, not mu: deliveries run under mu).
+	callsMu     sync.Mutex
+	open, given map[string]bool
+
+	// The operators' verdicts that reached the script at their places among the deliveries,
+	// and the crw.effect promises waiting for one.
+	verdictMu   sync.Mutex
+	verdicts    map[string]json.RawMessage
+	effectWaits map[string][]func(json.RawMessage, error)
 }
 
 var (
@@ -234,37 +265,75 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	return effects.TierOutcome(s.h.TierSteps[k])
 }
 
-// Decide implements crw.Host: the recorded answer, or a rejection: nobody answers a shadow.
+// Decide implements crw.Host: what the run's book refuses is refused (decisions.CheckAsk), a
+// schema other than the recorded one is a divergence, and the recorded answer reaches the
+// script at its place among the deliveries, as in a resume; a decision the record has no
+// answer to is rejected: nobody answers a shadow.
 func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
-	if rec := s.h.Decisions[d.ID]; rec != nil && rec.Answer != nil {
-		go settle(rec.Answer.Output, nil)
-		return nil
+	if _, err := decisions.CheckAsk(d, s.asked, s.stepAsked[d.ID]); err != nil {
+		return err
+	}
+	s.asked[d.ID] = true
+	if rec := s.h.Decisions[d.ID]; rec != nil {
+		if div := decisions.SchemaChanged(rec.Request, d); div != nil {
+			return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+		}
+		if rec.Answer != nil {
+			answer := rec.Answer.Output
+			s.replay.Recorded(rec.Call, func() { settle(answer, nil) })
+			return nil
+		}
 	}
 	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: the recorded run has no answer to it, and nobody answers a shadow", d.ID))
 	return nil
 }
 
-// Effect implements crw.Host: the recorded run's verdict on the call, or a rejection: nobody
-// gives a shadow one.
+// Effect implements crw.Host: the recorded run's verdict on the call once it has reached the
+// script at its place among the deliveries (until then the promise waits, as in a resume), or
+// a rejection: nobody gives a shadow one.
 func (s *host) Effect(call string, settle func(json.RawMessage, error)) error {
 	c := s.h.Call(call)
 	if c == nil || c.EndType != journal.TypeOutcomeUnknown {
 		return errs.Throw(errs.InvalidRequest, "", "crw.effect: %q names no call of the recorded run that ended unknown", call)
 	}
-	if rec := s.h.Reconciled[call]; rec != nil {
-		go settle(decisions.VerdictValue(call, rec), nil)
+	s.verdictMu.Lock()
+	if v, ok := s.verdicts[call]; ok {
+		s.verdictMu.Unlock()
+		settle(v, nil)
 		return nil
 	}
+	if _, coming := s.h.Reconciled[call]; coming {
+		s.effectWaits[call] = append(s.effectWaits[call], settle)
+		s.verdictMu.Unlock()
+		return nil
+	}
+	s.verdictMu.Unlock()
 	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.effect %s: the recorded run has no verdict on it, and nobody gives a shadow one", call))
 	return nil
 }
 
+// verdictDelivery is a recorded verdict's arrival at the script: from then on crw.effect
+// answers with it, and the promises waiting for it settle.
+func (s *host) verdictDelivery(call string, value json.RawMessage) func() {
+	return func() {
+		s.verdictMu.Lock()
+		s.verdicts[call] = value
+		waits := s.effectWaits[call]
+		delete(s.effectWaits, call)
+		s.verdictMu.Unlock()
+		for _, settle := range waits {
+			settle(value, nil)
+		}
+	}
+}
+
 // Call implements agent.Caller for the shadow: align with the record, resolve from it.
 func (s *host) Call(req agent.Request, settle agent.Settle) error {
-	if req.Resume != "" {
-		if _, _, ok := result.ParseHandle(req.Resume); !ok {
-			return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", req.Resume)
-		}
+	if err := s.resumes(req.Resume); err != nil {
+		return err
+	}
+	if max := s.limits.Prompt(); int64(len(req.Prompt)) > max {
+		return errs.Throw(errs.InvalidRequest, "prompt_too_large", "prompt is %d bytes; the run's limit is %d (--max-prompt %d KiB)", len(req.Prompt), max, max>>10)
 	}
 	if req.Role == "executor" && s.tiers[req.Node] > 0 {
 		req.Role = "executor-t1"
@@ -290,6 +359,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		return nil
 	}
 	rec := m.Rec
+	s.issued(rec.ID)
 	s.replay.Recorded(rec, func() {
 		// A paged History reads the call's rows again now, as a resume delivers it.
 		res, at, err := s.h.LoadResult(rec, s.h.OmitCallSeqs())
@@ -302,7 +372,11 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 			s.held(indexed(&p, m.Index), settle, "the recorded call's rows cannot be read again", 0)()
 			return
 		}
-		settle(runner.ScriptResult(res), func() func() { s.clock = at; return nil })
+		settle(runner.ScriptResult(res), func() func() {
+			s.clock = at
+			s.delivered(rec.ID)
+			return nil
+		})
 	})
 	return nil
 }
@@ -327,7 +401,54 @@ func (s *host) held(p *journal.Row, settle agent.Settle, why string, nth int) fu
 		cr = cr.WithoutSeqs()
 	}
 	res := runner.ScriptResult(cr)
-	return func() { settle(res, nil) }
+	s.issued(prepared.Call)
+	return func() {
+		settle(res, func() func() {
+			s.delivered(prepared.Call)
+			return nil
+		})
+	}
+}
+
+// resumes refuses a resume: handle the run would have refused: one that is no handle, and one
+// of this run naming a call whose result the script has not been given (runner.resumes).
+func (s *host) resumes(handle string) error {
+	if handle == "" {
+		return nil
+	}
+	runID, callID, ok := result.ParseHandle(handle)
+	if !ok {
+		return errs.Throw(errs.InvalidRequest, "", "resume: %q is not a handle (crwh1:<run>:<call>)", handle)
+	}
+	if runID != s.h.Run {
+		return nil
+	}
+	s.callsMu.Lock()
+	open, given := s.open[callID], s.given[callID]
+	s.callsMu.Unlock()
+	switch {
+	case open:
+		return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names call %s, which has not ended: await its result first", handle, callID)
+	case !given:
+		return errs.Throw(errs.InvalidRequest, "", "resume: handle %s names no call of this run", handle)
+	}
+	return nil
+}
+
+// issued notes a call the script made, its result not given yet; delivered, its result given
+// (on the loop goroutine, as the script is given it: as in the run, the answer is the same on
+// every replay of the script).
+func (s *host) issued(id string) {
+	s.callsMu.Lock()
+	s.open[id] = true
+	s.callsMu.Unlock()
+}
+
+func (s *host) delivered(id string) {
+	s.callsMu.Lock()
+	delete(s.open, id)
+	s.given[id] = true
+	s.callsMu.Unlock()
 }
 
 func divergence(pos int, want, got *journal.Row) Divergence {

@@ -14,33 +14,55 @@ import (
 	"github.com/crw-dev/crw/runtime/modules/crw"
 )
 
+// CheckAsk is what crw.decide refuses before anything is asked, a replay's as a run's: a
+// schema that is not strict, an id the run asked already (asked), more decisions than a run
+// may ask, an id reserved for operators' verdicts, and a tier step's id no tier step of the
+// run asked (stepAsked). It returns the validator of the decision's answers.
+func CheckAsk(d crw.Decision, asked map[string]bool, stepAsked bool) (*schema.Validator, error) {
+	if problems := inputs.CheckSchema(d.Schema); len(problems) > 0 {
+		p := problems[0]
+		return nil, errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema is not strict: at %q: %s", d.ID, p.Pointer, p.Message)
+	}
+	v, err := schema.Compile(d.Schema)
+	if err != nil {
+		return nil, errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema: %v", d.ID, err)
+	}
+	switch {
+	case asked[d.ID]:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.decide: decision %q was asked already in this run: give each decision an id of its own", d.ID)
+	case len(asked) >= MaxDecisions:
+		return nil, errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
+	case strings.HasPrefix(d.ID, EffectPrefix):
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is reserved: ids under %s are operators' verdicts", d.ID, EffectPrefix)
+	case strings.HasPrefix(d.ID, TierStepPrefix) && !stepAsked:
+		return nil, errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is a tier step's (ids under %s are): wait for a step's decision by the id crw.tierStep returned", d.ID, TierStepPrefix)
+	}
+	return v, nil
+}
+
+// TierStepPrefix names the decisions tier steps ask (--tier-steps ask).
+const TierStepPrefix = "tier-step/"
+
+// SchemaChanged is the divergence of a crw.decide whose schema is not the one the journal
+// recorded for its id: a decision is its id and its schema.
+func SchemaChanged(rec *journal.Row, d crw.Decision) error {
+	if rec.Node != "" || journal.SameJSON(rec.Schema, d.Schema) {
+		return nil
+	}
+	return fmt.Errorf("crw.decide %q: the script asks with another schema than the journal recorded", d.ID)
+}
+
 // Decide is crw.decide: the decision is journaled (decision_requested) and the script's
 // promise settles with its answer. An answer the journal has reaches the script at its place
 // among the recorded results; one that comes while this process runs is journaled by it
 // (decision_answered) and delivered as a call's result is. A script that waits for nothing
 // but decisions ends its process: the run waits (waiting_decision) for crw flow answer.
 func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
-	if problems := inputs.CheckSchema(d.Schema); len(problems) > 0 {
-		p := problems[0]
-		return errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema is not strict: at %q: %s", d.ID, p.Pointer, p.Message)
-	}
-	v, err := schema.Compile(d.Schema)
-	if err != nil {
-		return errs.Throw(errs.InvalidRequest, "schema_not_strict", "crw.decide %q: the schema: %v", d.ID, err)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.asked[d.ID] {
-		return errs.Throw(errs.InvalidRequest, "", "crw.decide: decision %q was asked already in this run: give each decision an id of its own", d.ID)
-	}
-	if len(b.asked) >= MaxDecisions {
-		return errs.Throw(errs.BudgetExhausted, "", "crw.decide: the run has asked %d decisions, the most one run may", MaxDecisions)
-	}
-	if strings.HasPrefix(d.ID, EffectPrefix) {
-		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is reserved: ids under %s are operators' verdicts", d.ID, EffectPrefix)
-	}
-	if strings.HasPrefix(d.ID, "tier-step/") && b.stepAsks[d.ID] == nil {
-		return errs.Throw(errs.InvalidRequest, "", "crw.decide: the id %q is a tier step's (ids under tier-step/ are): wait for a step's decision by the id crw.tierStep returned", d.ID)
+	v, err := CheckAsk(d, b.asked, b.stepAsks[d.ID] != nil)
+	if err != nil {
+		return err
 	}
 	b.asked[d.ID] = true
 	if b.dryRun {
@@ -67,8 +89,7 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			// and the question is only what the owner is shown. A question built from a
 			// result that a resume got anew (a call a pause held, run again) may read
 			// otherwise; it is shown, not taken for another path.
-			if rec.Request.Node == "" && !journal.SameJSON(rec.Request.Schema, d.Schema) {
-				div := fmt.Errorf("crw.decide %q: the script asks with another schema than the journal recorded", d.ID)
+			if div := SchemaChanged(rec.Request, d); div != nil {
 				b.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", b.run, div).Because("replay", "divergence", "stopped", errs.Certain).
 					Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
 				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)

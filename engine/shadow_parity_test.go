@@ -1,0 +1,137 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/store"
+)
+
+// The shadow of an unchanged script takes the path its run took: the tests below each give a
+// run something its host decides (its limits, the place of a decision's answer among the
+// results, what crw.decide and a resume: handle refuse), and its shadow must match every
+// call and end with the run's result.
+
+// shadowOfRun shadows run id with the script at wf and requires it to match the run: no
+// difference, and the run's result.
+func shadowOfRun(t *testing.T, svc *engine.Service, id, wf string, end *store.Status) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "divergences %+v, unmade %+v, new %+v", rep.Divergences, rep.Unmade, rep.New)
+	require.Equal(t, store.RunCompleted, rep.Status, "%+v", rep.Error)
+	assert.JSONEq(t, string(end.Result), string(rep.Result), "the shadow's result is the run's")
+}
+
+// TestAShadowReplaysWithinTheRunsLimits: a run whose limits let its script recurse deeper and
+// refuse a shorter prompt than the defaults took its path within them; its shadow does too.
+func TestAShadowReplaysWithinTheRunsLimits(t *testing.T) {
+	t.Parallel()
+	svc, _ := enginetest.LocalService(t)
+	script := `import { agent } from "crw:agent";
+function depth(n) { return n === 0 ? 0 : 1 + depth(n - 1); }
+export default async function main() {
+  let deep;
+  try { deep = depth(15000); } catch (e) { deep = "too deep"; }
+  let r;
+  try { r = await agent.call({ role: "explorer", node: "big", prompt: "x".repeat(3000) }); }
+  catch (e) { r = await agent.call({ role: "explorer", node: "small", prompt: "fallback: " + e.reason }); }
+  return [deep, r.callId];
+}
+`
+	prompt, stack := int64(1<<10), 20000
+	id, end, _ := runIn(t, svc, "", script, "", func(o *engine.CreateOptions) {
+		o.Limits.PromptBytes, o.Limits.StackDepth = &prompt, &stack
+	})
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	require.JSONEq(t, `[15000, "c1"]`, string(end.Result), "the run's own path")
+	shadowOfRun(t, svc, id, scriptOf(t, svc, id), end)
+}
+
+// TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way
+// reached the script before the call's result; the shadow gives it in that order, not at once
+// (which would have it win every race) nor after the call.
+func TestAShadowGivesADecisionsAnswerAtItsPlace(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false };
+export default async function main() {
+  const slow = agent.call({ role: "explorer", node: "slow", prompt: "take your time" });
+  const answer = crw.decide({ id: "n", question: "How many?", schema });
+  const first = await Promise.race([answer.then(() => "decision"), slow.then(() => "call")]);
+  await answer; await slow;
+  const after = await agent.call({ role: "explorer", node: "after", prompt: "first came the " + first });
+  return [first, after.callId];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	end, _ := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	require.JSONEq(t, `["decision", "c2"]`, string(end.Result), "the answer came first in the run")
+	shadowOfRun(t, svc, id, wf, end)
+}
+
+// TestAShadowRefusesWhatTheRunRefused: crw.decide refuses an id asked before and a schema
+// that is not strict, and a resume: handle of a call still under way or of none, in the run;
+// the shadow refuses the same, so the script's notes, and the call made of them, are the same.
+func TestAShadowRefusesWhatTheRunRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+const strict = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+const loose = { type: "object", properties: { go: { type: "boolean" } } };
+export default async function main() {
+  const notes = [];
+  const attempt = async (what, fn) => { try { await fn(); notes.push(what + " answered"); } catch (e) { notes.push(what + " " + e.code + "/" + (e.reason || "")); } };
+  await crw.decide({ id: "q", question: "Go?", schema: strict });
+  await attempt("again", () => crw.decide({ id: "q", question: "Go again?", schema: strict }));
+  await attempt("loose", () => crw.decide({ id: "loose", question: "Loose?", schema: loose }));
+  await attempt("reserved", () => crw.decide({ id: "effect/c1", question: "Mine?", schema: strict }));
+  const first = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const pending = agent.call({ role: "explorer", node: "b", prompt: "B" });
+  for (const [what, call] of [["open", "c2"], ["unknown", "c9"]]) {
+    await attempt(what, () => agent.call({ role: "explorer", node: "c", prompt: "go on", resume: first.handle.replace(/:c1$/, ":" + call) }));
+  }
+  await pending;
+  await agent.call({ role: "explorer", node: "notes", prompt: notes.join("; ") });
+  return notes;
+}
+`
+	id, end, _ := runIn(t, svc, "", script, "", nil)
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	_, err := svc.Answer(ctx, id, "q", json.RawMessage(`{"go": true}`), "uid 1", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	require.JSONEq(t, `["again invalid_request/", "loose invalid_request/schema_not_strict", "reserved invalid_request/",
+		"open invalid_request/", "unknown invalid_request/"]`, string(end.Result), "what the run refused")
+	shadowOfRun(t, svc, id, scriptOf(t, svc, id), end)
+}
+
+// scriptOf is the workflow file run id was created with.
+func scriptOf(t *testing.T, svc *engine.Service, id string) string {
+	t.Helper()
+	spec, err := svc.Store.Spec(context.Background(), id)
+	require.NoError(t, err)
+	return spec.Workflow
+}
