@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,6 +274,12 @@ func (w *walker) array(o *goja.Object, depth int) error {
 }
 
 func (w *walker) object(o *goja.Object, depth int) error {
+	// A typed array is an object of its indexes, which Keys would make a string of each (~40
+	// bytes for each byte of a Uint8Array) before any bound was met: refuse one whose members
+	// could not fit ("0":0, is 6 bytes at the least) from its length.
+	if n, ok := typedLength(o); ok && n > (w.max-w.buf.Len())/minIndexMember {
+		return w.fail("a typed array of %d elements, larger than %d bytes", n, w.max)
+	}
 	w.buf.WriteByte('{')
 	first := true
 	keys := o.Keys()
@@ -374,4 +381,23 @@ func (w *walker) scriptFailed(what string, err error) error {
 		return w.fail("%s threw: %s", what, w.in.Thrown(ex.Value()).Message)
 	}
 	return err
+}
+
+// minIndexMember is the fewest bytes an index member of an object takes in JSON: "0":0 and a
+// comma.
+const minIndexMember = 6
+
+// typedLength is the length of o when it is a typed array (its Go view of its elements, read
+// without running script code: no copy is made), false for any other object.
+func typedLength(o *goja.Object) (int, bool) {
+	t := o.ExportType()
+	if t == nil || t.Kind() != reflect.Slice {
+		return 0, false
+	}
+	switch t.Elem().Kind() {
+	case reflect.Int8, reflect.Uint8, reflect.Int16, reflect.Uint16, reflect.Int32, reflect.Uint32,
+		reflect.Int64, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return reflect.ValueOf(o.Export()).Len(), true
+	}
+	return 0, false
 }

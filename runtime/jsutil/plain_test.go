@@ -1,6 +1,7 @@
 package jsutil
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/dop251/goja"
@@ -16,6 +17,8 @@ func TestJSONErrorsNameWhere(t *testing.T) {
 		{`({ s: "x".repeat(40) })`, `$.s: a string longer than 32`},
 		{`({ a: "0123456789", b: "0123456789", c: "0123456789" })`, `$.b: larger than 32 bytes`},
 		{`({ a: [[], new Array(40)] })`, `$.a[1]: an array of 40 elements, larger than 32 bytes`},
+		{`({ t: new Uint8Array(6) })`, `$.t: a typed array of 6 elements, larger than 32 bytes`},
+		{`({ t: new Float64Array(1e6) })`, `$.t: a typed array of 1000000 elements, larger than 32 bytes`},
 	}
 	for _, c := range cases {
 		rt := goja.New()
@@ -52,5 +55,31 @@ func TestJSONIsJSONStringify(t *testing.T) {
 		if string(got) != want.String() {
 			t.Errorf("%s:\n got %s\nwant %s", src, got, want)
 		}
+	}
+}
+
+// TestAHugeTypedArrayIsRefusedFromItsLength: a typed array's JSON is an object of its indexes;
+// one too large for the bound is refused before a string is made of any of them (the walk of a
+// 40 MB Uint8Array took 2.5 GB and 25 s), and a small one is written as JSON.stringify writes it.
+func TestAHugeTypedArrayIsRefusedFromItsLength(t *testing.T) {
+	rt := goja.New()
+	in := Capture(rt)
+	v, err := rt.RunString(`({ schema: { x: new Uint8Array(8 << 20) }, small: new Int16Array([1, -2]) })`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = in.JSON(v.ToObject(rt).Get("schema"), DataOnly, 4<<20)
+	runtime.ReadMemStats(&after)
+	if want := "$.x: a typed array of 8388608 elements, larger than 4194304 bytes"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("the refusal allocated %d bytes", grew)
+	}
+	got, err := in.JSON(v.ToObject(rt).Get("small"), DataOnly, 4<<20)
+	if err != nil || string(got) != `{"0":1,"1":-2}` {
+		t.Errorf("a small typed array: %s, %v", got, err)
 	}
 }
