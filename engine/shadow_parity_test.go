@@ -11,8 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -134,4 +138,60 @@ func scriptOf(t *testing.T, svc *engine.Service, id string) string {
 	spec, err := svc.Store.Spec(context.Background(), id)
 	require.NoError(t, err)
 	return spec.Workflow
+}
+
+// TestAVerdictThatWonARaceWinsItOnResume: an operator's verdict given while a call was under way
+// reached the script before the call's result; a resume and a shadow give it in that order: its
+// turn on the loop comes, and what it settles, before the results recorded after it (given at
+// once, the call's result came first, and the resume stopped on a divergence of the unchanged
+// script).
+func TestAVerdictThatWonARaceWinsItOnResume(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { go: { type: "boolean" } }, required: ["go"], additionalProperties: false };
+export default async function main() {
+  const slow = agent.call({ role: "explorer", node: "slow", prompt: "keep the process alive" });
+  const lost = await agent.call({ role: "explorer", node: "n", prompt: "build" });
+  const verdict = crw.effect(lost);
+  const first = await Promise.race([verdict.then(() => "verdict"), slow.then(() => "call")]);
+  await verdict; await slow;
+  const after = await agent.call({ role: "explorer", node: "after", prompt: "first came the " + first });
+  await crw.decide({ id: "end", question: "End?", schema });
+  return [lost.status, first, after.callId];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
+	require.NoError(t, err)
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
+  {"match": {"call": 2}, "turns": [{"lost": true}]},
+  {"match": {}, "turns": [{"text": "done"}]}
+]}`))
+	require.NoError(t, err)
+	slow := enginetest.Gate(fake.New(answers, nil), func(c backend.Call) bool { return c.Index == 1 })
+	done := make(chan *store.Status, 1)
+	go func() {
+		end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: slow})
+		assert.NoError(t, err)
+		done <- end
+	}()
+	waitForRow(t, svc, id, func(r journal.Row) bool { return r.Type == journal.TypeOutcomeUnknown && r.Call == "c2" })
+	_, err = svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "op", false)
+	require.NoError(t, err)
+	waitForRow(t, svc, id, func(r journal.Row) bool { return r.Type == journal.TypeEffectReconciled })
+	slow.Open()
+	end := <-done
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+
+	_, err = svc.Answer(ctx, id, "end", json.RawMessage(`{"go": true}`), "uid 1", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err, "the resume of the unchanged script")
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["unknown", "verdict", "c3"]`, string(end.Result), "the verdict came first, as it did live")
+	shadowOfRun(t, svc, id, wf, end)
 }

@@ -76,6 +76,7 @@ type Replayer struct {
 
 	order    []*Call          // recorded completions, in the order the script received them
 	next     int              // the next of order to deliver
+	inTurn   bool             // a delivery taken in a turn of its own is under way (RecordedInTurn)
 	ready    map[*Call]func() // recorded results whose calls were made, waiting for their turn
 	passed   map[*Call]bool   // recorded completions passed over while their calls were not made
 	held     []func()         // results that wait behind recorded completions still due
@@ -269,6 +270,23 @@ func (r *Replayer) Recorded(c *Call, deliver func()) {
 	r.drainLocked()
 }
 
+// RecordedInTurn is Recorded for a delivery the script's loop takes in a turn of its own (an
+// operator's verdict, posted to the loop, which settles from there the promises that wait for
+// it): deliver is given done, to call at the end of that turn (never from deliver itself), and
+// the deliveries after it, recorded or live, wait until it is called. The results the recording process got after it came after that turn, and
+// so do theirs: delivered at once, they would come before what the turn settles.
+func (r *Replayer) RecordedInTurn(c *Call, deliver func(done func())) {
+	r.Recorded(c, func() {
+		r.inTurn = true
+		deliver(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.inTurn = false
+			r.drainLocked()
+		})
+	})
+}
+
 // Live hands over a result the record does not have (a live call's, or a shadow's stand-in):
 // deliver runs at once, unless recorded completions are still due, which the earlier process
 // saw first: then after them.
@@ -348,13 +366,13 @@ func (r *Replayer) checkCaughtUpLocked() {
 // pendingLocked: recorded completions are still due, which results of the record's other
 // calls wait behind.
 func (r *Replayer) pendingLocked() bool {
-	return r.h != nil && !r.offRecord && r.next < len(r.order)
+	return r.h != nil && !r.offRecord && (r.next < len(r.order) || r.inTurn)
 }
 
 // drainLocked delivers recorded results in their order as far as their calls were made, then
 // whatever waited behind them.
 func (r *Replayer) drainLocked() {
-	for r.next < len(r.order) {
+	for !r.inTurn && r.next < len(r.order) {
 		c := r.order[r.next]
 		deliver, ok := r.ready[c]
 		if !ok {

@@ -127,9 +127,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	})
 	defer s.replay.Stop()
-	for call, c := range h.VerdictCalls {
-		s.replay.Recorded(c, s.verdictDelivery(call, decisions.VerdictValue(call, h.Reconciled[call])))
-	}
 	report := &Report{Run: h.Run, Backend: h.Backend, Script: opts.Script, Recorded: h.Indexed(),
 		Divergences: []Divergence{}, Unmade: []Call{}, New: []Call{}}
 	s.report = report
@@ -211,9 +208,10 @@ type host struct {
 }
 
 var (
-	_ vm.Host  = (*host)(nil)
-	_ vm.Idler = (*host)(nil)
-	_ vm.Waker = (*host)(nil)
+	_ vm.Host   = (*host)(nil)
+	_ vm.Idler  = (*host)(nil)
+	_ vm.Waker  = (*host)(nil)
+	_ vm.Poster = (*host)(nil)
 )
 
 func (s *host) Now() time.Time                        { return s.clock }
@@ -312,18 +310,32 @@ func (s *host) Effect(call string, settle func(json.RawMessage, error)) error {
 	return nil
 }
 
-// verdictDelivery is a recorded verdict's arrival at the script: from then on crw.effect
+// SetPost implements vm.Poster: the recorded verdicts reach the script's loop through it, each
+// in a turn of its own at its place among the deliveries, as in a resume (the run's book of
+// decisions: RecordedInTurn).
+func (s *host) SetPost(post func(func() error)) {
+	for call, c := range s.h.VerdictCalls {
+		value := decisions.VerdictValue(call, s.h.Reconciled[call])
+		s.replay.RecordedInTurn(c, func(done func()) {
+			post(func() error {
+				s.verdictArrived(call, value)
+				done()
+				return nil
+			})
+		})
+	}
+}
+
+// verdictArrived is a recorded verdict's arrival at the script: from then on crw.effect
 // answers with it, and the promises waiting for it settle.
-func (s *host) verdictDelivery(call string, value json.RawMessage) func() {
-	return func() {
-		s.verdictMu.Lock()
-		s.verdicts[call] = value
-		waits := s.effectWaits[call]
-		delete(s.effectWaits, call)
-		s.verdictMu.Unlock()
-		for _, settle := range waits {
-			settle(value, nil)
-		}
+func (s *host) verdictArrived(call string, value json.RawMessage) {
+	s.verdictMu.Lock()
+	s.verdicts[call] = value
+	waits := s.effectWaits[call]
+	delete(s.effectWaits, call)
+	s.verdictMu.Unlock()
+	for _, settle := range waits {
+		settle(value, nil)
 	}
 }
 

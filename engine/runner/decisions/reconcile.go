@@ -90,53 +90,63 @@ func (b *Book) SetPost(post func(func() error)) {
 		return
 	}
 	for call, c := range b.h.VerdictCalls {
-		b.replay.Recorded(c, b.verdictDelivery(call, b.h.Reconciled[call]))
+		row := b.h.Reconciled[call]
+		// In a turn of the loop's own, as in the process that journaled it: what the promises
+		// it settles do comes before the results that process got after it.
+		b.replay.RecordedInTurn(c, func(done func()) { b.postVerdict(call, row, done) })
 	}
 }
 
 // verdictDelivery is a verdict's arrival at the script's loop: from then on crw.effect answers
 // with it, and the promises waiting for it settle.
 func (b *Book) verdictDelivery(call string, row *journal.Row) func() {
+	return func() { b.postVerdict(call, row, nil) }
+}
+
+// postVerdict posts the verdict's arrival to the script's loop (verdictDelivery); done, when not
+// nil, is called at the end of that turn, once the promises it settles are on their way.
+func (b *Book) postVerdict(call string, row *journal.Row, done func()) {
 	value := VerdictValue(call, row)
-	return func() {
-		if b.post == nil {
-			return
-		}
-		b.comingMu.Lock()
-		b.coming[call] = true
-		b.comingMu.Unlock()
-		b.post(func() error {
-			b.mu.Lock()
-			b.comingMu.Lock()
-			delete(b.coming, call)
-			b.comingMu.Unlock()
-			b.verdicts[call] = value
-			waits := b.effectWaits[call]
-			// The script's recovery hold of the node is released with the verdict's arrival,
-			// at its place among the deliveries: crw.commit and crw.tierStep answer the same on
-			// every replay.
-			for node, told := range b.toldHolds {
-				if plant.On(plant.VerdictKeepsHolds) {
-					break
-				}
-				if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) < len(told) {
-					if len(rest) == 0 {
-						delete(b.toldHolds, node)
-					} else {
-						b.toldHolds[node] = rest
-					}
-				}
-			}
-			delete(b.effectWaits, call)
-			delete(b.waiting, EffectPrefix+call)
-			b.mu.Unlock()
-			for _, settle := range waits {
-				settle(value, nil)
-			}
-			b.host.PublishSoon()
-			return nil
-		})
+	if b.post == nil {
+		return
 	}
+	b.comingMu.Lock()
+	b.coming[call] = true
+	b.comingMu.Unlock()
+	b.post(func() error {
+		b.mu.Lock()
+		b.comingMu.Lock()
+		delete(b.coming, call)
+		b.comingMu.Unlock()
+		b.verdicts[call] = value
+		waits := b.effectWaits[call]
+		// The script's recovery hold of the node is released with the verdict's arrival,
+		// at its place among the deliveries: crw.commit and crw.tierStep answer the same on
+		// every replay.
+		for node, told := range b.toldHolds {
+			if plant.On(plant.VerdictKeepsHolds) {
+				break
+			}
+			if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) < len(told) {
+				if len(rest) == 0 {
+					delete(b.toldHolds, node)
+				} else {
+					b.toldHolds[node] = rest
+				}
+			}
+		}
+		delete(b.effectWaits, call)
+		delete(b.waiting, EffectPrefix+call)
+		b.mu.Unlock()
+		for _, settle := range waits {
+			settle(value, nil)
+		}
+		b.host.PublishSoon()
+		if done != nil {
+			done()
+		}
+		return nil
+	})
 }
 
 // Effect is crw.effect: the verdict on a call the script was given as unknown, once it
