@@ -118,7 +118,7 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	end, got := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`)
+	end, got := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {"node": "slow"}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`, nil)
 	assert.True(t, got.Journaled, "the live process journaled it, and the command saw it")
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `[7, "done"]`, string(end.Result))
@@ -130,8 +130,9 @@ export default async function main() {
 
 // answerWhileACallWaits executes run id on the fake backend with answers, its calls of node
 // slow held until decision is answered with value while the process lives (the answer is
-// given once the run asks it); it returns the run's end and what the answer command said.
-func answerWhileACallWaits(t *testing.T, svc *engine.Service, id, answers, slowNode, decision, value string) (*store.Status, *engine.Answered) {
+// given once the run asks it) and then, when not nil, until taken returns; it returns the
+// run's end and what the answer command said.
+func answerWhileACallWaits(t *testing.T, svc *engine.Service, id, answers, slowNode, decision, value string, taken func()) (*store.Status, *engine.Answered) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
 	defer cancel()
@@ -151,6 +152,9 @@ func answerWhileACallWaits(t *testing.T, svc *engine.Service, id, answers, slowN
 	}, enginetest.Timeout, 10*time.Millisecond)
 	got, err := svc.Answer(ctx, id, decision, json.RawMessage(value), "uid 1", true)
 	require.NoError(t, err)
+	if taken != nil {
+		taken()
+	}
 	slow.Open()
 	return <-done, got
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +20,7 @@ import (
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
+	"github.com/crw-dev/crw/store/local"
 )
 
 // The shadow of an unchanged script takes the path its run took: the tests below each give a
@@ -70,7 +73,7 @@ func TestAShadowGivesADecisionsAnswerAtItsPlace(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
 	defer cancel()
-	svc, _ := enginetest.LocalService(t)
+	svc, state := enginetest.LocalService(t)
 	wf := filepath.Join(t.TempDir(), "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
 import crw from "crw";
@@ -78,6 +81,7 @@ const schema = { type: "object", properties: { n: { type: "integer" } }, require
 export default async function main() {
   const slow = agent.call({ role: "explorer", node: "slow", prompt: "take your time" });
   const answer = crw.decide({ id: "n", question: "How many?", schema });
+  answer.then(() => console.log("the answer came"));
   const first = await Promise.race([answer.then(() => "decision"), slow.then(() => "call")]);
   await answer; await slow;
   const after = await agent.call({ role: "explorer", node: "after", prompt: "first came the " + first });
@@ -86,7 +90,10 @@ export default async function main() {
 `), 0o644))
 	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf})
 	require.NoError(t, err)
-	end, _ := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`)
+	// The slow call ends once the script took the answer (and said so in the run's log).
+	end, _ := answerWhileACallWaits(t, svc, id, `{"answers": [{"match": {}, "turns": [{"text": "done"}]}]}`, "slow", "n", `{"n": 7}`, func() {
+		waitForLogLine(t, state, id, "the answer came")
+	})
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	require.JSONEq(t, `["decision", "c2"]`, string(end.Result), "the answer came first in the run")
 	shadowOfRun(t, svc, id, wf, end)
@@ -149,7 +156,7 @@ func TestAVerdictThatWonARaceWinsItOnResume(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
 	defer cancel()
-	svc, _ := enginetest.LocalService(t)
+	svc, state := enginetest.LocalService(t)
 	wf := filepath.Join(t.TempDir(), "wf.js")
 	require.NoError(t, os.WriteFile(wf, []byte(`import { agent } from "crw:agent";
 import crw from "crw";
@@ -158,6 +165,7 @@ export default async function main() {
   const slow = agent.call({ role: "explorer", node: "slow", prompt: "keep the process alive" });
   const lost = await agent.call({ role: "explorer", node: "n", prompt: "build" });
   const verdict = crw.effect(lost);
+  verdict.then(() => console.log("the verdict came"));
   const first = await Promise.race([verdict.then(() => "verdict"), slow.then(() => "call")]);
   await verdict; await slow;
   const after = await agent.call({ role: "explorer", node: "after", prompt: "first came the " + first });
@@ -182,7 +190,8 @@ export default async function main() {
 	waitForRow(t, svc, id, func(r journal.Row) bool { return r.Type == journal.TypeOutcomeUnknown && r.Call == "c2" })
 	_, err = svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "op", false)
 	require.NoError(t, err)
-	waitForRow(t, svc, id, func(r journal.Row) bool { return r.Type == journal.TypeEffectReconciled })
+	// The slow call ends once the script took the verdict (and said so in the run's log).
+	waitForLogLine(t, state, id, "the verdict came")
 	slow.Open()
 	end := <-done
 	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
@@ -194,4 +203,15 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["unknown", "verdict", "c3"]`, string(end.Result), "the verdict came first, as it did live")
 	shadowOfRun(t, svc, id, wf, end)
+}
+
+// waitForLogLine waits until the log of run id, in the state folder state, has a line that
+// says line.
+func waitForLogLine(t *testing.T, state, id, line string) {
+	t.Helper()
+	path := filepath.Join(state, "flow", id, local.LogFile)
+	require.Eventually(t, func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), line)
+	}, enginetest.Timeout, 5*time.Millisecond, "run %s's log never said %q", id, line)
 }
