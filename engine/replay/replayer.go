@@ -273,8 +273,9 @@ func (r *Replayer) Recorded(c *Call, deliver func()) {
 // RecordedInTurn is Recorded for a delivery the script's loop takes in a turn of its own (an
 // operator's verdict, posted to the loop, which settles from there the promises that wait for
 // it): deliver is given done, to call at the end of that turn (never from deliver itself), and
-// the deliveries after it, recorded or live, wait until it is called. The results the recording process got after it came after that turn, and
-// so do theirs: delivered at once, they would come before what the turn settles.
+// the deliveries after it, recorded or live, wait until it is called. The results the
+// recording process got after it came after that turn, and so do theirs: delivered at once,
+// they would come before what the turn settles.
 func (r *Replayer) RecordedInTurn(c *Call, deliver func(done func())) {
 	r.Recorded(c, func() {
 		r.inTurn = true
