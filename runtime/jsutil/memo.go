@@ -16,7 +16,8 @@ import (
 // The check reads what the walk read, so a member that is still a data property holding the
 // same value (the same object, for an object) gives the same JSON. A member a script turned
 // into an accessor after the first read would have its getter called by the check: the walk
-// refuses getters, the check cannot tell one from a value without the descriptor it spares.
+// refuses getters, the check cannot tell one from a value without the descriptor it spares
+// (agent.call refuses a call such a getter makes while its options are read).
 // An object whose every part is frozen is never checked again.
 type Memo struct {
 	in      *Intrinsics

@@ -78,6 +78,7 @@ type agentModule struct {
 	// or its own constants).
 	schemas *jsutil.Memo
 	present []string // the own enumerable keys of the options being read (loop goroutine only)
+	reading bool     // a call's options are being read (readRequest; loop goroutine only)
 	tracker *Tracker
 	// sites caches each call site's text by its stack frame (a program and a place in it): a
 	// loop of calls asks for the same few, and a frame's position costs a source map lookup.
@@ -128,7 +129,7 @@ var allowed = func() map[string]bool {
 
 func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	rt := m.rt
-	req := m.parse(fc.Argument(0))
+	req := m.readRequest(fc.Argument(0))
 	req.Site = m.callSite()
 
 	promise, resolve, _ := rt.NewPromise()
@@ -224,6 +225,20 @@ func (m *agentModule) metaValue(meta any) (goja.Value, error) {
 		return nil, err
 	}
 	return m.parseFrozen(data)
+}
+
+// readRequest reads a call's options (parse). A getter of the script's may run as they are
+// read (the schema memo's check, jsutil.Memo, reads a member a script turned into one after a
+// first read with a plain get); one that calls agent.call is refused there: each such call
+// would read the options again, and a chain of them to the stack's limit took time quadratic
+// in its depth (seconds at the default depth) to fail.
+func (m *agentModule) readRequest(arg goja.Value) Request {
+	if m.reading {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: called while another agent.call's options were being read (from a getter in them): give values, not getters")
+	}
+	m.reading = true
+	defer func() { m.reading = false }()
+	return m.parse(arg)
 }
 
 func (m *agentModule) parse(arg goja.Value) Request {

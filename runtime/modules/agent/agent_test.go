@@ -175,6 +175,27 @@ func TestOptionsIgnoreTamperedGlobals(t *testing.T) {
 	assert.JSONEq(t, `{"type":"object","properties":{"a":{"type":"array","items":{"enum":["x","y"]}}},"required":["a"],"additionalProperties":false}`, string(reqs[1].Schema))
 }
 
+// TestACallFromAGetterInTheOptionsIsRefused: a schema member a script turned into a getter after
+// a first call is read by the schema memo's check with a plain get, which runs it; a getter that
+// calls agent.call there is refused, at the first level, and the call that was reading its
+// options fails with it, whatever the stack's depth would allow.
+func TestACallFromAGetterInTheOptionsIsRefused(t *testing.T) {
+	t.Parallel()
+	script := runtimetest.Main(`
+	const ok = { type: "boolean" };
+	const props = { ok };
+	const schema = { type: "object", properties: props, required: ["ok"], additionalProperties: false };
+	await agent.call({ role: "explorer", node: "a", prompt: "first", schema });
+	let reentered = 0;
+	Object.defineProperty(props, "ok", { enumerable: true, configurable: true,
+		get() { reentered++; agent.call({ role: "explorer", node: "b", prompt: "again", schema }); return ok; } });
+	try { await agent.call({ role: "explorer", node: "b", prompt: "second", schema }); return "called"; }
+	catch (e) { return [e.code, reentered, e.message]; }`)
+	out, r := run(t, script)
+	assert.JSONEq(t, `["invalid_request", 1, "agent.call: called while another agent.call's options were being read (from a getter in them): give values, not getters"]`, string(out))
+	assert.Len(t, r.Host.Requests(), 1, "only the first call was made")
+}
+
 // withSitePrefix cuts the column off a request's Site, keeping "file:line:".
 func withSitePrefix(req agent.Request) agent.Request {
 	if i := strings.LastIndexByte(req.Site, ':'); i >= 0 {
