@@ -13,8 +13,8 @@ const HugeRegion = ceiling
 // touched for the first time is a fault of ~15 µs, which 2 MiB pages take 512 at a time: a
 // 10,000-call shadow replay went from ~0.31 s to ~0.26 s. Go's heap asks for none. It costs a
 // process ~1 ms and a collection of a heap of one object, in the background, so the commands
-// that print a run's state do without it; the resident memory grows in 2 MiB steps (by itself ~5 MB more at 10,000
-// calls, ~1 MB at 100,000). Calls after the first do nothing.
+// that print a run's state do without it; the resident memory grows in 2 MiB steps (by itself
+// ~5 MB more at 10,000 calls, ~1 MB at 100,000). Calls after the first do nothing.
 //
 // Where the advice was taken, the collector's target may then rise to HugePercent
 // (PercentFor); where it was not (another system, no huge pages), it stays as it was: garbage

@@ -18,10 +18,10 @@ const hugePage = 2 << 20
 // interior MADV_HUGEPAGE, and lets them go: the runtime maps its heap as it grows, and a
 // mapping made after advice given to the range it reserved drops that advice, so the range must
 // be mapped first. The allocation is fresh memory, known to be zero, which nothing touches; the
-// collection its size starts frees it, and the heap's next allocations land there once the pages below it are
-// taken (its page allocator takes the lowest free addresses first). It reports whether the
-// advice was taken; a system whose transparent huge pages are "never" is not asked, and costs
-// nothing.
+// collection its size starts frees it, and the heap's next allocations land there once the
+// pages below it are taken (its page allocator takes the lowest free addresses first). It
+// reports whether the advice was taken; a system whose transparent huge pages are "never" is
+// not asked, and costs nothing.
 func adviseHugePages(size int) bool {
 	if mode, err := os.ReadFile(thpMode); err == nil && bytes.Contains(mode, []byte("[never]")) {
 		return false
