@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -74,4 +75,30 @@ func hugePageKB(t *testing.T, pid int) int {
 		}
 	}
 	return total
+}
+
+// TestTheEarlyHeapIsReadiedBeforeThePackagesThatFillIt: earlyheap's init runs before those of
+// the packages whose allocations it readies the heap for: it imports nothing past syscall, so
+// the packages initialized before it are only some of those that sort before "syscall" (a
+// package's import of strings once put it after unicode, the crypto packages and
+// encoding/gob, and ~40 of the heap's pages were faulted 4 KiB at a time before it ran).
+func TestTheEarlyHeapIsReadiedBeforeThePackagesThatFillIt(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var order []string // the packages in the order their inits ran ("init PATH @...")
+	for _, line := range strings.Split(string(out), "\n") {
+		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "init" {
+			order = append(order, fields[1])
+		}
+	}
+	early := slices.Index(order, "github.com/crw-dev/crw/internal/gctune/earlyheap")
+	require.GreaterOrEqual(t, early, 0, "no init of earlyheap in the trace:\n%s", out)
+	for _, later := range []string{"time", "os", "unicode", "reflect", "encoding/gob", "crypto/internal/fips140/rsa", "github.com/itchyny/gojq"} {
+		at := slices.Index(order, later)
+		require.GreaterOrEqual(t, at, 0, "no init of %s in the trace:\n%s", later, out)
+		assert.Greater(t, at, early, "%s is initialized before earlyheap", later)
+	}
 }

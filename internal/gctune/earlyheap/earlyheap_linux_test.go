@@ -86,6 +86,19 @@ func TestRefused(t *testing.T) {
 		"disablethp=1,disablethp=x":           true,
 		"xdisablethp=1":                       false,
 		"disablethp=0,gctrace=1,disablethp=2": true,
+		"disablethp=+1":                       true,
+		"disablethp=-1":                       true,
+		"disablethp=-0":                       false,
+		"disablethp=1,disablethp=-":           true,
+		"disablethp=2147483647":               true,
+		"disablethp=-2147483648":              true,
+		"disablethp=2147483648":               false, // past an int32: ignored, as by the runtime
+		"disablethp=1,disablethp=99999999999": true,
+		"disablethp=1 ":                       false,
+		"disablethp=0x1":                      false,
+		"disablethp=1_0":                      false,
+		"disablethp":                          false,
+		",,disablethp=1,":                     true,
 	} {
 		assert.Equal(t, want, refused(godebug), "GODEBUG=%q", godebug)
 	}
