@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -350,7 +349,11 @@ func (m *agentModule) str(obj *goja.Object, name string, required bool) string {
 	if _, sym := v.(*goja.Symbol); sym || !ok {
 		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q must be a string, got %s", name, jsutil.TypeName(v))
 	}
-	return str.String()
+	text := str.String()
+	if problem := jsutil.SurrogateProblem(str, text); problem != "" {
+		jsutil.Throw(m.rt, CodeInvalidRequest, "agent.call: option %q %s", name, problem)
+	}
+	return text
 }
 
 func contains(list []string, s string) bool {
@@ -394,7 +397,7 @@ func labelProblem(s string) string {
 		return fmt.Sprintf("is %d bytes long; the limit is %d", len(s), maxLabel)
 	}
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == utf8.RuneError {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
 			return fmt.Sprintf("holds the character %U at byte %d: names may not hold control or bidirectional characters", r, i)
 		}
 	}

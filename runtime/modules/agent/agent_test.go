@@ -69,6 +69,13 @@ func TestCallValidation(t *testing.T) {
 		{"newline in node", `{ role: "architect", prompt: "p", node: "a\nb" }`, "node holds the character U+000A at byte 1"},
 		{"bidi override in model", `{ role: "architect", prompt: "p", model: "gpt\u202e" }`, "model holds the character U+202E at byte 3"},
 		{"long node", `{ role: "architect", prompt: "p", node: "n".repeat(257) }`, "node is 257 bytes long; the limit is 256"},
+		{"lone high surrogate in prompt", `{ role: "architect", prompt: "ab\ud800c" }`, `option "prompt" holds a lone UTF-16 surrogate \ud800 at index 2 (it would read as U+FFFD)`},
+		{"lone low surrogate in prompt", `{ role: "architect", prompt: "\udc00" }`, `option "prompt" holds a lone UTF-16 surrogate \udc00 at index 0`},
+		{"high surrogate at the prompt's end", `{ role: "architect", prompt: "\ud83d\ude00x\udbff" }`, `option "prompt" holds a lone UTF-16 surrogate \udbff at index 3`},
+		{"two high surrogates in prompt", `{ role: "architect", prompt: "\ud800\ud800\udc00" }`, `option "prompt" holds a lone UTF-16 surrogate \ud800 at index 0`},
+		{"lone surrogate beside U+FFFD", `{ role: "architect", prompt: "\ufffd\udfff" }`, `option "prompt" holds a lone UTF-16 surrogate \udfff at index 1`},
+		{"lone surrogate in node", `{ role: "architect", prompt: "p", node: "n\ud800" }`, `option "node" holds a lone UTF-16 surrogate \ud800 at index 1`},
+		{"lone surrogate in role", `{ role: "arch\udc00", prompt: "p" }`, `option "role" holds a lone UTF-16 surrogate \udc00 at index 4`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +154,18 @@ export default async function main() {
 	}, withSitePrefix(reqs[0]))
 	assert.Equal(t, agent.Request{Role: "explorer", Prompt: "Look around", Node: "explorer", Site: r.Path + ":12:"}, withSitePrefix(reqs[1]))
 	assert.Equal(t, agent.Request{Role: "critic", Prompt: "null options are absent", Node: "critic", Site: r.Path + ":13:"}, withSitePrefix(reqs[2]))
+}
+
+// TestAReplacementCharacterAndPairsPass: a real U+FFFD and surrogate pairs are no lone
+// surrogates: the prompt and a node that hold them reach the host as written.
+func TestAReplacementCharacterAndPairsPass(t *testing.T) {
+	t.Parallel()
+	_, r := run(t, runtimetest.Main(`
+	await agent.call({ role: "architect", prompt: "\ufffd \ud83d\ude00 \ud800\udc00", node: "n\ufffd" });`))
+	reqs := r.Host.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "\uFFFD \U0001F600 \U00010000", reqs[0].Prompt)
+	assert.Equal(t, "n\uFFFD", reqs[0].Node)
 }
 
 // TestOptionsIgnoreTamperedGlobals: options are own data properties read by crw, and the schema

@@ -156,6 +156,9 @@ func nodeArg(rt *goja.Runtime, fn string, v goja.Value) string {
 	if len(node) > maxNode {
 		panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf("%s: the node is %d bytes long; the limit is %d", fn, len(node), maxNode)))
 	}
+	if problem := jsutil.SurrogateProblem(s, node); problem != "" {
+		panic(jsutil.NewError(rt, errs.InvalidRequest, "", fmt.Sprintf("%s: the node %s", fn, problem)))
+	}
 	return node
 }
 
@@ -195,6 +198,9 @@ func messageArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) string {
 	text := s.String()
 	if len(text) > MaxMessage {
 		fail("message is %d bytes long; the limit is %d", len(text), MaxMessage)
+	}
+	if problem := jsutil.SurrogateProblem(s, text); problem != "" {
+		fail("message %s", problem)
 	}
 	if i := strings.IndexByte(text, 0); i >= 0 {
 		fail("message holds a NUL byte at byte %d, which no commit message may", i)
@@ -257,6 +263,9 @@ func decisionArg(rt *goja.Runtime, in *jsutil.Intrinsics, v goja.Value) Decision
 		}
 		if len(s.String()) > limit {
 			fail("%s is %d bytes long; the limit is %d", name, len(s.String()), limit)
+		}
+		if problem := jsutil.SurrogateProblem(s, s.String()); problem != "" {
+			fail("%s %s", name, problem)
 		}
 		return s.String()
 	}

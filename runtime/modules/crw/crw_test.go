@@ -138,6 +138,9 @@ func TestTierStepAndCommit(t *testing.T) {
 	attempt(() => crw.commit("solo", { message: "  " }));
 	attempt(() => crw.commit(7, { message: "x" }));
 	attempt(() => crw.commit("solo", { message: "a\u0000b" }));
+	attempt(() => crw.commit("so\udc00lo", { message: "x" }));
+	attempt(() => crw.commit("solo", { message: "half \ud83d" }));
+	attempt(() => crw.tierStep("\ud800", evidence));
 	const kept = await crw.commit("plan", { message: "again" });
 	got.push(JSON.stringify(kept) + (Object.isFrozen(kept) ? " frozen" : ""));
 	return got;`), host)
@@ -154,6 +157,9 @@ func TestTierStepAndCommit(t *testing.T) {
 		"invalid_request: crw.commit: message must be a non-empty string",
 		"invalid_request: crw.commit: the first argument is the node, a string; got number",
 		"invalid_request: crw.commit: message holds a NUL byte at byte 1, which no commit message may",
+		"invalid_request: crw.commit: the node holds a lone UTF-16 surrogate \\udc00 at index 2 (it would read as U+FFFD)",
+		"invalid_request: crw.commit: message holds a lone UTF-16 surrogate \\ud83d at index 5 (it would read as U+FFFD)",
+		"invalid_request: crw.tierStep: the node holds a lone UTF-16 surrogate \\ud800 at index 0 (it would read as U+FFFD)",
 		"{\"message\":\"again\",\"node\":\"plan\"} frozen"]`, string(out))
 	assert.Equal(t, []string{"plan", "held", "plain"}, r.Host.TierSteps())
 	assert.Equal(t, [][2]string{{"plan", "the plan"}, {"solo", "a bare message"}, {"late", "too late"}, {"plan", "again"}}, r.Host.Commits())
@@ -175,7 +181,7 @@ func TestDecide(t *testing.T) {
 	const answer = await crw.decide({ id: "keep-it", question: "Keep the change?", schema });
 	got.push(JSON.stringify(answer) + (Object.isFrozen(answer) ? " frozen" : ""));
 	try { await crw.decide({ id: "no", question: "?", schema }); } catch (e) { got.push(e.code + ": " + e.message); }
-	for (const bad of [undefined, { id: "x", question: "q" }, { id: "a b", question: "q", schema }, { id: "x", question: "q", schema, extra: 1 }]) {
+	for (const bad of [undefined, { id: "x", question: "q" }, { id: "a b", question: "q", schema }, { id: "x", question: "q", schema, extra: 1 }, { id: "x", question: "Keep \udfff?", schema }]) {
 		try { crw.decide(bad); got.push("no throw"); } catch (e) { got.push(e.code + ": " + e.message); }
 	}
 	return got;`), host)
@@ -185,7 +191,8 @@ func TestDecide(t *testing.T) {
 		"invalid_request: crw.decide: takes {id, question, schema}, got undefined",
 		"invalid_request: crw.decide: schema must be a JSON Schema object, got undefined",
 		"invalid_request: crw.decide: id \"a b\" holds ' ' at byte 1: an id is letters, digits and - _ . : /",
-		"invalid_request: crw.decide: unknown option \"extra\" (crw.decide takes id, question, schema)"]`, string(out))
+		"invalid_request: crw.decide: unknown option \"extra\" (crw.decide takes id, question, schema)",
+		"invalid_request: crw.decide: question holds a lone UTF-16 surrogate \\udfff at index 5 (it would read as U+FFFD)"]`, string(out))
 	require.Len(t, r.Host.Decisions(), 2)
 	assert.Equal(t, "Keep the change?", r.Host.Decisions()[0].Question)
 	assert.JSONEq(t, `{"type":"object","properties":{"keep":{"type":"boolean"}},"required":["keep"],"additionalProperties":false}`, string(r.Host.Decisions()[0].Schema))
