@@ -35,6 +35,9 @@ func adviseHugePages(size int) bool {
 	end := (base + uintptr(size)) &^ (hugePage - 1)
 	// An error (a kernel without transparent huge pages) leaves the heap as it was.
 	advised := start < end && unix.Madvise(region[start-base:end-base], unix.MADV_HUGEPAGE) == nil
+	if advised {
+		readied.start, readied.end = start, end
+	}
 	runtime.KeepAlive(region)
 	// region is dead: its last use is above. The collection its size starts frees it, in the
 	// background, while the process goes on (runtime.GC would wait for it: ~3-8 ms).
@@ -44,6 +47,9 @@ func adviseHugePages(size int) bool {
 	}
 	return advised
 }
+
+// readied is the range of the heap the last advice taken covers, for tests.
+var readied struct{ start, end uintptr }
 
 // thpMode is where Linux says when it gives transparent huge pages: always, madvise or never.
 var thpMode = "/sys/kernel/mm/transparent_hugepage/enabled"
