@@ -153,12 +153,7 @@ func TestAVerdictReleasesTheNodeForCommitsAndTierSteps(t *testing.T) {
 		t.Run(verdict, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			repo := gitRepo(t, map[string]string{"README": "hello\n"})
-			svc, _ := enginetest.LocalService(t)
-			wf := filepath.Join(t.TempDir(), "wf.js")
-			require.NoError(t, os.WriteFile(wf, []byte(verdictThenCommit), 0o644))
-			id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
-			require.NoError(t, err)
+			svc, id, wfPath, repo := createdInRepo(t, verdictThenCommit)
 			a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
   {"match": {"call": 1}, "turns": [{"lost": true}]},
   {"match": {"call": 2}, "turns": [{"text": "no"}, {"text": "still no"}]},
@@ -179,7 +174,7 @@ func TestAVerdictReleasesTheNodeForCommitsAndTierSteps(t *testing.T) {
 			require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 			assert.JSONEq(t, `["`+verdict+`", "null_model", "executor-t1", "completed", "n"]`, string(end.Result))
 			assert.NotEmpty(t, git(t, repo, "rev-parse", "refs/crw/flow/"+id+"/nodes/n"))
-			rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+			rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wfPath})
 			require.NoError(t, err)
 			assert.False(t, rep.Differs(), "%+v", rep)
 		})

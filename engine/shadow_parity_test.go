@@ -215,3 +215,58 @@ func waitForLogLine(t *testing.T, state, id, line string) {
 		return strings.Contains(string(data), line)
 	}, enginetest.Timeout, 5*time.Millisecond, "run %s's log never said %q", id, line)
 }
+
+// recoveryHoldScript commits on node n, loses a call of n, tries to commit again before the
+// verdict (recovery_hold), then, once the verdict reached it, commits.
+const recoveryHoldScript = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "n", prompt: "write a" });
+  const kept = await crw.commit("n", { message: "a" });
+  const lost = await agent.call({ role: "executor", node: "n", prompt: "write b" });
+  let early;
+  try { await crw.commit("n", { message: "b" }); early = "committed"; } catch (e) { early = e.code + "/" + e.reason; }
+  if (lost.status !== "unknown") return [kept.node, lost.status, early];
+  const verdict = await crw.effect(lost);
+  const late = await crw.commit("n", { message: "b at last" });
+  return [kept.node, lost.status, early, verdict.verdict, late.message];
+}
+`
+
+// TestAShadowHoldsANodeFromItsLossToItsVerdict: crw.commit on a node answers recovery_hold from
+// the place the script was given a call of it that ended unknown until the verdict on it
+// reached the script, in the run and in its shadow alike: a commit before the loss was made, the
+// one between the loss and the verdict refused, the one after made. (The shadow once answered
+// from the record's final holds: a run still waiting for its verdict had its first commit
+// refused by its shadow, and a run given its verdict had its refused commit made.)
+func TestAShadowHoldsANodeFromItsLossToItsVerdict(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, id, wf, _ := createdInRepo(t, recoveryHoldScript)
+	answers, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
+  {"match": {"call": 1}, "turns": [{"text": "a", "files": {"a.txt": "a\n"}}]},
+  {"match": {"call": 2}, "turns": [{"lost": true}]}
+]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err)
+	require.NotEqual(t, store.RunCompleted, end.Status, "the run waits for the verdict: %+v", end)
+
+	// Before the verdict: the shadow's first commit is made, as the run's was.
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "divergences %+v, unmade %+v, new %+v", rep.Divergences, rep.Unmade, rep.New)
+	// Its script then waits for the verdict, which nobody gives a shadow.
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, "waiting_decision", rep.Error.Reason, "%+v", rep.Error)
+	assert.Contains(t, rep.Error.Detail, "crw.effect c2: the recorded run has no verdict on it", "%+v", rep.Error)
+
+	_, err = svc.Recover(ctx, id, "c2", decisions.Verdict{Verdict: decisions.VerdictNotApplied}, "op", false)
+	require.NoError(t, err)
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(answers, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["n", "unknown", "unreconciled_effect/recovery_hold", "not_applied", "b at last"]`, string(end.Result))
+	shadowOfRun(t, svc, id, wf, end)
+}

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -42,12 +40,7 @@ export default async function main() {
 func TestTwoLiveVerdictsAtOnceThenACommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := gitRepo(t, map[string]string{"README": "hello\n"})
-	svc, _ := enginetest.LocalService(t)
-	wf := filepath.Join(t.TempDir(), "wf.js")
-	require.NoError(t, os.WriteFile(wf, []byte(liveVerdictThenCommit), 0o644))
-	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Repo: repo})
-	require.NoError(t, err)
+	svc, id, _, repo := createdInRepo(t, liveVerdictThenCommit)
 	a, err := fake.ParseAnswers("a.json", []byte(`{"answers": [
   {"match": {"call": 1}, "turns": [{"text": "late"}]},
   {"match": {"call": 2}, "turns": [{"lost": true}]},

@@ -28,6 +28,20 @@ var (
 	git     = enginetest.Git
 )
 
+// createdInRepo writes script to a workflow file and creates a run of it in a new repository
+// holding a README, on a service of its own: the service, the run, the workflow's path and
+// the repository.
+func createdInRepo(t *testing.T, script string) (svc *engine.Service, id, wf, repo string) {
+	t.Helper()
+	repo = gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ = enginetest.LocalService(t)
+	wf = filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
+	id, err := svc.Create(context.Background(), engine.CreateOptions{Workflow: wf, Repo: repo})
+	require.NoError(t, err)
+	return svc, id, wf, repo
+}
+
 // show is a file of a commit of repo.
 func show(t testing.TB, repo, commit, path string) string {
 	return git(t, repo, "show", commit+":"+path)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,7 +112,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
 		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
-		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){},
+		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, toldHolds: map[string][]string{},
 	}
 	for _, ts := range h.TierSteps {
 		if ts.DecisionID != "" {
@@ -205,6 +206,10 @@ type host struct {
 	verdictMu   sync.Mutex
 	verdicts    map[string]json.RawMessage
 	effectWaits map[string][]func(json.RawMessage, error)
+	// toldHolds are, by node, the calls whose unknown outcome the script was given and whose
+	// verdict has not reached it: crw.commit and crw.tierStep refuse the node meanwhile, as
+	// the runner's book does (decisions.Book.Told).
+	toldHolds map[string][]string
 }
 
 var (
@@ -225,8 +230,8 @@ func (s *host) Log(level, message string) { scriptlog.WriteConsole(s.log, level,
 // Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
 // shadow commits nothing.
 func (s *host) Commit(node, message string) (json.RawMessage, error) {
-	if _, held := s.h.Holds[node]; held {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold", node)
+	if call, held := s.heldBy(node); held {
+		return nil, effects.RecoveryHold("crw.commit", node, call, s.h.Run)
 	}
 	k := s.commits
 	s.commits++
@@ -242,8 +247,8 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 
 // TierStep implements crw.Host: the recorded run's tier step at the same place.
 func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
-	if _, held := s.h.Holds[node]; held {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold", node)
+	if call, held := s.heldBy(node); held {
+		return nil, effects.RecoveryHold("crw.tierStep", node, call, s.h.Run)
 	}
 	// The runner's checks, against the record.
 	var ended effects.Ended
@@ -333,10 +338,37 @@ func (s *host) verdictArrived(call string, value json.RawMessage) {
 	s.verdicts[call] = value
 	waits := s.effectWaits[call]
 	delete(s.effectWaits, call)
+	for node, told := range s.toldHolds {
+		if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) == 0 {
+			delete(s.toldHolds, node)
+		} else {
+			s.toldHolds[node] = rest
+		}
+	}
 	s.verdictMu.Unlock()
 	for _, settle := range waits {
 		settle(value, nil)
 	}
+}
+
+// told notes that the script was given call's unknown outcome: node is held until the verdict
+// reaches the script, unless it came first.
+func (s *host) told(node, call string) {
+	s.verdictMu.Lock()
+	defer s.verdictMu.Unlock()
+	if _, decided := s.verdicts[call]; !decided {
+		s.toldHolds[node] = append(s.toldHolds[node], call)
+	}
+}
+
+// heldBy is the first call whose unknown outcome holds node for the script, if one does.
+func (s *host) heldBy(node string) (call string, held bool) {
+	s.verdictMu.Lock()
+	defer s.verdictMu.Unlock()
+	if told := s.toldHolds[node]; len(told) > 0 {
+		return told[0], true
+	}
+	return "", false
 }
 
 // Call implements agent.Caller for the shadow: align with the record, resolve from it.
@@ -387,6 +419,9 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		settle(runner.ScriptResult(res), func() func() {
 			s.clock = at
 			s.delivered(rec.ID)
+			if rec.EndType == journal.TypeOutcomeUnknown {
+				s.told(req.Node, rec.ID)
+			}
 			return nil
 		})
 	})

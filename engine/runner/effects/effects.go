@@ -119,7 +119,7 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
 	}
 	if told := f.host.ToldHolds(node); len(told) > 0 {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.commit: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], f.cfg.Run, told[0])
+		return nil, RecoveryHold("crw.commit", node, told[0], f.cfg.Run)
 	}
 	if err := f.seedSuperseded(); err != nil {
 		return nil, err
@@ -323,6 +323,14 @@ func (f *Effects) applyRecorded(c *replay.Commit) (json.RawMessage, error) {
 	return CommitOutcome(c.Intent, res)
 }
 
+// RecoveryHold is what crw.commit and crw.tierStep (fn) throw on a node the script holds
+// because it was given call's unknown outcome, in run, and not yet the verdict on it: a replay
+// and a shadow throw it at the same place (the hold runs from the outcome's delivery to the
+// verdict's).
+func RecoveryHold(fn, node, call, run string) error {
+	return errs.Throw(errs.UnreconciledEffect, "recovery_hold", "%s: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", fn, node, call, run, call)
+}
+
 // CommitOutcome is what crw.commit gives the script for a recorded intent and result: the
 // same on every replay.
 func CommitOutcome(intent, res *journal.Row) (json.RawMessage, error) {
@@ -344,7 +352,7 @@ func CommitOutcome(intent, res *journal.Row) (json.RawMessage, error) {
 func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 	k := f.tierSteps
 	if told := f.host.ToldHolds(node); len(told) > 0 {
-		return nil, errs.Throw(errs.UnreconciledEffect, "recovery_hold", "crw.tierStep: node %q is in recovery_hold: call %s has an unknown outcome (crw flow recover %s %s)", node, told[0], f.cfg.Run, told[0])
+		return nil, RecoveryHold("crw.tierStep", node, told[0], f.cfg.Run)
 	}
 	e, ok := f.host.Ended(evidence)
 	if err := CheckTierStep(node, evidence, e, ok, f.tiers[node], "this run"); err != nil {
