@@ -23,8 +23,9 @@ type Limits struct {
 // maxHeapBytes bounds a heap limit: 1 PiB, far past any host, and far from overflowing.
 const maxHeapBytes = 1 << 50
 
-// check refuses a limit out of its bounds, and is the limits as the spec records them.
-func (l Limits) check() (store.Limits, error) {
+// Check refuses a limit out of its bounds, and is the limits as the spec records them: at a
+// run's creation, and for a shadow of a trace, which records none.
+func (l Limits) Check() (store.Limits, error) {
 	var out store.Limits
 	var p string
 	if out.StackDepth, p = depth(l.StackDepth); p != "" {

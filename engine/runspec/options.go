@@ -52,7 +52,7 @@ func validate(ctx context.Context, opts *Options, backends *backend.Registry) (*
 		return nil, errs.Field("budget_tokens", "", "must not be negative, got %d", opts.BudgetTokens)
 	}
 	var err error
-	if v.limits, err = opts.Limits.check(); err != nil {
+	if v.limits, err = opts.Limits.Check(); err != nil {
 		return nil, err
 	}
 	if v.workflow, err = workflowFile(opts.Workflow); err != nil {

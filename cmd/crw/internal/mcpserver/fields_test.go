@@ -133,6 +133,10 @@ func requestArgs(run, diverged string) []badArg {
 			detail: "script " + diverged + ": takes another path than run " + run + " recorded"},
 		{field: "run", tool: "shadow", args: map[string]any{"script": diverged}, detail: "give exactly one of run RUN and trace FILE"},
 		{field: "trace", tool: "shadow", args: map[string]any{"script": diverged, "trace": diverged}, detail: "trace " + diverged + ": journal: import: line 1: "},
+		{field: "run", tool: "shadow", args: map[string]any{"script": diverged, "run": run, "max_stack_depth": 50},
+			detail: "limits are given to the shadow of a trace: a run's shadow runs within the limits the run recorded"},
+		{field: "limits.prompt_bytes", tool: "shadow", args: map[string]any{"script": diverged, "trace": diverged, "max_prompt_kib": 0}, detail: schemaRefuses},
+		{field: "limits.load_time", tool: "shadow", args: map[string]any{"script": diverged, "trace": diverged, "max_load_time": "soon"}, detail: `max_load_time: "soon" is not a duration`},
 		{field: "backend_opts.answers", tool: "resume", args: map[string]any{"run": run, "answers": filepath.Join(filepath.Dir(diverged), "none.json")},
 			detail: "answers " + filepath.Join(filepath.Dir(diverged), "none.json") + ": cannot read"},
 	}

@@ -10,14 +10,17 @@ import (
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
 	"github.com/crw-dev/crw/userfile"
 )
 
 // ShadowOptions are crw flow shadow's: the script, the recorded run (a run of the state folder,
-// or a trace file), the lib folders and where the script's console goes.
+// or a trace file), the lib folders, the limits of a trace's shadow (each nil for its default)
+// and where the script's console goes.
 type ShadowOptions struct {
 	Script, Run, Trace string
 	LibDirs            []string
+	Limits             engine.CreateLimits
 	Log                io.Writer
 }
 
@@ -25,6 +28,15 @@ type ShadowOptions struct {
 func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.Report, error) {
 	if (o.Run == "") == (o.Trace == "") {
 		return nil, errs.NewNaming(errs.InvalidRequest, "give exactly one of {run} RUN and {trace} FILE")
+	}
+	var limits *store.Limits
+	switch checked, err := o.Limits.Check(); {
+	case err != nil:
+		return nil, err
+	case o.Limits != engine.CreateLimits{} && o.Run != "":
+		return nil, errs.New(errs.InvalidRequest, "limits are given to the shadow of a trace: a run's shadow runs within the limits the run recorded")
+	case o.Run == "":
+		limits = &checked
 	}
 	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
 		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)
@@ -48,5 +60,5 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
 	}
-	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Log: o.Log})
+	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Limits: limits, Log: o.Log})
 }

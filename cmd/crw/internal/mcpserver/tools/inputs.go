@@ -49,21 +49,18 @@ type StartIn struct {
 	Pool              *int            `json:"pool,omitempty" jsonschema:"at most this many calls in flight (default 4)"`
 	BudgetTokens      int64           `json:"budget_tokens,omitempty" jsonschema:"calls that would start once the run has spent this many tokens end held budget_exhausted (default 0: none); crw flow's --budget-tokens, as the run's messages name it"`
 	Lib               []string        `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
-	MaxStackDepth     *int            `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
-	MaxHeapMiB        *int64          `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
-	MaxPromptKiB      *int64          `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536); crw flow's --max-prompt, as the run's messages name it"`
-	MaxLogMiB         *int64          `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024); crw flow's --max-log, as the run's messages name it"`
-	MaxLoadTime       string          `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
-	Deadline          string          `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too); crw flow's --deadline, as the run's messages name it"`
-	Repo              string          `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory); crw flow's --repo, as the run's messages name it"`
-	NoRepo            bool            `json:"no_repo,omitempty" jsonschema:"run without a repository"`
-	Head              string          `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
-	RepoURL           string          `json:"repo_url,omitempty" jsonschema:"a clone URL where the run keeps its head and moves its refs first: a host without the repository clones it from there"`
-	KeepWorktrees     bool            `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
-	TraceIsolation    bool            `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
-	TierSteps         string          `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision; crw flow's --tier-steps, as the run's messages name it"`
-	ToolEnv           []string        `json:"tool_env,omitempty" jsonschema:"entries NAME=VALUE: variables every command of the run's agents takes, named in each turn's tools section"`
-	ToolPath          []string        `json:"tool_path,omitempty" jsonschema:"directories of tools the run's agents' commands find before the shell's PATH"`
+	PathLimits
+	MaxLogMiB      *int64   `json:"max_log_mib,omitempty" jsonschema:"MiB the run's log may take; past it the workflow's lines are dropped and counted (default 64, at most 1024); crw flow's --max-log, as the run's messages name it"`
+	Deadline       string   `json:"deadline,omitempty" jsonschema:"how long each process of the run may run it, a Go duration (default none; 0s is none too); crw flow's --deadline, as the run's messages name it"`
+	Repo           string   `json:"repo,omitempty" jsonschema:"the git checkout the run's calls work in (default the one around the server's working directory); crw flow's --repo, as the run's messages name it"`
+	NoRepo         bool     `json:"no_repo,omitempty" jsonschema:"run without a repository"`
+	Head           string   `json:"head,omitempty" jsonschema:"the ref the run's worktrees start from (default HEAD)"`
+	RepoURL        string   `json:"repo_url,omitempty" jsonschema:"a clone URL where the run keeps its head and moves its refs first: a host without the repository clones it from there"`
+	KeepWorktrees  bool     `json:"keep_worktrees,omitempty" jsonschema:"leave the run's worktrees in place when it ends"`
+	TraceIsolation bool     `json:"trace_isolation,omitempty" jsonschema:"digest each call's directory around every turn and warn when a call wrote where it should not"`
+	TierSteps      string   `json:"tier_steps,omitempty" jsonschema:"auto (default): crw.tierStep moves a node up at once; ask: it waits for the owner's decision; crw flow's --tier-steps, as the run's messages name it"`
+	ToolEnv        []string `json:"tool_env,omitempty" jsonschema:"entries NAME=VALUE: variables every command of the run's agents takes, named in each turn's tools section"`
+	ToolPath       []string `json:"tool_path,omitempty" jsonschema:"directories of tools the run's agents' commands find before the shell's PATH"`
 }
 
 // backendOptions are the backends' options start was given, by their names: each member that
@@ -198,12 +195,22 @@ type RecoverIn struct {
 	NoResume bool            `json:"no_resume,omitempty" jsonschema:"journal the verdict and start nothing (default false: a run whose workflow waits for the verdict resumes in a process of its own)"`
 }
 
+// PathLimits are the limits that decide the path a workflow takes: start's, and those of a
+// trace's shadow (a trace records none; a run's shadow runs within the run's).
+type PathLimits struct {
+	MaxStackDepth *int   `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
+	MaxHeapMiB    *int64 `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
+	MaxPromptKiB  *int64 `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536); crw flow's --max-prompt, as the run's messages name it"`
+	MaxLoadTime   string `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`
+}
+
 // ShadowIn is what shadow takes.
 type ShadowIn struct {
 	Script string   `json:"script" jsonschema:"the workflow file to replay, changed or not"`
 	Run    string   `json:"run,omitempty" jsonschema:"a recorded run of the state folder, named as the run of status is (give run or trace)"`
 	Trace  string   `json:"trace,omitempty" jsonschema:"a trace file written by crw flow trace (give run or trace)"`
 	Lib    []string `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
+	PathLimits
 }
 
 // RunID is the run the input names.
@@ -224,13 +231,21 @@ func seconds(v *float64, def time.Duration) time.Duration {
 // is absent (the engine's default), a member that is not a duration refused. The engine checks
 // their bounds.
 func (in *StartIn) limits() (engine.CreateLimits, error) {
-	l := engine.CreateLimits{StackDepth: in.MaxStackDepth, HeapBytes: scaled(in.MaxHeapMiB, 20),
-		PromptBytes: scaled(in.MaxPromptKiB, 10), LogBytes: scaled(in.MaxLogMiB, 20)}
-	var err error
-	if l.LoadTime, err = duration("max_load_time", in.MaxLoadTime); err != nil {
+	l, err := in.PathLimits.limits()
+	if err != nil {
 		return l, err
 	}
+	l.LogBytes = scaled(in.MaxLogMiB, 20)
 	l.Deadline, err = duration("deadline", in.Deadline)
+	return l, err
+}
+
+// limits are the limits given, in the engine's units, as StartIn's are.
+func (in *PathLimits) limits() (engine.CreateLimits, error) {
+	l := engine.CreateLimits{StackDepth: in.MaxStackDepth, HeapBytes: scaled(in.MaxHeapMiB, 20),
+		PromptBytes: scaled(in.MaxPromptKiB, 10)}
+	var err error
+	l.LoadTime, err = duration("max_load_time", in.MaxLoadTime)
 	return l, err
 }
 

@@ -73,12 +73,8 @@ func (rs *runs) runTools(backends *backend.Registry) []Tool {
 				property(in, "wake")["enum"] = []any{"on", "off"}
 				property(in, "pool")["minimum"] = 1
 				property(in, "budget_tokens")["minimum"] = 0
-				property(in, "max_stack_depth")["minimum"] = 1
-				p := property(in, "max_heap_mib")
-				p["minimum"], p["maximum"] = 1, 1<<30
-				p = property(in, "max_prompt_kib")
-				p["minimum"], p["maximum"] = 1, store.MaxPromptBytes>>10
-				p = property(in, "max_log_mib")
+				pathLimitBounds(in)
+				p := property(in, "max_log_mib")
 				p["minimum"], p["maximum"] = 1, store.MaxLogBytes>>20
 			}}, rs.start),
 		define(Tool{Name: "status", Title: "Where a run stands", Payload: "status",
@@ -177,8 +173,19 @@ func (rs *runs) recoveryTools() []Tool {
 				`file) with no backend at all, as crw flow shadow does, and report how it differs: calls matched, every ` +
 				`divergence, recorded calls the script never made, new calls the record does not have (held in the ` +
 				`shadow), and the script's result; differs is true when it made anything but exactly the recorded calls. ` +
-				`Sends nothing and writes nothing.` + onError + onRun}, rs.shadowRun),
+				`A run's shadow runs within the limits the run recorded; a trace records none, and its shadow runs ` +
+				`within the defaults or the max_ limits given. Sends nothing and writes nothing.` + onError + onRun,
+			input: pathLimitBounds}, rs.shadowRun),
 	}
+}
+
+// pathLimitBounds bounds the PathLimits of a tool's input schema in.
+func pathLimitBounds(in map[string]any) {
+	property(in, "max_stack_depth")["minimum"] = 1
+	p := property(in, "max_heap_mib")
+	p["minimum"], p["maximum"] = 1, 1<<30
+	p = property(in, "max_prompt_kib")
+	p["minimum"], p["maximum"] = 1, store.MaxPromptBytes>>10
 }
 
 func limits(lo, hi int) func(map[string]any) {
@@ -315,7 +322,12 @@ func (rs *runs) recoverEffect(ctx context.Context, c *Call, in *RecoverIn) (*Rec
 }
 
 func (rs *runs) shadowRun(ctx context.Context, c *Call, in *ShadowIn) (*Report, error) {
-	r, err := ops.Shadow(ctx, rs.svc, ops.ShadowOptions{Script: in.Script, Run: in.Run, Trace: in.Trace, LibDirs: in.Lib, Log: io.Discard})
+	limits, err := in.PathLimits.limits()
+	if err != nil {
+		return nil, err
+	}
+	r, err := ops.Shadow(ctx, rs.svc, ops.ShadowOptions{Script: in.Script, Run: in.Run, Trace: in.Trace, LibDirs: in.Lib,
+		Limits: limits, Log: io.Discard})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
@@ -56,13 +57,9 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *Flags, defaultBackend s
 	f.IntVar(&opts.Pool, "pool", engine.DefaultPool, "how many calls may be in flight at once")
 	f.Int64Var(&opts.BudgetTokens, "budget-tokens", 0, "hold calls that would start once the run has spent this many tokens (0: no budget)")
 	f.StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
-	l := &opts.Limits
-	f.IntVar(&l.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
-	f.Int64Var(&l.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
-	f.Int64Var(&l.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
-	f.Int64Var(&l.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
-	f.DurationVar(&l.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
-	f.DurationVar(&l.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
+	AddLimits(f, &opts.Limits)
+	f.Int64Var(&opts.Limits.LogMiB, "max-log", store.DefaultLogBytes>>20, "MiB the run's log may take; past it the workflow's lines are dropped and counted")
+	f.DurationVar(&opts.Limits.Deadline, "deadline", 0, "how long each process of the run may run it (0: no deadline); then its calls are interrupted and the run fails")
 	f.StringVar(&opts.Repo, "repo", "", "the git checkout the run's calls work in (default: the one around the working directory)")
 	f.BoolVar(&opts.NoRepo, "no-repo", false, "run without a repository: executor calls are held worktree_failed")
 	f.StringVar(&opts.Head, "head", "", "the ref the run's worktrees start from (default HEAD)")
@@ -84,21 +81,40 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *Flags, defaultBackend s
 	}
 }
 
-// given sets the RunOptions' pool and limits of the flags changed says were given.
-func (opts *Flags) given(changed func(flag string) bool) {
-	ro, l := &opts.RunOptions, opts.Limits
+// AddLimits declares on f the flags of the limits that decide the path a workflow takes, into
+// l: crw flow run and start, and crw flow shadow of a trace, which records none. (--max-log and
+// --deadline bound a run's log and its processes, not its path: run and start declare them.)
+func AddLimits(f *pflag.FlagSet, l *LimitFlags) {
+	f.IntVar(&l.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
+	f.Int64Var(&l.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
+	f.Int64Var(&l.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
+	f.DurationVar(&l.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
+}
+
+// Given are the limits whose flags changed says were given, in the engine's units; each other
+// is nil, its default.
+func (l *LimitFlags) Given(changed func(flag string) bool) engine.CreateLimits {
+	var out engine.CreateLimits
 	set := func(flag string, v func()) {
 		if changed(flag) {
 			v()
 		}
 	}
-	set("pool", func() { ro.Pool = &opts.Pool })
-	set("max-stack-depth", func() { ro.Limits.StackDepth = &l.StackDepth })
-	set("max-heap", func() { ro.Limits.HeapBytes = scaled(l.HeapMiB, 20) })
-	set("max-prompt", func() { ro.Limits.PromptBytes = scaled(l.PromptKiB, 10) })
-	set("max-log", func() { ro.Limits.LogBytes = scaled(l.LogMiB, 20) })
-	set("max-load-time", func() { ro.Limits.LoadTime = &l.LoadTime })
-	set("deadline", func() { ro.Limits.Deadline = &l.Deadline })
+	set("max-stack-depth", func() { out.StackDepth = &l.StackDepth })
+	set("max-heap", func() { out.HeapBytes = scaled(l.HeapMiB, 20) })
+	set("max-prompt", func() { out.PromptBytes = scaled(l.PromptKiB, 10) })
+	set("max-log", func() { out.LogBytes = scaled(l.LogMiB, 20) })
+	set("max-load-time", func() { out.LoadTime = &l.LoadTime })
+	set("deadline", func() { out.Deadline = &l.Deadline })
+	return out
+}
+
+// given sets the RunOptions' pool and limits of the flags changed says were given.
+func (opts *Flags) given(changed func(flag string) bool) {
+	if changed("pool") {
+		opts.RunOptions.Pool = &opts.Pool
+	}
+	opts.RunOptions.Limits = opts.Limits.Given(changed)
 }
 
 // scaled is v << shift (MiB or KiB to bytes), held at the bounds of an int64 where it would

@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/crw-dev/crw/cmd/crw/internal/cmd/flow/createflags"
 	"github.com/crw-dev/crw/cmd/crw/internal/cmdutil"
 	"github.com/crw-dev/crw/cmd/crw/internal/ops"
+	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/store"
@@ -22,6 +24,10 @@ type Options struct {
 	// Run or Trace is the record: a run of the state folder, or a trace file.
 	Run, Trace string
 	LibDirs    []string
+	// Limits are a trace's shadow's (a trace records none), in the flags' units; Given, those
+	// given, in the engine's.
+	Limits createflags.LimitFlags
+	Given  engine.CreateLimits
 }
 
 // NewCmdShadow is crw flow shadow; runF, when not nil, runs in place of the command.
@@ -37,6 +43,10 @@ call, the inputs that differ, a short diff of prompts), recorded calls the scrip
 and new calls the record does not have (these resolve held so the script can go on), and the
 script's result.
 
+A run's shadow runs within the limits the run recorded (--max-stack-depth and the rest at its
+creation); a trace records none, and its shadow runs within the defaults, or the limits given
+with it.
+
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
 differs, the script throws or the run is not there, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
@@ -45,12 +55,14 @@ differs, the script throws or the run is not there, 2 on bad input.`,
 	cmd.Flags().StringVar(&opts.Run, "run", "", "a recorded run in the state folder")
 	cmd.Flags().StringVar(&opts.Trace, "trace", "", "a trace file (crw-trace/1)")
 	cmd.Flags().StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
+	createflags.AddLimits(cmd.Flags(), &opts.Limits)
 	return cmd
 }
 
-// take takes the script.
-func (o *Options) take(_ *cobra.Command, args []string) {
+// take takes the script and the limits given.
+func (o *Options) take(cmd *cobra.Command, args []string) {
 	o.Script = args[0]
+	o.Given = o.Limits.Given(cmd.Flags().Changed)
 }
 
 func runShadow(opts *Options) error {
@@ -62,7 +74,8 @@ func runShadow(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	report, err := ops.Shadow(opts.Ctx, svc, ops.ShadowOptions{Script: opts.Script, Run: opts.Run, Trace: opts.Trace, LibDirs: opts.LibDirs, Log: opts.IO.ErrOut})
+	report, err := ops.Shadow(opts.Ctx, svc, ops.ShadowOptions{Script: opts.Script, Run: opts.Run, Trace: opts.Trace, LibDirs: opts.LibDirs,
+		Limits: opts.Given, Log: opts.IO.ErrOut})
 	if err != nil {
 		return err
 	}
