@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -187,6 +188,12 @@ func (w *walker) primitive(v goja.Value) (bool, error) {
 		if x.Length() > w.max {
 			return false, w.fail("a string longer than %d", w.max)
 		}
+		text := x.String()
+		if problem := SurrogateProblem(x, text); problem != "" {
+			return false, w.fail("a string that %s", problem)
+		}
+		w.quote(text)
+		return true, w.room()
 	}
 	switch x := v.Export().(type) {
 	case bool:
@@ -288,8 +295,20 @@ func (w *walker) object(o *goja.Object, depth int) error {
 		node = len(w.nodes)
 		w.nodes = append(w.nodes, memoNode{obj: o, keys: keys, vals: make([]goja.Value, 0, len(keys))})
 	}
+	var replaced map[string]bool // the keys holding U+FFFD met so far
 	for _, k := range keys {
 		w.at = append(w.at, pathStep{key: k})
+		if strings.ContainsRune(k, utf8.RuneError) {
+			// A key's Go text holds U+FFFD in place of a lone surrogate: such a key is not
+			// found under that text, or is another key's name twice.
+			if p, err := w.in.Own(o, k); err == nil && (!p.Found || replaced[k]) {
+				return w.fail("a key that holds a lone UTF-16 surrogate (it would read as U+FFFD)")
+			}
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
+			replaced[k] = true
+		}
 		mv, err := w.member(o, k)
 		if err != nil {
 			return err

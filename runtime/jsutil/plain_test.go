@@ -19,6 +19,10 @@ func TestJSONErrorsNameWhere(t *testing.T) {
 		{`({ a: [[], new Array(40)] })`, `$.a[1]: an array of 40 elements, larger than 32 bytes`},
 		{`({ t: new Uint8Array(6) })`, `$.t: a typed array of 6 elements, larger than 32 bytes`},
 		{`({ t: new Float64Array(1e6) })`, `$.t: a typed array of 1000000 elements, larger than 32 bytes`},
+		{`({ e: ["ok", "\ud800"] })`, `$.e[1]: a string that holds a lone UTF-16 surrogate \ud800 at index 0 (it would read as U+FFFD)`},
+		{`"a\udfffb"`, `$: a string that holds a lone UTF-16 surrogate \udfff at index 1 (it would read as U+FFFD)`},
+		{`({ p: { "k\ud800": 1 } })`, `$.p.k�: a key that holds a lone UTF-16 surrogate (it would read as U+FFFD)`},
+		{`({ "\ufffd": 1, "\udc00": 2 })`, `$.�: a key that holds a lone UTF-16 surrogate (it would read as U+FFFD)`},
 	}
 	for _, c := range cases {
 		rt := goja.New()
@@ -38,6 +42,7 @@ func TestJSONIsJSONStringify(t *testing.T) {
 	rt := goja.New()
 	in := Capture(rt)
 	for _, src := range []string{
+		`({ "\ufffd": "\ufffd \ud83d\ude00", k: ["\ud800\udc00"] })`,
 		`({ a: "plain", b: "quote \" back \\ nl \n tab \t <&> é 😀 \u0001", c: [1, -0, 1.5, 1e21, NaN, Infinity, true, null, undefined, () => 1], d: undefined, e: new String("boxed"), f: {}, g: new Number(2.5), h: new Boolean(false) })`,
 		`[, 1, , 2]`,
 		`"top"`,

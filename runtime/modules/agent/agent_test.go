@@ -75,6 +75,8 @@ func TestCallValidation(t *testing.T) {
 		{"two high surrogates in prompt", `{ role: "architect", prompt: "\ud800\ud800\udc00" }`, `option "prompt" holds a lone UTF-16 surrogate \ud800 at index 0`},
 		{"lone surrogate beside U+FFFD", `{ role: "architect", prompt: "\ufffd\udfff" }`, `option "prompt" holds a lone UTF-16 surrogate \udfff at index 1`},
 		{"lone surrogate in node", `{ role: "architect", prompt: "p", node: "n\ud800" }`, `option "node" holds a lone UTF-16 surrogate \ud800 at index 1`},
+		{"lone surrogate in the schema", `{ role: "architect", prompt: "p", schema: { type: "string", enum: ["x", "\ud800"] } }`, `schema.enum[1]: a string that holds a lone UTF-16 surrogate \ud800 at index 0`},
+		{"lone surrogate in a schema's key", `{ role: "architect", prompt: "p", schema: { type: "object", properties: { "\udc00": { type: "string" } }, additionalProperties: false } }`, `a key that holds a lone UTF-16 surrogate`},
 		{"lone surrogate in role", `{ role: "arch\udc00", prompt: "p" }`, `option "role" holds a lone UTF-16 surrogate \udc00 at index 4`},
 	}
 	for _, tt := range tests {
