@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/runtime/limits"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -54,8 +55,8 @@ func depth(v *int) (int, string) {
 	switch {
 	case v == nil:
 		return 0, ""
-	case *v < 1:
-		return 0, fmt.Sprintf("must be 1 or more, got %d", *v)
+	case *v < 1 || *v > limits.MaxStackDepth:
+		return 0, fmt.Sprintf("must be from 1 to %d, got %d", limits.MaxStackDepth, *v)
 	}
 	return *v, ""
 }

@@ -34,6 +34,11 @@ const (
 	DefaultLoadTime   = 30 * time.Second
 )
 
+// MaxStackDepth bounds the stack depth a run may be given: a runaway recursion's cost grows
+// faster than its depth (0.65 s to its RangeError at 100,000 calls, 5 s at 300,000, 57 s and
+// 570 MB at 1,000,000), and past this one it would hold a process where it should end a run.
+const MaxStackDepth = 100_000
+
 // WithDefaults fills the zero fields.
 func (l Limits) WithDefaults() Limits {
 	if l.StackDepth <= 0 {

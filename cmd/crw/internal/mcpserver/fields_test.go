@@ -94,6 +94,7 @@ func startArgs(dir, wf, repo string) []badArg {
 		start("budget_tokens", map[string]any{"budget_tokens": -1}, schemaRefuses),
 		start("lib_dirs", map[string]any{"lib": []string{wf}}, "lib "+wf+": not a folder"),
 		start("limits.stack_depth", map[string]any{"max_stack_depth": 0}, schemaRefuses),
+		start("limits.stack_depth", map[string]any{"max_stack_depth": 100001}, schemaRefuses),
 		start("limits.heap_bytes", map[string]any{"max_heap_mib": 0}, schemaRefuses),
 		start("limits.load_time", map[string]any{"max_load_time": "0s"}, "max_load_time: must be 1ms or more, got 0s"),
 		start("limits.deadline", map[string]any{"deadline": "-1s"}, "deadline: must be 0 (none) or 1ms or more, got -1s"),

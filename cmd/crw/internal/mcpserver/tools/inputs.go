@@ -198,7 +198,7 @@ type RecoverIn struct {
 // PathLimits are the limits that decide the path a workflow takes: start's, and those of a
 // trace's shadow (a trace records none; a run's shadow runs within the run's).
 type PathLimits struct {
-	MaxStackDepth *int   `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000)"`
+	MaxStackDepth *int   `json:"max_stack_depth,omitempty" jsonschema:"the deepest call stack the workflow may have (default 10000, at most 100000)"`
 	MaxHeapMiB    *int64 `json:"max_heap_mib,omitempty" jsonschema:"MiB of heap the workflow may hold (default 2048)"`
 	MaxPromptKiB  *int64 `json:"max_prompt_kib,omitempty" jsonschema:"KiB one call's prompt may take (default 4096, at most 65536); crw flow's --max-prompt, as the run's messages name it"`
 	MaxLoadTime   string `json:"max_load_time,omitempty" jsonschema:"how long the workflow's modules may take to load, a Go duration (default 30s)"`

@@ -12,6 +12,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/session"
 	"github.com/crw-dev/crw/engine/backend/session/bus"
 	"github.com/crw-dev/crw/engine/runner/decisions"
+	rtlimits "github.com/crw-dev/crw/runtime/limits"
 	"github.com/crw-dev/crw/store"
 )
 
@@ -181,8 +182,9 @@ func (rs *runs) recoveryTools() []Tool {
 
 // pathLimitBounds bounds the PathLimits of a tool's input schema in.
 func pathLimitBounds(in map[string]any) {
-	property(in, "max_stack_depth")["minimum"] = 1
-	p := property(in, "max_heap_mib")
+	p := property(in, "max_stack_depth")
+	p["minimum"], p["maximum"] = 1, rtlimits.MaxStackDepth
+	p = property(in, "max_heap_mib")
 	p["minimum"], p["maximum"] = 1, 1<<30
 	p = property(in, "max_prompt_kib")
 	p["minimum"], p["maximum"] = 1, store.MaxPromptBytes>>10

@@ -85,7 +85,7 @@ func Add(cmd *cobra.Command, fac *cmdutil.Factory, opts *Flags, defaultBackend s
 // l: crw flow run and start, and crw flow shadow of a trace, which records none. (--max-log and
 // --deadline bound a run's log and its processes, not its path: run and start declare them.)
 func AddLimits(f *pflag.FlagSet, l *LimitFlags) {
-	f.IntVar(&l.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have; deeper fails it with a RangeError")
+	f.IntVar(&l.StackDepth, "max-stack-depth", vm.DefaultStackDepth, "the deepest call stack the workflow may have (at most 100000); deeper fails it with a RangeError")
 	f.Int64Var(&l.HeapMiB, "max-heap", vm.DefaultHeapBytes>>20, "MiB of Go heap the workflow may hold (sampled every 50 ms); past it the run fails")
 	f.Int64Var(&l.PromptKiB, "max-prompt", store.DefaultPromptBytes>>10, "KiB one call's prompt may take; a longer one throws invalid_request")
 	f.DurationVar(&l.LoadTime, "max-load-time", vm.DefaultLoadTime, "how long the workflow's modules may take to load")
