@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -338,13 +337,7 @@ func (s *host) verdictArrived(call string, value json.RawMessage) {
 	s.verdicts[call] = value
 	waits := s.effectWaits[call]
 	delete(s.effectWaits, call)
-	for node, told := range s.toldHolds {
-		if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) == 0 {
-			delete(s.toldHolds, node)
-		} else {
-			s.toldHolds[node] = rest
-		}
-	}
+	decisions.ReleaseTold(s.toldHolds, call)
 	s.verdictMu.Unlock()
 	for _, settle := range waits {
 		settle(value, nil)

@@ -123,17 +123,8 @@ func (b *Book) postVerdict(call string, row *journal.Row, done func()) {
 		// The script's recovery hold of the node is released with the verdict's arrival,
 		// at its place among the deliveries: crw.commit and crw.tierStep answer the same on
 		// every replay.
-		for node, told := range b.toldHolds {
-			if plant.On(plant.VerdictKeepsHolds) {
-				break
-			}
-			if rest := slices.DeleteFunc(slices.Clone(told), func(c string) bool { return c == call }); len(rest) < len(told) {
-				if len(rest) == 0 {
-					delete(b.toldHolds, node)
-				} else {
-					b.toldHolds[node] = rest
-				}
-			}
+		if !plant.On(plant.VerdictKeepsHolds) {
+			ReleaseTold(b.toldHolds, call)
 		}
 		delete(b.effectWaits, call)
 		delete(b.waiting, EffectPrefix+call)
@@ -176,4 +167,17 @@ func (b *Book) Effect(call string, settle func(json.RawMessage, error)) error {
 	b.host.PublishSoon()
 	b.Kick()
 	return nil
+}
+
+// ReleaseTold takes call out of the holds told (node → the calls whose unknown outcome the
+// script was given and whose verdict has not reached it), as the verdict on call reaches the
+// script: a runner's book and a shadow release them alike.
+func ReleaseTold(told map[string][]string, call string) {
+	for node, calls := range told {
+		if rest := slices.DeleteFunc(slices.Clone(calls), func(c string) bool { return c == call }); len(rest) == 0 {
+			delete(told, node)
+		} else if len(rest) < len(calls) {
+			told[node] = rest
+		}
+	}
 }

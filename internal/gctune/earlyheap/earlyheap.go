@@ -7,11 +7,11 @@
 // 4 MiB chunks the runtime maps of its heap. Each 4 KiB page of it touched for the first time is
 // a fault, and on a virtual machine a fault costs ~10-25 µs: ~450 of the ~850 faults of `crw
 // --version` are its heap's, 30-45% of its time. Go's heap asks for no huge pages; this
-// package's init, early among the process's, advises the chunk its own allocation lands in MADV_HUGEPAGE, and the
-// chunk before where the heap began there (Go starts its heap at a random page of its first
-// chunk), and collapses their 2 MiB pages that are in use already (MADV_COLLAPSE, Linux 6.1),
-// so the rest faults 2 MiB at a time. It costs a process ~0.1 ms and a few MB more resident
-// at most.
+// package's init, early among the process's, advises the chunk its own allocation lands in
+// MADV_HUGEPAGE, and the chunk before where the heap began there (Go starts its heap at a
+// random page of its first chunk), and collapses their 2 MiB pages that are in use already
+// (MADV_COLLAPSE, Linux 6.1), so the rest faults 2 MiB at a time. It costs a process ~0.1 ms and
+// a few MB more resident at most.
 //
 // Packages are initialized in the order of their import paths once what they import is, so the
 // package imports nothing but syscall (its parsing is written out by hand): its init then
