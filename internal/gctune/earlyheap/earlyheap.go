@@ -1,6 +1,6 @@
-// Package earlyheap readies the heap a crw process starts in for transparent huge pages while
-// its packages are being initialized: imported by the command alone, for the side effect of its
-// init.
+// Package earlyheap readies the heap a crw process starts in for transparent huge pages, and
+// maps its text, while its packages are being initialized: imported by the command alone, for
+// the side effect of its init.
 //
 // A crw process's packages allocate ~1.5 MB as they are initialized (goja, esbuild, the etcd
 // client's protobuf descriptors, the MCP SDK…) and its runtime more, all of it in the first
@@ -20,6 +20,9 @@
 // encoding/gob, with ~40 more of the heap's pages faulted 4 KiB at a time, ~1.5 ms of every
 // command.
 //
+// The init first maps the process's whole text into its page tables (MADV_POPULATE_READ): the
+// packages' inits touch code all over it, and each first touch of a part of it is a fault.
+//
 // Where the system gives no huge pages (transparent_hugepage "never", a kernel without them or
 // without MADV_COLLAPSE) the calls fail or change nothing, and the heap stays as it was. So does
 // a process whose GODEBUG has disablethp=1 (Go's own switch against huge pages).
@@ -33,6 +36,8 @@ var Readied struct {
 	Chunk, End uintptr
 	Advised    bool
 	Collapsed  []uintptr
+	// TextStart and TextEnd are the process's text, mapped at once (zero: it was not).
+	TextStart, TextEnd uintptr
 }
 
 // refused is whether the process's GODEBUG turns Go's huge pages off (disablethp=1): its last

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,8 +25,7 @@ func TestTheFirstChunkIsAdvisedForHugePages(t *testing.T) {
 	assert.Zero(t, Readied.Chunk%chunk, "the chunk's start %#x", Readied.Chunk)
 	assert.Contains(t, []uintptr{chunk, 2 * chunk}, Readied.End-Readied.Chunk, "the range advised, %#x to %#x", Readied.Chunk, Readied.End)
 
-	flags, _ := mappingOf(t, Readied.Chunk)
-	assert.Contains(t, strings.Fields(flags), "hg", "VmFlags of the mapping at %#x", Readied.Chunk)
+	assert.Contains(t, strings.Fields(mappingOf(t, Readied.Chunk).flags), "hg", "VmFlags of the mapping at %#x", Readied.Chunk)
 	if len(Readied.Collapsed) == 0 {
 		t.Logf("no page was collapsed (the system had no huge page to give, or no MADV_COLLAPSE)")
 	}
@@ -35,8 +35,45 @@ func TestTheFirstChunkIsAdvisedForHugePages(t *testing.T) {
 	}
 	// The range advised is a mapping of its own (its advice sets it apart from the heap
 	// around it): its huge pages are at least the ones collapsed.
-	_, hugeKB := mappingOf(t, Readied.Chunk)
-	assert.GreaterOrEqual(t, hugeKB, len(Readied.Collapsed)*hugePage>>10, "AnonHugePages of the mapping of %#x", Readied.Chunk)
+	assert.GreaterOrEqual(t, mappingOf(t, Readied.Chunk).hugeKB, len(Readied.Collapsed)*hugePage>>10, "AnonHugePages of the mapping of %#x", Readied.Chunk)
+}
+
+// TestTheTextIsMappedAtOnce: this test binary's text (the mapping that holds its code) was
+// mapped whole by the init, every page of it resident in the process's page tables, where the
+// code run so far would have faulted in only the parts of it around what ran.
+func TestTheTextIsMappedAtOnce(t *testing.T) {
+	fn := TestTheTextIsMappedAtOnce
+	pc := **(**uintptr)(unsafe.Pointer(&fn))
+	require.NotZero(t, Readied.TextStart, "the text was not mapped (a kernel older than 5.14 has no MADV_POPULATE_READ)")
+	require.True(t, Readied.TextStart <= pc && pc < Readied.TextEnd, "the range mapped, %#x-%#x, does not hold this test's code at %#x", Readied.TextStart, Readied.TextEnd, pc)
+	text := mappingOf(t, pc)
+	assert.Contains(t, text.flags, "ex", "the mapping of %#x is no text: VmFlags%s", pc, text.flags)
+	assert.Equal(t, int(Readied.TextEnd-Readied.TextStart)>>10, text.sizeKB, "the text mapping's size")
+	assert.Equal(t, text.sizeKB, text.rssKB, "kB of the text resident")
+}
+
+func TestTheTextMappingIsFoundByItsCode(t *testing.T) {
+	maps := []byte("c000000000-c000400000 rw-p 00000000 00:00 0 \n" +
+		"55d0a0000000-55d0a1000000 r--p 00000000 fe:00 12 /usr/bin/crw\n" +
+		"55d0a1000000-55d0a2000000 r-xp 01000000 fe:00 12 /usr/bin/crw\n" +
+		"7ffc00000000-7ffc00002000 r-xp 00000000 00:00 0 [vdso]\n" +
+		"7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0 [cut")
+	for _, c := range []struct {
+		pc         uintptr
+		start, end uintptr
+		ok         bool
+	}{
+		{0x55d0a1234567, 0x55d0a1000000, 0x55d0a2000000, true},
+		{0x55d0a1000000, 0x55d0a1000000, 0x55d0a2000000, true},
+		{0x55d0a2000000, 0, 0, false}, // the end is past the mapping
+		{0x55d0a0800000, 0, 0, false}, // read-only, not executable
+		{0xc000001000, 0, 0, false},   // the heap's
+		{0x7ffd00000010, 0, 0, false}, // a line cut off
+		{0x7ffc00000010, 0x7ffc00000000, 0x7ffc00002000, true},
+	} {
+		start, end, ok := textMapping(maps, c.pc)
+		assert.Equal(t, []any{c.start, c.end, c.ok}, []any{start, end, ok}, "pc %#x", c.pc)
+	}
 }
 
 // TestTheHeapBeginsWhereTheAdviceDoes: the heap grows up from its first page, which Go places at
@@ -107,13 +144,19 @@ func TestRefused(t *testing.T) {
 // thpMode is where Linux says when it gives transparent huge pages: always, madvise or never.
 const thpMode = "/sys/kernel/mm/transparent_hugepage/enabled"
 
-// mappingOf reads this process's mapping that holds addr from /proc/self/smaps: its VmFlags
-// and its AnonHugePages in kB.
-func mappingOf(t *testing.T, addr uintptr) (flags string, hugeKB int) {
+// mapping is what /proc/self/smaps says of one of this process's mappings.
+type mapping struct {
+	flags                 string // VmFlags
+	sizeKB, rssKB, hugeKB int    // Size, Rss and AnonHugePages in kB
+}
+
+// mappingOf reads this process's mapping that holds addr from /proc/self/smaps.
+func mappingOf(t *testing.T, addr uintptr) mapping {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	require.NoError(t, err)
 	defer f.Close()
+	var m mapping
 	in := false
 	found := false
 	s := bufio.NewScanner(f)
@@ -131,15 +174,24 @@ func mappingOf(t *testing.T, addr uintptr) (flags string, hugeKB int) {
 		if !in {
 			continue
 		}
-		switch {
-		case strings.HasPrefix(line, "VmFlags:"):
-			flags = strings.TrimPrefix(line, "VmFlags:")
-		case strings.HasPrefix(line, "AnonHugePages:") && len(fields) >= 2:
-			hugeKB, err = strconv.Atoi(fields[1])
+		kB := func() int {
+			require.Len(t, fields, 3, "%s", line)
+			n, err := strconv.Atoi(fields[1])
 			require.NoError(t, err, "%s", line)
+			return n
+		}
+		switch fields[0] {
+		case "VmFlags:":
+			m.flags = strings.TrimPrefix(line, "VmFlags:")
+		case "Size:":
+			m.sizeKB = kB()
+		case "Rss:":
+			m.rssKB = kB()
+		case "AnonHugePages:":
+			m.hugeKB = kB()
 		}
 	}
 	require.NoError(t, s.Err())
 	require.True(t, found, "no mapping holds %#x", addr)
-	return flags, hugeKB
+	return m
 }
