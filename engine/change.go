@@ -142,11 +142,11 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 	if h == nil {
 		return errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
 	}
-	limits, err := s.limitsOf(ctx, run, h)
-	if err != nil {
+	opts := shadow.Options{Script: script, LibDirs: libs}
+	if err := s.asRecorded(ctx, run, h, &opts); err != nil {
 		return err
 	}
-	rep, err := shadow.Run(ctx, shadow.Options{Script: script, History: h, LibDirs: libs, Limits: limits})
+	rep, err := shadow.Run(ctx, opts)
 	if err != nil {
 		return err
 	}

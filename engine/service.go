@@ -504,22 +504,23 @@ func (s *Service) Shadow(ctx context.Context, run string, opts shadow.Options) (
 		if h == nil {
 			return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal has no rows", run)
 		}
-		opts.History = h
-		if opts.Limits, err = s.limitsOf(ctx, run, h); err != nil {
+		if err := s.asRecorded(ctx, run, h, &opts); err != nil {
 			return nil, err
 		}
 	}
 	return shadow.Run(ctx, opts)
 }
 
-// limitsOf are the limits a process that resumes run applies (its spec's, with the changes
-// its journal h records): a shadow of it replays within them, as the run did.
-func (s *Service) limitsOf(ctx context.Context, run string, h *replay.History) (*store.Limits, error) {
+// asRecorded gives a shadow of run its record, h, and what a process that resumes the run
+// applies: its spec's limits, with the changes h records, and no repository where the run has
+// none. The shadow replays as the run did.
+func (s *Service) asRecorded(ctx context.Context, run string, h *replay.History, opts *shadow.Options) error {
 	spec, err := s.Store.Spec(ctx, run)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return withChanges(spec, h.Changes).Limits, nil
+	opts.History, opts.Limits, opts.NoRepository = h, withChanges(spec, h.Changes).Limits, spec.Repo == ""
+	return nil
 }
 
 // errEnoughRows stops a read of rows that has read as many as it was asked for.

@@ -66,6 +66,61 @@ export default async function main() {
 	shadowOfRun(t, svc, id, scriptOf(t, svc, id), end)
 }
 
+// TestAShadowOfARunWithoutARepositoryCommitsAsItDid: crw.commit in a run without a repository
+// throws invalid_request, and a script that catches it goes on; its shadow throws the same,
+// where it took the commit for a divergence (the record has none), and so does the shadow that
+// checks a resume's edited script. A trace does not say whether its run had a repository: its
+// shadow is told.
+func TestAShadowOfARunWithoutARepositoryCommitsAsItDid(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const r = await agent.call({ role: "explorer", node: "look", prompt: "look around" });
+  let committed;
+  try { committed = (await crw.commit("look", "what was seen")).commit; }
+  catch (e) { committed = e.code + ": " + e.message; }
+  const s = await agent.call({ role: "explorer", node: "again", prompt: "and then: " + committed });
+  const go = await crw.decide({ id: "go", question: "Go on?", schema: { type: "object",
+    properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  return [r.callId, s.callId, committed, go.ok];
+}
+`
+	id, waiting, _ := runIn(t, svc, "", script, "", nil)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+
+	// The resume's script, edited below the commit, replays the journal as recorded.
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(script, "return [", `return ["edited", `, 1)), 0o644))
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t"))
+	_, err := svc.Answer(ctx, id, "go", json.RawMessage(`{"ok": true}`), "t", false)
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	require.JSONEq(t, `["edited", "c1", "c2", "invalid_request: crw.commit: the run has no repository: start it in a git checkout or with --repo DIR", true]`,
+		string(end.Result), "the run's own path")
+	shadowOfRun(t, svc, id, edited, end)
+
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	trace := func(noRepo bool) *shadow.Report {
+		rep, err := svc.Shadow(ctx, "", shadow.Options{Script: edited, Rows: rows, NoRepository: noRepo})
+		require.NoError(t, err)
+		return rep
+	}
+	told := trace(true)
+	assert.False(t, told.Differs(), "divergences %+v, unmade %+v, new %+v", told.Divergences, told.Unmade, told.New)
+	assert.JSONEq(t, string(end.Result), string(told.Result), "the shadow of the trace, told")
+	// Untold, the shadow of the trace takes the commit for one the record lacks.
+	untold := trace(false)
+	require.Len(t, untold.Divergences, 1, "%+v", untold)
+	assert.Equal(t, 2, untold.Divergences[0].Position, "%+v", untold.Divergences)
+}
+
 // TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way
 // reached the script before the call's result; the shadow gives it in that order, not at once
 // (which would have it win every race) nor after the call.

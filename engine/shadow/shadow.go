@@ -47,6 +47,10 @@ type Options struct {
 	// longer prompt than the defaults allow takes the path it took. nil: the defaults (a trace
 	// does not carry them).
 	Limits *store.Limits
+	// NoRepository is a recorded run without a repository: crw.commit throws in its shadow as
+	// in the run (effects.NoRepository). A run's shadow knows it from the run's spec; a trace
+	// does not say, and its shadow is told.
+	NoRepository bool
 }
 
 // Report is what a shadow replay found.
@@ -107,7 +111,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Log = io.Discard
 	}
 	s := &host{
-		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits,
+		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository,
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
 		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
@@ -190,6 +194,7 @@ type host struct {
 	commits, tierSteps int
 	tiers              map[string]int
 	limits             *store.Limits
+	noRepo             bool // the recorded run has no repository
 
 	// The decisions the script asked, and those of the record's tier steps (loop goroutine
 	// only): crw.decide refuses as the run's book does (decisions.CheckAsk).
@@ -229,6 +234,9 @@ func (s *host) Log(level, message string) { scriptlog.WriteConsole(s.log, level,
 // Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
 // shadow commits nothing.
 func (s *host) Commit(node, message string) (json.RawMessage, error) {
+	if s.noRepo {
+		return nil, effects.NoRepository()
+	}
 	if call, held := s.heldBy(node); held {
 		return nil, effects.RecoveryHold("crw.commit", node, call, s.h.Run)
 	}

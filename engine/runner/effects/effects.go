@@ -100,6 +100,12 @@ type CommitResult struct {
 	Message string `json:"message"`
 }
 
+// NoRepository is what crw.commit throws in a run without a repository, the same in a run and
+// in its shadow.
+func NoRepository() error {
+	return errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
+}
+
 // Commit implements crw.Host: the pending tree of the node's worktree committed on the commit
 // the worktree is to be at, and put on the node's ref by compare-and-swap against the value
 // the run gave it. The intent is durable before git is touched and the result is recorded
@@ -116,7 +122,7 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 		return json.Marshal(CommitResult{Node: node, Commit: "dry-run", Tree: "dry-run", Parent: "dry-run", Ref: placer.NodeRef(f.cfg.Run, node), Message: message})
 	}
 	if !f.cfg.Placer.Has() {
-		return nil, errs.Throw(errs.InvalidRequest, "", "crw.commit: the run has no repository: start it in a git checkout or with --repo DIR")
+		return nil, NoRepository()
 	}
 	if told := f.host.ToldHolds(node); len(told) > 0 {
 		return nil, RecoveryHold("crw.commit", node, told[0], f.cfg.Run)

@@ -15,12 +15,13 @@ import (
 )
 
 // ShadowOptions are crw flow shadow's: the script, the recorded run (a run of the state folder,
-// or a trace file), the lib folders, the limits of a trace's shadow (each nil for its default)
-// and where the script's console goes.
+// or a trace file), the lib folders, the limits of a trace's shadow (each nil for its default),
+// whether a trace's run had no repository, and where the script's console goes.
 type ShadowOptions struct {
 	Script, Run, Trace string
 	LibDirs            []string
 	Limits             engine.CreateLimits
+	NoRepo             bool
 	Log                io.Writer
 }
 
@@ -37,6 +38,9 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 		return nil, errs.New(errs.InvalidRequest, "limits are given to the shadow of a trace: a run's shadow runs within the limits the run recorded")
 	case o.Run == "":
 		limits = &checked
+	}
+	if o.NoRepo && o.Run != "" {
+		return nil, errs.NewNaming(errs.InvalidRequest, "{no_repo} is for the shadow of a trace: a run's shadow knows whether the run has a repository")
 	}
 	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
 		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)
@@ -60,5 +64,5 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
 	}
-	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Limits: limits, Log: o.Log})
+	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Limits: limits, NoRepository: o.NoRepo, Log: o.Log})
 }

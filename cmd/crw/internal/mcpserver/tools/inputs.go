@@ -211,6 +211,7 @@ type ShadowIn struct {
 	Trace  string   `json:"trace,omitempty" jsonschema:"a trace file written by crw flow trace (give run or trace)"`
 	Lib    []string `json:"lib,omitempty" jsonschema:"folders served as crw:lib/<path>"`
 	PathLimits
+	NoRepo bool `json:"no_repo,omitempty" jsonschema:"a trace's run had no repository: crw.commit throws as it did there (a run's shadow knows)"`
 }
 
 // RunID is the run the input names.

@@ -175,7 +175,8 @@ func (rs *runs) recoveryTools() []Tool {
 				`divergence, recorded calls the script never made, new calls the record does not have (held in the ` +
 				`shadow), and the script's result; differs is true when it made anything but exactly the recorded calls. ` +
 				`A run's shadow runs within the limits the run recorded; a trace records none, and its shadow runs ` +
-				`within the defaults or the max_ limits given. Sends nothing and writes nothing.` + onError + onRun,
+				`within the defaults or the max_ limits given; so with a repository: a trace's run that had none is ` +
+				`given no_repo. Sends nothing and writes nothing.` + onError + onRun,
 			input: pathLimitBounds}, rs.shadowRun),
 	}
 }
@@ -329,7 +330,7 @@ func (rs *runs) shadowRun(ctx context.Context, c *Call, in *ShadowIn) (*Report, 
 		return nil, err
 	}
 	r, err := ops.Shadow(ctx, rs.svc, ops.ShadowOptions{Script: in.Script, Run: in.Run, Trace: in.Trace, LibDirs: in.Lib,
-		Limits: limits, Log: io.Discard})
+		Limits: limits, NoRepo: in.NoRepo, Log: io.Discard})
 	if err != nil {
 		return nil, err
 	}

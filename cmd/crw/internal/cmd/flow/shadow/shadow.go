@@ -28,6 +28,8 @@ type Options struct {
 	// given, in the engine's.
 	Limits createflags.LimitFlags
 	Given  engine.CreateLimits
+	// NoRepo: the trace's run had no repository (a trace does not say; a run's spec does).
+	NoRepo bool
 }
 
 // NewCmdShadow is crw flow shadow; runF, when not nil, runs in place of the command.
@@ -45,7 +47,9 @@ script's result.
 
 A run's shadow runs within the limits the run recorded (--max-stack-depth and the rest at its
 creation); a trace records none, and its shadow runs within the defaults, or the limits given
-with it.
+with it. So with a repository: a run's shadow has one where the run had one; a trace does not
+say, and the shadow of a trace of a run without one is given --no-repo (crw.commit then throws
+invalid_request there, as in the run).
 
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
 differs, the script throws or the run is not there, 2 on bad input.`,
@@ -56,6 +60,7 @@ differs, the script throws or the run is not there, 2 on bad input.`,
 	cmd.Flags().StringVar(&opts.Trace, "trace", "", "a trace file (crw-trace/1)")
 	cmd.Flags().StringArrayVar(&opts.LibDirs, "lib", nil, "a folder served as crw:lib/<path> (repeatable)")
 	createflags.AddLimits(cmd.Flags(), &opts.Limits)
+	cmd.Flags().BoolVar(&opts.NoRepo, "no-repo", false, "the trace's run had no repository: crw.commit throws as it did there")
 	return cmd
 }
 
@@ -75,7 +80,7 @@ func runShadow(opts *Options) error {
 		return err
 	}
 	report, err := ops.Shadow(opts.Ctx, svc, ops.ShadowOptions{Script: opts.Script, Run: opts.Run, Trace: opts.Trace, LibDirs: opts.LibDirs,
-		Limits: opts.Given, Log: opts.IO.ErrOut})
+		Limits: opts.Given, NoRepo: opts.NoRepo, Log: opts.IO.ErrOut})
 	if err != nil {
 		return err
 	}
