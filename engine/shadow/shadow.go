@@ -26,6 +26,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner/scriptlog"
 	"github.com/crw-dev/crw/engine/runspec"
 	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/plant"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/lib"
 	"github.com/crw-dev/crw/runtime/loader"
@@ -234,7 +235,7 @@ func (s *host) Log(level, message string) { scriptlog.WriteConsole(s.log, level,
 // Commit implements crw.Host: the recorded run's commit at the same place, or an error: a
 // shadow commits nothing.
 func (s *host) Commit(node, message string) (json.RawMessage, error) {
-	if s.noRepo {
+	if s.noRepo && !plant.On(plant.ShadowCommitsWithoutRepo) {
 		return nil, effects.NoRepository()
 	}
 	if call, held := s.heldBy(node); held {

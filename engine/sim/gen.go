@@ -138,6 +138,16 @@ func Generate(seed uint64) *Case {
 	if size := rand.New(rand.NewPCG(seed, 0x7265706f)); c.Repo && size.Float64() < 0.15 {
 		c.RepoFiles = 800
 	}
+	// Apart too: a run without a repository commits now and then, which crw.commit refuses
+	// there (invalid_request, caught), in the run and in its shadow alike.
+	if commits := rand.New(rand.NewPCG(seed, 0x636f6d6d)); !c.Repo && commits.Float64() < 0.2 {
+		node := "n1"
+		if len(g.nodes) > 0 {
+			node = g.nodes[commits.IntN(len(g.nodes))]
+		}
+		at := commits.IntN(len(c.Program.Stmts) + 1)
+		c.Program.Stmts = slices.Insert(c.Program.Stmts, at, Stmt{Kind: KindCommit, Node: node})
+	}
 	// Apart too: a third of the cases keep no call's rows, a third a few calls' (about 600
 	// bytes each), a third crw's budget.
 	c.ReplayBudget = [...]int{-1, 1500, 0}[rand.New(rand.NewPCG(seed, 0x6b657074)).IntN(3)]

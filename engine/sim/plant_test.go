@@ -21,9 +21,10 @@ var planted = map[string]struct {
 	seeds     []uint64
 	invariant string
 }{
-	plant.VerdictKeepsHolds:  {[]uint64{646, 827}, "holds"},
-	plant.DecisionByQuestion: {[]uint64{34, 117}, "resume_diverges"},
-	plant.ResumeSkipsPause:   {[]uint64{5, 14}, "same_result"},
+	plant.VerdictKeepsHolds:        {[]uint64{646, 827}, "holds"},
+	plant.DecisionByQuestion:       {[]uint64{34, 117}, "resume_diverges"},
+	plant.ResumeSkipsPause:         {[]uint64{5, 14}, "same_result"},
+	plant.ShadowCommitsWithoutRepo: {[]uint64{12, 13}, "shadow_clean"},
 }
 
 // TestPlantedBugsAreFound plants each bug in turn and runs its seeds: each seed must break the

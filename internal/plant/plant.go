@@ -22,7 +22,10 @@ const (
 	// GitOutlivesProcess: a git child is not killed with crw's process, and goes on writing a
 	// worktree the next process makes or removes.
 	GitOutlivesProcess = "git_outlives_process"
+	// ShadowCommitsWithoutRepo: the shadow of a run without a repository answers crw.commit
+	// from the record, which has no commit there, where the run threw invalid_request.
+	ShadowCommitsWithoutRepo = "shadow_commits_without_repo"
 )
 
 // All is every planted bug, in the order docs/simulation.md lists them.
-var All = []string{VerdictKeepsHolds, PlaceUnderCall, DecisionByQuestion, ResumeSkipsPause, GitOutlivesProcess}
+var All = []string{VerdictKeepsHolds, PlaceUnderCall, DecisionByQuestion, ResumeSkipsPause, GitOutlivesProcess, ShadowCommitsWithoutRepo}
