@@ -151,6 +151,10 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		return err
 	}
 	var why []string
+	if rep.Stop != nil {
+		// Its process would stop there (a commit, a tier step or a decision asked otherwise).
+		why = append(why, rep.Stop.Error())
+	}
 	for _, d := range rep.Divergences {
 		var fields []string
 		for _, f := range d.Fields {

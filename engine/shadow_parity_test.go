@@ -17,6 +17,7 @@ import (
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -119,6 +120,87 @@ export default async function main() {
 	untold := trace(false)
 	require.Len(t, untold.Divergences, 1, "%+v", untold)
 	assert.Equal(t, 2, untold.Divergences[0].Position, "%+v", untold.Divergences)
+}
+
+// TestAShadowStopsWhereItsResumeWould: a resume whose script commits with another message, steps
+// a tier on another call or asks a decision with another schema than its journal recorded at
+// that place stops there, whatever the script does with what it is thrown; its shadow stops
+// there too, and a resume with that script is refused, nothing written. An effect past the
+// record (a commit the journal has none of yet) is no divergence: the resume makes it.
+func TestAShadowStopsWhereItsResumeWould(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	repo := gitRepo(t, map[string]string{"README": "hello\n"})
+	svc, _ := enginetest.LocalService(t)
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { done: { type: "boolean" } }, required: ["done"], additionalProperties: false };
+const attempt = async (f) => { try { return await f(); } catch (e) { return e.reason; } };
+export default async function main() {
+  const one = await agent.call({ role: "executor", node: "f", prompt: "one", schema });
+  const two = await agent.call({ role: "executor", node: "f", prompt: "two", schema });
+  const step = await attempt(() => crw.tierStep("f", one).tier);
+  const three = await agent.call({ role: "executor", node: "f", prompt: "three", schema });
+  const kept = await attempt(async () => (await crw.commit("f", { message: "original message" })).message);
+  const more = "none";
+  const go = await attempt(() => crw.decide({ id: "go", question: "Go on?", schema: { type: "object",
+    properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } }));
+  return [one.status, two.status, step, three.meta.role, kept, more, go.ok];
+}
+`
+	answers := `{"answers": [
+  {"match": {"role": "executor"}, "turns": [{"text": "nope", "files": {"a.txt": "a\n"}}, {"text": "still nope"}]},
+  {"match": {"role": "executor-t1"}, "turns": [{"json": {"done": true}, "files": {"b.txt": "b\n"}}]}
+]}`
+	id, waiting, _ := runIn(t, svc, repo, script, answers, nil)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	rows := func() int {
+		all, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		return len(all)
+	}
+	before := rows()
+	for _, c := range []struct{ name, from, to, stop string }{
+		{"message", `message: "original message"`, `message: "changed message"`,
+			`crw.commit #1: the script commits node "f" with message "changed message"; the journal's commit #1 is of node "f" with message "original message"`},
+		{"evidence", `crw.tierStep("f", one)`, `crw.tierStep("f", two)`,
+			`crw.tierStep #1: the script steps node "f" on call c2; the journal's step #1 is of node "f" on call c1`},
+		{"schema", `ok: { type: "boolean" }`, `ok: { type: "string" }`, `crw.decide "go"`},
+	} {
+		edited := filepath.Join(t.TempDir(), c.name+".js")
+		require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(script, c.from, c.to, 1)), 0o644))
+		rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited})
+		require.NoError(t, err, c.name)
+		require.Error(t, rep.Stop, "%s: the shadow went on: %s %s", c.name, rep.Status, rep.Result)
+		assert.Contains(t, rep.Stop.Error(), c.stop, c.name)
+		require.NotNil(t, rep.Error, c.name)
+		assert.Equal(t, []string{string(store.RunFailed), "revision_conflict", "divergence"}, []string{string(rep.Status), rep.Error.Code, rep.Error.Reason}, c.name)
+		err = svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t")
+		e, ok := errs.As(err)
+		require.True(t, ok, "%s: the resume's script was taken: %v", c.name, err)
+		assert.Equal(t, errs.RevisionConflict, e.Code, "%s: %v", c.name, err)
+		assert.Contains(t, e.Error(), c.stop, c.name)
+		assert.Equal(t, before, rows(), "%s: nothing is written", c.name)
+	}
+
+	// A second commit, past the record's: a resume makes it, so the shadow does not stop.
+	more := filepath.Join(t.TempDir(), "more.js")
+	require.NoError(t, os.WriteFile(more, []byte(strings.Replace(script, `const more = "none";`,
+		`const more = await attempt(async () => (await crw.commit("f", { message: "more" })).message);`, 1)), 0o644))
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: more})
+	require.NoError(t, err)
+	assert.NoError(t, rep.Stop)
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: more}, "t"))
+	_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"ok": true}`), "t", false)
+	require.NoError(t, err)
+	a, err := fake.ParseAnswers("answers.json", []byte(answers))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["null_model", "null_model", 1, "executor-t1", "original message", "more", true]`, string(end.Result))
+	shadowOfRun(t, svc, id, more, end)
 }
 
 // TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way

@@ -658,7 +658,7 @@ export default async function main() {
 
 // TestAShadowReplaysCommitsAndCommitsNothing: a shadow replay of a run that committed, stepped a
 // tier and took a decision gives the script the recorded results, reports no difference, and
-// moves no ref; a changed script that commits another node is told so.
+// moves no ref; a changed script that commits another node stops there, as its resume would.
 func TestAShadowReplaysCommitsAndCommitsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -682,7 +682,11 @@ func TestAShadowReplaysCommitsAndCommitsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.RunFailed, rep.Status)
 	require.NotNil(t, rep.Error)
-	assert.Contains(t, rep.Error.Detail, `crw.commit #1 of node "g": the recorded run has no such commit`)
+	// The run would stop at the commit, whatever the script does with what it is thrown: so
+	// does the shadow.
+	assert.Equal(t, "divergence", rep.Error.Reason, "%+v", rep.Error)
+	assert.Contains(t, rep.Error.Detail, `crw.commit #1: the script commits node "g" with message "f"; the journal's commit #1 is of node "f" with message "f"`)
+	require.Error(t, rep.Stop)
 }
 
 // TestARefusedCommitReplaysRefused: a crw.commit the worktrees' state refused (no executor of

@@ -67,6 +67,10 @@ type Report struct {
 	Status      store.RunStatus   `json:"status"` // the script's end: completed or failed
 	Result      json.RawMessage   `json:"result"`
 	Error       *journal.RunError `json:"error"`
+	// Stop is the divergence at an effect (a commit, a tier step or a decision asked otherwise
+	// than the record has at its place) at which the script stopped, as its run stops there
+	// (Error says so too); nil when it did not.
+	Stop error `json:"-"`
 }
 
 // Differs reports whether the script made anything but exactly the recorded calls.
@@ -111,7 +115,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	s := &host{
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	s := &host{stopRun: stopRun,
 		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository,
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
@@ -149,7 +155,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	out, runErr := script.Run(ctx)
 	var se *vm.ScriptError
+	stop := s.stop()
 	switch {
+	case stop != nil:
+		report.Status, report.Error, report.Stop = store.RunFailed, journal.RunErrorOf(stop, ""), stop
 	case runErr == nil:
 		report.Status, report.Result = store.RunCompleted, out
 	case errors.As(runErr, &se):
@@ -163,7 +172,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if loadErr != nil {
 		return nil, loadErr
 	}
-	for i := 1; i <= h.MaxIndex; i++ {
+	for i := 1; stop == nil && i <= h.MaxIndex; i++ { // a stopped run makes none of the rest
 		rec := h.AtIndex(i)
 		if rec == nil || s.replay.Made(rec) {
 			continue
@@ -211,6 +220,12 @@ type host struct {
 	verdictMu   sync.Mutex
 	verdicts    map[string]json.RawMessage
 	effectWaits map[string][]func(json.RawMessage, error)
+	// stopRun interrupts the script; stopped is why, the first divergence at an effect (a commit,
+	// a tier step or a decision asked otherwise than the record's), where the run stops.
+	stopRun func(error)
+	stopMu  sync.Mutex
+	stopped *errs.Error
+
 	// toldHolds are, by node, the calls whose unknown outcome the script was given and whose
 	// verdict has not reached it: crw.commit and crw.tierStep refuse the node meanwhile, as
 	// the runner's book does (decisions.Book.Told).
@@ -243,12 +258,18 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 	}
 	k := s.commits
 	s.commits++
-	if k >= len(s.h.Commits) || s.h.Commits[k].Intent.Node != node {
-		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing", k+1, node)
+	if k >= len(s.h.Commits) {
+		// Past the record's commits, which a resume would make: a shadow commits nothing.
+		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing", k+1, node)
 	}
 	rec := s.h.Commits[k]
+	if d := effects.CommitDivergence(k, rec, node, message); d != nil {
+		return nil, s.diverged(d)
+	}
 	if rec.Result == nil && rec.Intent.Status == "" {
-		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.commit #%d of node %q: the recorded run did not record its result", k+1, node)
+		// Its process died, or goes on, between the intent and the result: a resume would
+		// finish the commit from the intent, which a shadow does not.
+		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run did not record its result", k+1, node)
 	}
 	return effects.CommitOutcome(rec.Intent, rec.Result)
 }
@@ -268,8 +289,11 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 		return nil, err
 	}
 	k := s.tierSteps
-	if k >= len(s.h.TierSteps) || s.h.TierSteps[k].Node != node {
-		return nil, errs.Throw(errs.RevisionConflict, "divergence", "crw.tierStep #%d of node %q: the recorded run has no such tier step", k+1, node)
+	if k >= len(s.h.TierSteps) {
+		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.tierStep #%d of node %q: the recorded run has no such tier step", k+1, node)
+	}
+	if d := effects.TierStepDivergence(k, s.h.TierSteps[k], node, evidence); d != nil {
+		return nil, s.diverged(d)
 	}
 	s.tierSteps++
 	s.tiers[node]++
@@ -287,7 +311,7 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 	s.asked[d.ID] = true
 	if rec := s.h.Decisions[d.ID]; rec != nil {
 		if div := decisions.SchemaChanged(rec.Request, d); div != nil {
-			return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+			return s.diverged(div)
 		}
 		if rec.Answer != nil {
 			answer := rec.Answer.Output
@@ -351,6 +375,30 @@ func (s *host) verdictArrived(call string, value json.RawMessage) {
 	for _, settle := range waits {
 		settle(value, nil)
 	}
+}
+
+// reasonUnrecorded is the reason of what an effect past the record throws in a shadow: a resume
+// would make it, a shadow makes nothing.
+const reasonUnrecorded = "unrecorded"
+
+// diverged stops the script at d, an effect it asks otherwise than the record has at its place:
+// the run stops there whatever its script does with what it is thrown (effects.DivergenceStop),
+// and so does its shadow. It returns what the script is thrown meanwhile.
+func (s *host) diverged(d error) error {
+	s.stopMu.Lock()
+	if s.stopped == nil {
+		s.stopped = effects.DivergenceStop(s.h.Run, d)
+	}
+	s.stopMu.Unlock()
+	s.stopRun(d)
+	return effects.DivergenceThrown(d)
+}
+
+// stop is the divergence that stopped the script, if one did.
+func (s *host) stop() *errs.Error {
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	return s.stopped
 }
 
 // told notes that the script was given call's unknown outcome: node is held until the verdict

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/plant"
@@ -90,16 +91,14 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			// result that a resume got anew (a call a pause held, run again) may read
 			// otherwise; it is shown, not taken for another path.
 			if div := SchemaChanged(rec.Request, d); div != nil {
-				b.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", b.run, div).Because("replay", "divergence", "stopped", errs.Certain).
-					Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
-				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+				b.host.Stop(effects.DivergenceStop(b.run, div))
+				return effects.DivergenceThrown(div)
 			}
 			changed := rec.Request.Node == "" && rec.Request.Question != d.Question
 			if changed && plant.On(plant.DecisionByQuestion) {
 				div := fmt.Errorf("crw.decide %q: the script asks another question than the journal recorded", d.ID)
-				b.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", b.run, div).Because("replay", "divergence", "stopped", errs.Certain).
-					Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
-				return errs.Throw(errs.RevisionConflict, "divergence", "%v", div)
+				b.host.Stop(effects.DivergenceStop(b.run, div))
+				return effects.DivergenceThrown(div)
 			}
 			if rec.Answer != nil {
 				if changed {

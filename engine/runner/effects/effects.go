@@ -100,6 +100,38 @@ type CommitResult struct {
 	Message string `json:"message"`
 }
 
+// CommitDivergence is how the script's commit #k+1, of node with message, differs from rec, the
+// journal's commit at its place; nil when it does not. A run stops there (DivergenceStop), and
+// so does its shadow.
+func CommitDivergence(k int, rec *replay.Commit, node, message string) error {
+	if rec.Intent.Node == node && rec.Intent.Message == message {
+		return nil
+	}
+	return fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
+		k+1, node, termtext.Clip(message, 80), k+1, rec.Intent.Node, termtext.Clip(rec.Intent.Message, 80))
+}
+
+// TierStepDivergence is how the script's tier step #k+1, of node on the evidence call, differs
+// from rec, the journal's step at its place; nil when it does not.
+func TierStepDivergence(k int, rec *journal.Row, node, evidence string) error {
+	if rec.Node == node && rec.Evidence == evidence {
+		return nil
+	}
+	return fmt.Errorf("crw.tierStep #%d: the script steps node %q on call %s; the journal's step #%d is of node %q on call %s",
+		k+1, node, evidence, k+1, rec.Node, rec.Evidence)
+}
+
+// DivergenceStop is why a run stops at the divergence d (an effect the script asks otherwise
+// than its journal recorded): its process goes no further, whatever the script does with what
+// is thrown (DivergenceThrown).
+func DivergenceStop(run string, d error) *errs.Error {
+	return errs.New(errs.RevisionConflict, "run %s: %v", run, d).Because("replay", "divergence", errs.Stopped, errs.Certain).
+		Next("resume it with the script it was recorded with; crw flow shadow shows what changed")
+}
+
+// DivergenceThrown is what the script is thrown at the divergence d, as its process stops.
+func DivergenceThrown(d error) error { return errs.Throw(errs.RevisionConflict, "divergence", "%v", d) }
+
 // NoRepository is what crw.commit throws in a run without a repository, the same in a run and
 // in its shadow.
 func NoRepository() error {
@@ -145,13 +177,9 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 	}
 	if f.cfg.History != nil && k < len(f.cfg.History.Commits) {
 		rec := f.cfg.History.Commits[k]
-		if rec.Intent.Node != node || rec.Intent.Message != message {
-			d := fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
-				k+1, node, termtext.Clip(message, 80), k+1, rec.Intent.Node, termtext.Clip(rec.Intent.Message, 80))
-			f.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", f.cfg.Run, d).
-				Because("replay", "divergence", "stopped", errs.Certain).
-				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
-			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
+		if d := CommitDivergence(k, rec, node, message); d != nil {
+			f.host.Stop(DivergenceStop(f.cfg.Run, d))
+			return nil, DivergenceThrown(d)
 		}
 		if res := f.cfg.Placer.ResultOf(rec); rec.Intent.Status != "" || res != nil {
 			return CommitOutcome(rec.Intent, res)
@@ -369,12 +397,9 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 	pair := f.cfg.Roles["executor-t1"]
 	if f.cfg.History != nil && k < len(f.cfg.History.TierSteps) {
 		rec := f.cfg.History.TierSteps[k]
-		if rec.Node != node || rec.Evidence != evidence {
-			d := fmt.Errorf("crw.tierStep #%d: the script steps node %q on call %s; the journal's step #%d is of node %q on call %s",
-				k+1, node, evidence, k+1, rec.Node, rec.Evidence)
-			f.host.Stop(errs.New(errs.RevisionConflict, "run %s: %v", f.cfg.Run, d).Because("replay", "divergence", "stopped", errs.Certain).
-				Next("resume it with the script it was recorded with; crw flow shadow shows what changed"))
-			return nil, errs.Throw(errs.RevisionConflict, "divergence", "%v", d)
+		if d := TierStepDivergence(k, rec, node, evidence); d != nil {
+			f.host.Stop(DivergenceStop(f.cfg.Run, d))
+			return nil, DivergenceThrown(d)
 		}
 		return TierOutcome(rec)
 	}

@@ -175,8 +175,9 @@ func (rs *runs) recoveryTools() []Tool {
 				`divergence, recorded calls the script never made, new calls the record does not have (held in the ` +
 				`shadow), and the script's result; differs is true when it made anything but exactly the recorded calls. ` +
 				`A run's shadow runs within the limits the run recorded; a trace records none, and its shadow runs ` +
-				`within the defaults or the max_ limits given; so with a repository: a trace's run that had none is ` +
-				`given no_repo. Sends nothing and writes nothing.` + onError + onRun,
+				`within the defaults or the max_ limits given, and a trace of a run without a repository is given ` +
+				`no_repo. A commit, tier step or decision asked otherwise than the record has at its place stops ` +
+				`the shadow where a resume stops (error revision_conflict/divergence). Sends nothing and writes nothing.` + onError + onRun,
 			input: pathLimitBounds}, rs.shadowRun),
 	}
 }

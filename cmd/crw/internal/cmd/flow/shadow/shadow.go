@@ -47,9 +47,13 @@ script's result.
 
 A run's shadow runs within the limits the run recorded (--max-stack-depth and the rest at its
 creation); a trace records none, and its shadow runs within the defaults, or the limits given
-with it. So with a repository: a run's shadow has one where the run had one; a trace does not
-say, and the shadow of a trace of a run without one is given --no-repo (crw.commit then throws
+with it. A run's shadow has no repository where the run had none; a trace does not say, and
+the shadow of a trace of a run without one is given --no-repo (crw.commit then throws
 invalid_request there, as in the run).
+
+A commit, tier step or decision the script asks otherwise than the record has at its place
+stops a resume there, whatever the script does with what it is thrown: the shadow stops there
+too.
 
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
 differs, the script throws or the run is not there, 2 on bad input.`,
@@ -117,6 +121,10 @@ func printReport(w io.Writer, r *shadow.Report) {
 	case store.RunCompleted:
 		fmt.Fprintf(w, "\nresult: %s\n", r.Result)
 	case store.RunFailed:
+		if r.Stop != nil {
+			fmt.Fprintf(w, "\nstopped where a resume stops: %s\n", r.Error.Text())
+			break
+		}
 		fmt.Fprintf(w, "\nthe script threw: %s\n", r.Error.Text())
 	}
 }
