@@ -36,8 +36,10 @@ var Readied struct {
 	Chunk, End uintptr
 	Advised    bool
 	Collapsed  []uintptr
-	// TextStart and TextEnd are the process's text, mapped at once (zero: it was not).
+	// TextStart and TextEnd are the process's text (zero: it was not found), and TextErr the
+	// error of its mapping at once (EINVAL: a kernel older than 5.14).
 	TextStart, TextEnd uintptr
+	TextErr            error
 }
 
 // refused is whether the process's GODEBUG turns Go's huge pages off (disablethp=1): its last

@@ -100,7 +100,9 @@ func madvise(start, length uintptr, advice int) bool {
 func mapText() {
 	fn := mapText
 	pc := **(**uintptr)(unsafe.Pointer(&fn)) // a func value points to its code's address
-	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	// Not blocking: whatever is at the path (a FIFO where /proc is not the kernel's) makes no
+	// command wait.
+	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return
 	}
@@ -113,8 +115,9 @@ func mapText() {
 	if !ok {
 		return
 	}
-	if madvise(start, end-start, madvPopulateRead) {
-		Readied.TextStart, Readied.TextEnd = start, end
+	Readied.TextStart, Readied.TextEnd = start, end
+	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateRead); errno != 0 {
+		Readied.TextErr = errno
 	}
 }
 
@@ -136,8 +139,11 @@ func readFull(fd int, buf []byte) (int, error) {
 // is not read.
 func textMapping(maps []byte, pc uintptr) (start, end uintptr, ok bool) {
 	for len(maps) > 0 {
-		i := indexByte(string(maps), '\n')
-		if i < 0 {
+		i := 0
+		for i < len(maps) && maps[i] != '\n' {
+			i++
+		}
+		if i == len(maps) {
 			return 0, 0, false
 		}
 		line := maps[:i]
