@@ -120,6 +120,8 @@ export default async function main() {
 	untold := trace(false)
 	require.Len(t, untold.Divergences, 1, "%+v", untold)
 	assert.Equal(t, 2, untold.Divergences[0].Position, "%+v", untold.Divergences)
+	assert.Contains(t, string(untold.Result), "revision_conflict: crw.commit #1 of node \\\"look\\\": the recorded run has no such commit, and a shadow commits nothing (the shadow of a trace of a run without a repository is given --no-repo)",
+		"the error the script caught says what the shadow lacks")
 }
 
 // TestAShadowStopsWhereItsResumeWould: a resume whose script commits with another message, steps

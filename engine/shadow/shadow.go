@@ -118,7 +118,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	s := &host{stopRun: stopRun,
-		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository,
+		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository, trace: opts.History == nil,
 		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles: inputs.RoleTable(h.Started.RolePairs),
 		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
@@ -205,6 +205,7 @@ type host struct {
 	tiers              map[string]int
 	limits             *store.Limits
 	noRepo             bool // the recorded run has no repository
+	trace              bool // the record is a trace's rows
 
 	// The decisions the script asked, and those of the record's tier steps (loop goroutine
 	// only): crw.decide refuses as the run's book does (decisions.CheckAsk).
@@ -260,7 +261,11 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 	s.commits++
 	if k >= len(s.h.Commits) {
 		// Past the record's commits, which a resume would make: a shadow commits nothing.
-		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing", k+1, node)
+		hint := ""
+		if s.trace && len(s.h.Commits) == 0 {
+			hint = " (the shadow of a trace of a run without a repository is given --no-repo)"
+		}
+		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing%s", k+1, node, hint)
 	}
 	rec := s.h.Commits[k]
 	if d := effects.CommitDivergence(k, rec, node, message); d != nil {

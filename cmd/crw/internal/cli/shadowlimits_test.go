@@ -12,6 +12,7 @@ import (
 
 	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/internal/enginetest"
 )
 
 // promptLimitScript takes another path where its long prompt is refused: a run created with
@@ -23,8 +24,9 @@ export default async function main() {
 }
 `
 
-// tracedRun runs script without a repository on the fake backend (its calls answered "ok"),
-// created with flags, and writes its trace: crw runs a command line on the run's state folder.
+// tracedRun runs script on the fake backend (its calls answered "ok", an executor's writing a
+// file), created with flags, and writes its trace: crw runs a command line on the run's state
+// folder.
 func tracedRun(t *testing.T, script string, flags ...string) (crw func(words ...string) (int, string, string), wf string, run tracedResult, trace string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -32,13 +34,13 @@ func tracedRun(t *testing.T, script string, flags ...string) (crw func(words ...
 	wf = filepath.Join(dir, "wf.js")
 	answers := filepath.Join(dir, "answers.json")
 	require.NoError(t, os.WriteFile(wf, []byte(script), 0o644))
-	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {}, "turns": [{"text": "ok"}]}]}`), 0o644))
+	require.NoError(t, os.WriteFile(answers, []byte(`{"answers": [{"match": {}, "turns": [{"text": "ok", "files": {"made.txt": "made"}}]}]}`), 0o644))
 	crw = func(words ...string) (int, string, string) {
 		var out, errOut strings.Builder
 		code := Run(append(words, "--state", state), IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, backend.NewRegistry(fake.Descriptor()))
 		return code, out.String(), errOut.String()
 	}
-	code, out, errOut := crw(append([]string{"flow", "run", wf, "--no-repo", "--answers", answers, "--json"}, flags...)...)
+	code, out, errOut := crw(append([]string{"flow", "run", wf, "--answers", answers, "--json"}, flags...)...)
 	require.Equal(t, 0, code, "%s%s", out, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &run), out)
 	trace = filepath.Join(dir, "run.jsonl")
@@ -58,7 +60,7 @@ type tracedResult struct {
 // runs within the run's own, and refuses limits given.
 func TestATracesShadowRunsWithinTheLimitsGiven(t *testing.T) {
 	t.Parallel()
-	crw, wf, run, trace := tracedRun(t, promptLimitScript, "--max-prompt", "1")
+	crw, wf, run, trace := tracedRun(t, promptLimitScript, "--no-repo", "--max-prompt", "1")
 	require.JSONEq(t, `"small"`, string(run.Result), "the long prompt was refused")
 
 	code, out, errOut := crw("flow", "shadow", wf, "--trace", trace)
@@ -95,7 +97,7 @@ export default async function main() {
   await agent.call({ role: "explorer", node: "after", prompt: "after the commit: " + how });
   return how;
 }
-`)
+`, "--no-repo")
 	require.JSONEq(t, `"invalid_request"`, string(run.Result), "the run has no repository to commit in")
 
 	code, out, errOut := crw("flow", "shadow", wf, "--trace", trace)
@@ -112,4 +114,24 @@ export default async function main() {
 	code, out, errOut = crw("flow", "shadow", wf, "--run", run.Run, "--no-repo")
 	assert.Equal(t, 2, code, "%s%s", out, errOut)
 	assert.Contains(t, errOut, "invalid_request: --no-repo is for the shadow of a trace: a run's shadow knows whether the run has a repository")
+}
+
+// TestATraceOfARunThatCommittedIsNotShadowedWithoutARepository: --no-repo says the trace's run
+// had no repository, which a run that committed had: refused, the flag named.
+func TestATraceOfARunThatCommittedIsNotShadowedWithoutARepository(t *testing.T) {
+	t.Parallel()
+	repo := enginetest.GitRepo(t, map[string]string{"README.md": "# x\n"})
+	crw, wf, run, trace := tracedRun(t, `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  await agent.call({ role: "executor", node: "a", prompt: "make it" });
+  return (await crw.commit("a", { message: "made" })).message;
+}
+`, "--repo", repo)
+	require.JSONEq(t, `"made"`, string(run.Result))
+	code, out, errOut := crw("flow", "shadow", wf, "--trace", trace)
+	assert.Equal(t, 0, code, "%s%s", out, errOut)
+	code, out, errOut = crw("flow", "shadow", wf, "--trace", trace, "--no-repo")
+	assert.Equal(t, 2, code, "%s%s", out, errOut)
+	assert.Contains(t, errOut, "invalid_request: --no-repo is given, but the trace's run committed (its rows hold crw.commit's): it had a repository")
 }

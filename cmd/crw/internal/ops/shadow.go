@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/shadow"
@@ -62,6 +63,9 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 		f.Close()
 		if err != nil {
 			return nil, errs.Field("trace", o.Trace, "%v", err)
+		}
+		if o.NoRepo && slices.ContainsFunc(rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }) {
+			return nil, errs.NewNaming(errs.InvalidRequest, "{no_repo} is given, but the trace's run committed (its rows hold crw.commit's): it had a repository")
 		}
 	}
 	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Limits: limits, NoRepository: o.NoRepo, Log: o.Log})
