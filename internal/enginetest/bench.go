@@ -1,7 +1,9 @@
 package enginetest
 
 import (
+	"flag"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -39,9 +41,16 @@ const BenchAnswers = `{"answers": [{"match": {}, "turns": [{"json": {"status": "
   "files": ["internal/runner/runner.go", "internal/runner/runner_test.go", "cmd/tool/main.go"]},
   "tokens": {"input": 100, "output": 50}}]}]}`
 
-// TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it, and its heap
-// readied for huge pages as that of a crw command that runs workflows.
+// TuneGCAsCrw runs a benchmark with the collector tuned as crw's process tunes it, its heap
+// readied for huge pages as that of a crw command that runs workflows, and no heap profile
+// sampled (crw's process samples none; a test binary samples one allocation each 512 KiB,
+// a stack recorded for each, ~3% of a call) unless the benchmark writes one (-memprofile).
 func TuneGCAsCrw(b *testing.B) {
+	if f := flag.Lookup("test.memprofile"); f == nil || f.Value.String() == "" {
+		old := runtime.MemProfileRate
+		runtime.MemProfileRate = 0
+		b.Cleanup(func() { runtime.MemProfileRate = old })
+	}
 	gctune.LargeHeap()
 	if os.Getenv("GOGC") == "" {
 		old := debug.SetGCPercent(gctune.ProcessPercent)
