@@ -31,7 +31,8 @@ object: {"run": ID, "status": ..., "result": ..., "error": ..., "calls": {STATUS
 Exit status: 0 when the workflow returned, 1 when it threw, met a limit or was cancelled, 2 on
 bad input (flags, input, answers or role file, a workflow that does not load), 3 when the run
 paused (a usage or rate limit, or its token budget: crw flow resume goes on with it), 4 when it
-waits for a decision (crw flow answer). Neither 3 nor 4 prints a result: the run is not over.`,
+waits for a decision (crw flow answer). Neither 3 nor 4 prints a result (with --json, "result" is
+null): the run is not over.`,
 		Args: cobra.ExactArgs(1),
 	}
 	take := createflags.Add(cmd, f, &opts.Create, "fake")
