@@ -16,6 +16,7 @@ import (
 	"github.com/crw-dev/crw/engine"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/diagnosis"
+	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/internal/enginetest"
 	"github.com/crw-dev/crw/journal"
@@ -331,4 +332,38 @@ export default async function main() {
 			assert.JSONEq(t, tc.result, string(end.Result))
 		})
 	}
+}
+
+// TestARunWhoseInputAndSchemaHoldHTMLCharactersResumes: the journal keeps JSON as encoding/json
+// writes it, "<", ">", "&", U+2028 and U+2029 escaped; the run's input and a decision's schema
+// holding them are still the ones the run started with and asked when its process after the
+// answer compares them, and the run goes on to its end, its shadow with it.
+func TestARunWhoseInputAndSchemaHoldHTMLCharactersResumes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	svc, _ := enginetest.LocalService(t)
+	wf := filepath.Join(t.TempDir(), "wf.js")
+	require.NoError(t, os.WriteFile(wf, []byte(`import crw from "crw";
+export default async function main(input) {
+  const go = await crw.decide({ id: "go", question: "q", schema: { type: "object",
+    properties: { ok: { type: "string", enum: ["yes > no & <maybe>\u2028"] } }, required: ["ok"], additionalProperties: false } });
+  return [input.task, go.ok];
+}
+`), 0o644))
+	id, err := svc.Create(ctx, engine.CreateOptions{Workflow: wf, Input: json.RawMessage(`{"task": "a < b & c > d \u2029"}`)})
+	require.NoError(t, err)
+	waiting, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"ok": "yes > no & <maybe>\u2028"}`), "t", false)
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["a < b & c > d \u2029", "yes > no & <maybe>\u2028"]`, string(end.Result))
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+	require.NoError(t, err)
+	assert.NoError(t, rep.Stop)
+	assert.Equal(t, store.RunCompleted, rep.Status, "%+v", rep.Error)
 }

@@ -426,11 +426,17 @@ func Canonical(doc json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// SameJSON reports whether two JSON texts are the same but for whitespace.
+// SameJSON reports whether two JSON texts are the same but for whitespace and the escaping of
+// "<", ">", "&", U+2028 and U+2029 in their strings, which encoding/json writes escaped where
+// a row keeps JSON as it is given (json.RawMessage): the input a run was created with and the
+// one its started row holds, a decision's schema and the one its request row holds.
 func SameJSON(a, b json.RawMessage) bool {
 	var x, y bytes.Buffer
 	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
 		return false
 	}
-	return bytes.Equal(x.Bytes(), y.Bytes())
+	var ex, ey bytes.Buffer
+	json.HTMLEscape(&ex, x.Bytes())
+	json.HTMLEscape(&ey, y.Bytes())
+	return bytes.Equal(ex.Bytes(), ey.Bytes())
 }

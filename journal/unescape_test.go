@@ -28,3 +28,20 @@ func TestUnescapeHTMLKeepsTheValue(t *testing.T) {
 		}
 	}
 }
+
+func TestSameJSONIsTheSameValueWhateverTheHTMLEscaping(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"a": "x < y"}`, `{"a":"x \u003c y"}`, true},
+		{`["&", ">", "\u2028", "\u2029"]`, `["\u0026","\u003e","` + "\u2028" + `","` + "\u2029" + `"]`, true},
+		{`{"a": 1, "b": 2}`, `{"a":1,"b":2}`, true},
+		{`{"a": "x < y"}`, `{"a":"x > y"}`, false},
+		{`{"a": 1, "b": 2}`, `{"b":2,"a":1}`, false}, // members in another order
+		{`"\\u003c"`, `"<"`, false},                  // a backslash, then u003c
+		{`{"a": "x"}`, `{"a": "x"`, false},           // not JSON
+	} {
+		assert.Equal(t, c.same, journal.SameJSON(json.RawMessage(c.a), json.RawMessage(c.b)), "%s and %s", c.a, c.b)
+	}
+}
