@@ -29,6 +29,16 @@ import (
 // results, what crw.decide and a resume: handle refuse), and its shadow must match every
 // call and end with the run's result.
 
+// serviceWithRepo is a run service on a state folder of its own, a git repository for its runs
+// and a context that ends with the test or at enginetest.Timeout.
+func serviceWithRepo(t *testing.T) (context.Context, *engine.Service, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	t.Cleanup(cancel)
+	svc, _ := enginetest.LocalService(t)
+	return ctx, svc, gitRepo(t, map[string]string{"README": "hello\n"})
+}
+
 // shadowOfRun shadows run id with the script at wf and requires it to match the run: no
 // difference, and the run's result.
 func shadowOfRun(t *testing.T, svc *engine.Service, id, wf string, end *store.Status) {
@@ -131,10 +141,7 @@ export default async function main() {
 // record (a commit the journal has none of yet) is no divergence: the resume makes it.
 func TestAShadowStopsWhereItsResumeWould(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
-	defer cancel()
-	repo := gitRepo(t, map[string]string{"README": "hello\n"})
-	svc, _ := enginetest.LocalService(t)
+	ctx, svc, repo := serviceWithRepo(t)
 	script := `import { agent } from "crw:agent";
 import crw from "crw";
 const schema = { type: "object", properties: { done: { type: "boolean" } }, required: ["done"], additionalProperties: false };
@@ -203,6 +210,94 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["null_model", "null_model", 1, "executor-t1", "original message", "more", true]`, string(end.Result))
 	shadowOfRun(t, svc, id, more, end)
+}
+
+// TestAShadowDoesNotStopAtACommitAResumeMakesAgain: a commit the paused process made after a call
+// the pause held is made again by the resume that runs that call again, whatever node or
+// message the resume's script gives it: an edited script's shadow does not stop there, and a
+// resume with it is taken and ends with the edit.
+func TestAShadowDoesNotStopAtACommitAResumeMakesAgain(t *testing.T) {
+	t.Parallel()
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const b = await agent.call({ role: "executor", node: "b", prompt: "B" });
+  const a = await agent.call({ role: "executor", node: "a", prompt: "A" });
+  let c;
+  try { c = (await crw.commit("b", { message: "b done" })).message; } catch (e) { c = e.reason; }
+  return [b.status, a.status, c];
+}
+`
+	paused := `{"answers": [{"match": {"node": "a"}, "turns": [{"error": "usageLimitExceeded"}]},
+  {"match": {"role": "executor"}, "turns": [{"text": "done", "files": {"x.txt": "x"}}]}]}`
+	after := `{"answers": [{"match": {"role": "executor"}, "turns": [{"text": "done", "files": {"y.txt": "y"}}]}]}`
+	for _, c := range []struct{ name, from, to, want string }{
+		{"message", `"b done"`, `"b finished"`, `["completed", "completed", "b finished"]`},
+		{"node", `crw.commit("b"`, `crw.commit("a"`, `["completed", "completed", "b done"]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, svc, repo := serviceWithRepo(t)
+			id, end, _ := runIn(t, svc, repo, script, paused, nil)
+			require.Equal(t, store.RunPaused, end.Status, "%+v", end.Error)
+			require.JSONEq(t, `["completed", "held", "b done"]`, string(end.Result), "the paused process committed with the held result")
+			edited := filepath.Join(t.TempDir(), "edited.js")
+			require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(script, c.from, c.to, 1)), 0o644))
+			rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited})
+			require.NoError(t, err)
+			require.NoError(t, rep.Stop, "the shadow stopped where a resume goes on")
+			require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t"))
+			a, err := fake.ParseAnswers("answers.json", []byte(after))
+			require.NoError(t, err)
+			end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+			require.NoError(t, err)
+			require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+			assert.JSONEq(t, c.want, string(end.Result))
+		})
+	}
+}
+
+// TestATierStepPastTheRecordStepsTheNodeInTheShadowToo: a tier step the record does not have,
+// which a resume makes, moves the node's next executor calls a tier up there: one the record
+// has of the node then diverges (its role), in the shadow as in the resume, which is refused;
+// a second step of the node is refused as the run refuses it.
+func TestATierStepPastTheRecordStepsTheNodeInTheShadowToo(t *testing.T) {
+	t.Parallel()
+	ctx, svc, repo := serviceWithRepo(t)
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+const schema = { type: "object", properties: { done: { type: "boolean" } }, required: ["done"], additionalProperties: false };
+const attempt = async (f) => { try { return await f(); } catch (e) { return e.reason || e.code; } };
+export default async function main() {
+  const one = await agent.call({ role: "executor", node: "f", prompt: "one", schema });
+  const steps = [];
+  const two = await agent.call({ role: "executor", node: "f", prompt: "two", schema });
+  const go = await crw.decide({ id: "go", question: "Go on?", schema: { type: "object",
+    properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  return [one.status, steps, two.status, go.ok];
+}
+`
+	answers := `{"answers": [{"match": {"role": "executor"}, "turns": [{"text": "nope", "files": {"a.txt": "a\n"}}, {"text": "still nope"}]}]}`
+	id, waiting, _ := runIn(t, svc, repo, script, answers, nil)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(script, "const steps = [];",
+		`const steps = [await attempt(() => crw.tierStep("f", one).tier), await attempt(() => crw.tierStep("f", one).tier)];
+  console.log(JSON.stringify(steps));`, 1)), 0o644))
+	var console strings.Builder
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited, Log: &console})
+	require.NoError(t, err)
+	// The node's second executor call is the tier up's: not the record's c2, which is never made.
+	require.Len(t, rep.New, 1, "%+v", rep)
+	assert.Equal(t, []string{"executor-t1", "f", "two"}, []string{rep.New[0].Role, rep.New[0].Node, rep.New[0].Prompt})
+	require.Len(t, rep.Unmade, 1, "%+v", rep)
+	assert.Equal(t, "c2", rep.Unmade[0].Call)
+	// The second step is refused as the run refuses a node's second (its top tier already).
+	assert.Contains(t, console.String(), `["unrecorded","invalid_request"]`)
+	err = svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t")
+	e, ok := errs.As(err)
+	require.True(t, ok, "the resume's script was taken: %v", err)
+	assert.Equal(t, errs.RevisionConflict, e.Code, "%v", err)
 }
 
 // TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way

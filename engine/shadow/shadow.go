@@ -206,6 +206,11 @@ type host struct {
 	limits             *store.Limits
 	noRepo             bool // the recorded run has no repository
 	trace              bool // the record is a trace's rows
+	// leftAt is the held row of the first call a pause held that the script was given, where a
+	// resume leaves the record (replay.Replayer.LeftAt); remade, whether the commits from there
+	// are ones a resume makes again (loop goroutine only).
+	leftAt uint64
+	remade bool
 
 	// The decisions the script asked, and those of the record's tier steps (loop goroutine
 	// only): crw.decide refuses as the run's book does (decisions.CheckAsk).
@@ -268,7 +273,15 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing%s", k+1, node, hint)
 	}
 	rec := s.h.Commits[k]
+	if !s.remade && s.leftAt != 0 && s.h.SupersededBy(rec.Intent.Seq, s.leftAt) {
+		// The process that recorded this commit and every later one had the result of a call
+		// a pause held, which a resume runs again: it makes them again (effects.Commit).
+		s.remade = true
+	}
 	if d := effects.CommitDivergence(k, rec, node, message); d != nil {
+		if s.remade {
+			return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run made its commit here with a result a pause held, and a resume makes it again; a shadow commits nothing", k+1, node)
+		}
 		return nil, s.diverged(d)
 	}
 	if rec.Result == nil && rec.Intent.Status == "" {
@@ -295,7 +308,11 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 	}
 	k := s.tierSteps
 	if k >= len(s.h.TierSteps) {
-		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.tierStep #%d of node %q: the recorded run has no such tier step", k+1, node)
+		// A resume makes it: the node's next executor calls run a tier up, as here, and one
+		// the record has of the node then diverges (its role), as in the resume.
+		s.tierSteps++
+		s.tiers[node]++
+		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.tierStep #%d of node %q: the recorded run has no such tier step, and a shadow steps nothing", k+1, node)
 	}
 	if d := effects.TierStepDivergence(k, s.h.TierSteps[k], node, evidence); d != nil {
 		return nil, s.diverged(d)
@@ -439,6 +456,9 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	}
 	p := inputs.Prepare(req, s.roles, &s.schemas)
 	m := s.replay.Next(&p.Inputs)
+	if m.Rec != nil && m.Rec.Reopened() && m.Rec.EndType != "" && s.leftAt == 0 {
+		s.leftAt = m.Rec.EndSeq
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
