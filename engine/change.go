@@ -156,6 +156,9 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		why = append(why, rep.Stop.Error())
 	}
 	for _, d := range rep.Divergences {
+		if rep.OffRecord > 0 && d.Position >= rep.OffRecord {
+			continue // a resume runs the held call again, and the script's calls from there are its own
+		}
 		var fields []string
 		for _, f := range d.Fields {
 			fields = append(fields, f.Field)

@@ -300,6 +300,46 @@ export default async function main() {
 	assert.Equal(t, errs.RevisionConflict, e.Code, "%v", err)
 }
 
+// TestAResumeMayAskAnewWhatAPauseHeld: a resume runs again the calls a pause held, and from the
+// first of them what its script asks is its own: a script that asks them otherwise is taken,
+// and the run ends with what it asked.
+func TestAResumeMayAskAnewWhatAPauseHeld(t *testing.T) {
+	t.Parallel()
+	ctx, svc, repo := serviceWithRepo(t)
+	script := `import { agent } from "crw:agent";
+export default async function main() {
+  const b = await agent.call({ role: "executor", node: "b", prompt: "B" });
+  const a = await agent.call({ role: "executor", node: "a", prompt: "A" });
+  const c = await agent.call({ role: "executor", node: "c", prompt: "C" });
+  return [b.status, a.status, c.status, c.output];
+}
+`
+	id, paused, _ := runIn(t, svc, repo, script, `{"answers": [{"match": {"node": "a"}, "turns": [{"error": "usageLimitExceeded"}]},
+  {"match": {}, "turns": [{"text": "ok"}]}]}`, nil)
+	require.Equal(t, store.RunPaused, paused.Status, "%+v", paused.Error)
+	// Before the held call, the record is the script's: a change there is refused.
+	before := filepath.Join(t.TempDir(), "before.js")
+	require.NoError(t, os.WriteFile(before, []byte(strings.Replace(script, `prompt: "B"`, `prompt: "B, better"`, 1)), 0o644))
+	err := svc.ChangeResume(ctx, id, engine.ResumeChange{Script: before}, "t")
+	e, ok := errs.As(err)
+	require.True(t, ok, "a change before the held call was taken: %v", err)
+	assert.Contains(t, e.Error(), "call c1 (#1, node b) asks another prompt")
+
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(script, `prompt: "C"`, `prompt: "C, better"`, 1)), 0o644))
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.OffRecord, "the resume leaves the record at the held call c2")
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t"))
+	a, err := fake.ParseAnswers("answers.json", []byte(`{"answers": [{"match": {"prompt": "C, better"}, "turns": [{"text": "better"}]},
+  {"match": {}, "turns": [{"text": "ok"}]}]}`))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", "completed", "completed", "better"]`, string(end.Result))
+}
+
 // TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way
 // reached the script before the call's result; the shadow gives it in that order, not at once
 // (which would have it win every race) nor after the call.

@@ -71,6 +71,10 @@ type Report struct {
 	// than the record has at its place) at which the script stopped, as its run stops there
 	// (Error says so too); nil when it did not.
 	Stop error `json:"-"`
+	// OffRecord is the position of the first call the script made that a pause held in the
+	// record: a resume runs it again, and from there what the script asks is its own, not
+	// compared with the record (0: none).
+	OffRecord int `json:"-"`
 }
 
 // Differs reports whether the script made anything but exactly the recorded calls.
@@ -456,12 +460,16 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	}
 	p := inputs.Prepare(req, s.roles, &s.schemas)
 	m := s.replay.Next(&p.Inputs)
-	if m.Rec != nil && m.Rec.Reopened() && m.Rec.EndType != "" && s.leftAt == 0 {
+	offRecord := m.Rec != nil && m.Rec.Reopened() && s.leftAt == 0 && m.Rec.EndType != ""
+	if offRecord {
 		s.leftAt = m.Rec.EndSeq
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if offRecord {
+		s.report.OffRecord = m.Index
+	}
 	switch m.Kind {
 	case replay.Fresh:
 		s.report.New = append(s.report.New, Call{Position: m.Index, Role: req.Role, Node: req.Node, Prompt: short(req.Prompt), Site: req.Site})
