@@ -151,9 +151,9 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		return err
 	}
 	var why []string
-	if rep.Stop != nil {
+	if e, ok := errs.As(rep.Stop); ok {
 		// Its process would stop there (a commit, a tier step or a decision asked otherwise).
-		why = append(why, rep.Stop.Error())
+		why = append(why, e.Detail)
 	}
 	for _, d := range rep.Divergences {
 		if rep.OffRecord > 0 && d.Position >= rep.OffRecord {

@@ -182,6 +182,7 @@ export default async function main() {
 		rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited})
 		require.NoError(t, err, c.name)
 		require.Error(t, rep.Stop, "%s: the shadow went on: %s %s", c.name, rep.Status, rep.Result)
+		assert.True(t, rep.Differs(), c.name)
 		assert.Contains(t, rep.Stop.Error(), c.stop, c.name)
 		require.NotNil(t, rep.Error, c.name)
 		assert.Equal(t, []string{string(store.RunFailed), "revision_conflict", "divergence"}, []string{string(rep.Status), rep.Error.Code, rep.Error.Reason}, c.name)
@@ -190,6 +191,7 @@ export default async function main() {
 		require.True(t, ok, "%s: the resume's script was taken: %v", c.name, err)
 		assert.Equal(t, errs.RevisionConflict, e.Code, "%s: %v", c.name, err)
 		assert.Contains(t, e.Error(), c.stop, c.name)
+		assert.Equal(t, 1, strings.Count(e.Error(), "revision_conflict"), "%s: %v", c.name, err)
 		assert.Equal(t, before, rows(), "%s: nothing is written", c.name)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,8 +78,11 @@ type Report struct {
 	OffRecord int `json:"-"`
 }
 
-// Differs reports whether the script made anything but exactly the recorded calls.
-func (r *Report) Differs() bool { return len(r.Divergences)+len(r.Unmade)+len(r.New) > 0 }
+// Differs reports whether the script made anything but exactly the recorded calls, or stopped
+// at an effect asked otherwise than the record's.
+func (r *Report) Differs() bool {
+	return len(r.Divergences)+len(r.Unmade)+len(r.New) > 0 || r.Stop != nil
+}
 
 // Divergence is a call whose inputs differ from the recorded call it was aligned with.
 type Divergence struct {
@@ -123,9 +127,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer stopRun(nil)
 	s := &host{stopRun: stopRun,
 		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository, trace: opts.History == nil,
-		rng:   rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
-		roles: inputs.RoleTable(h.Started.RolePairs),
-		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
+		traceCommitted: slices.ContainsFunc(opts.Rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }),
+		rng:            rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
+		roles:          inputs.RoleTable(h.Started.RolePairs),
+		asked:          map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, toldHolds: map[string][]string{},
 	}
 	for _, ts := range h.TierSteps {
@@ -210,6 +215,7 @@ type host struct {
 	limits             *store.Limits
 	noRepo             bool // the recorded run has no repository
 	trace              bool // the record is a trace's rows
+	traceCommitted     bool // and they hold a commit (one a resume made again, it may be)
 	// leftAt is the held row of the first call a pause held that the script was given, where a
 	// resume leaves the record (replay.Replayer.LeftAt); remade, whether the commits from there
 	// are ones a resume makes again (loop goroutine only).
@@ -271,7 +277,7 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 	if k >= len(s.h.Commits) {
 		// Past the record's commits, which a resume would make: a shadow commits nothing.
 		hint := ""
-		if s.trace && len(s.h.Commits) == 0 {
+		if s.trace && len(s.h.Commits) == 0 && !s.traceCommitted {
 			hint = " (the shadow of a trace of a run without a repository is given --no-repo)"
 		}
 		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.commit #%d of node %q: the recorded run has no such commit, and a shadow commits nothing%s", k+1, node, hint)
