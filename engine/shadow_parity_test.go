@@ -342,6 +342,78 @@ export default async function main() {
 	assert.JSONEq(t, `["completed", "completed", "completed", "better"]`, string(end.Result))
 }
 
+// TestAShadowStopsAtACommitBeforeTheRecordsCallsOfItsNode: a commit the record does not have,
+// made before the record's executor calls of its node are made again, would hold what those
+// calls wrote (the node's worktree is as the whole record left it): an edited script that
+// makes one takes another path, and a resume with it is refused. One of a node the record's
+// later calls do not write is past the record, and taken.
+func TestAShadowStopsAtACommitBeforeTheRecordsCallsOfItsNode(t *testing.T) {
+	t.Parallel()
+	ctx, svc, repo := serviceWithRepo(t)
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+const attempt = async (f) => { try { return await f(); } catch (e) { return e.reason; } };
+export default async function main() {
+  const one = await agent.call({ role: "executor", node: "f", prompt: "one" });
+  const g = await agent.call({ role: "executor", node: "g", prompt: "g" });
+  const kept = "none";
+  const two = await agent.call({ role: "executor", node: "f", prompt: "two" });
+  const go = await crw.decide({ id: "go", question: "Go on?", schema: { type: "object",
+    properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  return [one.status, g.status, kept, two.status, go.ok];
+}
+`
+	answers := `{"answers": [{"match": {"prompt": "one"}, "turns": [{"text": "done", "files": {"one.txt": "1"}}]},
+  {"match": {"prompt": "two"}, "turns": [{"text": "done", "files": {"two.txt": "2"}}]},
+  {"match": {}, "turns": [{"text": "done", "files": {"g.txt": "g"}}]}]}`
+	id, waiting, _ := runIn(t, svc, repo, script, answers, nil)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	edit := func(name, commit string) string {
+		path := filepath.Join(t.TempDir(), name+".js")
+		require.NoError(t, os.WriteFile(path, []byte(strings.Replace(script, `const kept = "none";`,
+			`const kept = await attempt(async () => (await crw.commit(`+commit+`)).message);`, 1)), 0o644))
+		return path
+	}
+	f := edit("f", `"f", { message: "after one" }`)
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: f})
+	require.NoError(t, err)
+	require.Error(t, rep.Stop, "%s %s", rep.Status, rep.Result)
+	assert.Contains(t, rep.Stop.Error(), `crw.commit #1 of node "f": the journal has no commit here, and its call c3 of the node, which writes, comes after it`)
+	err = svc.ChangeResume(ctx, id, engine.ResumeChange{Script: f}, "t")
+	e, ok := errs.As(err)
+	require.True(t, ok, "the resume's script was taken: %v", err)
+	assert.Equal(t, errs.RevisionConflict, e.Code)
+
+	// A resume of a run whose script was edited where it lies, which no check sees, stops at
+	// that commit: git is not touched.
+	other, waiting2, _ := runIn(t, svc, repo, script, answers, nil)
+	require.Equal(t, store.RunWaitingDecision, waiting2.Status, "%+v", waiting2.Error)
+	edited, err := os.ReadFile(f)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(scriptOf(t, svc, other), edited, 0o644))
+	refs := git(t, repo, "for-each-ref")
+	_, err = svc.Answer(ctx, other, "go", json.RawMessage(`{"ok": true}`), "t", false)
+	require.NoError(t, err)
+	_, err = svc.Execute(ctx, other, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+	e, ok = errs.As(err)
+	require.True(t, ok, "the resume went on: %v", err)
+	assert.Equal(t, errs.RevisionConflict, e.Code)
+	assert.Contains(t, e.Error(), `crw.commit #1 of node "f": the journal has no commit here, and its call c3 of the node, which writes, comes after it`)
+	assert.Equal(t, refs, git(t, repo, "for-each-ref"), "no ref moved")
+
+	g := edit("g", `"g", { message: "after g" }`)
+	rep, err = svc.Shadow(ctx, id, shadow.Options{Script: g})
+	require.NoError(t, err)
+	require.NoError(t, rep.Stop)
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: g}, "t"))
+	_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"ok": true}`), "t", false)
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", "completed", "after g", "completed", true]`, string(end.Result))
+}
+
 // TestAShadowGivesADecisionsAnswerAtItsPlace: an answer given while a call was under way
 // reached the script before the call's result; the shadow gives it in that order, not at once
 // (which would have it win every race) nor after the call.

@@ -214,6 +214,25 @@ func (r *Replayer) LeftAt() (uint64, bool) {
 	return r.leftAt, r.leftAt != 0
 }
 
+// OwedWriter is a call of node that writes (an executor's) the record has and the script has not
+// made again yet: a commit of the node the record does not have, made now, would hold what that
+// call wrote (the node's worktree is as the whole record left it). nil when there is none, or
+// once the script left the record at a call a pause held (Strict; an Align replay's host says
+// where it left). A scan of the record's calls, made only where a commit is past the record's.
+func (r *Replayer) OwedWriter(node string) *Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.h == nil || r.offRecord || (r.mode == Strict && r.caughtUpLocked()) {
+		return nil
+	}
+	for i := 1; i <= r.h.MaxIndex; i++ {
+		if c := r.h.AtIndex(i); c != nil && c.Node == node && Writes(c.Role) && !c.Reopened() && !r.isMade(c) {
+			return c
+		}
+	}
+	return nil
+}
+
 // Made reports whether the script made the recorded call again.
 func (r *Replayer) Made(c *Call) bool {
 	r.mu.Lock()

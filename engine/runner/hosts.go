@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/runner/progress"
@@ -40,15 +41,16 @@ type effectsHost struct{ r *runner }
 
 var _ effects.Host = effectsHost{}
 
-func (h effectsHost) Stopping() error                    { return context.Cause(h.r.ctx) }
-func (h effectsHost) Stop(err error)                     { h.r.stop(err) }
-func (h effectsHost) Append(rows ...*journal.Row) uint64 { return h.r.j.Append(rows...) }
-func (h effectsHost) Sync(seq uint64) error              { return h.r.j.Sync(seq) }
-func (h effectsHost) FlushSoon()                         { h.r.flushSoon() }
-func (h effectsHost) Logged(e *errs.Error) string        { return h.r.logged(e) }
-func (h effectsHost) ToldHolds(node string) []string     { return h.r.book.ToldHolds(node) }
-func (h effectsHost) LeftAt() (uint64, bool)             { return h.r.replay.LeftAt() }
-func (h effectsHost) AskStep(id string)                  { h.r.book.AskStep(id) }
+func (h effectsHost) Stopping() error                     { return context.Cause(h.r.ctx) }
+func (h effectsHost) Stop(err error)                      { h.r.stop(err) }
+func (h effectsHost) Append(rows ...*journal.Row) uint64  { return h.r.j.Append(rows...) }
+func (h effectsHost) Sync(seq uint64) error               { return h.r.j.Sync(seq) }
+func (h effectsHost) FlushSoon()                          { h.r.flushSoon() }
+func (h effectsHost) Logged(e *errs.Error) string         { return h.r.logged(e) }
+func (h effectsHost) ToldHolds(node string) []string      { return h.r.book.ToldHolds(node) }
+func (h effectsHost) LeftAt() (uint64, bool)              { return h.r.replay.LeftAt() }
+func (h effectsHost) OwedWriter(node string) *replay.Call { return h.r.replay.OwedWriter(node) }
+func (h effectsHost) AskStep(id string)                   { h.r.book.AskStep(id) }
 
 func (h effectsHost) Ended(call string) (effects.Ended, bool) {
 	h.r.mu.Lock()

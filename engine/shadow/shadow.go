@@ -275,6 +275,11 @@ func (s *host) Commit(node, message string) (json.RawMessage, error) {
 	k := s.commits
 	s.commits++
 	if k >= len(s.h.Commits) {
+		if c := s.owedWriter(node); c != nil {
+			// The node's worktree holds what the record's later calls of it wrote: a commit
+			// the record has none of here would hold it. The script took another path.
+			return nil, s.diverged(effects.OwedCommitDivergence(k, node, c.ID))
+		}
 		// Past the record's commits, which a resume would make: a shadow commits nothing.
 		hint := ""
 		if s.trace && len(s.h.Commits) == 0 && !s.traceCommitted {
@@ -424,6 +429,15 @@ func (s *host) diverged(d error) error {
 	s.stopMu.Unlock()
 	s.stopRun(d)
 	return effects.DivergenceThrown(d)
+}
+
+// owedWriter is a call of node that writes the record has and the script has not made yet,
+// while the script is on the record (no call a pause held given it yet): Replayer.OwedWriter.
+func (s *host) owedWriter(node string) *replay.Call {
+	if s.leftAt != 0 {
+		return nil
+	}
+	return s.replay.OwedWriter(node)
 }
 
 // stop is the divergence that stopped the script, if one did.

@@ -46,6 +46,9 @@ type Host interface {
 	AskStep(decisionID string)
 	// LeftAt is where a pause's rerun left the journal's record (replay.Replayer.LeftAt).
 	LeftAt() (uint64, bool)
+	// OwedWriter is a call of node that writes the record has and the script has not made
+	// again yet (replay.Replayer.OwedWriter).
+	OwedWriter(node string) *replay.Call
 }
 
 // Config is a run's effects in one process.
@@ -109,6 +112,13 @@ func CommitDivergence(k int, rec *replay.Commit, node, message string) error {
 	}
 	return fmt.Errorf("crw.commit #%d: the script commits node %q with message %q; the journal's commit #%d is of node %q with message %q",
 		k+1, node, termtext.Clip(message, 80), k+1, rec.Intent.Node, termtext.Clip(rec.Intent.Message, 80))
+}
+
+// OwedCommitDivergence is the script's commit #k+1 of node, which the journal does not have,
+// made before call, a later call of the node that writes, is made again: a commit then would
+// hold what that call wrote.
+func OwedCommitDivergence(k int, node, call string) error {
+	return fmt.Errorf("crw.commit #%d of node %q: the journal has no commit here, and its call %s of the node, which writes, comes after it: a commit now would hold what that call wrote", k+1, node, call)
 }
 
 // TierStepDivergence is how the script's tier step #k+1, of node on the evidence call, differs
@@ -185,6 +195,15 @@ func (f *Effects) Commit(node, message string) (json.RawMessage, error) {
 			return CommitOutcome(rec.Intent, res)
 		}
 		return f.applyRecorded(rec)
+	}
+	if f.cfg.History != nil {
+		if c := f.host.OwedWriter(node); c != nil {
+			// A commit the record has none of, before the record's calls of the node are made
+			// again: the node's worktree holds what they wrote. The script took another path.
+			d := OwedCommitDivergence(k, node, c.ID)
+			f.host.Stop(DivergenceStop(f.cfg.Run, d))
+			return nil, DivergenceThrown(d)
+		}
 	}
 	if out, kept, err := f.keepSuperseded(node, message); kept {
 		return out, err

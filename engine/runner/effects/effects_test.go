@@ -30,12 +30,13 @@ func (h *host) Append(rows ...*journal.Row) uint64 {
 	h.rows = append(h.rows, rows...)
 	return uint64(len(h.rows))
 }
-func (h *host) Sync(uint64) error           { return nil }
-func (h *host) FlushSoon()                  {}
-func (h *host) Logged(e *errs.Error) string { return e.Detail }
-func (h *host) ToldHolds(string) []string   { return nil }
-func (h *host) AskStep(id string)           { h.asked = append(h.asked, id) }
-func (h *host) LeftAt() (uint64, bool)      { return 0, false }
+func (h *host) Sync(uint64) error              { return nil }
+func (h *host) FlushSoon()                     {}
+func (h *host) Logged(e *errs.Error) string    { return e.Detail }
+func (h *host) ToldHolds(string) []string      { return nil }
+func (h *host) AskStep(id string)              { h.asked = append(h.asked, id) }
+func (h *host) LeftAt() (uint64, bool)         { return 0, false }
+func (h *host) OwedWriter(string) *replay.Call { return nil }
 func (h *host) Ended(id string) (effects.Ended, bool) {
 	e, ok := h.ended[id]
 	return e, ok
