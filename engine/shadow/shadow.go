@@ -125,13 +125,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	s := &host{stopRun: stopRun,
-		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits, noRepo: opts.NoRepository, trace: opts.History == nil,
+	s := &host{
+		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits,
+		rng:    rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
+		roles:  inputs.RoleTable(h.Started.RolePairs),
+		noRepo: opts.NoRepository, trace: opts.History == nil,
 		traceCommitted: slices.ContainsFunc(opts.Rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }),
-		rng:            rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
-		roles:          inputs.RoleTable(h.Started.RolePairs),
 		asked:          map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, toldHolds: map[string][]string{},
+		stopRun: stopRun,
 	}
 	for _, ts := range h.TierSteps {
 		if ts.DecisionID != "" {
