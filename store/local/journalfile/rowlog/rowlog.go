@@ -125,13 +125,13 @@ type Log struct {
 	f     *os.File
 	path  string
 	end   int64 // past the last frame
-	ahead int64 // the file's blocks are allocated up to here (preallocate)
+	ahead int64 // the file's blocks are written up to here (preallocate)
 	buf   []byte
 	// synced, when not nil, is told the log's end after each fsync (for tests).
 	synced func(end int64)
 }
 
-// allocStep is how far ahead of the appends the file's blocks are allocated.
+// allocStep is how far ahead of the appends the file's blocks are written (preallocate).
 const allocStep = 1 << 20
 
 // Path is the log of the journal at dbPath.
@@ -294,8 +294,9 @@ func (l *Log) append(payload []byte) error {
 func (l *Log) write() error {
 	if end := l.end + int64(len(l.buf)); end > l.ahead {
 		// What follows the frames reads as zeros: a length of 0, the log's end.
+		from := max(l.ahead, l.end)
 		l.ahead = end + allocStep
-		preallocate(l.f, l.end, l.ahead-l.end)
+		preallocate(l.f, from, l.ahead-from)
 	}
 	if _, err := l.f.WriteAt(l.buf, l.end); err != nil {
 		return fmt.Errorf("journal log: write %s: %w", l.path, err)

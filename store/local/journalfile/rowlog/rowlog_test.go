@@ -1,6 +1,7 @@
 package rowlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -269,6 +270,8 @@ func TestBlocksAllocatedAheadAreTheEnd(t *testing.T) {
 	killed, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Greater(t, int64(len(killed)), l.end, "blocks are allocated ahead")
+	assert.Equal(t, int64(len(killed)), l.ahead, "the file's length is where the blocks written ahead end")
+	assert.Equal(t, -1, bytes.IndexFunc(killed[l.end:], func(r rune) bool { return r != 0 }), "what follows the frames is zeros")
 	require.NoError(t, l.Close())
 	info, err := os.Stat(path)
 	require.NoError(t, err)
