@@ -46,9 +46,10 @@ func (s *Service) Answer(ctx context.Context, run, id string, value json.RawMess
 		switch {
 		case r.Type == journal.TypeDecisionRequested && r.DecisionID == id:
 			// The newest: a decision asked again after a resume shows its question as it reads
-			// now (its schema is the same).
+			// now, and one asked anew after its answer (a resume ran a call a pause held
+			// again, and its script asks with another schema) waits for an answer of its own.
 			cp := *r
-			asked = &cp
+			asked, answered = &cp, nil
 		case r.Type == journal.TypeDecisionAnswered && r.DecisionID == id:
 			cp := *r
 			answered = &cp

@@ -896,7 +896,7 @@ func (h *History) hydrate(src Source) error {
 // seq held) again: its script left the record there (Replayer.LeftAt). The commits the process
 // that held the call recorded after the held row were made with the held result in hand, and
 // this process made them again (SupersededBy): they are superseded, and the commits it made
-// take their places.
+// take their places. The decisions it asked there are Left.
 func (b *builder) leave(held uint64) {
 	b.left = true
 	b.lefts = append(b.lefts, held)
@@ -910,6 +910,11 @@ func (b *builder) leave(held uint64) {
 		keep = append(keep, c)
 	}
 	h.Commits = keep
+	for _, d := range h.Decisions {
+		if h.SupersededBy(d.Request.Seq, held) {
+			d.Left = true
+		}
+	}
 }
 
 // abandoned reports whether c is a call a pause held that was issued after the held row where

@@ -38,6 +38,9 @@ type Decision struct {
 	Request, Answer *journal.Row
 	// Call stands for the answer's delivery in the History's Order.
 	Call *Call
+	// Left: the process that asked it held a call a pause held, and asked it after the held
+	// row, with the held result in hand; a later process ran the call again (builder.leave).
+	Left bool
 }
 
 // Writes reports whether a role's calls change their directory: the executor's tiers.
@@ -81,6 +84,13 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		case d.Answer == nil:
 			// Asked again, its question reading otherwise (a resume): the newest is shown.
 			d.Request = r
+		default:
+			// Asked anew after its answer: the process that asked it had the result of a call
+			// a pause held, and a resume that ran the call again asks with another schema
+			// (decisions.Book.Decide). The answer was given to the question the record left;
+			// the newest asking waits for its own.
+			h.Order = slices.DeleteFunc(h.Order, func(c *Call) bool { return c == d.Call })
+			d.Request, d.Answer, d.Call = r, nil, nil
 		}
 	case journal.TypeDecisionAnswered:
 		if d := h.Decisions[row.DecisionID]; d != nil && d.Answer == nil {

@@ -340,21 +340,28 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 }
 
 // Decide implements crw.Host: what the run's book refuses is refused (decisions.CheckAsk), a
-// schema other than the recorded one is a divergence, and the recorded answer reaches the
-// script at its place among the deliveries, as in a resume; a decision the record has no
-// answer to is rejected: nobody answers a shadow.
+// schema other than the recorded one is a divergence (unless the record asked it where a resume
+// leaves the record, which asks it anew), and the recorded answer reaches the script at its
+// place among the deliveries, as in a resume; a decision the record has no answer to is
+// rejected: nobody answers a shadow.
 func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
 	if _, err := decisions.CheckAsk(d, s.asked, s.stepAsked[d.ID]); err != nil {
 		return err
 	}
 	s.asked[d.ID] = true
 	if rec := s.h.Decisions[d.ID]; rec != nil {
-		if div := decisions.SchemaChanged(rec.Request, d); div != nil {
+		div := decisions.SchemaChanged(rec.Request, d)
+		switch {
+		case div != nil && !decisions.AskedPastTheRecord(s.h, rec, s.leftAt, s.leftAt != 0):
 			return s.diverged(div)
-		}
-		if rec.Answer != nil {
+		case div == nil && rec.Answer != nil:
 			answer := rec.Answer.Output
 			s.replay.Recorded(rec.Call, func() { settle(answer, nil) })
+			return nil
+		case div != nil:
+			// Asked by the process that held a call a pause held, after it: a resume, which
+			// runs the call again, asks it anew and waits for its answer.
+			go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: a resume asks it anew, with the schema the script builds now, and waits for its answer: nobody answers a shadow", d.ID))
 			return nil
 		}
 	}

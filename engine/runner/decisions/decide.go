@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crw-dev/crw/engine/inputs"
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/runner/effects"
 	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
@@ -80,51 +81,87 @@ func (b *Book) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 		if ask.answered {
 			return errs.Throw(errs.InvalidRequest, "", "crw.decide %q: the tier step's decision is answered already", d.ID)
 		}
-		b.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
-		b.Kick()
+		b.await(d, v, settle)
 		return nil
 	}
 	if b.h != nil {
 		if rec := b.h.Decisions[d.ID]; rec != nil {
-			// A decision is its id and its schema: the answer is checked against the schema,
-			// and the question is only what the owner is shown. A question built from a
-			// result that a resume got anew (a call a pause held, run again) may read
-			// otherwise; it is shown, not taken for another path.
-			if div := SchemaChanged(rec.Request, d); div != nil {
-				b.host.Stop(effects.DivergenceStop(b.run, div))
-				return effects.DivergenceThrown(div)
-			}
-			changed := rec.Request.Node == "" && rec.Request.Question != d.Question
-			if changed && plant.On(plant.DecisionByQuestion) {
-				div := fmt.Errorf("crw.decide %q: the script asks another question than the journal recorded", d.ID)
-				b.host.Stop(effects.DivergenceStop(b.run, div))
-				return effects.DivergenceThrown(div)
-			}
-			if rec.Answer != nil {
-				if changed {
-					b.j.Append(journal.Warning{Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
-						Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, termtext.Clip(d.Question, 80), termtext.Clip(rec.Request.Question, 80))}.Row())
-					b.host.FlushSoon()
-				}
-				answer := rec.Answer.Output
-				b.replay.Recorded(rec.Call, func() { settle(answer, nil) })
-				return nil
-			}
-			if changed {
-				// Asked again with the question as it reads now: status shows that one.
-				b.j.Append(journal.DecisionRequested{ID: d.ID, Question: d.Question, Schema: d.Schema}.Row())
-				b.host.FlushSoon()
-				b.host.PublishSoon()
-			}
-			b.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
-			b.Kick()
-			return nil
+			return b.recorded(rec, d, v, settle)
 		}
 	}
+	b.ask(d, v, settle)
+	return nil
+}
+
+// recorded is crw.decide of a decision the journal has asked.
+func (b *Book) recorded(rec *replay.Decision, d crw.Decision, v *schema.Validator, settle func(json.RawMessage, error)) error {
+	// A decision is its id and its schema: the answer is checked against the schema, and the
+	// question is only what the owner is shown. A question built from a result that a resume
+	// got anew (a call a pause held, run again) may read otherwise; it is shown, not taken for
+	// another path.
+	if div := SchemaChanged(rec.Request, d); div != nil {
+		if !b.askedPastTheRecord(rec) {
+			b.host.Stop(effects.DivergenceStop(b.run, div))
+			return effects.DivergenceThrown(div)
+		}
+		// The process that asked it had the result of a call a pause held, which this one
+		// ran again and got another result of: asked anew, with the schema the script builds
+		// now. An answer the record has was given to the other one.
+		b.ask(d, v, settle)
+		return nil
+	}
+	changed := rec.Request.Node == "" && rec.Request.Question != d.Question
+	if changed && plant.On(plant.DecisionByQuestion) {
+		div := fmt.Errorf("crw.decide %q: the script asks another question than the journal recorded", d.ID)
+		b.host.Stop(effects.DivergenceStop(b.run, div))
+		return effects.DivergenceThrown(div)
+	}
+	if rec.Answer != nil {
+		if changed {
+			b.j.Append(journal.Warning{Reason: ReasonQuestionChanged, DecisionID: d.ID, Question: d.Question,
+				Detail: fmt.Sprintf("crw.decide %q now asks %q; the answer recorded was given to %q", d.ID, termtext.Clip(d.Question, 80), termtext.Clip(rec.Request.Question, 80))}.Row())
+			b.host.FlushSoon()
+		}
+		answer := rec.Answer.Output
+		b.replay.Recorded(rec.Call, func() { settle(answer, nil) })
+		return nil
+	}
+	if changed {
+		// Asked again with the question as it reads now: status shows that one.
+		b.ask(d, v, settle)
+		return nil
+	}
+	b.await(d, v, settle)
+	return nil
+}
+
+// ask journals the decision's request (decision_requested) and has the script wait for its
+// answer.
+func (b *Book) ask(d crw.Decision, v *schema.Validator, settle func(json.RawMessage, error)) {
 	b.j.Append(journal.DecisionRequested{ID: d.ID, Question: d.Question, Schema: d.Schema}.Row())
-	b.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 	b.host.FlushSoon()
 	b.host.PublishSoon()
+	b.await(d, v, settle)
+}
+
+// await has the script wait for the decision's answer.
+func (b *Book) await(d crw.Decision, v *schema.Validator, settle func(json.RawMessage, error)) {
+	b.waiting[d.ID] = &waiting{settle: settle, validator: v, question: d.Question}
 	b.Kick()
-	return nil
+}
+
+// AskedPastTheRecord reports whether decision d was asked by a process that held a call a pause
+// held, after the held row, with the held result in hand: where a process that runs the call
+// again leaves the record (replay.Replayer.LeftAt, History.SupersededBy), or an earlier one
+// did (Decision.Left). A process that left there asks it with the rerun's result.
+func AskedPastTheRecord(h *replay.History, d *replay.Decision, leftAt uint64, left bool) bool {
+	return d.Left || (left && h != nil && h.SupersededBy(d.Request.Seq, leftAt))
+}
+
+func (b *Book) askedPastTheRecord(d *replay.Decision) bool {
+	at, left := uint64(0), false
+	if b.replay != nil {
+		at, left = b.replay.LeftAt()
+	}
+	return AskedPastTheRecord(b.h, d, at, left)
 }

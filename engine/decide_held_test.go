@@ -1,0 +1,158 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend/fake"
+	"github.com/crw-dev/crw/engine/shadow"
+	"github.com/crw-dev/crw/errs"
+	"github.com/crw-dev/crw/internal/enginetest"
+	"github.com/crw-dev/crw/journal"
+	"github.com/crw-dev/crw/store"
+)
+
+// heldPickScript asks a decision whose schema is built from a call's result: the call a usage
+// limit holds, the decision offers "held"; run again once the limit has passed, "completed".
+const heldPickScript = `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const b = await agent.call({ role: "explorer", node: "b", prompt: "B" });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const go = await crw.decide({ id: "go", question: "Pick", schema: { type: "object",
+    properties: { pick: { type: "string", enum: [a.status] } }, required: ["pick"], additionalProperties: false } });
+  return [b.status, a.status, go.pick];
+}
+`
+
+const (
+	limitOnA  = `{"answers": [{"match": {"node": "a"}, "turns": [{"error": "usageLimitExceeded"}]}, {"match": {}, "turns": [{"text": "ok"}]}]}`
+	limitGone = `{"answers": [{"match": {}, "turns": [{"text": "ok"}]}]}`
+)
+
+// pausedWithAnAnswer is a run of heldPickScript paused by the usage limit on its call of node a,
+// its decision answered as the held result offered it.
+func pausedWithAnAnswer(t *testing.T) (*engine.Service, string) {
+	t.Helper()
+	svc, _ := enginetest.LocalService(t)
+	id, paused, _ := runIn(t, svc, "", heldPickScript, limitOnA, nil)
+	require.Equal(t, store.RunPaused, paused.Status, "%+v", paused.Error)
+	_, err := svc.Answer(context.Background(), id, "go", json.RawMessage(`{"pick": "held"}`), "uid 1", false)
+	require.NoError(t, err)
+	return svc, id
+}
+
+// TestADecisionBuiltFromAHeldResultIsAskedAnew: the process a pause held a call in asked a
+// decision with the held result in hand, and it was answered. A resume that runs the call again
+// asks it with another schema: not a divergence, for good, but the decision asked anew, waiting
+// for an answer of its own (the recorded one is refused by the new schema). Answered, the run
+// ends as its script says, and its shadow agrees. So too when a resume in between was paused
+// again before it reached the decision.
+func TestADecisionBuiltFromAHeldResultIsAskedAnew(t *testing.T) {
+	t.Parallel()
+	for _, pausedAgain := range []bool{false, true} {
+		ctx := context.Background()
+		svc, id := pausedWithAnAnswer(t)
+		resume := func(answers string) *store.Status {
+			a, err := fake.ParseAnswers("answers.json", []byte(answers))
+			require.NoError(t, err)
+			end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+			require.NoError(t, err)
+			return end
+		}
+		if pausedAgain {
+			again := resume(limitOnA)
+			require.Equal(t, store.RunPaused, again.Status, "%+v", again.Error)
+		}
+
+		end := resume(limitGone)
+		require.Equal(t, store.RunWaitingDecision, end.Status, "paused again %v: %+v", pausedAgain, end.Error)
+		st, err := svc.Status(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, []journal.PendingDecision{{ID: "go", Question: "Pick"}}, st.Decisions)
+		_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "held"}`), "uid 1", false)
+		require.Error(t, err, "the answer to the question the record left fits the new schema")
+		assert.Contains(t, err.Error(), `must be one of "completed"`)
+		_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "completed"}`), "uid 1", false)
+		require.NoError(t, err)
+		_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "completed"}`), "uid 1", false)
+		assert.ErrorContains(t, err, "was answered already")
+
+		end = resume(limitGone)
+		require.Equal(t, store.RunCompleted, end.Status, "paused again %v: %+v", pausedAgain, end.Error)
+		assert.JSONEq(t, `["completed", "completed", "completed"]`, string(end.Result))
+
+		rows, err := svc.Rows(ctx, id)
+		require.NoError(t, err)
+		asked := enginetest.OfType(rows, journal.TypeDecisionRequested)
+		require.Len(t, asked, 2, "asked by the process that held the call, and anew by the one that ran it again")
+		assert.Contains(t, string(asked[1].Schema), `"completed"`)
+		wf := filepath.Join(t.TempDir(), "wf.js")
+		require.NoError(t, os.WriteFile(wf, []byte(heldPickScript), 0o644))
+		rep, err := svc.Shadow(ctx, id, shadow.Options{Script: wf})
+		require.NoError(t, err)
+		assert.Empty(t, rep.Divergences)
+		assert.Nil(t, rep.Stop)
+		assert.JSONEq(t, `["completed", "completed", "completed"]`, string(rep.Result))
+	}
+}
+
+// TestADecisionAskedWithAnotherSchemaElsewhereDiverges: where no pause's rerun left the record,
+// a decision asked with another schema than the journal's stops the resume (a divergence).
+func TestADecisionAskedWithAnotherSchemaElsewhereDiverges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, id := newDecideRun(t)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	_, err = svc.Answer(ctx, id, "keep-it", json.RawMessage(`{"keep": true}`), "uid 1", false)
+	require.NoError(t, err)
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(decideWorkflow, `keep: { type: "boolean" }`, `keep: { type: "boolean", description: "keep it?" }`, 1)), 0o644))
+	require.NoError(t, svc.ChangeResumeUnchecked(ctx, id, edited, "t"))
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	require.Error(t, err)
+	assert.Equal(t, errs.RevisionConflict, errs.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), `crw.decide "keep-it": the script asks with another schema than the journal recorded`)
+	_ = end
+}
+
+// TestAnEditedDecisionPastAHeldCallIsAskedAnew: an edited script whose decision, asked after a
+// call a pause held, has another schema than the record's: its shadow does not stop there (a
+// resume leaves the record at the held call and asks the decision anew), the resume with it is
+// accepted, and it asks the decision as the edited script has it.
+func TestAnEditedDecisionPastAHeldCallIsAskedAnew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, id := pausedWithAnAnswer(t)
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(heldPickScript, `pick: { type: "string",`, `pick: { type: "string", description: "what a became",`, 1)), 0o644))
+	rep, err := svc.Shadow(ctx, id, shadow.Options{Script: edited})
+	require.NoError(t, err)
+	assert.Nil(t, rep.Stop, "a resume does not stop at the decision")
+	assert.Empty(t, rep.Divergences)
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, "waiting_decision", rep.Error.Reason)
+	assert.Contains(t, rep.Error.Text(), "a resume asks it anew")
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t"))
+
+	a, err := fake.ParseAnswers("answers.json", []byte(limitGone))
+	require.NoError(t, err)
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	asked := enginetest.OfType(rows, journal.TypeDecisionRequested)
+	require.Len(t, asked, 2)
+	assert.Contains(t, string(asked[1].Schema), "what a became")
+}
