@@ -138,6 +138,13 @@ func Generate(seed uint64) *Case {
 	if size := rand.New(rand.NewPCG(seed, 0x7265706f)); c.Repo && size.Float64() < 0.15 {
 		c.RepoFiles = 800
 	}
+	// Apart too: half the decisions build their schema from the result they are about.
+	built := rand.New(rand.NewPCG(seed, 0x6275696c))
+	for i := range c.Program.Stmts {
+		if st := &c.Program.Stmts[i]; st.Kind == KindDecide {
+			st.Built = built.Float64() < 0.5
+		}
+	}
 	// Apart too: a run without a repository commits now and then, which crw.commit refuses
 	// there (invalid_request, caught), in the run and in its shadow alike.
 	if commits := rand.New(rand.NewPCG(seed, 0x636f6d6d)); !c.Repo && commits.Float64() < 0.2 {

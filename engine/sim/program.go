@@ -53,6 +53,9 @@ type Stmt struct {
 	Node string `json:"node,omitempty"`
 	ID   string `json:"id,omitempty"`
 	N    int    `json:"n,omitempty"`
+	// Built: a decision's schema is built from the result it is about (its description), as
+	// its question is: a resume that runs a call a pause held again asks it anew.
+	Built bool `json:"built,omitempty"`
 }
 
 // Call is one agent.call of a statement.
@@ -189,7 +192,11 @@ func (p *Program) stmtJS(b *strings.Builder, s Stmt) {
 		c := s.Calls[0]
 		fmt.Fprintf(b, "  if (%s.status === \"unknown\") {\n    const %s = note(await agent.call(%s));\n    await settle(%s);\n  }\n", v(s.Of), v(c.Var), c.options(""), v(c.Var))
 	case KindDecide:
-		fmt.Fprintf(b, "  {\n    const d = await crw.decide({ id: %q, question: \"go on after \" + %s.status + \"?\", schema: decided });\n    out.push(\"decided/\" + d.go);\n  }\n", s.ID, v(s.Of))
+		schema := "decided"
+		if s.Built {
+			schema = "{ ...decided, description: \"after \" + " + v(s.Of) + ".status }"
+		}
+		fmt.Fprintf(b, "  {\n    const d = await crw.decide({ id: %q, question: \"go on after \" + %s.status + \"?\", schema: %s });\n    out.push(\"decided/\" + d.go);\n  }\n", s.ID, v(s.Of), schema)
 	case KindCommit:
 		fmt.Fprintf(b, "  try {\n    const k = await crw.commit(%q, { message: %q });\n    out.push(\"commit/\" + k.node + \"/\" + k.tree);\n  } catch (e) {\n    caught(\"commit\", e);\n  }\n", s.Node, "work of "+s.Node)
 	case KindTier:

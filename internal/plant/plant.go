@@ -25,7 +25,11 @@ const (
 	// ShadowCommitsWithoutRepo: the shadow of a run without a repository answers crw.commit
 	// from the record, which has no commit there, where the run threw invalid_request.
 	ShadowCommitsWithoutRepo = "shadow_commits_without_repo"
+	// DecisionNotAskedAnew: a decision the process that held a call a pause held asked after
+	// the held row, its schema built from the held result, is compared with the schema a
+	// resume that ran the call again builds: the resume stops there, for good.
+	DecisionNotAskedAnew = "decision_not_asked_anew"
 )
 
 // All is every planted bug, in the order docs/simulation.md lists them.
-var All = []string{VerdictKeepsHolds, PlaceUnderCall, DecisionByQuestion, ResumeSkipsPause, GitOutlivesProcess, ShadowCommitsWithoutRepo}
+var All = []string{VerdictKeepsHolds, PlaceUnderCall, DecisionByQuestion, ResumeSkipsPause, GitOutlivesProcess, ShadowCommitsWithoutRepo, DecisionNotAskedAnew}

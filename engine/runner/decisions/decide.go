@@ -159,6 +159,9 @@ func AskedPastTheRecord(h *replay.History, d *replay.Decision, leftAt uint64, le
 }
 
 func (b *Book) askedPastTheRecord(d *replay.Decision) bool {
+	if plant.On(plant.DecisionNotAskedAnew) {
+		return false
+	}
 	at, left := uint64(0), false
 	if b.replay != nil {
 		at, left = b.replay.LeftAt()
