@@ -151,12 +151,15 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		return err
 	}
 	var why []string
-	if e, ok := errs.As(rep.Stop); ok {
+	// A resume waits for the answer to a decision the record has none of: from there what the
+	// script does depends on the answer, which the resume compares with the record once it has it.
+	waiting := func(position int) bool { return rep.WaitsFrom > 0 && position >= rep.WaitsFrom }
+	if e, ok := errs.As(rep.Stop); ok && !rep.StopAfterWait {
 		// Its process would stop there (a commit, a tier step or a decision asked otherwise).
 		why = append(why, e.Detail)
 	}
 	for _, d := range rep.Divergences {
-		if rep.OffRecord > 0 && d.Position >= rep.OffRecord {
+		if rep.OffRecord > 0 && d.Position >= rep.OffRecord || waiting(d.Position) {
 			continue // a resume runs the held call again, and the script's calls from there are its own
 		}
 		var fields []string
@@ -166,7 +169,7 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		why = append(why, fmt.Sprintf("call %s (#%d, node %s) asks another %s", d.Call, d.Position, d.Node, strings.Join(fields, ", ")))
 	}
 	for _, u := range rep.Unmade {
-		if c := h.Call(u.Call); c == nil || !replay.PauseReasons[c.EndReason] {
+		if c := h.Call(u.Call); (c == nil || !replay.PauseReasons[c.EndReason]) && !waiting(u.Position) {
 			why = append(why, "it no longer makes call "+u.Call+" ("+u.Role+"/"+u.Node+")")
 		}
 	}

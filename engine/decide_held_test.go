@@ -156,3 +156,49 @@ func TestAnEditedDecisionPastAHeldCallIsAskedAnew(t *testing.T) {
 	require.Len(t, asked, 2)
 	assert.Contains(t, string(asked[1].Schema), "what a became")
 }
+
+// TestANewDecisionBeforeRecordedCallsIsAccepted: an edited script asks a decision the journal
+// has none of before calls the journal has. A resume asks it, waits, and once it is answered
+// replays the recorded calls: the resume with the script is accepted, though its shadow cannot
+// answer the decision. A call asked otherwise before the decision is still refused.
+func TestANewDecisionBeforeRecordedCallsIsAccepted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+const yes = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  const one = await agent.call({ role: "explorer", node: "f", prompt: "one" });
+  const extra = "none";
+  const two = await agent.call({ role: "explorer", node: "f", prompt: "two" });
+  const go = await crw.decide({ id: "go", question: "Go on?", schema: yes });
+  return [one.status, extra, two.status, go.ok];
+}
+`
+	svc, _ := enginetest.LocalService(t)
+	id, waiting, _ := runIn(t, svc, "", script, "", nil)
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	write := func(text string) string {
+		path := filepath.Join(t.TempDir(), "edited.js")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		return path
+	}
+	askExtra := strings.Replace(script, `const extra = "none";`, `const extra = (await crw.decide({ id: "extra", question: "Sure?", schema: yes })).ok;`, 1)
+	err := svc.ChangeResume(ctx, id, engine.ResumeChange{Script: write(strings.Replace(askExtra, `prompt: "one"`, `prompt: "one, better"`, 1))}, "t")
+	require.Error(t, err, "a call asked otherwise before the new decision")
+	assert.Contains(t, err.Error(), "asks another prompt")
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: write(askExtra)}, "t"))
+
+	var end *store.Status
+	for _, d := range []string{"extra", "go"} {
+		end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+		require.NoError(t, err)
+		require.Equal(t, store.RunWaitingDecision, end.Status, "%s: %+v", d, end.Error)
+		_, err = svc.Answer(ctx, id, d, json.RawMessage(`{"ok": true}`), "t", false)
+		require.NoError(t, err, d)
+	}
+	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, fake.NewHost(""))})
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", true, "completed", true]`, string(end.Result))
+}

@@ -76,6 +76,11 @@ type Report struct {
 	// record: a resume runs it again, and from there what the script asks is its own, not
 	// compared with the record (0: none).
 	OffRecord int `json:"-"`
+	// WaitsFrom is the position of the first call after the script asked a decision the record
+	// has no answer to: a resume waits there for the answer, and what the script does from
+	// there depends on it (0: it asked none). StopAfterWait: the script stopped after it.
+	WaitsFrom     int  `json:"-"`
+	StopAfterWait bool `json:"-"`
 }
 
 // Differs reports whether the script made anything but exactly the recorded calls, or stopped
@@ -167,6 +172,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	out, runErr := script.Run(ctx)
 	var se *vm.ScriptError
 	stop := s.stop()
+	s.stopMu.Lock()
+	report.WaitsFrom, report.StopAfterWait = s.waitsFrom, s.stopAfterWait
+	s.stopMu.Unlock()
 	switch {
 	case stop != nil:
 		report.Status, report.Error, report.Stop = store.RunFailed, journal.RunErrorOf(stop, ""), stop
@@ -207,6 +215,7 @@ type host struct {
 
 	mu     sync.Mutex
 	report *Report
+	made   int // the highest position of a call the script made (under mu)
 
 	errMu   sync.Mutex // deliveries run under the replay's lock, and may under mu
 	loadErr error      // the first recorded call whose rows could not be read again
@@ -243,6 +252,9 @@ type host struct {
 	stopRun func(error)
 	stopMu  sync.Mutex
 	stopped *errs.Error
+	// waitsFrom is Report.WaitsFrom, stopAfterWait Report.StopAfterWait (under stopMu).
+	waitsFrom     int
+	stopAfterWait bool
 
 	// toldHolds are, by node, the calls whose unknown outcome the script was given and whose
 	// verdict has not reached it: crw.commit and crw.tierStep refuse the node meanwhile, as
@@ -361,12 +373,27 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 		case div != nil:
 			// Asked by the process that held a call a pause held, after it: a resume, which
 			// runs the call again, asks it anew and waits for its answer.
+			s.waits()
 			go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: a resume asks it anew, with the schema the script builds now, and waits for its answer: nobody answers a shadow", d.ID))
 			return nil
 		}
 	}
+	s.waits()
 	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: the recorded run has no answer to it, and nobody answers a shadow", d.ID))
 	return nil
+}
+
+// waits notes that the script asked a decision a resume would wait for the answer to, before
+// the calls it has not made yet (Report.WaitsFrom).
+func (s *host) waits() {
+	s.mu.Lock()
+	next := s.made + 1
+	s.mu.Unlock()
+	s.stopMu.Lock()
+	defer s.stopMu.Unlock()
+	if s.waitsFrom == 0 {
+		s.waitsFrom = next
+	}
 }
 
 // Effect implements crw.Host: the recorded run's verdict on the call once it has reached the
@@ -434,6 +461,7 @@ func (s *host) diverged(d error) error {
 	s.stopMu.Lock()
 	if s.stopped == nil {
 		s.stopped = effects.DivergenceStop(s.h.Run, d)
+		s.stopAfterWait = s.waitsFrom != 0
 	}
 	s.stopMu.Unlock()
 	s.stopRun(d)
@@ -499,6 +527,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	if offRecord {
 		s.report.OffRecord = m.Index
 	}
+	s.made = max(s.made, m.Index)
 	switch m.Kind {
 	case replay.Fresh:
 		s.report.New = append(s.report.New, Call{Position: m.Index, Role: req.Role, Node: req.Node, Prompt: short(req.Prompt), Site: req.Site})
