@@ -213,6 +213,11 @@ func (f *Fold) Add(row *journal.Row) {
 		if s.Run == "" {
 			s.Run, s.Workflow, s.Backend, s.Started = row.Run, row.Workflow, row.Backend, row.At
 		}
+		if s.Status == store.RunPaused || s.Status == store.RunWaitingDecision {
+			// A process took the run after it ended paused or waiting: it is under way again
+			// (or crashed, when that process died), as the journal's summary has it.
+			s.Ended, s.Status, s.Result, s.Error = nil, "", nil, nil
+		}
 	case journal.TypeEnded:
 		at := row.At
 		s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error

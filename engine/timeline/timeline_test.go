@@ -112,3 +112,24 @@ func TestFoldOfOneCall(t *testing.T) {
 	assert.Equal(t, store.Counts{"completed": 1}, tl.Counts)
 	assert.Equal(t, int64(5), tl.Tokens.Total)
 }
+
+// A run a process took again after it ended paused has not ended, whatever became of that
+// process: the timeline says what the journal's summary says.
+func TestAPausedRunTakenAgainHasNotEnded(t *testing.T) {
+	rows := bodiesRows()
+	for _, upTo := range []struct {
+		rows int
+		want store.RunStatus
+	}{{11, store.RunPaused}, {12, ""}, {len(rows), ""}} {
+		tl := Summarize(rows[:upTo.rows])
+		assert.Equal(t, upTo.want, tl.Status, "the first %d rows", upTo.rows)
+		assert.Equal(t, upTo.want == store.RunPaused, tl.Ended != nil, "the first %d rows", upTo.rows)
+		var sum journal.Summary
+		sum.Calls = map[journal.CallStatus]int{}
+		idx := journal.NewMemIndex()
+		for i := range rows[:upTo.rows] {
+			require.NoError(t, sum.Add(rows[i].ForSummary(), idx))
+		}
+		assert.Equal(t, string(upTo.want), sum.Status, "the summary of the first %d rows", upTo.rows)
+	}
+}
