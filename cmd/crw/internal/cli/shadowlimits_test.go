@@ -114,6 +114,16 @@ export default async function main() {
 	code, out, errOut = crw("flow", "shadow", wf, "--run", run.Run, "--no-repo")
 	assert.Equal(t, 2, code, "%s%s", out, errOut)
 	assert.Contains(t, errOut, "invalid_request: --no-repo is for the shadow of a trace: a run's shadow knows whether the run has a repository")
+	// The combination is bad input before the run is looked for: a prefix that names no run
+	// too, and one that names this one.
+	for _, ref := range []string{"nosuch", run.Run[len(run.Run)-6:], "last"} {
+		code, out, errOut = crw("flow", "shadow", wf, "--run", ref, "--no-repo")
+		assert.Equal(t, 2, code, "%s: %s%s", ref, out, errOut)
+		assert.Contains(t, errOut, "invalid_request: --no-repo is for the shadow of a trace", ref)
+	}
+	code, out, errOut = crw("flow", "shadow", wf, "--run", "nosuch")
+	assert.Equal(t, 1, code, "a run that is not there: %s%s", out, errOut)
+	assert.Contains(t, errOut, "no run nosuch")
 }
 
 // TestATraceOfARunThatCommittedIsNotShadowedWithoutARepository: --no-repo says the trace's run

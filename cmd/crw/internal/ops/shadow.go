@@ -26,22 +26,31 @@ type ShadowOptions struct {
 	Log                io.Writer
 }
 
+// CheckShadow refuses what no shadow takes, before the run it names is looked for: both a run
+// and a trace or neither, and a trace's options (limits, no repository) with a run.
+func (o ShadowOptions) CheckShadow() error {
+	switch {
+	case (o.Run == "") == (o.Trace == ""):
+		return errs.NewNaming(errs.InvalidRequest, "give exactly one of {run} RUN and {trace} FILE")
+	case o.Limits != engine.CreateLimits{} && o.Run != "":
+		return errs.New(errs.InvalidRequest, "limits are given to the shadow of a trace: a run's shadow runs within the limits the run recorded")
+	case o.NoRepo && o.Run != "":
+		return errs.NewNaming(errs.InvalidRequest, "{no_repo} is for the shadow of a trace: a run's shadow knows whether the run has a repository")
+	}
+	return nil
+}
+
 // Shadow replays a script against a recorded run with no backend (crw flow shadow).
 func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.Report, error) {
-	if (o.Run == "") == (o.Trace == "") {
-		return nil, errs.NewNaming(errs.InvalidRequest, "give exactly one of {run} RUN and {trace} FILE")
+	if err := o.CheckShadow(); err != nil {
+		return nil, err
 	}
 	var limits *store.Limits
 	switch checked, err := o.Limits.Check(); {
 	case err != nil:
 		return nil, err
-	case o.Limits != engine.CreateLimits{} && o.Run != "":
-		return nil, errs.New(errs.InvalidRequest, "limits are given to the shadow of a trace: a run's shadow runs within the limits the run recorded")
 	case o.Run == "":
 		limits = &checked
-	}
-	if o.NoRepo && o.Run != "" {
-		return nil, errs.NewNaming(errs.InvalidRequest, "{no_repo} is for the shadow of a trace: a run's shadow knows whether the run has a repository")
 	}
 	if st, err := os.Stat(o.Script); err != nil || st.IsDir() {
 		return nil, errs.New(errs.InvalidRequest, "script %s: not a readable file", o.Script)

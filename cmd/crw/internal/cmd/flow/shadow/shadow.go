@@ -57,7 +57,15 @@ too.
 
 Exit status: 0 when the script makes exactly the recorded calls and returns, 1 when anything
 differs, the script throws or the run is not there, 2 on bad input.`,
-		Args: cobra.ExactArgs(1),
+		// The flags are checked with the argument, before a run --run names by a prefix is
+		// looked for: a combination no shadow takes is bad input, whether the run is there or not.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return err
+			}
+			check := ops.ShadowOptions{Run: opts.Run, Trace: opts.Trace, NoRepo: opts.NoRepo, Limits: opts.Limits.Given(cmd.Flags().Changed)}
+			return cmdutil.FlagNamed(check.CheckShadow(), nil)
+		},
 		RunE: cmdutil.RunE(f, &opts.Common, opts, opts.take, runF, runShadow),
 	}
 	cmd.Flags().StringVar(&opts.Run, "run", "", "a recorded run in the state folder")
