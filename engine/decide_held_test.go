@@ -202,3 +202,28 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", true, "completed", true]`, string(end.Result))
 }
+
+// TestStatusNamesTheWorkflowAResumeGoesOnWith: after a resume with an edited script, status and
+// list name that script, not the one the run was created with (its spec, never rewritten).
+func TestStatusNamesTheWorkflowAResumeGoesOnWith(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, id := pausedWithAnAnswer(t)
+	st, err := svc.Status(ctx, id)
+	require.NoError(t, err)
+	spec, err := svc.Store.Spec(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, spec.Workflow, st.Workflow)
+
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(heldPickScript, `const b =`, `const unused = 1;
+  const b =`, 1)), 0o644))
+	require.NoError(t, svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t"))
+	st, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, edited, st.Workflow)
+	runs, err := svc.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	assert.Equal(t, edited, runs[0].Workflow)
+}

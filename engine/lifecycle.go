@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		switch {
 		case err == nil:
 			out.Decisions = sum.Decisions
+			out.Workflow = cmp.Or(sum.Workflow, out.Workflow)
 		case holderUnreachable(err):
 			var e *errs.Error
 			errors.As(err, &e)
@@ -65,6 +67,7 @@ func (s *Service) Status(ctx context.Context, run string) (*store.Status, error)
 		return nil, err
 	}
 	out.Calls, out.Tokens, out.Status, out.Error = store.Counts(sum.Calls), sum.Tokens, store.RunStatus(sum.Status), sum.Error
+	out.Workflow = cmp.Or(sum.Workflow, out.Workflow) // a resume goes on with an edited script
 	if sum.Result != nil {
 		out.Result = sum.Result
 	}

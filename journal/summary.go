@@ -33,6 +33,9 @@ type Summary struct {
 	// Commits are the commit intents no commit_result followed, oldest first: what a resume
 	// finishes (refusals, which do nothing, are not kept).
 	Commits []CommitIntent `json:"commits,omitempty"`
+	// Workflow is the workflow the last resume_changed row that named one gave: what the run
+	// goes on with ("": its spec's).
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // PendingDecision is a decision a run waits for: crw.decide's id and question, or an operator's
@@ -97,7 +100,9 @@ type SummaryPart struct {
 	Type     string
 	Call     string
 	Tokens   *Tokens // a terminal row's
-	Ended    *Row    // an ended row's status, time, result and error
+	// Row is what Add reads of the row itself: an ended row's status, time, result and error;
+	// a resume_changed row's workflow.
+	Row      *Row
 	Decision *PendingDecision
 	Index    *IndexPart // what the Index keeps of a call's rows, a verdict, a commit
 }
@@ -116,9 +121,9 @@ func (r *Row) ForSummary() SummaryPart {
 	out := SummaryPart{Seq: r.Seq, Type: r.Type, Call: r.Call}
 	switch {
 	case r.Type == TypeEnded:
-		out.Ended = &Row{Status: r.Status, At: r.At, Result: plainResult(r.Result), Error: r.Error}
+		out.Row = &Row{Status: r.Status, At: r.At, Result: plainResult(r.Result), Error: r.Error}
 		if rare := r.Rares(); len(rare.Awaited) > 0 || rare.Paused != nil {
-			out.Ended.Rare = &Rare{Awaited: rare.Awaited, Paused: rare.Paused}
+			out.Row.Rare = &Rare{Awaited: rare.Awaited, Paused: rare.Paused}
 		}
 	case IsTerminal(r.Type) && r.Tokens != nil:
 		tokens := *r.Tokens
@@ -127,6 +132,8 @@ func (r *Row) ForSummary() SummaryPart {
 		out.Decision = &PendingDecision{ID: r.DecisionID, Question: r.Question}
 	case r.Type == TypeDecisionAnswered:
 		out.Decision = &PendingDecision{ID: r.DecisionID}
+	case r.Type == TypeResumeChanged && r.Workflow != "":
+		out.Row = &Row{Workflow: r.Workflow}
 	case r.Type == TypeEffectReconciled:
 		out.Decision = &PendingDecision{ID: VerdictPrefix + r.Effect}
 		v := &Verdict{Seq: r.Seq, Call: r.Effect, Verdict: r.Verdict, By: r.By, At: r.At, OutputDigest: r.OutputDigest}
@@ -177,7 +184,7 @@ func (s *Summary) Add(r SummaryPart, calls Index) error {
 	}
 	switch {
 	case r.Type == TypeEnded:
-		row := r.Ended
+		row := r.Row
 		if row == nil {
 			row = &Row{}
 		}
@@ -201,6 +208,8 @@ func (s *Summary) Add(r SummaryPart, calls Index) error {
 			s.Status, s.Ended, s.Result, s.Error, s.Paused = "", time.Time{}, nil, nil, nil
 			s.Decisions = slices.DeleteFunc(s.Decisions, func(d PendingDecision) bool { return strings.HasPrefix(d.ID, VerdictPrefix) })
 		}
+	case r.Type == TypeResumeChanged && r.Row != nil:
+		s.Workflow = r.Row.Workflow
 	case r.Type == TypeDecisionRequested && r.Decision != nil:
 		s.await(*r.Decision)
 	case (r.Type == TypeDecisionAnswered || r.Type == TypeEffectReconciled) && r.Decision != nil:
