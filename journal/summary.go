@@ -96,10 +96,10 @@ func (m MapCallStates) SetCallState(call string, status CallStatus) error {
 // SummaryPart is what Summary.Add reads of a row, kept small: a writer holds one for every row
 // it buffered until the commit that folds it in.
 type SummaryPart struct {
-	Seq      uint64
-	Type     string
-	Call     string
-	Tokens   *Tokens // a terminal row's
+	Seq    uint64
+	Type   string
+	Call   string
+	Tokens *Tokens // a terminal row's
 	// Row is what Add reads of the row itself: an ended row's status, time, result and error;
 	// a resume_changed row's workflow.
 	Row      *Row
