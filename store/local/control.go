@@ -10,11 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -46,20 +43,6 @@ const rowsChunk = 512
 
 // errNoHolder: nobody answered on the socket (the holder has just gone).
 var errNoHolder = errors.New("no holder answered")
-
-// socketPath is a name the socket can be bound and dialled under: a unix socket's path is
-// limited to about 100 bytes, and a deep state folder has longer ones, so those are reached
-// through an O_PATH descriptor of the folder (/proc/self/fd/N/<name>). release closes it.
-func socketPath(path string) (name string, release func(), err error) {
-	if len(path) < 100 {
-		return path, func() {}, nil
-	}
-	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", nil, err
-	}
-	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { unix.Close(fd) }, nil
-}
 
 // listen binds the holder's socket, mode 0600; one a dead holder left behind is removed first
 // (the run lock is held, so no live process serves it). It returns the socket file as bound.
