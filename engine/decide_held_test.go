@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/backend"
 	"github.com/crw-dev/crw/engine/backend/fake"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
@@ -226,4 +228,132 @@ func TestStatusNamesTheWorkflowAResumeGoesOnWith(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	assert.Equal(t, edited, runs[0].Workflow)
+}
+
+// resumeWith runs the run's next process on the fake backend with answers.
+func resumeWith(t *testing.T, svc *engine.Service, id, answers string) (*store.Status, error) {
+	t.Helper()
+	a, err := fake.ParseAnswers("answers.json", []byte(answers))
+	require.NoError(t, err)
+	return svc.Execute(context.Background(), id, engine.ExecOptions{Backend: fake.New(a, fake.NewHost(""))})
+}
+
+// TestADecisionAskedAnewAndAnsweredIsTheRecordsAgain: once the decision asked anew is
+// answered, its answer was given to the schema the rerun's result builds: an edited script that
+// changes that schema is refused, as anywhere else.
+func TestADecisionAskedAnewAndAnsweredIsTheRecordsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, id := pausedWithAnAnswer(t)
+	end, err := resumeWith(t, svc, id, limitGone)
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingDecision, end.Status)
+	_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "completed"}`), "uid 1", false)
+	require.NoError(t, err)
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(heldPickScript, `pick: { type: "string",`, `pick: { type: "string", description: "x",`, 1)), 0o644))
+	err = svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t")
+	require.Error(t, err)
+	assert.Equal(t, errs.RevisionConflict, errs.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), `crw.decide "go": the script asks with another schema than the journal recorded`)
+}
+
+// TestACallAskedOtherwiseBeforeTheScriptWaitsIsRefused: an edited script that asks a new
+// decision without awaiting it and then makes a recorded call otherwise: a resume makes that
+// call before it waits for the answer, and stops there. Its check refuses the script.
+func TestACallAskedOtherwiseBeforeTheScriptWaitsIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	id, paused, _ := runIn(t, svc, "", `import { agent } from "crw:agent";
+export default async function main() {
+  const c = await agent.call({ role: "explorer", node: "c", prompt: "C" });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  return [c.status, a.status];
+}
+`, limitOnA, nil)
+	require.Equal(t, store.RunPaused, paused.Status, "%+v", paused.Error)
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const p = crw.decide({ id: "new", question: "Q", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  const c = await agent.call({ role: "explorer", node: "c", prompt: "C, otherwise" });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const d = await p;
+  return [c.status, a.status, d.ok];
+}
+`), 0o644))
+	err := svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t")
+	require.Error(t, err, "a call asked otherwise before the script waits")
+	assert.Contains(t, err.Error(), "call c1 (#1, node c) asks another prompt")
+}
+
+// slowInterrupt is a backend whose interrupted turns of node s come back only once after is
+// true (or after a while), as a real host's may: the held row of s's call is journaled after
+// what the script did meanwhile.
+type slowInterrupt struct {
+	backend.Backend
+	after func() bool
+}
+
+func (b slowInterrupt) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	out := b.Backend.Run(ctx, t, rec)
+	if t.Call.Node == "s" && out.Status == backend.Interrupted {
+		for deadline := time.Now().Add(enginetest.Timeout); !b.after() && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// TestADecisionAskedBeforeAnotherHeldRowIsAskedAnew: the pause holds two calls; the script asks
+// its decision with the first held result, and the other held row comes after the decision. A
+// resume runs that other call again first (it was issued first): the decision was asked with a
+// held result in hand all the same, and is asked anew, not taken for a divergence.
+func TestADecisionAskedBeforeAnotherHeldRowIsAskedAnew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	script := `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const sp = agent.call({ role: "explorer", node: "s", prompt: "S" });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const go = await crw.decide({ id: "go", question: "Pick", schema: { type: "object",
+    properties: { pick: { type: "string", enum: [a.status] } }, required: ["pick"], additionalProperties: false } });
+  const s = await sp;
+  return [a.status, go.pick, s.status];
+}
+`
+	svc, _ := enginetest.LocalService(t)
+	slow := `{"answers": [{"match": {"node": "a"}, "turns": [{"error": "usageLimitExceeded"}]}, {"match": {"node": "s"}, "turns": [{"text": "ok", "delay_ms": 60000}]}, {"match": {}, "turns": [{"text": "ok"}]}]}`
+	asked := func() bool { // the run has journaled its decision
+		runs, err := svc.List(ctx)
+		if err != nil || len(runs) != 1 {
+			return false
+		}
+		rows, err := svc.Rows(ctx, runs[0].Run)
+		return err == nil && len(enginetest.OfType(rows, journal.TypeDecisionRequested)) > 0
+	}
+	id, paused, rows := runWith(t, svc, "", script, slow, func(b backend.Backend) backend.Backend { return slowInterrupt{b, asked} })
+	require.Equal(t, store.RunPaused, paused.Status, "%+v", paused.Error)
+	var order []string
+	for _, r := range rows {
+		if r.Type == journal.TypeHeld || r.Type == journal.TypeDecisionRequested {
+			order = append(order, r.Type+" "+r.Call+r.DecisionID)
+		}
+	}
+	require.Equal(t, []string{"held c2", "decision_requested go", "held c1"}, order, "the other held row comes after the decision")
+	_, err := svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "held"}`), "uid 1", false)
+	require.NoError(t, err)
+
+	end, err := resumeWith(t, svc, id, limitGone)
+	require.NoError(t, err, "the run's own script diverged")
+	require.Equal(t, store.RunWaitingDecision, end.Status, "%+v", end.Error)
+	_, err = svc.Answer(ctx, id, "go", json.RawMessage(`{"pick": "completed"}`), "uid 1", false)
+	require.NoError(t, err)
+	end, err = resumeWith(t, svc, id, limitGone)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
+	assert.JSONEq(t, `["completed", "completed", "completed"]`, string(end.Result))
 }

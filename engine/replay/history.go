@@ -901,9 +901,10 @@ func (b *builder) leave(held uint64) {
 	b.left = true
 	b.lefts = append(b.lefts, held)
 	h := b.h
+	from := h.PauseHeldFrom(held)
 	keep := h.Commits[:0:0]
 	for _, c := range h.Commits {
-		if h.SupersededBy(c.Intent.Seq, held) {
+		if h.SupersededBy(c.Intent.Seq, from) {
 			h.Superseded = append(h.Superseded, c)
 			continue
 		}
@@ -911,10 +912,30 @@ func (b *builder) leave(held uint64) {
 	}
 	h.Commits = keep
 	for _, d := range h.Decisions {
-		if h.SupersededBy(d.Request.Seq, held) {
+		if h.SupersededBy(d.Request.Seq, from) {
 			d.Left = true
 		}
 	}
+}
+
+// PauseHeldFrom is the seq of the first row at which the process that wrote the held row at
+// seq held had a result a pause held: the earliest row of a call a pause held it wrote (held,
+// or one before it). What it wrote after that, it may have written with a held result in hand,
+// whichever held call a later process takes again first.
+func (h *History) PauseHeldFrom(held uint64) uint64 {
+	from := uint64(0) // the start of the process that wrote held
+	for _, start := range h.StartSeqs {
+		if start < held {
+			from = start
+		}
+	}
+	first := held
+	for _, c := range h.Finished {
+		if c.EndSeq > from && c.EndSeq < first && c.EndType == journal.TypeHeld && PauseReasons[c.EndReason] {
+			first = c.EndSeq
+		}
+	}
+	return first
 }
 
 // abandoned reports whether c is a call a pause held that was issued after the held row where

@@ -203,15 +203,18 @@ func (r *Replayer) alignLocked(p *journal.Prepared) (rec *Call, same bool) {
 	return nil, false
 }
 
-// LeftAt is the seq of the held row of the call whose rerun made the script leave the record in
-// this process, false when it has not (or left at a rerun an earlier process made). What the
-// process that held the call recorded after that row it did with the held result in hand
-// (History.SupersededBy): a crw.commit recorded there committed the worktree as the pause left
-// it, and is made again, not replayed.
+// LeftAt is where the script left the record in this process, false when it has not (or left
+// at a rerun an earlier process made): it ran again a call a pause held, and from the first row
+// at which the process that held it had a held result (History.PauseHeldFrom), what that
+// process recorded it did with a held result in hand (History.SupersededBy): a crw.commit
+// recorded there committed the worktree as the pause left it, and is made again, not replayed.
 func (r *Replayer) LeftAt() (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.leftAt, r.leftAt != 0
+	if r.leftAt == 0 {
+		return 0, false
+	}
+	return r.h.PauseHeldFrom(r.leftAt), true
 }
 
 // OwedWriter is a call of node that writes (an executor's) the record has and the script has not

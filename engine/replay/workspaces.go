@@ -82,15 +82,16 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 			h.Decisions[r.DecisionID] = &Decision{Request: r}
 			h.DecisionOrder = append(h.DecisionOrder, r.DecisionID)
 		case d.Answer == nil:
-			// Asked again, its question reading otherwise (a resume): the newest is shown.
-			d.Request = r
+			// Asked again, its question reading otherwise (a resume): the newest is shown,
+			// asked by a process that had the results it asked it with.
+			d.Request, d.Left = r, false
 		default:
 			// Asked anew after its answer: the process that asked it had the result of a call
 			// a pause held, and a resume that ran the call again asks with another schema
 			// (decisions.Book.Decide). The answer was given to the question the record left;
 			// the newest asking waits for its own.
 			h.Order = slices.DeleteFunc(h.Order, func(c *Call) bool { return c == d.Call })
-			d.Request, d.Answer, d.Call = r, nil, nil
+			d.Request, d.Answer, d.Call, d.Left = r, nil, nil, false
 		}
 	case journal.TypeDecisionAnswered:
 		if d := h.Decisions[row.DecisionID]; d != nil && d.Answer == nil {

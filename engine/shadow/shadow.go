@@ -76,9 +76,10 @@ type Report struct {
 	// record: a resume runs it again, and from there what the script asks is its own, not
 	// compared with the record (0: none).
 	OffRecord int `json:"-"`
-	// WaitsFrom is the position of the first call after the script asked a decision the record
-	// has no answer to: a resume waits there for the answer, and what the script does from
-	// there depends on it (0: it asked none). StopAfterWait: the script stopped after it.
+	// WaitsFrom is the position of the first call the script had not made when it waited for
+	// nothing but decisions the record has no answer to: a resume lets its process go there,
+	// and what the script does once it has the answers depends on them (0: it never did).
+	// StopAfterWait: the script stopped after that (having caught the rejection).
 	WaitsFrom     int  `json:"-"`
 	StopAfterWait bool `json:"-"`
 }
@@ -252,6 +253,9 @@ type host struct {
 	stopRun func(error)
 	stopMu  sync.Mutex
 	stopped *errs.Error
+	// unanswered are the decisions the script waits for that the record has no answer to
+	// (loop goroutine only): Idle rejects them once nothing else can come.
+	unanswered []unanswered
 	// waitsFrom is Report.WaitsFrom, stopAfterWait Report.StopAfterWait (under stopMu).
 	waitsFrom     int
 	stopAfterWait bool
@@ -273,7 +277,27 @@ func (s *host) Now() time.Time                        { return s.clock }
 func (s *host) Random() float64                       { return s.rng.Float64() }
 func (s *host) CheckSchema(b []byte) []loader.Problem { return inputs.CheckSchema(b) }
 func (s *host) SetWake(wake func())                   { s.wake = wake }
-func (s *host) Idle()                                 { s.replay.Idle() }
+
+// Idle implements vm.Idler. A script that waits for nothing but decisions nobody answers a
+// shadow is where a resume lets its process go: it is told so then (waiting_decision), and what
+// it has made so far is what a resume makes before it waits (Report.WaitsFrom).
+func (s *host) Idle() {
+	s.replay.Idle()
+	if len(s.unanswered) == 0 || s.replay.Due() {
+		return
+	}
+	s.waits()
+	for _, u := range s.unanswered {
+		go u.settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "%s", u.why))
+	}
+	s.unanswered = nil
+}
+
+// unanswered is a decision the script waits for that nobody answers a shadow: why says so.
+type unanswered struct {
+	settle func(json.RawMessage, error)
+	why    string
+}
 
 func (s *host) Log(level, message string) { scriptlog.WriteConsole(s.log, level, message) }
 
@@ -373,18 +397,16 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 		case div != nil:
 			// Asked by the process that held a call a pause held, after it: a resume, which
 			// runs the call again, asks it anew and waits for its answer.
-			s.waits()
-			go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: a resume asks it anew, with the schema the script builds now, and waits for its answer: nobody answers a shadow", d.ID))
+			s.unanswered = append(s.unanswered, unanswered{settle, fmt.Sprintf("crw.decide %q: a resume asks it anew, with the schema the script builds now, and waits for its answer: nobody answers a shadow", d.ID)})
 			return nil
 		}
 	}
-	s.waits()
-	go settle(nil, errs.Throw(errs.RunUnavailable, "waiting_decision", "crw.decide %q: the recorded run has no answer to it, and nobody answers a shadow", d.ID))
+	s.unanswered = append(s.unanswered, unanswered{settle, fmt.Sprintf("crw.decide %q: the recorded run has no answer to it, and nobody answers a shadow", d.ID)})
 	return nil
 }
 
-// waits notes that the script asked a decision a resume would wait for the answer to, before
-// the calls it has not made yet (Report.WaitsFrom).
+// waits notes that the script waits for nothing but decisions a resume would wait for the
+// answers to, before the calls it has not made yet (Report.WaitsFrom).
 func (s *host) waits() {
 	s.mu.Lock()
 	next := s.made + 1
@@ -519,7 +541,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	m := s.replay.Next(&p.Inputs)
 	offRecord := m.Rec != nil && m.Rec.Reopened() && s.leftAt == 0 && m.Rec.EndType != ""
 	if offRecord {
-		s.leftAt = m.Rec.EndSeq
+		s.leftAt = s.h.PauseHeldFrom(m.Rec.EndSeq)
 	}
 
 	s.mu.Lock()

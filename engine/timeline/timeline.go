@@ -218,6 +218,10 @@ func (f *Fold) Add(row *journal.Row) {
 			// (or crashed, when that process died), as the journal's summary has it.
 			s.Ended, s.Status, s.Result, s.Error = nil, "", nil, nil
 		}
+	case journal.TypeResumeChanged:
+		if row.Workflow != "" {
+			s.Workflow = row.Workflow // the script the run goes on with, as status has it
+		}
 	case journal.TypeEnded:
 		at := row.At
 		s.Ended, s.Status, s.Result, s.Error = &at, store.RunStatus(row.Status), row.Result, row.Error

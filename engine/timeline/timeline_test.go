@@ -133,3 +133,19 @@ func TestAPausedRunTakenAgainHasNotEnded(t *testing.T) {
 		assert.Equal(t, string(upTo.want), sum.Status, "the summary of the first %d rows", upTo.rows)
 	}
 }
+
+// A resume_changed row that names a workflow is the one the timeline names, as status does.
+func TestTheTimelineNamesTheWorkflowAResumeGoesOnWith(t *testing.T) {
+	rows := bodiesRows()
+	changed := journal.ResumeChanged{By: "t", Workflow: "edited.js", ScriptDigest: "sha256:00"}.Row()
+	changed.Seq = rows[10].Seq
+	rows = append(rows[:11], append([]journal.Row{*changed}, rows[11:]...)...)
+	for i := range rows {
+		rows[i].Seq = uint64(i + 1)
+	}
+	assert.Equal(t, "wf.js", Summarize(rows[:11]).Workflow)
+	assert.Equal(t, "edited.js", Summarize(rows).Workflow)
+	budgetOnly := journal.ResumeChanged{By: "t", Budget: new(int64(5))}.Row()
+	budgetOnly.Seq = uint64(len(rows) + 1)
+	assert.Equal(t, "edited.js", Summarize(append(rows, *budgetOnly)).Workflow, "a change that names no workflow keeps it")
+}
