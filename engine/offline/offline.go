@@ -14,6 +14,7 @@ import (
 	"github.com/crw-dev/crw/engine/runner"
 	"github.com/crw-dev/crw/engine/runner/decisions"
 	"github.com/crw-dev/crw/engine/runner/ends"
+	"github.com/crw-dev/crw/engine/schema"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
 	"github.com/crw-dev/crw/store"
@@ -41,12 +42,26 @@ func (w *Writer) write(rows ...*journal.Row) error {
 	return err
 }
 
-// Answer journals the answer to decision id, unless it was answered already.
+// Answer journals the answer to decision id, unless it was answered already or does not fit
+// the schema the decision was last asked with (a resume may have asked it anew since the
+// caller read it).
 func (w *Writer) Answer(id string, doc json.RawMessage, by string) error {
 	if w.h != nil {
 		if d := w.h.Decisions[id]; d != nil && d.Answer != nil {
 			return errs.New(errs.InvalidRequest, "decision %q of run %s was answered already (%s, by %s)", id, w.run,
 				d.Answer.At.Format("2006-01-02 15:04:05Z"), OrSomeone(d.Answer.By))
+		} else if d != nil && d.Request.Node == "" {
+			v, err := schema.Compile(d.Request.Schema)
+			if err != nil {
+				return errs.New(errs.IncompatibleSchema, "decision %q of run %s: its recorded schema: %v", id, w.run, err)
+			}
+			value, _, err := schema.ParseAnswer(string(doc))
+			if err == nil {
+				err = v.Validate(value)
+			}
+			if err != nil {
+				return errs.Field("value", "", "the answer to %q does not satisfy the schema it was last asked with: %v", id, err)
+			}
 		}
 	}
 	return w.write(journal.DecisionAnswered{ID: id, Output: doc, By: by}.Row())

@@ -91,6 +91,28 @@ func TestAnAnswerAndAVerdictAreWrittenOnce(t *testing.T) {
 	assert.Equal(t, "c1", rows[3].Effect)
 }
 
+// TestAnAnswerFitsTheSchemaTheDecisionWasLastAskedWith: a decision asked anew after its answer
+// (a resume ran a call a pause held again) takes an answer again, checked against the newest
+// schema under the lease, whatever its caller checked it against before.
+func TestAnAnswerFitsTheSchemaTheDecisionWasLastAskedWith(t *testing.T) {
+	ask := func(enum string) *journal.Row {
+		return &journal.Row{Type: journal.TypeDecisionRequested, DecisionID: "pick", Question: "Pick",
+			Schema: json.RawMessage(`{"type":"string","enum":["` + enum + `"]}`)}
+	}
+	st, _ := newRun(t, started(), ask("held"),
+		&journal.Row{Type: journal.TypeDecisionAnswered, DecisionID: "pick", Output: json.RawMessage(`"held"`), By: "ana"},
+		started(), ask("completed"))
+	w := writer(t, st)
+	defer w.Close()
+	err := w.Answer("pick", json.RawMessage(`"held"`), "bo")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `the answer to "pick" does not satisfy the schema it was last asked with`)
+	require.NoError(t, w.Answer("pick", json.RawMessage(`"completed"`), "bo"))
+	rows := rowsOf(t, st)
+	assert.Equal(t, journal.TypeDecisionAnswered, rows[len(rows)-1].Type)
+	assert.JSONEq(t, `"completed"`, string(rows[len(rows)-1].Output))
+}
+
 // TestACancelEndsTheOpenCallsThroughTheirStateMachines: an unheld run's open calls end held
 // cancelled with the turns they started, the clean-up's row comes before the ended row, and a
 // run that has ended is not cancelled again.
