@@ -151,8 +151,9 @@ func (s *Service) replaysAsRecorded(ctx context.Context, run, script string, lib
 		return err
 	}
 	var why []string
-	// A resume waits for the answer to a decision the record has none of: from there what the
-	// script does depends on the answer, which the resume compares with the record once it has it.
+	// Where the script waits for nothing but decisions the record has no answer to, a resume
+	// lets its process go: what the script does from there depends on the answers, and the
+	// resume that has them compares it with the record then.
 	waiting := func(position int) bool { return rep.WaitsFrom > 0 && position >= rep.WaitsFrom }
 	if e, ok := errs.As(rep.Stop); ok && !rep.StopAfterWait {
 		// Its process would stop there (a commit, a tier step or a decision asked otherwise).

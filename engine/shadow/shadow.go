@@ -379,7 +379,7 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 // schema other than the recorded one is a divergence (unless the record asked it where a resume
 // leaves the record, which asks it anew), and the recorded answer reaches the script at its
 // place among the deliveries, as in a resume; a decision the record has no answer to is
-// rejected: nobody answers a shadow.
+// rejected once the script waits for nothing else (Idle): nobody answers a shadow.
 func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error {
 	if _, err := decisions.CheckAsk(d, s.asked, s.stepAsked[d.ID]); err != nil {
 		return err
@@ -395,8 +395,8 @@ func (s *host) Decide(d crw.Decision, settle func(json.RawMessage, error)) error
 			s.replay.Recorded(rec.Call, func() { settle(answer, nil) })
 			return nil
 		case div != nil:
-			// Asked by the process that held a call a pause held, after it: a resume, which
-			// runs the call again, asks it anew and waits for its answer.
+			// Asked by the process a pause held calls in, once it had a held result: a resume,
+			// which runs the call again, asks it anew and waits for its answer.
 			s.unanswered = append(s.unanswered, unanswered{settle, fmt.Sprintf("crw.decide %q: a resume asks it anew, with the schema the script builds now, and waits for its answer: nobody answers a shadow", d.ID)})
 			return nil
 		}

@@ -104,9 +104,9 @@ func (b *Book) recorded(rec *replay.Decision, d crw.Decision, v *schema.Validato
 			b.host.Stop(effects.DivergenceStop(b.run, div))
 			return effects.DivergenceThrown(div)
 		}
-		// The process that asked it had the result of a call a pause held, which this one
-		// ran again and got another result of: asked anew, with the schema the script builds
-		// now. An answer the record has was given to the other one.
+		// The process that asked it had a result a pause held, and this one ran the call
+		// again: asked anew, with the schema the script builds now. An answer the record has
+		// was given to the other one.
 		b.ask(d, v, settle)
 		return nil
 	}
@@ -150,8 +150,8 @@ func (b *Book) await(d crw.Decision, v *schema.Validator, settle func(json.RawMe
 	b.Kick()
 }
 
-// AskedPastTheRecord reports whether decision d was asked by a process that held a call a pause
-// held, after the held row, with the held result in hand: where a process that runs the call
+// AskedPastTheRecord reports whether decision d was asked by a process a pause held calls in,
+// once it had a held result (History.PauseHeldFrom): where a process that runs such a call
 // again leaves the record (replay.Replayer.LeftAt, History.SupersededBy), or an earlier one
 // did (Decision.Left). A process that left there asks it with the rerun's result.
 func AskedPastTheRecord(h *replay.History, d *replay.Decision, leftAt uint64, left bool) bool {
