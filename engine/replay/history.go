@@ -894,9 +894,9 @@ func (h *History) hydrate(src Source) error {
 
 // leave is a process taking the call at the issue index of a call a pause held (held row at
 // seq held) again: its script left the record there (Replayer.LeftAt). The commits the process
-// that held the call recorded after the held row were made with the held result in hand, and
-// this process made them again (SupersededBy): they are superseded, and the commits it made
-// take their places. The decisions it asked there are Left.
+// that held the call recorded once it had a held result (PauseHeldFrom) were made with it in
+// hand, and this process made them again (SupersededBy): they are superseded, and the commits
+// it made take their places. The decisions it asked there are Left.
 func (b *builder) leave(held uint64) {
 	b.left = true
 	b.lefts = append(b.lefts, held)

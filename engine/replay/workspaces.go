@@ -38,8 +38,8 @@ type Decision struct {
 	Request, Answer *journal.Row
 	// Call stands for the answer's delivery in the History's Order.
 	Call *Call
-	// Left: the process that asked it held a call a pause held, and asked it after the held
-	// row, with the held result in hand; a later process ran the call again (builder.leave).
+	// Left: the process that asked it had a result a pause held (History.PauseHeldFrom), and
+	// a later process ran the held call again (builder.leave).
 	Left bool
 }
 
@@ -86,8 +86,8 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 			// asked by a process that had the results it asked it with.
 			d.Request, d.Left = r, false
 		default:
-			// Asked anew after its answer: the process that asked it had the result of a call
-			// a pause held, and a resume that ran the call again asks with another schema
+			// Asked anew after its answer: the process that asked it had a result a pause
+			// held, and a resume that ran the call again asks with another schema
 			// (decisions.Book.Decide). The answer was given to the question the record left;
 			// the newest asking waits for its own.
 			h.Order = slices.DeleteFunc(h.Order, func(c *Call) bool { return c == d.Call })
