@@ -357,3 +357,74 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `["completed", "completed", "completed"]`, string(end.Result))
 }
+
+// completesAfter is a backend whose turns of node b end only once after is true (or after a
+// while): the record's completions come in the order a test needs, whatever the machine's load.
+type completesAfter struct {
+	backend.Backend
+	after func() bool
+}
+
+func (b completesAfter) Run(ctx context.Context, t backend.Turn, rec backend.Recorder) backend.Outcome {
+	if t.Call.Node == "b" {
+		for deadline := time.Now().Add(enginetest.Timeout); !b.after() && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return b.Backend.Run(ctx, t, rec)
+}
+
+// TestAScriptThatGoesOnAfterAPassedOverCompletionIsCheckedThere: the record completed c2 (a)
+// before c1 (b). An edited script makes b, makes c once b's result comes, and waits for a new
+// decision before it makes a: a resume passes a's completion over, gives b's, and the script
+// makes c where the record has a: a divergence. The shadow gives b's result too before it tells
+// the script nobody answers the decision, and so sees that a is never made where the record has
+// it: the check refuses the script.
+func TestAScriptThatGoesOnAfterAPassedOverCompletionIsCheckedThere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := enginetest.LocalService(t)
+	aEnded := func() bool {
+		runs, err := svc.List(ctx)
+		if err != nil || len(runs) != 1 {
+			return false
+		}
+		rows, err := svc.Rows(ctx, runs[0].Run)
+		return err == nil && len(enginetest.OfType(rows, journal.TypeCompleted)) > 0
+	}
+	id, waiting, rows := runWith(t, svc, "", `import { agent } from "crw:agent";
+import crw from "crw";
+export default async function main() {
+  const pb = agent.call({ role: "explorer", node: "b", prompt: "B" });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const b = await pb;
+  const go = await crw.decide({ id: "go", question: "Go?", schema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false } });
+  return [a.status, b.status, go.ok];
+}
+`, limitGone, func(b backend.Backend) backend.Backend { return completesAfter{b, aEnded} })
+	require.Equal(t, store.RunWaitingDecision, waiting.Status, "%+v", waiting.Error)
+	var ends []string
+	for _, r := range enginetest.OfType(rows, journal.TypeCompleted) {
+		ends = append(ends, r.Call)
+	}
+	require.Equal(t, []string{"c2", "c1"}, ends)
+
+	edited := filepath.Join(t.TempDir(), "edited.js")
+	require.NoError(t, os.WriteFile(edited, []byte(`import { agent } from "crw:agent";
+import crw from "crw";
+const yes = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false };
+export default async function main() {
+  const pb = agent.call({ role: "explorer", node: "b", prompt: "B" });
+  const pc = pb.then(() => agent.call({ role: "explorer", node: "c", prompt: "C" }));
+  const n = await crw.decide({ id: "new", question: "New?", schema: yes });
+  const a = await agent.call({ role: "explorer", node: "a", prompt: "A" });
+  const c = await pc;
+  const go = await crw.decide({ id: "go", question: "Go?", schema: yes });
+  return [a.status, c.status, n.ok, go.ok];
+}
+`), 0o644))
+	err := svc.ChangeResume(ctx, id, engine.ResumeChange{Script: edited}, "t")
+	require.Error(t, err, "the resume makes c where the record has a")
+	assert.Equal(t, errs.RevisionConflict, errs.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "call c2 (explorer/a)")
+}

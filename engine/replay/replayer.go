@@ -80,6 +80,7 @@ type Replayer struct {
 	ready    map[*Call]func() // recorded results whose calls were made, waiting for their turn
 	passed   map[*Call]bool   // recorded completions passed over while their calls were not made
 	held     []func()         // results that wait behind recorded completions still due
+	given    int              // results handed over so far (drainLocked, releaseLocked)
 	caughtUp func()           // called once when nothing recorded is due any more
 }
 
@@ -330,13 +331,15 @@ func (r *Replayer) Live(deliver func()) {
 // Idle is called when the script waits and nothing can reach it but what the Replayer holds.
 // Results held back go first; failing those, the recorded completions whose calls the script
 // has not made are passed over, so the next one it made can come. Either way the script's
-// timing has left the record, and waiting would be forever.
-func (r *Replayer) Idle() {
+// timing has left the record, and waiting would be forever. It reports whether it gave the
+// script a result: then the script goes on, and waits for nothing else no longer.
+func (r *Replayer) Idle() (gave bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	before := r.given
 	if len(r.held) > 0 {
 		r.releaseLocked()
-		return
+		return r.given != before
 	}
 	for r.next < len(r.order) {
 		c := r.order[r.next]
@@ -347,6 +350,7 @@ func (r *Replayer) Idle() {
 		r.next++
 	}
 	r.drainLocked()
+	return r.given != before
 }
 
 // Due reports whether recorded completions are still to be delivered: results the script will
@@ -403,6 +407,7 @@ func (r *Replayer) drainLocked() {
 		}
 		delete(r.ready, c)
 		r.next++
+		r.given++
 		deliver()
 	}
 	if !r.pendingLocked() {
@@ -414,6 +419,7 @@ func (r *Replayer) drainLocked() {
 func (r *Replayer) releaseLocked() {
 	held := r.held
 	r.held = nil
+	r.given += len(held)
 	for _, deliver := range held {
 		deliver()
 	}

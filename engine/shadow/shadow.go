@@ -282,9 +282,8 @@ func (s *host) SetWake(wake func())                   { s.wake = wake }
 // shadow is where a resume lets its process go: it is told so then (waiting_decision), and what
 // it has made so far is what a resume makes before it waits (Report.WaitsFrom).
 func (s *host) Idle() {
-	s.replay.Idle()
-	if len(s.unanswered) == 0 || s.replay.Due() {
-		return
+	if gave := s.replay.Idle(); gave || len(s.unanswered) == 0 || s.replay.Due() {
+		return // a result given goes to the script, which may make calls before it waits
 	}
 	s.waits()
 	for _, u := range s.unanswered {
