@@ -25,7 +25,7 @@ var planted = map[string]struct {
 	plant.DecisionByQuestion:       {[]uint64{34, 170}, "resume_diverges"},
 	plant.ResumeSkipsPause:         {[]uint64{5, 14}, "same_result"},
 	plant.ShadowCommitsWithoutRepo: {[]uint64{12, 13}, "shadow_clean"},
-	plant.DecisionNotAskedAnew:     {[]uint64{188, 229}, "resume_diverges"},
+	plant.DecisionNotAskedAnew:     {[]uint64{188, 234}, "resume_diverges"},
 }
 
 // TestPlantedBugsAreFound plants each bug in turn and runs its seeds: each seed must break the
