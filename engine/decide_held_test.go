@@ -121,11 +121,10 @@ func TestADecisionAskedWithAnotherSchemaElsewhereDiverges(t *testing.T) {
 	edited := filepath.Join(t.TempDir(), "edited.js")
 	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(decideWorkflow, `keep: { type: "boolean" }`, `keep: { type: "boolean", description: "keep it?" }`, 1)), 0o644))
 	require.NoError(t, svc.ChangeResumeUnchecked(ctx, id, edited, "t"))
-	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
+	_, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
 	require.Error(t, err)
 	assert.Equal(t, errs.RevisionConflict, errs.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), `crw.decide "keep-it": the script asks with another schema than the journal recorded`)
-	_ = end
 }
 
 // TestAnEditedDecisionPastAHeldCallIsAskedAnew: an edited script whose decision, asked after a

@@ -70,7 +70,7 @@ type Replayer struct {
 	byRole    map[string]int // calls issued per role
 	made      []uint64       // bit i: the recorded call at issue index i was made again (isMade)
 	offRecord bool           // Strict: a paused call ran again; nothing waits for the record
-	leftAt    uint64         // Strict: the held row of the call whose rerun left the record (0: none)
+	leftAt    uint64         // Strict: where the script left the record (LeftAt; 0: none)
 	diverged  bool           // Strict: the script asked for another call than the record has
 	cursor    int            // Align: the next recorded position a call may stand for
 
@@ -171,7 +171,7 @@ func (r *Replayer) Next(p *journal.Prepared) Match {
 		// waits for the recorded completions any more.
 		r.offRecord = true
 		if rec.EndType != "" {
-			r.leftAt = rec.EndSeq
+			r.leftAt = r.h.PauseHeldFrom(rec.EndSeq) // a scan of the record's calls, once
 		}
 		r.drainLocked()
 	}
@@ -212,10 +212,7 @@ func (r *Replayer) alignLocked(p *journal.Prepared) (rec *Call, same bool) {
 func (r *Replayer) LeftAt() (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.leftAt == 0 {
-		return 0, false
-	}
-	return r.h.PauseHeldFrom(r.leftAt), true
+	return r.leftAt, r.leftAt != 0
 }
 
 // OwedWriter is a call of node that writes (an executor's) the record has and the script has not

@@ -228,9 +228,9 @@ type host struct {
 	noRepo             bool // the recorded run has no repository
 	trace              bool // the record is a trace's rows
 	traceCommitted     bool // and they hold a commit (one a resume made again, it may be)
-	// leftAt is the held row of the first call a pause held that the script was given, where a
-	// resume leaves the record (replay.Replayer.LeftAt); remade, whether the commits from there
-	// are ones a resume makes again (loop goroutine only).
+	// leftAt is where a resume leaves the record: once the script is given a call a pause held,
+	// the first row at which the process that held it had a held result (replay.Replayer.LeftAt);
+	// remade, whether the commits from there are ones a resume makes again (loop goroutine only).
 	leftAt uint64
 	remade bool
 
