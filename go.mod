@@ -52,3 +52,6 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
+
+// goja with reads of own properties that build no descriptor: third_party/goja/CRW.md.
+replace github.com/dop251/goja => ./third_party/goja

@@ -64,6 +64,17 @@ func (in *Intrinsics) Own(o *goja.Object, name string) (Prop, error) {
 	if IsProxy(o) {
 		return p, ErrProxy
 	}
+	value, accessor, found, err := o.OwnData(name)
+	if err != nil {
+		return p, err
+	}
+	p.Found = found
+	if !accessor {
+		p.Value = value
+		return p, nil
+	}
+	p.Accessor = true
+	// The getter itself, which only the descriptor gives: a rare read (a thrown value's).
 	d, err := in.gopd(goja.Undefined(), o, in.rt.ToValue(name))
 	if err != nil {
 		return p, err
@@ -72,21 +83,14 @@ func (in *Intrinsics) Own(o *goja.Object, name string) (Prop, error) {
 	if !ok {
 		return p, nil
 	}
-	p.Found = true
 	// desc is a fresh ordinary object, crw's alone: without its prototype, a read of it sees
-	// only its own members (an accessor's get and set, a data property's value), never what a
-	// script put on Object.prototype. An accessor's descriptor always has its own get.
+	// only its own members, never what a script put on Object.prototype.
 	if err := desc.SetPrototype(nil); err != nil {
 		return p, err
 	}
-	if g := desc.Get("get"); g != nil {
-		p.Accessor = true
-		if !goja.IsUndefined(g) {
-			p.Getter = g
-		}
-		return p, nil
+	if g := desc.Get("get"); g != nil && !goja.IsUndefined(g) {
+		p.Getter = g
 	}
-	p.Value = desc.Get("value")
 	return p, nil
 }
 

@@ -253,12 +253,11 @@ func (m *agentModule) parse(arg goja.Value) Request {
 		jsutil.Throw(rt, CodeInvalidRequest, "agent.call: options must be an object, got %s", jsutil.TypeName(arg))
 	}
 	var unknown []string
-	m.present = m.present[:0]
-	for _, k := range obj.Keys() {
+	m.present = obj.AppendKeys(m.present[:0])
+	for _, k := range m.present {
 		if !allowed[k] {
 			unknown = append(unknown, k)
 		}
-		m.present = append(m.present, k)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
