@@ -57,6 +57,22 @@ func TestOwnDataIsTheDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := v.ToObject(rt)
+	// Integer keys come first, ascending, also when nothing listed the keys before.
+	fresh := `(() => { const o = { b: 1, 2: "two", a: 2, 1: "one", "-1": "neg" }; delete o.a; o.a = 3; return o; })()`
+	wantNumeric := []string{"1", "2", "b", "-1", "a"}
+	for _, read := range []func(*goja.Object) bool{
+		func(o *goja.Object) bool { return o.HasKeys(wantNumeric) },
+		func(o *goja.Object) bool { return slices.Equal(o.AppendKeys(nil), wantNumeric) },
+	} {
+		o, err := rt.RunString(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !read(o.ToObject(rt)) {
+			t.Errorf("the keys of a fresh object with integer keys are not %q", wantNumeric)
+		}
+	}
+
 	var objects []*goja.Object
 	if err := rt.ExportTo(set.Get("objects"), &objects); err != nil {
 		t.Fatal(err)
@@ -141,7 +157,7 @@ func TestOwnDataIsTheDescriptor(t *testing.T) {
 		t.Errorf("%d getters or setters ran", n.ToInteger())
 	}
 	numeric := objects[11]
-	if got, want := numeric.Keys(), []string{"1", "2", "b", "-1", "a"}; !slices.Equal(got, want) || !numeric.HasKeys(want) {
+	if got, want := numeric.Keys(), wantNumeric; !slices.Equal(got, want) || !numeric.HasKeys(want) {
 		t.Errorf("keys of the numeric object: %q, want %q", got, want)
 	}
 	p, err := in.Own(objects[1], "g")

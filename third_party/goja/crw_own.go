@@ -38,6 +38,13 @@ func (o *Object) OwnData(name string) (value Value, accessor, found bool, err er
 
 // AppendKeys appends o's own enumerable string keys to dst, in the order Keys gives them.
 func (o *Object) AppendKeys(dst []string) []string {
+	if b, ok := o.self.(*baseObject); ok {
+		b.eachEnumerableKey(func(name unistring.String) bool {
+			dst = append(dst, name.String())
+			return true
+		})
+		return dst
+	}
 	iter := &enumerableIter{o: o, wrapped: o.self.iterateStringKeys()}
 	for item, next := iter.next(); next != nil; item, next = next() {
 		dst = append(dst, item.name.String())
@@ -48,8 +55,18 @@ func (o *Object) AppendKeys(dst []string) []string {
 // HasKeys reports whether keys are o's own enumerable string keys, in the order Keys gives
 // them, without making them.
 func (o *Object) HasKeys(keys []string) bool {
-	iter := &enumerableIter{o: o, wrapped: o.self.iterateStringKeys()}
 	i := 0
+	if b, ok := o.self.(*baseObject); ok {
+		same := b.eachEnumerableKey(func(name unistring.String) bool {
+			if i == len(keys) || name.String() != keys[i] {
+				return false
+			}
+			i++
+			return true
+		})
+		return same && i == len(keys)
+	}
+	iter := &enumerableIter{o: o, wrapped: o.self.iterateStringKeys()}
 	for item, next := iter.next(); next != nil; item, next = next() {
 		if i == len(keys) || item.name.String() != keys[i] {
 			return false
@@ -57,4 +74,69 @@ func (o *Object) HasKeys(keys []string) bool {
 		i++
 	}
 	return i == len(keys)
+}
+
+// eachEnumerableKey calls fn with an ordinary object's own enumerable string keys in the order
+// Keys gives them (integer keys first, ascending), as its iterator would, until fn returns
+// false, and reports whether none did. fn runs no script code, so the names cannot change
+// under it, and the iterator's copy of them is not needed.
+func (o *baseObject) eachEnumerableKey(fn func(unistring.String) bool) bool {
+	o.ensurePropOrder()
+	for _, name := range o.propNames {
+		prop := o.values[name]
+		if prop == nil {
+			continue
+		}
+		if vp, ok := prop.(*valueProperty); ok && !vp.enumerable {
+			continue
+		}
+		if !fn(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewGoPromise is NewPromise for a promise only Go settles: its resolving functions are Go's
+// alone, and no function objects are made for them (two a promise, which crw makes for every
+// agent.call). resolve and reject do what NewPromise's do (the steps of
+// createResolvingFunctions), and run the promise jobs they enqueue before they return.
+func (r *Runtime) NewGoPromise() (promise *Promise, resolve, reject func(reason interface{}) error) {
+	p := r.newPromise(r.getPromisePrototype())
+	alreadyResolved := false
+	resolve = func(x interface{}) error {
+		return r.runWrapped(func() {
+			if alreadyResolved {
+				return
+			}
+			alreadyResolved = true
+			resolution := r.ToValue(x)
+			if resolution.SameAs(p.val) {
+				p.reject(r.NewTypeError("Promise self-resolution"))
+				return
+			}
+			if obj, ok := resolution.(*Object); ok {
+				var thenAction Value
+				if ex := r.vm.try(func() { thenAction = obj.self.getStr("then", nil) }); ex != nil {
+					p.reject(ex.val)
+					return
+				}
+				if call, ok := assertCallable(thenAction); ok {
+					r.enqueuePromiseJob(r.newPromiseResolveThenableJob(p, resolution, &jobCallback{callback: call}))
+					return
+				}
+			}
+			p.fulfill(resolution)
+		})
+	}
+	reject = func(x interface{}) error {
+		return r.runWrapped(func() {
+			if alreadyResolved {
+				return
+			}
+			alreadyResolved = true
+			p.reject(r.ToValue(x))
+		})
+	}
+	return p, resolve, reject
 }

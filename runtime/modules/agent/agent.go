@@ -131,7 +131,7 @@ func (m *agentModule) call(fc goja.FunctionCall) goja.Value {
 	req := m.readRequest(fc.Argument(0))
 	req.Site = m.callSite()
 
-	promise, resolve, _ := rt.NewPromise()
+	promise, resolve, _ := rt.NewGoPromise()
 	enqueue := m.loop.Reserve()
 	settle := func(result Result, onLoop func() (after func())) {
 		enqueue(func() error {

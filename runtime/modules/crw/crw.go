@@ -96,14 +96,14 @@ func Loader(input json.RawMessage, in *jsutil.Intrinsics, loop Loop, host Host) 
 			if err != nil {
 				throw(rt, err)
 			}
-			p, resolve, _ := rt.NewPromise()
+			p, resolve, _ := rt.NewGoPromise()
 			_ = resolve(frozen(res))
 			return rt.ToValue(p)
 		}))
 		// awaited is a promise of what the host settles later, from any goroutine; an error
 		// from ask itself is thrown at the call site.
 		awaited := func(ask func(settle func(json.RawMessage, error)) error) goja.Value {
-			p, resolve, reject := rt.NewPromise()
+			p, resolve, reject := rt.NewGoPromise()
 			enqueue := loop.Reserve()
 			err := ask(func(value json.RawMessage, err error) {
 				enqueue(func() error {
