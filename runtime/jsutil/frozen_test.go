@@ -98,3 +98,49 @@ func TestAFrozenArrayIsAnArrayThatCannotChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `true true 3 false false [1,"two",[3]] 1|two|3 TypeError,TypeError,TypeError,TypeError,TypeError,TypeError`, got.String())
 }
+
+// TestFrozenParserIsObjectFreeze: what the parser builds is, to every reflection and method a
+// script has, what Object.freeze makes of JSON.parse's value, level by level.
+func TestFrozenParserIsObjectFreeze(t *testing.T) {
+	docs := []string{
+		sampleResult, `{}`, `[]`, `[1,"two",[3,{"x":null}],{}]`, `{"b":1,"a":[true,false],"10":3,"2":{"__proto__":1}}`,
+		`{"a":1,"b":{"c":[1]},"a":{"d":2},"b":3}`, `[[],[[]],{"":""}]`,
+		"{" + strings.TrimSuffix(strings.Repeat(`"k":1,`, 20)+strings.Repeat(`"m":[2],`, 30), ",") + `,"z":0}`,
+	}
+	rt := goja.New()
+	parse := FrozenParser(Capture(rt))
+	describe, err := rt.RunString(`"use strict"; (function describe(v) {
+		if (v === null || typeof v !== "object") return typeof v + ":" + String(v);
+		const proto = Object.getPrototypeOf(v) === Array.prototype ? "Array" : Object.getPrototypeOf(v) === Object.prototype ? "Object" : "other";
+		const parts = [proto, Array.isArray(v), Object.isFrozen(v), Object.isExtensible(v), Reflect.ownKeys(v).join(",")];
+		for (const k of Reflect.ownKeys(v)) {
+			const d = Object.getOwnPropertyDescriptor(v, k);
+			parts.push(k + "=" + [d.writable, d.enumerable, d.configurable, "get" in d, k === "length" ? d.value : describe(d.value)].join("/"));
+		}
+		const tries = [() => { v.added = 1; }, () => { delete v[Reflect.ownKeys(v)[0]]; }, () => { v[Reflect.ownKeys(v)[0]] = 9; }];
+		if (Array.isArray(v)) {
+			parts.push(v.slice(1).length, v.indexOf(v[0]), v.includes(v[v.length - 1]), [...v].length, v.concat([0]).length, JSON.stringify(v.map((x) => typeof x)), v.at(-1) === v[v.length - 1], [...v.entries()].length);
+			tries.push(() => v.push(1), () => v.pop(), () => v.sort(), () => v.reverse(), () => v.splice(0, 1), () => v.fill(0), () => { v.length = 0; });
+		}
+		parts.push(tries.map((f) => { try { f(); return "changed"; } catch (e) { return e.constructor.name; } }).join(","));
+		return "{" + parts.join(" ") + "}";
+	})`)
+	require.NoError(t, err)
+	describeFn, _ := goja.AssertFunction(describe)
+	freeze, err := rt.RunString(`(function deepFreeze(v) { if (v !== null && typeof v === "object") { Object.values(v).forEach(deepFreeze); Object.freeze(v); } return v; })`)
+	require.NoError(t, err)
+	freezeFn, _ := goja.AssertFunction(freeze)
+	for _, doc := range docs {
+		got, err := parse([]byte(doc))
+		require.NoError(t, err, doc)
+		parsed, err := Capture(rt).Parse([]byte(doc))
+		require.NoError(t, err, doc)
+		want, err := freezeFn(goja.Undefined(), parsed)
+		require.NoError(t, err)
+		g, err := describeFn(goja.Undefined(), got)
+		require.NoError(t, err, doc)
+		w, err := describeFn(goja.Undefined(), want)
+		require.NoError(t, err, doc)
+		require.Equal(t, w.String(), g.String(), doc)
+	}
+}
