@@ -747,7 +747,7 @@ func (r *runner) Returned() {
 // awaited nor observed (a forgotten await: the call ran, and nobody read its result), once: a
 // resume that replays the run finds the warnings it wrote before.
 func (r *runner) warnUnobserved(script *vm.VM) {
-	calls, more, _ := script.Unobserved()
+	calls, more := script.Unobserved()
 	for i := range calls {
 		calls[i].Site = r.siteOf(calls[i].Call)
 	}

@@ -220,9 +220,8 @@ func (v *VM) Digest() string { return v.loader.Digest() }
 func (v *VM) Sources() map[string][]byte { return v.loader.Sources() }
 
 // Unobserved lists the agent.calls whose promises the workflow never awaited nor observed,
-// once Run has returned (see agent.Tracker); more counts those past what the list holds, and
-// known is false when this goja cannot tell.
-func (v *VM) Unobserved() (calls []agent.Unobserved, more int, known bool) {
+// once Run has returned (see agent.Tracker); more counts those past what the list holds.
+func (v *VM) Unobserved() (calls []agent.Unobserved, more int) {
 	return v.tracker.Unobserved()
 }
 

@@ -140,3 +140,7 @@ func (r *Runtime) NewGoPromise() (promise *Promise, resolve, reject func(reason 
 	}
 	return p, resolve, reject
 }
+
+// Handled reports whether a reaction was ever added to p (by await, then, Promise.all or any
+// other way), before or after it settled: what no script can reach or replace.
+func (p *Promise) Handled() bool { return p.handled }

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"github.com/dop251/goja"
-
-	"github.com/crw-dev/crw/runtime/jsutil"
 )
 
 // Unobserved is an agent.call whose promise the workflow never awaited, nor observed any other
@@ -22,7 +20,6 @@ type Tracker struct {
 	calls   []*goja.Promise
 	kept    int // len(calls) after the last prune
 	dropped int // unobserved calls past maxTracked, not listed
-	unknown bool
 }
 
 const (
@@ -50,11 +47,7 @@ func (t *Tracker) add(p *goja.Promise) {
 func (t *Tracker) prune() {
 	kept := t.calls[:0]
 	for _, p := range t.calls {
-		handled, known := jsutil.PromiseHandled(p)
-		if !known {
-			t.unknown = true
-		}
-		if known && !handled {
+		if !p.Handled() {
 			kept = append(kept, p)
 		}
 	}
@@ -63,16 +56,16 @@ func (t *Tracker) prune() {
 }
 
 // Unobserved lists the calls no one observed, in issue order, and how many more there were past
-// what the Tracker holds. known is false when this goja cannot say.
-func (t *Tracker) Unobserved() (calls []Unobserved, more int, known bool) {
+// what the Tracker holds.
+func (t *Tracker) Unobserved() (calls []Unobserved, more int) {
 	if t == nil {
-		return nil, 0, false
+		return nil, 0
 	}
 	t.prune()
 	for _, p := range t.calls {
 		calls = append(calls, Unobserved{Call: callID(p)})
 	}
-	return calls, t.dropped, !t.unknown
+	return calls, t.dropped
 }
 
 // callID is a call's id, read off its CallResult once it has one.
