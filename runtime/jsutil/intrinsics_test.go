@@ -176,4 +176,22 @@ func TestOwnDataIsTheDescriptor(t *testing.T) {
 	if p, err := in.Own(e.ToObject(rt), "stack"); err == nil {
 		t.Errorf("Own of the stack of an Error whose name throws: %+v, no error", p)
 	}
+	// And one whose name's getter overflows the stack: an error too, not a panic.
+	deep := goja.New()
+	deep.SetMaxCallStackSize(100)
+	deepIn := Capture(deep)
+	e, err = deep.RunString(`(() => { const e = new Error("m"); Object.defineProperty(e, "name", { get() { return this.name; } }); return e; })()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("Own of the stack of an Error whose name overflows the stack panicked: %v", r)
+			}
+		}()
+		if p, err := deepIn.Own(e.ToObject(deep), "stack"); err == nil {
+			t.Errorf("Own of the stack of an Error whose name overflows the stack: %+v, no error", p)
+		}
+	}()
 }

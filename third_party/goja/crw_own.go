@@ -10,16 +10,22 @@ import "github.com/dop251/goja/unistring"
 // OwnData reads o's own string-keyed property name as Object.getOwnPropertyDescriptor finds
 // it, without calling a getter: found reports whether o has it, accessor whether it is a getter
 // or setter (value is then nil), else value is its value (undefined for none). An ordinary
-// object's property is read as it is; another's read may run code (a Proxy's trap: refuse a
+// object's or an array's property is read as it is; another's read may run code (a Proxy's trap: refuse a
 // Proxy first; an Error's stack, made on its first read, reads its name and message), and what
-// that code throws is err.
+// that code throws is err, as a call of Object.getOwnPropertyDescriptor from Go gives it:
+// an exception, a stack overflow or an interrupt (runWrapped).
 func (o *Object) OwnData(name string) (value Value, accessor, found bool, err error) {
 	var p Value
 	key := unistring.NewFromString(name)
-	if b, ok := o.self.(*baseObject); ok {
-		p = b.getOwnPropStr(key)
-	} else if err = o.runtime.try(func() { p = o.self.getOwnPropStr(key) }); err != nil {
-		return nil, false, false, err
+	switch self := o.self.(type) {
+	case *baseObject:
+		p = self.getOwnPropStr(key)
+	case *arrayObject:
+		p = self.getOwnPropStr(key)
+	default:
+		if err = o.runtime.runWrapped(func() { p = o.self.getOwnPropStr(key) }); err != nil {
+			return nil, false, false, err
+		}
 	}
 	if p == nil {
 		return nil, false, false, nil
