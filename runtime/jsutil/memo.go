@@ -3,22 +3,24 @@ package jsutil
 import (
 	"encoding/json"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
 
 // A Memo keeps the JSON of objects it serialized (DataOnly) with what the walk read of each:
 // every object's own enumerable keys and every member's value. An object given again is
-// checked by reading its keys (HasKeys, which makes none) and those members with plain gets,
-// and its JSON is reused when all are as they were: the walk reads each member as an own data
-// property and writes the JSON, the check only compares. A workflow passes the same few schema
+// checked by reading its keys (HasKeys, which makes none) and those members as own data
+// properties (OwnData), and its JSON is reused when all are as they were: the walk reads each
+// member and writes the JSON, the check only compares. A workflow passes the same few schema
 // objects to thousands of calls.
 //
-// The check reads what the walk read, so a member that is still a data property holding the
-// same value (the same object, for an object) gives the same JSON. A member a script turned
-// into an accessor after the first read would have its getter called by the check: the walk
-// refuses getters, the check cannot tell one from a value without the descriptor it spares
-// (agent.call refuses a call such a getter makes while its options are read).
+// The check reads what the walk read, so a member that is still an own data property holding
+// the same value (the same object, for an object) gives the same JSON; a member made a getter,
+// or a hole, is a change (a getter is never called), and the walk refuses it or reads the hole
+// as it does. Keys are compared as Go strings, in which a lone surrogate reads as U+FFFD: an
+// object with a key that holds U+FFFD is walked at each call, not kept.
 // An object whose every part is frozen is never checked again.
 type Memo struct {
 	in      *Intrinsics
@@ -67,9 +69,9 @@ func (m *Memo) JSON(o *goja.Object) (json.RawMessage, error) {
 	e := &memoEntry{json: json.RawMessage(w.buf.Bytes()), nodes: w.nodes, frozen: true}
 	for i := range e.nodes {
 		n := &e.nodes[i]
-		if slices.Contains(n.vals, nil) {
-			// A hole of an array: a plain get of it reads Array.prototype, which the walk did
-			// not, so nothing could check it.
+		if slices.Contains(n.vals, nil) || slices.ContainsFunc(n.keys, func(k string) bool { return strings.ContainsRune(k, utf8.RuneError) }) {
+			// A hole of an array, which the walk read from Array.prototype (it may change
+			// there), or a key HasKeys could not tell from another.
 			return e.json, nil
 		}
 		if e.frozen {
@@ -97,7 +99,8 @@ func (e *memoEntry) holds() bool {
 			return false
 		}
 		for j, k := range n.keys {
-			if !sameValue(n.obj.Get(k), n.vals[j]) {
+			v, accessor, found, err := n.obj.OwnData(k)
+			if err != nil || !found || accessor || !sameValue(v, n.vals[j]) {
 				return false
 			}
 		}

@@ -140,3 +140,45 @@ func TestMemoBounds(t *testing.T) {
 		t.Fatalf("%s", got[len(got)-20:])
 	}
 }
+
+// What a plain get of the members cannot tell apart is told apart too: a hole whose
+// prototype gives the value that was there, a member made a getter that gives the same value
+// (not called), and a key renamed to another that reads the same in Go (a lone surrogate for
+// U+FFFD). The Memo's JSON or error after each is the walk's, and no getter runs.
+func TestMemoIsTheWalkWhereAGetCannotTell(t *testing.T) {
+	cases := []struct{ setup, change string }{
+		{`({ a: [1, 2] })`, `delete o.a[0]; Array.prototype[0] = 1`},
+		{`({ a: [1, 2] })`, `delete o.a[0]; Object.defineProperty(Array.prototype, "0", { get() { runs++; return 1; }, configurable: true })`},
+		{`({ a: [1, 2] })`, `Object.defineProperty(o.a, "0", { get() { runs++; return 1; } })`},
+		{`({ a: 1, b: 2 })`, `Object.defineProperty(o, "a", { get() { runs++; return 1; }, enumerable: true })`},
+		{`({ "\ufffd": undefined, b: 1 })`, `delete o["\ufffd"]; o["\ud800"] = undefined; const b = o.b; delete o.b; o.b = b`},
+		{`({ "\ufffd": 1 })`, `delete o["\ufffd"]; o["\ud800"] = 1`},
+	}
+	for _, c := range cases {
+		t.Run(c.change, func(t *testing.T) {
+			rt := goja.New()
+			in := Capture(rt)
+			v, err := rt.RunString("var runs = 0; var o = " + c.setup + "; o")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := v.(*goja.Object)
+			m := in.NewMemo(8, 0)
+			before, err := m.JSON(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rt.RunString(c.change); err != nil {
+				t.Fatal(err)
+			}
+			after, errAfter := m.JSON(o)
+			fresh, errFresh := in.JSON(o, DataOnly, 0)
+			if string(after) != string(fresh) || (errAfter == nil) != (errFresh == nil) {
+				t.Errorf("memo %s, %v; walk %s, %v (before %s)", after, errAfter, fresh, errFresh, before)
+			}
+			if runs := rt.Get("runs").ToInteger(); runs != 0 {
+				t.Errorf("a getter ran %d times", runs)
+			}
+		})
+	}
+}

@@ -196,11 +196,11 @@ func TestOptionsIgnoreTamperedGlobals(t *testing.T) {
 	assert.JSONEq(t, `{"type":"object","properties":{"a":{"type":"array","items":{"enum":["x","y"]}}},"required":["a"],"additionalProperties":false}`, string(reqs[1].Schema))
 }
 
-// TestACallFromAGetterInTheOptionsIsRefused: a schema member a script turned into a getter after
-// a first call is read by the schema memo's check with a plain get, which runs it; a getter that
-// calls agent.call there is refused, at the first level, and the call that was reading its
-// options fails with it, whatever the stack's depth would allow.
-func TestACallFromAGetterInTheOptionsIsRefused(t *testing.T) {
+// TestAGetterSwappedIntoAKeptSchemaIsRefusedUncalled: a schema member a script turned into a
+// getter after a first call is seen by the schema memo's check as an accessor (OwnData), never
+// called: the call is refused as a schema with a getter is, and the getter's own agent.call
+// never runs.
+func TestAGetterSwappedIntoAKeptSchemaIsRefusedUncalled(t *testing.T) {
 	t.Parallel()
 	script := runtimetest.Main(`
 	const ok = { type: "boolean" };
@@ -213,7 +213,7 @@ func TestACallFromAGetterInTheOptionsIsRefused(t *testing.T) {
 	try { await agent.call({ role: "explorer", node: "b", prompt: "second", schema }); return "called"; }
 	catch (e) { return [e.code, reentered, e.message]; }`)
 	out, r := run(t, script)
-	assert.JSONEq(t, `["invalid_request", 1, "agent.call: called while another agent.call's options were being read (from a getter in them): give values, not getters"]`, string(out))
+	assert.JSONEq(t, `["invalid_request", 0, "agent.call: schema cannot be serialized: schema.properties.ok: a getter, which crw does not call: give the value itself"]`, string(out))
 	assert.Len(t, r.Host.Requests(), 1, "only the first call was made")
 }
 
