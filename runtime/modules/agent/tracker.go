@@ -1,8 +1,6 @@
 package agent
 
-import (
-	"github.com/dop251/goja"
-)
+import "github.com/dop251/goja"
 
 // Unobserved is an agent.call whose promise the workflow never awaited, nor observed any other
 // way (then, Promise.all, …), by the time its loop ended: a forgotten await, whose call ran and
