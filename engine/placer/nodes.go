@@ -216,15 +216,6 @@ func (p *Placer) Worked(node string) bool {
 	return n.worked
 }
 
-// UndoTierStep puts the node back at tier and next allocation, as they were before a tier step
-// the recording process made with a result a pause held, which this process makes again.
-func (p *Placer) UndoTierStep(node string, tier, nextAlloc int) {
-	n := p.node(node)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.Tier, n.NextAlloc = tier, nextAlloc
-}
-
 // StepTier moves the node to tier: its next executor call builds in a new allocation, which
 // it returns.
 func (p *Placer) StepTier(node string, tier int) (alloc int) {

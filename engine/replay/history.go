@@ -299,10 +299,8 @@ type History struct {
 	Commits []*Commit
 	// Superseded are the commits a resume made again instead of replaying them (see
 	// builder.leave), in the order they were recorded.
-	Superseded []*Commit
-	// TierSteps are the tier steps in the order the script made them, less those a resume
-	// made again (builder.leave).
-	TierSteps     []TierStep
+	Superseded    []*Commit
+	TierSteps     []*journal.Row
 	Decisions     map[string]*Decision
 	DecisionOrder []string
 	// Reconciled are the operators' verdicts on unknown outcomes, by call; Unknown the calls
@@ -898,7 +896,7 @@ func (h *History) hydrate(src Source) error {
 // seq held) again: its script left the record there (Replayer.LeftAt). The commits the process
 // that held the call recorded once it had a held result (PauseHeldFrom) were made with it in
 // hand, and this process made them again (SupersededBy): they are superseded, and the commits
-// it made take their places; so are its tier steps. The decisions it asked there are Left.
+// it made take their places. The decisions it asked there are Left.
 func (b *builder) leave(held uint64) {
 	b.left = true
 	b.lefts = append(b.lefts, held)
@@ -913,22 +911,6 @@ func (b *builder) leave(held uint64) {
 		keep = append(keep, c)
 	}
 	h.Commits = keep
-	// So are its tier steps, and the nodes are put back as they were before them, newest
-	// first: only the steps of the process after it moved them.
-	steps := h.TierSteps[:0:0]
-	var gone []TierStep
-	for _, ts := range h.TierSteps {
-		if h.SupersededBy(ts.Seq, from) {
-			gone = append(gone, ts)
-			continue
-		}
-		steps = append(steps, ts)
-	}
-	for i := len(gone) - 1; i >= 0; i-- {
-		nd := h.node(gone[i].Node)
-		nd.Tier, nd.NextAlloc = gone[i].PriorTier, gone[i].PriorNextAlloc
-	}
-	h.TierSteps = steps
 	for _, d := range h.Decisions {
 		if h.SupersededBy(d.Request.Seq, from) {
 			d.Left = true

@@ -28,14 +28,6 @@ type Node struct {
 	PlacedSeq uint64
 }
 
-// TierStep is one crw.tierStep (its tier_step row) and its node's tier and next allocation
-// before it: what a resume that makes the step again puts the node back to (builder.leave,
-// effects.TierStep).
-type TierStep struct {
-	*journal.Row
-	PriorTier, PriorNextAlloc int
-}
-
 // Commit is one crw.commit: its intent row and, once it is recorded, its result row.
 type Commit struct {
 	Intent, Result *journal.Row
@@ -80,8 +72,8 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		}
 	case journal.TypeTierStep:
 		r := own()
+		h.TierSteps = append(h.TierSteps, r)
 		nd := h.node(r.Node)
-		h.TierSteps = append(h.TierSteps, TierStep{Row: r, PriorTier: nd.Tier, PriorNextAlloc: nd.NextAlloc})
 		nd.Tier, nd.NextAlloc = r.Tier, r.Alloc
 	case journal.TypeDecisionRequested:
 		r := own()
@@ -141,15 +133,6 @@ func (b *builder) workspaceRow(row *journal.Row) bool {
 		return false
 	}
 	return true
-}
-
-// TierStepsFrom is the tier steps from the kth (0 first) on: none past the last, or of no
-// History.
-func (h *History) TierStepsFrom(k int) []TierStep {
-	if h == nil || k >= len(h.TierSteps) {
-		return nil
-	}
-	return h.TierSteps[k:]
 }
 
 // UnfinishedCommit is the newest commit intent, superseded or not, when it has no result yet

@@ -230,11 +230,9 @@ type host struct {
 	traceCommitted     bool // and they hold a commit (one a resume made again, it may be)
 	// leftAt is where a resume leaves the record: once the script is given a call a pause held,
 	// the first row at which the process that held it had a held result (replay.Replayer.LeftAt);
-	// remade and stepsRemade, whether the commits and the tier steps from there are ones a
-	// resume makes again (loop goroutine only).
-	leftAt      uint64
-	remade      bool
-	stepsRemade bool
+	// remade, whether the commits from there are ones a resume makes again (loop goroutine only).
+	leftAt uint64
+	remade bool
 
 	// The decisions the script asked, and those of the record's tier steps (loop goroutine
 	// only): crw.decide refuses as the run's book does (decisions.CheckAsk).
@@ -368,23 +366,12 @@ func (s *host) TierStep(node, evidence string) (json.RawMessage, error) {
 		s.tiers[node]++
 		return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.tierStep #%d of node %q: the recorded run has no such tier step, and a shadow steps nothing", k+1, node)
 	}
-	rec := s.h.TierSteps[k]
-	if !s.stepsRemade && s.leftAt != 0 && s.h.SupersededBy(rec.Seq, s.leftAt) {
-		// The process that recorded this step and every later one had the result of a call a
-		// pause held, which a resume runs again: it makes them again (effects.TierStep).
-		s.stepsRemade = true
-	}
-	if d := effects.TierStepDivergence(k, rec.Row, node, evidence); d != nil {
-		if s.stepsRemade {
-			s.tierSteps++
-			s.tiers[node]++
-			return nil, errs.Throw(errs.RevisionConflict, reasonUnrecorded, "crw.tierStep #%d of node %q: the recorded run made its tier step here with a result a pause held, and a resume makes it again; a shadow steps nothing", k+1, node)
-		}
+	if d := effects.TierStepDivergence(k, s.h.TierSteps[k], node, evidence); d != nil {
 		return nil, s.diverged(d)
 	}
 	s.tierSteps++
 	s.tiers[node]++
-	return effects.TierOutcome(rec.Row)
+	return effects.TierOutcome(s.h.TierSteps[k])
 }
 
 // Decide implements crw.Host: what the run's book refuses is refused (decisions.CheckAsk), a

@@ -411,23 +411,11 @@ func (f *Effects) TierStep(node, evidence string) (json.RawMessage, error) {
 	if err := CheckTierStep(node, evidence, e, ok, f.tiers[node], "this run"); err != nil {
 		return nil, err
 	}
-	if steps := f.cfg.History.TierStepsFrom(k); len(steps) > 0 {
-		if at, left := f.host.LeftAt(); left && f.cfg.History.SupersededBy(steps[0].Seq, at) {
-			// The process that recorded this step and every later one had the result of a
-			// call a pause held; this one has the rerun's: they are made again, from the
-			// nodes as they were before them.
-			for i := len(steps) - 1; i >= 0; i-- {
-				f.cfg.Placer.UndoTierStep(steps[i].Node, steps[i].PriorTier, steps[i].PriorNextAlloc)
-			}
-			k = len(f.cfg.History.TierSteps)
-			f.tierSteps = k
-		}
-	}
 	f.tierSteps++
 	f.tiers[node]++
 	pair := f.cfg.Roles["executor-t1"]
-	if steps := f.cfg.History.TierStepsFrom(k); len(steps) > 0 {
-		rec := steps[0].Row
+	if f.cfg.History != nil && k < len(f.cfg.History.TierSteps) {
+		rec := f.cfg.History.TierSteps[k]
 		if d := TierStepDivergence(k, rec, node, evidence); d != nil {
 			f.host.Stop(DivergenceStop(f.cfg.Run, d))
 			return nil, DivergenceThrown(d)
