@@ -30,18 +30,7 @@ func TestMemoSeesEveryChange(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rt := goja.New()
-			in := Capture(rt)
-			v, err := rt.RunString("var o = " + schema + "; o")
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := v.(*goja.Object)
-			m := in.NewMemo(8, 0)
-			before, err := m.JSON(o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, in, o, m, before := memoized(t, "var o = "+schema+"; o")
 			again, _ := m.JSON(o)
 			if string(again) != string(before) {
 				t.Fatalf("unchanged: %s, then %s", before, again)
@@ -156,18 +145,7 @@ func TestMemoIsTheWalkWhereAGetCannotTell(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.change, func(t *testing.T) {
-			rt := goja.New()
-			in := Capture(rt)
-			v, err := rt.RunString("var runs = 0; var o = " + c.setup + "; o")
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := v.(*goja.Object)
-			m := in.NewMemo(8, 0)
-			before, err := m.JSON(o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, in, o, m, before := memoized(t, "var runs = 0; var o = "+c.setup+"; o")
 			if _, err := rt.RunString(c.change); err != nil {
 				t.Fatal(err)
 			}
@@ -181,4 +159,23 @@ func TestMemoIsTheWalkWhereAGetCannotTell(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memoized runs script, whose value is an object, in a runtime of its own and reads the
+// object's JSON through a new Memo once, as a first agent.call would.
+func memoized(t *testing.T, script string) (*goja.Runtime, *Intrinsics, *goja.Object, *Memo, []byte) {
+	t.Helper()
+	rt := goja.New()
+	in := Capture(rt)
+	v, err := rt.RunString(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.(*goja.Object)
+	m := in.NewMemo(8, 0)
+	before, err := m.JSON(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, in, o, m, before
 }
