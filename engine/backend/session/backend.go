@@ -86,7 +86,7 @@ type Backend struct {
 
 	mu      sync.Mutex
 	waiting map[string]chan bus.Report // marker → the step waiting for its report
-	bound   map[string]string          // marker → its subagent, for the open calls' bound steps
+	bound   map[string]binding         // marker → its subagent, for the open calls' bound steps
 	closing map[bus.StepFile]bool      // close steps published, until the host shows their subagent closed
 	closed  context.Context            // ends when the backend closes: its steps stop where they are
 	stop    context.CancelFunc
@@ -123,7 +123,7 @@ func New(cfg Config) *Backend {
 	}
 	cfg.Wake.Defaults()
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, bus: bus.Bus{Dir: cfg.Dir}, waiting: map[string]chan bus.Report{}, bound: map[string]string{}, closing: map[bus.StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, bus: bus.Bus{Dir: cfg.Dir}, waiting: map[string]chan bus.Report{}, bound: map[string]binding{}, closing: map[bus.StepFile]bool{}, closed: ctx, stop: stop, done: make(chan struct{})}
 	// The live index as this process writes it; a step it cannot make visible is retried
 	// by the step itself.
 	_ = b.bus.Reindex()
@@ -213,7 +213,7 @@ func (b *Backend) route(r bus.Report) {
 	marker := r.Marker()
 	b.mu.Lock()
 	ch, waiting := b.waiting[marker]
-	agent, bound := b.bound[marker]
+	binding, bound := b.bound[marker]
 	b.mu.Unlock()
 	switch {
 	case r.HandedClose:
@@ -229,9 +229,12 @@ func (b *Backend) route(r bus.Report) {
 		b.bus.Drop(r)
 	case r.Run != b.cfg.Run:
 		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyRefused, Marker: marker, Agent: r.Agent, Detail: "the report names another run"})
-	case bound && agent == r.Agent:
+	case bound && binding.agent == r.Agent:
 		// Bound already, by its marker on the host or an earlier report.
 		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyBound, Marker: marker, Agent: r.Agent, Detail: "bound already"})
+	case bound && binding.ended:
+		// The step's turn ended; its call lets the binding go once its end is durable.
+		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyClose, Marker: marker, Agent: r.Agent, Detail: b.bus.CloseDetail(r)})
 	case bound:
 		_ = b.bus.Answer(r, bus.Reply{Reply: bus.ReplyClose, Marker: marker, Agent: r.Agent, Detail: secondSubagent})
 	case waiting:
@@ -302,15 +305,37 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, r backend.Recorder) b
 	s := &step{b: b, t: t, p: p, rec: rec, attempt: attempt, reports: make(chan bus.Report, 1), prior: prior, ran: journal.Pair{Model: t.Thread.Model, Effort: t.Thread.Effort}, note: p.Note}
 	s.register(bus.Marker(t.Call.ID, t.K, attempt))
 	defer s.register("")
-	return s.run(ctx)
+	out := s.run(ctx)
+	if out.Status == backend.Answered || out.Status == backend.Failed || out.Status == backend.Lost {
+		b.endBinding(s.marker)
+	}
+	return out
+}
+
+// binding is a marker's subagent, and whether the step's turn under the marker has ended: a
+// call keeps its bindings until its end is durable (Done), and a report of another subagent
+// for an ended marker is told the attempt ended, not that the attempt has its subagent.
+type binding struct {
+	agent string
+	ended bool
 }
 
 func (b *Backend) setBound(marker, agent string) {
 	b.mu.Lock()
-	b.bound[marker] = agent
+	b.bound[marker] = binding{agent: agent}
 	b.mu.Unlock()
 	if call, _, attempt, ok := bus.ParseMarker(marker); ok {
 		_ = b.bus.MarkBound(call, attempt, agent)
+	}
+}
+
+// endBinding marks the marker's binding, if any, as its step's turn having ended.
+func (b *Backend) endBinding(marker string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bd, ok := b.bound[marker]; ok {
+		bd.ended = true
+		b.bound[marker] = bd
 	}
 }
 

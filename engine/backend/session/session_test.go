@@ -50,6 +50,13 @@ func sessionRunWith(t *testing.T, script string, answer func(bus.StepFile) sessi
 // sessionRunCreated is sessionRunWith with the run's options tuned by create.
 func sessionRunCreated(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), create func(*engine.CreateOptions), roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
 	t.Helper()
+	return sessionRunWrapped(t, script, answer, tune, config, create, nil, roles...)
+}
+
+// sessionRunWrapped is sessionRunCreated with the engine given wrap's backend around the
+// session backend (nil: the session backend itself).
+func sessionRunWrapped(t *testing.T, script string, answer func(bus.StepFile) sessiontest.Answer, tune func(*sessiontest.Owner), config func(*session.Config), create func(*engine.CreateOptions), wrap func(*session.Backend) backend.Backend, roles ...inputs.RoleTable) (*store.Status, []journal.Row, *sessiontest.Host, *sessiontest.Owner, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -84,9 +91,13 @@ func sessionRunCreated(t *testing.T, script string, answer func(bus.StepFile) se
 		config(&cfg)
 	}
 	b := session.New(cfg)
+	var be backend.Backend = b
+	if wrap != nil {
+		be = wrap(b)
+	}
 	ownerCtx, stopOwner := context.WithCancel(ctx)
 	go o.Loop(ownerCtx)
-	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: b})
+	end, err := svc.Execute(ctx, id, engine.ExecOptions{Backend: be})
 	if err != nil {
 		rows, _ := svc.Rows(context.Background(), id)
 		for _, r := range rows {
@@ -1190,6 +1201,7 @@ export default async function main() {
 `
 	var o *sessiontest.Owner
 	details := map[string]string{}
+	asked := make(chan struct{})
 	ask := func(r bus.Report) {
 		sent, err := o.Bus.Dispatch(r)
 		require.NoError(t, err)
@@ -1202,17 +1214,37 @@ export default async function main() {
 			time.Sleep(5 * time.Millisecond) // the run answers at its next poll
 		}
 	}
-	end, _, _, _, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
-		if st.Call == "c2" {
+	// c1's Done waits for the late reports: they come while c1's binding is kept, as they may
+	// when the script's next call is published before the call's end is let go.
+	wrap := func(b *session.Backend) backend.Backend {
+		return doneAfter{Backend: b, call: "c1", after: asked}
+	}
+	end, _, _, _, _ := sessionRunWrapped(t, script, func(st bus.StepFile) sessiontest.Answer {
+		if st.Call == "c2" && st.K == 1 {
 			// c1's attempt ended; c2 has no second attempt.
 			ask(bus.Report{Run: o.Run, Call: "c1", Agent: "late-agent", K: 1, Attempt: 1})
 			ask(bus.Report{Run: o.Run, Call: "c2", Agent: "early-agent", K: 1, Attempt: 2})
+			close(asked)
 		}
 		return sessiontest.Answer{Text: "ok"}
-	}, func(owner *sessiontest.Owner) { o = owner })
+	}, func(owner *sessiontest.Owner) { o = owner }, nil, nil, wrap)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
 	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
+}
+
+// doneAfter is the session backend with one call's Done held until after is closed.
+type doneAfter struct {
+	*session.Backend
+	call  string
+	after chan struct{}
+}
+
+func (d doneAfter) Done(call backend.Call, th backend.Thread) {
+	if call.ID == d.call {
+		<-d.after
+	}
+	d.Backend.Done(call, th)
 }
 
 // TestSessionRecoveredRepairCountsTheTaskTurnFromItsStep: seed 003, a process loses its run
