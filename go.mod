@@ -53,5 +53,6 @@ require (
 	google.golang.org/protobuf v1.36.11 // indirect
 )
 
-// goja with crw's additions (reads that build no descriptor, promises only Go settles): third_party/goja/CRW.md.
+// goja with crw's additions (reads that build no descriptor, promises only Go settles, frozen
+// values made at once): third_party/goja/CRW.md.
 replace github.com/dop251/goja => ./third_party/goja

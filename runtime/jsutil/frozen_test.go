@@ -101,6 +101,22 @@ func TestAFrozenArrayIsAnArrayThatCannotChange(t *testing.T) {
 
 // TestFrozenParserIsObjectFreeze: what the parser builds is, to every reflection and method a
 // script has, what Object.freeze makes of JSON.parse's value, level by level.
+// TestFrozenParserRepeatsAtEveryLevel: an object whose members repeat, at every level of 500,
+// is read once: each level's value is what JSON.parse gives, and reading it costs what its
+// length does (made again from the start at each level, it would take 2^500 readings).
+func TestFrozenParserRepeatsAtEveryLevel(t *testing.T) {
+	const depth = 500
+	doc := strings.Repeat(`{"k":0,"k":`, depth) + "1" + strings.Repeat(`,"z":[]}`, depth)
+	rt := goja.New()
+	got, err := FrozenParser(Capture(rt))([]byte(doc))
+	require.NoError(t, err)
+	want := strings.Repeat(`{"k":`, depth) + "1" + strings.Repeat(`,"z":[]}`, depth)
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	text, err := stringify(goja.Undefined(), got)
+	require.NoError(t, err)
+	require.Equal(t, want, text.String())
+}
+
 func TestFrozenParserIsObjectFreeze(t *testing.T) {
 	docs := []string{
 		sampleResult, `{}`, `[]`, `[1,"two",[3,{"x":null}],{}]`, `{"b":1,"a":[true,false],"10":3,"2":{"__proto__":1}}`,

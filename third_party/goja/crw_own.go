@@ -20,6 +20,8 @@ func (o *Object) OwnData(name string) (value Value, accessor, found bool, err er
 	switch self := o.self.(type) {
 	case *baseObject:
 		p = self.getOwnPropStr(key)
+	case *frozenRecord:
+		p = self.getOwnPropStr(key)
 	case *arrayObject:
 		p = self.getOwnPropStr(key)
 	default:
@@ -44,7 +46,7 @@ func (o *Object) OwnData(name string) (value Value, accessor, found bool, err er
 
 // AppendKeys appends o's own enumerable string keys to dst, in the order Keys gives them.
 func (o *Object) AppendKeys(dst []string) []string {
-	if b, ok := o.self.(*baseObject); ok {
+	if b := o.ordinary(); b != nil {
 		b.eachEnumerableKey(func(name unistring.String) bool {
 			dst = append(dst, name.String())
 			return true
@@ -62,7 +64,7 @@ func (o *Object) AppendKeys(dst []string) []string {
 // them, without making them.
 func (o *Object) HasKeys(keys []string) bool {
 	i := 0
-	if b, ok := o.self.(*baseObject); ok {
+	if b := o.ordinary(); b != nil {
 		same := b.eachEnumerableKey(func(name unistring.String) bool {
 			if i == len(keys) || name.String() != keys[i] {
 				return false
@@ -80,6 +82,17 @@ func (o *Object) HasKeys(keys []string) bool {
 		i++
 	}
 	return i == len(keys)
+}
+
+// ordinary is o's baseObject when o is an ordinary object (a frozen record is one), else nil.
+func (o *Object) ordinary() *baseObject {
+	switch self := o.self.(type) {
+	case *baseObject:
+		return self
+	case *frozenRecord:
+		return &self.baseObject
+	}
+	return nil
 }
 
 // eachEnumerableKey calls fn with an ordinary object's own enumerable string keys in the order

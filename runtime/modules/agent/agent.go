@@ -79,6 +79,7 @@ type agentModule struct {
 	present []string // the own enumerable keys of the options being read (loop goroutine only)
 	reading bool     // a call's options are being read (readRequest; loop goroutine only)
 	tracker *Tracker
+	meta    *goja.LazyGetter // the getter of every result's meta
 	// sites caches each call site's text by its stack frame (a program and a place in it): a
 	// loop of calls asks for the same few, and a frame's position costs a source map lookup.
 	sites map[goja.StackFrame]string
@@ -93,7 +94,7 @@ const maxSites = 4096
 // when not nil, follows the promises the calls return.
 func Loader(loop *eventloop.Loop, in *jsutil.Intrinsics, caller Caller, tracker *Tracker) func(rt *goja.Runtime, module *goja.Object) {
 	return func(rt *goja.Runtime, module *goja.Object) {
-		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseFrozen: jsutil.FrozenParser(in), schemas: in.NewMemo(maxSchemas, MaxSchemaBytes)}
+		m := &agentModule{rt: rt, in: in, loop: loop, caller: caller, tracker: tracker, freeze: in.DeepFreeze, parseFrozen: jsutil.FrozenParser(in), schemas: in.NewMemo(maxSchemas, MaxSchemaBytes), meta: rt.NewLazyGetter("meta")}
 		agentObj := rt.NewObject()
 		_ = agentObj.Set("call", jsutil.Func(rt, "call", m.call))
 		// A JS copy: rt.ToValue(Roles) would let a script write through to the Go slice.
@@ -169,26 +170,12 @@ func (m *agentModule) resultValue(r Result, site string) (goja.Value, error) {
 		}
 		output = v
 	}
-	obj := rt.NewObject()
-	for _, p := range [...]struct {
-		name  string
-		value goja.Value
-	}{
-		{"callId", rt.ToValue(r.CallID)},
-		{"handle", m.orNull(r.Handle)},
-		{"status", rt.ToValue(r.Status)},
-		{"output", output},
-		{"reason", m.orNull(r.Reason)},
-	} {
-		if err := obj.DefineDataProperty(p.name, p.value, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-			return nil, err
-		}
-	}
-	if err := obj.DefineAccessorProperty("meta", m.metaGetter(r.Meta, site), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-		return nil, err
-	}
-	return m.in.PreventExtensions(obj)
+	values := [...]goja.Value{rt.ToValue(r.CallID), m.orNull(r.Handle), rt.ToValue(r.Status), output, m.orNull(r.Reason)}
+	return rt.NewFrozenRecord(resultNames[:], values[:], m.meta, m.metaMaker(r.Meta, site)), nil
 }
+
+// resultNames are a result's data properties, in order; its meta comes after them.
+var resultNames = [...]string{"callId", "handle", "status", "output", "reason"}
 
 func (m *agentModule) orNull(s *string) goja.Value {
 	if s == nil {
@@ -197,22 +184,17 @@ func (m *agentModule) orNull(s *string) goja.Value {
 	return m.rt.ToValue(*s)
 }
 
-// metaGetter is the getter of a result's meta: it builds the value on its first read, deeply
-// frozen, and gives that same value on every read. A meta that cannot be built (no host's
-// can) throws at the read; the words of the failure are left out, as for a result.
-func (m *agentModule) metaGetter(meta any, site string) goja.Value {
-	var built goja.Value
-	rt := m.rt
-	return rt.ToValue(func(goja.FunctionCall) goja.Value {
-		if built == nil {
-			v, err := m.metaValue(meta)
-			if err != nil {
-				panic(rt.NewGoError(fmt.Errorf("agent.call: the meta of the result of %s could not be given to the script", site)))
-			}
-			built, meta = v, nil
+// metaMaker makes a result's meta on its first read, deeply frozen (the same value on every
+// read after). A meta that cannot be built (no host's can) throws at the read; the words of the
+// failure are left out, as for a result.
+func (m *agentModule) metaMaker(meta any, site string) func() goja.Value {
+	return func() goja.Value {
+		v, err := m.metaValue(meta)
+		if err != nil {
+			panic(m.rt.NewGoError(fmt.Errorf("agent.call: the meta of the result of %s could not be given to the script", site)))
 		}
-		return built
-	})
+		return v
+	}
 }
 
 func (m *agentModule) metaValue(meta any) (goja.Value, error) {

@@ -362,6 +362,16 @@ func (m countedMeta) MarshalJSON() ([]byte, error) {
 	return []byte(`{"n":7}`), nil
 }
 
+// countedMetaHost completes every call with the output "o" and a countedMeta counted in n,
+// which fails for the prompt "fail".
+func countedMetaHost(n *atomic.Int32) runtimetest.Option {
+	return hostOpt(func(h *runtimetest.Host) {
+		h.Given = func(c runtimetest.Call) agent.Result {
+			return agent.Result{CallID: "c", Status: "completed", Output: json.RawMessage(`"o"`), Meta: countedMeta{n: n, fail: c.Request.Prompt == "fail"}}
+		}
+	})
+}
+
 // TestMetaNotBuiltUntilRead: a result's meta is made JSON when the script first reads it, once,
 // and a meta that cannot be made throws at that read, the run going on.
 func TestMetaNotBuiltUntilRead(t *testing.T) {
@@ -373,13 +383,30 @@ func TestMetaNotBuiltUntilRead(t *testing.T) {
 	const c = await agent.call({ role: "executor", prompt: "fail" });
 	let thrown = "";
 	try { c.meta; } catch (e) { thrown = String(e.message || e); }
-	return [a.status, JSON.stringify(b), b.meta.n, b.meta === b.meta, thrown];`), hostOpt(func(h *runtimetest.Host) {
-		h.Given = func(c runtimetest.Call) agent.Result {
-			return agent.Result{CallID: "c", Status: "completed", Output: json.RawMessage(`"o"`), Meta: countedMeta{n: &built, fail: c.Request.Prompt == "fail"}}
-		}
-	}))
+	return [a.status, JSON.stringify(b), b.meta.n, b.meta === b.meta, thrown];`), countedMetaHost(&built))
 	assert.JSONEq(t, `["completed", "{\"callId\":\"c\",\"handle\":null,\"status\":\"completed\",\"output\":\"o\",\"reason\":null,\"meta\":{\"n\":7}}", 7, true, "agent.call: the meta of the result of `+r.Path+`:8:24 could not be given to the script"]`, string(out))
 	assert.Equal(t, int32(2), built.Load(), "b's meta once, c's once; a's never")
+}
+
+// TestMetaGetterReadsItsResult: every result's meta is one getter's, which gives the meta of
+// the result it is read from (directly, through the descriptor's function, or through an object
+// whose prototype is a result), made once, and throws a TypeError read from anything else (a
+// Proxy's getPrototypeOf trap is not run to look further).
+func TestMetaGetterReadsItsResult(t *testing.T) {
+	t.Parallel()
+	var built atomic.Int32
+	out, _ := run(t, runtimetest.Main(`
+	const a = await agent.call({ role: "executor", prompt: "a" });
+	const b = await agent.call({ role: "executor", prompt: "b" });
+	const get = Object.getOwnPropertyDescriptor(a, "meta").get;
+	let traps = 0;
+	const proxy = new Proxy({}, { getPrototypeOf() { traps++; return b; } });
+	const thrown = [{}, null, 1, Object.create({}), proxy, Object.create(proxy)].map((x) => { try { get.call(x); return "read"; } catch (e) { return e.constructor.name; } });
+	const inherited = Object.create(Object.create(b));
+	return [get === Object.getOwnPropertyDescriptor(b, "meta").get, get.call(b) === b.meta, get.call(a) === a.meta,
+		a.meta === b.meta, inherited.meta === b.meta, Reflect.get(a, "meta", b) === b.meta, thrown.join(","), traps, Object.isFrozen(a)];`), countedMetaHost(&built))
+	assert.JSONEq(t, `[true, true, true, false, true, true, "TypeError,TypeError,TypeError,TypeError,TypeError,TypeError", 0, true]`, string(out))
+	assert.Equal(t, int32(2), built.Load(), "a's meta once, b's once")
 }
 
 // TestSettleOrder: whatever order the calls were issued in, the script observes them in the

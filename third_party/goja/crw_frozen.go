@@ -1,0 +1,122 @@
+package goja
+
+// This file is crw's addition to goja (see CRW.md): frozen objects and arrays made in one
+// step. crw gives every call's result to the script as a frozen object (its output, parsed
+// from JSON, too); through goja's API each property is defined on its own, with a property
+// record allocated for each and the object's name list grown one at a time.
+
+import "github.com/dop251/goja/unistring"
+
+// NewFrozenObject returns what Object.freeze makes of an ordinary object (prototype
+// Object.prototype) whose own properties are names[i] with values[i], in that order (integer
+// keys are listed first, ascending, as for any object): each enumerable, not writable and
+// not configurable, and the object not extensible. The names must be distinct, and values as
+// long as names.
+func (r *Runtime) NewFrozenObject(names []string, values []Value) *Object {
+	v := &Object{runtime: r}
+	o := &baseObject{class: classObject, val: v, prototype: r.global.ObjectPrototype}
+	v.self = o
+	o.frozenWith(names, values, 0)
+	return v
+}
+
+// frozenWith gives o, not extensible and with no properties yet, the frozen data properties
+// names[i] with values[i], and room for extra more.
+func (o *baseObject) frozenWith(names []string, values []Value, extra int) {
+	o.values = make(map[unistring.String]Value, len(names)+extra)
+	o.propNames = make([]unistring.String, len(names), len(names)+extra)
+	props := make([]valueProperty, len(names))
+	for i, name := range names {
+		key := unistring.NewFromString(name)
+		value := values[i]
+		if value == nil {
+			value = _undefined
+		}
+		props[i] = valueProperty{value: value, enumerable: true}
+		o.values[key] = &props[i]
+		o.propNames[i] = key
+	}
+}
+
+// LazyGetter is the getter of an accessor property that frozen records share
+// (NewFrozenRecord): one function object for all of them, which gives, for the record it is
+// read from, the value the record's make returns, made on its first read.
+type LazyGetter struct {
+	name unistring.String
+	fn   *Object
+}
+
+// NewLazyGetter returns a LazyGetter for the accessor property name. Its function reads the
+// record from its this value, or from the first record on this value's prototype chain (an
+// object made with Object.create(record)); on any other object it throws a TypeError.
+func (r *Runtime) NewLazyGetter(name string) *LazyGetter {
+	g := &LazyGetter{name: unistring.NewFromString(name)}
+	g.fn = r.newNativeFunc(func(call FunctionCall) Value {
+		for o, _ := call.This.(*Object); o != nil; o = o.self.proto() {
+			rec, ok := o.self.(*frozenRecord)
+			if !ok {
+				if _, proxy := o.self.(*proxyObject); proxy {
+					break // its prototype would be a trap's answer
+				}
+				continue
+			}
+			if rec.getter != g {
+				break
+			}
+			if rec.made == nil {
+				rec.made, rec.make = rec.make(), nil
+				if rec.made == nil {
+					rec.made = _undefined
+				}
+			}
+			return rec.made
+		}
+		panic(r.NewTypeError("the getter of %s was called on an object that does not have it", g.name))
+	}, "get "+g.name, 0)
+	return g
+}
+
+// frozenRecord is an ordinary object with a lazily made accessor property (NewFrozenRecord).
+// Its properties are its baseObject's, as any ordinary object's: only the getter's value is
+// kept here.
+type frozenRecord struct {
+	baseObject
+	getter *LazyGetter
+	make   func() Value // nil once made
+	made   Value
+}
+
+// NewFrozenRecord is NewFrozenObject with one more property after names, getter's accessor
+// property, enumerable and not configurable: its value is what make returns, called on the
+// property's first read (through the record or getter's function), and the same value on
+// every read after. make may throw (panic with a JS value) as a getter may.
+func (r *Runtime) NewFrozenRecord(names []string, values []Value, getter *LazyGetter, make func() Value) *Object {
+	v := &Object{runtime: r}
+	o := &frozenRecord{baseObject: baseObject{class: classObject, val: v, prototype: r.global.ObjectPrototype}, getter: getter, make: make}
+	v.self = o
+	o.frozenWith(names, values, 1)
+	o.values[getter.name] = &valueProperty{accessor: true, enumerable: true, getterFunc: getter.fn}
+	o.propNames = append(o.propNames, getter.name)
+	return v
+}
+
+// NewFrozenArray returns what Object.freeze makes of an array of values: each element
+// enumerable, not writable and not configurable, its length not writable, the array not
+// extensible.
+func (r *Runtime) NewFrozenArray(values []Value) *Object {
+	a := r.newArrayObject()
+	props := make([]valueProperty, len(values))
+	elems := make([]Value, len(values))
+	for i, value := range values {
+		if value == nil {
+			value = _undefined
+		}
+		props[i] = valueProperty{value: value, enumerable: true}
+		elems[i] = &props[i]
+	}
+	a.values, a.length = elems, uint32(len(values))
+	a.objCount, a.propValueCount = len(values), len(values)
+	a.lengthProp.writable = false
+	a.extensible = false
+	return a.val
+}
