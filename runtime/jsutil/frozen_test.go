@@ -122,9 +122,17 @@ func TestFrozenParserIsObjectFreeze(t *testing.T) {
 		sampleResult, `{}`, `[]`, `[1,"two",[3,{"x":null}],{}]`, `{"b":1,"a":[true,false],"10":3,"2":{"__proto__":1}}`,
 		`{"a":1,"b":{"c":[1]},"a":{"d":2},"b":3}`, `[[],[[]],{"":""}]`,
 		"{" + strings.TrimSuffix(strings.Repeat(`"k":1,`, 20)+strings.Repeat(`"m":[2],`, 30), ",") + `,"z":0}`,
+		`{"b":1,"7":2,"a":3,"0":4,"01":5,"4294967295":6,"4294967294":7,"-1":8}`, `{"x":{"y":{}},"1":[{"2":null}],"":0,"__proto__":{"a":[]}}`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}`,
 	}
 	rt := goja.New()
 	parse := FrozenParser(Capture(rt))
+	// A getter and a setter on Object.prototype: a frozen value's missing properties are looked
+	// up there, with the value as the receiver.
+	_, err := rt.RunString(`var setterSaw = [];
+	Object.defineProperty(Object.prototype, "inherited", { get() { return "got on " + Object.keys(this).length; }, configurable: true });
+	Object.defineProperty(Object.prototype, "viaSetter", { set(x) { setterSaw.push(Object.keys(this).length + "=" + x); }, configurable: true });`)
+	require.NoError(t, err)
 	describe, err := rt.RunString(`"use strict"; (function describe(v) {
 		if (v === null || typeof v !== "object") return typeof v + ":" + String(v);
 		const proto = Object.getPrototypeOf(v) === Array.prototype ? "Array" : Object.getPrototypeOf(v) === Object.prototype ? "Object" : "other";
@@ -138,7 +146,17 @@ func TestFrozenParserIsObjectFreeze(t *testing.T) {
 			parts.push(v.slice(1).length, v.indexOf(v[0]), v.includes(v[v.length - 1]), [...v].length, v.concat([0]).length, JSON.stringify(v.map((x) => typeof x)), v.at(-1) === v[v.length - 1], [...v.entries()].length);
 			tries.push(() => v.push(1), () => v.pop(), () => v.sort(), () => v.reverse(), () => v.splice(0, 1), () => v.fill(0), () => { v.length = 0; });
 		}
-		parts.push(tries.map((f) => { try { f(); return "changed"; } catch (e) { return e.constructor.name; } }).join(","));
+		const k0 = Reflect.ownKeys(v)[0];
+		tries.push(() => Object.defineProperty(v, k0, { value: v[k0] }), () => Object.defineProperty(v, k0, { value: "other" }),
+			() => Object.defineProperty(v, k0, { enumerable: false }), () => Object.setPrototypeOf(v, null), () => { v.viaSetter = 5; },
+			() => { v.inherited = 1; }, () => Object.freeze(v));
+		const forIn = [];
+		for (const k in v) forIn.push(k);
+		parts.push(JSON.stringify(v), Object.keys(v).join(","), JSON.stringify(Object.values(v).map((x) => typeof x)), Object.entries(v).map((e) => e[0]).join(","),
+			forIn.join(","), Object.keys({ ...v }).join(","), Object.keys(Object.assign({}, v)).join(","), "missing" in v, v.inherited, String(v.toString === Object.prototype.toString),
+			Reflect.ownKeys(v).every((k) => k in v && Object.prototype.hasOwnProperty.call(v, k) && Object.prototype.propertyIsEnumerable.call(v, k)),
+			JSON.stringify(Object.getOwnPropertyDescriptors(v), (k, x) => typeof x === "object" && x !== null && !Array.isArray(x) && "value" in x ? [x.writable, x.enumerable, x.configurable] : x));
+		parts.push(tries.map((f) => { try { f(); return "changed"; } catch (e) { return e.constructor.name; } }).join(","), setterSaw.splice(0).join(","));
 		return "{" + parts.join(" ") + "}";
 	})`)
 	require.NoError(t, err)
