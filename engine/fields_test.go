@@ -65,7 +65,7 @@ func badOptions(dir, wf, repo string) []badOption {
 		{"limits.heap_bytes", "", "limits.heap_bytes: 1023 KiB; it must be from 1 MiB to 1 PiB", func(o *engine.CreateOptions) { o.Limits.HeapBytes = new(int64(1023 << 10)) }},
 		{"limits.load_time", "", "limits.load_time: must be 1ms or more, got 0s", func(o *engine.CreateOptions) { o.Limits.LoadTime = new(time.Duration(0)) }},
 		{"limits.deadline", "", "limits.deadline: must be 0 (none) or 1ms or more, got -1s", func(o *engine.CreateOptions) { o.Limits.Deadline = new(-time.Second) }},
-		{"limits.prompt_bytes", "", "limits.prompt_bytes: 0 bytes; it must be from 1 KiB to 64 MiB", func(o *engine.CreateOptions) { o.Limits.PromptBytes = new(int64(0)) }},
+		{"limits.prompt_bytes", "", "limits.prompt_bytes: 0 KiB; it must be from 1 KiB to 64 MiB", func(o *engine.CreateOptions) { o.Limits.PromptBytes = new(int64(0)) }},
 		{"limits.log_bytes", "", "limits.log_bytes: 2 GiB; it must be from 1 MiB to 1 GiB", func(o *engine.CreateOptions) { o.Limits.LogBytes = new(int64(2 << 30)) }},
 		{"tier_steps", "", `tier_steps: "sometimes" is not auto or ask`, func(o *engine.CreateOptions) { o.TierSteps = "sometimes" }},
 		{"tool_env", "", "tool_env CRW_X: not settable", func(o *engine.CreateOptions) { o.ToolEnv = map[string]string{"CRW_X": "1"} }},

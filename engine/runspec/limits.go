@@ -2,6 +2,7 @@ package runspec
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crw-dev/crw/errs"
@@ -67,7 +68,12 @@ func size(v *int64, lo, hi int64) (int64, string) {
 	case v == nil:
 		return 0, ""
 	case *v < lo || *v > hi:
-		return 0, fmt.Sprintf("%s; it must be from %s to %s", sizeText(*v), sizeText(lo), sizeText(hi))
+		got := sizeText(*v)
+		if *v == 0 {
+			// In the unit of the least it may be, which its flag is given in (--max-prompt 0).
+			got = "0" + strings.TrimLeft(sizeText(lo), "0123456789")
+		}
+		return 0, fmt.Sprintf("%s; it must be from %s to %s", got, sizeText(lo), sizeText(hi))
 	}
 	return *v, ""
 }

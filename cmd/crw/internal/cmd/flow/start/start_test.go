@@ -61,7 +61,7 @@ func TestStartDryRunIsRefusedWhatAStartIs(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pool", "0"}, "invalid_request: --pool: must be 1 or more, got 0"},
-		{[]string{"--max-log", "0"}, "invalid_request: --max-log: 0 bytes; it must be from 1 MiB to 1 GiB"},
+		{[]string{"--max-log", "0"}, "invalid_request: --max-log: 0 MiB; it must be from 1 MiB to 1 GiB"},
 		{[]string{"--tier-steps", "x"}, `invalid_request: --tier-steps: "x" is not auto or ask`},
 		{[]string{"--input", "{"}, "invalid_request: --input: not JSON: unexpected end of JSON input"},
 		{[]string{"--answers", e.Dir}, "invalid_request: --answers " + e.Dir + ": cannot read"},
