@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -17,14 +19,19 @@ import (
 func FrozenParser(in *Intrinsics) func(data []byte) (goja.Value, error) {
 	rt := in.rt
 	// The members and elements read so far of the objects and arrays being read, kept from
-	// one parse to the next.
+	// one parse to the next (up to keptMembers of them).
 	var names []string
 	var values []goja.Value
 	return func(data []byte) (goja.Value, error) {
 		p := &frozenParser{rt: rt, data: data, names: names[:0], values: values[:0]}
 		defer func() {
-			clear(p.values[:cap(p.values)]) // no value outlives its parse here
-			names, values = p.names[:0], p.values[:0]
+			// No name or value outlives its parse here.
+			clear(p.names[:cap(p.names)])
+			clear(p.values[:cap(p.values)])
+			names, values = nil, nil
+			if cap(p.names) <= keptMembers && cap(p.values) <= keptMembers {
+				names, values = p.names[:0], p.values[:0]
+			}
 		}()
 		p.space()
 		if p.i >= len(p.data) {
@@ -47,6 +54,10 @@ func FrozenParser(in *Intrinsics) func(data []byte) (goja.Value, error) {
 // every output crw journals can be given to a script; answers are held to fewer levels
 // (schema.MaxDataDepth).
 const maxFrozenDepth = 512
+
+// keptMembers bounds the members and elements a FrozenParser keeps room for from one parse to
+// the next: an output's few, not the most one ever had.
+const keptMembers = 1024
 
 type frozenParser struct {
 	rt   *goja.Runtime
@@ -272,6 +283,11 @@ func (p *frozenParser) memberName() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !utf8.ValidString(key) {
+		// goja makes each byte that is not UTF-8 a U+FFFD, as JSON.parse of the text does:
+		// names that differ only there are one name, which must be found repeated here.
+		key = perByteFFFD(key)
+	}
 	p.space()
 	if p.i >= len(p.data) || p.data[p.i] != ':' {
 		return "", p.errorf("expected ':'")
@@ -279,6 +295,16 @@ func (p *frozenParser) memberName() (string, error) {
 	p.i++
 	p.space()
 	return key, nil
+}
+
+// perByteFFFD is s with each byte that is not part of a UTF-8 sequence replaced by U+FFFD.
+func perByteFFFD(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for _, r := range s { // ranging over a string gives U+FFFD for each such byte
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // memberEnd reads what follows an object's member: true at the closing brace, false at a comma.

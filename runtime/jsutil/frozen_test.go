@@ -1,10 +1,13 @@
 package jsutil
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/dop251/goja"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,6 +120,48 @@ func TestFrozenParserRepeatsAtEveryLevel(t *testing.T) {
 	require.Equal(t, want, text.String())
 }
 
+// TestFrozenParserKeepsNothingOfAParse: once a big output is parsed and let go, and a small one
+// parsed after it, the parser holds none of the big one's names or values (the room it keeps
+// from one parse to the next is cleared, and not kept past keptMembers).
+func TestFrozenParserKeepsNothingOfAParse(t *testing.T) {
+	rt := goja.New()
+	parse := FrozenParser(Capture(rt))
+	var b strings.Builder
+	b.WriteString("{")
+	pad := strings.Repeat("x", 100)
+	for i := range 50_000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"%s%d":[%d]`, pad, i, i)
+	}
+	b.WriteString("}")
+	v, err := parse([]byte(b.String()))
+	require.NoError(t, err)
+	b.Reset()
+	held := liveHeap()
+	runtime.KeepAlive(v)
+	v = nil
+	_, err = parse([]byte(`{"a":1}`))
+	require.NoError(t, err)
+	after := liveHeap()
+	runtime.KeepAlive(parse)
+	parse = nil
+	withoutParser := liveHeap()
+	runtime.KeepAlive(rt)
+	// The names alone are ~6 MB, the value ~20 MB.
+	assert.Greater(t, held-withoutParser, uint64(10<<20), "the value held")
+	assert.Less(t, after-min(after, withoutParser), uint64(1<<20), "kept by the parser: %d bytes", after-min(after, withoutParser))
+}
+
+// liveHeap is the heap's live bytes after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
 func TestFrozenParserIsObjectFreeze(t *testing.T) {
 	docs := []string{
 		sampleResult, `{}`, `[]`, `[1,"two",[3,{"x":null}],{}]`, `{"b":1,"a":[true,false],"10":3,"2":{"__proto__":1}}`,
@@ -124,6 +169,9 @@ func TestFrozenParserIsObjectFreeze(t *testing.T) {
 		"{" + strings.TrimSuffix(strings.Repeat(`"k":1,`, 20)+strings.Repeat(`"m":[2],`, 30), ",") + `,"z":0}`,
 		`{"b":1,"7":2,"a":3,"0":4,"01":5,"4294967295":6,"4294967294":7,"-1":8}`, `{"x":{"y":{}},"1":[{"2":null}],"":0,"__proto__":{"a":[]}}`,
 		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}`,
+		// Names that are not UTF-8 (a trace's, read as bytes): goja makes each such byte a
+		// U+FFFD, so these are one name, and so is "\uFFFD" written out.
+		"{\"\xff\":1,\"\xfe\":2,\"a\xffb\":3,\"\xef\xbf\xbd\":4,\"a\xfeb\":5,\"\xff\xfe\":6,\"\\ufffd\\ufffd\":7}",
 	}
 	rt := goja.New()
 	parse := FrozenParser(Capture(rt))

@@ -39,16 +39,19 @@ func (o *baseObject) frozenWith(names []string, values []Value, extra int) {
 }
 
 // LazyGetter is the getter of an accessor property that frozen records share
-// (NewFrozenRecord): one function object for all of them, which gives, for the record it is
-// read from, the value the record's make returns, made on its first read.
+// (NewFrozenRecord): one function object for all of them, frozen, which gives the value the
+// record's make returns, made on its first read.
 type LazyGetter struct {
 	name unistring.String
 	fn   *Object
 }
 
-// NewLazyGetter returns a LazyGetter for the accessor property name. Its function reads the
-// record from its this value, or from the first record on this value's prototype chain (an
-// object made with Object.create(record)); on any other object it throws a TypeError.
+// NewLazyGetter returns a LazyGetter for the accessor property name. A read of the property
+// through the record, whatever the receiver (a Proxy of the record, Reflect.get with another,
+// an object whose prototype is the record), gives the record's value, as a getter made for
+// each record would, without calling the function. The function itself, called with a this
+// value, reads the record from it, or from the first record on its prototype chain; on any
+// other object (a Proxy among them: no trap is run) it throws a TypeError.
 func (r *Runtime) NewLazyGetter(name string) *LazyGetter {
 	g := &LazyGetter{name: unistring.NewFromString(name)}
 	g.fn = r.newNativeFunc(func(call FunctionCall) Value {
@@ -63,16 +66,14 @@ func (r *Runtime) NewLazyGetter(name string) *LazyGetter {
 			if rec.getter != g {
 				break
 			}
-			if rec.made == nil {
-				rec.made, rec.make = rec.make(), nil
-				if rec.made == nil {
-					rec.made = _undefined
-				}
-			}
-			return rec.made
+			return rec.value()
 		}
 		panic(r.NewTypeError("the getter of %s was called on an object that does not have it", g.name))
 	}, "get "+g.name, 0)
+	g.fn.self.preventExtensions(true)
+	for _, prop := range g.fn.self.stringKeys(true, nil) {
+		g.fn.self.defineOwnPropertyStr(prop.string(), PropertyDescriptor{Writable: FLAG_FALSE, Configurable: FLAG_FALSE}, true)
+	}
 	return g
 }
 
@@ -84,6 +85,25 @@ type frozenRecord struct {
 	getter *LazyGetter
 	make   func() Value // nil once made
 	made   Value
+}
+
+// value is the record's getter's value, made on its first read.
+func (o *frozenRecord) value() Value {
+	if o.made == nil {
+		o.made, o.make = o.make(), nil
+		if o.made == nil {
+			o.made = _undefined
+		}
+	}
+	return o.made
+}
+
+// getStr reads the getter's property as its own getter would, whatever the receiver.
+func (o *frozenRecord) getStr(name unistring.String, receiver Value) Value {
+	if name == o.getter.name {
+		return o.value()
+	}
+	return o.baseObject.getStr(name, receiver)
 }
 
 // NewFrozenRecord is NewFrozenObject with one more property after names, getter's accessor

@@ -388,9 +388,11 @@ func TestMetaNotBuiltUntilRead(t *testing.T) {
 	assert.Equal(t, int32(2), built.Load(), "b's meta once, c's once; a's never")
 }
 
-// TestMetaGetterReadsItsResult: every result's meta is one getter's, which gives the meta of
-// the result it is read from (directly, through the descriptor's function, or through an object
-// whose prototype is a result), made once, and throws a TypeError read from anything else (a
+// TestMetaGetterReadsItsResult: a result's meta, read through the result whatever the receiver
+// (a Proxy of it, Reflect.get with another, an object whose prototype it is), is its meta, as
+// when each result had a getter of its own. The getter is one frozen function for every
+// result, which gives the meta of the result it is called on (or of the first on that
+// object's prototype chain), made once, and throws a TypeError called on anything else (a
 // Proxy's getPrototypeOf trap is not run to look further).
 func TestMetaGetterReadsItsResult(t *testing.T) {
 	t.Parallel()
@@ -403,9 +405,11 @@ func TestMetaGetterReadsItsResult(t *testing.T) {
 	const proxy = new Proxy({}, { getPrototypeOf() { traps++; return b; } });
 	const thrown = [{}, null, 1, Object.create({}), proxy, Object.create(proxy)].map((x) => { try { get.call(x); return "read"; } catch (e) { return e.constructor.name; } });
 	const inherited = Object.create(Object.create(b));
-	return [get === Object.getOwnPropertyDescriptor(b, "meta").get, get.call(b) === b.meta, get.call(a) === a.meta,
-		a.meta === b.meta, inherited.meta === b.meta, Reflect.get(a, "meta", b) === b.meta, thrown.join(","), traps, Object.isFrozen(a)];`), countedMetaHost(&built))
-	assert.JSONEq(t, `[true, true, true, false, true, true, "TypeError,TypeError,TypeError,TypeError,TypeError,TypeError", 0, true]`, string(out))
+	const through = [new Proxy(a, {}).meta, new Proxy(a, { get: (o, k, r) => Reflect.get(o, k, r) }).meta, Reflect.get(a, "meta", b), Reflect.get(a, "meta", 1),
+		inherited.meta, { __proto__: a, m() { return super.meta; } }.m()];
+	return [get === Object.getOwnPropertyDescriptor(b, "meta").get, Object.isFrozen(get), get.call(b) === b.meta, get.call(a) === a.meta, get.call(inherited) === b.meta,
+		a.meta === b.meta, through.map((m) => m === a.meta ? "a" : m === b.meta ? "b" : typeof m).join(","), thrown.join(","), traps, Object.isFrozen(a)];`), countedMetaHost(&built))
+	assert.JSONEq(t, `[true, true, true, true, true, false, "a,a,a,a,b,a", "TypeError,TypeError,TypeError,TypeError,TypeError,TypeError", 0, true]`, string(out))
 	assert.Equal(t, int32(2), built.Load(), "a's meta once, b's once")
 }
 
