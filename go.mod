@@ -30,7 +30,6 @@ require (
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
 	github.com/go-sourcemap/sourcemap v2.1.4+incompatible // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/itchyny/timefmt-go v0.1.9 // indirect
@@ -54,5 +53,5 @@ require (
 )
 
 // goja with crw's additions (reads that build no descriptor, promises only Go settles, frozen
-// values made at once): third_party/goja/CRW.md.
+// values made at once) and without its profiler: third_party/goja/CRW.md.
 replace github.com/dop251/goja => ./third_party/goja

@@ -1,10 +1,15 @@
 package jsutil
 
 import (
+	"io"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dop251/goja"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ownDataObjects are objects of every kind a script can hand crw, each with the names to read.
@@ -194,4 +199,23 @@ func TestOwnDataIsTheDescriptor(t *testing.T) {
 			t.Errorf("Own of the stack of an Error whose name overflows the stack: %+v, no error", p)
 		}
 	}()
+}
+
+// TestGojaHasNoProfiler: crw's goja has its profiler taken out (third_party/goja/CRW.md), so
+// that no crw process initializes github.com/google/pprof/profile at its start: StartProfile
+// refuses, and goja imports no package of pprof's.
+func TestGojaHasNoProfiler(t *testing.T) {
+	t.Parallel()
+	require.Error(t, goja.StartProfile(io.Discard))
+	goja.StopProfile() // nothing to stop
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/dop251/goja").Output()
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Fields(string(out)), "github.com/google/pprof/profile")
 }
