@@ -1,6 +1,7 @@
 package journalfile
 
 import (
+	"runtime"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -59,8 +60,12 @@ const madvPopulateRead = 22
 // (MADV_POPULATE_READ), for a read of all of it: the decoders would otherwise fault its pages
 // in one at a time, ~240 faults of a 10,000-call journal (~5 ms of CPU, ~3 ms of a replay's
 // reading). The pages the page cache does not hold are read in, as the faults would have. A
-// kernel without MADV_POPULATE_READ refuses it, and nothing is done.
+// kernel without MADV_POPULATE_READ refuses it, and nothing is done; another system's advice
+// 22 may mean something else, so it is given on Linux alone.
 func (j *Journal) mapWhole() {
+	if runtime.GOOS != "linux" {
+		return
+	}
 	_ = j.db.View(func(tx *bbolt.Tx) error {
 		if keptWhole(tx) {
 			_, _, _ = unix.Syscall(unix.SYS_MADVISE, tx.DB().Info().Data, uintptr(tx.Size()), madvPopulateRead)
