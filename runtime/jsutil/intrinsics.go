@@ -15,7 +15,6 @@ type Intrinsics struct {
 	gopd       goja.Callable // Object.getOwnPropertyDescriptor
 	parse      goja.Callable // JSON.parse
 	freeze     goja.Callable // Object.freeze
-	preventEx  goja.Callable // Object.preventExtensions
 	isFrozen   goja.Callable // Object.isFrozen
 	deepFreeze goja.Callable
 	strValueOf goja.Callable // String.prototype.valueOf: a String object's string
@@ -27,7 +26,6 @@ func Capture(rt *goja.Runtime) *Intrinsics {
 	object := rt.Get("Object").ToObject(rt)
 	in.gopd, _ = goja.AssertFunction(object.Get("getOwnPropertyDescriptor"))
 	in.freeze, _ = goja.AssertFunction(object.Get("freeze"))
-	in.preventEx, _ = goja.AssertFunction(object.Get("preventExtensions"))
 	in.isFrozen, _ = goja.AssertFunction(object.Get("isFrozen"))
 	fn, err := rt.RunProgram(deepFreezeProgram())
 	if err != nil {
@@ -108,12 +106,6 @@ func (in *Intrinsics) Data(o *goja.Object, name string) (Prop, error) {
 		o = o.Prototype()
 	}
 	return Prop{}, nil
-}
-
-// PreventExtensions is the pristine Object.preventExtensions: an object whose properties are
-// all non-writable and non-configurable is frozen by it.
-func (in *Intrinsics) PreventExtensions(o *goja.Object) (goja.Value, error) {
-	return in.preventEx(goja.Undefined(), o)
 }
 
 // Parse is the pristine JSON.parse.
