@@ -312,9 +312,10 @@ func (b *Backend) Run(ctx context.Context, t backend.Turn, r backend.Recorder) b
 	return out
 }
 
-// binding is a marker's subagent, and whether the step's turn under the marker has ended: a
-// call keeps its bindings until its end is durable (Done), and a report of another subagent
-// for an ended marker is told the attempt ended, not that the attempt has its subagent.
+// binding is a marker's subagent, and whether the step's turn under the marker has ended
+// (answered, failed, or lost and spawned again): a call keeps its bindings until its end is
+// durable (Done), and a report of another subagent for an ended marker is told the attempt
+// ended, not that the attempt has its subagent.
 type binding struct {
 	agent string
 	ended bool

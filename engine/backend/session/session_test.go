@@ -566,14 +566,20 @@ func TestSessionLostAttemptSpawnsTheNext(t *testing.T) {
 import { agent } from "crw:agent";
 export default async function main() { return (await agent.call({ role: "executor", prompt: "build it" })).output; }
 `
+	var owner *sessiontest.Owner
+	late := ""
 	end, rows, host, o, _ := sessionRun(t, script, func(st bus.StepFile) sessiontest.Answer {
 		if st.Attempt == 1 {
 			return sessiontest.Answer{Lose: true, Model: "first-model"}
 		}
+		// The call goes on under attempt 2: a late report of another subagent for attempt 1
+		// is told that attempt ended, not that it has its subagent.
+		late = closeReply(t, owner, bus.Report{Run: owner.Run, Call: "c1", Agent: "late-agent", K: 1, Attempt: 1})
 		return sessiontest.Answer{Text: "built"}
-	}, nil)
+	}, func(o *sessiontest.Owner) { owner = o })
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.JSONEq(t, `"built"`, string(end.Result))
+	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", late)
 	assert.Equal(t, []string{"c1/t1-a1", "c1/t1-a2"}, o.Spawned)
 	assert.Equal(t, []string{journal.TypePrepared, journal.TypeWorkspacePlaced, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted,
 		journal.TypeAttemptLost, journal.TypeStepPublished, journal.TypeThreadStarted, journal.TypeTurnStarted, journal.TypeCompleted},
@@ -1202,18 +1208,7 @@ export default async function main() {
 	var o *sessiontest.Owner
 	details := map[string]string{}
 	asked := make(chan struct{})
-	ask := func(r bus.Report) {
-		sent, err := o.Bus.Dispatch(r)
-		require.NoError(t, err)
-		for {
-			if reply, ok, _ := o.Bus.ReplyTo(sent.ID); ok {
-				require.Equal(t, bus.ReplyClose, reply.Reply, "%+v", reply)
-				details[r.Marker()] = reply.Detail
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // the run answers at its next poll
-		}
-	}
+	ask := func(r bus.Report) { details[r.Marker()] = closeReply(t, o, r) }
 	// c1's Done waits for the late reports: they come while c1's binding is kept, as they may
 	// when the script's next call is published before the call's end is let go.
 	wrap := func(b *session.Backend) backend.Backend {
@@ -1231,6 +1226,20 @@ export default async function main() {
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)
 	assert.Equal(t, "the attempt of this marker ended (it was answered, or lost and spawned again): close the subagent", details["c1/t1-a1"])
 	assert.Equal(t, "the run never published a step under this marker (a report before its step, or a marker of no step): close the subagent", details["c2/t1-a2"])
+}
+
+// closeReply dispatches the owner's report r and returns the detail of the run's reply, which
+// must be a close.
+func closeReply(t *testing.T, o *sessiontest.Owner, r bus.Report) string {
+	sent, err := o.Bus.Dispatch(r)
+	require.NoError(t, err)
+	for {
+		if reply, ok, _ := o.Bus.ReplyTo(sent.ID); ok {
+			require.Equal(t, bus.ReplyClose, reply.Reply, "%+v", reply)
+			return reply.Detail
+		}
+		time.Sleep(5 * time.Millisecond) // the run answers at its next poll
+	}
 }
 
 // doneAfter is the session backend with one call's Done held until after is closed.

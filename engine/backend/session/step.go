@@ -164,6 +164,7 @@ func (s *step) nextAttempt(lost pull.LostAttempt, recorded bool) (backend.Outcom
 			return backend.Outcome{Status: backend.Unavailable, Cause: err}, false
 		}
 	}
+	s.b.endBinding(s.marker) // a late report of another subagent for it is told it ended
 	if s.agent != "" {
 		s.b.bus.Unbind(s.t.Call.ID, s.attempt)
 		if err := s.b.closeStep(s.t.Call.ID, s.attempt, s.agent); err != nil {
