@@ -495,7 +495,6 @@ func (j *Journal) Each(from uint64, limit int, fn func(*journal.Row) error) erro
 	if limit > 0 || decoders < 2 {
 		return j.eachInline(from, limit, fn)
 	}
-	j.mapWhole()
 	stop := make(chan struct{})
 	ready := make([]chan *rowBatch, decoders)
 	free := make([]chan *rowBatch, decoders)

@@ -1,7 +1,6 @@
 package journalfile
 
 import (
-	"runtime"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -51,28 +50,6 @@ func keptWhole(tx *bbolt.Tx) bool { return KeptWhole(tx.Size()) }
 // KeptWhole reports whether a journal of size bytes is small enough for its reads to leave all
 // of it mapped in (keptWhole).
 func KeptWhole(size int64) bool { return size <= 16*int64(releaseEvery) }
-
-// madvPopulateRead is MADV_POPULATE_READ (Linux 5.14), which x/sys/unix does not name on
-// every platform.
-const madvPopulateRead = 22
-
-// mapWhole maps a file kept whole (keptWhole) into the process's page tables at once
-// (MADV_POPULATE_READ), for a read of all of it: the decoders would otherwise fault its pages
-// in one at a time, ~240 faults of a 10,000-call journal (~5 ms of CPU, ~3 ms of a replay's
-// reading). The pages the page cache does not hold are read in, as the faults would have. A
-// kernel without MADV_POPULATE_READ refuses it, and nothing is done; another system's advice
-// 22 may mean something else, so it is given on Linux alone.
-func (j *Journal) mapWhole() {
-	if runtime.GOOS != "linux" {
-		return
-	}
-	_ = j.db.View(func(tx *bbolt.Tx) error {
-		if keptWhole(tx) {
-			_, _, _ = unix.Syscall(unix.SYS_MADVISE, tx.DB().Info().Data, uintptr(tx.Size()), madvPopulateRead)
-		}
-		return nil
-	})
-}
 
 // releaseMapped drops the file's pages from this process's mapping (MADV_DONTNEED). bbolt
 // reads through its mmap the page each commit appends to, so over a long run every page of
