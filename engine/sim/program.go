@@ -105,12 +105,14 @@ import crw from "crw";
 		fmt.Fprintf(&b, "const inline_%s = %s;\n", name, inlineSchemas[name])
 	}
 	fmt.Fprintf(&b, "const decided = %s;\n\n", decisionSchema)
-	b.WriteString(`// What the run saw, in order: every result's status, reason and output. Each result turns a
+	b.WriteString(`// What the run saw, in order: every result's status, reason, output and role. Each result turns a
 // schema's enum around in place: the next call with it asks with the other order (a schema
 // object changed between the calls it is given to, which crw must see every time).
 const out = [];
 function note(r) {
-  out.push(r.status + "/" + r.reason + "/" + (r.status === "completed" ? JSON.stringify(r.output) : "-"));
+  // Its meta read through a Proxy, as a script that wraps results does: the role, which no
+  // fault changes (its seqs and thread do).
+  out.push(r.status + "/" + r.reason + "/" + (r.status === "completed" ? JSON.stringify(r.output) : "-") + "/" + new Proxy(r, {}).meta.role);
   inline_note.properties.level.enum.reverse();
   return r;
 }
