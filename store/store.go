@@ -109,9 +109,11 @@ type PageReader interface {
 }
 
 // ReadingAcquirer is a Store that reads a run's rows as it takes it: AcquireReading is Acquire
-// that gives read the run's journal, read-only, once it is checked and before it is opened to
-// write (store/local: on the pages the check mapped in, so that a resume's History reads the
-// file's pages once fewer). An error of read's is AcquireReading's, and the run is let go.
+// that gives read the run's journal, read-only, before it is opened to write (store/local: on
+// the open that checks it, beside the check, so that a resume's History reads the file's pages
+// once fewer and while the check runs). read may be called more than once (what counts is its
+// last call's), and its outcome counts once the journal has passed its check. An error of
+// read's is AcquireReading's, and the run is let go.
 type ReadingAcquirer interface {
 	AcquireReading(ctx context.Context, run string, read func(Journal) error) (Lease, error)
 }

@@ -52,9 +52,10 @@ type readError struct{ err error }
 
 func (e readError) Error() string { return e.err.Error() }
 
-// AcquireReading implements store.ReadingAcquirer: Acquire that, once the journal is checked,
-// gives read the journal read-only on the file just checked, before it is opened to write
-// (journalfile.OpenReading). An error of read's is returned as it is, and the run let go.
+// AcquireReading implements store.ReadingAcquirer: Acquire that gives read the journal
+// read-only on the file it checks, before it is opened to write (journalfile.OpenRun: beside the
+// check, and again on a file the log's open changed). An error of read's is returned as it is,
+// once the journal passed its check, and the run let go.
 //
 // A journal too large to stay mapped in (journalfile.KeptWhole) gains nothing read on the
 // file just checked, whose pages the check let go as it went, and its readers would find no

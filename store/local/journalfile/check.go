@@ -287,6 +287,16 @@ func openLight(path string) (db *bbolt.DB, st fileState, err error) {
 	if err != nil {
 		return nil, st, err
 	}
+	if st, err = lightState(db, info); err != nil {
+		_ = db.Close()
+		return nil, st, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	return db, st, nil
+}
+
+// lightState is what openLight reads of db, the file info is: the file holds the pages its
+// meta names, and the meta bucket says it is a journal of ours.
+func lightState(db *bbolt.DB, info os.FileInfo) (st fileState, err error) {
 	err = guarded(func() error {
 		return db.View(func(tx *bbolt.Tx) error {
 			if info.Size() < tx.Size() {
@@ -320,11 +330,7 @@ func openLight(path string) (db *bbolt.DB, st fileState, err error) {
 			return nil
 		})
 	})
-	if err != nil {
-		_ = db.Close()
-		return nil, st, fmt.Errorf("journal: open %s: %w", path, err)
-	}
-	return db, st, nil
+	return st, err
 }
 
 // metaPages checks both of the file's meta pages as the whole-file check does: each names its

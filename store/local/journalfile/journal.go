@@ -157,20 +157,33 @@ func formatFile(tx *bbolt.Tx, runID, format string) error {
 // file gives ErrLocked.
 func Open(path string) (*Journal, error) { return OpenReading(path, nil) }
 
-// OpenReading is Open that, once the file is checked and before it is opened to write, gives
-// read the journal read-only on the file just checked (a resume reads its rows there: on the
-// pages the check mapped in, not on the mapping of the open to write, where each would be
-// mapped in again). The journal read has is closed when read returns. An error of read's is
-// OpenReading's, as it is, and the file is not opened to write.
+// OpenReading is Open that, before the file is opened to write, gives read the journal
+// read-only on the file it checks (a resume reads its rows there: on the pages the check maps
+// in, not on the mapping of the open to write, where each would be mapped in again). The
+// journal read has is closed when read returns. An error of read's is OpenReading's, as it is,
+// once the file has passed its check, and the file is not opened to write; an error of the
+// open's comes first. read may be given the file while it is checked, and more than once
+// (OpenRun): what it leaves behind is the last call's.
 func OpenReading(path string, read func(*Journal) error) (j *Journal, err error) {
 	return OpenRun(path, "", read)
 }
 
 // OpenRun is OpenReading of the journal of run: a journal whose log is another run's is refused
 // before anything is made of it (after a machine's restart, the file is made again from the log).
+//
+// A file that is not torn (its log closed, or opened last in this boot) and small enough to stay
+// mapped in (KeptWhole) is opened read-only, read and checked while the log is opened: the scan
+// of the log, the check and read run at once (readWhileChecked). read is then given the file
+// before its check has passed, and what it did counts only once the check and the log's open
+// have passed; a file the log's open makes again, or gives rows it lacks, is read again after.
 func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error) {
+	var early *earlyRead
+	if read != nil && notTorn(path) {
+		early = readWhileChecked(path, read)
+	}
 	lg, logState, rebuilt, err := openLog(path, run)
 	if err != nil {
+		early.drop()
 		return nil, err
 	}
 	defer func() {
@@ -178,8 +191,25 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 			_ = lg.Close()
 		}
 	}()
-	rdb, checkedState, checked, err := openChecked(path)
-	if err != nil {
+	if rebuilt {
+		early.drop() // of the file replaced
+		early = nil
+	}
+	var rdb *bbolt.DB
+	var checkedState fileState
+	var checked os.FileInfo
+	toRead := read // read, while it is still to be given the file checked
+	var readErr error
+	if early != nil {
+		<-early.done
+		rdb, checkedState, checked, err = early.db, early.checked, early.info, early.err
+		if err != nil {
+			return nil, err
+		}
+		if early.ran && early.read == checkedState.key() {
+			toRead, readErr = nil, early.readErr
+		}
+	} else if rdb, checkedState, checked, err = openChecked(path); err != nil {
 		return nil, err
 	}
 	if err := matchLog(path, checkedState, lg, logState); err != nil {
@@ -197,18 +227,16 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 		if rdb, checkedState, checked, err = openChecked(path); err != nil {
 			return nil, err
 		}
+		toRead = read
 	}
-	if read != nil {
+	if toRead != nil {
 		ro := readOnly(rdb, path, checkedState)
 		ro.rebuilt = rebuilt
-		err := read(ro)
-		ro.mu.Lock()
-		ro.closed = true // read's, and read has returned: a later use is ErrClosed
-		ro.mu.Unlock()
-		if err != nil {
-			_ = rdb.Close()
-			return nil, err
-		}
+		readErr = readClosing(ro, toRead)
+	}
+	if readErr != nil {
+		_ = rdb.Close()
+		return nil, readErr
 	}
 	if err := rdb.Close(); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
@@ -269,6 +297,116 @@ func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error
 		}
 	}
 	return newWriter(db, lg, path, st), nil
+}
+
+// readClosing gives ro to read, and closes it once read has returned: a later use of it is
+// ErrClosed.
+func readClosing(ro *Journal, read func(*Journal) error) error {
+	err := read(ro)
+	ro.mu.Lock()
+	ro.closed = true
+	ro.mu.Unlock()
+	return err
+}
+
+// notTorn reports, without reading the log's frames, whether the file of the journal at path
+// is one its writer's open would not make again and that may be read before its check: it has
+// no log, its log's last writer closed it, or opened it in this boot (the file is then what
+// forReader lets readers read), and it is small enough to stay mapped in through the check and
+// the read (KeptWhole).
+func notTorn(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil || !KeptWhole(info.Size()) {
+		return false
+	}
+	logPath := rowlog.Path(path)
+	if _, err := os.Lstat(logPath); err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return rowlog.Closed(logPath) || rowlog.OpenedInThisBoot(logPath)
+}
+
+// earlyRead is a read of a journal's file made while it is checked (readWhileChecked).
+type earlyRead struct {
+	done    chan struct{} // closed once both have ended
+	db      *bbolt.DB     // the file opened read-only: nil when it did not open
+	info    os.FileInfo
+	checked fileState // what the check found
+	err     error     // the check's error (the open's)
+	ran     bool      // read was given the file
+	read    stateKey  // the state of the file as read was given it
+	readErr error
+}
+
+// stateKey is what a journal read-only is made of, of a fileState: the file read and the file
+// checked must agree on it.
+type stateKey struct {
+	runID          string
+	last           uint64
+	summed, logged bool
+}
+
+func (st fileState) key() stateKey {
+	return stateKey{runID: st.runID, last: st.last, summed: st.summed, logged: st.logged}
+}
+
+// readWhileChecked opens the journal's file at path read-only and, at once, gives it to read (on
+// the state a reader's open finds, lightState) and checks it (checkDB), each on a goroutine of
+// its own: the check's walks and the read's decoders share the machine's cores with the scan of
+// the log the caller makes meanwhile. The read is guarded as any reader's (a page that does not
+// read is an error, not a crash).
+func readWhileChecked(path string, read func(*Journal) error) *earlyRead {
+	e := &earlyRead{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		if e.db, e.info, e.err = openFile(path, true); e.err != nil {
+			return
+		}
+		var reading chan struct{}
+		if light, err := lightState(e.db, e.info); err == nil && loadFreeList(e.db) == nil {
+			reading = make(chan struct{})
+			e.ran, e.read = true, light.key()
+			go func() {
+				defer close(reading)
+				e.readErr = readClosing(readOnly(e.db, path, light), read)
+			}()
+		}
+		if e.checked, e.err = checkDB(e.db, e.info.Size()); e.err != nil {
+			e.err = fmt.Errorf("journal: open %s: %w", path, e.err)
+		}
+		if reading != nil {
+			<-reading
+		}
+		if e.err != nil {
+			_ = e.db.Close()
+			e.db = nil
+		}
+	}()
+	return e
+}
+
+// loadFreeList has bbolt read the list of db's free pages now. Its consistency check (checkDB)
+// reads it first, in a read-only open, under no lock, and a transaction that begins or ends
+// meanwhile (the read's) reads what it writes. A check of page 1, which bbolt refuses as out of
+// its range, reads the list and no more. The list's page was found readable (openFile), and the
+// file holds every page its meta names (lightState).
+func loadFreeList(db *bbolt.DB) error {
+	return db.View(func(tx *bbolt.Tx) error {
+		for range tx.Check(bbolt.WithPageId(1)) {
+		}
+		return nil
+	})
+}
+
+// drop waits for the early read and lets its file go, unused (nil: none was made).
+func (e *earlyRead) drop() {
+	if e == nil {
+		return
+	}
+	<-e.done
+	if e.db != nil {
+		_ = e.db.Close()
+	}
 }
 
 // Rebuilt reports whether the open that gave the journal made its file again from its log: the

@@ -493,9 +493,9 @@ func TestReadOnly(t *testing.T) {
 }
 
 // TestOpenReadingReadsTheCheckedFile: OpenReading gives its read the journal read-only, on the
-// file it has just checked, before it opens it to write; the journal it returns writes. An error
-// of read's is OpenReading's, and the file is then neither opened to write nor changed; a file
-// that fails the check is never given to read.
+// file it checks, before it opens it to write; the journal it returns writes. An error of
+// read's is OpenReading's, and the file is then neither opened to write nor changed; a file
+// that does not open is never given to read.
 func TestOpenReadingReadsTheCheckedFile(t *testing.T) {
 	t.Parallel()
 	path := goodJournal(t, 40)
@@ -536,6 +536,37 @@ func TestOpenReadingReadsTheCheckedFile(t *testing.T) {
 		return nil
 	})
 	assert.ErrorIs(t, err, journalfile.ErrCorrupt)
+}
+
+// A file read while it is checked (OpenRun) that fails the check gives the check's error,
+// whatever read made of it: read is given such a file at once, beside its check, and what it
+// did then counts for nothing. The file is not opened to write.
+func TestOpenReadingOfAFileThatFailsItsCheckGivesTheChecksError(t *testing.T) {
+	t.Parallel()
+	path := goodJournal(t, 40)
+	data := mustRead(t, path)
+	// Every copy of row 20 (the file's free pages may hold older ones) says seq 21: the
+	// checksum of the one the file reads no longer holds.
+	require.Positive(t, bytes.Count(data, []byte(`"seq":20,`)), "row 20 is in the file")
+	data = bytes.ReplaceAll(data, []byte(`"seq":20,`), []byte(`"seq":21,`))
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	before := digest(t, path)
+
+	for name, outcome := range map[string]error{"read passes": nil, "read refuses": errors.New("refused by read")} {
+		given := 0
+		j, err := journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+			given++
+			_ = ro.Each(1, 0, func(*journal.Row) error { return nil })
+			return outcome
+		})
+		if err == nil {
+			j.Close()
+		}
+		assert.ErrorIs(t, err, journalfile.ErrCorrupt, name)
+		assert.ErrorContains(t, err, "row 20", name)
+		assert.Equal(t, 1, given, "%s: read was given the file beside its check", name)
+		assert.Equal(t, before, digest(t, path), "%s: nothing was written", name)
+	}
 }
 
 func TestScan(t *testing.T) {

@@ -192,6 +192,20 @@ func TestALogAheadOfItsFileGivesItsRows(t *testing.T) {
 	want := rowsJSON(t, j)
 	journalfile.Abandon(j)
 	require.NoError(t, os.WriteFile(path, older, 0o600))
+	// A read of the file as it is (10 rows: its log, opened in this boot, says it is not torn)
+	// is made again once the file has the log's rows.
+	var read []uint64
+	j, err = journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+		read = read[:0]
+		return ro.Each(1, 0, func(r *journal.Row) error {
+			read = append(read, r.Seq)
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	require.Len(t, read, 15, "the read that counts is of the file with the log's rows")
+	assert.Equal(t, uint64(15), read[14])
 	got, sum := reopened(t, path)
 	assert.Equal(t, want, got)
 	assert.Equal(t, uint64(15), sum.LastSeq)
@@ -716,6 +730,19 @@ func TestACyclicTornFileIsNotRead(t *testing.T) {
 	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
 	_, err = journalfile.OpenReader(path)
 	require.ErrorIs(t, err, journalfile.ErrUnrecovered)
+	// An open that reads (a resume) does not read the torn file beside its recovery: it reads
+	// the file made again.
+	var read int
+	j, err := journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+		read = 0
+		return ro.Each(1, 0, func(*journal.Row) error {
+			read++
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	assert.Equal(t, len(want), read)
 	got, _ := reopened(t, path)
 	assert.Equal(t, want, got)
 }

@@ -39,6 +39,16 @@ func LastBoot(logPath string) (string, error) {
 	return st.Boot, err
 }
 
+// OpenedInThisBoot reports, from the boot file alone, whether the last writer of the log at
+// logPath opened it in the machine's current boot: its bbolt file was then sound in this boot,
+// and what was put in it since is in the page cache, not torn. False when the boot file says
+// nothing or the kernel gives no boot id.
+func OpenedInThisBoot(logPath string) bool {
+	boot, ok := readBoot(logPath)
+	now := BootID()
+	return ok && now != "" && boot == now
+}
+
 // readBoot reads the boot file of the log at logPath: ok is false when it says nothing (none,
 // not a regular file, or not one line of a boot id).
 func readBoot(logPath string) (string, bool) {
