@@ -3,9 +3,11 @@ package jsutil
 import (
 	"io"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
@@ -218,4 +220,22 @@ func TestGojaHasNoProfiler(t *testing.T) {
 	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/dop251/goja").Output()
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Fields(string(out)), "github.com/google/pprof/profile")
+}
+
+// TestTheStackKeptBetweenEntriesHoldsNothing: crw's goja keeps the VM's stack array from one
+// entry from Go to the next (third_party/goja/CRW.md), cleared: a value the script left on it
+// is not kept alive by it once the script has returned.
+func TestTheStackKeptBetweenEntriesHoldsNothing(t *testing.T) {
+	rt := goja.New()
+	var held weak.Pointer[goja.Object]
+	require.NoError(t, rt.Set("note", func(o *goja.Object) { held = weak.Make(o) }))
+	_, err := rt.RunString(`(function () { const o = { payload: "x".repeat(1 << 16) }; note(o); return 1; })()`)
+	require.NoError(t, err)
+	require.NotNil(t, held.Value(), "noted")
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, held.Value(), "the object the script left on the stack was collected")
+	_, err = rt.RunString(`[1, 2, 3].map(x => x * 2).join(",")`)
+	require.NoError(t, err, "the runtime goes on with the stack it kept")
+	runtime.KeepAlive(rt)
 }

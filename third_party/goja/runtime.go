@@ -2848,8 +2848,19 @@ func (r *Runtime) leave() {
 		}
 	}
 	r.jobQueue = nil
-	r.vm.stack = nil
+	// crw: the stack's array is kept for the next entry, cleared so that nothing it held stays
+	// reachable through it, unless it grew past keptStack. goja let it go at every return to Go,
+	// and every agent.call's result, given to the script on an entry of its own, grew a new one.
+	if cap(r.vm.stack) <= keptStack {
+		clear(r.vm.stack)
+		r.vm.stack = r.vm.stack[:0]
+	} else {
+		r.vm.stack = nil
+	}
 }
+
+// keptStack is the most values the stack may hold for leave to keep its array (64 KiB).
+const keptStack = 4096
 
 // called when the top level function returns (i.e. control is passed outside the Runtime) but it was due to an interrupt
 func (r *Runtime) leaveAbrupt() {
