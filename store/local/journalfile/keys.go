@@ -40,7 +40,9 @@ var (
 )
 
 // keyFormat's values: formatSummed in a journal whose rows end in a checksum, formatLogged in
-// one whose rows also go to its log (rowlog) first, each commit fsync'd there alone.
+// one whose rows also go to its log (rowlog) first, each commit fsync'd there alone. A new format
+// of rows comes with a new format of log (rowlog's magic): a file made again from its log takes
+// formatLogged (rebuild), so a crw must tell a log of rows it cannot read before it makes one.
 const (
 	formatSummed = "2"
 	formatLogged = "3"

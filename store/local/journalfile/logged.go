@@ -102,6 +102,8 @@ func logError(path string, err error) error {
 		return fmt.Errorf("journal: open %s: %w: %w", path, ErrLocked, err)
 	case errors.Is(err, rowlog.ErrCorrupt):
 		return fmt.Errorf("journal: open %s: %w: %w", path, ErrCorrupt, err)
+	case errors.Is(err, rowlog.ErrFormat):
+		return fmt.Errorf("journal: open %s: %w: %w", path, ErrSchema, err)
 	}
 	return fmt.Errorf("journal: open %s: %w", path, err)
 }

@@ -3,6 +3,7 @@ package journalfile_test
 import (
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,6 +210,29 @@ func TestALogAheadOfItsFileGivesItsRows(t *testing.T) {
 	got, sum := reopened(t, path)
 	assert.Equal(t, want, got)
 	assert.Equal(t, uint64(15), sum.LastSeq)
+}
+
+// A journal whose log a newer crw wrote (another log format: its rows may be of a format this
+// crw does not read) is refused before its file is made again from the log after a restart,
+// and nothing of it is changed.
+func TestALogOfANewerCrwIsRefusedBeforeARebuild(t *testing.T) {
+	playBoot(t, "boot-1")
+	path, _ := loggedJournal(t, 6)
+	log := mustRead(t, path+"-log")
+	copy(log, "crw-log2")
+	require.NoError(t, os.WriteFile(path+"-log", log, 0o600))
+	before, beforeLog := mustRead(t, path), mustRead(t, path+"-log")
+	playBoot(t, "boot-2") // the file may be torn: an open would make it again from the log
+	_, err := journalfile.OpenReading(path, func(*journalfile.Journal) error {
+		t.Error("read was given the journal")
+		return nil
+	})
+	require.ErrorIs(t, err, journalfile.ErrSchema)
+	assert.ErrorContains(t, err, `it opens with "crw-log2"`)
+	assert.Equal(t, before, mustRead(t, path), "the file is as it was")
+	assert.Equal(t, beforeLog, mustRead(t, path+"-log"), "the log is as it was")
+	_, err = os.Stat(path + ".torn")
+	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing was rebuilt")
 }
 
 func TestAJournalWithoutItsLogIsRefused(t *testing.T) {

@@ -32,8 +32,15 @@ import (
 	"time"
 )
 
-// magic opens every log file.
-const magic = "crw-log1"
+// magic opens every log file. Its number is the format of the log and of the rows it holds:
+// a crw that writes rows another way (journalfile's keyFormat) writes logs of another number.
+// The log is what a torn file is made again from, before the file is read (a rebuild gives the
+// file the format of this crw's rows), so a crw must refuse a log of rows it cannot read from
+// its first bytes: ErrFormat.
+const magic = magicPrefix + "1"
+
+// magicPrefix opens the log of every format.
+const magicPrefix = "crw-log"
 
 // Frame kinds, a payload's first byte.
 const (
@@ -70,6 +77,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrCorrupt is a log that does not read: no magic, a frame that says what a log cannot, a
 // frame damaged in its middle, a file that is not a regular one.
 var ErrCorrupt = errors.New("corrupt journal log")
+
+// ErrFormat is a log of another format than this crw's (another number after magicPrefix): a
+// newer crw's, whose rows this one cannot read.
+var ErrFormat = errors.New("journal log of another format")
 
 // ErrLocked is a log another writer holds.
 var ErrLocked = errors.New("journal log locked by another writer")
@@ -342,6 +353,9 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
+		if err == nil && strings.HasPrefix(string(head), magicPrefix) {
+			return st, fmt.Errorf("%w: it opens with %q, and this crw reads %q (a newer crw wrote it)", ErrFormat, head, magic)
+		}
 		return st, fmt.Errorf("%w: no %q at its start", ErrCorrupt, magic)
 	}
 	st.End = int64(len(magic))

@@ -140,7 +140,7 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 		data []byte
 		want string
 	}{
-		"no magic":                {[]byte("crw-log2"), "no \"crw-log1\""},
+		"no magic":                {[]byte("crw-lgo1"), "no \"crw-log1\""},
 		"empty":                   {nil, "no \"crw-log1\""},
 		"no boot frame":           {[]byte(magic), "no boot frame"},
 		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "row xx"))...), "rows before the boot frame"},
@@ -161,6 +161,23 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 			require.ErrorIs(t, err, ErrCorrupt)
 			assert.Contains(t, err.Error(), tt.want)
 		})
+	}
+}
+
+// A log of another format (a newer crw's: another number after "crw-log") is ErrFormat, not
+// damage, said from its first bytes, whatever follows them.
+func TestALogOfAnotherFormatIsRefusedFromItsMagic(t *testing.T) {
+	boot := rawFrame(bootPayload("b1", "run-a"))
+	for _, head := range []string{"crw-log2", "crw-log9"} {
+		path := filepath.Join(t.TempDir(), "journal.db-log")
+		data := append([]byte(head), boot...)
+		require.NoError(t, os.WriteFile(path, append(data, rawFrame(rowsPayload(1, "row xx"))...), 0o600))
+		_, _, err := Open(path, nil)
+		require.ErrorIs(t, err, ErrFormat, head)
+		assert.NotErrorIs(t, err, ErrCorrupt, head)
+		assert.ErrorContains(t, err, `it opens with "`+head+`", and this crw reads "crw-log1"`)
+		_, err = ReadState(path)
+		assert.ErrorIs(t, err, ErrFormat, "a reader's scan says so too")
 	}
 }
 
