@@ -57,7 +57,7 @@ func openChecked(path string) (db *bbolt.DB, st fileState, info os.FileInfo, err
 	if err != nil {
 		return nil, st, nil, err
 	}
-	if st, err = checkDB(db, info.Size()); err != nil {
+	if st, err = checkDB(db, info.Size(), nil); err != nil {
 		_ = db.Close()
 		return nil, st, nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
@@ -119,8 +119,10 @@ func openError(path string, err error) error {
 
 // checkDB verifies a read-only db: the file holds every page its meta names,
 // bbolt's consistency check passes, the schema is ours and the rows keys run
-// 1..last without a gap. Damage comes back wrapping ErrCorrupt.
-func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
+// 1..last without a gap. Damage comes back wrapping ErrCorrupt. walked, if not nil, is called
+// once the check's first walk has found every page sound and bbolt's list of the file's free
+// pages is loaded: from then on other read transactions may run beside the check.
+func checkDB(db *bbolt.DB, fileSize int64, walked func()) (st fileState, err error) {
 	// Page reads go through the mmap; on a damaged file they can fault or
 	// trip bbolt's assertions. Turn both into ErrCorrupt instead of a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -147,6 +149,10 @@ func checkDB(db *bbolt.DB, fileSize int64) (st fileState, err error) {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		checkWalked("walk")
+		if walked != nil {
+			loadFreeList(tx)
+			walked()
+		}
 		// The file's pages are sound: bbolt's consistency check and the walk of the rows
 		// run at once, each on a read transaction of its own (a Tx caches its buckets in
 		// maps that two goroutines may not share). The rows' transaction begins and ends
@@ -197,6 +203,17 @@ func walk(b *bbolt.Bucket, rel *walkReleaser) error {
 		}
 	}
 	return nil
+}
+
+// loadFreeList has bbolt read the list of the file's free pages now, once the check's walk has
+// found every page sound. Its consistency check reads it first, in a read-only open, under no
+// lock, and a transaction that begins or ends meanwhile reads what it writes. A check of page 1,
+// which bbolt refuses as out of its range, reads the list and no more; where the file has no
+// list, bbolt walks its pages for the free ones, on a goroutine of its own that a bad page would
+// crash, as its consistency check does after the walk.
+func loadFreeList(tx *bbolt.Tx) {
+	for range tx.Check(bbolt.WithPageId(1)) {
+	}
 }
 
 // consistency runs tx.Check to the end and returns its first finding. The

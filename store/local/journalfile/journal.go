@@ -174,8 +174,9 @@ func OpenReading(path string, read func(*Journal) error) (j *Journal, err error)
 // A file that is not torn (its log closed, or opened last in this boot) and small enough to stay
 // mapped in (KeptWhole) is opened read-only, read and checked while the log is opened: the scan
 // of the log, the check and read run at once (readWhileChecked). read is then given the file
-// before its check has passed, and what it did counts only once the check and the log's open
-// have passed; a file the log's open makes again, or gives rows it lacks, is read again after.
+// once the check's first walk has found its pages sound, before the check has passed, and what
+// it did counts only once the check and the log's open have passed; a file the log's open
+// makes again, or gives rows it lacks, is read again after.
 func OpenRun(path, run string, read func(*Journal) error) (j *Journal, err error) {
 	var early *earlyRead
 	if read != nil && notTorn(path) {
@@ -350,11 +351,12 @@ func (st fileState) key() stateKey {
 	return stateKey{runID: st.runID, last: st.last, summed: st.summed, logged: st.logged}
 }
 
-// readWhileChecked opens the journal's file at path read-only and, at once, gives it to read (on
-// the state a reader's open finds, lightState) and checks it (checkDB), each on a goroutine of
-// its own: the check's walks and the read's decoders share the machine's cores with the scan of
-// the log the caller makes meanwhile. The read is guarded as any reader's (a page that does not
-// read is an error, not a crash).
+// readWhileChecked opens the journal's file at path read-only, checks it (checkDB) and, once
+// the check's first walk has found every page sound, gives it to read (on the state a reader's
+// open finds, lightState), each on a goroutine of its own: the check's other walks and the
+// read's decoders share the machine's cores with the scan of the log the caller makes
+// meanwhile. The read is guarded as any reader's (a page that does not read is an error, not a
+// crash).
 func readWhileChecked(path string, read func(*Journal) error) *earlyRead {
 	e := &earlyRead{done: make(chan struct{})}
 	go func() {
@@ -362,16 +364,20 @@ func readWhileChecked(path string, read func(*Journal) error) *earlyRead {
 		if e.db, e.info, e.err = openFile(path, true); e.err != nil {
 			return
 		}
+		light, lightErr := lightState(e.db, e.info)
 		var reading chan struct{}
-		if light, err := lightState(e.db, e.info); err == nil && loadFreeList(e.db) == nil {
+		e.checked, e.err = checkDB(e.db, e.info.Size(), func() {
+			if lightErr != nil {
+				return // read on the file checked, if it passes
+			}
 			reading = make(chan struct{})
 			e.ran, e.read = true, light.key()
 			go func() {
 				defer close(reading)
 				e.readErr = readClosing(readOnly(e.db, path, light), read)
 			}()
-		}
-		if e.checked, e.err = checkDB(e.db, e.info.Size()); e.err != nil {
+		})
+		if e.err != nil {
 			e.err = fmt.Errorf("journal: open %s: %w", path, e.err)
 		}
 		if reading != nil {
@@ -383,19 +389,6 @@ func readWhileChecked(path string, read func(*Journal) error) *earlyRead {
 		}
 	}()
 	return e
-}
-
-// loadFreeList has bbolt read the list of db's free pages now. Its consistency check (checkDB)
-// reads it first, in a read-only open, under no lock, and a transaction that begins or ends
-// meanwhile (the read's) reads what it writes. A check of page 1, which bbolt refuses as out of
-// its range, reads the list and no more. The list's page was found readable (openFile), and the
-// file holds every page its meta names (lightState).
-func loadFreeList(db *bbolt.DB) error {
-	return db.View(func(tx *bbolt.Tx) error {
-		for range tx.Check(bbolt.WithPageId(1)) {
-		}
-		return nil
-	})
 }
 
 // drop waits for the early read and lets its file go, unused (nil: none was made).

@@ -303,6 +303,17 @@ func TestOpenCorrupt(t *testing.T) {
 			assert.Contains(t, err.Error(), path)
 			assert.Equal(t, before, digest(t, path), "Open changed a damaged file")
 
+			// A resume's open reads the file beside its check (OpenRun): the check's error, the
+			// read's outcome whatever it was.
+			j, err = journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+				return ro.Each(1, 0, func(*journal.Row) error { return nil })
+			})
+			if j != nil {
+				_ = j.Close()
+			}
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			assert.Equal(t, before, digest(t, path), "OpenReading changed a damaged file")
+
 			j, err = journalfile.OpenReadOnly(path)
 			if j != nil {
 				_ = j.Close()
@@ -325,6 +336,63 @@ func TestOpenCorrupt(t *testing.T) {
 			assert.Equal(t, before, digest(t, path), "OpenReader changed a damaged file")
 		})
 	}
+}
+
+// A journal whose last commit wrote no list of the file's free pages (a crw before lists were
+// written, its writer killed) has bbolt walk its pages for the free ones on a goroutine of its
+// own, which a bad page crashes. Damaged in its rows, it is ErrCorrupt to every open, a resume's
+// too (which reads it beside its check only once the check's walk found its pages sound), and
+// never a crash.
+func TestACorruptJournalWithoutAListOfFreePages(t *testing.T) {
+	t.Parallel()
+	good := goodJournal(t, 400)
+	db, err := bbolt.Open(good, 0o600, &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error { // a commit that writes no list
+		meta := tx.Bucket([]byte("meta"))
+		return meta.Put([]byte("schema"), append([]byte(nil), meta.Get([]byte("schema"))...))
+	}))
+	require.NoError(t, db.Close())
+	goodBytes := mustRead(t, good)
+	pageSize, _, rowsRoot, rootType := pageFacts(t, good)
+	require.Equal(t, "branch", rootType)
+	rootOff := int(rowsRoot) * pageSize
+	for name, child := range map[string]uint64{"outside the file": 0x40000000, "at a meta page": 1} {
+		t.Run("branch points "+name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			data := append([]byte(nil), goodBytes...)
+			binary.LittleEndian.PutUint64(data[rootOff+16+8:], child)
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+			before := digest(t, path)
+			_, err := journalfile.Open(path)
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			_, err = journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+				return ro.Each(1, 0, func(*journal.Row) error { return nil })
+			})
+			require.ErrorIs(t, err, journalfile.ErrCorrupt)
+			assert.Equal(t, before, digest(t, path))
+		})
+	}
+	// Undamaged, it is resumed.
+	assert.Equal(t, 400, rowsReadOpening(t, good))
+}
+
+// rowsReadOpening opens the journal at path to write with a read (OpenReading) that counts its
+// rows, closes it, and gives the count of the read that counted (the last one).
+func rowsReadOpening(t *testing.T, path string) int {
+	t.Helper()
+	var read int
+	j, err := journalfile.OpenReading(path, func(ro *journalfile.Journal) error {
+		read = 0
+		return ro.Each(1, 0, func(*journal.Row) error {
+			read++
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	return read
 }
 
 // A directory where the journal's file should be is damage to every opener, the writer too: it

@@ -353,7 +353,7 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
-		if err == nil && strings.HasPrefix(string(head), magicPrefix) {
+		if n := head[len(head)-1]; err == nil && strings.HasPrefix(string(head), magicPrefix) && n >= '0' && n <= '9' {
 			return st, fmt.Errorf("%w: it opens with %q, and this crw reads %q (a newer crw wrote it)", ErrFormat, head, magic)
 		}
 		return st, fmt.Errorf("%w: no %q at its start", ErrCorrupt, magic)

@@ -141,6 +141,7 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 		want string
 	}{
 		"no magic":                {[]byte("crw-lgo1"), "no \"crw-log1\""},
+		"a magic cut short":       {[]byte("crw-log\x00"), "no \"crw-log1\""},
 		"empty":                   {nil, "no \"crw-log1\""},
 		"no boot frame":           {[]byte(magic), "no boot frame"},
 		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "row xx"))...), "rows before the boot frame"},
