@@ -78,7 +78,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // frame damaged in its middle, a file that is not a regular one.
 var ErrCorrupt = errors.New("corrupt journal log")
 
-// ErrFormat is a log of another format than this crw's (another number after magicPrefix): a
+// ErrFormat is a log of a later format than this crw's (a higher number after magicPrefix): a
 // newer crw's, whose rows this one cannot read.
 var ErrFormat = errors.New("journal log of another format")
 
@@ -353,7 +353,7 @@ func scan(f *os.File, fn func(first uint64, rows [][]byte) error) (State, error)
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
-		if n := head[len(head)-1]; err == nil && strings.HasPrefix(string(head), magicPrefix) && n >= '0' && n <= '9' {
+		if n := head[len(head)-1]; err == nil && strings.HasPrefix(string(head), magicPrefix) && n > magic[len(magic)-1] && n <= '9' {
 			return st, fmt.Errorf("%w: it opens with %q, and this crw reads %q (a newer crw wrote it)", ErrFormat, head, magic)
 		}
 		return st, fmt.Errorf("%w: no %q at its start", ErrCorrupt, magic)

@@ -142,6 +142,7 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 	}{
 		"no magic":                {[]byte("crw-lgo1"), "no \"crw-log1\""},
 		"a magic cut short":       {[]byte("crw-log\x00"), "no \"crw-log1\""},
+		"a magic of no format":    {[]byte("crw-log0"), "no \"crw-log1\""},
 		"empty":                   {nil, "no \"crw-log1\""},
 		"no boot frame":           {[]byte(magic), "no boot frame"},
 		"rows before a boot":      {append([]byte(magic), rawFrame(rowsPayload(1, "row xx"))...), "rows before the boot frame"},
@@ -256,6 +257,7 @@ func TestBootIDFromTheKernelOrNone(t *testing.T) {
 func FuzzOpen(f *testing.F) {
 	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "row aa", "row bb")), rawFrame(checkpointPayload(2))))
 	f.Add(cat(rawFrame(bootPayload("b", "r")), rawFrame(rowsPayload(1, "row aa")), []byte{1, 2, 3}))
+	f.Add(append([]byte("crw-log2"), rawFrame(bootPayload("b", "r"))...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "journal.db-log")
 		require.NoError(t, os.WriteFile(path, data, 0o600))
@@ -268,7 +270,7 @@ func FuzzOpen(f *testing.F) {
 			return nil
 		})
 		if err != nil {
-			require.True(t, errors.Is(err, ErrCorrupt), "%v", err)
+			require.True(t, errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFormat), "%v", err)
 			return
 		}
 		defer l.Close()
