@@ -1,6 +1,9 @@
 package etcdrpc
 
-import "errors"
+import (
+	"errors"
+	"unsafe"
+)
 
 // etcd's messages (api/etcdserverpb/rpc.proto, api/mvccpb/kv.proto), field by field.
 
@@ -97,7 +100,35 @@ func decodeHeader(data []byte, h *ResponseHeader) error {
 	})
 }
 
-func decodeKeyValue(data []byte) (*KeyValue, error) {
+// maxAmplification bounds what the decoding of one message makes of it: at most this many times
+// its bytes (and meterSlack more) in the elements it holds. A message of empty elements (two
+// bytes each on the wire) made ~70 times its bytes, 18 GB of a message of 256 MiB; what etcd
+// sends crw (keys of tens of bytes, rows of hundreds) makes less than twice.
+const (
+	maxAmplification = 8
+	meterSlack       = 64 << 10
+)
+
+// errAmplified is a message whose elements would take more than maxAmplification times its bytes.
+var errAmplified = errors.New("a message whose elements take more than its bytes can hold")
+
+// meter is what the decoding of one message may still make of it (maxAmplification).
+type meter struct{ left int }
+
+func meterFor(data []byte) *meter { return &meter{left: maxAmplification*len(data) + meterSlack} }
+
+// charge counts n bytes more made, with the slot that holds it in a slice that grows by doubling.
+func (m *meter) charge(n uintptr) error {
+	if m.left -= int(n) + 2*int(unsafe.Sizeof(uintptr(0))); m.left < 0 {
+		return errAmplified
+	}
+	return nil
+}
+
+func decodeKeyValue(data []byte, m *meter) (*KeyValue, error) {
+	if err := m.charge(unsafe.Sizeof(KeyValue{})); err != nil {
+		return nil, err
+	}
 	kv := &KeyValue{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
 		switch field {
@@ -119,16 +150,21 @@ func decodeKeyValue(data []byte) (*KeyValue, error) {
 	return kv, err
 }
 
-func decodeRange(data []byte) (*RangeResponse, error) {
+func decodeRange(data []byte) (*RangeResponse, error) { return rangeOf(data, meterFor(data)) }
+
+func rangeOf(data []byte, m *meter) (*RangeResponse, error) {
 	r := &RangeResponse{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
 		switch field {
 		case 1:
 			return decodeHeader(b, &r.Header)
 		case 2:
-			kv, err := decodeKeyValue(b)
+			kv, err := decodeKeyValue(b, m)
+			if err != nil {
+				return err
+			}
 			r.Kvs = append(r.Kvs, kv)
-			return err
+			return nil
 		case 3:
 			r.More = v != 0
 		case 4:
@@ -186,30 +222,42 @@ const maxTxnDepth = 64
 
 var errTooDeep = errors.New("transactions nested too deep")
 
-func decodeResponseOp(data []byte, depth int) (*ResponseOp, error) {
+func decodeResponseOp(data []byte, depth int, m *meter) (*ResponseOp, error) {
+	if err := m.charge(unsafe.Sizeof(ResponseOp{})); err != nil {
+		return nil, err
+	}
 	op := &ResponseOp{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
 		var err error
 		switch field {
 		case 1:
-			op.Range, err = decodeRange(b)
+			if err = m.charge(unsafe.Sizeof(RangeResponse{})); err == nil {
+				op.Range, err = rangeOf(b, m)
+			}
 		case 2:
-			op.Put, err = decodePut(b)
+			if err = m.charge(unsafe.Sizeof(PutResponse{})); err == nil {
+				op.Put, err = decodePut(b)
+			}
 		case 3:
-			op.Delete, err = decodeDeleteRange(b)
+			if err = m.charge(unsafe.Sizeof(DeleteRangeResponse{})); err == nil {
+				op.Delete, err = decodeDeleteRange(b)
+			}
 		case 4:
-			op.Txn, err = decodeTxnAt(b, depth+1)
+			op.Txn, err = txnOf(b, depth+1, m)
 		}
 		return err
 	})
 	return op, err
 }
 
-func decodeTxn(data []byte) (*TxnResponse, error) { return decodeTxnAt(data, 0) }
+func decodeTxn(data []byte) (*TxnResponse, error) { return txnOf(data, 0, meterFor(data)) }
 
-func decodeTxnAt(data []byte, depth int) (*TxnResponse, error) {
+func txnOf(data []byte, depth int, m *meter) (*TxnResponse, error) {
 	if depth > maxTxnDepth {
 		return nil, errTooDeep
+	}
+	if err := m.charge(unsafe.Sizeof(TxnResponse{})); err != nil {
+		return nil, err
 	}
 	r := &TxnResponse{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
@@ -219,9 +267,11 @@ func decodeTxnAt(data []byte, depth int) (*TxnResponse, error) {
 		case 2:
 			r.Succeeded = v != 0
 		case 3:
-			op, err := decodeResponseOp(b, depth)
+			op, err := decodeResponseOp(b, depth, m)
+			if err != nil {
+				return err
+			}
 			r.Responses = append(r.Responses, op)
-			return err
 		}
 		return nil
 	})
@@ -246,7 +296,10 @@ func decodeLeaseGrant(data []byte) (*LeaseGrantResponse, error) {
 	return r, err
 }
 
-func decodeEvent(data []byte) (*Event, error) {
+func decodeEvent(data []byte, m *meter) (*Event, error) {
+	if err := m.charge(unsafe.Sizeof(Event{}) + unsafe.Sizeof(KeyValue{})); err != nil {
+		return nil, err // with the Kv it is given if it has none
+	}
 	ev := &Event{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
 		var err error
@@ -254,9 +307,9 @@ func decodeEvent(data []byte) (*Event, error) {
 		case 1:
 			ev.Type = EventType(v)
 		case 2:
-			ev.Kv, err = decodeKeyValue(b)
+			ev.Kv, err = decodeKeyValue(b, m)
 		case 3:
-			ev.PrevKv, err = decodeKeyValue(b)
+			ev.PrevKv, err = decodeKeyValue(b, m)
 		}
 		return err
 	})
@@ -267,6 +320,7 @@ func decodeEvent(data []byte) (*Event, error) {
 }
 
 func decodeWatch(data []byte) (*WatchResponse, error) {
+	m := meterFor(data)
 	r := &WatchResponse{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
 		switch field {
@@ -281,9 +335,11 @@ func decodeWatch(data []byte) (*WatchResponse, error) {
 		case 6:
 			r.cancelReason = string(b)
 		case 11:
-			ev, err := decodeEvent(b)
+			ev, err := decodeEvent(b, m)
+			if err != nil {
+				return err
+			}
 			r.Events = append(r.Events, ev)
-			return err
 		}
 		return nil
 	})

@@ -1,6 +1,8 @@
 package etcdrpc
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +81,60 @@ func FuzzDecode(f *testing.F) {
 		_, _ = decodeLeaseGrant(msg)
 		_, _ = decodeKeepAlive(msg)
 	})
+}
+
+// A message of empty elements (two bytes each on the wire: a key-value, an event, a
+// transaction's response) is refused as it would make more than maxAmplification times its
+// bytes, where it made ~70 times them (18 GB of a message of the 256 MiB a frame may hold); a
+// message of what etcd sends crw is read whole.
+func TestAMessageOfEmptyElementsIsRefused(t *testing.T) {
+	const size = 4 << 20
+	repeat := func(unit []byte) []byte {
+		msg := make([]byte, 0, size)
+		for len(msg) < size {
+			msg = append(msg, unit...)
+		}
+		return msg
+	}
+	for name, decode := range map[string]func() error{
+		"a range's key-values": func() error { _, err := decodeRange(repeat([]byte{0x12, 0x00})); return err },
+		"a watch's events":     func() error { _, err := decodeWatch(repeat([]byte{0x5a, 0x00})); return err },
+		"a txn's responses":    func() error { _, err := decodeTxn(repeat([]byte{0x1a, 0x00})); return err },
+		"a txn's ranges": func() error {
+			_, err := decodeTxn(repeat([]byte{0x1a, 0x02, 0x0a, 0x00}))
+			return err
+		},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := decode()
+		runtime.ReadMemStats(&after)
+		assert.ErrorIs(t, err, errAmplified, name)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2*maxAmplification*size), name)
+	}
+
+	// A listing of 20,000 keys of crw's (keys only), and a page of rows.
+	var listing, rows []byte
+	for i := range 20_000 {
+		kv := func(b []byte) []byte {
+			b = putBytes(b, 1, []byte(fmt.Sprintf("crw/flow/run-%06d/spec", i)))
+			b = putInt(b, 2, int64(i+1))
+			b = putInt(b, 3, int64(i+1))
+			return putInt(b, 4, 1)
+		}
+		listing = putMessage(listing, 2, kv)
+		if i < 512 {
+			rows = putMessage(rows, 2, func(b []byte) []byte {
+				return putBytes(kv(b), 5, []byte(`{"seq":1,"type":"turn_started","at":"2026-12-07T22:50:22Z","call":"c1","k":1}`))
+			})
+		}
+	}
+	for name, msg := range map[string][]byte{"listing": listing, "rows": rows} {
+		r, err := decodeRange(msg)
+		require.NoError(t, err, name)
+		assert.NotEmpty(t, r.Kvs, name)
+	}
+	r, err := decodeRange(listing)
+	require.NoError(t, err)
+	assert.Len(t, r.Kvs, 20_000)
 }
