@@ -103,9 +103,11 @@ func decodeHeader(data []byte, h *ResponseHeader) error {
 // maxAmplification bounds what the decoding of one message makes of it: at most this many times
 // its bytes (and meterSlack more) in the elements it holds. A message of empty elements (two
 // bytes each on the wire) made ~70 times its bytes, 18 GB of a message of 256 MiB; what etcd
-// sends crw (keys of tens of bytes, rows of hundreds) makes less than twice.
+// sends crw makes less than 4 times (a key-value of crw's keys only, ~40 bytes on the wire, is
+// ~100 in memory; rows are hundreds of bytes), and the smallest key-value etcd sends (a key of
+// one byte and its revisions, ~11 bytes) less than 10 times.
 const (
-	maxAmplification = 8
+	maxAmplification = 16
 	meterSlack       = 64 << 10
 )
 
@@ -297,8 +299,8 @@ func decodeLeaseGrant(data []byte) (*LeaseGrantResponse, error) {
 }
 
 func decodeEvent(data []byte, m *meter) (*Event, error) {
-	if err := m.charge(unsafe.Sizeof(Event{}) + unsafe.Sizeof(KeyValue{})); err != nil {
-		return nil, err // with the Kv it is given if it has none
+	if err := m.charge(unsafe.Sizeof(Event{})); err != nil {
+		return nil, err
 	}
 	ev := &Event{}
 	err := eachField(data, func(field, wire int, v uint64, b []byte) error {
@@ -313,8 +315,10 @@ func decodeEvent(data []byte, m *meter) (*Event, error) {
 		}
 		return err
 	})
-	if ev.Kv == nil {
-		ev.Kv = &KeyValue{}
+	if ev.Kv == nil && err == nil {
+		if err = m.charge(unsafe.Sizeof(KeyValue{})); err == nil {
+			ev.Kv = &KeyValue{}
+		}
 	}
 	return ev, err
 }

@@ -113,7 +113,21 @@ func TestAMessageOfEmptyElementsIsRefused(t *testing.T) {
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2*maxAmplification*size), name)
 	}
 
-	// A listing of 20,000 keys of crw's (keys only), and a page of rows.
+	// A listing of 20,000 keys of crw's (keys only), a page of rows, and a watch's deletes of
+	// the shortest keys etcd has (one byte, with its revisions).
+	var deletes []byte
+	for i := range 100_000 {
+		deletes = putMessage(deletes, 11, func(b []byte) []byte {
+			b = putInt(b, 1, 1)
+			return putMessage(b, 2, func(b []byte) []byte {
+				b = putBytes(b, 1, []byte{'a' + byte(i%26)})
+				return putInt(b, 3, 1)
+			})
+		})
+	}
+	w, err := decodeWatch(deletes)
+	require.NoError(t, err, "deletes")
+	assert.Len(t, w.Events, 100_000)
 	var listing, rows []byte
 	for i := range 20_000 {
 		kv := func(b []byte) []byte {
