@@ -130,20 +130,28 @@ func TestCatastrophicRegExpEndsTheRun(t *testing.T) {
 
 // Cancelling the run's context ends a search stuck in catastrophic backtracking: goja reaches
 // no interrupt while regexp2 runs, but the search ends at its timeout and crw sees the run is
-// being stopped.
+// being stopped. The context is cancelled as the script reaches its searches (crw.now reads the
+// host's clock there), not after a time: on a loaded machine a test that slept 100 ms first was
+// woken after the search's whole second, and the run ended at the search's bound instead.
 func TestCancelCatastrophicRegExp(t *testing.T) {
 	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	r := runtimetest.New(t, runtimetest.Main(`
 		const s = "a".repeat(40) + "b";
-		for (;;) { try { /(a+)+\1$/.test(s); } catch (e) {} }`))
-	ctx, cancel := context.WithCancel(context.Background())
+		crw.now();
+		for (;;) { try { /(a+)+\1$/.test(s); } catch (e) {} }`),
+		runtimetest.WithHost(func(h *runtimetest.Host) {
+			h.Clock = func() time.Time {
+				cancel()
+				return runtimetest.Epoch
+			}
+		}))
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.VM.Run(ctx)
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
-	cancel()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.Canceled)

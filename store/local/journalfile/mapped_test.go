@@ -47,7 +47,9 @@ func mappedRSS(t *testing.T, path string) int {
 // TestMappedPagesAreReleased: a long run's commits read the page they append to through
 // bbolt's mapping, which would keep the whole file resident in the process (a 100,000-call
 // run's 117 MB journal, most of its RSS). The committer releases them as the file grows: 1,600
-// calls' commits leave about 1.2 MiB of the file resident without the releases, 0.3 MiB with them.
+// calls' commits leave 1.3-1.5 MiB of the file resident without the releases, 0.45-0.57 MiB
+// with them (what the commits since the last release touched, which the grouping of commits
+// varies: 568 KiB under a loaded CI's race detector).
 func TestMappedPagesAreReleased(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes 3,200 commits")
@@ -61,7 +63,7 @@ func TestMappedPagesAreReleased(t *testing.T) {
 	require.NoError(t, err)
 	rss := mappedRSS(t, path)
 	t.Logf("file %d KiB, resident through the mapping %d KiB", info.Size()>>10, rss>>10)
-	assert.Less(t, rss, 512<<10, "resident pages of the journal's mapping")
+	assert.Less(t, rss, 896<<10, "resident pages of the journal's mapping")
 	rows, err := j.Rows()
 	require.NoError(t, err)
 	assert.Len(t, rows, 6400, "every row still reads")
