@@ -32,11 +32,12 @@ import (
 	"time"
 )
 
-// magic opens every log file. Its number is the format of the log and of the rows it holds:
-// a crw that writes rows another way (journalfile's keyFormat) writes logs of another number.
-// The log is what a torn file is made again from, before the file is read (a rebuild gives the
-// file the format of this crw's rows), so a crw must refuse a log of rows it cannot read from
-// its first bytes: ErrFormat.
+// magic opens every log file. Its number, one digit, is the format of the log and of the rows
+// it holds: a crw that writes rows another way (journalfile's keyFormat) writes logs of a higher
+// number. The log is what a torn file is made again from, before the file is read (a rebuild
+// gives the file the format of this crw's rows), so a crw must refuse a log of rows it cannot
+// read from its first bytes: ErrFormat. (A format past 9 needs a magic of its own: a log that
+// opened "crw-log10" would pass for this one's magic, and be refused as damage by its frames.)
 const magic = magicPrefix + "1"
 
 // magicPrefix opens the log of every format.

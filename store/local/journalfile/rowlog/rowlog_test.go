@@ -166,7 +166,7 @@ func TestFramesThatDoNotMakeSense(t *testing.T) {
 	}
 }
 
-// A log of another format (a newer crw's: another number after "crw-log") is ErrFormat, not
+// A log of a later format (a newer crw's: a higher number after "crw-log") is ErrFormat, not
 // damage, said from its first bytes, whatever follows them.
 func TestALogOfAnotherFormatIsRefusedFromItsMagic(t *testing.T) {
 	boot := rawFrame(bootPayload("b1", "run-a"))
