@@ -19,3 +19,6 @@ func SetMaxRow(t interface{ Cleanup(func()) }, n int) {
 	maxRow = n
 	t.Cleanup(func() { maxRow = old })
 }
+
+// Under is under, for the tests of the keys a member may answer.
+var Under = under

@@ -168,8 +168,10 @@ func journalState(k keys, summary, last []*etcdrpc.KeyValue) (*journal.Summary, 
 	var seq uint64
 	if len(last) > 0 {
 		key := string(last[0].Key)
-		var err error
-		seq, err = strconv.ParseUint(key[len(k.rows()):], 16, 64)
+		hex, err := under(last[0].Key, k.rows())
+		if err == nil {
+			seq, err = strconv.ParseUint(hex, 16, 64)
+		}
 		if err != nil || key != k.row(seq) {
 			return nil, 0, errs.New(errs.IncompatibleSchema, "journal: the key %q is no row's", key)
 		}

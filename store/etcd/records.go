@@ -92,7 +92,11 @@ func (r *records) List(ctx context.Context, prefix string) ([]store.Record, erro
 	}
 	var out []store.Record
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		out = append(out, store.Record{Key: string(kv.Key[len(r.prefix):]), Value: kv.Value})
+		key, err := under(kv.Key, r.prefix+prefix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.Record{Key: prefix + key, Value: kv.Value})
 	}
 	return out, nil
 }
@@ -204,7 +208,11 @@ func (l *etcdLog) Read(offset int64, max int) ([]byte, int64, error) {
 			return nil, offset, unavailable(err)
 		}
 		for _, kv := range resp.Kvs {
-			off, err := strconv.ParseInt(string(kv.Key[len(l.lines()):]), 16, 64)
+			line, err := under(kv.Key, l.lines())
+			if err != nil {
+				return nil, offset, err
+			}
+			off, err := strconv.ParseInt(line, 16, 64)
 			if err != nil {
 				return nil, offset, errs.New(errs.IncompatibleSchema, "log %s: the key %q is no line's", l.Name(), kv.Key)
 			}

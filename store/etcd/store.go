@@ -88,6 +88,16 @@ func unavailable(err error) error {
 	return errs.New(errs.RunUnavailable, "the etcd cluster did not answer").Wrap(err)
 }
 
+// under is key's part after prefix, of a key a read of prefix's range answered. A key outside it
+// is an answer no etcd gives (a broken or hostile member): refused, where slicing it would panic.
+func under(key []byte, prefix string) (string, error) {
+	rest, ok := strings.CutPrefix(string(key), prefix)
+	if !ok {
+		return "", errs.New(errs.RunUnavailable, "the etcd cluster answered the key %q to a read of the keys under %q", key, prefix)
+	}
+	return rest, nil
+}
+
 func notFound(run string) error {
 	return errs.New(errs.InvalidRequest, "no run %s in the store", run).Wrap(store.ErrNoRun)
 }
@@ -198,7 +208,11 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 		}
 		rev = resp.Header.Revision
 		for _, kv := range resp.Kvs {
-			ids = append(ids, string(kv.Key[len(from):]))
+			id, err := under(kv.Key, from)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return ids, nil // keys come in byte order, which is the ids' time order

@@ -285,3 +285,24 @@ func TestALargeFileIsStoredInChunks(t *testing.T) {
 	assert.Equal(t, errs.IncompatibleSchema, errs.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), digest)
 }
+
+// A key a member answers outside the range it was asked for (no etcd does; a broken or hostile
+// member might) is refused as the cluster's fault, where the store sliced it by the prefix's
+// length and panicked on a key shorter than the prefix.
+func TestAKeyOutsideTheRangeReadIsRefused(t *testing.T) {
+	for key, want := range map[string]string{
+		"crw/runs/20261207-1": "20261207-1",
+		"crw/runs/":           "",
+	} {
+		got, err := etcd.Under([]byte(key), "crw/runs/")
+		require.NoError(t, err, key)
+		assert.Equal(t, want, got, key)
+	}
+	for _, key := range []string{"", "c", "crw/run", "crw/logs/x", "crx/runs/20261207-1"} {
+		_, err := etcd.Under([]byte(key), "crw/runs/")
+		var e *errs.Error
+		require.ErrorAs(t, err, &e, "%q", key)
+		assert.Equal(t, errs.RunUnavailable, e.Code, "%q", key)
+		assert.Contains(t, e.Error(), fmt.Sprintf("%q", key))
+	}
+}
