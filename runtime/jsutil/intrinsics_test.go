@@ -2,16 +2,16 @@ package jsutil
 
 import (
 	"io"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"weak"
 
 	"github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crw-dev/crw/internal/depstest"
 )
 
 // ownDataObjects are objects of every kind a script can hand crw, each with the names to read.
@@ -210,16 +210,7 @@ func TestGojaHasNoProfiler(t *testing.T) {
 	t.Parallel()
 	require.Error(t, goja.StartProfile(io.Discard))
 	goja.StopProfile() // nothing to stop
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/dop251/goja").Output()
-	require.NoError(t, err)
-	assert.NotContains(t, strings.Fields(string(out)), "github.com/google/pprof/profile")
+	depstest.Forbid(t, map[string][]string{"github.com/dop251/goja": {"github.com/google/pprof"}})
 }
 
 // TestTheStackKeptBetweenEntriesHoldsNothing: crw's goja keeps the VM's stack array from one

@@ -91,11 +91,10 @@ func unavailable(err error) error {
 // under is key's part after prefix, of a key a read of prefix's range answered. A key outside it
 // is an answer no etcd gives (a broken or hostile member): refused, where slicing it would panic.
 func under(key []byte, prefix string) (string, error) {
-	rest, ok := strings.CutPrefix(string(key), prefix)
-	if !ok {
+	if len(key) < len(prefix) || string(key[:len(prefix)]) != prefix {
 		return "", errs.New(errs.RunUnavailable, "the etcd cluster answered the key %q to a read of the keys under %q", key, prefix)
 	}
-	return rest, nil
+	return string(key[len(prefix):]), nil
 }
 
 func notFound(run string) error {

@@ -104,12 +104,12 @@ func decodeHeader(data []byte, h *ResponseHeader) error {
 // its bytes (and meterSlack more) in the elements it holds. A message of empty elements (two
 // bytes each on the wire) made ~70 times its bytes, 18 GB of a message of 256 MiB; what etcd
 // sends crw makes less than 5 times (a key-value of crw's keys only, ~40 bytes on the wire, is
-// ~100 in memory; rows are hundreds of bytes), the smallest key-value etcd sends (a key of one
-// byte and its revisions, ~11 bytes) less than 10 times, and its densest answer, a
-// transaction's empty ranges (each with its header), ~17 times: at most 128 of them
+// ~130 in memory with its slot; rows are hundreds of bytes), the smallest key-value etcd sends
+// (a key of one byte and its revisions, ~11 bytes) ~12 times, and its densest answer, a
+// transaction's empty ranges (each with its header), ~15-18 times: at most 128 of them
 // (--max-txn-ops), within meterSlack. Nested transactions of empty ones, which crw never asks
-// for, are denser still, and past a few thousand are refused. What is live stays within the
-// bound; the slices' growth allocates ~1.7 times it in all.
+// for, are denser still, and past a few thousand are refused. The bound counts what the slices'
+// growth makes too (element): a refused message has made ~17-19 times its bytes in all.
 const (
 	maxAmplification = 16
 	meterSlack       = 64 << 10
@@ -123,13 +123,18 @@ type meter struct{ left int }
 
 func meterFor(data []byte) *meter { return &meter{left: maxAmplification*len(data) + meterSlack} }
 
-// charge counts n bytes more made, with the slot that holds it in a slice that grows by doubling.
+// charge counts n bytes more made.
 func (m *meter) charge(n uintptr) error {
-	if m.left -= int(n) + 2*int(unsafe.Sizeof(uintptr(0))); m.left < 0 {
+	if m.left -= int(n); m.left < 0 {
 		return errAmplified
 	}
 	return nil
 }
+
+// element counts an element of n bytes more made, appended to a slice of pointers: with what
+// its slot costs over the slice's growth (Go grows a long slice by a quarter at a time, ~5 slots
+// made for each one kept).
+func (m *meter) element(n uintptr) error { return m.charge(n + 5*unsafe.Sizeof(uintptr(0))) }
 
 func decodeKeyValue(data []byte, m *meter) (*KeyValue, error) {
 	if err := m.charge(unsafe.Sizeof(KeyValue{})); err != nil {
@@ -165,6 +170,9 @@ func rangeOf(data []byte, m *meter) (*RangeResponse, error) {
 		case 1:
 			return decodeHeader(b, &r.Header)
 		case 2:
+			if err := m.element(0); err != nil { // its slot in Kvs; decodeKeyValue charges it
+				return err
+			}
 			kv, err := decodeKeyValue(b, m)
 			if err != nil {
 				return err
@@ -229,7 +237,7 @@ const maxTxnDepth = 64
 var errTooDeep = errors.New("transactions nested too deep")
 
 func decodeResponseOp(data []byte, depth int, m *meter) (*ResponseOp, error) {
-	if err := m.charge(unsafe.Sizeof(ResponseOp{})); err != nil {
+	if err := m.element(unsafe.Sizeof(ResponseOp{})); err != nil {
 		return nil, err
 	}
 	op := &ResponseOp{}
@@ -303,7 +311,7 @@ func decodeLeaseGrant(data []byte) (*LeaseGrantResponse, error) {
 }
 
 func decodeEvent(data []byte, m *meter) (*Event, error) {
-	if err := m.charge(unsafe.Sizeof(Event{})); err != nil {
+	if err := m.element(unsafe.Sizeof(Event{})); err != nil {
 		return nil, err
 	}
 	ev := &Event{}
