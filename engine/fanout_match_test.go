@@ -137,5 +137,9 @@ func TestFanOutNumbersTheSameAfterACrash(t *testing.T) {
 		enginetest.CheckJournal(t, rows)
 		enginetest.CheckSends(t, host.Received())
 	}
-	assert.GreaterOrEqual(t, crashed, 8, "a crash after each of the run's commits but its last")
+	// A run makes 8 commits at the fewest, when each round's calls share theirs (as under load):
+	// the started row; the first round's prepared rows, then their ends; the second round's
+	// likewise; the sum-up's prepared row, then its end; the ended row. Each is waited for
+	// before the next is asked for.
+	assert.GreaterOrEqual(t, crashed, 7, "a crash after each of the run's commits but its last")
 }
