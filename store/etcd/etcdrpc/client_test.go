@@ -2,8 +2,10 @@ package etcdrpc_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,12 +271,39 @@ func followerFirst(t *testing.T, c *etcdtest.Cluster, cfg etcdrpc.Config) (*etcd
 	return cli, follower
 }
 
+// sentTo is a transport that keeps the member each request of a method was sent to.
+type sentTo struct {
+	http.RoundTripper
+	mu    sync.Mutex
+	sends map[string][]string // method path → member URLs, in order
+}
+
+func newSentTo() *sentTo {
+	h2c := &http.Transport{Protocols: new(http.Protocols)} // gRPC without TLS: HTTP/2 from the first byte
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	return &sentTo{RoundTripper: h2c, sends: map[string][]string{}}
+}
+
+func (s *sentTo) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.sends[req.URL.Path] = append(s.sends[req.URL.Path], req.URL.Scheme+"://"+req.URL.Host)
+	s.mu.Unlock()
+	return s.RoundTripper.RoundTrip(req)
+}
+
+func (s *sentTo) members(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sends[path])
+}
+
 // TestAMemberThatStopsIsLeft: with one member SIGSTOPped, requests go to the others (reads
 // sent again, a write said Unavailable once, then the next member), and a watch on it ends
 // within its probe.
 func TestAMemberThatStopsIsLeft(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	cli, follower := followerFirst(t, c, etcdrpc.Config{RequestTimeout: time.Second, ProbeEvery: 200 * time.Millisecond})
+	sent := newSentTo()
+	cli, follower := followerFirst(t, c, etcdrpc.Config{RequestTimeout: time.Second, ProbeEvery: 200 * time.Millisecond, Transport: sent})
 	ctx := context.Background()
 	_, err := cli.Put(ctx, "/k", "v")
 	require.NoError(t, err)
@@ -288,8 +317,20 @@ func TestAMemberThatStopsIsLeft(t *testing.T) {
 	got, err := cli.Get(ctx, "/k")
 	require.NoError(t, err, "a read is sent to the next member")
 	assert.Equal(t, "v", string(got.Kvs[0].Value))
+
 	_, err = cli.Put(ctx, "/k", "w")
-	require.NoError(t, err, "the requests after the one that found it silent go to another")
+	puts := sent.members("/etcdserverpb.KV/Put")
+	require.Len(t, puts, 2, "each write went to one member")
+	assert.Equal(t, follower.ClientURL, puts[0], "the first went to the member first in the list")
+	assert.NotEqual(t, follower.ClientURL, puts[1], "the requests after the one that found it silent go to another")
+	if err != nil {
+		// A loaded machine can keep the member that answers the read from committing the write
+		// within RequestTimeout: the write is Unavailable then, and it was not sent to the
+		// stopped member, which is what this test is about.
+		assert.Equal(t, etcdrpc.CodeUnavailable, etcdrpc.CodeOf(err), "%v", err)
+		assert.NotContains(t, err.Error(), follower.ClientURL)
+		t.Logf("the write was slow: %v", err)
+	}
 
 	resp, ok := <-w
 	require.True(t, ok)
@@ -303,7 +344,8 @@ func TestAMemberThatStopsIsLeft(t *testing.T) {
 // answer fails with Unavailable (it may have been applied), not sent again.
 func TestAWriteToAMemberThatStopsIsUnavailable(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	cli, follower := followerFirst(t, c, etcdrpc.Config{RequestTimeout: 500 * time.Millisecond})
+	sent := newSentTo()
+	cli, follower := followerFirst(t, c, etcdrpc.Config{RequestTimeout: 500 * time.Millisecond, Transport: sent})
 	ctx := context.Background()
 	_, err := cli.Get(ctx, "/k")
 	require.NoError(t, err)
@@ -312,8 +354,17 @@ func TestAWriteToAMemberThatStopsIsUnavailable(t *testing.T) {
 	_, err = cli.Put(ctx, "/k", "v")
 	require.Error(t, err)
 	assert.Equal(t, etcdrpc.CodeUnavailable, etcdrpc.CodeOf(err), "%v", err)
+	assert.Equal(t, []string{follower.ClientURL}, sent.members("/etcdserverpb.KV/Put"), "sent once")
+
 	_, err = cli.Put(ctx, "/k", "v")
-	require.NoError(t, err, "the next goes to the next member")
+	puts := sent.members("/etcdserverpb.KV/Put")
+	require.Len(t, puts, 2)
+	assert.NotEqual(t, follower.ClientURL, puts[1], "the next goes to the next member")
+	if err != nil {
+		// A loaded machine can keep that member from committing the write in 500 ms.
+		assert.Equal(t, etcdrpc.CodeUnavailable, etcdrpc.CodeOf(err), "%v", err)
+		t.Logf("the write was slow: %v", err)
+	}
 }
 
 // TestAuthentication: a user's client works, a wrong password is said by New, and a client
