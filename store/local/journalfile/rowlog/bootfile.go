@@ -52,16 +52,35 @@ func OpenedInThisBoot(logPath string) bool {
 // readBoot reads the boot file of the log at logPath: ok is false when it says nothing (none,
 // not a regular file, or not one line of a boot id).
 func readBoot(logPath string) (string, bool) {
+	boot, _, ok := readBootFile(logPath)
+	return boot, ok
+}
+
+// keptBoot reports whether the boot file of the log at logPath says boot, as a file of a
+// writer's own making (one link to it, no other name): a writer in that boot need not make it
+// again.
+func keptBoot(logPath, boot string) bool {
+	was, links, ok := readBootFile(logPath)
+	return ok && boot != "" && was == boot && links == 1
+}
+
+// readBootFile is readBoot, and how many names the file has.
+func readBootFile(logPath string) (boot string, links uint64, ok bool) {
 	f, err := openRegular(bootFile(logPath), os.O_RDONLY|syscall.O_NOFOLLOW) // a link to elsewhere says nothing
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil {
+		if st, isUnix := info.Sys().(*syscall.Stat_t); isUnix {
+			links = uint64(st.Nlink)
+		}
+	}
 	var b [maxBootID + 2]byte
 	n, _ := f.Read(b[:])
-	line, ok := bytes.CutSuffix(b[:n], []byte("\n"))
-	if !ok || bytes.ContainsAny(line, "\x00\n") {
-		return "", false
+	line, found := bytes.CutSuffix(b[:n], []byte("\n"))
+	if !found || bytes.ContainsAny(line, "\x00\n") {
+		return "", 0, false
 	}
-	return string(line), true
+	return string(line), links, true
 }

@@ -228,8 +228,13 @@ func (l *Log) Each(fn func(first uint64, rows [][]byte) error) error {
 // boot id of this writer, fsync'd: the log is then ready for Append.
 func (l *Log) Begin(seq uint64, runID string) error {
 	boot := BootID()
-	if err := writeBoot(l.path, boot); err != nil {
-		return err
+	// A boot file of a writer's making that says this boot already is left as it is (a resume
+	// in the boot of the run's last writer): made again, it would say the same, at the cost of
+	// a file made and fsync'd.
+	if !keptBoot(l.path, boot) {
+		if err := writeBoot(l.path, boot); err != nil {
+			return err
+		}
 	}
 	l.buf = appendFrame(l.buf[:0], checkpointPayload(seq))
 	return l.append(bootPayload(boot, runID))

@@ -520,6 +520,71 @@ func TestTheBootFileSaysTheLastWritersBoot(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// A writer that opens the log in the boot its boot file says already leaves the file as it is
+// (no file made and fsync'd again); one that says another boot, or nothing, is written.
+func TestABootFileThatSaysThisBootIsKept(t *testing.T) {
+	dir := t.TempDir()
+	saved := BootIDFile
+	defer func() { BootIDFile = saved }()
+	BootIDFile = filepath.Join(dir, "boot_id")
+	boot := func(id string) { require.NoError(t, os.WriteFile(BootIDFile, []byte(id+"\n"), 0o600)) }
+	path := filepath.Join(dir, "journal.db-log")
+	boot("boot-one")
+	l, err := Create(path, "run-a")
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	// kept begins a writer and reports whether the boot file is still the file it was: the
+	// file held open keeps its inode from being given to a file made again.
+	kept := func() bool {
+		t.Helper()
+		f, err := os.Open(BootFile(path))
+		require.NoError(t, err)
+		defer f.Close()
+		l, _, err := Open(path, nil)
+		require.NoError(t, err)
+		require.NoError(t, l.Begin(0, "run-a"))
+		require.NoError(t, l.Close())
+		was, err := f.Stat()
+		require.NoError(t, err)
+		now, err := os.Stat(BootFile(path))
+		require.NoError(t, err)
+		return os.SameFile(was, now)
+	}
+	said := func() string {
+		t.Helper()
+		data, err := os.ReadFile(BootFile(path))
+		require.NoError(t, err)
+		return string(data)
+	}
+	assert.True(t, kept(), "the same boot: the file is kept")
+	assert.Equal(t, "boot-one\n", said())
+	assert.True(t, OpenedInThisBoot(path))
+
+	boot("boot-two")
+	assert.False(t, kept(), "another boot: the file is made again")
+	assert.Equal(t, "boot-two\n", said())
+
+	require.NoError(t, os.Remove(BootFile(path)))
+	require.NoError(t, os.WriteFile(BootFile(path), []byte("boot-t"), 0o600))
+	assert.False(t, kept(), "a file that says nothing is made again")
+	assert.Equal(t, "boot-two\n", said())
+
+	// A hard link to another file that says this boot is not the writer's own: it is made
+	// again, and the other file is left as it was.
+	elsewhere := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.WriteFile(elsewhere, []byte("boot-two\n"), 0o600))
+	require.NoError(t, os.Remove(BootFile(path)))
+	require.NoError(t, os.Link(elsewhere, BootFile(path)))
+	assert.False(t, kept(), "a hard link is made again")
+	assert.Equal(t, "boot-two\n", said())
+	other, err := os.Stat(elsewhere)
+	require.NoError(t, err)
+	now, err := os.Stat(BootFile(path))
+	require.NoError(t, err)
+	assert.False(t, os.SameFile(other, now))
+	assert.Equal(t, uint64(1), uint64(other.Sys().(*syscall.Stat_t).Nlink), "the link was taken away")
+}
+
 // A commit of more than a frame is written a frame at a time, each fsync'd before the next: a
 // power loss tears the frame being written, whose pages read as zeros, and no frame follows it:
 // the open cuts it off and keeps the frames before it (rows none was told were durable).
