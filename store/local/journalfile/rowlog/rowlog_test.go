@@ -480,10 +480,7 @@ func TestPlayRestart(t *testing.T) {
 // reads it there, and scans the log when the file says nothing.
 func TestTheBootFileSaysTheLastWritersBoot(t *testing.T) {
 	dir := t.TempDir()
-	saved := BootIDFile
-	defer func() { BootIDFile = saved }()
-	BootIDFile = filepath.Join(dir, "boot_id")
-	boot := func(id string) { require.NoError(t, os.WriteFile(BootIDFile, []byte(id+"\n"), 0o600)) }
+	boot := fakeBoots(t, dir)
 	path := filepath.Join(dir, "journal.db-log")
 	boot("boot-one")
 	l, err := Create(path, "run-a")
@@ -520,14 +517,20 @@ func TestTheBootFileSaysTheLastWritersBoot(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// fakeBoots has BootID read a file in dir for the test, and returns what says the machine's
+// boot is id.
+func fakeBoots(t *testing.T, dir string) func(id string) {
+	saved := BootIDFile
+	t.Cleanup(func() { BootIDFile = saved })
+	BootIDFile = filepath.Join(dir, "boot_id")
+	return func(id string) { require.NoError(t, os.WriteFile(BootIDFile, []byte(id+"\n"), 0o600)) }
+}
+
 // A writer that opens the log in the boot its boot file says already leaves the file as it is
 // (no file made and fsync'd again); one that says another boot, or nothing, is written.
 func TestABootFileThatSaysThisBootIsKept(t *testing.T) {
 	dir := t.TempDir()
-	saved := BootIDFile
-	defer func() { BootIDFile = saved }()
-	BootIDFile = filepath.Join(dir, "boot_id")
-	boot := func(id string) { require.NoError(t, os.WriteFile(BootIDFile, []byte(id+"\n"), 0o600)) }
+	boot := fakeBoots(t, dir)
 	path := filepath.Join(dir, "journal.db-log")
 	boot("boot-one")
 	l, err := Create(path, "run-a")
