@@ -63,6 +63,28 @@ export default async function main({ calls }) {
 	assert.False(t, rep.Differs(), "%+v", rep.Divergences)
 	assert.Equal(t, calls, rep.Matched)
 
+	// Its trace, read a part at a time, keeping none of the calls' rows either: each call's
+	// lines are read again from the file.
+	rows, err := svc.Rows(ctx, id)
+	require.NoError(t, err)
+	var trace strings.Builder
+	require.NoError(t, journal.Export(&trace, id, rows))
+	tracePath := filepath.Join(t.TempDir(), "trace.jsonl")
+	require.NoError(t, os.WriteFile(tracePath, []byte(trace.String()), 0o600))
+	f, err := os.Open(tracePath)
+	require.NoError(t, err)
+	defer f.Close()
+	tf, err := journal.OpenTrace(f)
+	require.NoError(t, err)
+	h, traceErr, err := shadow.ReadTrace(tf, -1)
+	require.NoError(t, traceErr)
+	require.NoError(t, err)
+	rep, err = svc.Shadow(ctx, "", shadow.Options{Script: wf, History: h, Trace: tf})
+	require.NoError(t, err)
+	assert.False(t, rep.Differs(), "%+v", rep.Divergences)
+	assert.Equal(t, calls, rep.Matched)
+	assert.Equal(t, "[500500,true,true]", string(rep.Result), "each answer to its own call")
+
 	end, err = svc.Execute(ctx, id, engine.ExecOptions{Backend: fake.New(nil, nil)})
 	require.NoError(t, err)
 	require.Equal(t, store.RunCompleted, end.Status, "%+v", end.Error)

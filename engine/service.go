@@ -370,18 +370,7 @@ func (s *journalSource) each(from uint64, limit int, fn func(*journal.Row) error
 // readJournal reads a run's journal, by each, a page at a time into a History that keeps no
 // rows of the calls that ended (replay.ReadPages): nil when the journal is empty.
 func readJournal(run string, each replay.Source, budget int) (*replay.History, error) {
-	var readErr error
-	h, err := replay.ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
-		var fnErr error
-		err := each(from, limit, func(row *journal.Row) error {
-			fnErr = fn(row)
-			return fnErr
-		})
-		if err != nil && fnErr == nil {
-			readErr = err
-		}
-		return err
-	}, budget)
+	h, readErr, err := replay.ReadPagesFrom(each, budget)
 	if readErr != nil {
 		return nil, errs.New(errs.IncompatibleSchema, "run %s: its journal cannot be read", run).Wrap(readErr)
 	}

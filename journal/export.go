@@ -96,7 +96,7 @@ func Import(r io.Reader) ([]Row, error) {
 		if len(line) == 0 && readErr == io.EOF {
 			break
 		}
-		lines = append(lines, bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
+		lines = append(lines, trimLine(line))
 		if readErr == io.EOF {
 			break
 		}
@@ -104,15 +104,9 @@ func Import(r io.Reader) ([]Row, error) {
 	if len(lines) == 0 {
 		return nil, errors.New("journal: import: line 1: missing header")
 	}
-	var h traceHeader
-	if err := decodeStrict(lines[0], &h); err != nil {
-		return nil, fmt.Errorf("journal: import: line 1: header: %w", err)
-	}
-	if h.Format != TraceFormat {
-		return nil, fmt.Errorf("journal: import: line 1: format %q, want %q", h.Format, TraceFormat)
-	}
-	if h.Run == "" {
-		return nil, errors.New("journal: import: line 1: header has no run id")
+	run, err := readHeader(lines[0])
+	if err != nil {
+		return nil, err
 	}
 
 	// Rows are decoded on every core; the checks that follow name the first bad line.
@@ -122,19 +116,8 @@ func Import(r io.Reader) ([]Row, error) {
 		errs[i] = decodeStrict(lines[i+1], &rows[i])
 	})
 	for i := range rows {
-		n := i + 2
-		if errs[i] != nil {
-			return nil, fmt.Errorf("journal: import: line %d: %w", n, errs[i])
-		}
-		if want := uint64(i) + 1; rows[i].Seq != want {
-			return nil, fmt.Errorf("journal: import: line %d: seq %d, want %d", n, rows[i].Seq, want)
-		}
-		if !IsKnownType(rows[i].Type) {
-			// A replay would pass over a row it does not know and report a run that never was.
-			return nil, fmt.Errorf("journal: import: line %d: unknown row type %q", n, rows[i].Type)
-		}
-		if rows[i].Type == TypeStarted && rows[i].Run != "" && rows[i].Run != h.Run {
-			return nil, fmt.Errorf("journal: import: line %d: run %q, but the header says %q", n, rows[i].Run, h.Run)
+		if err := checkTraceRow(uint64(i)+1, &rows[i], errs[i], run); err != nil {
+			return nil, err
 		}
 	}
 	return rows, nil

@@ -58,42 +58,45 @@ func TestExportRejectsGaps(t *testing.T) {
 	require.ErrorContains(t, err, "row 2 has seq 3, want 2")
 }
 
+// The traces TestImport and TestTraceFileReadsWhatImportReads read, and what they must give.
+const (
+	header = `{"format":"crw-trace/1","run":"r1"}`
+	row1   = `{"seq":1,"type":"started","at":"2026-01-01T00:00:00Z","run":"r1"}`
+	row2   = `{"seq":2,"type":"warning","at":"2026-01-01T00:00:01Z","detail":"w"}`
+	row3   = `{"seq":3,"type":"ended","at":"2026-01-01T00:00:02Z","status":"ok"}`
+)
+
+var importCases = []struct {
+	name    string
+	in      string
+	rows    int    // rows expected on success
+	wantErr string // substring of the error, "" for success
+}{
+	{name: "good", in: header + "\n" + row1 + "\n" + row2 + "\n" + row3 + "\n", rows: 3},
+	{name: "no final newline", in: header + "\n" + row1 + "\n" + row2, rows: 2},
+	{name: "CRLF lines", in: header + "\r\n" + row1 + "\r\n", rows: 1},
+	{name: "empty input", in: "", wantErr: "line 1: missing header"},
+	{name: "header not JSON", in: "crw-trace/1\n" + row1, wantErr: "line 1: header: invalid JSON"},
+	{name: "header other format", in: `{"format":"crw-trace/2","run":"r1"}` + "\n" + row1, wantErr: `line 1: format "crw-trace/2"`},
+	{name: "header without format", in: `{"run":"r1"}` + "\n" + row1, wantErr: `line 1: format ""`},
+	{name: "header without run", in: `{"format":"crw-trace/1"}` + "\n", wantErr: "line 1: header has no run id"},
+	{name: "a row first", in: row1 + "\n", wantErr: `line 1: header: json: unknown field "seq"`},
+	{name: "row not JSON", in: header + "\n" + row1 + "\n" + `{"seq":2,` + "\n" + row3, wantErr: "line 3: invalid JSON"},
+	{name: "blank line", in: header + "\n" + row1 + "\n\n" + row2, wantErr: "line 3: empty line"},
+	{name: "two objects on a line", in: header + "\n" + row1 + " " + row2 + "\n", wantErr: "line 2: invalid JSON: more after the object"},
+	{name: "unknown field", in: header + "\n" + `{"seq":1,"type":"warning","at":"2026-01-01T00:00:00Z","detial":"x"}`, wantErr: `line 2: json: unknown field "detial"`},
+	{name: "wrong field type", in: header + "\n" + `{"seq":"1","type":"warning"}`, wantErr: "line 2: json: cannot unmarshal"},
+	{name: "first seq not 1", in: header + "\n" + row2, wantErr: "line 2: seq 2, want 1"},
+	{name: "gap", in: header + "\n" + row1 + "\n" + row3 + "\n", wantErr: "line 3: seq 3, want 2"},
+	{name: "repeat", in: header + "\n" + row1 + "\n" + row1 + "\n", wantErr: "line 3: seq 1, want 2"},
+	{name: "unknown row type", in: header + "\n" + row1 + "\n" + `{"seq":2,"type":"finished","at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 3: unknown row type "finished"`},
+	{name: "no row type", in: header + "\n" + `{"seq":1,"at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 2: unknown row type ""`},
+	{name: "started names another run", in: `{"format":"crw-trace/1","run":"r2"}` + "\n" + row1, wantErr: `line 2: run "r1", but the header says "r2"`},
+}
+
 func TestImport(t *testing.T) {
 	t.Parallel()
-	const (
-		header = `{"format":"crw-trace/1","run":"r1"}`
-		row1   = `{"seq":1,"type":"started","at":"2026-01-01T00:00:00Z","run":"r1"}`
-		row2   = `{"seq":2,"type":"warning","at":"2026-01-01T00:00:01Z","detail":"w"}`
-		row3   = `{"seq":3,"type":"ended","at":"2026-01-01T00:00:02Z","status":"ok"}`
-	)
-	tests := []struct {
-		name    string
-		in      string
-		rows    int    // rows expected on success
-		wantErr string // substring of the error, "" for success
-	}{
-		{name: "good", in: header + "\n" + row1 + "\n" + row2 + "\n" + row3 + "\n", rows: 3},
-		{name: "no final newline", in: header + "\n" + row1 + "\n" + row2, rows: 2},
-		{name: "CRLF lines", in: header + "\r\n" + row1 + "\r\n", rows: 1},
-		{name: "empty input", in: "", wantErr: "line 1: missing header"},
-		{name: "header not JSON", in: "crw-trace/1\n" + row1, wantErr: "line 1: header: invalid JSON"},
-		{name: "header other format", in: `{"format":"crw-trace/2","run":"r1"}` + "\n" + row1, wantErr: `line 1: format "crw-trace/2"`},
-		{name: "header without format", in: `{"run":"r1"}` + "\n" + row1, wantErr: `line 1: format ""`},
-		{name: "header without run", in: `{"format":"crw-trace/1"}` + "\n", wantErr: "line 1: header has no run id"},
-		{name: "a row first", in: row1 + "\n", wantErr: `line 1: header: json: unknown field "seq"`},
-		{name: "row not JSON", in: header + "\n" + row1 + "\n" + `{"seq":2,` + "\n" + row3, wantErr: "line 3: invalid JSON"},
-		{name: "blank line", in: header + "\n" + row1 + "\n\n" + row2, wantErr: "line 3: empty line"},
-		{name: "two objects on a line", in: header + "\n" + row1 + " " + row2 + "\n", wantErr: "line 2: invalid JSON: more after the object"},
-		{name: "unknown field", in: header + "\n" + `{"seq":1,"type":"warning","at":"2026-01-01T00:00:00Z","detial":"x"}`, wantErr: `line 2: json: unknown field "detial"`},
-		{name: "wrong field type", in: header + "\n" + `{"seq":"1","type":"warning"}`, wantErr: "line 2: json: cannot unmarshal"},
-		{name: "first seq not 1", in: header + "\n" + row2, wantErr: "line 2: seq 2, want 1"},
-		{name: "gap", in: header + "\n" + row1 + "\n" + row3 + "\n", wantErr: "line 3: seq 3, want 2"},
-		{name: "repeat", in: header + "\n" + row1 + "\n" + row1 + "\n", wantErr: "line 3: seq 1, want 2"},
-		{name: "unknown row type", in: header + "\n" + row1 + "\n" + `{"seq":2,"type":"finished","at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 3: unknown row type "finished"`},
-		{name: "no row type", in: header + "\n" + `{"seq":1,"at":"2026-01-01T00:00:01Z"}` + "\n", wantErr: `line 2: unknown row type ""`},
-		{name: "started names another run", in: `{"format":"crw-trace/1","run":"r2"}` + "\n" + row1, wantErr: `line 2: run "r1", but the header says "r2"`},
-	}
-	for _, tt := range tests {
+	for _, tt := range importCases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rows, err := journal.Import(strings.NewReader(tt.in))

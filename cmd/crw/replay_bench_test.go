@@ -185,6 +185,22 @@ func BenchmarkReplayProcess(b *testing.B) {
 				b.ReportMetric(ms*1e6/perRun, "x-temporal")
 			}
 		})
+		b.Run(fmt.Sprintf("shadow-trace/calls=%d", n), func(b *testing.B) {
+			trace := filepath.Join(dir, "trace.jsonl")
+			if out, err := exec.Command(bin, "--state", rec.state, "flow", "trace", rec.run, "-o", trace).CombinedOutput(); err != nil {
+				b.Fatalf("crw flow trace: %v\n%s", err, out)
+			}
+			var rss int64
+			var walls time.Duration
+			for b.Loop() {
+				w, r := timedProcess(b, bin, fmt.Sprintf(`"matched":%d`, n), "--json", "--state", rec.state, "flow", "shadow", rec.wf, "--trace", trace)
+				walls, rss = walls+w, max(rss, r)
+			}
+			perRun := float64(walls.Nanoseconds()) / float64(b.N)
+			b.ReportMetric(perRun, "ns/op")
+			b.ReportMetric(perRun/float64(n), "ns/call")
+			b.ReportMetric(float64(rss)/1e6, "MB-rss")
+		})
 		b.Run(fmt.Sprintf("resume/calls=%d", n), func(b *testing.B) {
 			var rss int64
 			var walls time.Duration

@@ -465,6 +465,26 @@ func ReadPagesWithin(src Source, budget int) (*History, error) {
 	return h, nil
 }
 
+// ReadPagesFrom is ReadPagesWithin, telling the source's own error (srcErr: its rows could not
+// be read) from the History's (err: what the rows say makes no run).
+func ReadPagesFrom(src Source, budget int) (h *History, srcErr, err error) {
+	h, err = ReadPagesWithin(func(from uint64, limit int, fn func(*journal.Row) error) error {
+		var fnErr error
+		err := src(from, limit, func(row *journal.Row) error {
+			fnErr = fn(row)
+			return fnErr
+		})
+		if err != nil && fnErr == nil {
+			srcErr = err
+		}
+		return err
+	}, budget)
+	if srcErr != nil {
+		return nil, srcErr, nil
+	}
+	return h, nil, err
+}
+
 // KeptBudget bounds what a paged History keeps of its calls' rows (kept.weight), in all: the
 // calls past it are read again when they are delivered, and what a call's delivery took is let
 // go. A 10,000-call run of short answers keeps them all (~5 MB), so its journal is read once.

@@ -40,9 +40,12 @@ import (
 // Options is a shadow replay: a script run against a recorded run.
 type Options struct {
 	Script string
-	Rows   []journal.Row // the recorded run (a trace), when History is nil
-	// History is the recorded run read from its journal (replay.ReadPages).
+	Rows   []journal.Row // the recorded run (a trace read whole), when History is nil
+	// History is the recorded run read from its journal, or from Trace (replay.ReadPages).
 	History *replay.History
+	// Trace is the trace History was read from (ReadTrace), which it reads again as it needs;
+	// nil for a run's journal.
+	Trace   *journal.TraceFile
 	LibDirs []string
 	Log     io.Writer // the script's console
 	// Limits are the run's (its spec's), which the script ran within: a deeper recursion or a
@@ -115,6 +118,19 @@ func Warm(opts Options) {
 	vm.Warm(vm.Config{Workflow: opts.Script, LibDirs: opts.LibDirs, Builtin: lib.FS})
 }
 
+// ReadTrace reads the History of the trace t a part at a time, as a run's shadow reads its
+// journal: what it keeps of the calls' rows is bounded by budget (replay.ReadPagesWithin;
+// replay.KeptBudget is a run's), the rest read again from the trace as the calls are given to
+// the script. traceErr is the trace's own error (a line that does not read, with Import's
+// words), err the History's (rows that make no run).
+func ReadTrace(t *journal.TraceFile, budget int) (h *replay.History, traceErr, err error) {
+	h, traceErr, err = replay.ReadPagesFrom(t.Each, budget)
+	if traceErr == nil && err == nil && h == nil {
+		_, err = replay.Read(nil) // a trace of no rows: the History of none says what is wrong
+	}
+	return h, traceErr, err
+}
+
 // Run runs a script against a recorded run. Every call resolves from the recorded call it is
 // aligned with, whatever it asked (so the script goes on and every divergence is found); a
 // call the record does not have resolves held. Nothing is written anywhere.
@@ -135,9 +151,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		h: h, log: opts.Log, clock: h.ClockStart(), tiers: map[string]int{}, limits: opts.Limits,
 		rng:    rand.New(rand.NewPCG(runner.Seed(h.Run, "crw.random"), 0)),
 		roles:  inputs.RoleTable(h.Started.RolePairs),
-		noRepo: opts.NoRepository, trace: opts.History == nil,
-		traceCommitted: slices.ContainsFunc(opts.Rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }),
-		asked:          map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
+		noRepo: opts.NoRepository, trace: opts.History == nil || opts.Trace != nil,
+		traceCommitted: slices.ContainsFunc(opts.Rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }) ||
+			(opts.Trace != nil && opts.Trace.Committed()),
+		asked: map[string]bool{}, stepAsked: map[string]bool{}, open: map[string]bool{}, given: map[string]bool{},
 		verdicts: map[string]json.RawMessage{}, effectWaits: map[string][]func(json.RawMessage, error){}, toldHolds: map[string][]string{},
 		stopRun: stopRun,
 	}

@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/crw-dev/crw/engine"
+	"github.com/crw-dev/crw/engine/replay"
 	"github.com/crw-dev/crw/engine/shadow"
 	"github.com/crw-dev/crw/errs"
 	"github.com/crw-dev/crw/journal"
@@ -60,22 +60,29 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 		abs, _ := filepath.Abs(d)
 		libDirs = append(libDirs, abs)
 	}
-	var rows []journal.Row
+	opts := shadow.Options{Script: o.Script, LibDirs: libDirs, Limits: limits, NoRepository: o.NoRepo, Log: o.Log}
 	if o.Run == "" {
 		// The script compiles while the trace is read (a run's journal: Service.Shadow).
-		shadow.Warm(shadow.Options{Script: o.Script, LibDirs: libDirs})
+		shadow.Warm(opts)
 		f, err := userfile.Open(o.Trace)
 		if err != nil {
 			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
-		rows, err = journal.Import(f)
-		f.Close()
+		defer f.Close() // the History reads again the rows of the calls it let go
+		trace, err := journal.OpenTrace(f)
 		if err != nil {
 			return nil, errs.Field("trace", o.Trace, "%v", err)
 		}
-		if o.NoRepo && slices.ContainsFunc(rows, func(r journal.Row) bool { return r.Type == journal.TypeCommitIntent }) {
+		h, traceErr, err := shadow.ReadTrace(trace, replay.KeptBudget)
+		switch {
+		case traceErr != nil:
+			return nil, errs.Field("trace", o.Trace, "%v", traceErr)
+		case err != nil:
+			return nil, err
+		case o.NoRepo && trace.Committed():
 			return nil, errs.NewNaming(errs.InvalidRequest, "{no_repo} is given, but the trace's run committed (its rows hold crw.commit's): it had a repository")
 		}
+		opts.History, opts.Trace = h, trace
 	}
-	return svc.Shadow(ctx, o.Run, shadow.Options{Script: o.Script, Rows: rows, LibDirs: libDirs, Limits: limits, NoRepository: o.NoRepo, Log: o.Log})
+	return svc.Shadow(ctx, o.Run, opts)
 }

@@ -1,0 +1,213 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+)
+
+// TraceFile is a trace read a part at a time from a file, as Import reads one whole: the
+// shadow of a trace keeps what a run's shadow keeps of its journal (a page of rows and what
+// its deliveries need), not every row. Its first reading goes through the whole trace, with
+// Import's checks and errors, and notes where each row's line is; a later reading (of the
+// rows of a call the History let go) reads those lines again, and fails if they changed.
+type TraceFile struct {
+	r     io.ReaderAt
+	run   string
+	start int64 // where the first row's line starts
+
+	lines     []traceLine // every row's, once the first reading went through the trace
+	whole     bool        // the first reading did
+	committed bool        // a row of the trace is a commit intent
+}
+
+// traceLine is where a row's line is in the file (without its line break) and its CRC-32C.
+type traceLine struct {
+	off int64
+	n   int32
+	sum uint32
+}
+
+var traceTable = crc32.MakeTable(crc32.Castagnoli)
+
+// traceChunk is how many lines a reading decodes at a time, on every core.
+const traceChunk = 512
+
+// OpenTrace reads the header of the trace r holds (a file of it, which must stay open while
+// the TraceFile is read), with Import's checks.
+func OpenTrace(r io.ReaderAt) (*TraceFile, error) {
+	br := bufio.NewReader(io.NewSectionReader(r, 0, math.MaxInt64))
+	line, err := br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("journal: import: line 1: %w", err)
+	}
+	if len(line) == 0 {
+		return nil, errors.New("journal: import: line 1: missing header")
+	}
+	run, err := readHeader(trimLine(line))
+	if err != nil {
+		return nil, err
+	}
+	return &TraceFile{r: r, run: run, start: int64(len(line))}, nil
+}
+
+// Run is the run the trace's header names.
+func (t *TraceFile) Run() string { return t.run }
+
+// Committed reports whether a row of the trace is a commit intent (crw.commit's): known once
+// a reading went through the whole trace.
+func (t *TraceFile) Committed() bool { return t.committed }
+
+// Each calls fn with up to limit rows from seq from on (limit 0: every one), in order, and
+// stops at fn's first error: a replay.Source. fn must not keep the Row it is given.
+func (t *TraceFile) Each(from uint64, limit int, fn func(*Row) error) error {
+	from = max(from, 1)
+	if !t.whole {
+		return t.readAll(from, limit, fn)
+	}
+	if from > uint64(len(t.lines)) {
+		return nil
+	}
+	end := uint64(len(t.lines))
+	if limit > 0 {
+		end = min(end, from-1+uint64(limit))
+	}
+	rows := make([]Row, min(traceChunk, end-from+1))
+	for first := from; first <= end; first += uint64(len(rows)) {
+		n := min(uint64(len(rows)), end-first+1)
+		if err := t.reread(first, rows[:n]); err != nil {
+			return err
+		}
+		for i := range rows[:n] {
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readAll is the first reading: every line, checked as Import checks it, each row from seq
+// from on given to fn (up to limit of them) once its chunk is read.
+func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
+	br := bufio.NewReader(io.NewSectionReader(t.r, t.start, math.MaxInt64-t.start))
+	off := t.start
+	texts := make([][]byte, 0, traceChunk)
+	rows := make([]Row, traceChunk)
+	errs := make([]error, traceChunk)
+	given := 0
+	lines := t.lines[:0]
+	for eof := false; !eof; {
+		texts = texts[:0]
+		for len(texts) < traceChunk {
+			line, err := br.ReadBytes('\n')
+			if err != nil && err != io.EOF {
+				return fmt.Errorf("journal: import: line %d: %w", len(lines)+2, err)
+			}
+			if len(line) == 0 {
+				eof = true
+				break
+			}
+			text := trimLine(line)
+			lines = append(lines, traceLine{off: off, n: int32(min(len(text), math.MaxInt32)), sum: crc32.Checksum(text, traceTable)})
+			off += int64(len(line))
+			texts = append(texts, text)
+			if err == io.EOF {
+				eof = true
+				break
+			}
+		}
+		first := len(lines) - len(texts) // rows before this chunk
+		parallel(len(texts), func(i int) {
+			rows[i] = Row{}
+			errs[i] = decodeStrict(texts[i], &rows[i])
+		})
+		for i := range texts {
+			seq := uint64(first + i + 1)
+			if err := checkTraceRow(seq, &rows[i], errs[i], t.run); err != nil {
+				return err
+			}
+			if rows[i].Type == TypeCommitIntent {
+				t.committed = true
+			}
+			if seq < from || (limit > 0 && given == limit) {
+				continue
+			}
+			given++
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+	}
+	t.lines, t.whole = lines, true
+	return nil
+}
+
+// reread reads again the rows of seq first on into rows, from the lines the first reading
+// noted.
+func (t *TraceFile) reread(first uint64, rows []Row) error {
+	at := t.lines[first-1 : first-1+uint64(len(rows))]
+	last := at[len(at)-1]
+	buf := make([]byte, last.off+int64(last.n)-at[0].off)
+	if _, err := t.r.ReadAt(buf, at[0].off); err != nil {
+		return fmt.Errorf("journal: import: line %d: %w", first+1, err)
+	}
+	errs := make([]error, len(rows))
+	parallel(len(rows), func(i int) {
+		text := buf[at[i].off-at[0].off:][:at[i].n]
+		if crc32.Checksum(text, traceTable) != at[i].sum {
+			errs[i] = errors.New("the trace changed while it was read")
+			return
+		}
+		rows[i] = Row{}
+		errs[i] = decodeStrict(text, &rows[i])
+	})
+	for i := range rows {
+		if err := checkTraceRow(first+uint64(i), &rows[i], errs[i], t.run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trimLine is a line without its line break (\n or \r\n).
+func trimLine(line []byte) []byte {
+	return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+}
+
+// readHeader checks a trace's header line and returns the run it names.
+func readHeader(line []byte) (string, error) {
+	var h traceHeader
+	if err := decodeStrict(line, &h); err != nil {
+		return "", fmt.Errorf("journal: import: line 1: header: %w", err)
+	}
+	if h.Format != TraceFormat {
+		return "", fmt.Errorf("journal: import: line 1: format %q, want %q", h.Format, TraceFormat)
+	}
+	if h.Run == "" {
+		return "", errors.New("journal: import: line 1: header has no run id")
+	}
+	return h.Run, nil
+}
+
+// checkTraceRow checks the row of seq a trace's line gave (decodeErr: the line's decoding
+// failed), as Import does, naming its line.
+func checkTraceRow(seq uint64, r *Row, decodeErr error, run string) error {
+	line := seq + 1
+	switch {
+	case decodeErr != nil:
+		return fmt.Errorf("journal: import: line %d: %w", line, decodeErr)
+	case r.Seq != seq:
+		return fmt.Errorf("journal: import: line %d: seq %d, want %d", line, r.Seq, seq)
+	case !IsKnownType(r.Type):
+		// A replay would pass over a row it does not know and report a run that never was.
+		return fmt.Errorf("journal: import: line %d: unknown row type %q", line, r.Type)
+	case r.Type == TypeStarted && r.Run != "" && r.Run != run:
+		return fmt.Errorf("journal: import: line %d: run %q, but the header says %q", line, r.Run, run)
+	}
+	return nil
+}
