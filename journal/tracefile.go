@@ -13,24 +13,27 @@ import (
 // TraceFile is a trace read a part at a time from a file, as Import reads one whole: the
 // shadow of a trace keeps what a run's shadow keeps of its journal (a page of rows and what
 // its deliveries need), not every row. Its first reading goes through the whole trace, with
-// Import's checks and errors, and notes where each row's line is; a later reading (of the
-// rows of a call the History let go) reads those lines again, and fails if they changed.
+// Import's checks and errors, and notes where each block of traceBlock lines starts and its
+// CRC-32C; a later reading (of the rows of a call the History let go) reads those blocks
+// again, and fails if they changed.
 type TraceFile struct {
 	r     io.ReaderAt
 	run   string
 	start int64 // where the first row's line starts
 
-	lines     []traceLine // every row's, once the first reading went through the trace
-	whole     bool        // the first reading did
-	committed bool        // a row of the trace is a commit intent
+	// Once the first reading went through the trace (whole): where each block of rows'
+	// lines starts, and where the last ends; each block's CRC-32C (its lines as in the file,
+	// line breaks included); how many rows there are.
+	blocks    []int64
+	sums      []uint32
+	rows      uint64
+	whole     bool
+	committed bool // a row of the trace is a commit intent
 }
 
-// traceLine is where a row's line is in the file (without its line break) and its CRC-32C.
-type traceLine struct {
-	off int64
-	n   int32
-	sum uint32
-}
+// traceBlock is how many lines a TraceFile notes the place and checksum of at once: what it
+// keeps of a trace is ~0.2 bytes a row, and a reading again reads at most a block more.
+const traceBlock = 64
 
 var traceTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -69,10 +72,10 @@ func (t *TraceFile) Each(from uint64, limit int, fn func(*Row) error) error {
 	if !t.whole {
 		return t.readAll(from, limit, fn)
 	}
-	if from > uint64(len(t.lines)) {
+	if from > t.rows {
 		return nil
 	}
-	end := uint64(len(t.lines))
+	end := t.rows
 	if limit > 0 {
 		end = min(end, from-1+uint64(limit))
 	}
@@ -100,34 +103,39 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 	rows := make([]Row, traceChunk)
 	errs := make([]error, traceChunk)
 	given := 0
-	lines := t.lines[:0]
+	var blocks []int64
+	var sums []uint32
+	var n uint64 // rows read
 	for eof := false; !eof; {
 		texts = texts[:0]
 		for len(texts) < traceChunk {
 			line, err := br.ReadBytes('\n')
 			if err != nil && err != io.EOF {
-				return fmt.Errorf("journal: import: line %d: %w", len(lines)+2, err)
+				return fmt.Errorf("journal: import: line %d: %w", n+2, err)
 			}
 			if len(line) == 0 {
 				eof = true
 				break
 			}
-			text := trimLine(line)
-			lines = append(lines, traceLine{off: off, n: int32(min(len(text), math.MaxInt32)), sum: crc32.Checksum(text, traceTable)})
+			if n%traceBlock == 0 {
+				blocks, sums = append(blocks, off), append(sums, 0)
+			}
+			sums[len(sums)-1] = crc32.Update(sums[len(sums)-1], traceTable, line)
 			off += int64(len(line))
-			texts = append(texts, text)
+			n++
+			texts = append(texts, trimLine(line))
 			if err == io.EOF {
 				eof = true
 				break
 			}
 		}
-		first := len(lines) - len(texts) // rows before this chunk
+		first := n - uint64(len(texts)) // rows before this chunk
 		parallel(len(texts), func(i int) {
 			rows[i] = Row{}
 			errs[i] = decodeStrict(texts[i], &rows[i])
 		})
 		for i := range texts {
-			seq := uint64(first + i + 1)
+			seq := first + uint64(i) + 1
 			if err := checkTraceRow(seq, &rows[i], errs[i], t.run); err != nil {
 				return err
 			}
@@ -143,28 +151,48 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 			}
 		}
 	}
-	t.lines, t.whole = lines, true
+	t.blocks, t.sums, t.rows, t.whole = append(blocks, off), sums, n, true
 	return nil
 }
 
-// reread reads again the rows of seq first on into rows, from the lines the first reading
-// noted.
+// reread reads again the rows of seq first on into rows, from the blocks of lines the first
+// reading noted.
 func (t *TraceFile) reread(first uint64, rows []Row) error {
-	at := t.lines[first-1 : first-1+uint64(len(rows))]
-	last := at[len(at)-1]
-	buf := make([]byte, last.off+int64(last.n)-at[0].off)
-	if _, err := t.r.ReadAt(buf, at[0].off); err != nil {
-		return fmt.Errorf("journal: import: line %d: %w", first+1, err)
+	last := first + uint64(len(rows)) - 1
+	b0, b1 := (first-1)/traceBlock, (last-1)/traceBlock
+	changed := func(from, to uint64) error {
+		return fmt.Errorf("journal: import: lines %d to %d: the trace changed while it was read", from+1, to+1)
+	}
+	buf := make([]byte, t.blocks[b1+1]-t.blocks[b0])
+	if _, err := t.r.ReadAt(buf, t.blocks[b0]); errors.Is(err, io.EOF) {
+		return changed(first, t.rows) // cut short
+	} else if err != nil {
+		return fmt.Errorf("journal: import: lines %d to %d: %w", first+1, last+1, err)
+	}
+	texts := make([][]byte, 0, len(rows))
+	for b := b0; b <= b1; b++ {
+		block := buf[t.blocks[b]-t.blocks[b0] : t.blocks[b+1]-t.blocks[b0]]
+		if crc32.Checksum(block, traceTable) != t.sums[b] {
+			return changed(b*traceBlock+1, min((b+1)*traceBlock, t.rows))
+		}
+		for seq := b*traceBlock + 1; len(block) > 0; seq++ {
+			line := block
+			if i := bytes.IndexByte(block, '\n'); i >= 0 {
+				line = block[:i+1]
+			}
+			block = block[len(line):]
+			if seq >= first && seq <= last {
+				texts = append(texts, trimLine(line))
+			}
+		}
+	}
+	if len(texts) != len(rows) {
+		return changed(first, last)
 	}
 	errs := make([]error, len(rows))
 	parallel(len(rows), func(i int) {
-		text := buf[at[i].off-at[0].off:][:at[i].n]
-		if crc32.Checksum(text, traceTable) != at[i].sum {
-			errs[i] = errors.New("the trace changed while it was read")
-			return
-		}
 		rows[i] = Row{}
-		errs[i] = decodeStrict(text, &rows[i])
+		errs[i] = decodeStrict(texts[i], &rows[i])
 	})
 	for i := range rows {
 		if err := checkTraceRow(first+uint64(i), &rows[i], errs[i], t.run); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,10 +130,11 @@ func TestTraceFileReadsItsRowsAgain(t *testing.T) {
 }
 
 // TestATraceChangedWhileReadIsRefused: a line that changed after the first reading is refused
-// when it is read again, naming it, rather than read as another row.
+// when it is read again, naming the lines of its block, rather than read as another row; the
+// blocks around it read as they did.
 func TestATraceChangedWhileReadIsRefused(t *testing.T) {
 	t.Parallel()
-	path, _ := longTrace(t, t.TempDir(), 50, false)
+	path, want := longTrace(t, t.TempDir(), 200, false)
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -143,15 +145,26 @@ func TestATraceChangedWhileReadIsRefused(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	at := bytes.Index(lines[29], []byte("row 29")) // seq 29, line 30
+	at := bytes.Index(lines[150], []byte("row 150")) // seq 150, line 151, in the block of seqs 129 to 192
 	require.Positive(t, at)
-	lines[29][at+5] = '8' // "row 28": the same length, another row
+	lines[150][at+6] = '1' // "row 151": the same length, another row
 	require.NoError(t, os.WriteFile(path, bytes.Join(lines, nil), 0o600))
 
-	require.NoError(t, tf.Each(1, 28, func(*journal.Row) error { return nil }), "the lines before it are as they were")
-	err = tf.Each(20, 20, func(*journal.Row) error { return nil })
+	var got []journal.Row
+	keep := func(r *journal.Row) error {
+		got = append(got, *r)
+		return nil
+	}
+	require.NoError(t, tf.Each(1, 128, keep), "the blocks before it are as they were")
+	require.NoError(t, tf.Each(193, 0, keep), "and those after it")
+	assert.Equal(t, append(slices.Clone(want[:128]), want[192:]...), got)
+	err = tf.Each(140, 20, keep)
 	require.Error(t, err)
-	assert.Equal(t, "journal: import: line 30: the trace changed while it was read", err.Error())
+	assert.Equal(t, "journal: import: lines 130 to 193: the trace changed while it was read", err.Error())
+
+	// A trace cut short is another trace too.
+	require.NoError(t, os.WriteFile(path, data[:len(data)-10], 0o600))
+	assert.ErrorContains(t, tf.Each(190, 0, keep), "the trace changed while it was read")
 }
 
 // FuzzTraceFile: whatever the trace, a TraceFile reads the rows Import reads, or says what
