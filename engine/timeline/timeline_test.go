@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -148,4 +149,73 @@ func TestTheTimelineNamesTheWorkflowAResumeGoesOnWith(t *testing.T) {
 	budgetOnly := journal.ResumeChanged{By: "t", Budget: new(int64(5))}.Row()
 	budgetOnly.Seq = uint64(len(rows) + 1)
 	assert.Equal(t, "edited.js", Summarize(append(rows, *budgetOnly)).Workflow, "a change that names no workflow keeps it")
+}
+
+// TestAFoldOfManyCalls: a run of more calls than a chunk of entries holds, a call of the first
+// chunk run again at the end, folds to every call in order, each its own, and its bodies'
+// second reading gives each call its prompt and output.
+func TestAFoldOfManyCalls(t *testing.T) {
+	const calls = 2500 // three chunks of entries
+	at := time.Date(2026, 12, 8, 2, 0, 0, 0, time.UTC)
+	rows := []journal.Row{{Type: journal.TypeStarted, Run: "r1"}}
+	for i := 1; i <= calls; i++ {
+		id := fmt.Sprintf("c%d", i)
+		rows = append(rows,
+			journal.Row{Type: journal.TypePrepared, Call: id, Index: i, Role: "reviewer", Node: "n", Prompt: "prompt " + id, At: at},
+			journal.Row{Type: journal.TypeThreadStarted, Call: id, ThreadID: "t-" + id},
+			journal.Row{Type: journal.TypeTurnStarted, Call: id, K: 1})
+		end := journal.Row{Type: journal.TypeCompleted, Call: id, Output: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), At: at.Add(time.Duration(i) * time.Millisecond)}
+		if i == 5 {
+			end = journal.Row{Type: journal.TypeHeld, Call: id, Reason: "engine_paused"}
+		}
+		rows = append(rows, end)
+	}
+	rows = append(rows,
+		journal.Row{Type: journal.TypePrepared, Call: "c5", Index: 5, Role: "reviewer", Node: "n", Prompt: "prompt c5 again"},
+		journal.Row{Type: journal.TypeCompleted, Call: "c5", Output: json.RawMessage(`{"n":5}`)})
+	for i := range rows {
+		rows[i].Seq = uint64(i + 1)
+	}
+
+	f := NewFold(Options{})
+	for i := range rows {
+		f.Add(&rows[i])
+	}
+	tl := f.Timeline()
+	require.Len(t, tl.Calls, calls)
+	for i, c := range tl.Calls {
+		id := fmt.Sprintf("c%d", i+1)
+		require.Equal(t, id, c.Call)
+		assert.Equal(t, i+1, c.Index)
+		assert.Equal(t, journal.StatusCompleted, c.Status, id)
+		if id == "c5" {
+			assert.Equal(t, 2, c.Attempts)
+			assert.Equal(t, uint64(len(rows)), c.EndSeq)
+		} else {
+			assert.Equal(t, 1, c.Attempts, id)
+			assert.Equal(t, "t-"+id, c.ThreadID)
+			assert.Equal(t, uint64(4*(i+1)+1), c.EndSeq, id)
+		}
+	}
+	assert.Equal(t, calls, tl.Counts[journal.StatusCompleted])
+
+	var emitted []string
+	b := f.Bodies(func(c *Call) error {
+		want := "prompt " + c.Call
+		if c.Call == "c5" {
+			want += " again"
+		}
+		assert.Equal(t, want, c.Prompt)
+		assert.JSONEq(t, fmt.Sprintf(`{"n":%s}`, c.Call[1:]), string(c.Output))
+		emitted = append(emitted, c.Call)
+		return nil
+	})
+	for i := range rows {
+		require.NoError(t, b.Add(&rows[i]))
+	}
+	require.NoError(t, b.Finish())
+	require.Len(t, emitted, calls)
+	for i, id := range emitted {
+		require.Equal(t, fmt.Sprintf("c%d", i+1), id)
+	}
 }
