@@ -35,6 +35,26 @@ type TraceFile struct {
 // keeps of a trace is ~0.2 bytes a row, and a reading again reads at most a block more.
 const traceBlock = 64
 
+// TraceError is what is wrong with a trace a TraceFile reads, in Import's words (they name its
+// line): whoever reads the trace through a History finds it in the History's error, and can
+// say which file it is.
+type TraceError struct{ err error }
+
+func (e *TraceError) Error() string { return e.err.Error() }
+func (e *TraceError) Unwrap() error { return e.err }
+
+// traceErr is err, made a TraceError.
+func traceErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *TraceError
+	if errors.As(err, &te) {
+		return err
+	}
+	return &TraceError{err}
+}
+
 var traceTable = crc32.MakeTable(crc32.Castagnoli)
 
 // traceChunk is how many lines a reading decodes at a time, on every core.
@@ -111,7 +131,7 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 		for len(texts) < traceChunk {
 			line, err := br.ReadBytes('\n')
 			if err != nil && err != io.EOF {
-				return fmt.Errorf("journal: import: line %d: %w", n+2, err)
+				return traceErr(fmt.Errorf("journal: import: line %d: %w", n+2, err))
 			}
 			if len(line) == 0 {
 				eof = true
@@ -137,7 +157,7 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 		for i := range texts {
 			seq := first + uint64(i) + 1
 			if err := checkTraceRow(seq, &rows[i], errs[i], t.run); err != nil {
-				return err
+				return traceErr(err)
 			}
 			if rows[i].Type == TypeCommitIntent {
 				t.committed = true
@@ -161,13 +181,13 @@ func (t *TraceFile) reread(first uint64, rows []Row) error {
 	last := first + uint64(len(rows)) - 1
 	b0, b1 := (first-1)/traceBlock, (last-1)/traceBlock
 	changed := func(from, to uint64) error {
-		return fmt.Errorf("journal: import: lines %d to %d: the trace changed while it was read", from+1, to+1)
+		return traceErr(fmt.Errorf("journal: import: lines %d to %d: the trace changed while it was read", from+1, to+1))
 	}
 	buf := make([]byte, t.blocks[b1+1]-t.blocks[b0])
 	if _, err := t.r.ReadAt(buf, t.blocks[b0]); errors.Is(err, io.EOF) {
 		return changed(first, t.rows) // cut short
 	} else if err != nil {
-		return fmt.Errorf("journal: import: lines %d to %d: %w", first+1, last+1, err)
+		return traceErr(fmt.Errorf("journal: import: lines %d to %d: %w", first+1, last+1, err))
 	}
 	texts := make([][]byte, 0, len(rows))
 	for b := b0; b <= b1; b++ {
@@ -196,7 +216,7 @@ func (t *TraceFile) reread(first uint64, rows []Row) error {
 	})
 	for i := range rows {
 		if err := checkTraceRow(first+uint64(i), &rows[i], errs[i], t.run); err != nil {
-			return err
+			return traceErr(err)
 		}
 	}
 	return nil

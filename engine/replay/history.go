@@ -1261,13 +1261,15 @@ func (r *reread) whole() bool {
 }
 
 // PreparedRow is a call's prepared row, read again from the journal for a Paged call (what a
-// divergence names); failing that, what the History kept of it.
-func (h *History) PreparedRow(c *Call) *journal.Row {
+// divergence names). When it cannot be read again (a trace changed since it was read, say), it
+// is what the History kept of it, without its prompt or digests, and err says why: a report
+// that names the row must not stand on the stand-in.
+func (h *History) PreparedRow(c *Call) (row *journal.Row, err error) {
 	if !c.Paged() {
-		return c.Prepared
+		return c.Prepared, nil
 	}
 	var got *journal.Row
-	err := h.src(c.PreparedSeq, 1, func(row *journal.Row) error {
+	err = h.src(c.PreparedSeq, 1, func(row *journal.Row) error {
 		if row.Call == c.ID {
 			cp := *row
 			got = &cp
@@ -1275,9 +1277,13 @@ func (h *History) PreparedRow(c *Call) *journal.Row {
 		return nil
 	})
 	if err == nil && got != nil {
-		return got
+		return got, nil
 	}
-	return &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: int(c.Index), Role: c.Role, Node: c.Node}
+	if err == nil {
+		err = errs.New(errs.IncompatibleSchema, "row %d is not its prepared row", c.PreparedSeq)
+	}
+	stand := &journal.Row{Type: journal.TypePrepared, Seq: c.PreparedSeq, Call: c.ID, Index: int(c.Index), Role: c.Role, Node: c.Node}
+	return stand, errs.New(errs.IncompatibleSchema, "run %s: the prepared row of call %s cannot be read again", h.Run, c.ID).Wrap(err)
 }
 
 // Outcomes is every call's latest outcome in the order the journal recorded it: what a shadow

@@ -83,7 +83,11 @@ func TestPagedHistoryReadsWhatReadKeeps(t *testing.T) {
 		assert.Equal(t, f.Settled(), p.Settled(), id)
 		assert.Equal(t, f.Reopened(), p.Reopened(), id)
 		assert.Equal(t, f.Attempt, p.Attempt, id)
-		assert.Equal(t, full.PreparedRow(f), paged.PreparedRow(p), "%s: a divergence names the row the journal has", id)
+		fullRow, err := full.PreparedRow(f)
+		require.NoError(t, err)
+		pagedRow, err := paged.PreparedRow(p)
+		require.NoError(t, err)
+		assert.Equal(t, fullRow, pagedRow, "%s: a divergence names the row the journal has", id)
 		if f.Terminal != nil {
 			assert.True(t, p.Paged(), "%s ended: its rows are read again when it is delivered", id)
 			assert.Nil(t, p.Prepared, id)
@@ -134,7 +138,10 @@ func TestPagedLoadFailsWhenTheJournalCannotBeRead(t *testing.T) {
 	broken = true
 	_, err = h.Load(h.Call("c1"))
 	require.ErrorIs(t, err, assert.AnError)
-	assert.Equal(t, "c1", h.PreparedRow(h.Call("c1")).Call, "a divergence still names the call")
+	stand, err := h.PreparedRow(h.Call("c1"))
+	require.ErrorIs(t, err, assert.AnError, "what could not be read again is said")
+	assert.Equal(t, "c1", stand.Call, "the stand-in still names the call")
+	assert.Empty(t, stand.Prompt)
 }
 
 // Prefetch loads calls ahead of their deliveries and builds their results: each delivery gets

@@ -148,7 +148,7 @@ func (r *Replayer) Next(p *journal.Prepared) Match {
 	if !r.isMade(rec) && !rec.Reopened() && (same || !r.offRecord) {
 		if !same {
 			r.diverged = true
-			m.Divergence = NewDivergence(m.Index, r.h.PreparedRow(rec), p.Row())
+			m.Divergence = r.divergence(m.Index, rec, p.Row())
 			return m
 		}
 		r.setMade(rec)
@@ -270,10 +270,21 @@ func (r *Replayer) Unmade() *Divergence {
 	}
 	for i := r.issued + 1; i <= r.h.MaxIndex; i++ {
 		if rec := r.h.AtIndex(i); rec != nil && !r.isMade(rec) && !rec.Reopened() {
-			return NotMade(i, r.h.PreparedRow(rec))
+			want, _ := r.h.PreparedRow(rec) // its id and node are the History's own
+			return NotMade(i, want)
 		}
 	}
 	return nil
+}
+
+// divergence is the divergence of the script's call got from the recorded call rec at index:
+// which input differs, unless rec's prepared row cannot be read again to say so.
+func (r *Replayer) divergence(index int, rec *Call, got *journal.Row) *Divergence {
+	want, err := r.h.PreparedRow(rec)
+	if err != nil {
+		return &Divergence{Index: index, Call: rec.ID, Node: rec.Node, Field: "input"}
+	}
+	return NewDivergence(index, want, got)
 }
 
 // Recorded hands over a recorded result: deliver runs once every recorded completion before it

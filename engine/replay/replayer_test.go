@@ -509,7 +509,9 @@ func TestCallsAreFoundByEveryKindOfID(t *testing.T) {
 		c := h.Call(id)
 		require.NotNil(t, c, id)
 		assert.Equal(t, id, c.ID)
-		assert.Equal(t, prompt, h.PreparedRow(c).Prompt, id)
+		row, err := h.PreparedRow(c)
+		require.NoError(t, err)
+		assert.Equal(t, prompt, row.Prompt, id)
 	}
 	assert.EqualValues(t, 2, h.Call("c900").Attempt)
 	assert.EqualValues(t, 2, h.Call("c3").Attempt)

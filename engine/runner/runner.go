@@ -719,7 +719,9 @@ func (r *runner) siteOf(call string) string {
 	}
 	if r.h != nil {
 		if rec := r.h.Call(call); rec != nil {
-			return r.h.PreparedRow(rec).Site
+			if p, err := r.h.PreparedRow(rec); err == nil {
+				return p.Site
+			}
 		}
 	}
 	return ""

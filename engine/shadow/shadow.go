@@ -125,7 +125,14 @@ func Warm(opts Options) {
 // words), err the History's (rows that make no run).
 func ReadTrace(t *journal.TraceFile, budget int) (h *replay.History, traceErr, err error) {
 	h, traceErr, err = replay.ReadPagesFrom(t.Each, budget)
-	if traceErr == nil && err == nil && h == nil {
+	switch {
+	case err != nil:
+		// What is wrong with the trace's lines is said first, as when a trace was read whole
+		// before its History: the History stopped at its own error, the lines after it unread.
+		if lineErr := t.Each(1, 0, func(*journal.Row) error { return nil }); lineErr != nil {
+			return nil, lineErr, nil
+		}
+	case traceErr == nil && h == nil:
 		_, err = replay.Read(nil) // a trace of no rows: the History of none says what is wrong
 	}
 	return h, traceErr, err
@@ -214,10 +221,23 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if rec == nil || s.replay.Made(rec) {
 			continue
 		}
-		p := h.PreparedRow(rec)
+		p, err := h.PreparedRow(rec)
+		if err != nil {
+			return nil, err
+		}
 		report.Unmade = append(report.Unmade, Call{Position: i, Call: p.Call, Role: p.Role, Node: p.Node, Prompt: short(p.Prompt), Site: p.Site})
 	}
 	return report, nil
+}
+
+// failLoad keeps err, the first error of a recorded row that could not be read again, which
+// the shadow fails with.
+func (s *host) failLoad(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if s.loadErr == nil {
+		s.loadErr = err
+	}
 }
 
 // host is the host of a shadow replay.
@@ -575,7 +595,11 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 	if m.Same {
 		s.report.Matched++
 	} else {
-		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, s.h.PreparedRow(m.Rec), replay.WithDigests(indexed(&p, m.Index))))
+		want, err := s.h.PreparedRow(m.Rec)
+		if err != nil {
+			s.failLoad(err) // the report would name a stand-in's inputs
+		}
+		s.report.Divergences = append(s.report.Divergences, divergence(m.Index, want, replay.WithDigests(indexed(&p, m.Index))))
 	}
 	if m.Kind == replay.Continue {
 		s.replay.Live(s.held(m.Rec.Prepared, settle, "the recorded call has no outcome to replay", 0))
@@ -587,11 +611,7 @@ func (s *host) Call(req agent.Request, settle agent.Settle) error {
 		// A paged History reads the call's rows again now, as a resume delivers it.
 		res, at, err := s.h.LoadResult(rec, s.h.OmitCallSeqs())
 		if err != nil {
-			s.errMu.Lock()
-			if s.loadErr == nil {
-				s.loadErr = err
-			}
-			s.errMu.Unlock()
+			s.failLoad(err)
 			s.held(indexed(&p, m.Index), settle, "the recorded call's rows cannot be read again", 0)()
 			return
 		}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,5 +85,11 @@ func Shadow(ctx context.Context, svc *engine.Service, o ShadowOptions) (*shadow.
 		}
 		opts.History, opts.Trace = h, trace
 	}
-	return svc.Shadow(ctx, o.Run, opts)
+	rep, err := svc.Shadow(ctx, o.Run, opts)
+	var traceErr *journal.TraceError
+	if o.Run == "" && errors.As(err, &traceErr) {
+		// The trace changed while the shadow read its calls again: said of the file.
+		return nil, errs.Field("trace", o.Trace, "%v", traceErr)
+	}
+	return rep, err
 }
