@@ -230,16 +230,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return report, nil
 }
 
-// failLoad keeps err, the first error of a recorded row that could not be read again, which
-// the shadow fails with.
-func (s *host) failLoad(err error) {
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	if s.loadErr == nil {
-		s.loadErr = err
-	}
-}
-
 // host is the host of a shadow replay.
 type host struct {
 	h       *replay.History
@@ -301,6 +291,16 @@ type host struct {
 	// verdict has not reached it: crw.commit and crw.tierStep refuse the node meanwhile, as
 	// the runner's book does (decisions.Book.Told).
 	toldHolds map[string][]string
+}
+
+// failLoad keeps err, the first error of a recorded row that could not be read again, which
+// the shadow fails with.
+func (s *host) failLoad(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if s.loadErr == nil {
+		s.loadErr = err
+	}
 }
 
 var (
