@@ -22,8 +22,10 @@ func FrozenParser(in *Intrinsics) func(data []byte) (goja.Value, error) {
 	// one parse to the next (up to keptMembers of them).
 	var names []string
 	var values []goja.Value
+	// The member names read before, each kept once: every call's output has the same few.
+	known := map[string]string{}
 	return func(data []byte) (goja.Value, error) {
-		p := &frozenParser{rt: rt, data: data, names: names[:0], values: values[:0]}
+		p := &frozenParser{rt: rt, data: data, names: names[:0], values: values[:0], known: known}
 		defer func() {
 			// No name or value outlives its parse here.
 			clear(p.names[:cap(p.names)])
@@ -67,6 +69,31 @@ type frozenParser struct {
 	// way, innermost last: each takes its own off the end when it is made.
 	names  []string
 	values []goja.Value
+	known  map[string]string // member names read before (at most keptNames)
+}
+
+// keptNames and keptNameBytes bound the member names a FrozenParser keeps from one parse to
+// the next: the few that outputs of a schema repeat, not every name a long run's outputs ever
+// had, nor a long one.
+const (
+	keptNames     = 1024
+	keptNameBytes = 64
+)
+
+// name is the member name whose text, without escapes, is b: the one kept string of it.
+func (p *frozenParser) name(b []byte) string {
+	if s, ok := p.known[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(s) > keptNameBytes {
+		return s
+	}
+	if len(p.known) >= keptNames {
+		clear(p.known)
+	}
+	p.known[s] = s
+	return s
 }
 
 func (p *frozenParser) errorf(format string, args ...any) error {
@@ -167,6 +194,22 @@ func (p *frozenParser) str() (string, error) {
 		}
 	}
 	return "", p.errorf("unterminated string")
+}
+
+// memberText reads a member name's string: a name read before is its kept string (name),
+// one with escapes is read as str reads it.
+func (p *frozenParser) memberText() (string, error) {
+	start := p.i + 1
+	for j := start; j < len(p.data); j++ {
+		switch p.data[j] {
+		case '\\':
+			return p.str()
+		case '"':
+			p.i = j + 1
+			return p.name(p.data[start:j]), nil
+		}
+	}
+	return p.str() // unterminated: its error
 }
 
 func (p *frozenParser) object(depth int) (goja.Value, error) {
@@ -279,7 +322,7 @@ func (p *frozenParser) memberName() (string, error) {
 	if p.i >= len(p.data) || p.data[p.i] != '"' {
 		return "", p.errorf("expected a member name")
 	}
-	key, err := p.str()
+	key, err := p.memberText()
 	if err != nil {
 		return "", err
 	}

@@ -23,6 +23,11 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		`{"v":"x","v":1}`, `{"v":1,"v":1}`, `{"a":1,"b":{"c":[1]},"a":{"d":2},"b":3}`, `[{"x":[],"x":[{"y":1,"y":2}]}]`,
 		`{"\ud800":1,"\udbff":2}`, `{"k":{"a":1},"k":{"a":1}}`,
 		"[" + strings.TrimSuffix(strings.Repeat(`"e",`, 150), ",") + "]",
+		// Names the parser keeps from one parse to the next, given again, escaped, long, and
+		// more of them than it keeps.
+		`{"status":"a","summary":"b"}`, `{"summary":1,"status":2}`, `{"st\u0061tus":1,"status":2}`, `{"status":1,"st\u0061tus":2}`,
+		`{"` + strings.Repeat("n", 65) + `":1,"` + strings.Repeat("n", 65) + `":2}`, manyNames(1100), manyNames(1100),
+		"{\"\xff\":1,\"\xfe\":2}", "{\"\xff\":3}",
 	}
 	rt := goja.New()
 	parse := FrozenParser(Capture(rt))
@@ -45,6 +50,20 @@ func TestFrozenParserMatchesJSONParse(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "", msg.String(), doc)
 	}
+}
+
+// manyNames is an object of n members, each of its own name.
+func manyNames(n int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"m%d":%d`, i, i)
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 func TestFrozenParserRejectsBadJSON(t *testing.T) {
