@@ -57,30 +57,31 @@ func readBoot(logPath string) (string, bool) {
 }
 
 // keptBoot reports whether the boot file of the log at logPath says boot, as a file of a
-// writer's own making (one link to it, no other name): a writer in that boot need not make it
-// again.
+// writer's own making (one link to it, this user's, no access for others): a writer in that
+// boot need not make it again.
 func keptBoot(logPath, boot string) bool {
-	was, links, ok := readBootFile(logPath)
-	return ok && boot != "" && was == boot && links == 1
+	was, own, ok := readBootFile(logPath)
+	return ok && own && boot != "" && was == boot
 }
 
-// readBootFile is readBoot, and how many names the file has.
-func readBootFile(logPath string) (boot string, links uint64, ok bool) {
+// readBootFile is readBoot, and whether the file is as a writer makes it: one name, this
+// user's, readable and writable by no one else.
+func readBootFile(logPath string) (boot string, own, ok bool) {
 	f, err := openRegular(bootFile(logPath), os.O_RDONLY|syscall.O_NOFOLLOW) // a link to elsewhere says nothing
 	if err != nil {
-		return "", 0, false
+		return "", false, false
 	}
 	defer f.Close()
 	if info, err := f.Stat(); err == nil {
 		if st, isUnix := info.Sys().(*syscall.Stat_t); isUnix {
-			links = uint64(st.Nlink)
+			own = st.Nlink == 1 && int(st.Uid) == os.Getuid() && info.Mode().Perm()&0o077 == 0
 		}
 	}
 	var b [maxBootID + 2]byte
 	n, _ := f.Read(b[:])
 	line, found := bytes.CutSuffix(b[:n], []byte("\n"))
 	if !found || bytes.ContainsAny(line, "\x00\n") {
-		return "", 0, false
+		return "", false, false
 	}
-	return string(line), links, true
+	return string(line), own, true
 }

@@ -572,6 +572,13 @@ func TestABootFileThatSaysThisBootIsKept(t *testing.T) {
 	assert.False(t, kept(), "a file that says nothing is made again")
 	assert.Equal(t, "boot-two\n", said())
 
+	// A file others may write, that says this boot, is not the writer's own either.
+	require.NoError(t, os.Chmod(BootFile(path), 0o666))
+	assert.False(t, kept(), "a file others may write is made again")
+	info, err := os.Stat(BootFile(path))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
 	// A hard link to another file that says this boot is not the writer's own: it is made
 	// again, and the other file is left as it was.
 	elsewhere := filepath.Join(dir, "elsewhere")
