@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,6 +36,8 @@ import (
 //	summary            the journal's summary equals a recomputation from its rows
 //	same_result        an interrupted run ends as the uninterrupted one (no race)
 //	shadow_clean       a shadow of the recorded run with its own script finds no difference
+//	trace_shadow       the shadow of the run's trace, read a part at a time, reports what the
+//	                   shadow of the run does
 //	no_failure_from_interrupts  no call fails for a pause, cancel, stop or crash
 //	holds              a verdict releases its node; after applied the same call is not sent
 //	repo_clean         an ended or deleted run leaves no worktree, and no ref outside its own
@@ -237,6 +242,65 @@ func (x *execution) finished(ctx context.Context, id string) {
 	}
 	if rep.Status != end.Status || (end.Status == store.RunCompleted && !sameJSON(rep.Result, end.Result)) {
 		x.violate("shadow_clean", "the shadow ended %s with %s; the run ended %s with %s", rep.Status, clip(string(rep.Result)), end.Status, clip(string(end.Result)))
+	}
+	x.checkTraceShadow(ctx, id, rep)
+}
+
+// correlationID is a diagnostic's correlation id in JSON, which each error makes anew.
+var correlationID = regexp.MustCompile(`"correlationId":"[^"]*",?`)
+
+// checkTraceShadow: the shadow of the run's trace (crw flow trace, then shadow --trace), read a
+// part at a time and keeping what the case's resumes keep of the calls' rows (the rest read
+// again from the file), within the run's limits and without a repository where it had none,
+// reports what the shadow of the run itself did.
+func (x *execution) checkTraceShadow(ctx context.Context, id string, want *shadow.Report) {
+	var trace bytes.Buffer
+	if err := journal.Export(&trace, id, x.out.Rows); err != nil {
+		x.violate("trace_shadow", "the trace cannot be written: %v", err)
+		return
+	}
+	path := filepath.Join(x.dir, "trace.jsonl")
+	if err := os.WriteFile(path, trace.Bytes(), 0o600); err != nil {
+		x.violate("trace_shadow", "the trace cannot be written: %v", err)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		x.violate("trace_shadow", "the trace cannot be opened: %v", err)
+		return
+	}
+	defer f.Close()
+	spec, err := x.svc.Store.Spec(ctx, id)
+	if err != nil {
+		x.violate("trace_shadow", "the run's spec cannot be read: %v", err)
+		return
+	}
+	budget := x.c.ReplayBudget
+	if budget == 0 {
+		budget = replay.KeptBudget // the service's 0
+	}
+	tf, err := journal.OpenTrace(f)
+	var h *replay.History
+	if err == nil {
+		var traceErr error
+		if h, traceErr, err = shadow.ReadTrace(tf, budget); traceErr != nil {
+			err = traceErr
+		}
+	}
+	var got *shadow.Report
+	if err == nil {
+		got, err = x.svc.Shadow(ctx, "", shadow.Options{Script: x.wf, History: h, Trace: tf, Limits: spec.Limits, NoRepository: spec.Repo == ""})
+	}
+	if err != nil {
+		x.violate("trace_shadow", "the shadow of the run's trace did not run: %v", err)
+		return
+	}
+	// Each shadow's error diagnostic has a correlation id of its own.
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, gotJSON = correlationID.ReplaceAll(wantJSON, nil), correlationID.ReplaceAll(gotJSON, nil)
+	if !bytes.Equal(wantJSON, gotJSON) || fmt.Sprint(want.Stop) != fmt.Sprint(got.Stop) {
+		x.violate("trace_shadow", "the shadow of the run's trace reported %s (stop %v); that of the run %s (stop %v)", clip(string(gotJSON)), got.Stop, clip(string(wantJSON)), want.Stop)
 	}
 }
 
