@@ -57,8 +57,12 @@ func traceErr(err error) error {
 
 var traceTable = crc32.MakeTable(crc32.Castagnoli)
 
-// traceChunk is how many lines a reading decodes at a time, on every core.
-const traceChunk = 512
+// traceChunk and traceChunkBytes bound the lines a reading decodes at a time, on every core:
+// a trace of long lines is read a few at a time (at least one, or one block again).
+const (
+	traceChunk      = 512
+	traceChunkBytes = 8 << 20
+)
 
 // OpenTrace reads the header of the trace r holds (a file of it, which must stay open while
 // the TraceFile is read), with Import's checks.
@@ -100,8 +104,8 @@ func (t *TraceFile) Each(from uint64, limit int, fn func(*Row) error) error {
 		end = min(end, from-1+uint64(limit))
 	}
 	rows := make([]Row, min(traceChunk, end-from+1))
-	for first := from; first <= end; first += uint64(len(rows)) {
-		n := min(uint64(len(rows)), end-first+1)
+	for first, n := from, uint64(0); first <= end; first += n {
+		n = t.batch(first, min(end, first+uint64(len(rows))-1))
 		if err := t.reread(first, rows[:n]); err != nil {
 			return err
 		}
@@ -112,6 +116,17 @@ func (t *TraceFile) Each(from uint64, limit int, fn func(*Row) error) error {
 		}
 	}
 	return nil
+}
+
+// batch is how many rows from seq first on, up to last, a reading again takes at once: those
+// of the blocks whose lines make traceChunkBytes, the rows of first's block at least.
+func (t *TraceFile) batch(first, last uint64) uint64 {
+	b0 := (first - 1) / traceBlock
+	b := b0 + 1 // the block after the last taken
+	for b <= (last-1)/traceBlock && t.blocks[b+1]-t.blocks[b0] <= traceChunkBytes {
+		b++
+	}
+	return min(last, b*traceBlock) - first + 1
 }
 
 // readAll is the first reading: every line, checked as Import checks it, each row from seq
@@ -128,7 +143,7 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 	var n uint64 // rows read
 	for eof := false; !eof; {
 		texts = texts[:0]
-		for len(texts) < traceChunk {
+		for chunkBytes := 0; len(texts) < traceChunk && chunkBytes < traceChunkBytes; {
 			line, err := br.ReadBytes('\n')
 			if err != nil && err != io.EOF {
 				return traceErr(fmt.Errorf("journal: import: line %d: %w", n+2, err))
@@ -143,6 +158,7 @@ func (t *TraceFile) readAll(from uint64, limit int, fn func(*Row) error) error {
 			sums[len(sums)-1] = crc32.Update(sums[len(sums)-1], traceTable, line)
 			off += int64(len(line))
 			n++
+			chunkBytes += len(line)
 			texts = append(texts, trimLine(line))
 			if err == io.EOF {
 				eof = true

@@ -129,6 +129,41 @@ func TestTraceFileReadsItsRowsAgain(t *testing.T) {
 	assert.False(t, plain.Committed())
 }
 
+// TestATraceOfLongLinesIsReadAFewAtATime: lines of 100 KB, more of them than a reading takes at
+// once (traceChunkBytes), are read through and again in parts, each row as Import reads it.
+func TestATraceOfLongLinesIsReadAFewAtATime(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 8, 1, 0, 0, 0, time.UTC)
+	rows := []journal.Row{{Seq: 1, Type: journal.TypeStarted, At: at, Run: "r1"}}
+	for i := 2; i <= 200; i++ {
+		rows = append(rows, journal.Row{Seq: uint64(i), Type: journal.TypeWarning, At: at, Detail: fmt.Sprintf("%d %s", i, strings.Repeat("y", 100<<10))})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, journal.Export(&buf, "r1", rows))
+	want, err := journal.Import(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	tf, err := journal.OpenTrace(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from  uint64
+		limit int
+	}{{1, 0}, {1, 0}, {2, 150}, {60, 70}, {64, 2}, {129, 0}} {
+		var got []journal.Row
+		require.NoError(t, tf.Each(c.from, c.limit, func(r *journal.Row) error {
+			got = append(got, *r)
+			return nil
+		}))
+		end := uint64(len(want))
+		if c.limit > 0 {
+			end = c.from - 1 + uint64(c.limit)
+		}
+		require.Equal(t, len(want[c.from-1:end]), len(got), "from %d, limit %d", c.from, c.limit)
+		for i := range got {
+			require.Equal(t, want[int(c.from)-1+i], got[i], "from %d, limit %d, row %d", c.from, c.limit, i)
+		}
+	}
+}
+
 // TestATraceChangedWhileReadIsRefused: a line that changed after the first reading is refused
 // when it is read again, naming the lines of its block, rather than read as another row; the
 // blocks around it read as they did.
